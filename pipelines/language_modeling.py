@@ -1,0 +1,199 @@
+"""Language modeling: next-token prediction on the text of a dataset.
+
+Tokenize each split once into one array; train on random windows of block_size tokens with
+AdamW, warm-up and cosine decay; evaluate on whole splits; sample text at the end.
+Metrics are per token (loss, perplexity) and per character and byte (bits), so models with
+different tokenizers compare on one scale.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from zoo.errors import ZooError
+from zoo.job import Job, TrainConfig
+from zoo.model import TaskSpec
+
+LN2 = math.log(2)
+
+
+@dataclass
+class LanguageModelingConfig(TrainConfig):
+    steps: int = 2000
+    batch_size: int = 12
+    sample_tokens: int = 300  # length of each generated sample at the end
+    samples: int = 2
+    temperature: float = 0.8
+    top_k: int | None = None
+    eval_batch_size: int = 64
+
+
+def split_text(dataset, role: str) -> str:
+    """All rows of a split's text column, joined by newlines."""
+    split = dataset.split(role)
+    texts = split[dataset.text_column]
+    if any(t is None for t in texts):
+        raise ZooError(f"Dataset {dataset.ref.name!r} split {role!r} has empty (None) rows "
+                       f"in column {dataset.text_column!r}")
+    return "\n".join(texts)
+
+
+def encode(tokenizer, text: str) -> np.ndarray:
+    # Lines encode in parallel batches; the newline stays at the end of its line.
+    lines = text.splitlines(keepends=True)
+    ids = tokenizer.encode_batch(lines)
+    return np.fromiter((i for line in ids for i in line), dtype=np.int64)
+
+
+def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
+    """Linear warm-up, then cosine decay from lr to min_lr over the remaining steps."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps))
+    return cfg.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+
+
+def random_batch(ids: np.ndarray, batch: int, block: int, rng: np.random.Generator):
+    starts = rng.integers(0, len(ids) - block - 1, size=batch)
+    index = starts[:, None] + np.arange(block + 1)[None, :]  # [B, block + 1]
+    windows = ids[index]
+    return windows[:, :-1], windows[:, 1:]
+
+
+def evaluate(model, ids: np.ndarray, block: int, batch: int) -> tuple[float, int]:
+    """Summed NLL (nats) over every token of a split, in consecutive windows."""
+    if len(ids) < 2:
+        raise ZooError("a split needs at least 2 tokens to evaluate")
+    inputs, targets = [], []
+    for start in range(0, len(ids) - 1, block):
+        chunk = ids[start:start + block + 1]
+        inputs.append(chunk[:-1])
+        targets.append(chunk[1:])
+    total, count = 0.0, 0
+    full = [i for i, x in enumerate(inputs) if len(x) == block]
+    for b in range(0, len(full), batch):
+        rows = full[b:b + batch]
+        nll, n = model.loss_sum(np.stack([inputs[i] for i in rows]), np.stack([targets[i] for i in rows]))
+        total, count = total + nll, count + n
+    for i, x in enumerate(inputs):
+        if len(x) != block:  # the short tail window
+            nll, n = model.loss_sum(x[None, :], targets[i][None, :])
+            total, count = total + nll, count + n
+    return total, count
+
+
+def split_metrics(prefix: str, nll: float, count: int, text: str) -> dict:
+    loss = nll / count
+    return {f"{prefix}_loss": loss,
+            f"{prefix}_ppl": math.exp(min(loss, 700)),
+            f"{prefix}_bpc": nll / LN2 / max(1, len(text)),
+            f"{prefix}_bpb": nll / LN2 / max(1, len(text.encode("utf-8")))}
+
+
+def generate(model, tokenizer, prompt: str, tokens: int, block: int, *, temperature: float = 0.8,
+             top_k: int | None = None, seed: int = 0):
+    """Yield pieces of text as they are sampled, one token at a time."""
+    rng = np.random.default_rng(seed)
+    ids = list(tokenizer.encode(prompt)) if prompt else [tokenizer.encode("\n")[-1]]
+    shown = tokenizer.decode(ids)
+    for _ in range(tokens):
+        logits = model.logits(np.asarray([ids[-block:]], dtype=np.int64))[0, -1].astype(np.float64)
+        for special in (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id):
+            if special is not None:
+                logits[special] = -np.inf
+        if temperature <= 0:
+            next_id = int(np.argmax(logits))
+        else:
+            logits = logits / temperature
+            if top_k:
+                cutoff = np.sort(logits)[-min(top_k, len(logits))]
+                logits[logits < cutoff] = -np.inf
+            probs = np.exp(logits - logits.max())
+            probs /= probs.sum()
+            next_id = int(rng.choice(len(probs), p=probs))
+        ids.append(next_id)
+        text = tokenizer.decode(ids)
+        if text.startswith(shown):
+            yield text[len(shown):]
+            shown = text
+
+
+def run(job: Job) -> dict:
+    from zoo.engine import as_model, pick_device
+
+    cfg: LanguageModelingConfig = job.train_config
+    block = job.model_config.block_size
+    tokenizer_cls = job.tokenizer.load()
+    texts = {role: split_text(job.dataset, role) for role in ("train", "validation", "test")}
+    job.say(f"training the {job.tokenizer.name} tokenizer on {len(texts['train']):,} characters")
+    tokenizer = tokenizer_cls.train(job.dataset.split("train")[job.dataset.text_column],
+                                    job.tokenizer_config)
+    tokenizer.save(job.run.file("tokenizer.json"))
+    ids = {role: encode(tokenizer, text) for role, text in texts.items()}
+    for role, array in ids.items():
+        if len(array) <= block + 1:
+            raise ZooError(f"split {role!r} has {len(array)} tokens; it needs more than "
+                           f"block_size + 1 = {block + 1}")
+
+    spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
+    model = as_model(job.architecture.load()(job.model_config, spec), pick_device(job.device))
+    model.configure_optimizer(cfg.lr, cfg.weight_decay)
+    params = model.num_parameters()
+    job.say(f"{job.model_name}: {params:,} parameters, {len(ids['train']):,} training tokens")
+
+    rng = np.random.default_rng(job.seed)
+    eval_rng = np.random.default_rng(job.seed + 1)  # eval batches never shift training batches
+    tokens_per_step = cfg.batch_size * block
+    start = time.perf_counter()
+    step, trained_tokens, loss = 0, 0, float("nan")
+    bar = job.progress(cfg.steps, "train")
+    with bar:
+        while step < cfg.steps:
+            if cfg.time is not None and time.perf_counter() - start >= cfg.time:
+                break
+            lr = lr_at(step, cfg, cfg.steps)
+            x, y = random_batch(ids["train"], cfg.batch_size, block, rng)
+            loss = model.train_step(x, y, lr, grad_clip=cfg.grad_clip)
+            if not math.isfinite(loss):
+                raise ZooError(f"training diverged at step {step}: loss is {loss}")
+            step += 1
+            trained_tokens += tokens_per_step
+            elapsed = time.perf_counter() - start
+            record = {"step": step, "train_loss": loss, "lr": lr, "elapsed": elapsed}
+            if step % cfg.eval_interval == 0 or step == cfg.steps:
+                record["val_loss"] = estimate(model, ids["validation"], cfg, block, eval_rng)
+            job.run.log(record)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{trained_tokens / elapsed:,.0f}")
+    train_time = time.perf_counter() - start
+
+    metrics = {"steps": step, "train_loss": loss,
+               "tokens_per_s": trained_tokens / train_time if train_time > 0 else 0.0,
+               "train_time": train_time}
+    for role, prefix in (("validation", "val"), ("test", "test")):
+        nll, count = evaluate(model, ids[role], block, cfg.eval_batch_size)
+        metrics.update(split_metrics(prefix, nll, count, texts[role]))
+    metrics["chars_per_token"] = len(texts["validation"]) / max(1, len(ids["validation"]))
+    metrics["vocab_size"] = tokenizer.vocab_size
+    job.run.save_weights(model.state_dict())
+
+    samples = ["".join(generate(model, tokenizer, "", cfg.sample_tokens, block,
+                                temperature=cfg.temperature, top_k=cfg.top_k, seed=job.seed + i))
+               for i in range(cfg.samples)]
+    job.run.write_text("samples.txt", "\n\n-----\n\n".join(samples) + "\n")
+    return {"params": params, "metrics": metrics, "samples": samples,
+            "spec": dataclasses.asdict(spec)}
+
+
+def estimate(model, ids: np.ndarray, cfg: TrainConfig, block: int, rng) -> float:
+    """Validation loss on a few random batches, for the training curve."""
+    total, count = 0.0, 0
+    for _ in range(cfg.eval_batches):
+        x, y = random_batch(ids, cfg.eval_batch_size, block, rng)
+        nll, n = model.loss_sum(x, y)
+        total, count = total + nll, count + n
+    return total / count

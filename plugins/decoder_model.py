@@ -1,0 +1,117 @@
+"""The decoder network (nanoGPT-shaped). Parameter names, documented for the NumPy twin:
+
+  tok_emb.weight [V, C]            pos_emb.weight [T, C]
+  blocks.{i}.ln1.{weight,bias} [C] blocks.{i}.attn.qkv.{weight [3C, C], bias [3C]}
+  blocks.{i}.attn.proj.{weight [C, C], bias [C]}
+  blocks.{i}.ln2.{weight,bias} [C] blocks.{i}.mlp.fc.{weight [4C, C], bias [4C]}
+  blocks.{i}.mlp.proj.{weight [C, 4C], bias [C]}
+  ln_f.{weight,bias} [C]           lm_head.weight [V, C] (absent when tied to tok_emb)
+  cls_head.{weight [K, C], bias [K]} (classification only)
+qkv rows are [q; k; v], heads split C into n_head slices of C // n_head. GELU is the tanh
+approximation; LayerNorm eps is 1e-5. Biases are absent when config.bias is false.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from zoo.model import TaskSpec
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.n_head, self.dropout = cfg.n_head, cfg.dropout
+        self.qkv = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=cfg.bias)
+        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=cfg.bias)
+
+    def forward(self, x):  # x: [B, T, C]
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        # [B, T, C] -> [B, heads, T, C // heads]
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                           dropout_p=self.dropout if self.training else 0.0)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias)
+        self.proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x):
+        return self.drop(self.proj(F.gelu(self.fc(x), approximate="tanh")))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        self.mlp = MLP(cfg)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x):
+        x = x + self.drop(self.attn(self.ln1(x)))
+        return x + self.mlp(self.ln2(x))
+
+
+class Decoder(nn.Module):
+    def __init__(self, cfg, spec: TaskSpec):
+        super().__init__()
+        self.cfg, self.task = cfg, spec.task
+        self.tok_emb = nn.Embedding(spec.vocab_size, cfg.n_embd)
+        self.pos_emb = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        self.lm_head = nn.Linear(cfg.n_embd, spec.vocab_size, bias=False)
+        if cfg.tie_weights:
+            self.lm_head.weight = self.tok_emb.weight
+        if spec.task == "classification":
+            self.cls_head = nn.Linear(cfg.n_embd, spec.num_classes)
+        self.apply(self._init)
+        for name, p in self.named_parameters():
+            if name.endswith("proj.weight"):  # residual projections, scaled as in GPT-2
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init(module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def hidden(self, input_ids):  # [B, T] -> [B, T, C]
+        T = input_ids.shape[1]
+        if T > self.cfg.block_size:
+            raise ValueError(f"sequence of {T} tokens exceeds block_size {self.cfg.block_size}")
+        pos = torch.arange(T, device=input_ids.device)
+        x = self.drop(self.tok_emb(input_ids) + self.pos_emb(pos))
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_f(x)
+
+    def forward(self, input_ids, attention_mask=None):
+        h = self.hidden(input_ids)
+        if self.task == "language-modeling":
+            return self.lm_head(h)  # [B, T, V]
+        # Causal attention: the last real token has seen the whole (right-padded) input.
+        if attention_mask is None:
+            last = torch.full((h.shape[0],), h.shape[1] - 1, device=h.device)
+        else:
+            last = attention_mask.long().sum(dim=1) - 1
+        pooled = h[torch.arange(h.shape[0], device=h.device), last]  # [B, C]
+        head = self.cls_head if self.task == "classification" else self.lm_head
+        return head(pooled)
+
+
+def build(cfg, spec: TaskSpec) -> Decoder:
+    return Decoder(cfg, spec)

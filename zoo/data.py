@@ -1,0 +1,193 @@
+"""Dataset resolution: alias -> Hub id -> local mirror or the Hub; or a local path; or a
+dataset plugin. Everything is loaded with ``datasets.load_dataset`` (or built by a plugin
+as a ``datasets.DatasetDict``), so mirrors, the Hub and local files share one code path.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zoo.catalogue import DatasetEntry
+from zoo.errors import UnknownNameError, ZooError
+
+TEXT_COLUMNS = ("text", "sentence", "content")
+LABEL_COLUMNS = ("label", "labels")
+FILE_BUILDERS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet",
+                 ".txt": "text"}
+# What a dataset can serve, given its own (primary) task: labelled text can also be
+# modelled as text, and any text can be cut into next-item windows.
+TASKS_SERVED = {
+    "classification": ("classification", "language-modeling", "next-item"),
+    "language-modeling": ("language-modeling", "next-item"),
+    "next-item": ("next-item",),
+}
+SPLIT_ROLES = ("train", "validation", "test")
+
+
+@dataclass
+class DatasetRef:
+    """What a DATASET argument names, before anything is loaded."""
+
+    name: str
+    kind: str  # "hub", "path" or "plugin"
+    source: str  # Hub id, filesystem path, or plugin dataset name
+    entry: DatasetEntry | None = None
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        task = self.entry.task if self.entry else None
+        if task is None and self.kind == "plugin":
+            return ()  # filled in from the plugin's registration by the caller
+        return TASKS_SERVED.get(task, ()) if task else ()
+
+
+@dataclass
+class LoadedDataset:
+    ref: DatasetRef
+    splits: object  # datasets.DatasetDict
+    location: str  # where it was loaded from
+    text_column: str
+    label_column: str | None
+    class_names: list[str] | None
+    tasks: tuple[str, ...]
+    split_names: dict[str, str] = field(default_factory=dict)  # role -> split name
+
+    def split(self, role: str):
+        name = self.split_names.get(role, role)
+        if name not in self.splits:
+            raise UnknownNameError("split", name, list(self.splits),
+                                   hint=f"dataset {self.ref.name!r} has: {', '.join(self.splits)}")
+        return self.splits[name]
+
+    @property
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        for name in sorted(self.splits):
+            digest.update(f"{name}:{self.splits[name]._fingerprint};".encode())
+        return digest.hexdigest()[:16]
+
+
+def resolve(name: str, zoo) -> DatasetRef:
+    """Turn a DATASET argument into a reference: alias, plugin dataset, path or Hub id."""
+    catalogue = zoo.catalogue
+    if name in catalogue.datasets:
+        entry = catalogue.datasets[name]
+        if entry.hub:
+            return DatasetRef(name, "hub", entry.hub, entry)
+        if entry.path:
+            return DatasetRef(name, "path", entry.path, entry)
+        return DatasetRef(name, "plugin", entry.plugin, entry)
+    if name in zoo.datasets:
+        return DatasetRef(name, "plugin", name)
+    path = Path(name).expanduser()
+    if path.exists():
+        return DatasetRef(name, "path", str(path.resolve()))
+    looks_like_path = name.startswith((".", "/", "~")) or path.suffix.lower() in FILE_BUILDERS
+    if looks_like_path:
+        raise ZooError(f"Dataset path {name!r} does not exist")
+    if "/" in name:
+        return DatasetRef(name, "hub", name)
+    names = list(catalogue.datasets) + [n for n in zoo.datasets.names() if n not in catalogue.datasets]
+    raise UnknownNameError("dataset", name, names, hint="zoo list datasets shows all")
+
+
+def tasks_of(ref: DatasetRef, zoo) -> tuple[str, ...]:
+    """The tasks a dataset serves, known without loading it where the catalogue says."""
+    if ref.entry and ref.entry.task:
+        return TASKS_SERVED.get(ref.entry.task, (ref.entry.task,))
+    if ref.kind == "plugin" and ref.source in zoo.datasets:
+        return zoo.datasets.get(ref.source).tasks
+    return ()
+
+
+def search_folders(zoo) -> list[Path]:
+    folders = [Path(p).expanduser() for p in os.environ.get("ZOO_DATASETS", "").split(os.pathsep) if p]
+    return folders + list(zoo.catalogue.mirrors)
+
+
+def find_in_mirrors(hub_id: str, zoo) -> Path | None:
+    for folder in search_folders(zoo):
+        candidate = folder / hub_id
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
+         label_column: str | None = None) -> LoadedDataset:
+    splits, location = _load_splits(ref, zoo)
+    if len(splits) == 0:
+        raise ZooError(f"Dataset {ref.name!r} has no splits")
+    entry = ref.entry
+    split_names = {role: role for role in SPLIT_ROLES}
+    if entry and entry.splits:
+        split_names.update(entry.splits)
+    columns = list(next(iter(splits.values())).column_names)
+    text_column = _pick_column(text_column or (entry.text_column if entry else None),
+                               TEXT_COLUMNS, columns, "text", ref.name, required=True)
+    label_column = _pick_column(label_column or (entry.label_column if entry else None),
+                                LABEL_COLUMNS, columns, "label", ref.name, required=False)
+    class_names = None
+    if label_column:
+        feature = next(iter(splits.values())).features[label_column]
+        class_names = list(getattr(feature, "names", None) or []) or None
+    tasks = tasks_of(ref, zoo) or TASKS_SERVED["classification" if label_column else "language-modeling"]
+    return LoadedDataset(ref, splits, location, text_column, label_column, class_names,
+                         tuple(tasks), split_names)
+
+
+def _pick_column(chosen, candidates, columns, what, dataset, required):
+    if chosen:
+        if chosen not in columns:
+            raise UnknownNameError(f"{what} column", chosen, columns,
+                                   hint=f"dataset {dataset!r} has columns: {', '.join(columns)}")
+        return chosen
+    for name in candidates:
+        if name in columns:
+            return name
+    if required:
+        raise ZooError(f"Dataset {dataset!r} has no {what} column ({'/'.join(candidates)}); "
+                       f"columns: {', '.join(columns)}. Use --{what}-column NAME")
+    return None
+
+
+def _load_splits(ref: DatasetRef, zoo):
+    import datasets
+
+    if ref.kind == "plugin":
+        entry = zoo.datasets.get(ref.source)
+        config = ref.entry.config if ref.entry else {}
+        return entry.load()(**config), f"plugin {entry.plugin}:{entry.name}"
+    if ref.kind == "path":
+        path = Path(ref.source)
+        try:
+            if path.is_dir():
+                return datasets.load_dataset(str(path)), str(path)
+            builder = FILE_BUILDERS.get(path.suffix.lower())
+            if builder is None:
+                raise ZooError(f"Cannot read {path}: expected a folder or a "
+                               f"{'/'.join(sorted(FILE_BUILDERS))} file")
+            return datasets.load_dataset(builder, data_files=str(path)), str(path)
+        except ZooError:
+            raise
+        except Exception as exc:
+            raise ZooError(f"Cannot load dataset from {path}: {_short(exc)}") from None
+    mirror = find_in_mirrors(ref.source, zoo)
+    if mirror is not None:
+        return datasets.load_dataset(str(mirror)), str(mirror)
+    try:
+        return datasets.load_dataset(ref.source), f"hub:{ref.source}"
+    except Exception as exc:
+        searched = ", ".join(str(f) for f in search_folders(zoo)) or "none"
+        offline = os.environ.get("HF_HUB_OFFLINE", "unset")
+        raise ZooError(
+            f"Cannot load dataset {ref.name!r} ({ref.source}): not in any mirror folder "
+            f"(searched: {searched}; add one with ZOO_DATASETS) and not from the Hub or its "
+            f"cache (HF_HUB_OFFLINE={offline}): {_short(exc)}") from None
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]

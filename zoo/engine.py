@@ -1,0 +1,121 @@
+"""TorchModel: makes any ``torch.nn.Module`` meet the ``zoo.model.Model`` protocol.
+
+It owns the optimizer (AdamW, decay on matrices only), gradient clipping, bf16 autocast on
+CUDA, and conversion between NumPy arrays and tensors.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from zoo.model import IGNORE_INDEX, Model
+
+
+def pick_device(device: str = "auto") -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        from zoo.errors import ZooError
+
+        raise ZooError("--device cuda was asked for, but torch sees no CUDA device")
+    return device
+
+
+def as_model(built, device: str = "cpu") -> Model:
+    """The protocol object for whatever an architecture's build() returned."""
+    if isinstance(built, torch.nn.Module):
+        return TorchModel(built, device)
+    return built
+
+
+class TorchModel:
+    def __init__(self, module: torch.nn.Module, device: str = "cpu"):
+        self.device = torch.device(device)
+        self.module = module.to(self.device)
+        self.optimizer = None
+
+    # -- protocol ----------------------------------------------------------------------
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.module.parameters())
+
+    def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
+        params = [p for p in self.module.parameters() if p.requires_grad]
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        self.optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, foreach=True)
+
+    def train_step(self, inputs, targets, lr: float, mask=None, grad_clip: float = 1.0) -> float:
+        self.module.train()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        loss = self._loss(self._tensor(inputs), self._tensor(targets), self._mask(mask), "mean")
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if grad_clip:
+            torch.nn.utils.clip_grad_norm_(self.module.parameters(), grad_clip)
+        self.optimizer.step()
+        return loss.item()
+
+    @torch.no_grad()
+    def loss_sum(self, inputs, targets, mask=None) -> tuple[float, int]:
+        self.module.eval()
+        targets = self._tensor(targets)
+        total = self._loss(self._tensor(inputs), targets, self._mask(mask), "sum")
+        return float(total.item()), int((targets != IGNORE_INDEX).sum().item())
+
+    @torch.no_grad()
+    def logits(self, inputs, mask=None) -> np.ndarray:
+        self.module.eval()
+        with self._autocast():
+            out = self.module(self._tensor(inputs), self._mask(mask))
+        return out.float().cpu().numpy()
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Weights as NumPy arrays; a tied weight is kept once, under its first name."""
+        seen, state = set(), {}
+        for name, tensor in self.module.state_dict(keep_vars=False).items():
+            if tensor.data_ptr() in seen:
+                continue
+            seen.add(tensor.data_ptr())
+            state[name] = tensor.detach().cpu().contiguous().numpy().copy()
+        return state
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}
+        result = self.module.load_state_dict(tensors, strict=False)
+        expected = set(self.module.state_dict())
+        tied = {k for k in result.missing_keys if self._is_tied(k)}
+        missing = set(result.missing_keys) - tied
+        if missing or result.unexpected_keys:
+            from zoo.errors import ZooError
+
+            raise ZooError(f"weights do not fit the model: missing {sorted(missing)[:5]}, "
+                           f"unexpected {sorted(result.unexpected_keys)[:5]} "
+                           f"(model has {len(expected)} tensors)")
+
+    # -- helpers -----------------------------------------------------------------------
+    def _is_tied(self, name: str) -> bool:
+        target = self.module.state_dict()[name].data_ptr()
+        return any(t.data_ptr() == target and n != name for n, t in self.module.state_dict().items())
+
+    def _tensor(self, array):
+        if isinstance(array, torch.Tensor):
+            return array.to(self.device, non_blocking=True)
+        return torch.as_tensor(np.asarray(array), device=self.device)
+
+    def _mask(self, mask):
+        return None if mask is None else self._tensor(mask)
+
+    def _autocast(self):
+        if self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _loss(self, inputs, targets, mask, reduction: str):
+        with self._autocast():
+            logits = self.module(inputs, mask)
+        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                               ignore_index=IGNORE_INDEX, reduction=reduction)

@@ -1,0 +1,28 @@
+"""Errors the user can fix. The CLI prints them as one line and exits 2."""
+from __future__ import annotations
+
+import difflib
+
+
+class ZooError(Exception):
+    """A problem with the user's input: a name, an option, a file. Exit code 2."""
+
+
+class UnknownNameError(ZooError):
+    def __init__(self, kind: str, name: str, available, hint: str | None = None):
+        available = sorted(available)
+        close = difflib.get_close_matches(str(name), available, n=3, cutoff=0.6)
+        message = f"Unknown {kind} {name!r}."
+        if close:
+            message += f" Did you mean: {', '.join(close)}?"
+        if hint:
+            message += f" ({hint})"
+        elif available:
+            shown = ", ".join(available[:12]) + (", ..." if len(available) > 12 else "")
+            message += f" Available: {shown}"
+        super().__init__(message)
+        self.kind, self.name, self.suggestions = kind, name, close
+
+
+class PluginError(ZooError):
+    """A plugin failed to load or register (raised only in strict mode)."""

@@ -1,0 +1,45 @@
+"""The plugin contract: pluggy hook specifications for the project name ``zoo``.
+
+A plugin is any module or object with ``@hookimpl`` functions named like the specs below.
+Each hook receives a ``register`` callback:
+
+    register(name, target, *, description="", config=None, tasks=())
+
+``target`` is a ``"module:attr"`` string (imported on first use, so listing the zoo stays
+fast) or the object itself. ``config`` names the plugin's config dataclass the same way.
+"""
+import pluggy
+
+hookspec = pluggy.HookspecMarker("zoo")
+hookimpl = pluggy.HookimplMarker("zoo")
+
+
+@hookspec
+def register_architectures(register):
+    """Called once when the registry loads, to add model architectures.
+
+    The target is ``build(config, spec) -> model`` (see ``zoo.model``); ``tasks`` lists the
+    tasks it can serve, e.g. ``("language-modeling", "next-item")``.
+    """
+
+
+@hookspec
+def register_tokenizers(register):
+    """Called once when the registry loads, to add tokenizers (``zoo.tokenizer.Tokenizer`` classes)."""
+
+
+@hookspec
+def register_datasets(register):
+    """Called once when the registry loads, to add datasets that a plugin generates or loads.
+
+    The target is ``load(config) -> datasets.DatasetDict``; ``tasks`` lists what it serves.
+    """
+
+
+@hookspec
+def register_pipelines(register):
+    """Called once when the registry loads, to add task pipelines, one per task name.
+
+    The target is ``run(job) -> dict`` of metrics (see ``zoo.job``); ``config`` is its
+    training config dataclass.
+    """

@@ -1,0 +1,111 @@
+"""What a pipeline receives: the resolved model, configs, data and run folder."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zoo.files import atomic_write_bytes, atomic_write_json, atomic_write_text
+
+
+@dataclass
+class TrainConfig:
+    """Training settings every pipeline shares; pipelines subclass it to add their own."""
+
+    steps: int = 1000  # optimizer steps; with `time` set, the loop stops at whichever comes first
+    time: float | None = None  # wall-clock budget in seconds, for comparisons at equal compute
+    batch_size: int = 32
+    lr: float = 1e-3
+    min_lr: float = 1e-4  # cosine decay ends here
+    warmup_steps: int = 100
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    eval_interval: int = 250  # steps between validation estimates during training
+    eval_batches: int = 20  # batches per periodic estimate; the final evaluation uses whole splits
+
+    def __post_init__(self):
+        if self.steps <= 0:
+            raise ValueError(f"steps must be positive, got {self.steps}")
+        if self.time is not None and self.time <= 0:
+            raise ValueError(f"time must be positive, got {self.time}")
+        if self.batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {self.batch_size}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, got {self.lr}")
+
+
+class RunFolder:
+    """runs/<id>/: config.json, model.safetensors, tokenizer.json, metrics.jsonl, samples.txt."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.id = self.path.name
+
+    def create(self) -> "RunFolder":
+        self.path.mkdir(parents=True, exist_ok=False)
+        return self
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def write_json(self, name: str, data) -> None:
+        atomic_write_json(self.file(name), data)
+
+    def read_json(self, name: str):
+        return json.loads(self.file(name).read_text(encoding="utf-8"))
+
+    def write_text(self, name: str, text: str) -> None:
+        atomic_write_text(self.file(name), text)
+
+    def log(self, record: dict) -> None:
+        """Append one line to the training curve."""
+        with open(self.file("metrics.jsonl"), "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    def curve(self) -> list[dict]:
+        path = self.file("metrics.jsonl")
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+    def save_weights(self, state: dict, name: str = "model.safetensors") -> None:
+        from safetensors.numpy import save
+
+        atomic_write_bytes(self.file(name), save(state))
+
+    def load_weights(self, name: str = "model.safetensors") -> dict:
+        from zoo.safeload import load_safetensors
+
+        return load_safetensors(self.file(name))
+
+
+@dataclass
+class Job:
+    model_name: str
+    architecture: Any  # registry Entry
+    tokenizer: Any  # registry Entry
+    task: str
+    model_config: Any
+    tokenizer_config: Any
+    train_config: TrainConfig
+    dataset: Any  # zoo.data.LoadedDataset
+    seed: int
+    device: str
+    run: RunFolder
+    quiet: bool = False
+    started: float = field(default_factory=time.time)
+
+    def progress(self, total: int | None, desc: str):
+        """A progress bar on stderr, quiet when stderr is not a terminal or with --quiet."""
+        from tqdm.auto import tqdm
+
+        disable = self.quiet or not sys.stderr.isatty()
+        return tqdm(total=total, desc=desc, disable=disable, file=sys.stderr,
+                    dynamic_ncols=True, leave=False)
+
+    def say(self, message: str) -> None:
+        if not self.quiet:
+            print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,234 @@
+"""What `zoo list`, `zoo show` and `zoo runs` print: plain rows, then text formatting."""
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+from zoo.errors import UnknownNameError, ZooError
+
+KIND_OF = {"architectures": "architecture", "tokenizers": "tokenizer", "datasets": "dataset"}
+
+
+def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
+    import fnmatch
+
+    from zoo.registry import natural_key
+    from zoo.runner import model_names, resolve_model
+
+    if kind in ("architectures", "tokenizers"):
+        return [{"name": e.name, "description": e.description, "plugin": e.plugin,
+                 **({"tasks": list(e.tasks)} if kind == "architectures" else {})}
+                for e in zoo.registries[KIND_OF[kind]].entries(pattern)]
+    if kind == "datasets":
+        out = []
+        for name, entry in zoo.catalogue.datasets.items():
+            source = entry.hub or entry.path or f"plugin dataset {entry.plugin}"
+            out.append({"name": name, "description": entry.description, "source": source,
+                        "task": entry.task or "", "plugin": "catalogue"})
+        for entry in zoo.datasets.entries():
+            if entry.name not in zoo.catalogue.datasets:
+                out.append({"name": entry.name, "description": entry.description,
+                            "source": "generated", "task": ", ".join(entry.tasks),
+                            "plugin": entry.plugin})
+        return sorted((r for r in out if fnmatch.fnmatch(r["name"], pattern)),
+                      key=lambda r: natural_key(r["name"]))
+    if kind == "models":
+        out = []
+        for name in sorted(fnmatch.filter(model_names(zoo), pattern), key=natural_key):
+            spec = resolve_model(name, zoo)
+            plugins = sorted({spec.architecture.plugin, spec.tokenizer.plugin})
+            out.append({"name": name, "architecture": spec.architecture.name,
+                        "tokenizer": spec.tokenizer.name,
+                        "preset": name in zoo.catalogue.models,
+                        "description": spec.description, "plugin": ", ".join(plugins)})
+        return out
+    if kind == "plugins":
+        return [{"name": i.name, "source": i.source, "distribution": i.distribution,
+                 "version": i.version, "location": i.location, "hooks": i.hooks,
+                 "status": "set aside" if i.error else "loaded", "error": i.error}
+                for i in zoo.plugins.values() if fnmatch.fnmatch(i.name, pattern)]
+    raise ZooError(f"unknown kind {kind!r}")
+
+
+def format_section(kind: str, items: list[dict]) -> str:
+    lines = [f"{kind} ({len(items)})"]
+    if not items:
+        return lines[0] + "\n  (none)\n"
+    width = max(len(r["name"]) for r in items) + 2
+    for r in items:
+        if kind == "plugins":
+            detail = f"{r['source']}"
+            if r["distribution"]:
+                detail += f", {r['distribution']} {r['version']}"
+            detail += f", {r['location']}"
+            if r["error"]:
+                lines.append(f"  {r['name']:<{width}}SET ASIDE ({detail}): {r['error']}")
+            else:
+                lines.append(f"  {r['name']:<{width}}{detail}; hooks: {', '.join(r['hooks'])}")
+            continue
+        extra = ""
+        if kind == "models":
+            extra = " [preset]" if r["preset"] else ""
+        if kind == "datasets":
+            extra = f" [{r['task']}; {r['source']}]"
+        if kind == "architectures":
+            extra = f" [{', '.join(r['tasks'])}]"
+        lines.append(f"  {r['name']:<{width}}{r['description']}{extra}  ({r['plugin']})")
+    return "\n".join(lines) + "\n"
+
+
+def matrix(zoo) -> list[dict]:
+    """For every architecture x dataset: the task that would run, or why none can."""
+    from zoo import data
+    from zoo.runner import choose_task
+
+    out = []
+    datasets = [r["name"] for r in rows(zoo, "datasets")]
+    for arch in zoo.architectures.entries():
+        for name in datasets:
+            ref = data.resolve(name, zoo)
+            tasks = data.tasks_of(ref, zoo)
+            try:
+                task, reason = choose_task(arch, tasks), ""
+                if task not in zoo.pipelines:
+                    task, reason = "", f"no pipeline is registered for {task}"
+            except ZooError as exc:
+                task, reason = "", str(exc)
+            out.append({"architecture": arch.name, "dataset": name, "task": task, "reason": reason})
+    return out
+
+
+def format_matrix(table: list[dict]) -> str:
+    import pandas as pd
+
+    frame = pd.DataFrame(table)
+    if frame.empty:
+        return "(empty)"
+    frame["cell"] = frame.apply(lambda r: r["task"] or f"- ({r['reason']})", axis=1)
+    return frame.pivot(index="architecture", columns="dataset", values="cell").to_string()
+
+
+def describe_fields(cls, overrides: dict | None = None) -> list[str]:
+    if cls is None:
+        return ["    (no fields)"]
+    hints = typing.get_type_hints(cls)
+    lines = []
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else "(required)")
+        value = (overrides or {}).get(f.name, default)
+        note = f"  (default {default!r})" if overrides and f.name in overrides else ""
+        kind = getattr(hints[f.name], "__name__", str(hints[f.name]).replace("typing.", ""))
+        lines.append(f"    {f.name:<16} {kind:<14} {value!r}{note}")
+    return lines
+
+
+def show(zoo, name: str) -> str:
+    from zoo import data
+    from zoo.runner import model_names, resolve_model
+
+    if name in zoo.catalogue.models or name in model_names(zoo):
+        spec = resolve_model(name, zoo)
+        from zoo.config import split_overrides
+
+        sections = {"model": spec.architecture.config_class(),
+                    "tokenizer": spec.tokenizer.config_class()}
+        train_entry = next((zoo.pipelines.get(t) for t in spec.architecture.tasks
+                            if t in zoo.pipelines), None)
+        sections["train"] = train_entry.config_class() if train_entry else None
+        values = split_overrides(spec.overrides, sections)
+        lines = [f"model {name}" + (" (preset)" if name in zoo.catalogue.models else ""),
+                 f"  {spec.description}",
+                 f"  architecture: {spec.architecture.name} ({spec.architecture.plugin})",
+                 f"  tokenizer:    {spec.tokenizer.name} ({spec.tokenizer.plugin})",
+                 f"  tasks:        {', '.join(spec.architecture.tasks)}"]
+        for section, cls in sections.items():
+            title = section if section != "train" else f"train ({train_entry.name if train_entry else '-'})"
+            lines.append(f"  {title} config (set with --set KEY=VALUE):")
+            lines += describe_fields(cls, values[section])
+        return "\n".join(lines)
+    for kind in ("architecture", "tokenizer", "pipeline"):
+        if name in zoo.registries[kind]:
+            entry = zoo.registries[kind].get(name)
+            lines = [f"{kind} {name} (plugin {entry.plugin})", f"  {entry.description}"]
+            if entry.tasks:
+                lines.append(f"  tasks: {', '.join(entry.tasks)}")
+            lines.append("  config:")
+            lines += describe_fields(entry.config_class())
+            return "\n".join(lines)
+    if name in zoo.catalogue.datasets or name in zoo.datasets:
+        ref = data.resolve(name, zoo)
+        lines = [f"dataset {name}", f"  source: {ref.kind} {ref.source}",
+                 f"  tasks:  {', '.join(data.tasks_of(ref, zoo)) or 'detected on load'}"]
+        if ref.kind == "hub":
+            mirror = data.find_in_mirrors(ref.source, zoo)
+            lines.append(f"  loads from: {mirror or 'the Hub (no mirror holds it)'}")
+        if ref.entry:
+            e = ref.entry
+            lines += [f"  {e.description}", f"  text column: {e.text_column or 'detected'}",
+                      f"  label column: {e.label_column or 'detected'}"]
+            if e.splits:
+                lines.append(f"  splits: {e.splits}")
+        return "\n".join(lines)
+    return show_run(zoo, name)
+
+
+def show_run(zoo, run_id: str) -> str:
+    import json
+
+    from zoo.runner import model_names
+    from zoo.store import Store
+
+    with Store() as store:
+        try:
+            row = store.get(run_id)
+        except UnknownNameError:
+            names = model_names(zoo) + zoo.architectures.names() + zoo.tokenizers.names() + list(
+                zoo.catalogue.datasets) + zoo.datasets.names()
+            raise UnknownNameError("name", run_id, names,
+                                   hint="not a model, architecture, tokenizer, dataset or run id") from None
+    config = row["config"]
+    lines = [f"run {row['id']}  [{row['status']}]",
+             f"  model {row['model']} ({row['architecture']} + {row['tokenizer']}) on "
+             f"{row['dataset']}, task {row['task']}, seed {row['seed']}",
+             f"  parameters {row['params']}, duration {row['duration'] or 0:.1f} s"]
+    if row.get("error"):
+        lines.append(f"  error: {row['error']}")
+    lines.append("  metrics:")
+    for key, value in row["metrics"].items():
+        if isinstance(value, (dict, list)):
+            lines.append(f"    {key}: {json.dumps(value)}")
+        else:
+            lines.append(f"    {key:<16} {value:.4f}" if isinstance(value, float) else f"    {key:<16} {value}")
+    lines.append("  provenance:")
+    for key in ("config_hash", "dataset_id", "dataset_fingerprint", "git_commit", "versions"):
+        if key in config:
+            lines.append(f"    {key}: {config[key]}")
+    lines.append("  config:")
+    for section, values in (config.get("configs") or {}).items():
+        lines.append(f"    {section}: {values}")
+    return "\n".join(lines)
+
+
+PRIMARY = {"language-modeling": "val_bpc", "classification": "test_accuracy",
+           "next-item": "test_accuracy"}
+
+
+def runs_table():
+    import pandas as pd
+
+    from zoo.store import Store
+
+    with Store() as store:
+        frame = store.frame()
+    if frame.empty:
+        return frame
+    primary = []
+    for _, row in frame.iterrows():
+        metric = PRIMARY.get(row["task"])
+        value = row.get(metric) if metric in frame.columns else None
+        primary.append(f"{metric}={value:.4f}" if isinstance(value, float) and pd.notna(value) else "")
+    table = frame[["id", "status", "model", "dataset", "task", "params", "seed", "duration"]].copy()
+    table["primary"] = primary
+    table["duration"] = table["duration"].round(1)
+    return table

@@ -1,0 +1,298 @@
+"""Plugin discovery and name lookups.
+
+Built-in plugins, third-party entry points (group ``zoo``) and local modules listed in a
+user's registry.toml all go through the same ``pm.register`` path. A plugin that fails to
+import or raises in a hook is set aside with one warning line; ZOO_STRICT_PLUGINS=1 turns
+that into an error.
+"""
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pluggy
+
+from zoo import hookspecs
+from zoo.errors import PluginError, UnknownNameError, ZooError
+
+# Registered exactly like third-party plugins, in this order.
+DEFAULT_PLUGINS = (
+    "zoo.plugins.char",
+    "zoo.plugins.decoder",
+    "zoo.pipelines",
+)
+
+KINDS = ("architecture", "tokenizer", "dataset", "pipeline")
+HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered thing: its name, where its code lives, and which plugin added it."""
+
+    kind: str
+    name: str
+    target: Any  # "module:attr" or the object itself
+    plugin: str
+    description: str = ""
+    config: Any = None  # "module:Dataclass", the dataclass itself, or None
+    tasks: tuple[str, ...] = ()
+
+    def load(self):
+        """Import and return the target (the heavy code), on first use."""
+        return _resolve(self.target, f"{self.kind} {self.name!r}")
+
+    def config_class(self):
+        return None if self.config is None else _resolve(self.config, f"config of {self.name!r}")
+
+
+def _resolve(target, what: str):
+    if not isinstance(target, str):
+        return target
+    module_name, _, attr = target.partition(":")
+    try:
+        obj = importlib.import_module(module_name)
+        for part in attr.split(".") if attr else ():
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from exc
+    return obj
+
+
+class Registry:
+    """Names of one kind: clashes are errors, unknown names get a did-you-mean."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._entries: dict[str, Entry] = {}
+
+    def add(self, entry: Entry) -> None:
+        existing = self._entries.get(entry.name)
+        if existing is not None:
+            raise ZooError(
+                f"{self.kind} name {entry.name!r} from plugin {entry.plugin!r} clashes with "
+                f"the one from plugin {existing.plugin!r}"
+            )
+        self._entries[entry.name] = entry
+
+    def get(self, name: str) -> Entry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise UnknownNameError(
+                self.kind, name, self._entries, hint=f"zoo list {self.kind}s shows all"
+            ) from None
+
+    def __contains__(self, name) -> bool:
+        return name in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def names(self, pattern: str = "*") -> list[str]:
+        """Names matching a shell-style wildcard, in natural order (model2 before model10)."""
+        return sorted(fnmatch.filter(self._entries, pattern), key=natural_key)
+
+    def entries(self, pattern: str = "*") -> list[Entry]:
+        return [self._entries[n] for n in self.names(pattern)]
+
+
+def natural_key(text: str):
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    source: str  # "builtin", "entry point" or "local file"
+    distribution: str = ""
+    version: str = ""
+    location: str = ""  # module name, entry point value or file path
+    hooks: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+class Zoo:
+    """Everything that was registered, plus the catalogue of datasets and presets."""
+
+    def __init__(self, catalogue):
+        self.catalogue = catalogue
+        self.registries = {kind: Registry(kind) for kind in KINDS}
+        self.plugins: dict[str, PluginInfo] = {}
+        self.pm = pluggy.PluginManager("zoo")
+        self.pm.add_hookspecs(hookspecs)
+
+    @property
+    def architectures(self) -> Registry:
+        return self.registries["architecture"]
+
+    @property
+    def tokenizers(self) -> Registry:
+        return self.registries["tokenizer"]
+
+    @property
+    def datasets(self) -> Registry:
+        return self.registries["dataset"]
+
+    @property
+    def pipelines(self) -> Registry:
+        return self.registries["pipeline"]
+
+    # -- loading ---------------------------------------------------------------------
+    def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:
+        """Register one plugin object and run its hooks; set it aside if anything fails."""
+        try:
+            self.pm.register(plugin, name=info.name)
+            try:
+                self.pm.check_pending()
+                staged = self._collect(plugin, info)
+                for entry in staged:
+                    if entry.name in self.registries[entry.kind]:
+                        self.registries[entry.kind].add(entry)  # raises the clash error
+                for entry in staged:
+                    self.registries[entry.kind].add(entry)
+            except BaseException:
+                self.pm.unregister(plugin)
+                raise
+        except Exception as exc:  # a broken plugin must not break the zoo
+            info.error = f"{type(exc).__name__}: {exc}"
+            self.plugins[info.name] = info
+            self.set_aside(info, strict)
+            return False
+        self.plugins[info.name] = info
+        return True
+
+    def _collect(self, plugin, info: PluginInfo) -> list[Entry]:
+        staged: list[Entry] = []
+        for caller in self.pm.get_hookcallers(plugin) or []:
+            kind = next(k for k, hook in HOOK_FOR_KIND.items() if hook == caller.name)
+            info.hooks.append(caller.name)
+            for impl in caller.get_hookimpls():
+                if impl.plugin is plugin:
+                    register = _stager(kind, info.name, staged)
+                    impl.function(**{arg: register for arg in impl.argnames})
+        return staged
+
+    def set_aside(self, info: PluginInfo, strict: bool) -> None:
+        where = ", ".join(x for x in (info.distribution and f"{info.distribution} {info.version}",
+                                      info.location) if x)
+        message = f"plugin {info.name!r} ({where}) set aside: {info.error}"
+        if strict:
+            raise PluginError(message + " [ZOO_STRICT_PLUGINS=1]")
+        print(f"zoo: warning: {message}", file=sys.stderr)
+
+
+def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
+    def register(name, target, *, description="", config=None, tasks=()):
+        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+            raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
+        if kind in ("architecture", "tokenizer") and "-" in name:
+            raise ZooError(f"{kind} name {name!r} may not contain '-' (model names are ARCH-TOKENIZER)")
+        if isinstance(target, str) and ":" not in target:
+            raise ZooError(f"{kind} {name!r}: target {target!r} must look like 'module:attr'")
+        if target is None:
+            raise ZooError(f"{kind} {name!r}: target is missing")
+        if any(e.name == name and e.kind == kind for e in staged):
+            raise ZooError(f"{kind} name {name!r} registered twice by plugin {plugin_name!r}")
+        staged.append(Entry(kind, name, target, plugin_name, str(description), config,
+                            tuple(tasks)))
+
+    return register
+
+
+def _wanted(names: Iterable[str]) -> bool:
+    allowed = os.environ.get("ZOO_LOAD_PLUGINS")
+    if allowed is None:
+        return True
+    allowed_set = {n.strip() for n in allowed.split(",") if n.strip()}
+    return any(n in allowed_set for n in names)
+
+
+def _strict() -> bool:
+    return os.environ.get("ZOO_STRICT_PLUGINS", "").lower() in ("1", "true", "yes")
+
+
+def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
+              entry_points: bool = True) -> Zoo:
+    """Load the catalogue and every plugin: built-ins, entry points, local modules."""
+    from zoo.catalogue import load_catalogue
+
+    catalogue = catalogue if catalogue is not None else load_catalogue()
+    zoo = Zoo(catalogue)
+    strict = _strict()
+    for module_name in builtins:
+        module = importlib.import_module(module_name)
+        zoo.add_plugin(module, PluginInfo(module_name.removeprefix("zoo.plugins."),
+                                          "builtin", "zoo", _zoo_version(), module_name), strict)
+    if entry_points:
+        for ep in importlib.metadata.entry_points(group="zoo"):
+            dist = getattr(ep, "dist", None)
+            dist_name = dist.metadata["Name"] if dist is not None else ""
+            if not _wanted([ep.name, dist_name]):
+                continue
+            info = PluginInfo(ep.name, "entry point", dist_name,
+                              dist.version if dist is not None else "", f"{ep.name} = {ep.value}")
+            try:
+                plugin = ep.load()
+            except Exception as exc:
+                info.error = f"{type(exc).__name__}: {exc}"
+                zoo.plugins[info.name] = info
+                zoo.set_aside(info, strict)
+                continue
+            zoo.add_plugin(plugin, info, strict)
+    for path in catalogue.plugin_modules:
+        if not _wanted([path.stem, str(path)]):
+            continue
+        info = PluginInfo(path.stem, "local file", location=str(path))
+        try:
+            plugin = _import_file(path)
+        except Exception as exc:
+            info.error = f"{type(exc).__name__}: {exc}"
+            zoo.plugins[info.name] = info
+            zoo.set_aside(info, strict)
+            continue
+        zoo.add_plugin(plugin, info, strict)
+    return zoo
+
+
+def _import_file(path: Path):
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    module_name = f"zoo_local_plugin_{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _zoo_version() -> str:
+    from zoo import __version__
+
+    return __version__
+
+
+_current: Zoo | None = None
+
+
+def get_zoo() -> Zoo:
+    """The process-wide zoo, built on first use."""
+    global _current
+    if _current is None:
+        _current = build_zoo()
+    return _current
+
+
+def reset_zoo(zoo: Zoo | None = None) -> None:
+    """Replace (or forget) the process-wide zoo; tests use this."""
+    global _current
+    _current = zoo

@@ -1,0 +1,194 @@
+"""The results store: one SQLite row per run, read back as pandas tables.
+
+WAL mode and a busy timeout make concurrent runs safe; every write is one transaction,
+so a crash leaves the store readable. Rows left 'running' by a process that no longer
+exists are marked 'interrupted' when the store is opened.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import sqlite3
+import time
+from pathlib import Path
+
+from zoo.errors import UnknownNameError, ZooError
+
+SCHEMA_VERSION = 1
+STATUSES = ("running", "finished", "failed", "interrupted", "diverged")
+COLUMNS = ("id", "kind", "parent_id", "status", "created", "finished", "duration", "model",
+           "architecture", "tokenizer", "dataset", "task", "params", "seed", "config_hash",
+           "metrics", "config", "error", "pid", "host")
+
+# One entry per schema version: the SQL that brings version N-1 up to N.
+MIGRATIONS = {
+    1: """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL DEFAULT 'train',   -- 'train' or 'eval'
+        parent_id TEXT,                       -- the trained run an eval row scores
+        status TEXT NOT NULL,
+        created REAL NOT NULL,
+        finished REAL,
+        duration REAL,
+        model TEXT, architecture TEXT, tokenizer TEXT, dataset TEXT, task TEXT,
+        params INTEGER, seed INTEGER, config_hash TEXT,
+        metrics TEXT NOT NULL DEFAULT '{}',   -- JSON object
+        config TEXT NOT NULL DEFAULT '{}',    -- JSON object: the resolved config and provenance
+        error TEXT,
+        pid INTEGER, host TEXT
+    );
+    CREATE INDEX runs_by_model ON runs (model, dataset);
+    """,
+}
+
+
+def home() -> Path:
+    return Path(os.environ.get("ZOO_HOME", "runs")).expanduser()
+
+
+class Store:
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path is not None else home() / "zoo.db"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA busy_timeout = 60000")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        self._migrate()
+        self._recover_stale_rows()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- schema ------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise ZooError(f"{self.path} has schema version {version}, newer than this zoo "
+                           f"understands ({SCHEMA_VERSION}); upgrade zoo")
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                if self.conn.execute("PRAGMA user_version").fetchone()[0] < target:
+                    for statement in filter(str.strip, MIGRATIONS[target].split(";")):
+                        self.conn.execute(statement)
+                    self.conn.execute(f"PRAGMA user_version = {target}")
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+
+    def _recover_stale_rows(self) -> None:
+        host = socket.gethostname()
+        rows = self.conn.execute(
+            "SELECT id, pid FROM runs WHERE status = 'running' AND host = ?", (host,)).fetchall()
+        dead = [row["id"] for row in rows if not _alive(row["pid"])]
+        for run_id in dead:
+            self.update(run_id, status="interrupted", error="process ended while running")
+
+    # -- writes ------------------------------------------------------------------------
+    def insert(self, run_id: str, **fields) -> None:
+        fields = {"id": run_id, "created": time.time(), "status": "running",
+                  "pid": os.getpid(), "host": socket.gethostname(), **fields}
+        fields = _encode(fields)
+        names = ", ".join(fields)
+        marks = ", ".join("?" for _ in fields)
+        with self._transaction():
+            self.conn.execute(f"INSERT INTO runs ({names}) VALUES ({marks})", tuple(fields.values()))
+
+    def update(self, run_id: str, **fields) -> None:
+        fields = _encode(fields)
+        sets = ", ".join(f"{name} = ?" for name in fields)
+        with self._transaction():
+            self.conn.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
+
+    def _transaction(self):
+        conn = self.conn
+
+        class _Tx:
+            def __enter__(self):
+                conn.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self, exc_type, *rest):
+                conn.execute("ROLLBACK" if exc_type else "COMMIT")
+                return False
+
+        return _Tx()
+
+    # -- reads -------------------------------------------------------------------------
+    def get(self, run_id: str) -> dict:
+        """A run by id or unique id prefix."""
+        rows = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchall()
+        if not rows:
+            rows = self.conn.execute("SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\'",
+                                     (_like_prefix(run_id),)).fetchall()
+        if len(rows) > 1:
+            raise ZooError(f"Run id {run_id!r} is ambiguous: "
+                           + ", ".join(r["id"] for r in rows[:5]))
+        if not rows:
+            recent = [r["id"] for r in self.conn.execute(
+                "SELECT id FROM runs ORDER BY created DESC LIMIT 200")]
+            raise UnknownNameError("run", run_id, recent, hint="zoo runs lists them")
+        return _decode(dict(rows[0]))
+
+    def rows(self) -> list[dict]:
+        return [_decode(dict(r)) for r in self.conn.execute("SELECT * FROM runs ORDER BY created")]
+
+    def frame(self):
+        """All runs as a pandas DataFrame, one column per metric."""
+        import pandas as pd
+
+        rows = self.rows()
+        base = pd.DataFrame([{k: v for k, v in r.items() if k not in ("metrics", "config")}
+                             for r in rows], columns=[c for c in COLUMNS if c not in ("metrics", "config")])
+        metrics = pd.DataFrame([_scalars(r["metrics"]) for r in rows], index=base.index)
+        metrics = metrics[[c for c in metrics.columns if c not in base.columns]]
+        return pd.concat([base, metrics], axis=1)
+
+
+def _scalars(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if isinstance(v, (int, float, str)) or v is None}
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _encode(fields: dict) -> dict:
+    out = dict(fields)
+    for key in ("metrics", "config"):
+        if key in out:
+            out[key] = json.dumps(out[key], default=str, allow_nan=True)
+    return out
+
+
+def _decode(row: dict) -> dict:
+    for key in ("metrics", "config"):
+        row[key] = json.loads(row.get(key) or "{}")
+    return row
+
+
+def _alive(pid) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def finite_or_none(value: float) -> float | None:
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None
