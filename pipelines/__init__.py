@@ -4,6 +4,6 @@ from zoo.hookspecs import hookimpl
 
 @hookimpl
 def register_pipelines(register):
-    register("language-modeling", "zoo.pipelines.language_modeling:run",
+    register("language-modeling", "zoo.pipelines.language_modeling:LanguageModeling",
              config="zoo.pipelines.language_modeling:LanguageModelingConfig",
              description="next-token prediction on text; reports loss, perplexity, bits per character")

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from zoo.errors import ZooError
 from zoo.job import Job, TrainConfig
+from zoo import trainer
 from zoo.model import TaskSpec
+from zoo.trainer import Batch
 
 LN2 = math.log(2)
 
@@ -47,14 +48,6 @@ def encode(tokenizer, text: str) -> np.ndarray:
     lines = text.splitlines(keepends=True)
     ids = tokenizer.encode_batch(lines)
     return np.fromiter((i for line in ids for i in line), dtype=np.int64)
-
-
-def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
-    """Linear warm-up, then cosine decay from lr to min_lr over the remaining steps."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    progress = min(1.0, (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps))
-    return cfg.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
 
 
 def random_batch(ids: np.ndarray, batch: int, block: int, rng: np.random.Generator):
@@ -127,11 +120,10 @@ def run(job: Job) -> dict:
 
     cfg: LanguageModelingConfig = job.train_config
     block = job.model_config.block_size
-    tokenizer_cls = job.tokenizer.load()
     texts = {role: split_text(job.dataset, role) for role in ("train", "validation", "test")}
     job.say(f"training the {job.tokenizer.name} tokenizer on {len(texts['train']):,} characters")
-    tokenizer = tokenizer_cls.train(job.dataset.split("train")[job.dataset.text_column],
-                                    job.tokenizer_config)
+    tokenizer = job.tokenizer.load().train(job.dataset.split("train")[job.dataset.text_column],
+                                           job.tokenizer_config)
     tokenizer.save(job.run.file("tokenizer.json"))
     ids = {role: encode(tokenizer, text) for role, text in texts.items()}
     for role, array in ids.items():
@@ -141,39 +133,21 @@ def run(job: Job) -> dict:
 
     spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
     model = as_model(job.architecture.load()(job.model_config, spec), pick_device(job.device))
-    model.configure_optimizer(cfg.lr, cfg.weight_decay)
     params = model.num_parameters()
     job.say(f"{job.model_name}: {params:,} parameters, {len(ids['train']):,} training tokens")
 
-    rng = np.random.default_rng(job.seed)
     eval_rng = np.random.default_rng(job.seed + 1)  # eval batches never shift training batches
-    tokens_per_step = cfg.batch_size * block
-    start = time.perf_counter()
-    step, trained_tokens, loss = 0, 0, float("nan")
-    bar = job.progress(cfg.steps, "train")
-    with bar:
-        while step < cfg.steps:
-            if cfg.time is not None and time.perf_counter() - start >= cfg.time:
-                break
-            lr = lr_at(step, cfg, cfg.steps)
-            x, y = random_batch(ids["train"], cfg.batch_size, block, rng)
-            loss = model.train_step(x, y, lr, grad_clip=cfg.grad_clip)
-            if not math.isfinite(loss):
-                raise ZooError(f"training diverged at step {step}: loss is {loss}")
-            step += 1
-            trained_tokens += tokens_per_step
-            elapsed = time.perf_counter() - start
-            record = {"step": step, "train_loss": loss, "lr": lr, "elapsed": elapsed}
-            if step % cfg.eval_interval == 0 or step == cfg.steps:
-                record["val_loss"] = estimate(model, ids["validation"], cfg, block, eval_rng)
-            job.run.log(record)
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{trained_tokens / elapsed:,.0f}")
-    train_time = time.perf_counter() - start
 
-    metrics = {"steps": step, "train_loss": loss,
-               "tokens_per_s": trained_tokens / train_time if train_time > 0 else 0.0,
-               "train_time": train_time}
+    def next_batch(rng) -> Batch:
+        x, y = random_batch(ids["train"], cfg.batch_size, block, rng)
+        return Batch(x, y, tokens=x.size)
+
+    def validate() -> dict:
+        return {"val_loss": estimate(model, ids["validation"], cfg, block, eval_rng)}
+
+    result = trainer.train(job, model, next_batch, validate=validate)
+    metrics = {"steps": result.steps, "train_loss": result.train_loss,
+               "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
     for role, prefix in (("validation", "val"), ("test", "test")):
         nll, count = evaluate(model, ids[role], block, cfg.eval_batch_size)
         metrics.update(split_metrics(prefix, nll, count, texts[role]))
@@ -197,3 +171,10 @@ def estimate(model, ids: np.ndarray, cfg: TrainConfig, block: int, rng) -> float
         nll, n = model.loss_sum(x, y)
         total, count = total + nll, count + n
     return total / count
+
+
+class LanguageModeling:
+    """The pipeline object registered for the task: run, and evaluate a trained run."""
+
+    config = LanguageModelingConfig
+    run = staticmethod(run)

@@ -29,7 +29,7 @@ class Parser(argparse.ArgumentParser):
             close = difflib.get_close_matches(bad, names, n=1)
             if close:
                 message += f". Did you mean: {close[0]}?"
-        raise ZooError(f"{self.prog}: {message}")
+        raise ZooError(message if self.prog == "zoo" else f"{self.prog}: {message}")
 
 
 # -- zoo list ------------------------------------------------------------------------
@@ -141,6 +141,35 @@ def cmd_generate(args) -> int:
     return 0
 
 
+# -- zoo predict ---------------------------------------------------------------------
+def cmd_predict(args) -> int:
+    from zoo.registry import get_zoo
+    from zoo.runner import load_trained
+
+    if (args.text is None) == (args.file is None):
+        raise ZooError("give either TEXT or --file FILE (one text per line)")
+    if args.file is not None:
+        try:
+            with open(args.file, encoding="utf-8") as handle:
+                texts = [line.rstrip("\n") for line in handle if line.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ZooError(f"cannot read --file {args.file}: {exc}") from None
+    else:
+        texts = [args.text]
+    trained = load_trained(args.run_id)
+    pipeline = get_zoo().pipelines.get(trained.task).load()
+    predict = getattr(pipeline, "predict", None)
+    if predict is None:
+        raise ZooError(f"run {trained.run_id} is a {trained.task} run; predict needs a "
+                       "classification or next-item run")
+    for text, prediction in zip(texts, predict(trained, texts)):
+        if args.json:
+            print(json.dumps({"text": text, **prediction}))
+        else:
+            print(f"{prediction['label']}\t{prediction['probability']:.3f}")
+    return 0
+
+
 # -- parser --------------------------------------------------------------------------
 class VersionAction(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
@@ -230,6 +259,15 @@ def build_parser() -> Parser:
     p.add_argument("--top-k", type=positive_int, default=None, help="sample from the k likeliest")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.set_defaults(handler=cmd_generate)
+
+    p = commands.add_parser("predict", help="predict with a trained classifier or next-item model",
+                            description="Print the predicted label (or next item) and its "
+                            "probability, one line per text.")
+    p.add_argument("run_id", help="run id (or a unique prefix)")
+    p.add_argument("text", nargs="?", help="the text to classify, or the items to continue")
+    p.add_argument("--file", help="read texts from FILE, one per line")
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(handler=cmd_predict)
     return parser
 
 

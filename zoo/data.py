@@ -124,6 +124,7 @@ def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
     split_names = {role: role for role in SPLIT_ROLES}
     if entry and entry.splits:
         split_names.update(entry.splits)
+    splits = _carve_missing_splits(splits, split_names, ref.name)
     columns = list(next(iter(splits.values())).column_names)
     text_column = _pick_column(text_column or (entry.text_column if entry else None),
                                TEXT_COLUMNS, columns, "text", ref.name, required=True)
@@ -136,6 +137,32 @@ def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
     tasks = tasks_of(ref, zoo) or TASKS_SERVED["classification" if label_column else "language-modeling"]
     return LoadedDataset(ref, splits, location, text_column, label_column, class_names,
                          tuple(tasks), split_names)
+
+
+def _carve_missing_splits(splits, split_names: dict, name: str):
+    """A dataset with only a training split (a local file, say) gets validation and test
+    splits of 5% of its rows each, drawn with a fixed seed so every run sees the same."""
+    import datasets
+
+    missing = [role for role in ("validation", "test") if split_names[role] not in splits]
+    if not missing:
+        return splits
+    train = splits.get(split_names["train"])
+    if train is None:
+        raise UnknownNameError("split", split_names["train"], list(splits),
+                               hint=f"dataset {name!r} has: {', '.join(splits)}")
+    if len(train) < 20:
+        raise ZooError(f"Dataset {name!r} has no {' or '.join(missing)} split and only "
+                       f"{len(train)} rows to carve one from (need at least 20)")
+    held = train.train_test_split(test_size=0.1, seed=0, shuffle=True)
+    halves = held["test"].train_test_split(test_size=0.5, seed=0, shuffle=True)
+    carved = {split_names["train"]: held["train"], split_names["validation"]: halves["train"],
+              split_names["test"]: halves["test"]}
+    result = dict(splits)
+    result[split_names["train"]] = carved[split_names["train"]]
+    for role in missing:
+        result[split_names[role]] = carved[split_names[role]]
+    return datasets.DatasetDict(result)
 
 
 def _pick_column(chosen, candidates, columns, what, dataset, required):

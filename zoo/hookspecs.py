@@ -40,6 +40,7 @@ def register_datasets(register):
 def register_pipelines(register):
     """Called once when the registry loads, to add task pipelines, one per task name.
 
-    The target is ``run(job) -> dict`` of metrics (see ``zoo.job``); ``config`` is its
-    training config dataclass.
+    The target is a class (or object) with ``run(job) -> dict`` (see ``zoo.job``) and,
+    optionally, ``predict(trained, texts) -> list[dict]``; ``config`` is its training config
+    dataclass, a subclass of ``zoo.job.TrainConfig``.
     """

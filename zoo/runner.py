@@ -19,6 +19,7 @@ from zoo.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
 from zoo.job import Job, RunFolder
 from zoo.store import Store, home
+from zoo.trainer import Diverged
 
 
 @dataclass
@@ -163,7 +164,7 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
 
     zoo = zoo or get_zoo()
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column, label_column=label_column)
-    run_pipeline = plan.pipeline.load()
+    pipeline = plan.pipeline.load()
     run = RunFolder(home() / new_run_id()).create()
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
@@ -185,12 +186,17 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     start = time.time()
     try:
         seed_everything(plan.seed)
-        result = run_pipeline(job)
+        result = pipeline.run(job)
     except KeyboardInterrupt:
         store.update(run.id, status="interrupted", finished=time.time(),
                      duration=time.time() - start, error="interrupted (Ctrl-C)")
         store.close()
         raise
+    except Diverged as exc:
+        store.update(run.id, status="diverged", finished=time.time(),
+                     duration=time.time() - start, error=str(exc))
+        store.close()
+        raise ZooError(f"run {run.id} {exc}; lower the learning rate (--set lr=...)") from None
     except BaseException as exc:
         store.update(run.id, status="failed", finished=time.time(), duration=time.time() - start,
                      error=f"{type(exc).__name__}: {exc}"[:2000])

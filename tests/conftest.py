@@ -1,0 +1,78 @@
+"""Shared fixtures: every test gets its own ZOO_HOME and working directory, third-party
+entry points are not loaded unless a test asks for them, and the process-wide zoo is
+rebuilt (and forgotten) around each test."""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zoo import registry
+from zoo.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("ZOO_HOME", str(home / "runs"))
+    monkeypatch.setenv("ZOO_LOAD_PLUGINS", "")  # built-ins only, unless a test sets it
+    monkeypatch.delenv("ZOO_REGISTRY", raising=False)
+    monkeypatch.delenv("ZOO_STRICT_PLUGINS", raising=False)
+    monkeypatch.delenv("ZOO_DATASETS", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    registry.reset_zoo()
+    try:
+        yield work
+    finally:
+        registry.reset_zoo()
+
+
+class Result:
+    def __init__(self, code, out, err):
+        self.code, self.out, self.err = code, out, err
+
+    def __repr__(self):
+        return f"Result(code={self.code}, out={self.out[-500:]!r}, err={self.err[-500:]!r})"
+
+
+def run_cli(*args) -> Result:
+    """Run `zoo ARGS` in this process and capture what it prints."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def run_zoo(*args, env=None, timeout=300, cwd=None) -> subprocess.CompletedProcess:
+    """Run `python -m zoo ARGS` in a subprocess (for entry points, signals, imports)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "zoo", *map(str, args)], capture_output=True,
+                          text=True, env=full_env, timeout=timeout, cwd=cwd)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+@pytest.fixture
+def tiny_text(tmp_path) -> Path:
+    """A small text file with train/validation/test made by the text loader's 'train' split."""
+    path = tmp_path / "tiny.txt"
+    lines = [f"line {i}: the quick brown fox jumps over the lazy dog {i % 7}." for i in range(400)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+TINY_DECODER = ["--set", "n_layer=1", "--set", "n_head=2", "--set", "n_embd=16",
+                "--set", "block_size=16", "--set", "batch_size=4", "--set", "eval_interval=5",
+                "--set", "eval_batches=2", "--set", "sample_tokens=20", "--set", "warmup_steps=2"]

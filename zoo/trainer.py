@@ -1,0 +1,106 @@
+"""The one training loop every pipeline uses: budgets (steps or wall time), warm-up and
+cosine decay, a progress bar, periodic validation, a divergence stop, and keeping the best
+weights by a validation score. Pipelines supply how to draw a batch and how to validate."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from zoo.job import Job, TrainConfig
+
+
+class Diverged(Exception):
+    """The loss or gradient became non-finite; training stopped before the optimizer step."""
+
+    def __init__(self, step: int, loss: float):
+        super().__init__(f"training diverged at step {step}: loss is {loss}")
+        self.step, self.loss = step, loss
+
+
+def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
+    """Linear warm-up, then cosine decay from lr to min_lr over the remaining steps."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps))
+    return cfg.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+
+
+@dataclass
+class Batch:
+    inputs: np.ndarray
+    targets: np.ndarray
+    mask: np.ndarray | None = None
+    tokens: int = 0  # tokens in the batch, for throughput
+
+
+@dataclass
+class TrainResult:
+    steps: int = 0
+    train_loss: float = float("nan")
+    tokens: int = 0
+    train_time: float = 0.0
+    best_score: float | None = None
+    best_step: int | None = None
+    best_state: dict | None = None
+    curve: list = field(default_factory=list)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.train_time if self.train_time > 0 else 0.0
+
+
+def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *,
+          validate: Callable[[], dict] | None = None, score_key: str | None = None,
+          higher_is_better: bool = True) -> TrainResult:
+    """Run the optimizer until the step or time budget is spent.
+
+    ``validate()`` returns a dict of validation figures, logged every ``eval_interval``
+    steps and at the end; with ``score_key`` the weights with the best score are kept.
+    """
+    cfg = job.train_config
+    rng = np.random.default_rng(job.seed)
+    model.configure_optimizer(cfg.lr, cfg.weight_decay)
+    result = TrainResult()
+    start = time.perf_counter()
+    with job.progress(cfg.steps, "train") as bar:
+        while result.steps < cfg.steps:
+            if cfg.time is not None and time.perf_counter() - start >= cfg.time:
+                break
+            lr = lr_at(result.steps, cfg, cfg.steps)
+            batch = next_batch(rng)
+            loss = model.train_step(batch.inputs, batch.targets, lr, batch.mask, cfg.grad_clip)
+            if not math.isfinite(loss):
+                raise Diverged(result.steps, loss)
+            result.steps += 1
+            result.tokens += batch.tokens
+            result.train_loss = loss
+            elapsed = time.perf_counter() - start
+            record = {"step": result.steps, "train_loss": loss, "lr": lr, "elapsed": elapsed}
+            last = result.steps == cfg.steps or (cfg.time is not None and elapsed >= cfg.time)
+            if validate is not None and (result.steps % cfg.eval_interval == 0 or last):
+                record.update(_validate(validate, result, score_key, higher_is_better, model))
+            job.run.log(record)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{result.tokens / max(elapsed, 1e-9):,.0f}")
+    result.train_time = time.perf_counter() - start
+    if validate is not None and (not result.curve or result.curve[-1]["step"] != result.steps):
+        record = {"step": result.steps, **_validate(validate, result, score_key, higher_is_better, model)}
+        job.run.log(record)
+    return result
+
+
+def _validate(validate, result: TrainResult, score_key, higher_is_better, model) -> dict:
+    figures = validate()
+    result.curve.append({"step": result.steps, **figures})
+    if score_key is not None:
+        score = figures[score_key]
+        better = result.best_score is None or (score > result.best_score if higher_is_better
+                                               else score < result.best_score)
+        if better:
+            result.best_score, result.best_step = score, result.steps
+            result.best_state = model.state_dict()
+    return figures
