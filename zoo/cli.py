@@ -72,7 +72,8 @@ def cmd_run(args) -> int:
         overrides["train.time"] = args.time
     if args.device not in ("auto", "cpu", "cuda"):
         raise ZooError(f"--device must be auto, cpu or cuda, not {args.device!r}")
-    plan = plan_run(args.model, args.dataset, overrides=overrides, seed=args.seed, task=args.task)
+    plan = plan_run(args.model, args.dataset, overrides=overrides, seed=args.seed, task=args.task,
+                    text_column=args.text_column, label_column=args.label_column)
     result = execute(plan, device=args.device, quiet=args.quiet or args.json,
                      text_column=args.text_column, label_column=args.label_column)
     print_result(result, args.json)

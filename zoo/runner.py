@@ -84,16 +84,25 @@ class Plan:
     pipeline: object  # Entry
     configs: dict  # section -> config dataclass instance
     seed: int
+    loaded: object = None  # the LoadedDataset, when planning had to load it to learn its tasks
+    columns: tuple = (None, None)  # the (text, label) column choices it was loaded with
 
 
 def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: int = 0,
-             task: str | None = None, zoo=None) -> Plan:
+             task: str | None = None, text_column: str | None = None,
+             label_column: str | None = None, zoo=None) -> Plan:
     from zoo.registry import get_zoo
 
     zoo = zoo or get_zoo()
     spec = resolve_model(model, zoo)
     ref = zoo_data.resolve(dataset, zoo)
-    tasks = zoo_data.tasks_of(ref, zoo) or zoo_data.TASKS_SERVED["language-modeling"]
+    tasks, loaded = zoo_data.tasks_of(ref, zoo), None
+    if not tasks and ref.kind != "plugin":
+        # A file, folder or Hub id the catalogue does not describe: load it to learn whether
+        # it has a label column (then it serves classification first).
+        loaded = _load_quietly(ref, zoo, text_column, label_column)
+        tasks = loaded.tasks
+    tasks = tasks or zoo_data.TASKS_SERVED["language-modeling"]
     chosen = choose_task(spec.architecture, tasks, task)
     pipeline = zoo.pipelines.get(chosen)
     sections = {"model": spec.architecture.config_class(),
@@ -102,7 +111,19 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     merged = {**spec.overrides, **(overrides or {})}
     values = split_overrides(merged, sections)
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
-    return Plan(spec, ref, chosen, pipeline, configs, seed)
+    return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column))
+
+
+def _load_quietly(ref, zoo, text_column, label_column):
+    import datasets
+
+    was_disabled = datasets.is_progress_bar_enabled() is False
+    datasets.disable_progress_bars()
+    try:
+        return zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column)
+    finally:
+        if not was_disabled:
+            datasets.enable_progress_bars()
 
 
 def config_hash(plan: Plan) -> str:
@@ -163,8 +184,15 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     from zoo.registry import get_zoo
 
     zoo = zoo or get_zoo()
-    dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column, label_column=label_column)
+    if plan.loaded is not None and plan.columns == (text_column, label_column):
+        dataset = plan.loaded
+    else:
+        dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
+                                label_column=label_column)
     pipeline = plan.pipeline.load()
+    check = getattr(pipeline, "check_dataset", None)
+    if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
+        check(dataset)
     run = RunFolder(home() / new_run_id()).create()
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
