@@ -93,6 +93,9 @@ class Registry:
                 self.kind, name, self._entries, hint=f"zoo list {self.kind}s shows all"
             ) from None
 
+    def remove(self, name: str) -> Entry:
+        return self._entries.pop(name)
+
     def __contains__(self, name) -> bool:
         return name in self._entries
 
@@ -182,6 +185,17 @@ class Zoo:
                     register = _stager(kind, info.name, staged)
                     impl.function(**{arg: register for arg in impl.argnames})
         return staged
+
+    def remove_plugin(self, name: str) -> None:
+        """Unregister a plugin and everything it registered (tests register in-process)."""
+        plugin = self.pm.get_plugin(name)
+        if plugin is not None:
+            self.pm.unregister(plugin)
+        for registry in self.registries.values():
+            for entry in registry.entries():
+                if entry.plugin == name:
+                    registry.remove(entry.name)
+        self.plugins.pop(name, None)
 
     def set_aside(self, info: PluginInfo, strict: bool) -> None:
         where = ", ".join(x for x in (info.distribution and f"{info.distribution} {info.version}",

@@ -104,6 +104,9 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
         tasks = loaded.tasks
     tasks = tasks or zoo_data.TASKS_SERVED["language-modeling"]
     chosen = choose_task(spec.architecture, tasks, task)
+    if chosen not in zoo.pipelines:  # the same reason `zoo list --matrix` gives
+        raise ZooError(f"no pipeline is registered for {chosen} ({spec.architecture.name} "
+                       f"on {ref.name})")
     pipeline = zoo.pipelines.get(chosen)
     sections = {"model": spec.architecture.config_class(),
                 "tokenizer": spec.tokenizer.config_class(),
