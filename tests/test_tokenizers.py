@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import TINY_DECODER, run_cli
 from zoo.plugins.bpe import BPEConfig, BPETokenizer
-from zoo.plugins.char import CharTokenizer
+from zoo.plugins.char import CharConfig, CharTokenizer
 from zoo.tokenizer import SPECIAL_TOKENS, cache_root, train_cached
 
 CORPUS = ["First Citizen:\nBefore we proceed any further, hear me speak.\n",
@@ -53,6 +53,21 @@ def test_char_round_trips_every_string_of_seen_characters(text):
     ids = char().encode(text)
     assert len(ids) == len(text) and char().unk_id not in ids
     assert char().decode(ids) == text
+
+
+@HYPOTHESIS
+@given(st.text())
+def test_char_fast_path_encodes_like_the_saved_tokenizer(text):
+    assert char().encode(text) == char().backend.encode(text, add_special_tokens=False).ids
+    assert char().encode_batch([text, text[::-1]]) == [
+        e.ids for e in char().backend.encode_batch([text, text[::-1]], add_special_tokens=False)]
+
+
+def test_char_unseen_characters_are_unknown_and_lowercasing_folds_case():
+    ids = char().encode("F\u2603")  # a snowman was never seen
+    assert ids[1] == char().unk_id and char().decode(ids) == "F"
+    lower = CharTokenizer.train(["Ab"], CharConfig(lowercase=True))
+    assert lower.encode("AB") == lower.encode("ab") and lower.decode(lower.encode("AB")) == "ab"
 
 
 @pytest.mark.parametrize("make", [bpe, char], ids=["bpe", "char"])

@@ -118,7 +118,9 @@ class TokenizersTokenizer(Tokenizer):
         return self.backend.encode(text, add_special_tokens=False).ids
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return [e.ids for e in self.backend.encode_batch(list(texts), add_special_tokens=False)]
+        # encode_batch_fast (tokenizers >= 0.20) skips the offsets nobody here reads.
+        batch = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)
+        return [e.ids for e in batch(list(texts), add_special_tokens=False)]
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.backend.decode(list(ids), skip_special_tokens=True)
