@@ -19,6 +19,7 @@ from zoo import trainer
 from zoo.errors import ZooError
 from zoo.job import Job, RunFolder, TrainConfig
 from zoo.model import TaskSpec
+from zoo.tokenizer import compression, dataset_key, train_cached
 from zoo.trainer import Batch
 
 ROLES = ("train", "validation", "test")
@@ -181,9 +182,13 @@ def scores(y_true: np.ndarray, probs: np.ndarray, classes: list[str], prefix: st
 
 
 # -- training --------------------------------------------------------------------------
-def train_tokenizer(job: Job, texts: list[str]):
-    job.say(f"training the {job.tokenizer.name} tokenizer on {len(texts):,} texts")
-    return job.tokenizer.load().train(texts, job.tokenizer_config)
+def train_tokenizer(job: Job):
+    """The tokenizer trained on the training split's texts, from the cache when it can be."""
+    train = job.dataset.split("train")
+    column = job.dataset.text_column
+    return train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
+                        lambda: ("" if t is None else str(t) for t in train[column]),
+                        dataset_key(job.dataset, "train", column), say=job.say)
 
 
 def step_budget(cfg: ClassificationConfig, per_epoch: int) -> int:
@@ -208,7 +213,7 @@ def run(job: Job) -> dict:
                        "training split; classification needs at least 2")
     labels = {role: class_ids(names[role], classes, f"split {role!r}") for role in ROLES}
 
-    tokenizer = train_tokenizer(job, texts["train"])
+    tokenizer = train_tokenizer(job)
     tokenizer.save(job.run.file("tokenizer.json"))
     job.run.write_json(CLASSES_FILE, classes)
     seqs = {role: encode(tokenizer, texts[role], block) for role in ROLES}
@@ -246,8 +251,8 @@ def run(job: Job) -> dict:
     for role in ("validation", "test"):
         probs = probabilities(model, seqs[role], pad_id, cfg.eval_batch_size)
         metrics.update(scores(labels[role], probs, classes, PREFIX[role], detail=role == "test"))
-    metrics.update({"num_classes": len(classes), "vocab_size": tokenizer.vocab_size,
-                    "class_names": classes})
+    metrics.update(compression(tokenizer, texts["validation"]))  # whole texts, untruncated
+    metrics.update({"num_classes": len(classes), "class_names": classes})
     return {"params": params, "metrics": metrics, "spec": dataclasses.asdict(spec)}
 
 
