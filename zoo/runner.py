@@ -163,7 +163,8 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     from zoo.registry import get_zoo
 
     zoo = zoo or get_zoo()
-    dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column, label_column=label_column)
+    dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
+                            label_column=label_column, quiet=quiet)
     pipeline = plan.pipeline.load()
     run = RunFolder(home() / new_run_id()).create()
     summary = {"run_id": run.id, "model": plan.spec.name,
