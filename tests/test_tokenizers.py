@@ -111,8 +111,10 @@ def test_bpe_file_loads_in_transformers(tmp_path):
     transformers = pytest.importorskip("transformers")
     path = tmp_path / "tokenizer.json"
     bpe().save(path)
+    # split_special_tokens: a literal "<pad>" in the text is text, as in zoo.
     fast = transformers.PreTrainedTokenizerFast(tokenizer_file=str(path), pad_token="<pad>",
-                                                unk_token="<unk>", cls_token="<cls>")
+                                                unk_token="<unk>", cls_token="<cls>",
+                                                split_special_tokens=True)
     text = CORPUS[2]
     ids = fast.encode(text, add_special_tokens=False)
     assert ids == bpe().encode(text)
@@ -197,6 +199,17 @@ def test_zoo_run_reuses_the_cached_tokenizer_and_show_reports_it(tiny_text, monk
     assert shown.code == 0, shown
     assert (f"tokenizer bpe: vocabulary 300 tokens, {metrics['chars_per_token']:.3f} "
             "characters per token on validation") in shown.out
+
+
+def test_show_reads_the_vocabulary_from_tokenizer_json_when_metrics_lack_it():
+    from zoo.listing import tokenizer_line
+    from zoo.store import home
+
+    (home() / "run-1").mkdir(parents=True)
+    char().save(home() / "run-1" / "tokenizer.json")
+    line = tokenizer_line({"id": "run-1", "tokenizer": "char", "metrics": {}})
+    assert line == (f"  tokenizer char: vocabulary {char().vocab_size} tokens, "
+                    "characters per token not recorded")
 
 
 def test_bad_bpe_config_fails_with_exit_2_before_training(tiny_text):

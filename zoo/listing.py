@@ -269,14 +269,14 @@ def tokenizer_line(row: dict) -> str:
     """The run's tokenizer: vocabulary size and compression (characters per token) on validation."""
     metrics = row["metrics"] or {}
     vocab = metrics.get("vocab_size")
-    if vocab is None:
+    if vocab is None:  # a pipeline that does not report it: read the saved tokenizer
         vocab = saved_vocab_size(row["id"])
-    line = f"  tokenizer {row['tokenizer']}: vocabulary {vocab:,} tokens" if isinstance(vocab, int) \
-        else f"  tokenizer {row['tokenizer']}: vocabulary size not recorded"
-    cpt = metrics.get("chars_per_token")
-    line += (f", {cpt:.3f} characters per token on validation" if isinstance(cpt, (int, float))
-             else ", compression not recorded")
-    return line
+    chars_per_token = metrics.get("chars_per_token")
+    parts = [f"vocabulary {vocab:,} tokens" if isinstance(vocab, int)
+             else "vocabulary size not recorded",
+             f"{chars_per_token:.3f} characters per token on validation"
+             if isinstance(chars_per_token, (int, float)) else "characters per token not recorded"]
+    return f"  tokenizer {row['tokenizer']}: " + ", ".join(parts)
 
 
 def saved_vocab_size(run_id: str) -> int | None:

@@ -19,7 +19,6 @@ from zoo.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
 from zoo.job import Job, RunFolder
 from zoo.store import Store, home
-from zoo.trainer import Diverged
 
 
 @dataclass
@@ -100,7 +99,8 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     if not tasks and ref.kind != "plugin":
         # A file, folder or Hub id the catalogue does not describe: load it to learn whether
         # it has a label column (then it serves classification first).
-        loaded = _load_quietly(ref, zoo, text_column, label_column)
+        loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column,
+                               quiet=True)
         tasks = loaded.tasks
     tasks = tasks or zoo_data.TASKS_SERVED["language-modeling"]
     chosen = choose_task(spec.architecture, tasks, task)
@@ -115,18 +115,6 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     values = split_overrides(merged, sections)
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
     return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column))
-
-
-def _load_quietly(ref, zoo, text_column, label_column):
-    import datasets
-
-    was_disabled = datasets.is_progress_bar_enabled() is False
-    datasets.disable_progress_bars()
-    try:
-        return zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column)
-    finally:
-        if not was_disabled:
-            datasets.enable_progress_bars()
 
 
 def config_hash(plan: Plan) -> str:
@@ -185,13 +173,14 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
             text_column: str | None = None, label_column: str | None = None, zoo=None) -> dict:
     """Load the data, train and evaluate through the pipeline, and record the run."""
     from zoo.registry import get_zoo
+    from zoo.trainer import Diverged
 
     zoo = zoo or get_zoo()
     if plan.loaded is not None and plan.columns == (text_column, label_column):
         dataset = plan.loaded
     else:
         dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
-                                label_column=label_column)
+                                label_column=label_column, quiet=quiet)
     pipeline = plan.pipeline.load()
     check = getattr(pipeline, "check_dataset", None)
     if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
