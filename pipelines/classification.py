@@ -52,6 +52,9 @@ def check_dataset(dataset) -> None:
         columns = ", ".join(next(iter(dataset.splits.values())).column_names)
         raise ZooError(f"Dataset {dataset.ref.name!r} has no label column (label/labels) to "
                        f"classify by; columns: {columns}. Use --label-column NAME")
+    for role in ROLES:
+        if len(dataset.split(role)) == 0:
+            raise ZooError(f"Dataset {dataset.ref.name!r} split {role!r} has no rows")
 
 
 def label_names(dataset, role: str) -> list[str]:

@@ -6,7 +6,7 @@ object with the methods of ``Model`` below (the NumPy reference does this).
 
 Module outputs by task, given ``input_ids`` [B, T] and ``attention_mask`` [B, T] (1 = real):
   language-modeling: logits [B, T, vocab_size]
-  classification:    logits [B, num_classes]
+  classification:    logits [B, num_classes] (inputs are right-padded and start with <cls>)
   next-item:         logits [B, vocab_size] for the token after the last real position
 """
 from __future__ import annotations
