@@ -27,6 +27,7 @@ from zoo.errors import PluginError, UnknownNameError, ZooError
 DEFAULT_PLUGINS = (
     "zoo.plugins.char",
     "zoo.plugins.decoder",
+    "zoo.plugins.numpy_ref",
     "zoo.pipelines",
 )
 
