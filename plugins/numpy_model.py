@@ -55,14 +55,18 @@ def layer_norm_backward(dy, cache):
 
 
 def linear(x, weight, bias):  # x [..., in], weight [out, in] -> [..., out]
-    y = x @ weight.T
-    return y if bias is None else y + bias
+    # one 2-D matmul: NumPy's stacked (3-D) matmul path is several times slower
+    y = x.reshape(-1, x.shape[-1]) @ weight.T
+    if bias is not None:
+        y += bias
+    return y.reshape(*x.shape[:-1], weight.shape[0])
 
 
 def linear_backward(dy, x, weight):
     dy2 = dy.reshape(-1, dy.shape[-1])
     dweight = dy2.T @ x.reshape(-1, x.shape[-1])
-    return dy @ weight, dweight, dy2.sum(axis=0)
+    dx = (dy2 @ weight).reshape(*dy.shape[:-1], weight.shape[1])
+    return dx, dweight, dy2.sum(axis=0)
 
 
 def gelu(x):  # tanh approximation, as torch's approximate="tanh"
@@ -288,7 +292,7 @@ class NumpyDecoder:
 
         if self.spec.task == "language-modeling":
             cache["h"] = h
-            return h @ self._lm_head().T, cache  # [B, T, V]
+            return linear(h, self._lm_head(), None), cache  # [B, T, V]
         # Causal attention: the last real token has seen the whole (right-padded) input.
         last = (np.full(B, T - 1) if mask is None
                 else np.asarray(mask).astype(np.int64).sum(axis=1) - 1)
@@ -305,7 +309,7 @@ class NumpyDecoder:
         if self.spec.task == "language-modeling":
             h = cache["h"]
             grads[head] += dlogits.reshape(-1, dlogits.shape[-1]).T @ h.reshape(-1, h.shape[-1])
-            dh = dlogits @ self._lm_head()
+            dh = (dlogits.reshape(-1, dlogits.shape[-1]) @ self._lm_head()).reshape(h.shape)
         else:
             if self.spec.task == "classification":
                 dpooled, grads["cls_head.weight"], grads["cls_head.bias"] = linear_backward(
