@@ -3,7 +3,8 @@
 1. `numpy-char` and `decoder-char` train on Tiny Shakespeare through the real pipeline with
    the same config and seed; their loss curves are printed side by side.
 2. `zoo verify` checks the fresh decoder-char run against the NumPy reference.
-3. Training speed: train_step of both models at the decoder-char config on identical
+3. The initial loss of both at the decoder-char config over seeds 0..9 (same batch).
+4. Training speed: train_step of both models at the decoder-char config on identical
    batches, interleaved step by step so that load from other processes hits both alike;
    medians per step and the torch/NumPy ratio.
 
@@ -76,6 +77,46 @@ def run_verify(run_id: str) -> None:
     print("verify:", "PASSED" if result.passed else "FAILED")
 
 
+def initial_losses(args, seeds: int = 10) -> None:
+    """Initial validation loss of both frameworks over several seeds, on one fixed batch:
+    the two draw from different generators, so a single seed's losses differ by chance."""
+    import numpy as np
+    import torch
+
+    from zoo import data
+    from zoo.engine import TorchModel
+    from zoo.model import TaskSpec
+    from zoo.pipelines.language_modeling import encode, random_batch, split_text
+    from zoo.plugins.decoder import DecoderConfig
+    from zoo.plugins.decoder_model import build as build_torch
+    from zoo.plugins.numpy_model import build as build_numpy
+    from zoo.plugins.numpy_ref import NumpyConfig
+    from zoo.registry import get_zoo
+
+    zoo = get_zoo()
+    dataset = data.load(data.resolve("shakespeare", zoo), zoo)
+    entry = zoo.tokenizers.get("char")
+    tokenizer = entry.load().train(dataset.split("train")[dataset.text_column], entry.config_class()())
+    preset = zoo.catalogue.models["decoder-char"].overrides
+    shape = {k: preset[k] for k in ("n_layer", "n_head", "n_embd", "block_size", "dropout")}
+    ids = encode(tokenizer, split_text(dataset, "validation"))
+    x, y = random_batch(ids, 64, preset["block_size"], np.random.default_rng(0))
+    spec = TaskSpec("language-modeling", tokenizer.vocab_size)
+    losses = {"numpy": [], "torch": []}
+    for seed in range(seeds):
+        np.random.seed(seed)  # what `zoo run --seed` does before building
+        torch.manual_seed(seed)
+        for name, model in (("numpy", build_numpy(NumpyConfig(**shape), spec)),
+                            ("torch", TorchModel(build_torch(DecoderConfig(**shape), spec)))):
+            nll, count = model.loss_sum(x, y)
+            losses[name].append(nll / count)
+    print(f"\ninitial loss on 64 validation windows, seeds 0..{seeds - 1} "
+          f"(ln(vocab {tokenizer.vocab_size}) = {np.log(tokenizer.vocab_size):.4f})")
+    for name, values in losses.items():
+        print(f"  {name:<6} mean {np.mean(values):.4f}  sd {np.std(values, ddof=1):.4f}  "
+              f"min {min(values):.4f}  max {max(values):.4f}  seed 0: {values[0]:.4f}")
+
+
 def speed(args) -> None:
     import numpy as np
     import torch
@@ -90,7 +131,7 @@ def speed(args) -> None:
 
     preset = get_zoo().catalogue.models["decoder-char"].overrides
     shape = {k: preset[k] for k in ("n_layer", "n_head", "n_embd", "block_size", "dropout")}
-    batch, block, vocab = preset["batch_size"], preset["block_size"], 65  # Shakespeare's chars
+    batch, block, vocab = preset["batch_size"], preset["block_size"], 68  # 65 characters + 3 specials
     spec = TaskSpec("language-modeling", vocab)
     torch.manual_seed(args.seed)
     models = {"torch float32": TorchModel(build_torch(DecoderConfig(**shape), spec)),
@@ -135,6 +176,7 @@ def main() -> int:
         runs = pipeline_runs(args)
         print()
         run_verify(runs["decoder-char"]["result"]["run_id"])
+    initial_losses(args)
     speed(args)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0
