@@ -3,7 +3,8 @@
 1. `numpy-char` and `decoder-char` train on Tiny Shakespeare through the real pipeline with
    the same config and seed; their loss curves are printed side by side.
 2. `zoo verify` checks the fresh decoder-char run against the NumPy reference.
-3. The initial loss of both at the decoder-char config over seeds 0..9 (same batch).
+3. The initial loss of both at the decoder-char config over seeds 0..9 (same batch), and
+   both trained from the same initial weights on the same batches.
 4. Training speed: train_step of both models at the decoder-char config on identical
    batches, interleaved step by step so that load from other processes hits both alike;
    medians per step and the torch/NumPy ratio.
@@ -77,30 +78,39 @@ def run_verify(run_id: str) -> None:
     print("verify:", "PASSED" if result.passed else "FAILED")
 
 
-def initial_losses(args, seeds: int = 10) -> None:
-    """Initial validation loss of both frameworks over several seeds, on one fixed batch:
-    the two draw from different generators, so a single seed's losses differ by chance."""
-    import numpy as np
-    import torch
-
+def shakespeare():
+    """The char tokenizer trained on Tiny Shakespeare, and each split's token ids."""
     from zoo import data
-    from zoo.engine import TorchModel
-    from zoo.model import TaskSpec
-    from zoo.pipelines.language_modeling import encode, random_batch, split_text
-    from zoo.plugins.decoder import DecoderConfig
-    from zoo.plugins.decoder_model import build as build_torch
-    from zoo.plugins.numpy_model import build as build_numpy
-    from zoo.plugins.numpy_ref import NumpyConfig
+    from zoo.pipelines.language_modeling import encode, split_text
     from zoo.registry import get_zoo
 
     zoo = get_zoo()
     dataset = data.load(data.resolve("shakespeare", zoo), zoo)
     entry = zoo.tokenizers.get("char")
     tokenizer = entry.load().train(dataset.split("train")[dataset.text_column], entry.config_class()())
-    preset = zoo.catalogue.models["decoder-char"].overrides
+    ids = {role: encode(tokenizer, split_text(dataset, role)) for role in ("train", "validation")}
+    return tokenizer, ids
+
+
+def initial_losses(args, seeds: int = 10) -> None:
+    """Initial validation loss of both frameworks over several seeds, on one fixed batch:
+    the two draw from different generators, so a single seed's losses differ by chance."""
+    import numpy as np
+    import torch
+
+    from zoo.engine import TorchModel
+    from zoo.model import TaskSpec
+    from zoo.pipelines.language_modeling import random_batch
+    from zoo.plugins.decoder import DecoderConfig
+    from zoo.plugins.decoder_model import build as build_torch
+    from zoo.plugins.numpy_model import build as build_numpy
+    from zoo.plugins.numpy_ref import NumpyConfig
+    from zoo.registry import get_zoo
+
+    tokenizer, ids = shakespeare()
+    preset = get_zoo().catalogue.models["decoder-char"].overrides
     shape = {k: preset[k] for k in ("n_layer", "n_head", "n_embd", "block_size", "dropout")}
-    ids = encode(tokenizer, split_text(dataset, "validation"))
-    x, y = random_batch(ids, 64, preset["block_size"], np.random.default_rng(0))
+    x, y = random_batch(ids["validation"], 64, preset["block_size"], np.random.default_rng(0))
     spec = TaskSpec("language-modeling", tokenizer.vocab_size)
     losses = {"numpy": [], "torch": []}
     for seed in range(seeds):
@@ -115,6 +125,55 @@ def initial_losses(args, seeds: int = 10) -> None:
     for name, values in losses.items():
         print(f"  {name:<6} mean {np.mean(values):.4f}  sd {np.std(values, ddof=1):.4f}  "
               f"min {min(values):.4f}  max {max(values):.4f}  seed 0: {values[0]:.4f}")
+
+
+def same_start(args) -> None:
+    """Both models from the same initial weights on the same batches, outside the pipeline
+    but with its schedule: how far float32 rounding lets the two trajectories drift."""
+    import numpy as np
+    import torch
+
+    from zoo.engine import TorchModel
+    from zoo.model import TaskSpec
+    from zoo.pipelines.language_modeling import random_batch
+    from zoo.plugins.decoder_model import build as build_torch
+    from zoo.plugins.numpy_model import NumpyDecoder
+    from zoo.plugins.numpy_ref import NumpyConfig
+    from zoo.runner import plan_run
+    from zoo.trainer import lr_at
+
+    tokenizer, ids = shakespeare()
+    plan = plan_run("decoder-char", "shakespeare", seed=args.seed, overrides={"train.steps": args.steps})
+    model_cfg, train = plan.configs["model"], plan.configs["train"]
+    spec = TaskSpec("language-modeling", tokenizer.vocab_size)
+    torch.manual_seed(args.seed)
+    theirs = TorchModel(build_torch(model_cfg, spec))
+    ours = NumpyDecoder(NumpyConfig(**vars(model_cfg)), spec, seed=args.seed)
+    ours.load_state_dict(theirs.state_dict())
+    for model in (theirs, ours):
+        model.configure_optimizer(train.lr, train.weight_decay)
+    rng = np.random.default_rng(args.seed)
+    losses = {"numpy": [], "torch": []}
+    for step in range(train.steps):
+        x, y = random_batch(ids["train"], train.batch_size, model_cfg.block_size, rng)
+        lr = lr_at(step, train, train.steps)
+        losses["torch"].append(theirs.train_step(x, y, lr, grad_clip=train.grad_clip))
+        losses["numpy"].append(ours.train_step(x, y, lr, grad_clip=train.grad_clip))
+    val_x, val_y = random_batch(ids["validation"], 64, model_cfg.block_size, np.random.default_rng(1))
+    drift = max(float(np.abs(p - theirs.state_dict()[k]).max()) for k, p in ours.params.items())
+    print(f"\nsame initial weights (torch's, seed {args.seed}) and batches, the pipeline's schedule, "
+          f"{train.steps} steps:")
+    shown = sorted({s for s in (1, 10, 50, 100, 150) if s < train.steps} | {train.steps})
+    print("  step " + "".join(f"{s:>9}" for s in shown))
+    for name, values in losses.items():
+        print(f"  {name:<5}" + "".join(f"{values[s - 1]:9.4f}" for s in shown))
+    diffs = np.abs(np.array(losses["numpy"]) - np.array(losses["torch"]))
+    print(f"  |train loss difference|: step 1 {diffs[0]:.1e}, max over the first 10 steps "
+          f"{diffs[:10].max():.1e}, over all steps {diffs.max():.1e}; largest weight difference "
+          f"at the end {drift:.1e}")
+    val = {name: m.loss_sum(val_x, val_y) for name, m in (("numpy", ours), ("torch", theirs))}
+    print("  validation loss (64 windows) at the end: "
+          + ", ".join(f"{n} {s / c:.4f}" for n, (s, c) in val.items()))
 
 
 def speed(args) -> None:
@@ -177,6 +236,8 @@ def main() -> int:
         print()
         run_verify(runs["decoder-char"]["result"]["run_id"])
     initial_losses(args)
+    if not args.skip_runs:
+        same_start(args)
     speed(args)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0

@@ -258,9 +258,8 @@ class NumpyDecoder:
         if missing or unexpected or wrong:
             raise ZooError(f"weights do not fit the model: missing {missing[:5]}, "
                            f"unexpected {unexpected[:5]}, wrong shape {wrong[:5]}")
+        # copies in the model's dtype; like torch, the optimizer keeps its moments
         self.params = {k: np.array(state[k], dtype=self.dtype) for k in shapes}
-        if self.optimizer is not None:
-            self.optimizer.reset(self.params)
 
     # -- forward and backward ----------------------------------------------------------
     def loss_and_grads(self, inputs, targets, mask=None, *, train=False, rng=None):
@@ -402,9 +401,6 @@ class AdamW:
 
     def __init__(self, params: dict, weight_decay: float, betas=(0.9, 0.95), eps: float = ADAM_EPS):
         self.weight_decay, self.betas, self.eps = weight_decay, betas, eps
-        self.reset(params)
-
-    def reset(self, params: dict) -> None:
         self.t = 0
         self.m = {k: np.zeros_like(v) for k, v in params.items()}
         self.v = {k: np.zeros_like(v) for k, v in params.items()}
