@@ -70,13 +70,31 @@ def linear_backward(dy, x, weight):
 
 
 def gelu(x):  # tanh approximation, as torch's approximate="tanh"
-    t = np.tanh(GELU_K * (x + 0.044715 * x * x * x))
-    return 0.5 * x * (1.0 + t), t
+    # t = tanh(k (x + 0.044715 x^3)), computed in place: this is the widest tensor [B, T, 4C]
+    t = x * x
+    t *= 0.044715
+    t += 1.0
+    t *= x
+    t *= GELU_K
+    np.tanh(t, out=t)
+    y = t + 1.0
+    y *= x
+    y *= 0.5
+    return y, t
 
 
 def gelu_backward(dy, x, t):
-    du = GELU_K * (1.0 + 3 * 0.044715 * x * x)
-    return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
+    # d/dx 0.5 x (1 + t) = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 0.044715 x^2)
+    du = x * x
+    du *= 3 * 0.044715
+    du += 1.0
+    du *= GELU_K
+    du *= x
+    du *= 1.0 - t * t
+    du += 1.0 + t
+    du *= 0.5
+    du *= dy
+    return du
 
 
 def dropout(x, p: float, rng):
