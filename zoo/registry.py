@@ -27,6 +27,8 @@ from zoo.errors import PluginError, UnknownNameError, ZooError
 DEFAULT_PLUGINS = (
     "zoo.plugins.char",
     "zoo.plugins.decoder",
+    "zoo.plugins.digits",
+    "zoo.plugins.digits_data",
     "zoo.pipelines",
 )
 
