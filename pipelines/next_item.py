@@ -225,16 +225,14 @@ def run(job: Job) -> dict:
         correct, nll = score(model, periodic, cfg.eval_batch_size, specials)
         return {"val_accuracy": float(correct.mean()), "val_loss": float(nll.mean())}
 
-    result = trainer.train(job, model, next_batch, validate=validate, score_key="val_accuracy")
-    if result.best_state is not None:  # keep the weights that did best on validation
-        model.load_state_dict(result.best_state)
+    result = trainer.train(job, model, next_batch, validate=validate)
     metrics = {"steps": result.steps, "train_loss": result.train_loss,
-               "tokens_per_s": result.tokens_per_s, "train_time": result.train_time,
-               "best_step": result.best_step}
+               "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
     for name, examples in data.items():
         if name == "train":
             continue
-        examples = evaluation_set(examples, cfg.eval_windows)
+        if isinstance(examples, Windows):  # rows are evaluated whole
+            examples = examples.spread(cfg.eval_windows)
         correct, nll = score(model, examples, cfg.eval_batch_size, specials)
         metrics.update(metrics_for(PREFIXES.get(name, name), examples, correct, nll))
     metrics["vocab_size"] = tokenizer.vocab_size
