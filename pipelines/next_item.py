@@ -188,7 +188,7 @@ def train_tokenizer(job: Job):
     texts = list(split[job.dataset.text_column])
     if has_rows(job.dataset):  # targets too, so every next item has a token
         texts += [str(t) for t in split[job.dataset.label_column]]
-    job.say(f"training the {job.tokenizer.name} tokenizer on {len(texts):,} texts")
+    job.say(f"training the {job.tokenizer.name} tokenizer on {len(texts):,} train texts")
     return job.tokenizer.load().train(texts, job.tokenizer_config)
 
 
