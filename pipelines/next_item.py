@@ -26,6 +26,7 @@ from zoo import trainer
 from zoo.errors import ZooError
 from zoo.job import Job, TrainConfig
 from zoo.model import TaskSpec
+from zoo.tokenizer import compression, dataset_key, train_cached
 from zoo.trainer import Batch
 
 GROUP_COLUMN = "family"  # rows that name a family get accuracy per family
@@ -184,12 +185,20 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 
 # -- the pipeline --------------------------------------------------------------------------
 def train_tokenizer(job: Job):
-    split = job.dataset.split("train")
-    texts = list(split[job.dataset.text_column])
-    if has_rows(job.dataset):  # targets too, so every next item has a token
-        texts += [str(t) for t in split[job.dataset.label_column]]
-    job.say(f"training the {job.tokenizer.name} tokenizer on {len(texts):,} train texts")
-    return job.tokenizer.load().train(texts, job.tokenizer_config)
+    """Through the shared cache; on rows, the targets too, so every next item has a token."""
+    dataset = job.dataset
+    split = dataset.split("train")
+    key = dataset_key(dataset, "train")
+    columns = [dataset.text_column]
+    if has_rows(dataset):
+        columns.append(dataset.label_column)
+        key += "+" + dataset_key(dataset, "train", dataset.label_column)
+
+    def texts():
+        return [str(t) for column in columns for t in split[column]]
+
+    return train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config, texts,
+                        key, say=job.say)
 
 
 def run(job: Job) -> dict:
@@ -235,7 +244,7 @@ def run(job: Job) -> dict:
             examples = examples.spread(cfg.eval_windows)
         correct, nll = score(model, examples, cfg.eval_batch_size, specials)
         metrics.update(metrics_for(PREFIXES.get(name, name), examples, correct, nll))
-    metrics["vocab_size"] = tokenizer.vocab_size
+    metrics.update(tokenizer_figures(tokenizer, data["validation"]))
     job.run.save_weights(model.state_dict())
 
     samples = example_lines(model, tokenizer, data["test"], cfg.samples, specials)
@@ -244,6 +253,15 @@ def run(job: Job) -> dict:
     return {"params": params, "metrics": metrics,
             "samples": ["\n".join(samples)] if samples else [],
             "spec": dataclasses.asdict(spec)}
+
+
+def tokenizer_figures(tokenizer, examples) -> dict:
+    """Vocabulary size and characters per token over the validation contexts (or text)."""
+    if isinstance(examples, Windows):
+        ids = [examples.ids]
+    else:
+        ids = [examples.inputs[i, :n] for i, n in enumerate(examples.lengths)]
+    return compression(tokenizer, [tokenizer.decode(x.tolist()) for x in ids], ids)
 
 
 def _subset(rows: Rows, count: int) -> Rows:
