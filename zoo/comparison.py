@@ -156,7 +156,7 @@ def summarize(frame, *, metric: str | None = None, where: str | None = None,
     long["variant"] = long["settings"].map(_variant_id) if not pool else ""
     for key in rows_keys + column_keys:
         long[key] = long[key].map(_label)
-    group = rows_keys + column_keys + ["task", "metric", "variant"]
+    group = _unique(rows_keys + column_keys + ["task", "metric", "variant"])
     cells = []
     for values, runs in long.groupby(group, sort=False, dropna=False):
         found = dict(zip(group, values))
@@ -177,13 +177,17 @@ def summarize(frame, *, metric: str | None = None, where: str | None = None,
     if baseline is not None:
         table = _with_baseline(table, rows_keys, column_keys, baseline, level)
     table = table.drop(columns=["_settings", "variant"])
-    order = rows_keys + column_keys + list(STAT_COLUMNS) + (
-        list(BASELINE_COLUMNS) if baseline is not None else [])
+    order = _unique(rows_keys + column_keys + list(STAT_COLUMNS) + (
+        list(BASELINE_COLUMNS) if baseline is not None else []))
     table = table[order]
-    table = _sorted(table, rows_keys + column_keys + ["metric", "setting"])
+    table = _sorted(table, _unique(rows_keys + column_keys + ["metric", "setting"]))
     if (table["configs"] > 1).any():
         notes.append("some cells pool runs with different settings (--pool)")
     return Comparison(table.reset_index(drop=True), rows_keys, column_keys, baseline, notes)
+
+
+def _unique(keys: list[str]) -> list[str]:
+    return list(dict.fromkeys(keys))
 
 
 def _keys(keys, option: str) -> list[str]:
@@ -206,7 +210,7 @@ def _query(data, where: str):
 def _metric_names(frame) -> list[str]:
     skip = {"id", "kind", "parent_id", "status", "model", "architecture", "tokenizer",
             "dataset", "task", "config_hash", "error", "pid", "host", "settings",
-            "trained_on", "split", "created", "finished"}
+            "trained_on", "split", "created", "finished", "seed"}
     return [c for c in frame.columns if c not in skip]
 
 
@@ -279,7 +283,7 @@ def _short(value) -> str:
 def _best(table, column_keys) -> list[bool]:
     """True for the best mean in each column (ties all marked); only among two or more."""
     best = [False] * len(table)
-    for _, group in table.groupby(column_keys + ["task", "metric"], sort=False):
+    for _, group in table.groupby(_unique(column_keys + ["task", "metric"]), sort=False):
         better = group["better"].iloc[0]
         if better is None or len(group) < 2:
             continue
@@ -312,7 +316,7 @@ def _with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
     rows = []
     for index, row in table.iterrows():
         same_column = pd.Series(True, index=table.index)
-        for k in column_keys + ["task", "metric"]:
+        for k in _unique(column_keys + ["task", "metric"]):
             same_column &= table[k] == row[k]
         reference = table[same_column & is_baseline]
         if not exact and len(reference) > 1:

@@ -10,7 +10,7 @@ import io
 import math
 from pathlib import Path
 
-from zoo.comparison import Comparison, column_label, describe, row_label
+from zoo.comparison import Comparison, column_label, describe, number, row_label
 from zoo.errors import ZooError
 from zoo.files import atomic_write_bytes
 
@@ -124,7 +124,7 @@ def comparison_bars(comparison: Comparison):
     """Grouped bars: one group per column of the table, one bar per row, error bars = std."""
     table = comparison.cells
     metrics = list(dict.fromkeys(table["metric"]))
-    figure = _figure(max(6.0, 1.2 + 1.1 * len(table)), 4.2 * len(metrics))
+    figure = _figure(max(7.5, 3.5 + 0.9 * len(table)), 4.2 * len(metrics))
     for index, metric in enumerate(metrics):
         axes = figure.add_subplot(len(metrics), 1, index + 1)
         cells = [c for _, c in table[table["metric"] == metric].iterrows()]
@@ -144,7 +144,7 @@ def comparison_bars(comparison: Comparison):
                          edgecolor="black" if cell["best"] else "none", linewidth=1.5,
                          label=None if name in labelled else name)
                 labelled.add(name)
-                axes.annotate(f"{cell['mean']:.3g}\nn={cell['n']}" + (" best" if cell["best"] else ""),
+                axes.annotate(f"{number(cell['mean'])}\nn={cell['n']}" + (" best" if cell["best"] else ""),
                               (x, cell["mean"] + error), textcoords="offset points", xytext=(0, 3),
                               ha="center", va="bottom", fontsize="x-small")
         axes.set_xticks(range(len(groups)), groups)
@@ -153,5 +153,6 @@ def comparison_bars(comparison: Comparison):
         axes.set_title(f"{metric}: mean ± std over seeds (black edge: best in group)")
         axes.margins(y=0.15)
         axes.grid(True, axis="y", alpha=0.3)
-        axes.legend(fontsize="small", title=" / ".join(comparison.rows))
+        axes.legend(fontsize="small", title=" / ".join(comparison.rows), loc="upper left",
+                    bbox_to_anchor=(1.01, 1.0))
     return figure
