@@ -276,12 +276,22 @@ def test_eval_rows_show_and_compare(tiny_text):
     assert "git_commit" in row["config"]  # None outside a git checkout, still recorded
 
 
-def test_reproduce_matches_exactly(tiny_text):
+def test_reproduce_matches_exactly(tiny_text, monkeypatch):
+    from zoo import plots
+    from zoo.store import home
+
     summary = tiny_run(tiny_text, seed=2)
+
+    def broken(*args):
+        raise RuntimeError("no fonts")
+
+    monkeypatch.setattr(plots, "save_run_curve", broken)  # the rerun's plot fails: said, not fatal
     result = run_cli("reproduce", summary["run_id"], "--json")
     assert result.code == 0, result
     report = json.loads(result.out)
     assert report["match"] is True and report["rerun_id"] != summary["run_id"]
+    assert f"no training-curve plot for run {report['rerun_id']}: RuntimeError: no fonts" in result.err
+    assert not (home() / report["rerun_id"] / "curve.png").exists()
     compared = {line["metric"] for line in report["metrics"]}
     assert {"val_bpc", "test_loss", "train_loss"} <= compared
     assert "tokens_per_s" not in compared and "tokens_per_s" in report["excluded"]

@@ -17,10 +17,10 @@ from zoo.files import atomic_write_bytes
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
 
 
-def _figure(width: float, height: float):
+def _figure(width: float, height: float, layout: str | None = "constrained"):
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), layout="constrained")
+    return Figure(figsize=(width, height), layout=layout)
 
 
 def save(figure, path) -> Path:
@@ -61,7 +61,9 @@ def training_curves(runs: list[dict], metric: str = "loss", x: str = "step", tit
     """
     if x not in X_AXES:
         raise ZooError(f"x axis must be one of {', '.join(X_AXES)}, not {x!r}")
-    figure = _figure(8, 4.8)
+    # fixed margins: a layout engine would double the time of the plot saved after every run
+    figure = _figure(8, 4.8, layout=None)
+    figure.subplots_adjust(left=0.1, right=0.97, bottom=0.11, top=0.92)
     axes = figure.add_subplot()
     colors = [f"C{i % 10}" for i in range(len(runs))]
     drawn = 0
