@@ -91,7 +91,8 @@ def generate(model, tokenizer, prompt: str, tokens: int, block: int, *, temperat
              top_k: int | None = None, seed: int = 0):
     """Yield pieces of text as they are sampled, one token at a time."""
     rng = np.random.default_rng(seed)
-    ids = list(tokenizer.encode(prompt)) if prompt else [tokenizer.encode("\n")[-1]]
+    # With no prompt, start after a newline (or <unk>, for tokenizers that drop whitespace).
+    ids = list(tokenizer.encode(prompt or "\n"))[-block:] or [tokenizer.unk_id]
     shown = tokenizer.decode(ids)
     for _ in range(tokens):
         logits = model.logits(np.asarray([ids[-block:]], dtype=np.int64))[0, -1].astype(np.float64)

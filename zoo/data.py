@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,7 +117,14 @@ def find_in_mirrors(hub_id: str, zoo) -> Path | None:
 
 
 def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
-         label_column: str | None = None) -> LoadedDataset:
+         label_column: str | None = None, quiet: bool = False) -> LoadedDataset:
+    import datasets
+
+    # The datasets library's own progress bars follow the same rule as ours.
+    if quiet or not sys.stderr.isatty():
+        datasets.disable_progress_bars()
+    else:
+        datasets.enable_progress_bars()
     splits, location = _load_splits(ref, zoo)
     if len(splits) == 0:
         raise ZooError(f"Dataset {ref.name!r} has no splits")

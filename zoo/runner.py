@@ -20,7 +20,6 @@ from zoo.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
 from zoo.job import Job, RunFolder
 from zoo.store import Store, home
-from zoo.trainer import Diverged
 
 
 @dataclass
@@ -166,9 +165,11 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     ``extra`` is added to the run's provenance (``zoo reproduce`` names the original run).
     """
     from zoo.registry import get_zoo
+    from zoo.trainer import Diverged
 
     zoo = zoo or get_zoo()
-    dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column, label_column=label_column)
+    dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
+                            label_column=label_column, quiet=quiet)
     pipeline = plan.pipeline.load()
     run = RunFolder(home() / new_run_id()).create()
     summary = {"run_id": run.id, "model": plan.spec.name,
