@@ -132,6 +132,10 @@ def test_only_finished_train_runs_count_by_default_and_repeats_count_once():
     assert base["n"] == 2 and base["mean"] == pytest.approx((1.05 + 1.2) / 2)
     everything = summarize(loaded(), status=("all",)).cells.set_index(["model", "dataset"])
     assert everything.loc[("base-char", "text"), "n"] == 3
+    record("odd-char", "text", 0, {"train_loss": 1.0})  # finished, but without val_bpc
+    comparison = summarize(loaded())
+    assert "odd-char" not in set(comparison.cells["model"])
+    assert "1 of 8 matching runs recorded no primary metric and are left out" in comparison.notes
 
 
 def test_runs_with_different_settings_are_separate_rows():

@@ -263,6 +263,11 @@ def cmd_sweep(args) -> int:
                              task=args.task)
     for line in sweeps.describe_plan(plan):
         print(line, file=sys.stderr)
+    if args.baseline is not None and args.baseline not in plan.models:
+        from zoo.errors import UnknownNameError
+
+        raise UnknownNameError("baseline model", args.baseline, plan.models,
+                               hint="it must be one of the sweep's models")
     if not plan.todo and not plan.finished_before:
         raise ZooError("no cell of the sweep can run (the reasons are above)")
     if args.dry_run:

@@ -174,6 +174,9 @@ def summarize(frame, *, metric: str | None = None, where: str | None = None,
     table["setting"] = _setting_labels(table, rows_keys)
     table["best"] = _best(table, column_keys)
     notes = []
+    if len(long) < len(data):
+        notes.append(f"{len(data) - len(long)} of {len(data)} matching runs recorded no "
+                     f"{metric or 'primary metric'} and are left out")
     if baseline is not None:
         table = _with_baseline(table, rows_keys, column_keys, baseline, level)
     table = table.drop(columns=["_settings", "variant"])

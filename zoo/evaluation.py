@@ -13,7 +13,7 @@ from zoo.errors import ZooError
 def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column: str | None = None,
                  label_column: str | None = None, zoo=None) -> dict:
     from zoo.registry import get_zoo
-    from zoo.runner import (ModelSpec, Plan, git_commit, load_trained, new_run_id,
+    from zoo.runner import (ModelSpec, Plan, git_commit, git_dirty, load_trained, new_run_id,
                             seed_everything, versions)
     from zoo.store import Store
 
@@ -50,7 +50,7 @@ def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column:
         "dataset_id": ref.source, "dataset_location": loaded.location,
         "dataset_fingerprint": loaded.fingerprint, "text_column": loaded.text_column,
         "label_column": loaded.label_column, "configs": parent.get("configs"),
-        "versions": versions(zoo, plan), "git_commit": git_commit()}
+        "versions": versions(zoo, plan), "git_commit": git_commit(), "git_dirty": git_dirty()}
     provenance["config_hash"] = hashlib.sha256(
         f"{parent.get('config_hash')}|{ref.source}|{split}".encode()).hexdigest()[:16]
     with Store() as store:

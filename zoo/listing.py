@@ -207,8 +207,8 @@ def show_run(zoo, run_id: str) -> str:
     lines.append("  provenance:")
     lines.append(f"    seed: {row['seed']}")
     for key in ("config_hash", "parent_config_hash", "dataset_id", "dataset_location",
-                "dataset_fingerprint", "text_column", "label_column", "git_commit", "device",
-                "reproduces"):
+                "dataset_fingerprint", "text_column", "label_column", "git_commit", "git_dirty",
+                "device", "reproduces"):
         if config.get(key) is not None:
             lines.append(f"    {key}: {config[key]}")
     for name, version in (config.get("versions") or {}).items():

@@ -110,6 +110,10 @@ def reproduce(run_id: str, *, device: str | None = None, quiet: bool = True, zoo
                      text_column=config.get("text_column"), label_column=config.get("label_column"),
                      zoo=zoo, extra={"reproduces": row["id"]})
     with_new = _provenance(result["run_id"])
+    dirty = [when for when, flag in (("then", config.get("git_dirty")),
+                                     ("now", with_new.get("git_dirty"))) if flag]
+    if dirty:
+        notes.append(f"the working tree had uncommitted changes {' and '.join(dirty)}")
     for key in ("dataset_fingerprint", "git_commit"):
         if config.get(key) != with_new.get(key):
             notes.append(f"{key} differs: {config.get(key)} then, {with_new.get(key)} now")

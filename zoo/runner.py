@@ -145,6 +145,17 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def git_dirty() -> bool | None:
+    """Whether the working tree has uncommitted changes to tracked files (None: no git)."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
+
+
 def seed_everything(seed: int) -> None:
     import numpy as np
 
@@ -179,7 +190,7 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
                   "configs": {k: _asdict(v) for k, v in plan.configs.items()},
                   "dataset_id": plan.dataset_ref.source, "dataset_location": dataset.location,
                   "dataset_fingerprint": dataset.fingerprint, "versions": versions(zoo, plan),
-                  "git_commit": git_commit(), "device": device,
+                  "git_commit": git_commit(), "git_dirty": git_dirty(), "device": device,
                   "text_column": dataset.text_column, "label_column": dataset.label_column,
                   **(extra or {})}
     run.write_json("config.json", provenance)
