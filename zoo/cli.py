@@ -308,18 +308,18 @@ def cmd_eval(args) -> int:
 # -- zoo plot ------------------------------------------------------------------------
 def cmd_plot(args) -> int:
     from zoo.job import RunFolder
-    from zoo.plots import run_label, save, training_curves
+    from zoo.plots import run_labels, save, training_curves
     from zoo.store import Store, home
 
-    runs = []
     with Store() as store:
-        for run_id in args.run_ids:
-            row = store.get(run_id)
-            records = RunFolder(home() / row["id"]).curve()
-            if not records:
-                raise ZooError(f"run {row['id']} has no training curve (no metrics.jsonl in "
-                               f"{home() / row['id']})")
-            runs.append({"label": run_label(row), "records": records})
+        rows = [store.get(run_id) for run_id in args.run_ids]
+    runs = []
+    for row, label in zip(rows, run_labels(rows)):
+        records = RunFolder(home() / row["id"]).curve()
+        if not records:
+            raise ZooError(f"run {row['id']} has no training curve (no metrics.jsonl in "
+                           f"{home() / row['id']})")
+        runs.append({"label": label, "records": records})
     save(training_curves(runs, args.metric, args.x), args.output)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0

@@ -25,7 +25,7 @@ from zoo.listing import PRIMARY
 
 # Name endings that say which direction is better; an unknown metric marks no best.
 LOWER_IS_BETTER = ("loss", "bpc", "bpb", "ppl", "perplexity", "error", "time", "duration",
-                   "params")
+                   "params", "unk_rate", "error_rate")
 HIGHER_IS_BETTER = ("accuracy", "acc", "f1", "precision", "recall", "per_s", "mrr", "ndcg",
                     "auc", "hit_rate")
 UNITS = {"bpc": "bits per character", "bpb": "bits per byte", "loss": "nats per token",
@@ -53,7 +53,7 @@ def describe(metric: str, better: str | None = None) -> str:
     """'val_bpc (bits per character, lower is better)'."""
     unit = next((u for ending, u in UNITS.items()
                  if metric == ending or metric.endswith("_" + ending)), None)
-    better = better or direction(metric)
+    better = better if isinstance(better, str) else direction(metric)  # NaN from pandas
     notes = [n for n in (unit, f"{better} is better" if better else None) if n]
     return f"{metric} ({', '.join(notes)})" if notes else metric
 
@@ -394,7 +394,9 @@ def row_label(comparison: Comparison, cell) -> str:
 def layout(comparison: Comparison):
     """Header and rows of display cells: (text, emphasis) pairs, row labels first."""
     cells = [cell for _, cell in comparison.cells.iterrows()]
-    columns = list(dict.fromkeys(column_label(comparison, c) for c in cells))
+    from zoo.registry import natural_key
+
+    columns = sorted({column_label(comparison, c) for c in cells}, key=natural_key)
     rows = list(dict.fromkeys(row_label(comparison, c) for c in cells))
     at = {(row_label(comparison, c), column_label(comparison, c)): c for c in cells}
     header = [" / ".join(comparison.rows)]

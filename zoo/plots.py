@@ -10,9 +10,10 @@ import io
 import math
 from pathlib import Path
 
-from zoo.comparison import Comparison, column_label, describe, number, row_label
+from zoo.comparison import Comparison, column_label, describe, number, row_label, settings_of
 from zoo.errors import ZooError
 from zoo.files import atomic_write_bytes
+from zoo.registry import natural_key
 
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
 
@@ -105,8 +106,18 @@ def _finite(value) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 
-def run_label(row: dict) -> str:
-    return f"{row['id']} {row['model']} on {row['dataset']} (seed {row['seed']})"
+def run_label(row: dict, differing: list[str] = ()) -> str:
+    settings = settings_of(row)[0]
+    extra = "".join(f", {key.rpartition('.')[2]}={settings.get(key)}" for key in differing)
+    return f"{row['id']} {row['model']} on {row['dataset']} (seed {row['seed']}{extra})"
+
+
+def run_labels(rows: list[dict]) -> list[str]:
+    """Labels for runs drawn together, naming the settings in which they differ."""
+    settings = [settings_of(row)[0] for row in rows]
+    keys = sorted({k for s in settings for k in s})
+    differing = [k for k in keys if len({repr(s.get(k)) for s in settings}) > 1]
+    return [run_label(row, differing) for row in rows]
 
 
 def save_run_curve(folder, row: dict) -> Path | None:
@@ -130,10 +141,9 @@ def comparison_bars(comparison: Comparison):
     for index, metric in enumerate(metrics):
         axes = figure.add_subplot(len(metrics), 1, index + 1)
         cells = [c for _, c in table[table["metric"] == metric].iterrows()]
-        groups = list(dict.fromkeys(column_label(comparison, c) for c in cells))
+        groups = sorted({column_label(comparison, c) for c in cells}, key=natural_key)
         series = list(dict.fromkeys(row_label(comparison, c) for c in cells))
         width = 0.8 / len(series)
-        labelled: set[str] = set()
         for s, name in enumerate(series):
             for g, group in enumerate(groups):
                 cell = next((c for c in cells if row_label(comparison, c) == name
@@ -143,9 +153,7 @@ def comparison_bars(comparison: Comparison):
                 x = g - 0.4 + width * (s + 0.5)
                 error = cell["std"] if _finite(cell["std"]) else 0.0
                 axes.bar(x, cell["mean"], width * 0.92, yerr=error, capsize=4, color=f"C{s % 10}",
-                         edgecolor="black" if cell["best"] else "none", linewidth=1.5,
-                         label=None if name in labelled else name)
-                labelled.add(name)
+                         edgecolor="black" if cell["best"] else "none", linewidth=1.5)
                 axes.annotate(f"{number(cell['mean'])}\nn={cell['n']}" + (" best" if cell["best"] else ""),
                               (x, cell["mean"] + error), textcoords="offset points", xytext=(0, 3),
                               ha="center", va="bottom", fontsize="x-small")
@@ -155,6 +163,10 @@ def comparison_bars(comparison: Comparison):
         axes.set_title(f"{metric}: mean ± std over seeds (black edge: best in group)")
         axes.margins(y=0.15)
         axes.grid(True, axis="y", alpha=0.3)
-        axes.legend(fontsize="small", title=" / ".join(comparison.rows), loc="upper left",
-                    bbox_to_anchor=(1.01, 1.0))
+        # plain patches: a handle copied from a bar would carry its "best" edge
+        from matplotlib.patches import Patch
+
+        handles = [Patch(color=f"C{s % 10}", label=name) for s, name in enumerate(series)]
+        axes.legend(handles=handles, fontsize="small", title=" / ".join(comparison.rows),
+                    loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return figure
