@@ -11,3 +11,7 @@ def register_pipelines(register):
              config="zoo.pipelines.classification:ClassificationConfig",
              description="one label per text; reports accuracy, macro F1, per-class "
                          "precision/recall/F1 and the confusion matrix")
+    register("next-item", "zoo.pipelines.next_item:NextItem",
+             config="zoo.pipelines.next_item:NextItemConfig",
+             description="predict the next token of a context; reports accuracy (per family "
+                         "where rows name one) and loss")

@@ -29,6 +29,9 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.bpe",
     "zoo.plugins.decoder",
     "zoo.plugins.encoder",
+    "zoo.plugins.numpy_ref",
+    "zoo.plugins.digits",
+    "zoo.plugins.digits_data",
     "zoo.pipelines",
 )
 
