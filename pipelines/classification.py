@@ -297,6 +297,7 @@ def evaluate(trained, dataset, split: str = "test", batch_size: int = 128) -> di
     probs = probabilities(trained.model, seqs, trained.tokenizer.pad_id, batch_size)
     figures = scores(y_true, probs, classes, PREFIX.get(split, split))
     figures["examples"] = len(y_true)
+    figures["class_names"] = classes
     return figures
 
 

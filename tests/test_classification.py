@@ -184,6 +184,10 @@ def test_train_show_predict_and_evaluate_round_trip(reviews):
     assert np.mean([p == t for p, t in zip(predicted, test["label"])]) == pytest.approx(
         metrics["test_accuracy"])
 
+    scored = run_cli("eval", summary["run_id"], reviews, "--split", "test", "--json")
+    assert scored.code == 0, scored
+    assert json.loads(scored.out)["metrics"]["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
+
     one = run_cli("predict", summary["run_id"], test["text"][0])
     assert one.code == 0, one
     label, probability = one.out.strip().split("\t")

@@ -321,8 +321,9 @@ def cmd_eval(args) -> int:
     print(f"eval {result['run_id']}: run {result['parent_id']} ({result['model']}, trained on "
           f"{result['trained_on']}) scored on {result['dataset']} split {result['split']} "
           f"in {result['duration']:.1f} s")
-    for key, value in result["metrics"].items():
-        print(f"  {key:<16} {value:.4f}" if isinstance(value, float) else f"  {key:<16} {value}")
+    from zoo.listing import format_metrics
+
+    print("\n".join(format_metrics(result["metrics"])))
     return 0
 
 
