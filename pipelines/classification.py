@@ -95,9 +95,11 @@ def texts_of(dataset, role: str) -> list[str]:
 
 def encode(tokenizer, texts: list[str], block: int) -> list[np.ndarray]:
     """<cls> + tokens, truncated to `block` ids."""
-    cls = tokenizer.cls_id
-    return [np.asarray([cls, *ids[:block - 1]], dtype=np.int64)
-            for ids in tokenizer.encode_batch(texts)]
+    return with_cls(tokenizer.encode_batch(texts), tokenizer.cls_id, block)
+
+
+def with_cls(encoded: list[list[int]], cls: int, block: int) -> list[np.ndarray]:
+    return [np.asarray([cls, *ids[:block - 1]], dtype=np.int64) for ids in encoded]
 
 
 def pad(seqs: list[np.ndarray], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
@@ -219,7 +221,9 @@ def run(job: Job) -> dict:
     tokenizer = train_tokenizer(job)
     tokenizer.save(job.run.file("tokenizer.json"))
     job.run.write_json(CLASSES_FILE, classes)
-    seqs = {role: encode(tokenizer, texts[role], block) for role in ROLES}
+    encoded = {role: tokenizer.encode_batch(texts[role]) for role in ROLES}
+    seqs = {role: with_cls(encoded[role], tokenizer.cls_id, block) for role in ROLES}
+    truncated = np.mean([len(ids) > block - 1 for ids in encoded["train"]])
     pad_id = tokenizer.pad_id
 
     spec = TaskSpec("classification", tokenizer.vocab_size, num_classes=len(classes), pad_id=pad_id)
@@ -232,7 +236,7 @@ def run(job: Job) -> dict:
     job.train_config = dataclasses.replace(cfg, steps=steps)
     job.say(f"{job.model_name}: {params:,} parameters, {len(classes)} classes, "
             f"{len(lengths):,} training texts ({lengths.mean():.1f} tokens on average, "
-            f"{(lengths >= block).mean():.1%} truncated), {steps:,} steps")
+            f"{truncated:.1%} truncated), {steps:,} steps")
 
     def next_batch(rng) -> Batch:
         rows = batches.next(rng)
@@ -254,7 +258,8 @@ def run(job: Job) -> dict:
     for role in ("validation", "test"):
         probs = probabilities(model, seqs[role], pad_id, cfg.eval_batch_size)
         metrics.update(scores(labels[role], probs, classes, PREFIX[role], detail=role == "test"))
-    metrics.update(compression(tokenizer, texts["validation"]))  # whole texts, untruncated
+    metrics.update(compression(tokenizer, texts["validation"], encoded["validation"]))  # untruncated
+    metrics["truncated"] = float(truncated)  # share of training texts cut to block_size
     metrics.update({"num_classes": len(classes), "class_names": classes})
     return {"params": params, "metrics": metrics, "spec": dataclasses.asdict(spec)}
 
