@@ -143,7 +143,11 @@ def examples_for(dataset, role: str, tokenizer, block: int):
 
 
 def extra_splits(dataset) -> list[str]:
-    """Splits beyond train, validation and test (digits has `heldout`), evaluated by name."""
+    """Splits of a rows dataset beyond train, validation and test (digits has `heldout`),
+    evaluated under their own names. (Text datasets' extra splits, such as an unlabelled
+    `unsupervised`, are not next-item test sets.)"""
+    if not has_rows(dataset):
+        return []
     roles = set(dataset.split_names.values())
     return [name for name in dataset.splits if name not in roles]
 
@@ -224,14 +228,14 @@ def run(job: Job) -> dict:
             return examples.spread(count)
         return examples if len(examples) <= count else _subset(examples, count)
 
-    # Periodic validation sees the same examples every time, so the curve is comparable.
-    periodic = evaluation_set(data["validation"], cfg.eval_batches * cfg.eval_batch_size)
+    # Validation during training sees the same examples every time, so the curve compares.
+    curve_set = evaluation_set(data["validation"], cfg.eval_batches * cfg.eval_batch_size)
 
     def next_batch(rng) -> Batch:
         return data["train"].batch(rng.integers(0, len(data["train"]), size=cfg.batch_size))
 
     def validate() -> dict:
-        correct, nll = score(model, periodic, cfg.eval_batch_size, specials)
+        correct, nll = score(model, curve_set, cfg.eval_batch_size, specials)
         return {"val_accuracy": float(correct.mean()), "val_loss": float(nll.mean())}
 
     result = trainer.train(job, model, next_batch, validate=validate)

@@ -13,8 +13,9 @@ from zoo.plugins.digits_data import DigitsDataConfig
 
 SMALL = dict(train_size=300, validation_size=60, test_size=60, heldout_size=60)
 
-TINY_DIGITS = ["--set", "width=32", "--set", "blocks=1", "--set", "block_size=32",
-               "--set", "batch_size=32", "--set", "eval_interval=20", "--set", "eval_batches=2",
+# Every model field is set, so the tests do not drift with the preset.
+TINY_DIGITS = ["--set", "width=32", "--set", "blocks=1", "--set", "heads=1", "--set", "ff_ratio=4",
+               "--set", "dropout=0", "--set", "block_size=32", "--set", "batch_size=32", "--set", "eval_interval=20", "--set", "eval_batches=2",
                "--set", "warmup_steps=5"]
 
 
@@ -226,3 +227,16 @@ def test_empty_context_is_a_clear_error(tmp_path):
     assert result.code == 0, result
     predicted = run_cli("predict", json.loads(result.out)["run_id"], "")
     assert predicted.code == 2 and "no token" in predicted.err
+
+
+def test_catalogue_names_the_digits_dataset_and_preset(cli):
+    from zoo.runner import plan_run
+
+    listed = cli("list", "datasets", "--json")
+    digits = next(row for row in json.loads(listed.out) if row["name"] == "digits")
+    assert digits["task"] == "next-item"
+    plan = plan_run("digits-char", "digits")
+    assert plan.task == "next-item" and plan.pipeline.name == "next-item"
+    assert plan.configs["model"].heads == 1 and plan.configs["train"].steps > 0
+    assert plan_run("digits-char", "shakespeare").task == "next-item"
+    assert plan_run("decoder-char", "digits").task == "next-item"
