@@ -13,7 +13,8 @@ Two kinds of data serve it:
 A context longer than block_size keeps its last block_size tokens. Every architecture that
 lists next-item serves it: the module returns logits [B, vocab] for the token after the
 last real position. Metrics: accuracy (exact next item) and loss on the validation and test
-splits, on any further split (`heldout` for digits), and per family when rows name one.
+splits, on any further split (`heldout` for digits), and per family when rows name one
+(`test_arithmetic_accuracy`).
 """
 from __future__ import annotations
 
@@ -171,10 +172,12 @@ def score(model, examples, batch_size: int, specials: list[int]) -> tuple[np.nda
 
 
 def metrics_for(prefix: str, examples, correct: np.ndarray, nll: np.ndarray) -> dict:
-    out = {f"{prefix}_accuracy": float(correct.mean()), f"{prefix}_loss": float(nll.mean())}
+    """accuracy, loss and <family>_accuracy, each after `prefix_` when a prefix is given."""
+    head = f"{prefix}_" if prefix else ""
+    out = {f"{head}accuracy": float(correct.mean()), f"{head}loss": float(nll.mean())}
     if examples.groups is not None:
         for group in sorted(set(examples.groups)):
-            out[f"{prefix}_accuracy_{group}"] = float(correct[examples.groups == group].mean())
+            out[f"{head}{group}_accuracy"] = float(correct[examples.groups == group].mean())
     return out
 
 
@@ -314,8 +317,9 @@ def predict(trained, texts: list[str], top: int = 3) -> list[dict]:
     return out
 
 
-def evaluate(trained, dataset, split: str) -> dict:
-    """Accuracy and loss of a trained run on one split of a dataset (a role or a split name)."""
+def evaluate(trained, dataset, split: str = "test") -> dict:
+    """Accuracy and loss of a trained run on one split of a dataset (a role or a split name),
+    for `zoo eval`: the names carry no split prefix (the evaluation row records the split)."""
     train_values = (trained.config.get("configs") or {}).get("train") or {}
     defaults = NextItemConfig()
     batch_size = train_values.get("eval_batch_size", defaults.eval_batch_size)
@@ -324,7 +328,7 @@ def evaluate(trained, dataset, split: str) -> dict:
     if isinstance(examples, Windows):
         examples = examples.spread(windows)
     correct, nll = score(trained.model, examples, batch_size, special_ids(trained.tokenizer))
-    return metrics_for(PREFIXES.get(split, split), examples, correct, nll)
+    return metrics_for("", examples, correct, nll)
 
 
 class NextItem:

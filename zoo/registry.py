@@ -28,6 +28,7 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.char",
     "zoo.plugins.bpe",
     "zoo.plugins.decoder",
+    "zoo.plugins.numpy_ref",
     "zoo.plugins.digits",
     "zoo.plugins.digits_data",
     "zoo.pipelines",
