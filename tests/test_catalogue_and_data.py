@@ -72,7 +72,7 @@ def test_set_values_are_checked_against_field_types():
 
 def test_unknown_names_get_exit_2_and_a_suggestion(tiny_text):
     cases = [
-        (["run", "decoder-chr", "shakespeare"], "Unknown model 'decoder-chr'. Did you mean: decoder-char?"),
+        (["run", "decoder-chr", "shakespeare"], "Unknown model 'decoder-chr'. Did you mean: decoder-char"),
         (["run", "decoder-char", "shakespear"], "Did you mean: shakespeare?"),
         (["run", "decoder-char", tiny_text, "--set", "n_layr=2"], "Did you mean: n_layer"),
         (["run", "decoder-char", tiny_text, "--text-column", "txt"], "Did you mean: text?"),
