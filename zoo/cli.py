@@ -175,6 +175,25 @@ def cmd_predict(args) -> int:
     return 0
 
 
+# -- zoo verify ----------------------------------------------------------------------
+def cmd_verify(args) -> int:
+    from zoo.verify import report, verify
+
+    result = verify(args.run_id, batch=args.batch, seed=args.seed, tolerance=args.tolerance)
+    if args.json:
+        print(json.dumps({**dataclasses.asdict(result), "passed": result.passed}))
+    else:
+        print(report(result))
+    if not result.passed:
+        print(f"zoo verify: FAILED: run {result.run_id} logits differ from the NumPy reference "
+              f"by {result.max_logit_diff:.3e}, more than the tolerance {result.tolerance:.1e}",
+              file=sys.stderr)
+        return 1
+    if not args.json:
+        print("verified: the run computes what the NumPy reference computes")
+    return 0
+
+
 # -- zoo compare ---------------------------------------------------------------------
 def _status_list(text: str) -> tuple[str, ...]:
     from zoo.store import STATUSES
@@ -347,25 +366,6 @@ def cmd_reproduce(args) -> int:
     return 0 if report["match"] else 1
 
 
-# -- zoo verify ----------------------------------------------------------------------
-def cmd_verify(args) -> int:
-    from zoo.verify import report, verify
-
-    result = verify(args.run_id, batch=args.batch, seed=args.seed, tolerance=args.tolerance)
-    if args.json:
-        print(json.dumps({**dataclasses.asdict(result), "passed": result.passed}))
-    else:
-        print(report(result))
-    if not result.passed:
-        print(f"zoo verify: FAILED: run {result.run_id} logits differ from the NumPy reference "
-              f"by {result.max_logit_diff:.3e}, more than the tolerance {result.tolerance:.1e}",
-              file=sys.stderr)
-        return 1
-    if not args.json:
-        print("verified: the run computes what the NumPy reference computes")
-    return 0
-
-
 # -- parser --------------------------------------------------------------------------
 class VersionAction(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
@@ -467,6 +467,18 @@ def build_parser() -> Parser:
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=cmd_predict)
 
+    p = commands.add_parser("verify", help="check a decoder run against the NumPy reference",
+                            description="Reload a trained decoder run, score a validation batch "
+                            "with it and with the NumPy reference (float64, same weights), print "
+                            "the largest logit difference and both losses, and exit 1 when the "
+                            "difference exceeds the tolerance.")
+    p.add_argument("run_id", help="run id (or a unique prefix) of a decoder language-modeling run")
+    p.add_argument("--batch", type=positive_int, default=8, help="validation windows (default 8)")
+    p.add_argument("--seed", type=int, default=0, help="which windows (default 0)")
+    p.add_argument("--tolerance", type=positive_float, default=DEFAULT_TOLERANCE,
+                   help=f"largest allowed logit difference (default {DEFAULT_TOLERANCE:g})")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=cmd_verify)
     p = commands.add_parser("compare", help="compare runs: models x datasets, mean ± std over seeds",
                             description="A pivot of the recorded runs: by default rows are models, "
                             "columns datasets, and each cell the task's primary metric (val_bpc, "
@@ -534,18 +546,6 @@ def build_parser() -> Parser:
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_reproduce)
-    p = commands.add_parser("verify", help="check a decoder run against the NumPy reference",
-                            description="Reload a trained decoder run, score a validation batch "
-                            "with it and with the NumPy reference (float64, same weights), print "
-                            "the largest logit difference and both losses, and exit 1 when the "
-                            "difference exceeds the tolerance.")
-    p.add_argument("run_id", help="run id (or a unique prefix) of a decoder language-modeling run")
-    p.add_argument("--batch", type=positive_int, default=8, help="validation windows (default 8)")
-    p.add_argument("--seed", type=int, default=0, help="which windows (default 0)")
-    p.add_argument("--tolerance", type=positive_float, default=DEFAULT_TOLERANCE,
-                   help=f"largest allowed logit difference (default {DEFAULT_TOLERANCE:g})")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=cmd_verify)
     return parser
 
 

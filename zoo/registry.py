@@ -29,6 +29,8 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.bpe",
     "zoo.plugins.decoder",
     "zoo.plugins.numpy_ref",
+    "zoo.plugins.digits",
+    "zoo.plugins.digits_data",
     "zoo.pipelines",
 )
 
