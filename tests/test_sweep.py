@@ -1,6 +1,5 @@
 """zoo sweep: planning, skipping impossible cells, failures that do not stop the sweep,
 resuming, and the table at the end (tiny configs)."""
-import fnmatch
 import io
 
 import pandas as pd
@@ -9,7 +8,6 @@ import pytest
 from conftest import TINY_DECODER, run_cli
 from zoo import registry
 from zoo.hookspecs import hookimpl
-from zoo.runner import model_names
 from zoo.store import Store
 
 
@@ -76,11 +74,8 @@ def test_sweep_table_shows_only_the_sweeps_runs(tiny_text):
     result = run_cli("sweep", "decoder-c*", "--on", tiny_text, "--steps", 3, *base)
     assert result.code == 0, result
     table = pd.read_csv(io.StringIO(result.out))
-    matching = fnmatch.filter(model_names(registry.get_zoo()), "decoder-*")  # grows with presets
-    assert sorted(table["model"]) == sorted(matching) and table["setting"].isna().all()
-    row = table[table["model"] == "decoder-char"].iloc[0]
-    assert len(str(row["runs"]).split()) == 1  # the 3-step run, not the 2-step one
-    assert len(finished_runs()) == 1 + len(matching)
+    assert len(table) == 1 and table["setting"].isna().all()  # not the 2-step run
+    assert len(finished_runs()) == 2
 
 
 def test_dry_run_plans_without_training(tiny_text, with_headless):
@@ -88,12 +83,9 @@ def test_dry_run_plans_without_training(tiny_text, with_headless):
                      "--seeds", 2, "--dry-run")
     assert result.code == 0, result
     lines = result.out.splitlines()
-    # Every *-char model x 2 datasets x 2 seeds; the built-in presets grow, so count ours.
-    assert len(lines) == 4 * len(fnmatch.filter(model_names(registry.get_zoo()), "*-char"))
-    ours = [line for line in lines if line.startswith(("decoder-char ", "headless-char "))]
-    assert len(ours) == 8
-    assert sum("to run" in line for line in ours) == 4
-    assert sum("skip:" in line for line in ours) == 4
+    assert len(lines) == 8  # decoder-char and headless-char x 2 datasets x 2 seeds
+    assert sum("to run" in line for line in lines) == 4
+    assert sum("skip:" in line for line in lines) == 4
     assert finished_runs() == []
 
 
