@@ -9,6 +9,7 @@ from conftest import TINY_DECODER, run_cli
 from zoo import registry
 from zoo.hookspecs import hookimpl
 from zoo.store import Store
+from zoo.sweep import expand_models
 
 
 class HeadlessPlugin:
@@ -71,20 +72,31 @@ def test_sweep_skips_impossible_records_failures_resumes_and_prints_the_table(
 def test_sweep_table_shows_only_the_sweeps_runs(tiny_text):
     base = ["--seeds", 1, *TINY_DECODER, "--format", "csv"]
     run_cli("sweep", "decoder-char", "--on", tiny_text, "--steps", 2, *base)
+    first = {r["id"] for r in finished_runs()}
     result = run_cli("sweep", "decoder-*", "--on", tiny_text, "--steps", 3, *base)
     assert result.code == 0, result
     table = pd.read_csv(io.StringIO(result.out))
-    assert len(table) == 1 and table["setting"].isna().all()  # not the 2-step run
-    assert len(finished_runs()) == 2
+    # one row per model the pattern matched (other decoder-* presets may exist), each from
+    # this sweep's run alone: the 2-step run is neither counted nor shown as a setting
+    models = expand_models(["decoder-*"], registry.get_zoo())
+    assert table["model"].tolist() == models and (table["n"] == 1).all()
+    assert table["setting"].isna().all()
+    assert not first & set(" ".join(table["runs"]).split())
+    assert len(finished_runs()) == 1 + len(models)
 
 
 def test_dry_run_plans_without_training(tiny_text, with_headless):
     result = run_cli("sweep", "*-char", "--on", tiny_text, "shakespeare", "--seeds", 2, "--dry-run")
     assert result.code == 0, result
     lines = result.out.splitlines()
-    assert len(lines) == 8  # decoder-char and headless-char x 2 datasets x 2 seeds
-    assert sum("to run" in line for line in lines) == 4
-    assert sum("skip:" in line for line in lines) == 4
+    by_model = {}
+    for line in lines:
+        by_model.setdefault(line.split(" on ")[0], []).append(line)
+    # every *-char model (the zoo has more presets than these two) x 2 datasets x 2 seeds
+    assert list(by_model) == expand_models(["*-char"], registry.get_zoo())
+    assert all(len(cells) == 4 for cells in by_model.values())
+    assert all("to run" in line for line in by_model["decoder-char"])
+    assert all("skip:" in line for line in by_model["headless-char"])  # no language-modeling head
     assert finished_runs() == []
 
 
