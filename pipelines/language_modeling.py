@@ -32,6 +32,14 @@ class LanguageModelingConfig(TrainConfig):
     top_k: int | None = None
     eval_batch_size: int = 64
 
+    def __post_init__(self):
+        super().__post_init__()
+        if self.eval_batch_size <= 0:
+            raise ValueError(f"eval_batch_size must be positive, got {self.eval_batch_size}")
+        for name in ("samples", "sample_tokens"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
+
 
 def split_text(dataset, role: str) -> str:
     """All rows of a split's text column, joined by newlines."""
@@ -122,9 +130,7 @@ def run(job: Job) -> dict:
     block = job.model_config.block_size
     texts = {role: split_text(job.dataset, role) for role in ("train", "validation", "test")}
     job.say(f"training the {job.tokenizer.name} tokenizer on {len(texts['train']):,} characters")
-    tokenizer = job.tokenizer.load().train(job.dataset.split("train")[job.dataset.text_column],
-                                           job.tokenizer_config)
-    tokenizer.save(job.run.file("tokenizer.json"))
+    tokenizer = job.fit_tokenizer(job.dataset.split("train")[job.dataset.text_column])
     ids = {role: encode(tokenizer, text) for role, text in texts.items()}
     for role, array in ids.items():
         if len(array) <= block + 1:
@@ -145,7 +151,7 @@ def run(job: Job) -> dict:
     def validate() -> dict:
         return {"val_loss": estimate(model, ids["validation"], cfg, block, eval_rng)}
 
-    result = trainer.train(job, model, next_batch, validate=validate)
+    result = trainer.train(job, model, next_batch, validate=validate, rngs={"eval": eval_rng})
     metrics = {"steps": result.steps, "train_loss": result.train_loss,
                "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
     for role, prefix in (("validation", "val"), ("test", "test")):

@@ -230,5 +230,6 @@ def runs_table():
         primary.append(f"{metric}={value:.4f}" if isinstance(value, float) and pd.notna(value) else "")
     table = frame[["id", "status", "model", "dataset", "task", "params", "seed", "duration"]].copy()
     table["primary"] = primary
-    table["duration"] = table["duration"].round(1)
+    # A column of only running or interrupted rows holds None: make it numbers first.
+    table["duration"] = pd.to_numeric(table["duration"], errors="coerce").round(1)
     return table

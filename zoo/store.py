@@ -16,11 +16,11 @@ from pathlib import Path
 
 from zoo.errors import UnknownNameError, ZooError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STATUSES = ("running", "finished", "failed", "interrupted", "diverged")
 COLUMNS = ("id", "kind", "parent_id", "status", "created", "finished", "duration", "model",
            "architecture", "tokenizer", "dataset", "task", "params", "seed", "config_hash",
-           "metrics", "config", "error", "pid", "host")
+           "metrics", "config", "error", "pid", "host", "resumed")
 
 # One entry per schema version: the SQL that brings version N-1 up to N.
 MIGRATIONS = {
@@ -42,6 +42,10 @@ MIGRATIONS = {
     );
     CREATE INDEX runs_by_model ON runs (model, dataset);
     """,
+    2: """
+    ALTER TABLE runs ADD COLUMN resumed INTEGER NOT NULL DEFAULT 0;  -- times `zoo resume` continued it
+    CREATE INDEX runs_by_status ON runs (status);  -- the stale-row check on every open
+    """,
 }
 
 
@@ -52,14 +56,23 @@ def home() -> Path:
 class Store:
     def __init__(self, path: Path | None = None):
         self.path = Path(path) if path is not None else home() / "zoo.db"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA busy_timeout = 60000")
-        self.conn.execute("PRAGMA journal_mode = WAL")
-        self.conn.execute("PRAGMA synchronous = NORMAL")
-        self._migrate()
-        self._recover_stale_rows()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise ZooError(f"cannot open the results store {self.path}: {exc}; check that the "
+                           "runs folder is writable (ZOO_HOME moves it)") from None
+        try:
+            self.conn.row_factory = sqlite3.Row
+            self.conn.execute("PRAGMA busy_timeout = 60000")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+            self._recover_stale_rows()
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            raise ZooError(f"cannot open the results store {self.path}: {exc}; check that the "
+                           "runs folder is writable and the file is a zoo store") from None
 
     def close(self) -> None:
         self.conn.close()
@@ -112,6 +125,19 @@ class Store:
         with self._transaction():
             self.conn.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
 
+    def claim(self, run_id: str, from_statuses: tuple[str, ...], **fields) -> bool:
+        """Set the row to 'running' (with ``fields``) only if its status is one of
+        ``from_statuses``, atomically: two processes cannot both resume one run."""
+        fields = _encode({"status": "running", "pid": os.getpid(), "host": socket.gethostname(),
+                          **fields})
+        sets = ", ".join(f"{name} = ?" for name in fields)
+        marks = ", ".join("?" for _ in from_statuses)
+        with self._transaction():
+            cursor = self.conn.execute(
+                f"UPDATE runs SET {sets} WHERE id = ? AND status IN ({marks})",
+                (*fields.values(), run_id, *from_statuses))
+        return cursor.rowcount == 1
+
     def _transaction(self):
         conn = self.conn
 
@@ -128,6 +154,8 @@ class Store:
     # -- reads -------------------------------------------------------------------------
     def get(self, run_id: str) -> dict:
         """A run by id or unique id prefix."""
+        if not isinstance(run_id, str) or not run_id.strip():
+            raise ZooError("a run id cannot be empty; zoo runs lists them")
         rows = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchall()
         if not rows:
             rows = self.conn.execute("SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\'",
@@ -168,8 +196,17 @@ def _encode(fields: dict) -> dict:
     out = dict(fields)
     for key in ("metrics", "config"):
         if key in out:
-            out[key] = json.dumps(out[key], default=str, allow_nan=True)
+            # NaN and infinities are written as JSON's NaN/Infinity extension, which
+            # json.loads reads back unchanged; NumPy scalars become plain numbers.
+            out[key] = json.dumps(out[key], default=_json_default, allow_nan=True)
     return out
+
+
+def _json_default(value):
+    item = getattr(value, "item", None)  # NumPy scalars: np.float32(0.5) -> 0.5, not "0.5"
+    if callable(item) and getattr(value, "shape", None) == ():
+        return item()
+    return str(value)
 
 
 def _decode(row: dict) -> dict:
