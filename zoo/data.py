@@ -181,7 +181,12 @@ def _pick_column(chosen, candidates, columns, what, dataset, required):
 
 
 def _load_splits(ref: DatasetRef, zoo):
+    import sys
+
     import datasets
+
+    if not sys.stderr.isatty():  # progress bars in a log or a pipe are noise around errors
+        datasets.disable_progress_bars()
 
     if ref.kind == "plugin":
         entry = zoo.datasets.get(ref.source)
