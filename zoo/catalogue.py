@@ -86,7 +86,13 @@ def load_catalogue(files: list[Path] | None = None) -> Catalogue:
 
 def merge_file(catalogue: Catalogue, path: Path) -> None:
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ZooError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); TOML "
+                       "files must be UTF-8") from None
+    except OSError as exc:
+        raise ZooError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -114,6 +120,8 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
             parser.fail(f"{where} needs exactly one of hub, path or plugin", name)
         splits = parser.expect(body.get("splits", {}), dict, f"{where} splits")
         parser.check_keys(splits, SPLIT_ROLES, f"{where} splits")
+        for role, split in splits.items():
+            parser.expect(split, str, f"{where} splits.{role}")
         entry = DatasetEntry(name=name, source=path, splits=dict(splits),
                              config=dict(parser.expect(body.get("config", {}), dict, f"{where} config")))
         for key in ("hub", "plugin", "task", "text_column", "label_column", "description"):
@@ -135,7 +143,7 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
             architecture=parser.expect(body["architecture"], str, f"{where} architecture"),
             tokenizer=parser.expect(body["tokenizer"], str, f"{where} tokenizer"),
             source=path,
-            description=str(body.get("description", "")),
+            description=parser.expect(body.get("description", ""), str, f"{where} description"),
             overrides=dict(parser.expect(body.get("set", {}), dict, f"{where} set")),
         )
 

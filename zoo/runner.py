@@ -178,7 +178,8 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     from zoo.registry import get_zoo
 
     zoo = zoo or get_zoo()
-    dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column, label_column=label_column)
+    dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
+                            label_column=label_column, task=plan.task)
     pipeline = plan.pipeline.load()
     run = _create_run_folder()
     summary = {"run_id": run.id, "model": plan.spec.name,
@@ -280,7 +281,7 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     provenance = run.read_json("config.json")
     plan = plan_from_provenance(provenance, zoo)
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
-                            label_column=provenance.get("label_column"))
+                            label_column=provenance.get("label_column"), task=plan.task)
     warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
     ckpt = checkpoint.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)
