@@ -104,12 +104,12 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
 
     mirrors = parser.expect(data.get("mirrors", []), list, "mirrors")
     # A later file's mirrors are searched first.
-    catalogue.mirrors[:0] = [(base / parser.expect(m, str, "mirrors entry")).resolve() for m in mirrors]
+    catalogue.mirrors[:0] = [parser.resolve_path(base, m, "mirrors entry") for m in mirrors]
 
     plugins = parser.expect(data.get("plugins", {}), dict, "[plugins]")
     parser.check_keys(plugins, {"modules"}, "[plugins]")
     for module in parser.expect(plugins.get("modules", []), list, "plugins.modules"):
-        catalogue.plugin_modules.append((base / parser.expect(module, str, "plugins.modules entry")).resolve())
+        catalogue.plugin_modules.append(parser.resolve_path(base, module, "plugins.modules entry"))
 
     for name, body in parser.expect(data.get("datasets", {}), dict, "[datasets]").items():
         where = f"[datasets.{name}]"
@@ -128,7 +128,7 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
             if key in body:
                 setattr(entry, key, parser.expect(body[key], str, f"{where} {key}"))
         if "path" in body:
-            entry.path = str((base / parser.expect(body["path"], str, f"{where} path")).resolve())
+            entry.path = str(parser.resolve_path(base, body["path"], f"{where} path"))
         catalogue.datasets[name] = entry
 
     for name, body in parser.expect(data.get("models", {}), dict, "[models]").items():
@@ -171,6 +171,16 @@ class _FileParser:
             self.fail(f"{what} must be a {_type_word(kind)}, not {type(value).__name__}",
                       what.split()[-1].strip("[]").split(".")[-1])
         return value
+
+    def resolve_path(self, base: Path, value, what: str) -> Path:
+        """A path in the file, relative to it; one a filesystem cannot hold is an error."""
+        text = self.expect(value, str, what)
+        try:
+            if "\x00" in text:
+                raise ValueError("embedded null byte")
+            return (base / text).resolve()
+        except (ValueError, OSError) as exc:
+            self.fail(f"{what} {text!r} is not a usable path ({exc})", what.split()[-1])
 
     def check_keys(self, table: dict, allowed: set[str], where: str) -> None:
         for key in table:

@@ -210,7 +210,7 @@ class Zoo:
                 self.pm.unregister(plugin)
                 raise
         except Exception as exc:  # a broken plugin must not break the zoo
-            info.error = f"{type(exc).__name__}: {exc}"
+            info.error = _one_line(exc)
             self.plugins[info.name] = info
             self.set_aside(info, strict)
             return False
@@ -266,6 +266,11 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
     return register
 
 
+def _one_line(exc: BaseException) -> str:
+    """An error as one line (pluggy's validation errors span several)."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+
+
 def _wanted(names: Iterable[str]) -> bool:
     allowed = os.environ.get("ZOO_LOAD_PLUGINS")
     if allowed is None:
@@ -301,7 +306,7 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
             try:
                 plugin = ep.load()
             except Exception as exc:
-                info.error = f"{type(exc).__name__}: {exc}"
+                info.error = _one_line(exc)
                 zoo.plugins[info.name] = info
                 zoo.set_aside(info, strict)
                 continue
@@ -313,7 +318,7 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
         try:
             plugin = _import_file(path)
         except Exception as exc:
-            info.error = f"{type(exc).__name__}: {exc}"
+            info.error = _one_line(exc)
             zoo.plugins[info.name] = info
             zoo.set_aside(info, strict)
             continue

@@ -181,6 +181,7 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
                             label_column=label_column, task=plan.task)
     pipeline = plan.pipeline.load()
+    plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
     run = _create_run_folder()
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
