@@ -606,6 +606,7 @@ def test_killed_writer_leaves_a_readable_store_and_stale_rows_are_recovered(tmp_
     with Store(db) as store:
         assert store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         store.insert("alive", model="me")  # this process: still running
+        store.insert("reused", model="x", proc_start="1")  # this pid, but another process
         store.insert("elsewhere", model="x", host="another-host", pid=proc.pid)
     with Store(db) as store:
         rows = {r["id"]: r for r in store.rows()}
@@ -613,6 +614,7 @@ def test_killed_writer_leaves_a_readable_store_and_stale_rows_are_recovered(tmp_
     assert len(killed) >= 20
     assert {r["status"] for r in killed} == {"interrupted"}
     assert rows["alive"]["status"] == "running"
+    assert rows["reused"]["status"] == "interrupted"
     assert rows["elsewhere"]["status"] == "running"  # another host's pid says nothing here
 
 

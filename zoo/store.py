@@ -20,7 +20,7 @@ SCHEMA_VERSION = 2
 STATUSES = ("running", "finished", "failed", "interrupted", "diverged")
 COLUMNS = ("id", "kind", "parent_id", "status", "created", "finished", "duration", "model",
            "architecture", "tokenizer", "dataset", "task", "params", "seed", "config_hash",
-           "metrics", "config", "error", "pid", "host", "resumed")
+           "metrics", "config", "error", "pid", "host", "resumed", "proc_start")
 
 # One entry per schema version: the SQL that brings version N-1 up to N.
 MIGRATIONS = {
@@ -44,6 +44,7 @@ MIGRATIONS = {
     """,
     2: """
     ALTER TABLE runs ADD COLUMN resumed INTEGER NOT NULL DEFAULT 0;  -- times `zoo resume` continued it
+    ALTER TABLE runs ADD COLUMN proc_start TEXT;  -- start time of pid: a reused pid is not the run
     CREATE INDEX runs_by_status ON runs (status);  -- the stale-row check on every open
     """,
 }
@@ -103,9 +104,9 @@ class Store:
 
     def _recover_stale_rows(self) -> None:
         host = socket.gethostname()
-        rows = self.conn.execute(
-            "SELECT id, pid FROM runs WHERE status = 'running' AND host = ?", (host,)).fetchall()
-        dead = [row["id"] for row in rows if not _alive(row["pid"])]
+        rows = self.conn.execute("SELECT id, pid, proc_start FROM runs WHERE status = 'running' "
+                                 "AND host = ?", (host,)).fetchall()
+        dead = [row["id"] for row in rows if not _alive(row["pid"], row["proc_start"])]
         for run_id in dead:
             self.update(run_id, status="interrupted", error="process ended while running")
 
@@ -113,6 +114,7 @@ class Store:
     def insert(self, run_id: str, **fields) -> None:
         fields = {"id": run_id, "created": time.time(), "status": "running",
                   "pid": os.getpid(), "host": socket.gethostname(), **fields}
+        fields.setdefault("proc_start", _proc_start(fields["pid"]))
         fields = _encode(fields)
         names = ", ".join(fields)
         marks = ", ".join("?" for _ in fields)
@@ -129,7 +131,7 @@ class Store:
         """Set the row to 'running' (with ``fields``) only if its status is one of
         ``from_statuses``, atomically: two processes cannot both resume one run."""
         fields = _encode({"status": "running", "pid": os.getpid(), "host": socket.gethostname(),
-                          **fields})
+                          "proc_start": _proc_start(os.getpid()), **fields})
         sets = ", ".join(f"{name} = ?" for name in fields)
         marks = ", ".join("?" for _ in from_statuses)
         with self._transaction():
@@ -215,16 +217,27 @@ def _decode(row: dict) -> dict:
     return row
 
 
-def _alive(pid) -> bool:
+def _alive(pid, proc_start=None) -> bool:
+    """Whether the process that wrote a row still runs: its pid exists and, where the start
+    time was recorded, started at that time (so a pid reused by another process is dead)."""
     if not pid:
         return False
     try:
         os.kill(int(pid), 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError, ValueError):
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return proc_start is None or _proc_start(pid) in (None, proc_start)
+
+
+def _proc_start(pid) -> str | None:
+    """The process's start time in clock ticks since boot (Linux /proc), or None."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    return stat.rsplit(")", 1)[-1].split()[19]  # field 22; the name before ")" may hold spaces
 
 
 def finite_or_none(value: float) -> float | None:
