@@ -17,9 +17,11 @@ from zoo.errors import ZooError
 from zoo.job import Job, TrainConfig
 from zoo import trainer
 from zoo.model import TaskSpec
+from zoo.tokenizer import compression, dataset_key, train_cached
 from zoo.trainer import Batch
 
 LN2 = math.log(2)
+REPLACEMENT = "\ufffd"  # what decoding gives for incomplete UTF-8
 
 
 @dataclass
@@ -99,7 +101,8 @@ def generate(model, tokenizer, prompt: str, tokens: int, block: int, *, temperat
              top_k: int | None = None, seed: int = 0):
     """Yield pieces of text as they are sampled, one token at a time."""
     rng = np.random.default_rng(seed)
-    ids = list(tokenizer.encode(prompt)) if prompt else [tokenizer.encode("\n")[-1]]
+    # With no prompt, start after a newline (or <unk>, for tokenizers that drop whitespace).
+    ids = list(tokenizer.encode(prompt or "\n"))[-block:] or [tokenizer.unk_id]
     shown = tokenizer.decode(ids)
     for _ in range(tokens):
         logits = model.logits(np.asarray([ids[-block:]], dtype=np.int64))[0, -1].astype(np.float64)
@@ -117,7 +120,9 @@ def generate(model, tokenizer, prompt: str, tokens: int, block: int, *, temperat
             probs /= probs.sum()
             next_id = int(rng.choice(len(probs), p=probs))
         ids.append(next_id)
-        text = tokenizer.decode(ids)
+        # A byte-level token can end inside a multi-byte character, which decodes as U+FFFD
+        # until the rest arrives: hold such a tail back rather than print it and stall.
+        text = tokenizer.decode(ids).rstrip(REPLACEMENT)
         if text.startswith(shown):
             yield text[len(shown):]
             shown = text
@@ -129,8 +134,12 @@ def run(job: Job) -> dict:
     cfg: LanguageModelingConfig = job.train_config
     block = job.model_config.block_size
     texts = {role: split_text(job.dataset, role) for role in ("train", "validation", "test")}
-    job.say(f"training the {job.tokenizer.name} tokenizer on {len(texts['train']):,} characters")
-    tokenizer = job.fit_tokenizer(job.dataset.split("train")[job.dataset.text_column])
+    tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
+    if tokenizer is None:
+        tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
+                                 lambda: job.dataset.split("train")[job.dataset.text_column],
+                                 dataset_key(job.dataset, "train"), say=job.say)
+        tokenizer.save(job.run.file("tokenizer.json"))
     ids = {role: encode(tokenizer, text) for role, text in texts.items()}
     for role, array in ids.items():
         if len(array) <= block + 1:
@@ -157,8 +166,8 @@ def run(job: Job) -> dict:
     for role, prefix in (("validation", "val"), ("test", "test")):
         nll, count = evaluate(model, ids[role], block, cfg.eval_batch_size)
         metrics.update(split_metrics(prefix, nll, count, texts[role]))
-    metrics["chars_per_token"] = len(texts["validation"]) / max(1, len(ids["validation"]))
-    metrics["vocab_size"] = tokenizer.vocab_size
+    # The tokenizer's own figures: vocabulary size and characters per token on validation.
+    metrics.update(compression(tokenizer, [texts["validation"]], [ids["validation"]]))
     job.run.save_weights(model.state_dict())
 
     samples = ["".join(generate(model, tokenizer, "", cfg.sample_tokens, block,

@@ -67,3 +67,33 @@ def test_bad_config_fails_with_exit_2_before_training(tiny_text):
     assert result.code == 2
     assert "divisible" in result.err and len(result.err.strip().splitlines()) == 1
     assert run_cli("runs", "--json").out.strip() in ("", "[]")  # nothing was recorded
+
+
+def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_readable(tiny_text, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from zoo.store import Store
+
+    home = tmp_path / "runs"
+    env = {**os.environ, "ZOO_HOME": str(home)}
+    process = subprocess.Popen([sys.executable, "-m", "zoo", "run", "decoder-char", str(tiny_text),
+                                "--steps", "100000", "--quiet", *TINY_DECODER],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # wait until training has logged a few steps
+        curves = list(home.glob("*/metrics.jsonl"))
+        if curves and len(curves[0].read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    with Store(home / "zoo.db") as store:
+        rows = store.rows()
+    assert len(rows) == 1 and rows[0]["status"] == "interrupted"
+    assert (home / rows[0]["id"] / "config.json").is_file()

@@ -6,6 +6,7 @@ message (the traceback only with --debug).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import json
 import math
@@ -179,6 +180,25 @@ def cmd_predict(args) -> int:
     return 0
 
 
+# -- zoo verify ----------------------------------------------------------------------
+def cmd_verify(args) -> int:
+    from zoo.verify import report, verify
+
+    result = verify(args.run_id, batch=args.batch, seed=args.seed, tolerance=args.tolerance)
+    if args.json:
+        print(json.dumps({**dataclasses.asdict(result), "passed": result.passed}))
+    else:
+        print(report(result))
+    if not result.passed:
+        print(f"zoo verify: FAILED: run {result.run_id} logits differ from the NumPy reference "
+              f"by {result.max_logit_diff:.3e}, more than the tolerance {result.tolerance:.1e}",
+              file=sys.stderr)
+        return 1
+    if not args.json:
+        print("verified: the run computes what the NumPy reference computes")
+    return 0
+
+
 # -- parser --------------------------------------------------------------------------
 class VersionAction(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
@@ -212,6 +232,8 @@ def positive_float(text: str) -> float:
 
 
 def build_parser() -> Parser:
+    from zoo.verify import DEFAULT_TOLERANCE
+
     parser = Parser(prog="zoo", description="A model zoo for small transformers: train, "
                     "evaluate and compare any architecture x tokenizer on any dataset.")
     parser.add_argument("--version", action=VersionAction, nargs=0,
@@ -287,6 +309,19 @@ def build_parser() -> Parser:
     p.add_argument("--file", help="read texts from FILE, one per line")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=cmd_predict)
+
+    p = commands.add_parser("verify", help="check a decoder run against the NumPy reference",
+                            description="Reload a trained decoder run, score a validation batch "
+                            "with it and with the NumPy reference (float64, same weights), print "
+                            "the largest logit difference and both losses, and exit 1 when the "
+                            "difference exceeds the tolerance.")
+    p.add_argument("run_id", help="run id (or a unique prefix) of a decoder language-modeling run")
+    p.add_argument("--batch", type=positive_int, default=8, help="validation windows (default 8)")
+    p.add_argument("--seed", type=int, default=0, help="which windows (default 0)")
+    p.add_argument("--tolerance", type=positive_float, default=DEFAULT_TOLERANCE,
+                   help=f"largest allowed logit difference (default {DEFAULT_TOLERANCE:g})")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=cmd_verify)
     return parser
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,8 +117,16 @@ def find_in_mirrors(hub_id: str, zoo) -> Path | None:
 
 
 def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
-         label_column: str | None = None, task: str | None = None) -> LoadedDataset:
+         label_column: str | None = None, task: str | None = None,
+         quiet: bool = False) -> LoadedDataset:
     """Load and check a dataset; with ``task`` given, also that it can serve that task."""
+    import datasets
+
+    # The datasets library's own progress bars follow the same rule as ours.
+    if quiet or not sys.stderr.isatty():
+        datasets.disable_progress_bars()
+    else:
+        datasets.enable_progress_bars()
     splits, location = _load_splits(ref, zoo)
     if len(splits) == 0:
         raise ZooError(f"Dataset {ref.name!r} has no splits")
@@ -237,12 +246,7 @@ def _pick_column(chosen, candidates, columns, what, dataset, required):
 
 
 def _load_splits(ref: DatasetRef, zoo):
-    import sys
-
     import datasets
-
-    if not sys.stderr.isatty():  # progress bars in a log or a pipe are noise around errors
-        datasets.disable_progress_bars()
 
     if ref.kind == "plugin":
         entry = zoo.datasets.get(ref.source)

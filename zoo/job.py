@@ -108,18 +108,15 @@ class Job:
     resume_from: Any = None  # zoo.checkpoint.Checkpoint the training loop continues, if any
     identity: dict = field(default_factory=dict)  # config hash, dataset, versions: checked on resume
 
-    def fit_tokenizer(self, texts):
-        """Train the tokenizer on ``texts`` and save it in the run folder; when resuming,
-        load the saved one instead, so the run keeps exactly the vocabulary it started with."""
-        cls = self.tokenizer.load()
+    def saved_tokenizer(self):
+        """When resuming, the tokenizer the run saved, so it keeps exactly the vocabulary it
+        started with (a cache or a retrained one might differ); otherwise None."""
         path = self.run.file("tokenizer.json")
-        if self.resuming and path.is_file():
-            from zoo.safeload import load_tokenizer
+        if not (self.resuming and path.is_file()):
+            return None
+        from zoo.safeload import load_tokenizer
 
-            return load_tokenizer(cls, path)
-        tokenizer = cls.train(texts, self.tokenizer_config)
-        tokenizer.save(path)
-        return tokenizer
+        return load_tokenizer(self.tokenizer.load(), path)
 
     def progress(self, total: int | None, desc: str):
         """A progress bar on stderr, quiet when stderr is not a terminal or with --quiet."""

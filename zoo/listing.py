@@ -194,6 +194,7 @@ def show_run(zoo, run_id: str) -> str:
              f"  parameters {row['params']}, duration {row['duration'] or 0:.1f} s"]
     if row.get("error"):
         lines.append(f"  error: {row['error']}")
+    lines.append(tokenizer_line(row))
     lines.append("  metrics:")
     for key, value in row["metrics"].items():
         if isinstance(value, (dict, list)):
@@ -208,6 +209,35 @@ def show_run(zoo, run_id: str) -> str:
     for section, values in (config.get("configs") or {}).items():
         lines.append(f"    {section}: {values}")
     return "\n".join(lines)
+
+
+def tokenizer_line(row: dict) -> str:
+    """The run's tokenizer: vocabulary size and compression (characters per token) on validation."""
+    metrics = row["metrics"] or {}
+    vocab = metrics.get("vocab_size")
+    if vocab is None:  # a pipeline that does not report it: read the saved tokenizer
+        vocab = saved_vocab_size(row["id"])
+    chars_per_token = metrics.get("chars_per_token")
+    parts = [f"vocabulary {vocab:,} tokens" if isinstance(vocab, int)
+             else "vocabulary size not recorded",
+             f"{chars_per_token:.3f} characters per token on validation"
+             if isinstance(chars_per_token, (int, float)) else "characters per token not recorded"]
+    return f"  tokenizer {row['tokenizer']}: " + ", ".join(parts)
+
+
+def saved_vocab_size(run_id: str) -> int | None:
+    """The vocabulary size of the run folder's tokenizer.json, if it is a tokenizers file."""
+    from zoo.store import home
+
+    path = home() / run_id / "tokenizer.json"
+    if not path.is_file():
+        return None
+    try:
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_file(str(path)).get_vocab_size(with_added_tokens=True)
+    except Exception:  # a third-party format: nothing to say
+        return None
 
 
 PRIMARY = {"language-modeling": "val_bpc", "classification": "test_accuracy",

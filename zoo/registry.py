@@ -27,7 +27,11 @@ from zoo.errors import PluginError, UnknownNameError, ZooError
 # Registered exactly like third-party plugins, in this order.
 DEFAULT_PLUGINS = (
     "zoo.plugins.char",
+    "zoo.plugins.bpe",
     "zoo.plugins.decoder",
+    "zoo.plugins.numpy_ref",
+    "zoo.plugins.digits",
+    "zoo.plugins.digits_data",
     "zoo.pipelines",
 )
 

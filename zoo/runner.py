@@ -16,21 +16,19 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from zoo import checkpoint
 from zoo import data as zoo_data
 from zoo.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
 from zoo.files import save_error
 from zoo.job import Job, RunFolder
 from zoo.store import Store, home
-from zoo.trainer import Diverged
 
 
 class RunDiverged(ZooError):
     """A run stopped on a non-finite loss or gradient; its row says 'diverged' and its last
     good checkpoint is kept. A sweep records the cell and goes on."""
 
-    def __init__(self, run_id: str, exc: Diverged):
+    def __init__(self, run_id: str, exc):  # exc: zoo.trainer.Diverged
         kept = (f"; its last good checkpoint (step {exc.checkpoint_step}) is kept"
                 if exc.checkpoint_step is not None else "")
         super().__init__(f"run {run_id} {exc}{kept}; lower the learning rate (--set lr=...)")
@@ -179,7 +177,7 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
 
     zoo = zoo or get_zoo()
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
-                            label_column=label_column, task=plan.task)
+                            label_column=label_column, task=plan.task, quiet=quiet)
     pipeline = plan.pipeline.load()
     plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
     run = _create_run_folder()
@@ -215,6 +213,9 @@ def _create_run_folder() -> RunFolder:
 def _train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict,
                       provenance: dict) -> dict:
     """Run the pipeline on a prepared job and record the outcome in its store row."""
+    from zoo import checkpoint
+    from zoo.trainer import Diverged
+
     run = job.run
     start = time.time()
     try:
@@ -270,6 +271,7 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     This is what `zoo resume` calls, and what a sweep calls for its interrupted cells. It
     refuses (ZooError) if the config, dataset, tokenizer file, zoo or plugin versions differ
     from the run's, or if the run is not resumable (finished, diverged, still running)."""
+    from zoo import checkpoint
     from zoo.registry import get_zoo
 
     zoo = zoo or get_zoo()
@@ -282,7 +284,8 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     provenance = run.read_json("config.json")
     plan = plan_from_provenance(provenance, zoo)
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
-                            label_column=provenance.get("label_column"), task=plan.task)
+                            label_column=provenance.get("label_column"), task=plan.task,
+                            quiet=quiet)
     warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
     ckpt = checkpoint.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)
@@ -364,6 +367,8 @@ def _dataset_ref(name: str, source: str, zoo):
 
 def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder) -> list[str]:
     """Why a run cannot be resumed with what is installed now (empty: it can)."""
+    from zoo import checkpoint
+
     saved = ckpt.meta.get("identity", {}) if ckpt is not None else {
         "config_hash": provenance.get("config_hash"), "configs": provenance.get("configs"),
         "dataset_fingerprint": provenance.get("dataset_fingerprint"),

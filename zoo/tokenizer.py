@@ -1,18 +1,56 @@
 """The tokenizer contract shared by built-in and third-party tokenizer plugins.
 
-Every tokenizer reserves the special tokens below at ids 0, 1, 2, so pipelines never
-declare their own. Tokenizers built on Hugging Face ``tokenizers`` subclass
-``TokenizersTokenizer`` and get encode, decode, save and load for free; the saved file is
-always a ``tokenizer.json`` that ``tokenizers.Tokenizer.from_file`` reads.
+A tokenizer plugin registers a subclass of ``Tokenizer``:
+
+- ``train(texts, config)`` (a classmethod) builds it from an iterable of training texts;
+- ``encode`` / ``decode`` and their ``_batch`` forms turn text into ids and back;
+- ``vocab_size``, ``token_to_id`` and the special-token ids ``pad_id``, ``unk_id``, ``cls_id``;
+- ``save(path)`` and ``load(path)`` (a classmethod) write and read one file.
+
+Every tokenizer reserves the special tokens ``<pad>``, ``<unk>``, ``<cls>`` at ids 0, 1, 2,
+so pipelines never declare their own. Tokenizers built on Hugging Face ``tokenizers``
+subclass ``TokenizersTokenizer`` and get encode, decode, save and load for free; their saved
+file is a ``tokenizer.json`` that ``tokenizers.Tokenizer.from_file`` reads. Text that happens
+to spell a special token (a literal ``"<pad>"``) is encoded as ordinary text, never as the
+special id.
+
+Pipelines train tokenizers through the cache, so a sweep over models trains each tokenizer
+once per dataset and config::
+
+    from zoo.tokenizer import dataset_key, train_cached
+
+    tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
+                             lambda: train_split[column], dataset_key(job.dataset, "train", column),
+                             say=job.say)
+
+``train_cached(tokenizer_cls, name, config, texts_fn, fingerprint, *, say=None)`` returns the
+tokenizer from the cache when one was trained before with the same class, name, config and
+training texts (``fingerprint`` must identify the texts exactly: ``dataset_key`` builds it
+from the dataset fingerprint, the split and the column); otherwise it calls ``texts_fn()``,
+trains, and stores the result. The cache lives in ``$ZOO_CACHE/tokenizers`` (default
+``$ZOO_HOME/.cache/tokenizers``), one folder per key holding ``tokenizer.json`` and
+``key.json`` (what the key was made of). Entries are written to a temporary folder and
+renamed into place, so concurrent runs never see half an entry.
+
+``compression(tokenizer, texts)`` gives the metrics every pipeline should report for its
+tokenizer (``vocab_size`` and ``chars_per_token``), which ``zoo show RUN_ID`` prints.
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import ClassVar, Iterable, Sequence
+from typing import Callable, ClassVar, Iterable, Sequence
 
 PAD, UNK, CLS = "<pad>", "<unk>", "<cls>"
 SPECIAL_TOKENS = (PAD, UNK, CLS)
+CACHE_FORMAT = 1  # bump when what a cache entry holds changes
 
 
 class Tokenizer(ABC):
@@ -21,13 +59,14 @@ class Tokenizer(ABC):
     @classmethod
     @abstractmethod
     def train(cls, texts: Iterable[str], config) -> "Tokenizer":
-        """Build the vocabulary from an iterator of training texts."""
+        """Build the vocabulary from an iterable of training texts."""
 
     @abstractmethod
     def encode(self, text: str) -> list[int]: ...
 
     @abstractmethod
-    def decode(self, ids: Sequence[int]) -> str: ...
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids``; special tokens are left out."""
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [self.encode(t) for t in texts]
@@ -54,6 +93,10 @@ class Tokenizer(ABC):
     def cls_id(self) -> int:
         return self.token_to_id(CLS)
 
+    @property
+    def special_ids(self) -> dict[str, int]:
+        return {token: self.token_to_id(token) for token in self.special_tokens}
+
     @abstractmethod
     def save(self, path: str | Path) -> None: ...
 
@@ -66,13 +109,18 @@ class TokenizersTokenizer(Tokenizer):
     """A tokenizer backed by a ``tokenizers.Tokenizer`` (saved as tokenizer.json)."""
 
     def __init__(self, backend):
+        # Not saved in tokenizer.json, so set on every construction: a literal "<pad>" in
+        # the input is text, not the padding token.
+        backend.encode_special_tokens = True
         self.backend = backend
 
     def encode(self, text: str) -> list[int]:
         return self.backend.encode(text, add_special_tokens=False).ids
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return [e.ids for e in self.backend.encode_batch(list(texts), add_special_tokens=False)]
+        # encode_batch_fast (tokenizers >= 0.20) skips the offsets nobody here reads.
+        batch = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)
+        return [e.ids for e in batch(list(texts), add_special_tokens=False)]
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.backend.decode(list(ids), skip_special_tokens=True)
@@ -97,3 +145,89 @@ class TokenizersTokenizer(Tokenizer):
         from tokenizers import Tokenizer as Backend
 
         return cls(Backend.from_file(str(path)))
+
+
+def compression(tokenizer: Tokenizer, texts: Sequence[str],
+                encoded: Sequence[Sequence[int]] | None = None) -> dict:
+    """The tokenizer's vocabulary size and characters per token over ``texts``."""
+    encoded = tokenizer.encode_batch(list(texts)) if encoded is None else encoded
+    chars = sum(len(t) for t in texts)
+    tokens = sum(len(ids) for ids in encoded)
+    return {"vocab_size": tokenizer.vocab_size, "chars_per_token": chars / max(1, tokens)}
+
+
+# --- the training cache ------------------------------------------------------------------
+
+def cache_root() -> Path:
+    """Where trained tokenizers are kept: $ZOO_CACHE/tokenizers, else $ZOO_HOME/.cache/tokenizers."""
+    from zoo.store import home
+
+    base = os.environ.get("ZOO_CACHE")
+    return (Path(base).expanduser() if base else home() / ".cache") / "tokenizers"
+
+
+def dataset_key(dataset, role: str = "train", column: str | None = None) -> str:
+    """A fingerprint of one text column of one split of a ``zoo.data.LoadedDataset``."""
+    column = column or dataset.text_column
+    return f"{dataset.fingerprint}/{dataset.split_names.get(role, role)}/{column}"
+
+
+def cache_key(tokenizer_cls: type, name: str, config, fingerprint: str) -> dict:
+    """Everything a trained tokenizer depends on, as plain JSON data."""
+    from importlib import metadata
+
+    try:
+        library = metadata.version("tokenizers")
+    except metadata.PackageNotFoundError:
+        library = None
+    if dataclasses.is_dataclass(config):
+        config = dataclasses.asdict(config)
+    return {"format": CACHE_FORMAT, "tokenizer": name,
+            "class": f"{tokenizer_cls.__module__}.{tokenizer_cls.__qualname__}",
+            "config": config, "texts": fingerprint, "tokenizers": library}
+
+
+def cache_folder(key: dict) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+    return cache_root() / f"{key['tokenizer']}-{digest[:16]}"
+
+
+def train_cached(tokenizer_cls: type[Tokenizer], name: str, config,
+                 texts_fn: Callable[[], Iterable[str]], fingerprint: str, *,
+                 say: Callable[[str], None] | None = None) -> Tokenizer:
+    """``tokenizer_cls.train(texts_fn(), config)``, or the same tokenizer from the cache."""
+    say = say or (lambda message: None)
+    key = cache_key(tokenizer_cls, name, config, fingerprint)
+    folder = cache_folder(key)
+    path = folder / "tokenizer.json"
+    if path.is_file():
+        try:
+            tokenizer = tokenizer_cls.load(path)
+        except Exception as exc:  # a damaged entry is retrained, never fatal
+            say(f"{name} tokenizer: cache entry {folder} unreadable ({exc}); training again")
+        else:
+            say(f"{name} tokenizer: reused from the cache ({folder})")
+            return tokenizer
+    start = time.perf_counter()
+    tokenizer = tokenizer_cls.train(texts_fn(), config)
+    seconds = time.perf_counter() - start
+    _store(tokenizer, key, folder)
+    say(f"{name} tokenizer: trained in {seconds:.2f} s, {tokenizer.vocab_size:,} tokens "
+        f"(cached in {folder})")
+    return tokenizer
+
+
+def _store(tokenizer: Tokenizer, key: dict, folder: Path) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    try:
+        tokenizer.save(staging / "tokenizer.json")
+        (staging / "key.json").write_text(json.dumps(key, indent=2, default=str) + "\n",
+                                          encoding="utf-8")
+        if folder.exists():  # a damaged entry: make room for the new one
+            shutil.rmtree(folder, ignore_errors=True)
+        os.rename(staging, folder)  # atomic; fails if another run stored it first
+    except OSError:
+        pass  # that other run's entry is as good as ours; the cache is only a shortcut
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,100 @@
+"""The digits acceptance figures: `zoo run digits-char digits` end to end, and predictions.
+
+    .venv/bin/python benchmarks/bench_digits.py [--seeds 0 1 2] [--also] [--threads N]
+
+For each seed it runs `zoo run digits-char digits --json --quiet --seed S` in a fresh
+process (a real command anyone can repeat) and prints the wall time from process start to
+exit, test and heldout accuracy with their per-family figures, then `zoo predict` on
+"1 2 3", "7 8 9" and "2 4 6" (expected 4, 0 and 8). With `--also` it then runs
+`zoo run decoder-char digits` and `zoo run digits-char shakespeare` once each and prints
+their accuracy. `--threads N` sets OMP_NUM_THREADS for the child processes (torch's default
+is one thread per core). The load average is printed before and after: other work on the
+machine slows every figure here.
+
+Targets: wall time <= 120 s and test_accuracy >= 0.99 with the default preset.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+EXPECTED = {"1 2 3": "4", "7 8 9": "0", "2 4 6": "8"}
+TARGET_SECONDS, TARGET_ACCURACY = 120.0, 0.99
+
+
+def zoo(*args, env) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "zoo", *map(str, args)], capture_output=True,
+                          text=True, env=env)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"zoo {' '.join(map(str, args))} failed: {done.stderr.strip()[-500:]}")
+    return seconds, done
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def run(model: str, dataset: str, seed: int, env) -> tuple[float, dict]:
+    seconds, done = zoo("run", model, dataset, "--json", "--quiet", "--seed", seed, env=env)
+    return seconds, json.loads(done.stdout)
+
+
+def families(metrics: dict, prefix: str) -> str:
+    found = {k[len(prefix) + 1:]: v for k, v in metrics.items() if k.startswith(prefix + "_")}
+    return ", ".join(f"{name} {value:.4f}" for name, value in sorted(found.items()))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--also", action="store_true",
+                        help="also run decoder-char on digits and digits-char on shakespeare")
+    parser.add_argument("--threads", type=int, help="OMP_NUM_THREADS for the runs")
+    args = parser.parse_args(argv)
+
+    env = dict(os.environ)
+    env.setdefault("ZOO_HOME", tempfile.mkdtemp(prefix="bench-digits-"))
+    if args.threads:
+        env["OMP_NUM_THREADS"] = str(args.threads)
+    print(f"runs in {env['ZOO_HOME']}; OMP_NUM_THREADS={env.get('OMP_NUM_THREADS', 'unset')}; "
+          f"load average {load()}")
+    ok = True
+    for seed in args.seeds:
+        seconds, result = run("digits-char", "digits", seed, env)
+        m = result["metrics"]
+        print(f"\ndigits-char digits --seed {seed}: {seconds:.1f} s wall (train {m['train_time']:.1f} s, "
+              f"{m['steps']} steps, {result['params']:,} parameters)")
+        print(f"  test_accuracy    {m['test_accuracy']:.4f}  ({families(m, 'test_accuracy')})")
+        print(f"  heldout_accuracy {m['heldout_accuracy']:.4f}  ({families(m, 'heldout_accuracy')})")
+        answers = []
+        for context, expected in EXPECTED.items():
+            _, done = zoo("predict", result["run_id"], context, "--json", env=env)
+            answer = json.loads(done.stdout)
+            answers.append(answer["label"] == expected)
+            print(f"  predict {context!r} -> {answer['label']} ({answer['probability']:.3f}); "
+                  f"expected {expected}")
+        met = seconds <= TARGET_SECONDS and m["test_accuracy"] >= TARGET_ACCURACY and all(answers)
+        ok = ok and met
+        print(f"  targets (<= {TARGET_SECONDS:.0f} s, >= {TARGET_ACCURACY:.0%}, predictions): "
+              f"{'met' if met else 'NOT met'}; load average {load()}")
+    if args.also:
+        for model, dataset in (("decoder-char", "digits"), ("digits-char", "shakespeare")):
+            seconds, result = run(model, dataset, 0, env)
+            m = result["metrics"]
+            extra = (f", heldout_accuracy {m['heldout_accuracy']:.4f}"
+                     if "heldout_accuracy" in m else "")
+            print(f"\n{model} {dataset}: {seconds:.1f} s wall, {m['steps']} steps, "
+                  f"test_accuracy {m['test_accuracy']:.4f}{extra}, test_loss {m['test_loss']:.4f}; "
+                  f"load average {load()}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""zoo-bow: registers the `bow` architecture and the `words` tokenizer.
+
+This module is imported whenever zoo starts, so it stays light: config dataclasses and
+hooks only. The torch network lives in zoo_bow.model and is imported on first use.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from zoo.hookspecs import hookimpl
+from zoo.tokenizer import SPECIAL_TOKENS, UNK, TokenizersTokenizer
+
+
+@dataclass
+class BowConfig:
+    n_embd: int = 64
+    block_size: int = 64  # longest input, in tokens
+
+    def __post_init__(self):
+        if self.n_embd <= 0 or self.block_size <= 0:
+            raise ValueError("n_embd and block_size must be positive")
+
+
+@dataclass
+class WordsConfig:
+    vocab_size: int = 5000  # the most frequent words; the rest are <unk>
+    min_frequency: int = 1
+
+
+class WordsTokenizer(TokenizersTokenizer):
+    """Whitespace-separated words (punctuation split off), decoded with single spaces."""
+
+    @classmethod
+    def train(cls, texts: Iterable[str], config: WordsConfig | None = None) -> "WordsTokenizer":
+        from tokenizers import Tokenizer, pre_tokenizers
+        from tokenizers.models import WordLevel
+        from tokenizers.trainers import WordLevelTrainer
+
+        config = config or WordsConfig()
+        backend = Tokenizer(WordLevel(unk_token=UNK))
+        backend.pre_tokenizer = pre_tokenizers.Whitespace()
+        trainer = WordLevelTrainer(vocab_size=config.vocab_size, min_frequency=config.min_frequency,
+                                   special_tokens=list(SPECIAL_TOKENS))
+        backend.train_from_iterator(texts, trainer=trainer)
+        return cls(backend)
+
+
+@hookimpl
+def register_architectures(register):
+    register("bow", "zoo_bow.model:build", config=BowConfig,
+             tasks=("language-modeling", "classification", "next-item"),
+             description="bag of embeddings: the mean of the context's token embeddings")
+
+
+@hookimpl
+def register_tokenizers(register):
+    register("words", WordsTokenizer, config=WordsConfig,
+             description="whitespace words, the most frequent vocab_size of them")

@@ -1,0 +1,334 @@
+"""Next-item prediction: read a context, predict the one token that comes next.
+
+Two kinds of data serve it:
+
+- a dataset whose own task is next-item (like `digits`): each row is a context (the text
+  column, e.g. "1 2 3") and its next item (the label column, e.g. "4"). Context and target
+  are encoded with the run's tokenizer; the label is the target's first token. With the
+  `char` tokenizer the spaces between digits are tokens too, so the context "1 2 3" is five
+  tokens ending in the digit 3, and the target "4" is one token.
+- any other text dataset: the split is tokenized once (as in language modeling) and cut
+  into windows of block_size tokens; the label is the token after the window.
+
+A context longer than block_size keeps its last block_size tokens. Every architecture that
+lists next-item serves it: the module returns logits [B, vocab] for the token after the
+last real position. Metrics: accuracy (exact next item) and loss on the validation and test
+splits, on any further split (`heldout` for digits), and per family when rows name one.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from zoo import trainer
+from zoo.errors import ZooError
+from zoo.job import Job, TrainConfig
+from zoo.model import TaskSpec
+from zoo.tokenizer import compression, dataset_key, train_cached
+from zoo.trainer import Batch
+
+GROUP_COLUMN = "family"  # rows that name a family get accuracy per family
+PREFIXES = {"validation": "val", "test": "test"}
+
+
+@dataclass
+class NextItemConfig(TrainConfig):
+    batch_size: int = 64
+    eval_batch_size: int = 256
+    eval_windows: int = 4000  # text datasets: evenly spaced windows per split in the final evaluation
+    samples: int = 5  # example predictions from the test split, shown at the end
+
+
+# -- examples ------------------------------------------------------------------------------
+class Rows:
+    """Contexts of mixed lengths (right-padded token ids) and the token each predicts."""
+
+    def __init__(self, inputs: np.ndarray, lengths: np.ndarray, targets: np.ndarray,
+                 groups: np.ndarray | None = None, texts: list[str] | None = None):
+        self.inputs, self.lengths, self.targets = inputs, lengths, targets  # [N, T], [N], [N]
+        self.groups, self.texts = groups, texts
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def batch(self, rows: np.ndarray) -> Batch:
+        lengths = self.lengths[rows]
+        width = int(lengths.max())
+        mask = (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)  # 1 = real token
+        return Batch(self.inputs[rows, :width], self.targets[rows], mask, tokens=int(lengths.sum()))
+
+    def context(self, row: int, tokenizer) -> str:
+        if self.texts is not None:
+            return self.texts[row]
+        return tokenizer.decode(self.inputs[row, :self.lengths[row]].tolist())
+
+
+class Windows:
+    """Windows of `block` tokens of one tokenized split; the label is the token after each."""
+
+    def __init__(self, ids: np.ndarray, block: int, starts: np.ndarray | None = None):
+        self.ids, self.block = ids, block
+        self.starts = np.arange(len(ids) - block) if starts is None else starts
+        self.groups = None
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def batch(self, rows: np.ndarray) -> Batch:
+        starts = self.starts[rows]
+        inputs = self.ids[starts[:, None] + np.arange(self.block)[None, :]]  # [B, block]
+        return Batch(inputs, self.ids[starts + self.block], None, tokens=inputs.size)
+
+    def spread(self, count: int) -> "Windows":
+        """At most `count` windows, evenly spaced over the split (the same every time)."""
+        if count >= len(self):
+            return self
+        picked = np.unique(np.linspace(0, len(self) - 1, count).round().astype(np.int64))
+        return Windows(self.ids, self.block, self.starts[picked])
+
+    def context(self, row: int, tokenizer) -> str:
+        start = self.starts[row]
+        return tokenizer.decode(self.ids[start:start + self.block].tolist())
+
+
+def has_rows(dataset) -> bool:
+    """Does the dataset hold (context, next item) rows, rather than text to cut into windows?"""
+    return bool(dataset.label_column) and dataset.tasks[:1] == ("next-item",)
+
+
+def row_examples(dataset, split, tokenizer, block: int) -> Rows:
+    texts = [str(t) for t in split[dataset.text_column]]
+    contexts = encode_contexts(tokenizer, texts, block)
+    targets = tokenizer.encode_batch([str(t) for t in split[dataset.label_column]])
+    empty = [i for i, ids in enumerate(targets) if not ids]
+    if empty:
+        raise ZooError(f"Dataset {dataset.ref.name!r}: the target of row {empty[0]} encodes to no "
+                       "token")
+    groups = None
+    if GROUP_COLUMN in split.column_names:
+        groups = np.asarray([str(g) for g in split[GROUP_COLUMN]])
+    return Rows(*contexts, np.fromiter((ids[0] for ids in targets), dtype=np.int64,
+                                       count=len(targets)), groups, texts)
+
+
+def encode_contexts(tokenizer, texts: list[str], block: int) -> tuple[np.ndarray, np.ndarray]:
+    """Right-padded ids [N, T] and lengths [N]; each context keeps its last `block` tokens."""
+    encoded = [ids[-block:] for ids in tokenizer.encode_batch(texts)]
+    empty = [i for i, ids in enumerate(encoded) if not ids]
+    if empty:
+        raise ZooError(f"context {texts[empty[0]]!r} encodes to no token; nothing to continue")
+    lengths = np.asarray([len(ids) for ids in encoded], dtype=np.int64)
+    inputs = np.full((len(encoded), int(lengths.max(initial=1))), tokenizer.pad_id, dtype=np.int64)
+    for i, ids in enumerate(encoded):
+        inputs[i, :len(ids)] = ids
+    return inputs, lengths
+
+
+def window_examples(dataset, role: str, tokenizer, block: int) -> Windows:
+    from zoo.pipelines.language_modeling import encode, split_text
+
+    ids = encode(tokenizer, split_text(dataset, role))
+    if len(ids) <= block:
+        raise ZooError(f"split {role!r} has {len(ids)} tokens; next-item windows need more than "
+                       f"block_size = {block}")
+    return Windows(ids, block)
+
+
+def examples_for(dataset, role: str, tokenizer, block: int):
+    if has_rows(dataset):
+        return row_examples(dataset, dataset.split(role), tokenizer, block)
+    return window_examples(dataset, role, tokenizer, block)
+
+
+def extra_splits(dataset) -> list[str]:
+    """Splits beyond train, validation and test (digits has `heldout`), evaluated by name."""
+    roles = set(dataset.split_names.values())
+    return [name for name in dataset.splits if name not in roles]
+
+
+# -- evaluation ----------------------------------------------------------------------------
+def special_ids(tokenizer) -> list[int]:
+    return [i for i in (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id) if i is not None]
+
+
+def score(model, examples, batch_size: int, specials: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """For every example: was the likeliest token (specials excluded) right, and its NLL."""
+    correct, nll = [], []
+    for begin in range(0, len(examples), batch_size):
+        batch = examples.batch(np.arange(begin, min(begin + batch_size, len(examples))))
+        logits = model.logits(batch.inputs, batch.mask).astype(np.float64)  # [B, V]
+        log_probs = logits - _logsumexp(logits)
+        nll.append(-log_probs[np.arange(len(batch.targets)), batch.targets])
+        logits[:, specials] = -np.inf
+        correct.append(logits.argmax(axis=1) == batch.targets)
+    return np.concatenate(correct), np.concatenate(nll)
+
+
+def metrics_for(prefix: str, examples, correct: np.ndarray, nll: np.ndarray) -> dict:
+    out = {f"{prefix}_accuracy": float(correct.mean()), f"{prefix}_loss": float(nll.mean())}
+    if examples.groups is not None:
+        for group in sorted(set(examples.groups)):
+            out[f"{prefix}_accuracy_{group}"] = float(correct[examples.groups == group].mean())
+    return out
+
+
+def _logsumexp(logits: np.ndarray) -> np.ndarray:
+    top = logits.max(axis=1, keepdims=True)
+    return top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True))
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    return np.exp(logits - _logsumexp(logits))
+
+
+# -- the pipeline --------------------------------------------------------------------------
+def train_tokenizer(job: Job):
+    """Through the shared cache; on rows, the targets too, so every next item has a token."""
+    dataset = job.dataset
+    split = dataset.split("train")
+    key = dataset_key(dataset, "train")
+    columns = [dataset.text_column]
+    if has_rows(dataset):
+        columns.append(dataset.label_column)
+        key += "+" + dataset_key(dataset, "train", dataset.label_column)
+
+    def texts():
+        return [str(t) for column in columns for t in split[column]]
+
+    return train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config, texts,
+                        key, say=job.say)
+
+
+def run(job: Job) -> dict:
+    from zoo.engine import as_model, pick_device
+
+    cfg: NextItemConfig = job.train_config
+    block = job.model_config.block_size
+    tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
+    if tokenizer is None:
+        tokenizer = train_tokenizer(job)
+        tokenizer.save(job.run.file("tokenizer.json"))
+    data = {role: examples_for(job.dataset, role, tokenizer, block)
+            for role in ("train", "validation", "test")}
+    for name in extra_splits(job.dataset):
+        data[name] = examples_for(job.dataset, name, tokenizer, block)
+
+    spec = TaskSpec("next-item", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
+    model = as_model(job.architecture.load()(job.model_config, spec), pick_device(job.device))
+    params = model.num_parameters()
+    specials = special_ids(tokenizer)
+    job.say(f"{job.model_name}: {params:,} parameters, {len(data['train']):,} training examples")
+
+    def evaluation_set(examples, count: int):
+        if isinstance(examples, Windows):
+            return examples.spread(count)
+        return examples if len(examples) <= count else _subset(examples, count)
+
+    # Periodic validation sees the same examples every time, so the curve is comparable.
+    periodic = evaluation_set(data["validation"], cfg.eval_batches * cfg.eval_batch_size)
+
+    def next_batch(rng) -> Batch:
+        return data["train"].batch(rng.integers(0, len(data["train"]), size=cfg.batch_size))
+
+    def validate() -> dict:
+        correct, nll = score(model, periodic, cfg.eval_batch_size, specials)
+        return {"val_accuracy": float(correct.mean()), "val_loss": float(nll.mean())}
+
+    result = trainer.train(job, model, next_batch, validate=validate)
+    metrics = {"steps": result.steps, "train_loss": result.train_loss,
+               "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
+    for name, examples in data.items():
+        if name == "train":
+            continue
+        if isinstance(examples, Windows):  # rows are evaluated whole
+            examples = examples.spread(cfg.eval_windows)
+        correct, nll = score(model, examples, cfg.eval_batch_size, specials)
+        metrics.update(metrics_for(PREFIXES.get(name, name), examples, correct, nll))
+    metrics.update(tokenizer_figures(tokenizer, data["validation"]))
+    job.run.save_weights(model.state_dict())
+
+    samples = example_lines(model, tokenizer, data["test"], cfg.samples, specials)
+    if samples:
+        job.run.write_text("samples.txt", "\n".join(samples) + "\n")
+    return {"params": params, "metrics": metrics,
+            "samples": ["\n".join(samples)] if samples else [],
+            "spec": dataclasses.asdict(spec)}
+
+
+def tokenizer_figures(tokenizer, examples) -> dict:
+    """Vocabulary size and characters per token over the validation contexts (or text)."""
+    if isinstance(examples, Windows):
+        ids = [examples.ids]
+    else:
+        ids = [examples.inputs[i, :n] for i, n in enumerate(examples.lengths)]
+    return compression(tokenizer, [tokenizer.decode(x.tolist()) for x in ids], ids)
+
+
+def _subset(rows: Rows, count: int) -> Rows:
+    keep = np.arange(count)  # the splits are already in random order
+    return Rows(rows.inputs[keep], rows.lengths[keep], rows.targets[keep],
+                None if rows.groups is None else rows.groups[keep],
+                None if rows.texts is None else rows.texts[:count])
+
+
+def example_lines(model, tokenizer, examples, count: int, specials) -> list[str]:
+    """A few test contexts with the predicted and the true next item."""
+    if count <= 0:
+        return []
+    if isinstance(examples, Windows):
+        examples = examples.spread(count)
+    rows = np.arange(min(count, len(examples)))
+    batch = examples.batch(rows)
+    logits = model.logits(batch.inputs, batch.mask).astype(np.float64)
+    logits[:, specials] = -np.inf
+    probs = _softmax(logits)
+    lines = []
+    for i, row in enumerate(rows):
+        guess = int(probs[i].argmax())
+        lines.append(f"{examples.context(int(row), tokenizer)!r} -> "
+                     f"{tokenizer.decode([guess])!r} ({probs[i, guess]:.3f}); "
+                     f"true {tokenizer.decode([int(batch.targets[i])])!r}")
+    return lines
+
+
+def predict(trained, texts: list[str], top: int = 3) -> list[dict]:
+    """The likeliest next item of each text and its probability, plus the runners-up."""
+    tokenizer = trained.tokenizer
+    inputs, lengths = encode_contexts(tokenizer, [str(t) for t in texts], trained.block_size)
+    specials = special_ids(tokenizer)
+    out = []
+    for begin in range(0, len(texts), 256):
+        rows = np.arange(begin, min(begin + 256, len(texts)))
+        batch = Rows(inputs, lengths, np.zeros(len(texts), dtype=np.int64)).batch(rows)
+        logits = trained.model.logits(batch.inputs, batch.mask).astype(np.float64)
+        logits[:, specials] = -np.inf
+        for p in _softmax(logits):
+            order = np.argsort(-p, kind="stable")[:top]
+            ranked = [{"label": tokenizer.decode([int(i)]), "probability": float(p[i])}
+                      for i in order]
+            out.append({**ranked[0], "top": ranked})
+    return out
+
+
+def evaluate(trained, dataset, split: str) -> dict:
+    """Accuracy and loss of a trained run on one split of a dataset (a role or a split name)."""
+    train_values = (trained.config.get("configs") or {}).get("train") or {}
+    defaults = NextItemConfig()
+    batch_size = train_values.get("eval_batch_size", defaults.eval_batch_size)
+    windows = train_values.get("eval_windows", defaults.eval_windows)
+    examples = examples_for(dataset, split, trained.tokenizer, trained.block_size)
+    if isinstance(examples, Windows):
+        examples = examples.spread(windows)
+    correct, nll = score(trained.model, examples, batch_size, special_ids(trained.tokenizer))
+    return metrics_for(PREFIXES.get(split, split), examples, correct, nll)
+
+
+class NextItem:
+    """The pipeline object registered for the task: run, predict and evaluate."""
+
+    config = NextItemConfig
+    run = staticmethod(run)
+    predict = staticmethod(predict)
+    evaluate = staticmethod(evaluate)

@@ -1,0 +1,42 @@
+"""`digits` architecture plugin: the classic minimal transformer that reads a sequence and
+predicts what comes next ("1 2 3" -> "4").
+
+Token embedding plus fixed sinusoidal positions, post-LayerNorm blocks (attention, add and
+norm, feed-forward, add and norm), one attention head by default, and the prediction read
+at the last real position. The config lives here (no torch import, so listing the zoo stays
+fast); the network is in ``digits_model.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zoo.hookspecs import hookimpl
+
+
+@dataclass
+class DigitsConfig:
+    width: int = 64  # model dimension (embedding and attention width)
+    blocks: int = 2  # post-LN transformer blocks
+    heads: int = 1  # attention heads; width must divide evenly among them
+    ff_ratio: int = 4  # feed-forward hidden width = ff_ratio * width
+    dropout: float = 0.0
+    block_size: int = 32  # longest context in tokens; longer contexts keep their last tokens
+
+    def __post_init__(self):
+        for name in ("width", "blocks", "heads", "ff_ratio", "block_size"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.width % self.heads:
+            raise ValueError(f"width ({self.width}) must be divisible by heads ({self.heads})")
+        if self.width % 2:
+            raise ValueError(f"width must be even for sinusoidal positions, got {self.width}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+
+@hookimpl
+def register_architectures(register):
+    register("digits", "zoo.plugins.digits_model:build", config=DigitsConfig,
+             tasks=("next-item",),
+             description="minimal transformer (sinusoidal positions, post-LN, one head) that "
+                         "predicts the next item at the last position")

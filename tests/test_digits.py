@@ -1,0 +1,228 @@
+"""The digits dataset, the digits architecture and the next-item pipeline, on tiny configs."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from conftest import TINY_DECODER, run_cli
+
+from zoo import registry
+from zoo.plugins import digits_data
+from zoo.plugins.digits_data import DigitsDataConfig
+
+SMALL = dict(train_size=300, validation_size=60, test_size=60, heldout_size=60)
+
+TINY_DIGITS = ["--set", "width=32", "--set", "blocks=1", "--set", "block_size=32",
+               "--set", "batch_size=32", "--set", "eval_interval=20", "--set", "eval_batches=2",
+               "--set", "warmup_steps=5"]
+
+
+# The shared tiny decoder settings, less the language-modeling-only ones.
+TINY_DECODER_NEXT = [a for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
+                     if not pair[1].startswith("sample_tokens") for a in pair]
+
+
+def catalogue(tmp_path, name: str, **config) -> None:
+    """A registry.toml in the working directory naming a digits dataset with these options."""
+    options = ", ".join(f"{k} = {json.dumps(v)}" for k, v in config.items())
+    (tmp_path / "work" / "registry.toml").write_text(
+        f'[datasets.{name}]\nplugin = "digits"\ntask = "next-item"\ntext_column = "text"\n'
+        f'label_column = "target"\nconfig = {{ {options} }}\n', encoding="utf-8")
+    registry.reset_zoo()  # the process-wide zoo read the old catalogue
+
+
+# -- the generator -------------------------------------------------------------------------
+def test_generator_is_deterministic_with_a_stable_fingerprint(tmp_path):
+    config = DigitsDataConfig(**SMALL)
+    first = digits_data.build(config, cache_dir=str(tmp_path / "a"))
+    again = digits_data.build(config, cache_dir=str(tmp_path / "b"))  # no shared cache
+    other = digits_data.build(DigitsDataConfig(**SMALL, seed=1), cache_dir=str(tmp_path / "a"))
+    assert list(first) == ["train", "validation", "test", "heldout"]
+    for split in first:
+        assert first[split]._fingerprint == again[split]._fingerprint
+        assert first[split].to_list() == again[split].to_list()
+        assert first[split]._fingerprint != other[split]._fingerprint
+    assert first["train"].to_list() != other["train"].to_list()
+    assert len(first["train"]) == 300 and len(first["heldout"]) == 60
+
+
+def test_rows_follow_their_rules():
+    rows = list(digits_data.generate_rows(
+        {**SMALL, "min_len": 5, "max_len": 7}, "train"))
+    assert {r["family"] for r in rows} == {"arithmetic", "fibonacci", "periodic"}
+    assert {len(r["text"].split()) for r in rows} == {5, 6, 7}
+    shortest = {f: min(len(r["text"].split()) for r in rows if r["family"] == f)
+                for f in ("arithmetic", "fibonacci")}
+    assert shortest == {"arithmetic": 5, "fibonacci": 5}
+    default = list(digits_data.generate_rows(SMALL, "train"))  # min_len 3: family minimums
+    assert min(len(r["text"].split()) for r in default if r["family"] == "arithmetic") == 3
+    assert min(len(r["text"].split()) for r in default if r["family"] == "fibonacci") == 4
+    assert min(len(r["text"].split()) for r in default
+               if r["family"] == "periodic" and len(r["rule"].split()) == 3) == 6
+    for row in rows:
+        params = tuple(int(x) for x in row["rule"].split())
+        items = digits_data.sequence(row["family"], params, len(row["text"].split()) + 1)
+        assert row["text"] == " ".join(map(str, items[:-1])) and row["target"] == str(items[-1])
+    assert digits_data.sequence("arithmetic", (7, 1), 4) == [7, 8, 9, 0]
+    assert digits_data.sequence("fibonacci", (1, 1), 6) == [1, 1, 2, 3, 5, 8]
+    assert digits_data.sequence("periodic", (4, 2, 9), 5) == [4, 2, 9, 4, 2]
+
+
+def test_heldout_rules_and_contexts_never_appear_in_train():
+    # The default sizes: the whole train split is checked, not a sample.
+    config = {f.name: getattr(DigitsDataConfig(), f.name)
+              for f in __import__("dataclasses").fields(DigitsDataConfig)}
+    train = list(digits_data.generate_rows(config, "train"))
+    heldout = list(digits_data.generate_rows(config, "heldout"))
+    assert len(train) == 20000 and len(heldout) == 2000
+    train_rules = {(r["family"], r["rule"]) for r in train}
+    held_rules = {(r["family"], r["rule"]) for r in heldout}
+    assert train_rules and held_rules and not train_rules & held_rules
+    assert {("arithmetic", "1 1"), ("arithmetic", "7 1"), ("arithmetic", "2 2")} <= train_rules
+    assert not {r["text"] for r in train} & {r["text"] for r in heldout}
+    for split in ("validation", "test"):
+        rules = {(r["family"], r["rule"]) for r in digits_data.generate_rows(config, split)}
+        assert not rules & held_rules
+
+
+def test_every_context_has_one_next_item():
+    """The task is exactly learnable: no context continues two ways, in any split."""
+    seen = {}
+    for split in digits_data.SPLITS:
+        for row in digits_data.generate_rows(SMALL, split):
+            assert seen.setdefault(row["text"], row["target"]) == row["target"]
+
+
+def test_ambiguous_or_bad_configs_fail_with_one_line(tmp_path, cli, monkeypatch):
+    digits_data.check_identifiable(DigitsDataConfig(periods=[2, 3, 4], max_len=10))
+    # Fibonacci-like at 3 digits: "1 2 3" continues with 4 (arithmetic) and 5 (1 2 3 5).
+    with monkeypatch.context() as patched:
+        patched.setitem(digits_data.SHORTEST, "fibonacci", 3)
+        with pytest.raises(ValueError, match="ambiguous: 1 2 3 continues with 4"):
+            digits_data.check_identifiable(DigitsDataConfig())
+    catalogue(tmp_path, "bad", families=["arithmetic", "squares"])
+    result = cli("run", "digits-char", "bad", "--steps", 1)
+    assert result.code == 2 and "families" in result.err
+    assert len(result.err.strip().splitlines()) == 1
+    catalogue(tmp_path, "typo", min_lenght=3)
+    result = cli("run", "digits-char", "typo", "--steps", 1)
+    assert result.code == 2 and "Did you mean: min_len" in result.err
+
+
+# -- the architecture ----------------------------------------------------------------------
+def test_digits_model_reads_the_last_real_position_whatever_the_padding():
+    import torch
+
+    from zoo.model import TaskSpec
+    from zoo.plugins.digits import DigitsConfig
+    from zoo.plugins.digits_model import build
+
+    torch.manual_seed(0)
+    model = build(DigitsConfig(width=16, blocks=2, heads=2, block_size=12), TaskSpec("next-item", 9))
+    model.eval()
+    short = torch.tensor([[3, 4, 5]])
+    padded = torch.tensor([[3, 4, 5, 0, 0, 0], [6, 7, 8, 3, 4, 5]])
+    mask = torch.tensor([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1]])
+    alone = model(short)
+    batched = model(padded, mask)
+    assert alone.shape == (1, 9) and batched.shape == (2, 9)
+    assert torch.allclose(alone[0], batched[0], atol=1e-5)
+    assert not torch.allclose(batched[0], batched[1], atol=1e-3)
+    assert "positions" not in model.state_dict()  # fixed sinusoids are not weights
+    with pytest.raises(ValueError, match="block_size"):
+        model(torch.zeros((1, 13), dtype=torch.long))
+
+
+# -- the pipeline --------------------------------------------------------------------------
+def test_tiny_model_learns_one_progression_family_exactly(tmp_path):
+    catalogue(tmp_path, "arith", families=["arithmetic"], min_len=3, max_len=5,
+              train_size=2000, validation_size=200, test_size=300, heldout_size=100)
+    # About 3 s of CPU; test accuracy is 100% with seeds 0 to 3 (validation from step 250).
+    result = run_cli("run", "digits-char", "arith", "--json", "--steps", 300, *TINY_DIGITS,
+                     "--set", "batch_size=128", "--set", "lr=1e-2", "--set", "min_lr=1e-3",
+                     "--set", "eval_interval=50")
+    assert result.code == 0, result
+    summary = json.loads(result.out)
+    metrics = summary["metrics"]
+    assert summary["task"] == "next-item"
+    assert metrics["test_accuracy"] == 1.0
+    assert metrics["test_accuracy_arithmetic"] == 1.0
+    assert 0 <= metrics["heldout_accuracy"] <= 1 and "heldout_accuracy_arithmetic" in metrics
+
+    # The documentation's examples are training rules (always_train); 5 6 7 8 is a test row.
+    predicted = run_cli("predict", summary["run_id"], "1 2 3", "--json")
+    assert predicted.code == 0, predicted
+    answer = json.loads(predicted.out)
+    assert answer["label"] == "4" and 0.5 < answer["probability"] <= 1
+    assert [t["label"] for t in answer["top"]][0] == "4" and len(answer["top"]) == 3
+    lines = tmp_path / "contexts.txt"
+    lines.write_text("7 8 9\n\n2 4 6\n", encoding="utf-8")  # blank lines are skipped
+    predicted = run_cli("predict", summary["run_id"], "--file", lines)
+    assert predicted.code == 0, predicted
+    assert [line.split("\t")[0] for line in predicted.out.splitlines()] == ["0", "8"]
+
+
+def test_evaluate_on_a_reloaded_run_matches_the_recorded_metrics(tmp_path):
+    from zoo import data
+    from zoo.pipelines.next_item import evaluate
+    from zoo.registry import get_zoo
+    from zoo.runner import load_trained
+
+    catalogue(tmp_path, "mixed", **SMALL)
+    result = run_cli("run", "digits-char", "mixed", "--json", "--steps", 8, *TINY_DIGITS)
+    assert result.code == 0, result
+    summary = json.loads(result.out)
+    trained = load_trained(summary["run_id"])
+    dataset = data.load(data.resolve("mixed", get_zoo()), get_zoo())
+    for split in ("test", "heldout"):
+        figures = evaluate(trained, dataset, split)
+        for key, value in figures.items():
+            assert value == pytest.approx(summary["metrics"][key], abs=1e-9), key
+    assert set(figures) >= {"heldout_accuracy", "heldout_loss", "heldout_accuracy_periodic"}
+
+
+def test_text_datasets_serve_next_item_as_windows(tiny_text):
+    # digits on plain text picks next-item; the decoder is asked for it explicitly.
+    result = run_cli("run", "digits-char", tiny_text, "--json", "--steps", 5, *TINY_DIGITS,
+                     "--set", "block_size=16", "--set", "eval_windows=50")
+    assert result.code == 0, result
+    metrics = json.loads(result.out)["metrics"]
+    assert json.loads(result.out)["task"] == "next-item"
+    assert 0 <= metrics["test_accuracy"] <= 1 and math.isfinite(metrics["test_loss"])
+    assert not any(k.startswith("heldout") for k in metrics)
+    run_id = json.loads(result.out)["run_id"]
+    predicted = run_cli("predict", run_id, "the quick brown fo", "--json")
+    assert predicted.code == 0 and 0 < json.loads(predicted.out)["probability"] <= 1
+
+    result = run_cli("run", "decoder-char", tiny_text, "--task", "next-item", "--json",
+                     "--steps", 5, *TINY_DECODER_NEXT, "--set", "eval_windows=50")
+    assert result.code == 0, result
+    assert 0 <= json.loads(result.out)["metrics"]["test_accuracy"] <= 1
+
+
+def test_decoder_serves_the_digits_rows(tmp_path):
+    catalogue(tmp_path, "mixed", **SMALL)
+    result = run_cli("run", "decoder-char", "mixed", "--json", "--steps", 5, *TINY_DECODER_NEXT)
+    assert result.code == 0, result
+    metrics = json.loads(result.out)["metrics"]
+    assert {"test_accuracy", "heldout_accuracy", "test_accuracy_fibonacci"} <= set(metrics)
+
+
+def test_windows_cover_the_split_and_predict_the_following_token():
+    from zoo.pipelines.next_item import Windows
+
+    ids = np.arange(100)
+    windows = Windows(ids, 8)
+    batch = windows.batch(np.array([0, 91]))
+    assert batch.inputs.tolist()[1] == list(range(91, 99)) and batch.targets.tolist() == [8, 99]
+    spread = windows.spread(5)
+    assert len(spread) == 5 and spread.starts[0] == 0 and spread.starts[-1] == 91
+
+
+def test_empty_context_is_a_clear_error(tmp_path):
+    catalogue(tmp_path, "arith", families=["arithmetic"], **SMALL)
+    result = run_cli("run", "digits-char", "arith", "--json", "--steps", 3, *TINY_DIGITS)
+    assert result.code == 0, result
+    predicted = run_cli("predict", json.loads(result.out)["run_id"], "")
+    assert predicted.code == 2 and "no token" in predicted.err
