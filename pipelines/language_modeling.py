@@ -188,8 +188,32 @@ def estimate(model, ids: np.ndarray, cfg: TrainConfig, block: int, rng) -> float
     return total / count
 
 
+def evaluate_trained(trained, dataset, split: str = "test") -> dict:
+    """Score a trained run on a split of any text dataset (`zoo eval`).
+
+    Metric names carry no split prefix (the eval row records the split): loss and ppl per
+    token, bpc and bpb per character and byte, and the fraction of tokens that are <unk>
+    (characters the tokenizer never saw in training, which the model cannot predict).
+    """
+    text = split_text(dataset, split)
+    ids = encode(trained.tokenizer, text)
+    if len(ids) < 2:
+        raise ZooError(f"split {split!r} of {dataset.ref.name!r} has fewer than 2 tokens")
+    train_config = (trained.config.get("configs") or {}).get("train") or {}
+    batch = int(train_config.get("eval_batch_size") or LanguageModelingConfig.eval_batch_size)
+    nll, count = evaluate(trained.model, ids, trained.block_size, batch)
+    metrics = {key.removeprefix("eval_"): value
+               for key, value in split_metrics("eval", nll, count, text).items()}
+    unk = trained.tokenizer.unk_id
+    metrics["unk_rate"] = float(np.mean(ids == unk)) if unk is not None else 0.0
+    metrics["tokens"] = int(len(ids))
+    metrics["characters"] = len(text)
+    return metrics
+
+
 class LanguageModeling:
     """The pipeline object registered for the task: run, and evaluate a trained run."""
 
     config = LanguageModelingConfig
     run = staticmethod(run)
+    evaluate = staticmethod(evaluate_trained)

@@ -99,6 +99,10 @@ def print_result(result: dict, as_json: bool) -> None:
         print(f"--- sample {i + 1} ---")
         print("\n".join(lines))
     print(f"saved in {result['run_dir']}")
+    if result.get("curve"):
+        print(f"training curve: {result['curve']}")
+    elif result.get("curve_error"):
+        print(f"training curve: not drawn ({result['curve_error']})")
 
 
 def _json_default(value):
@@ -197,6 +201,178 @@ def cmd_verify(args) -> int:
     if not args.json:
         print("verified: the run computes what the NumPy reference computes")
     return 0
+
+
+# -- zoo compare ---------------------------------------------------------------------
+def _status_list(text: str) -> tuple[str, ...]:
+    from zoo.store import STATUSES
+
+    wanted = tuple(s.strip() for s in text.split(",") if s.strip())
+    for status in wanted:
+        if status != "all" and status not in STATUSES:
+            raise ZooError(f"--status {status!r}: expected any of {', '.join(STATUSES)} or all")
+    return wanted
+
+
+def comparison_from_args(args, frame=None):
+    from zoo.comparison import load_runs, summarize
+
+    return summarize(load_runs() if frame is None else frame, metric=args.metric,
+                     where=args.where, by=args.by, columns=args.columns, baseline=args.baseline,
+                     evals=args.evals, status=_status_list(args.status), better=args.better,
+                     pool=args.pool)
+
+
+def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) -> None:
+    from zoo.comparison import render
+
+    text = render(comparison, fmt)
+    if plot:
+        from zoo.plots import comparison_bars, save
+
+        save(comparison_bars(comparison), plot)
+        print(f"wrote {plot}", file=sys.stderr)
+    if output:
+        from pathlib import Path
+
+        from zoo.files import atomic_write_text
+
+        path = Path(output)
+        if not path.parent.is_dir():
+            raise ZooError(f"cannot write {output}: folder {path.parent} does not exist")
+        atomic_write_text(path, text)
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_compare(args) -> int:
+    emit_comparison(comparison_from_args(args), args.format, args.output, args.plot)
+    return 0
+
+
+def add_compare_options(p, *, sweep: bool = False) -> None:
+    from zoo.comparison import FORMATS
+
+    p.add_argument("--metric", help="any recorded metric, or params, duration, tokens_per_s "
+                   "(default: the task's primary metric, val_bpc or test_accuracy)")
+    p.add_argument("--by", metavar="KEYS", help="run columns for the rows, comma-separated "
+                   "(default model; with --evals model,trained_on)")
+    p.add_argument("--columns", metavar="KEYS", help="run columns for the columns "
+                   "(default dataset; with --evals dataset,split)")
+    p.add_argument("--baseline", metavar="MODEL", help="add the difference to this row with "
+                   "a 95%% confidence interval over seeds")
+    p.add_argument("--format", default="table", choices=FORMATS, help="output format")
+    p.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout")
+    p.add_argument("--plot", metavar="PNG", help="also draw grouped bars with error bars")
+    p.add_argument("--better", choices=("lower", "higher"), help="which direction is best "
+                   "(default: from the metric's name)")
+    p.add_argument("--pool", action="store_true", help="pool runs whose settings differ "
+                   "(by default they are separate rows, labelled by what differs)")
+    if not sweep:
+        p.add_argument("--where", metavar="EXPR", help="a pandas query over run columns, e.g. "
+                       "\"architecture == 'decoder' and params < 1e6\"")
+        p.add_argument("--evals", action="store_true", help="compare evaluation rows "
+                       "(zoo eval) instead of training runs")
+        p.add_argument("--status", default="finished", help="statuses to include, "
+                       "comma-separated, or all (default finished)")
+
+
+# -- zoo sweep -----------------------------------------------------------------------
+def cmd_sweep(args) -> int:
+    from zoo.config import parse_assignment
+    from zoo import sweep as sweeps
+
+    overrides = dict(parse_assignment(item) for item in args.set or [])
+    if args.steps is not None:
+        overrides["train.steps"] = args.steps
+    if args.time is not None:
+        overrides["train.time"] = args.time
+    plan = sweeps.plan_sweep(args.models, args.on, seeds=args.seeds, overrides=overrides,
+                             task=args.task)
+    for line in sweeps.describe_plan(plan):
+        print(line, file=sys.stderr)
+    if args.baseline is not None and args.baseline not in plan.models:
+        from zoo.errors import UnknownNameError
+
+        raise UnknownNameError("baseline model", args.baseline, plan.models,
+                               hint="it must be one of the sweep's models")
+    if not plan.todo and not plan.finished_before:
+        raise ZooError("no cell of the sweep can run (the reasons are above)")
+    if args.dry_run:
+        for cell in plan.cells:
+            state = (f"skip: {cell.skip}" if cell.skip else f"done: run {cell.done}" if cell.done
+                     else "to run")
+            print(f"{cell.name}\t{state}")
+        return 0
+    sweeps.run_sweep(plan, device=args.device, quiet=not args.verbose)
+    print(sweeps.summary(plan), file=sys.stderr)
+    if any(c.status == "finished" or c.done for c in plan.cells):
+        args.where, args.evals, args.status = None, False, "finished"
+        from zoo.comparison import load_runs
+
+        frame = load_runs()
+        frame = frame[frame["config_hash"].isin(plan.hashes)]
+        emit_comparison(comparison_from_args(args, frame), args.format, args.output, args.plot)
+    return 1 if plan.failed else 0
+
+
+# -- zoo eval ------------------------------------------------------------------------
+def cmd_eval(args) -> int:
+    from zoo.evaluation import evaluate_run
+
+    result = evaluate_run(args.run_id, args.dataset, args.split, text_column=args.text_column,
+                          label_column=args.label_column)
+    if args.json:
+        print(json.dumps(result, default=_json_default))
+        return 0
+    print(f"eval {result['run_id']}: run {result['parent_id']} ({result['model']}, trained on "
+          f"{result['trained_on']}) scored on {result['dataset']} split {result['split']} "
+          f"in {result['duration']:.1f} s")
+    for key, value in result["metrics"].items():
+        print(f"  {key:<16} {value:.4f}" if isinstance(value, float) else f"  {key:<16} {value}")
+    return 0
+
+
+# -- zoo plot ------------------------------------------------------------------------
+def cmd_plot(args) -> int:
+    from zoo.job import RunFolder
+    from zoo.plots import run_labels, save, training_curves
+    from zoo.store import Store, home
+
+    with Store() as store:
+        rows = [store.get(run_id) for run_id in args.run_ids]
+    runs = []
+    for row, label in zip(rows, run_labels(rows)):
+        records = RunFolder(home() / row["id"]).curve()
+        if not records:
+            raise ZooError(f"run {row['id']} has no training curve (no metrics.jsonl in "
+                           f"{home() / row['id']})")
+        runs.append({"label": label, "records": records})
+    save(training_curves(runs, args.metric, args.x), args.output)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+# -- zoo reproduce -------------------------------------------------------------------
+def cmd_reproduce(args) -> int:
+    from zoo.reproduce import reproduce
+
+    report = reproduce(args.run_id, device=args.device, quiet=args.quiet or args.json)
+    if args.json:
+        print(json.dumps(report, default=_json_default))
+        return 0 if report["match"] else 1
+    print(f"reproduced run {report['run_id']} as run {report['rerun_id']}")
+    width = max([len(line["metric"]) for line in report["metrics"]] + [6])
+    for line in report["metrics"]:
+        mark = "same" if line["same"] else "DIFFERENT"
+        print(f"  {line['metric']:<{width}}  {line['original']!s:<22} {line['rerun']!s:<22} {mark}")
+    if report["excluded"]:
+        print(f"  (timing, not compared: {', '.join(report['excluded'])})")
+    for note in report["notes"]:
+        print(f"  note: {note}")
+    print("metrics match exactly" if report["match"] else "metrics DIFFER")
+    return 0 if report["match"] else 1
 
 
 # -- parser --------------------------------------------------------------------------
@@ -322,6 +498,73 @@ def build_parser() -> Parser:
                    help=f"largest allowed logit difference (default {DEFAULT_TOLERANCE:g})")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_verify)
+    p = commands.add_parser("compare", help="compare runs: models x datasets, mean ± std over seeds",
+                            description="A pivot of the recorded runs: by default rows are models, "
+                            "columns datasets, and each cell the task's primary metric (val_bpc, "
+                            "lower is better; test_accuracy, higher is better) as mean ± std over "
+                            "seeds with the count; the best in each column is marked. Only "
+                            "finished training runs count unless --status or --evals say "
+                            "otherwise. csv and json give one line per cell with numeric "
+                            "mean, std and n, and the ids of the runs behind each number.")
+    add_compare_options(p)
+    p.set_defaults(handler=cmd_compare)
+
+    p = commands.add_parser("sweep", help="train every model x dataset x seed, then compare",
+                            description="Train every possible cell in this process, skip "
+                            "impossible ones with their reason and cells already finished with "
+                            "the same config (so a second run resumes), record failures and go "
+                            "on, then print the comparison of the sweep's runs.")
+    p.add_argument("models", nargs="+", metavar="MODEL",
+                   help="model names; wildcards such as '*-char' match the registry")
+    p.add_argument("--on", nargs="+", required=True, metavar="DATASET", help="datasets")
+    p.add_argument("--seeds", type=positive_int, default=1, help="seeds 0..N-1 (default 1)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--steps", type=positive_int, help="optimizer steps per cell")
+    budget.add_argument("--time", type=positive_float, metavar="SECONDS",
+                        help="wall-clock training budget per cell")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a config field in every cell (repeatable)")
+    p.add_argument("--task", help="force a task instead of choosing it per cell")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--dry-run", action="store_true", help="print the plan and train nothing")
+    p.add_argument("--verbose", action="store_true", help="each run's own progress output")
+    add_compare_options(p, sweep=True)
+    p.set_defaults(handler=cmd_sweep)
+
+    p = commands.add_parser("eval", help="score a trained run on another dataset or split",
+                            description="Evaluate a trained run with its task's pipeline on a "
+                            "split of any dataset, and record it as an evaluation row linked to "
+                            "the run (zoo compare --evals shows them).")
+    p.add_argument("run_id", help="run id (or a unique prefix)")
+    p.add_argument("dataset", help="a catalogue alias, a Hub id, or a local folder or file")
+    p.add_argument("--split", default="test", help="split to score: train, validation, test "
+                   "or a split name of the dataset (default test)")
+    p.add_argument("--text-column", help="text column (detected by default)")
+    p.add_argument("--label-column", help="label column (detected by default)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=cmd_eval)
+
+    p = commands.add_parser("plot", help="draw training and validation curves of runs",
+                            description="Overlay the training (raw and smoothed) and validation "
+                            "curves of one or more runs from their metrics.jsonl.")
+    p.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="run ids (or unique prefixes)")
+    p.add_argument("--metric", default="loss", help="curve to draw: loss (train_loss and "
+                   "val_loss), lr, or any key of metrics.jsonl (default loss)")
+    p.add_argument("--x", default="step", choices=("step", "elapsed"),
+                   help="x axis: optimizer step or training time in seconds")
+    p.add_argument("--output", required=True, metavar="FILE", help="a .png, .svg or .pdf file")
+    p.set_defaults(handler=cmd_plot)
+
+    p = commands.add_parser("reproduce", help="rerun a run's exact config and compare metrics",
+                            description="Rebuild a run's plan from its config.json, train it "
+                            "again, and report whether every metric matches exactly (timing "
+                            "figures excluded). Exit code 0 when they match, 1 when not.")
+    p.add_argument("run_id", help="run id (or a unique prefix)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"),
+                   help="device (default: the one the run recorded)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=cmd_reproduce)
     return parser
 
 

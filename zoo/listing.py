@@ -188,10 +188,14 @@ def show_run(zoo, run_id: str) -> str:
             raise UnknownNameError("name", run_id, names,
                                    hint="not a model, architecture, tokenizer, dataset or run id") from None
     config = row["config"]
-    lines = [f"run {row['id']}  [{row['status']}]",
+    kind = row.get("kind") or "train"
+    lines = [f"run {row['id']}  [{row['status']}]" + ("" if kind == "train" else f"  ({kind})"),
              f"  model {row['model']} ({row['architecture']} + {row['tokenizer']}) on "
              f"{row['dataset']}, task {row['task']}, seed {row['seed']}",
              f"  parameters {row['params']}, duration {row['duration'] or 0:.1f} s"]
+    if kind == "eval":
+        lines.append(f"  evaluates run {row['parent_id']} (trained on {config.get('trained_on')}) "
+                     f"on split {config.get('split')!r} of {row['dataset']}")
     if row.get("error"):
         lines.append(f"  error: {row['error']}")
     lines.append(tokenizer_line(row))
@@ -202,9 +206,30 @@ def show_run(zoo, run_id: str) -> str:
         else:
             lines.append(f"    {key:<16} {value:.4f}" if isinstance(value, float) else f"    {key:<16} {value}")
     lines.append("  provenance:")
-    for key in ("config_hash", "dataset_id", "dataset_fingerprint", "git_commit", "versions"):
-        if key in config:
+    lines.append(f"    seed: {row['seed']}")
+    for key in ("config_hash", "parent_config_hash", "dataset_id", "dataset_location",
+                "dataset_fingerprint", "text_column", "label_column", "git_commit", "git_dirty",
+                "device", "reproduces"):
+        if config.get(key) is not None:
             lines.append(f"    {key}: {config[key]}")
+    for name, version in (config.get("versions") or {}).items():
+        lines.append(f"    version {name}: {version}")
+    with Store() as store:
+        evaluations = store.evaluations(row["id"])
+    from zoo.comparison import primary_metric
+
+    metric = primary_metric(row["task"], "eval")
+    for child in evaluations:
+        value = child["metrics"].get(metric)
+        shown = f", {metric} {value:.4f}" if isinstance(value, float) else ""
+        lines.append(f"  evaluation {child['id']} [{child['status']}] on {child['dataset']} "
+                     f"split {child['config'].get('split')!r}{shown}")
+    from zoo.store import home
+
+    folder = home() / row["id"]
+    if folder.is_dir():
+        files = ", ".join(sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")))
+        lines.append(f"  folder {folder}: {files}")
     lines.append("  config:")
     for section, values in (config.get("configs") or {}).items():
         lines.append(f"    {section}: {values}")
@@ -253,12 +278,15 @@ def runs_table():
         frame = store.frame()
     if frame.empty:
         return frame
+    from zoo.comparison import primary_metric
+
     primary = []
     for _, row in frame.iterrows():
-        metric = PRIMARY.get(row["task"])
+        metric = primary_metric(row["task"], row["kind"])  # eval rows: unprefixed names
         value = row.get(metric) if metric in frame.columns else None
         primary.append(f"{metric}={value:.4f}" if isinstance(value, float) and pd.notna(value) else "")
-    table = frame[["id", "status", "model", "dataset", "task", "params", "seed", "duration"]].copy()
+    table = frame[["id", "kind", "status", "model", "dataset", "task", "params", "seed",
+                   "duration"]].copy()
     table["primary"] = primary
     # A column of only running or interrupted rows holds None: make it numbers first.
     table["duration"] = pd.to_numeric(table["duration"], errors="coerce").round(1)

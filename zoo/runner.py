@@ -158,6 +158,17 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def git_dirty() -> bool | None:
+    """Whether the working tree has uncommitted changes to tracked files (None: no git)."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
+
+
 def seed_everything(seed: int) -> None:
     import numpy as np
 
@@ -171,8 +182,12 @@ def seed_everything(seed: int) -> None:
 
 
 def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
-            text_column: str | None = None, label_column: str | None = None, zoo=None) -> dict:
-    """Load the data, train and evaluate through the pipeline, and record the run."""
+            text_column: str | None = None, label_column: str | None = None, zoo=None,
+            extra: dict | None = None) -> dict:
+    """Load the data, train and evaluate through the pipeline, and record the run.
+
+    ``extra`` is added to the run's provenance (``zoo reproduce`` names the original run).
+    """
     from zoo.registry import get_zoo
 
     zoo = zoo or get_zoo()
@@ -187,9 +202,10 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     provenance = {**summary, "config_hash": config_hash(plan),
                   "configs": {k: _asdict(v) for k, v in plan.configs.items()},
                   "dataset_id": plan.dataset_ref.source, "dataset_location": dataset.location,
-                  "dataset_fingerprint": dataset.fingerprint,
+                  "dataset_fingerprint": dataset.fingerprint, "versions": versions(zoo, plan),
+                  "git_commit": git_commit(), "git_dirty": git_dirty(), "device": device,
                   "text_column": dataset.text_column, "label_column": dataset.label_column,
-                  "versions": versions(zoo, plan), "git_commit": git_commit(), "device": device}
+                  **(extra or {})}
     run.write_json("config.json", provenance)
     store = Store()
     store.insert(run.id, model=plan.spec.name, architecture=plan.spec.architecture.name,
@@ -245,9 +261,27 @@ def _train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dic
                  duration=duration, params=result.get("params"), metrics=result["metrics"])
     store.close()
     checkpoint.remove_all(run.path)  # the run is recorded; its weights are in model.safetensors
+    curve, curve_error = save_curve(run, summary)
     return {**summary, "status": result.get("status", "finished"), "params": result.get("params"),
             "metrics": result["metrics"], "samples": result.get("samples", []),
-            "duration": duration, "run_dir": str(run.path)}
+            "duration": duration, "run_dir": str(run.path), "curve": curve,
+            "curve_error": curve_error}
+
+
+def save_curve(run: RunFolder, summary: dict) -> tuple[str | None, str | None]:
+    """curve.png in the run folder. A plotting failure never fails a recorded run, but it
+    is reported (on stderr and in the result), never passed over in silence."""
+    try:
+        from zoo.plots import save_run_curve
+
+        path = save_run_curve(run.path, {**summary, "id": run.id})
+    except Exception as exc:  # matplotlib missing, a font cache problem, a full disk...
+        message = f"{type(exc).__name__}: {exc}"
+        print(f"zoo: warning: no training-curve plot for run {run.id}: {message}", file=sys.stderr)
+        return None, message
+    if path is None:
+        return None, "the run logged no training curve (metrics.jsonl is empty)"
+    return str(path), None
 
 
 # -- resume --------------------------------------------------------------------------

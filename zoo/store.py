@@ -171,6 +171,26 @@ class Store:
             raise UnknownNameError("run", run_id, recent, hint="zoo runs lists them")
         return _decode(dict(rows[0]))
 
+    def finished_by_hash(self, kind: str = "train") -> dict[str, str]:
+        """config_hash -> id of the latest finished run of that kind (for resuming sweeps)."""
+        rows = self.conn.execute(
+            "SELECT config_hash, id FROM runs WHERE status = 'finished' AND kind = ? "
+            "AND config_hash IS NOT NULL ORDER BY created", (kind,)).fetchall()
+        return {row["config_hash"]: row["id"] for row in rows}
+
+    def latest(self, *, config_hash: str, since: float = 0.0) -> dict | None:
+        """The newest run with this config hash created at or after `since`."""
+        row = self.conn.execute(
+            "SELECT * FROM runs WHERE config_hash = ? AND created >= ? ORDER BY created DESC "
+            "LIMIT 1", (config_hash, since)).fetchone()
+        return _decode(dict(row)) if row else None
+
+    def evaluations(self, parent_id: str) -> list[dict]:
+        """The evaluation rows that score a trained run, oldest first."""
+        return [_decode(dict(r)) for r in self.conn.execute(
+            "SELECT * FROM runs WHERE kind = 'eval' AND parent_id = ? ORDER BY created",
+            (parent_id,))]
+
     def rows(self) -> list[dict]:
         return [_decode(dict(r)) for r in self.conn.execute("SELECT * FROM runs ORDER BY created")]
 

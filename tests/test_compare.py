@@ -1,0 +1,324 @@
+"""zoo compare: statistics against hand computations, --where, every --format, plots;
+zoo eval rows, zoo reproduce and provenance on tiny runs."""
+import io
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from conftest import TINY_DECODER, run_cli
+from zoo.comparison import render, summarize
+from zoo.stats import t_quantile, welch_interval
+from zoo.store import Store
+
+LM = "language-modeling"
+
+
+def record(model, dataset, seed, metrics, *, task=LM, steps=100, status="finished",
+           architecture="decoder", kind="train", config_hash=None, created=None):
+    """A run row written straight into the store, as execute would leave it."""
+    run_id = f"{model}-{dataset}-{seed}-{steps}-{len(metrics)}-{status}-{kind}"
+    config = {"configs": {"model": {"n_layer": 2}, "tokenizer": None, "train": {"steps": steps}}}
+    fields = dict(model=model, architecture=architecture, tokenizer=model.rpartition("-")[2],
+                  dataset=dataset, task=task, seed=seed, params=1000, status=status, kind=kind,
+                  config_hash=config_hash or run_id, config=config, metrics=metrics, duration=1.0)
+    with Store() as store:
+        store.insert(run_id, **fields)
+        if created is not None:
+            store.update(run_id, created=created)
+    return run_id
+
+
+def loaded():
+    from zoo.comparison import load_runs
+
+    return load_runs()
+
+
+def fill_two_models():
+    # hand example: a = [1.0, 1.2] (baseline), b = [2.0, 2.2], c = [1.5, 1.7] on "text"
+    for seed, (a, b, c) in enumerate([(1.0, 2.0, 1.5), (1.2, 2.2, 1.7)]):
+        record("base-char", "text", seed, {"val_bpc": a, "tokens_per_s": 100.0 + seed})
+        record("big-char", "text", seed, {"val_bpc": b, "tokens_per_s": 50.0})
+        record("mid-char", "text", seed, {"val_bpc": c, "tokens_per_s": 70.0})
+    record("base-char", "other", 0, {"val_bpc": 3.0})
+    record("big-char", "other", 0, {"val_bpc": 2.5})
+
+
+# -- statistics ------------------------------------------------------------------------
+@pytest.mark.parametrize("df, expected", [(1, 12.706204736), (2, 4.302652730), (5, 2.570581836),
+                                          (10, 2.228138852), (30, 2.042272456)])
+def test_t_quantiles_match_the_printed_tables(df, expected):
+    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-7)
+    assert t_quantile(0.025, df) == pytest.approx(-expected, abs=1e-7)
+
+
+def test_welch_interval_against_a_hand_computation():
+    # b - a with sd 0.1414 on both sides and n = 2: se = sqrt(0.02/2 + 0.02/2) = 0.141421,
+    # Welch df = (0.02)^2 / (2 * 0.01^2) = 2, t = 4.302653, margin = 0.608487
+    interval = welch_interval(2.1, math.sqrt(0.02), 2, 1.1, math.sqrt(0.02), 2)
+    assert interval.df == pytest.approx(2.0)
+    assert interval.diff == pytest.approx(1.0)
+    assert interval.low == pytest.approx(1.0 - 0.608487, abs=1e-6)
+    assert interval.high == pytest.approx(1.0 + 0.608487, abs=1e-6)
+    assert interval.significant is True
+    close = welch_interval(1.6, math.sqrt(0.02), 2, 1.1, math.sqrt(0.02), 2)
+    assert close.low == pytest.approx(0.5 - 0.608487, abs=1e-6) and close.significant is False
+    assert welch_interval(1.6, float("nan"), 1, 1.1, 0.1, 2).significant is None
+
+
+def test_cells_hold_mean_std_n_best_and_the_baseline_difference():
+    fill_two_models()
+    cells = summarize(loaded(), baseline="base-char").cells.set_index(["model", "dataset"])
+    base, big, mid = (cells.loc[(m, "text")] for m in ("base-char", "big-char", "mid-char"))
+    assert base["mean"] == pytest.approx(1.1) and base["n"] == 2
+    assert base["std"] == pytest.approx(math.sqrt(0.02))  # sample std: |1.0 - 1.2| / sqrt(2)
+    assert base["metric"] == "val_bpc" and base["better"] == "lower"
+    assert bool(base["best"]) and not bool(big["best"]) and not bool(mid["best"])
+    assert big["diff"] == pytest.approx(1.0)
+    assert big["ci_low"] == pytest.approx(0.391513, abs=1e-5) and bool(big["significant"])
+    assert mid["ci_low"] == pytest.approx(-0.108487, abs=1e-5) and not bool(mid["significant"])
+    assert math.isnan(base["diff"])  # the baseline is not compared with itself
+    single = cells.loc[("big-char", "other")]
+    assert single["n"] == 1 and math.isnan(single["std"]) and bool(single["best"])
+    assert math.isnan(single["ci_low"])  # one run: no interval
+    assert set(big["runs"].split()) == {"big-char-text-0-100-2-finished-train",
+                                        "big-char-text-1-100-2-finished-train"}
+
+
+def test_text_table_marks_best_and_significance():
+    fill_two_models()
+    result = run_cli("compare", "--baseline", "base-char")
+    assert result.code == 0, result
+    lines = result.out.splitlines()
+    assert lines[0].split()[:2] == ["model", "other"]
+    base_line = next(line for line in lines if line.startswith("base-char"))
+    assert "1.100 ± 0.141 (n=2) *" in base_line
+    big_line = next(line for line in lines if line.startswith("big-char"))
+    assert "+1.000 [0.392, 1.608] †" in big_line
+    assert "lower is better" in result.out and "95% Welch" in result.out
+
+
+def test_higher_is_better_for_accuracy_and_tasks_never_share_a_column_best():
+    record("enc-char", "emotion", 0, {"test_accuracy": 0.8}, task="classification")
+    record("bow-char", "emotion", 0, {"test_accuracy": 0.6}, task="classification")
+    record("dec-char", "emotion", 0, {"val_bpc": 0.1})  # an LM run on the same dataset
+    cells = summarize(loaded()).cells.set_index("model")
+    assert bool(cells.loc["enc-char", "best"]) and not bool(cells.loc["bow-char", "best"])
+    assert not bool(cells.loc["dec-char", "best"])  # alone in its (task, metric) column
+    text = render(summarize(loaded()), "table")
+    assert "emotion [test_accuracy]" in text and "emotion [val_bpc]" in text
+
+
+def test_where_filters_and_a_bad_expression_is_exit_2():
+    fill_two_models()
+    result = run_cli("compare", "--where", "model != 'big-char' and seed == 0", "--format", "csv")
+    assert result.code == 0, result
+    table = pd.read_csv(io.StringIO(result.out))
+    assert sorted(set(table["model"])) == ["base-char", "mid-char"] and set(table["n"]) == {1}
+    bad = run_cli("compare", "--where", "model ==")
+    assert bad.code == 2 and bad.err.startswith("zoo: error: --where") and len(bad.err.splitlines()) == 1
+    none = run_cli("compare", "--where", "params > 1e9")
+    assert none.code == 2 and "no training runs" in none.err
+
+
+def test_only_finished_train_runs_count_by_default_and_repeats_count_once():
+    fill_two_models()
+    record("base-char", "text", 5, {"val_bpc": 99.0}, status="failed")
+    record("base-char", "text", 0, {"val_bpc": 1.05}, config_hash="base-char-text-0-100-2-finished-train",
+           steps=100, created=2e9)  # a later rerun of seed 0: replaces it, not added
+    base = summarize(loaded()).cells.set_index(["model", "dataset"]).loc[("base-char", "text")]
+    assert base["n"] == 2 and base["mean"] == pytest.approx((1.05 + 1.2) / 2)
+    everything = summarize(loaded(), status=("all",)).cells.set_index(["model", "dataset"])
+    assert everything.loc[("base-char", "text"), "n"] == 3
+    record("odd-char", "text", 0, {"train_loss": 1.0})  # finished, but without val_bpc
+    comparison = summarize(loaded())
+    assert "odd-char" not in set(comparison.cells["model"])
+    assert "1 of 9 matching runs recorded no primary metric and are left out" in comparison.notes
+
+
+def test_runs_with_different_settings_are_separate_rows():
+    record("base-char", "text", 0, {"val_bpc": 1.0}, steps=100)
+    record("base-char", "text", 0, {"val_bpc": 0.5}, steps=2000)
+    cells = summarize(loaded()).cells
+    assert sorted(cells["setting"]) == ["steps=100", "steps=2000"] and set(cells["n"]) == {1}
+    text = render(summarize(loaded()), "table")
+    assert "base-char (steps=2000)" in text
+    pooled = summarize(loaded(), pool=True).cells
+    assert len(pooled) == 1 and pooled["n"].iloc[0] == 2 and pooled["configs"].iloc[0] == 2
+
+
+def test_metric_by_and_unknown_names():
+    fill_two_models()
+    result = run_cli("compare", "--metric", "tokens_per_s", "--by", "architecture",
+                     "--columns", "dataset", "--pool", "--format", "json")
+    assert result.code == 0, result
+    rows = pd.read_json(io.StringIO(result.out), precise_float=True)
+    text = rows.set_index("dataset").loc["text"]
+    assert text["architecture"] == "decoder" and text["n"] == 6
+    assert text["mean"] == pytest.approx((100 + 101 + 50 * 2 + 70 * 2) / 6)
+    assert text["better"] == "higher"
+    unknown = run_cli("compare", "--metric", "val_bcp")
+    assert unknown.code == 2 and "Did you mean: val_bpc" in unknown.err
+    assert run_cli("compare", "--by", "modle").code == 2
+    assert run_cli("compare", "--baseline", "nobody").code == 2
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_csv_and_json_parse_back_to_the_same_numbers(fmt):
+    fill_two_models()
+    expected = summarize(loaded(), baseline="base-char").cells
+    result = run_cli("compare", "--baseline", "base-char", "--format", fmt)
+    assert result.code == 0, result
+    text = io.StringIO(result.out)
+    back = pd.read_csv(text) if fmt == "csv" else pd.read_json(text, precise_float=True)
+    assert list(back.columns) == list(expected.columns)
+    for column in ("mean", "std", "n", "diff", "ci_low", "ci_high", "df"):
+        assert pd.api.types.is_numeric_dtype(back[column]), column
+        pd.testing.assert_series_equal(back[column].astype(float), expected[column].astype(float),
+                                       check_exact=True, check_names=False)
+    assert list(back["runs"]) == list(expected["runs"])
+
+
+def test_markdown_html_latex_and_output_file(isolated):
+    fill_two_models()
+    markdown = run_cli("compare", "--format", "markdown").out
+    assert markdown.startswith("| model | other | text |") and "| --- | ---: | ---: |" in markdown
+    assert "**1.100 ± 0.141 (n=2)**" in markdown
+    html = run_cli("compare", "--format", "html").out
+    assert html.startswith('<table class="zoo-compare">') and "<strong>1.100 ± 0.141 (n=2)</strong>" in html
+    latex = run_cli("compare", "--format", "latex").out
+    assert r"\begin{tabular}{lrr}" in latex and r"\textbf{1.100 $\pm$ 0.141 (n=2)}" in latex
+    assert r"val\_bpc" in latex
+    result = run_cli("compare", "--format", "markdown", "--output", "table.md")
+    assert result.code == 0 and result.out == ""
+    assert (isolated / "table.md").read_text(encoding="utf-8") == markdown
+    assert run_cli("compare", "--format", "xml").code == 2
+
+
+def test_compare_plot_writes_a_png(isolated):
+    fill_two_models()
+    result = run_cli("compare", "--plot", "chart.png", "--format", "csv")
+    assert result.code == 0, result
+    data = (isolated / "chart.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    assert run_cli("compare", "--plot", "missing/chart.png").code == 2
+
+
+def test_python_api_returns_the_cells():
+    import zoo
+
+    fill_two_models()
+    cells = zoo.compare(where="dataset == 'text'")
+    assert set(cells["model"]) == {"base-char", "big-char", "mid-char"}
+    assert len(zoo.runs()) == 8
+
+
+def test_plot_overlays_curves_from_metrics_jsonl(isolated):
+    from zoo.job import RunFolder
+    from zoo.store import home
+
+    run_id = record("base-char", "text", 0, {"val_bpc": 1.0})
+    folder = RunFolder(home() / run_id)
+    folder.path.mkdir(parents=True)
+    for step in range(1, 41):
+        folder.log({"step": step, "train_loss": 4.0 - step * 0.05, "lr": 1e-3, "elapsed": step * 0.1,
+                    **({"val_loss": 4.1 - step * 0.05} if step % 10 == 0 else {})})
+    result = run_cli("plot", run_id, "--output", "curves.png")
+    assert result.code == 0, result
+    assert (isolated / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert run_cli("plot", run_id, "--metric", "accuracy", "--output", "x.png").code == 2
+    empty = record("mid-char", "text", 0, {"val_bpc": 1.0})
+    assert run_cli("plot", empty, "--output", "y.png").code == 2  # no metrics.jsonl
+
+
+# -- on tiny real runs -----------------------------------------------------------------
+def tiny_run(path, *extra, seed=0):
+    result = run_cli("run", "decoder-char", path, "--steps", 6, "--seed", seed, "--json",
+                     *TINY_DECODER, *extra)
+    assert result.code == 0, result
+    return json.loads(result.out)
+
+
+def test_eval_rows_show_and_compare(tiny_text):
+    from zoo.store import home
+
+    summary = tiny_run(tiny_text)
+    run_id = summary["run_id"]
+    assert (home() / run_id / "curve.png").read_bytes()[:4] == b"\x89PNG"
+    result = run_cli("eval", run_id, tiny_text, "--split", "validation", "--json")
+    assert result.code == 0, result
+    evaluation = json.loads(result.out)
+    # scoring the validation split again gives the run's own validation figures
+    assert evaluation["metrics"]["bpc"] == pytest.approx(summary["metrics"]["val_bpc"], rel=1e-9)
+    assert evaluation["metrics"]["loss"] == pytest.approx(summary["metrics"]["val_loss"], rel=1e-9)
+    with Store() as store:
+        row = store.get(evaluation["run_id"])
+    assert row["kind"] == "eval" and row["parent_id"] == run_id and row["status"] == "finished"
+    assert row["config"]["split"] == "validation" and row["config"]["dataset_fingerprint"]
+    shakespeare = run_cli("eval", run_id, "shakespeare", "--json")
+    assert shakespeare.code == 0, shakespeare
+    assert json.loads(shakespeare.out)["metrics"]["unk_rate"] > 0  # characters tiny.txt lacks
+    # a missing split is a one-line error, and nothing is recorded
+    missing = run_cli("eval", run_id, tiny_text, "--split", "dev")
+    assert missing.code == 2 and "Unknown split 'dev'" in missing.err
+    with Store() as store:
+        assert len(store.evaluations(run_id)) == 2
+    table = run_cli("compare", "--evals", "--format", "csv")
+    assert table.code == 0, table
+    cells = pd.read_csv(io.StringIO(table.out))
+    assert set(cells["split"]) == {"validation", "test"} and set(cells["metric"]) == {"bpc"}
+    assert set(cells["trained_on"]) == {str(tiny_text)}
+    train_only = pd.read_csv(io.StringIO(run_cli("compare", "--format", "csv").out))
+    assert len(train_only) == 1 and train_only["n"].iloc[0] == 1  # evals are not training runs
+    shown = run_cli("show", run_id)
+    assert shown.code == 0, shown
+    for needle in ("config_hash:", "dataset_fingerprint:", "seed: 0", "version torch:",
+                   "version plugin:decoder:", f"evaluation {evaluation['run_id']}", "curve.png"):
+        assert needle in shown.out, needle
+    assert "git_commit" in row["config"]  # None outside a git checkout, still recorded
+
+
+def test_reproduce_matches_exactly(tiny_text, monkeypatch):
+    from zoo import plots
+    from zoo.store import home
+
+    summary = tiny_run(tiny_text, seed=2)
+
+    def broken(*args):
+        raise RuntimeError("no fonts")
+
+    monkeypatch.setattr(plots, "save_run_curve", broken)  # the rerun's plot fails: said, not fatal
+    result = run_cli("reproduce", summary["run_id"], "--json")
+    assert result.code == 0, result
+    report = json.loads(result.out)
+    assert report["match"] is True and report["rerun_id"] != summary["run_id"]
+    assert f"no training-curve plot for run {report['rerun_id']}: RuntimeError: no fonts" in result.err
+    assert not (home() / report["rerun_id"] / "curve.png").exists()
+    compared = {line["metric"] for line in report["metrics"]}
+    assert {"val_bpc", "test_loss", "train_loss"} <= compared
+    assert "tokens_per_s" not in compared and "tokens_per_s" in report["excluded"]
+    with Store() as store:
+        rerun = store.get(report["rerun_id"])
+    assert rerun["config"]["reproduces"] == summary["run_id"]
+    assert rerun["config_hash"] == summary_hash(summary["run_id"])
+    # the rerun repeats the experiment: compare still counts one run
+    cells = pd.read_csv(io.StringIO(run_cli("compare", "--format", "csv").out))
+    assert cells["n"].tolist() == [1]
+
+
+def summary_hash(run_id):
+    with Store() as store:
+        return store.get(run_id)["config_hash"]
+
+
+def test_reproduce_compares_every_metric_but_timing_exactly():
+    from zoo.reproduce import compare_metrics
+
+    lines = {line["metric"]: line for line in compare_metrics(
+        {"val_bpc": 1.5, "steps": 10, "tokens_per_s": 900.0, "train_time": 2.0, "nan": math.nan},
+        {"val_bpc": 1.5 + 1e-15, "steps": 10, "tokens_per_s": 800.0, "train_time": 3.0,
+         "nan": math.nan})}
+    assert set(lines) == {"val_bpc", "steps", "nan"}
+    assert not lines["val_bpc"]["same"] and lines["steps"]["same"] and lines["nan"]["same"]

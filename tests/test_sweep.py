@@ -1,0 +1,101 @@
+"""zoo sweep: planning, skipping impossible cells, failures that do not stop the sweep,
+resuming, and the table at the end (tiny configs)."""
+import io
+
+import pandas as pd
+import pytest
+
+from conftest import TINY_DECODER, run_cli
+from zoo import registry
+from zoo.hookspecs import hookimpl
+from zoo.store import Store
+
+
+class HeadlessPlugin:
+    """An architecture with only a classification head: it cannot model plain text."""
+
+    @hookimpl
+    def register_architectures(self, register):
+        from zoo.plugins.decoder import DecoderConfig
+
+        register("headless", "zoo.plugins.decoder_model:build", config=DecoderConfig,
+                 tasks=("classification",), description="test: classification only")
+
+
+@pytest.fixture
+def with_headless():
+    zoo = registry.build_zoo(entry_points=False)
+    assert zoo.add_plugin(HeadlessPlugin(), registry.PluginInfo("headless", "test"))
+    registry.reset_zoo(zoo)
+    return zoo
+
+
+@pytest.fixture
+def small_text(tmp_path):
+    """Too little text for block_size 16: every run on it fails inside the pipeline."""
+    path = tmp_path / "small.txt"
+    path.write_text("\n".join(f"l{i}" for i in range(24)) + "\n", encoding="utf-8")
+    return path
+
+
+def finished_runs():
+    with Store() as store:
+        return [r for r in store.rows() if r["status"] == "finished"]
+
+
+def test_sweep_skips_impossible_records_failures_resumes_and_prints_the_table(
+        tiny_text, small_text, with_headless):
+    args = ["sweep", "decoder-char", "headless-char", "--on", tiny_text, small_text,
+            "--seeds", 2, "--steps", 3, *TINY_DECODER, "--format", "csv"]
+    first = run_cli(*args)
+    assert first.code == 1, first  # two cells failed
+    assert "8 cells: 4 to run, 0 already finished, 4 impossible" in first.err
+    skips = [line for line in first.err.splitlines() if line.startswith("  skip headless-char")]
+    assert len(skips) == 2 and "no language-modeling head" in skips[0]
+    assert "[4/4]" in first.err and "sweep done: 2 trained, 0 already finished, 4 impossible, 2 failed" in first.err
+    table = pd.read_csv(io.StringIO(first.out))
+    assert table[["model", "dataset", "n"]].values.tolist() == [["decoder-char", str(tiny_text), 2]]
+    assert table["std"].iloc[0] > 0 and len(table["runs"].iloc[0].split()) == 2
+    with Store() as store:
+        failed = [r for r in store.rows() if r["status"] == "failed"]
+    assert len(failed) == 2 and all(r["dataset"] == str(small_text) for r in failed)
+    assert all("block_size" in r["error"] for r in failed)
+
+    second = run_cli(*args)  # resumes: the finished cells are not trained again
+    assert "2 to run, 2 already finished, 4 impossible" in second.err
+    assert "sweep done: 0 trained, 2 already finished" in second.err
+    assert len(finished_runs()) == 2
+    assert pd.read_csv(io.StringIO(second.out))["runs"].tolist() == table["runs"].tolist()
+
+
+def test_sweep_table_shows_only_the_sweeps_runs(tiny_text):
+    base = ["--seeds", 1, *TINY_DECODER, "--format", "csv"]
+    run_cli("sweep", "decoder-char", "--on", tiny_text, "--steps", 2, *base)
+    result = run_cli("sweep", "decoder-*", "--on", tiny_text, "--steps", 3, *base)
+    assert result.code == 0, result
+    table = pd.read_csv(io.StringIO(result.out))
+    assert len(table) == 1 and table["setting"].isna().all()  # not the 2-step run
+    assert len(finished_runs()) == 2
+
+
+def test_dry_run_plans_without_training(tiny_text, with_headless):
+    result = run_cli("sweep", "*-char", "--on", tiny_text, "shakespeare", "--seeds", 2, "--dry-run")
+    assert result.code == 0, result
+    lines = result.out.splitlines()
+    assert len(lines) == 8  # decoder-char and headless-char x 2 datasets x 2 seeds
+    assert sum("to run" in line for line in lines) == 4
+    assert sum("skip:" in line for line in lines) == 4
+    assert finished_runs() == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nomatch-*", "--on", "shakespeare"], "no model matches 'nomatch-*'"),
+    (["decoder-chr", "--on", "shakespeare"], "Did you mean: decoder-char"),
+    (["decoder-char", "--on", "shakespere"], "Did you mean: shakespeare"),
+    (["decoder-char", "--on", "shakespeare", "--set", "n_layr=2"], "no cell of the sweep can run"),
+])
+def test_bad_sweeps_fail_before_training(args, message):
+    result = run_cli("sweep", *args)
+    assert result.code == 2 and message in result.err, result
+    with Store() as store:
+        assert store.rows() == []

@@ -1,0 +1,79 @@
+"""`zoo eval`: score a trained run on another dataset or split, through its pipeline's
+`evaluate(trained, dataset, split)`, and record it as an evaluation row of the store
+(kind 'eval', parent_id the trained run)."""
+from __future__ import annotations
+
+import hashlib
+import time
+
+from zoo import data as zoo_data
+from zoo.errors import ZooError
+
+
+def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column: str | None = None,
+                 label_column: str | None = None, zoo=None) -> dict:
+    from zoo.registry import get_zoo
+    from zoo.runner import (ModelSpec, Plan, git_commit, git_dirty, load_trained, new_run_id,
+                            seed_everything, versions)
+    from zoo.store import Store
+
+    zoo = zoo or get_zoo()
+    trained = load_trained(run_id, zoo)
+    if trained.row["kind"] != "train":
+        raise ZooError(f"run {trained.run_id} is an evaluation, not a trained run")
+    pipeline = zoo.pipelines.get(trained.task).load()
+    method = getattr(pipeline, "evaluate", None)
+    if method is None:
+        raise ZooError(f"the {trained.task} pipeline has no evaluate(trained, dataset, split); "
+                       "it cannot score a trained run on other data")
+    ref = zoo_data.resolve(dataset, zoo)
+    served = zoo_data.tasks_of(ref, zoo)
+    if served and trained.task not in served:
+        raise ZooError(f"dataset {ref.name!r} does not serve {trained.task} (it serves "
+                       f"{', '.join(served)}); run {trained.run_id} cannot be scored on it")
+    loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column)
+    if trained.task not in loaded.tasks:
+        raise ZooError(f"dataset {ref.name!r} does not serve {trained.task} (it serves "
+                       f"{', '.join(loaded.tasks)})")
+    loaded.split(split)  # an unknown split fails here, before anything is recorded
+    parent = trained.config
+    # versions() reads the plugins of the model and the pipeline from a plan
+    plan = Plan(ModelSpec(parent["model"], zoo.architectures.get(parent["architecture"]),
+                          zoo.tokenizers.get(parent["tokenizer"])), ref, trained.task,
+                zoo.pipelines.get(trained.task), {}, int(parent["seed"]))
+    eval_id = new_run_id()
+    provenance = {
+        "run_id": eval_id, "parent_id": trained.run_id, "model": parent["model"],
+        "architecture": parent["architecture"], "tokenizer": parent["tokenizer"],
+        "task": trained.task, "seed": parent["seed"], "trained_on": parent["dataset"],
+        "parent_config_hash": parent.get("config_hash"), "dataset": ref.name, "split": split,
+        "dataset_id": ref.source, "dataset_location": loaded.location,
+        "dataset_fingerprint": loaded.fingerprint, "text_column": loaded.text_column,
+        "label_column": loaded.label_column, "configs": parent.get("configs"),
+        "versions": versions(zoo, plan), "git_commit": git_commit(), "git_dirty": git_dirty()}
+    provenance["config_hash"] = hashlib.sha256(
+        f"{parent.get('config_hash')}|{ref.source}|{split}".encode()).hexdigest()[:16]
+    with Store() as store:
+        store.insert(eval_id, kind="eval", parent_id=trained.run_id, model=parent["model"],
+                     architecture=parent["architecture"], tokenizer=parent["tokenizer"],
+                     dataset=ref.name, task=trained.task, params=trained.row.get("params"),
+                     seed=parent["seed"], config_hash=provenance["config_hash"], config=provenance)
+        start = time.time()
+        try:
+            seed_everything(int(parent["seed"]))
+            metrics = dict(method(trained, loaded, split))
+        except KeyboardInterrupt:
+            store.update(eval_id, status="interrupted", finished=time.time(),
+                         duration=time.time() - start, error="interrupted (Ctrl-C)")
+            raise
+        except BaseException as exc:
+            store.update(eval_id, status="failed", finished=time.time(),
+                         duration=time.time() - start, error=f"{type(exc).__name__}: {exc}"[:2000])
+            raise
+        duration = time.time() - start
+        store.update(eval_id, status="finished", finished=time.time(), duration=duration,
+                     metrics=metrics)
+    return {"run_id": eval_id, "parent_id": trained.run_id, "model": parent["model"],
+            "trained_on": parent["dataset"], "dataset": ref.name, "split": split,
+            "task": trained.task, "seed": parent["seed"], "status": "finished",
+            "metrics": metrics, "duration": duration}
