@@ -66,7 +66,7 @@ def main() -> None:
                 time.sleep(0.005)
             code = proc.wait()
             killed = time.perf_counter() - start
-            (run_dir,) = [p for p in home.iterdir() if p.is_dir()]
+            (run_dir,) = [p for p in home.iterdir() if (p / "config.json").is_file()]
             newest = checkpoint.latest(run_dir) if code < 0 else None
             start = time.perf_counter()
             done = zoo(home, "resume", run_dir.name, "--json", "--quiet") if code < 0 else None
