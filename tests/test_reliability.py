@@ -638,3 +638,38 @@ def test_awkward_values_round_trip_through_the_pandas_tables(tmp_path):
     assert got["f32"] == 0.25 and got["i64"] == 2**40 and got["big"] == 2**53 + 1
     assert got["model"] == "modèle 🦊" and got["dataset"] == long_text
     assert isinstance(row["metrics"]["f32"], float) and isinstance(row["metrics"]["i64"], int)
+
+
+def test_a_diverged_sweep_cell_is_recorded_and_the_sweep_goes_on(tiny_text):
+    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 12,
+                     *TINY_DECODER, "--set", "lr=30", "--set", "checkpoint_every=1")
+    rows = Store().rows()
+    assert [r["status"] for r in rows] == ["diverged", "diverged"], result
+    assert [r["seed"] for r in rows] == [0, 1]  # the second cell ran after the first diverged
+    assert result.err.count("    diverged after") == 2, result.err
+    for row in rows:
+        assert checkpoint.latest(home() / row["id"]).step == row["metrics"]["diverged_step"] - 1
+
+
+def test_a_sweep_resumes_its_interrupted_cell_from_the_checkpoint(tiny_text, monkeypatch):
+    sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 8,
+             *TINY_DECODER, "--set", "checkpoint_every=2"]
+    original = checkpoint.Checkpointer.save
+
+    def save_then_stop(self, elapsed):
+        original(self, elapsed)
+        if self.result.steps >= 4:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(checkpoint.Checkpointer, "save", save_then_stop)
+        assert run_cli(*sweep).code == 130
+    (first,) = Store().rows()
+    assert first["status"] == "interrupted" and first["seed"] == 0
+    result = run_cli(*sweep)
+    assert f"resuming interrupted run {first['id']}" in result.err, result
+    rows = {r["seed"]: r for r in Store().rows()}
+    assert len(rows) == 2 and rows[0]["id"] == first["id"]
+    assert rows[0]["status"] == rows[1]["status"] == "finished"
+    assert rows[0]["resumed"] == 1 and rows[1]["resumed"] == 0
+    assert rows[0]["metrics"]["steps"] == 8

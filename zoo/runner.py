@@ -24,6 +24,10 @@ from zoo.job import Job, RunFolder
 from zoo.store import Store, home
 
 
+class ResumeRefused(ZooError):
+    """A run cannot be resumed (finished, still running, changed since); nothing was touched."""
+
+
 class RunDiverged(ZooError):
     """A run stopped on a non-finite loss or gradient; its row says 'diverged' and its last
     good checkpoint is kept. A sweep records the cell and goes on."""
@@ -314,7 +318,7 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     _check_resumable(row)
     run = RunFolder(home() / row["id"])
     if not run.file("config.json").is_file():
-        raise ZooError(f"cannot resume run {row['id']}: {run.path} has no config.json")
+        raise ResumeRefused(f"cannot resume run {row['id']}: {run.path} has no config.json")
     provenance = run.read_json("config.json")
     plan = plan_from_provenance(provenance, zoo)
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
@@ -325,14 +329,14 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     current = identity(plan, dataset, zoo)
     problems = resume_problems(provenance, ckpt, current, run)
     if problems:
-        raise ZooError(f"cannot resume run {row['id']}: " + "; ".join(problems)
+        raise ResumeRefused(f"cannot resume run {row['id']}: " + "; ".join(problems)
                        + ". Start a new run instead (zoo run)")
     pipeline = plan.pipeline.load()
     store = Store()
     if not store.claim(row["id"], RESUMABLE, error=None, finished=None,
                        resumed=int(row.get("resumed") or 0) + 1):
         store.close()
-        raise ZooError(f"run {row['id']} was claimed by another process; nothing to resume")
+        raise ResumeRefused(f"run {row['id']} was claimed by another process; nothing to resume")
     _rewind_curve(run, ckpt)
     if not quiet:
         where = f"step {ckpt.step}" if ckpt else "the start (no checkpoint was written)"
@@ -349,17 +353,17 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
 def _check_resumable(row: dict) -> None:
     status = row["status"]
     if row.get("kind", "train") != "train":
-        raise ZooError(f"run {row['id']} is an {row['kind']} row; only training runs resume")
+        raise ResumeRefused(f"run {row['id']} is an {row['kind']} row; only training runs resume")
     if status == "finished":
-        raise ZooError(f"run {row['id']} already finished; nothing to resume")
+        raise ResumeRefused(f"run {row['id']} already finished; nothing to resume")
     if status == "running":
-        raise ZooError(f"run {row['id']} is still running (pid {row['pid']} on {row['host']}); "
+        raise ResumeRefused(f"run {row['id']} is still running (pid {row['pid']} on {row['host']}); "
                        "resume it once that process has ended")
     if status == "diverged":
-        raise ZooError(f"run {row['id']} diverged ({row['error']}); resuming would diverge "
+        raise ResumeRefused(f"run {row['id']} diverged ({row['error']}); resuming would diverge "
                        "again: start a new run with a lower learning rate")
     if status not in RESUMABLE:
-        raise ZooError(f"run {row['id']} has status {status!r}; only "
+        raise ResumeRefused(f"run {row['id']} has status {status!r}; only "
                        f"{' or '.join(RESUMABLE)} runs can be resumed")
 
 
@@ -378,10 +382,11 @@ def plan_from_provenance(provenance: dict, zoo) -> Plan:
             try:
                 configs[section] = build_config(cls, dict(saved.get(section) or {}))
             except ZooError as exc:
-                raise ZooError(f"the saved {section} config no longer fits {exc}") from None
+                raise ResumeRefused(f"cannot resume: the saved {section} config no longer "
+                                    f"fits this zoo ({exc})") from None
         return Plan(spec, ref, provenance["task"], pipeline, configs, int(provenance["seed"]))
     except (KeyError, TypeError, ValueError) as exc:
-        raise ZooError(f"config.json of run {provenance.get('run_id', '?')} is incomplete "
+        raise ResumeRefused(f"cannot resume: config.json of run {provenance.get('run_id', '?')} is incomplete "
                        f"({type(exc).__name__}: {exc})") from None
 
 
