@@ -43,8 +43,8 @@ def one_thread(monkeypatch):
         torch.set_num_threads(threads)
 
 
-def run_args(dataset, steps=12, seed=1, *extra):
-    return ["run", "decoder-char", dataset, "--steps", steps, "--seed", seed, "--json",
+def run_args(dataset, steps=12, seed=1, *extra, model="decoder-char"):
+    return ["run", model, dataset, "--steps", steps, "--seed", seed, "--json",
             *TINY_DECODER, "--set", "checkpoint_every=1", "--set", "dropout=0.1", *extra]
 
 
@@ -53,9 +53,9 @@ def curve(run_dir: Path) -> list[dict]:
     return [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines]
 
 
-def reference_run(dataset, steps=12) -> dict:
+def reference_run(dataset, steps=12, model="decoder-char") -> dict:
     """An uninterrupted run: its --json summary plus the folder it was saved in."""
-    result = run_cli(*run_args(dataset, steps))
+    result = run_cli(*run_args(dataset, steps, model=model))
     assert result.code == 0, result
     summary = json.loads(result.out)
     return summary | {"run_dir": str(home() / summary["run_id"])}
@@ -77,7 +77,8 @@ def run_folders(home_dir: Path) -> list[str]:
     return [p.name for p in home_dir.iterdir() if (p / "config.json").is_file()]
 
 
-def interrupted_run(monkeypatch, dataset, stop_after: int, *extra, steps=12):
+def interrupted_run(monkeypatch, dataset, stop_after: int, *extra, steps=12,
+                    model="decoder-char"):
     """A run stopped by Ctrl-C right after its checkpoint at ``stop_after``."""
     original = checkpoint.Checkpointer.save
 
@@ -88,7 +89,7 @@ def interrupted_run(monkeypatch, dataset, stop_after: int, *extra, steps=12):
 
     with monkeypatch.context() as patch:
         patch.setattr(checkpoint.Checkpointer, "save", save_then_stop)
-        result = run_cli(*run_args(dataset, steps, 1, *extra))
+        result = run_cli(*run_args(dataset, steps, 1, *extra, model=model))
     assert result.code == 130, result
     (run_id,) = run_folders(home())
     return run_id
@@ -176,6 +177,14 @@ def test_resume_after_ctrl_c_matches_and_prints_the_run_summary(tiny_text, monke
     assert_same_run({"run_id": run_id, "metrics": row["metrics"]}, reference)
     again = run_cli("resume", run_id)
     assert again.code == 2 and "already finished" in again.err
+
+
+def test_numpy_model_resumes_bit_identically(tiny_text, monkeypatch):
+    """A model that is not torch: its moments, step count and dropout generator resume."""
+    run_id = interrupted_run(monkeypatch, tiny_text, 5, model="numpy-char")
+    result = run_cli("resume", run_id, "--json")
+    assert result.code == 0, result
+    assert_same_run(json.loads(result.out), reference_run(tiny_text, model="numpy-char"))
 
 
 def test_resume_without_a_checkpoint_starts_over(tiny_text, monkeypatch):
