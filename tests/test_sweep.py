@@ -71,7 +71,7 @@ def test_sweep_skips_impossible_records_failures_resumes_and_prints_the_table(
 def test_sweep_table_shows_only_the_sweeps_runs(tiny_text):
     base = ["--seeds", 1, *TINY_DECODER, "--format", "csv"]
     run_cli("sweep", "decoder-char", "--on", tiny_text, "--steps", 2, *base)
-    result = run_cli("sweep", "decoder-*", "--on", tiny_text, "--steps", 3, *base)
+    result = run_cli("sweep", "decoder-c*", "--on", tiny_text, "--steps", 3, *base)
     assert result.code == 0, result
     table = pd.read_csv(io.StringIO(result.out))
     assert len(table) == 1 and table["setting"].isna().all()  # not the 2-step run
@@ -79,7 +79,8 @@ def test_sweep_table_shows_only_the_sweeps_runs(tiny_text):
 
 
 def test_dry_run_plans_without_training(tiny_text, with_headless):
-    result = run_cli("sweep", "*-char", "--on", tiny_text, "shakespeare", "--seeds", 2, "--dry-run")
+    result = run_cli("sweep", "decoder-char", "headless-c*", "--on", tiny_text, "shakespeare",
+                     "--seeds", 2, "--dry-run")
     assert result.code == 0, result
     lines = result.out.splitlines()
     assert len(lines) == 8  # decoder-char and headless-char x 2 datasets x 2 seeds

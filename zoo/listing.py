@@ -198,7 +198,8 @@ def show_run(zoo, run_id: str) -> str:
                      f"on split {config.get('split')!r} of {row['dataset']}")
     if row.get("error"):
         lines.append(f"  error: {row['error']}")
-    lines.append(tokenizer_line(row))
+    if kind == "train":  # an evaluation row has no tokenizer of its own
+        lines.append(tokenizer_line(row))
     lines.append("  metrics:")
     for key, value in row["metrics"].items():
         if isinstance(value, (dict, list)):
