@@ -213,8 +213,10 @@ def run(job: Job) -> dict:
 
     cfg: NextItemConfig = job.train_config
     block = job.model_config.block_size
-    tokenizer = train_tokenizer(job)
-    tokenizer.save(job.run.file("tokenizer.json"))
+    tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
+    if tokenizer is None:
+        tokenizer = train_tokenizer(job)
+        tokenizer.save(job.run.file("tokenizer.json"))
     data = {role: examples_for(job.dataset, role, tokenizer, block)
             for role in ("train", "validation", "test")}
     for name in extra_splits(job.dataset):

@@ -112,6 +112,15 @@ def _json_default(value):
     return str(value)
 
 
+# -- zoo resume ----------------------------------------------------------------------
+def cmd_resume(args) -> int:
+    from zoo.runner import resume
+
+    result = resume(args.run_id, quiet=args.quiet or args.json)
+    print_result(result, args.json)
+    return 0
+
+
 # -- zoo runs ------------------------------------------------------------------------
 def cmd_runs(args) -> int:
     from zoo.listing import runs_table
@@ -445,6 +454,16 @@ def build_parser() -> Parser:
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(handler=cmd_run)
+
+    p = commands.add_parser("resume", help="continue an interrupted run from its last checkpoint",
+                            description="Continue an interrupted or failed run from its newest "
+                            "good checkpoint, in the same folder and store row; ends with the "
+                            "same summary as zoo run. Refuses if the config, dataset, tokenizer "
+                            "or zoo version changed.")
+    p.add_argument("run_id", help="run id (or a unique prefix)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(handler=cmd_resume)
 
     p = commands.add_parser("runs", help="list recorded runs", description="List recorded runs.")
     p.add_argument("--json", action="store_true", help="print JSON records")

@@ -343,5 +343,6 @@ def runs_table():
     table = frame[["id", "kind", "status", "model", "dataset", "task", "params", "seed",
                    "duration"]].copy()
     table["primary"] = primary
-    table["duration"] = table["duration"].round(1)
+    # A column of only running or interrupted rows holds None: make it numbers first.
+    table["duration"] = pd.to_numeric(table["duration"], errors="coerce").round(1)
     return table
