@@ -8,6 +8,7 @@ import json
 import platform
 import random
 import secrets
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 from zoo import data as zoo_data
+from zoo import distributed
 from zoo.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
 from zoo.job import Job, RunFolder
@@ -159,13 +161,18 @@ def seed_everything(seed: int) -> None:
 
 def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
             text_column: str | None = None, label_column: str | None = None, zoo=None) -> dict:
-    """Load the data, train and evaluate through the pipeline, and record the run."""
+    """Load the data, train and evaluate through the pipeline, and record the run.
+
+    Under torchrun every rank runs this; rank 0 alone writes the run folder and the store
+    row, the others work in a scratch folder that is removed at the end."""
     from zoo.registry import get_zoo
 
     zoo = zoo or get_zoo()
+    ranks = _join_ranks(device)
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column, label_column=label_column)
     pipeline = plan.pipeline.load()
-    run = RunFolder(home() / new_run_id()).create()
+    run_id = distributed.broadcast_object(new_run_id())
+    run = RunFolder((home() if ranks.is_main else _scratch()) / run_id).create()
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
                "dataset": plan.dataset_ref.name, "task": plan.task, "seed": plan.seed}
@@ -174,19 +181,23 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
                   "dataset_id": plan.dataset_ref.source, "dataset_location": dataset.location,
                   "dataset_fingerprint": dataset.fingerprint, "versions": versions(zoo, plan),
                   "git_commit": git_commit(), "device": device}
+    if ranks.active:
+        provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
     run.write_json("config.json", provenance)
-    store = Store()
+    store = Store() if ranks.is_main else _NoStore()
     store.insert(run.id, model=plan.spec.name, architecture=plan.spec.architecture.name,
                  tokenizer=plan.spec.tokenizer.name, dataset=plan.dataset_ref.name,
                  task=plan.task, seed=plan.seed, config_hash=provenance["config_hash"],
                  config=provenance)
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
-              plan.seed, device, run, quiet)
+              plan.seed, device, run, quiet or not ranks.is_main)
     start = time.time()
     try:
         seed_everything(plan.seed)
         result = pipeline.run(job)
+        if ranks.active:
+            provenance["distributed"]["weight_sha256"] = _same_weights_on_all_ranks(run)
     except KeyboardInterrupt:
         store.update(run.id, status="interrupted", finished=time.time(),
                      duration=time.time() - start, error="interrupted (Ctrl-C)")
@@ -202,16 +213,60 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
                      error=f"{type(exc).__name__}: {exc}"[:2000])
         store.close()
         raise
+    finally:
+        if not ranks.is_main:
+            shutil.rmtree(run.path.parent, ignore_errors=True)
     duration = time.time() - start
     if "spec" in result:  # what load_trained needs to rebuild the model
         provenance["spec"] = result["spec"]
+    if ("spec" in result or ranks.active) and ranks.is_main:
         run.write_json("config.json", provenance)
     store.update(run.id, status=result.get("status", "finished"), finished=time.time(),
                  duration=duration, params=result.get("params"), metrics=result["metrics"])
     store.close()
     return {**summary, "status": result.get("status", "finished"), "params": result.get("params"),
             "metrics": result["metrics"], "samples": result.get("samples", []),
-            "duration": duration, "run_dir": str(run.path)}
+            "duration": duration, "run_dir": str(run.path), "rank": ranks.rank}
+
+
+def _join_ranks(device: str):
+    """The torchrun process group (gloo on the CPU, NCCL on CUDA), or the single process."""
+    if not distributed.launched():
+        return distributed.current()
+    from zoo.engine import pick_device
+
+    return distributed.setup(pick_device(device))
+
+
+def _scratch() -> Path:
+    """Where a rank other than 0 keeps the files a pipeline writes (removed at the end)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=f"zoo-rank{distributed.current().rank}-"))
+
+
+def _same_weights_on_all_ranks(run: RunFolder) -> list[str]:
+    """The SHA-256 of every rank's saved weights; DDP keeps them equal, and a run whose
+    ranks disagree is not recorded as finished."""
+    path = run.file("model.safetensors")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    digests = distributed.all_gather_object(digest)
+    if len(set(digests)) != 1:
+        raise ZooError(f"ranks ended with different weights: {digests}")
+    return digests
+
+
+class _NoStore:
+    """The store as seen by ranks other than 0: they record nothing."""
+
+    def insert(self, *args, **kwargs):
+        pass
+
+    def update(self, *args, **kwargs):
+        pass
+
+    def close(self):
+        pass
 
 
 @dataclass

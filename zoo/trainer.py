@@ -10,6 +10,8 @@ from typing import Callable
 
 import numpy as np
 
+from zoo import distributed
+from zoo.errors import ZooError
 from zoo.job import Job, TrainConfig
 
 
@@ -62,13 +64,20 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
     steps and at the end; with ``score_key`` the weights with the best score are kept.
     """
     cfg = job.train_config
-    rng = np.random.default_rng(job.seed)
+    ranks = distributed.current()
+    rng = np.random.default_rng(job.seed + ranks.rank)  # each rank draws its own batches
+    configure = getattr(model, "configure_engine", None)
+    if configure is not None:
+        configure(precision=getattr(cfg, "precision", "auto"), compile=getattr(cfg, "compile", False),
+                  distributed=ranks)
+    elif ranks.active:
+        raise ZooError("torchrun training needs a torch model; this architecture has none")
     model.configure_optimizer(cfg.lr, cfg.weight_decay)
     result = TrainResult()
     start = time.perf_counter()
     with job.progress(cfg.steps, "train") as bar:
         while result.steps < cfg.steps:
-            if cfg.time is not None and time.perf_counter() - start >= cfg.time:
+            if cfg.time is not None and _out_of_time(start, cfg.time, ranks):
                 break
             lr = lr_at(result.steps, cfg, cfg.steps)
             batch = next_batch(rng)
@@ -76,7 +85,7 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
             if not math.isfinite(loss):
                 raise Diverged(result.steps, loss)
             result.steps += 1
-            result.tokens += batch.tokens
+            result.tokens += batch.tokens * ranks.world_size  # every rank trained on a batch
             result.train_loss = loss
             elapsed = time.perf_counter() - start
             record = {"step": result.steps, "train_loss": loss, "lr": lr, "elapsed": elapsed}
@@ -91,6 +100,13 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
         record = {"step": result.steps, **_validate(validate, result, score_key, higher_is_better, model)}
         job.run.log(record)
     return result
+
+
+def _out_of_time(start: float, budget: float, ranks) -> bool:
+    """Whether the wall-clock budget is spent; under torchrun every rank stops together
+    (rank 0's clock decides), or the others would wait forever in the next all-reduce."""
+    spent = time.perf_counter() - start >= budget
+    return distributed.rank0_flag(spent)
 
 
 def _validate(validate, result: TrainResult, score_key, higher_is_better, model) -> dict:
