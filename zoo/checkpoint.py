@@ -252,6 +252,10 @@ class Checkpointer:
         self.every = getattr(cfg, "checkpoint_every", 0) or 0
         self.seconds = getattr(cfg, "checkpoint_seconds", 0) or 0
         self.supported = callable(getattr(model, "optimizer_state", None))
+        from zoo import distributed
+
+        if not distributed.current().is_main:  # under torchrun rank 0 keeps the checkpoints
+            self.every = self.seconds = 0
         if (self.every or self.seconds) and not self.supported:
             job.say(f"note: {type(model).__name__} has no optimizer_state(); this run will not "
                     "be checkpointed, and `zoo resume` would start it over")
@@ -286,7 +290,7 @@ class Checkpointer:
         return float(loop["elapsed"])
 
     def maybe_save(self, elapsed: float) -> None:
-        if not self.supported:
+        if not self.supported or not (self.every or self.seconds):
             return
         steps = self.result.steps
         due = (self.every and steps % self.every == 0) or (

@@ -151,7 +151,10 @@ class TorchModel:
                     arrays[f"{index}.{key}"] = value.detach().cpu().contiguous().numpy().copy()
                 else:
                     scalars[f"{index}.{key}"] = value
-        return arrays, {"param_groups": state["param_groups"], "scalars": scalars}
+        meta = {"param_groups": state["param_groups"], "scalars": scalars}
+        if self.scaler is not None:  # fp16: the loss scale and its growth counter
+            meta["scaler"] = self.scaler.state_dict()
+        return arrays, meta
 
     def load_optimizer_state(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
         from zoo.errors import ZooError
@@ -169,6 +172,8 @@ class TorchModel:
                            for k, v in saved.items()})
         try:
             self.optimizer.load_state_dict({"state": state, "param_groups": groups})
+            if self.scaler is not None and meta.get("scaler"):
+                self.scaler.load_state_dict(meta["scaler"])
         except (ValueError, KeyError, RuntimeError) as exc:
             raise ZooError(f"optimizer state does not fit the model: {exc}") from None
 

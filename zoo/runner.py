@@ -354,10 +354,16 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     with Store() as store:
         row = store.get(run_id)
     _check_resumable(row)
+    if distributed.launched():
+        raise ResumeRefused("zoo resume runs in a single process; start it without torchrun")
     run = RunFolder(home() / row["id"])
     if not run.file("config.json").is_file():
         raise ResumeRefused(f"cannot resume run {row['id']}: {run.path} has no config.json")
     provenance = run.read_json("config.json")
+    if (provenance.get("distributed") or {}).get("world_size", 1) > 1:
+        raise ResumeRefused(f"cannot resume run {row['id']}: it trained under torchrun on "
+                            f"{provenance['distributed']['world_size']} processes, whose other "
+                            "ranks' random states were not checkpointed; start a new run")
     plan = plan_from_provenance(provenance, zoo)
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
                             label_column=provenance.get("label_column"), task=plan.task,
