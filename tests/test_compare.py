@@ -16,10 +16,11 @@ LM = "language-modeling"
 
 
 def record(model, dataset, seed, metrics, *, task=LM, steps=100, status="finished",
-           architecture="decoder", kind="train", config_hash=None, created=None):
+           architecture="decoder", kind="train", config_hash=None, created=None, train=None):
     """A run row written straight into the store, as execute would leave it."""
     run_id = f"{model}-{dataset}-{seed}-{steps}-{len(metrics)}-{status}-{kind}"
-    config = {"configs": {"model": {"n_layer": 2}, "tokenizer": None, "train": {"steps": steps}}}
+    config = {"configs": {"model": {"n_layer": 2}, "tokenizer": None,
+                          "train": {"steps": steps, **(train or {})}}}
     fields = dict(model=model, architecture=architecture, tokenizer=model.rpartition("-")[2],
                   dataset=dataset, task=task, seed=seed, params=1000, status=status, kind=kind,
                   config_hash=config_hash or run_id, config=config, metrics=metrics, duration=1.0)
@@ -100,6 +101,16 @@ def test_text_table_marks_best_and_significance():
     assert "lower is better" in result.out and "95% Welch" in result.out
 
 
+@pytest.mark.parametrize("metric, better", [
+    ("val_bpc", "lower"), ("test_accuracy", "higher"), ("tokens_per_s", "higher"),
+    ("params", "lower"), ("accuracy_periodic", "higher"), ("test_loss_arithmetic", "lower"),
+    ("unk_rate", "lower"), ("vocab_size", None), ("steps", None)])
+def test_direction_from_the_metric_name(metric, better):
+    from zoo.comparison import direction
+
+    assert direction(metric) == better
+
+
 def test_higher_is_better_for_accuracy_and_tasks_never_share_a_column_best():
     record("enc-char", "emotion", 0, {"test_accuracy": 0.8}, task="classification")
     record("bow-char", "emotion", 0, {"test_accuracy": 0.6}, task="classification")
@@ -147,6 +158,18 @@ def test_runs_with_different_settings_are_separate_rows():
     assert "base-char (steps=2000)" in text
     pooled = summarize(loaded(), pool=True).cells
     assert len(pooled) == 1 and pooled["n"].iloc[0] == 2 and pooled["configs"].iloc[0] == 2
+
+
+def test_a_models_tasks_are_columns_not_settings():
+    # each task's pipeline has its own training config: that is no difference of settings
+    record("dec-char", "text", 0, {"val_bpc": 1.0})
+    record("dec-char", "digits", 0, {"test_accuracy": 0.5}, task="next-item",
+           train={"eval_windows": 4000})
+    comparison = summarize(loaded())
+    assert list(comparison.cells["setting"]) == ["", ""]
+    lines = render(comparison, "table").splitlines()
+    assert lines[0].split() == ["model", "digits", "[test_accuracy]", "text", "[val_bpc]"]
+    assert lines[2].startswith("dec-char ") and "0.5000 (n=1)" in lines[2] and "1.000 (n=1)" in lines[2]
 
 
 def test_metric_by_and_unknown_names():
@@ -322,3 +345,30 @@ def test_reproduce_compares_every_metric_but_timing_exactly():
          "nan": math.nan})}
     assert set(lines) == {"val_bpc", "steps", "nan"}
     assert not lines["val_bpc"]["same"] and lines["steps"]["same"] and lines["nan"]["same"]
+
+
+def test_eval_metric_names_lose_the_split_prefix():
+    from zoo.evaluation import unprefixed
+
+    assert unprefixed({"heldout_accuracy": 0.5, "heldout_accuracy_periodic": 0.7,
+                       "heldout_loss": 1.0}, "heldout") == {
+        "accuracy": 0.5, "accuracy_periodic": 0.7, "loss": 1.0}
+    assert unprefixed({"val_loss": 1.0, "bpc": 2.0}, "validation") == {"loss": 1.0, "bpc": 2.0}
+    # a name that would collide keeps its prefix
+    assert unprefixed({"test_loss": 1.0, "loss": 2.0}, "test") == {"test_loss": 1.0, "loss": 2.0}
+
+
+def test_eval_of_a_next_item_run_lines_up_with_its_primary_metric(tiny_text):
+    result = run_cli("run", "digits-char", tiny_text, "--json", "--steps", 3, "--set", "width=16",
+                     "--set", "blocks=1", "--set", "block_size=16", "--set", "batch_size=8",
+                     "--set", "eval_windows=50", "--set", "eval_batches=1", "--set", "warmup_steps=1")
+    assert result.code == 0, result
+    run_id = json.loads(result.out)["run_id"]
+    evaluation = run_cli("eval", run_id, tiny_text, "--json")
+    assert evaluation.code == 0, evaluation
+    metrics = json.loads(evaluation.out)["metrics"]
+    assert 0 <= metrics["accuracy"] <= 1 and "test_accuracy" not in metrics
+    cells = pd.read_csv(io.StringIO(run_cli("compare", "--evals", "--format", "csv").out))
+    assert cells[["model", "split", "metric", "n"]].values.tolist() == [
+        ["digits-char", "test", "accuracy", 1]]
+    assert cells["mean"].iloc[0] == metrics["accuracy"]

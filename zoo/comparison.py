@@ -46,6 +46,10 @@ def direction(metric: str) -> str | None:
     for ending in HIGHER_IS_BETTER:
         if name == ending or name.endswith("_" + ending):
             return "higher"
+    parts = name.split("_")  # a per-group figure: "test_accuracy_periodic", "loss_family"
+    for words, better in ((HIGHER_IS_BETTER, "higher"), (LOWER_IS_BETTER, "lower")):
+        if any(word in parts for word in words if "_" not in word):
+            return better
     return None
 
 
@@ -256,9 +260,12 @@ def _label(value) -> str:
 
 
 def _setting_labels(table, rows_keys) -> list[str]:
-    """For rows that split into several settings, what tells them apart ('steps=100')."""
+    """For rows that split into several settings, what tells them apart ('steps=100').
+
+    Settings are compared within one task: each task's pipeline has its own training
+    config, so a model's runs on two tasks differ in fields without differing in intent."""
     labels = [""] * len(table)
-    for _, group in table.groupby(rows_keys, sort=False):
+    for _, group in table.groupby(_unique(rows_keys + ["task"]), sort=False):
         variants = group.drop_duplicates("variant")
         if len(variants) < 2:
             continue
