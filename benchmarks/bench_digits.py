@@ -1,6 +1,7 @@
 """The digits acceptance figures: `zoo run digits-char digits` end to end, and predictions.
 
     .venv/bin/python benchmarks/bench_digits.py [--seeds 0 1 2] [--also] [--threads N]
+    .venv/bin/python benchmarks/bench_digits.py --step-time
 
 For each seed it runs `zoo run digits-char digits --json --quiet --seed S` in a fresh
 process (a real command anyone can repeat) and prints the wall time from process start to
@@ -9,7 +10,8 @@ exit, test and heldout accuracy with their per-family figures, then `zoo predict
 `zoo run decoder-char digits` and `zoo run digits-char shakespeare` once each and prints
 their accuracy. `--threads N` sets OMP_NUM_THREADS for the child processes (torch's default
 is one thread per core). The load average is printed before and after: other work on the
-machine slows every figure here.
+machine slows every figure here. `--step-time` instead times one training step of the
+preset's network (batch 64 and 256) with 1 and with 2 torch threads, in this process.
 
 Targets: wall time <= 120 s and test_accuracy >= 0.99 with the default preset.
 """
@@ -46,9 +48,38 @@ def run(model: str, dataset: str, seed: int, env) -> tuple[float, dict]:
     return seconds, json.loads(done.stdout)
 
 
-def families(metrics: dict, prefix: str) -> str:
-    found = {k[len(prefix) + 1:]: v for k, v in metrics.items() if k.startswith(prefix + "_")}
+def families(metrics: dict, split: str) -> str:
+    """'arithmetic 1.0000, ...' from test_arithmetic_accuracy and its kind."""
+    found = {k[len(split) + 1:-len("_accuracy")]: v for k, v in metrics.items()
+             if k.startswith(split + "_") and k.endswith("_accuracy") and k != f"{split}_accuracy"}
     return ", ".join(f"{name} {value:.4f}" for name, value in sorted(found.items()))
+
+
+def step_time() -> None:
+    """Milliseconds per TorchModel.train_step of the preset network, by batch and threads."""
+    import numpy as np
+    import torch
+
+    from zoo.engine import TorchModel
+    from zoo.model import TaskSpec
+    from zoo.plugins.digits import DigitsConfig
+    from zoo.plugins.digits_model import build
+
+    rng = np.random.default_rng(0)
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        for batch in (64, 256):
+            model = TorchModel(build(DigitsConfig(ff_ratio=2), TaskSpec("next-item", 14)))
+            model.configure_optimizer(1e-3, 0.1)
+            x = rng.integers(3, 14, size=(batch, 15))
+            y = rng.integers(3, 14, size=batch)
+            for _ in range(5):
+                model.train_step(x, y, 1e-3)
+            start = time.perf_counter()
+            for _ in range(30):
+                model.train_step(x, y, 1e-3)
+            print(f"threads {threads}, batch {batch}: "
+                  f"{(time.perf_counter() - start) / 30 * 1000:.1f} ms per step; load average {load()}")
 
 
 def main(argv=None) -> int:
@@ -57,7 +88,12 @@ def main(argv=None) -> int:
     parser.add_argument("--also", action="store_true",
                         help="also run decoder-char on digits and digits-char on shakespeare")
     parser.add_argument("--threads", type=int, help="OMP_NUM_THREADS for the runs")
+    parser.add_argument("--step-time", action="store_true",
+                        help="only time training steps with 1 and 2 torch threads")
     args = parser.parse_args(argv)
+    if args.step_time:
+        step_time()
+        return 0
 
     env = dict(os.environ)
     env.setdefault("ZOO_HOME", tempfile.mkdtemp(prefix="bench-digits-"))
@@ -71,8 +107,8 @@ def main(argv=None) -> int:
         m = result["metrics"]
         print(f"\ndigits-char digits --seed {seed}: {seconds:.1f} s wall (train {m['train_time']:.1f} s, "
               f"{m['steps']} steps, {result['params']:,} parameters)")
-        print(f"  test_accuracy    {m['test_accuracy']:.4f}  ({families(m, 'test_accuracy')})")
-        print(f"  heldout_accuracy {m['heldout_accuracy']:.4f}  ({families(m, 'heldout_accuracy')})")
+        print(f"  test_accuracy    {m['test_accuracy']:.4f}  ({families(m, 'test')})")
+        print(f"  heldout_accuracy {m['heldout_accuracy']:.4f}  ({families(m, 'heldout')})")
         answers = []
         for context, expected in EXPECTED.items():
             _, done = zoo("predict", result["run_id"], context, "--json", env=env)

@@ -34,6 +34,14 @@ class LanguageModelingConfig(TrainConfig):
     top_k: int | None = None
     eval_batch_size: int = 64
 
+    def __post_init__(self):
+        super().__post_init__()
+        if self.eval_batch_size <= 0:
+            raise ValueError(f"eval_batch_size must be positive, got {self.eval_batch_size}")
+        for name in ("samples", "sample_tokens"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
+
 
 def split_text(dataset, role: str) -> str:
     """All rows of a split's text column, joined by newlines."""
@@ -126,10 +134,12 @@ def run(job: Job) -> dict:
     cfg: LanguageModelingConfig = job.train_config
     block = job.model_config.block_size
     texts = {role: split_text(job.dataset, role) for role in ("train", "validation", "test")}
-    tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
-                             lambda: job.dataset.split("train")[job.dataset.text_column],
-                             dataset_key(job.dataset, "train"), say=job.say)
-    tokenizer.save(job.run.file("tokenizer.json"))
+    tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
+    if tokenizer is None:
+        tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
+                                 lambda: job.dataset.split("train")[job.dataset.text_column],
+                                 dataset_key(job.dataset, "train"), say=job.say)
+        tokenizer.save(job.run.file("tokenizer.json"))
     ids = {role: encode(tokenizer, text) for role, text in texts.items()}
     for role, array in ids.items():
         if len(array) <= block + 1:
@@ -150,7 +160,7 @@ def run(job: Job) -> dict:
     def validate() -> dict:
         return {"val_loss": estimate(model, ids["validation"], cfg, block, eval_rng)}
 
-    result = trainer.train(job, model, next_batch, validate=validate)
+    result = trainer.train(job, model, next_batch, validate=validate, rngs={"eval": eval_rng})
     metrics = {"steps": result.steps, "train_loss": result.train_loss,
                "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
     for role, prefix in (("validation", "val"), ("test", "test")):

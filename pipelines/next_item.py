@@ -13,7 +13,8 @@ Two kinds of data serve it:
 A context longer than block_size keeps its last block_size tokens. Every architecture that
 lists next-item serves it: the module returns logits [B, vocab] for the token after the
 last real position. Metrics: accuracy (exact next item) and loss on the validation and test
-splits, on any further split (`heldout` for digits), and per family when rows name one.
+splits, on any further split (`heldout` for digits), and per family when rows name one
+(`test_arithmetic_accuracy`).
 """
 from __future__ import annotations
 
@@ -143,7 +144,11 @@ def examples_for(dataset, role: str, tokenizer, block: int):
 
 
 def extra_splits(dataset) -> list[str]:
-    """Splits beyond train, validation and test (digits has `heldout`), evaluated by name."""
+    """Splits of a rows dataset beyond train, validation and test (digits has `heldout`),
+    evaluated under their own names. (Text datasets' extra splits, such as an unlabelled
+    `unsupervised`, are not next-item test sets.)"""
+    if not has_rows(dataset):
+        return []
     roles = set(dataset.split_names.values())
     return [name for name in dataset.splits if name not in roles]
 
@@ -167,10 +172,12 @@ def score(model, examples, batch_size: int, specials: list[int]) -> tuple[np.nda
 
 
 def metrics_for(prefix: str, examples, correct: np.ndarray, nll: np.ndarray) -> dict:
-    out = {f"{prefix}_accuracy": float(correct.mean()), f"{prefix}_loss": float(nll.mean())}
+    """accuracy, loss and <family>_accuracy, each after `prefix_` when a prefix is given."""
+    head = f"{prefix}_" if prefix else ""
+    out = {f"{head}accuracy": float(correct.mean()), f"{head}loss": float(nll.mean())}
     if examples.groups is not None:
         for group in sorted(set(examples.groups)):
-            out[f"{prefix}_accuracy_{group}"] = float(correct[examples.groups == group].mean())
+            out[f"{head}{group}_accuracy"] = float(correct[examples.groups == group].mean())
     return out
 
 
@@ -206,8 +213,10 @@ def run(job: Job) -> dict:
 
     cfg: NextItemConfig = job.train_config
     block = job.model_config.block_size
-    tokenizer = train_tokenizer(job)
-    tokenizer.save(job.run.file("tokenizer.json"))
+    tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
+    if tokenizer is None:
+        tokenizer = train_tokenizer(job)
+        tokenizer.save(job.run.file("tokenizer.json"))
     data = {role: examples_for(job.dataset, role, tokenizer, block)
             for role in ("train", "validation", "test")}
     for name in extra_splits(job.dataset):
@@ -224,14 +233,14 @@ def run(job: Job) -> dict:
             return examples.spread(count)
         return examples if len(examples) <= count else _subset(examples, count)
 
-    # Periodic validation sees the same examples every time, so the curve is comparable.
-    periodic = evaluation_set(data["validation"], cfg.eval_batches * cfg.eval_batch_size)
+    # Validation during training sees the same examples every time, so the curve compares.
+    curve_set = evaluation_set(data["validation"], cfg.eval_batches * cfg.eval_batch_size)
 
     def next_batch(rng) -> Batch:
         return data["train"].batch(rng.integers(0, len(data["train"]), size=cfg.batch_size))
 
     def validate() -> dict:
-        correct, nll = score(model, periodic, cfg.eval_batch_size, specials)
+        correct, nll = score(model, curve_set, cfg.eval_batch_size, specials)
         return {"val_accuracy": float(correct.mean()), "val_loss": float(nll.mean())}
 
     result = trainer.train(job, model, next_batch, validate=validate)
@@ -310,8 +319,9 @@ def predict(trained, texts: list[str], top: int = 3) -> list[dict]:
     return out
 
 
-def evaluate(trained, dataset, split: str) -> dict:
-    """Accuracy and loss of a trained run on one split of a dataset (a role or a split name)."""
+def evaluate(trained, dataset, split: str = "test") -> dict:
+    """Accuracy and loss of a trained run on one split of a dataset (a role or a split name),
+    for `zoo eval`: the names carry no split prefix (the evaluation row records the split)."""
     train_values = (trained.config.get("configs") or {}).get("train") or {}
     defaults = NextItemConfig()
     batch_size = train_values.get("eval_batch_size", defaults.eval_batch_size)
@@ -320,7 +330,7 @@ def evaluate(trained, dataset, split: str) -> dict:
     if isinstance(examples, Windows):
         examples = examples.spread(windows)
     correct, nll = score(trained.model, examples, batch_size, special_ids(trained.tokenizer))
-    return metrics_for(PREFIXES.get(split, split), examples, correct, nll)
+    return metrics_for("", examples, correct, nll)
 
 
 class NextItem:

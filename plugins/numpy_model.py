@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from zoo.errors import ZooError
-from zoo.model import IGNORE_INDEX, TaskSpec
+from zoo.model import IGNORE_INDEX, NonFiniteError, TaskSpec
 
 LN_EPS = 1e-5
 GELU_K = math.sqrt(2.0 / math.pi)
@@ -251,10 +251,27 @@ class NumpyDecoder:
         loss, grads = self.loss_and_grads(inputs, targets, mask, train=True)
         if not math.isfinite(loss):
             return loss  # the trainer stops; the weights stay as they were
-        if grad_clip:
-            clip_grad_norm(grads, grad_clip)
+        norm = clip_grad_norm(grads, grad_clip or math.inf)  # inf: measure, never scale
+        if not math.isfinite(norm):
+            raise NonFiniteError(loss, norm)  # before the step: the weights stay as they were
         self.optimizer.step(self.params, grads, lr, skip=set(self.params) - self.used_parameters())
         return loss
+
+    def optimizer_state(self) -> tuple[dict[str, np.ndarray], dict]:
+        """AdamW's moments and step count, and the dropout generator (for resume)."""
+        arrays = {f"{moment}.{name}": value for moment, table in
+                  (("m", self.optimizer.m), ("v", self.optimizer.v)) for name, value in table.items()}
+        return arrays, {"t": self.optimizer.t, "rng": self.rng.bit_generator.state}
+
+    def load_optimizer_state(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        for name, value in arrays.items():
+            moment, _, param = name.partition(".")
+            table = {"m": self.optimizer.m, "v": self.optimizer.v}.get(moment)
+            if table is None or param not in table or table[param].shape != value.shape:
+                raise ZooError(f"optimizer state does not fit the model: {name} {value.shape}")
+            table[param] = np.array(value, dtype=table[param].dtype)
+        self.optimizer.t = int(meta["t"])
+        self.rng.bit_generator.state = meta["rng"]
 
     def loss_sum(self, inputs, targets, mask=None) -> tuple[float, int]:
         logits, _ = self.forward(inputs, mask)

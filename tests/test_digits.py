@@ -13,8 +13,9 @@ from zoo.plugins.digits_data import DigitsDataConfig
 
 SMALL = dict(train_size=300, validation_size=60, test_size=60, heldout_size=60)
 
-TINY_DIGITS = ["--set", "width=32", "--set", "blocks=1", "--set", "block_size=32",
-               "--set", "batch_size=32", "--set", "eval_interval=20", "--set", "eval_batches=2",
+# Every model field is set, so the tests do not drift with the preset.
+TINY_DIGITS = ["--set", "width=32", "--set", "blocks=1", "--set", "heads=1", "--set", "ff_ratio=4",
+               "--set", "dropout=0", "--set", "block_size=32", "--set", "batch_size=32", "--set", "eval_interval=20", "--set", "eval_batches=2",
                "--set", "warmup_steps=5"]
 
 
@@ -147,8 +148,8 @@ def test_tiny_model_learns_one_progression_family_exactly(tmp_path):
     metrics = summary["metrics"]
     assert summary["task"] == "next-item"
     assert metrics["test_accuracy"] == 1.0
-    assert metrics["test_accuracy_arithmetic"] == 1.0
-    assert 0 <= metrics["heldout_accuracy"] <= 1 and "heldout_accuracy_arithmetic" in metrics
+    assert metrics["test_arithmetic_accuracy"] == 1.0
+    assert 0 <= metrics["heldout_accuracy"] <= 1 and "heldout_arithmetic_accuracy" in metrics
 
     # The documentation's examples are training rules (always_train); 5 6 7 8 is a test row.
     predicted = run_cli("predict", summary["run_id"], "1 2 3", "--json")
@@ -176,10 +177,15 @@ def test_evaluate_on_a_reloaded_run_matches_the_recorded_metrics(tmp_path):
     trained = load_trained(summary["run_id"])
     dataset = data.load(data.resolve("mixed", get_zoo()), get_zoo())
     for split in ("test", "heldout"):
-        figures = evaluate(trained, dataset, split)
+        figures = evaluate(trained, dataset, split)  # zoo eval's names: no split prefix
         for key, value in figures.items():
-            assert value == pytest.approx(summary["metrics"][key], abs=1e-9), key
-    assert set(figures) >= {"heldout_accuracy", "heldout_loss", "heldout_accuracy_periodic"}
+            assert value == pytest.approx(summary["metrics"][f"{split}_{key}"], abs=1e-9), key
+    assert set(figures) >= {"accuracy", "loss", "periodic_accuracy"}
+
+    scored = run_cli("eval", summary["run_id"], "mixed", "--split", "heldout", "--json")
+    assert scored.code == 0, scored
+    assert json.loads(scored.out)["metrics"]["accuracy"] == pytest.approx(
+        summary["metrics"]["heldout_accuracy"], abs=1e-9)
 
 
 def test_text_datasets_serve_next_item_as_windows(tiny_text):
@@ -206,7 +212,7 @@ def test_decoder_serves_the_digits_rows(tmp_path):
     result = run_cli("run", "decoder-char", "mixed", "--json", "--steps", 5, *TINY_DECODER_NEXT)
     assert result.code == 0, result
     metrics = json.loads(result.out)["metrics"]
-    assert {"test_accuracy", "heldout_accuracy", "test_accuracy_fibonacci"} <= set(metrics)
+    assert {"test_accuracy", "heldout_accuracy", "test_fibonacci_accuracy"} <= set(metrics)
 
 
 def test_windows_cover_the_split_and_predict_the_following_token():
@@ -226,3 +232,16 @@ def test_empty_context_is_a_clear_error(tmp_path):
     assert result.code == 0, result
     predicted = run_cli("predict", json.loads(result.out)["run_id"], "")
     assert predicted.code == 2 and "no token" in predicted.err
+
+
+def test_catalogue_names_the_digits_dataset_and_preset(cli):
+    from zoo.runner import plan_run
+
+    listed = cli("list", "datasets", "--json")
+    digits = next(row for row in json.loads(listed.out) if row["name"] == "digits")
+    assert digits["task"] == "next-item"
+    plan = plan_run("digits-char", "digits")
+    assert plan.task == "next-item" and plan.pipeline.name == "next-item"
+    assert plan.configs["model"].heads == 1 and plan.configs["train"].steps > 0
+    assert plan_run("digits-char", "shakespeare").task == "next-item"
+    assert plan_run("decoder-char", "digits").task == "next-item"

@@ -86,7 +86,13 @@ def load_catalogue(files: list[Path] | None = None) -> Catalogue:
 
 def merge_file(catalogue: Catalogue, path: Path) -> None:
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ZooError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); TOML "
+                       "files must be UTF-8") from None
+    except OSError as exc:
+        raise ZooError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -98,12 +104,12 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
 
     mirrors = parser.expect(data.get("mirrors", []), list, "mirrors")
     # A later file's mirrors are searched first.
-    catalogue.mirrors[:0] = [(base / parser.expect(m, str, "mirrors entry")).resolve() for m in mirrors]
+    catalogue.mirrors[:0] = [parser.resolve_path(base, m, "mirrors entry") for m in mirrors]
 
     plugins = parser.expect(data.get("plugins", {}), dict, "[plugins]")
     parser.check_keys(plugins, {"modules"}, "[plugins]")
     for module in parser.expect(plugins.get("modules", []), list, "plugins.modules"):
-        catalogue.plugin_modules.append((base / parser.expect(module, str, "plugins.modules entry")).resolve())
+        catalogue.plugin_modules.append(parser.resolve_path(base, module, "plugins.modules entry"))
 
     for name, body in parser.expect(data.get("datasets", {}), dict, "[datasets]").items():
         where = f"[datasets.{name}]"
@@ -114,13 +120,15 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
             parser.fail(f"{where} needs exactly one of hub, path or plugin", name)
         splits = parser.expect(body.get("splits", {}), dict, f"{where} splits")
         parser.check_keys(splits, SPLIT_ROLES, f"{where} splits")
+        for role, split in splits.items():
+            parser.expect(split, str, f"{where} splits.{role}")
         entry = DatasetEntry(name=name, source=path, splits=dict(splits),
                              config=dict(parser.expect(body.get("config", {}), dict, f"{where} config")))
         for key in ("hub", "plugin", "task", "text_column", "label_column", "description"):
             if key in body:
                 setattr(entry, key, parser.expect(body[key], str, f"{where} {key}"))
         if "path" in body:
-            entry.path = str((base / parser.expect(body["path"], str, f"{where} path")).resolve())
+            entry.path = str(parser.resolve_path(base, body["path"], f"{where} path"))
         catalogue.datasets[name] = entry
 
     for name, body in parser.expect(data.get("models", {}), dict, "[models]").items():
@@ -135,7 +143,7 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
             architecture=parser.expect(body["architecture"], str, f"{where} architecture"),
             tokenizer=parser.expect(body["tokenizer"], str, f"{where} tokenizer"),
             source=path,
-            description=str(body.get("description", "")),
+            description=parser.expect(body.get("description", ""), str, f"{where} description"),
             overrides=dict(parser.expect(body.get("set", {}), dict, f"{where} set")),
         )
 
@@ -163,6 +171,16 @@ class _FileParser:
             self.fail(f"{what} must be a {_type_word(kind)}, not {type(value).__name__}",
                       what.split()[-1].strip("[]").split(".")[-1])
         return value
+
+    def resolve_path(self, base: Path, value, what: str) -> Path:
+        """A path in the file, relative to it; one a filesystem cannot hold is an error."""
+        text = self.expect(value, str, what)
+        try:
+            if "\x00" in text:
+                raise ValueError("embedded null byte")
+            return (base / text).resolve()
+        except (ValueError, OSError) as exc:
+            self.fail(f"{what} {text!r} is not a usable path ({exc})", what.split()[-1])
 
     def check_keys(self, table: dict, allowed: set[str], where: str) -> None:
         for key in table:

@@ -73,7 +73,8 @@ def cmd_run(args) -> int:
         overrides["train.time"] = args.time
     if args.device not in ("auto", "cpu", "cuda"):
         raise ZooError(f"--device must be auto, cpu or cuda, not {args.device!r}")
-    plan = plan_run(args.model, args.dataset, overrides=overrides, seed=args.seed, task=args.task)
+    plan = plan_run(args.model, args.dataset, overrides=overrides, seed=args.seed, task=args.task,
+                    text_column=args.text_column, label_column=args.label_column)
     result = execute(plan, device=args.device, quiet=args.quiet or args.json,
                      text_column=args.text_column, label_column=args.label_column)
     print_result(result, args.json)
@@ -109,6 +110,15 @@ def _json_default(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return str(value)
+
+
+# -- zoo resume ----------------------------------------------------------------------
+def cmd_resume(args) -> int:
+    from zoo.runner import resume
+
+    result = resume(args.run_id, quiet=args.quiet or args.json)
+    print_result(result, args.json)
+    return 0
 
 
 # -- zoo runs ------------------------------------------------------------------------
@@ -320,8 +330,9 @@ def cmd_eval(args) -> int:
     print(f"eval {result['run_id']}: run {result['parent_id']} ({result['model']}, trained on "
           f"{result['trained_on']}) scored on {result['dataset']} split {result['split']} "
           f"in {result['duration']:.1f} s")
-    for key, value in result["metrics"].items():
-        print(f"  {key:<16} {value:.4f}" if isinstance(value, float) else f"  {key:<16} {value}")
+    from zoo.listing import format_metrics
+
+    print("\n".join(format_metrics(result["metrics"])))
     return 0
 
 
@@ -443,6 +454,16 @@ def build_parser() -> Parser:
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(handler=cmd_run)
+
+    p = commands.add_parser("resume", help="continue an interrupted run from its last checkpoint",
+                            description="Continue an interrupted or failed run from its newest "
+                            "good checkpoint, in the same folder and store row; ends with the "
+                            "same summary as zoo run. Refuses if the config, dataset, tokenizer "
+                            "or zoo version changed.")
+    p.add_argument("run_id", help="run id (or a unique prefix)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(handler=cmd_resume)
 
     p = commands.add_parser("runs", help="list recorded runs", description="List recorded runs.")
     p.add_argument("--json", action="store_true", help="print JSON records")

@@ -7,6 +7,7 @@ field's type; unknown keys get a did-you-mean.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from typing import Any
@@ -109,14 +110,19 @@ def coerce(value: Any, annotation: Any, key: str) -> Any:
         if annotation is float:
             if isinstance(value, bool):
                 raise ValueError
-            return float(value)
+            number = float(value)
+            if not math.isfinite(number):  # nan or inf would train to garbage, or forever
+                raise ValueError
+            return number
         if annotation is str:
-            return str(value)
-    except (ValueError, OverflowError):
+            if not isinstance(value, str):  # a TOML number or list where text belongs
+                raise ValueError
+            return value
+    except (ValueError, OverflowError, TypeError):
         raise ZooError(f"{key} must be {_type_name(annotation)}, not {value!r}") from None
     return value
 
 
 def _type_name(annotation) -> str:
-    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(
+    return {int: "an integer", float: "a finite number", bool: "true or false", str: "a string"}.get(
         annotation, str(annotation))

@@ -117,7 +117,9 @@ def find_in_mirrors(hub_id: str, zoo) -> Path | None:
 
 
 def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
-         label_column: str | None = None, quiet: bool = False) -> LoadedDataset:
+         label_column: str | None = None, task: str | None = None,
+         quiet: bool = False) -> LoadedDataset:
+    """Load and check a dataset; with ``task`` given, also that it can serve that task."""
     import datasets
 
     # The datasets library's own progress bars follow the same rule as ours.
@@ -132,6 +134,11 @@ def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
     split_names = {role: role for role in SPLIT_ROLES}
     if entry and entry.splits:
         split_names.update(entry.splits)
+        for role, name in entry.splits.items():  # named explicitly: it must exist
+            if name not in splits:
+                raise UnknownNameError("split", name, list(splits),
+                                       hint=f"[datasets.{ref.name}] splits maps {role} to it; "
+                                       f"the dataset has: {', '.join(splits)}")
     splits = _carve_missing_splits(splits, split_names, ref.name)
     columns = list(next(iter(splits.values())).column_names)
     text_column = _pick_column(text_column or (entry.text_column if entry else None),
@@ -143,8 +150,58 @@ def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
         feature = next(iter(splits.values())).features[label_column]
         class_names = list(getattr(feature, "names", None) or []) or None
     tasks = tasks_of(ref, zoo) or TASKS_SERVED["classification" if label_column else "language-modeling"]
-    return LoadedDataset(ref, splits, location, text_column, label_column, class_names,
-                         tuple(tasks), split_names)
+    loaded = LoadedDataset(ref, splits, location, text_column, label_column, class_names,
+                           tuple(tasks), split_names)
+    check(loaded, task)
+    return loaded
+
+
+def check(dataset: LoadedDataset, task: str | None = None) -> None:
+    """Fail before training on what would fail during it: an empty split, a text column that
+    is not text or has empty rows, and for classification labels that are not class ids."""
+    name = dataset.ref.name
+    for role in SPLIT_ROLES:
+        split = dataset.split(role)
+        where = f"split {dataset.split_names.get(role, role)!r} of dataset {name!r}"
+        if len(split) == 0:
+            raise ZooError(f"{where} has no rows; every split needs at least one")
+        feature = split.features[dataset.text_column]
+        if getattr(feature, "dtype", None) not in ("string", "large_string"):
+            kind = getattr(feature, "dtype", None) or type(feature).__name__
+            raise ZooError(f"text column {dataset.text_column!r} of dataset {name!r} holds "
+                           f"{kind} values, not text; name a text column with --text-column "
+                           f"(columns: {', '.join(split.column_names)})")
+        empty = split.data.column(dataset.text_column).null_count
+        if empty:
+            raise ZooError(f"{where} has {empty} empty (None) rows in text column "
+                           f"{dataset.text_column!r}; every row needs text (drop or fill them)")
+        if task == "classification":
+            _check_labels(dataset, split, where)
+
+
+def _check_labels(dataset: LoadedDataset, split, where: str) -> None:
+    column = dataset.label_column
+    if column is None:
+        raise ZooError(f"dataset {dataset.ref.name!r} has no label column ({'/'.join(LABEL_COLUMNS)}) "
+                       f"for classification; name one with --label-column "
+                       f"(columns: {', '.join(split.column_names)})")
+    feature = split.features[column]
+    dtype = getattr(feature, "dtype", "")
+    if not (hasattr(feature, "names") or str(dtype).startswith(("int", "uint"))):
+        values = sorted({str(v) for v in split.select(range(min(len(split), 50)))[column]})[:3]
+        raise ZooError(f"label column {column!r} of dataset {dataset.ref.name!r} holds {dtype or type(feature).__name__} "
+                       f"values (e.g. {', '.join(map(repr, values))}); classification needs "
+                       "integer class ids 0..K-1 or a ClassLabel feature")
+    labels = split.data.column(column)
+    if labels.null_count:
+        raise ZooError(f"{where} has {labels.null_count} rows without a label in {column!r}; "
+                       "every row needs a class id 0..K-1")
+    import pyarrow.compute as pc
+
+    low = pc.min(labels).as_py()
+    if low is not None and low < 0:
+        raise ZooError(f"{where} has label {low} in {column!r} (unlabelled rows?); class ids "
+                       "must be 0..K-1")
 
 
 def _carve_missing_splits(splits, split_names: dict, name: str):
@@ -194,7 +251,13 @@ def _load_splits(ref: DatasetRef, zoo):
     if ref.kind == "plugin":
         entry = zoo.datasets.get(ref.source)
         config = ref.entry.config if ref.entry else {}
-        return entry.load()(**config), f"plugin {entry.plugin}:{entry.name}"
+        loader = entry.load()
+        _check_call(loader, (), config, f"dataset plugin {entry.name!r} (from {entry.plugin})")
+        splits = loader(**config)
+        if not isinstance(splits, (datasets.DatasetDict, dict)):
+            raise ZooError(f"dataset plugin {entry.name!r} (from {entry.plugin}) returned a "
+                           f"{type(splits).__name__}, not a datasets.DatasetDict")
+        return datasets.DatasetDict(splits), f"plugin {entry.plugin}:{entry.name}"
     if ref.kind == "path":
         path = Path(ref.source)
         try:
@@ -208,7 +271,7 @@ def _load_splits(ref: DatasetRef, zoo):
         except ZooError:
             raise
         except Exception as exc:
-            raise ZooError(f"Cannot load dataset from {path}: {_short(exc)}") from None
+            raise ZooError(f"Cannot load dataset from {path}: {_explain(exc)}") from None
     mirror = find_in_mirrors(ref.source, zoo)
     if mirror is not None:
         return datasets.load_dataset(str(mirror)), str(mirror)
@@ -223,6 +286,36 @@ def _load_splits(ref: DatasetRef, zoo):
             f"cache (HF_HUB_OFFLINE={offline}): {_short(exc)}") from None
 
 
+def _explain(exc: Exception) -> str:
+    """The root cause of a loading failure, in words (datasets wraps it in its own error)."""
+    chain = [exc]
+    while len(chain) < 20 and (chain[-1].__cause__ or chain[-1].__context__) is not None:
+        chain.append(chain[-1].__cause__ or chain[-1].__context__)
+    for error in chain:
+        if isinstance(error, UnicodeDecodeError):
+            return (f"the file is not UTF-8 text ({error.reason} at byte {error.start}); "
+                    "save it as UTF-8")
+        if "corresponds to no data" in str(error):
+            return f"a split has no rows ({str(error).strip()}); every split needs at least one"
+    if type(chain[-1]).__name__ == "SchemaInferenceError":
+        return "the file has no rows"
+    return _short(chain[-1])
+
+
 def _short(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _check_call(function, args: tuple, kwargs: dict, what: str) -> None:
+    """A ZooError, instead of a TypeError deep inside, if ``function`` cannot take these."""
+    import inspect
+
+    if not callable(function):
+        raise ZooError(f"{what} is a {type(function).__name__}, not something callable")
+    try:
+        inspect.signature(function).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise ZooError(f"{what} cannot be called with {', '.join(kwargs) or 'no options'}: {exc}") from None
+    except ValueError:  # no signature to inspect (a builtin): let the call decide
+        pass

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from zoo.model import IGNORE_INDEX, Model
+from zoo.model import IGNORE_INDEX, Model, NonFiniteError
 
 
 def pick_device(device: str = "auto") -> str:
@@ -55,9 +55,47 @@ class TorchModel:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if grad_clip:
-            torch.nn.utils.clip_grad_norm_(self.module.parameters(), grad_clip)
+            norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), grad_clip)
+        else:
+            norm = torch.nn.utils.get_total_norm(
+                [p.grad for p in self.module.parameters() if p.grad is not None])
+        # One sync for both checks; a non-finite loss or gradient never reaches the weights.
+        if not bool(torch.isfinite(loss.detach()) & torch.isfinite(norm)):
+            self.optimizer.zero_grad(set_to_none=True)
+            raise NonFiniteError(loss.item(), float(norm))
         self.optimizer.step()
         return loss.item()
+
+    def optimizer_state(self) -> tuple[dict[str, np.ndarray], dict]:
+        """AdamW's tensors (moments, step counts) as arrays; its settings as JSON."""
+        state = self.optimizer.state_dict()
+        arrays, scalars = {}, {}
+        for index, values in state["state"].items():
+            for key, value in values.items():
+                if torch.is_tensor(value):
+                    arrays[f"{index}.{key}"] = value.detach().cpu().contiguous().numpy().copy()
+                else:
+                    scalars[f"{index}.{key}"] = value
+        return arrays, {"param_groups": state["param_groups"], "scalars": scalars}
+
+    def load_optimizer_state(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        from zoo.errors import ZooError
+
+        state: dict[int, dict] = {}
+        for name, value in [*arrays.items(), *meta["scalars"].items()]:
+            index, _, key = name.partition(".")
+            if isinstance(value, np.ndarray):
+                value = torch.from_numpy(np.ascontiguousarray(value))
+            state.setdefault(int(index), {})[key] = value
+        groups = []
+        for saved, current in zip(meta["param_groups"], self.optimizer.state_dict()["param_groups"]):
+            # JSON turned tuples (betas) into lists; give them back their type.
+            groups.append({k: tuple(v) if isinstance(current.get(k), tuple) else v
+                           for k, v in saved.items()})
+        try:
+            self.optimizer.load_state_dict({"state": state, "param_groups": groups})
+        except (ValueError, KeyError, RuntimeError) as exc:
+            raise ZooError(f"optimizer state does not fit the model: {exc}") from None
 
     @torch.no_grad()
     def loss_sum(self, inputs, targets, mask=None) -> tuple[float, int]:
@@ -84,14 +122,18 @@ class TorchModel:
         return state
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        from zoo.errors import ZooError
+
         tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}
-        result = self.module.load_state_dict(tensors, strict=False)
+        try:
+            result = self.module.load_state_dict(tensors, strict=False)
+        except RuntimeError as exc:  # shapes that do not match: a file for another model
+            detail = " ".join(str(exc).split())[:300]
+            raise ZooError(f"weights do not fit the model: {detail}") from None
         expected = set(self.module.state_dict())
         tied = {k for k in result.missing_keys if self._is_tied(k)}
         missing = set(result.missing_keys) - tied
         if missing or result.unexpected_keys:
-            from zoo.errors import ZooError
-
             raise ZooError(f"weights do not fit the model: missing {sorted(missing)[:5]}, "
                            f"unexpected {sorted(result.unexpected_keys)[:5]} "
                            f"(model has {len(expected)} tensors)")

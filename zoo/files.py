@@ -1,5 +1,6 @@
 """Atomic file writes: temporary file, fsync, rename. A crash leaves the old file or the
-new one, never half of either."""
+new one, never half of either. A write that fails (read-only folder, full disk) raises
+``SaveError``, a ZooError naming the file, so nothing reports "saved" when it was not."""
 from __future__ import annotations
 
 import json
@@ -7,20 +8,36 @@ import os
 import tempfile
 from pathlib import Path
 
+from zoo.errors import ZooError
+
+
+class SaveError(ZooError):
+    """A file could not be written: the folder is read-only, the disk is full, ..."""
+
+
+def save_error(path: Path, exc: OSError) -> SaveError:
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return SaveError(f"cannot save {path}: {reason}; check that the runs folder is writable "
+                     "and the disk has space (ZOO_HOME moves it)")
+
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise save_error(path, exc) from None
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -31,7 +48,8 @@ def atomic_write_json(path: Path, data) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (a no-op where directories cannot be fsynced)."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:

@@ -41,6 +41,8 @@ def register_pipelines(register):
     """Called once when the registry loads, to add task pipelines, one per task name.
 
     The target is a class (or object) with ``run(job) -> dict`` (see ``zoo.job``) and,
-    optionally, ``predict(trained, texts) -> list[dict]``; ``config`` is its training config
-    dataclass, a subclass of ``zoo.job.TrainConfig``.
+    optionally, ``predict(trained, texts) -> list[dict]``, ``evaluate(trained, dataset,
+    split) -> dict`` and ``check_dataset(dataset)`` (called on the loaded dataset before a run
+    is recorded; raises ``ZooError`` when the pipeline cannot use it); ``config`` is its
+    training config dataclass, a subclass of ``zoo.job.TrainConfig``.
     """

@@ -25,16 +25,21 @@ class TrainConfig:
     grad_clip: float = 1.0
     eval_interval: int = 250  # steps between validation estimates during training
     eval_batches: int = 20  # batches per periodic estimate; the final evaluation uses whole splits
+    checkpoint_every: int = 500  # steps between checkpoints for `zoo resume` (0: not by steps)
+    checkpoint_seconds: float = 600.0  # seconds between checkpoints (0: not by time)
 
     def __post_init__(self):
-        if self.steps <= 0:
-            raise ValueError(f"steps must be positive, got {self.steps}")
-        if self.time is not None and self.time <= 0:
+        positive = ("steps", "batch_size", "lr", "eval_interval", "eval_batches")
+        at_least_zero = ("min_lr", "warmup_steps", "weight_decay", "grad_clip",
+                         "checkpoint_every", "checkpoint_seconds")
+        for name in positive:
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in at_least_zero:
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
+        if self.time is not None and not self.time > 0:
             raise ValueError(f"time must be positive, got {self.time}")
-        if self.batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {self.batch_size}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got {self.lr}")
 
 
 class RunFolder:
@@ -55,7 +60,9 @@ class RunFolder:
         atomic_write_json(self.file(name), data)
 
     def read_json(self, name: str):
-        return json.loads(self.file(name).read_text(encoding="utf-8"))
+        from zoo.safeload import load_json
+
+        return load_json(self.file(name))
 
     def write_text(self, name: str, text: str) -> None:
         atomic_write_text(self.file(name), text)
@@ -97,6 +104,19 @@ class Job:
     run: RunFolder
     quiet: bool = False
     started: float = field(default_factory=time.time)
+    resuming: bool = False  # `zoo resume`: reuse what the run folder holds
+    resume_from: Any = None  # zoo.checkpoint.Checkpoint the training loop continues, if any
+    identity: dict = field(default_factory=dict)  # config hash, dataset, versions: checked on resume
+
+    def saved_tokenizer(self):
+        """When resuming, the tokenizer the run saved, so it keeps exactly the vocabulary it
+        started with (a cache or a retrained one might differ); otherwise None."""
+        path = self.run.file("tokenizer.json")
+        if not (self.resuming and path.is_file()):
+            return None
+        from zoo.safeload import load_tokenizer
+
+        return load_tokenizer(self.tokenizer.load(), path)
 
     def progress(self, total: int | None, desc: str):
         """A progress bar on stderr, quiet when stderr is not a terminal or with --quiet."""

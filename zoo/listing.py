@@ -174,8 +174,6 @@ def show(zoo, name: str) -> str:
 
 
 def show_run(zoo, run_id: str) -> str:
-    import json
-
     from zoo.runner import model_names
     from zoo.store import Store
 
@@ -201,11 +199,7 @@ def show_run(zoo, run_id: str) -> str:
     if kind == "train":  # an evaluation row has no tokenizer of its own
         lines.append(tokenizer_line(row))
     lines.append("  metrics:")
-    for key, value in row["metrics"].items():
-        if isinstance(value, (dict, list)):
-            lines.append(f"    {key}: {json.dumps(value)}")
-        else:
-            lines.append(f"    {key:<16} {value:.4f}" if isinstance(value, float) else f"    {key:<16} {value}")
+    lines += format_metrics(row["metrics"], indent="    ")
     lines.append("  provenance:")
     lines.append(f"    seed: {row['seed']}")
     for key in ("config_hash", "parent_config_hash", "dataset_id", "dataset_location",
@@ -235,6 +229,66 @@ def show_run(zoo, run_id: str) -> str:
     for section, values in (config.get("configs") or {}).items():
         lines.append(f"    {section}: {values}")
     return "\n".join(lines)
+
+
+def format_metrics(metrics: dict, indent: str = "  ") -> list[str]:
+    """Scalars one per line, then structured metrics laid out as tables: a dict of dicts
+    (per-class figures) as rows, a square list of lists (a confusion matrix) as a grid
+    labelled with `class_names` when the run has them, a list of names on one line."""
+    import json
+
+    lines, tables = [], []
+    names = metrics.get("class_names")
+    for key, value in metrics.items():
+        if isinstance(value, float):
+            lines.append(f"{indent}{key:<16} {value:.4f}")
+        elif not isinstance(value, (dict, list)):
+            lines.append(f"{indent}{key:<16} {value}")
+        elif _is_row_table(value):
+            tables += [f"{indent}{key}:"] + _row_table(value, indent + "  ")
+        elif _is_grid(value):
+            tables += [f"{indent}{key} (rows: true, columns: predicted):"] + _grid(
+                value, names if names and len(names) == len(value) else None, indent + "  ")
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            lines.append(f"{indent}{key:<16} {', '.join(value)}")
+        else:
+            lines.append(f"{indent}{key}: {json.dumps(value)}")
+    return lines + tables
+
+
+def _is_row_table(value) -> bool:
+    return (isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values())
+            and len({tuple(v) for v in value.values()}) == 1)
+
+
+def _is_grid(value) -> bool:
+    return (isinstance(value, list) and value and all(isinstance(r, list) and len(r) == len(value)
+                                                      for r in value))
+
+
+def _cell(value) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _row_table(table: dict, indent: str) -> list[str]:
+    columns = list(next(iter(table.values())))
+    first = max(len(str(k)) for k in table)
+    cells = {k: [_cell(v[c]) for c in columns] for k, v in table.items()}
+    widths = [max(len(c), *(len(r[i]) for r in cells.values())) for i, c in enumerate(columns)]
+    out = [indent + " " * first + "".join(f"  {c:>{w}}" for c, w in zip(columns, widths))]
+    for key, row in cells.items():
+        out.append(indent + f"{key:<{first}}" + "".join(f"  {c:>{w}}" for c, w in zip(row, widths)))
+    return out
+
+
+def _grid(grid: list, names: list | None, indent: str) -> list[str]:
+    labels = [str(n) for n in names] if names else [str(i) for i in range(len(grid))]
+    first = max(len(x) for x in labels)
+    width = max(max(len(x) for x in labels), *(len(_cell(v)) for r in grid for v in r))
+    out = [indent + " " * first + "".join(f"  {x:>{width}}" for x in labels)]
+    for label, row in zip(labels, grid):
+        out.append(indent + f"{label:<{first}}" + "".join(f"  {_cell(v):>{width}}" for v in row))
+    return out
 
 
 def tokenizer_line(row: dict) -> str:
@@ -289,5 +343,6 @@ def runs_table():
     table = frame[["id", "kind", "status", "model", "dataset", "task", "params", "seed",
                    "duration"]].copy()
     table["primary"] = primary
-    table["duration"] = table["duration"].round(1)
+    # A column of only running or interrupted rows holds None: make it numbers first.
+    table["duration"] = pd.to_numeric(table["duration"], errors="coerce").round(1)
     return table

@@ -4,9 +4,18 @@ An architecture's target is ``build(config, spec) -> model``. It returns either 
 ``torch.nn.Module`` (wrapped by ``zoo.engine.TorchModel``, which owns the optimizer) or any
 object with the methods of ``Model`` below (the NumPy reference does this).
 
+Resume: a model that is to be checkpointed also has ``optimizer_state()`` and
+``load_optimizer_state(arrays, meta)`` (below). They carry everything beyond the weights that
+``train_step`` depends on: optimizer moments and step counts, and any random generator the
+model owns (dropout masks). Arrays go to safetensors and meta to JSON, so nothing is pickled;
+restoring them after ``configure_optimizer`` must make the next steps bit-identical.
+
+Divergence: ``train_step`` checks the loss and the gradient norm before the optimizer step;
+if either is not finite it raises ``NonFiniteError`` and leaves the weights untouched.
+
 Module outputs by task, given ``input_ids`` [B, T] and ``attention_mask`` [B, T] (1 = real):
   language-modeling: logits [B, T, vocab_size]
-  classification:    logits [B, num_classes]
+  classification:    logits [B, num_classes] (inputs are right-padded and start with <cls>)
   next-item:         logits [B, vocab_size] for the token after the last real position
 """
 from __future__ import annotations
@@ -18,6 +27,15 @@ import numpy as np
 
 TASKS = ("language-modeling", "classification", "next-item")
 IGNORE_INDEX = -100  # targets with this value add nothing to the loss
+
+
+class NonFiniteError(ArithmeticError):
+    """The loss or the gradient norm is NaN or infinite; the optimizer step was not taken."""
+
+    def __init__(self, loss: float, grad_norm: float | None = None):
+        what = f"loss {loss}" + (f", gradient norm {grad_norm}" if grad_norm is not None else "")
+        super().__init__(f"non-finite {what}")
+        self.loss, self.grad_norm = loss, grad_norm
 
 
 @dataclass(frozen=True)
@@ -38,7 +56,9 @@ class Model(Protocol):
 
     def train_step(self, inputs: np.ndarray, targets: np.ndarray, lr: float,
                    mask: np.ndarray | None = None, grad_clip: float = 1.0) -> float:
-        """One optimizer step on a batch; returns the mean loss (nats per target)."""
+        """One optimizer step on a batch; returns the mean loss (nats per target).
+
+        Raises ``NonFiniteError`` without stepping if the loss or gradient norm is not finite."""
 
     def loss_sum(self, inputs: np.ndarray, targets: np.ndarray,
                  mask: np.ndarray | None = None) -> tuple[float, int]:
@@ -49,3 +69,9 @@ class Model(Protocol):
     def state_dict(self) -> dict[str, np.ndarray]: ...
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None: ...
+
+    def optimizer_state(self) -> tuple[dict[str, np.ndarray], dict]:
+        """Training state beyond the weights: (arrays for safetensors, JSON-able meta)."""
+
+    def load_optimizer_state(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        """Restore what ``optimizer_state`` returned (after ``configure_optimizer``)."""

@@ -7,6 +7,7 @@ that into an error.
 """
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import importlib
 import importlib.metadata
@@ -28,6 +29,7 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.char",
     "zoo.plugins.bpe",
     "zoo.plugins.decoder",
+    "zoo.plugins.encoder",
     "zoo.plugins.numpy_ref",
     "zoo.plugins.digits",
     "zoo.plugins.digits_data",
@@ -52,11 +54,56 @@ class Entry:
     tasks: tuple[str, ...] = ()
 
     def load(self):
-        """Import and return the target (the heavy code), on first use."""
-        return _resolve(self.target, f"{self.kind} {self.name!r}")
+        """Import and return the target (the heavy code), on first use; a target that cannot
+        be what its kind needs is a ZooError naming the plugin."""
+        target = _resolve(self.target, f"{self.kind} {self.name!r}")
+        if isinstance(self.target, str):  # objects were checked when they registered
+            problem = target_problem(self.kind, target)
+            if problem:
+                raise ZooError(f"{self.kind} {self.name!r} from plugin {self.plugin!r}: {problem}")
+        return target
 
     def config_class(self):
-        return None if self.config is None else _resolve(self.config, f"config of {self.name!r}")
+        if self.config is None:
+            return None
+        cls = _resolve(self.config, f"config of {self.name!r}")
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            raise ZooError(f"config of {self.kind} {self.name!r} from plugin {self.plugin!r} is "
+                           f"a {type(cls).__name__}, not a dataclass")
+        return cls
+
+
+def target_problem(kind: str, target) -> str | None:
+    """What is wrong with a registered target for its kind, or None (see zoo.hookspecs)."""
+    import inspect
+
+    if kind == "tokenizer":
+        from zoo.tokenizer import Tokenizer
+
+        if not (isinstance(target, type) and issubclass(target, Tokenizer)):
+            return f"target is {_describe(target)}, not a subclass of zoo.tokenizer.Tokenizer"
+        return None
+    if kind == "pipeline":
+        if not callable(getattr(target, "run", None)):
+            return f"target is {_describe(target)} without a run(job) method"
+        return None
+    if not callable(target):
+        return f"target is {_describe(target)}, not a class or function"
+    if kind == "architecture":
+        try:
+            signature = inspect.signature(target)
+        except (TypeError, ValueError):  # no signature to inspect: let the call decide
+            return None
+        try:
+            signature.bind(None, None)
+        except TypeError:
+            return f"target must be build(config, spec), but it takes {signature}"
+    return None
+
+
+def _describe(target) -> str:
+    name = getattr(target, "__qualname__", None)
+    return f"{type(target).__name__} {name}" if name else f"a {type(target).__name__} ({target!r:.60})"
 
 
 def _resolve(target, what: str):
@@ -95,6 +142,9 @@ class Registry:
             raise UnknownNameError(
                 self.kind, name, self._entries, hint=f"zoo list {self.kind}s shows all"
             ) from None
+
+    def remove(self, name: str) -> Entry:
+        return self._entries.pop(name)
 
     def __contains__(self, name) -> bool:
         return name in self._entries
@@ -168,7 +218,7 @@ class Zoo:
                 self.pm.unregister(plugin)
                 raise
         except Exception as exc:  # a broken plugin must not break the zoo
-            info.error = f"{type(exc).__name__}: {exc}"
+            info.error = _one_line(exc)
             self.plugins[info.name] = info
             self.set_aside(info, strict)
             return False
@@ -185,6 +235,17 @@ class Zoo:
                     register = _stager(kind, info.name, staged)
                     impl.function(**{arg: register for arg in impl.argnames})
         return staged
+
+    def remove_plugin(self, name: str) -> None:
+        """Unregister a plugin and everything it registered (tests register in-process)."""
+        plugin = self.pm.get_plugin(name)
+        if plugin is not None:
+            self.pm.unregister(plugin)
+        for registry in self.registries.values():
+            for entry in registry.entries():
+                if entry.plugin == name:
+                    registry.remove(entry.name)
+        self.plugins.pop(name, None)
 
     def set_aside(self, info: PluginInfo, strict: bool) -> None:
         where = ", ".join(x for x in (info.distribution and f"{info.distribution} {info.version}",
@@ -205,12 +266,28 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
             raise ZooError(f"{kind} {name!r}: target {target!r} must look like 'module:attr'")
         if target is None:
             raise ZooError(f"{kind} {name!r}: target is missing")
+        if not isinstance(target, str) and (problem := target_problem(kind, target)):
+            raise ZooError(f"{kind} {name!r}: {problem}")
+        if not (config is None or isinstance(config, str) and ":" in config
+                or isinstance(config, type) and dataclasses.is_dataclass(config)):
+            raise ZooError(f"{kind} {name!r}: config must be a dataclass or a 'module:Class' "
+                           f"string, not {type(config).__name__}")
+        if not isinstance(tasks, (list, tuple)) or not all(isinstance(t, str) for t in tasks):
+            raise ZooError(f"{kind} {name!r}: tasks must be a list of task names, like "
+                           f"('language-modeling',), not {tasks!r:.60}")
+        if not isinstance(description, str):
+            raise ZooError(f"{kind} {name!r}: description must be a string")
         if any(e.name == name and e.kind == kind for e in staged):
             raise ZooError(f"{kind} name {name!r} registered twice by plugin {plugin_name!r}")
-        staged.append(Entry(kind, name, target, plugin_name, str(description), config,
+        staged.append(Entry(kind, name, target, plugin_name, description, config,
                             tuple(tasks)))
 
     return register
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error as one line (pluggy's validation errors span several)."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
 
 
 def _wanted(names: Iterable[str]) -> bool:
@@ -248,7 +325,7 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
             try:
                 plugin = ep.load()
             except Exception as exc:
-                info.error = f"{type(exc).__name__}: {exc}"
+                info.error = _one_line(exc)
                 zoo.plugins[info.name] = info
                 zoo.set_aside(info, strict)
                 continue
@@ -260,7 +337,7 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
         try:
             plugin = _import_file(path)
         except Exception as exc:
-            info.error = f"{type(exc).__name__}: {exc}"
+            info.error = _one_line(exc)
             zoo.plugins[info.name] = info
             zoo.set_aside(info, strict)
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import platform
 import random
 import secrets
@@ -18,8 +19,24 @@ from pathlib import Path
 from zoo import data as zoo_data
 from zoo.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
+from zoo.files import save_error
 from zoo.job import Job, RunFolder
 from zoo.store import Store, home
+
+
+class ResumeRefused(ZooError):
+    """A run cannot be resumed (finished, still running, changed since); nothing was touched."""
+
+
+class RunDiverged(ZooError):
+    """A run stopped on a non-finite loss or gradient; its row says 'diverged' and its last
+    good checkpoint is kept. A sweep records the cell and goes on."""
+
+    def __init__(self, run_id: str, exc):  # exc: zoo.trainer.Diverged
+        kept = (f"; its last good checkpoint (step {exc.checkpoint_step}) is kept"
+                if exc.checkpoint_step is not None else "")
+        super().__init__(f"run {run_id} {exc}{kept}; lower the learning rate (--set lr=...)")
+        self.run_id, self.step, self.checkpoint_step = run_id, exc.step, exc.checkpoint_step
 
 
 @dataclass
@@ -84,17 +101,30 @@ class Plan:
     pipeline: object  # Entry
     configs: dict  # section -> config dataclass instance
     seed: int
+    loaded: object = None  # the LoadedDataset, when planning had to load it to learn its tasks
+    columns: tuple = (None, None)  # the (text, label) column choices it was loaded with
 
 
 def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: int = 0,
-             task: str | None = None, zoo=None) -> Plan:
+             task: str | None = None, text_column: str | None = None,
+             label_column: str | None = None, zoo=None) -> Plan:
     from zoo.registry import get_zoo
 
     zoo = zoo or get_zoo()
     spec = resolve_model(model, zoo)
     ref = zoo_data.resolve(dataset, zoo)
-    tasks = zoo_data.tasks_of(ref, zoo) or zoo_data.TASKS_SERVED["language-modeling"]
+    tasks, loaded = zoo_data.tasks_of(ref, zoo), None
+    if not tasks and ref.kind != "plugin":
+        # A file, folder or Hub id the catalogue does not describe: load it to learn whether
+        # it has a label column (then it serves classification first).
+        loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column,
+                               quiet=True)
+        tasks = loaded.tasks
+    tasks = tasks or zoo_data.TASKS_SERVED["language-modeling"]
     chosen = choose_task(spec.architecture, tasks, task)
+    if chosen not in zoo.pipelines:  # the same reason `zoo list --matrix` gives
+        raise ZooError(f"no pipeline is registered for {chosen} ({spec.architecture.name} "
+                       f"on {ref.name})")
     pipeline = zoo.pipelines.get(chosen)
     sections = {"model": spec.architecture.config_class(),
                 "tokenizer": spec.tokenizer.config_class(),
@@ -102,7 +132,7 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     merged = {**spec.overrides, **(overrides or {})}
     values = split_overrides(merged, sections)
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
-    return Plan(spec, ref, chosen, pipeline, configs, seed)
+    return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column))
 
 
 def config_hash(plan: Plan) -> str:
@@ -176,13 +206,19 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     ``extra`` is added to the run's provenance (``zoo reproduce`` names the original run).
     """
     from zoo.registry import get_zoo
-    from zoo.trainer import Diverged
 
     zoo = zoo or get_zoo()
-    dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
-                            label_column=label_column, quiet=quiet)
+    if plan.loaded is not None and plan.columns == (text_column, label_column):
+        dataset = plan.loaded
+    else:
+        dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
+                                label_column=label_column, task=plan.task, quiet=quiet)
     pipeline = plan.pipeline.load()
-    run = RunFolder(home() / new_run_id()).create()
+    check = getattr(pipeline, "check_dataset", None)
+    if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
+        check(dataset)
+    plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
+    run = _create_run_folder()
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
                "dataset": plan.dataset_ref.name, "task": plan.task, "seed": plan.seed}
@@ -201,11 +237,32 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
                  config=provenance)
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
-              plan.seed, device, run, quiet)
+              plan.seed, device, run, quiet, identity=identity(plan, dataset, zoo))
+    return _train_and_record(plan, pipeline, job, store, summary, provenance)
+
+
+def _create_run_folder() -> RunFolder:
+    path = home() / new_run_id()
+    try:
+        return RunFolder(path).create()
+    except OSError as exc:
+        raise save_error(path, exc) from None
+
+
+def _train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict,
+                      provenance: dict) -> dict:
+    """Run the pipeline on a prepared job and record the outcome in its store row."""
+    from zoo import checkpoint
+    from zoo.trainer import Diverged
+
+    run = job.run
     start = time.time()
     try:
         seed_everything(plan.seed)
         result = pipeline.run(job)
+        if "spec" in result:  # what load_trained needs to rebuild the model
+            provenance["spec"] = result["spec"]
+            run.write_json("config.json", provenance)
     except KeyboardInterrupt:
         store.update(run.id, status="interrupted", finished=time.time(),
                      duration=time.time() - start, error="interrupted (Ctrl-C)")
@@ -213,21 +270,20 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
         raise
     except Diverged as exc:
         store.update(run.id, status="diverged", finished=time.time(),
-                     duration=time.time() - start, error=str(exc))
+                     duration=time.time() - start, error=str(exc),
+                     metrics={"diverged_step": exc.step, "checkpoint_step": exc.checkpoint_step})
         store.close()
-        raise ZooError(f"run {run.id} {exc}; lower the learning rate (--set lr=...)") from None
+        raise RunDiverged(run.id, exc) from None
     except BaseException as exc:
         store.update(run.id, status="failed", finished=time.time(), duration=time.time() - start,
                      error=f"{type(exc).__name__}: {exc}"[:2000])
         store.close()
         raise
     duration = time.time() - start
-    if "spec" in result:  # what load_trained needs to rebuild the model
-        provenance["spec"] = result["spec"]
-        run.write_json("config.json", provenance)
     store.update(run.id, status=result.get("status", "finished"), finished=time.time(),
                  duration=duration, params=result.get("params"), metrics=result["metrics"])
     store.close()
+    checkpoint.remove_all(run.path)  # the run is recorded; its weights are in model.safetensors
     curve, curve_error = save_curve(run, summary)
     return {**summary, "status": result.get("status", "finished"), "params": result.get("params"),
             "metrics": result["metrics"], "samples": result.get("samples", []),
@@ -249,6 +305,180 @@ def save_curve(run: RunFolder, summary: dict) -> tuple[str | None, str | None]:
     if path is None:
         return None, "the run logged no training curve (metrics.jsonl is empty)"
     return str(path), None
+
+
+# -- resume --------------------------------------------------------------------------
+RESUMABLE = ("interrupted", "failed")
+
+
+def identity(plan: Plan, dataset, zoo) -> dict:
+    """What must not change for a run to be resumed: config, dataset, zoo and plugin versions
+    (the tokenizer file's checksum is added by each checkpoint)."""
+    found = versions(zoo, plan)
+    return {"config_hash": config_hash(plan),
+            "configs": {k: _asdict(v) for k, v in plan.configs.items()},
+            "dataset_fingerprint": dataset.fingerprint,
+            "versions": {k: v for k, v in found.items() if k == "zoo" or k.startswith("plugin:")}}
+
+
+def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
+    """Continue an interrupted (or failed) run from its newest good checkpoint, or from the
+    start if it has none, in its own folder and store row. Returns what ``execute`` returns.
+
+    This is what `zoo resume` calls, and what a sweep calls for its interrupted cells. It
+    refuses (ZooError) if the config, dataset, tokenizer file, zoo or plugin versions differ
+    from the run's, or if the run is not resumable (finished, diverged, still running)."""
+    from zoo import checkpoint
+    from zoo.registry import get_zoo
+
+    zoo = zoo or get_zoo()
+    with Store() as store:
+        row = store.get(run_id)
+    _check_resumable(row)
+    run = RunFolder(home() / row["id"])
+    if not run.file("config.json").is_file():
+        raise ResumeRefused(f"cannot resume run {row['id']}: {run.path} has no config.json")
+    provenance = run.read_json("config.json")
+    plan = plan_from_provenance(provenance, zoo)
+    dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
+                            label_column=provenance.get("label_column"), task=plan.task,
+                            quiet=quiet)
+    warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
+    ckpt = checkpoint.latest(run.path, warn=warn)
+    current = identity(plan, dataset, zoo)
+    problems = resume_problems(provenance, ckpt, current, run)
+    if problems:
+        raise ResumeRefused(f"cannot resume run {row['id']}: " + "; ".join(problems)
+                       + ". Start a new run instead (zoo run)")
+    pipeline = plan.pipeline.load()
+    store = Store()
+    if not store.claim(row["id"], RESUMABLE, error=None, finished=None,
+                       resumed=int(row.get("resumed") or 0) + 1):
+        store.close()
+        raise ResumeRefused(f"run {row['id']} was claimed by another process; nothing to resume")
+    _rewind_curve(run, ckpt)
+    if not quiet:
+        where = f"step {ckpt.step}" if ckpt else "the start (no checkpoint was written)"
+        print(f"zoo: resuming run {row['id']} from {where}", file=sys.stderr)
+    job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
+              plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
+              plan.seed, provenance.get("device", "auto"), run, quiet, resuming=True,
+              resume_from=ckpt, identity=current)
+    summary = {k: provenance[k] for k in ("run_id", "model", "architecture", "tokenizer",
+                                          "dataset", "task", "seed")}
+    return _train_and_record(plan, pipeline, job, store, summary, provenance)
+
+
+def _check_resumable(row: dict) -> None:
+    status = row["status"]
+    if row.get("kind", "train") != "train":
+        raise ResumeRefused(f"run {row['id']} is an {row['kind']} row; only training runs resume")
+    if status == "finished":
+        raise ResumeRefused(f"run {row['id']} already finished; nothing to resume")
+    if status == "running":
+        raise ResumeRefused(f"run {row['id']} is still running (pid {row['pid']} on {row['host']}); "
+                       "resume it once that process has ended")
+    if status == "diverged":
+        raise ResumeRefused(f"run {row['id']} diverged ({row['error']}); resuming would diverge "
+                       "again: start a new run with a lower learning rate")
+    if status not in RESUMABLE:
+        raise ResumeRefused(f"run {row['id']} has status {status!r}; only "
+                       f"{' or '.join(RESUMABLE)} runs can be resumed")
+
+
+def plan_from_provenance(provenance: dict, zoo) -> Plan:
+    """The plan of a recorded run, rebuilt from its config.json with today's plugins."""
+    try:
+        spec = ModelSpec(provenance["model"], zoo.architectures.get(provenance["architecture"]),
+                         zoo.tokenizers.get(provenance["tokenizer"]))
+        ref = _dataset_ref(provenance["dataset"], provenance["dataset_id"], zoo)
+        pipeline = zoo.pipelines.get(provenance["task"])
+        saved = provenance["configs"]
+        classes = {"model": spec.architecture.config_class(),
+                   "tokenizer": spec.tokenizer.config_class(), "train": pipeline.config_class()}
+        configs = {}
+        for section, cls in classes.items():
+            try:
+                configs[section] = build_config(cls, dict(saved.get(section) or {}))
+            except ZooError as exc:
+                raise ResumeRefused(f"cannot resume: the saved {section} config no longer "
+                                    f"fits this zoo ({exc})") from None
+        return Plan(spec, ref, provenance["task"], pipeline, configs, int(provenance["seed"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResumeRefused(f"cannot resume: config.json of run {provenance.get('run_id', '?')} is incomplete "
+                       f"({type(exc).__name__}: {exc})") from None
+
+
+def _dataset_ref(name: str, source: str, zoo):
+    """The dataset a run used: by its name if that still points at the same source, else by
+    the source (an absolute path or Hub id), which does not depend on the working folder."""
+    try:
+        ref = zoo_data.resolve(name, zoo)
+        if ref.source == source:
+            return ref
+    except ZooError:
+        pass
+    ref = zoo_data.resolve(source, zoo)
+    ref.name = name
+    return ref
+
+
+def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder) -> list[str]:
+    """Why a run cannot be resumed with what is installed now (empty: it can)."""
+    from zoo import checkpoint
+
+    saved = ckpt.meta.get("identity", {}) if ckpt is not None else {
+        "config_hash": provenance.get("config_hash"), "configs": provenance.get("configs"),
+        "dataset_fingerprint": provenance.get("dataset_fingerprint"),
+        "versions": provenance.get("versions", {})}
+    problems = []
+    if ckpt is not None and ckpt.meta.get("format") != checkpoint.FORMAT:
+        problems.append(f"its checkpoint has format {ckpt.meta.get('format')}, this zoo reads "
+                        f"format {checkpoint.FORMAT}")
+    hashes = {saved.get("config_hash"), provenance.get("config_hash")}
+    if hashes != {current["config_hash"]}:
+        changed = _changed_keys(saved.get("configs") or {}, current["configs"])
+        problems.append("the config differs from the run's (" + (", ".join(changed[:6])
+                        or "model, dataset, task or seed") + ")")
+    if saved.get("dataset_fingerprint") != current["dataset_fingerprint"]:
+        problems.append(f"the dataset changed (fingerprint {saved.get('dataset_fingerprint')} "
+                        f"then, {current['dataset_fingerprint']} now)")
+    then = saved.get("versions") or {}
+    for key in sorted(set(then) | set(current["versions"])):
+        if key == "zoo" or key.startswith("plugin:"):
+            if then.get(key) != current["versions"].get(key):
+                problems.append(f"{key} version differs ({then.get(key)} then, "
+                                f"{current['versions'].get(key)} now)")
+    if ckpt is not None:
+        recorded = saved.get("tokenizer_sha256")
+        if recorded and checkpoint.file_sha256(run.file("tokenizer.json")) != recorded:
+            problems.append("the run's tokenizer.json differs from the one its checkpoint "
+                            "was trained with")
+    return problems
+
+
+def _changed_keys(then: dict, now: dict) -> list[str]:
+    changed = []
+    for section in sorted(set(then) | set(now)):
+        old, new = then.get(section) or {}, now.get(section) or {}
+        for key in sorted(set(old) | set(new)):
+            a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
+            if json.dumps(a, default=str) != json.dumps(b, default=str):
+                changed.append(f"{section}.{key}: {a!r} then, {b!r} now")
+    return changed
+
+
+def _rewind_curve(run: RunFolder, ckpt) -> None:
+    """Cut metrics.jsonl back to what it held at the checkpoint; the loop logs the rest again."""
+    path = run.file("metrics.jsonl")
+    if not path.exists():
+        return
+    size = ckpt.meta.get("metrics_bytes", 0) if ckpt is not None else 0
+    try:
+        if path.stat().st_size > size:
+            os.truncate(path, size)
+    except OSError as exc:
+        raise save_error(path, exc) from None
 
 
 @dataclass
@@ -282,7 +512,9 @@ def load_trained(run_id: str, zoo=None, device: str = "cpu") -> Trained:
     architecture = zoo.architectures.get(config["architecture"])
     tokenizer_entry = zoo.tokenizers.get(config["tokenizer"])
     model_config = build_config(architecture.config_class(), config["configs"]["model"] or {})
-    tokenizer = tokenizer_entry.load().load(folder.file("tokenizer.json"))
+    from zoo.safeload import load_tokenizer
+
+    tokenizer = load_tokenizer(tokenizer_entry.load(), folder.file("tokenizer.json"))
     model = as_model(architecture.load()(model_config, TaskSpec(**config["spec"])), device)
     model.load_state_dict(folder.load_weights())
     return Trained(row["id"], config["task"], row, config, tokenizer, model,

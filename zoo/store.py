@@ -16,11 +16,11 @@ from pathlib import Path
 
 from zoo.errors import UnknownNameError, ZooError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STATUSES = ("running", "finished", "failed", "interrupted", "diverged")
 COLUMNS = ("id", "kind", "parent_id", "status", "created", "finished", "duration", "model",
            "architecture", "tokenizer", "dataset", "task", "params", "seed", "config_hash",
-           "metrics", "config", "error", "pid", "host")
+           "metrics", "config", "error", "pid", "host", "resumed", "proc_start")
 
 # One entry per schema version: the SQL that brings version N-1 up to N.
 MIGRATIONS = {
@@ -42,6 +42,11 @@ MIGRATIONS = {
     );
     CREATE INDEX runs_by_model ON runs (model, dataset);
     """,
+    2: """
+    ALTER TABLE runs ADD COLUMN resumed INTEGER NOT NULL DEFAULT 0;  -- times `zoo resume` continued it
+    ALTER TABLE runs ADD COLUMN proc_start TEXT;  -- start time of pid: a reused pid is not the run
+    CREATE INDEX runs_by_status ON runs (status);  -- the stale-row check on every open
+    """,
 }
 
 
@@ -52,14 +57,23 @@ def home() -> Path:
 class Store:
     def __init__(self, path: Path | None = None):
         self.path = Path(path) if path is not None else home() / "zoo.db"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA busy_timeout = 60000")
-        self.conn.execute("PRAGMA journal_mode = WAL")
-        self.conn.execute("PRAGMA synchronous = NORMAL")
-        self._migrate()
-        self._recover_stale_rows()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise ZooError(f"cannot open the results store {self.path}: {exc}; check that the "
+                           "runs folder is writable (ZOO_HOME moves it)") from None
+        try:
+            self.conn.row_factory = sqlite3.Row
+            self.conn.execute("PRAGMA busy_timeout = 60000")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+            self._recover_stale_rows()
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            raise ZooError(f"cannot open the results store {self.path}: {exc}; check that the "
+                           "runs folder is writable and the file is a zoo store") from None
 
     def close(self) -> None:
         self.conn.close()
@@ -90,9 +104,9 @@ class Store:
 
     def _recover_stale_rows(self) -> None:
         host = socket.gethostname()
-        rows = self.conn.execute(
-            "SELECT id, pid FROM runs WHERE status = 'running' AND host = ?", (host,)).fetchall()
-        dead = [row["id"] for row in rows if not _alive(row["pid"])]
+        rows = self.conn.execute("SELECT id, pid, proc_start FROM runs WHERE status = 'running' "
+                                 "AND host = ?", (host,)).fetchall()
+        dead = [row["id"] for row in rows if not _alive(row["pid"], row["proc_start"])]
         for run_id in dead:
             self.update(run_id, status="interrupted", error="process ended while running")
 
@@ -100,6 +114,7 @@ class Store:
     def insert(self, run_id: str, **fields) -> None:
         fields = {"id": run_id, "created": time.time(), "status": "running",
                   "pid": os.getpid(), "host": socket.gethostname(), **fields}
+        fields.setdefault("proc_start", _proc_start(fields["pid"]))
         fields = _encode(fields)
         names = ", ".join(fields)
         marks = ", ".join("?" for _ in fields)
@@ -111,6 +126,19 @@ class Store:
         sets = ", ".join(f"{name} = ?" for name in fields)
         with self._transaction():
             self.conn.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
+
+    def claim(self, run_id: str, from_statuses: tuple[str, ...], **fields) -> bool:
+        """Set the row to 'running' (with ``fields``) only if its status is one of
+        ``from_statuses``, atomically: two processes cannot both resume one run."""
+        fields = _encode({"status": "running", "pid": os.getpid(), "host": socket.gethostname(),
+                          "proc_start": _proc_start(os.getpid()), **fields})
+        sets = ", ".join(f"{name} = ?" for name in fields)
+        marks = ", ".join("?" for _ in from_statuses)
+        with self._transaction():
+            cursor = self.conn.execute(
+                f"UPDATE runs SET {sets} WHERE id = ? AND status IN ({marks})",
+                (*fields.values(), run_id, *from_statuses))
+        return cursor.rowcount == 1
 
     def _transaction(self):
         conn = self.conn
@@ -128,6 +156,8 @@ class Store:
     # -- reads -------------------------------------------------------------------------
     def get(self, run_id: str) -> dict:
         """A run by id or unique id prefix."""
+        if not isinstance(run_id, str) or not run_id.strip():
+            raise ZooError("a run id cannot be empty; zoo runs lists them")
         rows = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchall()
         if not rows:
             rows = self.conn.execute("SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\'",
@@ -188,8 +218,17 @@ def _encode(fields: dict) -> dict:
     out = dict(fields)
     for key in ("metrics", "config"):
         if key in out:
-            out[key] = json.dumps(out[key], default=str, allow_nan=True)
+            # NaN and infinities are written as JSON's NaN/Infinity extension, which
+            # json.loads reads back unchanged; NumPy scalars become plain numbers.
+            out[key] = json.dumps(out[key], default=_json_default, allow_nan=True)
     return out
+
+
+def _json_default(value):
+    item = getattr(value, "item", None)  # NumPy scalars: np.float32(0.5) -> 0.5, not "0.5"
+    if callable(item) and getattr(value, "shape", None) == ():
+        return item()
+    return str(value)
 
 
 def _decode(row: dict) -> dict:
@@ -198,16 +237,27 @@ def _decode(row: dict) -> dict:
     return row
 
 
-def _alive(pid) -> bool:
+def _alive(pid, proc_start=None) -> bool:
+    """Whether the process that wrote a row still runs: its pid exists and, where the start
+    time was recorded, started at that time (so a pid reused by another process is dead)."""
     if not pid:
         return False
     try:
         os.kill(int(pid), 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError, ValueError):
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return proc_start is None or _proc_start(pid) in (None, proc_start)
+
+
+def _proc_start(pid) -> str | None:
+    """The process's start time in clock ticks since boot (Linux /proc), or None."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    return stat.rsplit(")", 1)[-1].split()[19]  # field 22; the name before ")" may hold spaces
 
 
 def finite_or_none(value: float) -> float | None:

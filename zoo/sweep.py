@@ -133,7 +133,7 @@ def describe_plan(sweep: Sweep) -> list[str]:
 
 def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=None, zoo=None) -> Sweep:
     """Train the cells still to do; a failure is recorded and the next cell starts."""
-    from zoo.runner import execute
+    from zoo.runner import RunDiverged
 
     out = out or sys.stderr
     todo = sweep.todo
@@ -147,21 +147,40 @@ def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=Non
               file=out, flush=True)
         began = time.time()
         try:
-            result = execute(cell.plan, device=device, quiet=quiet, zoo=zoo)
+            result = _resume_or_execute(cell, device=device, quiet=quiet, zoo=zoo, out=out)
         except KeyboardInterrupt:
             raise  # the run is marked interrupted; the next sweep resumes from it
         except Exception as exc:  # one bad cell must not stop the others
-            cell.status, cell.error = "failed", _one_line(exc)
+            # A diverged run's row already says 'diverged' and keeps its last checkpoint.
+            cell.status = "diverged" if isinstance(exc, RunDiverged) else "failed"
+            cell.error = _one_line(exc)
             cell.duration = time.time() - began
             cell.run_id = _record_failure(cell, began)
-            print(f"    failed after {_clock(cell.duration)}: {cell.error} (run {cell.run_id})",
-                  file=out, flush=True)
+            print(f"    {cell.status} after {_clock(cell.duration)}: {cell.error} "
+                  f"(run {cell.run_id})", file=out, flush=True)
             continue
         cell.run_id, cell.status = result["run_id"], result["status"]
         cell.duration = time.time() - began
         print(f"    {cell.status} in {_clock(cell.duration)}: {_headline(result)} "
               f"(run {cell.run_id})", file=out, flush=True)
     return sweep
+
+
+def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out) -> dict:
+    """A cell whose latest run was interrupted continues that run from its last checkpoint
+    (`zoo resume`); any other cell, or one that cannot be resumed, starts a new run."""
+    from zoo.runner import ResumeRefused, execute, resume
+    from zoo.store import Store
+
+    with Store() as store:
+        latest = store.latest(config_hash=cell.config_hash)
+    if latest is not None and latest["status"] == "interrupted":
+        print(f"    resuming interrupted run {latest['id']}", file=out, flush=True)
+        try:
+            return resume(latest["id"], quiet=quiet, zoo=zoo)
+        except ResumeRefused as exc:
+            print(f"    {exc}; starting the cell over", file=out, flush=True)
+    return execute(cell.plan, device=device, quiet=quiet, zoo=zoo)
 
 
 def _headline(result: dict) -> str:
@@ -224,7 +243,7 @@ def summary(sweep: Sweep) -> str:
              f"{len(sweep.impossible)} impossible", f"{len(sweep.failed)} failed"]
     lines = ["sweep done: " + ", ".join(parts)]
     for cell in sweep.failed:
-        lines.append(f"  failed {cell.name}: {cell.error or cell.status} (run {cell.run_id})")
+        lines.append(f"  {cell.status} {cell.name}: {cell.error or cell.status} (run {cell.run_id})")
     return "\n".join(lines)
 
 

@@ -1,6 +1,12 @@
 """The one training loop every pipeline uses: budgets (steps or wall time), warm-up and
-cosine decay, a progress bar, periodic validation, a divergence stop, and keeping the best
-weights by a validation score. Pipelines supply how to draw a batch and how to validate."""
+cosine decay, a progress bar, periodic validation, a divergence stop, keeping the best
+weights by a validation score, and checkpoints to resume from (zoo/checkpoint.py).
+Pipelines supply how to draw a batch and how to validate.
+
+Resume is bit-identical on the CPU only if every random stream the pipeline uses is one the
+loop checkpoints: the batch generator handed to ``next_batch``, the global Python, NumPy and
+torch generators, and the NumPy generators a pipeline passes as ``rngs`` (an evaluation
+sampler held in a closure, say). Draw data positions from those, never from a counter."""
 from __future__ import annotations
 
 import math
@@ -11,14 +17,21 @@ from typing import Callable
 import numpy as np
 
 from zoo.job import Job, TrainConfig
+from zoo.model import NonFiniteError
 
 
 class Diverged(Exception):
-    """The loss or gradient became non-finite; training stopped before the optimizer step."""
+    """The loss or gradient became non-finite; training stopped before the optimizer step.
 
-    def __init__(self, step: int, loss: float):
-        super().__init__(f"training diverged at step {step}: loss is {loss}")
-        self.step, self.loss = step, loss
+    ``checkpoint_step`` is the step of the last good checkpoint, which is kept (or None)."""
+
+    def __init__(self, step: int, loss: float, grad_norm: float | None = None,
+                 checkpoint_step: int | None = None):
+        what = f"loss {loss}" + (f", gradient norm {grad_norm}" if grad_norm is not None else "")
+        super().__init__(f"training diverged at step {step} ({what}); stopped before the "
+                         "optimizer step")
+        self.step, self.loss, self.grad_norm = step, loss, grad_norm
+        self.checkpoint_step = checkpoint_step
 
 
 def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
@@ -55,26 +68,37 @@ class TrainResult:
 
 def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *,
           validate: Callable[[], dict] | None = None, score_key: str | None = None,
-          higher_is_better: bool = True) -> TrainResult:
+          higher_is_better: bool = True,
+          rngs: dict[str, np.random.Generator] | None = None) -> TrainResult:
     """Run the optimizer until the step or time budget is spent.
 
     ``validate()`` returns a dict of validation figures, logged every ``eval_interval``
     steps and at the end; with ``score_key`` the weights with the best score are kept.
+    ``rngs`` are further NumPy generators the pipeline draws from (checkpointed and
+    restored in place). With ``job.resume_from`` set, the loop continues that checkpoint.
     """
+    from zoo.checkpoint import Checkpointer
+
     cfg = job.train_config
     rng = np.random.default_rng(job.seed)
     model.configure_optimizer(cfg.lr, cfg.weight_decay)
     result = TrainResult()
-    start = time.perf_counter()
+    checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})})
+    start = time.perf_counter() - checkpoints.restore()
     with job.progress(cfg.steps, "train") as bar:
+        bar.update(result.steps)
         while result.steps < cfg.steps:
             if cfg.time is not None and time.perf_counter() - start >= cfg.time:
                 break
             lr = lr_at(result.steps, cfg, cfg.steps)
             batch = next_batch(rng)
-            loss = model.train_step(batch.inputs, batch.targets, lr, batch.mask, cfg.grad_clip)
+            try:
+                loss = model.train_step(batch.inputs, batch.targets, lr, batch.mask, cfg.grad_clip)
+            except NonFiniteError as exc:
+                raise Diverged(result.steps + 1, exc.loss, exc.grad_norm,
+                               checkpoints.last_step) from None
             if not math.isfinite(loss):
-                raise Diverged(result.steps, loss)
+                raise Diverged(result.steps + 1, loss, None, checkpoints.last_step)
             result.steps += 1
             result.tokens += batch.tokens
             result.train_loss = loss
@@ -84,6 +108,7 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
             if validate is not None and (result.steps % cfg.eval_interval == 0 or last):
                 record.update(_validate(validate, result, score_key, higher_is_better, model))
             job.run.log(record)
+            checkpoints.maybe_save(time.perf_counter() - start)
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{result.tokens / max(elapsed, 1e-9):,.0f}")
     result.train_time = time.perf_counter() - start

@@ -1,0 +1,316 @@
+"""Classification: one label per text, on a labelled dataset.
+
+Every text is encoded as ``<cls>`` followed by its tokens, truncated to the model's
+block_size. Training draws shuffled batches, each padded only to its own longest text
+(right padding, with an attention mask), from buckets of similar length so little compute
+goes to padding. The budget is epochs over the training split, capped by --steps and
+--time. The weights with the best validation accuracy are kept and reported on the test
+split: accuracy, macro F1, per-class precision/recall/F1 and the confusion matrix.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from zoo import trainer
+from zoo.errors import ZooError
+from zoo.job import Job, RunFolder, TrainConfig
+from zoo.model import TaskSpec
+from zoo.tokenizer import compression, dataset_key, train_cached
+from zoo.trainer import Batch
+
+ROLES = ("train", "validation", "test")
+PREFIX = {"train": "train", "validation": "val", "test": "test"}
+CLASSES_FILE = "classes.json"
+
+
+@dataclass
+class ClassificationConfig(TrainConfig):
+    # The budget is `epochs` passes over the training split; `steps` (and `time`) cap it,
+    # so --steps N still means at most N steps. epochs=none leaves `steps` alone.
+    epochs: float | None = 3.0
+    steps: int = 100_000
+    eval_interval: int = 100  # steps between validations on the whole validation split
+    eval_batch_size: int = 128
+    bucket_batches: int = 50  # batches drawn together and grouped by length (1: no grouping)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.epochs is not None and not self.epochs > 0:
+            raise ValueError(f"epochs must be positive (or none), got {self.epochs}")
+        if self.bucket_batches <= 0:
+            raise ValueError(f"bucket_batches must be positive, got {self.bucket_batches}")
+
+
+# -- data ------------------------------------------------------------------------------
+def check_dataset(dataset) -> None:
+    """Fail before any run is recorded when the dataset has nothing to classify."""
+    if dataset.label_column is None:
+        columns = ", ".join(next(iter(dataset.splits.values())).column_names)
+        raise ZooError(f"Dataset {dataset.ref.name!r} has no label column (label/labels) to "
+                       f"classify by; columns: {columns}. Use --label-column NAME")
+    for role in ROLES:
+        if len(dataset.split(role)) == 0:
+            raise ZooError(f"Dataset {dataset.ref.name!r} split {role!r} has no rows")
+
+
+def label_names(dataset, role: str) -> list[str]:
+    """Each row's label as a class name: the ClassLabel name, or the value as text."""
+    values = dataset.split(role)[dataset.label_column]
+    names = dataset.class_names
+    out = []
+    for row, value in enumerate(values):
+        if value is None or (names and not 0 <= value < len(names)):
+            raise ZooError(f"Dataset {dataset.ref.name!r} split {role!r} row {row} has label "
+                           f"{value!r}, which is not a class (unlabelled rows cannot be used)")
+        out.append(names[value] if names else str(value))
+    return out
+
+
+def class_list(dataset, train_names: list[str]) -> list[str]:
+    """The classes in id order: the ClassLabel's, else the training labels in natural order."""
+    if dataset.class_names:
+        return list(dataset.class_names)
+    from zoo.registry import natural_key
+
+    return sorted(set(train_names), key=natural_key)
+
+
+def class_ids(names: list[str], classes: list[str], where: str) -> np.ndarray:
+    index = {name: i for i, name in enumerate(classes)}
+    unknown = sorted(set(names) - set(index))
+    if unknown:
+        raise ZooError(f"{where} has labels the model does not know: {', '.join(unknown[:5])} "
+                       f"(classes: {', '.join(classes)})")
+    return np.fromiter((index[n] for n in names), dtype=np.int64, count=len(names))
+
+
+def texts_of(dataset, role: str) -> list[str]:
+    texts = dataset.split(role)[dataset.text_column]
+    return ["" if t is None else str(t) for t in texts]
+
+
+def encode(tokenizer, texts: list[str], block: int) -> list[np.ndarray]:
+    """<cls> + tokens, truncated to `block` ids."""
+    return with_cls(tokenizer.encode_batch(texts), tokenizer.cls_id, block)
+
+
+def with_cls(encoded: list[list[int]], cls: int, block: int) -> list[np.ndarray]:
+    return [np.asarray([cls, *ids[:block - 1]], dtype=np.int64) for ids in encoded]
+
+
+def pad(seqs: list[np.ndarray], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Right-pad to the longest: inputs [B, T] and attention mask [B, T] (1 = real token)."""
+    width = max(len(s) for s in seqs)
+    inputs = np.full((len(seqs), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(seqs), width), dtype=np.int64)
+    for row, s in enumerate(seqs):
+        inputs[row, :len(s)] = s
+        mask[row, :len(s)] = 1
+    return inputs, mask
+
+
+class Batches:
+    """Endless epochs of shuffled batches of example indices. Each epoch is cut into groups
+    of `bucket` batches; within a group examples are sorted by length, so a batch's
+    padding is short, and the batches are then shuffled."""
+
+    def __init__(self, lengths: np.ndarray, batch_size: int, bucket: int):
+        self.lengths, self.batch_size, self.bucket = lengths, batch_size, bucket
+        self.queue: list[np.ndarray] = []
+
+    def per_epoch(self) -> int:
+        group = self.batch_size * self.bucket
+        n = len(self.lengths)
+        return (n // group) * self.bucket + math.ceil((n % group) / self.batch_size)
+
+    def next(self, rng: np.random.Generator) -> np.ndarray:
+        if not self.queue:
+            order = rng.permutation(len(self.lengths))
+            group = self.batch_size * self.bucket
+            for start in range(0, len(order), group):
+                chunk = order[start:start + group]
+                chunk = chunk[np.argsort(self.lengths[chunk], kind="stable")]
+                self.queue += [chunk[i:i + self.batch_size]
+                               for i in range(0, len(chunk), self.batch_size)]
+            self.queue = [self.queue[i] for i in rng.permutation(len(self.queue))]
+        return self.queue.pop()
+
+
+# -- evaluation ------------------------------------------------------------------------
+def probabilities(model, seqs: list[np.ndarray], pad_id: int, batch_size: int) -> np.ndarray:
+    """Class probabilities [N, K], computed in batches of similar length."""
+    order = np.argsort([len(s) for s in seqs], kind="stable")
+    out = None
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        inputs, mask = pad([seqs[i] for i in rows], pad_id)
+        logits = model.logits(inputs, mask).astype(np.float64)
+        logits -= logits.max(axis=1, keepdims=True)
+        probs = np.exp(logits)
+        probs /= probs.sum(axis=1, keepdims=True)
+        if out is None:
+            out = np.empty((len(seqs), probs.shape[1]))
+        out[rows] = probs
+    return out if out is not None else np.empty((0, 0))
+
+
+def scores(y_true: np.ndarray, probs: np.ndarray, classes: list[str], prefix: str,
+           detail: bool = True) -> dict:
+    """Accuracy, macro F1 and mean loss; with `detail`, per-class figures and the
+    confusion matrix (rows: true class, columns: predicted class)."""
+    k = len(classes)
+    y_pred = probs.argmax(axis=1)
+    confusion = np.zeros((k, k), dtype=np.int64)
+    np.add.at(confusion, (y_true, y_pred), 1)
+    true_pos = np.diag(confusion).astype(np.float64)
+    predicted, actual = confusion.sum(axis=0), confusion.sum(axis=1)
+    precision = np.divide(true_pos, predicted, out=np.zeros(k), where=predicted > 0)
+    recall = np.divide(true_pos, actual, out=np.zeros(k), where=actual > 0)
+    denom = precision + recall
+    f1 = np.divide(2 * precision * recall, denom, out=np.zeros(k), where=denom > 0)
+    present = actual > 0  # macro F1 over the classes that occur in this split
+    nll = -np.log(np.clip(probs[np.arange(len(y_true)), y_true], 1e-12, None))
+    figures = {f"{prefix}_accuracy": float(true_pos.sum() / max(1, len(y_true))),
+               f"{prefix}_macro_f1": float(f1[present].mean()) if present.any() else 0.0,
+               f"{prefix}_loss": float(nll.mean()) if len(nll) else float("nan")}
+    if detail:
+        figures[f"{prefix}_per_class"] = {
+            name: {"precision": float(precision[i]), "recall": float(recall[i]),
+                   "f1": float(f1[i]), "support": int(actual[i])}
+            for i, name in enumerate(classes)}
+        figures[f"{prefix}_confusion_matrix"] = confusion.tolist()
+    return figures
+
+
+# -- training --------------------------------------------------------------------------
+def train_tokenizer(job: Job):
+    """The tokenizer trained on the training split's texts, from the cache when it can be."""
+    train = job.dataset.split("train")
+    column = job.dataset.text_column
+    return train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
+                        lambda: ("" if t is None else str(t) for t in train[column]),
+                        dataset_key(job.dataset, "train", column), say=job.say)
+
+
+def step_budget(cfg: ClassificationConfig, per_epoch: int) -> int:
+    if cfg.epochs is None:
+        return cfg.steps
+    return max(1, min(cfg.steps, math.ceil(cfg.epochs * per_epoch)))
+
+
+def run(job: Job) -> dict:
+    from zoo.engine import as_model, pick_device
+
+    check_dataset(job.dataset)
+    cfg: ClassificationConfig = job.train_config
+    block = job.model_config.block_size
+    if block < 2:
+        raise ZooError(f"block_size must be at least 2 for classification (<cls> and a token), got {block}")
+    texts = {role: texts_of(job.dataset, role) for role in ROLES}
+    names = {role: label_names(job.dataset, role) for role in ROLES}
+    classes = class_list(job.dataset, names["train"])
+    if len(classes) < 2:
+        raise ZooError(f"Dataset {job.dataset.ref.name!r} has {len(classes)} class in its "
+                       "training split; classification needs at least 2")
+    labels = {role: class_ids(names[role], classes, f"split {role!r}") for role in ROLES}
+
+    tokenizer = train_tokenizer(job)
+    tokenizer.save(job.run.file("tokenizer.json"))
+    job.run.write_json(CLASSES_FILE, classes)
+    encoded = {role: tokenizer.encode_batch(texts[role]) for role in ROLES}
+    seqs = {role: with_cls(encoded[role], tokenizer.cls_id, block) for role in ROLES}
+    truncated = np.mean([len(ids) > block - 1 for ids in encoded["train"]])
+    pad_id = tokenizer.pad_id
+
+    spec = TaskSpec("classification", tokenizer.vocab_size, num_classes=len(classes), pad_id=pad_id)
+    model = as_model(job.architecture.load()(job.model_config, spec), pick_device(job.device))
+    params = model.num_parameters()
+
+    lengths = np.asarray([len(s) for s in seqs["train"]])
+    batches = Batches(lengths, cfg.batch_size, cfg.bucket_batches)
+    steps = step_budget(cfg, batches.per_epoch())
+    job.train_config = dataclasses.replace(cfg, steps=steps)
+    job.say(f"{job.model_name}: {params:,} parameters, {len(classes)} classes, "
+            f"{len(lengths):,} training texts ({lengths.mean():.1f} tokens on average, "
+            f"{truncated:.1%} truncated), {steps:,} steps")
+
+    def next_batch(rng) -> Batch:
+        rows = batches.next(rng)
+        inputs, mask = pad([seqs["train"][i] for i in rows], pad_id)
+        return Batch(inputs, labels["train"][rows], mask, tokens=int(mask.sum()))
+
+    def validate() -> dict:
+        probs = probabilities(model, seqs["validation"], pad_id, cfg.eval_batch_size)
+        return scores(labels["validation"], probs, classes, "val", detail=False)
+
+    result = trainer.train(job, model, next_batch, validate=validate, score_key="val_accuracy")
+    if result.best_state is not None:
+        model.load_state_dict(result.best_state)
+    job.run.save_weights(model.state_dict())
+
+    metrics = {"steps": result.steps, "epochs": result.steps / batches.per_epoch(),
+               "best_step": result.best_step, "train_loss": result.train_loss,
+               "train_time": result.train_time, "tokens_per_s": result.tokens_per_s}
+    for role in ("validation", "test"):
+        probs = probabilities(model, seqs[role], pad_id, cfg.eval_batch_size)
+        metrics.update(scores(labels[role], probs, classes, PREFIX[role], detail=role == "test"))
+    metrics.update(compression(tokenizer, texts["validation"], encoded["validation"]))  # untruncated
+    metrics["truncated"] = float(truncated)  # share of training texts cut to block_size
+    metrics.update({"num_classes": len(classes), "class_names": classes})
+    return {"params": params, "metrics": metrics, "spec": dataclasses.asdict(spec)}
+
+
+# -- a trained run ---------------------------------------------------------------------
+def trained_classes(trained) -> list[str]:
+    from zoo.store import home
+
+    folder = RunFolder(home() / trained.run_id)
+    if folder.file(CLASSES_FILE).is_file():
+        return folder.read_json(CLASSES_FILE)
+    names = trained.row.get("metrics", {}).get("class_names")
+    if not names:
+        raise ZooError(f"run {trained.run_id} has no class names ({CLASSES_FILE} is missing)")
+    return names
+
+
+def predict(trained, texts: list[str], batch_size: int = 128) -> list[dict]:
+    """The likeliest class of each text, its probability, and every class's probability."""
+    if not texts:
+        return []
+    classes = trained_classes(trained)
+    seqs = encode(trained.tokenizer, [str(t) for t in texts], trained.block_size)
+    probs = probabilities(trained.model, seqs, trained.tokenizer.pad_id, batch_size)
+    out = []
+    for row in probs:
+        best = int(row.argmax())
+        out.append({"label": classes[best], "probability": float(row[best]),
+                    "probabilities": {name: float(p) for name, p in zip(classes, row)}})
+    return out
+
+
+def evaluate(trained, dataset, split: str = "test", batch_size: int = 128) -> dict:
+    """Scores of a trained run on one split of a labelled dataset; its labels are matched to
+    the run's classes by name."""
+    check_dataset(dataset)
+    classes = trained_classes(trained)
+    y_true = class_ids(label_names(dataset, split), classes, f"split {split!r}")
+    seqs = encode(trained.tokenizer, texts_of(dataset, split), trained.block_size)
+    probs = probabilities(trained.model, seqs, trained.tokenizer.pad_id, batch_size)
+    figures = scores(y_true, probs, classes, PREFIX.get(split, split))
+    figures["examples"] = len(y_true)
+    figures["class_names"] = classes
+    return figures
+
+
+class Classification:
+    """The pipeline object registered for the task."""
+
+    config = ClassificationConfig
+    check_dataset = staticmethod(check_dataset)
+    run = staticmethod(run)
+    predict = staticmethod(predict)
+    evaluate = staticmethod(evaluate)

@@ -1,0 +1,45 @@
+"""`encoder` architecture plugin: a BERT-style bidirectional transformer encoder.
+
+The config lives here (no torch import, so listing the zoo stays fast); the network is in
+``encoder_model.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from zoo.hookspecs import hookimpl
+
+
+@dataclass
+class EncoderConfig:
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    mlp_ratio: int = 4  # MLP hidden width = mlp_ratio * n_embd
+    block_size: int = 128  # longest input in tokens, <cls> included (inputs are truncated to it)
+    dropout: float = 0.1  # on embeddings, attention weights, residual branches and the head input
+    bias: bool = True  # biases in Linear and LayerNorm layers
+    # How a sequence becomes one vector for the head: the hidden state of the <cls> token the
+    # pipeline puts first, or the mean over the real (unpadded) tokens.
+    pooling: Literal["cls", "mean"] = "mean"
+    tie_weights: bool = True  # next-item: the output layer shares the token embedding matrix
+
+    def __post_init__(self):
+        for name in ("n_layer", "n_head", "n_embd", "block_size", "mlp_ratio"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.pooling not in ("cls", "mean"):
+            raise ValueError(f"pooling must be 'cls' or 'mean', got {self.pooling!r}")
+
+
+@hookimpl
+def register_architectures(register):
+    register("encoder", "zoo.plugins.encoder_model:build", config=EncoderConfig,
+             tasks=("classification", "next-item"),
+             description="BERT-style bidirectional transformer (pre-LN, padding-masked SDPA, "
+                         "cls or mean pooling)")

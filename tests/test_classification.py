@@ -1,0 +1,312 @@
+"""The encoder and the classification pipeline, on tiny configs: padding invariance, end to
+end runs, predict and evaluate from the saved run, the task chosen for every architecture x
+dataset, and the errors for impossible pairs and missing labels."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+
+TINY_ENCODER = ["--set", "n_layer=1", "--set", "n_head=2", "--set", "n_embd=16",
+                "--set", "block_size=32", "--set", "batch_size=8", "--set", "eval_interval=3",
+                "--set", "warmup_steps=2", "--set", "dropout=0.0"]
+TINY_DECODER = ["--set", "n_layer=1", "--set", "n_head=2", "--set", "n_embd=16",
+                "--set", "block_size=32", "--set", "batch_size=8", "--set", "eval_interval=3",
+                "--set", "warmup_steps=2"]
+
+
+@pytest.fixture
+def reviews(tmp_path):
+    """A labelled CSV (string labels, so no ClassLabel): the loader carves validation and test."""
+    rng = np.random.default_rng(0)
+    words = {"pos": ["good", "great", "fine", "lovely"], "neg": ["bad", "awful", "dull", "poor"]}
+    rows = ["text,label"]
+    for i in range(240):
+        label = "pos" if i % 2 else "neg"
+        picked = rng.choice(words[label], size=3)
+        rows.append(f"the film {i} was {' and '.join(picked)},{label}")
+    path = tmp_path / "reviews.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def tiny_run(model, dataset, *extra, steps=12):
+    flags = TINY_DECODER if model.startswith("decoder") else TINY_ENCODER
+    result = run_cli("run", model, dataset, "--steps", steps, "--json", *flags, *extra)
+    assert result.code == 0, result
+    return json.loads(result.out)
+
+
+# -- the network -----------------------------------------------------------------------
+def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, classes: int = 3):
+    import torch
+
+    from zoo.model import TaskSpec
+
+    torch.manual_seed(0)
+    if arch == "encoder":
+        from zoo.plugins.encoder import EncoderConfig
+        from zoo.plugins.encoder_model import build
+
+        cfg = EncoderConfig(n_layer=2, n_head=2, n_embd=16, block_size=24, dropout=0.1,
+                            pooling=pooling)
+    else:
+        from zoo.plugins.decoder import DecoderConfig
+        from zoo.plugins.decoder_model import build
+
+        cfg = DecoderConfig(n_layer=2, n_head=2, n_embd=16, block_size=24, dropout=0.1)
+    module = build(cfg, TaskSpec(task, vocab, num_classes=classes if task == "classification" else None))
+    with torch.no_grad():  # larger weights than the init's, so any leak shows in the logits
+        for p in module.parameters():
+            p.normal_(0.0, 0.3)
+    return module.eval()
+
+
+@pytest.mark.parametrize("arch,task,pooling", [
+    ("encoder", "classification", "mean"), ("encoder", "classification", "cls"),
+    ("encoder", "next-item", "mean"), ("encoder", "next-item", "cls"),
+    ("decoder", "classification", "-"), ("decoder", "next-item", "-")])
+def test_padding_never_changes_an_examples_logits(arch, task, pooling):
+    import torch
+
+    module = build_module(arch, task, pooling)
+    rng = np.random.default_rng(1)
+    lengths = [3, 9, 1, 14]
+    seqs = [rng.integers(3, 50, size=n) for n in lengths]
+    alone = [module(torch.tensor(s[None]), torch.ones(1, len(s), dtype=torch.long))[0] for s in seqs]
+    for width, filler in ((14, 0), (20, 0), (20, 7)):  # more padding; padding that is not <pad>
+        inputs = torch.full((len(seqs), width), filler)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for row, s in enumerate(seqs):
+            inputs[row, :len(s)] = torch.tensor(s)
+            mask[row, :len(s)] = 1
+        with torch.no_grad():
+            batched = module(inputs, mask)
+        expected_shape = (len(seqs), 3 if task == "classification" else 50)
+        assert tuple(batched.shape) == expected_shape
+        for row in range(len(seqs)):
+            torch.testing.assert_close(batched[row], alone[row].detach(), atol=1e-4, rtol=1e-4)
+
+
+def test_the_mask_is_what_hides_padding():
+    """Without the mask, the padded example's logits move: the test above can fail."""
+    import torch
+
+    module = build_module("encoder", "classification", "cls")
+    seq = torch.tensor([[5, 6, 7]])
+    padded = torch.tensor([[5, 6, 7, 9, 9]])
+    with torch.no_grad():
+        alone = module(seq, torch.ones_like(seq))
+        unmasked = module(padded, torch.ones_like(padded))
+    assert not torch.allclose(alone, unmasked, atol=1e-2, rtol=1e-2)
+
+
+def test_encoder_has_no_language_modeling_head():
+    with pytest.raises(ValueError, match="no language-modeling head"):
+        build_module("encoder", "language-modeling")
+
+
+def test_bad_encoder_config_exits_2_before_training(reviews):
+    result = run_cli("run", "encoder-char", reviews, "--set", "pooling=max")
+    assert result.code == 2 and "pooling" in result.err
+    assert run_cli("runs", "--json").out.strip() in ("", "[]")
+
+
+# -- pieces of the pipeline ------------------------------------------------------------
+def test_scores_match_a_hand_count():
+    from zoo.pipelines.classification import scores
+
+    y_true = np.array([0, 0, 1, 1, 2, 2])
+    y_pred = np.array([0, 1, 1, 1, 0, 2])
+    probs = np.eye(3)[y_pred] * 0.7 + 0.1
+    figures = scores(y_true, probs, ["a", "b", "c"], "test")
+    assert figures["test_accuracy"] == pytest.approx(4 / 6)
+    assert figures["test_confusion_matrix"] == [[1, 1, 0], [0, 2, 0], [1, 0, 1]]
+    per = figures["test_per_class"]
+    assert per["a"] == pytest.approx({"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 2})
+    assert per["b"]["precision"] == pytest.approx(2 / 3) and per["b"]["recall"] == 1.0
+    assert per["c"]["precision"] == 1.0 and per["c"]["recall"] == 0.5
+    f1s = [0.5, 0.8, 2 / 3]
+    assert figures["test_macro_f1"] == pytest.approx(sum(f1s) / 3)
+    assert figures["test_loss"] == pytest.approx(-np.mean(np.log([0.8, 0.1, 0.8, 0.8, 0.1, 0.8])))
+
+
+def test_batches_cover_each_example_once_per_epoch_with_little_padding():
+    from zoo.pipelines.classification import Batches
+
+    lengths = np.random.default_rng(0).integers(1, 60, size=1000)
+    batches = Batches(lengths, batch_size=32, bucket=8)
+    rng = np.random.default_rng(0)
+    epoch = [batches.next(rng) for _ in range(batches.per_epoch())]
+    assert sorted(np.concatenate(epoch).tolist()) == list(range(1000))
+    padded = sum(len(b) * lengths[b].max() for b in epoch)
+    assert padded < 1.3 * lengths.sum()  # random batches would pad to about 1.9x
+
+
+def test_epochs_set_the_step_budget_and_steps_cap_it():
+    from zoo.pipelines.classification import ClassificationConfig, step_budget
+
+    assert step_budget(ClassificationConfig(epochs=2.5), 40) == 100
+    assert step_budget(ClassificationConfig(epochs=2.5, steps=30), 40) == 30
+    assert step_budget(ClassificationConfig(epochs=None, steps=30), 40) == 30
+
+
+# -- end to end ------------------------------------------------------------------------
+def test_train_show_predict_and_evaluate_round_trip(reviews):
+    summary = tiny_run("encoder-char", reviews, steps=12)
+    assert summary["task"] == "classification" and summary["status"] == "finished"
+    metrics = summary["metrics"]
+    assert metrics["steps"] == 12 and metrics["class_names"] == ["neg", "pos"]
+    for key in ("val_accuracy", "test_accuracy", "test_macro_f1", "val_macro_f1"):
+        assert 0.0 <= metrics[key] <= 1.0, key
+    assert set(metrics["test_per_class"]) == {"neg", "pos"}
+    confusion = np.array(metrics["test_confusion_matrix"])
+    assert confusion.shape == (2, 2) and confusion.sum() == 12  # 5% of 240 rows
+    assert metrics["test_accuracy"] == pytest.approx(np.trace(confusion) / 12)
+
+    shown = run_cli("show", summary["run_id"])
+    assert shown.code == 0, shown
+    assert "test_per_class:" in shown.out and "precision" in shown.out
+    assert "test_confusion_matrix (rows: true, columns: predicted):" in shown.out
+
+    # predictions from the saved run reproduce the recorded test accuracy
+    from zoo import data
+    from zoo.pipelines.classification import evaluate, predict
+    from zoo.registry import get_zoo
+    from zoo.runner import load_trained
+
+    trained = load_trained(summary["run_id"])
+    dataset = data.load(data.resolve(str(reviews), get_zoo()), get_zoo())
+    assert evaluate(trained, dataset, "test")["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
+    test = dataset.split("test")
+    predicted = [p["label"] for p in predict(trained, test["text"])]
+    assert np.mean([p == t for p, t in zip(predicted, test["label"])]) == pytest.approx(
+        metrics["test_accuracy"])
+
+    scored = run_cli("eval", summary["run_id"], reviews, "--split", "test", "--json")
+    assert scored.code == 0, scored
+    assert json.loads(scored.out)["metrics"]["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
+
+    one = run_cli("predict", summary["run_id"], test["text"][0])
+    assert one.code == 0, one
+    label, probability = one.out.strip().split("\t")
+    assert label == predicted[0] and 0.5 <= float(probability) <= 1.0
+    texts = reviews.parent / "texts.txt"
+    texts.write_text("\n".join(test["text"][:3]) + "\n", encoding="utf-8")
+    many = run_cli("predict", summary["run_id"], "--file", texts, "--json")
+    assert many.code == 0, many
+    rows = [json.loads(line) for line in many.out.splitlines()]
+    assert [r["label"] for r in rows] == predicted[:3]
+    assert all(sum(r["probabilities"].values()) == pytest.approx(1.0) for r in rows)
+
+
+def test_same_seed_same_metrics(reviews):
+    first = tiny_run("encoder-char", reviews, "--seed", 3, steps=6)["metrics"]
+    second = tiny_run("encoder-char", reviews, "--seed", 3, steps=6)["metrics"]
+    assert first["val_loss"] == second["val_loss"] and first["train_loss"] == second["train_loss"]
+
+
+def test_class_names_come_from_the_classlabel_feature():
+    summary = tiny_run("encoder-char", "rotten_tomatoes", "--set", "block_size=16", steps=3)
+    assert summary["metrics"]["class_names"] == ["neg", "pos"]
+    assert sum(summary["metrics"]["test_per_class"][c]["support"] for c in ("neg", "pos")) == 1066
+
+
+def test_the_decoder_classifies_through_the_pipeline(reviews):
+    summary = tiny_run("decoder-char", reviews, steps=6)
+    assert summary["task"] == "classification" and summary["architecture"] == "decoder"
+    assert 0.0 <= summary["metrics"]["test_accuracy"] <= 1.0
+
+
+# -- which task runs -------------------------------------------------------------------
+def test_every_cell_of_the_matrix_plans_the_task_it_shows():
+    from zoo import listing
+    from zoo.errors import ZooError
+    from zoo.registry import get_zoo
+    from zoo.runner import plan_run
+
+    zoo = get_zoo()
+    table = listing.matrix(zoo)
+    cells = {(r["architecture"], r["dataset"]): r for r in table}
+    assert cells[("encoder", "rotten_tomatoes")]["task"] == "classification"
+    assert cells[("encoder", "emotion")]["task"] == "classification"
+    assert cells[("decoder", "emotion")]["task"] == "classification"
+    assert cells[("decoder", "shakespeare")]["task"] == "language-modeling"
+    assert cells[("encoder", "shakespeare")]["task"] != "language-modeling"
+    for row in table:
+        model = f"{row['architecture']}-char"
+        if row["task"]:
+            plan = plan_run(model, row["dataset"], zoo=zoo)
+            assert plan.task == row["task"] and plan.pipeline.name == row["task"]
+        else:
+            with pytest.raises(ZooError) as caught:
+                plan_run(model, row["dataset"], zoo=zoo)
+            assert row["reason"] in str(caught.value)
+
+
+def test_matrix_is_printed_and_forcing_a_missing_head_exits_2():
+    listed = run_cli("list", "--matrix")
+    assert listed.code == 0 and "encoder" in listed.out and "classification" in listed.out
+    result = run_cli("run", "encoder-char", "shakespeare", "--task", "language-modeling")
+    assert result.code == 2 and "encoder has no language-modeling head" in result.err
+
+
+@pytest.fixture
+def oddity():
+    """An architecture for a task no dataset serves, registered in-process and removed after."""
+    from zoo.hookspecs import hookimpl
+    from zoo.registry import PluginInfo, get_zoo
+
+    class Oddity:
+        @hookimpl
+        def register_architectures(self, register):
+            register("oddity", "zoo.plugins.encoder_model:build", tasks=("segmentation",),
+                     description="a test architecture")
+
+    zoo = get_zoo()
+    assert zoo.add_plugin(Oddity(), PluginInfo("oddity-plugin", "test"), strict=True)
+    try:
+        yield zoo
+    finally:
+        zoo.remove_plugin("oddity-plugin")
+        assert "oddity" not in zoo.architectures
+
+
+def test_an_impossible_pair_exits_2_with_the_reason(oddity):
+    result = run_cli("run", "oddity-char", "rotten_tomatoes")
+    assert result.code == 2
+    assert "oddity has no classification head" in result.err
+    assert len(result.err.strip().splitlines()) == 1
+    row = next(r for r in run_cli_matrix() if (r["architecture"], r["dataset"]) == ("oddity", "emotion"))
+    assert row["task"] == "" and "oddity has no classification head" in row["reason"]
+    assert run_cli("runs", "--json").out.strip() in ("", "[]")
+
+
+def run_cli_matrix():
+    result = run_cli("list", "--matrix", "--json")
+    assert result.code == 0, result
+    return json.loads(result.out)
+
+
+def test_a_labelled_file_is_classified_and_an_unlabelled_one_is_not(reviews, tmp_path):
+    assert tiny_run("encoder-char", reviews, steps=2)["task"] == "classification"
+    plain = tmp_path / "plain.csv"
+    plain.write_text("text,stars\n" + "".join(f"review {i},{i % 5}\n" for i in range(60)))
+    from zoo.runner import plan_run
+
+    assert plan_run("decoder-char", str(plain)).task == "language-modeling"
+
+
+def test_missing_label_column_exits_2_listing_the_columns(tmp_path, isolated):
+    path = isolated / "nolabels.csv"
+    path.write_text("text,stars\n" + "".join(f"review {i},{i % 5}\n" for i in range(60)))
+    (isolated / "registry.toml").write_text(
+        '[datasets.nolabels]\npath = "nolabels.csv"\ntask = "classification"\n')
+    result = run_cli("run", "encoder-char", "nolabels", *TINY_ENCODER)
+    assert result.code == 2, result
+    assert "no label column" in result.err and "columns: text, stars" in result.err
+    assert len(result.err.strip().splitlines()) == 1
+    assert run_cli("runs", "--json").out.strip() in ("", "[]")  # nothing was recorded
+    wrong = run_cli("run", "encoder-char", "nolabels", "--label-column", "label", *TINY_ENCODER)
+    assert wrong.code == 2 and "text, stars" in wrong.err
