@@ -10,26 +10,6 @@ from zoo import data as zoo_data
 from zoo.errors import ZooError
 
 
-# How pipelines may prefix a split's metrics ("val_loss" for the validation split).
-SPLIT_PREFIXES = {"validation": ("validation", "val"), "test": ("test",), "train": ("train",)}
-
-
-def unprefixed(metrics: dict, split: str) -> dict:
-    """Metric names without the split's prefix ("heldout_accuracy" -> "accuracy"): the eval
-    row records the split, and every pipeline's evaluation rows then line up by name."""
-    prefixes = SPLIT_PREFIXES.get(split, (split,))
-    out = {}
-    for key, value in metrics.items():
-        name = key
-        for prefix in prefixes:
-            rest = key[len(prefix) + 1:]
-            if key.startswith(prefix + "_") and rest and rest not in metrics:
-                name = rest
-                break
-        out[name] = value
-    return out
-
-
 def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column: str | None = None,
                  label_column: str | None = None, zoo=None) -> dict:
     from zoo.registry import get_zoo
@@ -81,7 +61,7 @@ def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column:
         start = time.time()
         try:
             seed_everything(int(parent["seed"]))
-            metrics = unprefixed(dict(method(trained, loaded, split)), split)
+            metrics = dict(method(trained, loaded, split))
         except KeyboardInterrupt:
             store.update(eval_id, status="interrupted", finished=time.time(),
                          duration=time.time() - start, error="interrupted (Ctrl-C)")
