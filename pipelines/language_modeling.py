@@ -61,31 +61,37 @@ def encode(tokenizer, text: str) -> np.ndarray:
 
 
 def random_batch(ids: np.ndarray, batch: int, block: int, rng: np.random.Generator):
+    """Random windows of the one pre-tokenized array, gathered by one fancy index (about
+    45 us per reference batch; a torch-side gather measured slower)."""
     starts = rng.integers(0, len(ids) - block - 1, size=batch)
     index = starts[:, None] + np.arange(block + 1)[None, :]  # [B, block + 1]
     windows = ids[index]
     return windows[:, :-1], windows[:, 1:]
 
 
+def windows(ids: np.ndarray, block: int):
+    """A split cut into consecutive windows: inputs and targets [N, block] (views of the one
+    array, no copy), and the short tail window (inputs, targets) or None."""
+    n = (len(ids) - 1) // block
+    inputs = ids[:n * block].reshape(n, block)
+    targets = ids[1:n * block + 1].reshape(n, block)
+    start = n * block
+    tail = (ids[start:-1], ids[start + 1:]) if start < len(ids) - 1 else None
+    return inputs, targets, tail
+
+
 def evaluate(model, ids: np.ndarray, block: int, batch: int) -> tuple[float, int]:
     """Summed NLL (nats) over every token of a split, in consecutive windows."""
     if len(ids) < 2:
         raise ZooError("a split needs at least 2 tokens to evaluate")
-    inputs, targets = [], []
-    for start in range(0, len(ids) - 1, block):
-        chunk = ids[start:start + block + 1]
-        inputs.append(chunk[:-1])
-        targets.append(chunk[1:])
+    inputs, targets, tail = windows(ids, block)
     total, count = 0.0, 0
-    full = [i for i, x in enumerate(inputs) if len(x) == block]
-    for b in range(0, len(full), batch):
-        rows = full[b:b + batch]
-        nll, n = model.loss_sum(np.stack([inputs[i] for i in rows]), np.stack([targets[i] for i in rows]))
+    for b in range(0, len(inputs), batch):
+        nll, n = model.loss_sum(inputs[b:b + batch], targets[b:b + batch])
         total, count = total + nll, count + n
-    for i, x in enumerate(inputs):
-        if len(x) != block:  # the short tail window
-            nll, n = model.loss_sum(x[None, :], targets[i][None, :])
-            total, count = total + nll, count + n
+    if tail is not None:
+        nll, n = model.loss_sum(tail[0][None, :], tail[1][None, :])
+        total, count = total + nll, count + n
     return total, count
 
 

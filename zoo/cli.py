@@ -73,11 +73,19 @@ def cmd_run(args) -> int:
         overrides["train.time"] = args.time
     if args.device not in ("auto", "cpu", "cuda"):
         raise ZooError(f"--device must be auto, cpu or cuda, not {args.device!r}")
+    if args.compile:
+        overrides["train.compile"] = True
     plan = plan_run(args.model, args.dataset, overrides=overrides, seed=args.seed, task=args.task,
                     text_column=args.text_column, label_column=args.label_column)
-    result = execute(plan, device=args.device, quiet=args.quiet or args.json,
-                     text_column=args.text_column, label_column=args.label_column)
-    print_result(result, args.json)
+    from zoo import distributed
+
+    try:
+        result = execute(plan, device=args.device, quiet=args.quiet or args.json,
+                         text_column=args.text_column, label_column=args.label_column)
+    finally:
+        distributed.teardown()  # under torchrun: leave the process group cleanly
+    if result.get("rank", 0) == 0:  # under torchrun, rank 0 speaks for the run
+        print_result(result, args.json)
     return 0
 
 
@@ -448,6 +456,8 @@ def build_parser() -> Parser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a config field (repeatable); 'zoo show MODEL' lists them")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the model for training (same as --set compile=true)")
     p.add_argument("--task", help="force a task instead of choosing it from model and dataset")
     p.add_argument("--text-column", help="text column (detected by default)")
     p.add_argument("--label-column", help="label column (detected by default)")

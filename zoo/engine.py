@@ -1,7 +1,9 @@
 """TorchModel: makes any ``torch.nn.Module`` meet the ``zoo.model.Model`` protocol.
 
-It owns the optimizer (AdamW, decay on matrices only), gradient clipping, bf16 autocast on
-CUDA, and conversion between NumPy arrays and tensors.
+It owns the optimizer (AdamW, decay on matrices only), gradient clipping, mixed precision
+(bf16 autocast; fp16 with a gradient scaler on GPUs without bf16), optional
+``torch.compile``, DistributedDataParallel under torchrun, and conversion between NumPy
+arrays and tensors. The training loop sets the speed options with ``configure_engine``.
 """
 from __future__ import annotations
 
@@ -31,11 +33,59 @@ def as_model(built, device: str = "cpu") -> Model:
     return built
 
 
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """What "auto" means on a device: bf16 autocast on CUDA (fp16 where the GPU lacks bf16);
+    fp32 on the CPU, where bf16 autocast did not pay at zoo sizes (benchmarks/RESULTS.md)."""
+    if precision not in PRECISIONS:
+        from zoo.errors import ZooError
+
+        raise ZooError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if device.type == "cuda":
+        if precision == "auto":
+            return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+        return precision
+    if precision == "fp16":
+        from zoo.errors import ZooError
+
+        raise ZooError("precision fp16 needs a CUDA device; on the CPU use bf16 or fp32")
+    return "fp32" if precision == "auto" else precision
+
+
 class TorchModel:
     def __init__(self, module: torch.nn.Module, device: str = "cpu"):
         self.device = torch.device(device)
         self.module = module.to(self.device)
         self.optimizer = None
+        self.precision = resolve_precision("auto", self.device)
+        self.scaler = None  # torch.amp.GradScaler, for fp16 only
+        self.distributed = None  # zoo.distributed.Context when training under torchrun
+        self._train_module = self.module  # what train_step calls: maybe compiled, maybe DDP
+
+    def configure_engine(self, *, precision: str = "auto", compile: bool = False,
+                         distributed=None) -> None:
+        """Speed options, set once before training: precision, torch.compile, and DDP.
+
+        Following the PyTorch docs: compile the inner module, then wrap it in
+        DistributedDataParallel; bf16 autocast needs no gradient scaler, fp16 does.
+        Evaluation and generation run the plain module (no recompiles for their shapes).
+        """
+        self.precision = resolve_precision(precision, self.device)
+        if self.precision == "fp16":
+            self.scaler = torch.amp.GradScaler(self.device.type)
+        module = self.module
+        if compile:  # a compiled wrapper for training only; weights stay on self.module
+            module = torch.compile(module)
+        if distributed is not None and distributed.active:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index or 0] if self.device.type == "cuda" else None
+            module = DistributedDataParallel(module, device_ids=ids)  # broadcasts rank 0's weights
+            self.distributed = distributed
+            torch.manual_seed(torch.initial_seed() + distributed.rank)  # own dropout masks per rank
+        self._train_module = module
 
     # -- protocol ----------------------------------------------------------------------
     def num_parameters(self) -> int:
@@ -45,26 +95,51 @@ class TorchModel:
         params = [p for p in self.module.parameters() if p.requires_grad]
         groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
                   {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
-        self.optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, foreach=True)
+        # The fused kernel does AdamW's whole update in one pass over each tensor.
+        self.optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, fused=True)
 
     def train_step(self, inputs, targets, lr: float, mask=None, grad_clip: float = 1.0) -> float:
         self.module.train()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        loss = self._loss(self._tensor(inputs), self._tensor(targets), self._mask(mask), "mean")
+        loss = self._loss(self._tensor(inputs), self._tensor(targets), self._mask(mask), "mean",
+                          self._train_module)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(self.optimizer)  # clip the true gradients
+        else:
+            loss.backward()
         if grad_clip:
-            norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), grad_clip)
+            norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), grad_clip, foreach=True)
         else:
             norm = torch.nn.utils.get_total_norm(
                 [p.grad for p in self.module.parameters() if p.grad is not None])
         # One sync for both checks; a non-finite loss or gradient never reaches the weights.
-        if not bool(torch.isfinite(loss.detach()) & torch.isfinite(norm)):
+        # (With fp16 gradient scaling, the scaler itself skips steps with inf gradients.)
+        finite = torch.isfinite(loss.detach())
+        if self.scaler is None:
+            finite = finite & torch.isfinite(norm)
+        if not bool(finite):
             self.optimizer.zero_grad(set_to_none=True)
             raise NonFiniteError(loss.item(), float(norm))
-        self.optimizer.step()
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        if self.distributed is not None:
+            return self._mean_over_ranks(loss.detach())
         return loss.item()
+
+    def _mean_over_ranks(self, loss: torch.Tensor) -> float:
+        """The batch loss averaged over ranks, so every rank logs (and stops on) one value.
+        The gradients were already averaged by DDP; this is one small all-reduce."""
+        import torch.distributed as dist
+
+        total = loss.float().reshape(1).clone()
+        dist.all_reduce(total)  # SUM: gloo has no AVG
+        return total.item() / self.distributed.world_size
 
     def optimizer_state(self) -> tuple[dict[str, np.ndarray], dict]:
         """AdamW's tensors (moments, step counts) as arrays; its settings as JSON."""
@@ -152,12 +227,14 @@ class TorchModel:
         return None if mask is None else self._tensor(mask)
 
     def _autocast(self):
-        if self.device.type == "cuda":
-            return torch.autocast("cuda", dtype=torch.bfloat16)
+        if self.precision == "bf16":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        if self.precision == "fp16":
+            return torch.autocast(self.device.type, dtype=torch.float16)
         return contextlib.nullcontext()
 
-    def _loss(self, inputs, targets, mask, reduction: str):
+    def _loss(self, inputs, targets, mask, reduction: str, module=None):
         with self._autocast():
-            logits = self.module(inputs, mask)
+            logits = (module or self.module)(inputs, mask)
         return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1),
                                ignore_index=IGNORE_INDEX, reduction=reduction)

@@ -6,7 +6,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from zoo.files import atomic_write_bytes, atomic_write_json, atomic_write_text
 
@@ -27,6 +27,9 @@ class TrainConfig:
     eval_batches: int = 20  # batches per periodic estimate; the final evaluation uses whole splits
     checkpoint_every: int = 500  # steps between checkpoints for `zoo resume` (0: not by steps)
     checkpoint_seconds: float = 600.0  # seconds between checkpoints (0: not by time)
+    # auto: bf16 autocast on CUDA (fp16 + gradient scaling without bf16), fp32 on the CPU
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    compile: bool = False  # torch.compile the training forward (pays back only on long runs)
 
     def __post_init__(self):
         positive = ("steps", "batch_size", "lr", "eval_interval", "eval_batches")

@@ -9,6 +9,7 @@ import os
 import platform
 import random
 import secrets
+import shutil
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from zoo import data as zoo_data
+from zoo import distributed
 from zoo.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
 from zoo.files import save_error
@@ -204,10 +206,13 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     """Load the data, train and evaluate through the pipeline, and record the run.
 
     ``extra`` is added to the run's provenance (``zoo reproduce`` names the original run).
+    Under torchrun every rank runs this; rank 0 alone writes the run folder and the store
+    row, the others work in a scratch folder that is removed at the end.
     """
     from zoo.registry import get_zoo
 
     zoo = zoo or get_zoo()
+    ranks = _join_ranks(device)
     if plan.loaded is not None and plan.columns == (text_column, label_column):
         dataset = plan.loaded
     else:
@@ -218,7 +223,8 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
         check(dataset)
     plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
-    run = _create_run_folder()
+    run_id = distributed.broadcast_object(new_run_id())
+    run = _create_run_folder(home() if ranks.is_main else _scratch(), run_id)
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
                "dataset": plan.dataset_ref.name, "task": plan.task, "seed": plan.seed}
@@ -229,20 +235,23 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
                   "git_commit": git_commit(), "git_dirty": git_dirty(), "device": device,
                   "text_column": dataset.text_column, "label_column": dataset.label_column,
                   **(extra or {})}
+    if ranks.active:
+        provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
     run.write_json("config.json", provenance)
-    store = Store()
+    store = Store() if ranks.is_main else _NoStore()
     store.insert(run.id, model=plan.spec.name, architecture=plan.spec.architecture.name,
                  tokenizer=plan.spec.tokenizer.name, dataset=plan.dataset_ref.name,
                  task=plan.task, seed=plan.seed, config_hash=provenance["config_hash"],
                  config=provenance)
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
-              plan.seed, device, run, quiet, identity=identity(plan, dataset, zoo))
-    return _train_and_record(plan, pipeline, job, store, summary, provenance)
+              plan.seed, device, run, quiet or not ranks.is_main,
+              identity=identity(plan, dataset, zoo))
+    return _train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
 
 
-def _create_run_folder() -> RunFolder:
-    path = home() / new_run_id()
+def _create_run_folder(parent: Path, run_id: str) -> RunFolder:
+    path = parent / run_id
     try:
         return RunFolder(path).create()
     except OSError as exc:
@@ -250,18 +259,22 @@ def _create_run_folder() -> RunFolder:
 
 
 def _train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict,
-                      provenance: dict) -> dict:
+                      provenance: dict, ranks=None) -> dict:
     """Run the pipeline on a prepared job and record the outcome in its store row."""
     from zoo import checkpoint
     from zoo.trainer import Diverged
 
     run = job.run
+    ranks = ranks or distributed.current()
     start = time.time()
     try:
         seed_everything(plan.seed)
         result = pipeline.run(job)
+        if ranks.active:
+            provenance["distributed"]["weight_sha256"] = _same_weights_on_all_ranks(run)
         if "spec" in result:  # what load_trained needs to rebuild the model
             provenance["spec"] = result["spec"]
+        if ("spec" in result or ranks.active) and ranks.is_main:
             run.write_json("config.json", provenance)
     except KeyboardInterrupt:
         store.update(run.id, status="interrupted", finished=time.time(),
@@ -279,16 +292,21 @@ def _train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dic
                      error=f"{type(exc).__name__}: {exc}"[:2000])
         store.close()
         raise
+    finally:
+        if not ranks.is_main:
+            shutil.rmtree(run.path.parent, ignore_errors=True)
     duration = time.time() - start
     store.update(run.id, status=result.get("status", "finished"), finished=time.time(),
                  duration=duration, params=result.get("params"), metrics=result["metrics"])
     store.close()
-    checkpoint.remove_all(run.path)  # the run is recorded; its weights are in model.safetensors
-    curve, curve_error = save_curve(run, summary)
+    curve, curve_error = None, None
+    if ranks.is_main:  # other ranks' scratch folders are gone already
+        checkpoint.remove_all(run.path)  # the run is recorded; its weights are in model.safetensors
+        curve, curve_error = save_curve(run, summary)
     return {**summary, "status": result.get("status", "finished"), "params": result.get("params"),
             "metrics": result["metrics"], "samples": result.get("samples", []),
             "duration": duration, "run_dir": str(run.path), "curve": curve,
-            "curve_error": curve_error}
+            "curve_error": curve_error, "rank": ranks.rank}
 
 
 def save_curve(run: RunFolder, summary: dict) -> tuple[str | None, str | None]:
@@ -479,6 +497,46 @@ def _rewind_curve(run: RunFolder, ckpt) -> None:
             os.truncate(path, size)
     except OSError as exc:
         raise save_error(path, exc) from None
+
+
+def _join_ranks(device: str):
+    """The torchrun process group (gloo on the CPU, NCCL on CUDA), or the single process."""
+    if not distributed.launched():
+        return distributed.current()
+    from zoo.engine import pick_device
+
+    return distributed.setup(pick_device(device))
+
+
+def _scratch() -> Path:
+    """Where a rank other than 0 keeps the files a pipeline writes (removed at the end)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=f"zoo-rank{distributed.current().rank}-"))
+
+
+def _same_weights_on_all_ranks(run: RunFolder) -> list[str]:
+    """The SHA-256 of every rank's saved weights; DDP keeps them equal, and a run whose
+    ranks disagree is not recorded as finished."""
+    path = run.file("model.safetensors")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    digests = distributed.all_gather_object(digest)
+    if len(set(digests)) != 1:
+        raise ZooError(f"ranks ended with different weights: {digests}")
+    return digests
+
+
+class _NoStore:
+    """The store as seen by ranks other than 0: they record nothing."""
+
+    def insert(self, *args, **kwargs):
+        pass
+
+    def update(self, *args, **kwargs):
+        pass
+
+    def close(self):
+        pass
 
 
 @dataclass

@@ -16,6 +16,8 @@ from typing import Callable
 
 import numpy as np
 
+from zoo import distributed
+from zoo.errors import ZooError
 from zoo.job import Job, TrainConfig
 from zoo.model import NonFiniteError
 
@@ -80,7 +82,14 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
     from zoo.checkpoint import Checkpointer
 
     cfg = job.train_config
-    rng = np.random.default_rng(job.seed)
+    ranks = distributed.current()
+    rng = np.random.default_rng(job.seed + ranks.rank)  # each rank draws its own batches
+    configure = getattr(model, "configure_engine", None)
+    if configure is not None:
+        configure(precision=getattr(cfg, "precision", "auto"), compile=getattr(cfg, "compile", False),
+                  distributed=ranks)
+    elif ranks.active:
+        raise ZooError("torchrun training needs a torch model; this architecture has none")
     model.configure_optimizer(cfg.lr, cfg.weight_decay)
     result = TrainResult()
     checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})})
@@ -88,7 +97,7 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
     with job.progress(cfg.steps, "train") as bar:
         bar.update(result.steps)
         while result.steps < cfg.steps:
-            if cfg.time is not None and time.perf_counter() - start >= cfg.time:
+            if cfg.time is not None and _out_of_time(start, cfg.time, ranks):
                 break
             lr = lr_at(result.steps, cfg, cfg.steps)
             batch = next_batch(rng)
@@ -100,7 +109,7 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
             if not math.isfinite(loss):
                 raise Diverged(result.steps + 1, loss, None, checkpoints.last_step)
             result.steps += 1
-            result.tokens += batch.tokens
+            result.tokens += batch.tokens * ranks.world_size  # every rank trained on a batch
             result.train_loss = loss
             elapsed = time.perf_counter() - start
             record = {"step": result.steps, "train_loss": loss, "lr": lr, "elapsed": elapsed}
@@ -116,6 +125,13 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
         record = {"step": result.steps, **_validate(validate, result, score_key, higher_is_better, model)}
         job.run.log(record)
     return result
+
+
+def _out_of_time(start: float, budget: float, ranks) -> bool:
+    """Whether the wall-clock budget is spent; under torchrun every rank stops together
+    (rank 0's clock decides), or the others would wait forever in the next all-reduce."""
+    spent = time.perf_counter() - start >= budget
+    return distributed.rank0_flag(spent)
 
 
 def _validate(validate, result: TrainResult, score_key, higher_is_better, model) -> dict:

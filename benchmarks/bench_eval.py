@@ -1,0 +1,71 @@
+"""Evaluation throughput: tokens/s of the whole-split evaluation `zoo run` ends with, and of
+text generation (one token at a time, as `zoo generate` and the run's samples do).
+
+    python benchmarks/bench_eval.py
+    python benchmarks/bench_eval.py --set block_size=128 --eval-batch 128
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import REFERENCE, header, load, parse_sets  # noqa: E402
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="shakespeare")
+    parser.add_argument("--set", action="append", help="model overrides on the reference config")
+    parser.add_argument("--eval-batch", type=int, default=64, help="windows per forward pass")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--generate", type=int, default=200, help="tokens to generate (0: skip)")
+    parser.add_argument("--threads", type=int)
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from zoo import data
+    from zoo.engine import as_model
+    from zoo.model import TaskSpec
+    from zoo.pipelines.language_modeling import encode, evaluate, generate, split_text
+    from zoo.registry import get_zoo
+    from zoo.runner import plan_run
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    header("evaluation throughput, decoder-char")
+    zoo = get_zoo()
+    plan = plan_run("decoder-char", args.dataset, overrides={**REFERENCE, **parse_sets(args.set)})
+    loaded = data.load(plan.dataset_ref, zoo)
+    tokenizer = zoo.tokenizers.get("char").load().train(loaded.split("train")[loaded.text_column], None)
+    ids = encode(tokenizer, split_text(loaded, "validation"))
+    torch.manual_seed(0)
+    spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
+    model = as_model(plan.spec.architecture.load()(plan.configs["model"], spec), "cpu")
+    block = plan.configs["model"].block_size
+    print(f"# validation split: {len(ids):,} tokens; block {block}, eval batch {args.eval_batch}; "
+          f"threads {torch.get_num_threads()}")
+    evaluate(model, ids[: block * 8 + 1], block, args.eval_batch)  # warm-up
+    times = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        nll, count = evaluate(model, ids, block, args.eval_batch)
+        times.append(time.perf_counter() - start)
+    best, median = min(times), sorted(times)[len(times) // 2]
+    print(f"evaluate: {count:,} tokens in {median:.2f} s (best {best:.2f} s): "
+          f"{count / median:,.0f} tokens/s (best {count / best:,.0f}); loss {nll / count:.4f}")
+    if args.generate:
+        start = time.perf_counter()
+        text = "".join(generate(model, tokenizer, "", args.generate, block, seed=0))
+        spent = time.perf_counter() - start
+        print(f"generate: {args.generate} tokens in {spent:.2f} s: "
+              f"{args.generate / spent:,.0f} tokens/s ({len(text)} characters)")
+    print(f"# after: {load()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""Engine speed options (precision, fused AdamW) and the language-modeling data path."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from conftest import TINY_DECODER, run_cli
+
+
+def test_precision_auto_is_fp32_on_cpu_and_fp16_needs_cuda():
+    import torch
+
+    from zoo.engine import resolve_precision
+    from zoo.errors import ZooError
+
+    cpu = torch.device("cpu")
+    assert resolve_precision("auto", cpu) == "fp32"
+    assert resolve_precision("bf16", cpu) == "bf16"
+    with pytest.raises(ZooError, match="CUDA"):
+        resolve_precision("fp16", cpu)
+
+
+def test_bad_precision_fails_with_exit_2(tiny_text):
+    result = run_cli("run", "decoder-char", tiny_text, "--set", "precision=fp8")
+    assert result.code == 2 and "precision" in result.err
+
+
+def test_bf16_autocast_on_cpu_trains_close_to_fp32(tiny_text):
+    runs = {}
+    for precision in ("fp32", "bf16"):
+        result = run_cli("run", "decoder-char", tiny_text, "--steps", 10, "--json",
+                         "--set", f"precision={precision}", *TINY_DECODER)
+        assert result.code == 0, result
+        runs[precision] = json.loads(result.out)["metrics"]
+    assert math.isfinite(runs["bf16"]["val_loss"])
+    assert runs["bf16"]["val_loss"] != runs["fp32"]["val_loss"]  # autocast really ran in bf16
+    assert runs["bf16"]["val_loss"] == pytest.approx(runs["fp32"]["val_loss"], rel=0.02)
+
+
+def test_windows_cover_every_target_once():
+    from zoo.pipelines.language_modeling import windows
+
+    for length in (2, 3, 16, 17, 18, 33, 50):
+        ids = np.arange(length)
+        inputs, targets, tail = windows(ids, 8)
+        seen = list(targets.reshape(-1)) + (list(tail[1]) if tail else [])
+        assert seen == list(range(1, length))  # each target exactly once, in order
+        assert (targets == inputs + 1).all()
+        if tail:
+            assert (tail[1] == tail[0] + 1).all() and 0 < len(tail[0]) < 8
+
+
+def test_evaluate_sums_the_loss_of_every_window():
+    from zoo.pipelines.language_modeling import evaluate
+
+    class Counting:  # a model whose loss is 1 nat per target: the sum is the target count
+        def loss_sum(self, inputs, targets, mask=None):
+            assert inputs.shape == targets.shape and inputs.shape[0] <= 4
+            return float(targets.size), int(targets.size)
+
+    total, count = evaluate(Counting(), np.arange(100), 8, 4)
+    assert total == count == 99
