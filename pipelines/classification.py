@@ -122,6 +122,13 @@ class Batches:
         self.lengths, self.batch_size, self.bucket = lengths, batch_size, bucket
         self.queue: list[np.ndarray] = []
 
+    def state_dict(self) -> dict:
+        """The epoch's remaining batches, for checkpoints (the order comes from the rng)."""
+        return {"queue": [batch.tolist() for batch in self.queue]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.queue = [np.asarray(batch, dtype=np.int64) for batch in state["queue"]]
+
     def per_epoch(self) -> int:
         group = self.batch_size * self.bucket
         n = len(self.lengths)
@@ -218,8 +225,10 @@ def run(job: Job) -> dict:
                        "training split; classification needs at least 2")
     labels = {role: class_ids(names[role], classes, f"split {role!r}") for role in ROLES}
 
-    tokenizer = train_tokenizer(job)
-    tokenizer.save(job.run.file("tokenizer.json"))
+    tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
+    if tokenizer is None:
+        tokenizer = train_tokenizer(job)
+        tokenizer.save(job.run.file("tokenizer.json"))
     job.run.write_json(CLASSES_FILE, classes)
     encoded = {role: tokenizer.encode_batch(texts[role]) for role in ROLES}
     seqs = {role: with_cls(encoded[role], tokenizer.cls_id, block) for role in ROLES}
@@ -247,7 +256,8 @@ def run(job: Job) -> dict:
         probs = probabilities(model, seqs["validation"], pad_id, cfg.eval_batch_size)
         return scores(labels["validation"], probs, classes, "val", detail=False)
 
-    result = trainer.train(job, model, next_batch, validate=validate, score_key="val_accuracy")
+    result = trainer.train(job, model, next_batch, validate=validate, score_key="val_accuracy",
+                           state={"batches": batches})
     if result.best_state is not None:
         model.load_state_dict(result.best_state)
     job.run.save_weights(model.state_dict())

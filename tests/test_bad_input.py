@@ -77,32 +77,6 @@ def rows(*specs):
     return setup
 
 
-def classification_pipeline(work: Path):
-    """Make sure a classification pipeline is registered (a stub that must never run, if
-    this tree has none yet), so string labels are judged by the dataset checks."""
-    registry.reset_zoo()
-    if "classification" in registry.get_zoo().pipelines:
-        return {}
-    (work / "stub_classification.py").write_text(textwrap.dedent("""
-        from zoo.hookspecs import hookimpl
-        from zoo.job import TrainConfig
-
-        class Stub:
-            config = TrainConfig
-
-            @staticmethod
-            def run(job):
-                raise AssertionError("the dataset checks should have stopped this run")
-
-        @hookimpl
-        def register_pipelines(register):
-            register("classification", Stub, config=TrainConfig)
-        """))
-    with open(work / "registry.toml", "a") as handle:
-        handle.write('\n[plugins]\nmodules = ["stub_classification.py"]\n')
-    return {"ZOO_LOAD_PLUGINS": "stub_classification"}
-
-
 RUN = ["run", "decoder-char"]
 CASES = [
     # -- the command line --------------------------------------------------------------
@@ -166,10 +140,15 @@ CASES = [
          write("latin1.txt", ("\n".join(GOOD) + "\ncaf\xe9\n").encode("latin-1"))),
     Case("dataset-none-in-text", [*RUN, "none.csv"], ("empty (None) rows", "every row needs text"),
          write("none.csv", "text,n\n" + "\n".join(f"{g},1" for g in GOOD) + "\n,0\n")),
-    Case("dataset-string-labels", ["run", "decoder-char", "labelled"], ("label column 'label'", "integer class ids"),
-         both(write("labels.csv", "text,label\n" + "\n".join(f"{g},{'pos' if i % 2 else 'neg'}" for i, g in enumerate(GOOD))),
-              registry_toml('[datasets.labelled]\npath = "labels.csv"\ntask = "classification"\n'),
-              classification_pipeline)),
+    Case("dataset-string-labels-unseen-in-training", [*RUN, "./labelled"],
+         ("split 'test'", "labels the training split never has: maybe", "training has: neg, pos"),
+         both(*(write(f"labelled/{split}.csv", "text,label\n" + "\n".join(
+             f"{g},{'pos' if i % 2 else 'neg'}" for i, g in enumerate(GOOD)) + extra)
+             for split, extra in (("train", ""), ("validation", ""), ("test", "\nwho knows,maybe"))))),
+    Case("dataset-float-labels", ["run", "decoder-char", "scores"],
+         ("holds float64 values", "class names (text), integer class ids"),
+         both(write("scores.csv", "text,label\n" + "\n".join(f"{g},{i / 7:.3f}" for i, g in enumerate(GOOD))),
+              registry_toml('[datasets.scores]\npath = "scores.csv"\ntask = "classification"\n'))),
     Case("dataset-one-huge-line", [*RUN, "huge.txt"], ("only 1 rows", "need at least 20"),
          write("huge.txt", "x" * 5_000_000 + "\n")),
     Case("dataset-missing-split", ["run", "decoder-char", "named"], ("Unknown split 'dev'", "splits maps validation"),

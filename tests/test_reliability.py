@@ -43,9 +43,14 @@ def one_thread(monkeypatch):
         torch.set_num_threads(threads)
 
 
-def run_args(dataset, steps=12, seed=1, *extra, model="decoder-char"):
+# TINY_DECODER without the language-modeling-only setting, for any task
+TINY_ANY_TASK = [a for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
+                 if not pair[1].startswith("sample_tokens=") for a in pair]
+
+
+def run_args(dataset, steps=12, seed=1, *extra, model="decoder-char", tiny=TINY_DECODER):
     return ["run", model, dataset, "--steps", steps, "--seed", seed, "--json",
-            *TINY_DECODER, "--set", "checkpoint_every=1", "--set", "dropout=0.1", *extra]
+            *tiny, "--set", "checkpoint_every=1", "--set", "dropout=0.1", *extra]
 
 
 def curve(run_dir: Path) -> list[dict]:
@@ -53,9 +58,9 @@ def curve(run_dir: Path) -> list[dict]:
     return [{k: v for k, v in json.loads(line).items() if k not in TIMING} for line in lines]
 
 
-def reference_run(dataset, steps=12, model="decoder-char") -> dict:
+def reference_run(dataset, steps=12, **options) -> dict:
     """An uninterrupted run: its --json summary plus the folder it was saved in."""
-    result = run_cli(*run_args(dataset, steps, model=model))
+    result = run_cli(*run_args(dataset, steps, **options))
     assert result.code == 0, result
     summary = json.loads(result.out)
     return summary | {"run_dir": str(home() / summary["run_id"])}
@@ -69,7 +74,10 @@ def assert_same_run(done: dict, reference: dict):
         if key not in TIMING:
             assert done["metrics"][key] == value, key
     assert curve(a) == curve(b)
-    assert (a / "samples.txt").read_text() == (b / "samples.txt").read_text()
+    for name in ("samples.txt", "classes.json"):
+        assert (a / name).exists() == (b / name).exists()
+        if (b / name).exists():
+            assert (a / name).read_text() == (b / name).read_text()
 
 
 def run_folders(home_dir: Path) -> list[str]:
@@ -77,8 +85,7 @@ def run_folders(home_dir: Path) -> list[str]:
     return [p.name for p in home_dir.iterdir() if (p / "config.json").is_file()]
 
 
-def interrupted_run(monkeypatch, dataset, stop_after: int, *extra, steps=12,
-                    model="decoder-char"):
+def interrupted_run(monkeypatch, dataset, stop_after: int, *extra, steps=12, **options):
     """A run stopped by Ctrl-C right after its checkpoint at ``stop_after``."""
     original = checkpoint.Checkpointer.save
 
@@ -89,7 +96,7 @@ def interrupted_run(monkeypatch, dataset, stop_after: int, *extra, steps=12,
 
     with monkeypatch.context() as patch:
         patch.setattr(checkpoint.Checkpointer, "save", save_then_stop)
-        result = run_cli(*run_args(dataset, steps, 1, *extra, model=model))
+        result = run_cli(*run_args(dataset, steps, 1, *extra, **options))
     assert result.code == 130, result
     (run_id,) = run_folders(home())
     return run_id
@@ -185,6 +192,24 @@ def test_numpy_model_resumes_bit_identically(tiny_text, monkeypatch):
     result = run_cli("resume", run_id, "--json")
     assert result.code == 0, result
     assert_same_run(json.loads(result.out), reference_run(tiny_text, model="numpy-char"))
+
+
+def test_classification_resumes_bit_identically(tmp_path, monkeypatch):
+    """Shuffled length-bucketed epochs (a queue the pipeline keeps) and the best weights so
+    far both come back from the checkpoint."""
+    rng = np.random.default_rng(0)
+    words = {"pos": ["good", "great", "fine"], "neg": ["bad", "awful", "dull"]}
+    rows = ["text,label"] + [f"film {i} was {' and '.join(rng.choice(words[label], size=1 + i % 4))},{label}"
+                             for i, label in enumerate(["pos", "neg"] * 60)]
+    labelled = tmp_path / "labelled.csv"
+    labelled.write_text("\n".join(rows) + "\n")
+    run_id = interrupted_run(monkeypatch, labelled, 7, steps=14, tiny=TINY_ANY_TASK)
+    assert checkpoint.latest(home() / run_id).arrays("best")  # the best weights so far
+    result = run_cli("resume", run_id, "--json")
+    assert result.code == 0, result
+    done = json.loads(result.out)
+    assert done["task"] == "classification"
+    assert_same_run(done, reference_run(labelled, 14, tiny=TINY_ANY_TASK))
 
 
 def test_resume_without_a_checkpoint_starts_over(tiny_text, monkeypatch):

@@ -242,11 +242,13 @@ class Checkpointer:
     """Saves the training loop's state every ``checkpoint_every`` steps or
     ``checkpoint_seconds`` seconds, and restores it when the job resumes a run."""
 
-    def __init__(self, job, model, result, generators: dict[str, np.random.Generator]):
+    def __init__(self, job, model, result, generators: dict[str, np.random.Generator],
+                 state: dict | None = None):
         import time
 
         cfg = job.train_config
         self.job, self.model, self.result, self.generators = job, model, result, generators
+        self.state = state or {}  # name -> object with state_dict() / load_state_dict()
         self.every = getattr(cfg, "checkpoint_every", 0) or 0
         self.seconds = getattr(cfg, "checkpoint_seconds", 0) or 0
         self.supported = callable(getattr(model, "optimizer_state", None))
@@ -270,6 +272,11 @@ class Checkpointer:
         self.model.load_state_dict(ckpt.arrays("model"))
         self.model.load_optimizer_state(ckpt.arrays("optimizer"), meta["optimizer"])
         restore_rng(meta["rng"], ckpt.arrays("rng"), self.generators)
+        saved = meta.get("state", {})
+        for name, obj in self.state.items():
+            if name not in saved:
+                raise ZooError(f"checkpoint {ckpt.path} has no state for {name!r}")
+            obj.load_state_dict(saved[name])
         loop, result = meta["loop"], self.result
         result.steps, result.tokens, result.train_loss = loop["steps"], loop["tokens"], loop["train_loss"]
         result.best_score, result.best_step = loop["best_score"], loop["best_step"]
@@ -299,6 +306,7 @@ class Checkpointer:
                      "train_loss": result.train_loss, "best_score": result.best_score,
                      "best_step": result.best_step, "curve": result.curve, "elapsed": elapsed},
             "optimizer": opt_meta, "rng": rng_meta,
+            "state": {name: obj.state_dict() for name, obj in self.state.items()},
             "metrics_bytes": metrics.stat().st_size if metrics.is_file() else 0,
         }
         arrays = {"model": self.model.state_dict(), "optimizer": opt_arrays, "rng": rng_arrays}

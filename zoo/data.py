@@ -158,7 +158,7 @@ def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
 
 def check(dataset: LoadedDataset, task: str | None = None) -> None:
     """Fail before training on what would fail during it: an empty split, a text column that
-    is not text or has empty rows, and for classification labels that are not class ids."""
+    is not text or has empty rows, and for classification labels that cannot be classes."""
     name = dataset.ref.name
     for role in SPLIT_ROLES:
         split = dataset.split(role)
@@ -175,33 +175,49 @@ def check(dataset: LoadedDataset, task: str | None = None) -> None:
         if empty:
             raise ZooError(f"{where} has {empty} empty (None) rows in text column "
                            f"{dataset.text_column!r}; every row needs text (drop or fill them)")
-        if task == "classification":
-            _check_labels(dataset, split, where)
+    if task == "classification":
+        _check_labels(dataset)
 
 
-def _check_labels(dataset: LoadedDataset, split, where: str) -> None:
-    column = dataset.label_column
-    if column is None:
-        raise ZooError(f"dataset {dataset.ref.name!r} has no label column ({'/'.join(LABEL_COLUMNS)}) "
-                       f"for classification; name one with --label-column "
-                       f"(columns: {', '.join(split.column_names)})")
-    feature = split.features[column]
-    dtype = getattr(feature, "dtype", "")
-    if not (hasattr(feature, "names") or str(dtype).startswith(("int", "uint"))):
-        values = sorted({str(v) for v in split.select(range(min(len(split), 50)))[column]})[:3]
-        raise ZooError(f"label column {column!r} of dataset {dataset.ref.name!r} holds {dtype or type(feature).__name__} "
-                       f"values (e.g. {', '.join(map(repr, values))}); classification needs "
-                       "integer class ids 0..K-1 or a ClassLabel feature")
-    labels = split.data.column(column)
-    if labels.null_count:
-        raise ZooError(f"{where} has {labels.null_count} rows without a label in {column!r}; "
-                       "every row needs a class id 0..K-1")
+def _check_labels(dataset: LoadedDataset) -> None:
+    """Labels are a ClassLabel's ids, or values (strings, integers) used as class names;
+    every row has one, and validation and test use only classes training has."""
     import pyarrow.compute as pc
 
-    low = pc.min(labels).as_py()
-    if low is not None and low < 0:
-        raise ZooError(f"{where} has label {low} in {column!r} (unlabelled rows?); class ids "
-                       "must be 0..K-1")
+    column, name = dataset.label_column, dataset.ref.name
+    train = dataset.split("train")
+    if column is None:
+        raise ZooError(f"dataset {name!r} has no label column ({'/'.join(LABEL_COLUMNS)}) "
+                       f"for classification; name one with --label-column "
+                       f"(columns: {', '.join(train.column_names)})")
+    feature = train.features[column]
+    names = getattr(feature, "names", None)
+    dtype = str(getattr(feature, "dtype", type(feature).__name__))
+    if names is None and not (dtype.startswith(("int", "uint")) or dtype in ("string", "large_string")):
+        sample = sorted({str(v) for v in train.select(range(min(len(train), 50)))[column]})[:3]
+        raise ZooError(f"label column {column!r} of dataset {name!r} holds {dtype} values "
+                       f"(e.g. {', '.join(sample)}); classification needs class names (text), "
+                       "integer class ids or a ClassLabel feature")
+    seen: set = set()
+    for role in SPLIT_ROLES:
+        where = f"split {dataset.split_names.get(role, role)!r} of dataset {name!r}"
+        labels = dataset.split(role).data.column(column)
+        if labels.null_count:
+            raise ZooError(f"{where} has {labels.null_count} rows without a label in "
+                           f"{column!r}; every row needs a class")
+        values = set(pc.unique(labels).to_pylist())
+        if names is not None:
+            bad = sorted(v for v in values if not 0 <= v < len(names))
+            if bad:
+                raise ZooError(f"{where} has label {bad[0]} in {column!r}, not a class id "
+                               f"0..{len(names) - 1} ({', '.join(names[:6])}); unlabelled rows "
+                               "cannot be used")
+        elif role == "train":
+            seen = values
+        elif values - seen:
+            unseen = ", ".join(sorted(map(str, values - seen))[:5])
+            raise ZooError(f"{where} has labels the training split never has: {unseen} "
+                           f"(training has: {', '.join(sorted(map(str, seen))[:10])})")
 
 
 def _carve_missing_splits(splits, split_names: dict, name: str):

@@ -214,7 +214,8 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     zoo = zoo or get_zoo()
     ranks = _join_ranks(device)
     if plan.loaded is not None and plan.columns == (text_column, label_column):
-        dataset = plan.loaded
+        dataset = plan.loaded  # loaded before the task was known: check it for the task now
+        zoo_data.check(dataset, plan.task)
     else:
         dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
                                 label_column=label_column, task=plan.task, quiet=quiet)

@@ -6,7 +6,9 @@ Pipelines supply how to draw a batch and how to validate.
 Resume is bit-identical on the CPU only if every random stream the pipeline uses is one the
 loop checkpoints: the batch generator handed to ``next_batch``, the global Python, NumPy and
 torch generators, and the NumPy generators a pipeline passes as ``rngs`` (an evaluation
-sampler held in a closure, say). Draw data positions from those, never from a counter."""
+sampler held in a closure, say). Any other state the batches depend on (a queue of the
+epoch's remaining batches) goes in ``state``: objects with ``state_dict()`` (JSON) and
+``load_state_dict()``."""
 from __future__ import annotations
 
 import math
@@ -71,13 +73,15 @@ class TrainResult:
 def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *,
           validate: Callable[[], dict] | None = None, score_key: str | None = None,
           higher_is_better: bool = True,
-          rngs: dict[str, np.random.Generator] | None = None) -> TrainResult:
+          rngs: dict[str, np.random.Generator] | None = None,
+          state: dict | None = None) -> TrainResult:
     """Run the optimizer until the step or time budget is spent.
 
     ``validate()`` returns a dict of validation figures, logged every ``eval_interval``
     steps and at the end; with ``score_key`` the weights with the best score are kept.
     ``rngs`` are further NumPy generators the pipeline draws from (checkpointed and
-    restored in place). With ``job.resume_from`` set, the loop continues that checkpoint.
+    restored in place), ``state`` further objects with ``state_dict()``/``load_state_dict()``.
+    With ``job.resume_from`` set, the loop continues that checkpoint.
     """
     from zoo.checkpoint import Checkpointer
 
@@ -92,7 +96,7 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
         raise ZooError("torchrun training needs a torch model; this architecture has none")
     model.configure_optimizer(cfg.lr, cfg.weight_decay)
     result = TrainResult()
-    checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})})
+    checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})}, state)
     start = time.perf_counter() - checkpoints.restore()
     with job.progress(cfg.steps, "train") as bar:
         bar.update(result.steps)
