@@ -16,13 +16,16 @@ LM = "language-modeling"
 
 
 def record(model, dataset, seed, metrics, *, task=LM, steps=100, status="finished",
-           architecture="decoder", kind="train", config_hash=None, created=None):
+           architecture="decoder", kind="train", config_hash=None, created=None, train=None,
+           parent_id=None, **provenance):
     """A run row written straight into the store, as execute would leave it."""
     run_id = f"{model}-{dataset}-{seed}-{steps}-{len(metrics)}-{status}-{kind}"
-    config = {"configs": {"model": {"n_layer": 2}, "tokenizer": None, "train": {"steps": steps}}}
+    config = {"configs": {"model": {"n_layer": 2}, "tokenizer": None,
+                          "train": {"steps": steps, **(train or {})}}, **provenance}
     fields = dict(model=model, architecture=architecture, tokenizer=model.rpartition("-")[2],
                   dataset=dataset, task=task, seed=seed, params=1000, status=status, kind=kind,
-                  config_hash=config_hash or run_id, config=config, metrics=metrics, duration=1.0)
+                  config_hash=config_hash or run_id, config=config, metrics=metrics, duration=1.0,
+                  parent_id=parent_id)
     with Store() as store:
         store.insert(run_id, **fields)
         if created is not None:
@@ -100,6 +103,16 @@ def test_text_table_marks_best_and_significance():
     assert "lower is better" in result.out and "95% Welch" in result.out
 
 
+@pytest.mark.parametrize("metric, better", [
+    ("val_bpc", "lower"), ("test_accuracy", "higher"), ("tokens_per_s", "higher"),
+    ("params", "lower"), ("accuracy_periodic", "higher"), ("test_loss_arithmetic", "lower"),
+    ("unk_rate", "lower"), ("vocab_size", None), ("steps", None)])
+def test_direction_from_the_metric_name(metric, better):
+    from zoo.comparison import direction
+
+    assert direction(metric) == better
+
+
 def test_higher_is_better_for_accuracy_and_tasks_never_share_a_column_best():
     record("enc-char", "emotion", 0, {"test_accuracy": 0.8}, task="classification")
     record("bow-char", "emotion", 0, {"test_accuracy": 0.6}, task="classification")
@@ -147,6 +160,18 @@ def test_runs_with_different_settings_are_separate_rows():
     assert "base-char (steps=2000)" in text
     pooled = summarize(loaded(), pool=True).cells
     assert len(pooled) == 1 and pooled["n"].iloc[0] == 2 and pooled["configs"].iloc[0] == 2
+
+
+def test_a_models_tasks_are_columns_not_settings():
+    # each task's pipeline has its own training config: that is no difference of settings
+    record("dec-char", "text", 0, {"val_bpc": 1.0})
+    record("dec-char", "digits", 0, {"test_accuracy": 0.5}, task="next-item",
+           train={"eval_windows": 4000})
+    comparison = summarize(loaded())
+    assert list(comparison.cells["setting"]) == ["", ""]
+    lines = render(comparison, "table").splitlines()
+    assert lines[0].split() == ["model", "digits", "[test_accuracy]", "text", "[val_bpc]"]
+    assert lines[2].startswith("dec-char ") and "0.5000 (n=1)" in lines[2] and "1.000 (n=1)" in lines[2]
 
 
 def test_metric_by_and_unknown_names():
@@ -251,8 +276,9 @@ def test_eval_rows_show_and_compare(tiny_text):
     assert result.code == 0, result
     evaluation = json.loads(result.out)
     # scoring the validation split again gives the run's own validation figures
-    assert evaluation["metrics"]["bpc"] == pytest.approx(summary["metrics"]["val_bpc"], rel=1e-9)
-    assert evaluation["metrics"]["loss"] == pytest.approx(summary["metrics"]["val_loss"], rel=1e-9)
+    for key in ("bpc", "loss", "ppl", "bpb"):
+        assert evaluation["metrics"][key] == pytest.approx(summary["metrics"][f"val_{key}"],
+                                                           rel=1e-9), key
     with Store() as store:
         row = store.get(evaluation["run_id"])
     assert row["kind"] == "eval" and row["parent_id"] == run_id and row["status"] == "finished"
@@ -322,3 +348,49 @@ def test_reproduce_compares_every_metric_but_timing_exactly():
          "nan": math.nan})}
     assert set(lines) == {"val_bpc", "steps", "nan"}
     assert not lines["val_bpc"]["same"] and lines["steps"]["same"] and lines["nan"]["same"]
+
+
+def test_eval_metrics_are_found_under_their_split_prefix():
+    from zoo.comparison import eval_names, eval_value
+
+    assert eval_names("bpc", "validation") == ["val_bpc", "validation_bpc", "bpc"]
+    assert eval_value({"heldout_accuracy": 0.5, "heldout_accuracy_periodic": 0.7}, "accuracy",
+                      "heldout") == 0.5
+    assert eval_value({"accuracy": 0.25}, "accuracy", "test") == 0.25  # a pipeline without prefixes
+    assert eval_value({"test_accuracy": 0.5}, "accuracy", "validation") is None
+
+
+def test_evaluations_with_and_without_split_prefixes_line_up():
+    # classification prefixes its evaluation metrics by the split, next-item does not
+    record("enc-bpe", "emotion", 0, {"test_accuracy": 0.7, "test_loss": 0.9}, kind="eval",
+           task="classification", split="test", trained_on="rotten_tomatoes", parent_id="a")
+    record("enc-bpe", "emotion", 1, {"test_accuracy": 0.8}, kind="eval",
+           task="classification", split="test", trained_on="rotten_tomatoes", parent_id="b")
+    record("dig-char", "digits", 0, {"accuracy": 0.4}, kind="eval", task="next-item",
+           split="heldout", trained_on="digits", parent_id="c")
+    cells = summarize(loaded(), evals=True).cells.set_index("model")
+    assert cells.loc["enc-bpe", "mean"] == pytest.approx(0.75) and cells.loc["enc-bpe", "n"] == 2
+    assert cells.loc["dig-char", "mean"] == 0.4 and set(cells["metric"]) == {"accuracy"}
+    assert set(cells["split"]) == {"test", "heldout"}
+    loss = summarize(loaded(), evals=True, metric="loss").cells
+    assert loss["mean"].tolist() == [0.9]  # "loss" found as test_loss; the others have none
+
+
+def test_eval_of_a_next_item_run_lines_up_with_its_primary_metric(tiny_text):
+    result = run_cli("run", "digits-char", tiny_text, "--json", "--steps", 3, "--set", "width=16",
+                     "--set", "blocks=1", "--set", "block_size=16", "--set", "batch_size=8",
+                     "--set", "eval_windows=50", "--set", "eval_batches=1", "--set", "warmup_steps=1")
+    assert result.code == 0, result
+    run_id = json.loads(result.out)["run_id"]
+    evaluation = run_cli("eval", run_id, tiny_text, "--json")
+    assert evaluation.code == 0, evaluation
+    from zoo.comparison import eval_value
+
+    accuracy = eval_value(json.loads(evaluation.out)["metrics"], "accuracy", "test")
+    assert 0 <= accuracy <= 1
+    cells = pd.read_csv(io.StringIO(run_cli("compare", "--evals", "--format", "csv").out))
+    assert cells[["model", "split", "metric", "n"]].values.tolist() == [
+        ["digits-char", "test", "accuracy", 1]]
+    assert cells["mean"].iloc[0] == accuracy
+    assert f"evaluation {json.loads(evaluation.out)['run_id']} [finished] on {tiny_text} split 'test', " \
+        f"accuracy {accuracy:.4f}" in run_cli("show", run_id).out

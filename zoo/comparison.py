@@ -32,6 +32,7 @@ UNITS = {"bpc": "bits per character", "bpb": "bits per byte", "loss": "nats per 
          "ppl": "perplexity", "accuracy": "fraction correct", "per_s": "per second",
          "time": "seconds", "duration": "seconds", "params": "parameters"}
 EVAL_PREFIXES = ("val_", "validation_", "test_", "train_")
+SPLIT_PREFIXES = {"validation": ("val", "validation"), "test": ("test",), "train": ("train",)}
 STAT_COLUMNS = ("task", "metric", "better", "mean", "std", "n", "best", "setting", "configs", "runs")
 BASELINE_COLUMNS = ("baseline", "diff", "ci_low", "ci_high", "df", "significant")
 FORMATS = ("table", "markdown", "csv", "json", "html", "latex")
@@ -46,6 +47,10 @@ def direction(metric: str) -> str | None:
     for ending in HIGHER_IS_BETTER:
         if name == ending or name.endswith("_" + ending):
             return "higher"
+    parts = name.split("_")  # a per-group figure: "test_accuracy_periodic", "loss_family"
+    for words, better in ((HIGHER_IS_BETTER, "higher"), (LOWER_IS_BETTER, "lower")):
+        if any(word in parts for word in words if "_" not in word):
+            return better
     return None
 
 
@@ -59,7 +64,8 @@ def describe(metric: str, better: str | None = None) -> str:
 
 
 def primary_metric(task: str | None, kind: str = "train") -> str | None:
-    """The task's headline metric; eval rows record it without the split prefix."""
+    """The task's headline metric; for eval rows without its split prefix ("bpc"), since an
+    evaluation may score any split (see `eval_value`)."""
     metric = PRIMARY.get(task)
     if metric and kind == "eval":
         return strip_split(metric)
@@ -71,6 +77,22 @@ def strip_split(metric: str) -> str:
         if metric.startswith(prefix):
             return metric[len(prefix):]
     return metric
+
+
+def eval_names(name: str, split: str | None) -> list[str]:
+    """Where an evaluation of `split` keeps metric `name`: pipelines prefix a split's metrics
+    as their own runs do ("val_bpc", "test_accuracy", "heldout_accuracy"), or not at all."""
+    prefixes = SPLIT_PREFIXES.get(split, (split,)) if split else ()
+    return [f"{prefix}_{name}" for prefix in prefixes] + [name]
+
+
+def eval_value(metrics: dict, name: str, split: str | None):
+    """The value of metric `name` (unprefixed) in an evaluation row's metrics, or None."""
+    for key in eval_names(name, split):
+        value = metrics.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+    return None
 
 
 # -- loading -------------------------------------------------------------------------
@@ -143,7 +165,9 @@ def summarize(frame, *, metric: str | None = None, where: str | None = None,
             raise UnknownNameError("column", key, [c for c in frame.columns if c != "settings"],
                                    hint="group by a run column such as model, architecture, "
                                         "tokenizer, dataset, task, seed")
-    if metric is not None and metric not in frame.columns:
+    known = metric is None or metric in frame.columns or (
+        evals and any(c.endswith("_" + metric) for c in frame.columns))
+    if not known:
         raise UnknownNameError("metric", metric, _metric_names(frame))
     what = f"{'evaluation' if evals else 'training'} runs with status {', '.join(status) or 'any'}"
     if data.empty:
@@ -221,7 +245,7 @@ def _latest_per_experiment(data, evals: bool):
     """The same experiment recorded twice (a rerun, a reproduction) counts once."""
     key = ["parent_id", "dataset", "split"] if evals else ["config_hash"]
     data = data.sort_values("created")
-    keyed = data[key].astype(str).agg("|".join, axis=1)
+    keyed = data[key].apply(lambda row: "|".join(map(str, row)), axis=1)
     missing = data[key].isna().all(axis=1)  # rows without a hash stay as they are
     return data[missing | ~keyed.duplicated(keep="last")]
 
@@ -233,12 +257,14 @@ def _values(data, metric: str | None, evals: bool):
     records = []
     for _, row in data.iterrows():
         name = metric or primary_metric(row["task"], "eval" if evals else "train")
-        if name is None or name not in data.columns:
+        if name is None:
             continue
-        value = row[name]
-        if value is None or isinstance(value, str) or pd.isna(value):
-            continue
-        records.append({**row.to_dict(), "metric": name, "value": float(value)})
+        # an evaluation's metric sits under its split's prefix: report it by the bare name
+        for key in (eval_names(name, row["split"]) if evals else [name]):
+            value = row[key] if key in data.columns else None
+            if value is not None and not isinstance(value, str) and not pd.isna(value):
+                records.append({**row.to_dict(), "metric": name, "value": float(value)})
+                break
     return pd.DataFrame(records)
 
 
@@ -256,9 +282,12 @@ def _label(value) -> str:
 
 
 def _setting_labels(table, rows_keys) -> list[str]:
-    """For rows that split into several settings, what tells them apart ('steps=100')."""
+    """For rows that split into several settings, what tells them apart ('steps=100').
+
+    Settings are compared within one task: each task's pipeline has its own training
+    config, so a model's runs on two tasks differ in fields without differing in intent."""
     labels = [""] * len(table)
-    for _, group in table.groupby(rows_keys, sort=False):
+    for _, group in table.groupby(_unique(rows_keys + ["task"]), sort=False):
         variants = group.drop_duplicates("variant")
         if len(variants) < 2:
             continue

@@ -211,11 +211,11 @@ def show_run(zoo, run_id: str) -> str:
         lines.append(f"    version {name}: {version}")
     with Store() as store:
         evaluations = store.evaluations(row["id"])
-    from zoo.comparison import primary_metric
+    from zoo.comparison import eval_value, primary_metric
 
     metric = primary_metric(row["task"], "eval")
     for child in evaluations:
-        value = child["metrics"].get(metric)
+        value = eval_value(child["metrics"], metric, child["config"].get("split"))
         shown = f", {metric} {value:.4f}" if isinstance(value, float) else ""
         lines.append(f"  evaluation {child['id']} [{child['status']}] on {child['dataset']} "
                      f"split {child['config'].get('split')!r}{shown}")
@@ -337,8 +337,12 @@ def runs_table():
 
     primary = []
     for _, row in frame.iterrows():
-        metric = primary_metric(row["task"], row["kind"])  # eval rows: unprefixed names
+        metric = primary_metric(row["task"], row["kind"])
         value = row.get(metric) if metric in frame.columns else None
+        if row["kind"] == "eval" and metric:  # stored under its split's prefix
+            found = [row[c] for c in frame.columns
+                     if c.endswith("_" + metric) and isinstance(row[c], float) and pd.notna(row[c])]
+            value = found[0] if found and not isinstance(value, float) else value
         primary.append(f"{metric}={value:.4f}" if isinstance(value, float) and pd.notna(value) else "")
     table = frame[["id", "kind", "status", "model", "dataset", "task", "params", "seed",
                    "duration"]].copy()
