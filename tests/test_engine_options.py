@@ -8,14 +8,19 @@ import pytest
 from conftest import TINY_DECODER, run_cli
 
 
-def test_precision_auto_is_fp32_on_cpu_and_fp16_needs_cuda():
+def test_precision_auto_on_cpu_follows_native_bf16_and_fp16_needs_cuda(monkeypatch):
     import torch
 
+    from zoo import engine
     from zoo.engine import resolve_precision
     from zoo.errors import ZooError
 
     cpu = torch.device("cpu")
+    monkeypatch.setattr(engine, "cpu_has_native_bf16", lambda: False)
     assert resolve_precision("auto", cpu) == "fp32"
+    monkeypatch.setattr(engine, "cpu_has_native_bf16", lambda: True)
+    assert resolve_precision("auto", cpu) == "bf16"
+    assert resolve_precision("fp32", cpu) == "fp32"
     assert resolve_precision("bf16", cpu) == "bf16"
     with pytest.raises(ZooError, match="CUDA"):
         resolve_precision("fp16", cpu)
@@ -61,3 +66,13 @@ def test_evaluate_sums_the_loss_of_every_window():
 
     total, count = evaluate(Counting(), np.arange(100), 8, 4)
     assert total == count == 99
+
+
+def test_reloaded_run_evaluates_at_its_training_precision(tiny_text):
+    from zoo.runner import load_trained
+
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 3, "--json",
+                     "--set", "precision=fp32", *TINY_DECODER)
+    run_id = json.loads(result.out)["run_id"]
+    assert load_trained(run_id).model.precision == "fp32"
+    assert load_trained(run_id, precision="bf16").model.precision == "bf16"

@@ -27,7 +27,8 @@ class TrainConfig:
     eval_batches: int = 20  # batches per periodic estimate; the final evaluation uses whole splits
     checkpoint_every: int = 500  # steps between checkpoints for `zoo resume` (0: not by steps)
     checkpoint_seconds: float = 600.0  # seconds between checkpoints (0: not by time)
-    # auto: bf16 autocast on CUDA (fp16 + gradient scaling without bf16), fp32 on the CPU
+    # auto: bf16 autocast on CUDA (fp16 + gradient scaling without bf16) and on CPUs with
+    # native bf16 (AVX512-BF16, AMX), fp32 on other CPUs
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     compile: bool = False  # torch.compile the training forward (pays back only on long runs)
 

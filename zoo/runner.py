@@ -559,7 +559,9 @@ class Trained:
     block_size: int | None
 
 
-def load_trained(run_id: str, zoo=None, device: str = "cpu") -> Trained:
+def load_trained(run_id: str, zoo=None, device: str = "cpu", precision: str | None = None) -> Trained:
+    """A finished run's model and tokenizer. It evaluates at the precision the run trained
+    with (its `precision` setting) unless `precision` says otherwise."""
     from zoo.config import build_config
     from zoo.engine import as_model
     from zoo.model import TaskSpec
@@ -582,5 +584,8 @@ def load_trained(run_id: str, zoo=None, device: str = "cpu") -> Trained:
     tokenizer = load_tokenizer(tokenizer_entry.load(), folder.file("tokenizer.json"))
     model = as_model(architecture.load()(model_config, TaskSpec(**config["spec"])), device)
     model.load_state_dict(folder.load_weights())
+    if hasattr(model, "configure_engine"):
+        trained_with = (config["configs"].get("train") or {}).get("precision", "auto")
+        model.configure_engine(precision=precision or trained_with)
     return Trained(row["id"], config["task"], row, config, tokenizer, model,
                    getattr(model_config, "block_size", None))

@@ -50,7 +50,7 @@ def verify(run_id: str, *, batch: int = 8, seed: int = 0,
     from zoo.store import home
 
     zoo = zoo or get_zoo()
-    trained = load_trained(run_id, zoo)
+    trained = load_trained(run_id, zoo, precision="fp32")  # the reference computes in float
     config = trained.config
     architecture = zoo.architectures.get(config["architecture"])
     config_class = architecture.config_class()
