@@ -3,6 +3,7 @@ text generation (one token at a time, as `zoo generate` and the run's samples do
 
     python benchmarks/bench_eval.py
     python benchmarks/bench_eval.py --set block_size=128 --eval-batch 128
+    python benchmarks/bench_eval.py --model decoder-char --set precision=fp32
 """
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import REFERENCE, header, load, parse_sets  # noqa: E402
+from common import header, load, parse_sets  # noqa: E402
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="decoder-char-nanogpt", help="a char decoder preset")
     parser.add_argument("--dataset", default="shakespeare")
-    parser.add_argument("--set", action="append", help="model overrides on the reference config")
+    parser.add_argument("--set", action="append", help="overrides on the preset (as zoo run --set)")
     parser.add_argument("--eval-batch", type=int, default=64, help="windows per forward pass")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--generate", type=int, default=200, help="tokens to generate (0: skip)")
@@ -36,18 +38,19 @@ def main(argv=None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    header("evaluation throughput, decoder-char")
+    header(f"evaluation throughput, {args.model}")
     zoo = get_zoo()
-    plan = plan_run("decoder-char", args.dataset, overrides={**REFERENCE, **parse_sets(args.set)})
+    plan = plan_run(args.model, args.dataset, overrides=parse_sets(args.set))
     loaded = data.load(plan.dataset_ref, zoo)
     tokenizer = zoo.tokenizers.get("char").load().train(loaded.split("train")[loaded.text_column], None)
     ids = encode(tokenizer, split_text(loaded, "validation"))
     torch.manual_seed(0)
     spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
     model = as_model(plan.spec.architecture.load()(plan.configs["model"], spec), "cpu")
+    model.configure_engine(precision=plan.configs["train"].precision)  # as `zoo run` evaluates
     block = plan.configs["model"].block_size
     print(f"# validation split: {len(ids):,} tokens; block {block}, eval batch {args.eval_batch}; "
-          f"threads {torch.get_num_threads()}")
+          f"precision {model.precision}; threads {torch.get_num_threads()}")
     evaluate(model, ids[: block * 8 + 1], block, args.eval_batch)  # warm-up
     times = []
     for _ in range(args.repeat):

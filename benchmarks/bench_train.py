@@ -1,4 +1,5 @@
-"""Steady-state training throughput of decoder-char at nanoGPT's CPU reference config.
+"""Steady-state training throughput of decoder-char at nanoGPT's CPU reference config
+(the decoder-char-nanogpt preset).
 
 Each variant is a model and optimizer built exactly as `zoo run` builds them (same plan,
 same engine options, same batch sampler); timed windows of steps alternate between the
@@ -19,7 +20,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import NANOGPT_TOKENS_PER_S, REFERENCE, header, load, parse_sets, percentile  # noqa: E402
+from common import NANOGPT_TOKENS_PER_S, header, load, parse_sets, percentile  # noqa: E402
 
 
 def prepare_data(dataset: str):
@@ -37,7 +38,8 @@ def prepare_data(dataset: str):
 class Variant:
     """One model + optimizer, configured like `zoo run` with these overrides."""
 
-    def __init__(self, name: str, overrides: dict, tokenizer, ids, dataset: str, seed: int = 0):
+    def __init__(self, name: str, model: str, overrides: dict, tokenizer, ids, dataset: str,
+                 seed: int = 0):
         import numpy as np
         import torch
 
@@ -47,7 +49,7 @@ class Variant:
 
         overrides = dict(overrides)
         optimizer = overrides.pop("optimizer", None)  # bench-only: fused, foreach or loop
-        plan = plan_run("decoder-char", dataset, overrides=overrides, seed=seed)
+        plan = plan_run(model, dataset, overrides=overrides, seed=seed)
         self.name, self.ids = name, ids
         self.model_cfg, self.cfg = plan.configs["model"], plan.configs["train"]
         torch.manual_seed(seed)
@@ -82,6 +84,7 @@ class Variant:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="decoder-char-nanogpt", help="a decoder preset")
     parser.add_argument("--dataset", default="shakespeare")
     parser.add_argument("--set", action="append", help="override on top of the reference config")
     parser.add_argument("--compare", action="append", default=[], metavar="K=V[,K=V]",
@@ -96,16 +99,16 @@ def main(argv=None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    header("training throughput, decoder-char")
+    header(f"training throughput, {args.model}")
     tokenizer, ids = prepare_data(args.dataset)
-    base = {**REFERENCE, **parse_sets(args.set)}
+    base = parse_sets(args.set)
     specs = [("base", base)] + [(c, {**base, **parse_sets(c.split(","))}) for c in args.compare]
-    print(f"# base: {' '.join(f'{k}={v}' for k, v in base.items())}; "
+    print(f"# base: {args.model} {' '.join(f'{k}={v}' for k, v in base.items())}; "
           f"threads {torch.get_num_threads()}")
     variants = []
     for name, overrides in specs:
         start = time.perf_counter()
-        variant = Variant(name, overrides, tokenizer, ids, args.dataset)
+        variant = Variant(name, args.model, overrides, tokenizer, ids, args.dataset)
         for _ in range(args.warmup):
             variant.step()
         print(f"# {name}: set-up and {args.warmup} warm-up steps {time.perf_counter() - start:.1f} s",

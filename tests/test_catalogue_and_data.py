@@ -163,3 +163,22 @@ def test_local_files_load_with_detected_columns(tmp_path):
 def test_missing_dataset_path_is_a_clear_error():
     result = run_cli("run", "decoder-char", "./no/such/file.csv")
     assert result.code == 2 and "does not exist" in result.err
+
+
+def test_every_built_in_preset_plans_on_a_dataset_of_its_task():
+    """Preset values are checked against the config dataclasses when a run is planned."""
+    from zoo.registry import get_zoo
+    from zoo.runner import plan_run
+
+    zoo = get_zoo()
+    by_task = {"language-modeling": "shakespeare", "classification": "rotten_tomatoes",
+               "next-item": "digits"}
+    planned = set()
+    for name, preset in zoo.catalogue.models.items():
+        tasks = zoo.architectures.get(preset.architecture).tasks
+        plan = plan_run(name, by_task[tasks[0]])
+        for key, value in preset.overrides.items():
+            section = next(c for c in plan.configs.values() if c is not None and hasattr(c, key))
+            assert getattr(section, key) == value, (name, key)
+        planned.add(name)
+    assert {"decoder-char", "decoder-char-nanogpt", "decoder-bpe"} <= planned

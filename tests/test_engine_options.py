@@ -76,3 +76,11 @@ def test_reloaded_run_evaluates_at_its_training_precision(tiny_text):
     run_id = json.loads(result.out)["run_id"]
     assert load_trained(run_id).model.precision == "fp32"
     assert load_trained(run_id, precision="bf16").model.precision == "bf16"
+
+
+def test_compile_trains_on_the_cpu(tiny_text):
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", "--compile",
+                     *TINY_DECODER)
+    assert result.code == 0, result
+    summary = json.loads(result.out)
+    assert summary["status"] == "finished" and math.isfinite(summary["metrics"]["val_loss"])
