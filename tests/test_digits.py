@@ -245,3 +245,10 @@ def test_catalogue_names_the_digits_dataset_and_preset(cli):
     assert plan.configs["model"].heads == 1 and plan.configs["train"].steps > 0
     assert plan_run("digits-char", "shakespeare").task == "next-item"
     assert plan_run("decoder-char", "digits").task == "next-item"
+
+
+def test_show_of_a_name_shared_by_an_architecture_and_a_dataset_shows_both(cli):
+    shown = cli("show", "digits")
+    assert shown.code == 0, shown
+    assert "architecture digits (plugin digits)" in shown.out
+    assert "dataset digits" in shown.out and "next-item" in shown.out

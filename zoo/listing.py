@@ -124,29 +124,41 @@ def describe_fields(cls, overrides: dict | None = None) -> list[str]:
 
 
 def show(zoo, name: str) -> str:
-    from zoo import data
+    """Everything `name` names: a model, a plugin entry and a dataset may share one name
+    (`digits` is an architecture and a dataset), so each match gets its own section."""
+    sections = [text for text in (_show_model(zoo, name), *_show_entries(zoo, name),
+                                  _show_dataset(zoo, name)) if text]
+    return "\n\n".join(sections) if sections else show_run(zoo, name)
+
+
+def _show_model(zoo, name: str) -> str | None:
     from zoo.runner import model_names, resolve_model
 
-    if name in zoo.catalogue.models or name in model_names(zoo):
-        spec = resolve_model(name, zoo)
-        from zoo.config import split_overrides
+    if not (name in zoo.catalogue.models or name in model_names(zoo)):
+        return None
+    spec = resolve_model(name, zoo)
+    from zoo.config import split_overrides
 
-        sections = {"model": spec.architecture.config_class(),
-                    "tokenizer": spec.tokenizer.config_class()}
-        train_entry = next((zoo.pipelines.get(t) for t in spec.architecture.tasks
-                            if t in zoo.pipelines), None)
-        sections["train"] = train_entry.config_class() if train_entry else None
-        values = split_overrides(spec.overrides, sections)
-        lines = [f"model {name}" + (" (preset)" if name in zoo.catalogue.models else ""),
-                 f"  {spec.description}",
-                 f"  architecture: {spec.architecture.name} ({spec.architecture.plugin})",
-                 f"  tokenizer:    {spec.tokenizer.name} ({spec.tokenizer.plugin})",
-                 f"  tasks:        {', '.join(spec.architecture.tasks)}"]
-        for section, cls in sections.items():
-            title = section if section != "train" else f"train ({train_entry.name if train_entry else '-'})"
-            lines.append(f"  {title} config (set with --set KEY=VALUE):")
-            lines += describe_fields(cls, values[section])
-        return "\n".join(lines)
+    sections = {"model": spec.architecture.config_class(),
+                "tokenizer": spec.tokenizer.config_class()}
+    train_entry = next((zoo.pipelines.get(t) for t in spec.architecture.tasks
+                        if t in zoo.pipelines), None)
+    sections["train"] = train_entry.config_class() if train_entry else None
+    values = split_overrides(spec.overrides, sections)
+    lines = [f"model {name}" + (" (preset)" if name in zoo.catalogue.models else ""),
+             f"  {spec.description}",
+             f"  architecture: {spec.architecture.name} ({spec.architecture.plugin})",
+             f"  tokenizer:    {spec.tokenizer.name} ({spec.tokenizer.plugin})",
+             f"  tasks:        {', '.join(spec.architecture.tasks)}"]
+    for section, cls in sections.items():
+        title = section if section != "train" else f"train ({train_entry.name if train_entry else '-'})"
+        lines.append(f"  {title} config (set with --set KEY=VALUE):")
+        lines += describe_fields(cls, values[section])
+    return "\n".join(lines)
+
+
+def _show_entries(zoo, name: str) -> list[str]:
+    shown = []
     for kind in ("architecture", "tokenizer", "pipeline"):
         if name in zoo.registries[kind]:
             entry = zoo.registries[kind].get(name)
@@ -155,22 +167,28 @@ def show(zoo, name: str) -> str:
                 lines.append(f"  tasks: {', '.join(entry.tasks)}")
             lines.append("  config:")
             lines += describe_fields(entry.config_class())
-            return "\n".join(lines)
-    if name in zoo.catalogue.datasets or name in zoo.datasets:
-        ref = data.resolve(name, zoo)
-        lines = [f"dataset {name}", f"  source: {ref.kind} {ref.source}",
-                 f"  tasks:  {', '.join(data.tasks_of(ref, zoo)) or 'detected on load'}"]
-        if ref.kind == "hub":
-            mirror = data.find_in_mirrors(ref.source, zoo)
-            lines.append(f"  loads from: {mirror or 'the Hub (no mirror holds it)'}")
-        if ref.entry:
-            e = ref.entry
-            lines += [f"  {e.description}", f"  text column: {e.text_column or 'detected'}",
-                      f"  label column: {e.label_column or 'detected'}"]
-            if e.splits:
-                lines.append(f"  splits: {e.splits}")
-        return "\n".join(lines)
-    return show_run(zoo, name)
+            shown.append("\n".join(lines))
+    return shown
+
+
+def _show_dataset(zoo, name: str) -> str | None:
+    from zoo import data
+
+    if not (name in zoo.catalogue.datasets or name in zoo.datasets):
+        return None
+    ref = data.resolve(name, zoo)
+    lines = [f"dataset {name}", f"  source: {ref.kind} {ref.source}",
+             f"  tasks:  {', '.join(data.tasks_of(ref, zoo)) or 'detected on load'}"]
+    if ref.kind == "hub":
+        mirror = data.find_in_mirrors(ref.source, zoo)
+        lines.append(f"  loads from: {mirror or 'the Hub (no mirror holds it)'}")
+    if ref.entry:
+        e = ref.entry
+        lines += [f"  {e.description}", f"  text column: {e.text_column or 'detected'}",
+                  f"  label column: {e.label_column or 'detected'}"]
+        if e.splits:
+            lines.append(f"  splits: {e.splits}")
+    return "\n".join(lines)
 
 
 def show_run(zoo, run_id: str) -> str:
