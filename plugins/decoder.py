@@ -6,6 +6,7 @@ The config lives here (no torch import, so listing the zoo stays fast); the netw
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from zoo.hookspecs import hookimpl
 
@@ -19,6 +20,9 @@ class DecoderConfig:
     dropout: float = 0.0
     bias: bool = True  # biases in Linear and LayerNorm layers
     tie_weights: bool = True  # the LM head shares the token embedding matrix
+    # GELU's form: "tanh" (GPT-2's approximation) or "exact" (with erf, as torch.nn.GELU()
+    # and nanoGPT; its kernel is twice as fast on the CPU, benchmarks/RESULTS.md)
+    gelu: Literal["tanh", "exact"] = "tanh"
 
     def __post_init__(self):
         for name in ("n_layer", "n_head", "n_embd", "block_size"):
@@ -28,6 +32,8 @@ class DecoderConfig:
             raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.gelu not in ("tanh", "exact"):
+            raise ValueError(f"gelu must be tanh or exact, got {self.gelu!r}")
 
 
 @hookimpl

@@ -8,7 +8,8 @@
   ln_f.{weight,bias} [C]           lm_head.weight [V, C] (absent when tied to tok_emb)
   cls_head.{weight [K, C], bias [K]} (classification only)
 qkv rows are [q; k; v], heads split C into n_head slices of C // n_head. GELU is the tanh
-approximation; LayerNorm eps is 1e-5. Biases are absent when config.bias is false.
+approximation, or the exact form with config.gelu = "exact"; LayerNorm eps is 1e-5. Biases
+are absent when config.bias is false.
 """
 from __future__ import annotations
 
@@ -53,9 +54,10 @@ class MLP(nn.Module):
         self.fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias)
         self.proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
         self.drop = nn.Dropout(cfg.dropout)
+        self.approximate = "tanh" if cfg.gelu == "tanh" else "none"
 
     def forward(self, x):
-        return self.drop(self.proj(F.gelu(self.fc(x), approximate="tanh")))
+        return self.drop(self.proj(F.gelu(self.fc(x), approximate=self.approximate)))
 
 
 class Block(nn.Module):

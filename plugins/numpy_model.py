@@ -12,7 +12,8 @@ weights move between the two through ``model.safetensors`` unchanged:
   cls_head.{weight [K, C], bias [K]} (classification only)
 
 Linear weights are [out, in] (y = x W^T + b), fused qkv rows are [q; k; v], heads split C
-into n_head slices of C // n_head. GELU is the tanh approximation; LayerNorm eps is 1e-5.
+into n_head slices of C // n_head. GELU is the tanh approximation, or the exact form (erf)
+with config.gelu = "exact"; LayerNorm eps is 1e-5.
 Shapes in comments: B batch, T time, C channels, H heads, D = C // H, V vocabulary.
 
 The class meets ``zoo.model.Model`` directly, so the pipelines train it like a torch model.
@@ -93,6 +94,38 @@ def gelu_backward(dy, x, t):
     du *= 1.0 - t * t
     du += 1.0 + t
     du *= 0.5
+    du *= dy
+    return du
+
+
+def erf(x):
+    """erf elementwise. float64 is exact (math.erf, for the reference checks); float32 uses
+    Abramowitz & Stegun 7.1.26 (absolute error at most 1.5e-7, float32's own resolution
+    near 1), which keeps training at NumPy speed. NumPy itself has no erf."""
+    if x.dtype == np.float64:
+        return _exact_erf(x).astype(np.float64)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741
+                                                       + t * (-1.453152027 + t * 1.061405429))))
+    return (np.sign(x) * (1.0 - poly * np.exp(-a * a))).astype(x.dtype)
+
+
+_exact_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def gelu_exact(x):  # 0.5 x (1 + erf(x / sqrt 2)), as torch's approximate="none"
+    cdf = erf(x * (1.0 / math.sqrt(2.0)))
+    cdf += 1.0
+    cdf *= 0.5  # the normal CDF, kept for the backward pass
+    return x * cdf, cdf
+
+
+def gelu_exact_backward(dy, x, cdf):
+    # d/dx x cdf(x) = cdf(x) + x pdf(x)
+    du = np.exp(-0.5 * x * x)
+    du *= x * (1.0 / math.sqrt(2.0 * math.pi))
+    du += cdf
     du *= dy
     return du
 
@@ -386,7 +419,7 @@ class NumpyDecoder:
         x = x + o
         h2, c["ln2"] = layer_norm(x, p[prefix + "ln2.weight"], get(prefix + "ln2.bias"))
         f = linear(h2, p[prefix + "mlp.fc.weight"], get(prefix + "mlp.fc.bias"))  # [B, T, 4C]
-        g, c["gelu_t"] = gelu(f)
+        g, c["gelu_t"] = (gelu_exact if self.cfg.gelu == "exact" else gelu)(f)
         m = linear(g, p[prefix + "mlp.proj.weight"], get(prefix + "mlp.proj.bias"))
         m, c["mlp_keep"] = dropout(m, p_drop, rng)
         c.update(h1=h1, a=a, h2=h2, f=f, g=g)
@@ -403,7 +436,8 @@ class NumpyDecoder:
         dm = dropout_backward(dx, c["mlp_keep"])
         dg, dw, db = linear_backward(dm, c["g"], p[prefix + "mlp.proj.weight"])
         put("mlp.proj", dw, db)
-        df = gelu_backward(dg, c["f"], c["gelu_t"])
+        df = (gelu_exact_backward if self.cfg.gelu == "exact" else gelu_backward)(
+            dg, c["f"], c["gelu_t"])
         dh2, dw, db = linear_backward(df, c["h2"], p[prefix + "mlp.fc.weight"])
         put("mlp.fc", dw, db)
         dln, dw, db = layer_norm_backward(dh2, c["ln2"])

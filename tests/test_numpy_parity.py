@@ -57,7 +57,8 @@ def cases(draw, tasks=TASKS):
     head_dim = draw(st.integers(-(-4 // n_head), 4))
     block = draw(st.integers(1, 8))
     kwargs = dict(n_layer=draw(st.integers(1, 2)), n_head=n_head, n_embd=n_head * head_dim,
-                  block_size=block, bias=draw(st.booleans()), tie_weights=draw(st.booleans()))
+                  block_size=block, bias=draw(st.booleans()), tie_weights=draw(st.booleans()),
+                  gelu=draw(st.sampled_from(["tanh", "exact"])))
     task = draw(st.sampled_from(tasks))
     vocab = draw(st.integers(3, 12))
     classes = draw(st.integers(2, 4)) if task == "classification" else None
@@ -247,6 +248,7 @@ def finite_difference_check(model: NumpyDecoder, inputs, targets, mask=None, eps
 @pytest.mark.parametrize("task, extra", [
     ("language-modeling", dict(n_layer=2, tie_weights=False, dropout=0.2)),
     ("language-modeling", dict(n_layer=1, tie_weights=True, bias=False)),
+    ("language-modeling", dict(n_layer=1, gelu="exact")),
     ("classification", dict(n_layer=1, tie_weights=True, dropout=0.1)),
     ("next-item", dict(n_layer=1, tie_weights=False)),
 ])
@@ -363,3 +365,13 @@ def test_verify_catches_a_model_that_computes_something_else(tiny_text, monkeypa
 
 def test_verify_rejects_what_it_cannot_check(tiny_text):
     assert run_cli("verify", "no-such-run").code == 2
+
+
+def test_numpy_erf_is_exact_in_float64_and_within_float32_resolution_in_float32():
+    from zoo.plugins.numpy_model import erf
+
+    x = np.linspace(-6.0, 6.0, 20001)
+    expected = np.array([math.erf(v) for v in x])
+    assert np.array_equal(erf(x), expected)
+    assert erf(x.astype(np.float32)).dtype == np.float32
+    assert np.abs(erf(x.astype(np.float32)) - expected).max() < 1e-6
