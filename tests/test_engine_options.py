@@ -84,3 +84,33 @@ def test_compile_trains_on_the_cpu(tiny_text):
     assert result.code == 0, result
     summary = json.loads(result.out)
     assert summary["status"] == "finished" and math.isfinite(summary["metrics"]["val_loss"])
+
+
+def test_adamw_betas_are_training_settings(tiny_text):
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json",
+                     "--set", "beta2=0.99", *TINY_DECODER)
+    assert result.code == 0, result
+    run_id = json.loads(result.out)["run_id"]
+    from zoo.store import home
+
+    config = json.loads((home() / run_id / "config.json").read_text())
+    assert config["configs"]["train"]["beta2"] == 0.99
+    bad = run_cli("run", "decoder-char", tiny_text, "--set", "beta1=1.5", *TINY_DECODER)
+    assert bad.code == 2 and "beta1" in bad.err
+
+
+def test_the_trainer_hands_the_betas_to_the_optimizer(tiny_text, monkeypatch):
+    from zoo.engine import TorchModel
+
+    seen = []
+    original = TorchModel.configure_optimizer
+
+    def spy(self, lr, weight_decay, betas=(0.9, 0.95)):
+        original(self, lr, weight_decay, betas)
+        seen.append(self.optimizer.param_groups[0]["betas"])
+
+    monkeypatch.setattr(TorchModel, "configure_optimizer", spy)
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 1, "--set", "beta1=0.8",
+                     "--set", "beta2=0.99", *TINY_DECODER)
+    assert result.code == 0, result
+    assert seen == [(0.8, 0.99)]

@@ -22,6 +22,8 @@ class TrainConfig:
     min_lr: float = 1e-4  # cosine decay ends here
     warmup_steps: int = 100
     weight_decay: float = 0.1
+    beta1: float = 0.9  # AdamW's moment decays
+    beta2: float = 0.95  # (nanoGPT's Shakespeare config uses 0.99: few tokens per step)
     grad_clip: float = 1.0
     eval_interval: int = 250  # steps between validation estimates during training
     eval_batches: int = 20  # batches per periodic estimate; the final evaluation uses whole splits
@@ -42,6 +44,9 @@ class TrainConfig:
         for name in at_least_zero:
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
+        for name in ("beta1", "beta2"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if self.time is not None and not self.time > 0:
             raise ValueError(f"time must be positive, got {self.time}")
 

@@ -94,7 +94,7 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
                   distributed=ranks)
     elif ranks.active:
         raise ZooError("torchrun training needs a torch model; this architecture has none")
-    model.configure_optimizer(cfg.lr, cfg.weight_decay)
+    model.configure_optimizer(cfg.lr, cfg.weight_decay, betas=(cfg.beta1, cfg.beta2))
     result = TrainResult()
     checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})}, state)
     start = time.perf_counter() - checkpoints.restore()
