@@ -114,3 +114,15 @@ def test_the_trainer_hands_the_betas_to_the_optimizer(tiny_text, monkeypatch):
                      "--set", "beta2=0.99", *TINY_DECODER)
     assert result.code == 0, result
     assert seen == [(0.8, 0.99)]
+
+
+def test_tokens_per_s_leaves_out_the_validation_estimates():
+    import time
+
+    from zoo.trainer import TrainResult, _validate
+
+    result = TrainResult(tokens=1000, train_time=3.0)
+    _validate(lambda: (time.sleep(0.2), {"val_loss": 1.0})[1], result, None, True, None)
+    assert result.validate_time >= 0.2 and result.curve[-1]["val_loss"] == 1.0
+    assert result.tokens_per_s == pytest.approx(1000 / (3.0 - result.validate_time))
+    assert TrainResult(tokens=5, train_time=0.0).tokens_per_s == 0.0

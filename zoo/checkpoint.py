@@ -285,6 +285,7 @@ class Checkpointer:
         result.steps, result.tokens, result.train_loss = loop["steps"], loop["tokens"], loop["train_loss"]
         result.best_score, result.best_step = loop["best_score"], loop["best_step"]
         result.curve = list(loop["curve"])
+        result.validate_time = float(loop.get("validate_time", 0.0))
         result.best_state = ckpt.arrays("best") or None
         self.last_step = ckpt.step
         return float(loop["elapsed"])
@@ -308,7 +309,8 @@ class Checkpointer:
                          "tokenizer_sha256": file_sha256(run.file("tokenizer.json"))},
             "loop": {"steps": result.steps, "tokens": result.tokens,
                      "train_loss": result.train_loss, "best_score": result.best_score,
-                     "best_step": result.best_step, "curve": result.curve, "elapsed": elapsed},
+                     "best_step": result.best_step, "curve": result.curve, "elapsed": elapsed,
+                     "validate_time": result.validate_time},
             "optimizer": opt_meta, "rng": rng_meta,
             "state": {name: obj.state_dict() for name, obj in self.state.items()},
             "metrics_bytes": metrics.stat().st_size if metrics.is_file() else 0,
