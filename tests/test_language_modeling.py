@@ -97,3 +97,24 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_readable(tiny_text
         rows = store.rows()
     assert len(rows) == 1 and rows[0]["status"] == "interrupted"
     assert (home / rows[0]["id"] / "config.json").is_file()
+
+
+def test_a_time_budget_ends_training_within_it_validation_included(tiny_text, monkeypatch):
+    import time
+
+    from zoo.pipelines import language_modeling
+
+    slow_estimate = language_modeling.estimate
+
+    def estimate(*args):  # a validation estimate that takes a noticeable share of the budget
+        time.sleep(0.5)
+        return slow_estimate(*args)
+
+    monkeypatch.setattr(language_modeling, "estimate", estimate)
+    result = run_cli("run", "decoder-char", tiny_text, "--time", 3, "--json", *TINY_DECODER,
+                     "--set", "steps=1000000", "--set", "eval_interval=20")
+    assert result.code == 0, result
+    metrics = json.loads(result.out)["metrics"]
+    assert 0 < metrics["steps"] < 1000000
+    # The final estimate fits in the budget: without the reserve it would start after 3 s.
+    assert 2.0 < metrics["train_time"] <= 3.25, metrics

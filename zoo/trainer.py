@@ -61,6 +61,7 @@ class TrainResult:
     tokens: int = 0
     train_time: float = 0.0  # wall time of the loop, validation estimates included
     validate_time: float = 0.0  # the part of it spent in validation estimates
+    last_validate_time: float = 0.0  # the newest estimate's duration
     best_score: float | None = None
     best_step: int | None = None
     best_state: dict | None = None
@@ -104,7 +105,10 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
     with job.progress(cfg.steps, "train") as bar:
         bar.update(result.steps)
         while result.steps < cfg.steps:
-            if cfg.time is not None and _out_of_time(start, cfg.time, ranks):
+            # A time budget covers the validation estimate that closes the curve too: keep
+            # the last estimate's duration in reserve, so the loop ends within the budget.
+            budget = None if cfg.time is None else cfg.time - result.last_validate_time
+            if budget is not None and _out_of_time(start, budget, ranks):
                 break
             lr = lr_at(result.steps, cfg, cfg.steps)
             batch = next_batch(rng)
@@ -120,7 +124,7 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
             result.train_loss = loss
             elapsed = time.perf_counter() - start
             record = {"step": result.steps, "train_loss": loss, "lr": lr, "elapsed": elapsed}
-            last = result.steps == cfg.steps or (cfg.time is not None and elapsed >= cfg.time)
+            last = result.steps == cfg.steps or (budget is not None and elapsed >= budget)
             if validate is not None and (result.steps % cfg.eval_interval == 0 or last):
                 record.update(_validate(validate, result, score_key, higher_is_better, model))
             job.run.log(record)
@@ -144,7 +148,8 @@ def _out_of_time(start: float, budget: float, ranks) -> bool:
 def _validate(validate, result: TrainResult, score_key, higher_is_better, model) -> dict:
     start = time.perf_counter()
     figures = validate()
-    result.validate_time += time.perf_counter() - start
+    result.last_validate_time = time.perf_counter() - start
+    result.validate_time += result.last_validate_time
     result.curve.append({"step": result.steps, **figures})
     if score_key is not None:
         score = figures[score_key]
