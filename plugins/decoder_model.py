@@ -19,6 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from zoo.engine import attention
 from zoo.model import TaskSpec
 
 
@@ -34,18 +35,8 @@ class CausalSelfAttention(nn.Module):
         q, k, v = self.qkv(x).split(C, dim=2)
         # [B, T, C] -> [B, heads, T, C // heads]
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        if x.device.type == "cpu" and q.dtype == torch.bfloat16:
-            # CPU attention's bf16 backward is several times slower than its fp32 one at
-            # these sizes (benchmarks/RESULTS.md), so under bf16 autocast it runs in fp32.
-            with torch.autocast("cpu", enabled=False):
-                y = self._attend(q.float(), k.float(), v.float())
-        else:
-            y = self._attend(q, k, v)
+        y = attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
         return self.proj(y.transpose(1, 2).reshape(B, T, C))
-
-    def _attend(self, q, k, v):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                              dropout_p=self.dropout if self.training else 0.0)
 
 
 class MLP(nn.Module):

@@ -23,6 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from zoo.engine import attention
 from zoo.model import TaskSpec
 
 
@@ -38,8 +39,7 @@ class SelfAttention(nn.Module):
         q, k, v = self.qkv(x).split(C, dim=2)
         # [B, T, C] -> [B, heads, T, C // heads]
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep,
-                                           dropout_p=self.dropout if self.training else 0.0)
+        y = attention(q, k, v, attn_mask=keep, dropout_p=self.dropout if self.training else 0.0)
         return self.proj(y.transpose(1, 2).reshape(B, T, C))
 
 

@@ -270,6 +270,9 @@ class NumpyDecoder:
         self.rng = np.random.default_rng(seed)  # initial weights, then dropout masks
         self.params = init_parameters(cfg, spec, self.rng, self.dtype)
         self.optimizer = None
+        exact = cfg.gelu == "exact"
+        self.gelu = gelu_exact if exact else gelu
+        self.gelu_backward = gelu_exact_backward if exact else gelu_backward
 
     # -- protocol ----------------------------------------------------------------------
     def num_parameters(self) -> int:
@@ -419,7 +422,7 @@ class NumpyDecoder:
         x = x + o
         h2, c["ln2"] = layer_norm(x, p[prefix + "ln2.weight"], get(prefix + "ln2.bias"))
         f = linear(h2, p[prefix + "mlp.fc.weight"], get(prefix + "mlp.fc.bias"))  # [B, T, 4C]
-        g, c["gelu_t"] = (gelu_exact if self.cfg.gelu == "exact" else gelu)(f)
+        g, c["gelu_t"] = self.gelu(f)
         m = linear(g, p[prefix + "mlp.proj.weight"], get(prefix + "mlp.proj.bias"))
         m, c["mlp_keep"] = dropout(m, p_drop, rng)
         c.update(h1=h1, a=a, h2=h2, f=f, g=g)
@@ -436,8 +439,7 @@ class NumpyDecoder:
         dm = dropout_backward(dx, c["mlp_keep"])
         dg, dw, db = linear_backward(dm, c["g"], p[prefix + "mlp.proj.weight"])
         put("mlp.proj", dw, db)
-        df = (gelu_exact_backward if self.cfg.gelu == "exact" else gelu_backward)(
-            dg, c["f"], c["gelu_t"])
+        df = self.gelu_backward(dg, c["f"], c["gelu_t"])
         dh2, dw, db = linear_backward(df, c["h2"], p[prefix + "mlp.fc.weight"])
         put("mlp.fc", dw, db)
         dln, dw, db = layer_norm_backward(dh2, c["ln2"])

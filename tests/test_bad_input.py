@@ -7,7 +7,7 @@ import json
 import math
 import string
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 

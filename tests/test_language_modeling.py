@@ -2,7 +2,6 @@
 import json
 import math
 
-import numpy as np
 import pytest
 
 from conftest import TINY_DECODER, run_cli

@@ -10,7 +10,6 @@ import pickle
 import random
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys

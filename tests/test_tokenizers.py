@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from conftest import TINY_DECODER, run_cli
 from zoo.plugins.bpe import BPEConfig, BPETokenizer
 from zoo.plugins.char import CharConfig, CharTokenizer
-from zoo.tokenizer import SPECIAL_TOKENS, cache_root, train_cached
+from zoo.tokenizer import cache_root, train_cached
 
 CORPUS = ["First Citizen:\nBefore we proceed any further, hear me speak.\n",
           "All:\nSpeak, speak.\r\n\tYou are all resolved rather to die than to famish?\n",

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.errors import ZooError
-from zoo.files import atomic_write_bytes, atomic_write_json, fsync_dir, save_error
+from zoo.files import atomic_write_json, fsync_dir, save_error
 
 FOLDER = "checkpoints"
 KEEP = 2  # committed checkpoints kept: the newest, and the one before in case it is damaged

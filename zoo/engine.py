@@ -66,6 +66,17 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     return precision
 
 
+def attention(q, k, v, **options):
+    """``F.scaled_dot_product_attention`` under the engine's precision rule; architectures
+    call this rather than SDPA itself. Under bf16 autocast on the CPU it computes in fp32:
+    the CPU kernels' bf16 backward is several times slower than their fp32 one at zoo sizes
+    (benchmarks/RESULTS.md), and autocast would otherwise run them in bf16."""
+    if q.device.type == "cpu" and q.dtype == torch.bfloat16:
+        with torch.autocast("cpu", enabled=False):
+            return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), **options)
+    return F.scaled_dot_product_attention(q, k, v, **options)
+
+
 class TorchModel:
     def __init__(self, module: torch.nn.Module, device: str = "cpu"):
         self.device = torch.device(device)
