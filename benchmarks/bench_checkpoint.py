@@ -35,7 +35,7 @@ def main() -> None:
     from zoo.job import RunFolder, TrainConfig
     from zoo.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
-    from zoo.plugins.decoder_model import build
+    from zoo.plugins.decoder.model import build
     from zoo.trainer import TrainResult
 
     torch.manual_seed(0)

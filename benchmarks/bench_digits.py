@@ -63,7 +63,7 @@ def step_time() -> None:
     from zoo.engine import TorchModel
     from zoo.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
-    from zoo.plugins.digits_model import build
+    from zoo.plugins.digits.model import build
 
     rng = np.random.default_rng(0)
     for threads in (1, 2):

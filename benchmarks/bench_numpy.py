@@ -102,9 +102,9 @@ def initial_losses(args, seeds: int = 10) -> None:
     from zoo.model import TaskSpec
     from zoo.pipelines.language_modeling import random_batch
     from zoo.plugins.decoder import DecoderConfig
-    from zoo.plugins.decoder_model import build as build_torch
-    from zoo.plugins.numpy_model import build as build_numpy
-    from zoo.plugins.numpy_ref import NumpyConfig
+    from zoo.plugins.decoder.model import build as build_torch
+    from zoo.plugins.numpy.model import build as build_numpy
+    from zoo.plugins.numpy import NumpyConfig
     from zoo.registry import get_zoo
 
     tokenizer, ids = shakespeare()
@@ -136,9 +136,9 @@ def same_start(args) -> None:
     from zoo.engine import TorchModel
     from zoo.model import TaskSpec
     from zoo.pipelines.language_modeling import random_batch
-    from zoo.plugins.decoder_model import build as build_torch
-    from zoo.plugins.numpy_model import NumpyDecoder
-    from zoo.plugins.numpy_ref import NumpyConfig
+    from zoo.plugins.decoder.model import build as build_torch
+    from zoo.plugins.numpy.model import NumpyDecoder
+    from zoo.plugins.numpy import NumpyConfig
     from zoo.runner import plan_run
     from zoo.trainer import lr_at
 
@@ -183,9 +183,9 @@ def speed(args) -> None:
     from zoo.engine import TorchModel
     from zoo.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
-    from zoo.plugins.decoder_model import build as build_torch
-    from zoo.plugins.numpy_model import NumpyDecoder
-    from zoo.plugins.numpy_ref import NumpyConfig
+    from zoo.plugins.decoder.model import build as build_torch
+    from zoo.plugins.numpy.model import NumpyDecoder
+    from zoo.plugins.numpy import NumpyConfig
     from zoo.registry import get_zoo
 
     preset = get_zoo().catalogue.models["decoder-char"].overrides

@@ -188,7 +188,7 @@ CASES = [
          plugin("p_typo", "@hookimpl\ndef register_architecture(register):\n    pass\n")),
     Case("plugin-duplicate-name", ["list"], ("'decoder'", "clashes"),
          plugin("p_dup", "@hookimpl\ndef register_architectures(register):\n"
-                         "    register('decoder', 'zoo.plugins.decoder_model:build')\n")),
+                         "    register('decoder', 'zoo.plugins.decoder.model:build')\n")),
     Case("plugin-registers-twice", ["list"], ("registered twice",),
          plugin("p_twice", "@hookimpl\ndef register_architectures(register):\n"
                            "    register('junk', 'm:a')\n    register('junk', 'm:b')\n")),

@@ -47,13 +47,13 @@ def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, c
     torch.manual_seed(0)
     if arch == "encoder":
         from zoo.plugins.encoder import EncoderConfig
-        from zoo.plugins.encoder_model import build
+        from zoo.plugins.encoder.model import build
 
         cfg = EncoderConfig(n_layer=2, n_head=2, n_embd=16, block_size=24, dropout=0.1,
                             pooling=pooling)
     else:
         from zoo.plugins.decoder import DecoderConfig
-        from zoo.plugins.decoder_model import build
+        from zoo.plugins.decoder.model import build
 
         cfg = DecoderConfig(n_layer=2, n_head=2, n_embd=16, block_size=24, dropout=0.1)
     module = build(cfg, TaskSpec(task, vocab, num_classes=classes if task == "classification" else None))
@@ -261,7 +261,7 @@ def oddity():
     class Oddity:
         @hookimpl
         def register_architectures(self, register):
-            register("oddity", "zoo.plugins.encoder_model:build", tasks=("segmentation",),
+            register("oddity", "zoo.plugins.encoder.model:build", tasks=("segmentation",),
                      description="a test architecture")
 
     zoo = get_zoo()

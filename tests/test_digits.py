@@ -8,8 +8,8 @@ import pytest
 from conftest import TINY_DECODER, run_cli
 
 from zoo import registry
-from zoo.plugins import digits_data
-from zoo.plugins.digits_data import DigitsDataConfig
+from zoo.plugins.digits import data as digits_data
+from zoo.plugins.digits.data import DigitsDataConfig
 
 SMALL = dict(train_size=300, validation_size=60, test_size=60, heldout_size=60)
 
@@ -117,7 +117,7 @@ def test_digits_model_reads_the_last_real_position_whatever_the_padding():
 
     from zoo.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
-    from zoo.plugins.digits_model import build
+    from zoo.plugins.digits.model import build
 
     torch.manual_seed(0)
     model = build(DigitsConfig(width=16, blocks=2, heads=2, block_size=12), TaskSpec("next-item", 9))

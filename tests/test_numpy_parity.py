@@ -24,9 +24,9 @@ from zoo.errors import ZooError
 from zoo.job import RunFolder
 from zoo.model import IGNORE_INDEX, TaskSpec
 from zoo.plugins.decoder import DecoderConfig
-from zoo.plugins.decoder_model import build as build_torch
-from zoo.plugins.numpy_model import NumpyDecoder, cross_entropy, parameter_shapes
-from zoo.plugins.numpy_ref import NumpyConfig
+from zoo.plugins.decoder.model import build as build_torch
+from zoo.plugins.numpy.model import NumpyDecoder, cross_entropy, parameter_shapes
+from zoo.plugins.numpy import NumpyConfig
 from zoo.safeload import load_safetensors
 
 TASKS = ("language-modeling", "classification", "next-item")
@@ -270,7 +270,7 @@ def test_finite_differences_cover_every_parameter(task, extra):
 
 
 def test_the_numpy_modules_import_no_torch():
-    code = ("import sys, zoo.plugins.numpy_model, zoo.plugins.numpy_ref; "
+    code = ("import sys, zoo.plugins.numpy.model, zoo.plugins.numpy; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -356,7 +356,7 @@ def test_verify_passes_on_a_decoder_run_and_fails_past_the_tolerance(tiny_text):
 
 def test_verify_catches_a_model_that_computes_something_else(tiny_text, monkeypatch):
     run_id = tiny_run("decoder-char", tiny_text, "--set", "lr=1e-2")["run_id"]
-    import zoo.plugins.numpy_model as reference
+    import zoo.plugins.numpy.model as reference
 
     monkeypatch.setattr(reference, "LN_EPS", 1e-2)  # a subtly different LayerNorm
     result = run_cli("verify", run_id)
@@ -368,7 +368,7 @@ def test_verify_rejects_what_it_cannot_check(tiny_text):
 
 
 def test_numpy_erf_is_exact_in_float64_and_within_float32_resolution_in_float32():
-    from zoo.plugins.numpy_model import erf
+    from zoo.plugins.numpy.model import erf
 
     x = np.linspace(-6.0, 6.0, 20001)
     expected = np.array([math.erf(v) for v in x])

@@ -15,7 +15,7 @@ def test_wheel_holds_namespaced_packages_and_the_catalogue(tmp_path):
     top_level = {name.split("/")[0] for name in names}
     assert {n for n in top_level if not n.endswith(".dist-info")} == {"zoo"}  # no top-level plugins/
     assert "zoo/registry.toml" in names
-    assert "zoo/plugins/decoder.py" in names and "zoo/pipelines/language_modeling.py" in names
+    assert "zoo/plugins/decoder/model.py" in names and "zoo/pipelines/language_modeling.py" in names
 
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",

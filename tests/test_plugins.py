@@ -145,8 +145,8 @@ def test_in_process_registration_and_lookup():
     class Extra:
         @hookimpl
         def register_architectures(self, register):
-            register("tiny2", "zoo.plugins.decoder_model:build", tasks=("language-modeling",))
-            register("tiny10", "zoo.plugins.decoder_model:build", tasks=("language-modeling",))
+            register("tiny2", "zoo.plugins.decoder.model:build", tasks=("language-modeling",))
+            register("tiny10", "zoo.plugins.decoder.model:build", tasks=("language-modeling",))
 
     zoo = registry.build_zoo(entry_points=False)
     assert zoo.add_plugin(Extra(), registry.PluginInfo("extra", "test"))

@@ -18,7 +18,7 @@ class HeadlessPlugin:
     def register_architectures(self, register):
         from zoo.plugins.decoder import DecoderConfig
 
-        register("headless", "zoo.plugins.decoder_model:build", config=DecoderConfig,
+        register("headless", "zoo.plugins.decoder.model:build", config=DecoderConfig,
                  tasks=("classification",), description="test: classification only")
 
 

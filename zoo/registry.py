@@ -30,9 +30,8 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.bpe",
     "zoo.plugins.decoder",
     "zoo.plugins.encoder",
-    "zoo.plugins.numpy_ref",
+    "zoo.plugins.numpy",
     "zoo.plugins.digits",
-    "zoo.plugins.digits_data",
     "zoo.pipelines",
 )
 

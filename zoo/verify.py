@@ -42,8 +42,8 @@ def verify(run_id: str, *, batch: int = 8, seed: int = 0,
     from zoo.model import TaskSpec
     from zoo.pipelines.language_modeling import encode, random_batch, split_text
     from zoo.plugins.decoder import DecoderConfig
-    from zoo.plugins.numpy_model import NumpyDecoder
-    from zoo.plugins.numpy_ref import NumpyConfig
+    from zoo.plugins.numpy.model import NumpyDecoder
+    from zoo.plugins.numpy import NumpyConfig
     from zoo.registry import get_zoo
     from zoo.runner import load_trained
     from zoo.safeload import load_safetensors

@@ -1,7 +1,7 @@
 """`decoder` architecture plugin: a GPT-style decoder-only transformer.
 
 The config lives here (no torch import, so listing the zoo stays fast); the network is in
-``decoder_model.py``.
+``model.py``.
 """
 from __future__ import annotations
 
@@ -38,6 +38,6 @@ class DecoderConfig:
 
 @hookimpl
 def register_architectures(register):
-    register("decoder", "zoo.plugins.decoder_model:build", config=DecoderConfig,
+    register("decoder", "zoo.plugins.decoder.model:build", config=DecoderConfig,
              tasks=("language-modeling", "classification", "next-item"),
              description="GPT-style causal transformer (pre-LN, fused QKV, SDPA attention)")

@@ -4,7 +4,7 @@ The same network as the torch ``decoder`` (same config fields, parameter names a
 initialisation), with every matmul, mask, softmax and their gradients written out. It trains
 through the same pipelines and is what ``zoo verify`` checks torch runs against.
 
-The config lives here (no torch, no heavy imports); the network is in ``numpy_model.py``.
+The config lives here (no torch, no heavy imports); the network is in ``model.py``.
 """
 from __future__ import annotations
 
@@ -22,6 +22,6 @@ class NumpyConfig(DecoderConfig):
 
 @hookimpl
 def register_architectures(register):
-    register("numpy", "zoo.plugins.numpy_model:build", config=NumpyConfig,
+    register("numpy", "zoo.plugins.numpy.model:build", config=NumpyConfig,
              tasks=("language-modeling", "classification", "next-item"),
              description="the decoder in plain NumPy: hand-written backward and AdamW, no torch")

@@ -1,7 +1,7 @@
 """`encoder` architecture plugin: a BERT-style bidirectional transformer encoder.
 
 The config lives here (no torch import, so listing the zoo stays fast); the network is in
-``encoder_model.py``.
+``model.py``.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class EncoderConfig:
 
 @hookimpl
 def register_architectures(register):
-    register("encoder", "zoo.plugins.encoder_model:build", config=EncoderConfig,
+    register("encoder", "zoo.plugins.encoder.model:build", config=EncoderConfig,
              tasks=("classification", "next-item"),
              description="BERT-style bidirectional transformer (pre-LN, padding-masked SDPA, "
                          "cls or mean pooling)")

@@ -1,6 +1,6 @@
 """The decoder in plain NumPy: forward, hand-written backward, AdamW. No torch anywhere.
 
-It mirrors ``decoder_model.py`` op for op and uses the same parameter names and shapes, so
+It mirrors ``model.py`` op for op and uses the same parameter names and shapes, so
 weights move between the two through ``model.safetensors`` unchanged:
 
   tok_emb.weight [V, C]            pos_emb.weight [T, C]

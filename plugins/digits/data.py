@@ -34,7 +34,6 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zoo.hookspecs import hookimpl
 
 FAMILIES = ("arithmetic", "fibonacci", "periodic")
 SPLITS = ("train", "validation", "test", "heldout")
@@ -240,11 +239,3 @@ def load(**options):
     except (TypeError, ValueError) as exc:
         raise ZooError(f"digits dataset: {exc}") from None
     return build(config)
-
-
-@hookimpl
-def register_datasets(register):
-    register("digits", "zoo.plugins.digits_data:load", config=DigitsDataConfig,
-             tasks=("next-item",),
-             description="synthetic digit sequences mod 10 (arithmetic, Fibonacci-like, "
-                         "periodic); predict the next digit; a heldout split of unseen rules")

@@ -4,13 +4,14 @@ predicts what comes next ("1 2 3" -> "4").
 Token embedding plus fixed sinusoidal positions, post-LayerNorm blocks (attention, add and
 norm, feed-forward, add and norm), one attention head by default, and the prediction read
 at the last real position. The config lives here (no torch import, so listing the zoo stays
-fast); the network is in ``digits_model.py``.
+fast); the network is in ``model.py``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from zoo.hookspecs import hookimpl
+from zoo.plugins.digits.data import DigitsDataConfig
 
 
 @dataclass
@@ -36,7 +37,15 @@ class DigitsConfig:
 
 @hookimpl
 def register_architectures(register):
-    register("digits", "zoo.plugins.digits_model:build", config=DigitsConfig,
+    register("digits", "zoo.plugins.digits.model:build", config=DigitsConfig,
              tasks=("next-item",),
              description="minimal transformer (sinusoidal positions, post-LN, one head) that "
                          "predicts the next item at the last position")
+
+
+@hookimpl
+def register_datasets(register):
+    register("digits", "zoo.plugins.digits.data:load", config=DigitsDataConfig,
+             tasks=("next-item",),
+             description="synthetic digit sequences mod 10 (arithmetic, Fibonacci-like, "
+                         "periodic); predict the next digit; a heldout split of unseen rules")
