@@ -47,14 +47,47 @@ class ClassificationConfig(TrainConfig):
 
 # -- data ------------------------------------------------------------------------------
 def check_dataset(dataset) -> None:
-    """Fail before any run is recorded when the dataset has nothing to classify."""
-    if dataset.label_column is None:
-        columns = ", ".join(next(iter(dataset.splits.values())).column_names)
-        raise ZooError(f"Dataset {dataset.ref.name!r} has no label column (label/labels) to "
-                       f"classify by; columns: {columns}. Use --label-column NAME")
+    """Fail before any run is recorded when the dataset has nothing to classify: labels are
+    a ClassLabel's ids, or values (strings, integers) used as class names; every row has
+    one, and validation and test use only classes training has."""
+    import pyarrow.compute as pc
+
+    column, name = dataset.label_column, dataset.ref.name
+    train = dataset.split("train")
+    if column is None:
+        raise ZooError(f"dataset {name!r} has no label column (label/labels) for "
+                       f"classification; name one with --label-column "
+                       f"(columns: {', '.join(train.column_names)})")
+    feature = train.features[column]
+    names = getattr(feature, "names", None)
+    dtype = str(getattr(feature, "dtype", type(feature).__name__))
+    if names is None and not (dtype.startswith(("int", "uint")) or dtype in ("string", "large_string")):
+        sample = sorted({str(v) for v in train.select(range(min(len(train), 50)))[column]})[:3]
+        raise ZooError(f"label column {column!r} of dataset {name!r} holds {dtype} values "
+                       f"(e.g. {', '.join(sample)}); classification needs class names (text), "
+                       "integer class ids or a ClassLabel feature")
+    seen: set = set()
     for role in ROLES:
-        if len(dataset.split(role)) == 0:
-            raise ZooError(f"Dataset {dataset.ref.name!r} split {role!r} has no rows")
+        where = f"split {dataset.split_names.get(role, role)!r} of dataset {name!r}"
+        labels = dataset.split(role).data.column(column)
+        if len(labels) == 0:
+            raise ZooError(f"{where} has no rows")
+        if labels.null_count:
+            raise ZooError(f"{where} has {labels.null_count} rows without a label in "
+                           f"{column!r}; every row needs a class")
+        values = set(pc.unique(labels).to_pylist())
+        if names is not None:
+            bad = sorted(v for v in values if not 0 <= v < len(names))
+            if bad:
+                raise ZooError(f"{where} has label {bad[0]} in {column!r}, not a class id "
+                               f"0..{len(names) - 1} ({', '.join(names[:6])}); unlabelled rows "
+                               "cannot be used")
+        elif role == "train":
+            seen = values
+        elif values - seen:
+            unseen = ", ".join(sorted(map(str, values - seen))[:5])
+            raise ZooError(f"{where} has labels the training split never has: {unseen} "
+                           f"(training has: {', '.join(sorted(map(str, seen))[:10])})")
 
 
 def label_names(dataset, role: str) -> list[str]:
@@ -210,7 +243,6 @@ def step_budget(cfg: ClassificationConfig, per_epoch: int) -> int:
 
 
 def run(job: Job) -> dict:
-    from zoo.engine import as_model, pick_device
 
     check_dataset(job.dataset)
     cfg: ClassificationConfig = job.train_config
@@ -236,7 +268,7 @@ def run(job: Job) -> dict:
     pad_id = tokenizer.pad_id
 
     spec = TaskSpec("classification", tokenizer.vocab_size, num_classes=len(classes), pad_id=pad_id)
-    model = as_model(job.architecture.load()(job.model_config, spec), pick_device(job.device))
+    model = job.build_model(spec)
     params = model.num_parameters()
 
     lengths = np.asarray([len(s) for s in seqs["train"]])

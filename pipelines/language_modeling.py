@@ -135,7 +135,6 @@ def generate(model, tokenizer, prompt: str, tokens: int, block: int, *, temperat
 
 
 def run(job: Job) -> dict:
-    from zoo.engine import as_model, pick_device
 
     cfg: LanguageModelingConfig = job.train_config
     block = job.model_config.block_size
@@ -153,7 +152,7 @@ def run(job: Job) -> dict:
                            f"block_size + 1 = {block + 1}")
 
     spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
-    model = as_model(job.architecture.load()(job.model_config, spec), pick_device(job.device))
+    model = job.build_model(spec)
     params = model.num_parameters()
     job.say(f"{job.model_name}: {params:,} parameters, {len(ids['train']):,} training tokens")
 
@@ -223,3 +222,10 @@ class LanguageModeling:
     config = LanguageModelingConfig
     run = staticmethod(run)
     evaluate = staticmethod(evaluate_trained)
+
+    @staticmethod
+    def generate(trained, prompt: str, tokens: int, **options):
+        """Pieces of text sampled from a trained run (`zoo generate`); options are
+        temperature, top_k and seed."""
+        return generate(trained.model, trained.tokenizer, prompt, tokens, trained.block_size,
+                        **options)

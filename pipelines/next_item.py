@@ -209,7 +209,6 @@ def train_tokenizer(job: Job):
 
 
 def run(job: Job) -> dict:
-    from zoo.engine import as_model, pick_device
 
     cfg: NextItemConfig = job.train_config
     block = job.model_config.block_size
@@ -223,7 +222,7 @@ def run(job: Job) -> dict:
         data[name] = examples_for(job.dataset, name, tokenizer, block)
 
     spec = TaskSpec("next-item", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
-    model = as_model(job.architecture.load()(job.model_config, spec), pick_device(job.device))
+    model = job.build_model(spec)
     params = model.num_parameters()
     specials = special_ids(tokenizer)
     job.say(f"{job.model_name}: {params:,} parameters, {len(data['train']):,} training examples")

@@ -147,17 +147,18 @@ def cmd_runs(args) -> int:
 def cmd_generate(args) -> int:
     from zoo.runner import load_trained
 
-    trained = load_trained(args.run_id)
-    if trained.task != "language-modeling":
-        raise ZooError(f"run {trained.run_id} is a {trained.task} run; generate needs a "
-                       "language-modeling run")
-    from zoo.pipelines.language_modeling import generate
+    from zoo.registry import get_zoo
 
+    trained = load_trained(args.run_id)
+    pipeline = get_zoo().pipelines.get(trained.task).load()
+    generate = getattr(pipeline, "generate", None)
+    if generate is None:
+        raise ZooError(f"run {trained.run_id} is a {trained.task} run, and that task's pipeline "
+                       "offers no generate(trained, prompt, tokens, ...)")
     if args.prompt:
         sys.stdout.write(args.prompt)
-    for piece in generate(trained.model, trained.tokenizer, args.prompt, args.tokens,
-                          trained.block_size, temperature=args.temperature, top_k=args.top_k,
-                          seed=args.seed):
+    for piece in generate(trained, args.prompt, args.tokens, temperature=args.temperature,
+                          top_k=args.top_k, seed=args.seed):
         sys.stdout.write(piece)
         sys.stdout.flush()
     sys.stdout.write("\n")
@@ -183,8 +184,8 @@ def cmd_predict(args) -> int:
     pipeline = get_zoo().pipelines.get(trained.task).load()
     predict = getattr(pipeline, "predict", None)
     if predict is None:
-        raise ZooError(f"run {trained.run_id} is a {trained.task} run; predict needs a "
-                       "classification or next-item run")
+        raise ZooError(f"run {trained.run_id} is a {trained.task} run, and that task's pipeline "
+                       "offers no predict(trained, texts)")
     for text, prediction in zip(texts, predict(trained, texts)):
         if args.json:
             print(json.dumps({"text": text, **prediction}))
@@ -489,7 +490,7 @@ def build_parser() -> Parser:
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.set_defaults(handler=cmd_generate)
 
-    p = commands.add_parser("predict", help="predict with a trained classifier or next-item model",
+    p = commands.add_parser("predict", help="predict with a trained run whose task offers predict",
                             description="Print the predicted label (or next item) and its "
                             "probability, one line per text.")
     p.add_argument("run_id", help="run id (or a unique prefix)")
@@ -503,7 +504,7 @@ def build_parser() -> Parser:
                             "with it and with the NumPy reference (float64, same weights), print "
                             "the largest logit difference and both losses, and exit 1 when the "
                             "difference exceeds the tolerance.")
-    p.add_argument("run_id", help="run id (or a unique prefix) of a decoder language-modeling run")
+    p.add_argument("run_id", help="run id (or a unique prefix) of a trained decoder run")
     p.add_argument("--batch", type=positive_int, default=8, help="validation windows (default 8)")
     p.add_argument("--seed", type=int, default=0, help="which windows (default 0)")
     p.add_argument("--tolerance", type=positive_float, default=DEFAULT_TOLERANCE,

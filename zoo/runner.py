@@ -24,6 +24,7 @@ from zoo.errors import UnknownNameError, ZooError
 from zoo.files import save_error
 from zoo.job import Job, RunFolder
 from zoo.store import Store, home
+from zoo.tasks import get_task, tasks_for
 
 
 class ResumeRefused(ZooError):
@@ -118,11 +119,12 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     tasks, loaded = zoo_data.tasks_of(ref, zoo), None
     if not tasks and ref.kind != "plugin":
         # A file, folder or Hub id the catalogue does not describe: load it to learn whether
-        # it has a label column (then it serves classification first).
+        # it has a label column (tasks that need one come first).
         loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column,
                                quiet=True)
         tasks = loaded.tasks
-    tasks = tasks or zoo_data.TASKS_SERVED["language-modeling"]
+    # A plugin dataset that declares no task: whatever tasks need only text.
+    tasks = tasks or tasks_for(None, {"text"}, zoo)
     chosen = choose_task(spec.architecture, tasks, task)
     if chosen not in zoo.pipelines:  # the same reason `zoo list --matrix` gives
         raise ZooError(f"no pipeline is registered for {chosen} ({spec.architecture.name} "
@@ -214,11 +216,10 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     zoo = zoo or get_zoo()
     ranks = _join_ranks(device)
     if plan.loaded is not None and plan.columns == (text_column, label_column):
-        dataset = plan.loaded  # loaded before the task was known: check it for the task now
-        zoo_data.check(dataset, plan.task)
+        dataset = plan.loaded  # loaded before the task was known; the pipeline checks it below
     else:
         dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
-                                label_column=label_column, task=plan.task, quiet=quiet)
+                                label_column=label_column, quiet=quiet)
     pipeline = plan.pipeline.load()
     check = getattr(pipeline, "check_dataset", None)
     if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
@@ -247,7 +248,7 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
               plan.seed, device, run, quiet or not ranks.is_main,
-              identity=identity(plan, dataset, zoo))
+              identity=identity(plan, dataset, zoo), declared_task=plan.pipeline.task)
     return _train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
 
 
@@ -366,8 +367,7 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
                             "ranks' random states were not checkpointed; start a new run")
     plan = plan_from_provenance(provenance, zoo)
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
-                            label_column=provenance.get("label_column"), task=plan.task,
-                            quiet=quiet)
+                            label_column=provenance.get("label_column"), quiet=quiet)
     warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
     ckpt = checkpoint.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)
@@ -388,7 +388,7 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
               plan.seed, provenance.get("device", "auto"), run, quiet, resuming=True,
-              resume_from=ckpt, identity=current)
+              resume_from=ckpt, identity=current, declared_task=plan.pipeline.task)
     summary = {k: provenance[k] for k in ("run_id", "model", "architecture", "tokenizer",
                                           "dataset", "task", "seed")}
     return _train_and_record(plan, pipeline, job, store, summary, provenance)
@@ -582,7 +582,12 @@ def load_trained(run_id: str, zoo=None, device: str = "cpu", precision: str | No
     from zoo.safeload import load_tokenizer
 
     tokenizer = load_tokenizer(tokenizer_entry.load(), folder.file("tokenizer.json"))
-    model = as_model(architecture.load()(model_config, TaskSpec(**config["spec"])), device)
+    task = get_task(config["task"], zoo)
+    if task is None:
+        raise ZooError(f"run {row['id']} is a {config['task']} run, and no installed plugin "
+                       f"registers that task (zoo list pipelines shows the tasks)")
+    model = as_model(architecture.load()(model_config, TaskSpec(**config["spec"])), device,
+                     loss=task.loss_function())
     model.load_state_dict(folder.load_weights())
     if hasattr(model, "configure_engine"):
         trained_with = (config["configs"].get("train") or {}).get("precision", "auto")
