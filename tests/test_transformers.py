@@ -76,7 +76,7 @@ def test_reloaded_run_gives_the_recorded_validation_loss(tiny_text):
     from zoo import data
     from zoo.pipelines.language_modeling import encode, evaluate, split_metrics, split_text
     from zoo.registry import get_zoo
-    from zoo.runner import load_trained
+    from zoo.trained import load_trained
 
     summary = run_json("gpt2-char", tiny_text, "--steps", 6, *TINY, "--set", "sample_tokens=5")
     trained = load_trained(summary["run_id"])
@@ -100,7 +100,7 @@ def test_decoders_classify_at_the_last_real_token_whatever_the_padding(model, la
     """Right padding must not change a text's logits: the head reads its last real token."""
     import torch
 
-    from zoo.runner import load_trained
+    from zoo.trained import load_trained
 
     summary = run_json(model, labelled, "--steps", 4, *TINY)
     assert summary["task"] == "classification"
@@ -192,7 +192,7 @@ def test_fine_tuning_starts_from_the_checkpoint_and_trains(tiny_text, tmp_path):
     generated = run_cli("generate", tuned["run_id"], "--prompt", "line", "--tokens", 5)
     assert generated.code == 0 and generated.out.startswith("line"), generated
     with torch.no_grad():  # the run's tokenizer is the checkpoint's, roles included
-        from zoo.runner import load_trained
+        from zoo.trained import load_trained
 
         reloaded = load_trained(tuned["run_id"]).tokenizer
         assert reloaded.encode("line 1") == tokenizer.encode("line 1")
