@@ -27,7 +27,7 @@ _LAZY = {
     "RunFolder": "zoo.job",
     "Batch": "zoo.trainer",
     "train": "zoo.trainer",
-    "Trained": "zoo.runner",
+    "Trained": "zoo.trained",
 }
 
 __all__ = [
