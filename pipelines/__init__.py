@@ -32,6 +32,7 @@ CLASSIFICATION = Task(
              Metric("macro_f1", "higher", "mean F1 over classes"),
              Metric("truncated", "lower", "fraction of training texts cut to block_size")),
     primary="test_accuracy",
+    prediction="zoo.pipelines.classification:ClassPrediction",
     columns=("text", "label"),
     curve_metric="val_accuracy",
     description="one label per text",
@@ -45,6 +46,7 @@ NEXT_ITEM = Task(
              Metric("*_accuracy", "higher", "fraction correct", "accuracy within one family"),
              Metric("loss_*", "lower", "nats per item", "loss within one family")),
     primary="test_accuracy",
+    prediction="zoo.pipelines.next_item:ItemPrediction",
     columns=("text",),
     serves=("classification", "language-modeling"),  # any text can be cut into windows
     curve_metric="val_accuracy",

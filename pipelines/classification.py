@@ -15,12 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo import trainer
-from zoo.errors import ZooError
-from zoo.job import Job, RunFolder, TrainConfig
-from zoo.model import TaskSpec
-from zoo.tokenizer import compression, dataset_key, train_cached
-from zoo.trainer import Batch
+from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, compression,
+                 dataset_key, natural_key, train, train_cached)
 
 ROLES = ("train", "validation", "test")
 PREFIX = {"train": "train", "validation": "val", "test": "test"}
@@ -107,8 +103,6 @@ def class_list(dataset, train_names: list[str]) -> list[str]:
     """The classes in id order: the ClassLabel's, else the training labels in natural order."""
     if dataset.class_names:
         return list(dataset.class_names)
-    from zoo.registry import natural_key
-
     return sorted(set(train_names), key=natural_key)
 
 
@@ -288,7 +282,7 @@ def run(job: Job) -> dict:
         probs = probabilities(model, seqs["validation"], pad_id, cfg.eval_batch_size)
         return scores(labels["validation"], probs, classes, "val", detail=False)
 
-    result = trainer.train(job, model, next_batch, validate=validate, score_key="val_accuracy",
+    result = train(job, model, next_batch, validate=validate, score_key="val_accuracy",
                            state={"batches": batches})
     if result.best_state is not None:
         model.load_state_dict(result.best_state)
@@ -303,14 +297,12 @@ def run(job: Job) -> dict:
     metrics.update(compression(tokenizer, texts["validation"], encoded["validation"]))  # untruncated
     metrics["truncated"] = float(truncated)  # share of training texts cut to block_size
     metrics.update({"num_classes": len(classes), "class_names": classes})
-    return {"params": params, "metrics": metrics, "spec": dataclasses.asdict(spec)}
+    return RunResult(params, metrics, spec)
 
 
 # -- a trained run ---------------------------------------------------------------------
 def trained_classes(trained) -> list[str]:
-    from zoo.store import home
-
-    folder = RunFolder(home() / trained.run_id)
+    folder = trained.folder
     if folder.file(CLASSES_FILE).is_file():
         return folder.read_json(CLASSES_FILE)
     names = trained.row.get("metrics", {}).get("class_names")
@@ -319,7 +311,16 @@ def trained_classes(trained) -> list[str]:
     return names
 
 
-def predict(trained, texts: list[str], batch_size: int = 128) -> list[dict]:
+@dataclass(frozen=True)
+class ClassPrediction(Prediction):
+    """The likeliest class of a text, its probability, and every class's probability."""
+
+    label: str
+    probability: float
+    probabilities: dict[str, float]
+
+
+def predict(trained, texts: list[str], batch_size: int = 128) -> list[ClassPrediction]:
     """The likeliest class of each text, its probability, and every class's probability."""
     if not texts:
         return []
@@ -329,8 +330,8 @@ def predict(trained, texts: list[str], batch_size: int = 128) -> list[dict]:
     out = []
     for row in probs:
         best = int(row.argmax())
-        out.append({"label": classes[best], "probability": float(row[best]),
-                    "probabilities": {name: float(p) for name, p in zip(classes, row)}})
+        out.append(ClassPrediction(classes[best], float(row[best]),
+                                   {name: float(p) for name, p in zip(classes, row)}))
     return out
 
 

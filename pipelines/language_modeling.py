@@ -13,12 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo.errors import ZooError
-from zoo.job import Job, TrainConfig
-from zoo import trainer
-from zoo.model import TaskSpec
-from zoo.tokenizer import compression, dataset_key, train_cached
-from zoo.trainer import Batch
+from zoo import (Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, compression,
+                 dataset_key, train, train_cached)
 
 LN2 = math.log(2)
 REPLACEMENT = "\ufffd"  # what decoding gives for incomplete UTF-8
@@ -165,7 +161,7 @@ def run(job: Job) -> dict:
     def validate() -> dict:
         return {"val_loss": estimate(model, ids["validation"], cfg, block, eval_rng)}
 
-    result = trainer.train(job, model, next_batch, validate=validate, rngs={"eval": eval_rng})
+    result = train(job, model, next_batch, validate=validate, rngs={"eval": eval_rng})
     metrics = {"steps": result.steps, "train_loss": result.train_loss,
                "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
     for role, prefix in (("validation", "val"), ("test", "test")):
@@ -179,8 +175,7 @@ def run(job: Job) -> dict:
                                 temperature=cfg.temperature, top_k=cfg.top_k, seed=job.seed + i))
                for i in range(cfg.samples)]
     job.run.write_text("samples.txt", "\n\n-----\n\n".join(samples) + "\n")
-    return {"params": params, "metrics": metrics, "samples": samples,
-            "spec": dataclasses.asdict(spec)}
+    return RunResult(params, metrics, spec, samples)
 
 
 def estimate(model, ids: np.ndarray, cfg: TrainConfig, block: int, rng) -> float:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from zoo.errors import ZooError
+from zoo.errors import UnknownNameError, ZooError
 from zoo.hookspecs import hookimpl
 from zoo.tasks import Metric, Prediction, Task
 
@@ -20,18 +20,29 @@ _LAZY = {
     "TaskSpec": "zoo.model",
     "Model": "zoo.model",
     "IGNORE_INDEX": "zoo.model",
+    "NonFiniteError": "zoo.model",
     "Tokenizer": "zoo.tokenizer",
     "TokenizersTokenizer": "zoo.tokenizer",
+    "SPECIAL_TOKENS": "zoo.tokenizer",
+    "PAD": "zoo.tokenizer",
+    "UNK": "zoo.tokenizer",
+    "CLS": "zoo.tokenizer",
+    "train_cached": "zoo.tokenizer",
+    "dataset_key": "zoo.tokenizer",
+    "compression": "zoo.tokenizer",
+    "natural_key": "zoo.registry",
+    "attention": "zoo.engine",
     "TrainConfig": "zoo.job",
     "Job": "zoo.job",
     "RunFolder": "zoo.job",
+    "RunResult": "zoo.job",
     "Batch": "zoo.trainer",
     "train": "zoo.trainer",
     "Trained": "zoo.trained",
 }
 
 __all__ = [
-    "hookimpl", "ZooError",
+    "hookimpl", "ZooError", "UnknownNameError",
     "Task", "Metric", "Prediction",
     *_LAZY,
     "runs", "compare",

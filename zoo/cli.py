@@ -15,6 +15,7 @@ import sys
 
 from zoo import __version__
 from zoo.errors import ZooError
+from zoo.tasks import prediction_line, prediction_record
 
 LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "plugins")
 
@@ -188,10 +189,10 @@ def cmd_predict(args) -> int:
         raise ZooError(f"run {trained.run_id} is a {trained.task} run, and that task's pipeline "
                        "offers no predict(trained, texts)")
     for text, prediction in zip(texts, predict(trained, texts)):
-        if args.json:
-            print(json.dumps({"text": text, **prediction}))
+        if args.json:  # strict JSON: NaN and infinities are null
+            print(json.dumps({"text": text, **prediction_record(prediction)}, allow_nan=False))
         else:
-            print(f"{prediction['label']}\t{prediction['probability']:.3f}")
+            print(prediction_line(prediction))
     return 0
 
 

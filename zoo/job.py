@@ -100,6 +100,17 @@ class RunFolder:
 
 
 @dataclass
+class RunResult:
+    """What a pipeline's ``run(job)`` returns; the core records it in the store."""
+
+    params: int  # trainable parameters of the model
+    metrics: dict[str, Any]  # every figure, named as the task declares them (val_*, test_*, ...)
+    spec: Any  # the zoo.TaskSpec the model was built with: reloading the run rebuilds it from this
+    samples: list[str] = field(default_factory=list)  # example outputs printed after the run
+    status: str = "finished"
+
+
+@dataclass
 class Job:
     model_name: str
     architecture: Any  # registry Entry

@@ -11,8 +11,10 @@ function) and imported on first use, so listing the zoo stays fast.
 """
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import importlib
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
@@ -194,20 +196,44 @@ def tasks_for(dataset_task: str | None, roles: set[str], zoo=None) -> tuple[str,
 
 @dataclass(frozen=True)
 class Prediction:
-    """Base of the prediction types tasks declare; ``to_json`` is what ``--json`` prints."""
+    """Base of the prediction types tasks declare (``Task.prediction``): a frozen dataclass
+    per task, one instance per input of ``predict``. ``zoo predict`` prints ``line()``, and
+    with ``--json`` the fields (``record()``), with NaN and infinities as null."""
 
-    def to_json(self) -> dict:
-        import dataclasses
-        import math
+    def record(self) -> dict:
+        return prediction_record(self)
 
-        def clean(value):
-            if isinstance(value, float) and not math.isfinite(value):
-                return None
-            if isinstance(value, dict):
-                return {k: clean(v) for k, v in value.items()}
-            if isinstance(value, (list, tuple)):
-                return [clean(v) for v in value]
-            return value
+    def line(self) -> str:
+        """The scalar fields, tab-separated, in declaration order (floats to 3 decimals)."""
+        values = [v for v in dataclasses.asdict(self).values()
+                  if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+        return "\t".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in values)
 
-        return clean(dataclasses.asdict(self))
+
+def prediction_record(prediction) -> dict:
+    """A prediction (a dataclass or a dict) as JSON-safe data: non-finite floats become None."""
+    def clean(value):
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {str(k): clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        if hasattr(value, "item") and callable(value.item):  # a NumPy scalar
+            return clean(value.item())
+        return value
+
+    if dataclasses.is_dataclass(prediction) and not isinstance(prediction, type):
+        prediction = dataclasses.asdict(prediction)
+    if not isinstance(prediction, dict):
+        prediction = {"prediction": prediction}
+    return clean(prediction)
+
+
+def prediction_line(prediction) -> str:
+    if isinstance(prediction, Prediction):
+        return prediction.line()
+    record = prediction_record(prediction)
+    return "\t".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in record.values()
+                     if isinstance(v, (str, int, float)) and not isinstance(v, bool))
 

@@ -19,8 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from zoo.engine import attention
-from zoo.model import TaskSpec
+from zoo import TaskSpec, attention
 
 
 class CausalSelfAttention(nn.Module):

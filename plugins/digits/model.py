@@ -17,8 +17,7 @@ import math
 import torch
 import torch.nn as nn
 
-from zoo.engine import attention
-from zoo.model import TaskSpec
+from zoo import TaskSpec, attention
 
 
 def sinusoids(length: int, width: int) -> torch.Tensor:
