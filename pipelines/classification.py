@@ -236,7 +236,7 @@ def step_budget(cfg: ClassificationConfig, per_epoch: int) -> int:
     return max(1, min(cfg.steps, math.ceil(cfg.epochs * per_epoch)))
 
 
-def run(job: Job) -> dict:
+def run(job: Job) -> RunResult:
 
     check_dataset(job.dataset)
     cfg: ClassificationConfig = job.train_config

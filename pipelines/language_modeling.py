@@ -130,7 +130,7 @@ def generate(model, tokenizer, prompt: str, tokens: int, block: int, *, temperat
             shown = text
 
 
-def run(job: Job) -> dict:
+def run(job: Job) -> RunResult:
 
     cfg: LanguageModelingConfig = job.train_config
     block = job.model_config.block_size

@@ -204,7 +204,7 @@ def train_tokenizer(job: Job):
                         key, say=job.say)
 
 
-def run(job: Job) -> dict:
+def run(job: Job) -> RunResult:
 
     cfg: NextItemConfig = job.train_config
     block = job.model_config.block_size
