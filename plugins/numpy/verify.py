@@ -24,7 +24,7 @@ from zoo.plugins.decoder import DecoderConfig
 from zoo.plugins.numpy import DEFAULT_TOLERANCE, NumpyConfig
 from zoo.plugins.numpy.model import NumpyDecoder
 from zoo.registry import get_zoo
-from zoo.runner import load_trained
+from zoo.trained import load_trained
 from zoo.safeload import load_safetensors
 from zoo.store import home
 
