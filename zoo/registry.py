@@ -369,7 +369,7 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
     strict = strict_plugins()
     for module_name in builtins:
         module = importlib.import_module(module_name)
-        zoo.add_plugin(module, PluginInfo(module_name.rpartition(".")[2],
+        zoo.add_plugin(module, PluginInfo(module_name.removeprefix("zoo.plugins."),
                                           "builtin", "zoo", _zoo_version(), module_name), strict)
     if entry_points:
         for ep in importlib.metadata.entry_points(group="zoo"):
