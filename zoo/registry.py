@@ -33,6 +33,7 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.encoder",
     "zoo.plugins.numpy",
     "zoo.plugins.digits",
+    "zoo.plugins.transformers",
     "zoo.pipelines",
 )
 
