@@ -11,7 +11,8 @@ import zoo
 from conftest import REPO
 from zoo import Metric, Task, hookimpl, registry
 from zoo.errors import ZooError
-from zoo.tasks import get_task, metric_info, tasks_for
+from zoo.registry import get_task, tasks_for
+from zoo.tasks import metric_info
 
 SCORE = Task(
     name="scoring",

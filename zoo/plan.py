@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from zoo import data as zoo_data
 from zoo.config import build_config, split_overrides
 from zoo.errors import ZooError
-from zoo.registry import ModelSpec, choose_task, get_zoo, resolve_model
-from zoo.tasks import tasks_for
+from zoo.registry import ModelSpec, choose_task, get_zoo, resolve_model, tasks_for
 
 
 @dataclass
