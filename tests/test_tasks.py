@@ -155,3 +155,36 @@ def test_the_public_api_lists_what_a_plugin_needs():
                  "TokenizersTokenizer", "TrainConfig", "Job", "Batch", "train", "Trained",
                  "ZooError"):
         assert name in zoo.__all__ and getattr(zoo, name) is not None
+
+
+def test_curves_name_the_declared_units_and_draw_the_task_validation_metric():
+    from zoo.plots import training_curves
+
+    records = [{"step": s, "train_loss": 2.0 - s / 10, "elapsed": s / 10,
+                **({"val_loss": 2.1 - s / 10, "val_accuracy": s / 10} if s % 2 == 0 else {})}
+               for s in range(1, 9)]
+    figure = training_curves([{"label": "enc", "records": records}], "loss", task="classification")
+    loss_axis, accuracy_axis = figure.axes
+    assert loss_axis.get_ylabel() == "loss (nats per example, lower is better)"
+    assert accuracy_axis.get_ylabel() == "val_accuracy (fraction correct, higher is better)"
+    assert [list(line.get_ydata()) for line in accuracy_axis.get_lines()] == [[0.2, 0.4, 0.6, 0.8]]
+    lm = training_curves([{"label": "dec", "records": records}], "loss", task="language-modeling")
+    assert [a.get_ylabel() for a in lm.axes] == ["loss (nats per token, lower is better)"]
+
+
+def test_predict_json_is_strict_json_for_any_prediction_type():
+    import dataclasses
+    import json
+
+    from zoo.tasks import prediction_line, prediction_record
+
+    @dataclasses.dataclass(frozen=True)
+    class Scores(zoo.Prediction):
+        value: float
+        spread: dict
+
+    odd = Scores(float("nan"), {"low": float("-inf"), "high": 1.5})
+    text = json.dumps(prediction_record(odd), allow_nan=False)
+    assert json.loads(text) == {"value": None, "spread": {"low": None, "high": 1.5}}
+    assert prediction_line(odd) == "nan"
+    assert prediction_line({"label": "x", "score": 0.25}) == "x\t0.250"
