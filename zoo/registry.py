@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -57,6 +58,7 @@ class Entry:
     config: Any = None  # "module:Dataclass", the dataclass itself, or None
     tasks: tuple[str, ...] = ()
     task: Task | None = None  # a pipeline's declaration of the task it serves
+    origin: str = ""  # the plugin's identity (PluginInfo.identity): version or source hash
 
     def load(self):
         """Import and return the target (the heavy code), on first use; a target that cannot
@@ -210,6 +212,21 @@ class PluginInfo:
     location: str = ""  # module name, entry point value or file path
     hooks: list[str] = field(default_factory=list)
     error: str = ""
+    source_sha256: str = ""  # of its source files, for a plugin that no distribution versions
+
+    @property
+    def identity(self) -> str:
+        """What says which code this plugin is: its distribution's version, or for a local
+        module (no distribution) a hash of its source. Part of every run's config hash, so a
+        changed plugin never reuses an old run's results."""
+        if self.version:
+            return self.version
+        return f"sha256:{self.source_sha256}" if self.source_sha256 else "unknown"
+
+    def provenance(self) -> dict:
+        return {"distribution": self.distribution, "version": self.version,
+                **({"source_sha256": self.source_sha256} if self.source_sha256 else {}),
+                "source": self.source}
 
 
 class Zoo:
@@ -245,6 +262,8 @@ class Zoo:
     # -- loading ---------------------------------------------------------------------
     def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:
         """Register one plugin object and run its hooks; set it aside if anything fails."""
+        if not info.version and not info.source_sha256:
+            info.source_sha256 = source_hash(plugin)
         try:
             self.pm.register(plugin, name=info.name)
             try:
@@ -274,7 +293,7 @@ class Zoo:
             for impl in caller.get_hookimpls():
                 if impl.plugin is plugin:
                     stager = _command_stager if kind == "command" else _stager
-                    register = stager(kind, info.name, staged)
+                    register = stager(kind, info.name, staged, info.identity)
                     impl.function(**{arg: register for arg in impl.argnames})
         return staged
 
@@ -298,7 +317,27 @@ class Zoo:
         print(f"zoo: warning: {message}", file=sys.stderr)
 
 
-def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
+def source_hash(plugin) -> str:
+    """sha256 (16 hex digits) of a plugin's source: a module's file, every .py file of a
+    package, or the module that defines a plugin object; "" when there is no file to read."""
+    module = plugin if isinstance(plugin, type(sys)) else sys.modules.get(
+        getattr(plugin, "__module__", None) or type(plugin).__module__)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return ""
+    path = Path(path)
+    files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+    digest = hashlib.sha256()
+    for file in files:
+        try:
+            digest.update(file.relative_to(path.parent).as_posix().encode() + b"\0")
+            digest.update(file.read_bytes())
+        except OSError:
+            return ""
+    return digest.hexdigest()[:16]
+
+
+def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") -> Callable:
     def register(name, target, *, description="", config=None, tasks=(), task=None):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
@@ -331,12 +370,12 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
         if any(e.name == name and e.kind == kind for e in staged):
             raise ZooError(f"{kind} name {name!r} registered twice by plugin {plugin_name!r}")
         staged.append(Entry(kind, name, target, plugin_name, description, config,
-                            tuple(tasks), task))
+                            tuple(tasks), task, origin))
 
     return register
 
 
-def _command_stager(kind: str, plugin_name: str, staged: list) -> Callable:
+def _command_stager(kind: str, plugin_name: str, staged: list, origin: str = "") -> Callable:
     def register(name, handler, *, help="", description="", arguments=None):
         if not isinstance(name, str) or not COMMAND_PATTERN.match(name):
             raise ZooError(f"command name {name!r} must be lower-case letters, digits and '-', "
