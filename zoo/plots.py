@@ -14,6 +14,7 @@ from zoo.comparison import Comparison, column_label, describe, number, row_label
 from zoo.errors import ZooError
 from zoo.files import atomic_write_bytes
 from zoo.registry import get_task, natural_key
+from zoo.tasks import metric_info
 
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
 
@@ -105,7 +106,11 @@ def training_curves(runs: list[dict], metric: str = "loss", x: str = "step",
     handles, labels = axes.get_legend_handles_labels()
     extra = validation_metric(task) if metric == "loss" else None
     if extra is not None and extra != f"val_{metric}":
-        second = axes.twinx()
+        # the same unit shares the loss's axis; another (accuracy, say) gets its own
+        shared = _unit(task, extra) == _unit(task, metric)
+        second = axes if shared else axes.twinx()
+        if not shared:
+            figure.subplots_adjust(right=0.88)
         for run, color in zip(runs, colors):
             points = [(r[x], r[extra]) for r in run["records"]
                       if x in r and _finite(r.get(extra))]
@@ -113,11 +118,19 @@ def training_curves(runs: list[dict], metric: str = "loss", x: str = "step",
                 xs, ys = zip(*points)
                 second.plot(xs, ys, color=color, linestyle=":", marker="s", markersize=4,
                             linewidth=1.4, label=f"{run['label']}: {extra}")
-        second.set_ylabel(describe(extra, task=task))
-        more_handles, more_labels = second.get_legend_handles_labels()
-        handles, labels = handles + more_handles, labels + more_labels
+        if not shared:
+            second.set_ylabel(describe(extra, task=task))
+        handles, labels = axes.get_legend_handles_labels()
+        if not shared:
+            more_handles, more_labels = second.get_legend_handles_labels()
+            handles, labels = handles + more_handles, labels + more_labels
     axes.legend(handles, labels, fontsize="small")
     return figure
+
+
+def _unit(task: str | None, metric: str) -> str | None:
+    info = metric_info(get_task(task), metric)
+    return info.unit if info else None
 
 
 def validation_metric(task: str | None) -> str | None:
