@@ -69,10 +69,32 @@ def export_run(run_id: str, folder: str | Path) -> dict:
             "tokenizer": type(tokenizer).__name__, "max_logit_difference": difference}
 
 
-def class_names(trained) -> list[str]:
-    from zoo.pipelines.classification import class_names as names
+def command(args) -> int:
+    """`zoo export RUN_ID DIR`."""
+    import json
 
-    return list(names(trained))
+    done = export_run(args.run_id, args.folder)
+    if args.json:
+        print(json.dumps(done))
+    else:
+        print(f"exported run {done['run_id']} to {done['folder']} as {done['class']} with a "
+              f"{done['tokenizer']}; largest logit difference on a check batch "
+              f"{done['max_logit_difference']:.2g}")
+    return 0
+
+
+def class_names(trained) -> list[str]:
+    """The run's class names, by index (recorded with its metrics, and in classes.json)."""
+    from zoo.safeload import load_json
+    from zoo.store import home
+
+    names = (trained.row.get("metrics") or {}).get("class_names")
+    path = home() / trained.run_id / "classes.json"
+    if not names and path.is_file():
+        names = load_json(path)
+    if not names:
+        raise ZooError(f"run {trained.run_id} records no class names")
+    return [str(name) for name in names]
 
 
 def decoder_as_gpt2(trained) -> transformers.GPT2PreTrainedModel:
@@ -134,8 +156,10 @@ def fast_tokenizer(trained) -> transformers.PreTrainedTokenizerFast:
                            ("cls_token", trained.tokenizer.cls_id)):
         if token_id is not None:
             specials[role] = backend.id_to_token(token_id)
+    # split_special_tokens: a literal "<pad>" in a text is text, as zoo encodes it.
     return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=backend, model_max_length=trained.block_size or 1024, **specials)
+        tokenizer_object=backend, model_max_length=trained.block_size or 1024,
+        split_special_tokens=True, **specials)
 
 
 @torch.no_grad()
