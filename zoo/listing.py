@@ -6,7 +6,8 @@ import typing
 
 from zoo.errors import UnknownNameError, ZooError
 
-KIND_OF = {"architectures": "architecture", "tokenizers": "tokenizer", "datasets": "dataset"}
+KIND_OF = {"architectures": "architecture", "tokenizers": "tokenizer", "datasets": "dataset",
+           "pipelines": "pipeline"}
 
 
 def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
@@ -15,6 +16,9 @@ def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
     from zoo.registry import natural_key
     from zoo.plan import model_names, resolve_model
 
+    if kind == "pipelines":  # one per task: the name is the task's
+        return [{"name": e.name, "description": e.description, "plugin": e.plugin}
+                for e in zoo.pipelines.entries(pattern)]
     if kind in ("architectures", "tokenizers"):
         return [{"name": e.name, "description": e.description, "plugin": e.plugin,
                  **({"tasks": list(e.tasks)} if kind == "architectures" else {})}
