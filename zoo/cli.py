@@ -271,7 +271,7 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
 # -- zoo sweep -----------------------------------------------------------------------
 def cmd_sweep(args) -> int:
     from zoo.config import parse_assignment
-    from zoo import sweep as sweeps
+    from zoo import sweeps
 
     log = io.StringIO() if args.quiet or args.json else sys.stderr  # plan, progress, summary
     overrides = dict(parse_assignment(item) for item in args.set or [])
