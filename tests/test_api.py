@@ -52,9 +52,10 @@ def test_language_model_run_generate_evaluate_and_sweep_match_the_cli(tiny_text,
     text = model.generate("line", tokens=15, seed=1)
     scored = model.evaluate(str(tiny_text), split="validation")
     assert scored.parent_id == run.id and scored.metrics["bpc"] == run.metrics["val_bpc"]
-    swept = zoo.sweep("decoder-char", on=str(tiny_text), seeds=2, steps=6, **TINY)
-    assert [(c["seed"], c["status"]) for c in swept.cells] == [(0, "finished"), (1, "finished")]
-    assert swept.cells[0]["run_id"] == run.id  # finished before: not trained again
+    swept = zoo.sweep("decoder-char", on=str(tiny_text), seeds=2, steps=6, progress=False,
+                      **TINY)
+    assert [(c["seed"], c["state"]) for c in swept.cells] == [(0, "reused"), (1, "finished")]
+    assert swept.cells[0]["run_id"] == run.id and not swept.failed  # seed 0: not trained again
     assert zoo.runs()["id"].tolist().count(run.id) == 1
 
     monkeypatch.setenv("ZOO_HOME", str(tmp_path / "cli"))
@@ -65,9 +66,10 @@ def test_language_model_run_generate_evaluate_and_sweep_match_the_cli(tiny_text,
               "--seed", 1) == text + "\n"
     cli_scored = json.loads(ok("eval", cli["run_id"], tiny_text, "--split", "validation", "--json"))
     assert cli_scored["metrics"] == scored.metrics
-    table = json.loads(ok("sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 6,
-                          *flags(TINY), "--format", "json"))
-    (cell,) = table
+    cli_swept = json.loads(ok("sweep", "decoder-char", "--on", tiny_text, "--seeds", 2,
+                              "--steps", 6, *flags(TINY), "--json"))
+    assert [c["state"] for c in cli_swept["cells"]] == [c["state"] for c in swept.cells]
+    (cell,) = cli_swept["comparison"]
     (api_cell,) = swept.comparison.to_dict("records")
     assert (api_cell["n"], api_cell["mean"], api_cell["std"]) == (2, cell["mean"], cell["std"])
 

@@ -20,6 +20,7 @@ section is passed as ``**{"train.lr": 1e-3}``.
 """
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,15 +117,15 @@ class LoadedRun:
 
 @dataclass
 class SweepResult:
-    """What `zoo sweep` did: every cell (with the run that holds it, or why it was skipped)
-    and the comparison of the sweep's runs, as `zoo compare` would give it."""
+    """What `zoo sweep --json` prints: every cell (its state, the run that holds it, or why
+    it was skipped) and the comparison of the sweep's runs, as `zoo compare` gives it."""
 
     cells: list[dict]
     comparison: object  # pandas DataFrame, one row per table cell (None: nothing finished)
 
     @property
     def failed(self) -> list[dict]:
-        return [c for c in self.cells if c["status"] not in (None, "finished")]
+        return [c for c in self.cells if c["state"] not in ("finished", "reused", "skipped")]
 
 
 def run(model: str, dataset: str, *, steps: int | None = None, time: float | None = None,
@@ -157,10 +158,12 @@ def load(run_id: str, *, device: str = "cpu") -> LoadedRun:
 
 def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
           steps: int | None = None, time: float | None = None, task: str | None = None,
-          device: str = "auto", quiet: bool = True, metric: str | None = None,
-          **settings) -> SweepResult:
+          device: str = "auto", progress: bool = True, quiet: bool = True,
+          metric: str | None = None, **settings) -> SweepResult:
     """Train every model x dataset x seed cell not finished before (`zoo sweep`); a cell
-    that fails is recorded as failed and the sweep goes on."""
+    that fails is recorded as failed and the sweep goes on. `progress` prints a line per
+    cell on stderr (not with `zoo sweep --quiet`); `quiet=False` adds each run's own
+    progress (`zoo sweep --verbose`)."""
     from zoo import sweeps
 
     if device not in DEVICES:
@@ -170,14 +173,12 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     plan = sweeps.plan_sweep(models, datasets, seeds=_positive("seeds", seeds, int),
                              overrides=_overrides(settings, steps, time), task=task)
     if not plan.todo and not plan.finished_before:
-        raise ZooError("no cell of the sweep can run: "
-                       + "; ".join(sweeps.describe_plan(plan)[1:]).strip())
-    sweeps.run_sweep(plan, device=device, quiet=quiet)
+        reasons = "; ".join(line.strip() for line in sweeps.describe_plan(plan)[1:])
+        raise ZooError(f"no cell of the sweep can run ({reasons})")
+    sweeps.run_sweep(plan, device=device, quiet=quiet, out=None if progress else io.StringIO())
     finished = any(c.status == "finished" or c.done for c in plan.cells)
-    cells = [{"model": c.model, "dataset": c.dataset, "seed": c.seed,
-              "run_id": c.run_id or c.done, "status": "finished" if c.done else c.status,
-              "skip": c.skip, "error": c.error} for c in plan.cells]
-    return SweepResult(cells, sweeps.table(plan, metric=metric).cells if finished else None)
+    return SweepResult(sweeps.records(plan),
+                       sweeps.table(plan, metric=metric).cells if finished else None)
 
 
 def runs():
