@@ -241,15 +241,10 @@ def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) 
 
         save(comparison_bars(comparison), plot)
         print(f"wrote {plot}", file=sys.stderr)
-    if output:
-        from pathlib import Path
+    if output and output != "-":
+        from zoo.outputs import write_output
 
-        from zoo.files import atomic_write_text
-
-        path = Path(output)
-        if not path.parent.is_dir():
-            raise ZooError(f"cannot write {output}: folder {path.parent} does not exist")
-        atomic_write_text(path, text)
+        write_output(output, text)
         print(f"wrote {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -272,14 +267,15 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
     p.add_argument("--baseline", metavar="MODEL", help="add the difference to this row with "
                    "a 95%% confidence interval over seeds")
     p.add_argument("--format", default="table", choices=FORMATS, help="output format")
-    p.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout")
+    p.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout "
+                   "(a symlink's target is written; a device or FIFO is streamed to)")
     p.add_argument("--plot", metavar="PNG", help="also draw grouped bars with error bars")
     p.add_argument("--better", choices=("lower", "higher"), help="which direction is best "
                    "(default: from the metric's name)")
     p.add_argument("--pool", action="store_true", help="pool runs whose settings differ "
                    "(by default they are separate rows, labelled by what differs)")
     if not sweep:
-        p.add_argument("--where", metavar="EXPR", help="a pandas query over run columns, e.g. "
+        p.add_argument("--where", metavar="EXPR", help="a condition over run columns, e.g. "
                        "\"architecture == 'decoder' and params < 1e6\"")
         p.add_argument("--evals", action="store_true", help="compare evaluation rows "
                        "(zoo eval) instead of training runs")
@@ -360,7 +356,8 @@ def cmd_plot(args) -> int:
                            f"{home() / row['id']})")
         runs.append({"label": label, "records": records})
     save(training_curves(runs, args.metric, args.x), args.output)
-    print(f"wrote {args.output}", file=sys.stderr)
+    if args.output != "-":
+        print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
 
