@@ -40,7 +40,7 @@ def test_same_seed_same_metrics(tiny_text):
 def test_reloaded_weights_give_the_same_validation_loss(tiny_text):
     from zoo.pipelines.language_modeling import encode, evaluate, split_metrics, split_text
     from zoo.registry import get_zoo
-    from zoo.runner import load_trained
+    from zoo.trained import load_trained
     from zoo import data
 
     summary = tiny_run(tiny_text)
@@ -96,6 +96,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_readable(tiny_text
         rows = store.rows()
     assert len(rows) == 1 and rows[0]["status"] == "interrupted"
     assert (home / rows[0]["id"] / "config.json").is_file()
+    assert f"continue it with: zoo resume {rows[0]['id']}" in err  # what to type next
 
 
 def test_a_time_budget_ends_training_within_it_validation_included(tiny_text, monkeypatch):

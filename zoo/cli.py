@@ -6,17 +6,17 @@ message (the traceback only with --debug).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import difflib
+import io
 import json
 import math
 import os
 import sys
 
 from zoo import __version__
-from zoo.errors import ZooError
+from zoo.errors import PluginError, ZooError
 
-LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "plugins")
+LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "plugins")
 
 
 class Parser(argparse.ArgumentParser):
@@ -64,7 +64,8 @@ def cmd_show(args) -> int:
 # -- zoo run -------------------------------------------------------------------------
 def cmd_run(args) -> int:
     from zoo.config import parse_assignment
-    from zoo.runner import execute, plan_run
+    from zoo.plan import plan_run
+    from zoo.runner import execute
 
     overrides = dict(parse_assignment(item) for item in args.set or [])
     if args.steps is not None:
@@ -122,7 +123,7 @@ def _json_default(value):
 
 # -- zoo resume ----------------------------------------------------------------------
 def cmd_resume(args) -> int:
-    from zoo.runner import resume
+    from zoo.resume import resume
 
     result = resume(args.run_id, quiet=args.quiet or args.json)
     print_result(result, args.json)
@@ -145,19 +146,18 @@ def cmd_runs(args) -> int:
 
 # -- zoo generate --------------------------------------------------------------------
 def cmd_generate(args) -> int:
-    from zoo.runner import load_trained
+    from zoo.registry import get_zoo
+    from zoo.trained import load_trained
 
     trained = load_trained(args.run_id)
-    if trained.task != "language-modeling":
-        raise ZooError(f"run {trained.run_id} is a {trained.task} run; generate needs a "
-                       "language-modeling run")
-    from zoo.pipelines.language_modeling import generate
-
+    generate = getattr(get_zoo().pipelines.get(trained.task).load(), "generate", None)
+    if generate is None:
+        raise ZooError(f"run {trained.run_id} is a {trained.task} run, and the {trained.task} "
+                       "pipeline offers no generation")
     if args.prompt:
         sys.stdout.write(args.prompt)
-    for piece in generate(trained.model, trained.tokenizer, args.prompt, args.tokens,
-                          trained.block_size, temperature=args.temperature, top_k=args.top_k,
-                          seed=args.seed):
+    for piece in generate(trained, args.prompt, args.tokens, temperature=args.temperature,
+                          top_k=args.top_k, seed=args.seed):
         sys.stdout.write(piece)
         sys.stdout.flush()
     sys.stdout.write("\n")
@@ -167,7 +167,7 @@ def cmd_generate(args) -> int:
 # -- zoo predict ---------------------------------------------------------------------
 def cmd_predict(args) -> int:
     from zoo.registry import get_zoo
-    from zoo.runner import load_trained
+    from zoo.trained import load_trained
 
     if (args.text is None) == (args.file is None):
         raise ZooError("give either TEXT or --file FILE (one text per line)")
@@ -183,32 +183,13 @@ def cmd_predict(args) -> int:
     pipeline = get_zoo().pipelines.get(trained.task).load()
     predict = getattr(pipeline, "predict", None)
     if predict is None:
-        raise ZooError(f"run {trained.run_id} is a {trained.task} run; predict needs a "
-                       "classification or next-item run")
+        raise ZooError(f"run {trained.run_id} is a {trained.task} run, and the {trained.task} "
+                       "pipeline offers no prediction")
     for text, prediction in zip(texts, predict(trained, texts)):
         if args.json:
             print(json.dumps({"text": text, **prediction}))
         else:
             print(f"{prediction['label']}\t{prediction['probability']:.3f}")
-    return 0
-
-
-# -- zoo verify ----------------------------------------------------------------------
-def cmd_verify(args) -> int:
-    from zoo.verify import report, verify
-
-    result = verify(args.run_id, batch=args.batch, seed=args.seed, tolerance=args.tolerance)
-    if args.json:
-        print(json.dumps({**dataclasses.asdict(result), "passed": result.passed}))
-    else:
-        print(report(result))
-    if not result.passed:
-        print(f"zoo verify: FAILED: run {result.run_id} logits differ from the NumPy reference "
-              f"by {result.max_logit_diff:.3e}, more than the tolerance {result.tolerance:.1e}",
-              file=sys.stderr)
-        return 1
-    if not args.json:
-        print("verified: the run computes what the NumPy reference computes")
     return 0
 
 
@@ -286,8 +267,9 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
 # -- zoo sweep -----------------------------------------------------------------------
 def cmd_sweep(args) -> int:
     from zoo.config import parse_assignment
-    from zoo import sweep as sweeps
+    from zoo import sweeps
 
+    log = io.StringIO() if args.quiet or args.json else sys.stderr  # plan, progress, summary
     overrides = dict(parse_assignment(item) for item in args.set or [])
     if args.steps is not None:
         overrides["train.steps"] = args.steps
@@ -296,29 +278,42 @@ def cmd_sweep(args) -> int:
     plan = sweeps.plan_sweep(args.models, args.on, seeds=args.seeds, overrides=overrides,
                              task=args.task)
     for line in sweeps.describe_plan(plan):
-        print(line, file=sys.stderr)
+        print(line, file=log)
     if args.baseline is not None and args.baseline not in plan.models:
         from zoo.errors import UnknownNameError
 
         raise UnknownNameError("baseline model", args.baseline, plan.models,
                                hint="it must be one of the sweep's models")
     if not plan.todo and not plan.finished_before:
-        raise ZooError("no cell of the sweep can run (the reasons are above)")
+        reasons = "; ".join(line.strip() for line in sweeps.describe_plan(plan)[1:])
+        raise ZooError(f"no cell of the sweep can run ({reasons})")
     if args.dry_run:
+        if args.json:
+            print(json.dumps({"cells": sweeps.records(plan)}, default=_json_default))
+            return 0
         for cell in plan.cells:
             state = (f"skip: {cell.skip}" if cell.skip else f"done: run {cell.done}" if cell.done
                      else "to run")
             print(f"{cell.name}\t{state}")
         return 0
-    sweeps.run_sweep(plan, device=args.device, quiet=not args.verbose)
-    print(sweeps.summary(plan), file=sys.stderr)
+    sweeps.run_sweep(plan, device=args.device, quiet=not args.verbose or args.json, out=log)
+    print(sweeps.summary(plan), file=log)
+    comparison = None
     if any(c.status == "finished" or c.done for c in plan.cells):
         args.where, args.evals, args.status = None, False, "finished"
         from zoo.comparison import load_runs
 
         frame = load_runs()
         frame = frame[frame["config_hash"].isin(plan.hashes)]
-        emit_comparison(comparison_from_args(args, frame), args.format, args.output, args.plot)
+        comparison = comparison_from_args(args, frame)
+    if args.json:
+        from zoo.comparison import render
+
+        table = json.loads(render(comparison, "json")) if comparison is not None else []
+        print(json.dumps({"cells": sweeps.records(plan), "comparison": table},
+                         default=_json_default))
+    elif comparison is not None:
+        emit_comparison(comparison, args.format, args.output, args.plot)
     return 1 if plan.failed else 0
 
 
@@ -415,7 +410,7 @@ def positive_float(text: str) -> float:
 
 
 def build_parser() -> Parser:
-    from zoo.verify import DEFAULT_TOLERANCE
+    from zoo.registry import get_zoo
 
     parser = Parser(prog="zoo", description="A model zoo for small transformers: train, "
                     "evaluate and compare any architecture x tokenizer on any dataset.")
@@ -424,7 +419,8 @@ def build_parser() -> Parser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    p = commands.add_parser("list", help="list architectures, tokenizers, datasets, models, plugins",
+    p = commands.add_parser("list", help="list architectures, tokenizers, datasets, models, "
+                            "pipelines (one per task), plugins",
                             description="List what the zoo holds, with descriptions and the "
                             "plugin each comes from.")
     p.add_argument("kind", nargs="?", choices=LIST_KINDS, help="list only this kind")
@@ -495,18 +491,7 @@ def build_parser() -> Parser:
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=cmd_predict)
 
-    p = commands.add_parser("verify", help="check a decoder run against the NumPy reference",
-                            description="Reload a trained decoder run, score a validation batch "
-                            "with it and with the NumPy reference (float64, same weights), print "
-                            "the largest logit difference and both losses, and exit 1 when the "
-                            "difference exceeds the tolerance.")
-    p.add_argument("run_id", help="run id (or a unique prefix) of a decoder language-modeling run")
-    p.add_argument("--batch", type=positive_int, default=8, help="validation windows (default 8)")
-    p.add_argument("--seed", type=int, default=0, help="which windows (default 0)")
-    p.add_argument("--tolerance", type=positive_float, default=DEFAULT_TOLERANCE,
-                   help=f"largest allowed logit difference (default {DEFAULT_TOLERANCE:g})")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=cmd_verify)
+
     p = commands.add_parser("compare", help="compare runs: models x datasets, mean ± std over seeds",
                             description="A pivot of the recorded runs: by default rows are models, "
                             "columns datasets, and each cell the task's primary metric (val_bpc, "
@@ -536,7 +521,12 @@ def build_parser() -> Parser:
     p.add_argument("--task", help="force a task instead of choosing it per cell")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--dry-run", action="store_true", help="print the plan and train nothing")
-    p.add_argument("--verbose", action="store_true", help="each run's own progress output")
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("--verbose", action="store_true", help="each run's own progress output")
+    talk.add_argument("--quiet", action="store_true", help="no plan, progress or summary on "
+                      "stderr: only the comparison")
+    p.add_argument("--json", action="store_true", help="print one JSON object: every cell "
+                   "(state, run id, reason) and the comparison's cells (as --format json)")
     add_compare_options(p, sweep=True)
     p.set_defaults(handler=cmd_sweep)
 
@@ -574,7 +564,46 @@ def build_parser() -> Parser:
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_reproduce)
+
+    add_plugin_commands(commands, get_zoo())
+    for command in commands.choices.values():  # `zoo run ... --debug` as well as `zoo --debug run`
+        try:
+            command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                 help="show full tracebacks")
+        except argparse.ArgumentError:  # a plugin's command has its own --debug
+            pass
     return parser
+
+
+def add_plugin_commands(commands, zoo) -> None:
+    """The commands plugins registered (``register_commands``), after zoo's own. One whose
+    name is taken or whose arguments cannot be added is set aside with a warning."""
+    from zoo.registry import strict_plugins
+
+    for command in zoo.commands.entries():
+        try:
+            if command.name in commands.choices:
+                raise ZooError("zoo already has a command of that name")
+            command.add_arguments(Parser(prog=f"zoo {command.name}"))  # a dry run first
+        except Exception as exc:
+            message = (f"command {command.name!r} from plugin {command.plugin!r} set aside: "
+                       f"{type(exc).__name__}: {exc}")
+            if strict_plugins():
+                raise PluginError(message + " [ZOO_STRICT_PLUGINS=1]") from None
+            print(f"zoo: warning: {message}", file=sys.stderr)
+            continue
+        p = commands.add_parser(command.name, help=command.help,
+                                description=command.description or command.help,
+                                epilog=f"(added by plugin {command.plugin})")
+        command.add_arguments(p)
+        p.set_defaults(handler=_plugin_handler(command))
+
+
+def _plugin_handler(command):
+    def handler(args):
+        return command.load_handler()(args)
+
+    return handler
 
 
 def main(argv=None) -> int:
@@ -593,8 +622,10 @@ def main(argv=None) -> int:
             traceback.print_exc()
         print(f"zoo: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("zoo: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        run_id = getattr(exc, "run_id", None)  # zoo.errors.RunInterrupted: a recorded run
+        print(f"zoo: interrupted; run {run_id} is kept; continue it "
+              f"with: zoo resume {run_id}" if run_id else "zoo: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0

@@ -1,0 +1,113 @@
+"""Planning a run: from a model name and a dataset to the task, pipeline and configs, all
+decided (and checked) before anything trains; the config hash that names a plan."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+
+from zoo import data as zoo_data
+from zoo.config import build_config, split_overrides
+from zoo.errors import ZooError
+from zoo.registry import ModelSpec, choose_task, get_zoo, resolve_model
+
+
+@dataclass
+class Plan:
+    """Everything decided before training starts."""
+
+    spec: ModelSpec
+    dataset_ref: object
+    task: str
+    pipeline: object  # Entry
+    configs: dict  # section -> config dataclass instance
+    seed: int
+    loaded: object = None  # the LoadedDataset, when planning had to load it to learn its tasks
+    columns: tuple = (None, None)  # the (text, label) column choices it was loaded with
+
+    def config_values(self) -> dict:
+        """The configs as plain dicts (section -> values), as recorded in config.json."""
+        return {k: _asdict(v) for k, v in self.configs.items()}
+
+
+def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: int = 0,
+             task: str | None = None, text_column: str | None = None,
+             label_column: str | None = None, zoo=None) -> Plan:
+    zoo = zoo or get_zoo()
+    spec = resolve_model(model, zoo)
+    ref = zoo_data.resolve(dataset, zoo)
+    tasks, loaded = zoo_data.tasks_of(ref, zoo), None
+    if not tasks and ref.kind != "plugin":
+        # A file, folder or Hub id the catalogue does not describe: load it to learn whether
+        # it has a label column (then it serves classification first).
+        loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column,
+                               quiet=True)
+        tasks = loaded.tasks
+    tasks = tasks or zoo_data.TASKS_SERVED["language-modeling"]
+    chosen = choose_task(spec.architecture, tasks, task)
+    if chosen not in zoo.pipelines:  # the same reason `zoo list --matrix` gives
+        raise ZooError(f"no pipeline is registered for {chosen} ({spec.architecture.name} "
+                       f"on {ref.name})")
+    pipeline = zoo.pipelines.get(chosen)
+    sections = {"model": spec.architecture.config_class(),
+                "tokenizer": spec.tokenizer.config_class(),
+                "train": pipeline.config_class()}
+    merged = {**spec.overrides, **(overrides or {})}
+    values = split_overrides(merged, sections)
+    configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
+    return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column))
+
+
+def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
+    """The plan a recorded run was trained with, rebuilt from its provenance (config.json)
+    with today's plugins: the recorded resolved configs, not today's presets. `resume`,
+    `reproduce` and `eval` (which passes the dataset it scores on as `dataset_ref`) use it.
+    A record that no longer fits this zoo is a ZooError saying why."""
+    try:
+        architecture = zoo.architectures.get(record["architecture"])
+        spec = ModelSpec(record["model"], architecture, zoo.tokenizers.get(record["tokenizer"]),
+                         {}, architecture.description)
+        ref = dataset_ref or recorded_dataset(record["dataset"], record.get("dataset_id"), zoo)
+        pipeline = zoo.pipelines.get(record["task"])
+        classes = {"model": architecture.config_class(),
+                   "tokenizer": spec.tokenizer.config_class(), "train": pipeline.config_class()}
+        recorded = record["configs"]
+        configs = {}
+        for section, cls in classes.items():
+            try:
+                configs[section] = build_config(cls, dict(recorded.get(section) or {}))
+            except ZooError as exc:
+                raise ZooError(f"the recorded {section} config no longer fits this zoo "
+                               f"({exc})") from None
+        return Plan(spec, ref, record["task"], pipeline, configs, int(record["seed"]))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ZooError(f"the record of run {record.get('run_id', '?')} is incomplete "
+                       f"({type(exc).__name__}: {exc})") from None
+
+
+def recorded_dataset(name: str, source: str | None, zoo):
+    """The dataset a run used: by its name if that still points at the same source, else by
+    the source (an absolute path or Hub id, independent of the working folder), under the
+    recorded name."""
+    try:
+        ref = zoo_data.resolve(name, zoo)
+        if not source or ref.source == source:
+            return ref
+    except ZooError:
+        if not source:
+            raise ZooError(f"dataset {name!r} of the run cannot be found any more") from None
+    found = zoo_data.resolve(source, zoo)
+    return zoo_data.DatasetRef(name, found.kind, found.source, found.entry)
+
+
+def config_hash(plan: Plan) -> str:
+    payload = {"model": plan.spec.name, "architecture": plan.spec.architecture.name,
+               "tokenizer": plan.spec.tokenizer.name, "dataset": plan.dataset_ref.source,
+               "task": plan.task, "seed": plan.seed,
+               "configs": plan.config_values()}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _asdict(config):
+    return dataclasses.asdict(config) if config is not None else None
