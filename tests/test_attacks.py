@@ -7,13 +7,17 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
+import signal
 import stat
+import textwrap
 import threading
 
 import pandas as pd
 import pytest
 
-from conftest import run_cli
+from conftest import TINY_DECODER, run_cli
+from zoo import registry
 from zoo.store import Store
 
 
@@ -172,3 +176,221 @@ def test_plot_output_follows_symlinks_and_streams_to_fifos(isolated):
     reader.join(timeout=60)
     assert result.code == 0, result
     assert stat.S_ISFIFO(os.stat(fifo).st_mode) and received[0].startswith(b"\x89PNG")
+
+
+# -- plugins that exit or interrupt ------------------------------------------------------
+def local_plugin(work, monkeypatch, stem: str, body: str, strict: bool = False):
+    (work / f"{stem}.py").write_text("from zoo.hookspecs import hookimpl\n" + textwrap.dedent(body))
+    (work / "registry.toml").write_text(f'[plugins]\nmodules = ["{stem}.py"]\n')
+    monkeypatch.setenv("ZOO_LOAD_PLUGINS", stem)
+    if strict:
+        monkeypatch.setenv("ZOO_STRICT_PLUGINS", "1")
+    registry.reset_zoo()
+
+
+HOOK = "@hookimpl\ndef register_architectures(register):\n    {}\n"
+
+
+@pytest.mark.parametrize("body, says", [
+    ("import sys\nsys.exit(0)\n", "it called sys.exit(0)"),
+    ("raise SystemExit(3)\n", "it called sys.exit(3)"),
+    ("raise KeyboardInterrupt\n", "it raised KeyboardInterrupt"),
+    (HOOK.format("import sys; sys.exit()"), "it called sys.exit()"),
+    (HOOK.format("raise KeyboardInterrupt"), "it raised KeyboardInterrupt"),
+    (HOOK.format("raise GeneratorExit"), "GeneratorExit"),
+])
+def test_a_plugin_that_exits_or_interrupts_is_set_aside(isolated, monkeypatch, body, says):
+    local_plugin(isolated, monkeypatch, "p_exit", body)
+    result = run_cli("list", "architectures")
+    assert result.code == 0, result
+    assert "decoder" in result.out  # everything else keeps working
+    (line,) = result.err.strip().splitlines()
+    assert "plugin 'p_exit'" in line and "set aside" in line and says in line, line
+    local_plugin(isolated, monkeypatch, "p_exit", body, strict=True)
+    strict = run_cli("list", "architectures")
+    assert strict.code == 2 and says in strict.err and "ZOO_STRICT_PLUGINS" in strict.err
+
+
+def test_zoo_run_still_trains_when_a_plugin_exits_at_import(isolated, monkeypatch, tiny_text):
+    local_plugin(isolated, monkeypatch, "p_exit", "import sys\nsys.exit(0)\n")
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", "2", "--quiet", *TINY_DECODER)
+    assert result.code == 0, result
+    assert "status finished" in result.out and "set aside" in result.err
+
+
+def test_a_lazy_plugin_module_that_exits_fails_the_lookup_with_exit_2(isolated, monkeypatch,
+                                                                       tiny_text):
+    (isolated / "p_lazy_target.py").write_text("import sys\nsys.exit(5)\n")
+    monkeypatch.syspath_prepend(str(isolated))
+    local_plugin(isolated, monkeypatch, "p_lazy", HOOK.format(
+        "register('junk', 'p_lazy_target:build', tasks=('language-modeling',))"))
+    result = run_cli("run", "junk-char", tiny_text, "--steps", "1", "--quiet")
+    assert result.code == 2, result
+    assert "p_lazy_target:build" in result.err and "sys.exit(5)" in result.err
+    with Store() as store:
+        assert store.rows() == []
+
+
+def test_a_real_ctrl_c_while_a_plugin_loads_still_stops_zoo(isolated, monkeypatch):
+    """SIGINT delivered while plugin code runs is the user's: zoo stops (exit 130)."""
+    local_plugin(isolated, monkeypatch, "p_slow", "import os, signal, time\n"
+                 "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n")
+    result = run_cli("list", "architectures")
+    assert result.code == 130, result
+    assert "interrupted" in result.err and "set aside" not in result.err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+
+# -- a trained run to attack, made once and copied into each test's ZOO_HOME --------------
+@pytest.fixture(scope="module")
+def trained_home(tmp_path_factory):
+    """A finished language-modeling run (decoder-char) and a classification run
+    (encoder-char), trained once; tests get a copy (see ``trained``)."""
+    base = tmp_path_factory.mktemp("trained")
+    text = base / "tiny.txt"
+    text.write_text("\n".join(f"line {i}: the quick brown fox jumps over the lazy dog {i % 7}."
+                              for i in range(400)) + "\n")
+    reviews = base / "reviews.csv"
+    reviews.write_text("text,label\n" + "\n".join(
+        f"the film {i} was {'good and great' if i % 2 else 'bad and dull'},{'pos' if i % 2 else 'neg'}"
+        for i in range(200)) + "\n")
+    saved = {k: os.environ.get(k) for k in ("ZOO_HOME", "ZOO_LOAD_PLUGINS")}
+    os.environ.update(ZOO_HOME=str(base / "runs"), ZOO_LOAD_PLUGINS="")
+    registry.reset_zoo()
+    try:
+        runs = {}
+        for name, args in (("lm", ["decoder-char", text, *TINY_DECODER]),
+                           ("cls", ["encoder-char", reviews, "--set", "n_layer=1", "--set",
+                                    "n_head=2", "--set", "n_embd=16", "--set", "block_size=32",
+                                    "--set", "batch_size=8", "--set", "eval_interval=3"])):
+            result = run_cli("run", *args, "--steps", "6", "--json")
+            assert result.code == 0, result
+            runs[name] = json.loads(result.out)["run_id"]
+    finally:
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+        registry.reset_zoo()
+    return base / "runs", runs
+
+
+@pytest.fixture
+def trained(trained_home, isolated):
+    """(ZOO_HOME, {"lm": run id, "cls": run id}) for this test, a fresh copy."""
+    from zoo.store import home
+
+    source, runs = trained_home
+    shutil.copytree(source, home())
+    return home(), runs
+
+
+def only_line(result) -> str:
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zoo: error: "), result
+    assert "Traceback" not in result.err and " object at 0x" not in result.err
+    return lines[0]
+
+
+# -- store failures ----------------------------------------------------------------------
+@pytest.mark.parametrize("seed", ["18446744073709551616", "-5", "4294967296"])
+def test_a_seed_out_of_range_is_exit_2_before_anything_is_written(isolated, tiny_text, seed):
+    from zoo.store import home
+
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", "1", "--seed", seed)
+    assert result.code == 2, result
+    assert "--seed" in only_line(result) and "from 0 to 4294967295" in result.err
+    assert not home().exists() or [p.name for p in home().iterdir()] in ([], ["zoo.db"])
+    generate = run_cli("generate", "x", "--seed", "-1")
+    assert generate.code == 2 and "--seed" in only_line(generate)
+
+
+def test_the_python_api_checks_the_seed_too(isolated, tiny_text):
+    from zoo.errors import ZooError
+    from zoo.plan import plan_run
+
+    with pytest.raises(ZooError, match="seed must be a whole number"):
+        plan_run("decoder-char", str(tiny_text), seed=2**64)
+
+
+def test_a_failed_store_insert_leaves_no_run_folder(isolated, tiny_text, monkeypatch):
+    from zoo.errors import ZooError
+    from zoo.store import Store as RealStore, home
+
+    def failing_insert(self, run_id, **fields):
+        raise ZooError(f"cannot write the results store {self.path}: disk I/O error")
+
+    monkeypatch.setattr(RealStore, "insert", failing_insert)
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", "1", "--quiet", *TINY_DECODER)
+    assert result.code == 2 and "disk I/O error" in only_line(result)
+    assert [p.name for p in home().iterdir() if not p.name.startswith("zoo.db")] == []
+
+
+def test_a_read_only_store_is_exit_2_naming_it_and_leaves_no_folder(isolated, tiny_text,
+                                                                    monkeypatch):
+    """As root, permissions cannot make zoo.db read-only, so the check that sees a read-only
+    file or folder is made to see one; SQLite itself then opens the file read-only."""
+    import zoo.store
+    from zoo.store import home
+
+    with Store():
+        pass  # the store exists
+    monkeypatch.setattr(zoo.store, "_not_writable", lambda path: True)
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", "1", "--quiet", *TINY_DECODER)
+    assert result.code == 2, result
+    line = only_line(result)
+    assert str(home() / "zoo.db") in line and "read-only" in line
+    assert [p.name for p in home().iterdir() if not p.name.startswith("zoo.db")] == []
+
+
+def test_sqlite_refusing_a_write_is_exit_2_naming_the_store(isolated):
+    import sqlite3
+
+    from zoo.errors import ZooError
+    from zoo.store import home
+
+    with Store():
+        pass
+    store = Store(read_only=False)
+    store.conn.close()
+    store.conn = sqlite3.connect(f"file:{home() / 'zoo.db'}?mode=ro", uri=True,
+                                 isolation_level=None)  # what a read-only file gives
+    with pytest.raises(ZooError, match=r"zoo\.db: it is read-only"):
+        store.insert("r1", model="m")
+    with pytest.raises(ZooError, match="too large|int too"):
+        Store().insert("r2", model="m", seed=2**70)
+
+
+# -- resource bounds ---------------------------------------------------------------------
+@pytest.mark.parametrize("setting, says", [
+    ("vocab_size=1000000000", "vocab_size = 1,000,000,000 is more than zoo can allocate"),
+    ("block_size=1000000000", "block_size = 1,000,000,000 is more than zoo can allocate"),
+    ("n_embd=24576", "needs about"),
+])
+def test_sizes_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, tiny_text, setting,
+                                                                says):
+    result = run_cli("run", "decoder-bpe", tiny_text, "--steps", "1", "--set", setting,
+                     "--set", "n_layer=1024" if setting.startswith("n_embd") else "n_layer=1")
+    assert result.code == 2, result
+    assert says in only_line(result)
+    with Store() as store:
+        assert store.rows() == []
+
+
+def test_a_tampered_block_size_is_refused_before_allocation(trained):
+    home, runs = trained
+    path = home / runs["lm"] / "config.json"
+    config = json.loads(path.read_text())
+    config["configs"]["model"]["block_size"] = 10**9
+    path.write_text(json.dumps(config))
+    result = run_cli("generate", runs["lm"], "--tokens", "3")
+    assert result.code == 2 and "block_size = 1,000,000,000" in only_line(result)
+
+
+def test_verify_batch_and_predict_file_are_bounded(trained, isolated):
+    home, runs = trained
+    result = run_cli("verify", runs["lm"], "--batch", "100000000")
+    assert result.code == 2 and "--batch" in only_line(result) and "at most" in result.err
+    big = isolated / "big.txt"
+    with open(big, "wb") as handle:
+        handle.truncate(65 * 2**20)  # sparse: 65 MiB of nothing
+    result = run_cli("predict", runs["cls"], "--file", big)
+    assert result.code == 2 and "MiB" in only_line(result)

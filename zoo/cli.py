@@ -14,6 +14,7 @@ import os
 import sys
 
 from zoo import __version__
+from zoo.bounds import seed_argument
 from zoo.errors import PluginError, ZooError
 
 LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "plugins")
@@ -172,11 +173,7 @@ def cmd_predict(args) -> int:
     if (args.text is None) == (args.file is None):
         raise ZooError("give either TEXT or --file FILE (one text per line)")
     if args.file is not None:
-        try:
-            with open(args.file, encoding="utf-8") as handle:
-                texts = [line.rstrip("\n") for line in handle if line.strip()]
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ZooError(f"cannot read --file {args.file}: {exc}") from None
+        texts = read_texts(args.file)
     else:
         texts = [args.text]
     trained = load_trained(args.run_id)
@@ -399,6 +396,38 @@ def positive_int(text: str) -> int:
     return value
 
 
+def temperature(text: str) -> float:
+    """--temperature: zero (greedy) or a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected 0 (greedy) or a positive number, got "
+                                         f"{text!r}")
+    return value
+
+
+def read_texts(path: str) -> list[str]:
+    """predict --file: one text per line; blank lines skipped, size bounded."""
+    from zoo.bounds import MAX_PREDICT_BYTES, MAX_PREDICT_LINES, check_file_size
+
+    check_file_size(path, MAX_PREDICT_BYTES, "--file")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            texts = [line.rstrip("\n") for line in handle if line.strip()]
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
+        raise ZooError(f"cannot read --file {path}: {reason}") from None
+    if not texts:
+        raise ZooError(f"--file {path} has no texts (every line is blank); put one text "
+                       "per line")
+    if len(texts) > MAX_PREDICT_LINES:
+        raise ZooError(f"--file {path} has {len(texts):,} texts; at most "
+                       f"{MAX_PREDICT_LINES:,}")
+    return texts
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -445,7 +474,7 @@ def build_parser() -> Parser:
     budget.add_argument("--steps", type=positive_int, help="number of optimizer steps")
     budget.add_argument("--time", type=positive_float, metavar="SECONDS",
                         help="wall-clock training budget in seconds")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=seed_argument, default=0, help="random seed (default 0)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a config field (repeatable); 'zoo show MODEL' lists them")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
@@ -477,9 +506,9 @@ def build_parser() -> Parser:
     p.add_argument("run_id", help="run id (or a unique prefix)")
     p.add_argument("--prompt", default="", help="text to continue")
     p.add_argument("--tokens", type=positive_int, default=300, help="tokens to generate")
-    p.add_argument("--temperature", type=float, default=0.8, help="0 means greedy")
+    p.add_argument("--temperature", type=temperature, default=0.8, help="0 means greedy")
     p.add_argument("--top-k", type=positive_int, default=None, help="sample from the k likeliest")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed")
+    p.add_argument("--seed", type=seed_argument, default=0, help="sampling seed")
     p.set_defaults(handler=cmd_generate)
 
     p = commands.add_parser("predict", help="predict with a trained classifier or next-item model",
