@@ -15,6 +15,7 @@ import sys
 
 from zoo import __version__
 from zoo.errors import PluginError, ZooError
+from zoo.tasks import prediction_line, prediction_record
 
 LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "plugins")
 
@@ -186,10 +187,10 @@ def cmd_predict(args) -> int:
         raise ZooError(f"run {trained.run_id} is a {trained.task} run, and the {trained.task} "
                        "pipeline offers no prediction")
     for text, prediction in zip(texts, predict(trained, texts)):
-        if args.json:
-            print(json.dumps({"text": text, **prediction}))
+        if args.json:  # strict JSON: NaN and infinities are null
+            print(json.dumps({"text": text, **prediction_record(prediction)}, allow_nan=False))
         else:
-            print(f"{prediction['label']}\t{prediction['probability']:.3f}")
+            print(prediction_line(prediction))
     return 0
 
 
@@ -485,7 +486,7 @@ def build_parser() -> Parser:
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.set_defaults(handler=cmd_generate)
 
-    p = commands.add_parser("predict", help="predict with a trained classifier or next-item model",
+    p = commands.add_parser("predict", help="predict with a trained run whose task offers predict",
                             description="Print the predicted label (or next item) and its "
                             "probability, one line per text.")
     p.add_argument("run_id", help="run id (or a unique prefix)")

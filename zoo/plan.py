@@ -11,6 +11,7 @@ from zoo import data as zoo_data
 from zoo.config import build_config, split_overrides
 from zoo.errors import ZooError
 from zoo.registry import ModelSpec, choose_task, get_zoo, resolve_model
+from zoo.tasks import tasks_for
 
 
 @dataclass
@@ -40,11 +41,12 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     tasks, loaded = zoo_data.tasks_of(ref, zoo), None
     if not tasks and ref.kind != "plugin":
         # A file, folder or Hub id the catalogue does not describe: load it to learn whether
-        # it has a label column (then it serves classification first).
+        # it has a label column (tasks that need one come first).
         loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column,
                                quiet=True)
         tasks = loaded.tasks
-    tasks = tasks or zoo_data.TASKS_SERVED["language-modeling"]
+    # A plugin dataset that declares no task: whatever tasks need only text.
+    tasks = tasks or tasks_for(None, {"text"}, zoo)
     chosen = choose_task(spec.architecture, tasks, task)
     if chosen not in zoo.pipelines:  # the same reason `zoo list --matrix` gives
         raise ZooError(f"no pipeline is registered for {chosen} ({spec.architecture.name} "

@@ -159,7 +159,7 @@ def comparison_bars(comparison: Comparison):
                               ha="center", va="bottom", fontsize="x-small")
         axes.set_xticks(range(len(groups)), groups)
         axes.set_xlabel(" / ".join(comparison.columns))
-        axes.set_ylabel(describe(metric, cells[0]["better"]))
+        axes.set_ylabel(describe(metric, cells[0]["better"], cells[0]["task"]))
         axes.set_title(f"{metric}: mean ± std over seeds (black edge: best in group)")
         axes.margins(y=0.15)
         axes.grid(True, axis="y", alpha=0.3)

@@ -23,6 +23,7 @@ import pluggy
 
 from zoo import hookspecs
 from zoo.errors import PluginError, UnknownNameError, ZooError
+from zoo.tasks import Task
 
 # The built-ins, registered exactly like third-party plugins, in this order. The only place
 # the core names them: it imports nothing else of them (tests/test_layering.py).
@@ -55,6 +56,7 @@ class Entry:
     description: str = ""
     config: Any = None  # "module:Dataclass", the dataclass itself, or None
     tasks: tuple[str, ...] = ()
+    task: Task | None = None  # a pipeline's declaration of the task it serves
 
     def load(self):
         """Import and return the target (the heavy code), on first use; a target that cannot
@@ -190,6 +192,10 @@ class Registry:
     def entries(self, pattern: str = "*") -> list[Entry]:
         return [self._entries[n] for n in self.names(pattern)]
 
+    def entries_in_order(self) -> list[Entry]:
+        """Every entry in the order it was registered (built-ins first)."""
+        return list(self._entries.values())
+
 
 def natural_key(text: str):
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
@@ -293,7 +299,7 @@ class Zoo:
 
 
 def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
-    def register(name, target, *, description="", config=None, tasks=()):
+    def register(name, target, *, description="", config=None, tasks=(), task=None):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
         if kind in ("architecture", "tokenizer") and "-" in name:
@@ -310,13 +316,22 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
                            f"string, not {type(config).__name__}")
         if not isinstance(tasks, (list, tuple)) or not all(isinstance(t, str) for t in tasks):
             raise ZooError(f"{kind} {name!r}: tasks must be a list of task names, like "
-                           f"('language-modeling',), not {tasks!r:.60}")
+                           f"('my-task',), not {tasks!r:.60}")
         if not isinstance(description, str):
             raise ZooError(f"{kind} {name!r}: description must be a string")
+        if kind == "pipeline":
+            if not isinstance(task, Task):
+                raise ZooError(f"pipeline {name!r}: task=zoo.Task(...) must declare the task it "
+                               f"serves (loss, metrics, primary metric), not {task!r:.60}")
+            if task.name != name:
+                raise ZooError(f"pipeline {name!r} declares task {task.name!r}; register it "
+                               f"under the task's name")
+        elif task is not None:
+            raise ZooError(f"{kind} {name!r}: only pipelines declare a task (use tasks=(...))")
         if any(e.name == name and e.kind == kind for e in staged):
             raise ZooError(f"{kind} name {name!r} registered twice by plugin {plugin_name!r}")
         staged.append(Entry(kind, name, target, plugin_name, description, config,
-                            tuple(tasks)))
+                            tuple(tasks), task))
 
     return register
 

@@ -52,8 +52,7 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     except ZooError as exc:
         raise ResumeRefused(f"cannot resume run {row['id']}: {exc}") from None
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
-                            label_column=provenance.get("label_column"), task=plan.task,
-                            quiet=quiet)
+                            label_column=provenance.get("label_column"), quiet=quiet)
     warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
     ckpt = checkpoint.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)
@@ -74,7 +73,7 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
               plan.seed, provenance.get("device", "auto"), run, quiet, resuming=True,
-              resume_from=ckpt, identity=current)
+              resume_from=ckpt, identity=current, declared_task=plan.pipeline.task)
     summary = {k: provenance[k] for k in ("run_id", "model", "architecture", "tokenizer",
                                           "dataset", "task", "seed")}
     return train_and_record(plan, pipeline, job, store, summary, provenance)
