@@ -44,8 +44,8 @@ def split_overrides(overrides: dict[str, Any], sections: dict[str, type | None])
             owners = [name for name, f in fields.items() if bare in f]
         if not owners:
             pool = fields[section] if section else {k for f in fields.values() for k in f}
-            raise UnknownNameError("config key", key, pool,
-                                   hint="valid keys: " + ", ".join(sorted(pool)))
+            raise UnknownNameError(f"{section} config key" if section else "config key",
+                                   bare, pool, hint="valid keys: " + ", ".join(sorted(pool)))
         if len(owners) > 1 and not all(is_shared(sections[o], bare) for o in owners):
             raise ZooError(f"config key {bare!r} is ambiguous; write one of "
                            + ", ".join(f"{o}.{bare}" for o in owners))
@@ -90,6 +90,13 @@ def coerce(value: Any, annotation: Any, key: str) -> Any:
             except ZooError as exc:
                 errors.append(str(exc))
         raise ZooError(errors[0] if errors else f"{key}: cannot be {value!r}")
+    if origin is list:  # "2,3" from --set, or a TOML list; each item checked as its type
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            raise ZooError(f"{key} must be a list (comma-separated on the command line), "
+                           f"not {value!r}")
+        return [coerce(item.strip() if isinstance(item, str) else item, args[0], key)
+                if args else item for item in items]
     if origin is typing.Literal:
         for choice in args:
             if str(choice) == str(value):

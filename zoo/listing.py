@@ -124,7 +124,8 @@ def describe_fields(cls, overrides: dict | None = None) -> list[str]:
             f.default_factory() if f.default_factory is not dataclasses.MISSING else "(required)")
         value = (overrides or {}).get(f.name, default)
         note = f"  (default {default!r})" if overrides and f.name in overrides else ""
-        kind = getattr(hints[f.name], "__name__", str(hints[f.name]).replace("typing.", ""))
+        hint = hints[f.name]
+        kind = hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
         lines.append(f"    {f.name:<16} {kind:<14} {value!r}{note}")
     return lines
 
@@ -187,12 +188,20 @@ def _show_dataset(zoo, name: str) -> str | None:
     if ref.kind == "hub":
         mirror = data.find_in_mirrors(ref.source, zoo)
         lines.append(f"  loads from: {mirror or 'the Hub (no mirror holds it)'}")
-    if ref.entry:
-        e = ref.entry
-        lines += [f"  {e.description}", f"  text column: {e.text_column or 'detected'}",
-                  f"  label column: {e.label_column or 'detected'}"]
-        if e.splits:
-            lines.append(f"  splits: {e.splits}")
+    plugin = ref.plugin_entry(zoo)
+    description = (ref.entry.description if ref.entry else "") or (plugin.description if plugin else "")
+    if description:
+        lines.append(f"  {description}")
+    if plugin is not None:
+        lines.append(f"  plugin: {plugin.name} ({plugin.plugin})")
+    lines += [f"  text column: {ref.column('text', zoo) or 'detected'}",
+              f"  label column: {ref.column('label', zoo) or 'detected'}"]
+    if ref.entry and ref.entry.splits:
+        lines.append(f"  splits: {ref.entry.splits}")
+    cls = data.config_class(ref, zoo)
+    if cls is not None:
+        lines.append("  dataset config (set with --set KEY=VALUE, or dataset.KEY=VALUE):")
+        lines += describe_fields(cls, data.catalogue_options(ref))
     return "\n".join(lines)
 
 
