@@ -31,7 +31,7 @@ _LAZY = {
     "dataset_key": "zoo.tokenizer",
     "compression": "zoo.tokenizer",
     "natural_key": "zoo.registry",
-    "attention": "zoo.engine",
+    "attention": "zoo.layers",
     "TrainConfig": "zoo.job",
     "Job": "zoo.job",
     "RunFolder": "zoo.job",
