@@ -16,7 +16,9 @@ def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
 
 
     if kind == "pipelines":  # one per task: the name is the task's
-        return [{"name": e.name, "description": e.description, "plugin": e.plugin}
+        return [{"name": e.name, "description": e.description, "plugin": e.plugin,
+                 "primary": e.task.primary,
+                 "better": e.task.metric(e.task.primary).better}
                 for e in zoo.pipelines.entries(pattern)]
     if kind in ("architectures", "tokenizers"):
         return [{"name": e.name, "description": e.description, "plugin": e.plugin,
@@ -80,6 +82,8 @@ def format_section(kind: str, items: list[dict]) -> str:
             extra = f" [{r['task']}; {r['source']}]"
         if kind == "architectures":
             extra = f" [{', '.join(r['tasks'])}]"
+        if kind == "pipelines":
+            extra = f" [primary {r['primary']}, {r['better']} is better]"
         lines.append(f"  {r['name']:<{width}}{r['description']}{extra}  ({r['plugin']})")
     return "\n".join(lines) + "\n"
 
