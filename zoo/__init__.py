@@ -1,9 +1,10 @@
 """zoo: a plugin-based model zoo for small transformer models.
 
-The public API, for plugin authors (``import zoo``; ``@zoo.hookimpl``) and for users
-(``zoo.runs()``, ``zoo.compare()``). Everything a plugin needs is exported here; the built-in
-plugins and pipelines import only these names. Names backed by heavier modules are imported
-on first use, so ``import zoo`` (and ``zoo list``) stays light and never imports torch.
+The public API. For plugin authors (``import zoo``; ``@zoo.hookimpl``): everything a plugin
+needs is exported here, and the built-in plugins and pipelines import only these names. For
+users, the Python API beside the command line (zoo.api): ``zoo.run``, ``zoo.load``,
+``zoo.sweep``, ``zoo.runs``, ``zoo.compare``. Names backed by heavier modules are imported on
+first use, so ``import zoo`` (and ``zoo list``) stays light and never imports torch.
 """
 from __future__ import annotations
 
@@ -17,6 +18,13 @@ __version__ = "0.1.0"
 
 # name -> module that defines it, imported on first access (PEP 562)
 _LAZY = {
+    # the user's Python API
+    "run": "zoo.api",
+    "load": "zoo.api",
+    "sweep": "zoo.api",
+    "runs": "zoo.api",
+    "compare": "zoo.api",
+    # the plugin API
     "TaskSpec": "zoo.model",
     "Model": "zoo.model",
     "IGNORE_INDEX": "zoo.model",
@@ -41,12 +49,7 @@ _LAZY = {
     "Trained": "zoo.trained",
 }
 
-__all__ = [
-    "hookimpl", "ZooError", "UnknownNameError",
-    "Task", "Metric", "Prediction",
-    *_LAZY,
-    "runs", "compare",
-]
+__all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction", *_LAZY]
 
 
 def __getattr__(name: str):
@@ -60,26 +63,3 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(__all__))
-
-
-def runs():
-    """All recorded runs as a pandas DataFrame (one column per metric)."""
-    from zoo.store import Store
-
-    with Store() as store:
-        return store.frame()
-
-
-def compare(*, metric=None, where=None, by=None, columns=None, baseline=None, evals=False,
-            status=("finished",), better=None, pool=False):
-    """The comparison table as a pandas DataFrame, one row per cell.
-
-    Columns: the row keys (default model) and column keys (default dataset), task, metric,
-    better, mean, std, n, best, setting, configs, runs; with ``baseline`` also diff, ci_low,
-    ci_high, df and significant. Options mean what `zoo compare`'s options mean.
-    """
-    from zoo.comparison import load_runs, summarize
-
-    return summarize(load_runs(), metric=metric, where=where, by=by, columns=columns,
-                     baseline=baseline, evals=evals, status=status, better=better,
-                     pool=pool).cells

@@ -355,7 +355,9 @@ def cmd_plot(args) -> int:
             raise ZooError(f"run {row['id']} has no training curve (no metrics.jsonl in "
                            f"{home() / row['id']})")
         runs.append({"label": label, "records": records})
-    save(training_curves(runs, args.metric, args.x), args.output)
+    tasks = {row["task"] for row in rows}  # units and validation metric: the task's declaration
+    save(training_curves(runs, args.metric, args.x, task=tasks.pop() if len(tasks) == 1 else None),
+         args.output)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 

@@ -21,7 +21,8 @@ import math
 from dataclasses import dataclass, field
 
 from zoo.errors import UnknownNameError, ZooError
-from zoo.tasks import get_task, metric_info, strip_split
+from zoo.registry import get_task
+from zoo.tasks import metric_info, strip_split
 
 SPLIT_PREFIXES = {"validation": ("val", "validation"), "test": ("test",), "train": ("train",)}
 STAT_COLUMNS = ("task", "metric", "better", "mean", "std", "n", "best", "setting", "configs", "runs")

@@ -14,7 +14,7 @@ from typing import Any
 from zoo.catalogue import DatasetEntry
 from zoo.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
-from zoo.tasks import tasks_for
+from zoo.registry import tasks_for
 
 TEXT_COLUMNS = ("text", "sentence", "content")
 LABEL_COLUMNS = ("label", "labels")
@@ -121,7 +121,7 @@ def resolve(name: str, zoo) -> DatasetRef:
 def tasks_of(ref: DatasetRef, zoo) -> tuple[str, ...]:
     """The tasks a dataset serves, known without loading it where the catalogue or its
     plugin says: the task it names first, then the registered tasks declared to use such
-    datasets (see ``zoo.tasks.tasks_for``)."""
+    datasets (see ``zoo.registry.tasks_for``)."""
     if ref.entry and ref.entry.task:
         return tasks_for(ref.entry.task, set(), zoo)
     if ref.entry and ref.entry.text_column and ref.kind != "plugin":  # columns named: no load needed

@@ -134,7 +134,7 @@ class Job:
         """The architecture built for ``spec`` (a ``zoo.TaskSpec``) on the run's device, as a
         ``zoo.Model`` that trains with the task's declared loss."""
         from zoo.engine import as_model, pick_device
-        from zoo.tasks import get_task
+        from zoo.registry import get_task
 
         task = self.declared_task or get_task(self.task)
         if task is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -58,6 +59,7 @@ class Entry:
     config: Any = None  # "module:Dataclass", the dataclass itself, or None
     tasks: tuple[str, ...] = ()
     task: Task | None = None  # a pipeline's declaration of the task it serves
+    origin: str = ""  # the plugin's identity (PluginInfo.identity): version or source hash
     columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
 
     def load(self):
@@ -212,6 +214,21 @@ class PluginInfo:
     location: str = ""  # module name, entry point value or file path
     hooks: list[str] = field(default_factory=list)
     error: str = ""
+    source_sha256: str = ""  # of its source files, for a plugin that no distribution versions
+
+    @property
+    def identity(self) -> str:
+        """What says which code this plugin is: its distribution's version, or for a local
+        module (no distribution) a hash of its source. Part of every run's config hash, so a
+        changed plugin never reuses an old run's results."""
+        if self.version:
+            return self.version
+        return f"sha256:{self.source_sha256}" if self.source_sha256 else "unknown"
+
+    def provenance(self) -> dict:
+        return {"distribution": self.distribution, "version": self.version,
+                **({"source_sha256": self.source_sha256} if self.source_sha256 else {}),
+                "source": self.source}
 
 
 class Zoo:
@@ -247,6 +264,8 @@ class Zoo:
     # -- loading ---------------------------------------------------------------------
     def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:
         """Register one plugin object and run its hooks; set it aside if anything fails."""
+        if not info.version and not info.source_sha256:
+            info.source_sha256 = source_hash(plugin)
         try:
             self.pm.register(plugin, name=info.name)
             try:
@@ -276,7 +295,7 @@ class Zoo:
             for impl in caller.get_hookimpls():
                 if impl.plugin is plugin:
                     stager = _command_stager if kind == "command" else _stager
-                    register = stager(kind, info.name, staged)
+                    register = stager(kind, info.name, staged, info.identity)
                     impl.function(**{arg: register for arg in impl.argnames})
         return staged
 
@@ -300,7 +319,27 @@ class Zoo:
         print(f"zoo: warning: {message}", file=sys.stderr)
 
 
-def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
+def source_hash(plugin) -> str:
+    """sha256 (16 hex digits) of a plugin's source: a module's file, every .py file of a
+    package, or the module that defines a plugin object; "" when there is no file to read."""
+    module = plugin if isinstance(plugin, type(sys)) else sys.modules.get(
+        getattr(plugin, "__module__", None) or type(plugin).__module__)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return ""
+    path = Path(path)
+    files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+    digest = hashlib.sha256()
+    for file in files:
+        try:
+            digest.update(file.relative_to(path.parent).as_posix().encode() + b"\0")
+            digest.update(file.read_bytes())
+        except OSError:
+            return ""
+    return digest.hexdigest()[:16]
+
+
+def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") -> Callable:
     def register(name, target, *, description="", config=None, tasks=(), task=None,
                  columns=None):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
@@ -342,12 +381,12 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
         if any(e.name == name and e.kind == kind for e in staged):
             raise ZooError(f"{kind} name {name!r} registered twice by plugin {plugin_name!r}")
         staged.append(Entry(kind, name, target, plugin_name, description, config,
-                            tuple(tasks), task, tuple((columns or {}).items())))
+                            tuple(tasks), task, origin, tuple((columns or {}).items())))
 
     return register
 
 
-def _command_stager(kind: str, plugin_name: str, staged: list) -> Callable:
+def _command_stager(kind: str, plugin_name: str, staged: list, origin: str = "") -> Callable:
     def register(name, handler, *, help="", description="", arguments=None):
         if not isinstance(name, str) or not COMMAND_PATTERN.match(name):
             raise ZooError(f"command name {name!r} must be lower-case letters, digits and '-', "
@@ -444,6 +483,37 @@ def _zoo_version() -> str:
     from zoo import __version__
 
     return __version__
+
+
+# -- task lookups: what pipelines declared (zoo.Task) ---------------------------------
+def registered_tasks(zoo=None) -> dict[str, Task]:
+    """Every registered task by name, in registration order."""
+    zoo = zoo or get_zoo()
+    return {entry.name: entry.task for entry in zoo.pipelines.entries_in_order()
+            if entry.task is not None}
+
+
+def get_task(name: str | None, zoo=None) -> Task | None:
+    """The declaration of a registered task; None for a task no plugin declares (a run
+    recorded by a plugin that is no longer installed)."""
+    if not name:
+        return None
+    return registered_tasks(zoo).get(name)
+
+
+def tasks_for(dataset_task: str | None, roles: set[str], zoo=None) -> tuple[str, ...]:
+    """The tasks a dataset serves, best first: the task it names (its catalogue entry's or
+    plugin's) and the tasks declared to use such datasets; or, when it names none, the tasks
+    whose column roles it has, the most specific (most roles) first."""
+    tasks = registered_tasks(zoo)
+    if dataset_task is not None:
+        usable = [t.name for t in tasks.values() if t.usable_with(dataset_task, roles)]
+        head = [dataset_task]
+        return tuple(head + [n for n in usable if n != dataset_task])
+    usable = [t for t in tasks.values() if t.usable_with(None, roles)]
+    usable.sort(key=lambda t: -len(t.columns))  # stable: registration order among equals
+    return tuple(t.name for t in usable)
+
 
 
 _current: Zoo | None = None

@@ -18,7 +18,7 @@ from zoo.errors import RunInterrupted, ZooError
 from zoo.files import save_error
 from zoo.job import Job, RunFolder, RunResult
 from zoo.plan import Plan, config_hash
-from zoo.provenance import git_commit, git_dirty, identity, versions
+from zoo.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
 from zoo.registry import get_zoo
 from zoo.store import Store, home
 
@@ -76,10 +76,11 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
                "dataset": plan.dataset_ref.name, "task": plan.task, "seed": plan.seed}
-    provenance = {**summary, "config_hash": config_hash(plan),
+    provenance = {**summary, "config_hash": config_hash(plan, zoo),
                   "configs": plan.config_values(),
                   "dataset_id": plan.dataset_ref.source, "dataset_location": dataset.location,
                   "dataset_fingerprint": dataset.fingerprint, "versions": versions(zoo, plan),
+                  "plugins": plugin_provenance(zoo, plan),
                   "git_commit": git_commit(), "git_dirty": git_dirty(), "device": device,
                   "text_column": dataset.text_column, "label_column": dataset.label_column,
                   **(extra or {})}

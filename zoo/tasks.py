@@ -162,38 +162,6 @@ def resolve(target, what: str):
     return obj
 
 
-def registered_tasks(zoo=None) -> dict[str, Task]:
-    """Every registered task by name, in registration order."""
-    if zoo is None:
-        from zoo.registry import get_zoo
-
-        zoo = get_zoo()
-    return {entry.name: entry.task for entry in zoo.pipelines.entries_in_order()
-            if entry.task is not None}
-
-
-def get_task(name: str | None, zoo=None) -> Task | None:
-    """The declaration of a registered task; None for a task no plugin declares (a run
-    recorded by a plugin that is no longer installed)."""
-    if not name:
-        return None
-    return registered_tasks(zoo).get(name)
-
-
-def tasks_for(dataset_task: str | None, roles: set[str], zoo=None) -> tuple[str, ...]:
-    """The tasks a dataset serves, best first: the task it names (its catalogue entry's or
-    plugin's) and the tasks declared to use such datasets; or, when it names none, the tasks
-    whose column roles it has, the most specific (most roles) first."""
-    tasks = registered_tasks(zoo)
-    if dataset_task is not None:
-        usable = [t.name for t in tasks.values() if t.usable_with(dataset_task, roles)]
-        head = [dataset_task]
-        return tuple(head + [n for n in usable if n != dataset_task])
-    usable = [t for t in tasks.values() if t.usable_with(None, roles)]
-    usable.sort(key=lambda t: -len(t.columns))  # stable: registration order among equals
-    return tuple(t.name for t in usable)
-
-
 @dataclass(frozen=True)
 class Prediction:
     """Base of the prediction types tasks declare (``Task.prediction``): a frozen dataclass

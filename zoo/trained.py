@@ -8,10 +8,9 @@ from typing import Any
 from zoo.config import build_config
 from zoo.errors import ZooError
 from zoo.job import RunFolder
-from zoo.registry import get_zoo
+from zoo.registry import get_task, get_zoo
 from zoo.safeload import load_tokenizer
 from zoo.store import Store, home
-from zoo.tasks import get_task
 
 
 @dataclass
