@@ -62,6 +62,27 @@ def is_shared(cls, name: str) -> bool:
     return any(f.name == name and f.metadata.get("shared") for f in dataclasses.fields(cls))
 
 
+# Checks for a config dataclass's __post_init__: a ValueError there is one exit-2 line.
+def check_positive(config, *names: str) -> None:
+    """Each named field is a positive number."""
+    for name in names:
+        if getattr(config, name) <= 0:
+            raise ValueError(f"{name} must be positive, got {getattr(config, name)}")
+
+
+def check_divisible(config, width: str, parts: str) -> None:
+    """Field `width` splits evenly into `parts` (attention heads, say)."""
+    if getattr(config, width) % getattr(config, parts):
+        raise ValueError(f"{width} ({getattr(config, width)}) must be divisible by {parts} "
+                         f"({getattr(config, parts)})")
+
+
+def check_probability(config, name: str = "dropout") -> None:
+    """Field `name` is a probability of dropping, in [0, 1)."""
+    if not 0 <= getattr(config, name) < 1:
+        raise ValueError(f"{name} must be in [0, 1), got {getattr(config, name)}")
+
+
 def build_config(cls, values: dict[str, Any]):
     """Dataclass defaults plus values; a config that cannot work is a ZooError."""
     if cls is None:
