@@ -103,35 +103,133 @@ def split_metrics(prefix: str, nll: float, count: int, text: str) -> dict:
             f"{prefix}_bpb": nll / LN2 / max(1, len(text.encode("utf-8")))}
 
 
-def generate(model, tokenizer, prompt: str, tokens: int, block: int, *, temperature: float = 0.8,
-             top_k: int | None = None, seed: int = 0):
-    """Yield pieces of text as they are sampled, one token at a time."""
-    rng = np.random.default_rng(seed)
-    # With no prompt, start after a newline (or <unk>, for tokenizers that drop whitespace).
-    ids = list(tokenizer.encode(prompt or "\n"))[-block:] or [tokenizer.unk_id]
-    shown = tokenizer.decode(ids)
-    for _ in range(tokens):
-        logits = model.logits(np.asarray([ids[-block:]], dtype=np.int64))[0, -1].astype(np.float64)
-        for special in (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id):
-            if special is not None:
-                logits[special] = -np.inf
-        if temperature <= 0:
-            next_id = int(np.argmax(logits))
-        else:
-            logits = logits / temperature
-            if top_k:
-                cutoff = np.sort(logits)[-min(top_k, len(logits))]
-                logits[logits < cutoff] = -np.inf
-            probs = np.exp(logits - logits.max())
-            probs /= probs.sum()
-            next_id = int(rng.choice(len(probs), p=probs))
-        ids.append(next_id)
+def context_after_slide(block: int) -> int:
+    """How many tokens a row keeps when its context is full: three quarters of the block.
+    With learned absolute positions a slid context must be recomputed from scratch, so it
+    slides by a quarter block at a time rather than one token (which would cost a whole
+    forward pass per token, as without a cache)."""
+    return max(1, block - block // 4)
+
+
+class Contexts:
+    """Each row's tokens, and where its context (the window the model sees) starts.
+
+    Cached and uncached generation share it, so both see the same windows and sample the
+    same text; the cache holds exactly the tokens of ``window(b)`` for every row."""
+
+    def __init__(self, rows: list[list[int]], block: int):
+        self.rows, self.block = rows, block
+        self.starts = [max(0, len(r) - block) for r in rows]
+
+    def window(self, b: int) -> list[int]:
+        return self.rows[b][self.starts[b]:]
+
+    def full(self) -> bool:
+        """True when a row cannot take another token without sliding."""
+        return any(len(r) - s >= self.block for r, s in zip(self.rows, self.starts))
+
+    def slide(self) -> None:
+        keep = context_after_slide(self.block)
+        self.starts = [max(s, len(r) - keep) for r, s in zip(self.rows, self.starts)]
+
+    def padded(self) -> tuple[np.ndarray, np.ndarray]:
+        """The windows left-padded into one array [B, T], and each row's padding [B]."""
+        windows = [self.window(b) for b in range(len(self.rows))]
+        width = max(len(w) for w in windows)
+        out = np.zeros((len(windows), width), dtype=np.int64)
+        pads = np.array([width - len(w) for w in windows], dtype=np.int64)
+        for b, w in enumerate(windows):
+            out[b, pads[b]:] = w
+        return out, pads
+
+
+def next_logits(model, contexts: Contexts, state, use_cache: bool):
+    """Logits [B, V] for each row's next token, and the cache to carry (None uncached)."""
+    if not use_cache:
+        return np.stack([model.logits(np.asarray([contexts.window(b)], dtype=np.int64))[0, -1]
+                         for b in range(len(contexts.rows))]), None
+    if state is None:
+        return model.start_decoding(*contexts.padded())
+    last = np.asarray([r[-1] for r in contexts.rows], dtype=np.int64)
+    return model.decode_step(last, state)
+
+
+def sample(logits: np.ndarray, tokenizer, temperature: float, top_k: int | None, rng) -> int:
+    logits = logits.astype(np.float64)
+    for special in (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id):
+        if special is not None:
+            logits[special] = -np.inf
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    logits = logits / temperature
+    if top_k:
+        cutoff = np.sort(logits)[-min(top_k, len(logits))]
+        logits[logits < cutoff] = -np.inf
+    probs = np.exp(logits - logits.max())
+    probs /= probs.sum()
+    return int(rng.choice(len(probs), p=probs))
+
+
+class TextStream:
+    """Turns one row's growing ids into the new text since the last call.
+
+    It decodes only the last few tokens (so each token costs the same however long the text
+    grows), with a few already shown ones in front, so that tokenizers whose decoding
+    depends on the neighbours (a leading space) still give the right text."""
+
+    LOOKBACK = 8
+
+    def __init__(self, tokenizer, ids: list[int]):
+        self.tokenizer, self.ids, self.shown = tokenizer, ids, len(ids)
+
+    def new_text(self) -> str:
+        head = self.ids[max(0, self.shown - self.LOOKBACK):self.shown]
+        text = self.tokenizer.decode(head + self.ids[self.shown:])
+        before = self.tokenizer.decode(head)
         # A byte-level token can end inside a multi-byte character, which decodes as U+FFFD
         # until the rest arrives: hold such a tail back rather than print it and stall.
-        text = tokenizer.decode(ids).rstrip(REPLACEMENT)
-        if text.startswith(shown):
-            yield text[len(shown):]
-            shown = text
+        if text.endswith(REPLACEMENT) or not text.startswith(before):
+            return ""
+        self.shown = len(self.ids)
+        return text[len(before):]
+
+
+def generate_batch(model, tokenizer, prompts: list[str], tokens: int, block: int, *,
+                   temperature: float = 0.8, top_k: int | None = None, seed: int = 0,
+                   cache: bool = True):
+    """Yield (row, text) pieces as they are sampled, one token per row at a time.
+
+    With ``cache`` (and a model that decodes incrementally) each token costs one position
+    of work; otherwise every token recomputes its whole context. Both see the same
+    contexts, so they sample the same text. A row's context is its last ``block`` tokens
+    at most; when one is full, every row keeps its last three quarters and continues."""
+    rng = np.random.default_rng(seed)
+    # With no prompt, start after a newline (or <unk>, for tokenizers that drop whitespace).
+    rows = [list(ids) or [tokenizer.unk_id] for ids in
+            tokenizer.encode_batch([p or "\n" for p in prompts])]
+    contexts = Contexts(rows, block)
+    streams = [TextStream(tokenizer, row) for row in rows]
+    use_cache = cache and bool(getattr(model, "decodes_incrementally", False))
+    state = None
+    for _ in range(tokens):
+        if contexts.full():
+            contexts.slide()
+            state = None  # positions changed: the cache is recomputed for the slid window
+        logits, state = next_logits(model, contexts, state, use_cache)
+        for b, row in enumerate(rows):
+            row.append(sample(logits[b], tokenizer, temperature, top_k, rng))
+        for b, stream in enumerate(streams):
+            piece = stream.new_text()
+            if piece:
+                yield b, piece
+
+
+def generate(model, tokenizer, prompt: str, tokens: int, block: int, *, temperature: float = 0.8,
+             top_k: int | None = None, seed: int = 0, cache: bool = True):
+    """Yield pieces of text as they are sampled, one token at a time (one prompt)."""
+    for _, piece in generate_batch(model, tokenizer, [prompt], tokens, block,
+                                   temperature=temperature, top_k=top_k, seed=seed, cache=cache):
+        yield piece
 
 
 def run(job: Job) -> dict:

@@ -214,6 +214,25 @@ class TorchModel:
             out = self.module(self._tensor(inputs), self._mask(mask))
         return out.float().cpu().numpy()
 
+    @property
+    def decodes_incrementally(self) -> bool:
+        """Whether the module has a key/value-cached ``decode`` (zoo.model.Model)."""
+        return callable(getattr(self.module, "decode", None))
+
+    @torch.no_grad()
+    def start_decoding(self, inputs, pads=None):
+        self.module.eval()
+        pads = None if pads is None else self._tensor(pads).long()
+        with self._autocast():
+            logits, cache = self.module.decode(self._tensor(inputs), None, pads)
+        return logits.float().cpu().numpy(), cache
+
+    @torch.no_grad()
+    def decode_step(self, next_ids, cache):
+        with self._autocast():
+            logits, cache = self.module.decode(self._tensor(next_ids).reshape(-1, 1), cache)
+        return logits.float().cpu().numpy(), cache
+
     def state_dict(self) -> dict[str, np.ndarray]:
         """Weights as NumPy arrays; a tied weight is kept once, under its first name."""
         seen, state = set(), {}

@@ -10,6 +10,12 @@
 qkv rows are [q; k; v], heads split C into n_head slices of C // n_head. GELU is the tanh
 approximation, or the exact form with config.gelu = "exact"; LayerNorm eps is 1e-5. Biases
 are absent when config.bias is false.
+
+Incremental decoding (``Decoder.decode``) keeps each layer's keys and values in a
+``KVCache``, so a generated token costs one position's work instead of the whole context's.
+Rows may be left-padded (prompts of different lengths in one batch): padding is masked out
+of attention and each row's positions count from its first real token, so a padded row's
+logits equal those of the same row alone.
 """
 from __future__ import annotations
 
@@ -21,6 +27,21 @@ import torch.nn.functional as F
 
 from zoo.engine import attention
 from zoo.model import TaskSpec
+
+
+class KVCache:
+    """Keys and values of every layer for the positions decoded so far.
+
+    k[i], v[i]: [B, heads, block_size, head_dim], filled up to ``length``; ``pads`` [B]
+    counts each row's leading padding positions."""
+
+    def __init__(self, cfg, pads: torch.Tensor, dtype, device):
+        B, H = pads.shape[0], cfg.n_head
+        shape = (B, H, cfg.block_size, cfg.n_embd // H)
+        self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(cfg.n_layer)]
+        self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(cfg.n_layer)]
+        self.pads = pads
+        self.length = 0
 
 
 class CausalSelfAttention(nn.Module):
@@ -100,6 +121,54 @@ class Decoder(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.ln_f(x)
+
+    def decode(self, input_ids, cache: KVCache | None = None, pads=None):
+        """Logits [B, V] after the last of ``input_ids`` [B, t], given the positions in
+        ``cache`` before them (a new cache when None, with ``pads`` [B] leading padding
+        positions per row); returns them with the updated cache."""
+        B, t = input_ids.shape
+        if cache is None:
+            pads = torch.zeros(B, dtype=torch.long, device=input_ids.device) if pads is None else pads
+            cache = KVCache(self.cfg, pads, self.tok_emb.weight.dtype, input_ids.device)
+        start, end = cache.length, cache.length + t
+        if end > self.cfg.block_size:
+            raise ValueError(f"sequence of {end} tokens exceeds block_size {self.cfg.block_size}")
+        # Positions count from each row's first real token; padding positions clamp to 0.
+        pos = (torch.arange(start, end, device=input_ids.device)[None, :]
+               - cache.pads[:, None]).clamp(min=0)  # [B, t]
+        x = self.tok_emb(input_ids) + self.pos_emb(pos)
+        mask = self._decode_mask(cache.pads, start, end)
+        for i, block in enumerate(self.blocks):
+            x = x + self._cached_attention(block.attn, block.ln1(x), cache, i, mask)
+            x = x + block.mlp(block.ln2(x))
+        cache.length = end
+        h = self.ln_f(x[:, -1])  # [B, C]
+        return self.lm_head(h), cache
+
+    @staticmethod
+    def _decode_mask(pads, start: int, end: int):
+        """[B, 1, t, end] True where a new position may attend: real keys, not in its
+        future. None when nothing is masked (one new position, no padding)."""
+        if end - start == 1 and not bool(pads.any()):
+            return None
+        keys = torch.arange(end, device=pads.device)
+        queries = torch.arange(start, end, device=pads.device)
+        causal = keys[None, :] <= queries[:, None]  # [t, end]
+        real = keys[None, None, :] >= pads[:, None, None]  # [B, 1, end]
+        # A padding query sees itself, so no row is wholly masked (that would give NaN).
+        itself = keys[None, :] == queries[:, None]
+        return ((causal & real) | itself)[:, None]
+
+    def _cached_attention(self, attn, x, cache: KVCache, layer: int, mask):
+        B, t, C = x.shape
+        H = self.cfg.n_head
+        q, k, v = attn.qkv(x).split(C, dim=2)
+        q, k, v = (z.view(B, t, H, C // H).transpose(1, 2) for z in (q, k, v))  # [B, H, t, D]
+        start, end = cache.length, cache.length + t
+        cache.k[layer][:, :, start:end] = k
+        cache.v[layer][:, :, start:end] = v
+        y = attention(q, cache.k[layer][:, :, :end], cache.v[layer][:, :, :end], attn_mask=mask)
+        return attn.proj(y.transpose(1, 2).reshape(B, t, C))
 
     def forward(self, input_ids, attention_mask=None):
         h = self.hidden(input_ids)
