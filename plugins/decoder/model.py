@@ -41,7 +41,21 @@ class KVCache:
         self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(cfg.n_layer)]
         self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(cfg.n_layer)]
         self.pads = pads
+        self.padded = bool(pads.any())
         self.length = 0
+
+    def mask(self, start: int, end: int):
+        """[B, 1, t, end] True where a new position may attend: real keys, not in its
+        future. None when nothing is masked (one new position, no padding)."""
+        if end - start == 1 and not self.padded:
+            return None
+        keys = torch.arange(end, device=self.pads.device)
+        queries = torch.arange(start, end, device=self.pads.device)
+        causal = keys[None, :] <= queries[:, None]  # [t, end]
+        real = keys[None, None, :] >= self.pads[:, None, None]  # [B, 1, end]
+        # A padding query sees itself, so no row is wholly masked (that would give NaN).
+        itself = keys[None, :] == queries[:, None]
+        return ((causal & real) | itself)[:, None]
 
 
 class CausalSelfAttention(nn.Module):
@@ -125,50 +139,49 @@ class Decoder(nn.Module):
     def decode(self, input_ids, cache: KVCache | None = None, pads=None):
         """Logits [B, V] after the last of ``input_ids`` [B, t], given the positions in
         ``cache`` before them (a new cache when None, with ``pads`` [B] leading padding
-        positions per row); returns them with the updated cache."""
+        positions per row); returns them with the updated cache.
+
+        The same computation as ``forward``, in functional calls on the weights gathered
+        once per cache: at one position per step, module calls and attribute lookups
+        would cost as much as the arithmetic."""
         B, t = input_ids.shape
+        cfg = self.cfg
         if cache is None:
             pads = torch.zeros(B, dtype=torch.long, device=input_ids.device) if pads is None else pads
-            cache = KVCache(self.cfg, pads, self.tok_emb.weight.dtype, input_ids.device)
+            cache = KVCache(cfg, pads, self.tok_emb.weight.dtype, input_ids.device)
+            cache.weights = self._decode_weights()
         start, end = cache.length, cache.length + t
-        if end > self.cfg.block_size:
-            raise ValueError(f"sequence of {end} tokens exceeds block_size {self.cfg.block_size}")
-        # Positions count from each row's first real token; padding positions clamp to 0.
-        pos = (torch.arange(start, end, device=input_ids.device)[None, :]
-               - cache.pads[:, None]).clamp(min=0)  # [B, t]
-        x = self.tok_emb(input_ids) + self.pos_emb(pos)
-        mask = self._decode_mask(cache.pads, start, end)
-        for i, block in enumerate(self.blocks):
-            x = x + self._cached_attention(block.attn, block.ln1(x), cache, i, mask)
-            x = x + block.mlp(block.ln2(x))
+        if end > cfg.block_size:
+            raise ValueError(f"sequence of {end} tokens exceeds block_size {cfg.block_size}")
+        tok_emb, pos_emb, layers, ln_f, lm_head = cache.weights
+        if cache.padded:  # positions count from each row's first real token (pads clamp to 0)
+            pos = torch.arange(start, end, device=input_ids.device)[None, :] - cache.pads[:, None]
+            x = F.embedding(input_ids, tok_emb) + F.embedding(pos.clamp(min=0), pos_emb)
+        else:
+            x = F.embedding(input_ids, tok_emb) + pos_emb[start:end]  # [B, t, C]
+        mask = cache.mask(start, end)
+        C, H = cfg.n_embd, cfg.n_head
+        for i, (ln1, qkv, proj, ln2, fc, fc_proj, approximate) in enumerate(layers):
+            h = F.layer_norm(x, (C,), *ln1)
+            q, k, v = F.linear(h, *qkv).view(B, t, 3, H, C // H).transpose(1, 3).unbind(2)
+            cache.k[i][:, :, start:end] = k  # [B, H, t, D]
+            cache.v[i][:, :, start:end] = v
+            y = attention(q, cache.k[i][:, :, :end], cache.v[i][:, :, :end], attn_mask=mask)
+            x = x + F.linear(y.transpose(1, 2).reshape(B, t, C), *proj)
+            h = F.gelu(F.linear(F.layer_norm(x, (C,), *ln2), *fc), approximate=approximate)
+            x = x + F.linear(h, *fc_proj)
         cache.length = end
-        h = self.ln_f(x[:, -1])  # [B, C]
-        return self.lm_head(h), cache
+        h = F.layer_norm(x[:, -1], (C,), *ln_f)  # [B, C]
+        return F.linear(h, lm_head), cache
 
-    @staticmethod
-    def _decode_mask(pads, start: int, end: int):
-        """[B, 1, t, end] True where a new position may attend: real keys, not in its
-        future. None when nothing is masked (one new position, no padding)."""
-        if end - start == 1 and not bool(pads.any()):
-            return None
-        keys = torch.arange(end, device=pads.device)
-        queries = torch.arange(start, end, device=pads.device)
-        causal = keys[None, :] <= queries[:, None]  # [t, end]
-        real = keys[None, None, :] >= pads[:, None, None]  # [B, 1, end]
-        # A padding query sees itself, so no row is wholly masked (that would give NaN).
-        itself = keys[None, :] == queries[:, None]
-        return ((causal & real) | itself)[:, None]
+    def _decode_weights(self):
+        def pair(module):
+            return module.weight, module.bias
 
-    def _cached_attention(self, attn, x, cache: KVCache, layer: int, mask):
-        B, t, C = x.shape
-        H = self.cfg.n_head
-        q, k, v = attn.qkv(x).split(C, dim=2)
-        q, k, v = (z.view(B, t, H, C // H).transpose(1, 2) for z in (q, k, v))  # [B, H, t, D]
-        start, end = cache.length, cache.length + t
-        cache.k[layer][:, :, start:end] = k
-        cache.v[layer][:, :, start:end] = v
-        y = attention(q, cache.k[layer][:, :, :end], cache.v[layer][:, :, :end], attn_mask=mask)
-        return attn.proj(y.transpose(1, 2).reshape(B, t, C))
+        layers = [(pair(b.ln1), pair(b.attn.qkv), pair(b.attn.proj), pair(b.ln2),
+                   pair(b.mlp.fc), pair(b.mlp.proj), b.mlp.approximate) for b in self.blocks]
+        return (self.tok_emb.weight, self.pos_emb.weight, layers, pair(self.ln_f),
+                self.lm_head.weight)
 
     def forward(self, input_ids, attention_mask=None):
         h = self.hidden(input_ids)
