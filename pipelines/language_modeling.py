@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,8 @@ from zoo.errors import ZooError
 from zoo.job import Job, TrainConfig
 from zoo import trainer
 from zoo.model import TaskSpec
-from zoo.tokenizer import compression, dataset_key, train_cached
+from zoo.tokenized import column_of, join_rows, split_ids, split_size, text_batches
+from zoo.tokenizer import dataset_key, train_cached
 from zoo.trainer import Batch
 
 LN2 = math.log(2)
@@ -33,31 +35,48 @@ class LanguageModelingConfig(TrainConfig):
     temperature: float = 0.8
     top_k: int | None = None
     eval_batch_size: int = 64
+    # The final evaluation scores every token of validation and test up to this many per
+    # split (every catalogue dataset stays whole); beyond it, evenly spaced windows of it.
+    eval_tokens: int = 250_000
 
     def __post_init__(self):
         super().__post_init__()
-        if self.eval_batch_size <= 0:
-            raise ValueError(f"eval_batch_size must be positive, got {self.eval_batch_size}")
+        for name in ("eval_batch_size", "eval_tokens"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         for name in ("samples", "sample_tokens"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
 
 
 def split_text(dataset, role: str) -> str:
-    """All rows of a split's text column, joined by newlines."""
-    split = dataset.split(role)
-    texts = split[dataset.text_column]
-    if any(t is None for t in texts):
-        raise ZooError(f"Dataset {dataset.ref.name!r} split {role!r} has empty (None) rows "
-                       f"in column {dataset.text_column!r}")
-    return "\n".join(texts)
+    """A split's text: its rows, each followed by a newline (joined by Arrow)."""
+    return join_rows(column_of(dataset.split(role), dataset.text_column))
 
 
 def encode(tokenizer, text: str) -> np.ndarray:
-    # Lines encode in parallel batches; the newline stays at the end of its line.
-    lines = text.splitlines(keepends=True)
-    ids = tokenizer.encode_batch(lines)
-    return np.fromiter((i for line in ids for i in line), dtype=np.int64)
+    """A text as one array of ids (lines encoded as a batch)."""
+    return tokenizer.encode_text(text)
+
+
+@dataclass
+class SplitTokens:
+    """A split's token ids (memory-mapped, compact dtype) and the size of its text."""
+
+    ids: np.ndarray
+    chars: int
+    bytes: int
+
+    @classmethod
+    def from_text(cls, tokenizer, text: str) -> "SplitTokens":
+        return cls(encode(tokenizer, text), len(text), len(text.encode("utf-8")))
+
+
+def split_tokens(dataset, role: str, tokenizer, say=None) -> SplitTokens:
+    """Tokenized through the cached, batched ``Dataset.map`` of zoo.tokenized."""
+    split = dataset.split(role)
+    chars, size = split_size(split, dataset.text_column)
+    return SplitTokens(split_ids(split, dataset.text_column, tokenizer, say=say), chars, size)
 
 
 def random_batch(ids: np.ndarray, batch: int, block: int, rng: np.random.Generator):
@@ -65,7 +84,7 @@ def random_batch(ids: np.ndarray, batch: int, block: int, rng: np.random.Generat
     45 us per reference batch; a torch-side gather measured slower)."""
     starts = rng.integers(0, len(ids) - block - 1, size=batch)
     index = starts[:, None] + np.arange(block + 1)[None, :]  # [B, block + 1]
-    windows = ids[index]
+    windows = ids[index].astype(np.int64)  # from the compact dtype the ids are kept in
     return windows[:, :-1], windows[:, 1:]
 
 
@@ -80,27 +99,44 @@ def windows(ids: np.ndarray, block: int):
     return inputs, targets, tail
 
 
-def evaluate(model, ids: np.ndarray, block: int, batch: int) -> tuple[float, int]:
-    """Summed NLL (nats) over every token of a split, in consecutive windows."""
+def evaluate(model, ids: np.ndarray, block: int, batch: int,
+             budget: int | None = None) -> tuple[float, int]:
+    """Summed NLL (nats) over every token of a split, in consecutive windows; with more
+    than ``budget`` tokens, over evenly spaced windows holding about ``budget`` of them."""
     if len(ids) < 2:
         raise ZooError("a split needs at least 2 tokens to evaluate")
     inputs, targets, tail = windows(ids, block)
+    if budget is not None and len(ids) - 1 > budget:
+        chosen = np.unique(np.linspace(0, len(inputs) - 1, max(1, budget // block)).astype(np.int64))
+        inputs, targets, tail = inputs[chosen], targets[chosen], None
     total, count = 0.0, 0
     for b in range(0, len(inputs), batch):
-        nll, n = model.loss_sum(inputs[b:b + batch], targets[b:b + batch])
+        nll, n = model.loss_sum(inputs[b:b + batch].astype(np.int64),
+                                targets[b:b + batch].astype(np.int64))
         total, count = total + nll, count + n
     if tail is not None:
-        nll, n = model.loss_sum(tail[0][None, :], tail[1][None, :])
+        nll, n = model.loss_sum(tail[0][None, :].astype(np.int64), tail[1][None, :].astype(np.int64))
         total, count = total + nll, count + n
     return total, count
 
 
-def split_metrics(prefix: str, nll: float, count: int, text: str) -> dict:
+def split_metrics(prefix: str, nll: float, count: int, tokens: SplitTokens) -> dict:
+    """Per token, and per character and byte of the text scored (in proportion, when only
+    part of the split was)."""
     loss = nll / count
+    scored = count / max(1, len(tokens.ids) - 1)
     return {f"{prefix}_loss": loss,
             f"{prefix}_ppl": math.exp(min(loss, 700)),
-            f"{prefix}_bpc": nll / LN2 / max(1, len(text)),
-            f"{prefix}_bpb": nll / LN2 / max(1, len(text.encode("utf-8")))}
+            f"{prefix}_bpc": nll / LN2 / max(1, tokens.chars * scored),
+            f"{prefix}_bpb": nll / LN2 / max(1, tokens.bytes * scored)}
+
+
+def score_split(model, tokens: SplitTokens, block: int, cfg, name: str, say) -> tuple[float, int]:
+    nll, count = evaluate(model, tokens.ids, block, cfg.eval_batch_size, cfg.eval_tokens)
+    if count < len(tokens.ids) - 1:
+        say(f"{name}: scored {count:,} of {len(tokens.ids) - 1:,} tokens in evenly spaced "
+            f"windows (eval_tokens={cfg.eval_tokens:,})")
+    return nll, count
 
 
 def context_after_slide(block: int) -> int:
@@ -238,14 +274,16 @@ def run(job: Job) -> dict:
 
     cfg: LanguageModelingConfig = job.train_config
     block = job.model_config.block_size
-    texts = {role: split_text(job.dataset, role) for role in ("train", "validation", "test")}
     tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
     if tokenizer is None:
+        column = job.dataset.text_column
         tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
-                                 lambda: job.dataset.split("train")[job.dataset.text_column],
+                                 lambda: text_batches(job.dataset.split("train"), column),
                                  dataset_key(job.dataset, "train"), say=job.say)
         tokenizer.save(job.run.file("tokenizer.json"))
-    ids = {role: encode(tokenizer, text) for role, text in texts.items()}
+    splits = {role: split_tokens(job.dataset, role, tokenizer, say=job.say)
+              for role in ("train", "validation", "test")}
+    ids = {role: tokens.ids for role, tokens in splits.items()}
     for role, array in ids.items():
         if len(array) <= block + 1:
             raise ZooError(f"split {role!r} has {len(array)} tokens; it needs more than "
@@ -269,10 +307,11 @@ def run(job: Job) -> dict:
     metrics = {"steps": result.steps, "train_loss": result.train_loss,
                "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
     for role, prefix in (("validation", "val"), ("test", "test")):
-        nll, count = evaluate(model, ids[role], block, cfg.eval_batch_size)
-        metrics.update(split_metrics(prefix, nll, count, texts[role]))
+        nll, count = score_split(model, splits[role], block, cfg, role, job.say)
+        metrics.update(split_metrics(prefix, nll, count, splits[role]))
     # The tokenizer's own figures: vocabulary size and characters per token on validation.
-    metrics.update(compression(tokenizer, [texts["validation"]], [ids["validation"]]))
+    metrics.update({"vocab_size": tokenizer.vocab_size,
+                    "chars_per_token": splits["validation"].chars / max(1, len(ids["validation"]))})
     job.run.save_weights(model.state_dict())
 
     samples = ["".join(generate(model, tokenizer, "", cfg.sample_tokens, block,
@@ -300,19 +339,21 @@ def evaluate_trained(trained, dataset, split: str = "test") -> dict:
     token, bpc and bpb per character and byte, and the fraction of tokens that are <unk>
     (characters the tokenizer never saw in training, which the model cannot predict).
     """
-    text = split_text(dataset, split)
-    ids = encode(trained.tokenizer, text)
+    tokens = split_tokens(dataset, split, trained.tokenizer)
+    ids = tokens.ids
     if len(ids) < 2:
         raise ZooError(f"split {split!r} of {dataset.ref.name!r} has fewer than 2 tokens")
     train_config = (trained.config.get("configs") or {}).get("train") or {}
-    batch = int(train_config.get("eval_batch_size") or LanguageModelingConfig.eval_batch_size)
-    nll, count = evaluate(trained.model, ids, trained.block_size, batch)
+    cfg = LanguageModelingConfig(**{k: train_config[k] for k in ("eval_batch_size", "eval_tokens")
+                                    if train_config.get(k)})
+    nll, count = score_split(trained.model, tokens, trained.block_size, cfg, split,
+                             lambda message: print(message, file=sys.stderr))
     metrics = {key.removeprefix("eval_"): value
-               for key, value in split_metrics("eval", nll, count, text).items()}
+               for key, value in split_metrics("eval", nll, count, tokens).items()}
     unk = trained.tokenizer.unk_id
     metrics["unk_rate"] = float(np.mean(ids == unk)) if unk is not None else 0.0
-    metrics["tokens"] = int(len(ids))
-    metrics["characters"] = len(text)
+    metrics["tokens"] = int(count)
+    metrics["characters"] = tokens.chars
     return metrics
 
 
