@@ -357,9 +357,25 @@ def evaluate_trained(trained, dataset, split: str = "test") -> dict:
     return metrics
 
 
+def generate_trained(trained, prompt: str | list[str], tokens: int = 300, *,
+                     temperature: float = 0.8, top_k: int | None = None, seed: int = 0,
+                     cache: bool = True):
+    """Stream text from a trained run (`zoo generate`), continuing `prompt`: pieces of text;
+    or, given a list of prompts (sampled as one batch), (row, piece) pairs. ``cache=False``
+    recomputes the whole context for every token."""
+    options = dict(temperature=temperature, top_k=top_k, seed=seed, cache=cache)
+    if isinstance(prompt, str):
+        return generate(trained.model, trained.tokenizer, prompt, tokens, trained.block_size,
+                        **options)
+    return generate_batch(trained.model, trained.tokenizer, list(prompt), tokens,
+                          trained.block_size, **options)
+
+
 class LanguageModeling:
-    """The pipeline object registered for the task: run, and evaluate a trained run."""
+    """The pipeline object registered for the task: run, and evaluate a trained run or
+    generate text with it."""
 
     config = LanguageModelingConfig
     run = staticmethod(run)
     evaluate = staticmethod(evaluate_trained)
+    generate = staticmethod(generate_trained)
