@@ -8,8 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-import numpy as np
-
 from zoo.hookspecs import hookimpl
 from zoo.tokenizer import SPECIAL_TOKENS, UNK, TokenizersTokenizer
 
@@ -19,9 +17,11 @@ class CharConfig:
     lowercase: bool = False  # fold case before building the vocabulary and encoding
 
 
-def codepoints(text: str) -> np.ndarray:
+def codepoints(text: str) -> "np.ndarray":
     """The text's characters as an array of Unicode code points, with no per-character
     Python step."""
+    import numpy as np  # here, not at the top: the plugin is imported by `zoo list`
+
     return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
 
 
@@ -37,9 +37,11 @@ class CharTokenizer(TokenizersTokenizer):
         self._table = None if self._ids is None else self._lookup_table(self._ids, self._unk)
 
     @staticmethod
-    def _lookup_table(vocab: dict[str, int], unk: int) -> np.ndarray:
+    def _lookup_table(vocab: dict[str, int], unk: int) -> "np.ndarray":
         """ids by code point, up to the largest in the vocabulary; the last slot is <unk>
         for every code point beyond it."""
+        import numpy as np
+
         chars = {ord(token): i for token, i in vocab.items() if len(token) == 1}
         table = np.full(max(chars, default=0) + 2, unk, dtype=np.int64)
         table[list(chars)] = list(chars.values())
@@ -56,7 +58,9 @@ class CharTokenizer(TokenizersTokenizer):
             return super().encode_batch(texts)
         return [self.encode(t) for t in texts]
 
-    def encode_text(self, text: str) -> np.ndarray:
+    def encode_text(self, text: str) -> "np.ndarray":
+        import numpy as np
+
         if self._table is None:
             return super().encode_text(text)
         table = self._table
@@ -64,6 +68,7 @@ class CharTokenizer(TokenizersTokenizer):
 
     @classmethod
     def train(cls, texts: Iterable[str], config: CharConfig | None = None) -> "CharTokenizer":
+        import numpy as np
         from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers
         from tokenizers.models import WordLevel
 

@@ -50,8 +50,6 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Sequence
 
-import numpy as np
-
 PAD, UNK, CLS = "<pad>", "<unk>", "<cls>"
 SPECIAL_TOKENS = (PAD, UNK, CLS)
 CACHE_FORMAT = 1  # bump when what a cache entry holds changes
@@ -81,9 +79,11 @@ class Tokenizer(ABC):
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
         return [self.decode(ids) for ids in batch]
 
-    def encode_text(self, text: str) -> np.ndarray:
+    def encode_text(self, text: str) -> "np.ndarray":
         """A long text (many lines) as one array of ids. Lines are encoded as one batch,
         each keeping its newline at its end; tokenizers with a faster way override this."""
+        import numpy as np  # not on the path of `zoo list`
+
         ids = self.encode_batch(text.splitlines(keepends=True))
         return np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64)
 
