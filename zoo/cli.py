@@ -154,8 +154,9 @@ def cmd_generate(args) -> int:
         raise ZooError(f"run {trained.run_id} is a {trained.task} run, and the {trained.task} "
                        "pipeline offers no generation")
     prompts = args.prompt or [""]
-    options = dict(temperature=args.temperature, top_k=args.top_k, seed=args.seed,
-                   cache=not args.no_cache)
+    options = dict(temperature=args.temperature, top_k=args.top_k, seed=args.seed)
+    if args.no_cache:  # only then: a pipeline's generate need not know the option
+        options["cache"] = False
     if len(prompts) == 1:  # one text: print it as it comes
         sys.stdout.write(prompts[0])
         for piece in generate(trained, prompts[0], args.tokens, **options):
