@@ -13,9 +13,10 @@ step's time goes.
     OMP_NUM_THREADS=1 python benchmarks/bench_nanogpt.py --nanogpt /tmp/nanoGPT
     NANOGPT_DIR=/tmp/nanoGPT python benchmarks/bench_nanogpt.py --rounds 5 --steps 80
 
-nanoGPT's data comes from zoo's mirror of Tiny Shakespeare, written as its prepare.py
-writes it (train.bin and val.bin of uint16 character ids, 90% / 10%, and meta.pkl) into a
-temporary folder next to copies of train.py, model.py and configurator.py. Both sides run
+nanoGPT's data is made by its own data/shakespeare_char/prepare.py (train.bin and val.bin
+of uint16 character ids, 90% / 10%, and meta.pkl) from zoo's mirror of Tiny Shakespeare,
+written as the input.txt it would otherwise download, in a temporary folder next to copies
+of train.py, model.py and configurator.py. Both sides run
 with the threads OMP_NUM_THREADS gives them (set it to 1 on a shared machine). nanoGPT's
 per-iteration time is the one it prints (`time ...ms`, batch fetching included); zoo's is
 measured around the same work (batch sampling and the optimizer step).
@@ -25,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pickle
 import re
 import shutil
 import statistics
@@ -47,6 +47,7 @@ NANOGPT_ARGS = ["config/train_shakespeare_char.py", "--device=cpu", "--compile=F
                 "--block_size=64", "--batch_size=12", "--n_layer=4", "--n_head=4",
                 "--n_embd=128", "--lr_decay_iters=2000", "--dropout=0.0"]
 NANOGPT_FILES = ("train.py", "model.py", "configurator.py", "config/train_shakespeare_char.py")
+PREPARE = "data/shakespeare_char/prepare.py"
 ITERATION = re.compile(r"^iter (\d+): loss [\d.]+, time ([\d.]+)ms")
 PRESET = "decoder-char-nanogpt"
 
@@ -64,23 +65,15 @@ def shakespeare_text() -> str:
 
 
 def prepare_nanogpt(checkout: Path, work: Path) -> None:
-    """nanoGPT's files and its shakespeare_char data (as its prepare.py lays them out)."""
-    import numpy as np
-
-    for name in NANOGPT_FILES:
+    """nanoGPT's files, and its shakespeare_char data made by its own prepare.py from the
+    mirror's text (given as the input.txt it would otherwise download)."""
+    for name in (*NANOGPT_FILES, PREPARE):
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(checkout / name, work / name)
-    text = shakespeare_text()
-    chars = sorted(set(text))
-    stoi = {c: i for i, c in enumerate(chars)}
-    ids = np.array([stoi[c] for c in text], dtype=np.uint16)
-    folder = work / "data" / "shakespeare_char"
-    folder.mkdir(parents=True, exist_ok=True)
-    cut = int(len(ids) * 0.9)
-    ids[:cut].tofile(folder / "train.bin")
-    ids[cut:].tofile(folder / "val.bin")
-    with open(folder / "meta.pkl", "wb") as f:
-        pickle.dump({"vocab_size": len(chars), "itos": dict(enumerate(chars)), "stoi": stoi}, f)
+    (work / PREPARE).with_name("input.txt").write_text(shakespeare_text(), encoding="utf-8")
+    out = subprocess.run([sys.executable, PREPARE], cwd=work, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"nanoGPT's prepare.py failed:\n{out.stderr[-2000:]}")
 
 
 def run_nanogpt(work: Path, steps: int, warmup: int) -> list[float]:

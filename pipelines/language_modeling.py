@@ -50,7 +50,7 @@ class LanguageModelingConfig(TrainConfig):
 
 
 def split_text(dataset, role: str) -> str:
-    """A split's text: its rows, each followed by a newline (joined by Arrow)."""
+    """A split's text: its rows joined by newlines (by Arrow)."""
     return join_rows(column_of(dataset.split(role), dataset.text_column))
 
 
@@ -352,7 +352,8 @@ def evaluate_trained(trained, dataset, split: str = "test") -> dict:
                for key, value in split_metrics("eval", nll, count, tokens).items()}
     unk = trained.tokenizer.unk_id
     metrics["unk_rate"] = float(np.mean(ids == unk)) if unk is not None else 0.0
-    metrics["tokens"] = int(count)
+    metrics["tokens"] = int(len(ids))
+    metrics["tokens_scored"] = int(count)  # fewer than tokens - 1 when eval_tokens sampled
     metrics["characters"] = tokens.chars
     return metrics
 

@@ -101,11 +101,15 @@ def recorded_dataset(name: str, source: str | None, zoo):
     return zoo_data.DatasetRef(name, found.kind, found.source, found.entry)
 
 
-def config_hash(plan: Plan) -> str:
+def config_hash(plan: Plan, leave_out: dict[str, set[str]] | None = None) -> str:
+    """The hash of what a run is: names, dataset, task, seed and every config value (but
+    the keys of ``leave_out``, section -> keys: settings a run recorded before they existed)."""
+    configs = {section: values if values is None else
+               {k: v for k, v in values.items() if k not in (leave_out or {}).get(section, ())}
+               for section, values in plan.config_values().items()}
     payload = {"model": plan.spec.name, "architecture": plan.spec.architecture.name,
                "tokenizer": plan.spec.tokenizer.name, "dataset": plan.dataset_ref.source,
-               "task": plan.task, "seed": plan.seed,
-               "configs": plan.config_values()}
+               "task": plan.task, "seed": plan.seed, "configs": configs}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

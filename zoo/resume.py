@@ -2,6 +2,7 @@
 to the newest good checkpoint, and train on in its own folder and store row."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -12,7 +13,7 @@ from zoo import distributed
 from zoo.errors import ZooError
 from zoo.files import save_error
 from zoo.job import Job, RunFolder
-from zoo.plan import plan_from_record
+from zoo.plan import config_hash, plan_from_record
 from zoo.provenance import identity
 from zoo.registry import get_zoo
 from zoo.runner import train_and_record
@@ -57,6 +58,9 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
     ckpt = checkpoint.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)
+    added = settings_added_since(provenance, plan)
+    if added:  # the run's own hash, as this zoo computes it, leaves them out
+        current = {**current, "config_hash_then": config_hash(plan, added)}
     problems = resume_problems(provenance, ckpt, current, run)
     if problems:
         raise ResumeRefused(f"cannot resume run {row['id']}: " + "; ".join(problems)
@@ -108,7 +112,7 @@ def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder) -> li
         problems.append(f"its checkpoint has format {ckpt.meta.get('format')}, this zoo reads "
                         f"format {checkpoint.FORMAT}")
     hashes = {saved.get("config_hash"), provenance.get("config_hash")}
-    if hashes != {current["config_hash"]}:
+    if hashes != {current["config_hash"]} and hashes != {current.get("config_hash_then")}:
         changed = _changed_keys(saved.get("configs") or {}, current["configs"])
         problems.append("the config differs from the run's (" + (", ".join(changed[:6])
                         or "model, dataset, task or seed") + ")")
@@ -127,6 +131,23 @@ def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder) -> li
             problems.append("the run's tokenizer.json differs from the one its checkpoint "
                             "was trained with")
     return problems
+
+
+def settings_added_since(provenance: dict, plan) -> dict[str, set[str]]:
+    """Config keys a run's record lacks that this zoo's configs have at their defaults
+    (settings added since the run started): they change nothing the run did."""
+    then = provenance.get("configs") or {}
+    added: dict[str, set[str]] = {}
+    for section, config in plan.configs.items():
+        if config is None or not isinstance(then.get(section), dict):
+            continue
+        for field in dataclasses.fields(config):
+            default = (field.default if field.default is not dataclasses.MISSING
+                       else field.default_factory() if field.default_factory is not dataclasses.MISSING
+                       else dataclasses.MISSING)
+            if field.name not in then[section] and getattr(config, field.name) == default:
+                added.setdefault(section, set()).add(field.name)
+    return added
 
 
 def _changed_keys(then: dict, now: dict) -> list[str]:

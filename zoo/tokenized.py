@@ -1,6 +1,6 @@
 """A dataset split as one array of token ids, built the way ``datasets`` is meant to be used.
 
-A split's text is its rows, each followed by a newline. It is tokenized by a batched
+A split's text is its rows joined by newlines. It is tokenized by a batched
 ``Dataset.map`` over Arrow batches (no Python loop over rows): each batch of rows becomes
 one text, encoded by the tokenizer's ``encode_text`` into one array. ``map`` is given a
 fingerprint made of the split's own fingerprint, the tokenizer's saved form and the column,
@@ -22,7 +22,7 @@ from typing import Iterator
 
 import numpy as np
 
-FORMAT = 1  # bump when what a cached token file holds changes
+FORMAT = 2  # bump when what a cached token file holds changes
 ROWS_PER_BATCH = 10_000  # rows per map batch: one text each, encoded at once
 
 
@@ -46,15 +46,16 @@ def column_of(split, column: str):
 
 
 def text_batches(split, column: str, rows: int = ROWS_PER_BATCH) -> Iterator[str]:
-    """The split's text in pieces of ``rows`` rows, each row followed by a newline; joined
-    by Arrow, without a Python object per row."""
+    """The split's text in pieces of ``rows`` rows (each piece but the last ends with the
+    newline that joins it to the next); joined by Arrow, without a Python object per row."""
     values = column_of(split, column)
     for start in range(0, len(values), rows):
-        yield join_rows(values.slice(start, rows))
+        yield join_rows(values.slice(start, rows), last=start + rows >= len(values))
 
 
-def join_rows(column) -> str:
-    """One string: every row of an Arrow string column followed by a newline."""
+def join_rows(column, last: bool = True) -> str:
+    """One string: the rows of an Arrow string column joined by newlines, with one more at
+    the end unless these are the ``last`` rows of the split."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -62,12 +63,12 @@ def join_rows(column) -> str:
     if len(column) == 0:
         return ""
     lists = pa.ListArray.from_arrays(pa.array([0, len(column)], pa.int32()), column)
-    return pc.binary_join(lists, "\n")[0].as_py() + "\n"
+    return pc.binary_join(lists, "\n")[0].as_py() + ("" if last else "\n")
 
 
 def split_size(split, column: str) -> tuple[int, int]:
-    """Characters and UTF-8 bytes of the split's text (rows and their newlines), counted by
-    Arrow."""
+    """Characters and UTF-8 bytes of the split's text (rows and the newlines between them),
+    counted by Arrow."""
     import pyarrow.compute as pc
 
     values = split.data.table.column(column)  # the order of rows does not change a sum
@@ -75,7 +76,8 @@ def split_size(split, column: str) -> tuple[int, int]:
         values = column_of(split, column)
     chars = pc.sum(pc.utf8_length(values)).as_py() or 0
     data = pc.sum(pc.binary_length(values)).as_py() or 0
-    return chars + len(values), data + len(values)
+    newlines = max(0, len(values) - 1)
+    return chars + newlines, data + newlines
 
 
 def cache_root() -> Path:
@@ -118,8 +120,9 @@ def tokenize(split, column: str, tokenizer, dtype: np.dtype, key: str):
     import datasets
     import pyarrow as pa
 
-    def encode(table):
-        ids = tokenizer.encode_text(join_rows(table.column(column))).astype(dtype, copy=False)
+    def encode(table, indices):
+        text = join_rows(table.column(column), last=indices[-1] == len(split) - 1)
+        ids = tokenizer.encode_text(text).astype(dtype, copy=False)
         offsets = pa.array([0, len(ids)], pa.int32())
         return pa.table({"ids": pa.ListArray.from_arrays(offsets, pa.array(ids))})
 
@@ -128,7 +131,8 @@ def tokenize(split, column: str, tokenizer, dtype: np.dtype, key: str):
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     return rows.with_format("arrow").map(
-        encode, batched=True, batch_size=ROWS_PER_BATCH, remove_columns=rows.column_names,
+        encode, batched=True, with_indices=True, batch_size=ROWS_PER_BATCH,
+        remove_columns=rows.column_names,
         new_fingerprint=key, cache_file_name=str(root / f"{key}.arrow"), desc="tokenizing")
 
 
