@@ -30,8 +30,9 @@ def shakespeare_text() -> str:
     return text()
 
 
-def timed_run(path: Path, env: dict) -> tuple[float, float]:
-    """Seconds and peak resident MB of one `zoo run decoder-char PATH --steps 5`."""
+def timed_run(path: Path, env: dict) -> tuple[float, float, float]:
+    """Wall-clock seconds, CPU seconds (user + system: on a loaded machine, nearer what an
+    idle one would take) and peak resident MB of one `zoo run decoder-char PATH --steps 5`."""
     start = time.perf_counter()
     child = subprocess.Popen([sys.executable, "-m", "zoo", "run", "decoder-char", str(path),
                               "--steps", "5", "--quiet"], env=env, cwd=REPO,
@@ -40,7 +41,7 @@ def timed_run(path: Path, env: dict) -> tuple[float, float]:
     seconds = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"zoo run failed on {path}:\n{child.stderr.read().decode()[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024  # KB on Linux
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # KB on Linux
 
 
 def main(argv=None) -> int:
@@ -63,17 +64,19 @@ def main(argv=None) -> int:
             first = timed_run(path, env)
             again = timed_run(path, env)
             rows.append((copies, mb, first, again))
-            print(f"x{copies}: {mb:.1f} MB: first {first[0]:.1f} s {first[1]:.0f} MB resident; "
-                  f"again {again[0]:.1f} s {again[1]:.0f} MB ({load()})", flush=True)
+            print(f"x{copies}: {mb:.1f} MB: first {first[0]:.1f} s ({first[1]:.1f} CPU s), "
+                  f"{first[2]:.0f} MB resident; again {again[0]:.1f} s ({again[1]:.1f} CPU s), "
+                  f"{again[2]:.0f} MB ({load()})", flush=True)
             shutil.rmtree(caches, ignore_errors=True)
             path.unlink()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("| copies | MB | first run | peak RSS | s per MB | run again | peak RSS | s per MB |")
+    print("| copies | MB | first run (CPU) | peak RSS | s per MB | run again (CPU) | peak RSS | "
+          "s per MB |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for copies, mb, (s1, m1), (s2, m2) in rows:
-        print(f"| {copies} | {mb:.1f} | {s1:.1f} s | {m1:.0f} MB | {s1 / mb:.2f} | "
-              f"{s2:.1f} s | {m2:.0f} MB | {s2 / mb:.2f} |")
+    for copies, mb, (s1, c1, m1), (s2, c2, m2) in rows:
+        print(f"| {copies} | {mb:.1f} | {s1:.1f} s ({c1:.1f}) | {m1:.0f} MB | {s1 / mb:.2f} | "
+              f"{s2:.1f} s ({c2:.1f}) | {m2:.0f} MB | {s2 / mb:.2f} |")
     return 0
 
 

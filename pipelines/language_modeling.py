@@ -120,15 +120,19 @@ def evaluate(model, ids: np.ndarray, block: int, batch: int,
     return total, count
 
 
-def split_metrics(prefix: str, nll: float, count: int, tokens: SplitTokens) -> dict:
+def split_metrics(prefix: str, nll: float, count: int, tokens: SplitTokens | str) -> dict:
     """Per token, and per character and byte of the text scored (in proportion, when only
-    part of the split was)."""
+    part of the split was). ``tokens`` may be a text, all of it scored."""
+    if isinstance(tokens, str):
+        chars, size = len(tokens), len(tokens.encode("utf-8"))
+    else:
+        scored = count / max(1, len(tokens.ids) - 1)
+        chars, size = tokens.chars * scored, tokens.bytes * scored
     loss = nll / count
-    scored = count / max(1, len(tokens.ids) - 1)
     return {f"{prefix}_loss": loss,
             f"{prefix}_ppl": math.exp(min(loss, 700)),
-            f"{prefix}_bpc": nll / LN2 / max(1, tokens.chars * scored),
-            f"{prefix}_bpb": nll / LN2 / max(1, tokens.bytes * scored)}
+            f"{prefix}_bpc": nll / LN2 / max(1, chars),
+            f"{prefix}_bpb": nll / LN2 / max(1, size)}
 
 
 def score_split(model, tokens: SplitTokens, block: int, cfg, name: str, say) -> tuple[float, int]:
