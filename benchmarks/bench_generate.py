@@ -76,6 +76,9 @@ def main() -> None:
               f"({rates['cached', 'cpu'][-1]:,.0f} per CPU second), uncached "
               f"{rates['uncached', 'wall'][-1]:,.0f} ({rates['uncached', 'cpu'][-1]:,.0f}); "
               f"same text: {same}")
+    fp32 = load_trained(run_id, precision="fp32")  # both paths at one precision
+    same = timed(fp32, 300, True, 7)[2] == timed(fp32, 300, False, 7)[2]
+    print(f"at fp32, cached and uncached sample the same 300 tokens: {same}")
     for clock in ("wall", "cpu"):
         cached, uncached = (statistics.median(rates[way, clock]) for way in ("cached", "uncached"))
         print(f"median per {clock} second: cached {cached:,.0f} tokens/s ({args.tokens} tokens), "
