@@ -24,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from zoo.layers import PreLNBlock, attention, check_length, init_gpt2, last_real
-from zoo.model import TaskSpec
+from zoo import TaskSpec
 
 
 class KVCache:
