@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from conftest import TINY_DECODER, run_cli
 from zoo.engine import TorchModel
@@ -23,7 +24,7 @@ TOL = 1e-5
 
 def torch_model(**extra) -> TorchModel:
     torch.manual_seed(0)
-    return TorchModel(build_torch(DecoderConfig(**SHAPE, **extra), SPEC))
+    return TorchModel(build_torch(DecoderConfig(**SHAPE, **extra), SPEC), loss=F.cross_entropy)
 
 
 def numpy_model(**extra) -> NumpyDecoder:
@@ -77,7 +78,7 @@ def test_cached_and_uncached_generation_sample_the_same_text_past_block_size(kin
     spec = TaskSpec("language-modeling", tokenizer.vocab_size)
     cfg = (DecoderConfig if kind == "torch" else NumpyConfig)(**SHAPE)
     torch.manual_seed(0)
-    model = (TorchModel(build_torch(cfg, spec)) if kind == "torch"
+    model = (TorchModel(build_torch(cfg, spec), loss=F.cross_entropy) if kind == "torch"
              else NumpyDecoder(cfg, spec, seed=0))
     steps = []
     original = type(model).decode_step

@@ -57,8 +57,8 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
     ckpt = checkpoint.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)
-    current = {**current, "added_since": settings_added_since(provenance, plan)}
-    problems = resume_problems(provenance, ckpt, current, run)
+    problems = resume_problems(provenance, ckpt, current, run,
+                               settings_added_since(provenance, plan))
     if problems:
         raise ResumeRefused(f"cannot resume run {row['id']}: " + "; ".join(problems)
                        + ". Start a new run instead (zoo run)")
@@ -98,8 +98,10 @@ def _check_resumable(row: dict) -> None:
                        f"{' or '.join(RESUMABLE)} runs can be resumed")
 
 
-def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder) -> list[str]:
-    """Why a run cannot be resumed with what is installed now (empty: it can)."""
+def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder,
+                    added_since: dict[str, set[str]] | None = None) -> list[str]:
+    """Why a run cannot be resumed with what is installed now (empty: it can). Settings in
+    ``added_since`` (section -> keys; see ``settings_added_since``) are not compared."""
     saved = ckpt.meta.get("identity", {}) if ckpt is not None else {
         "config_hash": provenance.get("config_hash"), "configs": provenance.get("configs"),
         "dataset_fingerprint": provenance.get("dataset_fingerprint"),
@@ -111,8 +113,7 @@ def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder) -> li
     # The settings themselves are compared, not the config hashes: a hash also covers the
     # plugins' code (checked below, by name) and its recipe may change between versions.
     # Settings added since the run started, at their defaults, change nothing it did.
-    changed = _changed_keys(saved.get("configs") or {}, current["configs"],
-                            current.get("added_since") or {})
+    changed = _changed_keys(saved.get("configs") or {}, current["configs"], added_since)
     if changed:
         problems.append("the config differs from the run's (" + ", ".join(changed[:6]) + ")")
     if saved.get("dataset_fingerprint") != current["dataset_fingerprint"]:
