@@ -19,7 +19,10 @@ written as the input.txt it would otherwise download, in a temporary folder next
 of train.py, model.py and configurator.py. Both sides run
 with the threads OMP_NUM_THREADS gives them (set it to 1 on a shared machine). nanoGPT's
 per-iteration time is the one it prints (`time ...ms`, batch fetching included); zoo's is
-measured around the same work (batch sampling and the optimizer step).
+measured around the same work (batch sampling and the optimizer step). On a loaded machine wall-clock
+times swing with the other processes, so the script also reports CPU milliseconds per
+step: the CPU time of a run of 2N steps less that of a run of N steps, over N (start-up and
+data preparation cancel out).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -76,22 +80,34 @@ def prepare_nanogpt(checkout: Path, work: Path) -> None:
         raise SystemExit(f"nanoGPT's prepare.py failed:\n{out.stderr[-2000:]}")
 
 
-def run_nanogpt(work: Path, steps: int, warmup: int) -> list[float]:
-    out = subprocess.run([sys.executable, "train.py", *NANOGPT_ARGS,
-                          f"--max_iters={steps + warmup}", f"--out_dir={work / 'out'}"],
-                         cwd=work, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"nanoGPT's train.py failed:\n{out.stderr[-2000:]}")
-    times = [(int(m[1]), float(m[2])) for m in map(ITERATION.match, out.stdout.splitlines()) if m]
-    return [ms for it, ms in times if it >= warmup]
+def run_child(command: list[str], cwd: Path) -> tuple[str, float]:
+    """A child process's output and the CPU seconds (user + system) it used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    out, err = child.communicate()
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(command[:3])} failed:\n{err[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # waited-for children, summed
+    return out, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
-def run_zoo(steps: int, warmup: int) -> list[float]:
-    out = subprocess.run([sys.executable, __file__, "--zoo-worker", str(steps), "--warmup",
-                          str(warmup)], capture_output=True, text=True, cwd=REPO)
-    if out.returncode != 0:
-        raise SystemExit(f"zoo's side failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def run_nanogpt(work: Path, steps: int, warmup: int) -> tuple[list[float], float]:
+    """nanoGPT's printed ms of each timed iteration, and the process's CPU seconds."""
+    out, cpu = run_child([sys.executable, "train.py", *NANOGPT_ARGS,
+                          f"--max_iters={steps + warmup}", f"--out_dir={work / 'out'}"], work)
+    times = [(int(m[1]), float(m[2])) for m in map(ITERATION.match, out.splitlines()) if m]
+    return [ms for it, ms in times if it >= warmup], cpu
+
+
+def run_zoo(steps: int, warmup: int) -> tuple[list[float], float]:
+    out, cpu = run_child([sys.executable, __file__, "--zoo-worker", str(steps), "--warmup",
+                          str(warmup)], REPO)
+    return json.loads(out.strip().splitlines()[-1]), cpu
+
+
+def run_side(side: str, work: Path, steps: int, warmup: int) -> tuple[list[float], float]:
+    return run_nanogpt(work, steps, warmup) if side == "nanoGPT" else run_zoo(steps, warmup)
 
 
 def zoo_variant():
@@ -181,17 +197,24 @@ def main(argv=None) -> int:
     try:
         prepare_nanogpt(checkout, work)
         times = {"nanoGPT": [], "zoo": []}
+        cpu = {"nanoGPT": [], "zoo": []}  # CPU ms per step, from two run lengths
         for r in range(args.rounds):
             for side in ("nanoGPT", "zoo") if r % 2 == 0 else ("zoo", "nanoGPT"):
-                got = (run_nanogpt(work, args.steps, args.warmup) if side == "nanoGPT"
-                       else run_zoo(args.steps, args.warmup))
+                got, short = run_side(side, work, args.steps, args.warmup)
+                _, long = run_side(side, work, 2 * args.steps, args.warmup)
                 times[side] += got
+                cpu[side].append((long - short) * 1e3 / args.steps)
                 print(f"round {r} {side:<8} median {statistics.median(got):6.2f} ms/step "
-                      f"({len(got)} steps; {load()})", flush=True)
+                      f"({len(got)} steps), {cpu[side][-1]:6.2f} CPU ms/step ({load()})",
+                      flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     nano, zoo = (statistics.median(times[s]) for s in ("nanoGPT", "zoo"))
     print(f"median ms/step: nanoGPT {nano:.2f}, zoo {zoo:.2f}; zoo is {nano / zoo:.2f}x nanoGPT")
+    nano_cpu, zoo_cpu = (statistics.median(cpu[s]) for s in ("nanoGPT", "zoo"))
+    print(f"median CPU ms/step (the CPU time of a run of {2 * args.steps} steps less that of "
+          f"{args.steps}, over {args.steps}): nanoGPT {nano_cpu:.2f}, zoo {zoo_cpu:.2f}; zoo is "
+          f"{nano_cpu / zoo_cpu:.2f}x nanoGPT")
 
     variant = zoo_variant()
     flops = flops_per_step(variant)
@@ -200,7 +223,8 @@ def main(argv=None) -> int:
     for dtype in ("bfloat16", "float32"):
         peak = matmul_peak(dtype)
         print(f"{dtype} matmul peak (1024^3, one product, best of 20): {peak / 1e9:.1f} GFLOP/s; "
-              f"MFU zoo {flops / (zoo / 1e3) / peak:.1%}, nanoGPT {flops / (nano / 1e3) / peak:.1%}")
+              f"MFU (per CPU ms/step) zoo {flops / (zoo_cpu / 1e3) / peak:.1%}, "
+              f"nanoGPT {flops / (nano_cpu / 1e3) / peak:.1%}")
     if not args.no_profile:
         print(profile_zoo())
     return 0
