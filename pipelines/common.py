@@ -31,12 +31,6 @@ def loop_metrics(result) -> dict:
             "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
 
 
-def recorded_setting(trained, name: str, default):
-    """A training setting as a trained run recorded it (``default`` when the run's training
-    config could not be rebuilt with today's pipeline: ``trained.train_config`` is None)."""
-    return getattr(trained.train_config, name, default)
-
-
 def special_ids(tokenizer) -> list[int]:
     """The ids of the special tokens (<pad>, <unk>, <cls>): never a prediction."""
     return [i for i in (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id) if i is not None]

@@ -24,8 +24,7 @@ import numpy as np
 
 from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, compression,
                  dataset_key, train)
-from zoo.pipelines.common import (log_softmax, loop_metrics, recorded_setting, run_tokenizer,
-                                  softmax, special_ids)
+from zoo.pipelines.common import log_softmax, loop_metrics, run_tokenizer, softmax, special_ids
 
 GROUP_COLUMN = "family"  # rows that name a family get accuracy per family
 PREFIXES = {"validation": "val", "test": "test"}
@@ -309,12 +308,12 @@ def predict(trained, texts: list[str], top: int = 3) -> list[ItemPrediction]:
 def evaluate(trained, dataset, split: str = "test") -> dict:
     """Accuracy and loss of a trained run on one split of a dataset (a role or a split name),
     for `zoo eval`: the names carry no split prefix (the evaluation row records the split)."""
-    batch_size = recorded_setting(trained, "eval_batch_size", NextItemConfig.eval_batch_size)
-    windows = recorded_setting(trained, "eval_windows", NextItemConfig.eval_windows)
+    cfg = trained.train_config or NextItemConfig()  # the run's eval settings
     examples = examples_for(dataset, split, trained.tokenizer, trained.block_size)
     if isinstance(examples, Windows):
-        examples = examples.spread(windows)
-    correct, nll = score(trained.model, examples, batch_size, special_ids(trained.tokenizer))
+        examples = examples.spread(cfg.eval_windows)
+    correct, nll = score(trained.model, examples, cfg.eval_batch_size,
+                         special_ids(trained.tokenizer))
     return metrics_for("", examples, correct, nll)
 
 
