@@ -19,6 +19,7 @@ from zoo import trainer
 from zoo.errors import ZooError
 from zoo.job import Job, RunFolder, TrainConfig
 from zoo.model import TaskSpec
+from zoo.runfiles import read_classes
 from zoo.tokenizer import compression, dataset_key, train_cached
 from zoo.trainer import Batch
 
@@ -280,7 +281,12 @@ def trained_classes(trained) -> list[str]:
 
     folder = RunFolder(home() / trained.run_id)
     if folder.file(CLASSES_FILE).is_file():
-        return folder.read_json(CLASSES_FILE)
+        classes = read_classes(folder.file(CLASSES_FILE))
+        expected = (trained.config.get("spec") or {}).get("num_classes")
+        if expected is not None and len(classes) != expected:
+            raise ZooError(f"{folder.file(CLASSES_FILE)}: {len(classes)} class names for a "
+                           f"model with {expected} classes")
+        return classes
     names = trained.row.get("metrics", {}).get("class_names")
     if not names:
         raise ZooError(f"run {trained.run_id} has no class names ({CLASSES_FILE} is missing)")
