@@ -304,7 +304,10 @@ def _load_splits(ref: DatasetRef, zoo):
             return datasets.load_dataset(ref.source), f"hub:{ref.source}"
     except Exception as exc:
         searched = ", ".join(str(f) for f in search_folders(zoo)) or "none"
-        why = "" if reachable else f"; {hub_endpoint()} cannot be reached, so only the cache was tried"
+        offline = os.environ.get("HF_HUB_OFFLINE")
+        why = (f" (HF_HUB_OFFLINE={offline}: only the cache was tried)" if offline
+               else "" if reachable
+               else f"; {hub_endpoint()} cannot be reached, so only the cache was tried")
         raise ZooError(
             f"Cannot load dataset {ref.name!r} ({ref.source}): not in any mirror folder "
             f"(searched: {searched}; add one with ZOO_DATASETS) and not from the Hub or its "
