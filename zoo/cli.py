@@ -16,6 +16,7 @@ import sys
 from zoo import __version__
 from zoo.bounds import seed_argument
 from zoo.errors import PluginError, ZooError
+from zoo.tasks import prediction_line, prediction_record
 
 LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "plugins")
 
@@ -183,10 +184,10 @@ def cmd_predict(args) -> int:
         raise ZooError(f"run {trained.run_id} is a {trained.task} run, and the {trained.task} "
                        "pipeline offers no prediction")
     for text, prediction in zip(texts, predict(trained, texts)):
-        if args.json:
-            print(json.dumps({"text": text, **prediction}))
+        if args.json:  # strict JSON: NaN and infinities are null
+            print(json.dumps({"text": text, **prediction_record(prediction)}, allow_nan=False))
         else:
-            print(f"{prediction['label']}\t{prediction['probability']:.3f}")
+            print(prediction_line(prediction))
     return 0
 
 
@@ -347,7 +348,9 @@ def cmd_plot(args) -> int:
             raise ZooError(f"run {row['id']} has no training curve (no metrics.jsonl in "
                            f"{home() / row['id']})")
         runs.append({"label": label, "records": records})
-    save(training_curves(runs, args.metric, args.x), args.output)
+    tasks = {row["task"] for row in rows}  # units and validation metric: the task's declaration
+    save(training_curves(runs, args.metric, args.x, task=tasks.pop() if len(tasks) == 1 else None),
+         args.output)
     if args.output != "-":
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
@@ -511,7 +514,7 @@ def build_parser() -> Parser:
     p.add_argument("--seed", type=seed_argument, default=0, help="sampling seed")
     p.set_defaults(handler=cmd_generate)
 
-    p = commands.add_parser("predict", help="predict with a trained classifier or next-item model",
+    p = commands.add_parser("predict", help="predict with a trained run whose task offers predict",
                             description="Print the predicted label (or next item) and its "
                             "probability, one line per text.")
     p.add_argument("run_id", help="run id (or a unique prefix)")

@@ -16,18 +16,12 @@ from pathlib import Path
 
 from zoo.catalogue import DatasetEntry, is_hub_id
 from zoo.errors import UnknownNameError, ZooError
+from zoo.registry import tasks_for
 
 TEXT_COLUMNS = ("text", "sentence", "content")
 LABEL_COLUMNS = ("label", "labels")
 FILE_BUILDERS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet",
                  ".txt": "text"}
-# What a dataset can serve, given its own (primary) task: labelled text can also be
-# modelled as text, and any text can be cut into next-item windows.
-TASKS_SERVED = {
-    "classification": ("classification", "language-modeling", "next-item"),
-    "language-modeling": ("language-modeling", "next-item"),
-    "next-item": ("next-item",),
-}
 SPLIT_ROLES = ("train", "validation", "test")
 
 
@@ -39,13 +33,6 @@ class DatasetRef:
     kind: str  # "hub", "path" or "plugin"
     source: str  # Hub id, filesystem path, or plugin dataset name
     entry: DatasetEntry | None = None
-
-    @property
-    def tasks(self) -> tuple[str, ...]:
-        task = self.entry.task if self.entry else None
-        if task is None and self.kind == "plugin":
-            return ()  # filled in from the plugin's registration by the caller
-        return TASKS_SERVED.get(task, ()) if task else ()
 
 
 @dataclass
@@ -102,12 +89,23 @@ def resolve(name: str, zoo) -> DatasetRef:
 
 
 def tasks_of(ref: DatasetRef, zoo) -> tuple[str, ...]:
-    """The tasks a dataset serves, known without loading it where the catalogue says."""
+    """The tasks a dataset serves, known without loading it where the catalogue or its
+    plugin says: the task it names first, then the registered tasks declared to use such
+    datasets (see ``zoo.registry.tasks_for``)."""
     if ref.entry and ref.entry.task:
-        return TASKS_SERVED.get(ref.entry.task, (ref.entry.task,))
+        return tasks_for(ref.entry.task, set(), zoo)
+    if ref.entry and ref.entry.text_column and ref.kind != "plugin":  # columns named: no load needed
+        return tasks_for(None, column_roles(ref.entry.text_column, ref.entry.label_column), zoo)
     if ref.kind == "plugin" and ref.source in zoo.datasets:
-        return zoo.datasets.get(ref.source).tasks
+        declared = zoo.datasets.get(ref.source).tasks
+        if declared:
+            return tuple(dict.fromkeys(t for name in declared for t in tasks_for(name, set(), zoo)))
     return ()
+
+
+def column_roles(text_column: str | None, label_column: str | None) -> set[str]:
+    """The column roles a loaded dataset has, matched against tasks' declared ``columns``."""
+    return {role for role, column in (("text", text_column), ("label", label_column)) if column}
 
 
 def search_folders(zoo) -> list[Path]:
@@ -124,9 +122,8 @@ def find_in_mirrors(hub_id: str, zoo) -> Path | None:
 
 
 def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
-         label_column: str | None = None, task: str | None = None,
-         quiet: bool = False) -> LoadedDataset:
-    """Load and check a dataset; with ``task`` given, also that it can serve that task."""
+         label_column: str | None = None, quiet: bool = False) -> LoadedDataset:
+    """Load and check a dataset (what every task needs; see ``check``)."""
     import datasets
 
     # The datasets library's own progress bars follow the same rule as ours.
@@ -156,16 +153,17 @@ def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
     if label_column:
         feature = next(iter(splits.values())).features[label_column]
         class_names = list(getattr(feature, "names", None) or []) or None
-    tasks = tasks_of(ref, zoo) or TASKS_SERVED["classification" if label_column else "language-modeling"]
+    tasks = tasks_of(ref, zoo) or tasks_for(None, column_roles(text_column, label_column), zoo)
     loaded = LoadedDataset(ref, splits, location, text_column, label_column, class_names,
                            tuple(tasks), split_names)
-    check(loaded, task)
+    check(loaded)
     return loaded
 
 
-def check(dataset: LoadedDataset, task: str | None = None) -> None:
-    """Fail before training on what would fail during it: an empty split, a text column that
-    is not text or has empty rows, and for classification labels that cannot be classes."""
+def check(dataset: LoadedDataset) -> None:
+    """Fail before training on what would fail during it: an empty split, or a text column
+    that is not text or has empty rows. What a task needs beyond that (labels that can be
+    classes, say) its pipeline's ``check_dataset`` checks."""
     name = dataset.ref.name
     for role in SPLIT_ROLES:
         split = dataset.split(role)
@@ -182,49 +180,6 @@ def check(dataset: LoadedDataset, task: str | None = None) -> None:
         if empty:
             raise ZooError(f"{where} has {empty} empty (None) rows in text column "
                            f"{dataset.text_column!r}; every row needs text (drop or fill them)")
-    if task == "classification":
-        _check_labels(dataset)
-
-
-def _check_labels(dataset: LoadedDataset) -> None:
-    """Labels are a ClassLabel's ids, or values (strings, integers) used as class names;
-    every row has one, and validation and test use only classes training has."""
-    import pyarrow.compute as pc
-
-    column, name = dataset.label_column, dataset.ref.name
-    train = dataset.split("train")
-    if column is None:
-        raise ZooError(f"dataset {name!r} has no label column ({'/'.join(LABEL_COLUMNS)}) "
-                       f"for classification; name one with --label-column "
-                       f"(columns: {', '.join(train.column_names)})")
-    feature = train.features[column]
-    names = getattr(feature, "names", None)
-    dtype = str(getattr(feature, "dtype", type(feature).__name__))
-    if names is None and not (dtype.startswith(("int", "uint")) or dtype in ("string", "large_string")):
-        sample = sorted({str(v) for v in train.select(range(min(len(train), 50)))[column]})[:3]
-        raise ZooError(f"label column {column!r} of dataset {name!r} holds {dtype} values "
-                       f"(e.g. {', '.join(sample)}); classification needs class names (text), "
-                       "integer class ids or a ClassLabel feature")
-    seen: set = set()
-    for role in SPLIT_ROLES:
-        where = f"split {dataset.split_names.get(role, role)!r} of dataset {name!r}"
-        labels = dataset.split(role).data.column(column)
-        if labels.null_count:
-            raise ZooError(f"{where} has {labels.null_count} rows without a label in "
-                           f"{column!r}; every row needs a class")
-        values = set(pc.unique(labels).to_pylist())
-        if names is not None:
-            bad = sorted(v for v in values if not 0 <= v < len(names))
-            if bad:
-                raise ZooError(f"{where} has label {bad[0]} in {column!r}, not a class id "
-                               f"0..{len(names) - 1} ({', '.join(names[:6])}); unlabelled rows "
-                               "cannot be used")
-        elif role == "train":
-            seen = values
-        elif values - seen:
-            unseen = ", ".join(sorted(map(str, values - seen))[:5])
-            raise ZooError(f"{where} has labels the training split never has: {unseen} "
-                           f"(training has: {', '.join(sorted(map(str, seen))[:10])})")
 
 
 def _carve_missing_splits(splits, split_names: dict, name: str):

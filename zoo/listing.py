@@ -23,11 +23,15 @@ def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
                  **({"tasks": list(e.tasks)} if kind == "architectures" else {})}
                 for e in zoo.registries[KIND_OF[kind]].entries(pattern)]
     if kind == "datasets":
+        from zoo import data
+
         out = []
         for name, entry in zoo.catalogue.datasets.items():
             source = entry.hub or entry.path or f"plugin dataset {entry.plugin}"
+            tasks = data.tasks_of(data.DatasetRef(name, "plugin" if entry.plugin else "hub",
+                                                  entry.plugin or "", entry), zoo)
             out.append({"name": name, "description": entry.description, "source": source,
-                        "task": entry.task or "", "plugin": "catalogue"})
+                        "task": tasks[0] if tasks else "", "plugin": "catalogue"})
         for entry in zoo.datasets.entries():
             if entry.name not in zoo.catalogue.datasets:
                 out.append({"name": entry.name, "description": entry.description,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zoo.hookspecs import hookimpl
+from zoo import hookimpl
 from zoo.plugins.digits.data import DigitsDataConfig
 
 

@@ -225,7 +225,7 @@ def build(config: DigitsDataConfig, cache_dir: str | None = None):
 
 def load(**options):
     """The registered loader: catalogue `config = {...}` options are its keyword arguments."""
-    from zoo.errors import UnknownNameError, ZooError
+    from zoo import UnknownNameError, ZooError
 
     names = [f.name for f in dataclasses.fields(DigitsDataConfig)]
     for key in options:

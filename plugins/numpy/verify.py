@@ -61,9 +61,11 @@ def verify(run_id: str, *, batch: int = 8, seed: int = 0,
     if not (isinstance(config_class, type) and issubclass(config_class, DecoderConfig)):
         raise ZooError(f"zoo verify checks runs of the decoder (or numpy) architecture; run "
                        f"{trained.run_id} is a {config['architecture']} run")
-    if trained.task != "language-modeling":
-        raise ZooError(f"zoo verify checks language-modeling runs; run {trained.run_id} is a "
-                       f"{trained.task} run")
+    from zoo.pipelines import LANGUAGE_MODELING
+
+    if trained.task != LANGUAGE_MODELING.name:
+        raise ZooError(f"zoo verify checks {LANGUAGE_MODELING.name} runs; run {trained.run_id} "
+                       f"is a {trained.task} run")
 
     fields = {f.name for f in dataclasses.fields(DecoderConfig)}
     saved = {k: v for k, v in (config["configs"]["model"] or {}).items() if k in fields}
