@@ -389,6 +389,13 @@ class VersionAction(argparse.Action):
         parser.exit(0)
 
 
+def add_output_options(p, *, quiet_to=None, quiet_help: str = "no progress output",
+                       json_help: str = "print one JSON object on stdout") -> None:
+    """--quiet and --json, alike on every command that trains (run, resume, sweep, reproduce)."""
+    (quiet_to or p).add_argument("--quiet", action="store_true", help=quiet_help)
+    p.add_argument("--json", action="store_true", help=json_help)
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -486,8 +493,7 @@ def build_parser() -> Parser:
     p.add_argument("--task", help="force a task instead of choosing it from model and dataset")
     p.add_argument("--text-column", help="text column (detected by default)")
     p.add_argument("--label-column", help="label column (detected by default)")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_output_options(p)
     p.set_defaults(handler=cmd_run)
 
     p = commands.add_parser("resume", help="continue an interrupted run from its last checkpoint",
@@ -496,8 +502,7 @@ def build_parser() -> Parser:
                             "same summary as zoo run. Refuses if the config, dataset, tokenizer "
                             "or zoo version changed.")
     p.add_argument("run_id", help="run id (or a unique prefix)")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_output_options(p)
     p.set_defaults(handler=cmd_resume)
 
     p = commands.add_parser("runs", help="list recorded runs", description="List recorded runs.")
@@ -555,10 +560,9 @@ def build_parser() -> Parser:
     p.add_argument("--dry-run", action="store_true", help="print the plan and train nothing")
     talk = p.add_mutually_exclusive_group()
     talk.add_argument("--verbose", action="store_true", help="each run's own progress output")
-    talk.add_argument("--quiet", action="store_true", help="no plan, progress or summary on "
-                      "stderr: only the comparison")
-    p.add_argument("--json", action="store_true", help="print one JSON object: every cell "
-                   "(state, run id, reason) and the comparison's cells (as --format json)")
+    add_output_options(p, quiet_to=talk, quiet_help="no plan, progress or summary on stderr: "
+                       "only the comparison", json_help="print one JSON object: every cell "
+                       "(state, run id, reason) and the comparison's cells (as --format json)")
     add_compare_options(p, sweep=True)
     p.set_defaults(handler=cmd_sweep)
 
@@ -593,8 +597,7 @@ def build_parser() -> Parser:
     p.add_argument("run_id", help="run id (or a unique prefix)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"),
                    help="device (default: the one the run recorded)")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_options(p)
     p.set_defaults(handler=cmd_reproduce)
 
     add_plugin_commands(commands, get_zoo())

@@ -13,8 +13,10 @@ import sys
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from zoo.catalogue import DatasetEntry, is_hub_id
+from zoo.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
 from zoo.registry import tasks_for
 
@@ -33,6 +35,41 @@ class DatasetRef:
     kind: str  # "hub", "path" or "plugin"
     source: str  # Hub id, filesystem path, or plugin dataset name
     entry: DatasetEntry | None = None
+    config: Any = None  # a plugin dataset's config, as planned (None: from the catalogue)
+
+    def plugin_entry(self, zoo):
+        """The registration of the plugin that makes this dataset, or None."""
+        return zoo.datasets.get(self.source) if self.kind == "plugin" else None
+
+    def column(self, role: str, zoo) -> str | None:
+        """The column with this role ("text", "label") that the catalogue entry, or else the
+        dataset plugin, names (None: detected on load)."""
+        named = getattr(self.entry, f"{role}_column", None) if self.entry else None
+        plugin = self.plugin_entry(zoo)
+        return named or (dict(plugin.columns).get(role) if plugin else None)
+
+
+def config_class(ref: DatasetRef, zoo):
+    """The config dataclass a plugin dataset registered, or None (then there is nothing to
+    set: a config-less plugin gets its catalogue options as keyword arguments)."""
+    plugin = ref.plugin_entry(zoo)
+    return plugin.config_class() if plugin is not None else None
+
+
+def catalogue_options(ref: DatasetRef) -> dict:
+    """The options a catalogue entry's ``config`` table gives a plugin dataset."""
+    return dict(ref.entry.config) if ref.entry else {}
+
+
+def dataset_config(ref: DatasetRef, zoo, overrides: dict | None = None):
+    """A plugin dataset's config: its catalogue options, then ``overrides``, on top of the
+    dataclass defaults; keys and values are checked like any --set (did-you-mean)."""
+    cls = config_class(ref, zoo)
+    values = {**catalogue_options(ref), **(overrides or {})}
+    try:
+        return build_config(cls, split_overrides(values, {"dataset": cls})["dataset"])
+    except ZooError as exc:
+        raise ZooError(f"dataset {ref.name!r}: {exc}") from None
 
 
 @dataclass
@@ -100,6 +137,9 @@ def tasks_of(ref: DatasetRef, zoo) -> tuple[str, ...]:
         declared = zoo.datasets.get(ref.source).tasks
         if declared:
             return tuple(dict.fromkeys(t for name in declared for t in tasks_for(name, set(), zoo)))
+        text, label = ref.column("text", zoo), ref.column("label", zoo)
+        if text:  # no task declared, but its columns are
+            return tasks_for(None, column_roles(text, label), zoo)
     return ()
 
 
@@ -145,9 +185,9 @@ def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
                                        f"the dataset has: {', '.join(splits)}")
     splits = _carve_missing_splits(splits, split_names, ref.name)
     columns = list(next(iter(splits.values())).column_names)
-    text_column = _pick_column(text_column or (entry.text_column if entry else None),
+    text_column = _pick_column(text_column or ref.column("text", zoo),
                                TEXT_COLUMNS, columns, "text", ref.name, required=True)
-    label_column = _pick_column(label_column or (entry.label_column if entry else None),
+    label_column = _pick_column(label_column or ref.column("label", zoo),
                                 LABEL_COLUMNS, columns, "label", ref.name, required=False)
     class_names = None
     if label_column:
@@ -228,10 +268,16 @@ def _load_splits(ref: DatasetRef, zoo):
 
     if ref.kind == "plugin":
         entry = zoo.datasets.get(ref.source)
-        config = ref.entry.config if ref.entry else {}
         loader = entry.load()
-        _check_call(loader, (), config, f"dataset plugin {entry.name!r} (from {entry.plugin})")
-        splits = loader(**config)
+        what = f"dataset plugin {entry.name!r} (from {entry.plugin})"
+        if config_class(ref, zoo) is not None:
+            config = ref.config if ref.config is not None else dataset_config(ref, zoo)
+            _check_call(loader, (config,), {}, what)
+            splits = loader(config)
+        else:
+            options = catalogue_options(ref)
+            _check_call(loader, (), options, what)
+            splits = loader(**options)
         if not isinstance(splits, (datasets.DatasetDict, dict)):
             raise ZooError(f"dataset plugin {entry.name!r} (from {entry.plugin}) returned a "
                            f"{type(splits).__name__}, not a datasets.DatasetDict")

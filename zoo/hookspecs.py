@@ -55,12 +55,19 @@ def register_tokenizers(register: Register) -> None:
 def register_datasets(register: Register) -> None:
     """Add datasets that a plugin generates or loads.
 
-    :param register: ``register(name, target, *, description="", config=None, tasks=())``.
+    :param register: ``register(name, target, *, description="", config=None, tasks=(),
+        columns=None)``.
 
-        - ``target``: ``load(**options) -> datasets.DatasetDict`` with ``train``,
-          ``validation`` and ``test`` splits (options come from a catalogue entry's
-          ``config`` table).
+        - ``target``: ``load(config) -> datasets.DatasetDict`` with ``train``,
+          ``validation`` and ``test`` splits, where ``config`` is an instance of ``config``
+          (a dataset registered without a config dataclass gets ``load(**options)``, the
+          options of its catalogue entry's ``config`` table).
+        - ``config``: the dataset's config dataclass. Its fields are set by a catalogue
+          entry's ``config`` table and by ``--set KEY=VALUE`` (or ``dataset.KEY=VALUE``),
+          checked against the fields like any other key; ``zoo show NAME`` lists them.
         - ``tasks``: the registered tasks it serves, best first.
+        - ``columns``: its columns by role, ``{"text": ..., "label": ...}`` (a catalogue
+          entry or ``--text-column``/``--label-column`` may still override them).
     """
 
 

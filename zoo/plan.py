@@ -57,8 +57,15 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
                 "tokenizer": spec.tokenizer.config_class(),
                 "train": pipeline.config_class()}
     merged = {**spec.overrides, **(overrides or {})}
+    dataset_class = zoo_data.config_class(ref, zoo)
+    if dataset_class is not None:  # a plugin dataset's options: catalogue, then --set
+        sections["dataset"] = dataset_class
+        catalogue = {f"dataset.{k}": v for k, v in zoo_data.catalogue_options(ref).items()}
+        merged = {**catalogue, **merged}
     values = split_overrides(merged, sections)
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
+    if "dataset" in configs:
+        ref = dataclasses.replace(ref, config=configs["dataset"])
     return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column))
 
 
@@ -76,6 +83,8 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
         classes = {"model": architecture.config_class(),
                    "tokenizer": spec.tokenizer.config_class(), "train": pipeline.config_class()}
         recorded = record["configs"]
+        if "dataset" in recorded and dataset_ref is None:  # the options it was generated with
+            classes["dataset"] = zoo_data.config_class(ref, zoo)
         configs = {}
         for section, cls in classes.items():
             try:
@@ -83,6 +92,8 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
             except ZooError as exc:
                 raise ZooError(f"the recorded {section} config no longer fits this zoo "
                                f"({exc})") from None
+        if "dataset" in configs:
+            ref = dataclasses.replace(ref, config=configs["dataset"])
         return Plan(spec, ref, record["task"], pipeline, configs, int(record["seed"]))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ZooError(f"the record of run {record.get('run_id', '?')} is incomplete "

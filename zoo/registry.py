@@ -45,6 +45,7 @@ HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
 KIND_OF_HOOK = {hook: kind for kind, hook in HOOK_FOR_KIND.items()}
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
 COMMAND_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
+COLUMN_ROLES = ("text", "label")  # what a dataset's columns are to the tasks
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Entry:
     tasks: tuple[str, ...] = ()
     task: Task | None = None  # a pipeline's declaration of the task it serves
     origin: str = ""  # the plugin's identity (PluginInfo.identity): version or source hash
+    columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
 
     def load(self):
         """Import and return the target (the heavy code), on first use; a target that cannot
@@ -349,7 +351,8 @@ def source_hash(plugin) -> str:
 
 
 def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") -> Callable:
-    def register(name, target, *, description="", config=None, tasks=(), task=None):
+    def register(name, target, *, description="", config=None, tasks=(), task=None,
+                 columns=None):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
         if kind in ("architecture", "tokenizer") and "-" in name:
@@ -378,10 +381,18 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") 
                                f"under the task's name")
         elif task is not None:
             raise ZooError(f"{kind} {name!r}: only pipelines declare a task (use tasks=(...))")
+        if columns is not None and kind != "dataset":
+            raise ZooError(f"{kind} {name!r}: only datasets declare columns")
+        if columns is not None and not (
+                isinstance(columns, dict) and set(columns) <= set(COLUMN_ROLES)
+                and all(isinstance(c, str) and c for c in columns.values())):
+            raise ZooError(f"dataset {name!r}: columns must map roles ({', '.join(COLUMN_ROLES)}) "
+                           f"to column names, like {{'text': 'text', 'label': 'target'}}, not "
+                           f"{columns!r:.60}")
         if any(e.name == name and e.kind == kind for e in staged):
             raise ZooError(f"{kind} name {name!r} registered twice by plugin {plugin_name!r}")
         staged.append(Entry(kind, name, target, plugin_name, description, config,
-                            tuple(tasks), task, origin))
+                            tuple(tasks), task, origin, tuple((columns or {}).items())))
 
     return register
 
