@@ -413,7 +413,7 @@ def tamper_config(home, run_id, change):
     (lambda c: c.update(seed="zero"), "'seed' must be an integer"),
     (lambda c: c.update(configs=[1, 2]), "'configs' must be an object, not a list"),
     (lambda c: c["configs"].update(model="big"), "configs.model must be an object or null"),
-    (lambda c: c["configs"].update(optimizer={}), "unknown config section 'optimizer'"),
+    (lambda c: c["configs"].update(train=7), "configs.train must be an object or null"),
     (lambda c: c["configs"]["model"].update(n_layers=3), "n_layers"),
     (lambda c: c["configs"]["model"].update(n_layer="two"), "n_layer"),
     (lambda c: c["spec"].update(colour="red"), "unknown key 'colour' in 'spec'"),

@@ -13,7 +13,6 @@ from zoo.safeload import load_json
 # config.json: what reloading, resuming and reproducing a run read, and the types they need.
 CONFIG_KEYS = {"architecture": str, "tokenizer": str, "task": str, "dataset": str,
                "model": str, "seed": int, "configs": dict}
-CONFIG_SECTIONS = ("model", "tokenizer", "train")
 SPEC_KEYS = {"task": str, "vocab_size": int, "num_classes": (int, type(None)), "pad_id": int}
 MAX_VALUE_DEPTH = 4  # a config value is a number, a string, or a short list of them
 
@@ -29,10 +28,7 @@ def read_config(path: Path) -> dict:
         if not _is(config[key], kind):
             raise ZooError(f"{path}: {key!r} must be {_name(kind)}, not {_kind(config[key])}")
     configs = config["configs"]
-    for section, values in configs.items():
-        if section not in CONFIG_SECTIONS:
-            raise ZooError(f"{path}: unknown config section {section!r} (expected "
-                           f"{', '.join(CONFIG_SECTIONS)})")
+    for section, values in configs.items():  # model, tokenizer, train, dataset, ...
         if values is not None and not isinstance(values, dict):
             raise ZooError(f"{path}: configs.{section} must be an object or null, not "
                            f"{_kind(values)}")
