@@ -56,6 +56,8 @@ def test_a_new_task_runs_end_to_end_through_the_cli(regress, tmp_path):
     assert next(line for line in matrix.splitlines() if line.startswith("bitmlp")).split()[1] == "regression"
     assert "tasks:  regression" in ok("show", "bits")
     assert "train (regression) config" in ok("show", "bitmlp-char")
+    task = ok("show", "regression")  # the task's declaration, from its registration
+    assert "primary metric: test_r2" in task and "fraction of variance explained, higher is better" in task
 
     run = json.loads(ok("run", "bitmlp-char", "bits", "--steps", 60, "--json", *TINY))
     assert run["task"] == "regression" and run["status"] == "finished"

@@ -50,6 +50,11 @@ _LAZY = {
     "Batch": "zoo.trainer",
     "train": "zoo.trainer",
     "Trained": "zoo.trained",
+    "load_trained": "zoo.trained",
+    "load_dataset": "zoo.data",
+    "load_json": "zoo.safeload",
+    "load_safetensors": "zoo.safeload",
+    "atomic_write_text": "zoo.files",
 }
 
 __all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction", *_LAZY]

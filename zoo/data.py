@@ -125,6 +125,17 @@ def resolve(name: str, zoo) -> DatasetRef:
     raise UnknownNameError("dataset", name, names, hint="zoo list datasets shows all")
 
 
+def load_dataset(name: str, zoo=None, *, text_column: str | None = None,
+                 label_column: str | None = None, quiet: bool = True) -> LoadedDataset:
+    """A DATASET argument (catalogue alias, plugin dataset, path or Hub id) resolved and
+    loaded, as `zoo run` would: the public way for a plugin to load a dataset by name."""
+    from zoo.registry import get_zoo
+
+    zoo = zoo or get_zoo()
+    return load(resolve(name, zoo), zoo, text_column=text_column, label_column=label_column,
+                quiet=quiet)
+
+
 def tasks_of(ref: DatasetRef, zoo) -> tuple[str, ...]:
     """The tasks a dataset serves, known without loading it where the catalogue or its
     plugin says: the task it names first, then the registered tasks declared to use such
