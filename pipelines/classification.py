@@ -297,7 +297,12 @@ def run(job: Job) -> RunResult:
 def trained_classes(trained) -> list[str]:
     folder = trained.folder
     if folder.file(CLASSES_FILE).is_file():
-        return folder.read_json(CLASSES_FILE)
+        classes = folder.read_classes(CLASSES_FILE)
+        expected = (trained.config.get("spec") or {}).get("num_classes")
+        if expected is not None and len(classes) != expected:
+            raise ZooError(f"{folder.file(CLASSES_FILE)}: {len(classes)} class names for a "
+                           f"model with {expected} classes")
+        return classes
     names = trained.row.get("metrics", {}).get("class_names")
     if not names:
         raise ZooError(f"run {trained.run_id} has no class names ({CLASSES_FILE} is missing)")
