@@ -298,10 +298,10 @@ def cmd_sweep(args) -> int:
     if args.time is not None:
         overrides["train.time"] = args.time
     plan = sweeps.plan_sweep(args.models, args.on, seeds=args.seeds, overrides=overrides,
-                             task=args.task)
+                             task=args.task, grid=sweeps.parse_grid(args.grid))
     for line in sweeps.describe_plan(plan):
         print(line, file=sys.stderr)
-    if args.baseline is not None and args.baseline not in plan.models:
+    if args.baseline is not None and args.baseline.split(" (")[0] not in plan.models:
         from zoo.errors import UnknownNameError
 
         raise UnknownNameError("baseline model", args.baseline, plan.models,
@@ -536,6 +536,9 @@ def build_parser() -> Parser:
                         help="wall-clock training budget per cell")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a config field in every cell (repeatable)")
+    p.add_argument("--grid", action="append", metavar="KEY=V1,V2",
+                   help="sweep a config field over these values too: every combination of "
+                   "grid values is its own cell and row (repeatable)")
     p.add_argument("--task", help="force a task instead of choosing it per cell")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--dry-run", action="store_true", help="print the plan and train nothing")

@@ -1,20 +1,23 @@
-"""`zoo sweep`: train every model x dataset x seed cell, in this process, one after another.
+"""`zoo sweep`: train every model x dataset x setting x seed cell.
 
 Every cell is planned before anything trains, so impossible pairs (no head for the
 dataset's task, a --set key the model does not have) are skipped with their reason up
-front. Cells whose config hash already has a finished run are skipped too, so running
+front. `--grid key=v1,v2` adds settings: each combination of grid values is its own cell
+(and its own row in the comparison). Cells whose config hash already has a finished run are skipped too, so running
 the same sweep again resumes it. A cell that fails is recorded as failed and the sweep
 goes on.
 """
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import sys
 import time
 from dataclasses import dataclass, field
 
 from zoo import data as zoo_data
-from zoo.errors import ZooError
+from zoo.config import parse_assignment, split_overrides
+from zoo.errors import UnknownNameError, ZooError
 
 WILDCARDS = "*?["
 
@@ -24,6 +27,7 @@ class Cell:
     model: str
     dataset: str
     seed: int
+    setting: dict = field(default_factory=dict)  # this cell's --grid values, as typed
     plan: object = None  # zoo.runner.Plan, when the cell can run
     config_hash: str | None = None
     skip: str | None = None  # why the cell cannot run
@@ -34,8 +38,15 @@ class Cell:
     duration: float | None = None
 
     @property
+    def label(self) -> str:
+        """The model, with its grid setting: 'decoder-char (lr=0.003)'."""
+        if not self.setting:
+            return self.model
+        return f"{self.model} ({', '.join(f'{k}={v}' for k, v in self.setting.items())})"
+
+    @property
     def name(self) -> str:
-        return f"{self.model} on {self.dataset}, seed {self.seed}"
+        return f"{self.label} on {self.dataset}, seed {self.seed}"
 
 
 @dataclass
@@ -45,6 +56,7 @@ class Sweep:
     datasets: list[str]
     seeds: list[int]
     log: list[str] = field(default_factory=list)
+    grid: dict = field(default_factory=dict)  # key -> the values swept
 
     @property
     def impossible(self) -> list[Cell]:
@@ -86,8 +98,60 @@ def expand_models(patterns: list[str], zoo) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def parse_grid(items: list[str] | None) -> dict[str, list[str]]:
+    """`--grid key=v1,v2` options as {key: [v1, v2]}, in the order given."""
+    grid: dict[str, list[str]] = {}
+    for item in items or []:
+        try:
+            key, values = parse_assignment(item)
+        except ZooError:
+            raise ZooError(f"--grid expects key=v1,v2,..., got {item!r}") from None
+        choices = list(dict.fromkeys(v.strip() for v in values.split(",")))
+        if not all(choices):
+            raise ZooError(f"--grid {key}: empty value in {values!r}")
+        if _bare(key) in {_bare(k) for k in grid}:
+            raise ZooError(f"--grid {key} is given twice; put all its values in one --grid")
+        grid[key] = choices
+    return grid
+
+
+def _bare(key: str) -> str:
+    return key.rpartition(".")[2]
+
+
+def grid_settings(grid: dict[str, list[str]]) -> list[dict[str, str]]:
+    """Every combination of grid values ([{}] without a grid)."""
+    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+
+
+def check_grid(grid: dict[str, list[str]], overrides: dict, pair_sections: list[dict]) -> None:
+    """Fail before training when a grid key is no config field of any cell (with a
+    did-you-mean), a value does not parse as the field's type, or a key is also --set."""
+    for key in grid:
+        clash = [k for k in overrides if _bare(k) == _bare(key)]
+        if clash:
+            raise ZooError(f"{key} is both swept (--grid) and fixed (--set, --steps or --time); "
+                           "give it once")
+    for key, values in grid.items():
+        unknown = None
+        for sections in pair_sections:
+            try:
+                for value in values:
+                    split_overrides({key: value}, sections)
+            except UnknownNameError as exc:
+                unknown = unknown or exc
+                continue
+            except ZooError as exc:  # the field exists but this value is not of its type
+                raise ZooError(f"--grid {key}: {exc}") from None
+            break  # some cell has this key, and every value parses
+        else:
+            if unknown is not None:
+                raise ZooError(f"--grid: {unknown}")
+
+
 def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
-               overrides: dict | None = None, task: str | None = None, zoo=None) -> Sweep:
+               overrides: dict | None = None, task: str | None = None, zoo=None,
+               grid: dict[str, list[str]] | None = None) -> Sweep:
     from zoo.registry import get_zoo
     from zoo.runner import config_hash, plan_run
     from zoo.store import Store
@@ -95,39 +159,62 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
     zoo = zoo or get_zoo()
     if seeds <= 0:
         raise ZooError(f"--seeds must be positive, got {seeds}")
+    grid, overrides = dict(grid or {}), dict(overrides or {})
     names = expand_models(models, zoo)
     datasets = list(dict.fromkeys(datasets))
     for dataset in datasets:
         zoo_data.resolve(dataset, zoo)  # an unknown dataset fails now, with a did-you-mean
+    if grid:
+        check_grid(grid, overrides, _pair_sections(names, datasets, overrides, task, zoo))
     cells = []
     for model in names:
         for dataset in datasets:
-            for seed in range(seeds):
-                cell = Cell(model, dataset, seed)
-                try:
-                    cell.plan = plan_run(model, dataset, overrides=dict(overrides or {}),
-                                         seed=seed, task=task, zoo=zoo)
-                    cell.config_hash = config_hash(cell.plan)
-                except ZooError as exc:
-                    cell.skip = str(exc)
-                cells.append(cell)
+            for setting in grid_settings(grid):
+                for seed in range(seeds):
+                    cell = Cell(model, dataset, seed, setting)
+                    try:
+                        cell.plan = plan_run(model, dataset, overrides={**overrides, **setting},
+                                             seed=seed, task=task, zoo=zoo)
+                        cell.config_hash = config_hash(cell.plan)
+                    except ZooError as exc:
+                        cell.skip = str(exc)
+                    cells.append(cell)
     with Store() as store:
         finished = store.finished_by_hash()
     for cell in cells:
         if cell.config_hash in finished:
             cell.done = finished[cell.config_hash]
-    return Sweep(cells, names, datasets, list(range(seeds)))
+    return Sweep(cells, names, datasets, list(range(seeds)), grid=grid)
+
+
+def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
+    """The config classes (model, tokenizer, train) of every model x dataset pair that can
+    run without the grid: what the grid's keys and values are checked against."""
+    from zoo.runner import plan_run
+
+    found = []
+    for model in names:
+        for dataset in datasets:
+            try:
+                plan = plan_run(model, dataset, overrides=overrides, task=task, zoo=zoo)
+            except ZooError:
+                continue  # the cells of this pair are skipped, with their reason
+            found.append({name: type(config) if config is not None else None
+                          for name, config in plan.configs.items()})
+    return found
 
 
 def describe_plan(sweep: Sweep) -> list[str]:
-    lines = [f"sweep: {len(sweep.models)} model(s) x {len(sweep.datasets)} dataset(s) x "
+    settings = len(grid_settings(sweep.grid))
+    grid = f"{settings} setting(s) x " if sweep.grid else ""
+    lines = [f"sweep: {len(sweep.models)} model(s) x {len(sweep.datasets)} dataset(s) x {grid}"
              f"{len(sweep.seeds)} seed(s) = {len(sweep.cells)} cells: {len(sweep.todo)} to run, "
              f"{len(sweep.finished_before)} already finished, {len(sweep.impossible)} impossible"]
     reasons = {}
     for cell in sweep.impossible:  # one line per pair: the reason does not depend on the seed
-        reasons.setdefault((cell.model, cell.dataset), cell.skip)
-    for (model, dataset), reason in reasons.items():
-        lines.append(f"  skip {model} on {dataset}: {reason}")
+        reasons.setdefault((cell.label, cell.dataset), cell.skip)
+    for (label, dataset), reason in reasons.items():
+        lines.append(f"  skip {label} on {dataset}: {reason}")
     return lines
 
 
