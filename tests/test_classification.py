@@ -174,7 +174,7 @@ def test_train_show_predict_and_evaluate_round_trip(reviews):
     from zoo import data
     from zoo.pipelines.classification import evaluate, predict
     from zoo.registry import get_zoo
-    from zoo.runner import load_trained
+    from zoo.trained import load_trained
 
     trained = load_trained(summary["run_id"])
     dataset = data.load(data.resolve(str(reviews), get_zoo()), get_zoo())
@@ -224,7 +224,7 @@ def test_every_cell_of_the_matrix_plans_the_task_it_shows():
     from zoo import listing
     from zoo.errors import ZooError
     from zoo.registry import get_zoo
-    from zoo.runner import plan_run
+    from zoo.plan import plan_run
 
     zoo = get_zoo()
     table = listing.matrix(zoo)
@@ -293,7 +293,7 @@ def test_a_labelled_file_is_classified_and_an_unlabelled_one_is_not(reviews, tmp
     assert tiny_run("encoder-char", reviews, steps=2)["task"] == "classification"
     plain = tmp_path / "plain.csv"
     plain.write_text("text,stars\n" + "".join(f"review {i},{i % 5}\n" for i in range(60)))
-    from zoo.runner import plan_run
+    from zoo.plan import plan_run
 
     assert plan_run("decoder-char", str(plain)).task == "language-modeling"
 

@@ -64,7 +64,8 @@ def cmd_show(args) -> int:
 # -- zoo run -------------------------------------------------------------------------
 def cmd_run(args) -> int:
     from zoo.config import parse_assignment
-    from zoo.runner import execute, plan_run
+    from zoo.plan import plan_run
+    from zoo.runner import execute
 
     overrides = dict(parse_assignment(item) for item in args.set or [])
     if args.steps is not None:
@@ -122,7 +123,7 @@ def _json_default(value):
 
 # -- zoo resume ----------------------------------------------------------------------
 def cmd_resume(args) -> int:
-    from zoo.runner import resume
+    from zoo.resume import resume
 
     result = resume(args.run_id, quiet=args.quiet or args.json)
     print_result(result, args.json)
@@ -145,7 +146,7 @@ def cmd_runs(args) -> int:
 
 # -- zoo generate --------------------------------------------------------------------
 def cmd_generate(args) -> int:
-    from zoo.runner import load_trained
+    from zoo.trained import load_trained
 
     trained = load_trained(args.run_id)
     if trained.task != "language-modeling":
@@ -167,7 +168,7 @@ def cmd_generate(args) -> int:
 # -- zoo predict ---------------------------------------------------------------------
 def cmd_predict(args) -> int:
     from zoo.registry import get_zoo
-    from zoo.runner import load_trained
+    from zoo.trained import load_trained
 
     if (args.text is None) == (args.file is None):
         raise ZooError("give either TEXT or --file FILE (one text per line)")

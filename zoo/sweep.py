@@ -3,9 +3,9 @@
 Every cell is planned before anything trains, so impossible pairs (no head for the
 dataset's task, a --set key the model does not have) are skipped with their reason up
 front. `--grid key=v1,v2` adds settings: each combination of grid values is its own cell
-(and its own row in the comparison). Cells whose config hash already has a finished run are skipped too, so running
-the same sweep again resumes it. A cell that fails is recorded as failed and the sweep
-goes on.
+(and its own row in the comparison). Cells whose config hash already has a finished run
+are skipped too, so running the same sweep again resumes it. A cell that fails is recorded
+as failed and the sweep goes on.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class Cell:
     dataset: str
     seed: int
     setting: dict = field(default_factory=dict)  # this cell's --grid values, as typed
-    plan: object = None  # zoo.runner.Plan, when the cell can run
+    plan: object = None  # zoo.plan.Plan, when the cell can run
     config_hash: str | None = None
     skip: str | None = None  # why the cell cannot run
     done: str | None = None  # the finished run that already holds this cell
@@ -82,7 +82,7 @@ class Sweep:
 def expand_models(patterns: list[str], zoo) -> list[str]:
     """Model names, with wildcards matched against every preset and pair in the registry."""
     from zoo.registry import natural_key
-    from zoo.runner import model_names, resolve_model
+    from zoo.plan import model_names, resolve_model
 
     names = model_names(zoo)
     found = []
@@ -153,7 +153,7 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
                overrides: dict | None = None, task: str | None = None, zoo=None,
                grid: dict[str, list[str]] | None = None) -> Sweep:
     from zoo.registry import get_zoo
-    from zoo.runner import config_hash, plan_run
+    from zoo.plan import config_hash, plan_run
     from zoo.store import Store
 
     zoo = zoo or get_zoo()
@@ -190,7 +190,7 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
 def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
     """The config classes (model, tokenizer, train) of every model x dataset pair that can
     run without the grid: what the grid's keys and values are checked against."""
-    from zoo.runner import plan_run
+    from zoo.plan import plan_run
 
     found = []
     for model in names:
@@ -256,7 +256,8 @@ def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=Non
 def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out) -> dict:
     """A cell whose latest run was interrupted continues that run from its last checkpoint
     (`zoo resume`); any other cell, or one that cannot be resumed, starts a new run."""
-    from zoo.runner import ResumeRefused, execute, resume
+    from zoo.resume import ResumeRefused, resume
+    from zoo.runner import execute
     from zoo.store import Store
 
     with Store() as store:

@@ -45,7 +45,7 @@ def verify(run_id: str, *, batch: int = 8, seed: int = 0,
     from zoo.plugins.numpy.model import NumpyDecoder
     from zoo.plugins.numpy import NumpyConfig
     from zoo.registry import get_zoo
-    from zoo.runner import load_trained
+    from zoo.trained import load_trained
     from zoo.safeload import load_safetensors
     from zoo.store import home
 
