@@ -72,7 +72,7 @@ def pipeline_runs(args) -> dict:
 
 
 def run_verify(run_id: str) -> None:
-    from zoo.verify import report, verify
+    from zoo.plugins.numpy.verify import report, verify
 
     result = verify(run_id)
     print(report(result))

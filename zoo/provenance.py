@@ -14,7 +14,7 @@ def versions(zoo, plan: Plan) -> dict:
     from zoo import __version__
 
     found = {"zoo": __version__, "python": platform.python_version()}
-    for package in ("torch", "numpy", "datasets", "tokenizers"):
+    for package in ("torch", "numpy", "datasets", "tokenizers", "transformers"):
         try:
             found[package] = metadata.version(package)
         except metadata.PackageNotFoundError:

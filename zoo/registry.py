@@ -24,7 +24,8 @@ import pluggy
 from zoo import hookspecs
 from zoo.errors import PluginError, UnknownNameError, ZooError
 
-# Registered exactly like third-party plugins, in this order.
+# The built-ins, registered exactly like third-party plugins, in this order. The only place
+# the core names them: it imports nothing else of them (tests/test_layering.py).
 DEFAULT_PLUGINS = (
     "zoo.plugins.char",
     "zoo.plugins.bpe",
@@ -32,12 +33,15 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.encoder",
     "zoo.plugins.numpy",
     "zoo.plugins.digits",
+    "zoo.plugins.transformers",
     "zoo.pipelines",
 )
 
-KINDS = ("architecture", "tokenizer", "dataset", "pipeline")
+KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command")
 HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
+KIND_OF_HOOK = {hook: kind for kind, hook in HOOK_FOR_KIND.items()}
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
+COMMAND_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,34 @@ class Entry:
             raise ZooError(f"config of {self.kind} {self.name!r} from plugin {self.plugin!r} is "
                            f"a {type(cls).__name__}, not a dataclass")
         return cls
+
+
+@dataclass(frozen=True)
+class Command:
+    """A `zoo` subcommand added by a plugin (the ``register_commands`` hook)."""
+
+    name: str
+    handler: Any  # "module:function" or the function; called with the parsed arguments
+    plugin: str
+    help: str = ""  # one line, shown by `zoo --help`
+    description: str = ""  # shown by `zoo NAME --help`
+    arguments: Any = None  # "module:function", or function(parser) adding the options
+    kind: str = "command"
+
+    def load_handler(self) -> Callable:
+        return _loaded_callable(self.handler, f"handler of command {self.name!r}", self.plugin)
+
+    def add_arguments(self, parser) -> None:
+        if self.arguments is not None:
+            _loaded_callable(self.arguments, f"arguments of command {self.name!r}",
+                             self.plugin)(parser)
+
+
+def _loaded_callable(target, what: str, plugin: str) -> Callable:
+    obj = _resolve(target, what)
+    if not callable(obj):
+        raise ZooError(f"{what} from plugin {plugin!r} is {_describe(obj)}, not a function")
+    return obj
 
 
 def target_problem(kind: str, target) -> str | None:
@@ -200,6 +232,10 @@ class Zoo:
     def pipelines(self) -> Registry:
         return self.registries["pipeline"]
 
+    @property
+    def commands(self) -> Registry:
+        return self.registries["command"]
+
     # -- loading ---------------------------------------------------------------------
     def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:
         """Register one plugin object and run its hooks; set it aside if anything fails."""
@@ -227,11 +263,12 @@ class Zoo:
     def _collect(self, plugin, info: PluginInfo) -> list[Entry]:
         staged: list[Entry] = []
         for caller in self.pm.get_hookcallers(plugin) or []:
-            kind = next(k for k, hook in HOOK_FOR_KIND.items() if hook == caller.name)
+            kind = KIND_OF_HOOK[caller.name]
             info.hooks.append(caller.name)
             for impl in caller.get_hookimpls():
                 if impl.plugin is plugin:
-                    register = _stager(kind, info.name, staged)
+                    stager = _command_stager if kind == "command" else _stager
+                    register = stager(kind, info.name, staged)
                     impl.function(**{arg: register for arg in impl.argnames})
         return staged
 
@@ -284,6 +321,27 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
     return register
 
 
+def _command_stager(kind: str, plugin_name: str, staged: list) -> Callable:
+    def register(name, handler, *, help="", description="", arguments=None):
+        if not isinstance(name, str) or not COMMAND_PATTERN.match(name):
+            raise ZooError(f"command name {name!r} must be lower-case letters, digits and '-', "
+                           "starting with a letter")
+        for what, target in (("handler", handler), ("arguments", arguments)):
+            if target is None and what == "arguments":
+                continue
+            if isinstance(target, str) and ":" not in target:
+                raise ZooError(f"command {name!r}: {what} {target!r} must look like 'module:function'")
+            if not isinstance(target, str) and not callable(target):
+                raise ZooError(f"command {name!r}: {what} is {_describe(target)}, not a function")
+        if not isinstance(help, str) or not isinstance(description, str):
+            raise ZooError(f"command {name!r}: help and description must be strings")
+        if any(e.name == name and e.kind == kind for e in staged):
+            raise ZooError(f"command {name!r} registered twice by plugin {plugin_name!r}")
+        staged.append(Command(name, handler, plugin_name, help, description, arguments))
+
+    return register
+
+
 def _one_line(exc: BaseException) -> str:
     """An error as one line (pluggy's validation errors span several)."""
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
@@ -297,7 +355,8 @@ def _wanted(names: Iterable[str]) -> bool:
     return any(n in allowed_set for n in names)
 
 
-def _strict() -> bool:
+def strict_plugins() -> bool:
+    """ZOO_STRICT_PLUGINS=1: a broken plugin is an error instead of a warning."""
     return os.environ.get("ZOO_STRICT_PLUGINS", "").lower() in ("1", "true", "yes")
 
 
@@ -308,7 +367,7 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
 
     catalogue = catalogue if catalogue is not None else load_catalogue()
     zoo = Zoo(catalogue)
-    strict = _strict()
+    strict = strict_plugins()
     for module_name in builtins:
         module = importlib.import_module(module_name)
         zoo.add_plugin(module, PluginInfo(module_name.removeprefix("zoo.plugins."),
@@ -376,3 +435,56 @@ def reset_zoo(zoo: Zoo | None = None) -> None:
     """Replace (or forget) the process-wide zoo; tests use this."""
     global _current
     _current = zoo
+
+
+# -- model names: a catalogue preset or an ARCHITECTURE-TOKENIZER pair --------------
+@dataclass
+class ModelSpec:
+    name: str
+    architecture: object  # Entry
+    tokenizer: object  # Entry
+    overrides: dict = field(default_factory=dict)
+    description: str = ""
+
+
+def resolve_model(name: str, zoo) -> ModelSpec:
+    """A preset from the catalogue, or any ARCHITECTURE-TOKENIZER pair of registered plugins."""
+    preset = zoo.catalogue.models.get(name)
+    if preset is not None:
+        return ModelSpec(name, zoo.architectures.get(preset.architecture),
+                         zoo.tokenizers.get(preset.tokenizer), dict(preset.overrides),
+                         preset.description)
+    arch, sep, tok = name.partition("-")
+    if sep and arch in zoo.architectures and tok in zoo.tokenizers:
+        entry = zoo.architectures.get(arch)
+        return ModelSpec(name, entry, zoo.tokenizers.get(tok), {}, entry.description)
+    raise UnknownNameError("model", name, model_names(zoo), hint="zoo list models shows all")
+
+
+def model_names(zoo) -> list[str]:
+    names = set(zoo.catalogue.models)
+    names.update(f"{a}-{t}" for a in zoo.architectures.names() for t in zoo.tokenizers.names())
+    return sorted(names)
+
+
+def choose_task(architecture, dataset_tasks, wanted: str | None = None) -> str:
+    """The first task the dataset serves that the architecture supports (or `wanted`)."""
+    supported = architecture.tasks
+    if wanted:
+        if wanted not in dataset_tasks:
+            raise ZooError(f"dataset does not serve task {wanted!r}; it serves: "
+                           f"{', '.join(dataset_tasks) or 'nothing known'}")
+        if wanted not in supported:
+            raise ZooError(f"{architecture.name} has no {wanted} head; it supports: {', '.join(supported)}")
+        return wanted
+    for task in dataset_tasks:
+        if task in supported:
+            return task
+    raise ZooError(task_mismatch(architecture, dataset_tasks))
+
+
+def task_mismatch(architecture, dataset_tasks) -> str:
+    wanted = dataset_tasks[0] if dataset_tasks else "?"
+    return (f"{architecture.name} has no {wanted} head (it supports: "
+            f"{', '.join(architecture.tasks) or 'no task'}; the dataset serves: "
+            f"{', '.join(dataset_tasks) or 'no task'})")

@@ -81,8 +81,7 @@ class Sweep:
 
 def expand_models(patterns: list[str], zoo) -> list[str]:
     """Model names, with wildcards matched against every preset and pair in the registry."""
-    from zoo.registry import natural_key
-    from zoo.plan import model_names, resolve_model
+    from zoo.registry import model_names, natural_key, resolve_model
 
     names = model_names(zoo)
     found = []
