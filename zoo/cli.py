@@ -271,12 +271,15 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
 def cmd_sweep(args) -> int:
     from zoo.config import parse_assignment
     from zoo import sweep as sweeps
+    from zoo.executors import make_executor
 
     overrides = dict(parse_assignment(item) for item in args.set or [])
     if args.steps is not None:
         overrides["train.steps"] = args.steps
     if args.time is not None:
         overrides["train.time"] = args.time
+    executor = make_executor(args.jobs, args.executor, args.address, args.cell_cpus,
+                             args.cell_gpus)  # before planning: a missing Ray fails at once
     plan = sweeps.plan_sweep(args.models, args.on, seeds=args.seeds, overrides=overrides,
                              task=args.task, grid=sweeps.parse_grid(args.grid))
     for line in sweeps.describe_plan(plan):
@@ -294,7 +297,7 @@ def cmd_sweep(args) -> int:
                      else "to run")
             print(f"{cell.name}\t{state}")
         return 0
-    sweeps.run_sweep(plan, device=args.device, quiet=not args.verbose)
+    sweeps.run_sweep(plan, device=args.device, quiet=not args.verbose, executor=executor)
     print(sweeps.summary(plan), file=sys.stderr)
     if any(c.status == "finished" or c.done for c in plan.cells):
         args.where, args.evals, args.status = None, False, "finished"
@@ -491,7 +494,8 @@ def build_parser() -> Parser:
     p.set_defaults(handler=cmd_compare)
 
     p = commands.add_parser("sweep", help="train every model x dataset x seed, then compare",
-                            description="Train every possible cell in this process, skip "
+                            description="Train every possible cell (in this process, in "
+                            "--jobs worker processes or as Ray tasks), skip "
                             "impossible ones with their reason and cells already finished with "
                             "the same config (so a second run resumes), record failures and go "
                             "on, then print the comparison of the sweep's runs.")
@@ -512,6 +516,16 @@ def build_parser() -> Parser:
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--dry-run", action="store_true", help="print the plan and train nothing")
     p.add_argument("--verbose", action="store_true", help="each run's own progress output")
+    p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                   help="train N cells at a time in worker processes, each with cores/N "
+                   "threads (default 1: one after another in this process)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="ray: cells as tasks on a Ray cluster (pip install -e \".[ray]\")")
+    p.add_argument("--address", help="the Ray cluster to use (default: a local one)")
+    p.add_argument("--cell-cpus", type=positive_int, metavar="N",
+                   help="CPUs (threads) each Ray task asks for (default 1)")
+    p.add_argument("--cell-gpus", type=positive_float, metavar="N",
+                   help="GPUs each Ray task asks for (default 0)")
     add_compare_options(p, sweep=True)
     p.set_defaults(handler=cmd_sweep)
 

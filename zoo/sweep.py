@@ -57,6 +57,8 @@ class Sweep:
     seeds: list[int]
     log: list[str] = field(default_factory=list)
     grid: dict = field(default_factory=dict)  # key -> the values swept
+    overrides: dict = field(default_factory=dict)  # --set (and --steps, --time) for every cell
+    task: str | None = None  # the task asked for, if any
 
     @property
     def impossible(self) -> list[Cell]:
@@ -183,7 +185,8 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
     for cell in cells:
         if cell.config_hash in finished:
             cell.done = finished[cell.config_hash]
-    return Sweep(cells, names, datasets, list(range(seeds)), grid=grid)
+    return Sweep(cells, names, datasets, list(range(seeds)), grid=grid,
+                 overrides=overrides, task=task)
 
 
 def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
@@ -217,19 +220,25 @@ def describe_plan(sweep: Sweep) -> list[str]:
     return lines
 
 
-def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=None, zoo=None) -> Sweep:
-    """Train the cells still to do; a failure is recorded and the next cell starts."""
+def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=None, zoo=None,
+              executor=None) -> Sweep:
+    """Train the cells still to do; a failure is recorded and the next cell starts. With an
+    `executor` (zoo.executors), cells run in its workers and this process records them."""
     from zoo.runner import RunDiverged
 
     out = out or sys.stderr
+    if executor is not None:
+        from zoo.executors import run_parallel
+
+        return run_parallel(sweep, executor, device=device, out=out)
     todo = sweep.todo
     started = time.time()
     for index, cell in enumerate(todo, 1):
         elapsed = time.time() - started
         eta = ""
         if index > 1:
-            eta = f", about {_clock(elapsed / (index - 1) * (len(todo) - index + 1))} left"
-        print(f"[{index}/{len(todo)}] {cell.name} (sweep {_clock(elapsed)} so far{eta})",
+            eta = f", about {clock(elapsed / (index - 1) * (len(todo) - index + 1))} left"
+        print(f"[{index}/{len(todo)}] {cell.name} (sweep {clock(elapsed)} so far{eta})",
               file=out, flush=True)
         began = time.time()
         try:
@@ -242,27 +251,40 @@ def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=Non
             cell.error = _one_line(exc)
             cell.duration = time.time() - began
             cell.run_id = _record_failure(cell, began)
-            print(f"    {cell.status} after {_clock(cell.duration)}: {cell.error} "
+            print(f"    {cell.status} after {clock(cell.duration)}: {cell.error} "
                   f"(run {cell.run_id})", file=out, flush=True)
             continue
         cell.run_id, cell.status = result["run_id"], result["status"]
         cell.duration = time.time() - began
-        print(f"    {cell.status} in {_clock(cell.duration)}: {_headline(result)} "
+        print(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} "
               f"(run {cell.run_id})", file=out, flush=True)
     return sweep
 
 
+def should_resume(latest: dict | None) -> bool:
+    """A cell continues its latest run when that was interrupted, or failed with a
+    checkpoint kept (its worker process died, say); any other cell starts a new run."""
+    from zoo import checkpoint
+    from zoo.store import home
+
+    if latest is None or latest.get("kind", "train") != "train":
+        return False
+    if latest["status"] == "interrupted":
+        return True
+    return latest["status"] == "failed" and checkpoint.latest(home() / latest["id"]) is not None
+
+
 def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out) -> dict:
-    """A cell whose latest run was interrupted continues that run from its last checkpoint
-    (`zoo resume`); any other cell, or one that cannot be resumed, starts a new run."""
+    """A cell whose latest run can go on (should_resume) continues it from its last
+    checkpoint (`zoo resume`); any other cell, or one that cannot be resumed, starts anew."""
     from zoo.resume import ResumeRefused, resume
     from zoo.runner import execute
     from zoo.store import Store
 
     with Store() as store:
         latest = store.latest(config_hash=cell.config_hash)
-    if latest is not None and latest["status"] == "interrupted":
-        print(f"    resuming interrupted run {latest['id']}", file=out, flush=True)
+    if should_resume(latest):
+        print(f"    resuming {latest['status']} run {latest['id']}", file=out, flush=True)
         try:
             return resume(latest["id"], quiet=quiet, zoo=zoo)
         except ResumeRefused as exc:
@@ -270,7 +292,7 @@ def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out) -> dic
     return execute(cell.plan, device=device, quiet=quiet, zoo=zoo)
 
 
-def _headline(result: dict) -> str:
+def headline(result: dict) -> str:
     from zoo.comparison import primary_metric
 
     metric = primary_metric(result["task"])
@@ -281,6 +303,22 @@ def _headline(result: dict) -> str:
 def _one_line(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
+
+
+def failure_row(cell: Cell, config: dict | None = None) -> dict:
+    """Store fields for a cell that failed before its run recorded itself: from the run's
+    config.json when it got that far, else from the plan."""
+    plan = cell.plan
+    config = config or {"model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
+                        "task": plan.task, "config_hash": cell.config_hash,
+                        "architecture": plan.spec.architecture.name,
+                        "tokenizer": plan.spec.tokenizer.name,
+                        "dataset_id": plan.dataset_ref.source,
+                        "configs": {k: _asdict(v) for k, v in plan.configs.items()}}
+    return {"model": cell.model, "dataset": plan.dataset_ref.name,
+            "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
+            "task": plan.task, "seed": cell.seed, "config_hash": cell.config_hash,
+            "config": config}
 
 
 def _record_failure(cell: Cell, began: float) -> str:
@@ -294,16 +332,8 @@ def _record_failure(cell: Cell, began: float) -> str:
         if recorded is not None:
             return recorded["id"]
         run_id = new_run_id()
-        plan = cell.plan
-        config = {"model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
-                  "task": plan.task, "config_hash": cell.config_hash,
-                  "architecture": plan.spec.architecture.name,
-                  "tokenizer": plan.spec.tokenizer.name, "dataset_id": plan.dataset_ref.source,
-                  "configs": {k: _asdict(v) for k, v in plan.configs.items()}}
-        store.insert(run_id, status="failed", model=cell.model, dataset=plan.dataset_ref.name,
-                     architecture=config["architecture"], tokenizer=config["tokenizer"],
-                     task=plan.task, seed=cell.seed, config_hash=cell.config_hash, config=config,
-                     error=cell.error, finished=time.time(), duration=time.time() - began)
+        store.insert(run_id, status="failed", **failure_row(cell), error=cell.error,
+                     finished=time.time(), duration=time.time() - began)
         return run_id
 
 
@@ -313,7 +343,7 @@ def _asdict(config):
     return dataclasses.asdict(config) if config is not None else None
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
     seconds = int(round(seconds))
     if seconds < 60:
         return f"{seconds}s"

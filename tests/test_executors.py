@@ -1,0 +1,104 @@
+"""Sweeps in worker processes (--jobs N): the same metrics as one process, the driver as
+the only writer of the store, a killed worker recorded as a failed cell, and a rerun that
+resumes it from its checkpoint (tiny configs)."""
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+from conftest import TINY_DECODER, run_cli
+from zoo.store import Store, home
+
+TIMING = ("tokens_per_s", "train_time")
+
+
+def rows_by_seed():
+    with Store() as store:
+        return {r["seed"]: r for r in store.rows()}
+
+
+def metrics(row):
+    return {k: v for k, v in row["metrics"].items() if k not in TIMING}
+
+
+def test_jobs_2_trains_every_cell_with_the_metrics_of_one_process(tiny_text, monkeypatch, tmp_path):
+    sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 4,
+             *TINY_DECODER]
+    assert run_cli(*sweep).code == 0
+    alone = rows_by_seed()
+    monkeypatch.setenv("ZOO_HOME", str(tmp_path / "parallel"))
+    result = run_cli(*sweep, "--jobs", 2)
+    assert result.code == 0, result
+    assert "running on 2 worker processes" in result.err
+    assert "[2/2] worker 2 (pid" in result.err and "sweep done: 2 trained" in result.err
+    parallel = rows_by_seed()
+    assert sorted(parallel) == [0, 1]
+    for seed, row in parallel.items():
+        assert row["status"] == "finished"
+        assert metrics(row) == metrics(alone[seed])
+        assert row["pid"] == os.getpid()  # the driver wrote the row, not the worker
+        assert (home() / row["id"] / "model.safetensors").is_file()  # the worker's folder
+
+
+def _worker_pids():
+    """This process's spawned sweep workers (not multiprocessing's resource tracker)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"spawn_main" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def kill_a_worker_once_runs_checkpoint(find_workers, runs: int, deadline: float = 240.0):
+    """In the background: once `runs` run folders hold a committed checkpoint (so each
+    busy worker has one to resume from), SIGKILL one worker. Returns the thread and a list
+    that receives the killed pid."""
+    killed = []
+
+    def watch():
+        end = time.time() + deadline
+        while time.time() < end:
+            if len({p.parents[2] for p in home().glob("2*/checkpoints/step-*/COMMIT")}) >= runs:
+                pids = find_workers()
+                if pids:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+                    return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread, killed
+
+
+def test_a_killed_worker_fails_its_cell_the_sweep_goes_on_and_the_rerun_resumes_it(tiny_text):
+    sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 300,
+             "--set", "checkpoint_every=10", *TINY_DECODER, "--jobs", 2]
+    thread, killed = kill_a_worker_once_runs_checkpoint(_worker_pids, runs=2)
+    first = run_cli(*sweep)
+    thread.join()
+    assert killed, "no worker was killed"
+    assert first.code == 1, first
+    assert f"(pid {killed[0]}): decoder-char" in first.err
+    with Store() as store:
+        rows = store.rows()
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["error"] == "worker died (killed by SIGKILL)"
+    assert [r["status"] for r in rows].count("finished") == 1  # the other cell went on
+
+    second = run_cli(*sweep)
+    assert second.code == 0, second
+    assert "1 to run, 1 already finished" in second.err
+    assert f"resuming failed run {failed[0]['id']}" in second.err  # from its checkpoint
+    with Store() as store:
+        resumed = store.get(failed[0]["id"])
+        assert len(store.rows()) == 2
+    assert resumed["status"] == "finished" and resumed["resumed"] == 1
