@@ -3,6 +3,8 @@ the only writer of the store, a killed worker recorded as a failed cell, and a r
 resumes it from its checkpoint (tiny configs)."""
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -102,3 +104,29 @@ def test_a_killed_worker_fails_its_cell_the_sweep_goes_on_and_the_rerun_resumes_
         resumed = store.get(failed[0]["id"])
         assert len(store.rows()) == 2
     assert resumed["status"] == "finished" and resumed["resumed"] == 1
+
+
+def test_executor_ray_without_ray_is_one_line_and_exit_2(tiny_text, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails, as when absent
+    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--executor", "ray")
+    assert result.code == 2, result
+    assert result.err.strip() == ('zoo: error: --executor ray needs Ray, an optional extra: '
+                                  'pip install -e ".[ray]" (or pip install ray)')
+    with Store() as store:
+        assert store.rows() == []
+
+
+def test_ray_options_need_the_ray_executor(tiny_text):
+    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--address", "10.0.0.1:6379")
+    assert result.code == 2 and "--address is for --executor ray" in result.err
+
+
+def test_list_and_sweep_help_import_neither_torch_nor_ray():
+    probe = ("import sys\nfrom zoo.cli import main\n"
+             "for argv in (['list'], ['sweep', '--help']):\n"
+             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+             "print('torch' in sys.modules, 'ray' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "--executor {local,ray}" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "False False"
