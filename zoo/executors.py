@@ -26,7 +26,7 @@ from pathlib import Path
 from zoo.cellrun import THREAD_VARIABLES, one_line, run_cell, set_threads
 from zoo.errors import ZooError
 from zoo.store import Store, home
-from zoo.sweep import clock, failure_row, headline, should_resume
+from zoo.sweeps import clock, failure_row, headline, should_resume
 
 RESUMABLE = ("interrupted", "failed")
 

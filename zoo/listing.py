@@ -7,13 +7,17 @@ import typing
 from zoo.errors import UnknownNameError, ZooError
 from zoo.registry import choose_task, model_names, natural_key, resolve_model
 
-KIND_OF = {"architectures": "architecture", "tokenizers": "tokenizer", "datasets": "dataset"}
+KIND_OF = {"architectures": "architecture", "tokenizers": "tokenizer", "datasets": "dataset",
+           "pipelines": "pipeline"}
 
 
 def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
     import fnmatch
 
 
+    if kind == "pipelines":  # one per task: the name is the task's
+        return [{"name": e.name, "description": e.description, "plugin": e.plugin}
+                for e in zoo.pipelines.entries(pattern)]
     if kind in ("architectures", "tokenizers"):
         return [{"name": e.name, "description": e.description, "plugin": e.plugin,
                  **({"tasks": list(e.tasks)} if kind == "architectures" else {})}

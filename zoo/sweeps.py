@@ -364,6 +364,20 @@ def summary(sweep: Sweep) -> str:
     return "\n".join(lines)
 
 
+def records(sweep: Sweep) -> list[dict]:
+    """Every cell as plain data (`zoo sweep --json`): its state (skipped, reused: finished
+    before this sweep, to run with --dry-run, or the status it ended with), run and reason."""
+    out = []
+    for cell in sweep.cells:
+        state = ("skipped" if cell.skip else "reused" if cell.done
+                 else cell.status or "to run")
+        out.append({"model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
+                    "setting": cell.setting, "state": state, "run_id": cell.done or cell.run_id,
+                    "config_hash": cell.config_hash, "reason": cell.skip or cell.error,
+                    "duration": cell.duration})
+    return out
+
+
 def table(sweep: Sweep, **options):
     """The comparison of this sweep's cells only (not other runs of the same models)."""
     from zoo.comparison import load_runs, summarize
