@@ -66,7 +66,13 @@ def _worker_main(conn, threads: int) -> None:
         conn.send(("done", outcome))
 
 
-class ProcessExecutor:
+class Executor:
+    def run_cells(self, sweep, *, device: str, out=None):
+        """Train the sweep's cells still to do in this executor's workers."""
+        return Driver(sweep, self, device=device, out=out or sys.stderr).run()
+
+
+class ProcessExecutor(Executor):
     """N worker processes (spawned, so torch starts fresh in each with its thread count),
     each training one cell at a time; a worker that dies is replaced."""
 
@@ -178,7 +184,7 @@ def zoo_sweep_cell(task: dict) -> dict:
     return run_cell(task)
 
 
-class RayExecutor:
+class RayExecutor(Executor):
     """Cells as Ray tasks on an existing cluster (`address`), or on a local one started
     here. Each task asks for `cpus` CPUs (its thread count) and `gpus` GPUs; the driver
     keeps as many in flight as the cluster has room for."""
@@ -271,10 +277,10 @@ class Driver:
     def run(self):
         todo = deque(self.sweep.todo)
         total, started, finished = len(todo), time.time(), 0
-        self.executor.start()
-        self.say(f"running on {self.executor.describe()}")
         index = 0
         try:
+            self.executor.start()  # a Ray cluster that cannot be reached fails here (exit 2)
+            self.say(f"running on {self.executor.describe()}")
             while todo or self.running:
                 while todo and self.executor.free_slot() is not None:
                     slot = self.executor.free_slot()
@@ -398,6 +404,9 @@ def make_executor(jobs: int, executor: str, address: str | None, cpus: int | Non
                   gpus: float | None):
     """The executor the command line asks for, or None: cells in this process."""
     if executor == "ray":
+        if jobs > 1:
+            raise ZooError("--jobs is for the local executor; Ray runs as many cells as the "
+                           "cluster has room for (see --cell-cpus)")
         return RayExecutor(address, cpus or 1, gpus or 0)
     if address is not None:
         raise ZooError("--address is for --executor ray")
@@ -407,6 +416,3 @@ def make_executor(jobs: int, executor: str, address: str | None, cpus: int | Non
         return ProcessExecutor(jobs)
     return None
 
-
-def run_parallel(sweep, executor, *, device: str, out=None):
-    return Driver(sweep, executor, device=device, out=out or sys.stderr).run()

@@ -223,14 +223,13 @@ def describe_plan(sweep: Sweep) -> list[str]:
 def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=None, zoo=None,
               executor=None) -> Sweep:
     """Train the cells still to do; a failure is recorded and the next cell starts. With an
-    `executor` (zoo.executors), cells run in its workers and this process records them."""
+    `executor` (zoo.executors.make_executor), cells run in its workers and this process
+    records them."""
     from zoo.runner import RunDiverged
 
     out = out or sys.stderr
     if executor is not None:
-        from zoo.executors import run_parallel
-
-        return run_parallel(sweep, executor, device=device, out=out)
+        return executor.run_cells(sweep, device=device, out=out)
     todo = sweep.todo
     started = time.time()
     for index, cell in enumerate(todo, 1):
