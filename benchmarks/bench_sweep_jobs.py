@@ -74,7 +74,7 @@ def main():
     if not args.no_single_thread:
         variants["jobs1-1t"] = (1, "1")
     times = {name: [] for name in variants}
-    reference, identical = None, True
+    metrics = {}  # variant -> the cells' metrics of its first sweep
     for round_ in range(1, args.rounds + 1):
         order = list(variants) if round_ % 2 else list(reversed(variants))
         for name in order:
@@ -82,11 +82,8 @@ def main():
             times[name].append(seconds)
             if any(status != "finished" for status, _ in cells.values()):
                 raise SystemExit(f"{name}: not every cell finished: {cells}")
-            if reference is None:
-                reference = cells
-            elif cells != reference:
-                identical = False
-                print(f"# round {round_} {name}: metrics differ from the first sweep's")
+            if metrics.setdefault(name, cells) != cells:
+                print(f"# round {round_} {name}: metrics differ from its own first sweep's")
             print(f"round {round_} {name:9s} {seconds:7.1f} s   ({load()})", flush=True)
     print()
     for name, values in times.items():
@@ -98,8 +95,23 @@ def main():
     if "jobs1-1t" in times:
         print(f"speed-up of --jobs {args.jobs} over --jobs 1 with one thread: "
               f"{median(times['jobs1-1t']) / median(times[parallel]):.2f}x")
-    print(f"metrics of every cell identical across all sweeps: {identical} "
-          f"({len(reference)} cells; timing figures aside)")
+    names = list(metrics)
+    for i, first in enumerate(names):
+        for second in names[i + 1:]:
+            same = metrics[first] == metrics[second]
+            print(f"metrics of every cell identical, {first} and {second}: {same}"
+                  + ("" if same else f" (largest relative difference "
+                     f"{largest_difference(metrics[first], metrics[second]):.2e})"))
+
+
+def largest_difference(a: dict, b: dict) -> float:
+    worst = 0.0
+    for seed, (_, values) in a.items():
+        for key, value in values.items():
+            other = b[seed][1].get(key)
+            if isinstance(value, float) and isinstance(other, float) and value != other:
+                worst = max(worst, abs(value - other) / max(abs(value), abs(other), 1e-12))
+    return worst
 
 
 if __name__ == "__main__":
