@@ -91,9 +91,10 @@ def _train(task: dict, journal: Journal) -> dict:
     zoo = registry.get_zoo()
     plan = plan_run(task["model"], task["dataset"], overrides=task["overrides"],
                     seed=task["seed"], task=task["task"], zoo=zoo)
-    if config_hash(plan) != task["config_hash"]:
+    found = config_hash(plan, zoo)
+    if found != task["config_hash"]:
         raise ZooError(f"this worker plans the cell differently from the driver (config hash "
-                       f"{config_hash(plan)}, not {task['config_hash']}): install the same zoo "
+                       f"{found}, not {task['config_hash']}): install the same zoo "
                        "and plugins on every node")
     claimed = task.get("resume")
     if claimed is not None:

@@ -17,16 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from zoo import data as zoo_data
-from zoo.errors import ZooError
-from zoo.model import TaskSpec
+from zoo import TaskSpec, ZooError
 from zoo.pipelines.language_modeling import encode, random_batch, split_text
 from zoo.plugins.decoder import DecoderConfig
 from zoo.plugins.numpy import DEFAULT_TOLERANCE, NumpyConfig
 from zoo.plugins.numpy.model import NumpyDecoder
 from zoo.registry import get_zoo
-from zoo.trained import load_trained
 from zoo.safeload import load_safetensors
-from zoo.store import home
+from zoo.trained import load_trained
 
 MAX_VERIFY_TOKENS = 2**18
 
@@ -61,14 +59,16 @@ def verify(run_id: str, *, batch: int = 8, seed: int = 0,
     if not (isinstance(config_class, type) and issubclass(config_class, DecoderConfig)):
         raise ZooError(f"zoo verify checks runs of the decoder (or numpy) architecture; run "
                        f"{trained.run_id} is a {config['architecture']} run")
-    if trained.task != "language-modeling":
-        raise ZooError(f"zoo verify checks language-modeling runs; run {trained.run_id} is a "
-                       f"{trained.task} run")
+    from zoo.pipelines import LANGUAGE_MODELING
+
+    if trained.task != LANGUAGE_MODELING.name:
+        raise ZooError(f"zoo verify checks {LANGUAGE_MODELING.name} runs; run {trained.run_id} "
+                       f"is a {trained.task} run")
 
     fields = {f.name for f in dataclasses.fields(DecoderConfig)}
     saved = {k: v for k, v in (config["configs"]["model"] or {}).items() if k in fields}
     reference = NumpyDecoder(NumpyConfig(**saved, dtype="float64"), TaskSpec(**config["spec"]), seed=0)
-    reference.load_state_dict(load_safetensors(home() / trained.run_id / "model.safetensors"))
+    reference.load_state_dict(load_safetensors(trained.folder.file("model.safetensors")))
 
     block = trained.block_size
     if batch * block > MAX_VERIFY_TOKENS:  # float64 logits for both models: bound them first
