@@ -24,25 +24,6 @@ def metrics(row):
     return {k: v for k, v in row["metrics"].items() if k not in TIMING}
 
 
-def test_jobs_2_trains_every_cell_with_the_metrics_of_one_process(tiny_text, monkeypatch, tmp_path):
-    sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 4,
-             *TINY_DECODER]
-    assert run_cli(*sweep).code == 0
-    alone = rows_by_seed()
-    monkeypatch.setenv("ZOO_HOME", str(tmp_path / "parallel"))
-    result = run_cli(*sweep, "--jobs", 2)
-    assert result.code == 0, result
-    assert "running on 2 worker processes" in result.err
-    assert "[2/2] worker 2 (pid" in result.err and "sweep done: 2 trained" in result.err
-    parallel = rows_by_seed()
-    assert sorted(parallel) == [0, 1]
-    for seed, row in parallel.items():
-        assert row["status"] == "finished"
-        assert metrics(row) == metrics(alone[seed])
-        assert row["pid"] == os.getpid()  # the driver wrote the row, not the worker
-        assert (home() / row["id"] / "model.safetensors").is_file()  # the worker's folder
-
-
 def _worker_pids():
     """This process's spawned sweep workers (not multiprocessing's resource tracker)."""
     found = []
@@ -81,14 +62,20 @@ def kill_a_worker_once_runs_checkpoint(find_workers, runs: int, deadline: float 
     return thread, killed
 
 
-def test_a_killed_worker_fails_its_cell_the_sweep_goes_on_and_the_rerun_resumes_it(tiny_text):
-    sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 300,
-             "--set", "checkpoint_every=10", *TINY_DECODER, "--jobs", 2]
+def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
+        tiny_text, monkeypatch, tmp_path):
+    sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 200,
+             *TINY_DECODER, "--set", "checkpoint_every=10", "--set", "eval_interval=50"]
+    assert run_cli(*sweep).code == 0  # the reference: one cell after another, in-process
+    alone = rows_by_seed()
+    monkeypatch.setenv("ZOO_HOME", str(tmp_path / "parallel"))
+
     thread, killed = kill_a_worker_once_runs_checkpoint(_worker_pids, runs=2)
-    first = run_cli(*sweep)
+    first = run_cli(*sweep, "--jobs", 2)
     thread.join()
     assert killed, "no worker was killed"
     assert first.code == 1, first
+    assert "running on 2 worker processes" in first.err
     assert f"(pid {killed[0]}): decoder-char" in first.err
     with Store() as store:
         rows = store.rows()
@@ -96,14 +83,18 @@ def test_a_killed_worker_fails_its_cell_the_sweep_goes_on_and_the_rerun_resumes_
     assert len(failed) == 1 and failed[0]["error"] == "worker died (killed by SIGKILL)"
     assert [r["status"] for r in rows].count("finished") == 1  # the other cell went on
 
-    second = run_cli(*sweep)
+    second = run_cli(*sweep, "--jobs", 2)
     assert second.code == 0, second
     assert "1 to run, 1 already finished" in second.err
     assert f"resuming failed run {failed[0]['id']}" in second.err  # from its checkpoint
-    with Store() as store:
-        resumed = store.get(failed[0]["id"])
-        assert len(store.rows()) == 2
-    assert resumed["status"] == "finished" and resumed["resumed"] == 1
+    parallel = rows_by_seed()
+    assert parallel[failed[0]["seed"]]["id"] == failed[0]["id"]
+    assert parallel[failed[0]["seed"]]["resumed"] == 1
+    for seed, row in parallel.items():
+        assert row["status"] == "finished"
+        assert metrics(row) == metrics(alone[seed])  # the killed and resumed one too
+        assert row["pid"] == os.getpid()  # the driver wrote the row, not the worker
+        assert (home() / row["id"] / "model.safetensors").is_file()  # the worker's folder
 
 
 def test_executor_ray_without_ray_is_one_line_and_exit_2(tiny_text, monkeypatch):

@@ -59,8 +59,9 @@ def kill_one_worker_once_two_runs_checkpoint(deadline: float = 240.0):
 
 def test_a_ray_sweep_records_every_cell_from_the_driver_and_finishes_a_killed_one(
         tiny_text, cluster):
-    sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 4, "--steps", 300,
-             "--set", "checkpoint_every=10", *TINY_DECODER, "--executor", "ray"]
+    sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 4, "--steps", 150,
+             *TINY_DECODER, "--set", "checkpoint_every=10", "--set", "eval_interval=50",
+             "--executor", "ray"]
     thread, killed = kill_one_worker_once_two_runs_checkpoint()
     first = run_cli(*sweep)
     thread.join()
