@@ -188,3 +188,24 @@ def test_predict_json_is_strict_json_for_any_prediction_type():
     assert json.loads(text) == {"value": None, "spread": {"low": None, "high": 1.5}}
     assert prediction_line(odd) == "nan"
     assert prediction_line({"label": "x", "score": 0.25}) == "x\t0.250"
+
+
+def test_builtins_and_examples_import_only_the_public_api():
+    """Built-in plugins and pipelines, and the example packages, use zoo as a third party
+    would: `from zoo import ...` (and the shared torch layers, zoo.layers), never the core's
+    internal modules. Their own modules (zoo.plugins.*, zoo.pipelines.*) are theirs."""
+    import ast
+
+    allowed = ("zoo.layers", "zoo.plugins", "zoo.pipelines")
+    files = [p for folder in ("plugins", "pipelines", "examples") for p in (REPO / folder).rglob("*.py")
+             if "build" not in p.relative_to(REPO).parts]
+    assert len(files) > 15
+    internal = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for name in names:
+                if name.startswith("zoo.") and not name.startswith(allowed):
+                    internal.append(f"{path.relative_to(REPO)}:{node.lineno} {name}")
+    assert internal == []

@@ -38,6 +38,11 @@ _LAZY = {
     "train_cached": "zoo.tokenizer",
     "dataset_key": "zoo.tokenizer",
     "compression": "zoo.tokenizer",
+    "split_ids": "zoo.tokenized",
+    "split_size": "zoo.tokenized",
+    "text_batches": "zoo.tokenized",
+    "column_of": "zoo.tokenized",
+    "join_rows": "zoo.tokenized",
     "natural_key": "zoo.registry",
     "check_positive": "zoo.config",
     "check_divisible": "zoo.config",
@@ -50,6 +55,11 @@ _LAZY = {
     "Batch": "zoo.trainer",
     "train": "zoo.trainer",
     "Trained": "zoo.trained",
+    "load_trained": "zoo.trained",
+    "load_dataset": "zoo.data",
+    "load_json": "zoo.safeload",
+    "load_safetensors": "zoo.safeload",
+    "atomic_write_text": "zoo.files",
 }
 
 __all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction", *_LAZY]

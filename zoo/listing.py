@@ -175,10 +175,27 @@ def _show_entries(zoo, name: str) -> list[str]:
             lines = [f"{kind} {name} (plugin {entry.plugin})", f"  {entry.description}"]
             if entry.tasks:
                 lines.append(f"  tasks: {', '.join(entry.tasks)}")
+            if entry.task is not None:
+                lines += describe_task(entry.task)
             lines.append("  config:")
             lines += describe_fields(entry.config_class())
             shown.append("\n".join(lines))
     return shown
+
+
+def describe_task(task) -> list[str]:
+    """A pipeline's task declaration, as `zoo show TASK` prints it."""
+    loss = task.loss if isinstance(task.loss, str) else getattr(task.loss, "__qualname__", task.loss)
+    prediction = task.prediction if isinstance(task.prediction, (str, type(None))) else \
+        getattr(task.prediction, "__qualname__", task.prediction)
+    lines = [f"  module output: {task.output}", f"  loss: {loss}",
+             f"  primary metric: {task.primary}; training curve: {task.curve_metric}",
+             f"  datasets: with columns {', '.join(task.columns)}"
+             + (f", or of task {', '.join(task.serves)}" if task.serves else ""),
+             f"  prediction: {prediction or 'none (no predict)'}", "  metrics:"]
+    width = max(len(m.name) for m in task.metrics)
+    lines += [f"    {m.name:<{width}}  {m.describe()}" for m in task.metrics]
+    return lines
 
 
 def _show_dataset(zoo, name: str) -> str | None:
