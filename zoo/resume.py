@@ -43,7 +43,7 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     run = RunFolder(home() / row["id"])
     if not run.file("config.json").is_file():
         raise ResumeRefused(f"cannot resume run {row['id']}: {run.path} has no config.json")
-    provenance = run.read_json("config.json")
+    provenance = run.config()
     if (provenance.get("distributed") or {}).get("world_size", 1) > 1:
         raise ResumeRefused(f"cannot resume run {row['id']}: it trained under torchrun on "
                             f"{provenance['distributed']['world_size']} processes, whose other "
