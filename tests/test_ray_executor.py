@@ -24,16 +24,24 @@ def cluster():
         ray.shutdown()
 
 
+def parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state
+
+
 def ray_workers_training():
-    """Ray worker processes running a sweep cell now (Ray titles them by their task)."""
+    """This cluster's Ray worker processes running a sweep cell now (Ray titles them by their
+    task). Only workers whose raylet this process started: another Ray cluster on the same
+    machine may be running zoo cells too."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 command = (entry / "cmdline").read_bytes()
-            except OSError:
+                ours = parent_of(parent_of(int(entry.name))) == os.getpid()
+            except (OSError, ValueError, IndexError):
                 continue
-            if command.startswith(b"ray::zoo_sweep_cell"):
+            if command.startswith(b"ray::zoo_sweep_cell") and ours:
                 found.append(int(entry.name))
     return found
 
