@@ -258,9 +258,7 @@ def run(job: Job) -> dict:
 
     result = trainer.train(job, model, next_batch, validate=validate, score_key="val_accuracy",
                            state={"batches": batches})
-    if result.best_state is not None:
-        model.load_state_dict(result.best_state)
-    job.run.save_weights(model.state_dict())
+    job.run.save_weights(model.state_dict())  # the best validation weights, with keep_best
 
     metrics = {"steps": result.steps, "epochs": result.steps / batches.per_epoch(),
                "best_step": result.best_step, "train_loss": result.train_loss,

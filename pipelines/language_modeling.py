@@ -166,8 +166,11 @@ def run(job: Job) -> dict:
     def validate() -> dict:
         return {"val_loss": estimate(model, ids["validation"], cfg, block, eval_rng)}
 
-    result = trainer.train(job, model, next_batch, validate=validate, rngs={"eval": eval_rng})
-    metrics = {"steps": result.steps, "train_loss": result.train_loss,
+    # With keep_best the model comes back with the weights of the lowest validation estimate,
+    # so val_* and test_* below are both figures of those weights.
+    result = trainer.train(job, model, next_batch, validate=validate, score_key="val_loss",
+                           higher_is_better=False, rngs={"eval": eval_rng})
+    metrics = {"steps": result.steps, "best_step": result.best_step, "train_loss": result.train_loss,
                "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
     for role, prefix in (("validation", "val"), ("test", "test")):
         nll, count = evaluate(model, ids[role], block, cfg.eval_batch_size)

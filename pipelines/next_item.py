@@ -243,8 +243,11 @@ def run(job: Job) -> dict:
         correct, nll = score(model, curve_set, cfg.eval_batch_size, specials)
         return {"val_accuracy": float(correct.mean()), "val_loss": float(nll.mean())}
 
-    result = trainer.train(job, model, next_batch, validate=validate)
-    metrics = {"steps": result.steps, "train_loss": result.train_loss,
+    # The score is the validation loss: accuracy saturates (digits reach 100% early) while
+    # the loss keeps telling better weights from worse.
+    result = trainer.train(job, model, next_batch, validate=validate, score_key="val_loss",
+                           higher_is_better=False)
+    metrics = {"steps": result.steps, "best_step": result.best_step, "train_loss": result.train_loss,
                "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
     for name, examples in data.items():
         if name == "train":

@@ -27,6 +27,10 @@ class TrainConfig:
     grad_clip: float = 1.0
     eval_interval: int = 250  # steps between validation estimates during training
     eval_batches: int = 20  # batches per periodic estimate; the final evaluation uses whole splits
+    # Report the validation and test splits with the weights of the best validation score
+    # (the step is recorded as best_step), not those of the last step.
+    keep_best: bool = True
+    patience: int = 0  # stop after this many validations without improvement (0: never)
     checkpoint_every: int = 500  # steps between checkpoints for `zoo resume` (0: not by steps)
     checkpoint_seconds: float = 600.0  # seconds between checkpoints (0: not by time)
     # auto: bf16 autocast on CUDA (fp16 + gradient scaling without bf16) and on CPUs with
@@ -37,7 +41,7 @@ class TrainConfig:
     def __post_init__(self):
         positive = ("steps", "batch_size", "lr", "eval_interval", "eval_batches")
         at_least_zero = ("min_lr", "warmup_steps", "weight_decay", "grad_clip",
-                         "checkpoint_every", "checkpoint_seconds")
+                         "checkpoint_every", "checkpoint_seconds", "patience")
         for name in positive:
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
