@@ -168,7 +168,7 @@ def _out_of_time(start: float, budget: float, ranks) -> bool:
     return distributed.rank0_flag(spent)
 
 
-def _validate(validate, result: TrainResult, score_key, higher_is_better, model, cfg) -> dict:
+def _validate(validate, result: TrainResult, score_key, higher_is_better, model, cfg=None) -> dict:
     start = time.perf_counter()
     figures = validate()
     result.last_validate_time = time.perf_counter() - start
@@ -180,6 +180,6 @@ def _validate(validate, result: TrainResult, score_key, higher_is_better, model,
                                                else score < result.best_score)
         if better:
             result.best_score, result.best_step = score, result.steps
-            if getattr(cfg, "keep_best", True):
+            if cfg is None or cfg.keep_best:
                 result.best_state = model.state_dict()
     return figures
