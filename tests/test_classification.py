@@ -39,7 +39,8 @@ def tiny_run(model, dataset, *extra, steps=12):
 
 
 # -- the network -----------------------------------------------------------------------
-def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, classes: int = 3):
+def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, classes: int = 3,
+                 **options):
     import torch
 
     from zoo.model import TaskSpec
@@ -50,7 +51,7 @@ def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, c
         from zoo.plugins.encoder.model import build
 
         cfg = EncoderConfig(n_layer=2, n_head=2, n_embd=16, block_size=24, dropout=0.1,
-                            pooling=pooling)
+                            pooling=pooling, **options)
     else:
         from zoo.plugins.decoder import DecoderConfig
         from zoo.plugins.decoder.model import build
@@ -66,11 +67,13 @@ def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, c
 @pytest.mark.parametrize("arch,task,pooling", [
     ("encoder", "classification", "mean"), ("encoder", "classification", "cls"),
     ("encoder", "next-item", "mean"), ("encoder", "next-item", "cls"),
-    ("decoder", "classification", "-"), ("decoder", "next-item", "-")])
+    ("decoder", "classification", "-"), ("decoder", "next-item", "-"),
+    ("encoder", "classification", "mean+bigrams")])
 def test_padding_never_changes_an_examples_logits(arch, task, pooling):
     import torch
 
-    module = build_module(arch, task, pooling)
+    options = {"bigram_buckets": 64, "token_dropout": 0.5} if pooling.endswith("+bigrams") else {}
+    module = build_module(arch, task, pooling.removesuffix("+bigrams"), **options)
     rng = np.random.default_rng(1)
     lengths = [3, 9, 1, 14]
     seqs = [rng.integers(3, 50, size=n) for n in lengths]

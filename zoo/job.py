@@ -43,6 +43,8 @@ class TrainConfig:
         at_least_zero = ("min_lr", "warmup_steps", "weight_decay", "grad_clip",
                          "checkpoint_every", "checkpoint_seconds", "patience")
         for name in positive:
+            if name == "eval_interval" and self.eval_interval is None:
+                continue  # a pipeline that picks its own interval (classification: by epoch)
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         for name in at_least_zero:

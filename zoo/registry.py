@@ -32,6 +32,7 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.encoder",
     "zoo.plugins.numpy",
     "zoo.plugins.digits",
+    "zoo.plugins.fasttext",
     "zoo.pipelines",
 )
 

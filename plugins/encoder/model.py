@@ -6,6 +6,7 @@
   blocks.{i}.ln2.{weight,bias} [C] blocks.{i}.mlp.fc.{weight [HC, C], bias [HC]}
   blocks.{i}.mlp.proj.{weight [C, HC], bias [C]}                  (H = mlp_ratio)
   ln_f.{weight,bias} [C]
+  bigrams.weight [bigram_buckets, C]  only with bigram_buckets > 0
   head.{weight [K, C], bias [K]}   classification: K = num_classes
   head.{weight [V, C], bias [V]}   next-item: K = vocab size; weight tied to tok_emb when
                                    config.tie_weights (kept once, as tok_emb.weight)
@@ -13,7 +14,9 @@
 Attention is bidirectional; padded positions (attention_mask 0) are never attended to and
 never pooled, so padding a batch leaves every example's output unchanged. Pooling takes the
 hidden state at position 0 ("cls": the classification pipeline puts <cls> there) or the
-mean over real tokens ("mean").
+mean over real tokens ("mean"). With ``bigram_buckets``, the mean embedding of the text's
+hashed token bigrams is added to the pooled vector; with ``token_dropout``, training drops
+random real tokens (never <cls>) from attention, pooling and the bigram bag.
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ import torch.nn.functional as F
 
 from zoo.engine import attention
 from zoo.model import TaskSpec
+
+BIGRAM_HASH = 116_049_371  # pairs of ids hash to (a * BIGRAM_HASH + b) mod bigram_buckets
 
 
 class SelfAttention(nn.Module):
@@ -81,6 +86,9 @@ class Encoder(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        if cfg.bigram_buckets:
+            self.bigrams = nn.EmbeddingBag(cfg.bigram_buckets + 1, cfg.n_embd, mode="mean",
+                                           padding_idx=cfg.bigram_buckets)  # last row: no pair
         outputs = spec.num_classes if spec.task == "classification" else spec.vocab_size
         self.head = nn.Linear(cfg.n_embd, outputs)
         self.apply(self._init)
@@ -92,7 +100,7 @@ class Encoder(nn.Module):
 
     @staticmethod
     def _init(module):
-        if isinstance(module, (nn.Linear, nn.Embedding)):
+        if isinstance(module, (nn.Linear, nn.Embedding, nn.EmbeddingBag)):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
@@ -114,11 +122,24 @@ class Encoder(nn.Module):
         weights = attention_mask.to(h.dtype).unsqueeze(-1)  # [B, T, 1]
         return (h * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
 
+    def bigram_bag(self, input_ids, attention_mask):  # [B, T] -> [B, C]
+        buckets = self.cfg.bigram_buckets
+        both = (attention_mask[:, :-1] * attention_mask[:, 1:]).bool()
+        pairs = torch.remainder(input_ids[:, :-1] * BIGRAM_HASH + input_ids[:, 1:], buckets)
+        return self.bigrams(pairs.masked_fill(~both, buckets))
+
     def forward(self, input_ids, attention_mask=None):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
+        if self.training and self.cfg.token_dropout:
+            drop = torch.rand(input_ids.shape, device=input_ids.device) < self.cfg.token_dropout
+            drop[:, 0] = False  # <cls> (or the first token) stays, so no text is empty
+            attention_mask = attention_mask * (~drop).to(attention_mask.dtype)
         h = self.hidden(input_ids, attention_mask)
-        return self.head(self.drop(self.pool(h, attention_mask)))  # [B, K]
+        pooled = self.pool(h, attention_mask)
+        if self.cfg.bigram_buckets and input_ids.shape[1] > 1:
+            pooled = pooled + self.bigram_bag(input_ids, attention_mask)
+        return self.head(self.drop(pooled))  # [B, K]
 
 
 def build(cfg, spec: TaskSpec) -> Encoder:
