@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     from zoo.model import TaskSpec
     from zoo.pipelines.language_modeling import encode, evaluate, generate, split_text
     from zoo.registry import get_zoo
-    from zoo.runner import plan_run
+    from zoo.plan import plan_run
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -39,7 +39,8 @@ def parse_args():
 
 def pipeline_runs(args) -> dict:
     from zoo.job import RunFolder
-    from zoo.runner import execute, plan_run
+    from zoo.plan import plan_run
+    from zoo.runner import execute
     from zoo.store import home
 
     runs = {}
@@ -71,7 +72,7 @@ def pipeline_runs(args) -> dict:
 
 
 def run_verify(run_id: str) -> None:
-    from zoo.verify import report, verify
+    from zoo.plugins.numpy.verify import report, verify
 
     result = verify(run_id)
     print(report(result))
@@ -139,7 +140,7 @@ def same_start(args) -> None:
     from zoo.plugins.decoder.model import build as build_torch
     from zoo.plugins.numpy.model import NumpyDecoder
     from zoo.plugins.numpy import NumpyConfig
-    from zoo.runner import plan_run
+    from zoo.plan import plan_run
     from zoo.trainer import lr_at
 
     tokenizer, ids = shakespeare()

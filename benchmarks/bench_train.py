@@ -45,7 +45,7 @@ class Variant:
 
         from zoo.engine import as_model
         from zoo.model import TaskSpec
-        from zoo.runner import plan_run
+        from zoo.plan import plan_run
 
         overrides = dict(overrides)
         optimizer = overrides.pop("optimizer", None)  # bench-only: fused, foreach or loop

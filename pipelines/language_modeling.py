@@ -220,9 +220,18 @@ def evaluate_trained(trained, dataset, split: str = "test") -> dict:
     return metrics
 
 
+def generate_trained(trained, prompt: str, tokens: int = 300, *, temperature: float = 0.8,
+                     top_k: int | None = None, seed: int = 0):
+    """Stream text from a trained run (`zoo generate`), continuing `prompt`."""
+    return generate(trained.model, trained.tokenizer, prompt, tokens, trained.block_size,
+                    temperature=temperature, top_k=top_k, seed=seed)
+
+
 class LanguageModeling:
-    """The pipeline object registered for the task: run, and evaluate a trained run."""
+    """The pipeline object registered for the task: run, and evaluate a trained run or
+    generate text with it."""
 
     config = LanguageModelingConfig
     run = staticmethod(run)
     evaluate = staticmethod(evaluate_trained)
+    generate = staticmethod(generate_trained)

@@ -168,7 +168,7 @@ def test_missing_dataset_path_is_a_clear_error():
 def test_every_built_in_preset_plans_on_a_dataset_of_its_task():
     """Preset values are checked against the config dataclasses when a run is planned."""
     from zoo.registry import get_zoo
-    from zoo.runner import plan_run
+    from zoo.plan import plan_run
 
     zoo = get_zoo()
     by_task = {"language-modeling": "shakespeare", "classification": "rotten_tomatoes",

@@ -168,7 +168,7 @@ def test_evaluate_on_a_reloaded_run_matches_the_recorded_metrics(tmp_path):
     from zoo import data
     from zoo.pipelines.next_item import evaluate
     from zoo.registry import get_zoo
-    from zoo.runner import load_trained
+    from zoo.trained import load_trained
 
     catalogue(tmp_path, "mixed", **SMALL)
     result = run_cli("run", "digits-char", "mixed", "--json", "--steps", 8, *TINY_DIGITS)
@@ -235,7 +235,7 @@ def test_empty_context_is_a_clear_error(tmp_path):
 
 
 def test_catalogue_names_the_digits_dataset_and_preset(cli):
-    from zoo.runner import plan_run
+    from zoo.plan import plan_run
 
     listed = cli("list", "datasets", "--json")
     digits = next(row for row in json.loads(listed.out) if row["name"] == "digits")

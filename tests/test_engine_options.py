@@ -69,7 +69,7 @@ def test_evaluate_sums_the_loss_of_every_window():
 
 
 def test_reloaded_run_evaluates_at_its_training_precision(tiny_text):
-    from zoo.runner import load_trained
+    from zoo.trained import load_trained
 
     result = run_cli("run", "decoder-char", tiny_text, "--steps", 3, "--json",
                      "--set", "precision=fp32", *TINY_DECODER)

@@ -40,7 +40,7 @@ def test_same_seed_same_metrics(tiny_text):
 def test_reloaded_weights_give_the_same_validation_loss(tiny_text):
     from zoo.pipelines.language_modeling import encode, evaluate, split_metrics, split_text
     from zoo.registry import get_zoo
-    from zoo.runner import load_trained
+    from zoo.trained import load_trained
     from zoo import data
 
     summary = tiny_run(tiny_text)

@@ -166,6 +166,28 @@ def test_sigkill_at_random_steps_then_resume_is_bit_identical(tiny_text):
             assert store.get(run_id)["resumed"] == (2 if trial is first else 1)
 
 
+def test_transformers_models_resume_bit_identically_after_sigkill(tiny_text, tmp_path):
+    """gpt2 and llama language models and a bert classifier, with dropout, each killed with
+    SIGKILL at a random step (side by side) and resumed: the same run as uninterrupted."""
+    labelled = tmp_path / "labelled.csv"
+    labelled.write_text("text,label\n" + "".join(f"film {i} was {'good' if i % 2 else 'bad'} "
+                                                 f"{'and fine' * (i % 3)},{i % 2}\n"
+                                                 for i in range(120)))
+    steps, rng = 16, random.SystemRandom()
+    cells = [("gpt2-char", tiny_text, TINY_DECODER), ("llama-char", tiny_text, TINY_DECODER),
+             ("bert-char", labelled, TINY_ANY_TASK)]
+    references = [reference_run(data, steps, model=model, tiny=tiny) for model, data, tiny in cells]
+    trials = [Trial(home().parent / f"trial-{model}", run_args(data, steps, model=model, tiny=tiny),
+                    rng.randint(1, steps - 4)) for model, data, tiny in cells]
+    watch(trials)
+    for trial, reference in zip(trials, references):
+        run_id = trial.check_killed()
+        os.environ["ZOO_HOME"] = str(trial.home)  # the isolated fixture restores it
+        resumed = run_cli("resume", run_id, "--json")
+        assert resumed.code == 0, (trial.kill_at, resumed)
+        assert_same_run(json.loads(resumed.out), reference)
+
+
 def test_resume_after_ctrl_c_matches_and_prints_the_run_summary(tiny_text, monkeypatch):
     run_id = interrupted_run(monkeypatch, tiny_text, 5)
     with Store() as store:

@@ -6,7 +6,6 @@ message (the traceback only with --debug).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import difflib
 import json
 import math
@@ -14,7 +13,7 @@ import os
 import sys
 
 from zoo import __version__
-from zoo.errors import ZooError
+from zoo.errors import PluginError, ZooError
 
 LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "plugins")
 
@@ -64,7 +63,8 @@ def cmd_show(args) -> int:
 # -- zoo run -------------------------------------------------------------------------
 def cmd_run(args) -> int:
     from zoo.config import parse_assignment
-    from zoo.runner import execute, plan_run
+    from zoo.plan import plan_run
+    from zoo.runner import execute
 
     overrides = dict(parse_assignment(item) for item in args.set or [])
     if args.steps is not None:
@@ -122,7 +122,7 @@ def _json_default(value):
 
 # -- zoo resume ----------------------------------------------------------------------
 def cmd_resume(args) -> int:
-    from zoo.runner import resume
+    from zoo.resume import resume
 
     result = resume(args.run_id, quiet=args.quiet or args.json)
     print_result(result, args.json)
@@ -145,19 +145,18 @@ def cmd_runs(args) -> int:
 
 # -- zoo generate --------------------------------------------------------------------
 def cmd_generate(args) -> int:
-    from zoo.runner import load_trained
+    from zoo.registry import get_zoo
+    from zoo.trained import load_trained
 
     trained = load_trained(args.run_id)
-    if trained.task != "language-modeling":
-        raise ZooError(f"run {trained.run_id} is a {trained.task} run; generate needs a "
-                       "language-modeling run")
-    from zoo.pipelines.language_modeling import generate
-
+    generate = getattr(get_zoo().pipelines.get(trained.task).load(), "generate", None)
+    if generate is None:
+        raise ZooError(f"run {trained.run_id} is a {trained.task} run, and the {trained.task} "
+                       "pipeline offers no generation")
     if args.prompt:
         sys.stdout.write(args.prompt)
-    for piece in generate(trained.model, trained.tokenizer, args.prompt, args.tokens,
-                          trained.block_size, temperature=args.temperature, top_k=args.top_k,
-                          seed=args.seed):
+    for piece in generate(trained, args.prompt, args.tokens, temperature=args.temperature,
+                          top_k=args.top_k, seed=args.seed):
         sys.stdout.write(piece)
         sys.stdout.flush()
     sys.stdout.write("\n")
@@ -167,7 +166,7 @@ def cmd_generate(args) -> int:
 # -- zoo predict ---------------------------------------------------------------------
 def cmd_predict(args) -> int:
     from zoo.registry import get_zoo
-    from zoo.runner import load_trained
+    from zoo.trained import load_trained
 
     if (args.text is None) == (args.file is None):
         raise ZooError("give either TEXT or --file FILE (one text per line)")
@@ -183,32 +182,13 @@ def cmd_predict(args) -> int:
     pipeline = get_zoo().pipelines.get(trained.task).load()
     predict = getattr(pipeline, "predict", None)
     if predict is None:
-        raise ZooError(f"run {trained.run_id} is a {trained.task} run; predict needs a "
-                       "classification or next-item run")
+        raise ZooError(f"run {trained.run_id} is a {trained.task} run, and the {trained.task} "
+                       "pipeline offers no prediction")
     for text, prediction in zip(texts, predict(trained, texts)):
         if args.json:
             print(json.dumps({"text": text, **prediction}))
         else:
             print(f"{prediction['label']}\t{prediction['probability']:.3f}")
-    return 0
-
-
-# -- zoo verify ----------------------------------------------------------------------
-def cmd_verify(args) -> int:
-    from zoo.verify import report, verify
-
-    result = verify(args.run_id, batch=args.batch, seed=args.seed, tolerance=args.tolerance)
-    if args.json:
-        print(json.dumps({**dataclasses.asdict(result), "passed": result.passed}))
-    else:
-        print(report(result))
-    if not result.passed:
-        print(f"zoo verify: FAILED: run {result.run_id} logits differ from the NumPy reference "
-              f"by {result.max_logit_diff:.3e}, more than the tolerance {result.tolerance:.1e}",
-              file=sys.stderr)
-        return 1
-    if not args.json:
-        print("verified: the run computes what the NumPy reference computes")
     return 0
 
 
@@ -418,7 +398,7 @@ def positive_float(text: str) -> float:
 
 
 def build_parser() -> Parser:
-    from zoo.verify import DEFAULT_TOLERANCE
+    from zoo.registry import get_zoo
 
     parser = Parser(prog="zoo", description="A model zoo for small transformers: train, "
                     "evaluate and compare any architecture x tokenizer on any dataset.")
@@ -498,18 +478,7 @@ def build_parser() -> Parser:
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=cmd_predict)
 
-    p = commands.add_parser("verify", help="check a decoder run against the NumPy reference",
-                            description="Reload a trained decoder run, score a validation batch "
-                            "with it and with the NumPy reference (float64, same weights), print "
-                            "the largest logit difference and both losses, and exit 1 when the "
-                            "difference exceeds the tolerance.")
-    p.add_argument("run_id", help="run id (or a unique prefix) of a decoder language-modeling run")
-    p.add_argument("--batch", type=positive_int, default=8, help="validation windows (default 8)")
-    p.add_argument("--seed", type=int, default=0, help="which windows (default 0)")
-    p.add_argument("--tolerance", type=positive_float, default=DEFAULT_TOLERANCE,
-                   help=f"largest allowed logit difference (default {DEFAULT_TOLERANCE:g})")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=cmd_verify)
+
     p = commands.add_parser("compare", help="compare runs: models x datasets, mean ± std over seeds",
                             description="A pivot of the recorded runs: by default rows are models, "
                             "columns datasets, and each cell the task's primary metric (val_bpc, "
@@ -577,7 +546,40 @@ def build_parser() -> Parser:
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_reproduce)
+
+    add_plugin_commands(commands, get_zoo())
     return parser
+
+
+def add_plugin_commands(commands, zoo) -> None:
+    """The commands plugins registered (``register_commands``), after zoo's own. One whose
+    name is taken or whose arguments cannot be added is set aside with a warning."""
+    from zoo.registry import strict_plugins
+
+    for command in zoo.commands.entries():
+        try:
+            if command.name in commands.choices:
+                raise ZooError("zoo already has a command of that name")
+            command.add_arguments(Parser(prog=f"zoo {command.name}"))  # a dry run first
+        except Exception as exc:
+            message = (f"command {command.name!r} from plugin {command.plugin!r} set aside: "
+                       f"{type(exc).__name__}: {exc}")
+            if strict_plugins():
+                raise PluginError(message + " [ZOO_STRICT_PLUGINS=1]") from None
+            print(f"zoo: warning: {message}", file=sys.stderr)
+            continue
+        p = commands.add_parser(command.name, help=command.help,
+                                description=command.description or command.help,
+                                epilog=f"(added by plugin {command.plugin})")
+        command.add_arguments(p)
+        p.set_defaults(handler=_plugin_handler(command))
+
+
+def _plugin_handler(command):
+    def handler(args):
+        return command.load_handler()(args)
+
+    return handler
 
 
 def main(argv=None) -> int:

@@ -1,7 +1,7 @@
 """Typed config dataclasses and ``key=value`` overrides (from --set and presets).
 
 A key is checked against the fields of every config section (model, tokenizer, train);
-``section.key`` picks one explicitly. Values from the command line are parsed by the
+``section.key`` picks one explicitly (a key several sections mark shared sets them all). Values from the command line are parsed by the
 field's type; unknown keys get a did-you-mean.
 """
 from __future__ import annotations
@@ -46,11 +46,19 @@ def split_overrides(overrides: dict[str, Any], sections: dict[str, type | None])
             pool = fields[section] if section else {k for f in fields.values() for k in f}
             raise UnknownNameError("config key", key, pool,
                                    hint="valid keys: " + ", ".join(sorted(pool)))
-        if len(owners) > 1:
+        if len(owners) > 1 and not all(is_shared(sections[o], bare) for o in owners):
             raise ZooError(f"config key {bare!r} is ambiguous; write one of "
                            + ", ".join(f"{o}.{bare}" for o in owners))
-        result[owners[0]][bare] = coerce(value, fields[owners[0]][bare], bare)
+        for owner in owners:
+            result[owner][bare] = coerce(value, fields[owner][bare], bare)
     return result
+
+
+def is_shared(cls, name: str) -> bool:
+    """Whether a field is marked ``field(metadata={"shared": True})``: a bare key that several
+    sections declare shared sets all of them (a checkpoint path both the model and its
+    tokenizer read), where any other key several sections have is ambiguous."""
+    return any(f.name == name and f.metadata.get("shared") for f in dataclasses.fields(cls))
 
 
 def build_config(cls, values: dict[str, Any]):

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from zoo.layers import attention  # noqa: F401  (its old home: plugins may import it from here)
 from zoo.model import IGNORE_INDEX, Model, NonFiniteError
 
 
@@ -64,17 +65,6 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     if precision == "auto":
         return "bf16" if cpu_has_native_bf16() else "fp32"
     return precision
-
-
-def attention(q, k, v, **options):
-    """``F.scaled_dot_product_attention`` under the engine's precision rule; architectures
-    call this rather than SDPA itself. Under bf16 autocast on the CPU it computes in fp32:
-    the CPU kernels' bf16 backward is several times slower than their fp32 one at zoo sizes
-    (benchmarks/RESULTS.md), and autocast would otherwise run them in bf16."""
-    if q.device.type == "cpu" and q.dtype == torch.bfloat16:
-        with torch.autocast("cpu", enabled=False):
-            return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), **options)
-    return F.scaled_dot_product_attention(q, k, v, **options)
 
 
 class TorchModel:

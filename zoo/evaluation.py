@@ -13,8 +13,10 @@ from zoo.errors import ZooError
 def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column: str | None = None,
                  label_column: str | None = None, zoo=None) -> dict:
     from zoo.registry import get_zoo
-    from zoo.runner import (ModelSpec, Plan, git_commit, git_dirty, load_trained, new_run_id,
-                            seed_everything, versions)
+    from zoo.plan import ModelSpec, Plan
+    from zoo.provenance import git_commit, git_dirty, versions
+    from zoo.runner import new_run_id, seed_everything
+    from zoo.trained import load_trained
     from zoo.store import Store
 
     zoo = zoo or get_zoo()

@@ -46,3 +46,21 @@ def register_pipelines(register):
     is recorded; raises ``ZooError`` when the pipeline cannot use it); ``config`` is its
     training config dataclass, a subclass of ``zoo.job.TrainConfig``.
     """
+
+
+@hookspec
+def register_commands(register):
+    """Called once when the registry loads, to add `zoo` subcommands.
+
+    ``register(name, handler, *, help="", description="", arguments=None)``:
+
+    - ``name``: the command, as typed after ``zoo`` (lower-case letters, digits, ``-``); it
+      may not be a command zoo already has.
+    - ``handler``: ``"module:function"`` (imported only when the command runs) or the
+      function, called with the parsed ``argparse.Namespace``; it returns the exit code
+      (``None`` means 0). A ``ZooError`` it raises prints one line and exits 2.
+    - ``help``: one line for ``zoo --help``; ``description``: the text of ``zoo NAME --help``.
+    - ``arguments``: a function (or ``"module:function"``) ``arguments(parser)`` that adds the
+      command's options to its ``argparse.ArgumentParser``. It runs every time ``zoo``
+      starts, so it and its module must import nothing heavy (no torch).
+    """

@@ -13,7 +13,7 @@ def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
     import fnmatch
 
     from zoo.registry import natural_key
-    from zoo.runner import model_names, resolve_model
+    from zoo.plan import model_names, resolve_model
 
     if kind in ("architectures", "tokenizers"):
         return [{"name": e.name, "description": e.description, "plugin": e.plugin,
@@ -80,7 +80,7 @@ def format_section(kind: str, items: list[dict]) -> str:
 def matrix(zoo) -> list[dict]:
     """For every architecture x dataset: the task that would run, or why none can."""
     from zoo import data
-    from zoo.runner import choose_task
+    from zoo.plan import choose_task
 
     out = []
     datasets = [r["name"] for r in rows(zoo, "datasets")]
@@ -132,7 +132,7 @@ def show(zoo, name: str) -> str:
 
 
 def _show_model(zoo, name: str) -> str | None:
-    from zoo.runner import model_names, resolve_model
+    from zoo.plan import model_names, resolve_model
 
     if not (name in zoo.catalogue.models or name in model_names(zoo)):
         return None
@@ -192,7 +192,7 @@ def _show_dataset(zoo, name: str) -> str | None:
 
 
 def show_run(zoo, run_id: str) -> str:
-    from zoo.runner import model_names
+    from zoo.plan import model_names
     from zoo.store import Store
 
     with Store() as store:

@@ -24,7 +24,8 @@ import pluggy
 from zoo import hookspecs
 from zoo.errors import PluginError, UnknownNameError, ZooError
 
-# Registered exactly like third-party plugins, in this order.
+# The built-ins, registered exactly like third-party plugins, in this order. The only place
+# the core names them: it imports nothing else of them (tests/test_layering.py).
 DEFAULT_PLUGINS = (
     "zoo.plugins.char",
     "zoo.plugins.bpe",
@@ -32,13 +33,16 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.encoder",
     "zoo.plugins.numpy",
     "zoo.plugins.digits",
+    "zoo.plugins.transformers",
     "zoo.plugins.fasttext",
     "zoo.pipelines",
 )
 
-KINDS = ("architecture", "tokenizer", "dataset", "pipeline")
+KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command")
 HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
+KIND_OF_HOOK = {hook: kind for kind, hook in HOOK_FOR_KIND.items()}
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
+COMMAND_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,34 @@ class Entry:
             raise ZooError(f"config of {self.kind} {self.name!r} from plugin {self.plugin!r} is "
                            f"a {type(cls).__name__}, not a dataclass")
         return cls
+
+
+@dataclass(frozen=True)
+class Command:
+    """A `zoo` subcommand added by a plugin (the ``register_commands`` hook)."""
+
+    name: str
+    handler: Any  # "module:function" or the function; called with the parsed arguments
+    plugin: str
+    help: str = ""  # one line, shown by `zoo --help`
+    description: str = ""  # shown by `zoo NAME --help`
+    arguments: Any = None  # "module:function", or function(parser) adding the options
+    kind: str = "command"
+
+    def load_handler(self) -> Callable:
+        return _loaded_callable(self.handler, f"handler of command {self.name!r}", self.plugin)
+
+    def add_arguments(self, parser) -> None:
+        if self.arguments is not None:
+            _loaded_callable(self.arguments, f"arguments of command {self.name!r}",
+                             self.plugin)(parser)
+
+
+def _loaded_callable(target, what: str, plugin: str) -> Callable:
+    obj = _resolve(target, what)
+    if not callable(obj):
+        raise ZooError(f"{what} from plugin {plugin!r} is {_describe(obj)}, not a function")
+    return obj
 
 
 def target_problem(kind: str, target) -> str | None:
@@ -201,6 +233,10 @@ class Zoo:
     def pipelines(self) -> Registry:
         return self.registries["pipeline"]
 
+    @property
+    def commands(self) -> Registry:
+        return self.registries["command"]
+
     # -- loading ---------------------------------------------------------------------
     def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:
         """Register one plugin object and run its hooks; set it aside if anything fails."""
@@ -228,11 +264,12 @@ class Zoo:
     def _collect(self, plugin, info: PluginInfo) -> list[Entry]:
         staged: list[Entry] = []
         for caller in self.pm.get_hookcallers(plugin) or []:
-            kind = next(k for k, hook in HOOK_FOR_KIND.items() if hook == caller.name)
+            kind = KIND_OF_HOOK[caller.name]
             info.hooks.append(caller.name)
             for impl in caller.get_hookimpls():
                 if impl.plugin is plugin:
-                    register = _stager(kind, info.name, staged)
+                    stager = _command_stager if kind == "command" else _stager
+                    register = stager(kind, info.name, staged)
                     impl.function(**{arg: register for arg in impl.argnames})
         return staged
 
@@ -285,6 +322,27 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
     return register
 
 
+def _command_stager(kind: str, plugin_name: str, staged: list) -> Callable:
+    def register(name, handler, *, help="", description="", arguments=None):
+        if not isinstance(name, str) or not COMMAND_PATTERN.match(name):
+            raise ZooError(f"command name {name!r} must be lower-case letters, digits and '-', "
+                           "starting with a letter")
+        for what, target in (("handler", handler), ("arguments", arguments)):
+            if target is None and what == "arguments":
+                continue
+            if isinstance(target, str) and ":" not in target:
+                raise ZooError(f"command {name!r}: {what} {target!r} must look like 'module:function'")
+            if not isinstance(target, str) and not callable(target):
+                raise ZooError(f"command {name!r}: {what} is {_describe(target)}, not a function")
+        if not isinstance(help, str) or not isinstance(description, str):
+            raise ZooError(f"command {name!r}: help and description must be strings")
+        if any(e.name == name and e.kind == kind for e in staged):
+            raise ZooError(f"command {name!r} registered twice by plugin {plugin_name!r}")
+        staged.append(Command(name, handler, plugin_name, help, description, arguments))
+
+    return register
+
+
 def _one_line(exc: BaseException) -> str:
     """An error as one line (pluggy's validation errors span several)."""
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
@@ -298,7 +356,8 @@ def _wanted(names: Iterable[str]) -> bool:
     return any(n in allowed_set for n in names)
 
 
-def _strict() -> bool:
+def strict_plugins() -> bool:
+    """ZOO_STRICT_PLUGINS=1: a broken plugin is an error instead of a warning."""
     return os.environ.get("ZOO_STRICT_PLUGINS", "").lower() in ("1", "true", "yes")
 
 
@@ -309,7 +368,7 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
 
     catalogue = catalogue if catalogue is not None else load_catalogue()
     zoo = Zoo(catalogue)
-    strict = _strict()
+    strict = strict_plugins()
     for module_name in builtins:
         module = importlib.import_module(module_name)
         zoo.add_plugin(module, PluginInfo(module_name.removeprefix("zoo.plugins."),

@@ -42,7 +42,7 @@ def run_config(run_id: str) -> tuple[dict, dict]:
 
 def plan_from_config(config: dict, zoo):
     """The Plan a recorded run was trained with, rebuilt from its provenance."""
-    from zoo.runner import ModelSpec, Plan
+    from zoo.plan import ModelSpec, Plan
 
     architecture = zoo.architectures.get(config["architecture"])
     tokenizer = zoo.tokenizers.get(config["tokenizer"])
@@ -96,7 +96,8 @@ def _identical(a, b) -> bool:
 
 def reproduce(run_id: str, *, device: str | None = None, quiet: bool = True, zoo=None) -> dict:
     from zoo.registry import get_zoo
-    from zoo.runner import config_hash, execute
+    from zoo.plan import config_hash
+    from zoo.runner import execute
 
     zoo = zoo or get_zoo()
     row, config = run_config(run_id)

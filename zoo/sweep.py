@@ -24,7 +24,7 @@ class Cell:
     model: str
     dataset: str
     seed: int
-    plan: object = None  # zoo.runner.Plan, when the cell can run
+    plan: object = None  # zoo.plan.Plan, when the cell can run
     config_hash: str | None = None
     skip: str | None = None  # why the cell cannot run
     done: str | None = None  # the finished run that already holds this cell
@@ -70,7 +70,7 @@ class Sweep:
 def expand_models(patterns: list[str], zoo) -> list[str]:
     """Model names, with wildcards matched against every preset and pair in the registry."""
     from zoo.registry import natural_key
-    from zoo.runner import model_names, resolve_model
+    from zoo.plan import model_names, resolve_model
 
     names = model_names(zoo)
     found = []
@@ -89,7 +89,7 @@ def expand_models(patterns: list[str], zoo) -> list[str]:
 def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
                overrides: dict | None = None, task: str | None = None, zoo=None) -> Sweep:
     from zoo.registry import get_zoo
-    from zoo.runner import config_hash, plan_run
+    from zoo.plan import config_hash, plan_run
     from zoo.store import Store
 
     zoo = zoo or get_zoo()
@@ -169,7 +169,8 @@ def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=Non
 def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out) -> dict:
     """A cell whose latest run was interrupted continues that run from its last checkpoint
     (`zoo resume`); any other cell, or one that cannot be resumed, starts a new run."""
-    from zoo.runner import ResumeRefused, execute, resume
+    from zoo.resume import ResumeRefused, resume
+    from zoo.runner import execute
     from zoo.store import Store
 
     with Store() as store:

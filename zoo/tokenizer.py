@@ -55,6 +55,9 @@ CACHE_FORMAT = 1  # bump when what a cache entry holds changes
 
 class Tokenizer(ABC):
     special_tokens: ClassVar[tuple[str, ...]] = SPECIAL_TOKENS
+    # False for tokenizers that are loaded rather than trained (a checkpoint's own): the
+    # training cache then never stores or serves them
+    cached: ClassVar[bool] = True
 
     @classmethod
     @abstractmethod
@@ -197,6 +200,8 @@ def train_cached(tokenizer_cls: type[Tokenizer], name: str, config,
                  say: Callable[[str], None] | None = None) -> Tokenizer:
     """``tokenizer_cls.train(texts_fn(), config)``, or the same tokenizer from the cache."""
     say = say or (lambda message: None)
+    if not tokenizer_cls.cached:
+        return tokenizer_cls.train(texts_fn(), config)
     key = cache_key(tokenizer_cls, name, config, fingerprint)
     folder = cache_folder(key)
     path = folder / "tokenizer.json"

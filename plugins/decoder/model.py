@@ -9,60 +9,15 @@
   cls_head.{weight [K, C], bias [K]} (classification only)
 qkv rows are [q; k; v], heads split C into n_head slices of C // n_head. GELU is the tanh
 approximation, or the exact form with config.gelu = "exact"; LayerNorm eps is 1e-5. Biases
-are absent when config.bias is false.
+are absent when config.bias is false. The blocks are zoo.layers.PreLNBlock, causal.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
-from zoo.engine import attention
+from zoo.layers import PreLNBlock, check_length, init_gpt2, last_real
 from zoo.model import TaskSpec
-
-
-class CausalSelfAttention(nn.Module):
-    def __init__(self, cfg):
-        super().__init__()
-        self.n_head, self.dropout = cfg.n_head, cfg.dropout
-        self.qkv = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=cfg.bias)
-        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=cfg.bias)
-
-    def forward(self, x):  # x: [B, T, C]
-        B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)
-        # [B, T, C] -> [B, heads, T, C // heads]
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        y = attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
-        return self.proj(y.transpose(1, 2).reshape(B, T, C))
-
-
-class MLP(nn.Module):
-    def __init__(self, cfg):
-        super().__init__()
-        self.fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias)
-        self.proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
-        self.drop = nn.Dropout(cfg.dropout)
-        self.approximate = "tanh" if cfg.gelu == "tanh" else "none"
-
-    def forward(self, x):
-        return self.drop(self.proj(F.gelu(self.fc(x), approximate=self.approximate)))
-
-
-class Block(nn.Module):
-    def __init__(self, cfg):
-        super().__init__()
-        self.ln1 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
-        self.attn = CausalSelfAttention(cfg)
-        self.ln2 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
-        self.mlp = MLP(cfg)
-        self.drop = nn.Dropout(cfg.dropout)
-
-    def forward(self, x):
-        x = x + self.drop(self.attn(self.ln1(x)))
-        return x + self.mlp(self.ln2(x))
 
 
 class Decoder(nn.Module):
@@ -72,30 +27,20 @@ class Decoder(nn.Module):
         self.tok_emb = nn.Embedding(spec.vocab_size, cfg.n_embd)
         self.pos_emb = nn.Embedding(cfg.block_size, cfg.n_embd)
         self.drop = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.blocks = nn.ModuleList(
+            PreLNBlock(cfg.n_embd, cfg.n_head, 4 * cfg.n_embd, dropout=cfg.dropout,
+                       bias=cfg.bias, causal=True, gelu=cfg.gelu)
+            for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
         self.lm_head = nn.Linear(cfg.n_embd, spec.vocab_size, bias=False)
         if cfg.tie_weights:
             self.lm_head.weight = self.tok_emb.weight
         if spec.task == "classification":
             self.cls_head = nn.Linear(cfg.n_embd, spec.num_classes)
-        self.apply(self._init)
-        for name, p in self.named_parameters():
-            if name.endswith("proj.weight"):  # residual projections, scaled as in GPT-2
-                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
-
-    @staticmethod
-    def _init(module):
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
+        init_gpt2(self, cfg.n_layer)
 
     def hidden(self, input_ids):  # [B, T] -> [B, T, C]
-        T = input_ids.shape[1]
-        if T > self.cfg.block_size:
-            raise ValueError(f"sequence of {T} tokens exceeds block_size {self.cfg.block_size}")
-        pos = torch.arange(T, device=input_ids.device)
+        pos = torch.arange(check_length(input_ids, self.cfg.block_size), device=input_ids.device)
         x = self.drop(self.tok_emb(input_ids) + self.pos_emb(pos))
         for block in self.blocks:
             x = block(x)
@@ -106,11 +51,7 @@ class Decoder(nn.Module):
         if self.task == "language-modeling":
             return self.lm_head(h)  # [B, T, V]
         # Causal attention: the last real token has seen the whole (right-padded) input.
-        if attention_mask is None:
-            last = torch.full((h.shape[0],), h.shape[1] - 1, device=h.device)
-        else:
-            last = attention_mask.long().sum(dim=1) - 1
-        pooled = h[torch.arange(h.shape[0], device=h.device), last]  # [B, C]
+        pooled = last_real(h, attention_mask)  # [B, C]
         head = self.cls_head if self.task == "classification" else self.lm_head
         return head(pooled)
 

@@ -7,8 +7,9 @@
   blocks.{i}.norm2.{weight,bias} [C]
   head.{weight [V, C], bias [V]}
 
-Attention is bidirectional over the real tokens (padding is masked out as keys); the
-output is read at the last real position, so right-padded batches of mixed lengths work.
+Attention (zoo.layers.SelfAttention) is bidirectional over the real tokens (padding is
+masked out as keys); the output is read at the last real position, so right-padded batches
+of mixed lengths work. The block is post-LN, unlike the decoder's and encoder's.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import math
 import torch
 import torch.nn as nn
 
-from zoo.engine import attention
+from zoo.layers import SelfAttention, check_length, key_mask, last_real
 from zoo.model import TaskSpec
 
 
@@ -31,26 +32,10 @@ def sinusoids(length: int, width: int) -> torch.Tensor:
     return table  # [T, C]
 
 
-class SelfAttention(nn.Module):
-    def __init__(self, cfg):
-        super().__init__()
-        self.heads, self.dropout = cfg.heads, cfg.dropout
-        self.qkv = nn.Linear(cfg.width, 3 * cfg.width)
-        self.proj = nn.Linear(cfg.width, cfg.width)
-
-    def forward(self, x, keep):  # x: [B, T, C]; keep: [B, 1, 1, T] bool (True = real key) or None
-        B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)
-        # [B, T, C] -> [B, heads, T, C // heads]
-        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        y = attention(q, k, v, attn_mask=keep, dropout_p=self.dropout if self.training else 0.0)
-        return self.proj(y.transpose(1, 2).reshape(B, T, C))
-
-
 class PostLNBlock(nn.Module):
     def __init__(self, cfg):
         super().__init__()
-        self.attn = SelfAttention(cfg)
+        self.attn = SelfAttention(cfg.width, cfg.heads, dropout=cfg.dropout)
         self.norm1 = nn.LayerNorm(cfg.width)
         self.ff = nn.Sequential(nn.Linear(cfg.width, cfg.ff_ratio * cfg.width), nn.ReLU(),
                                 nn.Linear(cfg.ff_ratio * cfg.width, cfg.width))
@@ -76,19 +61,13 @@ class DigitsTransformer(nn.Module):
         self.head = nn.Linear(cfg.width, spec.vocab_size)
 
     def forward(self, input_ids, attention_mask=None):  # [B, T] -> logits [B, V]
-        B, T = input_ids.shape
-        if T > self.cfg.block_size:
-            raise ValueError(f"sequence of {T} tokens exceeds block_size {self.cfg.block_size}")
+        T = check_length(input_ids, self.cfg.block_size)
         x = self.embed(input_ids) * math.sqrt(self.cfg.width) + self.positions[:T]
         x = self.drop(x)  # [B, T, C]
-        if attention_mask is None:
-            keep, last = None, torch.full((B,), T - 1, device=input_ids.device)
-        else:
-            keep = attention_mask.bool()[:, None, None, :]  # [B, 1, 1, T]
-            last = attention_mask.long().sum(dim=1) - 1
+        keep = key_mask(attention_mask)
         for block in self.blocks:
             x = block(x, keep)
-        return self.head(x[torch.arange(B, device=x.device), last])  # [B, V]
+        return self.head(last_real(x, attention_mask))  # [B, V]
 
 
 def build(cfg, spec: TaskSpec) -> DigitsTransformer:

@@ -24,13 +24,6 @@ class EncoderConfig:
     # pipeline puts first, or the mean over the real (unpadded) tokens.
     pooling: Literal["cls", "mean"] = "mean"
     tie_weights: bool = True  # next-item: the output layer shares the token embedding matrix
-    # Regularisers for small data: in training, drop each real token (but <cls>) with this
-    # probability, as if it were padding (word dropout: the model cannot lean on one word).
-    token_dropout: float = 0.0
-    # A bag of token bigrams beside attention (fastText's inductive bias): the mean embedding
-    # of the text's adjacent token pairs, hashed into this many rows, is added to the pooled
-    # vector. 0: none.
-    bigram_buckets: int = 0
 
     def __post_init__(self):
         for name in ("n_layer", "n_head", "n_embd", "block_size", "mlp_ratio"):
@@ -38,11 +31,8 @@ class EncoderConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
-        for name in ("dropout", "token_dropout"):
-            if not 0 <= getattr(self, name) < 1:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
-        if self.bigram_buckets < 0:
-            raise ValueError(f"bigram_buckets must be zero or more, got {self.bigram_buckets}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.pooling not in ("cls", "mean"):
             raise ValueError(f"pooling must be 'cls' or 'mean', got {self.pooling!r}")
 

@@ -1,15 +1,10 @@
 """The decoder in plain NumPy: forward, hand-written backward, AdamW. No torch anywhere.
 
-It mirrors ``model.py`` op for op and uses the same parameter names and shapes, so
-weights move between the two through ``model.safetensors`` unchanged:
-
-  tok_emb.weight [V, C]            pos_emb.weight [T, C]
-  blocks.{i}.ln1.{weight,bias} [C] blocks.{i}.attn.qkv.{weight [3C, C], bias [3C]}
-  blocks.{i}.attn.proj.{weight [C, C], bias [C]}
-  blocks.{i}.ln2.{weight,bias} [C] blocks.{i}.mlp.fc.{weight [4C, C], bias [4C]}
-  blocks.{i}.mlp.proj.{weight [C, 4C], bias [C]}
-  ln_f.{weight,bias} [C]           lm_head.weight [V, C] (absent when tied to tok_emb)
-  cls_head.{weight [K, C], bias [K]} (classification only)
+It mirrors the torch decoder op for op and uses the same parameter names and shapes (listed
+in ``zoo.plugins.decoder.model``: ``tok_emb``, ``pos_emb``, ``blocks.{i}.ln1``,
+``.attn.qkv``, ``.attn.proj``, ``.ln2``, ``.mlp.fc``, ``.mlp.proj``, ``ln_f``, ``lm_head``
+when untied, ``cls_head``), so weights move between the two through ``model.safetensors``
+unchanged.
 
 Linear weights are [out, in] (y = x W^T + b), fused qkv rows are [q; k; v], heads split C
 into n_head slices of C // n_head. GELU is the tanh approximation, or the exact form (erf)

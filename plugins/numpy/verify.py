@@ -1,19 +1,32 @@
-"""`zoo verify RUN_ID`: recompute a trained decoder run with the NumPy reference.
+"""`zoo verify RUN_ID` (a command of the numpy plugin): recompute a trained decoder run with
+the NumPy reference.
 
 The run's model (as ``load_trained`` rebuilds it) and the NumPy decoder in float64, loaded
 from the same ``model.safetensors``, score one validation batch. The largest logit
 difference says whether the run computes what the textbook transformer computes.
+The command's options are declared in the plugin's ``__init__`` (imported at every start);
+this module is imported only when the command runs.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
+import sys
 from dataclasses import dataclass
 
-from zoo.errors import ZooError
+import numpy as np
 
-# A float32 torch model against a float64 reference differs by rounding: about 1e-6 on the
-# logits of a trained char model. A wrong op (mask, scale, norm) moves them by far more.
-DEFAULT_TOLERANCE = 1e-4
+from zoo import data as zoo_data
+from zoo.errors import ZooError
+from zoo.model import TaskSpec
+from zoo.pipelines.language_modeling import encode, random_batch, split_text
+from zoo.plugins.decoder import DecoderConfig
+from zoo.plugins.numpy import DEFAULT_TOLERANCE, NumpyConfig
+from zoo.plugins.numpy.model import NumpyDecoder
+from zoo.registry import get_zoo
+from zoo.trained import load_trained
+from zoo.safeload import load_safetensors
+from zoo.store import home
 
 
 @dataclass
@@ -36,19 +49,6 @@ class Verification:
 
 def verify(run_id: str, *, batch: int = 8, seed: int = 0,
            tolerance: float = DEFAULT_TOLERANCE, zoo=None) -> Verification:
-    import numpy as np
-
-    from zoo import data as zoo_data
-    from zoo.model import TaskSpec
-    from zoo.pipelines.language_modeling import encode, random_batch, split_text
-    from zoo.plugins.decoder import DecoderConfig
-    from zoo.plugins.numpy.model import NumpyDecoder
-    from zoo.plugins.numpy import NumpyConfig
-    from zoo.registry import get_zoo
-    from zoo.runner import load_trained
-    from zoo.safeload import load_safetensors
-    from zoo.store import home
-
     zoo = zoo or get_zoo()
     trained = load_trained(run_id, zoo, precision="fp32")  # the reference computes in float
     config = trained.config
@@ -66,7 +66,7 @@ def verify(run_id: str, *, batch: int = 8, seed: int = 0,
     reference = NumpyDecoder(NumpyConfig(**saved, dtype="float64"), TaskSpec(**config["spec"]), seed=0)
     reference.load_state_dict(load_safetensors(home() / trained.run_id / "model.safetensors"))
 
-    dataset = _load_dataset(config, zoo, zoo_data)
+    dataset = _load_dataset(config, zoo)
     ids = encode(trained.tokenizer, split_text(dataset, "validation"))
     block = trained.block_size
     if len(ids) <= block + 1:
@@ -84,7 +84,7 @@ def verify(run_id: str, *, batch: int = 8, seed: int = 0,
                         tolerance)
 
 
-def _load_dataset(config: dict, zoo, zoo_data):
+def _load_dataset(config: dict, zoo):
     """The run's dataset by the name it was run with, else by its resolved location."""
     for name in dict.fromkeys((config["dataset"], config.get("dataset_id"))):
         if not name:
@@ -108,3 +108,20 @@ def report(result: Verification) -> str:
         f"  loss (reference)       {result.loss_reference:.6f}  (difference "
         f"{abs(result.loss_model - result.loss_reference):.3e})",
     ])
+
+
+def command(args) -> int:
+    """`zoo verify`: print the report; exit 1 past the tolerance."""
+    result = verify(args.run_id, batch=args.batch, seed=args.seed, tolerance=args.tolerance)
+    if args.json:
+        print(json.dumps({**dataclasses.asdict(result), "passed": result.passed}))
+    else:
+        print(report(result))
+    if not result.passed:
+        print(f"zoo verify: FAILED: run {result.run_id} logits differ from the NumPy reference "
+              f"by {result.max_logit_diff:.3e}, more than the tolerance {result.tolerance:.1e}",
+              file=sys.stderr)
+        return 1
+    if not args.json:
+        print("verified: the run computes what the NumPy reference computes")
+    return 0

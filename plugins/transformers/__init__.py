@@ -1,0 +1,48 @@
+"""`gpt2`, `llama` and `bert` architecture plugin: Hugging Face transformers' models, built
+from scratch from their config classes or started from a ``save_pretrained`` checkpoint, and
+the `pretrained` tokenizer that uses a checkpoint's own tokenizer.
+
+Nothing here imports transformers or torch, so listing the zoo stays fast: the configs
+(``configs.py``, made from transformers' config classes), the networks (``model.py``), the
+tokenizer (``tokenizer.py``) and ``zoo export`` (``export.py``) load on first use.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zoo.hookspecs import hookimpl
+
+ARCHITECTURES = {
+    "gpt2": (("language-modeling", "classification", "next-item"),
+             "transformers GPT-2 (pre-LN, learned positions, GELU MLP, tied head)"),
+    "llama": (("language-modeling", "classification", "next-item"),
+              "transformers Llama (pre-RMSNorm, rotary positions, SwiGLU MLP)"),
+    "bert": (("classification", "next-item"),
+             "transformers BERT (post-LN bidirectional encoder, [CLS] pooler)"),
+}
+
+
+@dataclass
+class PretrainedTokenizerConfig:
+    # the save_pretrained folder or Hub id whose tokenizer to use; the transformers
+    # architectures read the same key, so one --set pretrained=... sets both
+    pretrained: str = field(default="", metadata={"shared": True})
+
+    def __post_init__(self):
+        if not self.pretrained:
+            raise ValueError("the pretrained tokenizer needs --set pretrained=PATH_OR_HUB_ID")
+
+
+@hookimpl
+def register_architectures(register):
+    for name, (tasks, description) in ARCHITECTURES.items():
+        register(name, "zoo.plugins.transformers.model:build",
+                 config=f"zoo.plugins.transformers.configs:{name.title()}Config",
+                 tasks=tasks, description=description)
+
+
+@hookimpl
+def register_tokenizers(register):
+    register("pretrained", "zoo.plugins.transformers.tokenizer:PretrainedTokenizer",
+             config=PretrainedTokenizerConfig,
+             description="a checkpoint's own tokenizer (--set pretrained=PATH_OR_HUB_ID)")

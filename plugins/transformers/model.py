@@ -1,0 +1,96 @@
+"""transformers models behind zoo's module contract: ``forward(input_ids, attention_mask)``
+returns logits shaped by the task (see ``zoo.model``).
+
+  language-modeling  ...ForCausalLM: logits [B, T, vocab]
+  classification     ...ForSequenceClassification: logits [B, classes]; GPT-2 and Llama read
+                     the last real token (the rightmost one that is not padding), BERT its
+                     pooler over [CLS], the <cls> token the pipeline puts first
+  next-item          the language-model head (BERT: its masked-LM head) at the last real
+                     position: logits [B, vocab]
+
+The transformers model is the wrapper's ``hf`` attribute, so the weights keep transformers'
+names under an ``hf.`` prefix, and ``zoo export`` saves it with ``save_pretrained``.
+Attention is transformers' SDPA path registered as the attention implementation "zoo" with
+``zoo.engine.attention``'s precision rule (fp32 attention under CPU bf16 autocast), so these
+models compute as zoo's own do.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import transformers
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import sdpa_mask
+
+from zoo.model import TaskSpec
+
+ATTENTION = "zoo"
+CLASSES = {  # architecture -> task -> transformers model class
+    "gpt2": {"language-modeling": transformers.GPT2LMHeadModel,
+             "classification": transformers.GPT2ForSequenceClassification,
+             "next-item": transformers.GPT2LMHeadModel},
+    "llama": {"language-modeling": transformers.LlamaForCausalLM,
+              "classification": transformers.LlamaForSequenceClassification,
+              "next-item": transformers.LlamaForCausalLM},
+    "bert": {"classification": transformers.BertForSequenceClassification,
+             "next-item": transformers.BertForMaskedLM},
+}
+
+
+def _zoo_attention(module, query, key, value, attention_mask, **kwargs):
+    """transformers' SDPA attention under zoo's precision rule (``zoo.engine.attention``):
+    under bf16 autocast on the CPU it computes in fp32, whose backward is several times
+    faster there than bf16's at these sizes."""
+    if query.device.type == "cpu" and query.dtype == torch.bfloat16:
+        if attention_mask is not None and attention_mask.is_floating_point():
+            attention_mask = attention_mask.float()
+        with torch.autocast("cpu", enabled=False):
+            return sdpa_attention_forward(module, query.float(), key.float(), value.float(),
+                                          attention_mask, **kwargs)
+    return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+
+transformers.AttentionInterface.register(ATTENTION, _zoo_attention)
+transformers.AttentionMaskInterface.register(ATTENTION, sdpa_mask)
+transformers.utils.logging.disable_progress_bar()  # no bar for loading a tiny checkpoint
+
+
+class TransformersModel(nn.Module):
+    """A transformers model with zoo's forward: logits by task."""
+
+    def __init__(self, hf: transformers.PreTrainedModel, task: str):
+        super().__init__()
+        self.hf, self.task = hf, task
+        self.causal = not isinstance(hf, transformers.BertPreTrainedModel)
+
+    def forward(self, input_ids, attention_mask=None):
+        options = {"use_cache": False} if self.causal else {}
+        if self.task != "next-item":
+            return self.hf(input_ids=input_ids, attention_mask=attention_mask, **options).logits
+        hidden = self.hf.base_model(input_ids=input_ids, attention_mask=attention_mask,
+                                    **options).last_hidden_state  # [B, T, C]
+        if attention_mask is None:
+            last = torch.full((hidden.shape[0],), hidden.shape[1] - 1, device=hidden.device)
+        else:
+            last = attention_mask.long().sum(dim=1) - 1
+        pooled = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]  # [B, C]
+        head = self.hf.get_output_embeddings() if self.causal else self.hf.cls  # BERT: MLM head
+        return head(pooled)  # [B, vocab]
+
+
+def build(cfg, spec: TaskSpec) -> TransformersModel:
+    """A new model from the config, or the checkpoint's weights when ``cfg.pretrained``."""
+    model_class = CLASSES[cfg.architecture][spec.task]
+    task_fields = {"pad_token_id": spec.pad_id}
+    if spec.task == "classification":
+        task_fields["num_labels"] = spec.num_classes
+    config = cfg.transformers_config(spec.vocab_size, **task_fields)
+    if cfg.pretrained:
+        hf = model_class.from_pretrained(cfg.pretrained, config=config,
+                                         attn_implementation=ATTENTION)
+        if spec.vocab_size > hf.get_input_embeddings().num_embeddings:
+            hf.resize_token_embeddings(spec.vocab_size)  # a tokenizer with more tokens
+    else:
+        hf = model_class._from_config(config, attn_implementation=ATTENTION)
+    hf.config.use_cache = True  # for generation after export; training passes use_cache=False
+    return TransformersModel(hf, spec.task)

@@ -1,0 +1,178 @@
+"""Plugins add commands through the `register_commands` hook; `zoo generate` and `zoo
+predict` find their pipeline's function by the run's task."""
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import run_cli
+from zoo import registry
+from zoo.cli import main
+from zoo.errors import ZooError
+from zoo.hookspecs import hookimpl
+
+CALLS = []
+
+
+def greet(args):
+    """A handler named by a "module:function" string (this test module)."""
+    CALLS.append(args)
+    print(f"hello {args.name} x{args.times}")
+    return 3 if args.name == "three" else None
+
+
+def greet_arguments(parser):
+    parser.add_argument("name")
+    parser.add_argument("--times", type=int, default=1)
+
+
+def refuse(args):
+    raise ZooError("this command refuses politely")
+
+
+class Greeter:
+    @hookimpl
+    def register_commands(self, register):
+        register("greet", "test_commands:greet", arguments=greet_arguments,
+                 help="say hello", description="Say hello to NAME.")
+        register("refuse", refuse, help="always an error")
+
+
+def help_text(*args) -> str:
+    """What `zoo ARGS --help` prints (argparse exits after printing help)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exit_info:
+        main([*args, "--help"])
+    assert exit_info.value.code == 0
+    return out.getvalue()
+
+
+def zoo_with(*plugins):
+    zoo = registry.build_zoo(entry_points=False)
+    for i, plugin in enumerate(plugins):
+        zoo.add_plugin(plugin, registry.PluginInfo(f"plugin{i}", "test"))
+    registry.reset_zoo(zoo)
+    return zoo
+
+
+def test_a_plugin_command_parses_its_own_arguments_and_runs_its_handler():
+    zoo_with(Greeter())
+    CALLS.clear()
+    result = run_cli("greet", "world", "--times", "2")
+    assert result.code == 0 and result.out == "hello world x2\n", result
+    assert CALLS[0].name == "world" and CALLS[0].times == 2
+    assert run_cli("greet", "three").code == 3  # the handler's return value is the exit code
+    assert run_cli("greet", "x", "--times", "many").code == 2  # its arguments are checked
+    refused = run_cli("refuse")
+    assert refused.code == 2 and refused.err == "zoo: error: this command refuses politely\n"
+    assert "say hello" in help_text()
+    assert "added by plugin plugin0" in help_text("greet")
+
+
+def test_a_misspelt_plugin_command_gets_a_did_you_mean():
+    zoo_with(Greeter())
+    result = run_cli("greeet", "x")
+    assert result.code == 2 and "Did you mean: greet?" in result.err
+
+
+class TakesRun:
+    @hookimpl
+    def register_commands(self, register):
+        register("run", greet, arguments=greet_arguments)
+        register("fine", greet, arguments=greet_arguments)
+
+
+class BrokenArguments:
+    @hookimpl
+    def register_commands(self, register):
+        register("broken", greet, arguments=lambda parser: parser.add_argument("--x", type="int"))
+
+
+def test_a_command_that_clashes_or_cannot_build_is_set_aside_and_the_rest_work(monkeypatch):
+    zoo_with(TakesRun(), BrokenArguments())
+    result = run_cli("fine", "someone")
+    assert result.code == 0 and result.out == "hello someone x1\n"
+    assert "command 'run' from plugin 'plugin0' set aside" in result.err
+    assert "command 'broken' from plugin 'plugin1' set aside" in result.err
+    assert "usage: zoo run" in help_text("run")  # zoo's own run, untouched
+    monkeypatch.setenv("ZOO_STRICT_PLUGINS", "1")
+    strict = run_cli("fine", "someone")
+    assert strict.code == 2 and "ZOO_STRICT_PLUGINS" in strict.err and not strict.out
+
+
+@pytest.mark.parametrize("call, problem", [
+    (lambda r: r("Bad Name", greet), "command name 'Bad Name'"),
+    (lambda r: r("ok", "no_colon"), "must look like 'module:function'"),
+    (lambda r: r("ok", 42), "not a function"),
+    (lambda r: r("ok", greet, arguments=42), "not a function"),
+    (lambda r: (r("ok", greet), r("ok", greet)), "registered twice"),
+])
+def test_a_bad_command_registration_sets_the_plugin_aside(call, problem):
+    class Bad:
+        @hookimpl
+        def register_commands(self, register):
+            call(register)
+
+    zoo = registry.build_zoo(entry_points=False)
+    assert not zoo.add_plugin(Bad(), registry.PluginInfo("bad", "test"))
+    assert problem in zoo.plugins["bad"].error
+    assert "ok" not in zoo.commands
+
+
+def test_the_numpy_plugin_adds_verify_and_help_imports_no_torch():
+    zoo = registry.build_zoo(entry_points=False)
+    assert zoo.commands.get("verify").plugin == "numpy"
+    probe = ("import sys\nfrom zoo.cli import main\n"
+             "for argv in (['--help'], ['verify', '--help'], ['list']):\n"
+             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+             "print('torch' in sys.modules, 'numpy' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "zoo verify [-h] [--batch BATCH]" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "False False"
+
+
+# -- generate and predict are looked up on the run's pipeline ------------------------------
+class Echo:
+    """A pipeline for a task the core has never heard of, which can generate."""
+
+    @staticmethod
+    def run(job):
+        raise AssertionError("not trained here")
+
+    @staticmethod
+    def generate(trained, prompt, tokens, *, temperature, top_k, seed):
+        yield from (f"<{trained.run_id}:{i}:{seed}>" for i in range(tokens))
+
+
+class Silent:
+    @staticmethod
+    def run(job):
+        raise AssertionError("not trained here")
+
+
+class Pipelines:
+    @hookimpl
+    def register_pipelines(self, register):
+        register("echo-task", Echo)
+        register("silent-task", Silent)
+
+
+def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):
+    import zoo.trained
+
+    zoo_with(Pipelines())
+    runs = {"e1": "echo-task", "s1": "silent-task"}
+    monkeypatch.setattr(zoo.trained, "load_trained",
+                        lambda run_id: SimpleNamespace(run_id=run_id, task=runs[run_id]))
+    result = run_cli("generate", "e1", "--prompt", "go", "--tokens", "2", "--seed", "5")
+    assert result.code == 0 and result.out == "go<e1:0:5><e1:1:5>\n", result
+    silent = run_cli("generate", "s1")
+    assert silent.code == 2
+    assert "silent-task pipeline offers no generation" in silent.err
+    assert "silent-task pipeline offers no prediction" in run_cli("predict", "s1", "x").err

@@ -1,0 +1,188 @@
+"""Resuming an interrupted run: check that nothing it depends on changed, rewind its curve
+to the newest good checkpoint, and train on in its own folder and store row."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from zoo import checkpoint
+from zoo import data as zoo_data
+from zoo import distributed
+from zoo.config import build_config
+from zoo.errors import ZooError
+from zoo.files import save_error
+from zoo.job import Job, RunFolder
+from zoo.plan import ModelSpec, Plan
+from zoo.provenance import identity
+from zoo.registry import get_zoo
+from zoo.runner import train_and_record
+from zoo.store import Store, home
+
+
+class ResumeRefused(ZooError):
+    """A run cannot be resumed (finished, still running, changed since); nothing was touched."""
+
+
+RESUMABLE = ("interrupted", "failed")
+
+
+def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
+    """Continue an interrupted (or failed) run from its newest good checkpoint, or from the
+    start if it has none, in its own folder and store row. Returns what ``execute`` returns.
+
+    This is what `zoo resume` calls, and what a sweep calls for its interrupted cells. It
+    refuses (ZooError) if the config, dataset, tokenizer file, zoo or plugin versions differ
+    from the run's, or if the run is not resumable (finished, diverged, still running)."""
+    zoo = zoo or get_zoo()
+    with Store() as store:
+        row = store.get(run_id)
+    _check_resumable(row)
+    if distributed.launched():
+        raise ResumeRefused("zoo resume runs in a single process; start it without torchrun")
+    run = RunFolder(home() / row["id"])
+    if not run.file("config.json").is_file():
+        raise ResumeRefused(f"cannot resume run {row['id']}: {run.path} has no config.json")
+    provenance = run.read_json("config.json")
+    if (provenance.get("distributed") or {}).get("world_size", 1) > 1:
+        raise ResumeRefused(f"cannot resume run {row['id']}: it trained under torchrun on "
+                            f"{provenance['distributed']['world_size']} processes, whose other "
+                            "ranks' random states were not checkpointed; start a new run")
+    plan = plan_from_provenance(provenance, zoo)
+    dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
+                            label_column=provenance.get("label_column"), task=plan.task,
+                            quiet=quiet)
+    warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
+    ckpt = checkpoint.latest(run.path, warn=warn)
+    current = identity(plan, dataset, zoo)
+    problems = resume_problems(provenance, ckpt, current, run)
+    if problems:
+        raise ResumeRefused(f"cannot resume run {row['id']}: " + "; ".join(problems)
+                       + ". Start a new run instead (zoo run)")
+    pipeline = plan.pipeline.load()
+    store = Store()
+    if not store.claim(row["id"], RESUMABLE, error=None, finished=None,
+                       resumed=int(row.get("resumed") or 0) + 1):
+        store.close()
+        raise ResumeRefused(f"run {row['id']} was claimed by another process; nothing to resume")
+    _rewind_curve(run, ckpt)
+    if not quiet:
+        where = f"step {ckpt.step}" if ckpt else "the start (no checkpoint was written)"
+        print(f"zoo: resuming run {row['id']} from {where}", file=sys.stderr)
+    job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
+              plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
+              plan.seed, provenance.get("device", "auto"), run, quiet, resuming=True,
+              resume_from=ckpt, identity=current)
+    summary = {k: provenance[k] for k in ("run_id", "model", "architecture", "tokenizer",
+                                          "dataset", "task", "seed")}
+    return train_and_record(plan, pipeline, job, store, summary, provenance)
+
+
+def _check_resumable(row: dict) -> None:
+    status = row["status"]
+    if row.get("kind", "train") != "train":
+        raise ResumeRefused(f"run {row['id']} is an {row['kind']} row; only training runs resume")
+    if status == "finished":
+        raise ResumeRefused(f"run {row['id']} already finished; nothing to resume")
+    if status == "running":
+        raise ResumeRefused(f"run {row['id']} is still running (pid {row['pid']} on {row['host']}); "
+                       "resume it once that process has ended")
+    if status == "diverged":
+        raise ResumeRefused(f"run {row['id']} diverged ({row['error']}); resuming would diverge "
+                       "again: start a new run with a lower learning rate")
+    if status not in RESUMABLE:
+        raise ResumeRefused(f"run {row['id']} has status {status!r}; only "
+                       f"{' or '.join(RESUMABLE)} runs can be resumed")
+
+
+def plan_from_provenance(provenance: dict, zoo) -> Plan:
+    """The plan of a recorded run, rebuilt from its config.json with today's plugins."""
+    try:
+        spec = ModelSpec(provenance["model"], zoo.architectures.get(provenance["architecture"]),
+                         zoo.tokenizers.get(provenance["tokenizer"]))
+        ref = _dataset_ref(provenance["dataset"], provenance["dataset_id"], zoo)
+        pipeline = zoo.pipelines.get(provenance["task"])
+        saved = provenance["configs"]
+        classes = {"model": spec.architecture.config_class(),
+                   "tokenizer": spec.tokenizer.config_class(), "train": pipeline.config_class()}
+        configs = {}
+        for section, cls in classes.items():
+            try:
+                configs[section] = build_config(cls, dict(saved.get(section) or {}))
+            except ZooError as exc:
+                raise ResumeRefused(f"cannot resume: the saved {section} config no longer "
+                                    f"fits this zoo ({exc})") from None
+        return Plan(spec, ref, provenance["task"], pipeline, configs, int(provenance["seed"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResumeRefused(f"cannot resume: config.json of run {provenance.get('run_id', '?')} is incomplete "
+                       f"({type(exc).__name__}: {exc})") from None
+
+
+def _dataset_ref(name: str, source: str, zoo):
+    """The dataset a run used: by its name if that still points at the same source, else by
+    the source (an absolute path or Hub id), which does not depend on the working folder."""
+    try:
+        ref = zoo_data.resolve(name, zoo)
+        if ref.source == source:
+            return ref
+    except ZooError:
+        pass
+    ref = zoo_data.resolve(source, zoo)
+    ref.name = name
+    return ref
+
+
+def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder) -> list[str]:
+    """Why a run cannot be resumed with what is installed now (empty: it can)."""
+    saved = ckpt.meta.get("identity", {}) if ckpt is not None else {
+        "config_hash": provenance.get("config_hash"), "configs": provenance.get("configs"),
+        "dataset_fingerprint": provenance.get("dataset_fingerprint"),
+        "versions": provenance.get("versions", {})}
+    problems = []
+    if ckpt is not None and ckpt.meta.get("format") != checkpoint.FORMAT:
+        problems.append(f"its checkpoint has format {ckpt.meta.get('format')}, this zoo reads "
+                        f"format {checkpoint.FORMAT}")
+    hashes = {saved.get("config_hash"), provenance.get("config_hash")}
+    if hashes != {current["config_hash"]}:
+        changed = _changed_keys(saved.get("configs") or {}, current["configs"])
+        problems.append("the config differs from the run's (" + (", ".join(changed[:6])
+                        or "model, dataset, task or seed") + ")")
+    if saved.get("dataset_fingerprint") != current["dataset_fingerprint"]:
+        problems.append(f"the dataset changed (fingerprint {saved.get('dataset_fingerprint')} "
+                        f"then, {current['dataset_fingerprint']} now)")
+    then = saved.get("versions") or {}
+    for key in sorted(set(then) | set(current["versions"])):
+        if key == "zoo" or key.startswith("plugin:"):
+            if then.get(key) != current["versions"].get(key):
+                problems.append(f"{key} version differs ({then.get(key)} then, "
+                                f"{current['versions'].get(key)} now)")
+    if ckpt is not None:
+        recorded = saved.get("tokenizer_sha256")
+        if recorded and checkpoint.file_sha256(run.file("tokenizer.json")) != recorded:
+            problems.append("the run's tokenizer.json differs from the one its checkpoint "
+                            "was trained with")
+    return problems
+
+
+def _changed_keys(then: dict, now: dict) -> list[str]:
+    changed = []
+    for section in sorted(set(then) | set(now)):
+        old, new = then.get(section) or {}, now.get(section) or {}
+        for key in sorted(set(old) | set(new)):
+            a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
+            if json.dumps(a, default=str) != json.dumps(b, default=str):
+                changed.append(f"{section}.{key}: {a!r} then, {b!r} now")
+    return changed
+
+
+def _rewind_curve(run: RunFolder, ckpt) -> None:
+    """Cut metrics.jsonl back to what it held at the checkpoint; the loop logs the rest again."""
+    path = run.file("metrics.jsonl")
+    if not path.exists():
+        return
+    size = ckpt.meta.get("metrics_bytes", 0) if ckpt is not None else 0
+    try:
+        if path.stat().st_size > size:
+            os.truncate(path, size)
+    except OSError as exc:
+        raise save_error(path, exc) from None
