@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -42,6 +43,9 @@ class ClassificationConfig(TrainConfig):
     eval_interval: int | None = None
     eval_batch_size: int = 128
     bucket_batches: int = 50  # batches drawn together and grouped by length (1: no grouping)
+
+    # Classification kept its best validation weights before keep_best existed.
+    LEGACY: ClassVar[dict] = {"keep_best": True, "patience": 0}
 
     def __post_init__(self):
         super().__post_init__()

@@ -6,7 +6,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from zoo.files import atomic_write_bytes, atomic_write_json, atomic_write_text
 
@@ -37,6 +37,10 @@ class TrainConfig:
     # native bf16 (AVX512-BF16, AMX), fp32 on other CPUs
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     compile: bool = False  # torch.compile the training forward (pays back only on long runs)
+
+    # What a run recorded before a field existed did, for fields added since (a resumed old
+    # run continues as it started): no best weights kept, no early stop.
+    LEGACY: ClassVar[dict] = {"keep_best": False, "patience": 0}
 
     def __post_init__(self):
         positive = ("steps", "batch_size", "lr", "eval_interval", "eval_batches")

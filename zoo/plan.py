@@ -77,10 +77,16 @@ class Plan:
     seed: int
     loaded: object = None  # the LoadedDataset, when planning had to load it to learn its tasks
     columns: tuple = (None, None)  # the (text, label) column choices it was loaded with
+    # section -> config keys a run recorded by an older zoo lacks: they hold the value that
+    # reproduces its behaviour (the config class's LEGACY), and stay out of its record and hash
+    legacy: dict = field(default_factory=dict)
 
     def config_values(self) -> dict:
         """The configs as plain dicts (section -> values), as recorded in config.json."""
-        return {k: _asdict(v) for k, v in self.configs.items()}
+        values = {k: _asdict(v) for k, v in self.configs.items()}
+        for section, keys in self.legacy.items():
+            values[section] = {k: v for k, v in values[section].items() if k not in keys}
+        return values
 
 
 def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: int = 0,

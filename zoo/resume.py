@@ -105,14 +105,21 @@ def plan_from_provenance(provenance: dict, zoo) -> Plan:
         saved = provenance["configs"]
         classes = {"model": spec.architecture.config_class(),
                    "tokenizer": spec.tokenizer.config_class(), "train": pipeline.config_class()}
-        configs = {}
+        configs, legacy = {}, {}
         for section, cls in classes.items():
+            values = dict(saved.get(section) or {})
+            # Fields added since the run was recorded take the value that means what the
+            # older zoo did (keep_best, patience), and stay out of its record and hash.
+            missing = {k: v for k, v in getattr(cls, "LEGACY", {}).items() if k not in values}
+            if missing:
+                legacy[section] = tuple(missing)
             try:
-                configs[section] = build_config(cls, dict(saved.get(section) or {}))
+                configs[section] = build_config(cls, {**missing, **values})
             except ZooError as exc:
                 raise ResumeRefused(f"cannot resume: the saved {section} config no longer "
                                     f"fits this zoo ({exc})") from None
-        return Plan(spec, ref, provenance["task"], pipeline, configs, int(provenance["seed"]))
+        return Plan(spec, ref, provenance["task"], pipeline, configs, int(provenance["seed"]),
+                    legacy=legacy)
     except (KeyError, TypeError, ValueError) as exc:
         raise ResumeRefused(f"cannot resume: config.json of run {provenance.get('run_id', '?')} is incomplete "
                        f"({type(exc).__name__}: {exc})") from None
