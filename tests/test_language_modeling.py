@@ -96,6 +96,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_readable(tiny_text
         rows = store.rows()
     assert len(rows) == 1 and rows[0]["status"] == "interrupted"
     assert (home / rows[0]["id"] / "config.json").is_file()
+    assert f"continue it with: zoo resume {rows[0]['id']}" in err  # what to type next
 
 
 def test_a_time_budget_ends_training_within_it_validation_included(tiny_text, monkeypatch):

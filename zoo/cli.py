@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import io
 import json
 import math
 import os
@@ -15,7 +16,7 @@ import sys
 from zoo import __version__
 from zoo.errors import PluginError, ZooError
 
-LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "plugins")
+LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "plugins")
 
 
 class Parser(argparse.ArgumentParser):
@@ -270,8 +271,9 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
 # -- zoo sweep -----------------------------------------------------------------------
 def cmd_sweep(args) -> int:
     from zoo.config import parse_assignment
-    from zoo import sweep as sweeps
+    from zoo import sweeps
 
+    log = io.StringIO() if args.quiet or args.json else sys.stderr  # plan, progress, summary
     overrides = dict(parse_assignment(item) for item in args.set or [])
     if args.steps is not None:
         overrides["train.steps"] = args.steps
@@ -280,29 +282,42 @@ def cmd_sweep(args) -> int:
     plan = sweeps.plan_sweep(args.models, args.on, seeds=args.seeds, overrides=overrides,
                              task=args.task)
     for line in sweeps.describe_plan(plan):
-        print(line, file=sys.stderr)
+        print(line, file=log)
     if args.baseline is not None and args.baseline not in plan.models:
         from zoo.errors import UnknownNameError
 
         raise UnknownNameError("baseline model", args.baseline, plan.models,
                                hint="it must be one of the sweep's models")
     if not plan.todo and not plan.finished_before:
-        raise ZooError("no cell of the sweep can run (the reasons are above)")
+        reasons = "; ".join(line.strip() for line in sweeps.describe_plan(plan)[1:])
+        raise ZooError(f"no cell of the sweep can run ({reasons})")
     if args.dry_run:
+        if args.json:
+            print(json.dumps({"cells": sweeps.records(plan)}, default=_json_default))
+            return 0
         for cell in plan.cells:
             state = (f"skip: {cell.skip}" if cell.skip else f"done: run {cell.done}" if cell.done
                      else "to run")
             print(f"{cell.name}\t{state}")
         return 0
-    sweeps.run_sweep(plan, device=args.device, quiet=not args.verbose)
-    print(sweeps.summary(plan), file=sys.stderr)
+    sweeps.run_sweep(plan, device=args.device, quiet=not args.verbose or args.json, out=log)
+    print(sweeps.summary(plan), file=log)
+    comparison = None
     if any(c.status == "finished" or c.done for c in plan.cells):
         args.where, args.evals, args.status = None, False, "finished"
         from zoo.comparison import load_runs
 
         frame = load_runs()
         frame = frame[frame["config_hash"].isin(plan.hashes)]
-        emit_comparison(comparison_from_args(args, frame), args.format, args.output, args.plot)
+        comparison = comparison_from_args(args, frame)
+    if args.json:
+        from zoo.comparison import render
+
+        table = json.loads(render(comparison, "json")) if comparison is not None else []
+        print(json.dumps({"cells": sweeps.records(plan), "comparison": table},
+                         default=_json_default))
+    elif comparison is not None:
+        emit_comparison(comparison, args.format, args.output, args.plot)
     return 1 if plan.failed else 0
 
 
@@ -407,7 +422,8 @@ def build_parser() -> Parser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    p = commands.add_parser("list", help="list architectures, tokenizers, datasets, models, plugins",
+    p = commands.add_parser("list", help="list architectures, tokenizers, datasets, models, "
+                            "pipelines (one per task), plugins",
                             description="List what the zoo holds, with descriptions and the "
                             "plugin each comes from.")
     p.add_argument("kind", nargs="?", choices=LIST_KINDS, help="list only this kind")
@@ -508,7 +524,12 @@ def build_parser() -> Parser:
     p.add_argument("--task", help="force a task instead of choosing it per cell")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--dry-run", action="store_true", help="print the plan and train nothing")
-    p.add_argument("--verbose", action="store_true", help="each run's own progress output")
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("--verbose", action="store_true", help="each run's own progress output")
+    talk.add_argument("--quiet", action="store_true", help="no plan, progress or summary on "
+                      "stderr: only the comparison")
+    p.add_argument("--json", action="store_true", help="print one JSON object: every cell "
+                   "(state, run id, reason) and the comparison's cells (as --format json)")
     add_compare_options(p, sweep=True)
     p.set_defaults(handler=cmd_sweep)
 
@@ -548,6 +569,12 @@ def build_parser() -> Parser:
     p.set_defaults(handler=cmd_reproduce)
 
     add_plugin_commands(commands, get_zoo())
+    for command in commands.choices.values():  # `zoo run ... --debug` as well as `zoo --debug run`
+        try:
+            command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                 help="show full tracebacks")
+        except argparse.ArgumentError:  # a plugin's command has its own --debug
+            pass
     return parser
 
 
@@ -598,8 +625,10 @@ def main(argv=None) -> int:
             traceback.print_exc()
         print(f"zoo: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("zoo: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        run_id = getattr(exc, "run_id", None)  # zoo.errors.RunInterrupted: a recorded run
+        print(f"zoo: interrupted; run {run_id} is kept; continue it "
+              f"with: zoo resume {run_id}" if run_id else "zoo: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0

@@ -21,7 +21,6 @@ import math
 from dataclasses import dataclass, field
 
 from zoo.errors import UnknownNameError, ZooError
-from zoo.listing import PRIMARY
 
 # Name endings that say which direction is better; an unknown metric marks no best.
 LOWER_IS_BETTER = ("loss", "bpc", "bpb", "ppl", "perplexity", "error", "time", "duration",
@@ -61,6 +60,11 @@ def describe(metric: str, better: str | None = None) -> str:
     better = better if isinstance(better, str) else direction(metric)  # NaN from pandas
     notes = [n for n in (unit, f"{better} is better" if better else None) if n]
     return f"{metric} ({', '.join(notes)})" if notes else metric
+
+
+# each task's headline metric (zoo runs shows it, zoo compare pivots it by default)
+PRIMARY = {"language-modeling": "val_bpc", "classification": "test_accuracy",
+           "next-item": "test_accuracy"}
 
 
 def primary_metric(task: str | None, kind: str = "train") -> str | None:

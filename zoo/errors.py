@@ -26,3 +26,12 @@ class UnknownNameError(ZooError):
 
 class PluginError(ZooError):
     """A plugin failed to load or register (raised only in strict mode)."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a recorded run: the run is marked interrupted and `zoo resume` continues
+    it. A KeyboardInterrupt still, so whatever stops on Ctrl-C stops on this."""
+
+    def __init__(self, run_id: str):
+        super().__init__(run_id)
+        self.run_id = run_id

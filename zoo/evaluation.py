@@ -13,7 +13,7 @@ from zoo.errors import ZooError
 def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column: str | None = None,
                  label_column: str | None = None, zoo=None) -> dict:
     from zoo.registry import get_zoo
-    from zoo.plan import ModelSpec, Plan
+    from zoo.plan import plan_from_record
     from zoo.provenance import git_commit, git_dirty, versions
     from zoo.runner import new_run_id, seed_everything
     from zoo.trained import load_trained
@@ -39,10 +39,7 @@ def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column:
                        f"{', '.join(loaded.tasks)})")
     loaded.split(split)  # an unknown split fails here, before anything is recorded
     parent = trained.config
-    # versions() reads the plugins of the model and the pipeline from a plan
-    plan = Plan(ModelSpec(parent["model"], zoo.architectures.get(parent["architecture"]),
-                          zoo.tokenizers.get(parent["tokenizer"])), ref, trained.task,
-                zoo.pipelines.get(trained.task), {}, int(parent["seed"]))
+    plan = plan_from_record(parent, zoo, dataset_ref=ref)  # versions() reads its plugins
     eval_id = new_run_id()
     provenance = {
         "run_id": eval_id, "parent_id": trained.run_id, "model": parent["model"],

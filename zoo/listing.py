@@ -5,16 +5,19 @@ import dataclasses
 import typing
 
 from zoo.errors import UnknownNameError, ZooError
+from zoo.registry import choose_task, model_names, natural_key, resolve_model
 
-KIND_OF = {"architectures": "architecture", "tokenizers": "tokenizer", "datasets": "dataset"}
+KIND_OF = {"architectures": "architecture", "tokenizers": "tokenizer", "datasets": "dataset",
+           "pipelines": "pipeline"}
 
 
 def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
     import fnmatch
 
-    from zoo.registry import natural_key
-    from zoo.plan import model_names, resolve_model
 
+    if kind == "pipelines":  # one per task: the name is the task's
+        return [{"name": e.name, "description": e.description, "plugin": e.plugin}
+                for e in zoo.pipelines.entries(pattern)]
     if kind in ("architectures", "tokenizers"):
         return [{"name": e.name, "description": e.description, "plugin": e.plugin,
                  **({"tasks": list(e.tasks)} if kind == "architectures" else {})}
@@ -80,7 +83,6 @@ def format_section(kind: str, items: list[dict]) -> str:
 def matrix(zoo) -> list[dict]:
     """For every architecture x dataset: the task that would run, or why none can."""
     from zoo import data
-    from zoo.plan import choose_task
 
     out = []
     datasets = [r["name"] for r in rows(zoo, "datasets")]
@@ -132,7 +134,6 @@ def show(zoo, name: str) -> str:
 
 
 def _show_model(zoo, name: str) -> str | None:
-    from zoo.plan import model_names, resolve_model
 
     if not (name in zoo.catalogue.models or name in model_names(zoo)):
         return None
@@ -192,7 +193,6 @@ def _show_dataset(zoo, name: str) -> str | None:
 
 
 def show_run(zoo, run_id: str) -> str:
-    from zoo.plan import model_names
     from zoo.store import Store
 
     with Store() as store:
@@ -336,10 +336,6 @@ def saved_vocab_size(run_id: str) -> int | None:
         return Tokenizer.from_file(str(path)).get_vocab_size(with_added_tokens=True)
     except Exception:  # a third-party format: nothing to say
         return None
-
-
-PRIMARY = {"language-modeling": "val_bpc", "classification": "test_accuracy",
-           "next-item": "test_accuracy"}
 
 
 def runs_table():

@@ -5,64 +5,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from zoo import data as zoo_data
 from zoo.config import build_config, split_overrides
-from zoo.errors import UnknownNameError, ZooError
-from zoo.registry import get_zoo
-
-
-@dataclass
-class ModelSpec:
-    name: str
-    architecture: object  # Entry
-    tokenizer: object  # Entry
-    overrides: dict = field(default_factory=dict)
-    description: str = ""
-
-
-def resolve_model(name: str, zoo) -> ModelSpec:
-    """A preset from the catalogue, or any ARCHITECTURE-TOKENIZER pair of registered plugins."""
-    preset = zoo.catalogue.models.get(name)
-    if preset is not None:
-        return ModelSpec(name, zoo.architectures.get(preset.architecture),
-                         zoo.tokenizers.get(preset.tokenizer), dict(preset.overrides),
-                         preset.description)
-    arch, sep, tok = name.partition("-")
-    if sep and arch in zoo.architectures and tok in zoo.tokenizers:
-        entry = zoo.architectures.get(arch)
-        return ModelSpec(name, entry, zoo.tokenizers.get(tok), {}, entry.description)
-    raise UnknownNameError("model", name, model_names(zoo), hint="zoo list models shows all")
-
-
-def model_names(zoo) -> list[str]:
-    names = set(zoo.catalogue.models)
-    names.update(f"{a}-{t}" for a in zoo.architectures.names() for t in zoo.tokenizers.names())
-    return sorted(names)
-
-
-def choose_task(architecture, dataset_tasks, wanted: str | None = None) -> str:
-    """The first task the dataset serves that the architecture supports (or `wanted`)."""
-    supported = architecture.tasks
-    if wanted:
-        if wanted not in dataset_tasks:
-            raise ZooError(f"dataset does not serve task {wanted!r}; it serves: "
-                           f"{', '.join(dataset_tasks) or 'nothing known'}")
-        if wanted not in supported:
-            raise ZooError(f"{architecture.name} has no {wanted} head; it supports: {', '.join(supported)}")
-        return wanted
-    for task in dataset_tasks:
-        if task in supported:
-            return task
-    raise ZooError(task_mismatch(architecture, dataset_tasks))
-
-
-def task_mismatch(architecture, dataset_tasks) -> str:
-    wanted = dataset_tasks[0] if dataset_tasks else "?"
-    return (f"{architecture.name} has no {wanted} head (it supports: "
-            f"{', '.join(architecture.tasks) or 'no task'}; the dataset serves: "
-            f"{', '.join(dataset_tasks) or 'no task'})")
+from zoo.errors import ZooError
+from zoo.registry import ModelSpec, choose_task, get_zoo, resolve_model
 
 
 @dataclass
@@ -115,6 +63,56 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     values = split_overrides(merged, sections)
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
     return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column))
+
+
+def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
+    """The plan a recorded run was trained with, rebuilt from its provenance (config.json)
+    with today's plugins: the recorded resolved configs, not today's presets. `resume`,
+    `reproduce` and `eval` (which passes the dataset it scores on as `dataset_ref`) use it.
+    A record that no longer fits this zoo is a ZooError saying why."""
+    try:
+        architecture = zoo.architectures.get(record["architecture"])
+        spec = ModelSpec(record["model"], architecture, zoo.tokenizers.get(record["tokenizer"]),
+                         {}, architecture.description)
+        ref = dataset_ref or recorded_dataset(record["dataset"], record.get("dataset_id"), zoo)
+        pipeline = zoo.pipelines.get(record["task"])
+        classes = {"model": architecture.config_class(),
+                   "tokenizer": spec.tokenizer.config_class(), "train": pipeline.config_class()}
+        recorded = record["configs"]
+        configs, legacy = {}, {}
+        for section, cls in classes.items():
+            values = dict(recorded.get(section) or {})
+            # Fields added since the run was recorded take the value that means what the
+            # older zoo did (a config class's LEGACY: keep_best, patience), and stay out of
+            # its record and config hash.
+            missing = {k: v for k, v in getattr(cls, "LEGACY", {}).items() if k not in values}
+            if missing:
+                legacy[section] = tuple(missing)
+            try:
+                configs[section] = build_config(cls, {**missing, **values})
+            except ZooError as exc:
+                raise ZooError(f"the recorded {section} config no longer fits this zoo "
+                               f"({exc})") from None
+        return Plan(spec, ref, record["task"], pipeline, configs, int(record["seed"]),
+                    legacy=legacy)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ZooError(f"the record of run {record.get('run_id', '?')} is incomplete "
+                       f"({type(exc).__name__}: {exc})") from None
+
+
+def recorded_dataset(name: str, source: str | None, zoo):
+    """The dataset a run used: by its name if that still points at the same source, else by
+    the source (an absolute path or Hub id, independent of the working folder), under the
+    recorded name."""
+    try:
+        ref = zoo_data.resolve(name, zoo)
+        if not source or ref.source == source:
+            return ref
+    except ZooError:
+        if not source:
+            raise ZooError(f"dataset {name!r} of the run cannot be found any more") from None
+    found = zoo_data.resolve(source, zoo)
+    return zoo_data.DatasetRef(name, found.kind, found.source, found.entry)
 
 
 def config_hash(plan: Plan) -> str:

@@ -436,3 +436,56 @@ def reset_zoo(zoo: Zoo | None = None) -> None:
     """Replace (or forget) the process-wide zoo; tests use this."""
     global _current
     _current = zoo
+
+
+# -- model names: a catalogue preset or an ARCHITECTURE-TOKENIZER pair --------------
+@dataclass
+class ModelSpec:
+    name: str
+    architecture: object  # Entry
+    tokenizer: object  # Entry
+    overrides: dict = field(default_factory=dict)
+    description: str = ""
+
+
+def resolve_model(name: str, zoo) -> ModelSpec:
+    """A preset from the catalogue, or any ARCHITECTURE-TOKENIZER pair of registered plugins."""
+    preset = zoo.catalogue.models.get(name)
+    if preset is not None:
+        return ModelSpec(name, zoo.architectures.get(preset.architecture),
+                         zoo.tokenizers.get(preset.tokenizer), dict(preset.overrides),
+                         preset.description)
+    arch, sep, tok = name.partition("-")
+    if sep and arch in zoo.architectures and tok in zoo.tokenizers:
+        entry = zoo.architectures.get(arch)
+        return ModelSpec(name, entry, zoo.tokenizers.get(tok), {}, entry.description)
+    raise UnknownNameError("model", name, model_names(zoo), hint="zoo list models shows all")
+
+
+def model_names(zoo) -> list[str]:
+    names = set(zoo.catalogue.models)
+    names.update(f"{a}-{t}" for a in zoo.architectures.names() for t in zoo.tokenizers.names())
+    return sorted(names)
+
+
+def choose_task(architecture, dataset_tasks, wanted: str | None = None) -> str:
+    """The first task the dataset serves that the architecture supports (or `wanted`)."""
+    supported = architecture.tasks
+    if wanted:
+        if wanted not in dataset_tasks:
+            raise ZooError(f"dataset does not serve task {wanted!r}; it serves: "
+                           f"{', '.join(dataset_tasks) or 'nothing known'}")
+        if wanted not in supported:
+            raise ZooError(f"{architecture.name} has no {wanted} head; it supports: {', '.join(supported)}")
+        return wanted
+    for task in dataset_tasks:
+        if task in supported:
+            return task
+    raise ZooError(task_mismatch(architecture, dataset_tasks))
+
+
+def task_mismatch(architecture, dataset_tasks) -> str:
+    wanted = dataset_tasks[0] if dataset_tasks else "?"
+    return (f"{architecture.name} has no {wanted} head (it supports: "
+            f"{', '.join(architecture.tasks) or 'no task'}; the dataset serves: "
+            f"{', '.join(dataset_tasks) or 'no task'})")

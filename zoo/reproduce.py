@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 import math
 
-from zoo import data as zoo_data
-from zoo.config import build_config
 from zoo.errors import ZooError
+from zoo.plan import config_hash, plan_from_record
 
 TIMING_METRICS = ("tokens_per_s", "train_time", "duration")
 
@@ -40,41 +39,6 @@ def run_config(run_id: str) -> tuple[dict, dict]:
     return row, config
 
 
-def plan_from_config(config: dict, zoo):
-    """The Plan a recorded run was trained with, rebuilt from its provenance."""
-    from zoo.plan import ModelSpec, Plan
-
-    architecture = zoo.architectures.get(config["architecture"])
-    tokenizer = zoo.tokenizers.get(config["tokenizer"])
-    spec = ModelSpec(config["model"], architecture, tokenizer, {}, architecture.description)
-    ref = _dataset_ref(config, zoo)
-    pipeline = zoo.pipelines.get(config["task"])
-    classes = {"model": architecture.config_class(), "tokenizer": tokenizer.config_class(),
-               "train": pipeline.config_class()}
-    recorded = config["configs"]
-    configs = {section: build_config(cls, dict(recorded.get(section) or {}))
-               for section, cls in classes.items()}
-    return Plan(spec, ref, config["task"], pipeline, configs, int(config["seed"]))
-
-
-def _dataset_ref(config: dict, zoo):
-    """The recorded dataset by its name, or by its source when the name now means
-    something else (a relative path run from another folder, a changed alias)."""
-    from zoo.data import DatasetRef
-
-    name, source = config["dataset"], config.get("dataset_id")
-    try:
-        ref = zoo_data.resolve(name, zoo)
-    except ZooError:
-        ref = None
-    if ref is None or (source and ref.source != source):
-        if not source:
-            raise ZooError(f"dataset {name!r} of the run cannot be found any more")
-        found = zoo_data.resolve(source, zoo)
-        ref = DatasetRef(name, found.kind, found.source, found.entry)
-    return ref
-
-
 def compare_metrics(original: dict, rerun: dict) -> list[dict]:
     """One line per non-timing metric: both values and whether they are identical."""
     lines = []
@@ -96,12 +60,11 @@ def _identical(a, b) -> bool:
 
 def reproduce(run_id: str, *, device: str | None = None, quiet: bool = True, zoo=None) -> dict:
     from zoo.registry import get_zoo
-    from zoo.plan import config_hash
     from zoo.runner import execute
 
     zoo = zoo or get_zoo()
     row, config = run_config(run_id)
-    plan = plan_from_config(config, zoo)
+    plan = plan_from_record(config, zoo)
     notes = []
     if config_hash(plan) != config.get("config_hash"):
         notes.append(f"the rebuilt config hashes to {config_hash(plan)}, not "

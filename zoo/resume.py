@@ -9,11 +9,10 @@ import sys
 from zoo import checkpoint
 from zoo import data as zoo_data
 from zoo import distributed
-from zoo.config import build_config
 from zoo.errors import ZooError
 from zoo.files import save_error
 from zoo.job import Job, RunFolder
-from zoo.plan import ModelSpec, Plan
+from zoo.plan import plan_from_record
 from zoo.provenance import identity
 from zoo.registry import get_zoo
 from zoo.runner import train_and_record
@@ -48,7 +47,10 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
         raise ResumeRefused(f"cannot resume run {row['id']}: it trained under torchrun on "
                             f"{provenance['distributed']['world_size']} processes, whose other "
                             "ranks' random states were not checkpointed; start a new run")
-    plan = plan_from_provenance(provenance, zoo)
+    try:
+        plan = plan_from_record(provenance, zoo)
+    except ZooError as exc:
+        raise ResumeRefused(f"cannot resume run {row['id']}: {exc}") from None
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
                             label_column=provenance.get("label_column"), task=plan.task,
                             quiet=quiet)
@@ -93,50 +95,6 @@ def _check_resumable(row: dict) -> None:
     if status not in RESUMABLE:
         raise ResumeRefused(f"run {row['id']} has status {status!r}; only "
                        f"{' or '.join(RESUMABLE)} runs can be resumed")
-
-
-def plan_from_provenance(provenance: dict, zoo) -> Plan:
-    """The plan of a recorded run, rebuilt from its config.json with today's plugins."""
-    try:
-        spec = ModelSpec(provenance["model"], zoo.architectures.get(provenance["architecture"]),
-                         zoo.tokenizers.get(provenance["tokenizer"]))
-        ref = _dataset_ref(provenance["dataset"], provenance["dataset_id"], zoo)
-        pipeline = zoo.pipelines.get(provenance["task"])
-        saved = provenance["configs"]
-        classes = {"model": spec.architecture.config_class(),
-                   "tokenizer": spec.tokenizer.config_class(), "train": pipeline.config_class()}
-        configs, legacy = {}, {}
-        for section, cls in classes.items():
-            values = dict(saved.get(section) or {})
-            # Fields added since the run was recorded take the value that means what the
-            # older zoo did (keep_best, patience), and stay out of its record and hash.
-            missing = {k: v for k, v in getattr(cls, "LEGACY", {}).items() if k not in values}
-            if missing:
-                legacy[section] = tuple(missing)
-            try:
-                configs[section] = build_config(cls, {**missing, **values})
-            except ZooError as exc:
-                raise ResumeRefused(f"cannot resume: the saved {section} config no longer "
-                                    f"fits this zoo ({exc})") from None
-        return Plan(spec, ref, provenance["task"], pipeline, configs, int(provenance["seed"]),
-                    legacy=legacy)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ResumeRefused(f"cannot resume: config.json of run {provenance.get('run_id', '?')} is incomplete "
-                       f"({type(exc).__name__}: {exc})") from None
-
-
-def _dataset_ref(name: str, source: str, zoo):
-    """The dataset a run used: by its name if that still points at the same source, else by
-    the source (an absolute path or Hub id), which does not depend on the working folder."""
-    try:
-        ref = zoo_data.resolve(name, zoo)
-        if ref.source == source:
-            return ref
-    except ZooError:
-        pass
-    ref = zoo_data.resolve(source, zoo)
-    ref.name = name
-    return ref
 
 
 def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder) -> list[str]:

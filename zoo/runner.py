@@ -13,7 +13,7 @@ from pathlib import Path
 from zoo import checkpoint
 from zoo import data as zoo_data
 from zoo import distributed
-from zoo.errors import ZooError
+from zoo.errors import RunInterrupted, ZooError
 from zoo.files import save_error
 from zoo.job import Job, RunFolder
 from zoo.plan import Plan, config_hash
@@ -127,7 +127,7 @@ def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict
         store.update(run.id, status="interrupted", finished=time.time(),
                      duration=time.time() - start, error="interrupted (Ctrl-C)")
         store.close()
-        raise
+        raise RunInterrupted(run.id) from None
     except Diverged as exc:
         store.update(run.id, status="diverged", finished=time.time(),
                      duration=time.time() - start, error=str(exc),

@@ -69,8 +69,7 @@ class Sweep:
 
 def expand_models(patterns: list[str], zoo) -> list[str]:
     """Model names, with wildcards matched against every preset and pair in the registry."""
-    from zoo.registry import natural_key
-    from zoo.plan import model_names, resolve_model
+    from zoo.registry import model_names, natural_key, resolve_model
 
     names = model_names(zoo)
     found = []
@@ -246,6 +245,20 @@ def summary(sweep: Sweep) -> str:
     for cell in sweep.failed:
         lines.append(f"  {cell.status} {cell.name}: {cell.error or cell.status} (run {cell.run_id})")
     return "\n".join(lines)
+
+
+def records(sweep: Sweep) -> list[dict]:
+    """Every cell as plain data (`zoo sweep --json`): its state (skipped, reused: finished
+    before this sweep, to run with --dry-run, or the status it ended with), run and reason."""
+    out = []
+    for cell in sweep.cells:
+        state = ("skipped" if cell.skip else "reused" if cell.done
+                 else cell.status or "to run")
+        out.append({"model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
+                    "state": state, "run_id": cell.done or cell.run_id,
+                    "config_hash": cell.config_hash, "reason": cell.skip or cell.error,
+                    "duration": cell.duration})
+    return out
 
 
 def table(sweep: Sweep, **options):
