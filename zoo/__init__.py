@@ -1,25 +1,37 @@
-"""zoo: a plugin-based model zoo for small transformer models."""
+"""zoo: a plugin-based model zoo for small transformer models.
+
+For users, the Python API beside the command line (zoo.api): ``zoo.run``, ``zoo.load``,
+``zoo.sweep``, ``zoo.runs``, ``zoo.compare``. They are imported on first use, so ``import
+zoo`` (and ``zoo list``) stays light and never imports torch.
+"""
+from __future__ import annotations
+
+import importlib
+
+from zoo.errors import ZooError
+
 __version__ = "0.1.0"
 
+# name -> module that defines it, imported on first access (PEP 562)
+_LAZY = {
+    "run": "zoo.api",
+    "load": "zoo.api",
+    "sweep": "zoo.api",
+    "runs": "zoo.api",
+    "compare": "zoo.api",
+}
 
-def runs():
-    """All recorded runs as a pandas DataFrame (one column per metric)."""
-    from zoo.store import Store
-
-    with Store() as store:
-        return store.frame()
+__all__ = ["ZooError", *_LAZY]
 
 
-def compare(*, metric=None, where=None, by=None, columns=None, baseline=None, evals=False,
-            status=("finished",), better=None, pool=False):
-    """The comparison table as a pandas DataFrame, one row per cell.
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'zoo' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-    Columns: the row keys (default model) and column keys (default dataset), task, metric,
-    better, mean, std, n, best, setting, configs, runs; with ``baseline`` also diff, ci_low,
-    ci_high, df and significant. Options mean what `zoo compare`'s options mean.
-    """
-    from zoo.comparison import load_runs, summarize
 
-    return summarize(load_runs(), metric=metric, where=where, by=by, columns=columns,
-                     baseline=baseline, evals=evals, status=status, better=better,
-                     pool=pool).cells
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,71 @@
+"""Training throughput of zoo's decoder beside transformers' GPT-2 and Llama at the same
+shape (the decoder-char, gpt2-char and llama-char presets: 2 layers of width 192, 6 heads,
+64-token windows, batch 32), in one process.
+
+Each model and optimizer is built exactly as `zoo run` builds it (bench_train.Variant);
+timed windows of steps alternate between the models, so a change in the machine's load
+hits them all alike. Figures: tokens per second of optimizer steps (median and best
+window) and the ratio to the first model.
+
+    python benchmarks/bench_transformers.py
+    python benchmarks/bench_transformers.py --models decoder-char gpt2-char --set precision=fp32
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_train import Variant, prepare_data  # noqa: E402
+from common import header, load, parse_sets, percentile  # noqa: E402
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["decoder-char", "gpt2-char", "llama-char"])
+    parser.add_argument("--dataset", default="shakespeare")
+    parser.add_argument("--set", action="append", help="override for every model")
+    parser.add_argument("--steps", type=int, default=120, help="timed steps per model")
+    parser.add_argument("--windows", type=int, default=6, help="timed windows per model")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed steps per model")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    header("training throughput, zoo's decoder and transformers' models at one shape")
+    tokenizer, ids = prepare_data(args.dataset)
+    overrides = parse_sets(args.set)
+    print(f"# overrides: {overrides or 'none'}; threads {torch.get_num_threads()}")
+    variants = []
+    for model in args.models:
+        start = time.perf_counter()
+        variant = Variant(model, model, overrides, tokenizer, ids, args.dataset)
+        for _ in range(args.warmup):
+            variant.step()
+        print(f"# {model}: {variant.model.num_parameters():,} parameters, precision "
+              f"{variant.model.precision}; set-up and {args.warmup} warm-up steps "
+              f"{time.perf_counter() - start:.1f} s", flush=True)
+        variants.append(variant)
+    per_window = max(1, args.steps // args.windows)
+    for _ in range(args.windows):
+        for variant in variants:
+            variant.window(per_window)
+    reference = variants[0].tokens_per_step / percentile(variants[0].times, 0.5)
+    print(f"{'model':<16} {'params':>9} {'ms/step':>8} {'tokens/s':>9} {'best tok/s':>10} "
+          f"{'vs ' + variants[0].name:>16}")
+    for v in variants:
+        median, best = percentile(v.times, 0.5), min(v.times)
+        rate = v.tokens_per_step / median
+        print(f"{v.name:<16} {v.model.num_parameters():>9,} {median * 1e3:8.1f} {rate:9,.0f} "
+              f"{v.tokens_per_step / best:10,.0f} {rate / reference:16.2f}")
+    print(f"# after: {load()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""The Python API (zoo.api, re-exported as zoo.run, zoo.load, zoo.sweep): the same names,
+settings and figures as the commands, and ZooError where a command exits 2. Each side
+trains in its own ZOO_HOME, so neither finds the other's runs."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+import zoo
+from conftest import TINY_DECODER, run_cli
+
+TIMING = {"train_time", "tokens_per_s"}
+# TINY_DECODER's --set pairs as keyword arguments
+TINY = dict(pair.split("=") for pair in TINY_DECODER[1::2])
+TINY_ENCODER = {k: v for k, v in TINY.items() if k != "sample_tokens"}
+
+
+def flags(settings: dict) -> list[str]:
+    return [part for key, value in settings.items() for part in ("--set", f"{key}={value}")]
+
+
+def ok(*args) -> str:
+    result = run_cli(*args)
+    assert result.code == 0, result
+    return result.out
+
+
+def same_metrics(a: dict, b: dict):
+    assert set(a) == set(b)
+    for key in a:
+        if key not in TIMING:
+            assert a[key] == b[key], key
+
+
+@pytest.fixture
+def reviews(tmp_path):
+    rows = ["text,label"] + [f"the film {i} was {'good and fine' if i % 2 else 'dull and bad'},"
+                             f"{'pos' if i % 2 else 'neg'}" for i in range(160)]
+    path = tmp_path / "reviews.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_language_model_run_generate_evaluate_and_sweep_match_the_cli(tiny_text, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setenv("ZOO_HOME", str(tmp_path / "api"))
+    run = zoo.run("decoder-char", str(tiny_text), steps=6, seed=0, quiet=True, **TINY)
+    assert run.status == "finished" and run.task == "language-modeling"
+    assert run.folder.name == run.id and (run.folder / "model.safetensors").is_file()
+    model = zoo.load(run.id[:15])
+    text = model.generate("line", tokens=15, seed=1)
+    scored = model.evaluate(str(tiny_text), split="validation")
+    assert scored.parent_id == run.id and scored.metrics["bpc"] == run.metrics["val_bpc"]
+    swept = zoo.sweep("decoder-char", on=str(tiny_text), seeds=2, steps=6, progress=False,
+                      **TINY)
+    assert [(c["seed"], c["state"]) for c in swept.cells] == [(0, "reused"), (1, "finished")]
+    assert swept.cells[0]["run_id"] == run.id and not swept.failed  # seed 0: not trained again
+    assert zoo.runs()["id"].tolist().count(run.id) == 1
+
+    monkeypatch.setenv("ZOO_HOME", str(tmp_path / "cli"))
+    cli = json.loads(ok("run", "decoder-char", tiny_text, "--steps", 6, "--seed", 0, "--json",
+                        *flags(TINY)))
+    same_metrics(run.metrics, cli["metrics"])
+    assert ok("generate", cli["run_id"], "--prompt", "line", "--tokens", 15,
+              "--seed", 1) == text + "\n"
+    cli_scored = json.loads(ok("eval", cli["run_id"], tiny_text, "--split", "validation", "--json"))
+    assert cli_scored["metrics"] == scored.metrics
+    cli_swept = json.loads(ok("sweep", "decoder-char", "--on", tiny_text, "--seeds", 2,
+                              "--steps", 6, *flags(TINY), "--json"))
+    assert [c["state"] for c in cli_swept["cells"]] == [c["state"] for c in swept.cells]
+    (cell,) = cli_swept["comparison"]
+    (api_cell,) = swept.comparison.to_dict("records")
+    assert (api_cell["n"], api_cell["mean"], api_cell["std"]) == (2, cell["mean"], cell["std"])
+
+
+def test_classifier_run_and_predict_match_the_cli(reviews, tmp_path, monkeypatch):
+    texts = ["the film was good", "a dull film"]
+    monkeypatch.setenv("ZOO_HOME", str(tmp_path / "api"))
+    run = zoo.run("encoder-char", str(reviews), steps=4, seed=2, quiet=True, **TINY_ENCODER)
+    loaded = zoo.load(run.id)
+    predicted = loaded.predict(texts)
+    assert loaded.predict(texts[0]) == predicted[:1]
+    with pytest.raises(zoo.ZooError, match="offers no generation"):
+        loaded.generate("the film")
+
+    monkeypatch.setenv("ZOO_HOME", str(tmp_path / "cli"))
+    cli = json.loads(ok("run", "encoder-char", reviews, "--steps", 4, "--seed", 2, "--json",
+                        *flags(TINY_ENCODER)))
+    same_metrics(run.metrics, cli["metrics"])
+    texts_file = tmp_path / "texts.txt"
+    texts_file.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    lines = ok("predict", cli["run_id"], "--file", texts_file, "--json").splitlines()
+    assert [{k: v for k, v in json.loads(line).items() if k != "text"} for line in lines] == predicted
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda t: zoo.run("decoder-chr", t), "Did you mean: decoder-char"),
+    (lambda t: zoo.run("decoder-char", t, n_layerz=2), "Did you mean"),
+    (lambda t: zoo.run("decoder-char", t, steps=0), "steps must be positive"),
+    (lambda t: zoo.run("decoder-char", t, steps=5, time=1.0), "not both"),
+    (lambda t: zoo.run("decoder-char", t, device="tpu"), "device must be"),
+    (lambda t: zoo.run("decoder-char", "no-such-data"), "Unknown dataset"),
+    (lambda t: zoo.load("20990101"), "run"),
+    (lambda t: zoo.sweep("decoder-char", on=t, n_layerz=2), "no cell of the sweep can run"),
+    (lambda t: zoo.sweep("decoder-char", on=t, seeds=0), "seeds must be positive"),
+])
+def test_errors_are_zoo_errors_before_anything_trains(tiny_text, call, message):
+    with pytest.raises(zoo.ZooError, match=message):
+        call(str(tiny_text))
+    assert zoo.runs().empty
+
+
+def test_import_zoo_and_the_api_names_import_no_torch():
+    code = ("import sys, zoo; zoo.run, zoo.load, zoo.sweep, zoo.runs, zoo.compare; "
+            "print(sorted(m for m in ('torch', 'pandas', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,156 @@
+"""`zoo export`: runs as folders transformers loads without zoo, and parity with zoo: logits
+within 1e-4 on validation windows, the same greedy text in a fresh process."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import TINY_DECODER, run_cli
+
+TINY_ANY = [a for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
+            if not pair[1].startswith("sample_tokens=") for a in pair]  # any task
+
+# Loads an exported folder and generates greedily, in a process where zoo cannot be imported.
+GENERATE = r"""
+import importlib.abc, json, sys
+class NoZoo(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "zoo" or name.startswith("zoo."):
+            raise ImportError("zoo is not installed here")
+sys.meta_path.insert(0, NoZoo())
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+folder, prompt, tokens = sys.argv[1], sys.argv[2], int(sys.argv[3])
+model = AutoModelForCausalLM.from_pretrained(folder)
+tokenizer = AutoTokenizer.from_pretrained(folder)
+ids = tokenizer(prompt, return_tensors="pt").input_ids
+never = [tokenizer.convert_tokens_to_ids(t) for t in ("<pad>", "<unk>", "<cls>")]
+out = model.generate(ids, max_new_tokens=tokens, do_sample=False, suppress_tokens=never,
+                     pad_token_id=tokenizer.pad_token_id)
+print(json.dumps({"text": tokenizer.decode(out[0], skip_special_tokens=True),
+                  "class": type(model).__name__, "zoo": "zoo" in sys.modules}))
+"""
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch):
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def trained_run(model, dataset, *extra, steps=60) -> str:
+    result = run_cli("run", model, dataset, "--steps", steps, "--json", *TINY_DECODER,
+                     "--set", "block_size=32", "--set", "n_embd=32", "--set", "lr=1e-2",
+                     "--set", "precision=fp32", *extra)
+    assert result.code == 0, result
+    return json.loads(result.out)["run_id"]
+
+
+def export(run_id, folder):
+    result = run_cli("export", run_id, folder)
+    assert result.code == 0, result
+    return result
+
+
+@pytest.mark.parametrize("options", [["--set", "bias=false", "--set", "gelu=tanh"],
+                                     ["--set", "bias=true", "--set", "gelu=exact",
+                                      "--set", "tie_weights=false"]])
+def test_decoder_logits_match_transformers_on_validation_windows(options, tiny_text, tmp_path):
+    import torch
+    import transformers
+
+    from zoo import data
+    from zoo.pipelines.language_modeling import encode, split_text, windows
+    from zoo.registry import get_zoo
+    from zoo.trained import load_trained
+
+    run_id = trained_run("decoder-char", tiny_text, *options, steps=20)
+    export(run_id, tmp_path / "out")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out").eval()
+    assert type(hf).__name__ == "GPT2LMHeadModel"
+    trained = load_trained(run_id, precision="fp32")
+    dataset = data.load(data.resolve(str(tiny_text), get_zoo()), get_zoo())
+    inputs, _, _ = windows(encode(trained.tokenizer, split_text(dataset, "validation")), 32)
+    ours = trained.model.logits(inputs)
+    with torch.no_grad():
+        theirs = hf(input_ids=torch.from_numpy(inputs)).logits.numpy()
+    assert ours.shape == theirs.shape and len(inputs) >= 8
+    assert np.max(np.abs(ours - theirs)) < 1e-4
+    assert np.std(ours) > 0.1  # a trained model, not a constant one
+
+
+def test_greedy_text_in_a_fresh_process_without_zoo_equals_zoo_generate(tiny_text, tmp_path):
+    run_id = trained_run("decoder-char", tiny_text, "--set", "gelu=exact", steps=150)
+    folder = tmp_path / "exported"
+    export(run_id, folder)
+    ours = run_cli("generate", run_id, "--prompt", "line 3", "--tokens", 20, "--temperature", 0)
+    assert ours.code == 0, ours
+    done = subprocess.run([sys.executable, "-c", GENERATE, str(folder), "line 3", "20"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    assert theirs["class"] == "GPT2LMHeadModel" and theirs["zoo"] is False
+    assert theirs["text"] == ours.out.rstrip("\n")
+    assert len(set(theirs["text"][len("line 3"):])) > 2  # varied text, not one repeated token
+
+
+def test_transformers_runs_export_natively(tiny_text, tmp_path):
+    import torch
+    import transformers
+
+    from zoo.trained import load_trained
+
+    run_id = trained_run("llama-char", tiny_text, steps=5)
+    export(run_id, tmp_path / "llama")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "llama").eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "llama")
+    ids = np.asarray([tokenizer("line 12: the quick")["input_ids"]])
+    with torch.no_grad():
+        theirs = hf(input_ids=torch.from_numpy(ids)).logits.numpy()
+    ours = load_trained(run_id, precision="fp32").model.logits(ids)
+    assert type(hf).__name__ == "LlamaForCausalLM" and np.max(np.abs(ours - theirs)) < 1e-5
+
+
+def test_classification_exports_to_sequence_classification(tmp_path):
+    import transformers
+
+    rows = ["text,label"] + [f"film {i} was {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}"
+                             for i in range(120)]
+    labelled = tmp_path / "labelled.csv"
+    labelled.write_text("\n".join(rows) + "\n")
+    result = run_cli("run", "bert-char", labelled, "--steps", 5, "--json",
+                     *TINY_ANY)
+    assert result.code == 0, result
+    run_id = json.loads(result.out)["run_id"]
+    export(run_id, tmp_path / "bert")
+    hf = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "bert")
+    assert type(hf).__name__ == "BertForSequenceClassification"
+    assert hf.config.id2label == {0: "neg", 1: "pos"}
+    decoder = json.loads(run_cli("run", "decoder-char", labelled, "--steps", 2, "--json",
+                                 *TINY_ANY).out)["run_id"]
+    refused = run_cli("export", decoder, tmp_path / "decoder")
+    assert refused.code == 2 and "score layer has none" in refused.err, refused
+    assert not (tmp_path / "decoder").exists()
+
+
+def test_what_cannot_be_exported_exits_2_saying_why(tiny_text, tmp_path):
+    encoder = json.loads(run_cli("run", "encoder-char", tiny_text, "--task", "next-item",
+                                 "--steps", 2, "--json", *TINY_ANY).out)["run_id"]
+    refused = run_cli("export", encoder, tmp_path / "encoder")
+    assert refused.code == 2 and "encoder runs cannot be exported" in refused.err, refused
+    run_id = trained_run("decoder-char", tiny_text, steps=2)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    busy = run_cli("export", run_id, tmp_path / "full")
+    assert busy.code == 2 and "not empty" in busy.err
