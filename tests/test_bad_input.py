@@ -113,7 +113,7 @@ CASES = [
     Case("set-zero-eval-interval", [*RUN, "tiny.txt", "--set", "eval_interval=0"], ("eval_interval must be positive",), tiny),
     Case("set-dropout-one", [*RUN, "tiny.txt", "--set", "dropout=1"], ("dropout must be in [0, 1)",), tiny),
     Case("set-negative-checkpoint", [*RUN, "tiny.txt", "--set", "checkpoint_every=-1"], ("checkpoint_every must be zero or more",), tiny),
-    Case("set-block-longer-than-data", [*RUN, "tiny.txt", "--steps", "1", "--quiet", *TINY, "--set", "block_size=100000"],
+    Case("set-block-longer-than-data", [*RUN, "tiny.txt", "--steps", "1", "--quiet", *TINY, "--set", "block_size=60000"],
          ("needs more than", "block_size"), tiny, started=True),
     # -- registry.toml -----------------------------------------------------------------
     Case("toml-malformed", ["list"], ("registry.toml", "malformed TOML"), registry_toml("[datasets.x\n")),

@@ -14,6 +14,7 @@ import os
 import sys
 
 from zoo import __version__
+from zoo.bounds import seed_argument
 from zoo.errors import PluginError, ZooError
 
 LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "plugins")
@@ -172,11 +173,7 @@ def cmd_predict(args) -> int:
     if (args.text is None) == (args.file is None):
         raise ZooError("give either TEXT or --file FILE (one text per line)")
     if args.file is not None:
-        try:
-            with open(args.file, encoding="utf-8") as handle:
-                texts = [line.rstrip("\n") for line in handle if line.strip()]
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ZooError(f"cannot read --file {args.file}: {exc}") from None
+        texts = read_texts(args.file)
     else:
         texts = [args.text]
     trained = load_trained(args.run_id)
@@ -222,15 +219,10 @@ def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) 
 
         save(comparison_bars(comparison), plot)
         print(f"wrote {plot}", file=sys.stderr)
-    if output:
-        from pathlib import Path
+    if output and output != "-":
+        from zoo.outputs import write_output
 
-        from zoo.files import atomic_write_text
-
-        path = Path(output)
-        if not path.parent.is_dir():
-            raise ZooError(f"cannot write {output}: folder {path.parent} does not exist")
-        atomic_write_text(path, text)
+        write_output(output, text)
         print(f"wrote {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -253,14 +245,15 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
     p.add_argument("--baseline", metavar="MODEL", help="add the difference to this row with "
                    "a 95%% confidence interval over seeds")
     p.add_argument("--format", default="table", choices=FORMATS, help="output format")
-    p.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout")
+    p.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout "
+                   "(a symlink's target is written; a device or FIFO is streamed to)")
     p.add_argument("--plot", metavar="PNG", help="also draw grouped bars with error bars")
     p.add_argument("--better", choices=("lower", "higher"), help="which direction is best "
                    "(default: from the metric's name)")
     p.add_argument("--pool", action="store_true", help="pool runs whose settings differ "
                    "(by default they are separate rows, labelled by what differs)")
     if not sweep:
-        p.add_argument("--where", metavar="EXPR", help="a pandas query over run columns, e.g. "
+        p.add_argument("--where", metavar="EXPR", help="a condition over run columns, e.g. "
                        "\"architecture == 'decoder' and params < 1e6\"")
         p.add_argument("--evals", action="store_true", help="compare evaluation rows "
                        "(zoo eval) instead of training runs")
@@ -355,7 +348,8 @@ def cmd_plot(args) -> int:
                            f"{home() / row['id']})")
         runs.append({"label": label, "records": records})
     save(training_curves(runs, args.metric, args.x), args.output)
-    print(f"wrote {args.output}", file=sys.stderr)
+    if args.output != "-":
+        print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
 
@@ -400,6 +394,38 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def temperature(text: str) -> float:
+    """--temperature: zero (greedy) or a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected 0 (greedy) or a positive number, got "
+                                         f"{text!r}")
+    return value
+
+
+def read_texts(path: str) -> list[str]:
+    """predict --file: one text per line; blank lines skipped, size bounded."""
+    from zoo.bounds import MAX_PREDICT_BYTES, MAX_PREDICT_LINES, check_file_size
+
+    check_file_size(path, MAX_PREDICT_BYTES, "--file")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            texts = [line.rstrip("\n") for line in handle if line.strip()]
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
+        raise ZooError(f"cannot read --file {path}: {reason}") from None
+    if not texts:
+        raise ZooError(f"--file {path} has no texts (every line is blank); put one text "
+                       "per line")
+    if len(texts) > MAX_PREDICT_LINES:
+        raise ZooError(f"--file {path} has {len(texts):,} texts; at most "
+                       f"{MAX_PREDICT_LINES:,}")
+    return texts
 
 
 def positive_float(text: str) -> float:
@@ -448,7 +474,7 @@ def build_parser() -> Parser:
     budget.add_argument("--steps", type=positive_int, help="number of optimizer steps")
     budget.add_argument("--time", type=positive_float, metavar="SECONDS",
                         help="wall-clock training budget in seconds")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=seed_argument, default=0, help="random seed (default 0)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a config field (repeatable); 'zoo show MODEL' lists them")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
@@ -480,9 +506,9 @@ def build_parser() -> Parser:
     p.add_argument("run_id", help="run id (or a unique prefix)")
     p.add_argument("--prompt", default="", help="text to continue")
     p.add_argument("--tokens", type=positive_int, default=300, help="tokens to generate")
-    p.add_argument("--temperature", type=float, default=0.8, help="0 means greedy")
+    p.add_argument("--temperature", type=temperature, default=0.8, help="0 means greedy")
     p.add_argument("--top-k", type=positive_int, default=None, help="sample from the k likeliest")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed")
+    p.add_argument("--seed", type=seed_argument, default=0, help="sampling seed")
     p.set_defaults(handler=cmd_generate)
 
     p = commands.add_parser("predict", help="predict with a trained classifier or next-item model",

@@ -231,11 +231,9 @@ def _keys(keys, option: str) -> list[str]:
 
 
 def _query(data, where: str):
-    try:
-        return data.query(where, engine="python")
-    except Exception as exc:  # pandas raises many kinds for a bad expression
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ZooError(f"--where {where!r}: {message}") from None
+    from zoo.query import select
+
+    return select(data, where)
 
 
 def _metric_names(frame) -> list[str]:

@@ -12,6 +12,7 @@ import types
 import typing
 from typing import Any
 
+from zoo.bounds import check_sizes
 from zoo.errors import UnknownNameError, ZooError
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -68,9 +69,11 @@ def build_config(cls, values: dict[str, Any]):
             raise ZooError(f"no config fields to set: {', '.join(values)}")
         return None
     try:
-        return cls(**values)
+        config = cls(**values)
     except (ValueError, TypeError) as exc:
         raise ZooError(f"invalid {cls.__name__}: {exc}") from None
+    check_sizes(config, f"invalid {cls.__name__}: ")  # before anything is allocated
+    return config
 
 
 def coerce(value: Any, annotation: Any, key: str) -> Any:

@@ -14,18 +14,25 @@ from zoo.errors import ZooError
 class SaveError(ZooError):
     """A file could not be written: the folder is read-only, the disk is full, ..."""
 
+    reason = ""  # the system's words, e.g. "No space left on device"
+
 
 def save_error(path: Path, exc: OSError) -> SaveError:
     reason = exc.strerror or str(exc) or type(exc).__name__
-    return SaveError(f"cannot save {path}: {reason}; check that the runs folder is writable "
-                     "and the disk has space (ZOO_HOME moves it)")
+    error = SaveError(f"cannot save {path}: {reason}; check that the runs folder is writable "
+                      "and the disk has space (ZOO_HOME moves it)")
+    error.reason = reason
+    return error
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
+    """``mode``: the file's permissions (the temporary file's 0600 otherwise)."""
     path = Path(path)
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

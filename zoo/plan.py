@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 
 from zoo import data as zoo_data
+from zoo.bounds import check_seed
 from zoo.config import build_config, split_overrides
 from zoo.errors import ZooError
 from zoo.registry import ModelSpec, choose_task, get_zoo, resolve_model
@@ -41,6 +42,7 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
              task: str | None = None, text_column: str | None = None,
              label_column: str | None = None, zoo=None) -> Plan:
     zoo = zoo or get_zoo()
+    check_seed(seed, "seed")  # before anything is loaded, written or recorded
     spec = resolve_model(model, zoo)
     ref = zoo_data.resolve(dataset, zoo)
     tasks, loaded = zoo_data.tasks_of(ref, zoo), None

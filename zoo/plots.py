@@ -2,7 +2,7 @@
 
 matplotlib is imported only here and only when a plot is drawn. Figures are built with
 `matplotlib.figure.Figure` (no pyplot, so no global state and no display needed) and
-rendered by the Agg canvas; files are written atomically.
+rendered by the Agg canvas; files are written by zoo.outputs (atomically).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from zoo.comparison import Comparison, column_label, describe, number, row_label, settings_of
 from zoo.errors import ZooError
-from zoo.files import atomic_write_bytes
+from zoo.outputs import kind_of, write_output
 from zoo.registry import natural_key
 
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
@@ -25,14 +25,18 @@ def _figure(width: float, height: float, layout: str | None = "constrained"):
 
 
 def save(figure, path) -> Path:
+    """Write the figure to a user-named path (see zoo.outputs); its suffix picks the format,
+    and standard output (``-``), a device or a FIFO get PNG unless the name says otherwise."""
+    name = str(path)
     path = Path(path)
-    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise ZooError(f"plot file {path} must end in .png, .svg or .pdf")
-    if not path.parent.is_dir():
-        raise ZooError(f"cannot write {path}: folder {path.parent} does not exist")
+    suffix = path.suffix.lower()
+    if suffix not in (".png", ".svg", ".pdf"):
+        if kind_of(name) == "file":
+            raise ZooError(f"plot file {path} must end in .png, .svg or .pdf")
+        suffix = ".png"
     buffer = io.BytesIO()
-    figure.savefig(buffer, format=path.suffix[1:].lower(), dpi=120)
-    atomic_write_bytes(path, buffer.getvalue())
+    figure.savefig(buffer, format=suffix[1:], dpi=120)
+    write_output(name, buffer.getvalue())
     return path
 
 

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable
 import pluggy
 
 from zoo import hookspecs
+from zoo.containment import describe, is_plugin_failure, plugin_code
 from zoo.errors import PluginError, UnknownNameError, ZooError
 
 # The built-ins, registered exactly like third-party plugins, in this order. The only place
@@ -143,11 +144,14 @@ def _resolve(target, what: str):
         return target
     module_name, _, attr = target.partition(":")
     try:
-        obj = importlib.import_module(module_name)
+        with plugin_code():
+            obj = _contained(importlib.import_module, module_name)
         for part in attr.split(".") if attr else ():
             obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from exc
+    except PluginCodeFailed as exc:
+        raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from None
+    except AttributeError as exc:
+        raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from None
     return obj
 
 
@@ -239,27 +243,34 @@ class Zoo:
 
     # -- loading ---------------------------------------------------------------------
     def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:
-        """Register one plugin object and run its hooks; set it aside if anything fails."""
-        try:
-            self.pm.register(plugin, name=info.name)
+        """Register one plugin object and run its hooks; set it aside if anything fails
+        (``sys.exit()`` and a KeyboardInterrupt it raises included: zoo.containment)."""
+        with plugin_code():
             try:
-                self.pm.check_pending()
-                staged = self._collect(plugin, info)
-                for entry in staged:
-                    if entry.name in self.registries[entry.kind]:
-                        self.registries[entry.kind].add(entry)  # raises the clash error
-                for entry in staged:
-                    self.registries[entry.kind].add(entry)
-            except BaseException:
-                self.pm.unregister(plugin)
-                raise
-        except Exception as exc:  # a broken plugin must not break the zoo
-            info.error = _one_line(exc)
-            self.plugins[info.name] = info
-            self.set_aside(info, strict)
-            return False
+                self._register(plugin, info)
+            except BaseException as exc:  # a broken plugin must not break the zoo
+                if not is_plugin_failure(exc):
+                    raise
+                info.error = _one_line(exc)
+                self.plugins[info.name] = info
+                self.set_aside(info, strict)
+                return False
         self.plugins[info.name] = info
         return True
+
+    def _register(self, plugin: Any, info: PluginInfo) -> None:
+        self.pm.register(plugin, name=info.name)
+        try:
+            self.pm.check_pending()
+            staged = self._collect(plugin, info)
+            for entry in staged:
+                if entry.name in self.registries[entry.kind]:
+                    self.registries[entry.kind].add(entry)  # raises the clash error
+            for entry in staged:
+                self.registries[entry.kind].add(entry)
+        except BaseException:
+            self.pm.unregister(plugin)
+            raise
 
     def _collect(self, plugin, info: PluginInfo) -> list[Entry]:
         staged: list[Entry] = []
@@ -345,6 +356,8 @@ def _command_stager(kind: str, plugin_name: str, staged: list) -> Callable:
 
 def _one_line(exc: BaseException) -> str:
     """An error as one line (pluggy's validation errors span several)."""
+    if isinstance(exc, PluginCodeFailed) or not isinstance(exc, Exception):
+        return describe(exc.__cause__ or exc)[:500]
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
 
 
@@ -382,8 +395,9 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
             info = PluginInfo(ep.name, "entry point", dist_name,
                               dist.version if dist is not None else "", f"{ep.name} = {ep.value}")
             try:
-                plugin = ep.load()
-            except Exception as exc:
+                with plugin_code():
+                    plugin = _contained(ep.load)
+            except PluginCodeFailed as exc:
                 info.error = _one_line(exc)
                 zoo.plugins[info.name] = info
                 zoo.set_aside(info, strict)
@@ -394,8 +408,9 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
             continue
         info = PluginInfo(path.stem, "local file", location=str(path))
         try:
-            plugin = _import_file(path)
-        except Exception as exc:
+            with plugin_code():
+                plugin = _contained(_import_file, path)
+        except PluginCodeFailed as exc:
             info.error = _one_line(exc)
             zoo.plugins[info.name] = info
             zoo.set_aside(info, strict)
@@ -411,8 +426,30 @@ def _import_file(path: Path):
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)  # no half-imported module left behind
+        raise
     return module
+
+
+class PluginCodeFailed(Exception):
+    """Plugin code raised something (BaseException included) that is the plugin's fault."""
+
+    def __init__(self, exc: BaseException):
+        super().__init__(describe(exc))
+
+
+def _contained(function, *args):
+    """Call plugin code inside ``plugin_code()``; its failures become PluginCodeFailed, and a
+    real Ctrl-C from the user goes on up."""
+    try:
+        return function(*args)
+    except BaseException as exc:
+        if not is_plugin_failure(exc):
+            raise
+        raise PluginCodeFailed(exc) from exc
 
 
 def _zoo_version() -> str:

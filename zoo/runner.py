@@ -85,12 +85,17 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
                   **(extra or {})}
     if ranks.active:
         provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
-    run.write_json("config.json", provenance)
     store = Store() if ranks.is_main else _NoStore()
-    store.insert(run.id, model=plan.spec.name, architecture=plan.spec.architecture.name,
-                 tokenizer=plan.spec.tokenizer.name, dataset=plan.dataset_ref.name,
-                 task=plan.task, seed=plan.seed, config_hash=provenance["config_hash"],
-                 config=provenance)
+    try:
+        run.write_json("config.json", provenance)
+        store.insert(run.id, model=plan.spec.name, architecture=plan.spec.architecture.name,
+                     tokenizer=plan.spec.tokenizer.name, dataset=plan.dataset_ref.name,
+                     task=plan.task, seed=plan.seed, config_hash=provenance["config_hash"],
+                     config=provenance)
+    except BaseException:
+        store.close()
+        shutil.rmtree(run.path, ignore_errors=True)  # no run folder without its store row
+        raise
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
               plan.seed, device, run, quiet or not ranks.is_main,

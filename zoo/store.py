@@ -11,7 +11,9 @@ import math
 import os
 import socket
 import sqlite3
+import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 from zoo.errors import UnknownNameError, ZooError
@@ -55,21 +57,31 @@ def home() -> Path:
 
 
 class Store:
-    def __init__(self, path: Path | None = None):
+    """The store at ``path`` (ZOO_HOME/zoo.db). Where the database or its folder cannot be
+    written (an archived store), it opens read-only: reading works, a write is a ZooError."""
+
+    def __init__(self, path: Path | None = None, *, read_only: bool | None = None):
         self.path = Path(path) if path is not None else home() / "zoo.db"
+        self.read_only = _not_writable(self.path) if read_only is None else read_only
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            if self.read_only:
+                self.conn = _connect_read_only(self.path)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise ZooError(f"cannot open the results store {self.path}: {exc}; check that the "
                            "runs folder is writable (ZOO_HOME moves it)") from None
         try:
             self.conn.row_factory = sqlite3.Row
             self.conn.execute("PRAGMA busy_timeout = 60000")
-            self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
-            self._recover_stale_rows()
+            if self.read_only:
+                self._check_version()
+            else:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                self.conn.execute("PRAGMA synchronous = NORMAL")
+                self._migrate()
+                self._recover_stale_rows()
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             raise ZooError(f"cannot open the results store {self.path}: {exc}; check that the "
@@ -85,11 +97,15 @@ class Store:
         self.close()
 
     # -- schema ------------------------------------------------------------------------
-    def _migrate(self) -> None:
+    def _check_version(self) -> int:
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise ZooError(f"{self.path} has schema version {version}, newer than this zoo "
                            f"understands ({SCHEMA_VERSION}); upgrade zoo")
+        return version
+
+    def _migrate(self) -> None:
+        version = self._check_version()
         for target in range(version + 1, SCHEMA_VERSION + 1):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -118,14 +134,12 @@ class Store:
         fields = _encode(fields)
         names = ", ".join(fields)
         marks = ", ".join("?" for _ in fields)
-        with self._transaction():
-            self.conn.execute(f"INSERT INTO runs ({names}) VALUES ({marks})", tuple(fields.values()))
+        self._write(f"INSERT INTO runs ({names}) VALUES ({marks})", tuple(fields.values()))
 
     def update(self, run_id: str, **fields) -> None:
         fields = _encode(fields)
         sets = ", ".join(f"{name} = ?" for name in fields)
-        with self._transaction():
-            self.conn.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
+        self._write(f"UPDATE runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
 
     def claim(self, run_id: str, from_statuses: tuple[str, ...], **fields) -> bool:
         """Set the row to 'running' (with ``fields``) only if its status is one of
@@ -134,11 +148,26 @@ class Store:
                           "proc_start": _proc_start(os.getpid()), **fields})
         sets = ", ".join(f"{name} = ?" for name in fields)
         marks = ", ".join("?" for _ in from_statuses)
-        with self._transaction():
-            cursor = self.conn.execute(
-                f"UPDATE runs SET {sets} WHERE id = ? AND status IN ({marks})",
-                (*fields.values(), run_id, *from_statuses))
+        cursor = self._write(f"UPDATE runs SET {sets} WHERE id = ? AND status IN ({marks})",
+                             (*fields.values(), run_id, *from_statuses))
         return cursor.rowcount == 1
+
+    def _write(self, sql: str, values: tuple):
+        """One statement in its own transaction; a store that cannot be written (read-only
+        file or folder, a value SQLite cannot hold) is a ZooError naming the file."""
+        if self.read_only:
+            raise ZooError(f"cannot write the results store {self.path}: it is read-only "
+                           "(browsing works; set ZOO_HOME to a writable folder to run)")
+        try:
+            with self._transaction():
+                return self.conn.execute(sql, values)
+        except OverflowError as exc:
+            raise ZooError(f"cannot write the results store {self.path}: {exc}") from None
+        except sqlite3.OperationalError as exc:
+            if "readonly" in str(exc) or "read-only" in str(exc):
+                raise ZooError(f"cannot write the results store {self.path}: it is read-only "
+                               f"({exc}); make it writable or set ZOO_HOME") from None
+            raise
 
     def _transaction(self):
         conn = self.conn
@@ -192,7 +221,14 @@ class Store:
             (parent_id,))]
 
     def rows(self) -> list[dict]:
-        return [_decode(dict(r)) for r in self.conn.execute("SELECT * FROM runs ORDER BY created")]
+        """Every readable row; one whose JSON is damaged is skipped with a warning naming it."""
+        rows = []
+        for row in self.conn.execute("SELECT * FROM runs ORDER BY created"):
+            try:
+                rows.append(_decode(dict(row)))
+            except ZooError as exc:
+                _warn_once(str(exc) + "; skipped")
+        return rows
 
     def frame(self):
         """All runs as a pandas DataFrame, one column per metric."""
@@ -233,8 +269,43 @@ def _json_default(value):
 
 def _decode(row: dict) -> dict:
     for key in ("metrics", "config"):
-        row[key] = json.loads(row.get(key) or "{}")
+        try:
+            row[key] = json.loads(row.get(key) or "{}")
+        except (json.JSONDecodeError, RecursionError, TypeError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+            raise ZooError(f"run {row.get('id')} in the results store has invalid JSON in its "
+                           f"{key} column ({reason})") from None
+        if not isinstance(row[key], dict):
+            raise ZooError(f"run {row.get('id')} in the results store has a "
+                           f"{type(row[key]).__name__} in its {key} column, not an object")
     return row
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        print(f"zoo: warning: {message}", file=sys.stderr)
+
+
+def _not_writable(path: Path) -> bool:
+    """An existing database whose file or folder cannot be written (an archived store)."""
+    return path.is_file() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open read-only. A WAL database needs its -shm file, which a read-only folder cannot
+    get; then the file is opened as immutable (nothing else can be writing it there)."""
+    uri = "file:" + urllib.parse.quote(str(path.resolve()))
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60, isolation_level=None)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn.close()
+    return sqlite3.connect(f"{uri}?immutable=1", uri=True, timeout=60, isolation_level=None)
 
 
 def _alive(pid, proc_start=None) -> bool:

@@ -28,6 +28,8 @@ from zoo.trained import load_trained
 from zoo.safeload import load_safetensors
 from zoo.store import home
 
+MAX_VERIFY_TOKENS = 2**18
+
 
 @dataclass
 class Verification:
@@ -50,6 +52,8 @@ class Verification:
 def verify(run_id: str, *, batch: int = 8, seed: int = 0,
            tolerance: float = DEFAULT_TOLERANCE, zoo=None) -> Verification:
     zoo = zoo or get_zoo()
+    if seed < 0:
+        raise ZooError(f"--seed must be zero or more, not {seed}")
     trained = load_trained(run_id, zoo, precision="fp32")  # the reference computes in float
     config = trained.config
     architecture = zoo.architectures.get(config["architecture"])
@@ -66,9 +70,12 @@ def verify(run_id: str, *, batch: int = 8, seed: int = 0,
     reference = NumpyDecoder(NumpyConfig(**saved, dtype="float64"), TaskSpec(**config["spec"]), seed=0)
     reference.load_state_dict(load_safetensors(home() / trained.run_id / "model.safetensors"))
 
+    block = trained.block_size
+    if batch * block > MAX_VERIFY_TOKENS:  # float64 logits for both models: bound them first
+        raise ZooError(f"--batch {batch} windows of {block} tokens is {batch * block:,} tokens; "
+                       f"at most {MAX_VERIFY_TOKENS:,} (a smaller --batch)")
     dataset = _load_dataset(config, zoo)
     ids = encode(trained.tokenizer, split_text(dataset, "validation"))
-    block = trained.block_size
     if len(ids) <= block + 1:
         raise ZooError(f"the validation split has {len(ids)} tokens; a batch needs more than "
                        f"{block + 1}")

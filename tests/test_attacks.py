@@ -1,0 +1,396 @@
+"""Attacks and faults that once got past zoo, one test per hole: query injection through
+--where, output paths that are not regular files, plugins that exit or raise
+KeyboardInterrupt, store inserts that fail, sizes that cannot be allocated, and tampered
+run folders. Each test failed before its fix."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import stat
+import textwrap
+import threading
+
+import pandas as pd
+import pytest
+
+from conftest import TINY_DECODER, run_cli
+from zoo import registry
+from zoo.store import Store
+
+
+def record(model, dataset, seed, value, **fields):
+    """A finished run row written straight into the store."""
+    run_id = f"{model}-{dataset}-{seed}"
+    with Store() as store:
+        store.insert(run_id, model=model, architecture=model.split("-")[0], dataset=dataset,
+                     task="language-modeling", seed=seed, params=1000 * (seed + 1),
+                     status="finished", config_hash=run_id, metrics={"val_bpc": value},
+                     duration=1.0, **fields)
+    return run_id
+
+
+@pytest.fixture
+def three_runs():
+    for seed in range(2):
+        record("decoder-char", "text", seed, 2.0 + seed)
+        record("encoder-char", "text", seed, 3.0 + seed)
+    record("digits-char", "other", 0, 1.5)
+
+
+# -- query injection -------------------------------------------------------------------
+def test_where_cannot_call_methods_to_write_files(three_runs, isolated):
+    """The attack: DataFrame.query(engine='python') ran column methods, so a --where wrote
+    a registry.toml naming a plugin module, which the next zoo command would import."""
+    target = isolated / "registry.toml"
+    attack = (f"model.str.replace('decoder-char', '[plugins]').to_csv({str(target)!r}) "
+              "or model == 'x'")
+    result = run_cli("compare", "--where", attack)
+    assert result.code == 2, result
+    assert "a function or method call is not allowed" in result.err, result
+    assert len(result.err.strip().splitlines()) == 1
+    assert not target.exists()
+    plain = run_cli("compare", "--where", f"model.to_csv({str(isolated / 'x.csv')!r})")
+    assert plain.code == 2 and not (isolated / "x.csv").exists()
+
+
+@pytest.mark.parametrize("expression, says", [
+    ("model.str.len() > 3", "call"),
+    ("model.size > 0", "attribute access"),
+    ("model[0] == 'd'", "indexing"),
+    ("__import__('os').system('true')", "call"),
+    ("(lambda: 1)() == 1", "call"),
+    ("@model == 1", "not a valid condition"),
+    ("[x for x in model] == 1", "not allowed"),
+    ("(seed := 1) == 1", "assignment"),
+    ("seed if seed else 1", "if/else"),
+    ("model is None", "'is'"),
+    ("model == 'a' & seed > 0", "write 'and'"),
+    ("seed in model", "'in' takes a list"),
+    ("model in [len]", "not a literal value"),
+    ("10 ** 10 ** 10 > 1", "too large"),
+    ("'a' * 1000000000 == model", "arithmetic on text"),
+    ("nope == 1", "Unknown column 'nope'"),
+    ("model", "is not a condition"),
+    ("(" * 5000 + "1" + ")" * 5000, "at most 2000"),
+    ("not " * 400 + "seed == 0", "nested too deeply"),
+])
+def test_where_refuses_everything_outside_the_whitelist(three_runs, expression, says):
+    result = run_cli("compare", "--where", expression)
+    assert result.code == 2, result
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zoo: error: --where"), result
+    assert says in lines[0], (says, lines[0])
+
+
+@pytest.mark.parametrize("expression, models", [
+    ("model == 'decoder-char'", ["decoder-char"]),
+    ("model in ['decoder-char', 'digits-char']", ["decoder-char", "digits-char"]),
+    ("model not in ('decoder-char',) and dataset == 'text'", ["encoder-char"]),
+    ("not (model == 'decoder-char' or model == 'encoder-char')", ["digits-char"]),
+    ("params / 1000 - 1 == 1", ["decoder-char", "encoder-char"]),  # seed 1 only
+    ("val_bpc ** 2 > 9.5 and -seed < 1", ["encoder-char"]),
+    ("1.9 < val_bpc <= 2.0 or error != None", ["decoder-char"]),
+])
+def test_where_keeps_what_it_promises(three_runs, expression, models):
+    result = run_cli("compare", "--where", expression, "--status", "all", "--format", "csv")
+    assert result.code == 0, result
+    assert sorted(set(pd.read_csv(io.StringIO(result.out))["model"])) == models
+
+
+# -- output paths ------------------------------------------------------------------------
+def test_output_to_a_fifo_streams_and_leaves_the_fifo(three_runs, isolated):
+    fifo = isolated / "table.pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    result = run_cli("compare", "--output", fifo, "--format", "csv")
+    reader.join(timeout=60)
+    assert result.code == 0, result
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # not replaced by a regular file
+    assert received and b"decoder-char" in received[0]
+
+
+def test_output_to_a_device_streams_and_a_full_one_is_exit_2(three_runs, isolated):
+    """The attack ran as root: --output /dev/full became a regular file. A clone of the
+    device node in the test's folder shows the same without touching /dev."""
+    full = isolated / "full"
+    try:
+        os.mknod(full, stat.S_IFCHR | 0o666, os.makedev(1, 7))  # /dev/full
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"cannot make a device node here ({exc.strerror}); needs root")
+    result = run_cli("compare", "--output", full)
+    assert result.code == 2, result
+    assert result.err.strip() == f"zoo: error: cannot write {full}: No space left on device"
+    assert stat.S_ISCHR(os.stat(full).st_mode)
+    null = isolated / "null"
+    os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # /dev/null
+    assert run_cli("compare", "--output", null).code == 0
+    assert stat.S_ISCHR(os.stat(null).st_mode)
+
+
+def test_output_through_a_symlink_writes_its_target(three_runs, isolated):
+    target = isolated / "real.csv"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    link = isolated / "link.csv"
+    link.symlink_to(target)
+    result = run_cli("compare", "--output", link, "--format", "csv")
+    assert result.code == 0, result
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert "decoder-char" in target.read_text()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640  # the file keeps its permissions
+
+
+def test_output_dash_is_stdout_and_a_folder_is_refused(three_runs, isolated):
+    result = run_cli("compare", "--output", "-", "--format", "csv")
+    assert result.code == 0 and "decoder-char" in result.out and result.err == ""
+    folder = run_cli("compare", "--output", isolated)
+    assert folder.code == 2 and "is a folder" in folder.err, folder
+    assert not (isolated / "-").exists()
+
+
+def test_plot_output_follows_symlinks_and_streams_to_fifos(isolated):
+    from zoo.store import home
+
+    run_id = record("decoder-char", "text", 0, 2.0)
+    (home() / run_id).mkdir(parents=True)
+    (home() / run_id / "metrics.jsonl").write_text("".join(
+        json.dumps({"step": s, "train_loss": 3.0 - s / 10, "elapsed": s}) + "\n"
+        for s in range(1, 6)))
+    target = isolated / "curve.png"
+    link = isolated / "link.png"
+    link.symlink_to(target)
+    result = run_cli("plot", run_id, "--output", link)
+    assert result.code == 0, result
+    assert link.is_symlink() and target.read_bytes().startswith(b"\x89PNG")
+    fifo = isolated / "curve.pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    result = run_cli("plot", run_id, "--output", fifo)
+    reader.join(timeout=60)
+    assert result.code == 0, result
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and received[0].startswith(b"\x89PNG")
+
+
+# -- plugins that exit or interrupt ------------------------------------------------------
+def local_plugin(work, monkeypatch, stem: str, body: str, strict: bool = False):
+    (work / f"{stem}.py").write_text("from zoo.hookspecs import hookimpl\n" + textwrap.dedent(body))
+    (work / "registry.toml").write_text(f'[plugins]\nmodules = ["{stem}.py"]\n')
+    monkeypatch.setenv("ZOO_LOAD_PLUGINS", stem)
+    if strict:
+        monkeypatch.setenv("ZOO_STRICT_PLUGINS", "1")
+    registry.reset_zoo()
+
+
+HOOK = "@hookimpl\ndef register_architectures(register):\n    {}\n"
+
+
+@pytest.mark.parametrize("body, says", [
+    ("import sys\nsys.exit(0)\n", "it called sys.exit(0)"),
+    ("raise SystemExit(3)\n", "it called sys.exit(3)"),
+    ("raise KeyboardInterrupt\n", "it raised KeyboardInterrupt"),
+    (HOOK.format("import sys; sys.exit()"), "it called sys.exit()"),
+    (HOOK.format("raise KeyboardInterrupt"), "it raised KeyboardInterrupt"),
+    (HOOK.format("raise GeneratorExit"), "GeneratorExit"),
+])
+def test_a_plugin_that_exits_or_interrupts_is_set_aside(isolated, monkeypatch, body, says):
+    local_plugin(isolated, monkeypatch, "p_exit", body)
+    result = run_cli("list", "architectures")
+    assert result.code == 0, result
+    assert "decoder" in result.out  # everything else keeps working
+    (line,) = result.err.strip().splitlines()
+    assert "plugin 'p_exit'" in line and "set aside" in line and says in line, line
+    local_plugin(isolated, monkeypatch, "p_exit", body, strict=True)
+    strict = run_cli("list", "architectures")
+    assert strict.code == 2 and says in strict.err and "ZOO_STRICT_PLUGINS" in strict.err
+
+
+def test_zoo_run_still_trains_when_a_plugin_exits_at_import(isolated, monkeypatch, tiny_text):
+    local_plugin(isolated, monkeypatch, "p_exit", "import sys\nsys.exit(0)\n")
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", "2", "--quiet", *TINY_DECODER)
+    assert result.code == 0, result
+    assert "status finished" in result.out and "set aside" in result.err
+
+
+def test_a_lazy_plugin_module_that_exits_fails_the_lookup_with_exit_2(isolated, monkeypatch,
+                                                                       tiny_text):
+    (isolated / "p_lazy_target.py").write_text("import sys\nsys.exit(5)\n")
+    monkeypatch.syspath_prepend(str(isolated))
+    local_plugin(isolated, monkeypatch, "p_lazy", HOOK.format(
+        "register('junk', 'p_lazy_target:build', tasks=('language-modeling',))"))
+    result = run_cli("run", "junk-char", tiny_text, "--steps", "1", "--quiet")
+    assert result.code == 2, result
+    assert "p_lazy_target:build" in result.err and "sys.exit(5)" in result.err
+    with Store() as store:
+        assert store.rows() == []
+
+
+def test_a_real_ctrl_c_while_a_plugin_loads_still_stops_zoo(isolated, monkeypatch):
+    """SIGINT delivered while plugin code runs is the user's: zoo stops (exit 130)."""
+    local_plugin(isolated, monkeypatch, "p_slow", "import os, signal, time\n"
+                 "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n")
+    result = run_cli("list", "architectures")
+    assert result.code == 130, result
+    assert "interrupted" in result.err and "set aside" not in result.err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+
+# -- a trained run to attack, made once and copied into each test's ZOO_HOME --------------
+@pytest.fixture(scope="module")
+def trained_home(tmp_path_factory):
+    """A finished language-modeling run (decoder-char) and a classification run
+    (encoder-char), trained once; tests get a copy (see ``trained``)."""
+    base = tmp_path_factory.mktemp("trained")
+    text = base / "tiny.txt"
+    text.write_text("\n".join(f"line {i}: the quick brown fox jumps over the lazy dog {i % 7}."
+                              for i in range(400)) + "\n")
+    reviews = base / "reviews.csv"
+    reviews.write_text("text,label\n" + "\n".join(
+        f"the film {i} was {'good and great' if i % 2 else 'bad and dull'},{'pos' if i % 2 else 'neg'}"
+        for i in range(200)) + "\n")
+    saved = {k: os.environ.get(k) for k in ("ZOO_HOME", "ZOO_LOAD_PLUGINS")}
+    os.environ.update(ZOO_HOME=str(base / "runs"), ZOO_LOAD_PLUGINS="")
+    registry.reset_zoo()
+    try:
+        runs = {}
+        for name, args in (("lm", ["decoder-char", text, *TINY_DECODER]),
+                           ("cls", ["encoder-char", reviews, "--set", "n_layer=1", "--set",
+                                    "n_head=2", "--set", "n_embd=16", "--set", "block_size=32",
+                                    "--set", "batch_size=8", "--set", "eval_interval=3"])):
+            result = run_cli("run", *args, "--steps", "6", "--json")
+            assert result.code == 0, result
+            runs[name] = json.loads(result.out)["run_id"]
+    finally:
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+        registry.reset_zoo()
+    return base / "runs", runs
+
+
+@pytest.fixture
+def trained(trained_home, isolated):
+    """(ZOO_HOME, {"lm": run id, "cls": run id}) for this test, a fresh copy."""
+    from zoo.store import home
+
+    source, runs = trained_home
+    shutil.copytree(source, home())
+    return home(), runs
+
+
+def only_line(result) -> str:
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zoo: error: "), result
+    assert "Traceback" not in result.err and " object at 0x" not in result.err
+    return lines[0]
+
+
+# -- store failures ----------------------------------------------------------------------
+@pytest.mark.parametrize("seed", ["18446744073709551616", "-5", "4294967296"])
+def test_a_seed_out_of_range_is_exit_2_before_anything_is_written(isolated, tiny_text, seed):
+    from zoo.store import home
+
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", "1", "--seed", seed)
+    assert result.code == 2, result
+    assert "--seed" in only_line(result) and "from 0 to 4294967295" in result.err
+    assert not home().exists() or [p.name for p in home().iterdir()] in ([], ["zoo.db"])
+    generate = run_cli("generate", "x", "--seed", "-1")
+    assert generate.code == 2 and "--seed" in only_line(generate)
+
+
+def test_the_python_api_checks_the_seed_too(isolated, tiny_text):
+    from zoo.errors import ZooError
+    from zoo.plan import plan_run
+
+    with pytest.raises(ZooError, match="seed must be a whole number"):
+        plan_run("decoder-char", str(tiny_text), seed=2**64)
+
+
+def test_a_failed_store_insert_leaves_no_run_folder(isolated, tiny_text, monkeypatch):
+    from zoo.errors import ZooError
+    from zoo.store import Store as RealStore, home
+
+    def failing_insert(self, run_id, **fields):
+        raise ZooError(f"cannot write the results store {self.path}: disk I/O error")
+
+    monkeypatch.setattr(RealStore, "insert", failing_insert)
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", "1", "--quiet", *TINY_DECODER)
+    assert result.code == 2 and "disk I/O error" in only_line(result)
+    assert [p.name for p in home().iterdir() if not p.name.startswith("zoo.db")] == []
+
+
+def test_a_read_only_store_is_exit_2_naming_it_and_leaves_no_folder(isolated, tiny_text,
+                                                                    monkeypatch):
+    """As root, permissions cannot make zoo.db read-only, so the check that sees a read-only
+    file or folder is made to see one; SQLite itself then opens the file read-only."""
+    import zoo.store
+    from zoo.store import home
+
+    with Store():
+        pass  # the store exists
+    monkeypatch.setattr(zoo.store, "_not_writable", lambda path: True)
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", "1", "--quiet", *TINY_DECODER)
+    assert result.code == 2, result
+    line = only_line(result)
+    assert str(home() / "zoo.db") in line and "read-only" in line
+    assert [p.name for p in home().iterdir() if not p.name.startswith("zoo.db")] == []
+
+
+def test_sqlite_refusing_a_write_is_exit_2_naming_the_store(isolated):
+    import sqlite3
+
+    from zoo.errors import ZooError
+    from zoo.store import home
+
+    with Store():
+        pass
+    store = Store(read_only=False)
+    store.conn.close()
+    store.conn = sqlite3.connect(f"file:{home() / 'zoo.db'}?mode=ro", uri=True,
+                                 isolation_level=None)  # what a read-only file gives
+    with pytest.raises(ZooError, match=r"zoo\.db: it is read-only"):
+        store.insert("r1", model="m")
+    with pytest.raises(ZooError, match="too large|int too"):
+        Store().insert("r2", model="m", seed=2**70)
+
+
+# -- resource bounds ---------------------------------------------------------------------
+@pytest.mark.parametrize("setting, says", [
+    ("vocab_size=1000000000", "vocab_size = 1,000,000,000 is more than zoo can allocate"),
+    ("block_size=1000000000", "block_size = 1,000,000,000 is more than zoo can allocate"),
+    ("n_embd=24576", "needs about"),
+])
+def test_sizes_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, tiny_text, setting,
+                                                                says):
+    result = run_cli("run", "decoder-bpe", tiny_text, "--steps", "1", "--set", setting,
+                     "--set", "n_layer=1024" if setting.startswith("n_embd") else "n_layer=1")
+    assert result.code == 2, result
+    assert says in only_line(result)
+    with Store() as store:
+        assert store.rows() == []
+
+
+def test_a_tampered_block_size_is_refused_before_allocation(trained):
+    home, runs = trained
+    path = home / runs["lm"] / "config.json"
+    config = json.loads(path.read_text())
+    config["configs"]["model"]["block_size"] = 10**9
+    path.write_text(json.dumps(config))
+    result = run_cli("generate", runs["lm"], "--tokens", "3")
+    assert result.code == 2 and "block_size = 1,000,000,000" in only_line(result)
+
+
+def test_verify_batch_and_predict_file_are_bounded(trained, isolated):
+    home, runs = trained
+    result = run_cli("verify", runs["lm"], "--batch", "100000000")
+    assert result.code == 2 and "--batch" in only_line(result) and "at most" in result.err
+    big = isolated / "big.txt"
+    with open(big, "wb") as handle:
+        handle.truncate(65 * 2**20)  # sparse: 65 MiB of nothing
+    result = run_cli("predict", runs["cls"], "--file", big)
+    assert result.code == 2 and "MiB" in only_line(result)

@@ -1,0 +1,100 @@
+"""Limits on values the user gives, checked before anything is written or allocated.
+
+A seed too large for NumPy or SQLite, or a size that no machine can allocate (a BPE
+vocabulary of 10^9 makes the Rust allocator abort the process), is a user error: exit 2
+with one line, before a run folder or store row exists.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+from zoo.errors import ZooError
+
+MAX_SEED = 2**32 - 1  # NumPy's global seed is 32-bit; SQLite and torch take more
+MAX_VOCAB = 2**20  # tokens in a trained vocabulary (GPT-2 has 50,257)
+MAX_BLOCK = 2**16  # tokens in a context window
+MAX_WIDTH = 2**15  # n_embd and other layer widths
+MAX_LAYERS = 1024
+MAX_BATCH = 2**16  # sequences in a batch (zoo verify --batch, batch_size)
+MAX_PREDICT_BYTES = 64 * 2**20  # zoo predict --file
+MAX_PREDICT_LINES = 1_000_000
+
+# Size-like config fields (model, tokenizer, training and dataset sections) and their
+# limits, enforced on every config however it arrives: --set, a preset, or a run's
+# config.json (a tampered one included).
+SIZE_FIELDS = {
+    "vocab_size": MAX_VOCAB, "block_size": MAX_BLOCK, "max_len": MAX_BLOCK,
+    "n_embd": MAX_WIDTH, "width": MAX_WIDTH, "n_head": MAX_WIDTH, "heads": MAX_WIDTH,
+    "n_layer": MAX_LAYERS, "blocks": MAX_LAYERS, "mlp_ratio": 64, "ff_ratio": 64,
+    "batch_size": MAX_BATCH, "eval_batch_size": MAX_BATCH, "eval_batches": MAX_BATCH,
+    "bucket_batches": MAX_BATCH, "eval_windows": 2**20, "sample_tokens": 2**20,
+    "samples": 10_000, "train_size": 2**24, "validation_size": 2**24, "test_size": 2**24,
+    "heldout_size": 2**24,
+}
+WIDTH_FIELDS = ("n_embd", "width")
+DEPTH_FIELDS = ("n_layer", "blocks")
+BYTES_PER_PARAMETER = 16  # fp32 weights, gradients and two Adam moments
+
+
+def check_seed(seed, what: str = "--seed") -> int:
+    """A seed zoo can use everywhere: a whole number from 0 to MAX_SEED."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ZooError(f"{what} must be a whole number from 0 to {MAX_SEED}, not {seed!r}")
+    return seed
+
+
+def seed_argument(text: str) -> int:
+    """argparse type for --seed."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MAX_SEED}, "
+                                         f"not {text}")
+    return value
+
+
+def check_sizes(config, where: str = "") -> None:
+    """Every size-like field of a config dataclass within its limit, and a transformer's
+    weights (about 12 x depth x width^2 parameters, plus the position table) within this
+    machine's memory."""
+    for name, limit in SIZE_FIELDS.items():
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > limit:
+            raise ZooError(f"{where}{name} = {value:,} is more than zoo can allocate "
+                           f"(at most {limit:,})")
+    width = next((getattr(config, f) for f in WIDTH_FIELDS if _number(config, f)), None)
+    depth = next((getattr(config, f) for f in DEPTH_FIELDS if _number(config, f)), None)
+    if width and depth:
+        block = getattr(config, "block_size", 0) if _number(config, "block_size") else 0
+        needed = (12 * depth * width * width + block * width) * BYTES_PER_PARAMETER
+        memory = physical_memory()
+        if memory and needed > memory:
+            raise ZooError(f"{where}a model of depth {depth} and width {width} needs about "
+                           f"{needed / 2**30:,.0f} GiB to train; this machine has "
+                           f"{memory / 2**30:,.0f} GiB")
+
+
+def _number(config, name: str) -> bool:
+    value = getattr(config, name, None)
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_file_size(path, limit: int, what: str) -> None:
+    """A file the user names, read whole, within ``limit`` bytes."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return  # reading it reports the problem
+    if size > limit:
+        raise ZooError(f"{what} {path} is {size / 2**20:,.1f} MiB; at most "
+                       f"{limit / 2**20:,.0f} MiB")

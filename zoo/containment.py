@@ -1,0 +1,65 @@
+"""Plugin code runs contained: whatever it raises, ``BaseException`` included, sets the plugin
+aside, except a real Ctrl-C from the user.
+
+``sys.exit()`` in a plugin module raises ``SystemExit``, which ``except Exception`` does
+not catch: ``zoo run`` then ended with exit 0, no output and no training. A plugin may also
+raise ``KeyboardInterrupt`` itself. To tell that from the user pressing Ctrl-C, plugin code
+runs under a SIGINT handler that notes the signal before raising ``KeyboardInterrupt``:
+an interrupt with the note is the user's and goes on up; one without it is the plugin's.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+
+_watch: dict | None = None  # the active watch: {"sigint": bool}; None outside plugin code
+
+
+@contextmanager
+def plugin_code():
+    """Run plugin code (imports, hooks) while watching for a Ctrl-C from the user."""
+    global _watch
+    if _watch is not None:  # nested: the outer watch is still listening
+        yield
+        return
+    if threading.current_thread() is not threading.main_thread():
+        yield  # no signal handlers here: every KeyboardInterrupt counts as the user's
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        yield  # someone else handles SIGINT (torchrun, a host program): leave it alone
+        return
+    watch = {"sigint": False}
+
+    def note_and_interrupt(signum, frame):
+        watch["sigint"] = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, note_and_interrupt)
+    _watch = watch
+    try:
+        yield
+    finally:
+        _watch = None
+        signal.signal(signal.SIGINT, previous)
+
+
+def is_plugin_failure(exc: BaseException) -> bool:
+    """Whether ``exc``, caught from plugin code, is the plugin's fault (set it aside) rather
+    than the user's Ctrl-C (let it stop zoo). Call it inside ``plugin_code()``."""
+    if isinstance(exc, Exception):
+        return True
+    if isinstance(exc, KeyboardInterrupt):
+        return _watch is not None and not _watch["sigint"]
+    return True  # SystemExit, GeneratorExit, and any other BaseException
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a plugin's failure, without object reprs."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r})" if exc.code is not None else "it called sys.exit()"
+    if isinstance(exc, KeyboardInterrupt):
+        return "it raised KeyboardInterrupt (not a Ctrl-C from the user)"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
