@@ -9,6 +9,7 @@ window) and the ratio to the first model.
 
     python benchmarks/bench_transformers.py
     python benchmarks/bench_transformers.py --models decoder-char gpt2-char --set precision=fp32
+    python benchmarks/bench_transformers.py --profile 8    # where each model's step goes
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def main(argv=None) -> int:
     parser.add_argument("--windows", type=int, default=6, help="timed windows per model")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps per model")
     parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="then profile 5 steps of each model and print its N costliest ops")
     args = parser.parse_args(argv)
 
     import torch
@@ -63,8 +66,25 @@ def main(argv=None) -> int:
         rate = v.tokens_per_step / median
         print(f"{v.name:<16} {v.model.num_parameters():>9,} {median * 1e3:8.1f} {rate:9,.0f} "
               f"{v.tokens_per_step / best:10,.0f} {rate / reference:16.2f}")
+    for v in variants[:len(variants) if args.profile else 0]:
+        profile(v, args.profile)
     print(f"# after: {load()}")
     return 0
+
+
+def profile(variant, top: int) -> None:
+    """The ops that take a model's training step, by self CPU time over 5 steps."""
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(5):
+            variant.step()
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in events)
+    print(f"# {variant.name}: {total / 5e3:.1f} ms of op time per step; costliest ops:")
+    for e in events[:top]:
+        print(f"#   {e.key:<40} {e.self_cpu_time_total / 5e3:7.1f} ms  {e.count // 5:4d} calls "
+              f"({100 * e.self_cpu_time_total / total:4.1f}%)")
 
 
 if __name__ == "__main__":

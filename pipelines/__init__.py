@@ -1,17 +1,72 @@
-"""Built-in task pipelines, registered through the same hook third parties use."""
-from zoo.hookspecs import hookimpl
+"""Built-in task pipelines, registered through the same hook third parties use.
+
+Each registration declares its task (``zoo.Task``): the loss, the module output, the
+metrics with their directions and units, the primary metric and the datasets it can use.
+The core knows these tasks only through these declarations.
+"""
+from zoo import Metric, Task, hookimpl
+
+LOSS = "zoo.losses:cross_entropy"
+ACCURACY = Metric("accuracy", "higher", "fraction correct")
+
+LANGUAGE_MODELING = Task(
+    name="language-modeling",
+    loss=LOSS,
+    output="logits [B, T, vocab_size]: the next token at every position",
+    metrics=(Metric("loss", "lower", "nats per token"),
+             Metric("bpc", "lower", "bits per character"),
+             Metric("bpb", "lower", "bits per byte"),
+             Metric("ppl", "lower", "perplexity"),
+             Metric("unk_rate", "lower", "fraction of tokens", "tokens that are <unk>")),
+    primary="val_bpc",
+    columns=("text",),
+    serves=("classification",),  # labelled text is text too
+    description="next-token prediction on text",
+)
+
+CLASSIFICATION = Task(
+    name="classification",
+    loss=LOSS,
+    output="logits [B, num_classes] (inputs are right-padded and start with <cls>)",
+    metrics=(Metric("loss", "lower", "nats per example"), ACCURACY,
+             Metric("macro_f1", "higher", "mean F1 over classes"),
+             Metric("truncated", "lower", "fraction of training texts cut to block_size")),
+    primary="test_accuracy",
+    prediction="zoo.pipelines.classification:ClassPrediction",
+    columns=("text", "label"),
+    curve_metric="val_accuracy",
+    description="one label per text",
+)
+
+NEXT_ITEM = Task(
+    name="next-item",
+    loss=LOSS,
+    output="logits [B, vocab_size] for the token after the last real position",
+    metrics=(Metric("loss", "lower", "nats per item"), ACCURACY,
+             Metric("*_accuracy", "higher", "fraction correct", "accuracy within one family"),
+             Metric("loss_*", "lower", "nats per item", "loss within one family")),
+    primary="test_accuracy",
+    prediction="zoo.pipelines.next_item:ItemPrediction",
+    columns=("text",),
+    serves=("classification", "language-modeling"),  # any text can be cut into windows
+    curve_metric="val_accuracy",
+    description="predict the next token of a context",
+)
 
 
 @hookimpl
 def register_pipelines(register):
     register("language-modeling", "zoo.pipelines.language_modeling:LanguageModeling",
              config="zoo.pipelines.language_modeling:LanguageModelingConfig",
+             task=LANGUAGE_MODELING,
              description="next-token prediction on text; reports loss, perplexity, bits per character")
     register("classification", "zoo.pipelines.classification:Classification",
              config="zoo.pipelines.classification:ClassificationConfig",
+             task=CLASSIFICATION,
              description="one label per text; reports accuracy, macro F1, per-class "
                          "precision/recall/F1 and the confusion matrix")
     register("next-item", "zoo.pipelines.next_item:NextItem",
              config="zoo.pipelines.next_item:NextItemConfig",
+             task=NEXT_ITEM,
              description="predict the next token of a context; reports accuracy (per family "
                          "where rows name one) and loss")

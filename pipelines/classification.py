@@ -19,12 +19,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from zoo import trainer
-from zoo.errors import ZooError
-from zoo.job import Job, RunFolder, TrainConfig
-from zoo.model import TaskSpec
-from zoo.tokenizer import compression, dataset_key, train_cached
-from zoo.trainer import Batch
+from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, compression,
+                 dataset_key, natural_key, train, train_cached)
 
 ROLES = ("train", "validation", "test")
 PREFIX = {"train": "train", "validation": "val", "test": "test"}
@@ -57,14 +53,47 @@ class ClassificationConfig(TrainConfig):
 
 # -- data ------------------------------------------------------------------------------
 def check_dataset(dataset) -> None:
-    """Fail before any run is recorded when the dataset has nothing to classify."""
-    if dataset.label_column is None:
-        columns = ", ".join(next(iter(dataset.splits.values())).column_names)
-        raise ZooError(f"Dataset {dataset.ref.name!r} has no label column (label/labels) to "
-                       f"classify by; columns: {columns}. Use --label-column NAME")
+    """Fail before any run is recorded when the dataset has nothing to classify: labels are
+    a ClassLabel's ids, or values (strings, integers) used as class names; every row has
+    one, and validation and test use only classes training has."""
+    import pyarrow.compute as pc
+
+    column, name = dataset.label_column, dataset.ref.name
+    train = dataset.split("train")
+    if column is None:
+        raise ZooError(f"dataset {name!r} has no label column (label/labels) for "
+                       f"classification; name one with --label-column "
+                       f"(columns: {', '.join(train.column_names)})")
+    feature = train.features[column]
+    names = getattr(feature, "names", None)
+    dtype = str(getattr(feature, "dtype", type(feature).__name__))
+    if names is None and not (dtype.startswith(("int", "uint")) or dtype in ("string", "large_string")):
+        sample = sorted({str(v) for v in train.select(range(min(len(train), 50)))[column]})[:3]
+        raise ZooError(f"label column {column!r} of dataset {name!r} holds {dtype} values "
+                       f"(e.g. {', '.join(sample)}); classification needs class names (text), "
+                       "integer class ids or a ClassLabel feature")
+    seen: set = set()
     for role in ROLES:
-        if len(dataset.split(role)) == 0:
-            raise ZooError(f"Dataset {dataset.ref.name!r} split {role!r} has no rows")
+        where = f"split {dataset.split_names.get(role, role)!r} of dataset {name!r}"
+        labels = dataset.split(role).data.column(column)
+        if len(labels) == 0:
+            raise ZooError(f"{where} has no rows")
+        if labels.null_count:
+            raise ZooError(f"{where} has {labels.null_count} rows without a label in "
+                           f"{column!r}; every row needs a class")
+        values = set(pc.unique(labels).to_pylist())
+        if names is not None:
+            bad = sorted(v for v in values if not 0 <= v < len(names))
+            if bad:
+                raise ZooError(f"{where} has label {bad[0]} in {column!r}, not a class id "
+                               f"0..{len(names) - 1} ({', '.join(names[:6])}); unlabelled rows "
+                               "cannot be used")
+        elif role == "train":
+            seen = values
+        elif values - seen:
+            unseen = ", ".join(sorted(map(str, values - seen))[:5])
+            raise ZooError(f"{where} has labels the training split never has: {unseen} "
+                           f"(training has: {', '.join(sorted(map(str, seen))[:10])})")
 
 
 def label_names(dataset, role: str) -> list[str]:
@@ -84,8 +113,6 @@ def class_list(dataset, train_names: list[str]) -> list[str]:
     """The classes in id order: the ClassLabel's, else the training labels in natural order."""
     if dataset.class_names:
         return list(dataset.class_names)
-    from zoo.registry import natural_key
-
     return sorted(set(train_names), key=natural_key)
 
 
@@ -224,8 +251,7 @@ def validation_interval(cfg: ClassificationConfig, per_epoch: int) -> int:
     return cfg.eval_interval if cfg.eval_interval is not None else max(1, math.ceil(per_epoch / 2))
 
 
-def run(job: Job) -> dict:
-    from zoo.engine import as_model, pick_device
+def run(job: Job) -> RunResult:
 
     check_dataset(job.dataset)
     cfg: ClassificationConfig = job.train_config
@@ -251,7 +277,7 @@ def run(job: Job) -> dict:
     pad_id = tokenizer.pad_id
 
     spec = TaskSpec("classification", tokenizer.vocab_size, num_classes=len(classes), pad_id=pad_id)
-    model = as_model(job.architecture.load()(job.model_config, spec), pick_device(job.device))
+    model = job.build_model(spec)
     params = model.num_parameters()
 
     lengths = np.asarray([len(s) for s in seqs["train"]])
@@ -274,7 +300,7 @@ def run(job: Job) -> dict:
         probs = probabilities(model, seqs["validation"], pad_id, cfg.eval_batch_size)
         return scores(labels["validation"], probs, classes, "val", detail=False)
 
-    result = trainer.train(job, model, next_batch, validate=validate, score_key="val_accuracy",
+    result = train(job, model, next_batch, validate=validate, score_key="val_accuracy",
                            state={"batches": batches})
     job.run.save_weights(model.state_dict())  # the best validation weights, with keep_best
 
@@ -287,14 +313,12 @@ def run(job: Job) -> dict:
     metrics.update(compression(tokenizer, texts["validation"], encoded["validation"]))  # untruncated
     metrics["truncated"] = float(truncated)  # share of training texts cut to block_size
     metrics.update({"num_classes": len(classes), "class_names": classes})
-    return {"params": params, "metrics": metrics, "spec": dataclasses.asdict(spec)}
+    return RunResult(params, metrics, spec)
 
 
 # -- a trained run ---------------------------------------------------------------------
 def trained_classes(trained) -> list[str]:
-    from zoo.store import home
-
-    folder = RunFolder(home() / trained.run_id)
+    folder = trained.folder
     if folder.file(CLASSES_FILE).is_file():
         return folder.read_json(CLASSES_FILE)
     names = trained.row.get("metrics", {}).get("class_names")
@@ -303,7 +327,16 @@ def trained_classes(trained) -> list[str]:
     return names
 
 
-def predict(trained, texts: list[str], batch_size: int = 128) -> list[dict]:
+@dataclass(frozen=True)
+class ClassPrediction(Prediction):
+    """The likeliest class of a text, its probability, and every class's probability."""
+
+    label: str
+    probability: float
+    probabilities: dict[str, float]
+
+
+def predict(trained, texts: list[str], batch_size: int = 128) -> list[ClassPrediction]:
     """The likeliest class of each text, its probability, and every class's probability."""
     if not texts:
         return []
@@ -313,8 +346,8 @@ def predict(trained, texts: list[str], batch_size: int = 128) -> list[dict]:
     out = []
     for row in probs:
         best = int(row.argmax())
-        out.append({"label": classes[best], "probability": float(row[best]),
-                    "probabilities": {name: float(p) for name, p in zip(classes, row)}})
+        out.append(ClassPrediction(classes[best], float(row[best]),
+                                   {name: float(p) for name, p in zip(classes, row)}))
     return out
 
 

@@ -7,18 +7,13 @@ different tokenizers compare on one scale.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from zoo.errors import ZooError
-from zoo.job import Job, TrainConfig
-from zoo import trainer
-from zoo.model import TaskSpec
-from zoo.tokenizer import compression, dataset_key, train_cached
-from zoo.trainer import Batch
+from zoo import (Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, compression,
+                 dataset_key, train, train_cached)
 
 LN2 = math.log(2)
 REPLACEMENT = "\ufffd"  # what decoding gives for incomplete UTF-8
@@ -134,8 +129,7 @@ def generate(model, tokenizer, prompt: str, tokens: int, block: int, *, temperat
             shown = text
 
 
-def run(job: Job) -> dict:
-    from zoo.engine import as_model, pick_device
+def run(job: Job) -> RunResult:
 
     cfg: LanguageModelingConfig = job.train_config
     block = job.model_config.block_size
@@ -153,7 +147,7 @@ def run(job: Job) -> dict:
                            f"block_size + 1 = {block + 1}")
 
     spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
-    model = as_model(job.architecture.load()(job.model_config, spec), pick_device(job.device))
+    model = job.build_model(spec)
     params = model.num_parameters()
     job.say(f"{job.model_name}: {params:,} parameters, {len(ids['train']):,} training tokens")
 
@@ -168,8 +162,8 @@ def run(job: Job) -> dict:
 
     # With keep_best the model comes back with the weights of the lowest validation estimate,
     # so val_* and test_* below are both figures of those weights.
-    result = trainer.train(job, model, next_batch, validate=validate, score_key="val_loss",
-                           higher_is_better=False, rngs={"eval": eval_rng})
+    result = train(job, model, next_batch, validate=validate, score_key="val_loss",
+                   higher_is_better=False, rngs={"eval": eval_rng})
     metrics = {"steps": result.steps, "best_step": result.best_step, "train_loss": result.train_loss,
                "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
     for role, prefix in (("validation", "val"), ("test", "test")):
@@ -183,8 +177,7 @@ def run(job: Job) -> dict:
                                 temperature=cfg.temperature, top_k=cfg.top_k, seed=job.seed + i))
                for i in range(cfg.samples)]
     job.run.write_text("samples.txt", "\n\n-----\n\n".join(samples) + "\n")
-    return {"params": params, "metrics": metrics, "samples": samples,
-            "spec": dataclasses.asdict(spec)}
+    return RunResult(params, metrics, spec, samples)
 
 
 def estimate(model, ids: np.ndarray, cfg: TrainConfig, block: int, rng) -> float:

@@ -23,12 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo import trainer
-from zoo.errors import ZooError
-from zoo.job import Job, TrainConfig
-from zoo.model import TaskSpec
-from zoo.tokenizer import compression, dataset_key, train_cached
-from zoo.trainer import Batch
+from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, compression,
+                 dataset_key, train, train_cached)
 
 GROUP_COLUMN = "family"  # rows that name a family get accuracy per family
 PREFIXES = {"validation": "val", "test": "test"}
@@ -208,8 +204,7 @@ def train_tokenizer(job: Job):
                         key, say=job.say)
 
 
-def run(job: Job) -> dict:
-    from zoo.engine import as_model, pick_device
+def run(job: Job) -> RunResult:
 
     cfg: NextItemConfig = job.train_config
     block = job.model_config.block_size
@@ -223,7 +218,7 @@ def run(job: Job) -> dict:
         data[name] = examples_for(job.dataset, name, tokenizer, block)
 
     spec = TaskSpec("next-item", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
-    model = as_model(job.architecture.load()(job.model_config, spec), pick_device(job.device))
+    model = job.build_model(spec)
     params = model.num_parameters()
     specials = special_ids(tokenizer)
     job.say(f"{job.model_name}: {params:,} parameters, {len(data['train']):,} training examples")
@@ -245,8 +240,8 @@ def run(job: Job) -> dict:
 
     # The score is the validation loss: accuracy saturates (digits reach 100% early) while
     # the loss keeps telling better weights from worse.
-    result = trainer.train(job, model, next_batch, validate=validate, score_key="val_loss",
-                           higher_is_better=False)
+    result = train(job, model, next_batch, validate=validate, score_key="val_loss",
+                   higher_is_better=False)
     metrics = {"steps": result.steps, "best_step": result.best_step, "train_loss": result.train_loss,
                "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
     for name, examples in data.items():
@@ -262,9 +257,7 @@ def run(job: Job) -> dict:
     samples = example_lines(model, tokenizer, data["test"], cfg.samples, specials)
     if samples:
         job.run.write_text("samples.txt", "\n".join(samples) + "\n")
-    return {"params": params, "metrics": metrics,
-            "samples": ["\n".join(samples)] if samples else [],
-            "spec": dataclasses.asdict(spec)}
+    return RunResult(params, metrics, spec, ["\n".join(samples)] if samples else [])
 
 
 def tokenizer_figures(tokenizer, examples) -> dict:
@@ -303,7 +296,17 @@ def example_lines(model, tokenizer, examples, count: int, specials) -> list[str]
     return lines
 
 
-def predict(trained, texts: list[str], top: int = 3) -> list[dict]:
+@dataclass(frozen=True)
+class ItemPrediction(Prediction):
+    """The likeliest next item of a context, its probability, and the runners-up (each a
+    {"label", "probability"} pair, likeliest first)."""
+
+    label: str
+    probability: float
+    top: list[dict]
+
+
+def predict(trained, texts: list[str], top: int = 3) -> list[ItemPrediction]:
     """The likeliest next item of each text and its probability, plus the runners-up."""
     tokenizer = trained.tokenizer
     inputs, lengths = encode_contexts(tokenizer, [str(t) for t in texts], trained.block_size)
@@ -318,7 +321,7 @@ def predict(trained, texts: list[str], top: int = 3) -> list[dict]:
             order = np.argsort(-p, kind="stable")[:top]
             ranked = [{"label": tokenizer.decode([int(i)]), "probability": float(p[i])}
                       for i in order]
-            out.append({**ranked[0], "top": ranked})
+            out.append(ItemPrediction(ranked[0]["label"], ranked[0]["probability"], ranked))
     return out
 
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from zoo.hookspecs import hookimpl
-from zoo.tokenizer import SPECIAL_TOKENS, TokenizersTokenizer
+from zoo import SPECIAL_TOKENS, TokenizersTokenizer, hookimpl
 
 BYTES = 256
 MIN_VOCAB = BYTES + len(SPECIAL_TOKENS)

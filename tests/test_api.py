@@ -91,7 +91,8 @@ def test_classifier_run_and_predict_match_the_cli(reviews, tmp_path, monkeypatch
     texts_file = tmp_path / "texts.txt"
     texts_file.write_text("\n".join(texts) + "\n", encoding="utf-8")
     lines = ok("predict", cli["run_id"], "--file", texts_file, "--json").splitlines()
-    assert [{k: v for k, v in json.loads(line).items() if k != "text"} for line in lines] == predicted
+    assert [{k: v for k, v in json.loads(line).items() if k != "text"} for line in lines] == [
+        p.record() for p in predicted]
 
 
 @pytest.mark.parametrize("call, message", [

@@ -19,7 +19,7 @@ needs_mirror = pytest.mark.skipif(not (MIRROR / "karpathy" / "tiny_shakespeare")
 def test_builtin_catalogue_has_the_named_datasets_and_presets():
     catalogue = load_catalogue([])
     assert catalogue.datasets["shakespeare"].hub == "karpathy/tiny_shakespeare"
-    assert catalogue.datasets["rotten_tomatoes"].task == "classification"
+    assert catalogue.datasets["rotten_tomatoes"].label_column == "label"
     assert catalogue.datasets["emotion"].hub == "dair-ai/emotion"
     assert catalogue.models["decoder-char"].architecture == "decoder"
     assert catalogue.mirrors[-1] == (REPO.parent / "shared" / "datasets").resolve()

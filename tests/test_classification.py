@@ -180,7 +180,7 @@ def test_train_show_predict_and_evaluate_round_trip(reviews):
     dataset = data.load(data.resolve(str(reviews), get_zoo()), get_zoo())
     assert evaluate(trained, dataset, "test")["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
     test = dataset.split("test")
-    predicted = [p["label"] for p in predict(trained, test["text"])]
+    predicted = [p.label for p in predict(trained, test["text"])]
     assert np.mean([p == t for p, t in zip(predicted, test["label"])]) == pytest.approx(
         metrics["test_accuracy"])
 

@@ -15,6 +15,7 @@ from zoo import registry
 from zoo.cli import main
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
+from zoo.tasks import Metric, Task
 
 CALLS = []
 
@@ -156,11 +157,16 @@ class Silent:
         raise AssertionError("not trained here")
 
 
+def declared(name: str) -> Task:
+    return Task(name, loss="zoo.losses:cross_entropy", output="logits [B, V]",
+                metrics=(Metric("loss", "lower"),), primary="loss", curve_metric="loss")
+
+
 class Pipelines:
     @hookimpl
     def register_pipelines(self, register):
-        register("echo-task", Echo)
-        register("silent-task", Silent)
+        register("echo-task", Echo, task=declared("echo-task"))
+        register("silent-task", Silent, task=declared("silent-task"))
 
 
 def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):

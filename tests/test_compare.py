@@ -103,14 +103,17 @@ def test_text_table_marks_best_and_significance():
     assert "lower is better" in result.out and "95% Welch" in result.out
 
 
-@pytest.mark.parametrize("metric, better", [
-    ("val_bpc", "lower"), ("test_accuracy", "higher"), ("tokens_per_s", "higher"),
-    ("params", "lower"), ("accuracy_periodic", "higher"), ("test_loss_arithmetic", "lower"),
-    ("unk_rate", "lower"), ("vocab_size", None), ("steps", None)])
-def test_direction_from_the_metric_name(metric, better):
+@pytest.mark.parametrize("task, metric, better", [
+    ("language-modeling", "val_bpc", "lower"), ("classification", "test_accuracy", "higher"),
+    ("language-modeling", "tokens_per_s", "higher"), ("next-item", "params", "lower"),
+    ("next-item", "test_arithmetic_accuracy", "higher"), ("next-item", "test_loss_arithmetic", "lower"),
+    ("language-modeling", "unk_rate", "lower"), ("language-modeling", "vocab_size", None),
+    ("classification", "steps", None), ("classification", "val_bpc", None),
+    ("a-task-nobody-registers", "test_mse", None)])
+def test_direction_comes_from_the_task_registration(task, metric, better):
     from zoo.comparison import direction
 
-    assert direction(metric) == better
+    assert direction(metric, task) == better
 
 
 def test_higher_is_better_for_accuracy_and_tasks_never_share_a_column_best():

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from conftest import TINY_DECODER, run_cli
 from zoo.engine import TorchModel
+from zoo.losses import cross_entropy
 from zoo.errors import ZooError
 from zoo.job import RunFolder
 from zoo.model import IGNORE_INDEX, TaskSpec
@@ -100,7 +101,7 @@ def paired(case: Case, dtype: str):
     """A NumPy model and a torch decoder holding the same random weights."""
     ours = case.numpy_model(dtype)
     ours.load_state_dict({k: v.astype(dtype) for k, v in random_weights(case).items()})
-    theirs = TorchModel(case.torch_model(getattr(torch, dtype)))
+    theirs = TorchModel(case.torch_model(getattr(torch, dtype)), loss=cross_entropy)
     theirs.load_state_dict(through_file(ours.state_dict()))
     return ours, theirs.module
 
@@ -113,7 +114,7 @@ def torch_logits(module, case: Case) -> torch.Tensor:
 @FAST
 @given(cases())
 def test_weights_move_both_ways_with_the_same_names_and_shapes(case):
-    torch_side = TorchModel(case.torch_model())
+    torch_side = TorchModel(case.torch_model(), loss=cross_entropy)
     from_torch = through_file(torch_side.state_dict())
     shapes = parameter_shapes(NumpyConfig(**case.kwargs), case.spec)
     assert {k: v.shape for k, v in from_torch.items()} == shapes
@@ -201,7 +202,7 @@ def test_adamw_steps_match_torch_with_clipping_and_decay():
     kwargs = dict(n_layer=2, n_head=2, n_embd=8, block_size=6, tie_weights=True)
     spec = TaskSpec("language-modeling", 9)
     ours = NumpyDecoder(NumpyConfig(**kwargs, dtype="float64"), spec, seed=1)
-    theirs = TorchModel(build_torch(DecoderConfig(**kwargs), spec).double())
+    theirs = TorchModel(build_torch(DecoderConfig(**kwargs), spec).double(), loss=cross_entropy)
     theirs.load_state_dict(ours.state_dict())
     ours.configure_optimizer(lr=1e-2, weight_decay=0.1)
     theirs.configure_optimizer(lr=1e-2, weight_decay=0.1)  # the pipeline's decay/no-decay groups
@@ -297,7 +298,7 @@ def test_numpy_char_trains_through_the_pipeline_and_reloads_into_torch(tiny_text
     # the run folder's weights drive a torch decoder to the same logits
     state = load_safetensors(home() / summary["run_id"] / "model.safetensors")
     config = DecoderConfig(n_layer=1, n_head=2, n_embd=16, block_size=16)
-    torch_side = TorchModel(build_torch(config, trained.model.spec))
+    torch_side = TorchModel(build_torch(config, trained.model.spec), loss=cross_entropy)
     torch_side.load_state_dict(state)
     inputs = np.arange(32).reshape(2, 16) % trained.model.spec.vocab_size
     assert np.abs(torch_side.logits(inputs) - trained.model.logits(inputs)).max() <= 1e-5
@@ -328,7 +329,7 @@ def test_initialisation_follows_the_torch_scheme():
     spec = TaskSpec("classification", 50, num_classes=3)
     ours = NumpyDecoder(NumpyConfig(**kwargs), spec, seed=0).state_dict()
     torch.manual_seed(0)
-    theirs = TorchModel(build_torch(DecoderConfig(**kwargs), spec)).state_dict()
+    theirs = TorchModel(build_torch(DecoderConfig(**kwargs), spec), loss=cross_entropy).state_dict()
     assert ours.keys() == theirs.keys()
     for name, value in theirs.items():
         if value.ndim == 1:  # biases zero, LayerNorm gains one, in both

@@ -348,6 +348,7 @@ def test_optimizer_state_round_trips_bit_exactly():
     import torch
 
     from zoo.engine import TorchModel
+    from zoo.losses import cross_entropy
 
     class Net(torch.nn.Module):
         def __init__(self):
@@ -359,7 +360,7 @@ def test_optimizer_state_round_trips_bit_exactly():
 
     def model():
         torch.manual_seed(0)
-        m = TorchModel(Net())
+        m = TorchModel(Net(), loss=cross_entropy)
         m.configure_optimizer(1e-2, 0.1)
         return m
 
@@ -560,6 +561,7 @@ def test_non_finite_loss_or_gradient_never_reaches_the_weights():
     import torch
 
     from zoo.engine import TorchModel
+    from zoo.losses import cross_entropy
     from zoo.model import NonFiniteError
 
     class Blow(torch.autograd.Function):
@@ -582,7 +584,7 @@ def test_non_finite_loss_or_gradient_never_reaches_the_weights():
 
     x = np.zeros((2, 3), dtype=np.int64)
     for blow, poison in ((True, False), (False, True)):
-        model = TorchModel(Net(blow))
+        model = TorchModel(Net(blow), loss=cross_entropy)
         model.configure_optimizer(1e-2, 0.0)
         if poison:
             with torch.no_grad():

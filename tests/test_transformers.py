@@ -165,6 +165,7 @@ def test_fine_tuning_starts_from_the_checkpoint_and_trains(tiny_text, tmp_path):
 
     from zoo import data
     from zoo.engine import TorchModel
+    from zoo.losses import cross_entropy
     from zoo.pipelines.language_modeling import encode, evaluate, split_text
     from zoo.plugins.transformers.model import TransformersModel
     from zoo.plugins.transformers.tokenizer import PretrainedTokenizer
@@ -176,7 +177,8 @@ def test_fine_tuning_starts_from_the_checkpoint_and_trains(tiny_text, tmp_path):
     # The checkpoint's own validation loss, with its own tokenizer, computed here.
     tokenizer = PretrainedTokenizer.train([], type("C", (), {"pretrained": str(folder)}))
     ids = encode(tokenizer, split_text(dataset, "validation"))
-    nll, count = evaluate(TorchModel(TransformersModel(hf.eval(), "language-modeling")),
+    nll, count = evaluate(TorchModel(TransformersModel(hf.eval(), "language-modeling"),
+                                     loss=cross_entropy),
                           ids, 16, 64)
     own = nll / count
     assert abs(own - math.log(tokenizer.vocab_size)) > 0.5  # unlike a fresh model's loss

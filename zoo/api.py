@@ -79,9 +79,10 @@ class LoadedRun:
     def __repr__(self) -> str:
         return f"<zoo run {self.id}: {self.trained.config.get('model')} ({self.task})>"
 
-    def predict(self, texts: str | Iterable[str]) -> list[dict]:
-        """One prediction per text (a single string counts as one text), as `zoo predict
-        --json` prints them, without the text."""
+    def predict(self, texts: str | Iterable[str]) -> list:
+        """One prediction per text (a single string counts as one text), each of the type the
+        task declares (``zoo.Task.prediction``, a ``zoo.Prediction`` dataclass); its
+        ``record()`` is what `zoo predict --json` prints, without the text."""
         predict = getattr(self._pipeline, "predict", None)
         if predict is None:
             raise ZooError(f"run {self.id} is a {self.task} run, and the {self.task} "

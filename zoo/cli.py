@@ -16,6 +16,7 @@ import sys
 from zoo import __version__
 from zoo.bounds import seed_argument
 from zoo.errors import PluginError, ZooError
+from zoo.tasks import prediction_line, prediction_record
 
 LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "plugins")
 
@@ -183,10 +184,10 @@ def cmd_predict(args) -> int:
         raise ZooError(f"run {trained.run_id} is a {trained.task} run, and the {trained.task} "
                        "pipeline offers no prediction")
     for text, prediction in zip(texts, predict(trained, texts)):
-        if args.json:
-            print(json.dumps({"text": text, **prediction}))
+        if args.json:  # strict JSON: NaN and infinities are null
+            print(json.dumps({"text": text, **prediction_record(prediction)}, allow_nan=False))
         else:
-            print(f"{prediction['label']}\t{prediction['probability']:.3f}")
+            print(prediction_line(prediction))
     return 0
 
 
@@ -347,7 +348,9 @@ def cmd_plot(args) -> int:
             raise ZooError(f"run {row['id']} has no training curve (no metrics.jsonl in "
                            f"{home() / row['id']})")
         runs.append({"label": label, "records": records})
-    save(training_curves(runs, args.metric, args.x), args.output)
+    tasks = {row["task"] for row in rows}  # units and validation metric: the task's declaration
+    save(training_curves(runs, args.metric, args.x, task=tasks.pop() if len(tasks) == 1 else None),
+         args.output)
     if args.output != "-":
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
@@ -384,6 +387,13 @@ class VersionAction(argparse.Action):
             state = f"set aside: {info.error}" if info.error else "loaded"
             print(f"  {info.name} {info.version or ''} ({info.source}, {state})")
         parser.exit(0)
+
+
+def add_output_options(p, *, quiet_to=None, quiet_help: str = "no progress output",
+                       json_help: str = "print one JSON object on stdout") -> None:
+    """--quiet and --json, alike on every command that trains (run, resume, sweep, reproduce)."""
+    (quiet_to or p).add_argument("--quiet", action="store_true", help=quiet_help)
+    p.add_argument("--json", action="store_true", help=json_help)
 
 
 def positive_int(text: str) -> int:
@@ -483,8 +493,7 @@ def build_parser() -> Parser:
     p.add_argument("--task", help="force a task instead of choosing it from model and dataset")
     p.add_argument("--text-column", help="text column (detected by default)")
     p.add_argument("--label-column", help="label column (detected by default)")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_output_options(p)
     p.set_defaults(handler=cmd_run)
 
     p = commands.add_parser("resume", help="continue an interrupted run from its last checkpoint",
@@ -493,8 +502,7 @@ def build_parser() -> Parser:
                             "same summary as zoo run. Refuses if the config, dataset, tokenizer "
                             "or zoo version changed.")
     p.add_argument("run_id", help="run id (or a unique prefix)")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_output_options(p)
     p.set_defaults(handler=cmd_resume)
 
     p = commands.add_parser("runs", help="list recorded runs", description="List recorded runs.")
@@ -511,7 +519,7 @@ def build_parser() -> Parser:
     p.add_argument("--seed", type=seed_argument, default=0, help="sampling seed")
     p.set_defaults(handler=cmd_generate)
 
-    p = commands.add_parser("predict", help="predict with a trained classifier or next-item model",
+    p = commands.add_parser("predict", help="predict with a trained run whose task offers predict",
                             description="Print the predicted label (or next item) and its "
                             "probability, one line per text.")
     p.add_argument("run_id", help="run id (or a unique prefix)")
@@ -552,10 +560,9 @@ def build_parser() -> Parser:
     p.add_argument("--dry-run", action="store_true", help="print the plan and train nothing")
     talk = p.add_mutually_exclusive_group()
     talk.add_argument("--verbose", action="store_true", help="each run's own progress output")
-    talk.add_argument("--quiet", action="store_true", help="no plan, progress or summary on "
-                      "stderr: only the comparison")
-    p.add_argument("--json", action="store_true", help="print one JSON object: every cell "
-                   "(state, run id, reason) and the comparison's cells (as --format json)")
+    add_output_options(p, quiet_to=talk, quiet_help="no plan, progress or summary on stderr: "
+                       "only the comparison", json_help="print one JSON object: every cell "
+                       "(state, run id, reason) and the comparison's cells (as --format json)")
     add_compare_options(p, sweep=True)
     p.set_defaults(handler=cmd_sweep)
 
@@ -590,8 +597,7 @@ def build_parser() -> Parser:
     p.add_argument("run_id", help="run id (or a unique prefix)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"),
                    help="device (default: the one the run recorded)")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_options(p)
     p.set_defaults(handler=cmd_reproduce)
 
     add_plugin_commands(commands, get_zoo())

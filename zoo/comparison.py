@@ -21,65 +21,38 @@ import math
 from dataclasses import dataclass, field
 
 from zoo.errors import UnknownNameError, ZooError
+from zoo.registry import get_task
+from zoo.tasks import metric_info, strip_split
 
-# Name endings that say which direction is better; an unknown metric marks no best.
-LOWER_IS_BETTER = ("loss", "bpc", "bpb", "ppl", "perplexity", "error", "time", "duration",
-                   "params", "unk_rate", "error_rate")
-HIGHER_IS_BETTER = ("accuracy", "acc", "f1", "precision", "recall", "per_s", "mrr", "ndcg",
-                    "auc", "hit_rate")
-UNITS = {"bpc": "bits per character", "bpb": "bits per byte", "loss": "nats per token",
-         "ppl": "perplexity", "accuracy": "fraction correct", "per_s": "per second",
-         "time": "seconds", "duration": "seconds", "params": "parameters"}
-EVAL_PREFIXES = ("val_", "validation_", "test_", "train_")
 SPLIT_PREFIXES = {"validation": ("val", "validation"), "test": ("test",), "train": ("train",)}
 STAT_COLUMNS = ("task", "metric", "better", "mean", "std", "n", "best", "setting", "configs", "runs")
 BASELINE_COLUMNS = ("baseline", "diff", "ci_low", "ci_high", "df", "significant")
 FORMATS = ("table", "markdown", "csv", "json", "html", "latex")
 
 
-def direction(metric: str) -> str | None:
-    """'lower' or 'higher' is better, from the metric's name; None when unknown."""
-    name = metric.lower()
-    for ending in LOWER_IS_BETTER:
-        if name == ending or name.endswith("_" + ending):
-            return "lower"
-    for ending in HIGHER_IS_BETTER:
-        if name == ending or name.endswith("_" + ending):
-            return "higher"
-    parts = name.split("_")  # a per-group figure: "test_accuracy_periodic", "loss_family"
-    for words, better in ((HIGHER_IS_BETTER, "higher"), (LOWER_IS_BETTER, "lower")):
-        if any(word in parts for word in words if "_" not in word):
-            return better
-    return None
+def direction(metric: str, task: str | None = None) -> str | None:
+    """'lower' or 'higher' is better, as the task's registration (or the core, for run
+    figures such as tokens_per_s) declares it; None when nobody declares the metric."""
+    info = metric_info(get_task(task), metric)
+    return info.better if info else None
 
 
-def describe(metric: str, better: str | None = None) -> str:
+def describe(metric: str, better: str | None = None, task: str | None = None) -> str:
     """'val_bpc (bits per character, lower is better)'."""
-    unit = next((u for ending, u in UNITS.items()
-                 if metric == ending or metric.endswith("_" + ending)), None)
-    better = better if isinstance(better, str) else direction(metric)  # NaN from pandas
-    notes = [n for n in (unit, f"{better} is better" if better else None) if n]
+    info = metric_info(get_task(task), metric)
+    better = better if isinstance(better, str) else (info.better if info else None)  # NaN from pandas
+    notes = [n for n in (info.unit if info else None, f"{better} is better" if better else None) if n]
     return f"{metric} ({', '.join(notes)})" if notes else metric
 
 
-# each task's headline metric (zoo runs shows it, zoo compare pivots it by default)
-PRIMARY = {"language-modeling": "val_bpc", "classification": "test_accuracy",
-           "next-item": "test_accuracy"}
-
-
 def primary_metric(task: str | None, kind: str = "train") -> str | None:
-    """The task's headline metric; for eval rows without its split prefix ("bpc"), since an
-    evaluation may score any split (see `eval_value`)."""
-    metric = PRIMARY.get(task)
+    """The task's declared headline metric; for eval rows without its split prefix ("bpc"),
+    since an evaluation may score any split (see `eval_value`). None for a task no installed
+    plugin declares."""
+    declared = get_task(task)
+    metric = declared.primary if declared else None
     if metric and kind == "eval":
         return strip_split(metric)
-    return metric
-
-
-def strip_split(metric: str) -> str:
-    for prefix in EVAL_PREFIXES:
-        if metric.startswith(prefix):
-            return metric[len(prefix):]
     return metric
 
 
@@ -191,7 +164,7 @@ def summarize(frame, *, metric: str | None = None, where: str | None = None,
         numbers = runs["value"].astype(float)
         cell = {k: found[k] for k in rows_keys + column_keys}
         cell.update(task=found["task"], metric=found["metric"],
-                    better=better or direction(found["metric"]),
+                    better=better or direction(found["metric"], found["task"]),
                     mean=float(numbers.mean()),
                     std=float(numbers.std(ddof=1)) if len(numbers) > 1 else float("nan"),
                     n=int(len(numbers)), configs=int(runs["settings"].map(_variant_id).nunique()),
@@ -450,8 +423,8 @@ def layout(comparison: Comparison):
 def legend(comparison: Comparison, best_mark: str) -> list[str]:
     table = comparison.cells
     lines = []
-    for _, pair in table[["metric", "better"]].drop_duplicates("metric").iterrows():
-        lines.append(f"{describe(pair['metric'], pair['better'])}: mean ± std over seeds (n runs); "
+    for _, pair in table[["metric", "better", "task"]].drop_duplicates("metric").iterrows():
+        lines.append(f"{describe(pair['metric'], pair['better'], pair['task'])}: mean ± std over seeds (n runs); "
                      f"{best_mark} best in column")
     if comparison.baseline is not None:
         lines.append(f"Δ: difference to {comparison.baseline} with a 95% Welch confidence "

@@ -45,8 +45,8 @@ def split_overrides(overrides: dict[str, Any], sections: dict[str, type | None])
             owners = [name for name, f in fields.items() if bare in f]
         if not owners:
             pool = fields[section] if section else {k for f in fields.values() for k in f}
-            raise UnknownNameError("config key", key, pool,
-                                   hint="valid keys: " + ", ".join(sorted(pool)))
+            raise UnknownNameError(f"{section} config key" if section else "config key",
+                                   bare, pool, hint="valid keys: " + ", ".join(sorted(pool)))
         if len(owners) > 1 and not all(is_shared(sections[o], bare) for o in owners):
             raise ZooError(f"config key {bare!r} is ambiguous; write one of "
                            + ", ".join(f"{o}.{bare}" for o in owners))
@@ -60,6 +60,27 @@ def is_shared(cls, name: str) -> bool:
     sections declare shared sets all of them (a checkpoint path both the model and its
     tokenizer read), where any other key several sections have is ambiguous."""
     return any(f.name == name and f.metadata.get("shared") for f in dataclasses.fields(cls))
+
+
+# Checks for a config dataclass's __post_init__: a ValueError there is one exit-2 line.
+def check_positive(config, *names: str) -> None:
+    """Each named field is a positive number."""
+    for name in names:
+        if getattr(config, name) <= 0:
+            raise ValueError(f"{name} must be positive, got {getattr(config, name)}")
+
+
+def check_divisible(config, width: str, parts: str) -> None:
+    """Field `width` splits evenly into `parts` (attention heads, say)."""
+    if getattr(config, width) % getattr(config, parts):
+        raise ValueError(f"{width} ({getattr(config, width)}) must be divisible by {parts} "
+                         f"({getattr(config, parts)})")
+
+
+def check_probability(config, name: str = "dropout") -> None:
+    """Field `name` is a probability of dropping, in [0, 1)."""
+    if not 0 <= getattr(config, name) < 1:
+        raise ValueError(f"{name} must be in [0, 1), got {getattr(config, name)}")
 
 
 def build_config(cls, values: dict[str, Any]):
@@ -93,6 +114,13 @@ def coerce(value: Any, annotation: Any, key: str) -> Any:
             except ZooError as exc:
                 errors.append(str(exc))
         raise ZooError(errors[0] if errors else f"{key}: cannot be {value!r}")
+    if origin is list:  # "2,3" from --set, or a TOML list; each item checked as its type
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            raise ZooError(f"{key} must be a list (comma-separated on the command line), "
+                           f"not {value!r}")
+        return [coerce(item.strip() if isinstance(item, str) else item, args[0], key)
+                if args else item for item in items]
     if origin is typing.Literal:
         for choice in args:
             if str(choice) == str(value):

@@ -9,21 +9,17 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from zoo.catalogue import DatasetEntry
+from zoo.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
+from zoo.registry import tasks_for
 
 TEXT_COLUMNS = ("text", "sentence", "content")
 LABEL_COLUMNS = ("label", "labels")
 FILE_BUILDERS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet",
                  ".txt": "text"}
-# What a dataset can serve, given its own (primary) task: labelled text can also be
-# modelled as text, and any text can be cut into next-item windows.
-TASKS_SERVED = {
-    "classification": ("classification", "language-modeling", "next-item"),
-    "language-modeling": ("language-modeling", "next-item"),
-    "next-item": ("next-item",),
-}
 SPLIT_ROLES = ("train", "validation", "test")
 
 
@@ -35,13 +31,41 @@ class DatasetRef:
     kind: str  # "hub", "path" or "plugin"
     source: str  # Hub id, filesystem path, or plugin dataset name
     entry: DatasetEntry | None = None
+    config: Any = None  # a plugin dataset's config, as planned (None: from the catalogue)
 
-    @property
-    def tasks(self) -> tuple[str, ...]:
-        task = self.entry.task if self.entry else None
-        if task is None and self.kind == "plugin":
-            return ()  # filled in from the plugin's registration by the caller
-        return TASKS_SERVED.get(task, ()) if task else ()
+    def plugin_entry(self, zoo):
+        """The registration of the plugin that makes this dataset, or None."""
+        return zoo.datasets.get(self.source) if self.kind == "plugin" else None
+
+    def column(self, role: str, zoo) -> str | None:
+        """The column with this role ("text", "label") that the catalogue entry, or else the
+        dataset plugin, names (None: detected on load)."""
+        named = getattr(self.entry, f"{role}_column", None) if self.entry else None
+        plugin = self.plugin_entry(zoo)
+        return named or (dict(plugin.columns).get(role) if plugin else None)
+
+
+def config_class(ref: DatasetRef, zoo):
+    """The config dataclass a plugin dataset registered, or None (then there is nothing to
+    set: a config-less plugin gets its catalogue options as keyword arguments)."""
+    plugin = ref.plugin_entry(zoo)
+    return plugin.config_class() if plugin is not None else None
+
+
+def catalogue_options(ref: DatasetRef) -> dict:
+    """The options a catalogue entry's ``config`` table gives a plugin dataset."""
+    return dict(ref.entry.config) if ref.entry else {}
+
+
+def dataset_config(ref: DatasetRef, zoo, overrides: dict | None = None):
+    """A plugin dataset's config: its catalogue options, then ``overrides``, on top of the
+    dataclass defaults; keys and values are checked like any --set (did-you-mean)."""
+    cls = config_class(ref, zoo)
+    values = {**catalogue_options(ref), **(overrides or {})}
+    try:
+        return build_config(cls, split_overrides(values, {"dataset": cls})["dataset"])
+    except ZooError as exc:
+        raise ZooError(f"dataset {ref.name!r}: {exc}") from None
 
 
 @dataclass
@@ -94,13 +118,38 @@ def resolve(name: str, zoo) -> DatasetRef:
     raise UnknownNameError("dataset", name, names, hint="zoo list datasets shows all")
 
 
+def load_dataset(name: str, zoo=None, *, text_column: str | None = None,
+                 label_column: str | None = None, quiet: bool = True) -> LoadedDataset:
+    """A DATASET argument (catalogue alias, plugin dataset, path or Hub id) resolved and
+    loaded, as `zoo run` would: the public way for a plugin to load a dataset by name."""
+    from zoo.registry import get_zoo
+
+    zoo = zoo or get_zoo()
+    return load(resolve(name, zoo), zoo, text_column=text_column, label_column=label_column,
+                quiet=quiet)
+
+
 def tasks_of(ref: DatasetRef, zoo) -> tuple[str, ...]:
-    """The tasks a dataset serves, known without loading it where the catalogue says."""
+    """The tasks a dataset serves, known without loading it where the catalogue or its
+    plugin says: the task it names first, then the registered tasks declared to use such
+    datasets (see ``zoo.registry.tasks_for``)."""
     if ref.entry and ref.entry.task:
-        return TASKS_SERVED.get(ref.entry.task, (ref.entry.task,))
+        return tasks_for(ref.entry.task, set(), zoo)
+    if ref.entry and ref.entry.text_column and ref.kind != "plugin":  # columns named: no load needed
+        return tasks_for(None, column_roles(ref.entry.text_column, ref.entry.label_column), zoo)
     if ref.kind == "plugin" and ref.source in zoo.datasets:
-        return zoo.datasets.get(ref.source).tasks
+        declared = zoo.datasets.get(ref.source).tasks
+        if declared:
+            return tuple(dict.fromkeys(t for name in declared for t in tasks_for(name, set(), zoo)))
+        text, label = ref.column("text", zoo), ref.column("label", zoo)
+        if text:  # no task declared, but its columns are
+            return tasks_for(None, column_roles(text, label), zoo)
     return ()
+
+
+def column_roles(text_column: str | None, label_column: str | None) -> set[str]:
+    """The column roles a loaded dataset has, matched against tasks' declared ``columns``."""
+    return {role for role, column in (("text", text_column), ("label", label_column)) if column}
 
 
 def search_folders(zoo) -> list[Path]:
@@ -117,9 +166,8 @@ def find_in_mirrors(hub_id: str, zoo) -> Path | None:
 
 
 def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
-         label_column: str | None = None, task: str | None = None,
-         quiet: bool = False) -> LoadedDataset:
-    """Load and check a dataset; with ``task`` given, also that it can serve that task."""
+         label_column: str | None = None, quiet: bool = False) -> LoadedDataset:
+    """Load and check a dataset (what every task needs; see ``check``)."""
     import datasets
 
     # The datasets library's own progress bars follow the same rule as ours.
@@ -141,24 +189,25 @@ def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
                                        f"the dataset has: {', '.join(splits)}")
     splits = _carve_missing_splits(splits, split_names, ref.name)
     columns = list(next(iter(splits.values())).column_names)
-    text_column = _pick_column(text_column or (entry.text_column if entry else None),
+    text_column = _pick_column(text_column or ref.column("text", zoo),
                                TEXT_COLUMNS, columns, "text", ref.name, required=True)
-    label_column = _pick_column(label_column or (entry.label_column if entry else None),
+    label_column = _pick_column(label_column or ref.column("label", zoo),
                                 LABEL_COLUMNS, columns, "label", ref.name, required=False)
     class_names = None
     if label_column:
         feature = next(iter(splits.values())).features[label_column]
         class_names = list(getattr(feature, "names", None) or []) or None
-    tasks = tasks_of(ref, zoo) or TASKS_SERVED["classification" if label_column else "language-modeling"]
+    tasks = tasks_of(ref, zoo) or tasks_for(None, column_roles(text_column, label_column), zoo)
     loaded = LoadedDataset(ref, splits, location, text_column, label_column, class_names,
                            tuple(tasks), split_names)
-    check(loaded, task)
+    check(loaded)
     return loaded
 
 
-def check(dataset: LoadedDataset, task: str | None = None) -> None:
-    """Fail before training on what would fail during it: an empty split, a text column that
-    is not text or has empty rows, and for classification labels that cannot be classes."""
+def check(dataset: LoadedDataset) -> None:
+    """Fail before training on what would fail during it: an empty split, or a text column
+    that is not text or has empty rows. What a task needs beyond that (labels that can be
+    classes, say) its pipeline's ``check_dataset`` checks."""
     name = dataset.ref.name
     for role in SPLIT_ROLES:
         split = dataset.split(role)
@@ -175,49 +224,6 @@ def check(dataset: LoadedDataset, task: str | None = None) -> None:
         if empty:
             raise ZooError(f"{where} has {empty} empty (None) rows in text column "
                            f"{dataset.text_column!r}; every row needs text (drop or fill them)")
-    if task == "classification":
-        _check_labels(dataset)
-
-
-def _check_labels(dataset: LoadedDataset) -> None:
-    """Labels are a ClassLabel's ids, or values (strings, integers) used as class names;
-    every row has one, and validation and test use only classes training has."""
-    import pyarrow.compute as pc
-
-    column, name = dataset.label_column, dataset.ref.name
-    train = dataset.split("train")
-    if column is None:
-        raise ZooError(f"dataset {name!r} has no label column ({'/'.join(LABEL_COLUMNS)}) "
-                       f"for classification; name one with --label-column "
-                       f"(columns: {', '.join(train.column_names)})")
-    feature = train.features[column]
-    names = getattr(feature, "names", None)
-    dtype = str(getattr(feature, "dtype", type(feature).__name__))
-    if names is None and not (dtype.startswith(("int", "uint")) or dtype in ("string", "large_string")):
-        sample = sorted({str(v) for v in train.select(range(min(len(train), 50)))[column]})[:3]
-        raise ZooError(f"label column {column!r} of dataset {name!r} holds {dtype} values "
-                       f"(e.g. {', '.join(sample)}); classification needs class names (text), "
-                       "integer class ids or a ClassLabel feature")
-    seen: set = set()
-    for role in SPLIT_ROLES:
-        where = f"split {dataset.split_names.get(role, role)!r} of dataset {name!r}"
-        labels = dataset.split(role).data.column(column)
-        if labels.null_count:
-            raise ZooError(f"{where} has {labels.null_count} rows without a label in "
-                           f"{column!r}; every row needs a class")
-        values = set(pc.unique(labels).to_pylist())
-        if names is not None:
-            bad = sorted(v for v in values if not 0 <= v < len(names))
-            if bad:
-                raise ZooError(f"{where} has label {bad[0]} in {column!r}, not a class id "
-                               f"0..{len(names) - 1} ({', '.join(names[:6])}); unlabelled rows "
-                               "cannot be used")
-        elif role == "train":
-            seen = values
-        elif values - seen:
-            unseen = ", ".join(sorted(map(str, values - seen))[:5])
-            raise ZooError(f"{where} has labels the training split never has: {unseen} "
-                           f"(training has: {', '.join(sorted(map(str, seen))[:10])})")
 
 
 def _carve_missing_splits(splits, split_names: dict, name: str):
@@ -266,10 +272,16 @@ def _load_splits(ref: DatasetRef, zoo):
 
     if ref.kind == "plugin":
         entry = zoo.datasets.get(ref.source)
-        config = ref.entry.config if ref.entry else {}
         loader = entry.load()
-        _check_call(loader, (), config, f"dataset plugin {entry.name!r} (from {entry.plugin})")
-        splits = loader(**config)
+        what = f"dataset plugin {entry.name!r} (from {entry.plugin})"
+        if config_class(ref, zoo) is not None:
+            config = ref.config if ref.config is not None else dataset_config(ref, zoo)
+            _check_call(loader, (config,), {}, what)
+            splits = loader(config)
+        else:
+            options = catalogue_options(ref)
+            _check_call(loader, (), options, what)
+            splits = loader(**options)
         if not isinstance(splits, (datasets.DatasetDict, dict)):
             raise ZooError(f"dataset plugin {entry.name!r} (from {entry.plugin}) returned a "
                            f"{type(splits).__name__}, not a datasets.DatasetDict")

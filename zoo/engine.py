@@ -27,10 +27,11 @@ def pick_device(device: str = "auto") -> str:
     return device
 
 
-def as_model(built, device: str = "cpu") -> Model:
-    """The protocol object for whatever an architecture's build() returned."""
+def as_model(built, device: str = "cpu", *, loss) -> Model:
+    """The protocol object for whatever an architecture's build() returned; a torch module
+    trains and evaluates with ``loss``, the task's (``zoo.Task.loss_function()``)."""
     if isinstance(built, torch.nn.Module):
-        return TorchModel(built, device)
+        return TorchModel(built, device, loss=loss)
     return built
 
 
@@ -68,9 +69,13 @@ def resolve_precision(precision: str, device: torch.device) -> str:
 
 
 class TorchModel:
-    def __init__(self, module: torch.nn.Module, device: str = "cpu"):
+    """A module and its optimizer; ``loss(outputs, targets, reduction)`` is the task's loss
+    (see ``zoo.Task``), so any module trains on any task without subclassing."""
+
+    def __init__(self, module: torch.nn.Module, device: str = "cpu", *, loss):
         self.device = torch.device(device)
         self.module = module.to(self.device)
+        self.loss = loss
         self.optimizer = None
         self.precision = "fp32"  # until configure_engine picks the precision to run at
         self.scaler = None  # torch.amp.GradScaler, for fp16 only
@@ -115,8 +120,8 @@ class TorchModel:
         self.module.train()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        loss = self._loss(self._tensor(inputs), self._tensor(targets), self._mask(mask), "mean",
-                          self._train_module)
+        loss = self._task_loss(self._tensor(inputs), self._tensor(targets), self._mask(mask),
+                               "mean", self._train_module)
         self.optimizer.zero_grad(set_to_none=True)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
@@ -194,8 +199,8 @@ class TorchModel:
     def loss_sum(self, inputs, targets, mask=None) -> tuple[float, int]:
         self.module.eval()
         targets = self._tensor(targets)
-        total = self._loss(self._tensor(inputs), targets, self._mask(mask), "sum")
-        return float(total.item()), int((targets != IGNORE_INDEX).sum().item())
+        total = self._task_loss(self._tensor(inputs), targets, self._mask(mask), "sum")
+        return float(total.item()), count_targets(targets)
 
     @torch.no_grad()
     def logits(self, inputs, mask=None) -> np.ndarray:
@@ -251,8 +256,15 @@ class TorchModel:
             return torch.autocast(self.device.type, dtype=torch.float16)
         return contextlib.nullcontext()
 
-    def _loss(self, inputs, targets, mask, reduction: str, module=None):
+    def _task_loss(self, inputs, targets, mask, reduction: str, module=None):
         with self._autocast():
-            logits = (self.module if module is None else module)(inputs, mask)
-        return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                               ignore_index=IGNORE_INDEX, reduction=reduction)
+            outputs = (self.module if module is None else module)(inputs, mask)
+        return self.loss(outputs.float(), targets, reduction)
+
+
+def count_targets(targets: torch.Tensor) -> int:
+    """How many targets a summed loss covers: every element, but integer targets equal to
+    IGNORE_INDEX count for nothing."""
+    if targets.is_floating_point():
+        return int(targets.numel())
+    return int((targets != IGNORE_INDEX).sum().item())

@@ -1,50 +1,94 @@
 """The plugin contract: pluggy hook specifications for the project name ``zoo``.
 
-A plugin is any module or object with ``@hookimpl`` functions named like the specs below.
-Each hook receives a ``register`` callback:
+A plugin is any module or object with ``@zoo.hookimpl`` functions named like the specs
+below. Each hook is called once, when the registry loads, with a ``register`` callback:
 
-    register(name, target, *, description="", config=None, tasks=())
+    register(name, target, *, description="", config=None, tasks=(), task=None)
 
 ``target`` is a ``"module:attr"`` string (imported on first use, so listing the zoo stays
-fast) or the object itself. ``config`` names the plugin's config dataclass the same way.
+fast) or the object itself; ``config`` names the plugin's config dataclass the same way.
+The core checks every registration (names, clashes, targets) and sets a broken plugin
+aside with a warning naming it.
 """
+from __future__ import annotations
+
+from typing import Callable
+
 import pluggy
 
 hookspec = pluggy.HookspecMarker("zoo")
 hookimpl = pluggy.HookimplMarker("zoo")
 
+Register = Callable[..., None]
+
 
 @hookspec
-def register_architectures(register):
-    """Called once when the registry loads, to add model architectures.
+def register_architectures(register: Register) -> None:
+    """Add model architectures.
 
-    The target is ``build(config, spec) -> model`` (see ``zoo.model``); ``tasks`` lists the
-    tasks it can serve, e.g. ``("language-modeling", "next-item")``.
+    :param register: ``register(name, target, *, description="", config=None, tasks=())``.
+
+        - ``name``: letters, digits, ``_`` or ``.`` (no ``-``: model names are
+          ``ARCHITECTURE-TOKENIZER``).
+        - ``target``: ``build(config, spec) -> model``, where ``config`` is an instance of
+          ``config`` and ``spec`` a ``zoo.TaskSpec``. It returns a ``torch.nn.Module`` whose
+          ``forward(input_ids, attention_mask)`` gives the output the task declares
+          (``zoo.Task.output``; the engine trains it with the task's loss), or any object
+          with the methods of ``zoo.Model``.
+        - ``config``: the architecture's config dataclass (``--set`` keys are its fields).
+        - ``tasks``: names of the registered tasks it has a head for.
     """
 
 
 @hookspec
-def register_tokenizers(register):
-    """Called once when the registry loads, to add tokenizers (``zoo.tokenizer.Tokenizer`` classes)."""
+def register_tokenizers(register: Register) -> None:
+    """Add tokenizers.
 
+    :param register: ``register(name, target, *, description="", config=None)``.
 
-@hookspec
-def register_datasets(register):
-    """Called once when the registry loads, to add datasets that a plugin generates or loads.
-
-    The target is ``load(config) -> datasets.DatasetDict``; ``tasks`` lists what it serves.
+        - ``target``: a subclass of ``zoo.Tokenizer`` (or ``zoo.TokenizersTokenizer``).
+        - ``config``: its config dataclass, passed to ``train(texts, config)``.
     """
 
 
 @hookspec
-def register_pipelines(register):
-    """Called once when the registry loads, to add task pipelines, one per task name.
+def register_datasets(register: Register) -> None:
+    """Add datasets that a plugin generates or loads.
 
-    The target is a class (or object) with ``run(job) -> dict`` (see ``zoo.job``) and,
-    optionally, ``predict(trained, texts) -> list[dict]``, ``evaluate(trained, dataset,
-    split) -> dict`` and ``check_dataset(dataset)`` (called on the loaded dataset before a run
-    is recorded; raises ``ZooError`` when the pipeline cannot use it); ``config`` is its
-    training config dataclass, a subclass of ``zoo.job.TrainConfig``.
+    :param register: ``register(name, target, *, description="", config=None, tasks=(),
+        columns=None)``.
+
+        - ``target``: ``load(config) -> datasets.DatasetDict`` with ``train``,
+          ``validation`` and ``test`` splits, where ``config`` is an instance of ``config``
+          (a dataset registered without a config dataclass gets ``load(**options)``, the
+          options of its catalogue entry's ``config`` table).
+        - ``config``: the dataset's config dataclass. Its fields are set by a catalogue
+          entry's ``config`` table and by ``--set KEY=VALUE`` (or ``dataset.KEY=VALUE``),
+          checked against the fields like any other key; ``zoo show NAME`` lists them.
+        - ``tasks``: the registered tasks it serves, best first.
+        - ``columns``: its columns by role, ``{"text": ..., "label": ...}`` (a catalogue
+          entry or ``--text-column``/``--label-column`` may still override them).
+    """
+
+
+@hookspec
+def register_pipelines(register: Register) -> None:
+    """Add task pipelines, one per task.
+
+    :param register: ``register(name, target, *, description="", config=None, task)``.
+
+        - ``name``: the task's name (``task.name``).
+        - ``task``: a ``zoo.Task``: the loss, the module output, every metric with its
+          direction and unit, the primary metric, the datasets it can use, the prediction
+          type and the validation metric of the training curve. The core knows the task
+          only through this declaration.
+        - ``target``: a class or object with ``run(job: zoo.Job) -> zoo.RunResult`` and,
+          optionally, ``predict(trained: zoo.Trained, texts: list[str]) -> list[P]`` (``P``
+          the task's ``prediction`` type), ``evaluate(trained, dataset, split) -> dict`` of
+          metrics, ``generate(trained, prompt, tokens, **options)`` yielding text, and
+          ``check_dataset(dataset)`` (called on the loaded dataset before a run is
+          recorded; raises ``zoo.ZooError`` when the pipeline cannot use it).
+        - ``config``: its training config dataclass, a subclass of ``zoo.TrainConfig``.
     """
 
 

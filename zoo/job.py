@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from zoo.errors import ZooError
 from zoo.files import atomic_write_bytes, atomic_write_json, atomic_write_text
 
 
@@ -109,6 +110,17 @@ class RunFolder:
 
 
 @dataclass
+class RunResult:
+    """What a pipeline's ``run(job)`` returns; the core records it in the store."""
+
+    params: int  # trainable parameters of the model
+    metrics: dict[str, Any]  # every figure, named as the task declares them (val_*, test_*, ...)
+    spec: Any  # the zoo.TaskSpec the model was built with: reloading the run rebuilds it from this
+    samples: list[str] = field(default_factory=list)  # example outputs printed after the run
+    status: str = "finished"
+
+
+@dataclass
 class Job:
     model_name: str
     architecture: Any  # registry Entry
@@ -126,6 +138,19 @@ class Job:
     resuming: bool = False  # `zoo resume`: reuse what the run folder holds
     resume_from: Any = None  # zoo.checkpoint.Checkpoint the training loop continues, if any
     identity: dict = field(default_factory=dict)  # config hash, dataset, versions: checked on resume
+    declared_task: Any = None  # the zoo.Task the pipeline registered (looked up by name if None)
+
+    def build_model(self, spec):
+        """The architecture built for ``spec`` (a ``zoo.TaskSpec``) on the run's device, as a
+        ``zoo.Model`` that trains with the task's declared loss."""
+        from zoo.engine import as_model, pick_device
+        from zoo.registry import get_task
+
+        task = self.declared_task or get_task(self.task)
+        if task is None:
+            raise ZooError(f"no registered pipeline declares the task {self.task!r}")
+        built = self.architecture.load()(self.model_config, spec)
+        return as_model(built, pick_device(self.device), loss=task.loss_function())
 
     def saved_tokenizer(self):
         """When resuming, the tokenizer the run saved, so it keeps exactly the vocabulary it

@@ -16,18 +16,24 @@ def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
 
 
     if kind == "pipelines":  # one per task: the name is the task's
-        return [{"name": e.name, "description": e.description, "plugin": e.plugin}
+        return [{"name": e.name, "description": e.description, "plugin": e.plugin,
+                 "primary": e.task.primary,
+                 "better": e.task.metric(e.task.primary).better}
                 for e in zoo.pipelines.entries(pattern)]
     if kind in ("architectures", "tokenizers"):
         return [{"name": e.name, "description": e.description, "plugin": e.plugin,
                  **({"tasks": list(e.tasks)} if kind == "architectures" else {})}
                 for e in zoo.registries[KIND_OF[kind]].entries(pattern)]
     if kind == "datasets":
+        from zoo import data
+
         out = []
         for name, entry in zoo.catalogue.datasets.items():
             source = entry.hub or entry.path or f"plugin dataset {entry.plugin}"
+            tasks = data.tasks_of(data.DatasetRef(name, "plugin" if entry.plugin else "hub",
+                                                  entry.plugin or "", entry), zoo)
             out.append({"name": name, "description": entry.description, "source": source,
-                        "task": entry.task or "", "plugin": "catalogue"})
+                        "task": tasks[0] if tasks else "", "plugin": "catalogue"})
         for entry in zoo.datasets.entries():
             if entry.name not in zoo.catalogue.datasets:
                 out.append({"name": entry.name, "description": entry.description,
@@ -76,6 +82,8 @@ def format_section(kind: str, items: list[dict]) -> str:
             extra = f" [{r['task']}; {r['source']}]"
         if kind == "architectures":
             extra = f" [{', '.join(r['tasks'])}]"
+        if kind == "pipelines":
+            extra = f" [primary {r['primary']}, {r['better']} is better]"
         lines.append(f"  {r['name']:<{width}}{r['description']}{extra}  ({r['plugin']})")
     return "\n".join(lines) + "\n"
 
@@ -120,7 +128,8 @@ def describe_fields(cls, overrides: dict | None = None) -> list[str]:
             f.default_factory() if f.default_factory is not dataclasses.MISSING else "(required)")
         value = (overrides or {}).get(f.name, default)
         note = f"  (default {default!r})" if overrides and f.name in overrides else ""
-        kind = getattr(hints[f.name], "__name__", str(hints[f.name]).replace("typing.", ""))
+        hint = hints[f.name]
+        kind = hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
         lines.append(f"    {f.name:<16} {kind:<14} {value!r}{note}")
     return lines
 
@@ -166,10 +175,27 @@ def _show_entries(zoo, name: str) -> list[str]:
             lines = [f"{kind} {name} (plugin {entry.plugin})", f"  {entry.description}"]
             if entry.tasks:
                 lines.append(f"  tasks: {', '.join(entry.tasks)}")
+            if entry.task is not None:
+                lines += describe_task(entry.task)
             lines.append("  config:")
             lines += describe_fields(entry.config_class())
             shown.append("\n".join(lines))
     return shown
+
+
+def describe_task(task) -> list[str]:
+    """A pipeline's task declaration, as `zoo show TASK` prints it."""
+    loss = task.loss if isinstance(task.loss, str) else getattr(task.loss, "__qualname__", task.loss)
+    prediction = task.prediction if isinstance(task.prediction, (str, type(None))) else \
+        getattr(task.prediction, "__qualname__", task.prediction)
+    lines = [f"  module output: {task.output}", f"  loss: {loss}",
+             f"  primary metric: {task.primary}; training curve: {task.curve_metric}",
+             f"  datasets: with columns {', '.join(task.columns)}"
+             + (f", or of task {', '.join(task.serves)}" if task.serves else ""),
+             f"  prediction: {prediction or 'none (no predict)'}", "  metrics:"]
+    width = max(len(m.name) for m in task.metrics)
+    lines += [f"    {m.name:<{width}}  {m.describe()}" for m in task.metrics]
+    return lines
 
 
 def _show_dataset(zoo, name: str) -> str | None:
@@ -183,12 +209,20 @@ def _show_dataset(zoo, name: str) -> str | None:
     if ref.kind == "hub":
         mirror = data.find_in_mirrors(ref.source, zoo)
         lines.append(f"  loads from: {mirror or 'the Hub (no mirror holds it)'}")
-    if ref.entry:
-        e = ref.entry
-        lines += [f"  {e.description}", f"  text column: {e.text_column or 'detected'}",
-                  f"  label column: {e.label_column or 'detected'}"]
-        if e.splits:
-            lines.append(f"  splits: {e.splits}")
+    plugin = ref.plugin_entry(zoo)
+    description = (ref.entry.description if ref.entry else "") or (plugin.description if plugin else "")
+    if description:
+        lines.append(f"  {description}")
+    if plugin is not None:
+        lines.append(f"  plugin: {plugin.name} ({plugin.plugin})")
+    lines += [f"  text column: {ref.column('text', zoo) or 'detected'}",
+              f"  label column: {ref.column('label', zoo) or 'detected'}"]
+    if ref.entry and ref.entry.splits:
+        lines.append(f"  splits: {ref.entry.splits}")
+    cls = data.config_class(ref, zoo)
+    if cls is not None:
+        lines.append("  dataset config (set with --set KEY=VALUE, or dataset.KEY=VALUE):")
+        lines += describe_fields(cls, data.catalogue_options(ref))
     return "\n".join(lines)
 
 

@@ -13,10 +13,9 @@ restoring them after ``configure_optimizer`` must make the next steps bit-identi
 Divergence: ``train_step`` checks the loss and the gradient norm before the optimizer step;
 if either is not finite it raises ``NonFiniteError`` and leaves the weights untouched.
 
-Module outputs by task, given ``input_ids`` [B, T] and ``attention_mask`` [B, T] (1 = real):
-  language-modeling: logits [B, T, vocab_size]
-  classification:    logits [B, num_classes] (inputs are right-padded and start with <cls>)
-  next-item:         logits [B, vocab_size] for the token after the last real position
+A module is called with ``input_ids`` [B, T] and ``attention_mask`` [B, T] (1 = real) and
+returns what its task declares (``zoo.Task.output``; ``zoo list pipelines`` shows each);
+the engine trains it with the task's declared loss.
 """
 from __future__ import annotations
 
@@ -25,7 +24,6 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-TASKS = ("language-modeling", "classification", "next-item")
 IGNORE_INDEX = -100  # targets with this value add nothing to the loss
 
 

@@ -11,7 +11,7 @@ from zoo import data as zoo_data
 from zoo.bounds import check_seed
 from zoo.config import build_config, split_overrides
 from zoo.errors import ZooError
-from zoo.registry import ModelSpec, choose_task, get_zoo, resolve_model
+from zoo.registry import ModelSpec, choose_task, get_zoo, resolve_model, tasks_for
 
 
 @dataclass
@@ -48,11 +48,12 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     tasks, loaded = zoo_data.tasks_of(ref, zoo), None
     if not tasks and ref.kind != "plugin":
         # A file, folder or Hub id the catalogue does not describe: load it to learn whether
-        # it has a label column (then it serves classification first).
+        # it has a label column (tasks that need one come first).
         loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column,
                                quiet=True)
         tasks = loaded.tasks
-    tasks = tasks or zoo_data.TASKS_SERVED["language-modeling"]
+    # A plugin dataset that declares no task: whatever tasks need only text.
+    tasks = tasks or tasks_for(None, {"text"}, zoo)
     chosen = choose_task(spec.architecture, tasks, task)
     if chosen not in zoo.pipelines:  # the same reason `zoo list --matrix` gives
         raise ZooError(f"no pipeline is registered for {chosen} ({spec.architecture.name} "
@@ -62,8 +63,15 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
                 "tokenizer": spec.tokenizer.config_class(),
                 "train": pipeline.config_class()}
     merged = {**spec.overrides, **(overrides or {})}
+    dataset_class = zoo_data.config_class(ref, zoo)
+    if dataset_class is not None:  # a plugin dataset's options: catalogue, then --set
+        sections["dataset"] = dataset_class
+        catalogue = {f"dataset.{k}": v for k, v in zoo_data.catalogue_options(ref).items()}
+        merged = {**catalogue, **merged}
     values = split_overrides(merged, sections)
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
+    if "dataset" in configs:
+        ref = dataclasses.replace(ref, config=configs["dataset"])
     return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column))
 
 
@@ -81,6 +89,8 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
         classes = {"model": architecture.config_class(),
                    "tokenizer": spec.tokenizer.config_class(), "train": pipeline.config_class()}
         recorded = record["configs"]
+        if "dataset" in recorded and dataset_ref is None:  # the options it was generated with
+            classes["dataset"] = zoo_data.config_class(ref, zoo)
         configs, legacy = {}, {}
         for section, cls in classes.items():
             values = dict(recorded.get(section) or {})
@@ -95,6 +105,8 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
             except ZooError as exc:
                 raise ZooError(f"the recorded {section} config no longer fits this zoo "
                                f"({exc})") from None
+        if "dataset" in configs:
+            ref = dataclasses.replace(ref, config=configs["dataset"])
         return Plan(spec, ref, record["task"], pipeline, configs, int(record["seed"]),
                     legacy=legacy)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -117,11 +129,26 @@ def recorded_dataset(name: str, source: str | None, zoo):
     return zoo_data.DatasetRef(name, found.kind, found.source, found.entry)
 
 
-def config_hash(plan: Plan) -> str:
+def plugin_entries(plan: Plan, zoo=None) -> list:
+    """The registrations a run's code comes from: architecture, tokenizer, pipeline, and the
+    dataset's plugin when a plugin generates the dataset."""
+    entries = [plan.spec.architecture, plan.spec.tokenizer, plan.pipeline]
+    if plan.dataset_ref.kind == "plugin":
+        datasets = (zoo or get_zoo()).datasets
+        if plan.dataset_ref.source in datasets:
+            entries.append(datasets.get(plan.dataset_ref.source))
+    return entries
+
+
+def config_hash(plan: Plan, zoo=None) -> str:
+    """Everything a run's result depends on: names, seed, every resolved config value, and
+    which code each plugin is (its version, or its source's hash: ``PluginInfo.identity``),
+    so a sweep never reuses a run made by other plugin code."""
     payload = {"model": plan.spec.name, "architecture": plan.spec.architecture.name,
                "tokenizer": plan.spec.tokenizer.name, "dataset": plan.dataset_ref.source,
                "task": plan.task, "seed": plan.seed,
-               "configs": plan.config_values()}
+               "configs": plan.config_values(),
+               "plugins": {e.plugin: e.origin or "unknown" for e in plugin_entries(plan, zoo)}}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

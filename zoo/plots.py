@@ -13,7 +13,8 @@ from pathlib import Path
 from zoo.comparison import Comparison, column_label, describe, number, row_label, settings_of
 from zoo.errors import ZooError
 from zoo.outputs import kind_of, write_output
-from zoo.registry import natural_key
+from zoo.registry import get_task, natural_key
+from zoo.tasks import metric_info
 
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
 
@@ -59,10 +60,14 @@ def curve_keys(records: list[dict], metric: str) -> tuple[str | None, str | None
     return train, validation
 
 
-def training_curves(runs: list[dict], metric: str = "loss", x: str = "step", title: str | None = None):
+def training_curves(runs: list[dict], metric: str = "loss", x: str = "step",
+                    title: str | None = None, task: str | None = None):
     """Overlay the training (raw and smoothed) and validation curves of several runs.
 
-    Each run is {"label": str, "records": list of metrics.jsonl dicts}.
+    Each run is {"label": str, "records": list of metrics.jsonl dicts}. With ``task`` (the
+    runs' task), the y axis names the unit the task declares for the metric, and the loss
+    plot also draws the task's validation metric (``Task.curve_metric``, e.g. val_accuracy)
+    on a second axis when it is not the loss itself.
     """
     if x not in X_AXES:
         raise ZooError(f"x axis must be one of {', '.join(X_AXES)}, not {x!r}")
@@ -99,11 +104,43 @@ def training_curves(runs: list[dict], metric: str = "loss", x: str = "step", tit
         raise ZooError(f"no {metric!r} values to plot (metrics.jsonl has: "
                        f"{', '.join(sorted({k for r in runs for rec in r['records'] for k in rec}))})")
     axes.set_xlabel(X_AXES[x])
-    axes.set_ylabel(describe(metric) if metric != "lr" else "learning rate")
+    axes.set_ylabel(describe(metric, task=task) if metric != "lr" else "learning rate")
     axes.set_title(title or f"{metric}: training and validation curves")
     axes.grid(True, alpha=0.3)
-    axes.legend(fontsize="small")
+    handles, labels = axes.get_legend_handles_labels()
+    extra = validation_metric(task) if metric == "loss" else None
+    if extra is not None and extra != f"val_{metric}":
+        # the same unit shares the loss's axis; another (accuracy, say) gets its own
+        shared = _unit(task, extra) == _unit(task, metric)
+        second = axes if shared else axes.twinx()
+        if not shared:
+            figure.subplots_adjust(right=0.88)
+        for run, color in zip(runs, colors):
+            points = [(r[x], r[extra]) for r in run["records"]
+                      if x in r and _finite(r.get(extra))]
+            if points:
+                xs, ys = zip(*points)
+                second.plot(xs, ys, color=color, linestyle=":", marker="s", markersize=4,
+                            linewidth=1.4, label=f"{run['label']}: {extra}")
+        if not shared:
+            second.set_ylabel(describe(extra, task=task))
+        handles, labels = axes.get_legend_handles_labels()
+        if not shared:
+            more_handles, more_labels = second.get_legend_handles_labels()
+            handles, labels = handles + more_handles, labels + more_labels
+    axes.legend(handles, labels, fontsize="small")
     return figure
+
+
+def _unit(task: str | None, metric: str) -> str | None:
+    info = metric_info(get_task(task), metric)
+    return info.unit if info else None
+
+
+def validation_metric(task: str | None) -> str | None:
+    """The validation figure a task declares for its training curve (e.g. val_accuracy)."""
+    declared = get_task(task)
+    return declared.curve_metric if declared else None
 
 
 def _finite(value) -> bool:
@@ -133,7 +170,8 @@ def save_run_curve(folder, row: dict) -> Path | None:
     if not records:
         return None
     title = f"{row['model']} on {row['dataset']}, seed {row['seed']} (run {row['id']})"
-    figure = training_curves([{"label": row["model"], "records": records}], "loss", "step", title)
+    figure = training_curves([{"label": row["model"], "records": records}], "loss", "step", title,
+                             task=row.get("task"))
     return save(figure, run.file("curve.png"))
 
 
@@ -163,7 +201,7 @@ def comparison_bars(comparison: Comparison):
                               ha="center", va="bottom", fontsize="x-small")
         axes.set_xticks(range(len(groups)), groups)
         axes.set_xlabel(" / ".join(comparison.columns))
-        axes.set_ylabel(describe(metric, cells[0]["better"]))
+        axes.set_ylabel(describe(metric, cells[0]["better"], cells[0]["task"]))
         axes.set_title(f"{metric}: mean ± std over seeds (black edge: best in group)")
         axes.margins(y=0.15)
         axes.grid(True, axis="y", alpha=0.3)

@@ -7,7 +7,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from zoo.plan import Plan, config_hash
+from zoo.plan import Plan, config_hash, plugin_entries
 
 
 def versions(zoo, plan: Plan) -> dict:
@@ -19,10 +19,16 @@ def versions(zoo, plan: Plan) -> dict:
             found[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             pass
-    for entry in (plan.spec.architecture, plan.spec.tokenizer, plan.pipeline):
+    for entry in plugin_entries(plan, zoo):
         info = zoo.plugins.get(entry.plugin)
-        found[f"plugin:{entry.plugin}"] = (info.version if info else "") or "unknown"
+        found[f"plugin:{entry.plugin}"] = info.identity if info else "unknown"
     return found
+
+
+def plugin_provenance(zoo, plan: Plan) -> dict:
+    """Each of a run's plugins: its distribution and version, or its source's hash."""
+    return {entry.plugin: zoo.plugins[entry.plugin].provenance()
+            for entry in plugin_entries(plan, zoo) if entry.plugin in zoo.plugins}
 
 
 def git_commit() -> str | None:
@@ -49,7 +55,7 @@ def identity(plan: Plan, dataset, zoo) -> dict:
     """What must not change for a run to be resumed: config, dataset, zoo and plugin versions
     (the tokenizer file's checksum is added by each checkpoint)."""
     found = versions(zoo, plan)
-    return {"config_hash": config_hash(plan),
+    return {"config_hash": config_hash(plan, zoo),
             "configs": plan.config_values(),
             "dataset_fingerprint": dataset.fingerprint,
             "versions": {k: v for k, v in found.items() if k == "zoo" or k.startswith("plugin:")}}

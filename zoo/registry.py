@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -24,6 +25,7 @@ import pluggy
 from zoo import hookspecs
 from zoo.containment import describe, is_plugin_failure, plugin_code
 from zoo.errors import PluginError, UnknownNameError, ZooError
+from zoo.tasks import Task
 
 # The built-ins, registered exactly like third-party plugins, in this order. The only place
 # the core names them: it imports nothing else of them (tests/test_layering.py).
@@ -44,6 +46,7 @@ HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
 KIND_OF_HOOK = {hook: kind for kind, hook in HOOK_FOR_KIND.items()}
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
 COMMAND_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
+COLUMN_ROLES = ("text", "label")  # what a dataset's columns are to the tasks
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,9 @@ class Entry:
     description: str = ""
     config: Any = None  # "module:Dataclass", the dataclass itself, or None
     tasks: tuple[str, ...] = ()
+    task: Task | None = None  # a pipeline's declaration of the task it serves
+    origin: str = ""  # the plugin's identity (PluginInfo.identity): version or source hash
+    columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
 
     def load(self):
         """Import and return the target (the heavy code), on first use; a target that cannot
@@ -195,6 +201,10 @@ class Registry:
     def entries(self, pattern: str = "*") -> list[Entry]:
         return [self._entries[n] for n in self.names(pattern)]
 
+    def entries_in_order(self) -> list[Entry]:
+        """Every entry in the order it was registered (built-ins first)."""
+        return list(self._entries.values())
+
 
 def natural_key(text: str):
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
@@ -209,6 +219,21 @@ class PluginInfo:
     location: str = ""  # module name, entry point value or file path
     hooks: list[str] = field(default_factory=list)
     error: str = ""
+    source_sha256: str = ""  # of its source files, for a plugin that no distribution versions
+
+    @property
+    def identity(self) -> str:
+        """What says which code this plugin is: its distribution's version, or for a local
+        module (no distribution) a hash of its source. Part of every run's config hash, so a
+        changed plugin never reuses an old run's results."""
+        if self.version:
+            return self.version
+        return f"sha256:{self.source_sha256}" if self.source_sha256 else "unknown"
+
+    def provenance(self) -> dict:
+        return {"distribution": self.distribution, "version": self.version,
+                **({"source_sha256": self.source_sha256} if self.source_sha256 else {}),
+                "source": self.source}
 
 
 class Zoo:
@@ -245,6 +270,8 @@ class Zoo:
     def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:
         """Register one plugin object and run its hooks; set it aside if anything fails
         (``sys.exit()`` and a KeyboardInterrupt it raises included: zoo.containment)."""
+        if not info.version and not info.source_sha256:
+            info.source_sha256 = source_hash(plugin)
         with plugin_code():
             try:
                 self._register(plugin, info)
@@ -280,7 +307,7 @@ class Zoo:
             for impl in caller.get_hookimpls():
                 if impl.plugin is plugin:
                     stager = _command_stager if kind == "command" else _stager
-                    register = stager(kind, info.name, staged)
+                    register = stager(kind, info.name, staged, info.identity)
                     impl.function(**{arg: register for arg in impl.argnames})
         return staged
 
@@ -304,8 +331,29 @@ class Zoo:
         print(f"zoo: warning: {message}", file=sys.stderr)
 
 
-def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
-    def register(name, target, *, description="", config=None, tasks=()):
+def source_hash(plugin) -> str:
+    """sha256 (16 hex digits) of a plugin's source: a module's file, every .py file of a
+    package, or the module that defines a plugin object; "" when there is no file to read."""
+    module = plugin if isinstance(plugin, type(sys)) else sys.modules.get(
+        getattr(plugin, "__module__", None) or type(plugin).__module__)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return ""
+    path = Path(path)
+    files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+    digest = hashlib.sha256()
+    for file in files:
+        try:
+            digest.update(file.relative_to(path.parent).as_posix().encode() + b"\0")
+            digest.update(file.read_bytes())
+        except OSError:
+            return ""
+    return digest.hexdigest()[:16]
+
+
+def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") -> Callable:
+    def register(name, target, *, description="", config=None, tasks=(), task=None,
+                 columns=None):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
         if kind in ("architecture", "tokenizer") and "-" in name:
@@ -322,18 +370,35 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
                            f"string, not {type(config).__name__}")
         if not isinstance(tasks, (list, tuple)) or not all(isinstance(t, str) for t in tasks):
             raise ZooError(f"{kind} {name!r}: tasks must be a list of task names, like "
-                           f"('language-modeling',), not {tasks!r:.60}")
+                           f"('my-task',), not {tasks!r:.60}")
         if not isinstance(description, str):
             raise ZooError(f"{kind} {name!r}: description must be a string")
+        if kind == "pipeline":
+            if not isinstance(task, Task):
+                raise ZooError(f"pipeline {name!r}: task=zoo.Task(...) must declare the task it "
+                               f"serves (loss, metrics, primary metric), not {task!r:.60}")
+            if task.name != name:
+                raise ZooError(f"pipeline {name!r} declares task {task.name!r}; register it "
+                               f"under the task's name")
+        elif task is not None:
+            raise ZooError(f"{kind} {name!r}: only pipelines declare a task (use tasks=(...))")
+        if columns is not None and kind != "dataset":
+            raise ZooError(f"{kind} {name!r}: only datasets declare columns")
+        if columns is not None and not (
+                isinstance(columns, dict) and set(columns) <= set(COLUMN_ROLES)
+                and all(isinstance(c, str) and c for c in columns.values())):
+            raise ZooError(f"dataset {name!r}: columns must map roles ({', '.join(COLUMN_ROLES)}) "
+                           f"to column names, like {{'text': 'text', 'label': 'target'}}, not "
+                           f"{columns!r:.60}")
         if any(e.name == name and e.kind == kind for e in staged):
             raise ZooError(f"{kind} name {name!r} registered twice by plugin {plugin_name!r}")
         staged.append(Entry(kind, name, target, plugin_name, description, config,
-                            tuple(tasks)))
+                            tuple(tasks), task, origin, tuple((columns or {}).items())))
 
     return register
 
 
-def _command_stager(kind: str, plugin_name: str, staged: list) -> Callable:
+def _command_stager(kind: str, plugin_name: str, staged: list, origin: str = "") -> Callable:
     def register(name, handler, *, help="", description="", arguments=None):
         if not isinstance(name, str) or not COMMAND_PATTERN.match(name):
             raise ZooError(f"command name {name!r} must be lower-case letters, digits and '-', "
@@ -456,6 +521,37 @@ def _zoo_version() -> str:
     from zoo import __version__
 
     return __version__
+
+
+# -- task lookups: what pipelines declared (zoo.Task) ---------------------------------
+def registered_tasks(zoo=None) -> dict[str, Task]:
+    """Every registered task by name, in registration order."""
+    zoo = zoo or get_zoo()
+    return {entry.name: entry.task for entry in zoo.pipelines.entries_in_order()
+            if entry.task is not None}
+
+
+def get_task(name: str | None, zoo=None) -> Task | None:
+    """The declaration of a registered task; None for a task no plugin declares (a run
+    recorded by a plugin that is no longer installed)."""
+    if not name:
+        return None
+    return registered_tasks(zoo).get(name)
+
+
+def tasks_for(dataset_task: str | None, roles: set[str], zoo=None) -> tuple[str, ...]:
+    """The tasks a dataset serves, best first: the task it names (its catalogue entry's or
+    plugin's) and the tasks declared to use such datasets; or, when it names none, the tasks
+    whose column roles it has, the most specific (most roles) first."""
+    tasks = registered_tasks(zoo)
+    if dataset_task is not None:
+        usable = [t.name for t in tasks.values() if t.usable_with(dataset_task, roles)]
+        head = [dataset_task]
+        return tuple(head + [n for n in usable if n != dataset_task])
+    usable = [t for t in tasks.values() if t.usable_with(None, roles)]
+    usable.sort(key=lambda t: -len(t.columns))  # stable: registration order among equals
+    return tuple(t.name for t in usable)
+
 
 
 _current: Zoo | None = None

@@ -52,8 +52,7 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     except ZooError as exc:
         raise ResumeRefused(f"cannot resume run {row['id']}: {exc}") from None
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
-                            label_column=provenance.get("label_column"), task=plan.task,
-                            quiet=quiet)
+                            label_column=provenance.get("label_column"), quiet=quiet)
     warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
     ckpt = checkpoint.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)
@@ -74,7 +73,7 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
               plan.seed, provenance.get("device", "auto"), run, quiet, resuming=True,
-              resume_from=ckpt, identity=current)
+              resume_from=ckpt, identity=current, declared_task=plan.pipeline.task)
     summary = {k: provenance[k] for k in ("run_id", "model", "architecture", "tokenizer",
                                           "dataset", "task", "seed")}
     return train_and_record(plan, pipeline, job, store, summary, provenance)
@@ -107,20 +106,22 @@ def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder) -> li
     if ckpt is not None and ckpt.meta.get("format") != checkpoint.FORMAT:
         problems.append(f"its checkpoint has format {ckpt.meta.get('format')}, this zoo reads "
                         f"format {checkpoint.FORMAT}")
-    hashes = {saved.get("config_hash"), provenance.get("config_hash")}
-    if hashes != {current["config_hash"]}:
-        changed = _changed_keys(saved.get("configs") or {}, current["configs"])
-        problems.append("the config differs from the run's (" + (", ".join(changed[:6])
-                        or "model, dataset, task or seed") + ")")
+    # The settings themselves are compared, not the config hashes: a hash also covers the
+    # plugins' code (checked below, by name) and its recipe may change between versions.
+    changed = _changed_keys(saved.get("configs") or {}, current["configs"])
+    if changed:
+        problems.append("the config differs from the run's (" + ", ".join(changed[:6]) + ")")
     if saved.get("dataset_fingerprint") != current["dataset_fingerprint"]:
         problems.append(f"the dataset changed (fingerprint {saved.get('dataset_fingerprint')} "
                         f"then, {current['dataset_fingerprint']} now)")
     then = saved.get("versions") or {}
     for key in sorted(set(then) | set(current["versions"])):
-        if key == "zoo" or key.startswith("plugin:"):
-            if then.get(key) != current["versions"].get(key):
-                problems.append(f"{key} version differs ({then.get(key)} then, "
-                                f"{current['versions'].get(key)} now)")
+        before, now = then.get(key), current["versions"].get(key)
+        if key == "zoo" and before != now:
+            problems.append(f"zoo version differs ({before} then, {now} now)")
+        elif key.startswith("plugin:") and before != now:
+            problems.append(f"plugin {key.removeprefix('plugin:')!r} changed: its version or "
+                            f"source differs ({before or 'absent'} then, {now or 'absent'} now)")
     if ckpt is not None:
         recorded = saved.get("tokenizer_sha256")
         if recorded and checkpoint.file_sha256(run.file("tokenizer.json")) != recorded:

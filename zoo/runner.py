@@ -2,6 +2,7 @@
 through the pipeline, and record the outcome (under torchrun, on every rank)."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import secrets
@@ -15,9 +16,9 @@ from zoo import data as zoo_data
 from zoo import distributed
 from zoo.errors import RunInterrupted, ZooError
 from zoo.files import save_error
-from zoo.job import Job, RunFolder
+from zoo.job import Job, RunFolder, RunResult
 from zoo.plan import Plan, config_hash
-from zoo.provenance import git_commit, git_dirty, identity, versions
+from zoo.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
 from zoo.registry import get_zoo
 from zoo.store import Store, home
 
@@ -61,11 +62,10 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     zoo = zoo or get_zoo()
     ranks = _join_ranks(device)
     if plan.loaded is not None and plan.columns == (text_column, label_column):
-        dataset = plan.loaded  # loaded before the task was known: check it for the task now
-        zoo_data.check(dataset, plan.task)
+        dataset = plan.loaded  # loaded before the task was known; the pipeline checks it below
     else:
         dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
-                                label_column=label_column, task=plan.task, quiet=quiet)
+                                label_column=label_column, quiet=quiet)
     pipeline = plan.pipeline.load()
     check = getattr(pipeline, "check_dataset", None)
     if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
@@ -76,10 +76,11 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
                "dataset": plan.dataset_ref.name, "task": plan.task, "seed": plan.seed}
-    provenance = {**summary, "config_hash": config_hash(plan),
+    provenance = {**summary, "config_hash": config_hash(plan, zoo),
                   "configs": plan.config_values(),
                   "dataset_id": plan.dataset_ref.source, "dataset_location": dataset.location,
                   "dataset_fingerprint": dataset.fingerprint, "versions": versions(zoo, plan),
+                  "plugins": plugin_provenance(zoo, plan),
                   "git_commit": git_commit(), "git_dirty": git_dirty(), "device": device,
                   "text_column": dataset.text_column, "label_column": dataset.label_column,
                   **(extra or {})}
@@ -99,7 +100,7 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
               plan.seed, device, run, quiet or not ranks.is_main,
-              identity=identity(plan, dataset, zoo))
+              identity=identity(plan, dataset, zoo), declared_task=plan.pipeline.task)
     return train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
 
 
@@ -122,11 +123,14 @@ def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict
     try:
         seed_everything(plan.seed)
         result = pipeline.run(job)
+        if not isinstance(result, RunResult):
+            raise ZooError(f"the {plan.task} pipeline's run(job) returned a "
+                           f"{type(result).__name__}, not a zoo.RunResult")
         if ranks.active:
             provenance["distributed"]["weight_sha256"] = _same_weights_on_all_ranks(run)
-        if "spec" in result:  # what load_trained needs to rebuild the model
-            provenance["spec"] = result["spec"]
-        if ("spec" in result or ranks.active) and ranks.is_main:
+        # what load_trained needs to rebuild the model
+        provenance["spec"] = dataclasses.asdict(result.spec)
+        if ranks.is_main:
             run.write_json("config.json", provenance)
     except KeyboardInterrupt:
         store.update(run.id, status="interrupted", finished=time.time(),
@@ -148,15 +152,15 @@ def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict
         if not ranks.is_main:
             shutil.rmtree(run.path.parent, ignore_errors=True)
     duration = time.time() - start
-    store.update(run.id, status=result.get("status", "finished"), finished=time.time(),
-                 duration=duration, params=result.get("params"), metrics=result["metrics"])
+    store.update(run.id, status=result.status, finished=time.time(),
+                 duration=duration, params=result.params, metrics=result.metrics)
     store.close()
     curve, curve_error = None, None
     if ranks.is_main:  # other ranks' scratch folders are gone already
         checkpoint.remove_all(run.path)  # the run is recorded; its weights are in model.safetensors
         curve, curve_error = save_curve(run, summary)
-    return {**summary, "status": result.get("status", "finished"), "params": result.get("params"),
-            "metrics": result["metrics"], "samples": result.get("samples", []),
+    return {**summary, "status": result.status, "params": result.params,
+            "metrics": result.metrics, "samples": result.samples,
             "duration": duration, "run_dir": str(run.path), "curve": curve,
             "curve_error": curve_error, "rank": ranks.rank}
 

@@ -106,7 +106,7 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
                 try:
                     cell.plan = plan_run(model, dataset, overrides=dict(overrides or {}),
                                          seed=seed, task=task, zoo=zoo)
-                    cell.config_hash = config_hash(cell.plan)
+                    cell.config_hash = config_hash(cell.plan, zoo)
                 except ZooError as exc:
                     cell.skip = str(exc)
                 cells.append(cell)

@@ -1,14 +1,15 @@
-"""`decoder` architecture plugin: a GPT-style decoder-only transformer.
+"""`decoder` architecture plugin: a GPT-style decoder-only transformer (causal pre-LN
+blocks from ``zoo.layers``), for language modeling, classification and next-item.
 
-The config lives here (no torch import, so listing the zoo stays fast); the network is in
-``model.py``.
+This module holds the config and the registration only, so listing the zoo imports no
+torch; ``model.py`` builds the network.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-from zoo.hookspecs import hookimpl
+from zoo import check_divisible, check_positive, check_probability, hookimpl
 
 
 @dataclass
@@ -25,13 +26,9 @@ class DecoderConfig:
     gelu: Literal["tanh", "exact"] = "tanh"
 
     def __post_init__(self):
-        for name in ("n_layer", "n_head", "n_embd", "block_size"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        check_positive(self, "n_layer", "n_head", "n_embd", "block_size")
+        check_divisible(self, "n_embd", "n_head")
+        check_probability(self, "dropout")
         if self.gelu not in ("tanh", "exact"):
             raise ValueError(f"gelu must be tanh or exact, got {self.gelu!r}")
 

@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 
 from zoo.layers import PreLNBlock, check_length, init_gpt2, last_real
-from zoo.model import TaskSpec
+from zoo import TaskSpec
 
 
 class Decoder(nn.Module):

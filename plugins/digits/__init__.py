@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from zoo.hookspecs import hookimpl
+from zoo import hookimpl
 from zoo.plugins.digits.data import DigitsDataConfig
 
 
@@ -54,6 +54,7 @@ def register_architectures(register):
 @hookimpl
 def register_datasets(register):
     register("digits", "zoo.plugins.digits.data:load", config=DigitsDataConfig,
-             tasks=("next-item",),
+             tasks=("next-item",), columns={"text": "text", "label": "target"},
              description="synthetic digit sequences mod 10 (arithmetic, Fibonacci-like, "
-                         "periodic); predict the next digit; a heldout split of unseen rules")
+                         "periodic); predict the next digit (20,000/2,000/2,000, plus 2,000 "
+                         "of held-out rules)")

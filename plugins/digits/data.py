@@ -223,19 +223,14 @@ def build(config: DigitsDataConfig, cache_dir: str | None = None):
         for split in SPLITS})
 
 
-def load(**options):
-    """The registered loader: catalogue `config = {...}` options are its keyword arguments."""
-    from zoo.errors import UnknownNameError, ZooError
+def load(config: DigitsDataConfig):
+    """The registered loader. zoo builds the config from the catalogue entry's options and
+    --set, checked against the fields; what the fields cannot say alone is checked here."""
+    from zoo import ZooError
 
-    names = [f.name for f in dataclasses.fields(DigitsDataConfig)]
-    for key in options:
-        if key not in names:
-            raise UnknownNameError("digits dataset option", key, names,
-                                   hint="valid options: " + ", ".join(names))
     try:
-        config = DigitsDataConfig(**options)
         check_identifiable(config)
         split_rules(config)  # fail here, with one line, rather than inside the generator
-    except (TypeError, ValueError) as exc:
+    except ValueError as exc:
         raise ZooError(f"digits dataset: {exc}") from None
     return build(config)

@@ -20,7 +20,7 @@ import torch
 import torch.nn as nn
 
 from zoo.layers import SelfAttention, check_length, key_mask, last_real
-from zoo.model import TaskSpec
+from zoo import TaskSpec
 
 
 def sinusoids(length: int, width: int) -> torch.Tensor:

@@ -1,14 +1,14 @@
-"""`encoder` architecture plugin: a BERT-style bidirectional transformer encoder.
+"""`encoder` architecture plugin: a BERT-style bidirectional transformer encoder with a
+pooled head, for classification and next-item.
 
-The config lives here (no torch import, so listing the zoo stays fast); the network is in
-``model.py``.
+Config and registration only (torch is imported by ``model.py``, on first use).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-from zoo.hookspecs import hookimpl
+from zoo import check_divisible, check_positive, check_probability, hookimpl
 
 
 @dataclass
@@ -26,13 +26,9 @@ class EncoderConfig:
     tie_weights: bool = True  # next-item: the output layer shares the token embedding matrix
 
     def __post_init__(self):
-        for name in ("n_layer", "n_head", "n_embd", "block_size", "mlp_ratio"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
-        if not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        check_positive(self, "n_layer", "n_head", "n_embd", "block_size", "mlp_ratio")
+        check_divisible(self, "n_embd", "n_head")
+        check_probability(self, "dropout")
         if self.pooling not in ("cls", "mean"):
             raise ValueError(f"pooling must be 'cls' or 'mean', got {self.pooling!r}")
 

@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 
 from zoo.layers import PreLNBlock, check_length, init_gpt2, key_mask
-from zoo.model import TaskSpec
+from zoo import TaskSpec
 
 
 class Encoder(nn.Module):

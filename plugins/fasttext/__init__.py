@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zoo.hookspecs import hookimpl
+from zoo import hookimpl
 
 
 @dataclass

@@ -16,17 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo import data as zoo_data
-from zoo.errors import ZooError
-from zoo.model import TaskSpec
+from zoo import TaskSpec, ZooError, load_dataset, load_trained
+from zoo.pipelines import LANGUAGE_MODELING
 from zoo.pipelines.language_modeling import encode, random_batch, split_text
 from zoo.plugins.decoder import DecoderConfig
 from zoo.plugins.numpy import DEFAULT_TOLERANCE, NumpyConfig
 from zoo.plugins.numpy.model import NumpyDecoder
-from zoo.registry import get_zoo
-from zoo.trained import load_trained
-from zoo.safeload import load_safetensors
-from zoo.store import home
 
 MAX_VERIFY_TOKENS = 2**18
 
@@ -51,24 +46,21 @@ class Verification:
 
 def verify(run_id: str, *, batch: int = 8, seed: int = 0,
            tolerance: float = DEFAULT_TOLERANCE, zoo=None) -> Verification:
-    zoo = zoo or get_zoo()
     if seed < 0:
         raise ZooError(f"--seed must be zero or more, not {seed}")
     trained = load_trained(run_id, zoo, precision="fp32")  # the reference computes in float
     config = trained.config
-    architecture = zoo.architectures.get(config["architecture"])
-    config_class = architecture.config_class()
-    if not (isinstance(config_class, type) and issubclass(config_class, DecoderConfig)):
+    if not isinstance(trained.model_config, DecoderConfig):
         raise ZooError(f"zoo verify checks runs of the decoder (or numpy) architecture; run "
                        f"{trained.run_id} is a {config['architecture']} run")
-    if trained.task != "language-modeling":
-        raise ZooError(f"zoo verify checks language-modeling runs; run {trained.run_id} is a "
-                       f"{trained.task} run")
+    if trained.task != LANGUAGE_MODELING.name:
+        raise ZooError(f"zoo verify checks {LANGUAGE_MODELING.name} runs; run {trained.run_id} "
+                       f"is a {trained.task} run")
 
     fields = {f.name for f in dataclasses.fields(DecoderConfig)}
     saved = {k: v for k, v in (config["configs"]["model"] or {}).items() if k in fields}
     reference = NumpyDecoder(NumpyConfig(**saved, dtype="float64"), TaskSpec(**config["spec"]), seed=0)
-    reference.load_state_dict(load_safetensors(home() / trained.run_id / "model.safetensors"))
+    reference.load_state_dict(trained.folder.load_weights())
 
     block = trained.block_size
     if batch * block > MAX_VERIFY_TOKENS:  # float64 logits for both models: bound them first
@@ -97,7 +89,7 @@ def _load_dataset(config: dict, zoo):
         if not name:
             continue
         try:
-            return zoo_data.load(zoo_data.resolve(name, zoo), zoo)
+            return load_dataset(name, zoo)
         except ZooError as exc:
             error = exc
     raise ZooError(f"cannot reload the dataset of run {config['run_id']}: {error}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-from zoo.hookspecs import hookimpl
+from zoo import hookimpl
 
 ARCHITECTURES = {
     "gpt2": (("language-modeling", "classification", "next-item"),

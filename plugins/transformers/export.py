@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import transformers
 
-from zoo.errors import ZooError
+from zoo import ZooError, load_json, load_trained
 
 DECODER_LAYOUT = ("decoder", "numpy")  # architectures with the decoder's weight names
 NATIVE = ("gpt2", "llama", "bert")
@@ -38,8 +38,6 @@ transformers.utils.logging.disable_progress_bar()  # no bar for writing a tiny m
 def export_run(run_id: str, folder: str | Path) -> dict:
     """Write the run to ``folder``; returns what was written and the measured logit
     difference between the exported model and the run on a random batch."""
-    from zoo.trained import load_trained
-
     trained = load_trained(run_id, precision="fp32")
     architecture, task = trained.config["architecture"], trained.task
     folder = Path(folder)
@@ -85,11 +83,8 @@ def command(args) -> int:
 
 def class_names(trained) -> list[str]:
     """The run's class names, by index (recorded with its metrics, and in classes.json)."""
-    from zoo.safeload import load_json
-    from zoo.store import home
-
     names = (trained.row.get("metrics") or {}).get("class_names")
-    path = home() / trained.run_id / "classes.json"
+    path = trained.folder.file("classes.json")
     if not names and path.is_file():
         names = load_json(path)
     if not names:

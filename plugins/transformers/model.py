@@ -22,7 +22,7 @@ import transformers
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import sdpa_mask
 
-from zoo.model import TaskSpec
+from zoo import TaskSpec
 
 ATTENTION = "zoo"
 CLASSES = {  # architecture -> task -> transformers model class
@@ -40,8 +40,9 @@ CLASSES = {  # architecture -> task -> transformers model class
 def _zoo_attention(module, query, key, value, attention_mask, **kwargs):
     """transformers' SDPA attention under zoo's precision rule (``zoo.engine.attention``):
     under bf16 autocast on the CPU it computes in fp32, whose backward is several times
-    faster there than bf16's at these sizes."""
-    if query.device.type == "cpu" and query.dtype == torch.bfloat16:
+    faster there than bf16's at these sizes. The test is autocast itself, not the query's
+    dtype: Llama's rotary embedding hands SDPA fp32 queries, which autocast would cast down."""
+    if query.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
         if attention_mask is not None and attention_mask.is_floating_point():
             attention_mask = attention_mask.float()
         with torch.autocast("cpu", enabled=False):

@@ -13,8 +13,7 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-from zoo.files import atomic_write_text
-from zoo.tokenizer import CLS, PAD, UNK, TokenizersTokenizer
+from zoo import CLS, PAD, UNK, TokenizersTokenizer, atomic_write_text, load_json
 
 ROLES = "special_tokens_map.json"
 # zoo role -> the checkpoint's tokens to use for it, first found wins
@@ -79,8 +78,6 @@ class PretrainedTokenizer(TokenizersTokenizer):
     @classmethod
     def load(cls, path: str | Path) -> "PretrainedTokenizer":
         from tokenizers import Tokenizer as Backend
-
-        from zoo.safeload import load_json
 
         roles = load_json(Path(path).with_name(ROLES))
         if not (isinstance(roles, dict) and all(isinstance(v, str) for v in roles.values())):

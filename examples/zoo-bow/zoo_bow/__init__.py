@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from zoo.hookspecs import hookimpl
-from zoo.tokenizer import SPECIAL_TOKENS, UNK, TokenizersTokenizer
+from zoo import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl
 
 
 @dataclass

@@ -1,0 +1,65 @@
+"""zoo-regress: a task zoo's core has never heard of, added by a plugin.
+
+It registers three things through the public API (``import zoo``) and nothing else:
+
+- the ``regression`` task: its pipeline (``zoo_regress.pipeline``) and its declaration
+  (``zoo.Task``): the loss, the module output, the metrics with their directions and units,
+  the primary metric and the prediction type;
+- the ``bits`` dataset, generated bit strings whose target is their value as a binary
+  fraction (``0.1011`` in base 2), which serves that task;
+- the ``bitmlp`` architecture, a small torch network with a regression head.
+
+``zoo run bitmlp-char bits`` trains it with the built-in ``char`` tokenizer.
+
+This module is imported whenever zoo starts, so it stays light: declarations, config
+dataclasses and hooks. torch is imported by ``zoo_regress.model`` on first use.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zoo import Metric, Task, hookimpl
+
+REGRESSION = Task(
+    name="regression",
+    loss="zoo_regress.model:squared_error",  # imported when a model trains
+    output="values [B]: one real number per input",
+    metrics=(Metric("loss", "lower", "squared error", "mean squared error while training"),
+             Metric("mse", "lower", "squared error", "mean squared error"),
+             Metric("r2", "higher", "fraction of variance explained", "coefficient of determination")),
+    primary="test_r2",
+    curve_metric="val_mse",
+    prediction="zoo_regress.pipeline:ValuePrediction",
+    columns=("text", "label"),  # a text and a numeric label; check_dataset refuses classes
+    description="one real number per text",
+)
+
+
+@dataclass
+class BitMLPConfig:
+    n_embd: int = 8  # width of each position's embedding
+    hidden: int = 32  # width of the hidden layer
+    block_size: int = 16  # longest input in tokens; shorter ones are padded
+
+    def __post_init__(self):
+        if min(self.n_embd, self.hidden, self.block_size) <= 0:
+            raise ValueError("n_embd, hidden and block_size must be positive")
+
+
+@hookimpl
+def register_pipelines(register):
+    register("regression", "zoo_regress.pipeline:Regression", task=REGRESSION,
+             config="zoo_regress.pipeline:RegressionConfig",
+             description="one real number per text; reports mean squared error and R²")
+
+
+@hookimpl
+def register_datasets(register):
+    register("bits", "zoo_regress.data:load", tasks=("regression",),
+             description="random bit strings; the target is their value as a binary fraction")
+
+
+@hookimpl
+def register_architectures(register):
+    register("bitmlp", "zoo_regress.model:build", config=BitMLPConfig, tasks=("regression",),
+             description="embeddings of every position, flattened into a one-hidden-layer MLP")
