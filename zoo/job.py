@@ -49,7 +49,7 @@ class TrainConfig:
                          "checkpoint_every", "checkpoint_seconds", "patience")
         for name in positive:
             if name == "eval_interval" and self.eval_interval is None:
-                continue  # a pipeline that picks its own interval (classification: by epoch)
+                continue  # a pipeline that picks its own interval (per epoch, say)
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         for name in at_least_zero:
