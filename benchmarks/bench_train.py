@@ -44,6 +44,7 @@ class Variant:
         import torch
 
         from zoo.engine import as_model
+        from zoo.registry import get_task
         from zoo.model import TaskSpec
         from zoo.plan import plan_run
 
@@ -54,7 +55,8 @@ class Variant:
         self.model_cfg, self.cfg = plan.configs["model"], plan.configs["train"]
         torch.manual_seed(seed)
         spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
-        self.model = as_model(plan.spec.architecture.load()(self.model_cfg, spec), "cpu")
+        self.model = as_model(plan.spec.architecture.load()(self.model_cfg, spec), "cpu",
+                              loss=get_task("language-modeling").loss_function())
         if hasattr(self.model, "configure_engine"):
             self.model.configure_engine(precision=getattr(self.cfg, "precision", "auto"),
                                         compile=getattr(self.cfg, "compile", False))

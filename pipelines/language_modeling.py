@@ -8,12 +8,13 @@ different tokenizers compare on one scale.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from zoo import (Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, compression,
-                 dataset_key, train, train_cached)
+from zoo import (Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, column_of, dataset_key,
+                 join_rows, split_ids, split_size, text_batches, train, train_cached)
 
 LN2 = math.log(2)
 REPLACEMENT = "\ufffd"  # what decoding gives for incomplete UTF-8
@@ -28,31 +29,48 @@ class LanguageModelingConfig(TrainConfig):
     temperature: float = 0.8
     top_k: int | None = None
     eval_batch_size: int = 64
+    # The final evaluation scores every token of validation and test up to this many per
+    # split (every catalogue dataset stays whole); beyond it, evenly spaced windows of it.
+    eval_tokens: int = 250_000
 
     def __post_init__(self):
         super().__post_init__()
-        if self.eval_batch_size <= 0:
-            raise ValueError(f"eval_batch_size must be positive, got {self.eval_batch_size}")
+        for name in ("eval_batch_size", "eval_tokens"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         for name in ("samples", "sample_tokens"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
 
 
 def split_text(dataset, role: str) -> str:
-    """All rows of a split's text column, joined by newlines."""
-    split = dataset.split(role)
-    texts = split[dataset.text_column]
-    if any(t is None for t in texts):
-        raise ZooError(f"Dataset {dataset.ref.name!r} split {role!r} has empty (None) rows "
-                       f"in column {dataset.text_column!r}")
-    return "\n".join(texts)
+    """A split's text: its rows joined by newlines (by Arrow)."""
+    return join_rows(column_of(dataset.split(role), dataset.text_column))
 
 
 def encode(tokenizer, text: str) -> np.ndarray:
-    # Lines encode in parallel batches; the newline stays at the end of its line.
-    lines = text.splitlines(keepends=True)
-    ids = tokenizer.encode_batch(lines)
-    return np.fromiter((i for line in ids for i in line), dtype=np.int64)
+    """A text as one array of ids (lines encoded as a batch)."""
+    return tokenizer.encode_text(text)
+
+
+@dataclass
+class SplitTokens:
+    """A split's token ids (memory-mapped, compact dtype) and the size of its text."""
+
+    ids: np.ndarray
+    chars: int
+    bytes: int
+
+    @classmethod
+    def from_text(cls, tokenizer, text: str) -> "SplitTokens":
+        return cls(encode(tokenizer, text), len(text), len(text.encode("utf-8")))
+
+
+def split_tokens(dataset, role: str, tokenizer, say=None) -> SplitTokens:
+    """Tokenized through the cached, batched ``Dataset.map`` of zoo.tokenized."""
+    split = dataset.split(role)
+    chars, size = split_size(split, dataset.text_column)
+    return SplitTokens(split_ids(split, dataset.text_column, tokenizer, say=say), chars, size)
 
 
 def random_batch(ids: np.ndarray, batch: int, block: int, rng: np.random.Generator):
@@ -60,7 +78,7 @@ def random_batch(ids: np.ndarray, batch: int, block: int, rng: np.random.Generat
     45 us per reference batch; a torch-side gather measured slower)."""
     starts = rng.integers(0, len(ids) - block - 1, size=batch)
     index = starts[:, None] + np.arange(block + 1)[None, :]  # [B, block + 1]
-    windows = ids[index]
+    windows = ids[index].astype(np.int64)  # from the compact dtype the ids are kept in
     return windows[:, :-1], windows[:, 1:]
 
 
@@ -75,72 +93,194 @@ def windows(ids: np.ndarray, block: int):
     return inputs, targets, tail
 
 
-def evaluate(model, ids: np.ndarray, block: int, batch: int) -> tuple[float, int]:
-    """Summed NLL (nats) over every token of a split, in consecutive windows."""
+def evaluate(model, ids: np.ndarray, block: int, batch: int,
+             budget: int | None = None) -> tuple[float, int]:
+    """Summed NLL (nats) over every token of a split, in consecutive windows; with more
+    than ``budget`` tokens, over evenly spaced windows holding about ``budget`` of them."""
     if len(ids) < 2:
         raise ZooError("a split needs at least 2 tokens to evaluate")
     inputs, targets, tail = windows(ids, block)
+    if budget is not None and len(ids) - 1 > budget:
+        chosen = np.unique(np.linspace(0, len(inputs) - 1, max(1, budget // block)).astype(np.int64))
+        inputs, targets, tail = inputs[chosen], targets[chosen], None
     total, count = 0.0, 0
     for b in range(0, len(inputs), batch):
-        nll, n = model.loss_sum(inputs[b:b + batch], targets[b:b + batch])
+        nll, n = model.loss_sum(inputs[b:b + batch].astype(np.int64),
+                                targets[b:b + batch].astype(np.int64))
         total, count = total + nll, count + n
     if tail is not None:
-        nll, n = model.loss_sum(tail[0][None, :], tail[1][None, :])
+        nll, n = model.loss_sum(tail[0][None, :].astype(np.int64), tail[1][None, :].astype(np.int64))
         total, count = total + nll, count + n
     return total, count
 
 
-def split_metrics(prefix: str, nll: float, count: int, text: str) -> dict:
+def split_metrics(prefix: str, nll: float, count: int, tokens: SplitTokens | str) -> dict:
+    """Per token, and per character and byte of the text scored (in proportion, when only
+    part of the split was). ``tokens`` may be a text, all of it scored."""
+    if isinstance(tokens, str):
+        chars, size = len(tokens), len(tokens.encode("utf-8"))
+    else:
+        scored = count / max(1, len(tokens.ids) - 1)
+        chars, size = tokens.chars * scored, tokens.bytes * scored
     loss = nll / count
     return {f"{prefix}_loss": loss,
             f"{prefix}_ppl": math.exp(min(loss, 700)),
-            f"{prefix}_bpc": nll / LN2 / max(1, len(text)),
-            f"{prefix}_bpb": nll / LN2 / max(1, len(text.encode("utf-8")))}
+            f"{prefix}_bpc": nll / LN2 / max(1, chars),
+            f"{prefix}_bpb": nll / LN2 / max(1, size)}
+
+
+def score_split(model, tokens: SplitTokens, block: int, cfg, name: str, say) -> tuple[float, int]:
+    nll, count = evaluate(model, tokens.ids, block, cfg.eval_batch_size, cfg.eval_tokens)
+    if count < len(tokens.ids) - 1:
+        say(f"{name}: scored {count:,} of {len(tokens.ids) - 1:,} tokens in evenly spaced "
+            f"windows (eval_tokens={cfg.eval_tokens:,})")
+    return nll, count
+
+
+def context_after_slide(block: int) -> int:
+    """How many tokens a row keeps when its context is full: half the block. With learned
+    absolute positions a slid context must be recomputed from scratch, so it slides by half
+    a block at a time rather than by one token (which would cost a whole forward pass per
+    token, as without a cache). Keeping three quarters measured 4.8x the uncached speed
+    instead of 6x (benchmarks/bench_generate.py)."""
+    return max(1, block // 2)
+
+
+class Contexts:
+    """Each row's tokens, and where its context (the window the model sees) starts.
+
+    Cached and uncached generation share it, so both see the same windows and sample the
+    same text; the cache holds exactly the tokens of ``window(b)`` for every row."""
+
+    def __init__(self, rows: list[list[int]], block: int):
+        self.rows, self.block = rows, block
+        self.starts = [max(0, len(r) - block) for r in rows]
+
+    def window(self, b: int) -> list[int]:
+        return self.rows[b][self.starts[b]:]
+
+    def full(self) -> bool:
+        """True when a row cannot take another token without sliding."""
+        return any(len(r) - s >= self.block for r, s in zip(self.rows, self.starts))
+
+    def slide(self) -> None:
+        keep = context_after_slide(self.block)
+        self.starts = [max(s, len(r) - keep) for r, s in zip(self.rows, self.starts)]
+
+    def padded(self) -> tuple[np.ndarray, np.ndarray]:
+        """The windows left-padded into one array [B, T], and each row's padding [B]."""
+        windows = [self.window(b) for b in range(len(self.rows))]
+        width = max(len(w) for w in windows)
+        out = np.zeros((len(windows), width), dtype=np.int64)
+        pads = np.array([width - len(w) for w in windows], dtype=np.int64)
+        for b, w in enumerate(windows):
+            out[b, pads[b]:] = w
+        return out, pads
+
+
+def next_logits(model, contexts: Contexts, state, use_cache: bool):
+    """Logits [B, V] for each row's next token, and the cache to carry (None uncached)."""
+    if not use_cache:
+        return np.stack([model.logits(np.asarray([contexts.window(b)], dtype=np.int64))[0, -1]
+                         for b in range(len(contexts.rows))]), None
+    if state is None:
+        return model.start_decoding(*contexts.padded())
+    last = np.asarray([r[-1] for r in contexts.rows], dtype=np.int64)
+    return model.decode_step(last, state)
+
+
+def sample(logits: np.ndarray, tokenizer, temperature: float, top_k: int | None, rng) -> int:
+    logits = logits.astype(np.float64)
+    for special in (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id):
+        if special is not None:
+            logits[special] = -np.inf
+    if temperature <= 0:
+        return int(np.argmax(logits))
+    logits = logits / temperature
+    if top_k:
+        cutoff = np.sort(logits)[-min(top_k, len(logits))]
+        logits[logits < cutoff] = -np.inf
+    # Inverse-CDF sampling: what rng.choice(p=...) computes, without its checks.
+    cdf = np.exp(logits - logits.max()).cumsum()
+    return int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
+
+
+class TextStream:
+    """Turns one row's growing ids into the new text since the last call.
+
+    It decodes only the last few tokens (so each token costs the same however long the text
+    grows), with a few already shown ones in front, so that tokenizers whose decoding
+    depends on the neighbours (a leading space) still give the right text."""
+
+    LOOKBACK = 8
+
+    def __init__(self, tokenizer, ids: list[int]):
+        self.tokenizer, self.ids, self.shown = tokenizer, ids, len(ids)
+
+    def new_text(self) -> str:
+        head = self.ids[max(0, self.shown - self.LOOKBACK):self.shown]
+        text = self.tokenizer.decode(head + self.ids[self.shown:])
+        before = self.tokenizer.decode(head)
+        # A byte-level token can end inside a multi-byte character, which decodes as U+FFFD
+        # until the rest arrives: hold such a tail back rather than print it and stall.
+        if text.endswith(REPLACEMENT) or not text.startswith(before):
+            return ""
+        self.shown = len(self.ids)
+        return text[len(before):]
+
+
+def generate_batch(model, tokenizer, prompts: list[str], tokens: int, block: int, *,
+                   temperature: float = 0.8, top_k: int | None = None, seed: int = 0,
+                   cache: bool = True):
+    """Yield (row, text) pieces as they are sampled, one token per row at a time.
+
+    With ``cache`` (and a model that decodes incrementally) each token costs one position
+    of work; otherwise every token recomputes its whole context. Both see the same
+    contexts, so they sample the same text. A row's context is its last ``block`` tokens
+    at most; when one is full, every row keeps its last half block and continues."""
+    rng = np.random.default_rng(seed)
+    # With no prompt, start after a newline (or <unk>, for tokenizers that drop whitespace).
+    rows = [list(ids) or [tokenizer.unk_id] for ids in
+            tokenizer.encode_batch([p or "\n" for p in prompts])]
+    contexts = Contexts(rows, block)
+    streams = [TextStream(tokenizer, row) for row in rows]
+    use_cache = cache and bool(getattr(model, "decodes_incrementally", False))
+    state = None
+    for _ in range(tokens):
+        if contexts.full():
+            contexts.slide()
+            state = None  # positions changed: the cache is recomputed for the slid window
+        logits, state = next_logits(model, contexts, state, use_cache)
+        for b, row in enumerate(rows):
+            row.append(sample(logits[b], tokenizer, temperature, top_k, rng))
+        for b, stream in enumerate(streams):
+            piece = stream.new_text()
+            if piece:
+                yield b, piece
 
 
 def generate(model, tokenizer, prompt: str, tokens: int, block: int, *, temperature: float = 0.8,
-             top_k: int | None = None, seed: int = 0):
-    """Yield pieces of text as they are sampled, one token at a time."""
-    rng = np.random.default_rng(seed)
-    # With no prompt, start after a newline (or <unk>, for tokenizers that drop whitespace).
-    ids = list(tokenizer.encode(prompt or "\n"))[-block:] or [tokenizer.unk_id]
-    shown = tokenizer.decode(ids)
-    for _ in range(tokens):
-        logits = model.logits(np.asarray([ids[-block:]], dtype=np.int64))[0, -1].astype(np.float64)
-        for special in (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id):
-            if special is not None:
-                logits[special] = -np.inf
-        if temperature <= 0:
-            next_id = int(np.argmax(logits))
-        else:
-            logits = logits / temperature
-            if top_k:
-                cutoff = np.sort(logits)[-min(top_k, len(logits))]
-                logits[logits < cutoff] = -np.inf
-            probs = np.exp(logits - logits.max())
-            probs /= probs.sum()
-            next_id = int(rng.choice(len(probs), p=probs))
-        ids.append(next_id)
-        # A byte-level token can end inside a multi-byte character, which decodes as U+FFFD
-        # until the rest arrives: hold such a tail back rather than print it and stall.
-        text = tokenizer.decode(ids).rstrip(REPLACEMENT)
-        if text.startswith(shown):
-            yield text[len(shown):]
-            shown = text
+             top_k: int | None = None, seed: int = 0, cache: bool = True):
+    """Yield pieces of text as they are sampled, one token at a time (one prompt)."""
+    for _, piece in generate_batch(model, tokenizer, [prompt], tokens, block,
+                                   temperature=temperature, top_k=top_k, seed=seed, cache=cache):
+        yield piece
 
 
 def run(job: Job) -> RunResult:
 
     cfg: LanguageModelingConfig = job.train_config
     block = job.model_config.block_size
-    texts = {role: split_text(job.dataset, role) for role in ("train", "validation", "test")}
     tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
     if tokenizer is None:
+        column = job.dataset.text_column
         tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
-                                 lambda: job.dataset.split("train")[job.dataset.text_column],
+                                 lambda: text_batches(job.dataset.split("train"), column),
                                  dataset_key(job.dataset, "train"), say=job.say)
         tokenizer.save(job.run.file("tokenizer.json"))
-    ids = {role: encode(tokenizer, text) for role, text in texts.items()}
+    splits = {role: split_tokens(job.dataset, role, tokenizer, say=job.say)
+              for role in ("train", "validation", "test")}
+    ids = {role: tokens.ids for role, tokens in splits.items()}
     for role, array in ids.items():
         if len(array) <= block + 1:
             raise ZooError(f"split {role!r} has {len(array)} tokens; it needs more than "
@@ -167,10 +307,11 @@ def run(job: Job) -> RunResult:
     metrics = {"steps": result.steps, "best_step": result.best_step, "train_loss": result.train_loss,
                "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
     for role, prefix in (("validation", "val"), ("test", "test")):
-        nll, count = evaluate(model, ids[role], block, cfg.eval_batch_size)
-        metrics.update(split_metrics(prefix, nll, count, texts[role]))
+        nll, count = score_split(model, splits[role], block, cfg, role, job.say)
+        metrics.update(split_metrics(prefix, nll, count, splits[role]))
     # The tokenizer's own figures: vocabulary size and characters per token on validation.
-    metrics.update(compression(tokenizer, [texts["validation"]], [ids["validation"]]))
+    metrics.update({"vocab_size": tokenizer.vocab_size,
+                    "chars_per_token": splits["validation"].chars / max(1, len(ids["validation"]))})
     job.run.save_weights(model.state_dict())
 
     samples = ["".join(generate(model, tokenizer, "", cfg.sample_tokens, block,
@@ -197,27 +338,37 @@ def evaluate_trained(trained, dataset, split: str = "test") -> dict:
     token, bpc and bpb per character and byte, and the fraction of tokens that are <unk>
     (characters the tokenizer never saw in training, which the model cannot predict).
     """
-    text = split_text(dataset, split)
-    ids = encode(trained.tokenizer, text)
+    tokens = split_tokens(dataset, split, trained.tokenizer)
+    ids = tokens.ids
     if len(ids) < 2:
         raise ZooError(f"split {split!r} of {dataset.ref.name!r} has fewer than 2 tokens")
     train_config = (trained.config.get("configs") or {}).get("train") or {}
-    batch = int(train_config.get("eval_batch_size") or LanguageModelingConfig.eval_batch_size)
-    nll, count = evaluate(trained.model, ids, trained.block_size, batch)
+    cfg = LanguageModelingConfig(**{k: train_config[k] for k in ("eval_batch_size", "eval_tokens")
+                                    if train_config.get(k)})
+    nll, count = score_split(trained.model, tokens, trained.block_size, cfg, split,
+                             lambda message: print(message, file=sys.stderr))
     metrics = {key.removeprefix("eval_"): value
-               for key, value in split_metrics("eval", nll, count, text).items()}
+               for key, value in split_metrics("eval", nll, count, tokens).items()}
     unk = trained.tokenizer.unk_id
     metrics["unk_rate"] = float(np.mean(ids == unk)) if unk is not None else 0.0
     metrics["tokens"] = int(len(ids))
-    metrics["characters"] = len(text)
+    metrics["tokens_scored"] = int(count)  # fewer than tokens - 1 when eval_tokens sampled
+    metrics["characters"] = tokens.chars
     return metrics
 
 
-def generate_trained(trained, prompt: str, tokens: int = 300, *, temperature: float = 0.8,
-                     top_k: int | None = None, seed: int = 0):
-    """Stream text from a trained run (`zoo generate`), continuing `prompt`."""
-    return generate(trained.model, trained.tokenizer, prompt, tokens, trained.block_size,
-                    temperature=temperature, top_k=top_k, seed=seed)
+def generate_trained(trained, prompt: str | list[str], tokens: int = 300, *,
+                     temperature: float = 0.8, top_k: int | None = None, seed: int = 0,
+                     cache: bool = True):
+    """Stream text from a trained run (`zoo generate`), continuing `prompt`: pieces of text;
+    or, given a list of prompts (sampled as one batch), (row, piece) pairs. ``cache=False``
+    recomputes the whole context for every token."""
+    options = dict(temperature=temperature, top_k=top_k, seed=seed, cache=cache)
+    if isinstance(prompt, str):
+        return generate(trained.model, trained.tokenizer, prompt, tokens, trained.block_size,
+                        **options)
+    return generate_batch(trained.model, trained.tokenizer, list(prompt), tokens,
+                          trained.block_size, **options)
 
 
 class LanguageModeling:

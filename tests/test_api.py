@@ -50,6 +50,8 @@ def test_language_model_run_generate_evaluate_and_sweep_match_the_cli(tiny_text,
     assert run.folder.name == run.id and (run.folder / "model.safetensors").is_file()
     model = zoo.load(run.id[:15])
     text = model.generate("line", tokens=15, seed=1)
+    with pytest.raises(zoo.ZooError, match="temperature must be"):
+        model.generate("line", temperature=float("nan"))
     scored = model.evaluate(str(tiny_text), split="validation")
     assert scored.parent_id == run.id and scored.metrics["bpc"] == run.metrics["val_bpc"]
     swept = zoo.sweep("decoder-char", on=str(tiny_text), seeds=2, steps=6, progress=False,
@@ -101,6 +103,7 @@ def test_classifier_run_and_predict_match_the_cli(reviews, tmp_path, monkeypatch
     (lambda t: zoo.run("decoder-char", t, steps=0), "steps must be positive"),
     (lambda t: zoo.run("decoder-char", t, steps=5, time=1.0), "not both"),
     (lambda t: zoo.run("decoder-char", t, device="tpu"), "device must be"),
+    (lambda t: zoo.run("decoder-char", t, seed=-1), "seed must be a whole number"),
     (lambda t: zoo.run("decoder-char", "no-such-data"), "Unknown dataset"),
     (lambda t: zoo.load("20990101"), "run"),
     (lambda t: zoo.sweep("decoder-char", on=t, n_layerz=2), "no cell of the sweep can run"),

@@ -397,3 +397,19 @@ def test_eval_of_a_next_item_run_lines_up_with_its_primary_metric(tiny_text):
     assert cells["mean"].iloc[0] == accuracy
     assert f"evaluation {json.loads(evaluation.out)['run_id']} [finished] on {tiny_text} split 'test', " \
         f"accuracy {accuracy:.4f}" in run_cli("show", run_id).out
+
+
+def test_runs_of_a_task_no_installed_plugin_declares_still_list_and_compare():
+    """A run recorded by a plugin that is gone: its task's metrics have no declared direction,
+    but the run is listed and compared by a named metric (no best is marked)."""
+    record("reg-char", "bits", 0, {"test_mse": 0.02, "test_r2": 0.9}, task="gone-task")
+    record("reg-char", "bits", 1, {"test_mse": 0.04, "test_r2": 0.8}, task="gone-task")
+    record("dec-char", "text", 0, {"val_bpc": 2.0})
+    listed = run_cli("runs")
+    assert listed.code == 0 and "gone-task" in listed.out
+    assert "val_bpc=2.0000" in listed.out  # the declared task's primary metric still shows
+    compared = run_cli("compare", "--metric", "test_mse", "--format", "json")
+    assert compared.code == 0, compared
+    (cell,) = json.loads(compared.out)
+    assert cell["mean"] == pytest.approx(0.03) and cell["better"] is None and not cell["best"]
+    assert run_cli("compare", "--metric", "test_mse", "--better", "lower").code == 0

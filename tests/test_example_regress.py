@@ -54,13 +54,15 @@ def test_a_new_task_runs_end_to_end_through_the_cli(regress, tmp_path):
     assert "bitmlp" in listed and "bits" in listed and "regression" in listed
     matrix = ok("list", "--matrix")
     assert next(line for line in matrix.splitlines() if line.startswith("bitmlp")).split()[1] == "regression"
-    assert "tasks:  regression" in ok("show", "bits")
+    shown = ok("show", "bits")
+    assert "tasks:  regression" in shown and "rows" in shown  # the dataset's config fields
     assert "train (regression) config" in ok("show", "bitmlp-char")
     task = ok("show", "regression")  # the task's declaration, from its registration
     assert "primary metric: test_r2" in task and "fraction of variance explained, higher is better" in task
 
     run = json.loads(ok("run", "bitmlp-char", "bits", "--steps", 60, "--json", *TINY))
     assert run["task"] == "regression" and run["status"] == "finished"
+    assert run_cli("show", run["run_id"]).code == 0
     metrics = run["metrics"]
     assert metrics["test_r2"] > 0.5 and 0 <= metrics["test_mse"] < 0.05  # it learned
     assert "test_r2=" in ok("runs")  # the primary metric, from the registration

@@ -38,7 +38,7 @@ def test_same_seed_same_metrics(tiny_text):
 
 
 def test_reloaded_weights_give_the_same_validation_loss(tiny_text):
-    from zoo.pipelines.language_modeling import encode, evaluate, split_metrics, split_text
+    from zoo.pipelines.language_modeling import SplitTokens, evaluate, split_metrics, split_text
     from zoo.registry import get_zoo
     from zoo.trained import load_trained
     from zoo import data
@@ -46,9 +46,9 @@ def test_reloaded_weights_give_the_same_validation_loss(tiny_text):
     summary = tiny_run(tiny_text)
     trained = load_trained(summary["run_id"])
     dataset = data.load(data.resolve(str(tiny_text), get_zoo()), get_zoo())
-    text = split_text(dataset, "validation")
-    nll, count = evaluate(trained.model, encode(trained.tokenizer, text), trained.block_size, 64)
-    assert split_metrics("val", nll, count, text)["val_loss"] == pytest.approx(
+    tokens = SplitTokens.from_text(trained.tokenizer, split_text(dataset, "validation"))
+    nll, count = evaluate(trained.model, tokens.ids, trained.block_size, 64)
+    assert split_metrics("val", nll, count, tokens)["val_loss"] == pytest.approx(
         summary["metrics"]["val_loss"], rel=1e-6)
 
 

@@ -235,7 +235,7 @@ class FixedDistribution:
 
 
 def test_bits_per_character_matches_a_hand_computation():
-    from zoo.pipelines.language_modeling import encode, evaluate, split_metrics
+    from zoo.pipelines.language_modeling import SplitTokens, encode, evaluate, split_metrics
 
     tokenizer = CharTokenizer.train(["abé"], None)  # <pad> <unk> <cls> a b é
     assert tokenizer.encode("abé") == [3, 4, 5]
@@ -244,7 +244,7 @@ def test_bits_per_character_matches_a_hand_computation():
     # a is not predicted (no context); b costs 2 bits, é 3 bits, a 1 bit: 6 bits in all.
     nll, count = evaluate(model, encode(tokenizer, text), block=2, batch=8)
     assert count == 3 and nll == pytest.approx(6 * math.log(2))
-    metrics = split_metrics("val", nll, count, text)
+    metrics = split_metrics("val", nll, count, SplitTokens.from_text(tokenizer, text))
     assert metrics["val_bpc"] == pytest.approx(6 / 4)
     assert metrics["val_bpb"] == pytest.approx(6 / 5)
     assert metrics["val_loss"] == pytest.approx(2 * math.log(2))  # nats per token
@@ -252,7 +252,7 @@ def test_bits_per_character_matches_a_hand_computation():
 
 
 def test_bits_per_character_counts_characters_not_tokens():
-    from zoo.pipelines.language_modeling import encode, evaluate, split_metrics
+    from zoo.pipelines.language_modeling import SplitTokens, encode, evaluate, split_metrics
 
     tokenizer = BPETokenizer.train(["ab" * 50], BPEConfig(vocab_size=260))  # one merge: "ab"
     ab = tokenizer.token_to_id("ab")
@@ -262,7 +262,7 @@ def test_bits_per_character_counts_characters_not_tokens():
     nll, count = evaluate(FixedDistribution(probs), encode(tokenizer, "ababab"), block=4, batch=8)
     # two predicted tokens at 2 bits each, over six characters
     assert count == 2
-    assert split_metrics("val", nll, count, "ababab")["val_bpc"] == pytest.approx(4 / 6)
+    assert split_metrics("val", nll, count, SplitTokens.from_text(tokenizer, "ababab"))["val_bpc"] == pytest.approx(4 / 6)
 
 
 def test_generation_holds_back_a_character_split_across_byte_tokens():

@@ -99,6 +99,10 @@ class LoadedRun:
             raise ZooError(f"run {self.id} is a {self.task} run, and the {self.task} "
                            "pipeline offers no generation")
         _positive("tokens", tokens, int)
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+                or not (math.isfinite(temperature) and temperature >= 0):
+            raise ZooError(f"temperature must be 0 (greedy) or a positive number, got "
+                           f"{temperature!r}")
         if top_k is not None:
             _positive("top_k", top_k, int)
         pieces = generate(self.trained, prompt, tokens, temperature=temperature, top_k=top_k,
@@ -140,7 +144,7 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     overrides = _overrides(settings, steps, time)
-    plan = plan_run(model, dataset, overrides=overrides, seed=_integer("seed", seed), task=task,
+    plan = plan_run(model, dataset, overrides=overrides, seed=seed, task=task,
                     text_column=text_column, label_column=label_column)
     return Run.from_result(execute(plan, device=device, quiet=quiet, text_column=text_column,
                                    label_column=label_column))

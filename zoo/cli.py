@@ -156,13 +156,21 @@ def cmd_generate(args) -> int:
     if generate is None:
         raise ZooError(f"run {trained.run_id} is a {trained.task} run, and the {trained.task} "
                        "pipeline offers no generation")
-    if args.prompt:
-        sys.stdout.write(args.prompt)
-    for piece in generate(trained, args.prompt, args.tokens, temperature=args.temperature,
-                          top_k=args.top_k, seed=args.seed):
-        sys.stdout.write(piece)
-        sys.stdout.flush()
-    sys.stdout.write("\n")
+    prompts = args.prompt or [""]
+    options = dict(temperature=args.temperature, top_k=args.top_k, seed=args.seed)
+    if args.no_cache:  # only then: a pipeline's generate need not know the option
+        options["cache"] = False
+    if len(prompts) == 1:  # one text: print it as it comes
+        sys.stdout.write(prompts[0])
+        for piece in generate(trained, prompts[0], args.tokens, **options):
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+        sys.stdout.write("\n")
+        return 0
+    texts = list(prompts)  # several: sampled side by side, printed one after another
+    for row, piece in generate(trained, prompts, args.tokens, **options):
+        texts[row] += piece
+    sys.stdout.write("\n\n-----\n\n".join(texts) + "\n")
     return 0
 
 
@@ -512,11 +520,14 @@ def build_parser() -> Parser:
     p = commands.add_parser("generate", help="sample text from a trained language model",
                             description="Reload a run's weights and tokenizer and stream text.")
     p.add_argument("run_id", help="run id (or a unique prefix)")
-    p.add_argument("--prompt", default="", help="text to continue")
+    p.add_argument("--prompt", action="append", default=None,
+                   help="text to continue (repeat for several, sampled as one batch)")
     p.add_argument("--tokens", type=positive_int, default=300, help="tokens to generate")
     p.add_argument("--temperature", type=temperature, default=0.8, help="0 means greedy")
     p.add_argument("--top-k", type=positive_int, default=None, help="sample from the k likeliest")
     p.add_argument("--seed", type=seed_argument, default=0, help="sampling seed")
+    p.add_argument("--no-cache", action="store_true",
+                   help="recompute the whole context for every token (no key/value cache)")
     p.set_defaults(handler=cmd_generate)
 
     p = commands.add_parser("predict", help="predict with a trained run whose task offers predict",

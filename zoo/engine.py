@@ -209,6 +209,32 @@ class TorchModel:
             out = self.module(self._tensor(inputs), self._mask(mask))
         return out.float().cpu().numpy()
 
+    @property
+    def decodes_incrementally(self) -> bool:
+        """Whether the module has a key/value-cached ``decode`` (zoo.model.Model)."""
+        return callable(getattr(self.module, "decode", None))
+
+    @torch.inference_mode()
+    def start_decoding(self, inputs, pads=None):
+        self.module.eval()
+        pads = None if pads is None else self._tensor(pads).long()
+        with self._decode_autocast():
+            logits, cache = self.module.decode(self._tensor(inputs), None, pads)
+        return logits.float().cpu().numpy(), cache
+
+    @torch.inference_mode()
+    def decode_step(self, next_ids, cache):
+        with self._decode_autocast():
+            logits, cache = self.module.decode(self._tensor(next_ids).reshape(-1, 1), cache)
+        return logits.float().cpu().numpy(), cache
+
+    def _decode_autocast(self):
+        # On the CPU, a step of one position is too small for bf16 to pay: autocast would
+        # cast every weight matrix to bf16 on every step (measured 2x slower per linear).
+        if self.device.type == "cpu":
+            return contextlib.nullcontext()
+        return self._autocast()
+
     def state_dict(self) -> dict[str, np.ndarray]:
         """Weights as NumPy arrays; a tied weight is kept once, under its first name."""
         seen, state = set(), {}

@@ -93,10 +93,10 @@ def register_pipelines(register: Register) -> None:
 
 
 @hookspec
-def register_commands(register):
-    """Called once when the registry loads, to add `zoo` subcommands.
+def register_commands(register: Register) -> None:
+    """Add `zoo` subcommands.
 
-    ``register(name, handler, *, help="", description="", arguments=None)``:
+    :param register: ``register(name, handler, *, help="", description="", arguments=None)``.
 
     - ``name``: the command, as typed after ``zoo`` (lower-case letters, digits, ``-``); it
       may not be a command zoo already has.

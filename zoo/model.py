@@ -13,6 +13,12 @@ restoring them after ``configure_optimizer`` must make the next steps bit-identi
 Divergence: ``train_step`` checks the loss and the gradient norm before the optimizer step;
 if either is not finite it raises ``NonFiniteError`` and leaves the weights untouched.
 
+Incremental decoding (optional): a language model that can generate without recomputing
+its whole context each token says so with ``decodes_incrementally = True`` and has
+``start_decoding`` and ``decode_step`` (below). Pipelines fall back to ``logits`` on the
+whole context when a model lacks them. A torch module gets them through ``TorchModel`` by
+having ``decode(input_ids, cache, pads) -> (logits [B, V], cache)`` (plugins/decoder).
+
 A module is called with ``input_ids`` [B, T] and ``attention_mask`` [B, T] (1 = real) and
 returns what its task declares (``zoo.Task.output``; ``zoo list pipelines`` shows each);
 the engine trains it with the task's declared loss.
@@ -65,6 +71,14 @@ class Model(Protocol):
     def logits(self, inputs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray: ...
 
     def state_dict(self) -> dict[str, np.ndarray]: ...
+
+    # Incremental decoding, optional (see the module docstring):
+    #   start_decoding(inputs [B, T], pads [B] | None) -> (logits [B, V], cache)
+    #       the logits after each row's last token; row b's first pads[b] positions are
+    #       padding (left-padded prompts), which nothing attends to;
+    #   decode_step(next_ids [B], cache) -> (logits [B, V], cache)
+    #       one more token per row. The cache never holds more than block_size positions:
+    #       the caller starts again on a shorter context before it would.
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None: ...
 

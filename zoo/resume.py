@@ -2,6 +2,7 @@
 to the newest good checkpoint, and train on in its own folder and store row."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -56,7 +57,8 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
     warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
     ckpt = checkpoint.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)
-    problems = resume_problems(provenance, ckpt, current, run)
+    problems = resume_problems(provenance, ckpt, current, run,
+                               settings_added_since(provenance, plan))
     if problems:
         raise ResumeRefused(f"cannot resume run {row['id']}: " + "; ".join(problems)
                        + ". Start a new run instead (zoo run)")
@@ -96,8 +98,10 @@ def _check_resumable(row: dict) -> None:
                        f"{' or '.join(RESUMABLE)} runs can be resumed")
 
 
-def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder) -> list[str]:
-    """Why a run cannot be resumed with what is installed now (empty: it can)."""
+def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder,
+                    added_since: dict[str, set[str]] | None = None) -> list[str]:
+    """Why a run cannot be resumed with what is installed now (empty: it can). Settings in
+    ``added_since`` (section -> keys; see ``settings_added_since``) are not compared."""
     saved = ckpt.meta.get("identity", {}) if ckpt is not None else {
         "config_hash": provenance.get("config_hash"), "configs": provenance.get("configs"),
         "dataset_fingerprint": provenance.get("dataset_fingerprint"),
@@ -108,7 +112,8 @@ def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder) -> li
                         f"format {checkpoint.FORMAT}")
     # The settings themselves are compared, not the config hashes: a hash also covers the
     # plugins' code (checked below, by name) and its recipe may change between versions.
-    changed = _changed_keys(saved.get("configs") or {}, current["configs"])
+    # Settings added since the run started, at their defaults, change nothing it did.
+    changed = _changed_keys(saved.get("configs") or {}, current["configs"], added_since)
     if changed:
         problems.append("the config differs from the run's (" + ", ".join(changed[:6]) + ")")
     if saved.get("dataset_fingerprint") != current["dataset_fingerprint"]:
@@ -130,11 +135,30 @@ def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder) -> li
     return problems
 
 
-def _changed_keys(then: dict, now: dict) -> list[str]:
+def settings_added_since(provenance: dict, plan) -> dict[str, set[str]]:
+    """Config keys a run's record lacks that this zoo's configs have at their defaults
+    (settings added since the run started): they change nothing the run did."""
+    then = provenance.get("configs") or {}
+    added: dict[str, set[str]] = {}
+    for section, config in plan.configs.items():
+        if config is None or not isinstance(then.get(section), dict):
+            continue
+        for field in dataclasses.fields(config):
+            default = (field.default if field.default is not dataclasses.MISSING
+                       else field.default_factory() if field.default_factory is not dataclasses.MISSING
+                       else dataclasses.MISSING)
+            if field.name not in then[section] and getattr(config, field.name) == default:
+                added.setdefault(section, set()).add(field.name)
+    return added
+
+
+def _changed_keys(then: dict, now: dict, added_since: dict | None = None) -> list[str]:
     changed = []
     for section in sorted(set(then) | set(now)):
         old, new = then.get(section) or {}, now.get(section) or {}
         for key in sorted(set(old) | set(new)):
+            if key in (added_since or {}).get(section, ()):
+                continue
             a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
             if json.dumps(a, default=str) != json.dumps(b, default=str):
                 changed.append(f"{section}.{key}: {a!r} then, {b!r} now")

@@ -4,6 +4,7 @@ A tokenizer plugin registers a subclass of ``Tokenizer``:
 
 - ``train(texts, config)`` (a classmethod) builds it from an iterable of training texts;
 - ``encode`` / ``decode`` and their ``_batch`` forms turn text into ids and back;
+  ``encode_text`` turns a long text (a batch of dataset rows) into one NumPy array;
 - ``vocab_size``, ``token_to_id`` and the special-token ids ``pad_id``, ``unk_id``, ``cls_id``;
 - ``save(path)`` and ``load(path)`` (a classmethod) write and read one file.
 
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -76,6 +78,14 @@ class Tokenizer(ABC):
 
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
         return [self.decode(ids) for ids in batch]
+
+    def encode_text(self, text: str) -> "np.ndarray":
+        """A long text (many lines) as one array of ids. Lines are encoded as one batch,
+        each keeping its newline at its end; tokenizers with a faster way override this."""
+        import numpy as np  # not on the path of `zoo list`
+
+        ids = self.encode_batch(text.splitlines(keepends=True))
+        return np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64)
 
     @property
     @abstractmethod

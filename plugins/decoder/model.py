@@ -10,14 +10,50 @@
 qkv rows are [q; k; v], heads split C into n_head slices of C // n_head. GELU is the tanh
 approximation, or the exact form with config.gelu = "exact"; LayerNorm eps is 1e-5. Biases
 are absent when config.bias is false. The blocks are zoo.layers.PreLNBlock, causal.
+
+Incremental decoding (``Decoder.decode``) keeps each layer's keys and values in a
+``KVCache``, so a generated token costs one position's work instead of the whole context's.
+Rows may be left-padded (prompts of different lengths in one batch): padding is masked out
+of attention and each row's positions count from its first real token, so a padded row's
+logits equal those of the same row alone.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
-from zoo.layers import PreLNBlock, check_length, init_gpt2, last_real
+from zoo.layers import PreLNBlock, attention, check_length, init_gpt2, last_real
 from zoo import TaskSpec
+
+
+class KVCache:
+    """Keys and values of every layer for the positions decoded so far.
+
+    k[i], v[i]: [B, heads, block_size, head_dim], filled up to ``length``; ``pads`` [B]
+    counts each row's leading padding positions."""
+
+    def __init__(self, cfg, pads: torch.Tensor, dtype, device):
+        B, H = pads.shape[0], cfg.n_head
+        shape = (B, H, cfg.block_size, cfg.n_embd // H)
+        self.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(cfg.n_layer)]
+        self.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in range(cfg.n_layer)]
+        self.pads = pads
+        self.padded = bool(pads.any())
+        self.length = 0
+
+    def mask(self, start: int, end: int):
+        """[B, 1, t, end] True where a new position may attend: real keys, not in its
+        future. None when nothing is masked (one new position, no padding)."""
+        if end - start == 1 and not self.padded:
+            return None
+        keys = torch.arange(end, device=self.pads.device)
+        queries = torch.arange(start, end, device=self.pads.device)
+        causal = keys[None, :] <= queries[:, None]  # [t, end]
+        real = keys[None, None, :] >= self.pads[:, None, None]  # [B, 1, end]
+        # A padding query sees itself, so no row is wholly masked (that would give NaN).
+        itself = keys[None, :] == queries[:, None]
+        return ((causal & real) | itself)[:, None]
 
 
 class Decoder(nn.Module):
@@ -45,6 +81,53 @@ class Decoder(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.ln_f(x)
+
+    def decode(self, input_ids, cache: KVCache | None = None, pads=None):
+        """Logits [B, V] after the last of ``input_ids`` [B, t], given the positions in
+        ``cache`` before them (a new cache when None, with ``pads`` [B] leading padding
+        positions per row); returns them with the updated cache.
+
+        The same computation as ``forward``, in functional calls on the weights gathered
+        once per cache: at one position per step, module calls and attribute lookups
+        would cost as much as the arithmetic."""
+        B, t = input_ids.shape
+        cfg = self.cfg
+        if cache is None:
+            pads = torch.zeros(B, dtype=torch.long, device=input_ids.device) if pads is None else pads
+            cache = KVCache(cfg, pads, self.tok_emb.weight.dtype, input_ids.device)
+            cache.weights = self._decode_weights()
+        start, end = cache.length, cache.length + t
+        if end > cfg.block_size:
+            raise ValueError(f"sequence of {end} tokens exceeds block_size {cfg.block_size}")
+        tok_emb, pos_emb, layers, ln_f, lm_head = cache.weights
+        if cache.padded:  # positions count from each row's first real token (pads clamp to 0)
+            pos = torch.arange(start, end, device=input_ids.device)[None, :] - cache.pads[:, None]
+            x = F.embedding(input_ids, tok_emb) + F.embedding(pos.clamp(min=0), pos_emb)
+        else:
+            x = F.embedding(input_ids, tok_emb) + pos_emb[start:end]  # [B, t, C]
+        mask = cache.mask(start, end)
+        C, H = cfg.n_embd, cfg.n_head
+        for i, (ln1, qkv, proj, ln2, fc, fc_proj, approximate) in enumerate(layers):
+            h = F.layer_norm(x, (C,), *ln1)
+            q, k, v = F.linear(h, *qkv).view(B, t, 3, H, C // H).transpose(1, 3).unbind(2)
+            cache.k[i][:, :, start:end] = k  # [B, H, t, D]
+            cache.v[i][:, :, start:end] = v
+            y = attention(q, cache.k[i][:, :, :end], cache.v[i][:, :, :end], attn_mask=mask)
+            x = x + F.linear(y.transpose(1, 2).reshape(B, t, C), *proj)
+            h = F.gelu(F.linear(F.layer_norm(x, (C,), *ln2), *fc), approximate=approximate)
+            x = x + F.linear(h, *fc_proj)
+        cache.length = end
+        h = F.layer_norm(x[:, -1], (C,), *ln_f)  # [B, C]
+        return F.linear(h, lm_head), cache
+
+    def _decode_weights(self):
+        def pair(module):
+            return module.weight, module.bias
+
+        layers = [(pair(b.ln1), pair(b.attn.qkv), pair(b.attn.proj), pair(b.ln2),
+                   pair(b.mlp.fc), pair(b.mlp.proj), b.mlp.approximate) for b in self.blocks]
+        return (self.tok_emb.weight, self.pos_emb.weight, layers, pair(self.ln_f),
+                self.lm_head.weight)
 
     def forward(self, input_ids, attention_mask=None):
         h = self.hidden(input_ids)

@@ -203,6 +203,32 @@ def cross_entropy(logits, targets, reduction: str = "mean"):
     return loss, count, grad.reshape(logits.shape)
 
 
+def decode_mask(pads, start: int, end: int):
+    """[B, 1, t, end] True where a new position may attend: real keys (not the row's
+    leading padding), not in its future. A padding query sees itself, so no row is wholly
+    masked."""
+    keys = np.arange(end)
+    queries = np.arange(start, end)
+    causal = keys[None, :] <= queries[:, None]  # [t, end]
+    real = keys[None, None, :] >= np.asarray(pads)[:, None, None]  # [B, 1, end]
+    itself = keys[None, :] == queries[:, None]
+    return ((causal & real) | itself)[:, None]
+
+
+class KVCache:
+    """Keys and values of every layer for the positions decoded so far: k[i], v[i] are
+    [B, H, block_size, D], filled up to ``length``; ``pads`` [B] counts each row's leading
+    padding positions."""
+
+    def __init__(self, cfg, pads: np.ndarray, dtype):
+        H = cfg.n_head
+        shape = (len(pads), H, cfg.block_size, cfg.n_embd // H)
+        self.k = [np.zeros(shape, dtype=dtype) for _ in range(cfg.n_layer)]
+        self.v = [np.zeros(shape, dtype=dtype) for _ in range(cfg.n_layer)]
+        self.pads = pads
+        self.length = 0
+
+
 # -- the model ---------------------------------------------------------------------------
 def parameter_shapes(cfg, spec: TaskSpec) -> dict[str, tuple[int, ...]]:
     """Every parameter's name and shape, in the torch decoder's state_dict order."""
@@ -311,6 +337,18 @@ class NumpyDecoder:
     def logits(self, inputs, mask=None) -> np.ndarray:
         return self.forward(inputs, mask)[0]
 
+    @property
+    def decodes_incrementally(self) -> bool:
+        return self.spec.task == "language-modeling"
+
+    def start_decoding(self, inputs, pads=None):
+        ids = np.asarray(inputs)
+        pads = np.zeros(len(ids), dtype=np.int64) if pads is None else np.asarray(pads)
+        return self._decode(ids, KVCache(self.cfg, pads, self.dtype))
+
+    def decode_step(self, next_ids, cache):
+        return self._decode(np.asarray(next_ids).reshape(-1, 1), cache)
+
     def state_dict(self) -> dict[str, np.ndarray]:
         return {name: value.copy() for name, value in self.params.items()}
 
@@ -365,6 +403,42 @@ class NumpyDecoder:
         if self.spec.task == "classification":
             return linear(pooled, p["cls_head.weight"], p["cls_head.bias"]), cache  # [B, K]
         return pooled @ self._lm_head().T, cache  # [B, V]
+
+    def _decode(self, ids, kv: KVCache):
+        """Logits [B, V] after the last of ``ids`` [B, t], appending their keys and values
+        to ``kv``; positions count from each row's first real token."""
+        cfg, p = self.cfg, self.params
+        get = p.get
+        B, t = ids.shape
+        start, end = kv.length, kv.length + t
+        if end > cfg.block_size:
+            raise ValueError(f"sequence of {end} tokens exceeds block_size {cfg.block_size}")
+        H, D = cfg.n_head, cfg.n_embd // cfg.n_head
+        pos = np.maximum(np.arange(start, end)[None, :] - kv.pads[:, None], 0)  # [B, t]
+        x = p["tok_emb.weight"][ids] + p["pos_emb.weight"][pos]  # [B, t, C]
+        allowed = decode_mask(kv.pads, start, end)
+        scale = self.dtype.type(1.0 / math.sqrt(D))
+        for i in range(cfg.n_layer):
+            prefix = f"blocks.{i}."
+            h1, _ = layer_norm(x, p[prefix + "ln1.weight"], get(prefix + "ln1.bias"))
+            qkv = linear(h1, p[prefix + "attn.qkv.weight"], get(prefix + "attn.qkv.bias"))
+            q, k, v = (qkv[..., j * cfg.n_embd:(j + 1) * cfg.n_embd]
+                       .reshape(B, t, H, D).transpose(0, 2, 1, 3) for j in range(3))
+            kv.k[i][:, :, start:end], kv.v[i][:, :, start:end] = k, v
+            scores = (q @ kv.k[i][:, :, :end].transpose(0, 1, 3, 2)) * scale  # [B, H, t, end]
+            scores = np.where(allowed, scores, -np.inf)
+            scores -= scores.max(axis=-1, keepdims=True)
+            probs = np.exp(scores)
+            probs /= probs.sum(axis=-1, keepdims=True)
+            a = (probs @ kv.v[i][:, :, :end]).transpose(0, 2, 1, 3).reshape(B, t, cfg.n_embd)
+            x = x + linear(a, p[prefix + "attn.proj.weight"], get(prefix + "attn.proj.bias"))
+            h2, _ = layer_norm(x, p[prefix + "ln2.weight"], get(prefix + "ln2.bias"))
+            f = linear(h2, p[prefix + "mlp.fc.weight"], get(prefix + "mlp.fc.bias"))
+            x = x + linear(self.gelu(f)[0], p[prefix + "mlp.proj.weight"],
+                           get(prefix + "mlp.proj.bias"))
+        kv.length = end
+        h, _ = layer_norm(x[:, -1], p["ln_f.weight"], p.get("ln_f.bias"))  # [B, C]
+        return linear(h, self._lm_head(), None), kv
 
     def backward(self, dlogits, cache) -> dict[str, np.ndarray]:
         cfg, p = self.cfg, self.params

@@ -36,6 +36,17 @@ REGRESSION = Task(
 
 
 @dataclass
+class BitsConfig:
+    rows: int = 1200  # strings in all, split 80/10/10 into train, validation and test
+    length: int = 10  # bits per string
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.rows < 10 or not 1 <= self.length <= 52:  # 52: a float64 holds the value exactly
+            raise ValueError("rows must be at least 10 and length between 1 and 52")
+
+
+@dataclass
 class BitMLPConfig:
     n_embd: int = 8  # width of each position's embedding
     hidden: int = 32  # width of the hidden layer
@@ -55,7 +66,8 @@ def register_pipelines(register):
 
 @hookimpl
 def register_datasets(register):
-    register("bits", "zoo_regress.data:load", tasks=("regression",),
+    register("bits", "zoo_regress.data:load", config=BitsConfig, tasks=("regression",),
+             columns={"text": "text", "label": "label"},
              description="random bit strings; the target is their value as a binary fraction")
 
 

@@ -9,11 +9,13 @@ def value(bits: str) -> float:
     return sum(int(b) / 2 ** (i + 1) for i, b in enumerate(bits))
 
 
-def load(rows: int = 1200, length: int = 10, seed: int = 0):
-    """A DatasetDict with train, validation and test splits (80/10/10) of ``rows`` strings."""
+def load(config):
+    """A DatasetDict with train, validation and test splits (80/10/10) of ``config.rows``
+    strings (``config`` is a ``BitsConfig``: ``--set rows=400`` reaches it)."""
     import datasets
 
-    rng = random.Random(seed)
+    rows, length = config.rows, config.length
+    rng = random.Random(config.seed)
     texts = ["".join(rng.choice("01") for _ in range(length)) for _ in range(rows)]
     labels = [value(t) for t in texts]
     cut = [0, rows * 8 // 10, rows * 9 // 10, rows]

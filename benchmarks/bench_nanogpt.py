@@ -1,0 +1,234 @@
+"""Training speed side by side with nanoGPT's own train.py, at nanoGPT's CPU shape.
+
+nanoGPT's README trains character-level Shakespeare on a CPU with 4 layers of width 128,
+block 64, batch 12, no dropout; zoo's decoder-char-nanogpt preset is that shape. This
+script runs nanoGPT's train.py itself (from a checkout you give it: its source is never
+part of zoo) and zoo's training step (built exactly as `zoo run` builds it, through
+bench_train.Variant), alternating rounds of steps in fresh processes, and prints the ratio
+of the medians of milliseconds per step. Then, for zoo: model FLOPs utilisation against the
+bf16 (and fp32) matrix-multiply peak measured here, and a torch profiler summary of where a
+step's time goes.
+
+    git clone https://github.com/karpathy/nanoGPT /tmp/nanoGPT
+    OMP_NUM_THREADS=1 python benchmarks/bench_nanogpt.py --nanogpt /tmp/nanoGPT
+    NANOGPT_DIR=/tmp/nanoGPT python benchmarks/bench_nanogpt.py --rounds 5 --steps 80
+
+nanoGPT's data is made by its own data/shakespeare_char/prepare.py (train.bin and val.bin
+of uint16 character ids, 90% / 10%, and meta.pkl) from zoo's mirror of Tiny Shakespeare,
+written as the input.txt it would otherwise download, in a temporary folder next to copies
+of train.py, model.py and configurator.py. Both sides run
+with the threads OMP_NUM_THREADS gives them (set it to 1 on a shared machine). nanoGPT's
+per-iteration time is the one it prints (`time ...ms`, batch fetching included); zoo's is
+measured around the same work (batch sampling and the optimizer step). On a loaded machine wall-clock
+times swing with the other processes, so the script also reports CPU milliseconds per
+step: the CPU time of a run of 2N steps less that of a run of N steps, over N (start-up and
+data preparation cancel out).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import REPO, header, load  # noqa: E402
+
+# nanoGPT's README: "python train.py config/train_shakespeare_char.py --device=cpu
+# --compile=False --eval_iters=20 --log_interval=1 --block_size=64 --batch_size=12
+# --n_layer=4 --n_head=4 --n_embd=128 --max_iters=2000 --lr_decay_iters=2000 --dropout=0.0".
+# Evaluation is pushed past the timed iterations (it would land inside one iteration's time).
+NANOGPT_ARGS = ["config/train_shakespeare_char.py", "--device=cpu", "--compile=False",
+                "--eval_iters=1", "--eval_interval=1000000", "--log_interval=1",
+                "--block_size=64", "--batch_size=12", "--n_layer=4", "--n_head=4",
+                "--n_embd=128", "--lr_decay_iters=2000", "--dropout=0.0"]
+NANOGPT_FILES = ("train.py", "model.py", "configurator.py", "config/train_shakespeare_char.py")
+PREPARE = "data/shakespeare_char/prepare.py"
+ITERATION = re.compile(r"^iter (\d+): loss [\d.]+, time ([\d.]+)ms")
+PRESET = "decoder-char-nanogpt"
+
+
+def shakespeare_text() -> str:
+    """Tiny Shakespeare whole (1,115,394 characters) from zoo's mirror: its splits, in order."""
+    from zoo import data
+    from zoo.registry import get_zoo
+    from zoo.tokenized import column_of
+
+    zoo = get_zoo()
+    loaded = data.load(data.resolve("shakespeare", zoo), zoo, quiet=True)
+    return "".join("".join(column_of(loaded.split(role), loaded.text_column).to_pylist())
+                   for role in ("train", "validation", "test"))
+
+
+def prepare_nanogpt(checkout: Path, work: Path) -> None:
+    """nanoGPT's files, and its shakespeare_char data made by its own prepare.py from the
+    mirror's text (given as the input.txt it would otherwise download)."""
+    for name in (*NANOGPT_FILES, PREPARE):
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(checkout / name, work / name)
+    (work / PREPARE).with_name("input.txt").write_text(shakespeare_text(), encoding="utf-8")
+    out = subprocess.run([sys.executable, PREPARE], cwd=work, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"nanoGPT's prepare.py failed:\n{out.stderr[-2000:]}")
+
+
+def run_child(command: list[str], cwd: Path) -> tuple[str, float]:
+    """A child process's output and the CPU seconds (user + system) it used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    out, err = child.communicate()
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(command[:3])} failed:\n{err[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # waited-for children, summed
+    return out, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def run_nanogpt(work: Path, steps: int, warmup: int) -> tuple[list[float], float]:
+    """nanoGPT's printed ms of each timed iteration, and the process's CPU seconds."""
+    out, cpu = run_child([sys.executable, "train.py", *NANOGPT_ARGS,
+                          f"--max_iters={steps + warmup}", f"--out_dir={work / 'out'}"], work)
+    times = [(int(m[1]), float(m[2])) for m in map(ITERATION.match, out.splitlines()) if m]
+    return [ms for it, ms in times if it >= warmup], cpu
+
+
+def run_zoo(steps: int, warmup: int) -> tuple[list[float], float]:
+    out, cpu = run_child([sys.executable, __file__, "--zoo-worker", str(steps), "--warmup",
+                          str(warmup)], REPO)
+    return json.loads(out.strip().splitlines()[-1]), cpu
+
+
+def run_side(side: str, work: Path, steps: int, warmup: int) -> tuple[list[float], float]:
+    return run_nanogpt(work, steps, warmup) if side == "nanoGPT" else run_zoo(steps, warmup)
+
+
+def zoo_variant():
+    from bench_train import Variant, prepare_data
+
+    tokenizer, ids = prepare_data("shakespeare")
+    return Variant("zoo", PRESET, {}, tokenizer, ids, "shakespeare")
+
+
+def zoo_worker(steps: int, warmup: int) -> None:
+    """In a fresh process, like nanoGPT's: milliseconds of each of ``steps`` steps."""
+    variant = zoo_variant()
+    for _ in range(warmup):
+        variant.step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        variant.step()
+        times.append((time.perf_counter() - start) * 1e3)
+    print(json.dumps(times))
+
+
+def matmul_peak(dtype_name: str, n: int = 1024, repeats: int = 20) -> float:
+    """FLOP/s of the best of ``repeats`` n x n matrix products in ``dtype`` on this CPU."""
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    for _ in range(3):
+        a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * n ** 3 / best
+
+
+def flops_per_step(variant) -> float:
+    """nanoGPT's estimate (PaLM appendix B): 6 N per token for the matrices, plus
+    12 L H Q T per token for attention; N without the position table."""
+    cfg, model = variant.model_cfg, variant.model.module
+    params = sum(p.numel() for p in model.parameters()) - model.pos_emb.weight.numel()
+    L, H, Q, T = cfg.n_layer, cfg.n_head, cfg.n_embd // cfg.n_head, cfg.block_size
+    per_token = 6 * params + 12 * L * H * Q * T
+    return per_token * T * variant.cfg.batch_size
+
+
+def profile_zoo(steps: int = 20) -> str:
+    """The torch profiler's summary of ``steps`` zoo steps, by operator, self CPU time."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    variant = zoo_variant()
+    for _ in range(10):
+        variant.step()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            variant.step()
+    del torch  # only the profiler's import was needed
+    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=18)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nanogpt", default=os.environ.get("NANOGPT_DIR"),
+                        help="a nanoGPT checkout (default: $NANOGPT_DIR)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per side")
+    parser.add_argument("--steps", type=int, default=60, help="timed steps per round")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed steps per round")
+    parser.add_argument("--no-profile", action="store_true", help="skip the profiler summary")
+    parser.add_argument("--zoo-worker", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.zoo_worker:
+        zoo_worker(args.zoo_worker, args.warmup)
+        return 0
+    checkout = Path(args.nanogpt).expanduser() if args.nanogpt else None
+    if checkout is None or not all((checkout / name).is_file() for name in NANOGPT_FILES):
+        print("skipped: no nanoGPT checkout (give --nanogpt DIR or set NANOGPT_DIR to a clone "
+              "of https://github.com/karpathy/nanoGPT)")
+        return 0
+
+    header(f"training side by side with nanoGPT's train.py, {PRESET} shape")
+    print(f"# OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} for both sides; "
+          f"{args.rounds} alternating rounds of {args.steps} timed steps after {args.warmup}")
+    work = Path(tempfile.mkdtemp(prefix="nanogpt-"))
+    try:
+        prepare_nanogpt(checkout, work)
+        times = {"nanoGPT": [], "zoo": []}
+        cpu = {"nanoGPT": [], "zoo": []}  # CPU ms per step, from two run lengths
+        for r in range(args.rounds):
+            for side in ("nanoGPT", "zoo") if r % 2 == 0 else ("zoo", "nanoGPT"):
+                got, short = run_side(side, work, args.steps, args.warmup)
+                _, long = run_side(side, work, 2 * args.steps, args.warmup)
+                times[side] += got
+                cpu[side].append((long - short) * 1e3 / args.steps)
+                print(f"round {r} {side:<8} median {statistics.median(got):6.2f} ms/step "
+                      f"({len(got)} steps), {cpu[side][-1]:6.2f} CPU ms/step ({load()})",
+                      flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    nano, zoo = (statistics.median(times[s]) for s in ("nanoGPT", "zoo"))
+    print(f"median ms/step: nanoGPT {nano:.2f}, zoo {zoo:.2f}; zoo is {nano / zoo:.2f}x nanoGPT")
+    nano_cpu, zoo_cpu = (statistics.median(cpu[s]) for s in ("nanoGPT", "zoo"))
+    print(f"median CPU ms/step (the CPU time of a run of {2 * args.steps} steps less that of "
+          f"{args.steps}, over {args.steps}): nanoGPT {nano_cpu:.2f}, zoo {zoo_cpu:.2f}; zoo is "
+          f"{nano_cpu / zoo_cpu:.2f}x nanoGPT")
+
+    variant = zoo_variant()
+    flops = flops_per_step(variant)
+    print(f"# zoo precision {variant.model.precision}; model FLOPs per step {flops / 1e9:.3f} G "
+          f"(nanoGPT's estimate: 6N + 12LHQT per token)")
+    for dtype in ("bfloat16", "float32"):
+        peak = matmul_peak(dtype)
+        print(f"{dtype} matmul peak (1024^3, one product, best of 20): {peak / 1e9:.1f} GFLOP/s; "
+              f"MFU (per CPU ms/step) zoo {flops / (zoo_cpu / 1e3) / peak:.1%}, "
+              f"nanoGPT {flops / (nano_cpu / 1e3) / peak:.1%}")
+    if not args.no_profile:
+        print(profile_zoo())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

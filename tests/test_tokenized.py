@@ -1,0 +1,84 @@
+"""Token arrays of dataset splits: the batched Dataset.map gives the ids the text encodes to,
+in the smallest dtype, memory-mapped; a second run reuses the cache (the flat file, else the
+Arrow file of the map); the final evaluation keeps to its token budget and says so."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import TINY_DECODER, run_cli
+from zoo import data, tokenized
+from zoo.plugins.bpe import BPEConfig, BPETokenizer
+from zoo.plugins.char import CharTokenizer
+from zoo.registry import get_zoo
+
+
+@pytest.fixture
+def text_dataset(tiny_text):
+    # a local text file: validation and test are carved out of it by a shuffled index mapping
+    zoo = get_zoo()
+    return data.load(data.resolve(str(tiny_text), zoo), zoo)
+
+
+def rows_text(split, column) -> str:
+    return "\n".join(split[column])  # the slow way, as a reference
+
+
+@pytest.mark.parametrize("role", ["train", "validation"])
+def test_split_ids_are_the_text_encoded_in_the_smallest_dtype(text_dataset, role, monkeypatch):
+    monkeypatch.setattr(tokenized, "ROWS_PER_BATCH", 37)  # several map batches
+    split, column = text_dataset.split(role), text_dataset.text_column
+    char = CharTokenizer.train([rows_text(text_dataset.split("train"), column)])
+    bpe = BPETokenizer.train([rows_text(text_dataset.split("train"), column)],
+                             BPEConfig(vocab_size=300))
+    for tokenizer, dtype in ((char, np.uint8), (bpe, np.uint16)):
+        ids = tokenized.split_ids(split, column, tokenizer)
+        assert isinstance(ids, np.memmap) and ids.dtype == dtype
+        expected = tokenizer.encode_batch(rows_text(split, column).splitlines(keepends=True))
+        assert ids.tolist() == [i for line in expected for i in line]
+    assert tokenized.split_size(split, column) == (len(rows_text(split, column)),) * 2
+
+
+def test_char_tokenizer_trains_and_encodes_long_texts_in_numpy():
+    text = "ab\nc\u2603\n" * 100
+    tokenizer = CharTokenizer.train([text[:300], text[300:]])
+    assert tokenizer.encode_text(text + "Z").tolist() == tokenizer.encode(text + "Z")
+    assert tokenizer.encode("Z") == [tokenizer.unk_id]
+
+
+def test_a_second_run_reuses_the_token_cache(text_dataset, monkeypatch):
+    split, column = text_dataset.split("train"), text_dataset.text_column
+    tokenizer = CharTokenizer.train([rows_text(split, column)])
+    calls = []
+    original = CharTokenizer.encode_text
+    monkeypatch.setattr(CharTokenizer, "encode_text",
+                        lambda self, text: calls.append(1) or original(self, text))
+    first = np.array(tokenized.split_ids(split, column, tokenizer))
+    assert calls
+    calls.clear()
+    assert np.array_equal(tokenized.split_ids(split, column, tokenizer), first) and not calls
+    # Without the flat file, the Arrow cache of the map is read instead of tokenizing again.
+    for flat in tokenized.cache_root().glob("*.uint8"):
+        flat.unlink()
+    assert np.array_equal(tokenized.split_ids(split, column, tokenizer), first) and not calls
+    # Another tokenizer is another cache entry.
+    other = CharTokenizer.train([rows_text(split, column) + "#"])
+    tokenized.split_ids(split, column, other)
+    assert calls
+
+
+def test_final_evaluation_keeps_to_the_token_budget_and_says_so(tiny_text):
+    whole = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", *TINY_DECODER)
+    budget = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", *TINY_DECODER,
+                     "--set", "eval_tokens=200")
+    assert whole.code == 0 and budget.code == 0, budget
+    said = run_cli("run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER,
+                   "--set", "eval_tokens=200")
+    told = said.out + said.err
+    assert "validation: scored 192 of" in told and "test: scored 192 of" in told, said
+    full, sampled = (json.loads(r.out)["metrics"] for r in (whole, budget))
+    assert full["val_loss"] != sampled["val_loss"]
+    assert sampled["val_loss"] == pytest.approx(full["val_loss"], rel=0.2)
+    assert sampled["val_bpc"] == pytest.approx(full["val_bpc"], rel=0.2)

@@ -1,0 +1,157 @@
+"""A dataset split as one array of token ids, built the way ``datasets`` is meant to be used.
+
+A split's text is its rows joined by newlines. It is tokenized by a batched
+``Dataset.map`` over Arrow batches (no Python loop over rows): each batch of rows becomes
+one text, encoded by the tokenizer's ``encode_text`` into one array. ``map`` is given a
+fingerprint made of the split's own fingerprint, the tokenizer's saved form and the column,
+so a second run on the same data with the same tokenizer finds the tokenized Arrow cache
+and reads it instead of tokenizing again.
+
+Ids are held in the smallest unsigned integer type that fits the vocabulary (uint8 for
+characters, uint16 for BPE, as nanoGPT's prepare.py writes uint16 files), in a flat file
+next to the zoo's other caches that is memory-mapped, so a large corpus costs page cache,
+not resident memory. Consumers cast the windows they take to int64.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+FORMAT = 2  # bump when what a cached token file holds changes
+ROWS_PER_BATCH = 10_000  # rows per map batch: one text each, encoded at once
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    """The smallest unsigned integer type that holds every id of the vocabulary."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if vocab_size <= np.iinfo(dtype).max + 1:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
+
+
+def column_of(split, column: str):
+    """The split's column as one Arrow array, rows in the split's order. A split carved
+    from a shuffled dataset is an index mapping over the source table; one Arrow ``take``
+    gathers it (the datasets library gathers such splits a row at a time)."""
+    values = split.data.table.column(column)
+    indices = split._indices  # private, but the only way to the mapping in one piece
+    if indices is not None:
+        values = values.take(indices.column(0))
+    return values.combine_chunks()
+
+
+def text_batches(split, column: str, rows: int = ROWS_PER_BATCH) -> Iterator[str]:
+    """The split's text in pieces of ``rows`` rows (each piece but the last ends with the
+    newline that joins it to the next); joined by Arrow, without a Python object per row."""
+    values = column_of(split, column)
+    for start in range(0, len(values), rows):
+        yield join_rows(values.slice(start, rows), last=start + rows >= len(values))
+
+
+def join_rows(column, last: bool = True) -> str:
+    """One string: the rows of an Arrow string column joined by newlines, with one more at
+    the end unless these are the ``last`` rows of the split."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if len(column) == 0:
+        return ""
+    lists = pa.ListArray.from_arrays(pa.array([0, len(column)], pa.int32()), column)
+    return pc.binary_join(lists, "\n")[0].as_py() + ("" if last else "\n")
+
+
+def split_size(split, column: str) -> tuple[int, int]:
+    """Characters and UTF-8 bytes of the split's text (rows and the newlines between them),
+    counted by Arrow."""
+    import pyarrow.compute as pc
+
+    values = split.data.table.column(column)  # the order of rows does not change a sum
+    if split._indices is not None:
+        values = column_of(split, column)
+    chars = pc.sum(pc.utf8_length(values)).as_py() or 0
+    data = pc.sum(pc.binary_length(values)).as_py() or 0
+    newlines = max(0, len(values) - 1)
+    return chars + newlines, data + newlines
+
+
+def cache_root() -> Path:
+    from zoo.tokenizer import cache_root as tokenizer_cache
+
+    return tokenizer_cache().parent / "tokens"
+
+
+def fingerprint(split, column: str, tokenizer) -> str:
+    """What the token array depends on: the split's rows, the column, the tokenizer."""
+    digest = hashlib.sha256()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tokenizer.json"
+        tokenizer.save(path)
+        digest.update(path.read_bytes())
+    digest.update(f"|{type(tokenizer).__qualname__}|{split._fingerprint}|{column}|{FORMAT}".encode())
+    return digest.hexdigest()[:32]
+
+
+def split_ids(split, column: str, tokenizer, *, say=None) -> np.ndarray:
+    """The split's token ids as one memory-mapped array of the smallest fitting dtype."""
+    dtype = token_dtype(tokenizer.vocab_size)
+    key = fingerprint(split, column, tokenizer)
+    path = cache_root() / f"{key}.{dtype.name}"
+    if not path.is_file():
+        mapped = tokenize(split, column, tokenizer, dtype, key)
+        _write(mapped, path, dtype)
+        if say:
+            say(f"tokenized {len(split):,} rows of {column!r}: {_count(path, dtype):,} tokens "
+                f"({dtype.name}, {path})")
+    if path.stat().st_size == 0:
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r")
+
+
+def tokenize(split, column: str, tokenizer, dtype: np.dtype, key: str):
+    """The batched, cached ``Dataset.map``: one output row of ids per batch of input rows,
+    over the split's rows gathered in one piece (see ``column_of``). Its Arrow cache file
+    is named by ``key``, so the same rows and tokenizer find it again."""
+    import datasets
+    import pyarrow as pa
+
+    def encode(table, indices):
+        text = join_rows(table.column(column), last=indices[-1] == len(split) - 1)
+        ids = tokenizer.encode_text(text).astype(dtype, copy=False)
+        offsets = pa.array([0, len(ids)], pa.int32())
+        return pa.table({"ids": pa.ListArray.from_arrays(offsets, pa.array(ids))})
+
+    rows = split if split._indices is None else datasets.Dataset(
+        pa.table({column: column_of(split, column)}), fingerprint=f"{split._fingerprint}-rows")
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    return rows.with_format("arrow").map(
+        encode, batched=True, with_indices=True, batch_size=ROWS_PER_BATCH,
+        remove_columns=rows.column_names,
+        new_fingerprint=key, cache_file_name=str(root / f"{key}.arrow"), desc="tokenizing")
+
+
+def _write(mapped, path: Path, dtype: np.dtype) -> None:
+    """The flat file, written chunk by chunk (never the whole array in memory) to a
+    temporary name and renamed into place, so a concurrent or crashed run never leaves half
+    a file under the final name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, staging = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            for chunk in mapped.data.column("ids").chunks:
+                out.write(chunk.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+                          .tobytes())
+        os.replace(staging, path)
+    finally:
+        if os.path.exists(staging):
+            os.unlink(staging)
+
+
+def _count(path: Path, dtype: np.dtype) -> int:
+    return path.stat().st_size // dtype.itemsize
