@@ -20,7 +20,8 @@ from typing import ClassVar
 import numpy as np
 
 from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, compression,
-                 dataset_key, natural_key, train, train_cached)
+                 dataset_key, natural_key, train)
+from zoo.pipelines.common import loop_metrics, run_tokenizer, softmax
 
 ROLES = ("train", "validation", "test")
 PREFIX = {"train": "train", "validation": "val", "test": "test"}
@@ -192,10 +193,7 @@ def probabilities(model, seqs: list[np.ndarray], pad_id: int, batch_size: int) -
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
         inputs, mask = pad([seqs[i] for i in rows], pad_id)
-        logits = model.logits(inputs, mask).astype(np.float64)
-        logits -= logits.max(axis=1, keepdims=True)
-        probs = np.exp(logits)
-        probs /= probs.sum(axis=1, keepdims=True)
+        probs = softmax(model.logits(inputs, mask).astype(np.float64))
         if out is None:
             out = np.empty((len(seqs), probs.shape[1]))
         out[rows] = probs
@@ -231,13 +229,12 @@ def scores(y_true: np.ndarray, probs: np.ndarray, classes: list[str], prefix: st
 
 
 # -- training --------------------------------------------------------------------------
-def train_tokenizer(job: Job):
-    """The tokenizer trained on the training split's texts, from the cache when it can be."""
+def tokenizer_for(job: Job):
+    """The run's tokenizer, trained on the training split's texts (an empty row as "")."""
     train = job.dataset.split("train")
     column = job.dataset.text_column
-    return train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
-                        lambda: ("" if t is None else str(t) for t in train[column]),
-                        dataset_key(job.dataset, "train", column), say=job.say)
+    return run_tokenizer(job, lambda: ("" if t is None else str(t) for t in train[column]),
+                         dataset_key(job.dataset, "train", column))
 
 
 def step_budget(cfg: ClassificationConfig, per_epoch: int) -> int:
@@ -266,10 +263,7 @@ def run(job: Job) -> RunResult:
                        "training split; classification needs at least 2")
     labels = {role: class_ids(names[role], classes, f"split {role!r}") for role in ROLES}
 
-    tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
-    if tokenizer is None:
-        tokenizer = train_tokenizer(job)
-        tokenizer.save(job.run.file("tokenizer.json"))
+    tokenizer = tokenizer_for(job)
     job.run.write_json(CLASSES_FILE, classes)
     encoded = {role: tokenizer.encode_batch(texts[role]) for role in ROLES}
     seqs = {role: with_cls(encoded[role], tokenizer.cls_id, block) for role in ROLES}
@@ -304,9 +298,7 @@ def run(job: Job) -> RunResult:
                            state={"batches": batches})
     job.run.save_weights(model.state_dict())  # the best validation weights, with keep_best
 
-    metrics = {"steps": result.steps, "epochs": result.steps / batches.per_epoch(),
-               "best_step": result.best_step, "train_loss": result.train_loss,
-               "train_time": result.train_time, "tokens_per_s": result.tokens_per_s}
+    metrics = {**loop_metrics(result), "epochs": result.steps / batches.per_epoch()}
     for role in ("validation", "test"):
         probs = probabilities(model, seqs[role], pad_id, cfg.eval_batch_size)
         metrics.update(scores(labels[role], probs, classes, PREFIX[role], detail=role == "test"))
@@ -320,7 +312,12 @@ def run(job: Job) -> RunResult:
 def trained_classes(trained) -> list[str]:
     folder = trained.folder
     if folder.file(CLASSES_FILE).is_file():
-        return folder.read_json(CLASSES_FILE)
+        classes = folder.read_classes(CLASSES_FILE)
+        expected = (trained.config.get("spec") or {}).get("num_classes")
+        if expected is not None and len(classes) != expected:
+            raise ZooError(f"{folder.file(CLASSES_FILE)}: {len(classes)} class names for a "
+                           f"model with {expected} classes")
+        return classes
     names = trained.row.get("metrics", {}).get("class_names")
     if not names:
         raise ZooError(f"run {trained.run_id} has no class names ({CLASSES_FILE} is missing)")

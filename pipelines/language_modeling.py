@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from zoo import (Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, column_of, dataset_key,
-                 join_rows, split_ids, split_size, text_batches, train, train_cached)
+                 join_rows, split_ids, split_size, text_batches, train)
+from zoo.pipelines.common import loop_metrics, run_tokenizer, special_ids
 
 LN2 = math.log(2)
 REPLACEMENT = "\ufffd"  # what decoding gives for incomplete UTF-8
@@ -191,9 +192,7 @@ def next_logits(model, contexts: Contexts, state, use_cache: bool):
 
 def sample(logits: np.ndarray, tokenizer, temperature: float, top_k: int | None, rng) -> int:
     logits = logits.astype(np.float64)
-    for special in (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id):
-        if special is not None:
-            logits[special] = -np.inf
+    logits[special_ids(tokenizer)] = -np.inf
     if temperature <= 0:
         return int(np.argmax(logits))
     logits = logits / temperature
@@ -271,13 +270,9 @@ def run(job: Job) -> RunResult:
 
     cfg: LanguageModelingConfig = job.train_config
     block = job.model_config.block_size
-    tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
-    if tokenizer is None:
-        column = job.dataset.text_column
-        tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
-                                 lambda: text_batches(job.dataset.split("train"), column),
-                                 dataset_key(job.dataset, "train"), say=job.say)
-        tokenizer.save(job.run.file("tokenizer.json"))
+    column = job.dataset.text_column
+    tokenizer = run_tokenizer(job, lambda: text_batches(job.dataset.split("train"), column),
+                              dataset_key(job.dataset, "train"))
     splits = {role: split_tokens(job.dataset, role, tokenizer, say=job.say)
               for role in ("train", "validation", "test")}
     ids = {role: tokens.ids for role, tokens in splits.items()}
@@ -304,8 +299,7 @@ def run(job: Job) -> RunResult:
     # so val_* and test_* below are both figures of those weights.
     result = train(job, model, next_batch, validate=validate, score_key="val_loss",
                    higher_is_better=False, rngs={"eval": eval_rng})
-    metrics = {"steps": result.steps, "best_step": result.best_step, "train_loss": result.train_loss,
-               "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
+    metrics = loop_metrics(result)
     for role, prefix in (("validation", "val"), ("test", "test")):
         nll, count = score_split(model, splits[role], block, cfg, role, job.say)
         metrics.update(split_metrics(prefix, nll, count, splits[role]))
@@ -342,9 +336,7 @@ def evaluate_trained(trained, dataset, split: str = "test") -> dict:
     ids = tokens.ids
     if len(ids) < 2:
         raise ZooError(f"split {split!r} of {dataset.ref.name!r} has fewer than 2 tokens")
-    train_config = (trained.config.get("configs") or {}).get("train") or {}
-    cfg = LanguageModelingConfig(**{k: train_config[k] for k in ("eval_batch_size", "eval_tokens")
-                                    if train_config.get(k)})
+    cfg = trained.train_config or LanguageModelingConfig()  # the run's eval settings
     nll, count = score_split(trained.model, tokens, trained.block_size, cfg, split,
                              lambda message: print(message, file=sys.stderr))
     metrics = {key.removeprefix("eval_"): value

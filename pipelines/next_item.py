@@ -18,13 +18,13 @@ splits, on any further split (`heldout` for digits), and per family when rows na
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, compression,
-                 dataset_key, train, train_cached)
+                 dataset_key, train)
+from zoo.pipelines.common import log_softmax, loop_metrics, run_tokenizer, softmax, special_ids
 
 GROUP_COLUMN = "family"  # rows that name a family get accuracy per family
 PREFIXES = {"validation": "val", "test": "test"}
@@ -150,17 +150,13 @@ def extra_splits(dataset) -> list[str]:
 
 
 # -- evaluation ----------------------------------------------------------------------------
-def special_ids(tokenizer) -> list[int]:
-    return [i for i in (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id) if i is not None]
-
-
 def score(model, examples, batch_size: int, specials: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """For every example: was the likeliest token (specials excluded) right, and its NLL."""
     correct, nll = [], []
     for begin in range(0, len(examples), batch_size):
         batch = examples.batch(np.arange(begin, min(begin + batch_size, len(examples))))
         logits = model.logits(batch.inputs, batch.mask).astype(np.float64)  # [B, V]
-        log_probs = logits - _logsumexp(logits)
+        log_probs = log_softmax(logits)
         nll.append(-log_probs[np.arange(len(batch.targets)), batch.targets])
         logits[:, specials] = -np.inf
         correct.append(logits.argmax(axis=1) == batch.targets)
@@ -177,18 +173,10 @@ def metrics_for(prefix: str, examples, correct: np.ndarray, nll: np.ndarray) -> 
     return out
 
 
-def _logsumexp(logits: np.ndarray) -> np.ndarray:
-    top = logits.max(axis=1, keepdims=True)
-    return top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True))
-
-
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    return np.exp(logits - _logsumexp(logits))
-
-
 # -- the pipeline --------------------------------------------------------------------------
-def train_tokenizer(job: Job):
-    """Through the shared cache; on rows, the targets too, so every next item has a token."""
+def tokenizer_for(job: Job):
+    """The run's tokenizer; on rows, trained on the targets too, so every next item has a
+    token."""
     dataset = job.dataset
     split = dataset.split("train")
     key = dataset_key(dataset, "train")
@@ -200,18 +188,14 @@ def train_tokenizer(job: Job):
     def texts():
         return [str(t) for column in columns for t in split[column]]
 
-    return train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config, texts,
-                        key, say=job.say)
+    return run_tokenizer(job, texts, key)
 
 
 def run(job: Job) -> RunResult:
 
     cfg: NextItemConfig = job.train_config
     block = job.model_config.block_size
-    tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
-    if tokenizer is None:
-        tokenizer = train_tokenizer(job)
-        tokenizer.save(job.run.file("tokenizer.json"))
+    tokenizer = tokenizer_for(job)
     data = {role: examples_for(job.dataset, role, tokenizer, block)
             for role in ("train", "validation", "test")}
     for name in extra_splits(job.dataset):
@@ -242,8 +226,7 @@ def run(job: Job) -> RunResult:
     # the loss keeps telling better weights from worse.
     result = train(job, model, next_batch, validate=validate, score_key="val_loss",
                    higher_is_better=False)
-    metrics = {"steps": result.steps, "best_step": result.best_step, "train_loss": result.train_loss,
-               "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
+    metrics = loop_metrics(result)
     for name, examples in data.items():
         if name == "train":
             continue
@@ -286,7 +269,7 @@ def example_lines(model, tokenizer, examples, count: int, specials) -> list[str]
     batch = examples.batch(rows)
     logits = model.logits(batch.inputs, batch.mask).astype(np.float64)
     logits[:, specials] = -np.inf
-    probs = _softmax(logits)
+    probs = softmax(logits)
     lines = []
     for i, row in enumerate(rows):
         guess = int(probs[i].argmax())
@@ -317,7 +300,7 @@ def predict(trained, texts: list[str], top: int = 3) -> list[ItemPrediction]:
         batch = Rows(inputs, lengths, np.zeros(len(texts), dtype=np.int64)).batch(rows)
         logits = trained.model.logits(batch.inputs, batch.mask).astype(np.float64)
         logits[:, specials] = -np.inf
-        for p in _softmax(logits):
+        for p in softmax(logits):
             order = np.argsort(-p, kind="stable")[:top]
             ranked = [{"label": tokenizer.decode([int(i)]), "probability": float(p[i])}
                       for i in order]
@@ -328,14 +311,12 @@ def predict(trained, texts: list[str], top: int = 3) -> list[ItemPrediction]:
 def evaluate(trained, dataset, split: str = "test") -> dict:
     """Accuracy and loss of a trained run on one split of a dataset (a role or a split name),
     for `zoo eval`: the names carry no split prefix (the evaluation row records the split)."""
-    train_values = (trained.config.get("configs") or {}).get("train") or {}
-    defaults = NextItemConfig()
-    batch_size = train_values.get("eval_batch_size", defaults.eval_batch_size)
-    windows = train_values.get("eval_windows", defaults.eval_windows)
+    cfg = trained.train_config or NextItemConfig()  # the run's eval settings
     examples = examples_for(dataset, split, trained.tokenizer, trained.block_size)
     if isinstance(examples, Windows):
-        examples = examples.spread(windows)
-    correct, nll = score(trained.model, examples, batch_size, special_ids(trained.tokenizer))
+        examples = examples.spread(cfg.eval_windows)
+    correct, nll = score(trained.model, examples, cfg.eval_batch_size,
+                         special_ids(trained.tokenizer))
     return metrics_for("", examples, correct, nll)
 
 

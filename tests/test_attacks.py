@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import shutil
 import signal
@@ -394,3 +395,163 @@ def test_verify_batch_and_predict_file_are_bounded(trained, isolated):
         handle.truncate(65 * 2**20)  # sparse: 65 MiB of nothing
     result = run_cli("predict", runs["cls"], "--file", big)
     assert result.code == 2 and "MiB" in only_line(result)
+
+
+# -- tampered run folders ----------------------------------------------------------------
+def tamper_config(home, run_id, change):
+    path = home / run_id / "config.json"
+    config = json.loads(path.read_text())
+    change(config)
+    path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda c: c.pop("architecture"), "the key 'architecture' is missing"),
+    (lambda c: c.pop("configs"), "the key 'configs' is missing"),
+    (lambda c: c.update(architecture=["decoder"]), "'architecture' must be a string, not a list"),
+    (lambda c: c.update(seed="zero"), "'seed' must be an integer"),
+    (lambda c: c.update(configs=[1, 2]), "'configs' must be an object, not a list"),
+    (lambda c: c["configs"].update(model="big"), "configs.model must be an object or null"),
+    (lambda c: c["configs"].update(train=7), "configs.train must be an object or null"),
+    (lambda c: c["configs"]["model"].update(n_layers=3), "n_layers"),
+    (lambda c: c["configs"]["model"].update(n_layer="two"), "n_layer"),
+    (lambda c: c["spec"].update(colour="red"), "unknown key 'colour' in 'spec'"),
+    (lambda c: c["spec"].update(vocab_size=None), "spec.vocab_size must be an integer"),
+    (lambda c: c["configs"]["model"].update(n_embd=[[[[[[1]]]]]]), "nested too deeply"),
+])
+def test_a_tampered_config_json_is_exit_2_naming_it(trained, change, says):
+    home, runs = trained
+    path = tamper_config(home, runs["lm"], change)
+    for command in (["generate", runs["lm"], "--tokens", "2"], ["resume", runs["lm"]]):
+        result = run_cli(*command)
+        assert result.code == 2, (command, result)
+        line = only_line(result)
+        if command[0] == "generate":
+            assert str(path) in line and says in line, line
+
+
+def test_a_deeply_nested_config_json_is_exit_2(trained):
+    home, runs = trained
+    path = home / runs["lm"] / "config.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    result = run_cli("generate", runs["lm"], "--tokens", "2")
+    assert result.code == 2 and str(path) in only_line(result) and "nested" in result.err
+
+
+@pytest.mark.parametrize("content, says", [
+    ("{not json}\n{\"step\": 1}\n", "line 1 is not valid JSON"),
+    ("[1, 2]\n", "line 1 is a list, not a JSON object"),
+    ("\x00\x01garbage\n", "line 1 is not valid JSON"),
+])
+def test_garbage_metrics_jsonl_is_exit_2_naming_it(trained, content, says):
+    home, runs = trained
+    path = home / runs["lm"] / "metrics.jsonl"
+    path.write_text(content)
+    result = run_cli("plot", runs["lm"], "--output", "curve.png")
+    assert result.code == 2 and str(path) in only_line(result) and says in result.err
+
+
+def test_a_line_cut_short_by_a_crash_is_left_out_of_the_curve(trained):
+    from zoo.runfiles import read_curve
+
+    home, runs = trained
+    path = home / runs["lm"] / "metrics.jsonl"
+    whole = read_curve(path)
+    path.write_text(path.read_text() + '{"step": 99, "train_lo')
+    assert read_curve(path) == whole
+
+
+@pytest.mark.parametrize("content, says", [
+    ('{"pos": 1}', "expected a non-empty list of class names"),
+    ("[1, 2]", "expected a non-empty list of class names"),
+    ("[]", "expected a non-empty list"),
+    ('["neg"]', "1 class names for a model with 2 classes"),
+    ("[[[[[[[[", "not valid JSON"),
+])
+def test_a_bad_classes_json_is_exit_2_naming_it(trained, content, says):
+    home, runs = trained
+    path = home / runs["cls"] / "classes.json"
+    assert path.is_file()
+    path.write_text(content)
+    result = run_cli("predict", runs["cls"], "the film was good")
+    assert result.code == 2, result
+    assert str(path) in only_line(result) and says in result.err
+
+
+# -- the store: a damaged row, a read-only home ----------------------------------------
+def test_one_row_with_invalid_json_is_skipped_with_a_warning(trained):
+    import sqlite3
+
+    home, runs = trained
+    with sqlite3.connect(home / "zoo.db") as conn:
+        conn.execute("UPDATE runs SET metrics = '{broken' WHERE id = ?", (runs["lm"],))
+    for command in (["runs"], ["compare", "--by", "model", "--metric", "test_accuracy"]):
+        result = run_cli(*command)
+        assert result.code == 0, (command, result)
+        assert runs["cls"] in result.out or "encoder-char" in result.out
+        warnings = result.err.strip().splitlines()
+        assert warnings and all(runs["lm"] in w and "invalid JSON" in w and "skipped" in w
+                                for w in warnings), result
+    show = run_cli("show", runs["lm"])
+    assert show.code == 2 and runs["lm"] in only_line(show) and "invalid JSON" in show.err
+    assert run_cli("show", runs["cls"]).code == 0
+
+
+def test_a_read_only_home_can_be_browsed(trained, monkeypatch, isolated):
+    """An archived store (read-only folder and zoo.db): runs, show, compare, generate and
+    predict work, reading it with SQLite's read-only mode; nothing is written. As root,
+    permissions do not stop writes, so the check that sees them is made to see them."""
+    import zoo.store
+
+    home, runs = trained
+    if os.geteuid() != 0:
+        for path in [home / "zoo.db", home]:
+            path.chmod(0o555)
+    else:
+        monkeypatch.setattr(zoo.store, "_not_writable", lambda path: path.is_file())
+    before = {p: p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
+    try:
+        for command in (["runs"], ["show", runs["lm"]], ["compare", "--by", "model"],
+                        ["generate", runs["lm"], "--tokens", "3"],
+                        ["predict", runs["cls"], "the film was good"]):
+            result = run_cli(*command)
+            assert result.code == 0, (command, result)
+        with Store() as store:
+            assert store.read_only
+        written = run_cli("run", "decoder-char", "tiny.txt")
+        assert written.code == 2
+    finally:
+        if os.geteuid() != 0:
+            for path in [home, home / "zoo.db"]:
+                path.chmod(0o755)
+    assert {p: p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()
+            and not p.name.startswith("zoo.db-")} == {p: t for p, t in before.items()
+                                                      if not p.name.startswith("zoo.db-")}
+
+
+# -- budgets, the Hub, library noise -------------------------------------------------------
+def test_a_time_budget_too_small_for_a_step_still_trains_one(isolated, tiny_text):
+    result = run_cli("run", "decoder-char", tiny_text, "--time", "1e-9", "--json",
+                     *TINY_DECODER)
+    assert result.code == 0, result
+    summary = json.loads(result.out)
+    assert summary["status"] == "finished"
+    with Store() as store:
+        row = store.get(summary["run_id"])
+    assert row["metrics"]["steps"] == 1 and math.isfinite(row["metrics"]["train_loss"])
+
+
+def test_an_unknown_hub_id_without_network_fails_fast_with_one_line(isolated, monkeypatch):
+    import time
+
+    import zoo.data
+
+    monkeypatch.setattr(zoo.data, "hub_reachable", lambda timeout=3.0: False)
+    start = time.perf_counter()
+    result = run_cli("run", "decoder-char", "nobody/nothing-here", "--steps", "1")
+    assert time.perf_counter() - start < 15  # not 25 s of retries
+    assert result.code == 2, result
+    line = only_line(result)  # and no library log lines around it
+    assert "nobody/nothing-here" in line and "cannot be reached" in line
+    assert "Retrying" not in result.err

@@ -98,6 +98,16 @@ CASES = [
     Case("zero-tokens", ["generate", "x", "--tokens", "0"], ("--tokens", "positive integer")),
     Case("predict-without-text", ["predict", "x"], ("either TEXT or --file",)),
     Case("predict-missing-file", ["predict", "x", "--file", "nope.txt"], ("cannot read --file", "nope.txt")),
+    Case("predict-blank-file", ["predict", "x", "--file", "blank.txt"], ("blank.txt has no texts", "one text per line"),
+         write("blank.txt", "\n  \n\t\n")),
+    Case("seed-negative", [*RUN, "tiny.txt", "--seed", "-5"], ("--seed", "from 0 to 4294967295", "-5"), tiny),
+    Case("seed-too-big-for-sqlite", [*RUN, "tiny.txt", "--seed", "18446744073709551616"], ("--seed", "from 0 to"), tiny),
+    Case("generate-seed-negative", ["generate", "x", "--seed", "-1"], ("--seed", "from 0 to")),
+    Case("temperature-negative", ["generate", "x", "--temperature", "-1"], ("--temperature", "0 (greedy) or a positive")),
+    Case("temperature-nan", ["generate", "x", "--temperature", "nan"], ("--temperature", "'nan'")),
+    Case("temperature-inf", ["generate", "x", "--temperature", "inf"], ("--temperature", "'inf'")),
+    Case("zoo-cache-is-a-file", ["run", "decoder-bpe", "tiny.txt", "--steps", "1", "--quiet", *TINY],
+         ("ZOO_CACHE=", "is not a folder"), both(tiny, lambda work: {"ZOO_CACHE": str(work / "tiny.txt")}), started=True),
     # -- --set values ------------------------------------------------------------------
     Case("set-without-equals", [*RUN, "tiny.txt", "--set", "n_layer"], ("key=value", "'n_layer'"), tiny),
     Case("set-unknown-key", [*RUN, "tiny.txt", "--set", "nlayer=2"], ("Unknown config key", "n_layer"), tiny),
@@ -112,6 +122,9 @@ CASES = [
     Case("set-heads-not-dividing", [*RUN, "tiny.txt", *TINY, "--set", "n_head=5"], ("divisible by n_head",), tiny),
     Case("set-zero-eval-interval", [*RUN, "tiny.txt", "--set", "eval_interval=0"], ("eval_interval must be positive",), tiny),
     Case("set-dropout-one", [*RUN, "tiny.txt", "--set", "dropout=1"], ("dropout must be in [0, 1)",), tiny),
+    Case("set-min-lr-above-lr", [*RUN, "tiny.txt", "--set", "lr=1e-3", "--set", "min_lr=1e-2"], ("min_lr (0.01) is above lr (0.001)",), tiny),
+    Case("set-vocabulary-too-big", ["run", "decoder-bpe", "tiny.txt", "--set", "vocab_size=1000000000"],
+         ("vocab_size = 1,000,000,000", "at most 1,048,576"), tiny),
     Case("set-negative-checkpoint", [*RUN, "tiny.txt", "--set", "checkpoint_every=-1"], ("checkpoint_every must be zero or more",), tiny),
     Case("set-block-longer-than-data", [*RUN, "tiny.txt", "--steps", "1", "--quiet", *TINY, "--set", "block_size=60000"],
          ("needs more than", "block_size"), tiny, started=True),
@@ -130,6 +143,10 @@ CASES = [
          both(tiny, registry_toml('[models.m]\narchitecture = "decoder"\ntokenizer = "char"\nset = { n_layer = "two" }\n'))),
     Case("toml-preset-infinite-lr", ["run", "m", "tiny.txt"], ("lr must be a finite number",),
          both(tiny, registry_toml('[models.m]\narchitecture = "decoder"\ntokenizer = "char"\nset = { lr = inf }\n'))),
+    Case("toml-nested-too-deeply", ["list"], ("registry.toml", "nested too deeply"),
+         registry_toml("a = " + "[" * 100_000 + "]" * 100_000 + "\n")),
+    Case("toml-hub-climbs-out", ["list"], ("hub '../../etc' is not a Hub dataset id", "no '..'"),
+         registry_toml('[datasets.evil]\nhub = "../../etc"\n')),
     Case("toml-registry-env-missing", ["list"], ("ZOO_REGISTRY", "not a file"),
          lambda work: {"ZOO_REGISTRY": str(work / "missing.toml")}),
     # -- datasets ----------------------------------------------------------------------
@@ -157,6 +174,7 @@ CASES = [
          both(write("notrain/validation.csv", "text\n" + "\n".join(GOOD)), write("notrain/test.csv", "text\n" + "\n".join(GOOD)))),
     Case("dataset-numbers-as-text", [*RUN, "numbers.csv"], ("holds int64 values, not text", "--text-column"),
          write("numbers.csv", "text\n" + "\n".join(str(i) for i in range(60)))),
+    Case("dataset-id-climbs-out", [*RUN, "a/../../etc"], ("neither an existing path nor a Hub id",)),
     Case("dataset-empty-file", [*RUN, "empty.txt"], ("no rows",), write("empty.txt", "")),
     # -- run ids -----------------------------------------------------------------------
     Case("run-id-unknown", ["generate", "nope"], ("Unknown run 'nope'", "zoo runs")),
@@ -203,7 +221,8 @@ CASES = [
 
 
 def test_the_table_is_big_enough():
-    assert len(CASES) >= 30 and len({c.id for c in CASES}) == len(CASES)
+    """The real count, pinned: a case dropped by accident fails here (add one: raise it)."""
+    assert len(CASES) == 85 and len({c.id for c in CASES}) == len(CASES)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

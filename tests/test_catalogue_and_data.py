@@ -115,7 +115,7 @@ def test_help_and_version():
 
 
 @needs_mirror
-def test_catalogue_alias_loads_from_the_mirror_with_nothing_set():
+def test_catalogue_alias_loads_from_the_mirror_with_nothing_set(mirror):
     zoo = registry.get_zoo()
     loaded = data.load(data.resolve("shakespeare", zoo), zoo)
     assert loaded.location == str((MIRROR / "karpathy" / "tiny_shakespeare").resolve())

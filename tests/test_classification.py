@@ -207,7 +207,7 @@ def test_same_seed_same_metrics(reviews):
     assert first["val_loss"] == second["val_loss"] and first["train_loss"] == second["train_loss"]
 
 
-def test_class_names_come_from_the_classlabel_feature():
+def test_class_names_come_from_the_classlabel_feature(mirror):
     summary = tiny_run("encoder-char", "rotten_tomatoes", "--set", "block_size=16", steps=3)
     assert summary["metrics"]["class_names"] == ["neg", "pos"]
     assert sum(summary["metrics"]["test_per_class"][c]["support"] for c in ("neg", "pos")) == 1066

@@ -269,7 +269,7 @@ def tiny_run(path, *extra, seed=0):
     return json.loads(result.out)
 
 
-def test_eval_rows_show_and_compare(tiny_text):
+def test_eval_rows_show_and_compare(tiny_text, mirror):
     from zoo.store import home
 
     summary = tiny_run(tiny_text)

@@ -126,3 +126,25 @@ def test_tokens_per_s_leaves_out_the_validation_estimates():
     assert result.validate_time >= 0.2 and result.curve[-1]["val_loss"] == 1.0
     assert result.tokens_per_s == pytest.approx(1000 / (3.0 - result.validate_time))
     assert TrainResult(tokens=5, train_time=0.0).tokens_per_s == 0.0
+
+
+def test_bf16_detection_agrees_with_the_cpu_flags_of_this_machine():
+    """Not a mock: what the kernel reports in /proc/cpuinfo (avx512_bf16, amx_tile) and
+    what auto precision picks here must agree."""
+    from pathlib import Path
+
+    import torch
+
+    from zoo import engine
+
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.is_file():
+        pytest.skip("no /proc/cpuinfo on this system (Linux only)")
+    flags = set()
+    for line in cpuinfo.read_text().splitlines():
+        if line.startswith("flags"):
+            flags |= set(line.partition(":")[2].split())
+    native = bool(flags & {"avx512_bf16", "amx_tile", "amx_bf16"})
+    print(f"CPU bf16 flags: {sorted(flags & {'avx512_bf16', 'amx_tile', 'amx_bf16'})}")
+    assert engine.cpu_has_native_bf16() == native
+    assert engine.resolve_precision("auto", torch.device("cpu")) == ("bf16" if native else "fp32")

@@ -57,7 +57,7 @@ def test_old_runs_compare_with_their_recorded_figures():
     assert [cell["mean"] for cell in evals] == [EXPECTED["eval"]["metrics"]["bpc"]]
 
 
-def test_old_language_model_reloads_generates_and_evaluates_as_it_did():
+def test_old_language_model_reloads_generates_and_evaluates_as_it_did(mirror):
     assert ok("generate", LM["run_id"], "--prompt", "ROMEO:", "--tokens", 20,
               "--seed", 0) == EXPECTED["generated"]
     scored = json.loads(ok("eval", LM["run_id"], "shakespeare", "--split", "validation", "--json"))

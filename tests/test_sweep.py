@@ -78,6 +78,23 @@ def test_sweep_table_shows_only_the_sweeps_runs(tiny_text):
     assert len(finished_runs()) == 2
 
 
+def test_grid_makes_each_setting_its_own_cell_and_row(tiny_text):
+    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--grid", "lr=1e-3,3e-3",
+                     "--grid", "train.grad_clip=0.5,1", "--steps", 2, *TINY_DECODER,
+                     "--format", "csv")
+    assert result.code == 0, result
+    assert "1 model(s) x 1 dataset(s) x 4 setting(s) x 1 seed(s) = 4 cells" in result.err
+    assert "decoder-char (lr=3e-3, train.grad_clip=0.5) on" in result.err
+    table = pd.read_csv(io.StringIO(result.out))
+    assert sorted(table["setting"]) == ["grad_clip=0.5, lr=0.001", "grad_clip=0.5, lr=0.003",
+                                        "grad_clip=1, lr=0.001", "grad_clip=1, lr=0.003"]
+    assert (table["n"] == 1).all()
+    with Store() as store:
+        configs = sorted((r["config"]["configs"]["train"]["lr"],
+                          r["config"]["configs"]["train"]["grad_clip"]) for r in store.rows())
+    assert configs == [(1e-3, 0.5), (1e-3, 1.0), (3e-3, 0.5), (3e-3, 1.0)]
+
+
 def test_dry_run_plans_without_training(tiny_text, with_headless):
     result = run_cli("sweep", "decoder-char", "headless-c*", "--on", tiny_text, "shakespeare",
                      "--seeds", 2, "--dry-run")
@@ -94,6 +111,17 @@ def test_dry_run_plans_without_training(tiny_text, with_headless):
     (["decoder-chr", "--on", "shakespeare"], "Did you mean: decoder-char"),
     (["decoder-char", "--on", "shakespere"], "Did you mean: shakespeare"),
     (["decoder-char", "--on", "shakespeare", "--set", "n_layr=2"], "no cell of the sweep can run"),
+    (["decoder-char", "--on", "shakespeare", "--grid", "n_layr=1,2"],
+     "--grid: Unknown config key 'n_layr'. Did you mean: n_layer"),
+    (["decoder-char", "--on", "shakespeare", "--grid", "lr=0.1,fast"],
+     "--grid lr: lr must be a finite number, not 'fast'"),
+    (["decoder-char", "--on", "shakespeare", "--grid", "n_layer=1,2.5"], "n_layer must be an integer"),
+    (["decoder-char", "--on", "shakespeare", "--grid", "steps=1,2", "--steps", "3"],
+     "steps is both swept (--grid) and fixed"),
+    (["decoder-char", "--on", "shakespeare", "--grid", "lr"], "--grid expects key=v1,v2"),
+    (["decoder-char", "--on", "shakespeare", "--grid", "lr=1,", ], "--grid lr: empty value"),
+    (["decoder-char", "--on", "shakespeare", "--grid", "lr=1", "--grid", "train.lr=2"],
+     "--grid train.lr is given twice"),
 ])
 def test_bad_sweeps_fail_before_training(args, message):
     result = run_cli("sweep", *args)

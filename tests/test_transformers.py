@@ -213,3 +213,8 @@ def test_a_checkpoint_of_another_architecture_or_shape_is_refused(tiny_text, tmp
     assert missing.code == 2 and "cannot read the checkpoint" in missing.err, missing
     no_path = run_cli("run", "llama-pretrained", tiny_text)
     assert no_path.code == 2 and "--set pretrained=" in no_path.err, no_path
+    (folder / "tokenizer.json").unlink()
+    no_tokenizer = run_cli("run", "llama-pretrained", tiny_text, "--set", f"pretrained={folder}",
+                           "--set", "block_size=16")
+    assert no_tokenizer.code == 2 and "has no tokenizer.json" in no_tokenizer.err, no_tokenizer
+    assert run_cli("runs", "--json").out.count('"id"') == 0  # nothing started

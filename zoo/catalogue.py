@@ -84,6 +84,14 @@ def load_catalogue(files: list[Path] | None = None) -> Catalogue:
     return catalogue
 
 
+HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
+def is_hub_id(text: str) -> bool:
+    """A Hub dataset id, which never climbs out of a mirror folder ('../../etc' is none)."""
+    return bool(HUB_ID.match(text)) and ".." not in text
+
+
 def merge_file(catalogue: Catalogue, path: Path) -> None:
     path = Path(path)
     try:
@@ -97,6 +105,8 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ZooError(f"{path}: malformed TOML: {exc}") from None
+    except RecursionError:
+        raise ZooError(f"{path}: malformed TOML: nested too deeply") from None
     parser = _FileParser(path, text)
     parser.check_keys(data, TOP_KEYS, "top level")
     base = path.resolve().parent
@@ -127,6 +137,9 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
         for key in ("hub", "plugin", "task", "text_column", "label_column", "description"):
             if key in body:
                 setattr(entry, key, parser.expect(body[key], str, f"{where} {key}"))
+        if entry.hub is not None and not is_hub_id(entry.hub):
+            parser.fail(f"{where} hub {entry.hub!r} is not a Hub dataset id (NAME or "
+                        "OWNER/NAME: letters, digits, '-', '_', '.'; no '..')", name)
         if "path" in body:
             entry.path = str(parser.resolve_path(base, body["path"], f"{where} path"))
         catalogue.datasets[name] = entry

@@ -274,6 +274,7 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
 def cmd_sweep(args) -> int:
     from zoo.config import parse_assignment
     from zoo import sweeps
+    from zoo.executors import make_executor
 
     log = io.StringIO() if args.quiet or args.json else sys.stderr  # plan, progress, summary
     overrides = dict(parse_assignment(item) for item in args.set or [])
@@ -281,11 +282,13 @@ def cmd_sweep(args) -> int:
         overrides["train.steps"] = args.steps
     if args.time is not None:
         overrides["train.time"] = args.time
+    executor = make_executor(args.jobs, args.executor, args.address, args.cell_cpus,
+                             args.cell_gpus)  # before planning: a missing Ray fails at once
     plan = sweeps.plan_sweep(args.models, args.on, seeds=args.seeds, overrides=overrides,
-                             task=args.task)
+                             task=args.task, grid=sweeps.parse_grid(args.grid))
     for line in sweeps.describe_plan(plan):
         print(line, file=log)
-    if args.baseline is not None and args.baseline not in plan.models:
+    if args.baseline is not None and args.baseline.split(" (")[0] not in plan.models:
         from zoo.errors import UnknownNameError
 
         raise UnknownNameError("baseline model", args.baseline, plan.models,
@@ -302,7 +305,8 @@ def cmd_sweep(args) -> int:
                      else "to run")
             print(f"{cell.name}\t{state}")
         return 0
-    sweeps.run_sweep(plan, device=args.device, quiet=not args.verbose or args.json, out=log)
+    sweeps.run_sweep(plan, device=args.device, quiet=not args.verbose or args.json, out=log,
+                     executor=executor)
     print(sweeps.summary(plan), file=log)
     comparison = None
     if any(c.status == "finished" or c.done for c in plan.cells):
@@ -552,7 +556,8 @@ def build_parser() -> Parser:
     p.set_defaults(handler=cmd_compare)
 
     p = commands.add_parser("sweep", help="train every model x dataset x seed, then compare",
-                            description="Train every possible cell in this process, skip "
+                            description="Train every possible cell (in this process, in "
+                            "--jobs worker processes or as Ray tasks), skip "
                             "impossible ones with their reason and cells already finished with "
                             "the same config (so a second run resumes), record failures and go "
                             "on, then print the comparison of the sweep's runs.")
@@ -566,6 +571,9 @@ def build_parser() -> Parser:
                         help="wall-clock training budget per cell")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a config field in every cell (repeatable)")
+    p.add_argument("--grid", action="append", metavar="KEY=V1,V2",
+                   help="sweep a config field over these values too: every combination of "
+                   "grid values is its own cell and row (repeatable)")
     p.add_argument("--task", help="force a task instead of choosing it per cell")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--dry-run", action="store_true", help="print the plan and train nothing")
@@ -574,6 +582,16 @@ def build_parser() -> Parser:
     add_output_options(p, quiet_to=talk, quiet_help="no plan, progress or summary on stderr: "
                        "only the comparison", json_help="print one JSON object: every cell "
                        "(state, run id, reason) and the comparison's cells (as --format json)")
+    p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                   help="train N cells at a time in worker processes, each with cores/N "
+                   "threads (default 1: one after another in this process)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="ray: cells as tasks on a Ray cluster (pip install -e \".[ray]\")")
+    p.add_argument("--address", help="the Ray cluster to use (default: a local one)")
+    p.add_argument("--cell-cpus", type=positive_int, metavar="N",
+                   help="CPUs (threads) each Ray task asks for (default 1)")
+    p.add_argument("--cell-gpus", type=positive_float, metavar="N",
+                   help="GPUs each Ray task asks for (default 0)")
     add_compare_options(p, sweep=True)
     p.set_defaults(handler=cmd_sweep)
 

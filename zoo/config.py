@@ -90,6 +90,10 @@ def build_config(cls, values: dict[str, Any]):
             raise ZooError(f"no config fields to set: {', '.join(values)}")
         return None
     try:
+        types_ = field_types(cls)
+        # Values recorded in a run's config.json are checked like --set values: a tampered
+        # "n_layer": "two" is the same one-line error.
+        values = {k: coerce(v, types_[k], k) if k in types_ else v for k, v in values.items()}
         config = cls(**values)
     except (ValueError, TypeError) as exc:
         raise ZooError(f"invalid {cls.__name__}: {exc}") from None

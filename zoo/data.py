@@ -4,14 +4,18 @@ as a ``datasets.DatasetDict``), so mirrors, the Hub and local files share one co
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
+import socket
 import sys
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zoo.catalogue import DatasetEntry
+from zoo.catalogue import DatasetEntry, is_hub_id
 from zoo.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
 from zoo.registry import tasks_for
@@ -113,6 +117,9 @@ def resolve(name: str, zoo) -> DatasetRef:
     if looks_like_path:
         raise ZooError(f"Dataset path {name!r} does not exist")
     if "/" in name:
+        if not is_hub_id(name):
+            raise ZooError(f"Dataset {name!r} is neither an existing path nor a Hub id "
+                           "(OWNER/NAME: letters, digits, '-', '_', '.'; no '..')")
         return DatasetRef(name, "hub", name)
     names = list(catalogue.datasets) + [n for n in zoo.datasets.names() if n not in catalogue.datasets]
     raise UnknownNameError("dataset", name, names, hint="zoo list datasets shows all")
@@ -303,15 +310,61 @@ def _load_splits(ref: DatasetRef, zoo):
     mirror = find_in_mirrors(ref.source, zoo)
     if mirror is not None:
         return datasets.load_dataset(str(mirror)), str(mirror)
+    reachable = True
     try:
-        return datasets.load_dataset(ref.source), f"hub:{ref.source}"
+        with hub_access() as reachable:
+            return datasets.load_dataset(ref.source), f"hub:{ref.source}"
     except Exception as exc:
         searched = ", ".join(str(f) for f in search_folders(zoo)) or "none"
-        offline = os.environ.get("HF_HUB_OFFLINE", "unset")
+        offline = os.environ.get("HF_HUB_OFFLINE")
+        why = (f" (HF_HUB_OFFLINE={offline}: only the cache was tried)" if offline
+               else "" if reachable
+               else f"; {hub_endpoint()} cannot be reached, so only the cache was tried")
         raise ZooError(
             f"Cannot load dataset {ref.name!r} ({ref.source}): not in any mirror folder "
             f"(searched: {searched}; add one with ZOO_DATASETS) and not from the Hub or its "
-            f"cache (HF_HUB_OFFLINE={offline}): {_short(exc)}") from None
+            f"cache{why}: {_short(exc)}") from None
+
+
+def hub_endpoint() -> str:
+    return os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the Hub opens within ``timeout`` seconds."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    url = urllib.parse.urlparse(hub_endpoint())
+    try:
+        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
+    except (OSError, ValueError, TypeError):
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def hub_access():
+    """Around a Hub call: with no network, the libraries run offline (the cache only), so an
+    unknown id fails at once instead of after 25 s of retries; and their log lines (retries,
+    warnings) stay out of zoo's output, whose own error line says what went wrong.
+    Yields whether the Hub could be reached."""
+    import datasets.config
+    import huggingface_hub.constants
+
+    reachable = hub_reachable()
+    saved = huggingface_hub.constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE
+    loggers = [logging.getLogger(name) for name in ("huggingface_hub", "datasets", "fsspec")]
+    levels = [logger.level for logger in loggers]
+    if not reachable:
+        huggingface_hub.constants.HF_HUB_OFFLINE = datasets.config.HF_HUB_OFFLINE = True
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield reachable
+    finally:
+        huggingface_hub.constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE = saved
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _explain(exc: Exception) -> str:

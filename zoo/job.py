@@ -58,6 +58,9 @@ class TrainConfig:
         for name in ("beta1", "beta2"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.min_lr > self.lr:
+            raise ValueError(f"min_lr ({self.min_lr:g}) is above lr ({self.lr:g}): the "
+                             "schedule decays from lr down to min_lr; set min_lr to lr or less")
         if self.time is not None and not self.time > 0:
             raise ValueError(f"time must be positive, got {self.time}")
 
@@ -93,10 +96,21 @@ class RunFolder:
             handle.write(json.dumps(record) + "\n")
 
     def curve(self) -> list[dict]:
-        path = self.file("metrics.jsonl")
-        if not path.exists():
-            return []
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+        from zoo.runfiles import read_curve
+
+        return read_curve(self.file("metrics.jsonl"))
+
+    def read_classes(self, name: str) -> list[str]:
+        """A list of class names (classes.json), checked: a tampered file is a ZooError."""
+        from zoo.runfiles import read_classes
+
+        return read_classes(self.file(name))
+
+    def config(self) -> dict:
+        """config.json, checked (zoo.runfiles): a tampered file is a ZooError naming it."""
+        from zoo.runfiles import read_config
+
+        return read_config(self.file("config.json"))
 
     def save_weights(self, state: dict, name: str = "model.safetensors") -> None:
         from safetensors.numpy import save

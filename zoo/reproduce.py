@@ -33,7 +33,7 @@ def run_config(run_id: str) -> tuple[dict, dict]:
         raise ZooError(f"run {row['id']} is {row['status']}, not finished: there are no "
                        "metrics to reproduce")
     folder = RunFolder(home() / row["id"])
-    config = folder.read_json("config.json") if folder.file("config.json").is_file() else row["config"]
+    config = folder.config() if folder.file("config.json").is_file() else row["config"]
     if not config.get("configs"):
         raise ZooError(f"run {row['id']} recorded no resolved config to rerun")
     return row, config

@@ -27,23 +27,29 @@ class ResumeRefused(ZooError):
 RESUMABLE = ("interrupted", "failed")
 
 
-def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
+def resume(run_id: str, *, quiet: bool = False, zoo=None, claimed: dict | None = None,
+           store=None) -> dict:
     """Continue an interrupted (or failed) run from its newest good checkpoint, or from the
     start if it has none, in its own folder and store row. Returns what ``execute`` returns.
 
     This is what `zoo resume` calls, and what a sweep calls for its interrupted cells. It
     refuses (ZooError) if the config, dataset, tokenizer file, zoo or plugin versions differ
-    from the run's, or if the run is not resumable (finished, diverged, still running)."""
+    from the run's, or if the run is not resumable (finished, diverged, still running).
+    A sweep's worker passes the row its driver has already ``claimed`` and a ``store`` that
+    hands every write back to the driver; then nothing here opens the SQLite store."""
     zoo = zoo or get_zoo()
-    with Store() as store:
-        row = store.get(run_id)
-    _check_resumable(row)
+    if claimed is None:
+        with Store() as reader:
+            row = reader.get(run_id)
+        _check_resumable(row)
+    else:
+        row = claimed
     if distributed.launched():
         raise ResumeRefused("zoo resume runs in a single process; start it without torchrun")
     run = RunFolder(home() / row["id"])
     if not run.file("config.json").is_file():
         raise ResumeRefused(f"cannot resume run {row['id']}: {run.path} has no config.json")
-    provenance = run.read_json("config.json")
+    provenance = run.config()
     if (provenance.get("distributed") or {}).get("world_size", 1) > 1:
         raise ResumeRefused(f"cannot resume run {row['id']}: it trained under torchrun on "
                             f"{provenance['distributed']['world_size']} processes, whose other "
@@ -63,11 +69,13 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None) -> dict:
         raise ResumeRefused(f"cannot resume run {row['id']}: " + "; ".join(problems)
                        + ". Start a new run instead (zoo run)")
     pipeline = plan.pipeline.load()
-    store = Store()
-    if not store.claim(row["id"], RESUMABLE, error=None, finished=None,
-                       resumed=int(row.get("resumed") or 0) + 1):
-        store.close()
-        raise ResumeRefused(f"run {row['id']} was claimed by another process; nothing to resume")
+    if store is None:
+        store = Store()
+        if not store.claim(row["id"], RESUMABLE, error=None, finished=None,
+                           resumed=int(row.get("resumed") or 0) + 1):
+            store.close()
+            raise ResumeRefused(f"run {row['id']} was claimed by another process; nothing to "
+                                "resume")
     _rewind_curve(run, ckpt)
     if not quiet:
         where = f"step {ckpt.step}" if ckpt else "the start (no checkpoint was written)"

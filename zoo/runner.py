@@ -52,12 +52,14 @@ def seed_everything(seed: int) -> None:
 
 def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
             text_column: str | None = None, label_column: str | None = None, zoo=None,
-            extra: dict | None = None) -> dict:
+            extra: dict | None = None, run_id: str | None = None, store=None) -> dict:
     """Load the data, train and evaluate through the pipeline, and record the run.
 
     ``extra`` is added to the run's provenance (``zoo reproduce`` names the original run).
     Under torchrun every rank runs this; rank 0 alone writes the run folder and the store
-    row, the others work in a scratch folder that is removed at the end.
+    row, the others work in a scratch folder that is removed at the end. A sweep's worker
+    passes the ``run_id`` its driver chose and a ``store`` that hands every write back to
+    the driver (zoo.cellrun.Journal), so the driver alone writes the SQLite store.
     """
     zoo = zoo or get_zoo()
     ranks = _join_ranks(device)
@@ -71,7 +73,7 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
         check(dataset)
     plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
-    run_id = distributed.broadcast_object(new_run_id())
+    run_id = distributed.broadcast_object(run_id or new_run_id())
     run = _create_run_folder(home() if ranks.is_main else _scratch(), run_id)
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
@@ -86,7 +88,8 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
                   **(extra or {})}
     if ranks.active:
         provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
-    store = Store() if ranks.is_main else _NoStore()
+    if store is None:
+        store = Store() if ranks.is_main else _NoStore()
     try:
         run.write_json("config.json", provenance)
         store.insert(run.id, model=plan.spec.name, architecture=plan.spec.architecture.name,

@@ -38,6 +38,8 @@ def load_json(path: Path):
         raise ZooError(f"{path} is missing") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ZooError(f"{path} is not valid JSON ({_first_line(exc)})") from None
+    except RecursionError:
+        raise ZooError(f"{path} is nested too deeply to be a zoo file") from None
 
 
 def load_tokenizer(cls, path: Path):

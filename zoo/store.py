@@ -63,6 +63,7 @@ class Store:
     def __init__(self, path: Path | None = None, *, read_only: bool | None = None):
         self.path = Path(path) if path is not None else home() / "zoo.db"
         self.read_only = _not_writable(self.path) if read_only is None else read_only
+        self._warned: set[str] = set()
         try:
             if self.read_only:
                 self.conn = _connect_read_only(self.path)
@@ -227,7 +228,9 @@ class Store:
             try:
                 rows.append(_decode(dict(row)))
             except ZooError as exc:
-                _warn_once(str(exc) + "; skipped")
+                if str(exc) not in self._warned:  # once per store, however often it is read
+                    self._warned.add(str(exc))
+                    print(f"zoo: warning: {exc}; skipped", file=sys.stderr)
         return rows
 
     def frame(self):
@@ -280,14 +283,6 @@ def _decode(row: dict) -> dict:
                            f"{type(row[key]).__name__} in its {key} column, not an object")
     return row
 
-
-_warned: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    if message not in _warned:
-        _warned.add(message)
-        print(f"zoo: warning: {message}", file=sys.stderr)
 
 
 def _not_writable(path: Path) -> bool:

@@ -1,20 +1,23 @@
-"""`zoo sweep`: train every model x dataset x seed cell, in this process, one after another.
+"""`zoo sweep`: train every model x dataset x setting x seed cell.
 
 Every cell is planned before anything trains, so impossible pairs (no head for the
 dataset's task, a --set key the model does not have) are skipped with their reason up
-front. Cells whose config hash already has a finished run are skipped too, so running
-the same sweep again resumes it. A cell that fails is recorded as failed and the sweep
-goes on.
+front. `--grid key=v1,v2` adds settings: each combination of grid values is its own cell
+(and its own row in the comparison). Cells whose config hash already has a finished run
+are skipped too, so running the same sweep again resumes it. A cell that fails is recorded
+as failed and the sweep goes on.
 """
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import sys
 import time
 from dataclasses import dataclass, field
 
 from zoo import data as zoo_data
-from zoo.errors import ZooError
+from zoo.config import parse_assignment, split_overrides
+from zoo.errors import UnknownNameError, ZooError
 
 WILDCARDS = "*?["
 
@@ -24,6 +27,7 @@ class Cell:
     model: str
     dataset: str
     seed: int
+    setting: dict = field(default_factory=dict)  # this cell's --grid values, as typed
     plan: object = None  # zoo.plan.Plan, when the cell can run
     config_hash: str | None = None
     skip: str | None = None  # why the cell cannot run
@@ -34,8 +38,15 @@ class Cell:
     duration: float | None = None
 
     @property
+    def label(self) -> str:
+        """The model, with its grid setting: 'decoder-char (lr=0.003)'."""
+        if not self.setting:
+            return self.model
+        return f"{self.model} ({', '.join(f'{k}={v}' for k, v in self.setting.items())})"
+
+    @property
     def name(self) -> str:
-        return f"{self.model} on {self.dataset}, seed {self.seed}"
+        return f"{self.label} on {self.dataset}, seed {self.seed}"
 
 
 @dataclass
@@ -45,6 +56,9 @@ class Sweep:
     datasets: list[str]
     seeds: list[int]
     log: list[str] = field(default_factory=list)
+    grid: dict = field(default_factory=dict)  # key -> the values swept
+    overrides: dict = field(default_factory=dict)  # --set (and --steps, --time) for every cell
+    task: str | None = None  # the task asked for, if any
 
     @property
     def impossible(self) -> list[Cell]:
@@ -85,8 +99,60 @@ def expand_models(patterns: list[str], zoo) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def parse_grid(items: list[str] | None) -> dict[str, list[str]]:
+    """`--grid key=v1,v2` options as {key: [v1, v2]}, in the order given."""
+    grid: dict[str, list[str]] = {}
+    for item in items or []:
+        try:
+            key, values = parse_assignment(item)
+        except ZooError:
+            raise ZooError(f"--grid expects key=v1,v2,..., got {item!r}") from None
+        choices = list(dict.fromkeys(v.strip() for v in values.split(",")))
+        if not all(choices):
+            raise ZooError(f"--grid {key}: empty value in {values!r}")
+        if _bare(key) in {_bare(k) for k in grid}:
+            raise ZooError(f"--grid {key} is given twice; put all its values in one --grid")
+        grid[key] = choices
+    return grid
+
+
+def _bare(key: str) -> str:
+    return key.rpartition(".")[2]
+
+
+def grid_settings(grid: dict[str, list[str]]) -> list[dict[str, str]]:
+    """Every combination of grid values ([{}] without a grid)."""
+    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+
+
+def check_grid(grid: dict[str, list[str]], overrides: dict, pair_sections: list[dict]) -> None:
+    """Fail before training when a grid key is no config field of any cell (with a
+    did-you-mean), a value does not parse as the field's type, or a key is also --set."""
+    for key in grid:
+        clash = [k for k in overrides if _bare(k) == _bare(key)]
+        if clash:
+            raise ZooError(f"{key} is both swept (--grid) and fixed (--set, --steps or --time); "
+                           "give it once")
+    for key, values in grid.items():
+        unknown = None
+        for sections in pair_sections:
+            try:
+                for value in values:
+                    split_overrides({key: value}, sections)
+            except UnknownNameError as exc:
+                unknown = unknown or exc
+                continue
+            except ZooError as exc:  # the field exists but this value is not of its type
+                raise ZooError(f"--grid {key}: {exc}") from None
+            break  # some cell has this key, and every value parses
+        else:
+            if unknown is not None:
+                raise ZooError(f"--grid: {unknown}")
+
+
 def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
-               overrides: dict | None = None, task: str | None = None, zoo=None) -> Sweep:
+               overrides: dict | None = None, task: str | None = None, zoo=None,
+               grid: dict[str, list[str]] | None = None) -> Sweep:
     from zoo.registry import get_zoo
     from zoo.plan import config_hash, plan_run
     from zoo.store import Store
@@ -94,55 +160,84 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
     zoo = zoo or get_zoo()
     if seeds <= 0:
         raise ZooError(f"--seeds must be positive, got {seeds}")
+    grid, overrides = dict(grid or {}), dict(overrides or {})
     names = expand_models(models, zoo)
     datasets = list(dict.fromkeys(datasets))
     for dataset in datasets:
         zoo_data.resolve(dataset, zoo)  # an unknown dataset fails now, with a did-you-mean
+    if grid:
+        check_grid(grid, overrides, _pair_sections(names, datasets, overrides, task, zoo))
     cells = []
     for model in names:
         for dataset in datasets:
-            for seed in range(seeds):
-                cell = Cell(model, dataset, seed)
-                try:
-                    cell.plan = plan_run(model, dataset, overrides=dict(overrides or {}),
-                                         seed=seed, task=task, zoo=zoo)
-                    cell.config_hash = config_hash(cell.plan, zoo)
-                except ZooError as exc:
-                    cell.skip = str(exc)
-                cells.append(cell)
+            for setting in grid_settings(grid):
+                for seed in range(seeds):
+                    cell = Cell(model, dataset, seed, setting)
+                    try:
+                        cell.plan = plan_run(model, dataset, overrides={**overrides, **setting},
+                                             seed=seed, task=task, zoo=zoo)
+                        cell.config_hash = config_hash(cell.plan, zoo)
+                    except ZooError as exc:
+                        cell.skip = str(exc)
+                    cells.append(cell)
     with Store() as store:
         finished = store.finished_by_hash()
     for cell in cells:
         if cell.config_hash in finished:
             cell.done = finished[cell.config_hash]
-    return Sweep(cells, names, datasets, list(range(seeds)))
+    return Sweep(cells, names, datasets, list(range(seeds)), grid=grid,
+                 overrides=overrides, task=task)
+
+
+def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
+    """The config classes (model, tokenizer, train) of every model x dataset pair that can
+    run without the grid: what the grid's keys and values are checked against."""
+    from zoo.plan import plan_run
+
+    found = []
+    for model in names:
+        for dataset in datasets:
+            try:
+                plan = plan_run(model, dataset, overrides=overrides, task=task, zoo=zoo)
+            except ZooError:
+                continue  # the cells of this pair are skipped, with their reason
+            found.append({name: type(config) if config is not None else None
+                          for name, config in plan.configs.items()})
+    return found
 
 
 def describe_plan(sweep: Sweep) -> list[str]:
-    lines = [f"sweep: {len(sweep.models)} model(s) x {len(sweep.datasets)} dataset(s) x "
+    settings = len(grid_settings(sweep.grid))
+    grid = f"{settings} setting(s) x " if sweep.grid else ""
+    lines = [f"sweep: {len(sweep.models)} model(s) x {len(sweep.datasets)} dataset(s) x {grid}"
              f"{len(sweep.seeds)} seed(s) = {len(sweep.cells)} cells: {len(sweep.todo)} to run, "
              f"{len(sweep.finished_before)} already finished, {len(sweep.impossible)} impossible"]
     reasons = {}
     for cell in sweep.impossible:  # one line per pair: the reason does not depend on the seed
-        reasons.setdefault((cell.model, cell.dataset), cell.skip)
-    for (model, dataset), reason in reasons.items():
-        lines.append(f"  skip {model} on {dataset}: {reason}")
+        reasons.setdefault((cell.label, cell.dataset), cell.skip)
+    for (label, dataset), reason in reasons.items():
+        lines.append(f"  skip {label} on {dataset}: {reason}")
     return lines
 
 
-def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=None, zoo=None) -> Sweep:
-    """Train the cells still to do; a failure is recorded and the next cell starts."""
+def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=None, zoo=None,
+              executor=None) -> Sweep:
+    """Train the cells still to do; a failure is recorded and the next cell starts. With an
+    `executor` (zoo.executors.make_executor), cells run in its workers and this process
+    records them."""
     from zoo.runner import RunDiverged
 
     out = out or sys.stderr
+    if executor is not None:
+        return executor.run_cells(sweep, device=device, out=out)
     todo = sweep.todo
     started = time.time()
     for index, cell in enumerate(todo, 1):
         elapsed = time.time() - started
         eta = ""
         if index > 1:
-            eta = f", about {_clock(elapsed / (index - 1) * (len(todo) - index + 1))} left"
-        print(f"[{index}/{len(todo)}] {cell.name} (sweep {_clock(elapsed)} so far{eta})",
+            eta = f", about {clock(elapsed / (index - 1) * (len(todo) - index + 1))} left"
+        print(f"[{index}/{len(todo)}] {cell.name} (sweep {clock(elapsed)} so far{eta})",
               file=out, flush=True)
         began = time.time()
         try:
@@ -155,27 +250,40 @@ def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=Non
             cell.error = _one_line(exc)
             cell.duration = time.time() - began
             cell.run_id = _record_failure(cell, began)
-            print(f"    {cell.status} after {_clock(cell.duration)}: {cell.error} "
+            print(f"    {cell.status} after {clock(cell.duration)}: {cell.error} "
                   f"(run {cell.run_id})", file=out, flush=True)
             continue
         cell.run_id, cell.status = result["run_id"], result["status"]
         cell.duration = time.time() - began
-        print(f"    {cell.status} in {_clock(cell.duration)}: {_headline(result)} "
+        print(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} "
               f"(run {cell.run_id})", file=out, flush=True)
     return sweep
 
 
+def should_resume(latest: dict | None) -> bool:
+    """A cell continues its latest run when that was interrupted, or failed with a
+    checkpoint kept (its worker process died, say); any other cell starts a new run."""
+    from zoo import checkpoint
+    from zoo.store import home
+
+    if latest is None or latest.get("kind", "train") != "train":
+        return False
+    if latest["status"] == "interrupted":
+        return True
+    return latest["status"] == "failed" and checkpoint.latest(home() / latest["id"]) is not None
+
+
 def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out) -> dict:
-    """A cell whose latest run was interrupted continues that run from its last checkpoint
-    (`zoo resume`); any other cell, or one that cannot be resumed, starts a new run."""
+    """A cell whose latest run can go on (should_resume) continues it from its last
+    checkpoint (`zoo resume`); any other cell, or one that cannot be resumed, starts anew."""
     from zoo.resume import ResumeRefused, resume
     from zoo.runner import execute
     from zoo.store import Store
 
     with Store() as store:
         latest = store.latest(config_hash=cell.config_hash)
-    if latest is not None and latest["status"] == "interrupted":
-        print(f"    resuming interrupted run {latest['id']}", file=out, flush=True)
+    if should_resume(latest):
+        print(f"    resuming {latest['status']} run {latest['id']}", file=out, flush=True)
         try:
             return resume(latest["id"], quiet=quiet, zoo=zoo)
         except ResumeRefused as exc:
@@ -183,7 +291,7 @@ def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out) -> dic
     return execute(cell.plan, device=device, quiet=quiet, zoo=zoo)
 
 
-def _headline(result: dict) -> str:
+def headline(result: dict) -> str:
     from zoo.comparison import primary_metric
 
     metric = primary_metric(result["task"])
@@ -194,6 +302,22 @@ def _headline(result: dict) -> str:
 def _one_line(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
+
+
+def failure_row(cell: Cell, config: dict | None = None) -> dict:
+    """Store fields for a cell that failed before its run recorded itself: from the run's
+    config.json when it got that far, else from the plan."""
+    plan = cell.plan
+    config = config or {"model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
+                        "task": plan.task, "config_hash": cell.config_hash,
+                        "architecture": plan.spec.architecture.name,
+                        "tokenizer": plan.spec.tokenizer.name,
+                        "dataset_id": plan.dataset_ref.source,
+                        "configs": {k: _asdict(v) for k, v in plan.configs.items()}}
+    return {"model": cell.model, "dataset": plan.dataset_ref.name,
+            "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
+            "task": plan.task, "seed": cell.seed, "config_hash": cell.config_hash,
+            "config": config}
 
 
 def _record_failure(cell: Cell, began: float) -> str:
@@ -207,16 +331,8 @@ def _record_failure(cell: Cell, began: float) -> str:
         if recorded is not None:
             return recorded["id"]
         run_id = new_run_id()
-        plan = cell.plan
-        config = {"model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
-                  "task": plan.task, "config_hash": cell.config_hash,
-                  "architecture": plan.spec.architecture.name,
-                  "tokenizer": plan.spec.tokenizer.name, "dataset_id": plan.dataset_ref.source,
-                  "configs": {k: _asdict(v) for k, v in plan.configs.items()}}
-        store.insert(run_id, status="failed", model=cell.model, dataset=plan.dataset_ref.name,
-                     architecture=config["architecture"], tokenizer=config["tokenizer"],
-                     task=plan.task, seed=cell.seed, config_hash=cell.config_hash, config=config,
-                     error=cell.error, finished=time.time(), duration=time.time() - began)
+        store.insert(run_id, status="failed", **failure_row(cell), error=cell.error,
+                     finished=time.time(), duration=time.time() - began)
         return run_id
 
 
@@ -226,7 +342,7 @@ def _asdict(config):
     return dataclasses.asdict(config) if config is not None else None
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
     seconds = int(round(seconds))
     if seconds < 60:
         return f"{seconds}s"
@@ -255,7 +371,7 @@ def records(sweep: Sweep) -> list[dict]:
         state = ("skipped" if cell.skip else "reused" if cell.done
                  else cell.status or "to run")
         out.append({"model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
-                    "state": state, "run_id": cell.done or cell.run_id,
+                    "setting": cell.setting, "state": state, "run_id": cell.done or cell.run_id,
                     "config_hash": cell.config_hash, "reason": cell.skip or cell.error,
                     "duration": cell.duration})
     return out

@@ -50,6 +50,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Sequence
 
+from zoo.errors import ZooError
+
 PAD, UNK, CLS = "<pad>", "<unk>", "<cls>"
 SPECIAL_TOKENS = (PAD, UNK, CLS)
 CACHE_FORMAT = 1  # bump when what a cache entry holds changes
@@ -176,6 +178,8 @@ def cache_root() -> Path:
     from zoo.store import home
 
     base = os.environ.get("ZOO_CACHE")
+    if base and Path(base).expanduser().exists() and not Path(base).expanduser().is_dir():
+        raise ZooError(f"ZOO_CACHE={base} is not a folder; point it at a folder (or unset it)")
     return (Path(base).expanduser() if base else home() / ".cache") / "tokenizers"
 
 

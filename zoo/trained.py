@@ -45,12 +45,16 @@ def load_trained(run_id: str, zoo=None, device: str = "cpu", precision: str | No
     folder = RunFolder(home() / row["id"])
     if not folder.file("config.json").is_file():
         raise ZooError(f"run {row['id']} has no config.json in {folder.path}")
-    config = folder.read_json("config.json")
+    config = folder.config()
     if "spec" not in config or not folder.file("model.safetensors").is_file():
         raise ZooError(f"run {row['id']} has no saved model (status: {row['status']})")
     architecture = zoo.architectures.get(config["architecture"])
     tokenizer_entry = zoo.tokenizers.get(config["tokenizer"])
-    model_config = build_config(architecture.config_class(), config["configs"]["model"] or {})
+    try:
+        model_config = build_config(architecture.config_class(),
+                                    config["configs"].get("model") or {})
+    except ZooError as exc:  # a tampered or outdated config.json
+        raise ZooError(f"{folder.file('config.json')}: {exc}") from None
     tokenizer = load_tokenizer(tokenizer_entry.load(), folder.file("tokenizer.json"))
     task = get_task(config["task"], zoo)
     if task is None:

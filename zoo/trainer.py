@@ -116,7 +116,9 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
             # A time budget covers the validation estimate that closes the curve too: keep
             # the last estimate's duration in reserve, so the loop ends within the budget.
             budget = None if cfg.time is None else cfg.time - result.last_validate_time
-            if budget is not None and _out_of_time(start, budget, ranks):
+            # The first step always runs: a budget too small for one step still trains one,
+            # instead of recording a finished run with no steps and no loss.
+            if budget is not None and result.steps > 0 and _out_of_time(start, budget, ranks):
                 break
             lr = lr_at(result.steps, cfg, cfg.steps)
             batch = next_batch(rng)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from zoo import hookimpl
 
@@ -32,6 +33,10 @@ class PretrainedTokenizerConfig:
     def __post_init__(self):
         if not self.pretrained:
             raise ValueError("the pretrained tokenizer needs --set pretrained=PATH_OR_HUB_ID")
+        folder = Path(self.pretrained).expanduser()
+        if folder.is_dir() and not (folder / "tokenizer.json").is_file():
+            raise ValueError(f"{folder} has no tokenizer.json (a fast tokenizer, as "
+                             "save_pretrained writes it); use a tokenizer zoo trains instead")
 
 
 @hookimpl

@@ -1,0 +1,47 @@
+"""Steps every built-in pipeline takes the same way: the run's tokenizer (the saved one when
+resuming, else trained through the shared cache and saved), the training loop's own figures,
+the special tokens a prediction never picks, and probabilities from logits."""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import numpy as np
+
+from zoo import Job, train_cached
+
+TOKENIZER_FILE = "tokenizer.json"
+
+
+def run_tokenizer(job: Job, texts: Callable[[], Iterable[str]], key: str):
+    """The tokenizer a run trains with. Resuming, it is the one the run saved, so the run
+    keeps exactly the vocabulary it started with (a cache or a retrained one might differ);
+    otherwise it is trained on ``texts()`` through the shared cache under ``key``
+    (``zoo.dataset_key``) and saved in the run folder."""
+    tokenizer = job.saved_tokenizer()
+    if tokenizer is None:
+        tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
+                                 texts, key, say=job.say)
+        tokenizer.save(job.run.file(TOKENIZER_FILE))
+    return tokenizer
+
+
+def loop_metrics(result) -> dict:
+    """What the training loop measured (``zoo.train``'s result), reported by every task."""
+    return {"steps": result.steps, "best_step": result.best_step, "train_loss": result.train_loss,
+            "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
+
+
+def special_ids(tokenizer) -> list[int]:
+    """The ids of the special tokens (<pad>, <unk>, <cls>): never a prediction."""
+    return [i for i in (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id) if i is not None]
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Log-probabilities over the last axis, computed stably (float64 in, float64 out)."""
+    top = logits.max(axis=-1, keepdims=True)
+    return logits - (top + np.log(np.exp(logits - top).sum(axis=-1, keepdims=True)))
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Probabilities over the last axis."""
+    return np.exp(log_softmax(logits))

@@ -1,0 +1,123 @@
+"""Sweeps in worker processes (--jobs N): the same metrics as one process, the driver as
+the only writer of the store, a killed worker recorded as a failed cell, and a rerun that
+resumes it from its checkpoint (tiny configs)."""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from conftest import TINY_DECODER, run_cli
+from zoo.store import Store, home
+
+TIMING = ("tokens_per_s", "train_time")
+
+
+def rows_by_seed():
+    with Store() as store:
+        return {r["seed"]: r for r in store.rows()}
+
+
+def metrics(row):
+    return {k: v for k, v in row["metrics"].items() if k not in TIMING}
+
+
+def _worker_pids():
+    """This process's spawned sweep workers (not multiprocessing's resource tracker)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"spawn_main" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def kill_a_worker_once_runs_checkpoint(find_workers, runs: int, deadline: float = 240.0):
+    """In the background: once `runs` run folders hold a committed checkpoint (so each
+    busy worker has one to resume from), SIGKILL one worker. Returns the thread and a list
+    that receives the killed pid."""
+    killed = []
+
+    def watch():
+        end = time.time() + deadline
+        while time.time() < end:
+            if len({p.parents[2] for p in home().glob("2*/checkpoints/step-*/COMMIT")}) >= runs:
+                pids = find_workers()
+                if pids:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+                    return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread, killed
+
+
+def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
+        tiny_text, monkeypatch, tmp_path):
+    sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 200,
+             *TINY_DECODER, "--set", "checkpoint_every=10", "--set", "eval_interval=50"]
+    assert run_cli(*sweep).code == 0  # the reference: one cell after another, in-process
+    alone = rows_by_seed()
+    monkeypatch.setenv("ZOO_HOME", str(tmp_path / "parallel"))
+
+    thread, killed = kill_a_worker_once_runs_checkpoint(_worker_pids, runs=2)
+    first = run_cli(*sweep, "--jobs", 2)
+    thread.join()
+    assert killed, "no worker was killed"
+    assert first.code == 1, first
+    assert "running on 2 worker processes" in first.err
+    assert f"(pid {killed[0]}): decoder-char" in first.err
+    with Store() as store:
+        rows = store.rows()
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["error"] == "worker died (killed by SIGKILL)"
+    assert [r["status"] for r in rows].count("finished") == 1  # the other cell went on
+
+    second = run_cli(*sweep, "--jobs", 2)
+    assert second.code == 0, second
+    assert "1 to run, 1 already finished" in second.err
+    assert f"resuming failed run {failed[0]['id']}" in second.err  # from its checkpoint
+    parallel = rows_by_seed()
+    assert parallel[failed[0]["seed"]]["id"] == failed[0]["id"]
+    assert parallel[failed[0]["seed"]]["resumed"] == 1
+    for seed, row in parallel.items():
+        assert row["status"] == "finished"
+        assert metrics(row) == metrics(alone[seed])  # the killed and resumed one too
+        assert row["pid"] == os.getpid()  # the driver wrote the row, not the worker
+        assert (home() / row["id"] / "model.safetensors").is_file()  # the worker's folder
+
+
+def test_executor_ray_without_ray_is_one_line_and_exit_2(tiny_text, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails, as when absent
+    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--executor", "ray")
+    assert result.code == 2, result
+    assert result.err.strip() == ('zoo: error: --executor ray needs Ray, an optional extra: '
+                                  'pip install -e ".[ray]" (or pip install ray)')
+    with Store() as store:
+        assert store.rows() == []
+
+
+def test_ray_options_need_the_ray_executor(tiny_text):
+    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--address", "10.0.0.1:6379")
+    assert result.code == 2 and "--address is for --executor ray" in result.err
+
+
+def test_list_and_sweep_help_import_neither_torch_nor_ray():
+    probe = ("import sys\nfrom zoo.cli import main\n"
+             "for argv in (['list'], ['sweep', '--help']):\n"
+             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+             "print('torch' in sys.modules, 'ray' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "--executor {local,ray}" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "False False"
