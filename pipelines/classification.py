@@ -19,8 +19,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, compression,
-                 dataset_key, natural_key, train)
+from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
+                 compression, dataset_key, natural_key, text_batches, train)
 from zoo.pipelines.common import loop_metrics, run_tokenizer, softmax
 
 ROLES = ("train", "validation", "test")
@@ -127,8 +127,10 @@ def class_ids(names: list[str], classes: list[str], where: str) -> np.ndarray:
 
 
 def texts_of(dataset, role: str) -> list[str]:
-    texts = dataset.split(role)[dataset.text_column]
-    return ["" if t is None else str(t) for t in texts]
+    """The split's texts (an empty row as ""), read as one Arrow column."""
+    import pyarrow.compute as pc
+
+    return pc.fill_null(column_of(dataset.split(role), dataset.text_column), "").to_pylist()
 
 
 def encode(tokenizer, texts: list[str], block: int) -> list[np.ndarray]:
@@ -230,10 +232,11 @@ def scores(y_true: np.ndarray, probs: np.ndarray, classes: list[str], prefix: st
 
 # -- training --------------------------------------------------------------------------
 def tokenizer_for(job: Job):
-    """The run's tokenizer, trained on the training split's texts (an empty row as "")."""
+    """The run's tokenizer, trained on the training split's texts (batches of rows joined
+    by newlines; the data check has made sure that no training row is empty)."""
     train = job.dataset.split("train")
     column = job.dataset.text_column
-    return run_tokenizer(job, lambda: ("" if t is None else str(t) for t in train[column]),
+    return run_tokenizer(job, lambda: text_batches(train, column),
                          dataset_key(job.dataset, "train", column))
 
 

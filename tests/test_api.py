@@ -108,6 +108,9 @@ def test_classifier_run_and_predict_match_the_cli(reviews, tmp_path, monkeypatch
     (lambda t: zoo.load("20990101"), "run"),
     (lambda t: zoo.sweep("decoder-char", on=t, n_layerz=2), "no cell of the sweep can run"),
     (lambda t: zoo.sweep("decoder-char", on=t, seeds=0), "seeds must be positive"),
+    (lambda t: zoo.sweep("decoder-char", on=t, grid={"n_layerz": [1, 2]}), "n_layerz"),
+    (lambda t: zoo.sweep("decoder-char", on=t, executor="dask"), "executor must be"),
+    (lambda t: zoo.sweep("decoder-char", on=t, jobs=2, executor="ray"), "--jobs is for"),
 ])
 def test_errors_are_zoo_errors_before_anything_trains(tiny_text, call, message):
     with pytest.raises(zoo.ZooError, match=message):

@@ -9,7 +9,10 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import TINY_DECODER, run_cli
+from zoo.executors import make_executor
 from zoo.store import Store, home
 
 TIMING = ("tokens_per_s", "train_time")
@@ -121,3 +124,11 @@ def test_list_and_sweep_help_import_neither_torch_nor_ray():
     assert result.returncode == 0, result.stderr
     assert "--executor {local,ray}" in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "False False"
+
+
+def test_ray_cells_ask_for_a_gpu_when_the_sweep_trains_on_cuda():
+    pytest.importorskip("ray")
+    assert make_executor(1, "ray", None, None, None, "cuda").gpus == 1
+    assert make_executor(1, "ray", None, None, None, "auto").gpus == 0
+    assert make_executor(1, "ray", None, 2, 0.5, "cuda").gpus == 0.5
+    assert make_executor(1, "local", None, None, None, "cuda") is None

@@ -82,3 +82,14 @@ def test_final_evaluation_keeps_to_the_token_budget_and_says_so(tiny_text):
     assert full["val_loss"] != sampled["val_loss"]
     assert sampled["val_loss"] == pytest.approx(full["val_loss"], rel=0.2)
     assert sampled["val_bpc"] == pytest.approx(full["val_bpc"], rel=0.2)
+
+
+def test_large_string_columns_tokenize_too():
+    import datasets
+    import pyarrow as pa
+
+    rows = ["first line", "second", "third one"]
+    split = datasets.Dataset(pa.table({"text": pa.array(rows, type=pa.large_string())}))
+    tokenizer = CharTokenizer.train(["\n".join(rows)])
+    ids = tokenized.split_ids(split, "text", tokenizer)
+    assert ids.tolist() == tokenizer.encode("\n".join(rows))

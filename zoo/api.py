@@ -164,23 +164,36 @@ def load(run_id: str, *, device: str = "cpu") -> LoadedRun:
 def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
           steps: int | None = None, time: float | None = None, task: str | None = None,
           device: str = "auto", progress: bool = True, quiet: bool = True,
-          metric: str | None = None, **settings) -> SweepResult:
+          metric: str | None = None, grid: dict[str, list] | None = None, jobs: int = 1,
+          executor: str = "local", address: str | None = None, cell_cpus: int | None = None,
+          cell_gpus: float | None = None, **settings) -> SweepResult:
     """Train every model x dataset x seed cell not finished before (`zoo sweep`); a cell
     that fails is recorded as failed and the sweep goes on. `progress` prints a line per
     cell on stderr (not with `zoo sweep --quiet`); `quiet=False` adds each run's own
-    progress (`zoo sweep --verbose`)."""
+    progress (`zoo sweep --verbose`). `grid={"n_layer": [1, 2]}` is `--grid n_layer=1,2`;
+    `jobs`, `executor`, `address`, `cell_cpus` and `cell_gpus` are the options of the same
+    names."""
     from zoo import sweeps
+    from zoo.executors import make_executor
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
+    if executor not in ("local", "ray"):
+        raise ZooError(f"executor must be local or ray, not {executor!r}")
     models = [models] if isinstance(models, str) else list(models)
     datasets = [on] if isinstance(on, str) else list(on)
+    # the command's --grid key=v1,v2, so values are checked and labelled as it does
+    grid_options = [f"{key}={','.join(str(v) for v in values)}"
+                    for key, values in (grid or {}).items()]
+    pool = make_executor(_positive("jobs", jobs, int), executor, address, cell_cpus, cell_gpus)
     plan = sweeps.plan_sweep(models, datasets, seeds=_positive("seeds", seeds, int),
-                             overrides=_overrides(settings, steps, time), task=task)
+                             overrides=_overrides(settings, steps, time), task=task,
+                             grid=sweeps.parse_grid(grid_options))
     if not plan.todo and not plan.finished_before:
         reasons = "; ".join(line.strip() for line in sweeps.describe_plan(plan)[1:])
         raise ZooError(f"no cell of the sweep can run ({reasons})")
-    sweeps.run_sweep(plan, device=device, quiet=quiet, out=None if progress else io.StringIO())
+    sweeps.run_sweep(plan, device=device, quiet=quiet, out=None if progress else io.StringIO(),
+                     executor=pool)
     finished = any(c.status == "finished" or c.done for c in plan.cells)
     return SweepResult(sweeps.records(plan),
                        sweeps.table(plan, metric=metric).cells if finished else None)

@@ -283,7 +283,7 @@ def cmd_sweep(args) -> int:
     if args.time is not None:
         overrides["train.time"] = args.time
     executor = make_executor(args.jobs, args.executor, args.address, args.cell_cpus,
-                             args.cell_gpus)  # before planning: a missing Ray fails at once
+                             args.cell_gpus, args.device)  # before planning: no Ray fails now
     plan = sweeps.plan_sweep(args.models, args.on, seeds=args.seeds, overrides=overrides,
                              task=args.task, grid=sweeps.parse_grid(args.grid))
     for line in sweeps.describe_plan(plan):
@@ -591,7 +591,7 @@ def build_parser() -> Parser:
     p.add_argument("--cell-cpus", type=positive_int, metavar="N",
                    help="CPUs (threads) each Ray task asks for (default 1)")
     p.add_argument("--cell-gpus", type=positive_float, metavar="N",
-                   help="GPUs each Ray task asks for (default 0)")
+                   help="GPUs each Ray task asks for (default 1 with --device cuda, else 0)")
     add_compare_options(p, sweep=True)
     p.set_defaults(handler=cmd_sweep)
 

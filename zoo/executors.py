@@ -401,13 +401,15 @@ def _read_config(folder: Path) -> dict:
 
 
 def make_executor(jobs: int, executor: str, address: str | None, cpus: int | None,
-                  gpus: float | None):
+                  gpus: float | None, device: str = "auto"):
     """The executor the command line asks for, or None: cells in this process."""
     if executor == "ray":
         if jobs > 1:
             raise ZooError("--jobs is for the local executor; Ray runs as many cells as the "
                            "cluster has room for (see --cell-cpus)")
-        return RayExecutor(address, cpus or 1, gpus or 0)
+        if gpus is None:  # Ray hides the GPUs from a task that asks for none
+            gpus = 1 if device == "cuda" else 0
+        return RayExecutor(address, cpus or 1, gpus)
     if address is not None:
         raise ZooError("--address is for --executor ray")
     if cpus is not None or gpus is not None:

@@ -63,7 +63,8 @@ def join_rows(column, last: bool = True) -> str:
     if len(column) == 0:
         return ""
     lists = pa.ListArray.from_arrays(pa.array([0, len(column)], pa.int32()), column)
-    return pc.binary_join(lists, "\n")[0].as_py() + ("" if last else "\n")
+    newline = pa.scalar("\n", type=column.type)  # string or large_string, as the column
+    return pc.binary_join(lists, newline)[0].as_py() + ("" if last else "\n")
 
 
 def split_size(split, column: str) -> tuple[int, int]:
