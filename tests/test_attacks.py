@@ -263,7 +263,11 @@ def trained_home(tmp_path_factory):
         for name, args in (("lm", ["decoder-char", text, *TINY_DECODER]),
                            ("cls", ["encoder-char", reviews, "--set", "n_layer=1", "--set",
                                     "n_head=2", "--set", "n_embd=16", "--set", "block_size=32",
-                                    "--set", "batch_size=8", "--set", "eval_interval=3"])):
+                                    "--set", "batch_size=8", "--set", "eval_interval=3"]),
+                           ("decoder-cls", ["decoder-char", reviews, "--set", "n_layer=1",
+                                            "--set", "n_head=2", "--set", "n_embd=16",
+                                            "--set", "block_size=32", "--set", "batch_size=8",
+                                            "--set", "eval_interval=3"])):
             result = run_cli("run", *args, "--steps", "6", "--json")
             assert result.code == 0, result
             runs[name] = json.loads(result.out)["run_id"]
@@ -555,3 +559,15 @@ def test_an_unknown_hub_id_without_network_fails_fast_with_one_line(isolated, mo
     line = only_line(result)  # and no library log lines around it
     assert "nobody/nothing-here" in line and "cannot be reached" in line
     assert "Retrying" not in result.err
+
+
+def test_verify_refuses_other_architectures_and_tasks(trained):
+    """The README's promise: zoo verify checks decoder language-modeling runs only."""
+    home, runs = trained
+    other = run_cli("verify", runs["cls"])
+    assert other.code == 2 and "decoder (or numpy) architecture" in only_line(other)
+    assert "encoder run" in other.err
+    task = run_cli("verify", runs["decoder-cls"])
+    assert task.code == 2 and "language-modeling runs" in only_line(task)
+    assert "classification run" in task.err
+    assert run_cli("verify", runs["lm"]).code == 0

@@ -239,6 +239,7 @@ def test_bad_input_exits_2_with_one_line(case, isolated, monkeypatch):
     lines = result.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("zoo: error: "), result.err
     assert "Traceback" not in result.err
+    assert " object at 0x" not in result.err  # no object repr in an error line
     for needle in case.expect:
         assert needle in lines[0], (needle, lines[0])
     with Store() as store:

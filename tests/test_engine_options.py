@@ -78,12 +78,30 @@ def test_reloaded_run_evaluates_at_its_training_precision(tiny_text):
     assert load_trained(run_id, precision="bf16").model.precision == "bf16"
 
 
-def test_compile_trains_on_the_cpu(tiny_text):
+def test_compile_trains_on_the_cpu(tiny_text, monkeypatch):
+    """--compile really compiles: torch.compile wraps the model, and the training steps run
+    through the compiled wrapper (Dynamo traces frames)."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    compiled, real_compile = [], torch.compile
+
+    def spy(module, *args, **kwargs):
+        wrapper = real_compile(module, *args, **kwargs)
+        compiled.append((module, wrapper))
+        return wrapper
+
+    monkeypatch.setattr(torch, "compile", spy)
+    counters.clear()
     result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", "--compile",
                      *TINY_DECODER)
     assert result.code == 0, result
     summary = json.loads(result.out)
     assert summary["status"] == "finished" and math.isfinite(summary["metrics"]["val_loss"])
+    assert len(compiled) == 1 and isinstance(compiled[0][0], torch.nn.Module)
+    assert sum(counters["frames"].values()) > 0  # the compiled forward was traced and run
+    plain = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", *TINY_DECODER)
+    assert plain.code == 0 and len(compiled) == 1  # without --compile, nothing is compiled
 
 
 def test_adamw_betas_are_training_settings(tiny_text):

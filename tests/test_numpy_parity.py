@@ -149,7 +149,8 @@ def test_logits_agree_in_float32(case):
     expected = torch_logits(theirs, case).detach().numpy()
     got = ours.logits(case.inputs, case.mask)
     assert got.dtype == np.float32 and got.shape == expected.shape
-    assert np.abs(got - expected).max() <= 1e-5
+    # float32 error grows with the logits' size: 1e-5 relative to the largest (at least 1)
+    assert np.abs(got - expected).max() <= 1e-5 * max(1.0, float(np.abs(expected).max()))
 
 
 @FAST

@@ -769,3 +769,45 @@ def test_a_sweep_resumes_its_interrupted_cell_from_the_checkpoint(tiny_text, mon
     assert rows[0]["status"] == rows[1]["status"] == "finished"
     assert rows[0]["resumed"] == 1 and rows[1]["resumed"] == 0
     assert rows[0]["metrics"]["steps"] == 8
+
+
+def interrupted_at_step(monkeypatch, dataset, stop_at: int, *settings) -> str:
+    """A run stopped by Ctrl-C once its curve logs step ``stop_at`` (after any checkpoint)."""
+    from zoo.job import RunFolder
+
+    original = RunFolder.log
+
+    def log_then_stop(self, record):
+        original(self, record)
+        if record.get("step") == stop_at and "train_loss" in record:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RunFolder, "log", log_then_stop)
+        result = run_cli("run", "decoder-char", dataset, "--steps", 12, "--json",
+                         *TINY_DECODER, *settings)
+    assert result.code == 130, result
+    (run_id,) = run_folders(home())
+    return run_id
+
+
+def test_checkpoints_off_writes_none_and_resume_starts_over(tiny_text, monkeypatch):
+    run_id = interrupted_at_step(monkeypatch, tiny_text, 6, "--set", "checkpoint_every=0",
+                                 "--set", "checkpoint_seconds=0")
+    assert checkpoint.latest(home() / run_id) is None
+    assert not checkpoint.folder(home() / run_id).exists() or not any(
+        checkpoint.folder(home() / run_id).iterdir())
+    with steps_trained(monkeypatch) as trained:
+        result = run_cli("resume", run_id)
+    assert result.code == 0 and "from the start" in result.err, result
+    assert trained == list(range(1, 13))
+
+
+def test_checkpoint_seconds_saves_by_time_alone(tiny_text, monkeypatch):
+    """checkpoint_every=0 and a checkpoint_seconds shorter than a step: a checkpoint after
+    every step, by the clock alone; with checkpoint_seconds=0 too there would be none."""
+    run_id = interrupted_at_step(monkeypatch, tiny_text, 6, "--set", "checkpoint_every=0",
+                                 "--set", "checkpoint_seconds=1e-9")
+    ckpt = checkpoint.latest(home() / run_id)
+    assert ckpt is not None and ckpt.step >= 5
+    resume_continues(monkeypatch, run_id, 12)
