@@ -114,7 +114,7 @@ def test_the_engine_trains_with_the_declared_loss():
         def forward(self, x, mask=None):
             return x.float() @ self.weight  # scores [B]
 
-    model = TorchModel(Linear(), loss=SCORE.loss_function())
+    model = TorchModel(Linear(), loss=registry.task_loss(SCORE))
     model.configure_optimizer(0.1, 0.0)
     x = np.eye(3, dtype=np.float32)
     y = np.array([1.0, 2.0, 3.0], dtype=np.float32)
@@ -209,3 +209,30 @@ def test_builtins_and_examples_import_only_the_public_api():
                 if name.startswith("zoo.") and not name.startswith(allowed):
                     internal.append(f"{path.relative_to(REPO)}:{node.lineno} {name}")
     assert internal == []
+
+
+def test_a_task_whose_loss_cannot_be_imported_fails_before_a_run_is_recorded(tiny_text):
+    from conftest import TINY_DECODER, run_cli
+    from zoo.store import Store
+
+    broken = Task("broken-task", "no_such_module:loss", "logits [B, T, V]",
+                  (Metric("loss", "lower"),), primary="val_loss", columns=("text",))
+
+    class Broken:
+        @hookimpl
+        def register_architectures(self, register):
+            register("brokendec", "zoo.plugins.decoder.model:build",
+                     config="zoo.plugins.decoder:DecoderConfig", tasks=("broken-task",))
+
+        @hookimpl
+        def register_pipelines(self, register):
+            register("broken-task", "zoo.pipelines.language_modeling:LanguageModeling",
+                     task=broken, config="zoo.pipelines.language_modeling:LanguageModelingConfig")
+
+    zoo_ = registry.build_zoo(entry_points=False)
+    assert zoo_.add_plugin(Broken(), registry.PluginInfo("broken", "test"))
+    registry.reset_zoo(zoo_)
+    result = run_cli("run", "brokendec-char", tiny_text, "--steps", 2, *TINY_DECODER)
+    assert result.code == 2 and "Cannot load loss of task 'broken-task'" in result.err, result
+    with Store() as store:
+        assert store.rows() == []

@@ -158,13 +158,13 @@ class Job:
         """The architecture built for ``spec`` (a ``zoo.TaskSpec``) on the run's device, as a
         ``zoo.Model`` that trains with the task's declared loss."""
         from zoo.engine import as_model, pick_device
-        from zoo.registry import get_task
+        from zoo.registry import get_task, task_loss
 
         task = self.declared_task or get_task(self.task)
         if task is None:
             raise ZooError(f"no registered pipeline declares the task {self.task!r}")
         built = self.architecture.load()(self.model_config, spec)
-        return as_model(built, pick_device(self.device), loss=task.loss_function())
+        return as_model(built, pick_device(self.device), loss=task_loss(task))
 
     def saved_tokenizer(self):
         """When resuming, the tokenizer the run saved, so it keeps exactly the vocabulary it

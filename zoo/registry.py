@@ -506,6 +506,11 @@ class PluginCodeFailed(Exception):
         super().__init__(describe(exc))
 
 
+def task_loss(task: Task) -> Callable:
+    """A task's loss function, imported (as plugin code, contained) on first use."""
+    return _resolve(task.loss, f"loss of task {task.name!r}")
+
+
 def _contained(function, *args):
     """Call plugin code inside ``plugin_code()``; its failures become PluginCodeFailed, and a
     real Ctrl-C from the user goes on up."""

@@ -19,7 +19,7 @@ from zoo.files import save_error
 from zoo.job import Job, RunFolder, RunResult
 from zoo.plan import Plan, config_hash
 from zoo.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
-from zoo.registry import get_zoo
+from zoo.registry import get_zoo, task_loss
 from zoo.store import Store, home
 
 
@@ -73,6 +73,7 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
         check(dataset)
     plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
+    task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
     run_id = distributed.broadcast_object(run_id or new_run_id())
     run = _create_run_folder(home() if ranks.is_main else _scratch(), run_id)
     summary = {"run_id": run.id, "model": plan.spec.name,

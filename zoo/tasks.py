@@ -7,13 +7,13 @@ direction and unit, the primary metric, the datasets the task can use, the predi
 and the validation metric the training curve draws.
 
 This module imports nothing heavy: a loss is named as ``"module:attr"`` (or given as the
-function) and imported on first use, so listing the zoo stays fast.
+function) and imported on first use (``zoo.registry.task_loss``), so listing the zoo stays
+fast.
 """
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import importlib
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
@@ -97,13 +97,6 @@ class Task:
         or None when the task does not declare it."""
         return _find(self.metrics, name)
 
-    def loss_function(self) -> Callable:
-        return resolve(self.loss, f"loss of task {self.name!r}")
-
-    def prediction_type(self):
-        return None if self.prediction is None else resolve(
-            self.prediction, f"prediction type of task {self.name!r}")
-
     def usable_with(self, dataset_task: str | None, roles: set[str]) -> bool:
         """Whether a dataset can feed this task: by the task its catalogue entry (or plugin)
         names, or, when it names none, by the column roles it has."""
@@ -146,20 +139,6 @@ def strip_split(metric: str) -> str:
         if metric.startswith(prefix):
             return metric[len(prefix):]
     return metric
-
-
-def resolve(target, what: str):
-    """A "module:attr" string imported on first use, or the object itself."""
-    if not isinstance(target, str):
-        return target
-    module_name, _, attr = target.partition(":")
-    try:
-        obj = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from exc
-    return obj
 
 
 @dataclass(frozen=True)
