@@ -13,20 +13,23 @@ is one thread per core). The load average is printed before and after: other wor
 machine slows every figure here. `--step-time` instead times one training step of the
 preset's network (batch 64 and 256) with 1 and with 2 torch threads, in this process.
 
-Targets: wall time <= 120 s and test_accuracy >= 0.99 with the default preset.
+Targets (issue 17), with the default preset: wall time <= 120 s, test_accuracy 100% and
+heldout_accuracy (rules never seen in training) >= 95%. The CPU time of the run is printed
+too: on a shared machine it, not the wall time, is the model's own cost.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 
 EXPECTED = {"1 2 3": "4", "7 8 9": "0", "2 4 6": "8"}
-TARGET_SECONDS, TARGET_ACCURACY = 120.0, 0.99
+TARGET_SECONDS, TARGET_ACCURACY, TARGET_HELDOUT = 120.0, 1.0, 0.95
 
 
 def zoo(*args, env) -> tuple[float, subprocess.CompletedProcess]:
@@ -46,6 +49,12 @@ def load() -> str:
 def run(model: str, dataset: str, seed: int, env) -> tuple[float, dict]:
     seconds, done = zoo("run", model, dataset, "--json", "--quiet", "--seed", seed, env=env)
     return seconds, json.loads(done.stdout)
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of the finished child processes so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def families(metrics: dict, split: str) -> str:
@@ -103,10 +112,13 @@ def main(argv=None) -> int:
           f"load average {load()}")
     ok = True
     for seed in args.seeds:
+        cpu = cpu_seconds()
         seconds, result = run("digits-char", "digits", seed, env)
+        cpu = cpu_seconds() - cpu
         m = result["metrics"]
-        print(f"\ndigits-char digits --seed {seed}: {seconds:.1f} s wall (train {m['train_time']:.1f} s, "
-              f"{m['steps']} steps, {result['params']:,} parameters)")
+        print(f"\ndigits-char digits --seed {seed}: {seconds:.1f} s wall, {cpu:.1f} s CPU (train "
+              f"{m['train_time']:.1f} s, {m['steps']} steps, best_step {m.get('best_step')}, "
+              f"{result['params']:,} parameters)")
         print(f"  test_accuracy    {m['test_accuracy']:.4f}  ({families(m, 'test')})")
         print(f"  heldout_accuracy {m['heldout_accuracy']:.4f}  ({families(m, 'heldout')})")
         answers = []
@@ -116,9 +128,11 @@ def main(argv=None) -> int:
             answers.append(answer["label"] == expected)
             print(f"  predict {context!r} -> {answer['label']} ({answer['probability']:.3f}); "
                   f"expected {expected}")
-        met = seconds <= TARGET_SECONDS and m["test_accuracy"] >= TARGET_ACCURACY and all(answers)
+        met = (seconds <= TARGET_SECONDS and m["test_accuracy"] >= TARGET_ACCURACY
+               and m["heldout_accuracy"] >= TARGET_HELDOUT and all(answers))
         ok = ok and met
-        print(f"  targets (<= {TARGET_SECONDS:.0f} s, >= {TARGET_ACCURACY:.0%}, predictions): "
+        print(f"  targets (<= {TARGET_SECONDS:.0f} s, test {TARGET_ACCURACY:.0%}, heldout >= "
+              f"{TARGET_HELDOUT:.0%}, predictions): "
               f"{'met' if met else 'NOT met'}; load average {load()}")
     if args.also:
         for model, dataset in (("decoder-char", "digits"), ("digits-char", "shakespeare")):

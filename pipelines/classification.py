@@ -3,15 +3,19 @@
 Every text is encoded as ``<cls>`` followed by its tokens, truncated to the model's
 block_size. Training draws shuffled batches, each padded only to its own longest text
 (right padding, with an attention mask), from buckets of similar length so little compute
-goes to padding. The budget is epochs over the training split, capped by --steps and
---time. The weights with the best validation accuracy are kept and reported on the test
-split: accuracy, macro F1, per-class precision/recall/F1 and the confusion matrix.
+goes to padding. The budget adapts to the dataset: the whole validation split is scored twice per epoch,
+and training stops once `patience` of those validations in a row have not beaten the best
+accuracy, within `epochs` passes (a maximum; --steps and --time cap it too). So a small set
+gets as many passes as it needs and a large one is not over-trained. The weights with the
+best validation accuracy are kept and reported on the test split: accuracy, macro F1,
+per-class precision/recall/F1 and the confusion matrix.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -26,13 +30,19 @@ CLASSES_FILE = "classes.json"
 
 @dataclass
 class ClassificationConfig(TrainConfig):
-    # The budget is `epochs` passes over the training split; `steps` (and `time`) cap it,
-    # so --steps N still means at most N steps. epochs=none leaves `steps` alone.
-    epochs: float | None = 3.0
+    # The budget is at most `epochs` passes over the training split; `steps` (and `time`)
+    # cap it, so --steps N still means at most N steps. epochs=none leaves `steps` alone.
+    # Within it, training stops after `patience` validations without a better accuracy.
+    epochs: float | None = 20.0
     steps: int = 100_000
-    eval_interval: int = 100  # steps between validations on the whole validation split
+    patience: int = 4  # two epochs without improvement, at the default eval_interval
+    # steps between validations on the whole validation split; none: twice per epoch
+    eval_interval: int | None = None
     eval_batch_size: int = 128
     bucket_batches: int = 50  # batches drawn together and grouped by length (1: no grouping)
+
+    # Classification kept its best validation weights before keep_best existed.
+    LEGACY: ClassVar[dict] = {"keep_best": True, "patience": 0}
 
     def __post_init__(self):
         super().__post_init__()
@@ -236,6 +246,11 @@ def step_budget(cfg: ClassificationConfig, per_epoch: int) -> int:
     return max(1, min(cfg.steps, math.ceil(cfg.epochs * per_epoch)))
 
 
+def validation_interval(cfg: ClassificationConfig, per_epoch: int) -> int:
+    """Steps between validations: the configured number, or half an epoch."""
+    return cfg.eval_interval if cfg.eval_interval is not None else max(1, math.ceil(per_epoch / 2))
+
+
 def run(job: Job) -> RunResult:
 
     check_dataset(job.dataset)
@@ -265,10 +280,13 @@ def run(job: Job) -> RunResult:
     lengths = np.asarray([len(s) for s in seqs["train"]])
     batches = Batches(lengths, cfg.batch_size, cfg.bucket_batches)
     steps = step_budget(cfg, batches.per_epoch())
-    job.train_config = dataclasses.replace(cfg, steps=steps)
+    interval = validation_interval(cfg, batches.per_epoch())
+    job.train_config = dataclasses.replace(cfg, steps=steps, eval_interval=interval)
+    stop = f", stopping after {cfg.patience} validations without improvement" if cfg.patience else ""
     job.say(f"{job.model_name}: {params:,} parameters, {len(classes)} classes, "
             f"{len(lengths):,} training texts ({lengths.mean():.1f} tokens on average, "
-            f"{truncated:.1%} truncated), {steps:,} steps")
+            f"{truncated:.1%} truncated), at most {steps:,} steps, validation every "
+            f"{interval:,}{stop}")
 
     def next_batch(rng) -> Batch:
         rows = batches.next(rng)
@@ -281,12 +299,9 @@ def run(job: Job) -> RunResult:
 
     result = train(job, model, next_batch, validate=validate, score_key="val_accuracy",
                            state={"batches": batches})
-    if result.best_state is not None:
-        model.load_state_dict(result.best_state)
-    job.run.save_weights(model.state_dict())
+    job.run.save_weights(model.state_dict())  # the best validation weights, with keep_best
 
-    metrics = {**loop_metrics(result), "epochs": result.steps / batches.per_epoch(),
-               "best_step": result.best_step}
+    metrics = {**loop_metrics(result), "epochs": result.steps / batches.per_epoch()}
     for role in ("validation", "test"):
         probs = probabilities(model, seqs[role], pad_id, cfg.eval_batch_size)
         metrics.update(scores(labels[role], probs, classes, PREFIX[role], detail=role == "test"))

@@ -27,7 +27,7 @@ def run_tokenizer(job: Job, texts: Callable[[], Iterable[str]], key: str):
 
 def loop_metrics(result) -> dict:
     """What the training loop measured (``zoo.train``'s result), reported by every task."""
-    return {"steps": result.steps, "train_loss": result.train_loss,
+    return {"steps": result.steps, "best_step": result.best_step, "train_loss": result.train_loss,
             "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
 
 

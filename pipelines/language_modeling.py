@@ -295,7 +295,10 @@ def run(job: Job) -> RunResult:
     def validate() -> dict:
         return {"val_loss": estimate(model, ids["validation"], cfg, block, eval_rng)}
 
-    result = train(job, model, next_batch, validate=validate, rngs={"eval": eval_rng})
+    # With keep_best the model comes back with the weights of the lowest validation estimate,
+    # so val_* and test_* below are both figures of those weights.
+    result = train(job, model, next_batch, validate=validate, score_key="val_loss",
+                   higher_is_better=False, rngs={"eval": eval_rng})
     metrics = loop_metrics(result)
     for role, prefix in (("validation", "val"), ("test", "test")):
         nll, count = score_split(model, splits[role], block, cfg, role, job.say)

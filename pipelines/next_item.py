@@ -222,7 +222,10 @@ def run(job: Job) -> RunResult:
         correct, nll = score(model, curve_set, cfg.eval_batch_size, specials)
         return {"val_accuracy": float(correct.mean()), "val_loss": float(nll.mean())}
 
-    result = train(job, model, next_batch, validate=validate)
+    # The score is the validation loss: accuracy saturates (digits reach 100% early) while
+    # the loss keeps telling better weights from worse.
+    result = train(job, model, next_batch, validate=validate, score_key="val_loss",
+                   higher_is_better=False)
     metrics = loop_metrics(result)
     for name, examples in data.items():
         if name == "train":

@@ -112,7 +112,8 @@ def test_ambiguous_or_bad_configs_fail_with_one_line(tmp_path, cli, monkeypatch)
 
 
 # -- the architecture ----------------------------------------------------------------------
-def test_digits_model_reads_the_last_real_position_whatever_the_padding():
+@pytest.mark.parametrize("positions", ["start", "end"])
+def test_digits_model_reads_the_last_real_position_whatever_the_padding(positions):
     import torch
 
     from zoo.model import TaskSpec
@@ -120,7 +121,8 @@ def test_digits_model_reads_the_last_real_position_whatever_the_padding():
     from zoo.plugins.digits.model import build
 
     torch.manual_seed(0)
-    model = build(DigitsConfig(width=16, blocks=2, heads=2, block_size=12), TaskSpec("next-item", 9))
+    model = build(DigitsConfig(width=16, blocks=2, heads=2, block_size=12, positions=positions),
+                  TaskSpec("next-item", 9))
     model.eval()
     short = torch.tensor([[3, 4, 5]])
     padded = torch.tensor([[3, 4, 5, 0, 0, 0], [6, 7, 8, 3, 4, 5]])
@@ -133,6 +135,26 @@ def test_digits_model_reads_the_last_real_position_whatever_the_padding():
     assert "positions" not in model.state_dict()  # fixed sinusoids are not weights
     with pytest.raises(ValueError, match="block_size"):
         model(torch.zeros((1, 13), dtype=torch.long))
+
+
+def test_positions_from_the_end_give_the_last_items_fixed_positions():
+    """Counted from the end, the last real token is always position 0 and the one before it
+    position 1, however long the context and however much padding follows."""
+    import torch
+
+    from zoo.model import TaskSpec
+    from zoo.plugins.digits import DigitsConfig
+    from zoo.plugins.digits.model import build
+
+    model = build(DigitsConfig(width=16, block_size=12, positions="end"), TaskSpec("next-item", 9))
+    mask = torch.tensor([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1]])
+    table = model.position_table(mask, 6)  # [B, T, C]
+    sinusoids = model.positions
+    assert torch.equal(table[0, 2], sinusoids[0]) and torch.equal(table[1, 5], sinusoids[0])
+    assert torch.equal(table[0, 1], sinusoids[1]) and torch.equal(table[1, 4], sinusoids[1])
+    assert torch.equal(model.position_table(None, 3), sinusoids[[2, 1, 0]])
+    start = build(DigitsConfig(width=16, block_size=12), TaskSpec("next-item", 9))
+    assert torch.equal(start.position_table(mask, 6), sinusoids[:6])
 
 
 # -- the pipeline --------------------------------------------------------------------------

@@ -21,7 +21,7 @@ def test_special_ids_are_the_contract_tokens():
 
 def test_loop_metrics_are_what_every_task_reports():
     class Result:
-        steps, train_loss, tokens_per_s, train_time = 3, 1.5, 100.0, 0.25
+        steps, best_step, train_loss, tokens_per_s, train_time = 3, 2, 1.5, 100.0, 0.25
 
-    assert loop_metrics(Result()) == {"steps": 3, "train_loss": 1.5, "tokens_per_s": 100.0,
-                                      "train_time": 0.25}
+    assert loop_metrics(Result()) == {"steps": 3, "best_step": 2, "train_loss": 1.5,
+                                      "tokens_per_s": 100.0, "train_time": 0.25}

@@ -6,7 +6,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from zoo.errors import ZooError
 from zoo.files import atomic_write_bytes, atomic_write_json, atomic_write_text
@@ -28,6 +28,10 @@ class TrainConfig:
     grad_clip: float = 1.0
     eval_interval: int = 250  # steps between validation estimates during training
     eval_batches: int = 20  # batches per periodic estimate; the final evaluation uses whole splits
+    # Report the validation and test splits with the weights of the best validation score
+    # (the step is recorded as best_step), not those of the last step.
+    keep_best: bool = True
+    patience: int = 0  # stop after this many validations without improvement (0: never)
     checkpoint_every: int = 500  # steps between checkpoints for `zoo resume` (0: not by steps)
     checkpoint_seconds: float = 600.0  # seconds between checkpoints (0: not by time)
     # auto: bf16 autocast on CUDA (fp16 + gradient scaling without bf16) and on CPUs with
@@ -35,11 +39,17 @@ class TrainConfig:
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     compile: bool = False  # torch.compile the training forward (pays back only on long runs)
 
+    # What a run recorded before a field existed did, for fields added since (a resumed old
+    # run continues as it started): no best weights kept, no early stop.
+    LEGACY: ClassVar[dict] = {"keep_best": False, "patience": 0}
+
     def __post_init__(self):
         positive = ("steps", "batch_size", "lr", "eval_interval", "eval_batches")
         at_least_zero = ("min_lr", "warmup_steps", "weight_decay", "grad_clip",
-                         "checkpoint_every", "checkpoint_seconds")
+                         "checkpoint_every", "checkpoint_seconds", "patience")
         for name in positive:
+            if name == "eval_interval" and self.eval_interval is None:
+                continue  # a pipeline that picks its own interval (per epoch, say)
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         for name in at_least_zero:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from zoo import data as zoo_data
 from zoo.bounds import check_seed
@@ -26,10 +26,16 @@ class Plan:
     seed: int
     loaded: object = None  # the LoadedDataset, when planning had to load it to learn its tasks
     columns: tuple = (None, None)  # the (text, label) column choices it was loaded with
+    # section -> config keys a run recorded by an older zoo lacks: they hold the value that
+    # reproduces its behaviour (the config class's LEGACY), and stay out of its record and hash
+    legacy: dict = field(default_factory=dict)
 
     def config_values(self) -> dict:
         """The configs as plain dicts (section -> values), as recorded in config.json."""
-        return {k: _asdict(v) for k, v in self.configs.items()}
+        values = {k: _asdict(v) for k, v in self.configs.items()}
+        for section, keys in self.legacy.items():
+            values[section] = {k: v for k, v in values[section].items() if k not in keys}
+        return values
 
 
 def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: int = 0,
@@ -85,16 +91,24 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
         recorded = record["configs"]
         if "dataset" in recorded and dataset_ref is None:  # the options it was generated with
             classes["dataset"] = zoo_data.config_class(ref, zoo)
-        configs = {}
+        configs, legacy = {}, {}
         for section, cls in classes.items():
+            values = dict(recorded.get(section) or {})
+            # Fields added since the run was recorded take the value that means what the
+            # older zoo did (a config class's LEGACY: keep_best, patience), and stay out of
+            # its record and config hash.
+            missing = {k: v for k, v in getattr(cls, "LEGACY", {}).items() if k not in values}
+            if missing:
+                legacy[section] = tuple(missing)
             try:
-                configs[section] = build_config(cls, dict(recorded.get(section) or {}))
+                configs[section] = build_config(cls, {**missing, **values})
             except ZooError as exc:
                 raise ZooError(f"the recorded {section} config no longer fits this zoo "
                                f"({exc})") from None
         if "dataset" in configs:
             ref = dataclasses.replace(ref, config=configs["dataset"])
-        return Plan(spec, ref, record["task"], pipeline, configs, int(record["seed"]))
+        return Plan(spec, ref, record["task"], pipeline, configs, int(record["seed"]),
+                    legacy=legacy)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ZooError(f"the record of run {record.get('run_id', '?')} is incomplete "
                        f"({type(exc).__name__}: {exc})") from None

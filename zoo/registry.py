@@ -37,6 +37,7 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.numpy",
     "zoo.plugins.digits",
     "zoo.plugins.transformers",
+    "zoo.plugins.fasttext",
     "zoo.pipelines",
 )
 

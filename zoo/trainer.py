@@ -1,7 +1,8 @@
 """The one training loop every pipeline uses: budgets (steps or wall time), warm-up and
 cosine decay, a progress bar, periodic validation, a divergence stop, keeping the best
-weights by a validation score, and checkpoints to resume from (zoo/checkpoint.py).
-Pipelines supply how to draw a batch and how to validate.
+weights by a validation score (``keep_best``) and stopping when it no longer improves
+(``patience``), and checkpoints to resume from (zoo/checkpoint.py). Pipelines supply how to
+draw a batch, how to validate and which validation figure is the score.
 
 Resume is bit-identical on the CPU only if every random stream the pipeline uses is one the
 loop checkpoints: the batch generator handed to ``next_batch``, the global Python, NumPy and
@@ -64,8 +65,9 @@ class TrainResult:
     last_validate_time: float = 0.0  # the newest estimate's duration
     best_score: float | None = None
     best_step: int | None = None
-    best_state: dict | None = None
+    best_state: dict | None = None  # the best weights, when the loop keeps them
     curve: list = field(default_factory=list)
+    stopped_early: bool = False  # patience ran out before the budget
 
     @property
     def tokens_per_s(self) -> float:
@@ -82,7 +84,10 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
     """Run the optimizer until the step or time budget is spent.
 
     ``validate()`` returns a dict of validation figures, logged every ``eval_interval``
-    steps and at the end; with ``score_key`` the weights with the best score are kept.
+    steps and at the end. ``score_key`` names the figure that decides which validation is
+    best (``best_step``); with ``keep_best`` (the default) the loop keeps those weights and
+    puts them back into the model at the end, so the caller's final evaluation reports
+    them; with ``patience`` it stops after that many validations without improvement.
     ``rngs`` are further NumPy generators the pipeline draws from (checkpointed and
     restored in place), ``state`` further objects with ``state_dict()``/``load_state_dict()``.
     With ``job.resume_from`` set, the loop continues that checkpoint.
@@ -105,6 +110,9 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
     with job.progress(cfg.steps, "train") as bar:
         bar.update(result.steps)
         while result.steps < cfg.steps:
+            if _patience_spent(result, cfg):  # resumed from the checkpoint of the last validation
+                result.stopped_early = True
+                break
             # A time budget covers the validation estimate that closes the curve too: keep
             # the last estimate's duration in reserve, so the loop ends within the budget.
             budget = None if cfg.time is None else cfg.time - result.last_validate_time
@@ -128,16 +136,31 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
             record = {"step": result.steps, "train_loss": loss, "lr": lr, "elapsed": elapsed}
             last = result.steps == cfg.steps or (budget is not None and elapsed >= budget)
             if validate is not None and (result.steps % cfg.eval_interval == 0 or last):
-                record.update(_validate(validate, result, score_key, higher_is_better, model))
+                record.update(_validate(validate, result, score_key, higher_is_better, model, cfg))
             job.run.log(record)
             checkpoints.maybe_save(time.perf_counter() - start)
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{result.tokens / max(elapsed, 1e-9):,.0f}")
+            if _patience_spent(result, cfg):
+                result.stopped_early = True
+                break
     result.train_time = time.perf_counter() - start
     if validate is not None and (not result.curve or result.curve[-1]["step"] != result.steps):
-        record = {"step": result.steps, **_validate(validate, result, score_key, higher_is_better, model)}
+        record = {"step": result.steps,
+                  **_validate(validate, result, score_key, higher_is_better, model, cfg)}
         job.run.log(record)
+    if result.best_state is not None and result.best_step != result.steps:
+        model.load_state_dict(result.best_state)  # the final evaluation reports the best weights
     return result
+
+
+def _patience_spent(result: TrainResult, cfg) -> bool:
+    """Whether the last ``patience`` validations all failed to beat the best one. Counted
+    from the curve and best_step, which checkpoints keep, so a resumed run stops alike."""
+    patience = getattr(cfg, "patience", 0)
+    if not patience or result.best_step is None:
+        return False
+    return sum(1 for point in result.curve if point["step"] > result.best_step) >= patience
 
 
 def _out_of_time(start: float, budget: float, ranks) -> bool:
@@ -147,7 +170,7 @@ def _out_of_time(start: float, budget: float, ranks) -> bool:
     return distributed.rank0_flag(spent)
 
 
-def _validate(validate, result: TrainResult, score_key, higher_is_better, model) -> dict:
+def _validate(validate, result: TrainResult, score_key, higher_is_better, model, cfg=None) -> dict:
     start = time.perf_counter()
     figures = validate()
     result.last_validate_time = time.perf_counter() - start
@@ -159,5 +182,6 @@ def _validate(validate, result: TrainResult, score_key, higher_is_better, model)
                                                else score < result.best_score)
         if better:
             result.best_score, result.best_step = score, result.steps
-            result.best_state = model.state_dict()
+            if cfg is None or cfg.keep_best:
+                result.best_state = model.state_dict()
     return figures

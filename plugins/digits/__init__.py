@@ -9,6 +9,7 @@ fast); the network is in ``model.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from zoo import hookimpl
 from zoo.plugins.digits.data import DigitsDataConfig
@@ -22,6 +23,11 @@ class DigitsConfig:
     ff_ratio: int = 4  # feed-forward hidden width = ff_ratio * width
     dropout: float = 0.0
     block_size: int = 32  # longest context in tokens; longer contexts keep their last tokens
+    # Where the sinusoidal positions count from: "start" (token 0 is position 0) or "end"
+    # (the last real token is position 0, the one before it 1, ...). The next item depends on
+    # the last few items, so counting from the end lets attention find them at fixed
+    # positions whatever the context's length.
+    positions: Literal["start", "end"] = "start"
 
     def __post_init__(self):
         for name in ("width", "blocks", "heads", "ff_ratio", "block_size"):
@@ -33,6 +39,8 @@ class DigitsConfig:
             raise ValueError(f"width must be even for sinusoidal positions, got {self.width}")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.positions not in ("start", "end"):
+            raise ValueError(f"positions must be 'start' or 'end', got {self.positions!r}")
 
 
 @hookimpl

@@ -9,7 +9,8 @@
 
 Attention (zoo.layers.SelfAttention) is bidirectional over the real tokens (padding is
 masked out as keys); the output is read at the last real position, so right-padded batches
-of mixed lengths work. The block is post-LN, unlike the decoder's and encoder's.
+of mixed lengths work. The block is post-LN, unlike the decoder's and encoder's. With
+``positions = "end"`` the sinusoids count back from each row's last real token.
 """
 from __future__ import annotations
 
@@ -62,12 +63,22 @@ class DigitsTransformer(nn.Module):
 
     def forward(self, input_ids, attention_mask=None):  # [B, T] -> logits [B, V]
         T = check_length(input_ids, self.cfg.block_size)
-        x = self.embed(input_ids) * math.sqrt(self.cfg.width) + self.positions[:T]
+        x = self.embed(input_ids) * math.sqrt(self.cfg.width) + self.position_table(attention_mask, T)
         x = self.drop(x)  # [B, T, C]
         keep = key_mask(attention_mask)
         for block in self.blocks:
             x = block(x, keep)
         return self.head(last_real(x, attention_mask))  # [B, V]
+
+
+    def position_table(self, attention_mask, T: int):  # -> [T, C] or [B, T, C]
+        if self.cfg.positions == "start":
+            return self.positions[:T]
+        if attention_mask is None:  # every token is real
+            return self.positions[:T].flip(0)
+        last = attention_mask.sum(dim=1, keepdim=True) - 1  # [B, 1]
+        back = (last - torch.arange(T, device=attention_mask.device)).clamp(min=0)  # [B, T]
+        return self.positions[back]  # padding gets position 0; it is never attended to
 
 
 def build(cfg, spec: TaskSpec) -> DigitsTransformer:

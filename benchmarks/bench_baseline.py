@@ -1,0 +1,118 @@
+"""A zoo classifier next to scikit-learn's TF-IDF + linear SVM, on the same splits.
+
+    .venv/bin/python benchmarks/bench_baseline.py DATASET... [--model encoder-bpe] [--seed 0]
+                                                  [--run RUN_ID ...] [--no-zoo]
+                                                  [--text-column C] [--label-column C]
+
+For every DATASET zoo can load (a catalogue alias, a Hub id in a mirror, a local file), the
+baseline is a TF-IDF of word unigrams and bigrams (sublinear term frequency) and
+``LinearSVC``, fitted on the train split; its ``C`` is picked on the validation split from
+a small grid, and it is scored once on the test split. The zoo side is ``zoo run MODEL
+DATASET --seed S --json --quiet`` in a fresh process (default model: the default classifier,
+`encoder-bpe`), or the recorded runs named with ``--run`` (in ZOO_HOME). Needs the `bench`
+extra (scikit-learn). Prints one line per dataset with both test accuracies.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+from common import header
+
+C_GRID = (0.03, 0.1, 0.3, 1.0, 3.0)
+
+
+def load_splits(name: str, text_column: str | None, label_column: str | None):
+    """Texts and labels of train, validation and test, exactly as zoo's pipeline sees them."""
+    from zoo import data
+    from zoo.pipelines.classification import check_dataset, label_names, texts_of
+    from zoo.registry import get_zoo
+
+    zoo = get_zoo()
+    loaded = data.load(data.resolve(name, zoo), zoo, text_column=text_column,
+                       label_column=label_column, task="classification", quiet=True)
+    check_dataset(loaded)
+    return {role: (texts_of(loaded, role), label_names(loaded, role))
+            for role in ("train", "validation", "test")}
+
+
+def tfidf_svm(splits) -> dict:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.svm import LinearSVC
+
+    start = time.perf_counter()
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1)
+    x_train = vectorizer.fit_transform(splits["train"][0])
+    x_val, x_test = (vectorizer.transform(splits[r][0]) for r in ("validation", "test"))
+    best = None
+    for c in C_GRID:
+        model = LinearSVC(C=c).fit(x_train, splits["train"][1])
+        val = float((model.predict(x_val) == splits["validation"][1]).mean())
+        if best is None or val > best[0]:
+            best = (val, c, model)
+    val, c, model = best
+    test = float((model.predict(x_test) == splits["test"][1]).mean())
+    return {"val_accuracy": val, "test_accuracy": test, "C": c,
+            "seconds": time.perf_counter() - start}
+
+
+def zoo_run(model: str, dataset: str, seed: int, extra: list[str]) -> dict:
+    command = [sys.executable, "-m", "zoo", "run", model, dataset, "--seed", str(seed),
+               "--json", "--quiet", *extra]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {done.stderr.strip()[-400:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return {**result["metrics"], "run_id": result["run_id"], "wall": time.perf_counter() - start}
+
+
+def recorded_run(run_id: str) -> dict:
+    from zoo.store import Store
+
+    with Store() as store:
+        row = store.get(run_id)
+    return {**row["metrics"], "run_id": row["id"], "wall": row.get("duration") or float("nan")}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("datasets", nargs="+")
+    parser.add_argument("--model", default="encoder-bpe")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--run", nargs="+", default=None, metavar="RUN_ID",
+                        help="recorded zoo runs to compare, one per dataset, instead of training")
+    parser.add_argument("--no-zoo", action="store_true", help="only the TF-IDF + SVM baseline")
+    parser.add_argument("--text-column")
+    parser.add_argument("--label-column")
+    args = parser.parse_args(argv)
+    if args.run and len(args.run) != len(args.datasets):
+        parser.error("--run needs one run id per dataset")
+    header("zoo classifier vs TF-IDF + LinearSVC, test accuracy on the same splits")
+    columns = [c for c in (("--text-column", args.text_column),
+                           ("--label-column", args.label_column)) if c[1]]
+    extra = [part for pair in columns for part in pair]
+    print(f"{'dataset':<20}{'train':>7}{'test':>6}  {'TF-IDF+SVM':>10} {'(C)':>6}  "
+          f"{'zoo':>7}  model / run")
+    for i, name in enumerate(args.datasets):
+        splits = load_splits(name, args.text_column, args.label_column)
+        baseline = tfidf_svm(splits)
+        line = (f"{name:<20}{len(splits['train'][0]):>7}{len(splits['test'][0]):>6}  "
+                f"{baseline['test_accuracy']:>10.4f} {baseline['C']:>6}")
+        if not args.no_zoo:
+            ours = recorded_run(args.run[i]) if args.run else zoo_run(args.model, name, args.seed, extra)
+            gap = ours["test_accuracy"] - baseline["test_accuracy"]
+            line += (f"  {ours['test_accuracy']:>7.4f}  {args.model if not args.run else ''} "
+                     f"{ours['run_id']} ({gap:+.4f}, best_step {ours.get('best_step')}, "
+                     f"{ours['wall']:.0f} s)")
+        print(line, flush=True)
+    print(f"# {os.getloadavg()[0]:.1f} load at the end")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

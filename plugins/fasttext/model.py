@@ -1,0 +1,61 @@
+"""The fastText network. Parameter names:
+
+  emb.weight [V + buckets, dim]   rows 0..V-1: tokens; rows V..: hashed bigrams
+  head.{weight [K, dim], bias [K]}
+
+Features of a text: its token ids (``<cls>`` included, padding excluded) and, with
+``ngrams = 2``, one id per pair of adjacent real tokens, ``V + hash(a, b) % buckets``. An
+``EmbeddingBag`` averages their embeddings (the padding id is left out of the mean), and the
+head maps the mean to class logits. As in fastText, embeddings start uniform in
+[-1/dim, 1/dim] and the head at zero.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from zoo import TaskSpec
+
+# Multipliers of the bigram hash (as fastText combines word hashes: h = h * 116049371 + id);
+# int64 arithmetic wraps around, then the remainder picks a bucket.
+HASH_MULTIPLIER = 116_049_371
+
+
+class FastText(nn.Module):
+    def __init__(self, cfg, spec: TaskSpec):
+        super().__init__()
+        if spec.task != "classification" or not spec.num_classes:
+            raise ValueError(f"fasttext serves classification only, not {spec.task}")
+        self.cfg, self.vocab, self.pad_id = cfg, spec.vocab_size, spec.pad_id
+        rows = spec.vocab_size + (cfg.buckets if cfg.ngrams == 2 else 0)
+        self.emb = nn.EmbeddingBag(rows, cfg.dim, mode="mean", padding_idx=spec.pad_id)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.head = nn.Linear(cfg.dim, spec.num_classes)
+        nn.init.uniform_(self.emb.weight, -1.0 / cfg.dim, 1.0 / cfg.dim)
+        with torch.no_grad():
+            self.emb.weight[spec.pad_id].zero_()
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def features(self, input_ids, attention_mask):  # [B, T] -> [B, F] ids, pad where absent
+        real = attention_mask.bool()
+        ids = input_ids.masked_fill(~real, self.pad_id)
+        if self.cfg.ngrams == 1 or ids.shape[1] < 2:
+            return ids
+        a, b = ids[:, :-1], ids[:, 1:]
+        both = real[:, :-1] & real[:, 1:]
+        bigrams = self.vocab + torch.remainder(a * HASH_MULTIPLIER + b, self.cfg.buckets)
+        return torch.cat([ids, bigrams.masked_fill(~both, self.pad_id)], dim=1)
+
+    def forward(self, input_ids, attention_mask=None):  # [B, T] -> [B, K]
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        if input_ids.shape[1] > self.cfg.block_size:
+            raise ValueError(f"sequence of {input_ids.shape[1]} tokens exceeds block_size "
+                             f"{self.cfg.block_size}")
+        mean = self.emb(self.features(input_ids, attention_mask))  # [B, dim]
+        return self.head(self.drop(mean))
+
+
+def build(cfg, spec: TaskSpec) -> FastText:
+    return FastText(cfg, spec)

@@ -1,0 +1,143 @@
+"""keep_best, best_step and patience in the shared training loop, for every task."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from zoo import checkpoint, trainer
+from zoo.job import Job, RunFolder, TrainConfig
+from zoo.store import home
+from conftest import TINY_DECODER, run_cli
+
+
+class Counter:
+    """A stand-in model whose one weight counts its optimizer steps; the validation score
+    is a function of that weight, so the test decides when validation peaks."""
+
+    def __init__(self):
+        self.w = np.zeros(1)
+
+    def configure_optimizer(self, lr, weight_decay, betas):
+        pass
+
+    def train_step(self, inputs, targets, lr, mask=None, grad_clip=None):
+        self.w = self.w + 1
+        return 1.0
+
+    def state_dict(self):
+        return {"w": self.w.copy()}
+
+    def load_state_dict(self, state):
+        self.w = np.asarray(state["w"]).copy()
+
+    def optimizer_state(self):
+        return {"moment": self.w.copy()}, {"calls": int(self.w[0])}
+
+    def load_optimizer_state(self, arrays, meta):
+        pass
+
+
+# validation accuracy by weight (= step): peaks at step 4, then falls away
+PEAK = {2: 0.5, 4: 0.9, 6: 0.8, 8: 0.7, 10: 0.6, 12: 0.95}
+
+
+def make_job(tmp_path, **train) -> Job:
+    cfg = TrainConfig(**{"steps": 12, "eval_interval": 2, "warmup_steps": 1,
+                         "checkpoint_every": 0, "checkpoint_seconds": 0, **train})
+    run = RunFolder(tmp_path / "run").create()
+    return Job("counter", None, None, "test", None, None, cfg, None, 0, "cpu", run, quiet=True)
+
+
+def fit(job, model):
+    def batch(rng):
+        return trainer.Batch(np.zeros((1, 1)), np.zeros(1), tokens=1)
+
+    def validate():
+        return {"val_accuracy": PEAK.get(int(model.w[0]), 0.0)}
+
+    return trainer.train(job, model, batch, validate=validate, score_key="val_accuracy")
+
+
+def test_keep_best_restores_the_best_weights_and_the_curve_shows_everything(tmp_path):
+    model = Counter()
+    result = fit(make_job(tmp_path, steps=10), model)
+    assert result.steps == 10 and result.best_step == 4 and result.best_score == 0.9
+    assert model.w[0] == 4  # the final evaluation sees the best weights
+    assert [p["step"] for p in result.curve] == [2, 4, 6, 8, 10]
+
+
+def test_without_keep_best_the_last_weights_stay_but_best_step_is_reported(tmp_path):
+    model = Counter()
+    result = fit(make_job(tmp_path, steps=10, keep_best=False), model)
+    assert result.best_step == 4 and result.best_state is None and model.w[0] == 10
+
+
+def test_patience_stops_after_that_many_validations_without_improvement(tmp_path):
+    model = Counter()
+    result = fit(make_job(tmp_path, patience=2), model)
+    assert result.stopped_early and result.steps == 8  # validations at 6 and 8 did not beat 4
+    assert model.w[0] == 4
+    logged = RunFolder(tmp_path / "run").curve()
+    assert [r["step"] for r in logged] == list(range(1, 9))
+
+
+def test_a_run_resumed_after_patience_ran_out_stops_at_once(tmp_path, monkeypatch):
+    """Killed right after the checkpoint of the validation that spent the patience: the
+    resumed loop must not train on, and must report the best weights from the checkpoint."""
+    job = make_job(tmp_path, patience=2, checkpoint_every=1)
+    original = checkpoint.Checkpointer.save
+
+    def save_then_stop(self, elapsed):
+        original(self, elapsed)
+        if self.result.steps == 8:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoint.Checkpointer, "save", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        fit(job, Counter())
+    monkeypatch.undo()
+    job.resume_from = checkpoint.latest(job.run.path)
+    assert job.resume_from.step == 8
+    model = Counter()
+    result = fit(job, model)
+    assert result.steps == 8 and result.stopped_early and result.best_step == 4
+    assert model.w[0] == 4
+
+
+def test_a_language_model_reports_val_and_test_from_the_same_best_weights(tiny_text, monkeypatch):
+    """The validation estimate is scripted to be best at step 5 of 15; the run must report
+    (and save) the step-5 weights: `zoo eval` of its weights gives its val and test losses,
+    which differ from the same run's with keep_best=false."""
+    from zoo.pipelines import language_modeling
+
+    calls = []
+
+    def scripted_estimate(*args, **kwargs):
+        calls.append(1)
+        return 1.0 if len(calls) % 15 == 5 else 2.0 + len(calls) % 15
+
+    monkeypatch.setattr(language_modeling, "estimate", scripted_estimate)
+    args = ["run", "decoder-char", tiny_text, "--steps", 15, "--json", *TINY_DECODER,
+            "--set", "eval_interval=1"]
+    result, last = run_cli(*args), run_cli(*args, "--set", "keep_best=false")
+    assert result.code == 0 and last.code == 0, (result, last)
+    summary = json.loads(result.out)
+    metrics, last_metrics = summary["metrics"], json.loads(last.out)["metrics"]
+    assert metrics["best_step"] == last_metrics["best_step"] == 5 and metrics["steps"] == 15
+    for prefix in ("val", "test"):  # the best weights, not the last ones, are reported
+        assert metrics[f"{prefix}_loss"] != last_metrics[f"{prefix}_loss"]
+    curve = [r for r in map(json.loads, (home() / summary["run_id"] / "metrics.jsonl")
+                            .read_text().splitlines()) if "val_loss" in r]
+    assert len(curve) == 15  # the curve still shows every validation
+    for split, prefix in (("validation", "val"), ("test", "test")):
+        scored = run_cli("eval", summary["run_id"], tiny_text, "--split", split, "--json")
+        assert scored.code == 0, scored
+        assert json.loads(scored.out)["metrics"]["loss"] == pytest.approx(metrics[f"{prefix}_loss"])
+
+
+@pytest.mark.parametrize("value", ["-1", "x"])
+def test_bad_patience_is_refused_before_training(tiny_text, value):
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 3, "--set", f"patience={value}")
+    assert result.code == 2 and "patience" in result.err
