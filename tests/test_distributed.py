@@ -85,3 +85,42 @@ def test_cuda_bf16_and_compile(tiny_text):
                      "--compile", "--json", *TINY_DECODER)
     assert result.code == 0, result
     assert json.loads(result.out)["status"] == "finished"
+
+
+# -- The README's two promises, checked in-process with a fake second rank (no torchrun) --
+
+def test_the_logged_train_loss_is_the_mean_over_ranks(monkeypatch):
+    import torch
+    import torch.distributed as dist
+
+    from zoo import distributed
+    from zoo.engine import TorchModel
+
+    def all_reduce_with_another_rank(tensor, *args, **kwargs):
+        tensor += 3.0  # rank 1's loss, summed in place as gloo's SUM does
+
+    monkeypatch.setattr(dist, "all_reduce", all_reduce_with_another_rank)
+    engine = TorchModel.__new__(TorchModel)  # only the reduction is under test
+    engine.distributed = distributed.Context(rank=0, world_size=2, backend="gloo")
+    assert engine._mean_over_ranks(torch.tensor(1.0)) == pytest.approx(2.0)  # (1 + 3) / 2
+
+
+def test_the_token_count_covers_every_rank(tmp_path, monkeypatch):
+    import numpy as np
+
+    from zoo import distributed, trainer
+    from test_best_weights import Counter, make_job
+
+    class TwoRankCounter(Counter):
+        def configure_engine(self, **kwargs):
+            pass  # a torch model would wrap itself in DDP here
+
+    monkeypatch.setattr(distributed, "current",
+                        lambda: distributed.Context(rank=0, world_size=2, backend="gloo"))
+    job = make_job(tmp_path, steps=5)
+
+    def batch(rng):
+        return trainer.Batch(np.zeros((1, 1)), np.zeros(1), tokens=7)
+
+    result = trainer.train(job, TwoRankCounter(), batch)
+    assert result.steps == 5 and result.tokens == 5 * 7 * 2  # both ranks' batches
