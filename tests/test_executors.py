@@ -10,9 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from conftest import TINY_DECODER, run_cli
-from zoo.executors import make_executor
+from zoo.executors import available_cores, make_executor
 from zoo.store import Store, home
 
 TIMING = ("tokens_per_s", "train_time")
@@ -69,7 +70,14 @@ def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
         tiny_text, monkeypatch, tmp_path):
     sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 200,
              *TINY_DECODER, "--set", "checkpoint_every=10", "--set", "eval_interval=50"]
-    assert run_cli(*sweep).code == 0  # the reference: one cell after another, in-process
+    # The reference: one cell after another, in-process, at the workers' thread count (one
+    # each on 2 cores): another thread count sums in another order and moves the metrics.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, available_cores() // 2))
+    try:
+        assert run_cli(*sweep).code == 0
+    finally:
+        torch.set_num_threads(threads)
     alone = rows_by_seed()
     monkeypatch.setenv("ZOO_HOME", str(tmp_path / "parallel"))
 
