@@ -6,8 +6,11 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -96,3 +99,32 @@ def mirror():
         pytest.skip(f"the dataset mirror lacks {', '.join(missing)} (searched: "
                     f"{', '.join(map(str, folders)) or 'nothing'}); set ZOO_DATASETS")
     return folders
+
+
+def parent_of(pid: int) -> int:
+    """The parent pid of a process, from /proc (the field after the state)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def kill_a_worker_once_runs_checkpoint(find_workers, runs: int, deadline: float = 240.0):
+    """In the background: once `runs` run folders under ZOO_HOME hold a committed checkpoint
+    (so each busy worker has one to resume from), SIGKILL the first pid `find_workers()`
+    returns. Returns the thread and a list that receives the killed pid."""
+    from zoo.store import home
+
+    killed = []
+
+    def watch():
+        end = time.time() + deadline
+        while time.time() < end:
+            if len({p.parents[2] for p in home().glob("2*/checkpoints/step-*/COMMIT")}) >= runs:
+                pids = find_workers()
+                if pids:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+                    return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread, killed

@@ -2,17 +2,15 @@
 the only writer of the store, a killed worker recorded as a failed cell, and a rerun that
 resumes it from its checkpoint (tiny configs)."""
 import os
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
+import torch
 
-from conftest import TINY_DECODER, run_cli
-from zoo.executors import make_executor
+from conftest import TINY_DECODER, kill_a_worker_once_runs_checkpoint, parent_of, run_cli
+from zoo.executors import available_cores, make_executor
 from zoo.store import Store, home
 
 TIMING = ("tokens_per_s", "train_time")
@@ -34,7 +32,7 @@ def _worker_pids():
         if not entry.name.isdigit():
             continue
         try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            ppid = parent_of(int(entry.name))
             command = (entry / "cmdline").read_bytes()
         except (OSError, IndexError, ValueError):
             continue
@@ -43,33 +41,18 @@ def _worker_pids():
     return found
 
 
-def kill_a_worker_once_runs_checkpoint(find_workers, runs: int, deadline: float = 240.0):
-    """In the background: once `runs` run folders hold a committed checkpoint (so each
-    busy worker has one to resume from), SIGKILL one worker. Returns the thread and a list
-    that receives the killed pid."""
-    killed = []
-
-    def watch():
-        end = time.time() + deadline
-        while time.time() < end:
-            if len({p.parents[2] for p in home().glob("2*/checkpoints/step-*/COMMIT")}) >= runs:
-                pids = find_workers()
-                if pids:
-                    os.kill(pids[0], signal.SIGKILL)
-                    killed.append(pids[0])
-                    return
-            time.sleep(0.02)
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread, killed
-
-
 def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
         tiny_text, monkeypatch, tmp_path):
     sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 200,
              *TINY_DECODER, "--set", "checkpoint_every=10", "--set", "eval_interval=50"]
-    assert run_cli(*sweep).code == 0  # the reference: one cell after another, in-process
+    # The reference: one cell after another, in-process, at the workers' thread count (one
+    # each on 2 cores): another thread count sums in another order and moves the metrics.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, available_cores() // 2))
+    try:
+        assert run_cli(*sweep).code == 0
+    finally:
+        torch.set_num_threads(threads)
     alone = rows_by_seed()
     monkeypatch.setenv("ZOO_HOME", str(tmp_path / "parallel"))
 

@@ -2,14 +2,11 @@
 the driver alone writes the store, a killed worker fails its cell while the sweep goes on,
 and running the sweep again finishes it. One cluster for the module: Ray starts slowly."""
 import os
-import signal
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import TINY_DECODER, run_cli
+from conftest import TINY_DECODER, kill_a_worker_once_runs_checkpoint, parent_of, run_cli
 from zoo.store import Store, home
 
 ray = pytest.importorskip("ray")
@@ -22,11 +19,6 @@ def cluster():
         yield
     finally:
         ray.shutdown()
-
-
-def parent_of(pid: int) -> int:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state
 
 
 def ray_workers_training():
@@ -46,31 +38,12 @@ def ray_workers_training():
     return found
 
 
-def kill_one_worker_once_two_runs_checkpoint(deadline: float = 240.0):
-    killed = []
-
-    def watch():
-        end = time.time() + deadline
-        while time.time() < end:
-            if len({p.parents[2] for p in home().glob("2*/checkpoints/step-*/COMMIT")}) >= 2:
-                pids = ray_workers_training()
-                if pids:
-                    os.kill(pids[0], signal.SIGKILL)
-                    killed.append(pids[0])
-                    return
-            time.sleep(0.02)
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread, killed
-
-
 def test_a_ray_sweep_records_every_cell_from_the_driver_and_finishes_a_killed_one(
         tiny_text, cluster):
     sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 4, "--steps", 150,
              *TINY_DECODER, "--set", "checkpoint_every=10", "--set", "eval_interval=50",
              "--executor", "ray"]
-    thread, killed = kill_one_worker_once_two_runs_checkpoint()
+    thread, killed = kill_a_worker_once_runs_checkpoint(ray_workers_training, runs=2)
     first = run_cli(*sweep)
     thread.join()
     assert killed, "no Ray worker was killed"
