@@ -310,3 +310,40 @@ def test_missing_label_column_exits_2_listing_the_columns(tmp_path, isolated):
     assert run_cli("runs", "--json").out.strip() in ("", "[]")  # nothing was recorded
     wrong = run_cli("run", "encoder-char", "nolabels", "--label-column", "label", *TINY_ENCODER)
     assert wrong.code == 2 and "text, stars" in wrong.err
+
+
+def test_test_metrics_come_from_the_best_validation_weights(reviews, monkeypatch):
+    """Validation accuracy is scripted to peak at the second of four validations (step 6 of
+    12); the run must report best_step 6 and the test figures of the step-6 weights: they
+    differ from the same run's with keep_best=false, and `zoo eval` of the saved weights
+    reproduces them."""
+    from zoo.pipelines import classification
+
+    training, calls = [], []
+    real_train, real_scores = classification.train, classification.scores
+
+    def train_noting_it(*args, **kwargs):
+        training.append(True)
+        try:
+            return real_train(*args, **kwargs)
+        finally:
+            training.pop()
+
+    def scripted_scores(y_true, probs, classes, prefix, detail=True):
+        figures = real_scores(y_true, probs, classes, prefix, detail)
+        if training and prefix == "val":  # a validation during training: script its score
+            calls.append(1)
+            figures["val_accuracy"] = 1.0 if len(calls) % 4 == 2 else 0.5
+        return figures
+
+    monkeypatch.setattr(classification, "train", train_noting_it)
+    monkeypatch.setattr(classification, "scores", scripted_scores)
+    best = tiny_run("encoder-char", reviews, steps=12)
+    last = tiny_run("encoder-char", reviews, "--set", "keep_best=false", steps=12)
+    metrics, last_metrics = best["metrics"], last["metrics"]
+    assert len(calls) == 8  # four validations in each run
+    assert metrics["best_step"] == last_metrics["best_step"] == 6 < metrics["steps"] == 12
+    assert metrics["test_loss"] != last_metrics["test_loss"]  # not the last weights
+    scored = run_cli("eval", best["run_id"], reviews, "--split", "test", "--json")
+    assert scored.code == 0, scored
+    assert json.loads(scored.out)["metrics"]["test_loss"] == pytest.approx(metrics["test_loss"])
