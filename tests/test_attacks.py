@@ -242,6 +242,55 @@ def test_a_real_ctrl_c_while_a_plugin_loads_still_stops_zoo(isolated, monkeypatc
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
 
 
+COMMAND = ("def boom(args):\n    {}\n\n@hookimpl\ndef register_commands(register):\n"
+           "    register('boom', boom, help='plugin code that exits')\n")
+BUILD = ("def build(config, spec):\n    {}\n\n@hookimpl\ndef register_architectures(register):\n"
+         "    register('junk', build, config='zoo.plugins.decoder:DecoderConfig',\n"
+         "             tasks=('language-modeling',))\n")
+EXITS = [("import sys; sys.exit()", "it called sys.exit()"),
+         ("import sys; sys.exit(0)", "it called sys.exit(0)"),
+         ("raise KeyboardInterrupt", "it raised KeyboardInterrupt")]
+
+
+def zoo_says(*args):
+    """run_cli, failing the test (not the session) when a BaseException escapes zoo."""
+    try:
+        return run_cli(*args)
+    except BaseException as exc:  # noqa: B036 - what escaping zoo looks like
+        pytest.fail(f"{type(exc).__name__} escaped zoo")
+
+
+@pytest.mark.parametrize("code, says", EXITS)
+def test_a_plugin_command_that_exits_or_interrupts_is_its_failure(isolated, monkeypatch,
+                                                                  code, says):
+    local_plugin(isolated, monkeypatch, "p_cmd", COMMAND.format(code))
+    result = zoo_says("boom")
+    assert result.code == 2, result
+    (line,) = result.err.strip().splitlines()
+    assert "command 'boom' from plugin 'p_cmd' failed" in line and says in line, line
+
+
+@pytest.mark.parametrize("code, says", EXITS)
+def test_an_architecture_build_that_exits_or_interrupts_fails_the_run(isolated, monkeypatch,
+                                                                      tiny_text, code, says):
+    local_plugin(isolated, monkeypatch, "p_build", BUILD.format(code))
+    result = zoo_says("run", "junk-char", tiny_text, "--steps", "1", "--quiet")
+    assert result.code == 2, result
+    (line,) = result.err.strip().splitlines()
+    assert "architecture 'junk' from plugin 'p_build' failed" in line and says in line, line
+    with Store() as store:
+        assert [row["status"] for row in store.rows()] == ["failed"]
+
+
+def test_a_real_ctrl_c_in_a_plugin_command_still_stops_zoo(isolated, monkeypatch):
+    local_plugin(isolated, monkeypatch, "p_cmd", COMMAND.format(
+        "import os, signal, time; os.kill(os.getpid(), signal.SIGINT); time.sleep(5)"))
+    result = zoo_says("boom")
+    assert result.code == 130, result
+    assert "interrupted" in result.err and "failed" not in result.err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+
 # -- a trained run to attack, made once and copied into each test's ZOO_HOME --------------
 @pytest.fixture(scope="module")
 def trained_home(tmp_path_factory):

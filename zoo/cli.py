@@ -665,7 +665,10 @@ def add_plugin_commands(commands, zoo) -> None:
 
 def _plugin_handler(command):
     def handler(args):
-        return command.load_handler()(args)
+        from zoo.registry import call_plugin
+
+        return call_plugin(command.load_handler(), args, what=f"command {command.name!r}",
+                           plugin=command.plugin)
 
     return handler
 

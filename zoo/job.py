@@ -158,12 +158,14 @@ class Job:
         """The architecture built for ``spec`` (a ``zoo.TaskSpec``) on the run's device, as a
         ``zoo.Model`` that trains with the task's declared loss."""
         from zoo.engine import as_model, pick_device
-        from zoo.registry import get_task, task_loss
+        from zoo.registry import call_plugin, get_task, task_loss
 
         task = self.declared_task or get_task(self.task)
         if task is None:
             raise ZooError(f"no registered pipeline declares the task {self.task!r}")
-        built = self.architecture.load()(self.model_config, spec)
+        built = call_plugin(self.architecture.load(), self.model_config, spec,
+                            what=f"architecture {self.architecture.name!r}",
+                            plugin=self.architecture.plugin)
         return as_model(built, pick_device(self.device), loss=task_loss(task))
 
     def saved_tokenizer(self):

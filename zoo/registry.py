@@ -522,6 +522,20 @@ def _contained(function, *args):
         raise PluginCodeFailed(exc) from exc
 
 
+def call_plugin(function: Callable, *args, what: str, plugin: str):
+    """Call plugin code that runs after loading (a command's handler, an architecture's
+    build). Its ``sys.exit()``, or a KeyboardInterrupt it raises itself, is that plugin's
+    failure: a ZooError (exit 2) naming it, not a silent exit 0 or an "interrupted". Its
+    exceptions go on as they are, and a real Ctrl-C from the user goes on up (130)."""
+    with plugin_code():
+        try:
+            return function(*args)
+        except BaseException as exc:
+            if isinstance(exc, Exception) or not is_plugin_failure(exc):
+                raise
+            raise ZooError(f"{what} from plugin {plugin!r} failed: {describe(exc)}") from None
+
+
 def _zoo_version() -> str:
     from zoo import __version__
 

@@ -8,7 +8,7 @@ from typing import Any
 from zoo.config import build_config
 from zoo.errors import ZooError
 from zoo.job import RunFolder
-from zoo.registry import get_task, get_zoo, task_loss
+from zoo.registry import call_plugin, get_task, get_zoo, task_loss
 from zoo.safeload import load_tokenizer
 from zoo.store import Store, home
 
@@ -60,8 +60,9 @@ def load_trained(run_id: str, zoo=None, device: str = "cpu", precision: str | No
     if task is None:
         raise ZooError(f"run {row['id']} is a {config['task']} run, and no installed plugin "
                        f"registers that task (zoo list pipelines shows the tasks)")
-    model = as_model(architecture.load()(model_config, TaskSpec(**config["spec"])), device,
-                     loss=task_loss(task))
+    built = call_plugin(architecture.load(), model_config, TaskSpec(**config["spec"]),
+                        what=f"architecture {architecture.name!r}", plugin=architecture.plugin)
+    model = as_model(built, device, loss=task_loss(task))
     model.load_state_dict(folder.load_weights())
     if hasattr(model, "configure_engine"):
         trained_with = (config["configs"].get("train") or {}).get("precision", "auto")
