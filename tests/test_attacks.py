@@ -282,6 +282,19 @@ def test_an_architecture_build_that_exits_or_interrupts_fails_the_run(isolated, 
         assert [row["status"] for row in store.rows()] == ["failed"]
 
 
+def test_loading_a_trained_run_whose_build_exits_is_exit_2(isolated, monkeypatch, tiny_text):
+    local_plugin(isolated, monkeypatch, "p_build", BUILD.format(
+        "import os, sys\n    if os.environ.get('P_BUILD_EXIT'):\n        sys.exit(0)\n"
+        "    from zoo.plugins.decoder.model import build as decoder\n"
+        "    return decoder(config, spec)"))
+    trained = run_cli("run", "junk-char", tiny_text, "--steps", "2", "--json", *TINY_DECODER)
+    assert trained.code == 0, trained
+    monkeypatch.setenv("P_BUILD_EXIT", "1")
+    result = zoo_says("eval", json.loads(trained.out)["run_id"], tiny_text)
+    assert result.code == 2, result
+    assert "architecture 'junk' from plugin 'p_build' failed: it called sys.exit(0)" in result.err
+
+
 def test_a_real_ctrl_c_in_a_plugin_command_still_stops_zoo(isolated, monkeypatch):
     local_plugin(isolated, monkeypatch, "p_cmd", COMMAND.format(
         "import os, signal, time; os.kill(os.getpid(), signal.SIGINT); time.sleep(5)"))
