@@ -271,6 +271,19 @@ def test_a_plugin_command_that_exits_or_interrupts_is_its_failure(isolated, monk
 
 
 @pytest.mark.parametrize("code, says", EXITS)
+def test_a_plugin_command_whose_arguments_exit_is_set_aside(isolated, monkeypatch, code, says):
+    """Adding a command's arguments runs at every start: exiting there must not stop zoo."""
+    local_plugin(isolated, monkeypatch, "p_args", COMMAND.replace(
+        "help='plugin code that exits'", "help='h', arguments=arguments").replace(
+        "def boom(args):\n    {}\n", "def boom(args):\n    return 0\n\n"
+        "def arguments(parser):\n    {}\n").format(code))
+    result = zoo_says("list", "architectures")
+    assert result.code == 0, result
+    assert "command 'boom' from plugin 'p_args' set aside" in result.err and says in result.err
+    assert "decoder" in result.out
+
+
+@pytest.mark.parametrize("code, says", EXITS)
 def test_an_architecture_build_that_exits_or_interrupts_fails_the_run(isolated, monkeypatch,
                                                                       tiny_text, code, says):
     local_plugin(isolated, monkeypatch, "p_build", BUILD.format(code))

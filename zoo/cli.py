@@ -642,13 +642,14 @@ def build_parser() -> Parser:
 def add_plugin_commands(commands, zoo) -> None:
     """The commands plugins registered (``register_commands``), after zoo's own. One whose
     name is taken or whose arguments cannot be added is set aside with a warning."""
-    from zoo.registry import strict_plugins
+    from zoo.registry import call_plugin, strict_plugins
 
     for command in zoo.commands.entries():
         try:
             if command.name in commands.choices:
                 raise ZooError("zoo already has a command of that name")
-            command.add_arguments(Parser(prog=f"zoo {command.name}"))  # a dry run first
+            call_plugin(command.add_arguments, Parser(prog=f"zoo {command.name}"),  # a dry run
+                        what=f"the arguments of command {command.name!r}", plugin=command.plugin)
         except Exception as exc:
             message = (f"command {command.name!r} from plugin {command.plugin!r} set aside: "
                        f"{type(exc).__name__}: {exc}")
