@@ -128,3 +128,19 @@ def kill_a_worker_once_runs_checkpoint(find_workers, runs: int, deadline: float 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread, killed
+
+
+@pytest.fixture
+def one_thread(monkeypatch):
+    """Tiny models on a shared 2-core machine: one torch thread here and in subprocesses
+    (several threads spin for microsecond-sized ops and cost 10-30x the CPU). Every process
+    of a comparison then runs with the same thread count."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

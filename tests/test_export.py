@@ -36,17 +36,7 @@ print(json.dumps({"text": tokenizer.decode(out[0], skip_special_tokens=True),
 """
 
 
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
 
 
 def trained_run(model, dataset, *extra, steps=60) -> str:

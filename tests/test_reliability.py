@@ -27,20 +27,7 @@ from zoo.store import MIGRATIONS, SCHEMA_VERSION, Store, home
 TIMING = {"train_time", "tokens_per_s", "elapsed"}  # the only figures allowed to differ
 
 
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    """Tiny models on a shared 2-core machine: one torch thread here and in subprocesses
-    (several threads spin for microsecond-sized ops and cost 10-30x the CPU). Every process
-    of a comparison then runs with the same thread count."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
 
 
 # TINY_DECODER without the language-modeling-only setting, for any task

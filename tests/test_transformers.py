@@ -17,16 +17,7 @@ TINY = [a for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
 TINY_BPE = ["--set", "vocab_size=300"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models on a shared machine
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
 
 
 @pytest.fixture
