@@ -44,7 +44,7 @@ class Variant:
         import torch
 
         from zoo.engine import as_model
-        from zoo.registry import get_task
+        from zoo.registry import get_task, task_loss
         from zoo.model import TaskSpec
         from zoo.plan import plan_run
 
@@ -56,7 +56,7 @@ class Variant:
         torch.manual_seed(seed)
         spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
         self.model = as_model(plan.spec.architecture.load()(self.model_cfg, spec), "cpu",
-                              loss=get_task("language-modeling").loss_function())
+                              loss=task_loss(get_task("language-modeling")))
         if hasattr(self.model, "configure_engine"):
             self.model.configure_engine(precision=getattr(self.cfg, "precision", "auto"),
                                         compile=getattr(self.cfg, "compile", False))
@@ -83,6 +83,16 @@ class Variant:
             self.step()
         self.times.append((time.perf_counter() - start) / steps)
 
+
+
+def alternate(variants: list[Variant], steps: int, windows: int) -> float:
+    """Time the variants in alternating windows (machine drift hits all of them alike);
+    returns the first variant's median tokens/s, the reference for the ratios."""
+    per_window = max(1, steps // windows)
+    for _ in range(windows):
+        for variant in variants:
+            variant.window(per_window)
+    return variants[0].tokens_per_step / percentile(variants[0].times, 0.5)
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -116,11 +126,7 @@ def main(argv=None) -> int:
         print(f"# {name}: set-up and {args.warmup} warm-up steps {time.perf_counter() - start:.1f} s",
               flush=True)
         variants.append(variant)
-    per_window = max(1, args.steps // args.windows)
-    for _ in range(args.windows):
-        for variant in variants:
-            variant.window(per_window)
-    reference = variants[0].tokens_per_step / percentile(variants[0].times, 0.5)
+    reference = alternate(variants, args.steps, args.windows)
     print(f"{'variant':<32} {'ms/step':>8} {'best':>8} {'tokens/s':>9} {'best tok/s':>10} "
           f"{'vs base':>7} {'vs nanoGPT':>10}")
     for v in variants:

@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_train import Variant, prepare_data  # noqa: E402
+from bench_train import Variant, alternate, prepare_data  # noqa: E402
 from common import header, load, parse_sets, percentile  # noqa: E402
 
 
@@ -54,11 +54,7 @@ def main(argv=None) -> int:
               f"{variant.model.precision}; set-up and {args.warmup} warm-up steps "
               f"{time.perf_counter() - start:.1f} s", flush=True)
         variants.append(variant)
-    per_window = max(1, args.steps // args.windows)
-    for _ in range(args.windows):
-        for variant in variants:
-            variant.window(per_window)
-    reference = variants[0].tokens_per_step / percentile(variants[0].times, 0.5)
+    reference = alternate(variants, args.steps, args.windows)
     print(f"{'model':<16} {'params':>9} {'ms/step':>8} {'tokens/s':>9} {'best tok/s':>10} "
           f"{'vs ' + variants[0].name:>16}")
     for v in variants:
