@@ -224,7 +224,8 @@ def test_a_lazy_plugin_module_that_exits_fails_the_lookup_with_exit_2(isolated, 
     (isolated / "p_lazy_target.py").write_text("import sys\nsys.exit(5)\n")
     monkeypatch.syspath_prepend(str(isolated))
     local_plugin(isolated, monkeypatch, "p_lazy", HOOK.format(
-        "register('junk', 'p_lazy_target:build', tasks=('language-modeling',))"))
+        "register('junk', 'p_lazy_target:build', tasks=('language-modeling',), "
+        "config='zoo.plugins.decoder:DecoderConfig')"))
     result = run_cli("run", "junk-char", tiny_text, "--steps", "1", "--quiet")
     assert result.code == 2, result
     assert "p_lazy_target:build" in result.err and "sys.exit(5)" in result.err

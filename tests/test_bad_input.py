@@ -198,7 +198,8 @@ CASES = [
                          "    register('junk', lambda config: None)\n")),
     Case("plugin-wrong-signature-lazy", ["run", "junk-char", "tiny.txt"], ("must be build(config, spec)", "junk"),
          both(tiny, plugin("p_lazy", "def build(config):\n    pass\n@hookimpl\ndef register_architectures(register):\n"
-                                     "    register('junk', 'zoo_local_plugin_p_lazy:build', tasks=('language-modeling',))\n",
+                                     "    register('junk', 'zoo_local_plugin_p_lazy:build', tasks=('language-modeling',),\n"
+                                     "             config='zoo.plugins.decoder:DecoderConfig')\n",
                             strict=False))),
     Case("plugin-wrong-hook-signature", ["list"], ("p_hook", "extra"),
          plugin("p_hook", "@hookimpl\ndef register_architectures(register, extra):\n    pass\n")),

@@ -160,3 +160,38 @@ def test_listing_imports_no_torch():
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+class WithoutBlockSize:
+    """Architectures whose config gives pipelines no block_size: none at all, or a dataclass
+    without the field."""
+
+    @hookimpl
+    def register_architectures(self, register):
+        import dataclasses
+
+        @dataclasses.dataclass
+        class WidthOnly:
+            n_embd: int = 16
+
+        register("noconfig", "zoo.plugins.decoder.model:build", tasks=("language-modeling",))
+        register("noblock", "zoo.plugins.decoder.model:build", config=WidthOnly,
+                 tasks=("language-modeling",))
+
+
+def test_an_architecture_without_a_block_size_is_exit_2_naming_its_plugin(tiny_text):
+    from zoo.store import Store
+
+    zoo = registry.build_zoo(entry_points=False)
+    assert zoo.add_plugin(WithoutBlockSize(), registry.PluginInfo("sizeless", "test"))
+    registry.reset_zoo(zoo)
+    for name, problem in (("noconfig", "registers no config dataclass"),
+                          ("noblock", "has a config (WidthOnly) with no integer block_size")):
+        result = run_cli("run", f"{name}-char", tiny_text, "--steps", 2)
+        assert result.code == 2, result
+        lines = result.err.strip().splitlines()
+        assert len(lines) == 1, result
+        assert f"architecture {name!r} from plugin 'sizeless' {problem}" in lines[0], result
+        assert "block_size" in lines[0] and "Traceback" not in result.err
+    with Store() as store:
+        assert store.rows() == []  # refused at plan time: nothing was recorded

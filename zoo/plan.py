@@ -69,10 +69,37 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
         catalogue = {f"dataset.{k}": v for k, v in zoo_data.catalogue_options(ref).items()}
         merged = {**catalogue, **merged}
     values = split_overrides(merged, sections)
+    _min_lr_follows_lr(values["train"], sections["train"], overrides or {})
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
+    check_context_length(spec.architecture, configs["model"])
     if "dataset" in configs:
         ref = dataclasses.replace(ref, config=configs["dataset"])
     return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column))
+
+
+def check_context_length(architecture, config) -> None:
+    """Pipelines cut inputs to the architecture config's ``block_size`` (zoo.hookspecs): an
+    architecture registered without a config that has one cannot run."""
+    block = getattr(config, "block_size", None)
+    if isinstance(block, int) and not isinstance(block, bool):
+        return
+    problem = ("registers no config dataclass" if config is None
+               else f"has a config ({type(config).__name__}) with no integer block_size field")
+    raise ZooError(f"architecture {architecture.name!r} from plugin {architecture.plugin!r} "
+                   f"{problem}; pipelines need its block_size (the longest input in tokens): "
+                   "register it with config=<a dataclass with a block_size field>")
+
+
+def _min_lr_follows_lr(train: dict, cls, overrides: dict) -> None:
+    """A min_lr the user did not set (the preset's, or the config's default) is lowered to lr
+    when lr is below it, so `--set lr=1e-5` alone trains instead of being refused. Only
+    configs that used to be refused change; a min_lr the user sets above lr is still refused."""
+    if cls is None or any(key.rpartition(".")[2] == "min_lr" for key in overrides):
+        return
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    lr, min_lr = train.get("lr", defaults.get("lr")), train.get("min_lr", defaults.get("min_lr"))
+    if isinstance(lr, float) and isinstance(min_lr, float) and min_lr > lr > 0:
+        train["min_lr"] = lr
 
 
 def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
