@@ -13,7 +13,11 @@ from zoo.model import IGNORE_INDEX
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, reduction: str) -> torch.Tensor:
     """Cross entropy in nats of logits [..., C] against class ids [...]; IGNORE_INDEX targets
-    count for nothing."""
+    count for nothing. Logits with one more axis, [B, M, C] against [B], are M predictions of
+    each target (an ensemble's members in training): each is scored, and the mean is over
+    all B * M of them."""
+    if logits.dim() == targets.dim() + 2:
+        targets = targets.unsqueeze(-1).expand(logits.shape[:-1])
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
                            ignore_index=IGNORE_INDEX, reduction=reduction)
 

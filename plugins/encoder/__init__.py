@@ -24,9 +24,25 @@ class EncoderConfig:
     # pipeline puts first, or the mean over the real (unpadded) tokens.
     pooling: Literal["cls", "mean"] = "mean"
     tie_weights: bool = True  # next-item: the output layer shares the token embedding matrix
+    # An ensemble in one run: `members` encoders learn side by side, each on its own loss
+    # (different initial weights, the same batches), and the prediction averages their
+    # probabilities. With bag_dim > 0 a fastText-style member (mean of token and hashed
+    # token-bigram embeddings, one linear layer) joins them; it holds bag_weight of the
+    # average and learns bag_lr_scale times faster than the encoders (a bag of embeddings
+    # wants a ten times larger step than attention). Classification only.
+    members: int = 1
+    bag_dim: int = 0  # 0: no bag member
+    bag_buckets: int = 100_000  # hashed bigram rows of the bag member
+    bag_weight: float = 0.5  # the bag member's share of the averaged probabilities
+    bag_lr_scale: float = 10.0
 
     def __post_init__(self):
-        check_positive(self, "n_layer", "n_head", "n_embd", "block_size", "mlp_ratio")
+        check_positive(self, "n_layer", "n_head", "n_embd", "block_size", "mlp_ratio", "members",
+                       "bag_buckets", "bag_lr_scale")
+        if self.bag_dim < 0:
+            raise ValueError(f"bag_dim must be 0 (no bag member) or positive, got {self.bag_dim}")
+        if not 0 < self.bag_weight < 1:
+            raise ValueError(f"bag_weight must be between 0 and 1, got {self.bag_weight}")
         check_divisible(self, "n_embd", "n_head")
         check_probability(self, "dropout")
         if self.pooling not in ("cls", "mean"):

@@ -10,6 +10,10 @@
   head.{weight [V, C], bias [V]}   next-item: K = vocab size; weight tied to tok_emb when
                                    config.tie_weights (kept once, as tok_emb.weight)
 
+With members > 1 or bag_dim > 0 the network is an ensemble, and every name above gets the
+prefix ``members.{m}.``; the bag member's are ``bag.net.emb.weight`` and ``bag.net.head.*`` (those of
+the fasttext architecture, stored divided by bag_lr_scale).
+
 The blocks are zoo.layers.PreLNBlock with exact GELU. Attention is bidirectional; padded
 positions (attention_mask 0) are never attended to and never pooled, so padding a batch
 leaves every example's output unchanged. Pooling takes the hidden state at position 0
@@ -21,7 +25,7 @@ import torch
 import torch.nn as nn
 
 from zoo.layers import PreLNBlock, check_length, init_gpt2, key_mask
-from zoo import TaskSpec
+from zoo import TaskSpec, ZooError
 
 
 class Encoder(nn.Module):
@@ -68,5 +72,58 @@ class Encoder(nn.Module):
         return self.head(self.drop(self.pool(h, attention_mask)))  # [B, K]
 
 
-def build(cfg, spec: TaskSpec) -> Encoder:
-    return Encoder(cfg, spec)
+class ScaledBag(nn.Module):
+    """The fasttext network, parametrised so that Adam's steps move it `scale` times further:
+    it computes with scale * (stored weights), and Adam's step on the stored weights does not
+    depend on their scale."""
+
+    def __init__(self, cfg, spec: TaskSpec):
+        super().__init__()
+        from zoo.plugins.fasttext import FastTextConfig
+        from zoo.plugins.fasttext.model import FastText
+
+        self.scale = cfg.bag_lr_scale
+        net = FastText(FastTextConfig(dim=cfg.bag_dim, buckets=cfg.bag_buckets,
+                                      block_size=cfg.block_size), spec)
+        with torch.no_grad():
+            net.emb.weight.div_(self.scale)
+        self.net = net
+
+    def forward(self, input_ids, attention_mask):  # [B, T] -> [B, K]
+        mean = self.net.emb(self.net.features(input_ids, attention_mask)) * self.scale
+        return self.net.head(mean) * self.scale
+
+
+class EncoderEnsemble(nn.Module):
+    """`members` encoders and optionally a bag member, trained side by side on the same
+    batches. In training it returns every member's logits [B, M, K]; the task's cross entropy
+    scores each against the same target, so each member learns as if alone. In evaluation
+    it returns the log of the weighted mean of their probabilities [B, K]: the encoders share
+    1 - bag_weight equally, the bag member has bag_weight."""
+
+    def __init__(self, cfg, spec: TaskSpec):
+        super().__init__()
+        if spec.task != "classification":
+            raise ZooError(f"an encoder ensemble (members > 1 or bag_dim > 0) serves "
+                           f"classification only, not {spec.task}; set members=1 and bag_dim=0")
+        self.members = nn.ModuleList(Encoder(cfg, spec) for _ in range(cfg.members))
+        self.bag = ScaledBag(cfg, spec) if cfg.bag_dim else None
+        share = 1.0 - cfg.bag_weight if self.bag is not None else 1.0
+        weights = [share / cfg.members] * cfg.members + ([cfg.bag_weight] if self.bag else [])
+        self.register_buffer("weights", torch.tensor(weights), persistent=False)
+
+    def forward(self, input_ids, attention_mask=None):
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        nets = [*self.members, *([self.bag] if self.bag is not None else [])]
+        logits = torch.stack([net(input_ids, attention_mask) for net in nets], dim=1)
+        if self.training:
+            return logits  # [B, M, K]
+        probs = logits.float().softmax(dim=-1)
+        return torch.log((probs * self.weights[:, None]).sum(dim=1))  # [B, K]
+
+
+def build(cfg, spec: TaskSpec) -> nn.Module:
+    if cfg.members == 1 and not cfg.bag_dim:
+        return Encoder(cfg, spec)
+    return EncoderEnsemble(cfg, spec)

@@ -1,0 +1,124 @@
+"""The encoder as an ensemble in one run (members > 1, bag_dim > 0): each member learns on its
+own loss, and the prediction is the weighted mean of the members' probabilities."""
+import pytest
+
+from conftest import run_cli
+
+VOCAB, CLASSES = 50, 3
+
+
+def build(**settings):
+    import torch
+
+    from zoo.model import TaskSpec
+    from zoo.plugins.encoder import EncoderConfig
+    from zoo.plugins.encoder.model import build as build_encoder
+
+    torch.manual_seed(0)
+    cfg = EncoderConfig(n_layer=1, n_head=2, n_embd=16, block_size=12, dropout=0.0, **settings)
+    return build_encoder(cfg, TaskSpec("classification", VOCAB, num_classes=CLASSES)), cfg
+
+
+def batch():
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(3, VOCAB, (6, 10), generator=g)
+    mask = torch.ones_like(ids)
+    mask[:2, 7:] = 0  # two padded texts
+    return ids, mask, torch.tensor([0, 1, 2, 0, 1, 2])
+
+
+def test_cross_entropy_scores_every_member_against_the_same_target():
+    import torch
+    import torch.nn.functional as F
+
+    from zoo.losses import cross_entropy
+
+    logits = torch.randn(4, 3, 5)  # [B, M, C]
+    targets = torch.tensor([0, 4, 2, 1])
+    each = [F.cross_entropy(logits[:, m], targets) for m in range(3)]
+    assert cross_entropy(logits, targets, "mean").item() == pytest.approx(
+        sum(each).item() / 3, rel=1e-6)
+    assert cross_entropy(logits[:, 0], targets, "mean").item() == pytest.approx(each[0].item())
+
+
+def test_each_member_learns_as_if_alone():
+    """The gradient reaching member m is the gradient it would get trained alone on the batch
+    (divided by the number of members, which Adam's step does not see)."""
+    from zoo.losses import cross_entropy
+
+    ensemble, _ = build(members=2, bag_dim=8, bag_buckets=13)
+    ids, mask, y = batch()
+    ensemble.train()
+    out = ensemble(ids, mask)
+    assert tuple(out.shape) == (6, 3, CLASSES)
+    cross_entropy(out, y, "mean").backward()
+    for m, net in enumerate([*ensemble.members, ensemble.bag]):
+        together = [p.grad.clone() for p in net.parameters()]
+        ensemble.zero_grad()
+        cross_entropy(net(ids, mask), y, "mean").backward()
+        for shared, alone in zip(together, [p.grad for p in net.parameters()]):
+            assert shared.mul(3).allclose(alone, rtol=1e-4, atol=1e-6), f"member {m}"
+        ensemble.zero_grad()
+        out = ensemble(ids, mask)
+        cross_entropy(out, y, "mean").backward()
+
+
+def test_prediction_is_the_weighted_mean_of_member_probabilities():
+    import torch
+
+    ensemble, cfg = build(members=3, bag_dim=8, bag_buckets=13, bag_weight=0.4)
+    ids, mask, _ = batch()
+    ensemble.eval()
+    with torch.no_grad():
+        probs = [net(ids, mask).softmax(-1) for net in [*ensemble.members, ensemble.bag]]
+        expected = 0.2 * (probs[0] + probs[1] + probs[2]) + 0.4 * probs[3]
+        got = ensemble(ids, mask).exp()
+    assert got.shape == (6, CLASSES)
+    assert got.allclose(expected, atol=1e-6)
+    assert not got.allclose(sum(probs) / 4, atol=1e-3)  # the bag's weight is not 1/4
+
+
+def test_bag_member_takes_steps_scale_times_larger():
+    """One Adam step moves the bag's effective weights bag_lr_scale times the learning rate
+    (Adam's first step moves every weight with a gradient by the learning rate). The head
+    starts at zero, as in fastText, so the first step reaches only the head."""
+    import torch
+
+    from zoo.losses import cross_entropy
+
+    ensemble, cfg = build(members=1, bag_dim=8, bag_buckets=13, bag_lr_scale=10.0)
+    ids, mask, y = batch()
+    bag = ensemble.bag
+    before = bag.net.head.weight.detach().clone() * bag.scale
+    opt = torch.optim.Adam(ensemble.parameters(), lr=1e-3)
+    ensemble.train()
+    cross_entropy(ensemble(ids, mask), y, "mean").backward()
+    opt.step()
+    moved = (bag.net.head.weight.detach() * bag.scale - before).abs()
+    assert moved.max().item() == pytest.approx(10 * 1e-3, rel=0.01)
+
+
+def test_one_member_is_the_plain_encoder_with_its_parameter_names():
+    single, _ = build()
+    assert type(single).__name__ == "Encoder"
+    assert "tok_emb.weight" in dict(single.named_parameters())
+    ensemble, _ = build(members=2)
+    names = dict(ensemble.named_parameters())
+    assert "members.1.tok_emb.weight" in names and "bag.net.emb.weight" not in names
+
+
+def test_an_ensemble_for_next_item_is_a_clear_error(one_thread):
+    result = run_cli("run", "encoder-char", "digits", "--task", "next-item", "--steps", "1",
+                     "--set", "members=2")
+    assert result.code == 2, result
+    assert "classification only" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_bad_ensemble_settings_fail_before_training():
+    for setting in ("members=0", "bag_dim=-1", "bag_weight=1.0", "bag_lr_scale=0"):
+        result = run_cli("run", "encoder-bpe", "rotten_tomatoes", "--set", setting)
+        assert result.code == 2, (setting, result)
+        assert setting.split("=")[0] in result.err
