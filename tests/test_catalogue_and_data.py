@@ -160,6 +160,19 @@ def test_local_files_load_with_detected_columns(tmp_path):
     assert sum(sizes.values()) == 60 and sizes["validation"] == sizes["test"] == 3
 
 
+def test_a_folder_with_train_and_test_only_gets_validation_from_train_and_drops_no_row(tmp_path):
+    folder = tmp_path / "questions"
+    folder.mkdir()
+    rows = lambda n, tag: "".join(f'{{"text": "{tag} question {i}", "label": {i % 3}}}\n' for i in range(n))
+    (folder / "train.jsonl").write_text(rows(200, "train"))
+    (folder / "test.jsonl").write_text(rows(40, "test"))
+    zoo = registry.get_zoo()
+    loaded = data.load(data.resolve(str(folder), zoo), zoo)
+    sizes = {role: len(loaded.split(role)) for role in ("train", "validation", "test")}
+    assert sizes == {"train": 190, "validation": 10, "test": 40}
+    assert all(text.startswith("train") for text in loaded.split("validation")["text"])
+
+
 def test_missing_dataset_path_is_a_clear_error():
     result = run_cli("run", "decoder-char", "./no/such/file.csv")
     assert result.code == 2 and "does not exist" in result.err

@@ -234,8 +234,9 @@ def check(dataset: LoadedDataset) -> None:
 
 
 def _carve_missing_splits(splits, split_names: dict, name: str):
-    """A dataset with only a training split (a local file, say) gets validation and test
-    splits of 5% of its rows each, drawn with a fixed seed so every run sees the same."""
+    """A dataset without a validation or a test split (a local file, say) gets each missing
+    one as 5% of its training rows, drawn with a fixed seed so every run sees the same; the
+    rest stays for training (no row is dropped)."""
     import datasets
 
     missing = [role for role in ("validation", "test") if split_names[role] not in splits]
@@ -248,14 +249,14 @@ def _carve_missing_splits(splits, split_names: dict, name: str):
     if len(train) < 20:
         raise ZooError(f"Dataset {name!r} has no {' or '.join(missing)} split and only "
                        f"{len(train)} rows to carve one from (need at least 20)")
-    held = train.train_test_split(test_size=0.1, seed=0, shuffle=True)
-    halves = held["test"].train_test_split(test_size=0.5, seed=0, shuffle=True)
-    carved = {split_names["train"]: held["train"], split_names["validation"]: halves["train"],
-              split_names["test"]: halves["test"]}
     result = dict(splits)
-    result[split_names["train"]] = carved[split_names["train"]]
-    for role in missing:
-        result[split_names[role]] = carved[split_names[role]]
+    held = train.train_test_split(test_size=0.05 * len(missing), seed=0, shuffle=True)
+    result[split_names["train"]] = held["train"]
+    if len(missing) == 1:
+        result[split_names[missing[0]]] = held["test"]
+    else:
+        halves = held["test"].train_test_split(test_size=0.5, seed=0, shuffle=True)
+        result[split_names["validation"]], result[split_names["test"]] = halves["train"], halves["test"]
     return datasets.DatasetDict(result)
 
 
