@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_baseline.py DATASET... [--model encoder-bpe] [--seed 0]
                                                   [--run RUN_ID ...] [--no-zoo]
+                                                  [--set KEY=VALUE ...]
                                                   [--text-column C] [--label-column C]
 
 For every DATASET zoo can load (a catalogue alias, a Hub id in a mirror, a local file), the
@@ -87,6 +88,8 @@ def main(argv=None) -> int:
     parser.add_argument("--run", nargs="+", default=None, metavar="RUN_ID",
                         help="recorded zoo runs to compare, one per dataset, instead of training")
     parser.add_argument("--no-zoo", action="store_true", help="only the TF-IDF + SVM baseline")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting for the zoo run (repeatable), as zoo run --set takes it")
     parser.add_argument("--text-column")
     parser.add_argument("--label-column")
     args = parser.parse_args(argv)
@@ -96,6 +99,7 @@ def main(argv=None) -> int:
     columns = [c for c in (("--text-column", args.text_column),
                            ("--label-column", args.label_column)) if c[1]]
     extra = [part for pair in columns for part in pair]
+    extra += [part for setting in args.set for part in ("--set", setting)]
     print(f"{'dataset':<20}{'train':>7}{'test':>6}  {'TF-IDF+SVM':>10} {'(C)':>6}  "
           f"{'zoo':>7}  model / run")
     for i, name in enumerate(args.datasets):
