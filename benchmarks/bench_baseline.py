@@ -34,7 +34,7 @@ def load_splits(name: str, text_column: str | None, label_column: str | None):
 
     zoo = get_zoo()
     loaded = data.load(data.resolve(name, zoo), zoo, text_column=text_column,
-                       label_column=label_column, task="classification", quiet=True)
+                       label_column=label_column, quiet=True)
     check_dataset(loaded)
     return {role: (texts_of(loaded, role), label_names(loaded, role))
             for role in ("train", "validation", "test")}

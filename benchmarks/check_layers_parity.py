@@ -18,18 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import REPO, header  # noqa: E402
-
-from zoo.model import TaskSpec  # noqa: E402
-from zoo.plugins.decoder import DecoderConfig  # noqa: E402
-from zoo.plugins.decoder import model as decoder  # noqa: E402
-from zoo.plugins.digits import DigitsConfig  # noqa: E402
-from zoo.plugins.digits import model as digits  # noqa: E402
-from zoo.plugins.encoder import EncoderConfig  # noqa: E402
-from zoo.plugins.encoder import model as encoder  # noqa: E402
 
 
 def old_module(rev: str, name: str, folder: Path):
@@ -43,7 +33,9 @@ def old_module(rev: str, name: str, folder: Path):
     return module
 
 
-def same(old, new, cfg, spec: TaskSpec, masked: bool) -> None:
+def same(old, new, cfg, spec, masked: bool) -> None:
+    import torch
+
     torch.manual_seed(1)
     a = old.build(cfg, spec)
     torch.manual_seed(1)
@@ -76,6 +68,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rev", default="cde8f1f", help="the commit to compare with")
     args = parser.parse_args(argv)
+
+    import torch
+
+    from zoo.model import TaskSpec
+    from zoo.plugins.decoder import DecoderConfig
+    from zoo.plugins.decoder import model as decoder
+    from zoo.plugins.digits import DigitsConfig
+    from zoo.plugins.digits import model as digits
+    from zoo.plugins.encoder import EncoderConfig
+    from zoo.plugins.encoder import model as encoder
+
     header(f"model parity with {args.rev}")
     checked = 0
     with tempfile.TemporaryDirectory() as folder:

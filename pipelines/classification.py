@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
-                 compression, dataset_key, natural_key, text_batches, train)
-from zoo.pipelines.common import loop_metrics, run_tokenizer, softmax
+                 dataset_key, natural_key, row_ids, text_batches, train)
+from zoo.pipelines.common import loop_metrics, pad_rows, padded_batch, run_tokenizer, softmax
 
 ROLES = ("train", "validation", "test")
 PREFIX = {"train": "train", "validation": "val", "test": "test"}
@@ -57,8 +59,6 @@ def check_dataset(dataset) -> None:
     """Fail before any run is recorded when the dataset has nothing to classify: labels are
     a ClassLabel's ids, or values (strings, integers) used as class names; every row has
     one, and validation and test use only classes training has."""
-    import pyarrow.compute as pc
-
     column, name = dataset.label_column, dataset.ref.name
     train = dataset.split("train")
     if column is None:
@@ -97,60 +97,84 @@ def check_dataset(dataset) -> None:
                            f"(training has: {', '.join(sorted(map(str, seen))[:10])})")
 
 
-def label_names(dataset, role: str) -> list[str]:
-    """Each row's label as a class name: the ClassLabel name, or the value as text."""
-    values = dataset.split(role)[dataset.label_column]
+def label_names(dataset, role: str) -> np.ndarray:
+    """Each row's label as a class name: the ClassLabel name, or the value as text (an array
+    of str built by Arrow, with no Python step per row)."""
+    values = column_of(dataset.split(role), dataset.label_column)
     names = dataset.class_names
-    out = []
-    for row, value in enumerate(values):
-        if value is None or (names and not 0 <= value < len(names)):
-            raise ZooError(f"Dataset {dataset.ref.name!r} split {role!r} row {row} has label "
-                           f"{value!r}, which is not a class (unlabelled rows cannot be used)")
-        out.append(names[value] if names else str(value))
-    return out
+    bad = pc.is_null(values)
+    if names:
+        outside = pc.or_(pc.less(values, 0), pc.greater_equal(values, len(names)))
+        bad = pc.or_(bad, pc.fill_null(outside, True))
+    if pc.any(bad).as_py():
+        row = pc.index(bad, True).as_py()
+        raise ZooError(f"Dataset {dataset.ref.name!r} split {role!r} row {row} has label "
+                       f"{values[row].as_py()!r}, which is not a class (unlabelled rows cannot "
+                       "be used)")
+    text = pa.array(names, pa.string()).take(values) if names else pc.cast(values, pa.string())
+    return text.to_numpy(zero_copy_only=False)
 
 
-def class_list(dataset, train_names: list[str]) -> list[str]:
+def class_list(dataset, train_names) -> list[str]:
     """The classes in id order: the ClassLabel's, else the training labels in natural order."""
     if dataset.class_names:
         return list(dataset.class_names)
-    return sorted(set(train_names), key=natural_key)
+    return sorted(pc.unique(pa.array(train_names, pa.string())).to_pylist(), key=natural_key)
 
 
-def class_ids(names: list[str], classes: list[str], where: str) -> np.ndarray:
-    index = {name: i for i, name in enumerate(classes)}
-    unknown = sorted(set(names) - set(index))
-    if unknown:
+def class_ids(names, classes: list[str], where: str) -> np.ndarray:
+    """Each class name's id in ``classes`` (looked up by Arrow)."""
+    names = pa.array(names, pa.string())
+    ids = pc.index_in(names, value_set=pa.array(classes, pa.string()))
+    if ids.null_count:
+        unknown = sorted(pc.unique(pc.filter(names, pc.is_null(ids))).to_pylist())
         raise ZooError(f"{where} has labels the model does not know: {', '.join(unknown[:5])} "
                        f"(classes: {', '.join(classes)})")
-    return np.fromiter((index[n] for n in names), dtype=np.int64, count=len(names))
+    return ids.to_numpy().astype(np.int64)
 
 
 def texts_of(dataset, role: str) -> list[str]:
     """The split's texts (an empty row as ""), read as one Arrow column."""
-    import pyarrow.compute as pc
-
     return pc.fill_null(column_of(dataset.split(role), dataset.text_column), "").to_pylist()
 
 
-def encode(tokenizer, texts: list[str], block: int) -> list[np.ndarray]:
+def text_chars(dataset, role: str) -> int:
+    """Characters in the split's texts (counted by Arrow)."""
+    return pc.sum(pc.utf8_length(column_of(dataset.split(role), dataset.text_column))).as_py() or 0
+
+
+@dataclass
+class Encoded:
+    """Texts as <cls> and their first block_size - 1 tokens, right-padded: ``inputs`` [N, T]
+    and ``lengths`` [N] (with <cls>); ``tokens`` [N]: each text's tokens before cutting."""
+
+    inputs: np.ndarray
+    lengths: np.ndarray
+    tokens: np.ndarray
+
+    @classmethod
+    def from_ragged(cls, ids: np.ndarray, offsets: np.ndarray, tokenizer, block: int) -> "Encoded":
+        body, lengths = pad_rows(ids, offsets, block - 1, tokenizer.pad_id)
+        first = np.full((len(lengths), 1), tokenizer.cls_id, dtype=np.int64)
+        return cls(np.concatenate([first, body], axis=1), lengths + 1, np.diff(offsets))
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def batch(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Inputs and attention mask [B, T] of some texts, padded to the longest of them."""
+        return padded_batch(self.inputs, self.lengths, rows)
+
+
+def encode(tokenizer, texts: list[str], block: int) -> Encoded:
     """<cls> + tokens, truncated to `block` ids."""
-    return with_cls(tokenizer.encode_batch(texts), tokenizer.cls_id, block)
+    return Encoded.from_ragged(*tokenizer.encode_rows(texts), tokenizer, block)
 
 
-def with_cls(encoded: list[list[int]], cls: int, block: int) -> list[np.ndarray]:
-    return [np.asarray([cls, *ids[:block - 1]], dtype=np.int64) for ids in encoded]
-
-
-def pad(seqs: list[np.ndarray], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """Right-pad to the longest: inputs [B, T] and attention mask [B, T] (1 = real token)."""
-    width = max(len(s) for s in seqs)
-    inputs = np.full((len(seqs), width), pad_id, dtype=np.int64)
-    mask = np.zeros((len(seqs), width), dtype=np.int64)
-    for row, s in enumerate(seqs):
-        inputs[row, :len(s)] = s
-        mask[row, :len(s)] = 1
-    return inputs, mask
+def encode_split(tokenizer, dataset, role: str, block: int) -> Encoded:
+    """A split's texts encoded through the cached, batched ``Dataset.map`` (zoo.row_ids)."""
+    ids = row_ids(dataset.split(role), dataset.text_column, tokenizer)
+    return Encoded.from_ragged(*ids, tokenizer, block)
 
 
 class Batches:
@@ -188,16 +212,15 @@ class Batches:
 
 
 # -- evaluation ------------------------------------------------------------------------
-def probabilities(model, seqs: list[np.ndarray], pad_id: int, batch_size: int) -> np.ndarray:
+def probabilities(model, texts: Encoded, batch_size: int) -> np.ndarray:
     """Class probabilities [N, K], computed in batches of similar length."""
-    order = np.argsort([len(s) for s in seqs], kind="stable")
+    order = np.argsort(texts.lengths, kind="stable")
     out = None
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
-        inputs, mask = pad([seqs[i] for i in rows], pad_id)
-        probs = softmax(model.logits(inputs, mask).astype(np.float64))
+        probs = softmax(model.logits(*texts.batch(rows)).astype(np.float64))
         if out is None:
-            out = np.empty((len(seqs), probs.shape[1]))
+            out = np.empty((len(texts), probs.shape[1]))
         out[rows] = probs
     return out if out is not None else np.empty((0, 0))
 
@@ -258,7 +281,6 @@ def run(job: Job) -> RunResult:
     block = job.model_config.block_size
     if block < 2:
         raise ZooError(f"block_size must be at least 2 for classification (<cls> and a token), got {block}")
-    texts = {role: texts_of(job.dataset, role) for role in ROLES}
     names = {role: label_names(job.dataset, role) for role in ROLES}
     classes = class_list(job.dataset, names["train"])
     if len(classes) < 2:
@@ -268,16 +290,15 @@ def run(job: Job) -> RunResult:
 
     tokenizer = tokenizer_for(job)
     job.run.write_json(CLASSES_FILE, classes)
-    encoded = {role: tokenizer.encode_batch(texts[role]) for role in ROLES}
-    seqs = {role: with_cls(encoded[role], tokenizer.cls_id, block) for role in ROLES}
-    truncated = np.mean([len(ids) > block - 1 for ids in encoded["train"]])
+    texts = {role: encode_split(tokenizer, job.dataset, role, block) for role in ROLES}
+    truncated = np.mean(texts["train"].tokens > block - 1)
     pad_id = tokenizer.pad_id
 
     spec = TaskSpec("classification", tokenizer.vocab_size, num_classes=len(classes), pad_id=pad_id)
     model = job.build_model(spec)
     params = model.num_parameters()
 
-    lengths = np.asarray([len(s) for s in seqs["train"]])
+    lengths = texts["train"].lengths
     batches = Batches(lengths, cfg.batch_size, cfg.bucket_batches)
     steps = step_budget(cfg, batches.per_epoch())
     interval = validation_interval(cfg, batches.per_epoch())
@@ -290,11 +311,11 @@ def run(job: Job) -> RunResult:
 
     def next_batch(rng) -> Batch:
         rows = batches.next(rng)
-        inputs, mask = pad([seqs["train"][i] for i in rows], pad_id)
+        inputs, mask = texts["train"].batch(rows)
         return Batch(inputs, labels["train"][rows], mask, tokens=int(mask.sum()))
 
     def validate() -> dict:
-        probs = probabilities(model, seqs["validation"], pad_id, cfg.eval_batch_size)
+        probs = probabilities(model, texts["validation"], cfg.eval_batch_size)
         return scores(labels["validation"], probs, classes, "val", detail=False)
 
     result = train(job, model, next_batch, validate=validate, score_key="val_accuracy",
@@ -303,9 +324,11 @@ def run(job: Job) -> RunResult:
 
     metrics = {**loop_metrics(result), "epochs": result.steps / batches.per_epoch()}
     for role in ("validation", "test"):
-        probs = probabilities(model, seqs[role], pad_id, cfg.eval_batch_size)
+        probs = probabilities(model, texts[role], cfg.eval_batch_size)
         metrics.update(scores(labels[role], probs, classes, PREFIX[role], detail=role == "test"))
-    metrics.update(compression(tokenizer, texts["validation"], encoded["validation"]))  # untruncated
+    # the tokenizer's figures over the validation texts, uncut
+    chars, tokens = text_chars(job.dataset, "validation"), int(texts["validation"].tokens.sum())
+    metrics.update({"vocab_size": tokenizer.vocab_size, "chars_per_token": chars / max(1, tokens)})
     metrics["truncated"] = float(truncated)  # share of training texts cut to block_size
     metrics.update({"num_classes": len(classes), "class_names": classes})
     return RunResult(params, metrics, spec)
@@ -341,8 +364,8 @@ def predict(trained, texts: list[str], batch_size: int = 128) -> list[ClassPredi
     if not texts:
         return []
     classes = trained_classes(trained)
-    seqs = encode(trained.tokenizer, [str(t) for t in texts], trained.block_size)
-    probs = probabilities(trained.model, seqs, trained.tokenizer.pad_id, batch_size)
+    encoded = encode(trained.tokenizer, list(map(str, texts)), trained.block_size)
+    probs = probabilities(trained.model, encoded, batch_size)
     out = []
     for row in probs:
         best = int(row.argmax())
@@ -357,8 +380,8 @@ def evaluate(trained, dataset, split: str = "test", batch_size: int = 128) -> di
     check_dataset(dataset)
     classes = trained_classes(trained)
     y_true = class_ids(label_names(dataset, split), classes, f"split {split!r}")
-    seqs = encode(trained.tokenizer, texts_of(dataset, split), trained.block_size)
-    probs = probabilities(trained.model, seqs, trained.tokenizer.pad_id, batch_size)
+    encoded = encode_split(trained.tokenizer, dataset, split, trained.block_size)
+    probs = probabilities(trained.model, encoded, batch_size)
     figures = scores(y_true, probs, classes, PREFIX.get(split, split))
     figures["examples"] = len(y_true)
     figures["class_names"] = classes

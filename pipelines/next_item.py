@@ -18,13 +18,15 @@ splits, on any further split (`heldout` for digits), and per family when rows na
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
-from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, compression,
-                 dataset_key, train)
-from zoo.pipelines.common import log_softmax, loop_metrics, run_tokenizer, softmax, special_ids
+from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
+                 compression, dataset_key, row_ids, row_texts, train)
+from zoo.pipelines.common import (log_softmax, loop_metrics, pad_rows, padded_batch, run_tokenizer,
+                                  softmax, special_ids)
 
 GROUP_COLUMN = "family"  # rows that name a family get accuracy per family
 PREFIXES = {"validation": "val", "test": "test"}
@@ -51,10 +53,8 @@ class Rows:
         return len(self.targets)
 
     def batch(self, rows: np.ndarray) -> Batch:
-        lengths = self.lengths[rows]
-        width = int(lengths.max())
-        mask = (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)  # 1 = real token
-        return Batch(self.inputs[rows, :width], self.targets[rows], mask, tokens=int(lengths.sum()))
+        inputs, mask = padded_batch(self.inputs, self.lengths, rows)
+        return Batch(inputs, self.targets[rows], mask, tokens=int(self.lengths[rows].sum()))
 
     def context(self, row: int, tokenizer) -> str:
         if self.texts is not None:
@@ -96,31 +96,36 @@ def has_rows(dataset) -> bool:
 
 
 def row_examples(dataset, split, tokenizer, block: int) -> Rows:
-    texts = [str(t) for t in split[dataset.text_column]]
-    contexts = encode_contexts(tokenizer, texts, block)
-    targets = tokenizer.encode_batch([str(t) for t in split[dataset.label_column]])
-    empty = [i for i, ids in enumerate(targets) if not ids]
-    if empty:
+    """A rows dataset's contexts and targets, each row encoded on its own through the
+    cached, batched ``Dataset.map`` (zoo.row_ids) and padded by NumPy."""
+    texts = row_texts(column_of(split, dataset.text_column))
+    inputs, lengths = contexts(*row_ids(split, dataset.text_column, tokenizer), block,
+                               tokenizer.pad_id, texts)
+    ids, offsets = row_ids(split, dataset.label_column, tokenizer)
+    empty = np.flatnonzero(offsets[1:] == offsets[:-1])
+    if len(empty):
         raise ZooError(f"Dataset {dataset.ref.name!r}: the target of row {empty[0]} encodes to no "
                        "token")
     groups = None
     if GROUP_COLUMN in split.column_names:
-        groups = np.asarray([str(g) for g in split[GROUP_COLUMN]])
-    return Rows(*contexts, np.fromiter((ids[0] for ids in targets), dtype=np.int64,
-                                       count=len(targets)), groups, texts)
+        groups = np.asarray(row_texts(column_of(split, GROUP_COLUMN)))
+    return Rows(inputs, lengths, ids[offsets[:-1]].astype(np.int64), groups, texts)
+
+
+def contexts(ids: np.ndarray, offsets: np.ndarray, block: int, pad_id: int,
+             texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Right-padded ids [N, T] and lengths [N] of ragged contexts; each keeps its last
+    `block` tokens."""
+    inputs, lengths = pad_rows(ids, offsets, block, pad_id, keep_last=True)
+    empty = np.flatnonzero(lengths == 0)
+    if len(empty):
+        raise ZooError(f"context {texts[empty[0]]!r} encodes to no token; nothing to continue")
+    return inputs, lengths
 
 
 def encode_contexts(tokenizer, texts: list[str], block: int) -> tuple[np.ndarray, np.ndarray]:
     """Right-padded ids [N, T] and lengths [N]; each context keeps its last `block` tokens."""
-    encoded = [ids[-block:] for ids in tokenizer.encode_batch(texts)]
-    empty = [i for i, ids in enumerate(encoded) if not ids]
-    if empty:
-        raise ZooError(f"context {texts[empty[0]]!r} encodes to no token; nothing to continue")
-    lengths = np.asarray([len(ids) for ids in encoded], dtype=np.int64)
-    inputs = np.full((len(encoded), int(lengths.max(initial=1))), tokenizer.pad_id, dtype=np.int64)
-    for i, ids in enumerate(encoded):
-        inputs[i, :len(ids)] = ids
-    return inputs, lengths
+    return contexts(*tokenizer.encode_rows(texts), block, tokenizer.pad_id, texts)
 
 
 def window_examples(dataset, role: str, tokenizer, block: int) -> Windows:
@@ -168,7 +173,7 @@ def metrics_for(prefix: str, examples, correct: np.ndarray, nll: np.ndarray) -> 
     head = f"{prefix}_" if prefix else ""
     out = {f"{head}accuracy": float(correct.mean()), f"{head}loss": float(nll.mean())}
     if examples.groups is not None:
-        for group in sorted(set(examples.groups)):
+        for group in np.unique(examples.groups):
             out[f"{head}{group}_accuracy"] = float(correct[examples.groups == group].mean())
     return out
 
@@ -186,7 +191,8 @@ def tokenizer_for(job: Job):
         key += "+" + dataset_key(dataset, "train", dataset.label_column)
 
     def texts():
-        return [str(t) for column in columns for t in split[column]]
+        return list(itertools.chain.from_iterable(row_texts(column_of(split, column))
+                                                  for column in columns))
 
     return run_tokenizer(job, texts, key)
 
@@ -247,9 +253,10 @@ def tokenizer_figures(tokenizer, examples) -> dict:
     """Vocabulary size and characters per token over the validation contexts (or text)."""
     if isinstance(examples, Windows):
         ids = [examples.ids]
-    else:
-        ids = [examples.inputs[i, :n] for i, n in enumerate(examples.lengths)]
-    return compression(tokenizer, [tokenizer.decode(x.tolist()) for x in ids], ids)
+    else:  # each context's real tokens, cut out of the padded array by NumPy
+        real = np.arange(examples.inputs.shape[1])[None, :] < examples.lengths[:, None]
+        ids = np.split(examples.inputs[real], np.cumsum(examples.lengths)[:-1])
+    return compression(tokenizer, tokenizer.decode_batch(list(map(np.ndarray.tolist, ids))), ids)
 
 
 def _subset(rows: Rows, count: int) -> Rows:
@@ -292,7 +299,7 @@ class ItemPrediction(Prediction):
 def predict(trained, texts: list[str], top: int = 3) -> list[ItemPrediction]:
     """The likeliest next item of each text and its probability, plus the runners-up."""
     tokenizer = trained.tokenizer
-    inputs, lengths = encode_contexts(tokenizer, [str(t) for t in texts], trained.block_size)
+    inputs, lengths = encode_contexts(tokenizer, list(map(str, texts)), trained.block_size)
     specials = special_ids(tokenizer)
     out = []
     for begin in range(0, len(texts), 256):

@@ -8,6 +8,8 @@ merges. ``tokenizers`` is imported only when a tokenizer is trained or loaded.
 """
 from __future__ import annotations
 
+import itertools
+import operator
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -33,8 +35,7 @@ class BPEConfig:
 def lines(texts: Iterable[str]) -> Iterator[str]:
     # Long texts (a whole book in one row) go to the trainer line by line: the same pieces
     # the language-modeling pipeline encodes, and batches the trainer can spread over cores.
-    for text in texts:
-        yield from text.splitlines(keepends=True)
+    return itertools.chain.from_iterable(map(operator.methodcaller("splitlines", True), texts))
 
 
 class BPETokenizer(TokenizersTokenizer):

@@ -5,10 +5,13 @@ tokenizer.json loads with ``tokenizers.Tokenizer.from_file`` like every other to
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Iterable
 
 from zoo import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl
+
+TEXTS_PER_PIECE = 64  # training texts whose characters are counted together
 
 
 @dataclass
@@ -53,9 +56,22 @@ class CharTokenizer(TokenizersTokenizer):
         return [ids.get(c, unk) for c in text]
 
     def encode_batch(self, texts):
-        if self._ids is None:
+        import numpy as np
+
+        if self._ids is None or not texts:
             return super().encode_batch(texts)
-        return [self.encode(t) for t in texts]
+        ids, offsets = self.encode_rows(texts)
+        return list(map(np.ndarray.tolist, np.split(ids, offsets[1:-1])))
+
+    def encode_rows(self, texts):
+        import numpy as np
+
+        if self._table is None:
+            return super().encode_rows(texts)
+        # All texts joined and looked up at once; a text's ids are as many as its characters.
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
+        return self.encode_text("".join(texts)), offsets
 
     def encode_text(self, text: str) -> "np.ndarray":
         import numpy as np
@@ -72,9 +88,12 @@ class CharTokenizer(TokenizersTokenizer):
         from tokenizers.models import WordLevel
 
         config = config or CharConfig()
-        seen: set[int] = set()
-        for text in texts:  # long texts (batches of rows) are best: one np.unique each
-            seen.update(np.unique(codepoints(text.lower() if config.lowercase else text)).tolist())
+        texts, seen = iter(texts), set()
+        # Texts are joined a few at a time (each piece of a language-modeling split is 10,000
+        # rows already) and their characters found by one np.unique per piece.
+        while chunk := list(itertools.islice(texts, TEXTS_PER_PIECE)):
+            text = "".join(map(str.lower, chunk) if config.lowercase else chunk)
+            seen.update(np.unique(codepoints(text)).tolist())
         vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
         for char in sorted(map(chr, seen)):
             vocab.setdefault(char, len(vocab))

@@ -347,3 +347,50 @@ def test_test_metrics_come_from_the_best_validation_weights(reviews, monkeypatch
     scored = run_cli("eval", best["run_id"], reviews, "--split", "test", "--json")
     assert scored.code == 0, scored
     assert json.loads(scored.out)["metrics"]["test_loss"] == pytest.approx(metrics["test_loss"])
+
+
+def labelled(labels, class_names=None):
+    """A dataset with one split of labels, as the pipeline's data functions read it."""
+    import datasets
+    import pyarrow as pa
+    from types import SimpleNamespace
+
+    split = datasets.Dataset(pa.table({"text": ["t"] * len(labels), "label": labels}))
+    return SimpleNamespace(split=lambda role: split, label_column="label", text_column="text",
+                           class_names=class_names, ref=SimpleNamespace(name="fake"))
+
+
+def test_labels_become_class_ids_by_name_in_arrow():
+    from zoo import ZooError
+    from zoo.pipelines.classification import class_ids, class_list, label_names
+
+    dataset = labelled(["pos", "neg", "pos", "class 10", "class 9"])
+    names = label_names(dataset, "train")
+    assert names.tolist() == ["pos", "neg", "pos", "class 10", "class 9"]
+    classes = class_list(dataset, names)
+    assert classes == ["class 9", "class 10", "neg", "pos"]  # natural order
+    assert class_ids(names, classes, "split 'train'").tolist() == [3, 2, 3, 1, 0]
+    with pytest.raises(ZooError, match="does not know: class 10, class 9 .classes: neg, pos"):
+        class_ids(names, ["neg", "pos"], "split 'test'")
+    numbered = labelled([1, 0, 1], class_names=["neg", "pos"])
+    assert label_names(numbered, "test").tolist() == ["pos", "neg", "pos"]
+    assert label_names(labelled([7, 3]), "test").tolist() == ["7", "3"]
+    for bad, row in (([1, 0, 2], 2), ([0, None, 1], 1), ([-1, 0], 0)):
+        with pytest.raises(ZooError, match=f"row {row} has label"):
+            label_names(labelled(bad, class_names=["neg", "pos"]), "test")
+
+
+def test_texts_are_cls_and_their_first_tokens_right_padded():
+    from zoo.pipelines.classification import encode
+    from zoo.plugins.char import CharTokenizer
+
+    tokenizer = CharTokenizer.train(["abcdef"])
+    texts = ["abcdefab", "", "ca", "fed"]
+    encoded = encode(tokenizer, texts, 4)
+    rows = [[tokenizer.cls_id, *tokenizer.encode(text)[:3]] for text in texts]  # the reference
+    width = max(map(len, rows))
+    assert encoded.inputs.tolist() == [row + [tokenizer.pad_id] * (width - len(row)) for row in rows]
+    assert encoded.lengths.tolist() == [4, 1, 3, 4] and encoded.tokens.tolist() == [8, 0, 2, 3]
+    inputs, mask = encoded.batch(np.array([2, 1]))
+    assert inputs.tolist() == [rows[2], [tokenizer.cls_id, 0, 0]]
+    assert mask.tolist() == [[1, 1, 1], [1, 0, 0]]

@@ -274,3 +274,32 @@ def test_show_of_a_name_shared_by_an_architecture_and_a_dataset_shows_both(cli):
     assert shown.code == 0, shown
     assert "architecture digits (plugin digits)" in shown.out
     assert "dataset digits" in shown.out and "next-item" in shown.out
+
+
+def test_row_examples_keep_each_contexts_last_tokens_and_the_targets_first():
+    import datasets
+    import pyarrow as pa
+    from types import SimpleNamespace
+
+    from zoo import ZooError
+    from zoo.pipelines.next_item import row_examples
+    from zoo.plugins.char import CharTokenizer
+
+    def rows(texts, targets):
+        split = datasets.Dataset(pa.table({"text": texts, "target": targets,
+                                           "family": ["a", "b"][:len(texts)]}))
+        return SimpleNamespace(text_column="text", label_column="target",
+                               ref=SimpleNamespace(name="fake")), split
+
+    tokenizer = CharTokenizer.train(["0123456789 "])
+    texts = ["1 2 3 4 5", "7"]
+    examples = row_examples(*rows(texts, ["6", "89"]), tokenizer, block=4)
+    expected = [tokenizer.encode(text)[-4:] for text in texts]  # the reference
+    assert examples.inputs.tolist() == [expected[0], expected[1] + [tokenizer.pad_id] * 3]
+    assert examples.lengths.tolist() == [4, 1] and examples.texts == texts
+    assert examples.targets.tolist() == [tokenizer.encode("6")[0], tokenizer.encode("8")[0]]
+    assert examples.groups.tolist() == ["a", "b"]
+    with pytest.raises(ZooError, match="the target of row 1 encodes to no token"):
+        row_examples(*rows(texts, ["6", ""]), tokenizer, block=4)
+    with pytest.raises(ZooError, match="context '' encodes to no token"):
+        row_examples(*rows(["1", ""], ["6", "7"]), tokenizer, block=4)

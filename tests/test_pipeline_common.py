@@ -1,8 +1,10 @@
 """The steps the built-in pipelines share (zoo.pipelines.common)."""
 import numpy as np
 
-from zoo.pipelines.common import log_softmax, loop_metrics, softmax, special_ids
+from zoo.pipelines.common import (log_softmax, loop_metrics, pad_rows, padded_batch, softmax,
+                                  special_ids)
 from zoo.plugins.char import CharTokenizer
+from zoo.tokenizer import ragged
 
 
 def test_softmax_is_stable_normalized_and_ignores_masked_entries():
@@ -25,3 +27,30 @@ def test_loop_metrics_are_what_every_task_reports():
 
     assert loop_metrics(Result()) == {"steps": 3, "best_step": 2, "train_loss": 1.5,
                                       "tokens_per_s": 100.0, "train_time": 0.25}
+
+
+def reference_pad(rows: list[list[int]], limit: int, pad_id: int, keep_last: bool):
+    """The per-row loop pad_rows replaces, as a reference."""
+    cut = [row[-limit:] if keep_last else row[:limit] for row in rows]
+    width = max((len(row) for row in cut), default=0)
+    return [row + [pad_id] * (width - len(row)) for row in cut], [len(row) for row in cut]
+
+
+def test_pad_rows_equals_the_per_row_reference():
+    rng = np.random.default_rng(0)
+    rows = [rng.integers(3, 50, size=n).tolist() for n in rng.integers(0, 12, size=40)]
+    rows[5] = []  # an empty row pads to all padding
+    ids, offsets = ragged(rows)
+    for limit in (1, 4, 11, 100):
+        for keep_last in (False, True):
+            inputs, lengths = pad_rows(ids.astype(np.uint8), offsets, limit, 0, keep_last=keep_last)
+            expected, expected_lengths = reference_pad(rows, limit, 0, keep_last)
+            assert inputs.dtype == np.int64 and inputs.tolist() == expected
+            assert lengths.tolist() == expected_lengths
+    assert pad_rows(*ragged([]), 5, 0)[0].shape == (0, 0)
+
+
+def test_padded_batch_cuts_to_the_longest_row_and_masks_padding():
+    inputs, lengths = pad_rows(*ragged([[5, 6, 7, 8], [9], [3, 4]]), 10, 0)
+    batch, mask = padded_batch(inputs, lengths, np.array([2, 1]))
+    assert batch.tolist() == [[3, 4], [9, 0]] and mask.tolist() == [[1, 1], [1, 0]]

@@ -11,7 +11,8 @@ import pytest
 from conftest import TINY_DECODER, run_cli
 from zoo import data, tokenized
 from zoo.plugins.bpe import BPEConfig, BPETokenizer
-from zoo.plugins.char import CharTokenizer
+from zoo.plugins.char import CharConfig, CharTokenizer
+from zoo.plugins.fasttext.wordpunct import WordPunctTokenizer
 from zoo.registry import get_zoo
 
 
@@ -93,3 +94,51 @@ def test_large_string_columns_tokenize_too():
     tokenizer = CharTokenizer.train(["\n".join(rows)])
     ids = tokenized.split_ids(split, "text", tokenizer)
     assert ids.tolist() == tokenizer.encode("\n".join(rows))
+
+
+def unflatten(ids, offsets) -> list[list[int]]:
+    return [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+@pytest.mark.parametrize("role", ["train", "validation"])
+def test_row_ids_are_every_row_encoded_on_its_own(text_dataset, role, monkeypatch):
+    monkeypatch.setattr(tokenized, "ROWS_PER_BATCH", 37)  # several map batches
+    split, column = text_dataset.split(role), text_dataset.text_column
+    train_text = rows_text(text_dataset.split("train"), column)
+    for tokenizer, dtype in ((CharTokenizer.train([train_text]), np.uint8),
+                             (BPETokenizer.train([train_text], BPEConfig(vocab_size=300)), np.uint16)):
+        ids, offsets = tokenized.row_ids(split, column, tokenizer)
+        assert ids.dtype == dtype and len(offsets) == len(split) + 1
+        assert unflatten(ids, offsets) == [tokenizer.encode(text) for text in split[column]]
+
+
+def test_row_ids_reuse_the_cache_and_encode_values_as_text(monkeypatch):
+    import datasets
+    import pyarrow as pa
+
+    split = datasets.Dataset(pa.table({"label": pa.array([4, None, 12], pa.int64())}))
+    tokenizer = CharTokenizer.train(["0123456789"])
+    ids, offsets = tokenized.row_ids(split, "label", tokenizer)
+    assert unflatten(ids, offsets) == [tokenizer.encode("4"), [], tokenizer.encode("12")]
+    calls = []
+    original = CharTokenizer.encode_rows
+    monkeypatch.setattr(CharTokenizer, "encode_rows",
+                        lambda self, texts: calls.append(1) or original(self, texts))
+    again = tokenized.row_ids(split, "label", tokenizer)
+    assert not calls and unflatten(*again) == unflatten(ids, offsets)
+
+
+@pytest.mark.parametrize("make", [
+    lambda text: CharTokenizer.train([text]),
+    lambda text: CharTokenizer.train([text], CharConfig(lowercase=True)),
+    lambda text: BPETokenizer.train([text], BPEConfig(vocab_size=300)),
+    lambda text: WordPunctTokenizer.train([text]),
+], ids=["char", "char-lowercase", "bpe", "wordpunct"])
+def test_encode_rows_is_encode_batch_in_one_array(make):
+    texts = ["Hello, World!", "", "a\u2603 b\nc", "ZZZ unseen \u00e9", "<pad> text"]
+    tokenizer = make("hello, world! a b c\n" * 20)
+    ids, offsets = tokenizer.encode_rows(texts)
+    assert ids.dtype == np.int64 and offsets.tolist()[0] == 0
+    assert unflatten(ids, offsets) == tokenizer.encode_batch(texts)
+    assert tokenizer.encode_batch(texts) == [tokenizer.encode(text) for text in texts]
+    assert tokenizer.encode_rows([])[1].tolist() == [0] and tokenizer.encode_batch([]) == []

@@ -39,6 +39,8 @@ _LAZY = {
     "dataset_key": "zoo.tokenizer",
     "compression": "zoo.tokenizer",
     "split_ids": "zoo.tokenized",
+    "row_ids": "zoo.tokenized",
+    "row_texts": "zoo.tokenized",
     "split_size": "zoo.tokenized",
     "text_batches": "zoo.tokenized",
     "column_of": "zoo.tokenized",

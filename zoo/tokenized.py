@@ -11,6 +11,10 @@ Ids are held in the smallest unsigned integer type that fits the vocabulary (uin
 characters, uint16 for BPE, as nanoGPT's prepare.py writes uint16 files), in a flat file
 next to the zoo's other caches that is memory-mapped, so a large corpus costs page cache,
 not resident memory. Consumers cast the windows they take to int64.
+
+Where each row must stay a text of its own (a text to classify, a context and its next
+item), ``row_ids`` encodes the rows the same way, one ``Tokenizer.encode_rows`` per batch,
+into one ragged array: all rows' ids and their offsets, cached in the map's Arrow file.
 """
 from __future__ import annotations
 
@@ -87,14 +91,17 @@ def cache_root() -> Path:
     return tokenizer_cache().parent / "tokens"
 
 
-def fingerprint(split, column: str, tokenizer) -> str:
-    """What the token array depends on: the split's rows, the column, the tokenizer."""
+def fingerprint(split, column: str, tokenizer, kind: str = "") -> str:
+    """What the token array depends on: the split's rows, the column, the tokenizer (and
+    the ``kind`` of array: "" for the joined text, "rows" for rows encoded one by one)."""
     digest = hashlib.sha256()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "tokenizer.json"
         tokenizer.save(path)
         digest.update(path.read_bytes())
     digest.update(f"|{type(tokenizer).__qualname__}|{split._fingerprint}|{column}|{FORMAT}".encode())
+    if kind:
+        digest.update(f"|{kind}".encode())
     return digest.hexdigest()[:32]
 
 
@@ -118,7 +125,6 @@ def tokenize(split, column: str, tokenizer, dtype: np.dtype, key: str):
     """The batched, cached ``Dataset.map``: one output row of ids per batch of input rows,
     over the split's rows gathered in one piece (see ``column_of``). Its Arrow cache file
     is named by ``key``, so the same rows and tokenizer find it again."""
-    import datasets
     import pyarrow as pa
 
     def encode(table, indices):
@@ -127,12 +133,56 @@ def tokenize(split, column: str, tokenizer, dtype: np.dtype, key: str):
         offsets = pa.array([0, len(ids)], pa.int32())
         return pa.table({"ids": pa.ListArray.from_arrays(offsets, pa.array(ids))})
 
+    return _map(split, column, encode, key, with_indices=True)
+
+
+def row_ids(split, column: str, tokenizer) -> tuple[np.ndarray, np.ndarray]:
+    """Every row of the split encoded on its own (a text to classify, a context, a target),
+    as one ragged array: all rows' ids one after another, in the smallest dtype, and
+    offsets [rows + 1] (row i is ``ids[offsets[i]:offsets[i + 1]]``). Tokenized like
+    ``split_ids``, by a batched and cached ``Dataset.map`` (each batch of rows is one
+    ``Tokenizer.encode_rows``), so a second run reads the Arrow cache. A value that is not
+    text is encoded as its text form ("4" for 4), a missing one as ""."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    dtype = token_dtype(tokenizer.vocab_size)
+
+    def encode(table):
+        ids, offsets = tokenizer.encode_rows(row_texts(table.column(column)))
+        lists = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(ids.astype(dtype)))
+        return pa.table({"ids": lists})
+
+    mapped = _map(split, column, encode, fingerprint(split, column, tokenizer, kind="rows"))
+    lists = mapped.data.column("ids")
+    offsets = np.zeros(len(mapped) + 1, dtype=np.int64)
+    np.cumsum(pc.list_value_length(lists).to_numpy(), out=offsets[1:])
+    ids = pc.list_flatten(lists).to_numpy() if len(mapped) else np.zeros(0, dtype)
+    return ids.astype(dtype, copy=False), offsets
+
+
+def row_texts(values) -> list[str]:
+    """An Arrow column's values as texts (Arrow casts and fills them; no Python step per row)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        values = pc.cast(values, pa.string())
+    return pc.fill_null(values, "").to_pylist()
+
+
+def _map(split, column: str, encode, key: str, *, with_indices: bool = False):
+    """``Dataset.map(encode, batched=True)`` over the split's rows of ``column`` (gathered
+    in one piece, see ``column_of``), as Arrow tables, cached in a file named by ``key``."""
+    import datasets
+    import pyarrow as pa
+
     rows = split if split._indices is None else datasets.Dataset(
         pa.table({column: column_of(split, column)}), fingerprint=f"{split._fingerprint}-rows")
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     return rows.with_format("arrow").map(
-        encode, batched=True, with_indices=True, batch_size=ROWS_PER_BATCH,
+        encode, batched=True, with_indices=with_indices, batch_size=ROWS_PER_BATCH,
         remove_columns=rows.column_names,
         new_fingerprint=key, cache_file_name=str(root / f"{key}.arrow"), desc="tokenizing")
 

@@ -4,7 +4,8 @@ A tokenizer plugin registers a subclass of ``Tokenizer``:
 
 - ``train(texts, config)`` (a classmethod) builds it from an iterable of training texts;
 - ``encode`` / ``decode`` and their ``_batch`` forms turn text into ids and back;
-  ``encode_text`` turns a long text (a batch of dataset rows) into one NumPy array;
+  ``encode_text`` turns a long text (a batch of dataset rows) into one NumPy array, and
+  ``encode_rows`` many texts into one ragged pair of arrays (ids and offsets);
 - ``vocab_size``, ``token_to_id`` and the special-token ids ``pad_id``, ``unk_id``, ``cls_id``;
 - ``save(path)`` and ``load(path)`` (a classmethod) write and read one file.
 
@@ -42,6 +43,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import operator
 import os
 import shutil
 import tempfile
@@ -89,6 +91,13 @@ class Tokenizer(ABC):
         ids = self.encode_batch(text.splitlines(keepends=True))
         return np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64)
 
+    def encode_rows(self, texts: Sequence[str]) -> tuple["np.ndarray", "np.ndarray"]:
+        """Many texts, each encoded on its own, as one ragged array: every text's ids one
+        after another, and offsets [N + 1] (text i is ``ids[offsets[i]:offsets[i + 1]]``).
+        Built from ``encode_batch`` without a Python step per text; tokenizers with a
+        vectorised encoder override it."""
+        return ragged(self.encode_batch(texts))
+
     @property
     @abstractmethod
     def vocab_size(self) -> int: ...
@@ -135,13 +144,13 @@ class TokenizersTokenizer(Tokenizer):
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         # encode_batch_fast (tokenizers >= 0.20) skips the offsets nobody here reads.
         batch = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)
-        return [e.ids for e in batch(list(texts), add_special_tokens=False)]
+        return list(map(operator.attrgetter("ids"), batch(list(texts), add_special_tokens=False)))
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.backend.decode(list(ids), skip_special_tokens=True)
 
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
-        return self.backend.decode_batch([list(ids) for ids in batch], skip_special_tokens=True)
+        return self.backend.decode_batch(list(map(list, batch)), skip_special_tokens=True)
 
     @property
     def vocab_size(self) -> int:
@@ -162,12 +171,23 @@ class TokenizersTokenizer(Tokenizer):
         return cls(Backend.from_file(str(path)))
 
 
+def ragged(encoded: Sequence[Sequence[int]]) -> tuple["np.ndarray", "np.ndarray"]:
+    """Lists of ids as one flat int64 array and offsets [N + 1] (``map`` and
+    ``itertools.chain`` walk the lists in C, not in Python steps)."""
+    import numpy as np
+
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+    ids = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int64, count=int(offsets[-1]))
+    return ids, offsets
+
+
 def compression(tokenizer: Tokenizer, texts: Sequence[str],
                 encoded: Sequence[Sequence[int]] | None = None) -> dict:
     """The tokenizer's vocabulary size and characters per token over ``texts``."""
     encoded = tokenizer.encode_batch(list(texts)) if encoded is None else encoded
-    chars = sum(len(t) for t in texts)
-    tokens = sum(len(ids) for ids in encoded)
+    chars = sum(map(len, texts))
+    tokens = sum(map(len, encoded))
     return {"vocab_size": tokenizer.vocab_size, "chars_per_token": chars / max(1, tokens)}
 
 

@@ -1,0 +1,101 @@
+"""The benchmark scripts stay runnable: each imports as a module without running (no work
+at import time, so no torch either), and every name a script imports from zoo or from a
+sibling script, inside its functions too, exists. A renamed API then fails here rather than
+when someone next measures (bench_train.py was once broken for weeks)."""
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+SCRIPTS = sorted(BENCHMARKS.glob("*.py"))
+SIBLINGS = {path.stem for path in SCRIPTS}
+
+
+@pytest.fixture
+def clean_imports(monkeypatch):
+    """Scripts put benchmarks/ on sys.path and import each other as top-level modules:
+    both are undone afterwards."""
+    monkeypatch.setattr(sys, "path", [str(BENCHMARKS), *sys.path])
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        if name in SIBLINGS or name.startswith("smoke_"):
+            del sys.modules[name]
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda path: path.stem)
+def test_a_benchmark_script_imports_without_running(path, clean_imports):
+    torch_before = "torch" in sys.modules
+    spec = importlib.util.spec_from_file_location(f"smoke_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if path.stem != "common":
+        assert callable(getattr(module, "main", None)), f"{path.name} has no main()"
+    if not torch_before:
+        assert "torch" not in sys.modules, f"importing {path.name} imported torch"
+
+
+def imports(path: Path) -> list[tuple[int, str, str | None]]:
+    """(line, module, name) for every absolute import in the file, functions included."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found += [(node.lineno, node.module, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, None) for alias in node.names]
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def top_level_names(source: Path) -> set[str]:
+    names = set()
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+@functools.lru_cache(maxsize=None)
+def missing(module: str, name: str | None) -> str | None:
+    """Why `from module import name` (or `import module`) would fail, or None. Modules are
+    found, not imported (only their parent packages are), and names read from the source."""
+    if module in SIBLINGS:
+        source = BENCHMARKS / f"{module}.py"
+    else:
+        try:
+            spec = importlib.util.find_spec(module)
+        except ModuleNotFoundError:
+            spec = None
+        if spec is None:
+            return f"no module {module}"
+        if name is None or (spec.submodule_search_locations
+                            and importlib.util.find_spec(f"{module}.{name}") is not None):
+            return None
+        source = Path(spec.origin)
+    names = top_level_names(source)
+    if name in names:
+        return None
+    if "__getattr__" in names:  # a lazy public API (zoo's own __init__): its __all__
+        if name in getattr(importlib.import_module(module), "__all__", ()):
+            return None
+    return f"{module} has no {name}"
+
+
+def test_every_name_a_benchmark_imports_from_zoo_exists(clean_imports):
+    problems = [f"{path.name}:{line}: {why}"
+                for path in SCRIPTS for line, module, name in imports(path)
+                if module.split(".")[0] == "zoo" or module in SIBLINGS
+                if (why := missing(module, name))]
+    assert not problems, "\n".join(problems)
