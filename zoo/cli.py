@@ -16,7 +16,7 @@ import sys
 
 from zoo import __version__
 from zoo.bounds import seed_argument
-from zoo.errors import PluginError, ZooError
+from zoo.errors import PluginError, SweepInterrupted, ZooError
 from zoo.tasks import prediction_line, prediction_record
 
 LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "plugins")
@@ -713,8 +713,14 @@ def run_command(argv: list[str]) -> int:
         return 2
     except KeyboardInterrupt as exc:
         run_id = getattr(exc, "run_id", None)  # zoo.errors.RunInterrupted: a recorded run
-        print(f"zoo: interrupted; run {run_id} is kept; continue it "
-              f"with: zoo resume {run_id}" if run_id else "zoo: interrupted", file=sys.stderr)
+        if run_id:
+            print(f"zoo: interrupted; run {run_id} is kept; continue it with: zoo resume {run_id}",
+                  file=sys.stderr)
+        elif isinstance(exc, SweepInterrupted):
+            print("zoo: interrupted; the sweep's runs are kept; run the same zoo sweep again to "
+                  "continue them", file=sys.stderr)
+        else:
+            print("zoo: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
