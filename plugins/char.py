@@ -9,7 +9,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Iterable
 
-from zoo import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl
+from zoo import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl, unragged
 
 TEXTS_PER_PIECE = 64  # training texts whose characters are counted together
 
@@ -56,12 +56,9 @@ class CharTokenizer(TokenizersTokenizer):
         return [ids.get(c, unk) for c in text]
 
     def encode_batch(self, texts):
-        import numpy as np
-
         if self._ids is None or not texts:
             return super().encode_batch(texts)
-        ids, offsets = self.encode_rows(texts)
-        return list(map(np.ndarray.tolist, np.split(ids, offsets[1:-1])))
+        return unragged(*self.encode_rows(texts))
 
     def encode_rows(self, texts):
         import numpy as np
