@@ -14,6 +14,7 @@ from zoo.plugins.bpe import BPEConfig, BPETokenizer
 from zoo.plugins.char import CharConfig, CharTokenizer
 from zoo.plugins.fasttext.wordpunct import WordPunctTokenizer
 from zoo.registry import get_zoo
+from zoo.tokenizer import ragged, unragged
 
 
 @pytest.fixture
@@ -140,6 +141,7 @@ def test_encode_rows_is_encode_batch_in_one_array(make):
     ids, offsets = tokenizer.encode_rows(texts)
     assert ids.dtype == np.int64 and offsets.tolist()[0] == 0
     assert unflatten(ids, offsets) == tokenizer.encode_batch(texts)
+    assert unragged(ids, offsets) == unflatten(ids, offsets) and unragged(*ragged([])) == []
     assert tokenizer.encode_batch(texts) == [tokenizer.encode(text) for text in texts]
     assert tokenizer.encode_rows([])[1].tolist() == [0] and tokenizer.encode_batch([]) == []
 
