@@ -33,8 +33,8 @@ def main(argv=None) -> int:
     from zoo.engine import as_model
     from zoo.model import TaskSpec
     from zoo.pipelines.language_modeling import encode, evaluate, generate, split_text
-    from zoo.registry import get_zoo
     from zoo.plan import plan_run
+    from zoo.registry import get_task, get_zoo, task_loss
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -46,7 +46,8 @@ def main(argv=None) -> int:
     ids = encode(tokenizer, split_text(loaded, "validation"))
     torch.manual_seed(0)
     spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
-    model = as_model(plan.spec.architecture.load()(plan.configs["model"], spec), "cpu")
+    model = as_model(plan.spec.architecture.load()(plan.configs["model"], spec), "cpu",
+                     loss=task_loss(get_task("language-modeling")))
     model.configure_engine(precision=plan.configs["train"].precision)  # as `zoo run` evaluates
     block = plan.configs["model"].block_size
     print(f"# validation split: {len(ids):,} tokens; block {block}, eval batch {args.eval_batch}; "

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
-                 compression, dataset_key, row_ids, row_texts, train)
+                 compression, dataset_key, row_ids, row_texts, train, unragged)
 from zoo.pipelines.common import (log_softmax, loop_metrics, pad_rows, padded_batch, run_tokenizer,
                                   softmax, special_ids)
 
@@ -252,11 +252,12 @@ def run(job: Job) -> RunResult:
 def tokenizer_figures(tokenizer, examples) -> dict:
     """Vocabulary size and characters per token over the validation contexts (or text)."""
     if isinstance(examples, Windows):
-        ids = [examples.ids]
-    else:  # each context's real tokens, cut out of the padded array by NumPy
+        ids = [examples.ids.tolist()]
+    else:  # each context's real tokens, cut out of the padded array
         real = np.arange(examples.inputs.shape[1])[None, :] < examples.lengths[:, None]
-        ids = np.split(examples.inputs[real], np.cumsum(examples.lengths)[:-1])
-    return compression(tokenizer, tokenizer.decode_batch(list(map(np.ndarray.tolist, ids))), ids)
+        offsets = np.concatenate([[0], np.cumsum(examples.lengths)])
+        ids = unragged(examples.inputs[real], offsets)
+    return compression(tokenizer, tokenizer.decode_batch(ids), ids)
 
 
 def _subset(rows: Rows, count: int) -> Rows:

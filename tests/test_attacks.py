@@ -456,6 +456,26 @@ def test_sizes_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, tiny_t
         assert store.rows() == []
 
 
+@pytest.mark.parametrize("model, settings, says", [
+    ("llama-char", ["intermediate_size=1000000000"],
+     "intermediate_size = 1,000,000,000 is more than zoo can allocate (at most 2,097,152)"),
+    ("gpt2-char", ["n_inner=1000000000"],
+     "n_inner = 1,000,000,000 is more than zoo can allocate (at most 2,097,152)"),
+    # within the limit, but 8 layers of that MLP width need about 490 GiB (at 4 x width: 1.5 GiB)
+    ("llama-char", ["intermediate_size=2000000", "n_embd=1024", "n_head=8", "n_layer=8"], "needs about"),
+    ("gpt2-char", ["n_inner=2000000", "n_embd=1024", "n_head=8", "n_layer=8"], "needs about"),
+])
+def test_mlp_widths_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, tiny_text, model,
+                                                                     settings, says):
+    pytest.importorskip("transformers")
+    sets = [arg for setting in settings for arg in ("--set", setting)]
+    result = run_cli("run", model, tiny_text, "--steps", "1", *sets)
+    assert result.code == 2, result
+    assert says in only_line(result)
+    with Store() as store:
+        assert store.rows() == []
+
+
 def test_a_tampered_block_size_is_refused_before_allocation(trained):
     home, runs = trained
     path = home / runs["lm"] / "config.json"

@@ -182,3 +182,17 @@ def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):
     assert silent.code == 2
     assert "silent-task pipeline offers no generation" in silent.err
     assert "silent-task pipeline offers no prediction" in run_cli("predict", "s1", "x").err
+
+
+def test_only_the_program_tunes_the_garbage_collector():
+    """`zoo` as a program collects young objects less often and freezes the rest before it
+    exits (a short run's CPU time, benchmarks/RESULTS.md); main(argv) leaves the caller's
+    collector alone."""
+    probe = ("import gc, sys\nfrom zoo.cli import main\n"
+             "main(['list'])\nprint('caller', gc.get_threshold()[0], gc.get_freeze_count())\n"
+             "sys.argv = ['zoo', 'list']\nmain()\n"
+             "print('program', gc.get_threshold()[0], gc.get_freeze_count() > 0)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "caller 700 0" in lines and "program 10000 True" in lines

@@ -10,6 +10,7 @@ from conftest import TINY_DECODER, run_cli
 from zoo import registry
 from zoo.plugins.digits import data as digits_data
 from zoo.plugins.digits.data import DigitsDataConfig
+from zoo.store import Store
 
 SMALL = dict(train_size=300, validation_size=60, test_size=60, heldout_size=60)
 
@@ -303,3 +304,20 @@ def test_row_examples_keep_each_contexts_last_tokens_and_the_targets_first():
         row_examples(*rows(texts, ["6", ""]), tokenizer, block=4)
     with pytest.raises(ZooError, match="context '' encodes to no token"):
         row_examples(*rows(["1", ""], ["6", "7"]), tokenizer, block=4)
+
+
+def test_eval_on_the_runs_own_dataset_uses_the_dataset_settings_it_trained_with(tmp_path):
+    """Dataset settings given with --set at training time are part of the run: `zoo eval` of
+    the run on its own dataset generates the same rows, not the defaults'."""
+    catalogue(tmp_path, "mixed", **SMALL)
+    result = run_cli("run", "digits-char", "mixed", "--json", "--steps", 8, *TINY_DIGITS,
+                     "--set", "dataset.seed=7", "--set", "dataset.max_len=6")
+    assert result.code == 0, result
+    summary = json.loads(result.out)
+    scored = run_cli("eval", summary["run_id"], "mixed", "--split", "heldout", "--json")
+    assert scored.code == 0, scored
+    assert json.loads(scored.out)["metrics"]["accuracy"] == pytest.approx(
+        summary["metrics"]["heldout_accuracy"], abs=1e-9)
+    with Store() as store:
+        trained, evaluation = store.get(summary["run_id"]), store.get(json.loads(scored.out)["run_id"])
+    assert evaluation["config"]["dataset_fingerprint"] == trained["config"]["dataset_fingerprint"]

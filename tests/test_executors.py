@@ -2,8 +2,10 @@
 the only writer of the store, a killed worker recorded as a failed cell, and a rerun that
 resumes it from its checkpoint (tiny configs)."""
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -115,3 +117,72 @@ def test_ray_cells_ask_for_a_gpu_when_the_sweep_trains_on_cuda():
     assert make_executor(1, "ray", None, None, None, "auto").gpus == 0
     assert make_executor(1, "ray", None, 2, 0.5, "cuda").gpus == 0.5
     assert make_executor(1, "local", None, None, None, "cuda") is None
+
+
+# A plugin architecture that raises KeyboardInterrupt itself, plugin code and not the user's
+# Ctrl-C: its model in training with dropout 0.1, its build with dropout 0.2.
+INTERRUPTING = '''
+from zoo.hookspecs import hookimpl
+
+
+def build(config, spec):
+    from zoo.plugins.decoder.model import build as decoder
+
+    if config.dropout >= 0.2:
+        raise KeyboardInterrupt
+    model = decoder(config, spec)
+    if config.dropout > 0:
+        def forward(*args, **kwargs):
+            raise KeyboardInterrupt
+        model.forward = forward
+    return model
+
+
+@hookimpl
+def register_architectures(register):
+    register("interrupting", build, config="zoo.plugins.decoder:DecoderConfig",
+             tasks=("language-modeling",))
+'''
+
+
+def test_a_keyboard_interrupt_raised_by_plugin_code_in_a_worker_fails_only_its_cell(
+        isolated, tiny_text, monkeypatch):
+    (isolated / "p_interrupting.py").write_text(INTERRUPTING)
+    (isolated / "registry.toml").write_text('[plugins]\nmodules = ["p_interrupting.py"]\n')
+    monkeypatch.setenv("ZOO_LOAD_PLUGINS", "p_interrupting")
+    result = run_cli("sweep", "interrupting-char", "--on", tiny_text, "--steps", 2,
+                     *TINY_DECODER, "--grid", "dropout=0,0.1,0.2", "--jobs", 2)
+    assert result.code == 1, result  # a cell failed; the sweep went on
+    assert "interrupted" not in result.err and "zoo resume" not in result.err, result.err
+    with Store() as store:
+        rows = {r["config"]["configs"]["model"]["dropout"]: r for r in store.rows()}
+    assert rows[0.0]["status"] == "finished", rows[0.0]
+    for dropout in (0.1, 0.2):
+        assert rows[dropout]["status"] == "failed", rows[dropout]
+        assert "KeyboardInterrupt" in rows[dropout]["error"], rows[dropout]["error"]
+    assert "from plugin 'p_interrupting' failed" in rows[0.2]["error"]
+
+
+def test_a_real_ctrl_c_stops_a_sweep_with_workers_and_keeps_its_runs(tiny_text, tmp_path):
+    """Ctrl-C at a terminal sends SIGINT to the driver and its workers alike: the workers
+    leave it to the driver, which stops them, marks their runs interrupted and exits 130."""
+    runs = tmp_path / "runs"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zoo", "sweep", "decoder-char", "--on", str(tiny_text),
+         "--seeds", "2", "--steps", "100000", *TINY_DECODER, "--jobs", "2"],
+        env={**os.environ, "ZOO_HOME": str(runs), "OMP_NUM_THREADS": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 300  # generous: a loaded machine starts workers slowly
+    while time.time() < deadline:  # both cells training
+        curves = list(runs.glob("*/metrics.jsonl"))
+        if len(curves) == 2 and all(len(c.read_text().splitlines()) >= 2 for c in curves):
+            break
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGINT)  # the whole process group, as a terminal does
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    assert ("zoo: interrupted; the sweep's runs are kept; run the same zoo sweep again to "
+            "continue them\n") in err, err
+    with Store(runs / "zoo.db") as store:
+        assert [r["status"] for r in store.rows()] == ["interrupted", "interrupted"]

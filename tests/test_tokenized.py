@@ -14,6 +14,7 @@ from zoo.plugins.bpe import BPEConfig, BPETokenizer
 from zoo.plugins.char import CharConfig, CharTokenizer
 from zoo.plugins.fasttext.wordpunct import WordPunctTokenizer
 from zoo.registry import get_zoo
+from zoo.tokenizer import ragged, unragged
 
 
 @pytest.fixture
@@ -140,5 +141,23 @@ def test_encode_rows_is_encode_batch_in_one_array(make):
     ids, offsets = tokenizer.encode_rows(texts)
     assert ids.dtype == np.int64 and offsets.tolist()[0] == 0
     assert unflatten(ids, offsets) == tokenizer.encode_batch(texts)
+    assert unragged(ids, offsets) == unflatten(ids, offsets) and unragged(*ragged([])) == []
     assert tokenizer.encode_batch(texts) == [tokenizer.encode(text) for text in texts]
     assert tokenizer.encode_rows([])[1].tolist() == [0] and tokenizer.encode_batch([]) == []
+
+
+def test_the_default_eval_budget_keeps_every_catalogue_split_whole(mirror):
+    """The final evaluation scores validation and test whole for every catalogue dataset: no
+    tokenizer makes more tokens than a split has UTF-8 bytes (byte-level BPE at most one
+    per byte, char one per character)."""
+    from zoo.pipelines.language_modeling import LanguageModelingConfig
+
+    budget = LanguageModelingConfig().eval_tokens
+    zoo = get_zoo()
+    names = [*zoo.catalogue.datasets, *zoo.datasets.names()]
+    assert {"shakespeare", "rotten_tomatoes", "emotion", "digits"} <= set(names)
+    for name in names:
+        loaded = data.load(data.resolve(name, zoo), zoo, quiet=True)
+        for role in ("validation", "test"):
+            chars, size = tokenized.split_size(loaded.split(role), loaded.text_column)
+            assert size < budget, (name, role, size, budget)

@@ -38,6 +38,7 @@ _LAZY = {
     "train_cached": "zoo.tokenizer",
     "dataset_key": "zoo.tokenizer",
     "compression": "zoo.tokenizer",
+    "unragged": "zoo.tokenizer",
     "split_ids": "zoo.tokenized",
     "row_ids": "zoo.tokenized",
     "row_texts": "zoo.tokenized",

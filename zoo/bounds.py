@@ -15,6 +15,7 @@ MAX_SEED = 2**32 - 1  # NumPy's global seed is 32-bit; SQLite and torch take mor
 MAX_VOCAB = 2**20  # tokens in a trained vocabulary (GPT-2 has 50,257)
 MAX_BLOCK = 2**16  # tokens in a context window
 MAX_WIDTH = 2**15  # n_embd and other layer widths
+MAX_MLP_WIDTH = MAX_WIDTH * 64  # an MLP's hidden width: the widest layer at mlp_ratio's limit
 MAX_LAYERS = 1024
 MAX_BATCH = 2**16  # sequences in a batch (zoo verify --batch, batch_size)
 MAX_PREDICT_BYTES = 64 * 2**20  # zoo predict --file
@@ -26,6 +27,7 @@ MAX_PREDICT_LINES = 1_000_000
 SIZE_FIELDS = {
     "vocab_size": MAX_VOCAB, "block_size": MAX_BLOCK, "max_len": MAX_BLOCK,
     "n_embd": MAX_WIDTH, "width": MAX_WIDTH, "n_head": MAX_WIDTH, "heads": MAX_WIDTH,
+    "intermediate_size": MAX_MLP_WIDTH, "n_inner": MAX_MLP_WIDTH,
     "n_layer": MAX_LAYERS, "blocks": MAX_LAYERS, "mlp_ratio": 64, "ff_ratio": 64,
     "batch_size": MAX_BATCH, "eval_batch_size": MAX_BATCH, "eval_batches": MAX_BATCH,
     "bucket_batches": MAX_BATCH, "eval_windows": 2**20, "sample_tokens": 2**20,
@@ -34,6 +36,7 @@ SIZE_FIELDS = {
 }
 WIDTH_FIELDS = ("n_embd", "width")
 DEPTH_FIELDS = ("n_layer", "blocks")
+MLP_WIDTH_FIELDS = ("intermediate_size", "n_inner")  # transformers' names; unset: 4 x width
 BYTES_PER_PARAMETER = 16  # fp32 weights, gradients and two Adam moments
 
 
@@ -58,8 +61,9 @@ def seed_argument(text: str) -> int:
 
 def check_sizes(config, where: str = "") -> None:
     """Every size-like field of a config dataclass within its limit, and a transformer's
-    weights (about 12 x depth x width^2 parameters, plus the position table) within this
-    machine's memory."""
+    weights within this machine's memory: per layer about 4 x width^2 parameters of
+    attention and 2 x width x the MLP's width (4 x width unless set: 12 x width^2 in all),
+    plus the position table."""
     for name, limit in SIZE_FIELDS.items():
         value = getattr(config, name, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > limit:
@@ -69,7 +73,9 @@ def check_sizes(config, where: str = "") -> None:
     depth = next((getattr(config, f) for f in DEPTH_FIELDS if _number(config, f)), None)
     if width and depth:
         block = getattr(config, "block_size", 0) if _number(config, "block_size") else 0
-        needed = (12 * depth * width * width + block * width) * BYTES_PER_PARAMETER
+        mlp = next((getattr(config, f) for f in MLP_WIDTH_FIELDS if _number(config, f)),
+                   4 * width)
+        needed = (depth * (4 * width * width + 2 * width * mlp) + block * width) * BYTES_PER_PARAMETER
         memory = physical_memory()
         if memory and needed > memory:
             raise ZooError(f"{where}a model of depth {depth} and width {width} needs about "

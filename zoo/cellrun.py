@@ -12,6 +12,7 @@ import os
 import socket
 import time
 
+from zoo.containment import no_ctrl_c
 from zoo.errors import ZooError
 
 # What torch's and the BLAS libraries' thread pools read when they start.
@@ -66,10 +67,11 @@ def run_cell(task: dict, send=None) -> dict:
     began = time.time()
     outcome = {"host": socket.gethostname(), "pid": os.getpid()}
     try:
-        result = _train(task, journal)
+        with no_ctrl_c():  # the driver takes Ctrl-C: an interrupt here is the cell's own code
+            result = _train(task, journal)
     except RunDiverged as exc:
         outcome.update(status="diverged", error=one_line(exc))
-    except Exception as exc:  # recorded by the driver; the sweep goes on
+    except (Exception, KeyboardInterrupt) as exc:  # recorded by the driver; the sweep goes on
         outcome.update(status="failed", error=one_line(exc))
     else:
         outcome.update(status=result.get("status", "finished"),

@@ -14,6 +14,25 @@ import threading
 from contextlib import contextmanager
 
 _watch: dict | None = None  # the active watch: {"sigint": bool}; None outside plugin code
+_no_ctrl_c = False  # inside no_ctrl_c(): no Ctrl-C from the user can reach this code
+
+
+@contextmanager
+def no_ctrl_c():
+    """Run code that no Ctrl-C from the user reaches: a sweep's cell in a worker (SIGINT is
+    the driver's, which stops the workers itself). A KeyboardInterrupt raised there is the
+    code's own, a failure like any exception."""
+    global _no_ctrl_c
+    previous, _no_ctrl_c = _no_ctrl_c, True
+    try:
+        yield
+    finally:
+        _no_ctrl_c = previous
+
+
+def may_be_ctrl_c() -> bool:
+    """Whether a KeyboardInterrupt caught now may be the user's Ctrl-C (outside no_ctrl_c())."""
+    return not _no_ctrl_c
 
 
 @contextmanager
@@ -51,7 +70,7 @@ def is_plugin_failure(exc: BaseException) -> bool:
     if isinstance(exc, Exception):
         return True
     if isinstance(exc, KeyboardInterrupt):
-        return _watch is not None and not _watch["sigint"]
+        return _no_ctrl_c or (_watch is not None and not _watch["sigint"])
     return True  # SystemExit, GeneratorExit, and any other BaseException
 
 

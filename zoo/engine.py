@@ -195,14 +195,15 @@ class TorchModel:
         except (ValueError, KeyError, RuntimeError) as exc:
             raise ZooError(f"optimizer state does not fit the model: {exc}") from None
 
-    @torch.no_grad()
+    # inference_mode: no autograd bookkeeping at all (no_grad still tracks versions)
+    @torch.inference_mode()
     def loss_sum(self, inputs, targets, mask=None) -> tuple[float, int]:
         self.module.eval()
         targets = self._tensor(targets)
         total = self._task_loss(self._tensor(inputs), targets, self._mask(mask), "sum")
         return float(total.item()), count_targets(targets)
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def logits(self, inputs, mask=None) -> np.ndarray:
         self.module.eval()
         with self._autocast():

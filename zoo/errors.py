@@ -35,3 +35,8 @@ class RunInterrupted(KeyboardInterrupt):
     def __init__(self, run_id: str):
         super().__init__(run_id)
         self.run_id = run_id
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep whose cells run in workers: the driver stopped them and marked
+    their runs interrupted; running the same sweep again continues them."""

@@ -28,7 +28,11 @@ def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column:
     if method is None:
         raise ZooError(f"the {trained.task} pipeline has no evaluate(trained, dataset, split); "
                        "it cannot score a trained run on other data")
+    parent = trained.config
     ref = zoo_data.resolve(dataset, zoo)
+    if is_own_dataset(ref, parent):
+        # generated with the settings the run recorded (--set dataset options), not the defaults
+        ref = plan_from_record(parent, zoo).dataset_ref
     served = zoo_data.tasks_of(ref, zoo)
     if served and trained.task not in served:
         raise ZooError(f"dataset {ref.name!r} does not serve {trained.task} (it serves "
@@ -38,7 +42,6 @@ def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column:
         raise ZooError(f"dataset {ref.name!r} does not serve {trained.task} (it serves "
                        f"{', '.join(loaded.tasks)})")
     loaded.split(split)  # an unknown split fails here, before anything is recorded
-    parent = trained.config
     plan = plan_from_record(parent, zoo, dataset_ref=ref)  # versions() reads its plugins
     eval_id = new_run_id()
     provenance = {
@@ -76,3 +79,10 @@ def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column:
             "trained_on": parent["dataset"], "dataset": ref.name, "split": split,
             "task": trained.task, "seed": parent["seed"], "status": "finished",
             "metrics": metrics, "duration": duration}
+
+
+def is_own_dataset(ref, record: dict) -> bool:
+    """Whether `ref` names the plugin dataset a run was trained on, with a recorded config."""
+    return (ref.kind == "plugin" and ref.name == record.get("dataset")
+            and ref.source == record.get("dataset_id")
+            and "dataset" in (record.get("configs") or {}))

@@ -24,7 +24,7 @@ from multiprocessing.connection import wait as wait_for
 from pathlib import Path
 
 from zoo.cellrun import THREAD_VARIABLES, one_line, run_cell, set_threads
-from zoo.errors import ZooError
+from zoo.errors import SweepInterrupted, ZooError
 from zoo.store import Store, home
 from zoo.sweeps import clock, failure_row, headline, should_resume
 
@@ -307,7 +307,7 @@ class Driver:
             self.executor.stop()
             for slot in list(self.running):
                 self.settle(slot, None, "interrupted (Ctrl-C)", status="interrupted")
-            raise
+            raise SweepInterrupted() from None
         finally:
             self.executor.close()
             self.store.close()

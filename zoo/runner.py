@@ -14,6 +14,7 @@ from pathlib import Path
 from zoo import checkpoint
 from zoo import data as zoo_data
 from zoo import distributed
+from zoo.containment import may_be_ctrl_c
 from zoo.errors import RunInterrupted, ZooError
 from zoo.files import save_error
 from zoo.job import Job, RunFolder, RunResult
@@ -137,6 +138,12 @@ def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict
         if ranks.is_main:
             run.write_json("config.json", provenance)
     except KeyboardInterrupt:
+        if not may_be_ctrl_c():  # a sweep worker: the run's own code raised it
+            error = "KeyboardInterrupt raised by the run's code (no Ctrl-C reaches a sweep worker)"
+            store.update(run.id, status="failed", finished=time.time(),
+                         duration=time.time() - start, error=error)
+            store.close()
+            raise ZooError(error) from None
         store.update(run.id, status="interrupted", finished=time.time(),
                      duration=time.time() - start, error="interrupted (Ctrl-C)")
         store.close()

@@ -73,16 +73,17 @@ def join_rows(column, last: bool = True) -> str:
 
 def split_size(split, column: str) -> tuple[int, int]:
     """Characters and UTF-8 bytes of the split's text (rows and the newlines between them),
-    counted by Arrow."""
+    counted by Arrow. A split carved by an index mapping gathers its rows' lengths, not its
+    text."""
     import pyarrow.compute as pc
 
-    values = split.data.table.column(column)  # the order of rows does not change a sum
+    values = split.data.table.column(column)
+    chars, data = pc.utf8_length(values), pc.binary_length(values)
     if split._indices is not None:
-        values = column_of(split, column)
-    chars = pc.sum(pc.utf8_length(values)).as_py() or 0
-    data = pc.sum(pc.binary_length(values)).as_py() or 0
-    newlines = max(0, len(values) - 1)
-    return chars + newlines, data + newlines
+        rows = split._indices.column(0)
+        chars, data = chars.take(rows), data.take(rows)
+    newlines = max(0, len(split) - 1)
+    return (pc.sum(chars).as_py() or 0) + newlines, (pc.sum(data).as_py() or 0) + newlines
 
 
 def cache_root() -> Path:

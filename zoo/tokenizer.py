@@ -182,6 +182,13 @@ def ragged(encoded: Sequence[Sequence[int]]) -> tuple["np.ndarray", "np.ndarray"
     return ids, offsets
 
 
+def unragged(ids: "np.ndarray", offsets: "np.ndarray") -> list[list[int]]:
+    """``ragged``'s inverse: one list of ids per text (sliced out of one flat list by
+    ``map``, not in Python steps)."""
+    flat = ids.tolist()
+    return list(map(flat.__getitem__, map(slice, offsets[:-1].tolist(), offsets[1:].tolist())))
+
+
 def compression(tokenizer: Tokenizer, texts: Sequence[str],
                 encoded: Sequence[Sequence[int]] | None = None) -> dict:
     """The tokenizer's vocabulary size and characters per token over ``texts``."""
