@@ -1,6 +1,6 @@
 """A zoo classifier next to scikit-learn's TF-IDF + linear SVM, on the same splits.
 
-    .venv/bin/python benchmarks/bench_baseline.py DATASET... [--model encoder-bpe] [--seed 0]
+    .venv/bin/python benchmarks/bench_baseline.py DATASET... [--model encoder-wordpunct] [--seed 0]
                                                   [--run RUN_ID ...] [--no-zoo]
                                                   [--set KEY=VALUE ...]
                                                   [--text-column C] [--label-column C]
@@ -10,7 +10,7 @@ baseline is a TF-IDF of word unigrams and bigrams (sublinear term frequency) and
 ``LinearSVC``, fitted on the train split; its ``C`` is picked on the validation split from
 a small grid, and it is scored once on the test split. The zoo side is ``zoo run MODEL
 DATASET --seed S --json --quiet`` in a fresh process (default model: the default classifier,
-`encoder-bpe`), or the recorded runs named with ``--run`` (in ZOO_HOME). Needs the `bench`
+`encoder-wordpunct`), or the recorded runs named with ``--run`` (in ZOO_HOME). Needs the `bench`
 extra (scikit-learn). Prints one line per dataset with both test accuracies.
 """
 from __future__ import annotations
@@ -83,7 +83,7 @@ def recorded_run(run_id: str) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+")
-    parser.add_argument("--model", default="encoder-bpe")
+    parser.add_argument("--model", default="encoder-wordpunct")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--run", nargs="+", default=None, metavar="RUN_ID",
                         help="recorded zoo runs to compare, one per dataset, instead of training")

@@ -1,6 +1,6 @@
 """Classification acceptance benchmark: the default presets, end to end, as a user runs them.
 
-    .venv/bin/python benchmarks/bench_classification.py [--seeds 0 1] [--runs encoder-bpe:rotten_tomatoes ...]
+    .venv/bin/python benchmarks/bench_classification.py [--seeds 0 1] [--runs encoder-wordpunct:rotten_tomatoes ...]
                                                         [--set key=value ...]
 
 Each case is `zoo run MODEL DATASET --seed S --json --quiet` in a fresh process (so the
@@ -25,7 +25,7 @@ import time
 
 TARGETS = {"rotten_tomatoes": 0.80, "emotion": 0.91}  # test accuracy (issue 17)
 WALL_LIMIT = 300.0  # seconds
-DEFAULT_RUNS = ["encoder-bpe:rotten_tomatoes", "encoder-bpe:emotion"]
+DEFAULT_RUNS = ["encoder-wordpunct:rotten_tomatoes", "encoder-wordpunct:emotion"]
 
 
 def run_case(model: str, dataset: str, seed: int, home: str, overrides: list[str]) -> dict:

@@ -1,5 +1,7 @@
 """The encoder as an ensemble in one run (members > 1, bag_dim > 0): each member learns on its
 own loss, and the prediction is the weighted mean of the members' probabilities."""
+import json
+
 import pytest
 
 from conftest import run_cli
@@ -122,3 +124,19 @@ def test_bad_ensemble_settings_fail_before_training():
         result = run_cli("run", "encoder-bpe", "rotten_tomatoes", "--set", setting)
         assert result.code == 2, (setting, result)
         assert setting.split("=")[0] in result.err
+
+
+def test_the_default_classifier_preset_trains_an_ensemble_end_to_end(tmp_path, one_thread):
+    """encoder-wordpunct: three encoders and a bag member on words, through the pipeline."""
+    csv = tmp_path / "reviews.csv"
+    csv.write_text("text,label\n" + "".join(f"a good film {i},pos\na bad film {i},neg\n"
+                                            for i in range(40)))
+    result = run_cli("run", "encoder-wordpunct", csv, "--steps", "4", "--json", "--quiet")
+    assert result.code == 0, result
+    run = json.loads(result.out)
+    assert run["tokenizer"] == "wordpunct" and run["architecture"] == "encoder"
+    from zoo.trained import load_trained
+
+    names = load_trained(run["run_id"]).model.state_dict()
+    assert {name.split(".")[0] for name in names} == {"members", "bag"}
+    assert {name.split(".")[1] for name in names if name.startswith("members.")} == {"0", "1", "2"}
