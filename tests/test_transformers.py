@@ -116,11 +116,25 @@ def test_transformers_fields_are_settable_and_checked(tiny_text):
                                         "--set", "sample_tokens=0")["params"]  # grouped KV
     typo = run_cli("run", "llama-char", tiny_text, "--set", "rms_norm_epss=1e-3")
     assert typo.code == 2 and "rms_norm_eps" in typo.err and "Did you mean" in typo.err
-    bad = run_cli("run", "gpt2-char", tiny_text, "--set", "n_embd=10", "--set", "n_head=3")
-    assert bad.code == 2 and "divisible" in bad.err and len(bad.err.strip().splitlines()) == 1
+    for model in ("gpt2-char", "llama-char"):  # llama: before transformers' own check
+        bad = run_cli("run", model, tiny_text, "--set", "n_embd=10", "--set", "n_head=3")
+        assert bad.code == 2 and len(bad.err.strip().splitlines()) == 1, bad
+        assert "n_embd (10) must be divisible by n_head (3)" in bad.err, bad
     wrong_type = run_cli("run", "bert-bpe", tiny_text, "--set", "layer_norm_eps=tiny")
     assert wrong_type.code == 2 and "layer_norm_eps" in wrong_type.err
     assert run_cli("runs", "--json").out.count('"id"') == 2  # the refused runs left no row
+
+
+def test_a_transformers_validation_error_gives_its_reason_not_its_header():
+    from zoo.plugins.transformers.configs import _first_line
+
+    error = ValueError("Class validation error for validator 'validate_architecture':\n"
+                       "    ValueError: The hidden size (10) is not a multiple of the number "
+                       "of attention heads (3).\n")
+    assert _first_line(error) == ("ValueError: The hidden size (10) is not a multiple of the "
+                                  "number of attention heads (3).")
+    assert _first_line(ValueError("one line")) == "one line"
+    assert _first_line(ValueError()) == "ValueError"
 
 
 # -- fine-tuning from a checkpoint ---------------------------------------------------

@@ -123,6 +123,7 @@ class TransformersConfig:
             values.update(self.extra_fields())
             # zoo's tokenizers have no begin/end tokens (GPT-2's default ids are 50256)
             values.update(vocab_size=vocab_size, bos_token_id=None, eos_token_id=None)
+            _check_heads(values[layout.shape["n_embd"]], values[layout.shape["n_head"]])
             try:
                 config = layout.config_class(**values)
             except Exception as exc:  # transformers' strict validation of a field
@@ -131,10 +132,14 @@ class TransformersConfig:
         values.update({name: self.dropout for name in layout.dropouts}, **task_fields)
         for name, value in values.items():
             setattr(config, name, value)
-        heads, width = config.num_attention_heads, config.hidden_size
-        if width % heads:
-            raise ValueError(f"n_embd ({width}) must be divisible by n_head ({heads})")
+        _check_heads(config.hidden_size, config.num_attention_heads)
         return config
+
+
+def _check_heads(width: int, heads: int) -> None:
+    """In zoo's names, before transformers' own check says it in its names (or not at all)."""
+    if width % heads:
+        raise ValueError(f"n_embd ({width}) must be divisible by n_head ({heads})")
 
 
 def _shaped(config: TransformersConfig, values: dict, layout: Layout):
@@ -144,8 +149,13 @@ def _shaped(config: TransformersConfig, values: dict, layout: Layout):
 
 
 def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+    """An exception's message in one line. transformers' validation errors open with a
+    header ("Class validation error for validator 'validate_architecture':") and give the
+    reason on the next line: skip the header."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        lines = lines[1:]
+    return (lines[0] if lines else type(exc).__name__)[:300]
 
 
 def checkpoint_config(source: str, architecture: str):
