@@ -36,12 +36,14 @@ def main() -> None:
     from zoo.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build
+    from zoo.registry import get_task, task_loss
     from zoo.trainer import TrainResult
 
     torch.manual_seed(0)
     cfg = DecoderConfig(n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd,
                         block_size=args.block)
-    model = TorchModel(build(cfg, TaskSpec("language-modeling", args.vocab)))
+    model = TorchModel(build(cfg, TaskSpec("language-modeling", args.vocab)),
+                       loss=task_loss(get_task("language-modeling")))
     model.configure_optimizer(1e-3, 0.1)
     rng = np.random.default_rng(0)
     x = rng.integers(0, args.vocab, size=(args.batch, args.block))

@@ -73,12 +73,14 @@ def step_time() -> None:
     from zoo.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
     from zoo.plugins.digits.model import build
+    from zoo.registry import get_task, task_loss
 
     rng = np.random.default_rng(0)
     for threads in (1, 2):
         torch.set_num_threads(threads)
         for batch in (64, 256):
-            model = TorchModel(build(DigitsConfig(ff_ratio=2), TaskSpec("next-item", 14)))
+            model = TorchModel(build(DigitsConfig(ff_ratio=2), TaskSpec("next-item", 14)),
+                               loss=task_loss(get_task("next-item")))
             model.configure_optimizer(1e-3, 0.1)
             x = rng.integers(3, 14, size=(batch, 15))
             y = rng.integers(3, 14, size=batch)

@@ -26,6 +26,13 @@ import time
 MODELS = ("numpy-char", "decoder-char")
 
 
+def lm_loss():
+    """The language-modeling task's loss, which a TorchModel trains and evaluates with."""
+    from zoo.registry import get_task, task_loss
+
+    return task_loss(get_task("language-modeling"))
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200, help="training steps of each run")
@@ -118,7 +125,8 @@ def initial_losses(args, seeds: int = 10) -> None:
         np.random.seed(seed)  # what `zoo run --seed` does before building
         torch.manual_seed(seed)
         for name, model in (("numpy", build_numpy(NumpyConfig(**shape), spec)),
-                            ("torch", TorchModel(build_torch(DecoderConfig(**shape), spec)))):
+                            ("torch", TorchModel(build_torch(DecoderConfig(**shape), spec),
+                                                 loss=lm_loss()))):
             nll, count = model.loss_sum(x, y)
             losses[name].append(nll / count)
     print(f"\ninitial loss on 64 validation windows, seeds 0..{seeds - 1} "
@@ -148,7 +156,7 @@ def same_start(args) -> None:
     model_cfg, train = plan.configs["model"], plan.configs["train"]
     spec = TaskSpec("language-modeling", tokenizer.vocab_size)
     torch.manual_seed(args.seed)
-    theirs = TorchModel(build_torch(model_cfg, spec))
+    theirs = TorchModel(build_torch(model_cfg, spec), loss=lm_loss())
     ours = NumpyDecoder(NumpyConfig(**vars(model_cfg)), spec, seed=args.seed)
     ours.load_state_dict(theirs.state_dict())
     for model in (theirs, ours):
@@ -194,7 +202,8 @@ def speed(args) -> None:
     batch, block, vocab = preset["batch_size"], preset["block_size"], 68  # 65 characters + 3 specials
     spec = TaskSpec("language-modeling", vocab)
     torch.manual_seed(args.seed)
-    models = {"torch float32": TorchModel(build_torch(DecoderConfig(**shape), spec)),
+    models = {"torch float32": TorchModel(build_torch(DecoderConfig(**shape), spec),
+                                          loss=lm_loss()),
               "numpy float32": NumpyDecoder(NumpyConfig(**shape), spec, seed=args.seed),
               "numpy float64": NumpyDecoder(NumpyConfig(**shape, dtype="float64"), spec, seed=args.seed)}
     for model in models.values():

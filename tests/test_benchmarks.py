@@ -99,3 +99,70 @@ def test_every_name_a_benchmark_imports_from_zoo_exists(clean_imports):
                 if module.split(".")[0] == "zoo" or module in SIBLINGS
                 if (why := missing(module, name))]
     assert not problems, "\n".join(problems)
+
+
+@functools.lru_cache(maxsize=None)
+def definition(module: str, name: str):
+    """The arguments a call of `name` from `module` takes (a function's, or a class's
+    __init__ without self), read from the source; None when they cannot be read so (a
+    dataclass, a name from elsewhere)."""
+    if module in SIBLINGS:
+        source = BENCHMARKS / f"{module}.py"
+    else:
+        spec = importlib.util.find_spec(module)
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            return None
+        source = Path(spec.origin)
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return node.args
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            if any("dataclass" in ast.unparse(d) for d in node.decorator_list):
+                return None
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    args = item.args
+                    return ast.arguments(posonlyargs=args.posonlyargs, args=args.args[1:],
+                                         vararg=args.vararg, kwonlyargs=args.kwonlyargs,
+                                         kw_defaults=args.kw_defaults, kwarg=args.kwarg,
+                                         defaults=args.defaults)
+            return None
+    return None
+
+
+def call_problem(call: ast.Call, args: ast.arguments) -> str | None:
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None  # *args / **kwargs: cannot tell
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    given = {k.arg for k in call.keywords}
+    required = positional[:len(positional) - len(args.defaults)]
+    if len(call.args) > len(positional) and not args.vararg:
+        return f"{len(call.args)} positional arguments, takes {len(positional)}"
+    missing = [a for a in required[len(call.args):] if a not in given]
+    missing += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults)
+                if d is None and a.arg not in given]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    known = set(positional) | {a.arg for a in args.kwonlyargs}
+    unknown = sorted(given - known) if not args.kwarg else []
+    return f"no argument {', '.join(unknown)}" if unknown else None
+
+
+def test_benchmarks_call_zoo_functions_with_the_arguments_they_take(clean_imports):
+    problems = []
+    for path in SCRIPTS:
+        sources: dict[str, set] = {}  # local name -> where it is imported from
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module and (
+                    node.module.split(".")[0] == "zoo" or node.module in SIBLINGS):
+                for alias in node.names:
+                    sources.setdefault(alias.asname or alias.name, set()).add((node.module, alias.name))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and len(sources.get(node.func.id, ())) == 1:
+                (module, name), = sources[node.func.id]
+                args = definition(module, name)
+                why = args and call_problem(node, args)
+                if why:
+                    problems.append(f"{path.name}:{node.lineno}: {name}(): {why}")
+    assert not problems, "\n".join(problems)
