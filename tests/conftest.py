@@ -55,6 +55,14 @@ def run_cli(*args) -> Result:
     return Result(code, out.getvalue(), err.getvalue())
 
 
+def run_python(code: str) -> list[str]:
+    """Run Python code in a fresh interpreter (for what one process imports or sets for
+    itself) and return the lines it prints; it must exit 0."""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()
+
+
 def run_zoo(*args, env=None, timeout=300, cwd=None) -> subprocess.CompletedProcess:
     """Run `python -m zoo ARGS` in a subprocess (for entry points, signals, imports)."""
     full_env = {**os.environ, **(env or {})}

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import io
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, run_python
 from zoo import registry
 from zoo.cli import main
 from zoo.errors import ZooError
@@ -132,10 +130,9 @@ def test_the_numpy_plugin_adds_verify_and_help_imports_no_torch():
              "for argv in (['--help'], ['verify', '--help'], ['list']):\n"
              "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
              "print('torch' in sys.modules, 'numpy' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert "zoo verify [-h] [--batch BATCH]" in result.stdout
-    assert result.stdout.strip().splitlines()[-1] == "False False"
+    lines = run_python(probe)
+    assert any("zoo verify [-h] [--batch BATCH]" in line for line in lines)
+    assert lines[-1] == "False False"
 
 
 # -- generate and predict are looked up on the run's pipeline ------------------------------
@@ -192,7 +189,5 @@ def test_only_the_program_tunes_the_garbage_collector():
              "main(['list'])\nprint('caller', gc.get_threshold()[0], gc.get_freeze_count())\n"
              "sys.argv = ['zoo', 'list']\nmain()\n"
              "print('program', gc.get_threshold()[0], gc.get_freeze_count() > 0)")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+    lines = run_python(probe)
     assert "caller 700 0" in lines and "program 10000 True" in lines

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import TINY_DECODER, kill_a_worker_once_runs_checkpoint, parent_of, run_cli
+from conftest import (TINY_DECODER, kill_a_worker_once_runs_checkpoint, parent_of, run_cli,
+                      run_python)
 from zoo.executors import available_cores, make_executor
 from zoo.store import Store, home
 
@@ -105,10 +106,9 @@ def test_list_and_sweep_help_import_neither_torch_nor_ray():
              "for argv in (['list'], ['sweep', '--help']):\n"
              "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
              "print('torch' in sys.modules, 'ray' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert "--executor {local,ray}" in result.stdout
-    assert result.stdout.strip().splitlines()[-1] == "False False"
+    lines = run_python(probe)
+    assert any("--executor {local,ray}" in line for line in lines)
+    assert lines[-1] == "False False"
 
 
 def test_ray_cells_ask_for_a_gpu_when_the_sweep_trains_on_cuda():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli, run_zoo
+from conftest import REPO, run_cli, run_python, run_zoo
 from zoo import registry
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
@@ -157,9 +157,7 @@ def test_in_process_registration_and_lookup():
 
 def test_listing_imports_no_torch():
     probe = "import sys; from zoo.cli import main; main(['list']); print('torch' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "False"
+    assert run_python(probe)[-1] == "False"
 
 
 class WithoutBlockSize:
