@@ -19,6 +19,7 @@ import json
 import random
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 SEED = 0
@@ -74,9 +75,7 @@ def split_80_10_10(rows: list[dict], tag: str) -> dict:
 
 
 def datasets(git_dir: str) -> dict:
-    def read(name):
-        return read_file(git_dir, name)
-
+    read = partial(read_file, git_dir)
     trec_train, trec_val = carve(read("TREC.train.all"), 0.1, "trec")
     return {
         "trec": {"train": trec_train, "validation": trec_val, "test": read("TREC.test.all")},

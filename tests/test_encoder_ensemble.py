@@ -83,12 +83,16 @@ def test_prediction_is_the_weighted_mean_of_member_probabilities():
 
 
 def test_bag_member_takes_steps_scale_times_larger():
-    """One Adam step moves the bag's effective weights bag_lr_scale times the learning rate
-    (Adam's first step moves every weight with a gradient by the learning rate). The head
-    starts at zero, as in fastText, so the first step reaches only the head."""
+    """The bag member is the fasttext network with bag_lr_scale times its stored weights, and
+    one Adam step moves stored weights by the learning rate (those with a gradient: the head
+    starts at zero, as in fastText, so the first step reaches only the head). So the
+    network's weights move bag_lr_scale times the learning rate."""
     import torch
 
     from zoo.losses import cross_entropy
+    from zoo.model import TaskSpec
+    from zoo.plugins.fasttext import FastTextConfig
+    from zoo.plugins.fasttext.model import FastText
 
     ensemble, cfg = build(members=1, bag_dim=8, bag_buckets=13, bag_lr_scale=10.0)
     ids, mask, y = batch()
@@ -100,6 +104,12 @@ def test_bag_member_takes_steps_scale_times_larger():
     opt.step()
     moved = (bag.net.head.weight.detach() * bag.scale - before).abs()
     assert moved.max().item() == pytest.approx(10 * 1e-3, rel=0.01)
+
+    plain = FastText(FastTextConfig(dim=8, buckets=13, block_size=12),
+                     TaskSpec("classification", VOCAB, num_classes=CLASSES))
+    plain.load_state_dict({name: 10.0 * value for name, value in bag.net.state_dict().items()})
+    with torch.no_grad():
+        assert bag(ids, mask).allclose(plain(ids, mask), rtol=1e-5, atol=1e-6)
 
 
 def test_one_member_is_the_plain_encoder_with_its_parameter_names():

@@ -11,8 +11,8 @@
                                    config.tie_weights (kept once, as tok_emb.weight)
 
 With members > 1 or bag_dim > 0 the network is an ensemble, and every name above gets the
-prefix ``members.{m}.``; the bag member's are ``bag.net.emb.weight`` and ``bag.net.head.*`` (those of
-the fasttext architecture, stored divided by bag_lr_scale).
+prefix ``members.{m}.``; the bag member's are ``bag.net.emb.weight`` and ``bag.net.head.*``
+(those of the fasttext architecture, stored divided by bag_lr_scale).
 
 The blocks are zoo.layers.PreLNBlock with exact GELU. Attention is bidirectional; padded
 positions (attention_mask 0) are never attended to and never pooled, so padding a batch
@@ -108,14 +108,14 @@ class EncoderEnsemble(nn.Module):
                            f"classification only, not {spec.task}; set members=1 and bag_dim=0")
         self.members = nn.ModuleList(Encoder(cfg, spec) for _ in range(cfg.members))
         self.bag = ScaledBag(cfg, spec) if cfg.bag_dim else None
-        share = 1.0 - cfg.bag_weight if self.bag is not None else 1.0
-        weights = [share / cfg.members] * cfg.members + ([cfg.bag_weight] if self.bag else [])
+        encoders_share = 1.0 - cfg.bag_weight if self.bag else 1.0
+        weights = [encoders_share / cfg.members] * cfg.members + [cfg.bag_weight] * bool(self.bag)
         self.register_buffer("weights", torch.tensor(weights), persistent=False)
 
     def forward(self, input_ids, attention_mask=None):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        nets = [*self.members, *([self.bag] if self.bag is not None else [])]
+        nets = [*self.members, self.bag] if self.bag else list(self.members)
         logits = torch.stack([net(input_ids, attention_mask) for net in nets], dim=1)
         if self.training:
             return logits  # [B, M, K]
