@@ -90,3 +90,54 @@ def test_key_mask_and_last_real_read_right_padded_batches():
     assert layers.last_real(h, mask).flatten().tolist() == [2.0, 4.0]
     assert layers.last_real(h, None).flatten().tolist() == [3.0, 7.0]
     assert layers.key_mask(mask).shape == (2, 1, 1, 4) and layers.key_mask(None) is None
+
+
+def _gradients_at(threads: int, model, ids, mask, targets) -> dict:
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        model.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = model(ids, mask)
+        F.cross_entropy(logits.float(), targets).backward()
+    finally:
+        torch.set_num_threads(previous)
+    return {name: p.grad.clone() for name, p in model.named_parameters()}
+
+
+def test_the_digits_network_has_the_same_gradients_on_one_thread_and_on_two():
+    """What makes a `zoo sweep --jobs 2` cell (one thread) equal the same cell in a
+    two-thread `--jobs 1`. The batch has digits-char's shape (256 rows padded to 15 tokens),
+    large enough for the fused LayerNorm kernel to sum its weight gradients per thread: with
+    nn.LayerNorm they differ. (Not every shape is safe: at 256 x 16 tokens the bf16 matmul
+    of a weight gradient splits its sum by thread count too.)"""
+    torch.manual_seed(0)
+    model = build_digits(DigitsConfig(width=64, blocks=2, heads=1, block_size=32,
+                                      positions="end"), TaskSpec("next-item", 14))
+    assert isinstance(model.blocks[0].norm1, layers.ThreadInvariantLayerNorm)
+    ids = torch.randint(1, 14, (256, 15))
+    mask = (torch.arange(15)[None] < torch.randint(5, 16, (256, 1))).long()
+    targets = torch.randint(0, 14, (256,))
+    one, two = (_gradients_at(n, model, ids * mask, mask, targets) for n in (1, 2))
+    assert all(torch.equal(one[name], two[name]) for name in one)
+
+    for block in model.blocks:  # the control: torch's own LayerNorm, same weights
+        for name in ("norm1", "norm2"):
+            fused = torch.nn.LayerNorm(64)
+            fused.load_state_dict(getattr(block, name).state_dict())
+            setattr(block, name, fused)
+    one, two = (_gradients_at(n, model, ids * mask, mask, targets) for n in (1, 2))
+    assert not all(torch.equal(one[name], two[name]) for name in one)
+
+
+def test_thread_invariant_layer_norm_computes_layer_norm():
+    torch.manual_seed(0)
+    norm = layers.ThreadInvariantLayerNorm(8)
+    torch.nn.init.normal_(norm.weight)
+    torch.nn.init.normal_(norm.bias)
+    x = torch.randn(3, 5, 8)
+    expected = F.layer_norm(x, (8,), norm.weight, norm.bias, norm.eps)
+    assert torch.allclose(norm(x), expected, atol=1e-6)
+    assert list(norm.state_dict()) == ["weight", "bias"]
+    bare = layers.ThreadInvariantLayerNorm(8, bias=False)
+    assert torch.allclose(bare(x), F.layer_norm(x, (8,), bare.weight, None, bare.eps), atol=1e-6)

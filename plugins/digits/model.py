@@ -10,7 +10,9 @@
 Attention (zoo.layers.SelfAttention) is bidirectional over the real tokens (padding is
 masked out as keys); the output is read at the last real position, so right-padded batches
 of mixed lengths work. The block is post-LN, unlike the decoder's and encoder's. With
-``positions = "end"`` the sinusoids count back from each row's last real token.
+``positions = "end"`` the sinusoids count back from each row's last real token. The
+LayerNorms are zoo.layers.ThreadInvariantLayerNorm, so a run's metrics do not depend on its
+thread count (a `zoo sweep --jobs 2` cell equals the same cell in a two-thread process).
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ import math
 import torch
 import torch.nn as nn
 
-from zoo.layers import SelfAttention, check_length, key_mask, last_real
+from zoo.layers import (SelfAttention, ThreadInvariantLayerNorm, check_length, key_mask,
+                        last_real)
 from zoo import TaskSpec
 
 
@@ -37,10 +40,10 @@ class PostLNBlock(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.attn = SelfAttention(cfg.width, cfg.heads, dropout=cfg.dropout)
-        self.norm1 = nn.LayerNorm(cfg.width)
+        self.norm1 = ThreadInvariantLayerNorm(cfg.width)
         self.ff = nn.Sequential(nn.Linear(cfg.width, cfg.ff_ratio * cfg.width), nn.ReLU(),
                                 nn.Linear(cfg.ff_ratio * cfg.width, cfg.width))
-        self.norm2 = nn.LayerNorm(cfg.width)
+        self.norm2 = ThreadInvariantLayerNorm(cfg.width)
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x, keep):
