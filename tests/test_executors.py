@@ -1,6 +1,7 @@
 """Sweeps in worker processes (--jobs N): the same metrics as one process, the driver as
 the only writer of the store, a killed worker recorded as a failed cell, and a rerun that
 resumes it from its checkpoint (tiny configs)."""
+import io
 import os
 import signal
 import subprocess
@@ -13,8 +14,9 @@ import torch
 
 from conftest import (TINY_DECODER, kill_a_worker_once_runs_checkpoint, parent_of, run_cli,
                       run_python)
-from zoo.executors import available_cores, make_executor
+from zoo.executors import ProcessExecutor, available_cores, make_executor
 from zoo.store import Store, home
+from zoo.sweeps import plan_sweep
 
 TIMING = ("tokens_per_s", "train_time")
 
@@ -186,3 +188,40 @@ def test_a_real_ctrl_c_stops_a_sweep_with_workers_and_keeps_its_runs(tiny_text, 
             "continue them\n") in err, err
     with Store(runs / "zoo.db") as store:
         assert [r["status"] for r in store.rows()] == ["interrupted", "interrupted"]
+
+
+# A plugin architecture whose build reports how its worker process is set up, as its error.
+PROBING = '''
+import gc
+import os
+
+from zoo.hookspecs import hookimpl
+
+
+def build(config, spec):
+    import torch
+
+    raise RuntimeError(f"threads {torch.get_num_threads()}, OMP_NUM_THREADS "
+                       f"{os.environ.get('OMP_NUM_THREADS')}, gc {gc.get_threshold()[0]}")
+
+
+@hookimpl
+def register_architectures(register):
+    register("probing", build, config="zoo.plugins.decoder:DecoderConfig",
+             tasks=("language-modeling",))
+'''
+
+
+def test_a_worker_runs_on_its_thread_count_with_the_programs_garbage_collector(
+        isolated, tiny_text, monkeypatch):
+    from zoo.cli import YOUNG_GC_THRESHOLD
+
+    (isolated / "p_probing.py").write_text(PROBING)
+    (isolated / "registry.toml").write_text('[plugins]\nmodules = ["p_probing.py"]\n')
+    monkeypatch.setenv("ZOO_LOAD_PLUGINS", "p_probing")
+    sweep = plan_sweep(["probing-char"], [str(tiny_text)], overrides={"train.steps": 1})
+    assert torch.get_num_threads() != 3 and os.environ.get("OMP_NUM_THREADS") != "3"
+    ProcessExecutor(1, threads=3).run_cells(sweep, device="cpu", out=io.StringIO())
+    [cell] = sweep.cells
+    assert cell.status == "failed"
+    assert cell.error == f"RuntimeError: threads 3, OMP_NUM_THREADS 3, gc {YOUNG_GC_THRESHOLD}"
