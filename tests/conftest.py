@@ -55,6 +55,12 @@ def run_cli(*args) -> Result:
     return Result(code, out.getvalue(), err.getvalue())
 
 
+def press_ctrl_c() -> None:
+    """What the user's Ctrl-C does to this process: a SIGINT, whose handler raises
+    KeyboardInterrupt here (a bare `raise KeyboardInterrupt` is code failing, not Ctrl-C)."""
+    signal.raise_signal(signal.SIGINT)
+
+
 def run_python(code: str) -> list[str]:
     """Run Python code in a fresh interpreter (for what one process imports or sets for
     itself) and return the lines it prints; it must exit 0."""

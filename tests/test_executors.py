@@ -147,13 +147,20 @@ def register_architectures(register):
 '''
 
 
-def test_a_keyboard_interrupt_raised_by_plugin_code_in_a_worker_fails_only_its_cell(
-        isolated, tiny_text, monkeypatch):
+@pytest.fixture
+def interrupting(isolated, monkeypatch):
     (isolated / "p_interrupting.py").write_text(INTERRUPTING)
     (isolated / "registry.toml").write_text('[plugins]\nmodules = ["p_interrupting.py"]\n')
     monkeypatch.setenv("ZOO_LOAD_PLUGINS", "p_interrupting")
+
+
+@pytest.mark.parametrize("workers", [["--jobs", 2], []], ids=["jobs-2", "in-process"])
+def test_a_keyboard_interrupt_raised_by_plugin_code_fails_only_its_cell(
+        interrupting, tiny_text, workers):
+    """With workers or without, a KeyboardInterrupt that no Ctrl-C caused is a failure of
+    its cell, not the user stopping the sweep."""
     result = run_cli("sweep", "interrupting-char", "--on", tiny_text, "--steps", 2,
-                     *TINY_DECODER, "--grid", "dropout=0,0.1,0.2", "--jobs", 2)
+                     *TINY_DECODER, "--grid", "dropout=0,0.1,0.2", *workers)
     assert result.code == 1, result  # a cell failed; the sweep went on
     assert "interrupted" not in result.err and "zoo resume" not in result.err, result.err
     with Store() as store:
@@ -163,6 +170,20 @@ def test_a_keyboard_interrupt_raised_by_plugin_code_in_a_worker_fails_only_its_c
         assert rows[dropout]["status"] == "failed", rows[dropout]
         assert "KeyboardInterrupt" in rows[dropout]["error"], rows[dropout]["error"]
     assert "from plugin 'p_interrupting' failed" in rows[0.2]["error"]
+
+
+def test_a_keyboard_interrupt_raised_by_a_model_in_zoo_run_fails_the_run(interrupting,
+                                                                        tiny_text):
+    result = run_cli("run", "interrupting-char", tiny_text, "--steps", 2, *TINY_DECODER,
+                     "--set", "dropout=0.1")
+    assert result.code == 2, result
+    assert result.err.splitlines()[-1] == ("zoo: error: the run's code raised KeyboardInterrupt "
+                                           "itself (no Ctrl-C from the user)"), result.err
+    with Store() as store:
+        (row,) = store.rows()
+    assert row["status"] == "failed", row
+    assert row["error"] == ("InterruptRaisedByCode: the run's code raised KeyboardInterrupt "
+                            "itself (no Ctrl-C from the user)")
 
 
 def test_a_real_ctrl_c_stops_a_sweep_with_workers_and_keeps_its_runs(tiny_text, tmp_path):

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from conftest import TINY_DECODER, run_cli
+from conftest import TINY_DECODER, press_ctrl_c, run_cli
 from zoo import checkpoint, registry
 from zoo.store import Store, home
 
@@ -74,7 +74,7 @@ def test_resume_refuses_across_a_plugin_change_naming_the_plugin(local_plugin, t
     def save_then_stop(self, elapsed):
         original(self, elapsed)
         if self.result.steps >= 2:
-            raise KeyboardInterrupt
+            press_ctrl_c()
 
     with monkeypatch.context() as patch:
         patch.setattr(checkpoint.Checkpointer, "save", save_then_stop)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, TINY_DECODER, run_cli
+from conftest import REPO, TINY_DECODER, press_ctrl_c, run_cli
 from zoo import checkpoint
 from zoo.store import MIGRATIONS, SCHEMA_VERSION, Store, home
 
@@ -110,7 +110,7 @@ def interrupted_run(monkeypatch, dataset, stop_after: int, *extra, steps=12, **o
     def save_then_stop(self, elapsed):
         original(self, elapsed)
         if self.result.steps >= stop_after:
-            raise KeyboardInterrupt
+            press_ctrl_c()
 
     with monkeypatch.context() as patch:
         patch.setattr(checkpoint.Checkpointer, "save", save_then_stop)
@@ -742,7 +742,7 @@ def test_a_sweep_resumes_its_interrupted_cell_from_the_checkpoint(tiny_text, mon
     def save_then_stop(self, elapsed):
         original(self, elapsed)
         if self.result.steps >= 4:
-            raise KeyboardInterrupt
+            press_ctrl_c()
 
     with monkeypatch.context() as patch:
         patch.setattr(checkpoint.Checkpointer, "save", save_then_stop)
@@ -767,7 +767,7 @@ def interrupted_at_step(monkeypatch, dataset, stop_at: int, *settings) -> str:
     def log_then_stop(self, record):
         original(self, record)
         if record.get("step") == stop_at and "train_loss" in record:
-            raise KeyboardInterrupt
+            press_ctrl_c()
 
     with monkeypatch.context() as patch:
         patch.setattr(RunFolder, "log", log_then_stop)

@@ -6,12 +6,16 @@ not catch: ``zoo run`` then ended with exit 0, no output and no training. A plug
 raise ``KeyboardInterrupt`` itself. To tell that from the user pressing Ctrl-C, plugin code
 runs under a SIGINT handler that notes the signal before raising ``KeyboardInterrupt``:
 an interrupt with the note is the user's and goes on up; one without it is the plugin's.
+A run's training and a sweep's cells run the same way (``own_interrupts_fail``): a
+KeyboardInterrupt that no SIGINT caused fails that run or cell like any other error.
 """
 from __future__ import annotations
 
 import signal
 import threading
 from contextlib import contextmanager
+
+from zoo.errors import ZooError
 
 _watch: dict | None = None  # the active watch: {"sigint": bool}; None outside plugin code
 _no_ctrl_c = False  # inside no_ctrl_c(): no Ctrl-C from the user can reach this code
@@ -30,9 +34,9 @@ def no_ctrl_c():
         _no_ctrl_c = previous
 
 
-def may_be_ctrl_c() -> bool:
-    """Whether a KeyboardInterrupt caught now may be the user's Ctrl-C (outside no_ctrl_c())."""
-    return not _no_ctrl_c
+class InterruptRaisedByCode(ZooError):
+    """A KeyboardInterrupt that code raised itself (a model's forward, say), with no Ctrl-C
+    from the user: a failure of the run or cell, recorded as such; the sweep goes on."""
 
 
 @contextmanager
@@ -62,6 +66,21 @@ def plugin_code():
     finally:
         _watch = None
         signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def own_interrupts_fail(what: str = "the run's code"):
+    """Run code in which a KeyboardInterrupt without a Ctrl-C from the user behind it (no
+    SIGINT arrived, or none can reach this code: no_ctrl_c()) is that code's failure:
+    InterruptRaisedByCode. The user's Ctrl-C goes on up as it was."""
+    with plugin_code():
+        try:
+            yield
+        except KeyboardInterrupt as exc:
+            if not is_plugin_failure(exc):
+                raise
+            raise InterruptRaisedByCode(f"{what} raised KeyboardInterrupt itself (no Ctrl-C "
+                                        "from the user)") from None
 
 
 def is_plugin_failure(exc: BaseException) -> bool:

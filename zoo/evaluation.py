@@ -7,6 +7,7 @@ import hashlib
 import time
 
 from zoo import data as zoo_data
+from zoo.containment import own_interrupts_fail
 from zoo.errors import ZooError
 
 
@@ -63,8 +64,9 @@ def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column:
         start = time.time()
         try:
             seed_everything(int(parent["seed"]))
-            metrics = dict(method(trained, loaded, split))
-        except KeyboardInterrupt:
+            with own_interrupts_fail("the evaluation's code"):  # no Ctrl-C behind it: failed
+                metrics = dict(method(trained, loaded, split))
+        except KeyboardInterrupt:  # the user's Ctrl-C
             store.update(eval_id, status="interrupted", finished=time.time(),
                          duration=time.time() - start, error="interrupted (Ctrl-C)")
             raise

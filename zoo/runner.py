@@ -14,7 +14,7 @@ from pathlib import Path
 from zoo import checkpoint
 from zoo import data as zoo_data
 from zoo import distributed
-from zoo.containment import may_be_ctrl_c
+from zoo.containment import own_interrupts_fail
 from zoo.errors import RunInterrupted, ZooError
 from zoo.files import save_error
 from zoo.job import Job, RunFolder, RunResult
@@ -64,17 +64,18 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     """
     zoo = zoo or get_zoo()
     ranks = _join_ranks(device)
-    if plan.loaded is not None and plan.columns == (text_column, label_column):
-        dataset = plan.loaded  # loaded before the task was known; the pipeline checks it below
-    else:
-        dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
-                                label_column=label_column, quiet=quiet)
-    pipeline = plan.pipeline.load()
-    check = getattr(pipeline, "check_dataset", None)
-    if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
-        check(dataset)
-    plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
-    task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
+    with own_interrupts_fail("the run's code (loading its data and plugins)"):
+        if plan.loaded is not None and plan.columns == (text_column, label_column):
+            dataset = plan.loaded  # loaded before the task was known; checked below
+        else:
+            dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
+                                    label_column=label_column, quiet=quiet)
+        pipeline = plan.pipeline.load()
+        check = getattr(pipeline, "check_dataset", None)
+        if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
+            check(dataset)
+        plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
+        task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
     run_id = distributed.broadcast_object(run_id or new_run_id())
     run = _create_run_folder(home() if ranks.is_main else _scratch(), run_id)
     summary = {"run_id": run.id, "model": plan.spec.name,
@@ -127,7 +128,8 @@ def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict
     start = time.time()
     try:
         seed_everything(plan.seed)
-        result = pipeline.run(job)
+        with own_interrupts_fail():  # a KeyboardInterrupt with no Ctrl-C behind it: failed
+            result = pipeline.run(job)
         if not isinstance(result, RunResult):
             raise ZooError(f"the {plan.task} pipeline's run(job) returned a "
                            f"{type(result).__name__}, not a zoo.RunResult")
@@ -137,13 +139,7 @@ def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict
         provenance["spec"] = dataclasses.asdict(result.spec)
         if ranks.is_main:
             run.write_json("config.json", provenance)
-    except KeyboardInterrupt:
-        if not may_be_ctrl_c():  # a sweep worker: the run's own code raised it
-            error = "KeyboardInterrupt raised by the run's code (no Ctrl-C reaches a sweep worker)"
-            store.update(run.id, status="failed", finished=time.time(),
-                         duration=time.time() - start, error=error)
-            store.close()
-            raise ZooError(error) from None
+    except KeyboardInterrupt:  # the user's Ctrl-C: the run can be resumed
         store.update(run.id, status="interrupted", finished=time.time(),
                      duration=time.time() - start, error="interrupted (Ctrl-C)")
         store.close()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from zoo import data as zoo_data
 from zoo.config import parse_assignment, split_overrides
+from zoo.containment import own_interrupts_fail
 from zoo.errors import UnknownNameError, ZooError
 
 WILDCARDS = "*?["
@@ -241,8 +242,11 @@ def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=Non
               file=out, flush=True)
         began = time.time()
         try:
-            result = _resume_or_execute(cell, device=device, quiet=quiet, zoo=zoo, out=out)
-        except KeyboardInterrupt:
+            # As in a worker, a KeyboardInterrupt that the cell's code raised with no Ctrl-C
+            # from the user fails only this cell.
+            with own_interrupts_fail("the cell's code"):
+                result = _resume_or_execute(cell, device=device, quiet=quiet, zoo=zoo, out=out)
+        except KeyboardInterrupt:  # the user's Ctrl-C
             raise  # the run is marked interrupted; the next sweep resumes from it
         except Exception as exc:  # one bad cell must not stop the others
             # A diverged run's row already says 'diverged' and keeps its last checkpoint.
