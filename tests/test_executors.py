@@ -235,7 +235,7 @@ def register_architectures(register):
 
 def test_a_worker_runs_on_its_thread_count_with_the_programs_garbage_collector(
         isolated, tiny_text, monkeypatch):
-    from zoo.cli import YOUNG_GC_THRESHOLD
+    from zoo.gc_tuning import YOUNG_GC_THRESHOLD
 
     (isolated / "p_probing.py").write_text(PROBING)
     (isolated / "registry.toml").write_text('[plugins]\nmodules = ["p_probing.py"]\n')

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import gc
 import io
 import json
 import math
 import os
 import sys
 
-from zoo import __version__
+from zoo import __version__, gc_tuning
 from zoo.bounds import seed_argument
 from zoo.errors import PluginError, SweepInterrupted, ZooError
 from zoo.tasks import prediction_line, prediction_record
@@ -675,25 +674,17 @@ def _plugin_handler(command):
     return handler
 
 
-# The zoo program imports torch, datasets and matplotlib: some 400,000 long-lived objects
-# that Python's cyclic garbage collector walks again on every full collection and once more
-# as the process exits. Collecting the youngest generation every 10,000 allocations rather
-# than 700 (so full collections come rarer), and freezing what is left before the process
-# ends, took about 2 CPU seconds off a 9-second `zoo run` (benchmarks/RESULTS.md).
-YOUNG_GC_THRESHOLD = 10_000
-
-
 def main(argv=None) -> int:
     """The `zoo` command. Called with no ``argv`` it is the program (the console script,
     ``python -m zoo``), about to exit when it returns, and tunes the garbage collector for
     that; a caller that passes ``argv`` (tests, notebooks) keeps its own settings."""
     if argv is not None:
         return run_command(argv)
-    gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
+    gc_tuning.tune_for_training()
     try:
         return run_command(sys.argv[1:])
     finally:
-        gc.freeze()  # nothing to gain from walking every object once more at exit
+        gc_tuning.before_exit()
 
 
 def run_command(argv: list[str]) -> int:

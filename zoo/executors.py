@@ -14,7 +14,6 @@ chosen, torch only in the workers.
 """
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 import signal
@@ -24,6 +23,7 @@ from collections import deque
 from multiprocessing.connection import wait as wait_for
 from pathlib import Path
 
+from zoo import gc_tuning
 from zoo.cellrun import THREAD_VARIABLES, one_line, run_cell, set_threads
 from zoo.errors import SweepInterrupted, ZooError
 from zoo.store import Store, home
@@ -54,12 +54,8 @@ def cell_task(cell, overrides: dict, *, device: str, run_id: str, resume: dict |
 # -- local worker processes ----------------------------------------------------------
 def _worker_main(conn, threads: int) -> None:
     """A local worker: cells in, journal operations and outcomes out, until told to stop."""
-    from zoo.cli import YOUNG_GC_THRESHOLD
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
-    # The garbage collector tuned as in the `zoo` program (zoo.cli.main): a worker holds
-    # the same torch, datasets and matplotlib objects.
-    gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
+    gc_tuning.tune_for_training()  # as in the `zoo` program: the same torch objects
     set_threads(threads)
     while True:
         try:
@@ -67,7 +63,7 @@ def _worker_main(conn, threads: int) -> None:
         except EOFError:
             return
         if task is None:
-            gc.freeze()  # nothing to gain from walking every object once more at exit
+            gc_tuning.before_exit()
             return
         outcome = run_cell(task, send=lambda op: conn.send(("op", op)))
         conn.send(("done", outcome))
