@@ -115,29 +115,34 @@ def mirror():
     return folders
 
 
-def parent_of(pid: int) -> int:
-    """The parent pid of a process, from /proc (the field after the state)."""
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+def kill_a_worker_held_at_a_checkpoint(monkeypatch, tmp_path, workers: int,
+                                       deadline: float = 240.0):
+    """Make every run of the coming sweep wait right after committing a checkpoint
+    (zoo.checkpoint.hold_for_a_test), and in the background, once `workers` processes wait
+    there (so each is mid-cell, with a checkpoint to resume from, and none can finish its
+    cell first), SIGKILL one of them and let the others go on. Returns the thread and a
+    list that receives the killed pid."""
+    from zoo.checkpoint import HOLD_VARIABLE
 
-
-def kill_a_worker_once_runs_checkpoint(find_workers, runs: int, deadline: float = 240.0):
-    """In the background: once `runs` run folders under ZOO_HOME hold a committed checkpoint
-    (so each busy worker has one to resume from), SIGKILL the first pid `find_workers()`
-    returns. Returns the thread and a list that receives the killed pid."""
-    from zoo.store import home
-
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    monkeypatch.setenv(HOLD_VARIABLE, str(hold))
     killed = []
 
     def watch():
         end = time.time() + deadline
-        while time.time() < end:
-            if len({p.parents[2] for p in home().glob("2*/checkpoints/step-*/COMMIT")}) >= runs:
-                pids = find_workers()
-                if pids:
-                    os.kill(pids[0], signal.SIGKILL)
-                    killed.append(pids[0])
+        try:
+            while time.time() < end:
+                held = sorted(hold.glob("held-*"))
+                if len(held) >= workers:
+                    pid = int(held[0].name.removeprefix("held-"))
+                    if pid != os.getpid():  # a worker, never the test's own process
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
                     return
-            time.sleep(0.02)
+                time.sleep(0.02)
+        finally:
+            (hold / "release").touch()  # the other workers go on, and no run waits again
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()

@@ -464,6 +464,8 @@ def test_sizes_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, tiny_t
     # within the limit, but 8 layers of that MLP width need about 490 GiB (at 4 x width: 1.5 GiB)
     ("llama-char", ["intermediate_size=2000000", "n_embd=1024", "n_head=8", "n_layer=8"], "needs about"),
     ("gpt2-char", ["n_inner=2000000", "n_embd=1024", "n_head=8", "n_layer=8"], "needs about"),
+    # the encoder's MLP is mlp_ratio x n_embd wide: about 530 GiB (at 4 x width: 48 GiB)
+    ("encoder-bpe", ["mlp_ratio=64", "n_embd=2048", "n_head=8", "n_layer=64"], "needs about"),
 ])
 def test_mlp_widths_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, tiny_text, model,
                                                                      settings, says):
@@ -474,6 +476,37 @@ def test_mlp_widths_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, t
     assert says in only_line(result)
     with Store() as store:
         assert store.rows() == []
+
+
+SHAPE = {"n_layer": 2, "n_head": 2, "n_embd": 64, "block_size": 16}
+
+
+@pytest.mark.parametrize("architecture, settings", [
+    ("decoder", SHAPE),  # 4 x n_embd always
+    ("encoder", {**SHAPE, "mlp_ratio": 1}),
+    ("encoder", {**SHAPE, "mlp_ratio": 8}),
+    ("encoder", {**SHAPE, "mlp_ratio": 3, "members": 3}),
+    ("digits", {"blocks": 2, "heads": 2, "width": 64, "block_size": 16, "ff_ratio": 1}),
+    ("digits", {"blocks": 2, "heads": 2, "width": 64, "block_size": 16, "ff_ratio": 8}),
+    ("gpt2", {**SHAPE, "n_inner": 32}),
+    ("bert", {**SHAPE, "intermediate_size": 512}),
+], ids=["decoder", "encoder-mlp_ratio-1", "encoder-mlp_ratio-8", "encoder-3-members",
+        "digits-ff_ratio-1", "digits-ff_ratio-8", "gpt2-n_inner", "bert-intermediate_size"])
+def test_the_memory_estimate_counts_the_mlp_width_the_model_has(architecture, settings):
+    """The estimate zoo checks against this machine's memory before a run (bounds.py) is
+    within 10% of the built model's parameter count, whatever its feed-forward width."""
+    from zoo.bounds import estimated_parameters
+    from zoo.model import TaskSpec
+
+    if architecture in ("gpt2", "bert"):
+        pytest.importorskip("transformers")
+    entry = registry.get_zoo().architectures.get(architecture)
+    config = entry.config_class()(**settings)
+    task = "next-item" if architecture == "digits" else "classification"
+    model = entry.load()(config, TaskSpec(task, vocab_size=12, num_classes=3))
+    built = sum(p.numel() for p in model.parameters())
+    estimate = estimated_parameters(config)
+    assert abs(estimate - built) <= 0.1 * built, (estimate, built)
 
 
 def test_a_tampered_block_size_is_refused_before_allocation(trained):

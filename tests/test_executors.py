@@ -7,13 +7,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import (TINY_DECODER, kill_a_worker_once_runs_checkpoint, parent_of, run_cli,
-                      run_python)
+from conftest import TINY_DECODER, kill_a_worker_held_at_a_checkpoint, run_cli, run_python
 from zoo.executors import ProcessExecutor, available_cores, make_executor
 from zoo.store import Store, home
 from zoo.sweeps import plan_sweep
@@ -28,22 +26,6 @@ def rows_by_seed():
 
 def metrics(row):
     return {k: v for k, v in row["metrics"].items() if k not in TIMING}
-
-
-def _worker_pids():
-    """This process's spawned sweep workers (not multiprocessing's resource tracker)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = parent_of(int(entry.name))
-            command = (entry / "cmdline").read_bytes()
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == os.getpid() and b"spawn_main" in command:
-            found.append(int(entry.name))
-    return found
 
 
 def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
@@ -61,7 +43,8 @@ def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
     alone = rows_by_seed()
     monkeypatch.setenv("ZOO_HOME", str(tmp_path / "parallel"))
 
-    thread, killed = kill_a_worker_once_runs_checkpoint(_worker_pids, runs=2)
+    # Both workers wait after their first checkpoint: one is killed mid-cell, the other goes on.
+    thread, killed = kill_a_worker_held_at_a_checkpoint(monkeypatch, tmp_path, workers=2)
     first = run_cli(*sweep, "--jobs", 2)
     thread.join()
     assert killed, "no worker was killed"

@@ -2,11 +2,10 @@
 the driver alone writes the store, a killed worker fails its cell while the sweep goes on,
 and running the sweep again finishes it. One cluster for the module: Ray starts slowly."""
 import os
-from pathlib import Path
 
 import pytest
 
-from conftest import TINY_DECODER, kill_a_worker_once_runs_checkpoint, parent_of, run_cli
+from conftest import TINY_DECODER, kill_a_worker_held_at_a_checkpoint, run_cli
 from zoo.store import Store, home
 
 ray = pytest.importorskip("ray")
@@ -21,29 +20,13 @@ def cluster():
         ray.shutdown()
 
 
-def ray_workers_training():
-    """This cluster's Ray worker processes running a sweep cell now (Ray titles them by their
-    task). Only workers whose raylet this process started: another Ray cluster on the same
-    machine may be running zoo cells too."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes()
-                ours = parent_of(parent_of(int(entry.name))) == os.getpid()
-            except (OSError, ValueError, IndexError):
-                continue
-            if command.startswith(b"ray::zoo_sweep_cell") and ours:
-                found.append(int(entry.name))
-    return found
-
-
 def test_a_ray_sweep_records_every_cell_from_the_driver_and_finishes_a_killed_one(
-        tiny_text, cluster):
+        tiny_text, cluster, monkeypatch, tmp_path):
     sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 4, "--steps", 150,
              *TINY_DECODER, "--set", "checkpoint_every=10", "--set", "eval_interval=50",
              "--executor", "ray"]
-    thread, killed = kill_a_worker_once_runs_checkpoint(ray_workers_training, runs=2)
+    # The first two tasks wait after their first checkpoint: one is killed mid-cell.
+    thread, killed = kill_a_worker_held_at_a_checkpoint(monkeypatch, tmp_path, workers=2)
     first = run_cli(*sweep)
     thread.join()
     assert killed, "no Ray worker was killed"

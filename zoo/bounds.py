@@ -34,9 +34,12 @@ SIZE_FIELDS = {
     "samples": 10_000, "train_size": 2**24, "validation_size": 2**24, "test_size": 2**24,
     "heldout_size": 2**24,
 }
+# The fields a transformer's size is read from, whichever architecture's names they are.
 WIDTH_FIELDS = ("n_embd", "width")
 DEPTH_FIELDS = ("n_layer", "blocks")
-MLP_WIDTH_FIELDS = ("intermediate_size", "n_inner")  # transformers' names; unset: 4 x width
+MLP_WIDTH_FIELDS = ("intermediate_size", "n_inner")  # transformers' names for the MLP's width
+MLP_RATIO_FIELDS = ("mlp_ratio", "ff_ratio")  # the MLP's width over the model's (encoder, digits)
+COPIES_FIELDS = ("members",)  # networks trained side by side in one run (the encoder's ensemble)
 BYTES_PER_PARAMETER = 16  # fp32 weights, gradients and two Adam moments
 
 
@@ -61,31 +64,44 @@ def seed_argument(text: str) -> int:
 
 def check_sizes(config, where: str = "") -> None:
     """Every size-like field of a config dataclass within its limit, and a transformer's
-    weights within this machine's memory: per layer about 4 x width^2 parameters of
-    attention and 2 x width x the MLP's width (4 x width unless set: 12 x width^2 in all),
-    plus the position table."""
+    weights and optimizer state (estimated_parameters) within this machine's memory."""
     for name, limit in SIZE_FIELDS.items():
         value = getattr(config, name, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > limit:
             raise ZooError(f"{where}{name} = {value:,} is more than zoo can allocate "
                            f"(at most {limit:,})")
-    width = next((getattr(config, f) for f in WIDTH_FIELDS if _number(config, f)), None)
-    depth = next((getattr(config, f) for f in DEPTH_FIELDS if _number(config, f)), None)
-    if width and depth:
-        block = getattr(config, "block_size", 0) if _number(config, "block_size") else 0
-        mlp = next((getattr(config, f) for f in MLP_WIDTH_FIELDS if _number(config, f)),
-                   4 * width)
-        needed = (depth * (4 * width * width + 2 * width * mlp) + block * width) * BYTES_PER_PARAMETER
-        memory = physical_memory()
-        if memory and needed > memory:
-            raise ZooError(f"{where}a model of depth {depth} and width {width} needs about "
-                           f"{needed / 2**30:,.0f} GiB to train; this machine has "
-                           f"{memory / 2**30:,.0f} GiB")
+    parameters = estimated_parameters(config)
+    memory = physical_memory()
+    if parameters and memory and parameters * BYTES_PER_PARAMETER > memory:
+        raise ZooError(f"{where}a model of depth {_first(config, DEPTH_FIELDS)} and width "
+                       f"{_first(config, WIDTH_FIELDS)} needs about "
+                       f"{parameters * BYTES_PER_PARAMETER / 2**30:,.0f} GiB to train; this "
+                       f"machine has {memory / 2**30:,.0f} GiB")
 
 
-def _number(config, name: str) -> bool:
-    value = getattr(config, name, None)
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+def estimated_parameters(config) -> int | None:
+    """About how many parameters a transformer of this config has, before anything is built:
+    per layer 4 x width^2 of attention and 2 x width x the MLP's width (intermediate_size or
+    n_inner if set, else mlp_ratio or ff_ratio x width, else 4 x width), plus the position
+    table, for each of the run's `members`. Biases, norms, the token embedding (whose
+    vocabulary is not known yet) and the third matrix of a gated MLP (llama's) are left
+    out. None for a config with no width and depth."""
+    width, depth = _first(config, WIDTH_FIELDS), _first(config, DEPTH_FIELDS)
+    if not (width and depth):
+        return None
+    mlp = _first(config, MLP_WIDTH_FIELDS) or (_first(config, MLP_RATIO_FIELDS) or 4) * width
+    block = _first(config, ("block_size",)) or 0
+    copies = _first(config, COPIES_FIELDS) or 1
+    return copies * (depth * (4 * width * width + 2 * width * mlp) + block * width)
+
+
+def _first(config, names) -> int | None:
+    """The value of the first of ``names`` that the config sets to a positive whole number."""
+    for name in names:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 def physical_memory() -> int | None:

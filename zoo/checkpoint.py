@@ -24,6 +24,7 @@ import random
 import re
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,9 @@ KEEP = 2  # committed checkpoints kept: the newest, and the one before in case i
 COMMIT = "COMMIT"
 FORMAT = 1
 _NAME = re.compile(r"^step-(\d+)$")
+# For tests only: set to a folder, it makes each process that commits a checkpoint wait
+# there (see hold_for_a_test). ZOO_ variables reach sweep workers and Ray tasks.
+HOLD_VARIABLE = "ZOO_TEST_HOLD_AT_CHECKPOINT"
 
 
 def folder(run_dir: Path) -> Path:
@@ -321,3 +325,21 @@ class Checkpointer:
         save(run.path, result.steps, arrays, meta)
         self.last_step = result.steps
         self._last_save = self._clock()
+        hold_for_a_test()
+
+
+def hold_for_a_test(limit: float = 600.0) -> None:
+    """With ZOO_TEST_HOLD_AT_CHECKPOINT=DIR (an existing folder) and no DIR/release yet:
+    mark DIR/held-PID and wait until DIR/release appears (at most ``limit`` seconds). A test
+    then knows that a sweep worker is mid-cell with a checkpoint committed, and kills it
+    there rather than racing its cell to the end (tests/conftest.py). Does nothing unset."""
+    hold = os.environ.get(HOLD_VARIABLE)
+    if not hold or not os.path.isdir(hold):
+        return
+    release = Path(hold) / "release"
+    if release.exists():
+        return
+    (Path(hold) / f"held-{os.getpid()}").touch()
+    end = time.monotonic() + limit
+    while not release.exists() and time.monotonic() < end:
+        time.sleep(0.02)
