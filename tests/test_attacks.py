@@ -478,6 +478,25 @@ def test_mlp_widths_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, t
         assert store.rows() == []
 
 
+@pytest.mark.parametrize("model, settings, says", [
+    ("fasttext-wordpunct", ["buckets=2000000000"],
+     "buckets = 2,000,000,000 is more than zoo can allocate (at most 16,777,216)"),
+    ("fasttext-wordpunct", ["buckets=16000000", "dim=30000"], "needs about"),
+    ("encoder-wordpunct", ["bag_buckets=16000000", "bag_dim=30000"], "needs about"),
+])
+def test_hashed_bigram_tables_that_cannot_be_allocated_are_exit_2_before_a_run(
+        isolated, model, settings, says):
+    data = isolated / "reviews.csv"
+    data.write_text("text,label\n" + "".join(f"review {i},{'pos' if i % 2 else 'neg'}\n"
+                                             for i in range(40)), encoding="utf-8")
+    sets = [arg for setting in settings for arg in ("--set", setting)]
+    result = run_cli("run", model, data, "--steps", "1", *sets)
+    assert result.code == 2, result
+    assert says in only_line(result)
+    with Store() as store:
+        assert store.rows() == []
+
+
 SHAPE = {"n_layer": 2, "n_head": 2, "n_embd": 64, "block_size": 16}
 
 
@@ -490,9 +509,12 @@ SHAPE = {"n_layer": 2, "n_head": 2, "n_embd": 64, "block_size": 16}
     ("digits", {"blocks": 2, "heads": 2, "width": 64, "block_size": 16, "ff_ratio": 8}),
     ("gpt2", {**SHAPE, "n_inner": 32}),
     ("bert", {**SHAPE, "intermediate_size": 512}),
+    ("fasttext", {"dim": 32, "buckets": 5000}),
+    ("encoder", {**SHAPE, "members": 2, "bag_dim": 16, "bag_buckets": 5000}),
 ], ids=["decoder", "encoder-mlp_ratio-1", "encoder-mlp_ratio-8", "encoder-3-members",
-        "digits-ff_ratio-1", "digits-ff_ratio-8", "gpt2-n_inner", "bert-intermediate_size"])
-def test_the_memory_estimate_counts_the_mlp_width_the_model_has(architecture, settings):
+        "digits-ff_ratio-1", "digits-ff_ratio-8", "gpt2-n_inner", "bert-intermediate_size",
+        "fasttext", "encoder-with-a-bag"])
+def test_the_memory_estimate_is_near_the_built_models_parameter_count(architecture, settings):
     """The estimate zoo checks against this machine's memory before a run (bounds.py) is
     within 10% of the built model's parameter count, whatever its feed-forward width."""
     from zoo.bounds import estimated_parameters

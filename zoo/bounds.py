@@ -32,7 +32,8 @@ SIZE_FIELDS = {
     "batch_size": MAX_BATCH, "eval_batch_size": MAX_BATCH, "eval_batches": MAX_BATCH,
     "bucket_batches": MAX_BATCH, "eval_windows": 2**20, "sample_tokens": 2**20,
     "samples": 10_000, "train_size": 2**24, "validation_size": 2**24, "test_size": 2**24,
-    "heldout_size": 2**24,
+    "heldout_size": 2**24, "buckets": 2**24, "bag_buckets": 2**24, "dim": MAX_WIDTH,
+    "bag_dim": MAX_WIDTH,
 }
 # The fields a transformer's size is read from, whichever architecture's names they are.
 WIDTH_FIELDS = ("n_embd", "width")
@@ -40,6 +41,8 @@ DEPTH_FIELDS = ("n_layer", "blocks")
 MLP_WIDTH_FIELDS = ("intermediate_size", "n_inner")  # transformers' names for the MLP's width
 MLP_RATIO_FIELDS = ("mlp_ratio", "ff_ratio")  # the MLP's width over the model's (encoder, digits)
 COPIES_FIELDS = ("members",)  # networks trained side by side in one run (the encoder's ensemble)
+# Hashed n-gram tables as (rows, width) fields: fasttext's, and the encoder's bag member's.
+TABLE_FIELDS = (("buckets", "dim"), ("bag_buckets", "bag_dim"))
 BYTES_PER_PARAMETER = 16  # fp32 weights, gradients and two Adam moments
 
 
@@ -73,26 +76,29 @@ def check_sizes(config, where: str = "") -> None:
     parameters = estimated_parameters(config)
     memory = physical_memory()
     if parameters and memory and parameters * BYTES_PER_PARAMETER > memory:
-        raise ZooError(f"{where}a model of depth {_first(config, DEPTH_FIELDS)} and width "
-                       f"{_first(config, WIDTH_FIELDS)} needs about "
-                       f"{parameters * BYTES_PER_PARAMETER / 2**30:,.0f} GiB to train; this "
-                       f"machine has {memory / 2**30:,.0f} GiB")
+        raise ZooError(f"{where}a model of about {parameters / 1e6:,.0f} million parameters "
+                       f"needs about {parameters * BYTES_PER_PARAMETER / 2**30:,.0f} GiB to "
+                       f"train; this machine has {memory / 2**30:,.0f} GiB")
 
 
 def estimated_parameters(config) -> int | None:
-    """About how many parameters a transformer of this config has, before anything is built:
-    per layer 4 x width^2 of attention and 2 x width x the MLP's width (intermediate_size or
-    n_inner if set, else mlp_ratio or ff_ratio x width, else 4 x width), plus the position
-    table, for each of the run's `members`. Biases, norms, the token embedding (whose
-    vocabulary is not known yet) and the third matrix of a gated MLP (llama's) are left
-    out. None for a config with no width and depth."""
+    """About how many parameters a model of this config has, before anything is built. A
+    transformer: per layer 4 x width^2 of attention and 2 x width x the MLP's width
+    (intermediate_size or n_inner if set, else mlp_ratio or ff_ratio x width, else 4 x
+    width), plus the position table, for each of the run's `members`. Plus any hashed
+    n-gram table (buckets x dim). Biases, norms, the token embedding (whose vocabulary is
+    not known yet) and the third matrix of a gated MLP (llama's) are left out. None for a
+    config with neither."""
+    total = 0
     width, depth = _first(config, WIDTH_FIELDS), _first(config, DEPTH_FIELDS)
-    if not (width and depth):
-        return None
-    mlp = _first(config, MLP_WIDTH_FIELDS) or (_first(config, MLP_RATIO_FIELDS) or 4) * width
-    block = _first(config, ("block_size",)) or 0
-    copies = _first(config, COPIES_FIELDS) or 1
-    return copies * (depth * (4 * width * width + 2 * width * mlp) + block * width)
+    if width and depth:
+        mlp = _first(config, MLP_WIDTH_FIELDS) or (_first(config, MLP_RATIO_FIELDS) or 4) * width
+        block = _first(config, ("block_size",)) or 0
+        copies = _first(config, COPIES_FIELDS) or 1
+        total += copies * (depth * (4 * width * width + 2 * width * mlp) + block * width)
+    for rows, row_width in TABLE_FIELDS:
+        total += (_first(config, (rows,)) or 0) * (_first(config, (row_width,)) or 0)
+    return total or None
 
 
 def _first(config, names) -> int | None:
