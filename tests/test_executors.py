@@ -71,6 +71,35 @@ def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
         assert (home() / row["id"] / "model.safetensors").is_file()  # the worker's folder
 
 
+def test_digits_cells_have_the_same_metrics_with_jobs_2_as_with_all_threads_in_one_process(
+        monkeypatch, tmp_path):
+    """The acceptance sweep's model (digits-char): --jobs 2 (one thread per worker) gives
+    every cell exactly the metrics of a sequential sweep on all the cores' threads, because
+    nothing in its training sums in a thread-dependent order (zoo.layers
+    .ThreadInvariantLayerNorm; torch's fused LayerNorm in its place makes this fail)."""
+    if available_cores() < 2:
+        pytest.skip("needs 2 cores: on one, both sweeps run on one thread")
+    sweep = ["sweep", "digits-char", "--on", "digits", "--seeds", 2, "--steps", 30,
+             "--set", "eval_interval=15", "--set", "dataset.train_size=3000",
+             "--set", "dataset.validation_size=300", "--set", "dataset.test_size=300",
+             "--set", "dataset.heldout_size=300"]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(available_cores())  # --jobs 1 as the program runs it
+    try:
+        assert run_cli(*sweep).code == 0
+    finally:
+        torch.set_num_threads(threads)
+    alone = rows_by_seed()
+    monkeypatch.setenv("ZOO_HOME", str(tmp_path / "parallel"))
+    result = run_cli(*sweep, "--jobs", 2)
+    assert result.code == 0, result
+    assert "1 thread(s) each" in result.err
+    parallel = rows_by_seed()
+    assert sorted(parallel) == sorted(alone) == [0, 1]
+    for seed, row in parallel.items():
+        assert metrics(row) == metrics(alone[seed])
+
+
 def test_executor_ray_without_ray_is_one_line_and_exit_2(tiny_text, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails, as when absent
     result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--executor", "ray")
