@@ -4,6 +4,7 @@
                                                   [--run RUN_ID ...] [--no-zoo]
                                                   [--set KEY=VALUE ...]
                                                   [--text-column C] [--label-column C]
+                                                  [--mix]
 
 For every DATASET zoo can load (a catalogue alias, a Hub id in a mirror, a local file), the
 baseline is a TF-IDF of word unigrams and bigrams (sublinear term frequency) and
@@ -12,6 +13,12 @@ a small grid, and it is scored once on the test split. The zoo side is ``zoo run
 DATASET --seed S --json --quiet`` in a fresh process (default model: the default classifier,
 `encoder-wordpunct`), or the recorded runs named with ``--run`` (in ZOO_HOME). Needs the `bench`
 extra (scikit-learn). Prints one line per dataset with both test accuracies.
+
+``--mix`` asks how much a strong linear model would add to the zoo run: it also fits
+TF-IDF + logistic regression and NB-weighted logistic regression (binary word uni- and
+bigrams scaled by their log-count ratios, one-vs-rest; Wang and Manning 2012), each with C
+picked on validation, and averages the zoo run's class probabilities with each model's at
+a weight picked on validation; one line per model with its own and the mix's accuracies.
 """
 from __future__ import annotations
 
@@ -25,6 +32,9 @@ import time
 from common import header
 
 C_GRID = (0.03, 0.1, 0.3, 1.0, 3.0)
+LR_C_GRID = (1.0, 3.0, 10.0, 30.0)
+MIX_WEIGHTS = (0.25, 0.5, 0.75)  # the linear model's share of the averaged probabilities
+ROLES = ("validation", "test")
 
 
 def load_splits(name: str, text_column: str | None, label_column: str | None):
@@ -61,6 +71,77 @@ def tfidf_svm(splits) -> dict:
             "seconds": time.perf_counter() - start}
 
 
+def accuracy(probabilities, classes, labels) -> float:
+    import numpy as np
+
+    return float((np.asarray(classes)[probabilities.argmax(1)] == np.asarray(labels)).mean())
+
+
+def zoo_probabilities(run_id: str, splits) -> tuple[list, dict]:
+    """The run's classes (sorted by name) and its class probabilities on validation and test."""
+    import numpy as np
+
+    import zoo
+
+    trained = zoo.load(run_id)
+    found = {role: trained.predict(splits[role][0]) for role in ROLES}
+    classes = sorted(found["test"][0].probabilities)
+    return classes, {role: np.array([[p.probabilities[c] for c in classes] for p in found[role]])
+                     for role in ROLES}
+
+
+def linear_models(splits, classes):
+    """(name, probabilities on validation and test) of TF-IDF + LR and NB-weighted LR, each at
+    the C with the best validation accuracy."""
+    import numpy as np
+    from scipy import sparse
+    from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    texts, labels = splits["train"][0], np.asarray(splits["train"][1])
+    tfidf = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(texts)
+    words = CountVectorizer(ngram_range=(1, 2), binary=True).fit(texts)
+
+    def tfidf_lr(c):
+        model = LogisticRegression(C=c, max_iter=3000).fit(tfidf.transform(texts), labels)
+        assert list(model.classes_) == classes, (model.classes_, classes)
+        return {role: model.predict_proba(tfidf.transform(splits[role][0])) for role in ROLES}
+
+    def nb_lr(c):
+        x = words.transform(texts)
+        scores = {role: [] for role in ROLES}
+        for name in classes:  # one-vs-rest: this class's log-count ratios scale the features
+            ours = 1 + np.asarray(x[labels == name].sum(0)).ravel()
+            rest = 1 + np.asarray(x[labels != name].sum(0)).ravel()
+            scale = sparse.diags(np.log(ours / ours.sum()) - np.log(rest / rest.sum()))
+            model = LogisticRegression(C=c, max_iter=3000).fit(x @ scale, labels == name)
+            for role in ROLES:
+                scores[role].append(model.predict_proba(words.transform(splits[role][0]) @ scale)[:, 1])
+        return {role: np.array(v).T / np.array(v).T.sum(1, keepdims=True) for role, v in scores.items()}
+
+    for name, fit in (("TF-IDF+LR", tfidf_lr), ("NB-LR", nb_lr)):
+        fits = [fit(c) for c in LR_C_GRID]
+        yield name, max(fits, key=lambda p: accuracy(p["validation"], classes,
+                                                       splits["validation"][1]))
+
+
+def mixes(run_id: str, splits) -> list[str]:
+    """One line per linear model: its accuracies, and those of its mix with the zoo run."""
+    classes, ours = zoo_probabilities(run_id, splits)
+    lines = []
+    for name, theirs in linear_models(splits, classes):
+        def scores(w):
+            return {role: accuracy((1 - w) * ours[role] + w * theirs[role], classes,
+                                   splits[role][1]) for role in ROLES}
+        alone = scores(1.0)
+        w = max(MIX_WEIGHTS, key=lambda w: scores(w)["validation"])
+        mixed = scores(w)
+        lines.append(f"    {name:<10} val {alone['validation']:.4f} test {alone['test']:.4f}; "
+                     f"mixed with the zoo run at {w}: val {mixed['validation']:.4f} "
+                     f"test {mixed['test']:.4f}")
+    return lines
+
+
 def zoo_run(model: str, dataset: str, seed: int, extra: list[str]) -> dict:
     command = [sys.executable, "-m", "zoo", "run", model, dataset, "--seed", str(seed),
                "--json", "--quiet", *extra]
@@ -92,7 +173,11 @@ def main(argv=None) -> int:
                         help="a setting for the zoo run (repeatable), as zoo run --set takes it")
     parser.add_argument("--text-column")
     parser.add_argument("--label-column")
+    parser.add_argument("--mix", action="store_true",
+                        help="also TF-IDF + LR and NB-weighted LR, each mixed with the zoo run")
     args = parser.parse_args(argv)
+    if args.mix and args.no_zoo:
+        parser.error("--mix needs the zoo run")
     if args.run and len(args.run) != len(args.datasets):
         parser.error("--run needs one run id per dataset")
     header("zoo classifier vs TF-IDF + LinearSVC, test accuracy on the same splits")
@@ -114,6 +199,8 @@ def main(argv=None) -> int:
                      f"{ours['run_id']} ({gap:+.4f}, best_step {ours.get('best_step')}, "
                      f"{ours['wall']:.0f} s)")
         print(line, flush=True)
+        if args.mix:
+            print("\n".join(mixes(ours["run_id"], splits)), flush=True)
     print(f"# {os.getloadavg()[0]:.1f} load at the end")
     return 0
 

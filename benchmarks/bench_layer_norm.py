@@ -17,22 +17,19 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-import torch.nn.functional as F
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import header, load  # noqa: E402
-
-from zoo import layers  # noqa: E402
-from zoo.engine import cpu_has_native_bf16  # noqa: E402
-from zoo.model import TaskSpec  # noqa: E402
-from zoo.plugins.digits import DigitsConfig  # noqa: E402
-from zoo.plugins.digits.model import build  # noqa: E402
 
 ROWS, TOKENS, VOCAB = 256, 15, 14
 
 
 def network(fused: bool):
+    import torch
+
+    from zoo.model import TaskSpec
+    from zoo.plugins.digits import DigitsConfig
+    from zoo.plugins.digits.model import build
+
     torch.manual_seed(0)
     model = build(DigitsConfig(width=64, blocks=2, heads=1, ff_ratio=4, block_size=32,
                                positions="end"), TaskSpec("next-item", VOCAB))
@@ -46,6 +43,8 @@ def network(fused: bool):
 
 
 def batch():
+    import torch
+
     generator = torch.Generator().manual_seed(1)
     ids = torch.randint(1, VOCAB, (ROWS, TOKENS), generator=generator)
     lengths = torch.randint(5, TOKENS + 1, (ROWS, 1), generator=generator)
@@ -54,12 +53,19 @@ def batch():
 
 
 def loss_of(model, ids, mask, targets):
+    import torch
+    import torch.nn.functional as F
+
+    from zoo.engine import cpu_has_native_bf16
+
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_has_native_bf16()):
         logits = model(ids, mask)
     return F.cross_entropy(logits.float(), targets)
 
 
 def gradients(model, threads: int, data) -> dict:
+    import torch
+
     torch.set_num_threads(threads)
     model.zero_grad(set_to_none=True)
     loss_of(model, *data).backward()
@@ -87,6 +93,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--steps", type=int, default=40)
     args = parser.parse_args()
+    import torch
+
+    from zoo import layers
+
     header("digits network: fused LayerNorm against ThreadInvariantLayerNorm")
     default_threads = torch.get_num_threads()
     data = batch()

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_python
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 SCRIPTS = sorted(BENCHMARKS.glob("*.py"))
 SIBLINGS = {path.stem for path in SCRIPTS}
@@ -32,14 +34,23 @@ def clean_imports(monkeypatch):
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda path: path.stem)
 def test_a_benchmark_script_imports_without_running(path, clean_imports):
-    torch_before = "torch" in sys.modules
     spec = importlib.util.spec_from_file_location(f"smoke_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     if path.stem != "common":
         assert callable(getattr(module, "main", None)), f"{path.name} has no main()"
-    if not torch_before:
-        assert "torch" not in sys.modules, f"importing {path.name} imported torch"
+
+
+def test_no_benchmark_script_imports_torch_at_import_time():
+    """In a fresh interpreter: in this one, an earlier test may have imported torch already."""
+    probe = (f"import importlib.util, sys\nsys.path.insert(0, {str(BENCHMARKS)!r})\n"
+             f"for path in {[str(p) for p in SCRIPTS]!r}:\n"
+             "    spec = importlib.util.spec_from_file_location('smoke', path)\n"
+             "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+             "    if 'torch' in sys.modules:\n"
+             "        print(path)\n"
+             "        break\n")
+    assert run_python(probe) == []
 
 
 def imports(path: Path) -> list[tuple[int, str, str | None]]:

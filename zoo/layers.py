@@ -85,7 +85,7 @@ class ThreadInvariantLayerNorm(nn.LayerNorm):
     thread count. Here the kernel only normalizes (its input gradient is row by row) and
     autograd's sums of the affine gradients come out the same on any number of threads.
     Measured on digits-char: identical metrics at 1 and 2 threads after 150 steps, for
-    about 4% more CPU time per training step (benchmarks/RESULTS.md)."""
+    13 to 15% more time per training step (benchmarks/RESULTS.md, bench_layer_norm.py)."""
 
     def forward(self, x):
         x = F.layer_norm(x, self.normalized_shape, None, None, self.eps)
