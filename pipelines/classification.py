@@ -296,6 +296,10 @@ def run(job: Job) -> RunResult:
 
     spec = TaskSpec("classification", tokenizer.vocab_size, num_classes=len(classes), pad_id=pad_id)
     model = job.build_model(spec)
+    if hasattr(model, "prepare"):  # statistics of the training split, for a model that keeps some
+        every_row = np.arange(len(texts["train"]))
+        inputs, mask = texts["train"].batch(every_row)
+        model.prepare(inputs, labels["train"], mask)
     params = model.num_parameters()
 
     lengths = texts["train"].lengths

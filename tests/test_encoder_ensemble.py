@@ -150,3 +150,89 @@ def test_the_default_classifier_preset_trains_an_ensemble_end_to_end(tmp_path, o
     names = load_trained(run["run_id"]).model.state_dict()
     assert {name.split(".")[0] for name in names} == {"members", "bag"}
     assert {name.split(".")[1] for name in names if name.startswith("members.")} == {"0", "1", "2"}
+
+
+def test_naive_bayes_member_counts_each_feature_once_per_text():
+    """prepare() sets the log-count ratios of NBSVM: for feature f and class c,
+    log(p_c[f] / |p_c|) - log(q_c[f] / |q_c|), p_c = 1 + texts of class c holding f,
+    q_c = 1 + texts of the other classes holding f; 0 for a feature no text holds. The bias
+    starts at the log class prior."""
+    import math
+
+    import torch
+
+    ensemble, cfg = build(members=1, nb_weight=0.3, nb_buckets=7, bag_lr_scale=10.0)
+    ids = torch.tensor([[5, 5, 6, 0], [5, 7, 0, 0], [6, 6, 6, 0]])  # 0 is the padding
+    mask = (ids != 0).long()
+    y = torch.tensor([0, 1, 1])
+    ensemble.prepare(ids, mask, y)
+    nb = ensemble.nb
+    # Features: tokens 5, 6, 7 and the bigrams (5, 5), (5, 6), (5, 7), (6, 6).
+    held = torch.zeros(VOCAB + 7, CLASSES)
+    for row, label in zip(nb.features(ids, mask), y):
+        for feature in set(row.tolist()) - {0}:
+            held[feature, label] += 1
+    assert held[5].tolist() == [1, 1, 0] and held[6].tolist() == [1, 1, 0]  # once per text
+    ours = held + 1
+    rest = held.sum(1, keepdim=True) - held + 1
+    expected = (ours / ours.sum(0)).log() - (rest / rest.sum(0)).log()
+    expected[held.sum(1) == 0] = 0.0
+    assert nb.ratios.allclose(expected, atol=1e-6)
+    assert nb.ratios[3].abs().sum() == 0 and nb.ratios[5].abs().sum() > 0
+    prior = torch.tensor([2.0, 3.0, 1.0]) / 6  # add-one class counts
+    assert (nb.bias * nb.scale).allclose(prior.log(), atol=1e-6)
+
+
+def test_naive_bayes_member_starts_as_naive_bayes_and_joins_the_weighted_mean():
+    import torch
+
+    ensemble, cfg = build(members=2, bag_dim=8, bag_buckets=13, bag_weight=0.3, nb_weight=0.3,
+                          nb_buckets=7)
+    ids, mask, y = batch()
+    ensemble.prepare(ids, mask, y)
+    nb = ensemble.nb
+    features = nb.features(ids, mask)
+    count = (features != 0).sum(1, keepdim=True).float()
+    naive = torch.stack([nb.ratios[row[row != 0]].sum(0) for row in features]) / count.sqrt()
+    ensemble.eval()
+    with torch.no_grad():
+        assert nb(ids, mask).allclose(naive + nb.bias * nb.scale, atol=1e-5)
+        probs = [net(ids, mask).softmax(-1) for net in [*ensemble.members, ensemble.bag, nb]]
+        expected = 0.2 * (probs[0] + probs[1]) + 0.3 * probs[2] + 0.3 * probs[3]
+        assert ensemble(ids, mask).exp().allclose(expected, atol=1e-6)
+    assert {"nb.delta", "nb.bias"} <= dict(ensemble.named_parameters()).keys()
+    assert "nb.ratios" in ensemble.state_dict()  # saved with the weights
+
+
+def test_bad_naive_bayes_settings_fail_before_training():
+    for settings in (["nb_weight=1.0"], ["nb_weight=-0.1"], ["nb_buckets=0"],
+                     ["bag_dim=8", "bag_weight=0.5", "nb_weight=0.5"]):
+        args = [part for setting in settings for part in ("--set", setting)]
+        result = run_cli("run", "encoder-bpe", "rotten_tomatoes", *args)
+        assert result.code == 2, (settings, result)
+        assert "nb_" in result.err
+
+
+def test_the_pipeline_shows_the_naive_bayes_member_the_training_split(tmp_path, one_thread):
+    """The classification pipeline calls prepare() before training; the ratios are saved with
+    the weights, so the reloaded run scores the test split as the run did."""
+    csv = tmp_path / "reviews.csv"
+    csv.write_text("text,label\n" + "".join(f"a good film {i},pos\na bad film {i},neg\n"
+                                            for i in range(40)))
+    result = run_cli("run", "encoder-wordpunct", csv, "--steps", "4", "--json", "--quiet",
+                     "--set", "nb_weight=0.3", "--set", "bag_weight=0.3",
+                     "--set", "nb_buckets=101")
+    assert result.code == 0, result
+    run = json.loads(result.out)
+    from zoo.trained import load_trained
+
+    trained = load_trained(run["run_id"])
+    ratios = trained.model.state_dict()["nb.ratios"]
+    assert (ratios != 0).any()
+    assert (ratios[:, 0] == -ratios[:, 1]).all()  # two classes: each the other's mirror
+    again = run_cli("eval", run["run_id"], csv, "--split", "test", "--json")
+    assert again.code == 0, again
+    assert json.loads(again.out)["metrics"]["test_accuracy"] == pytest.approx(
+        run["metrics"]["test_accuracy"])
+    assert json.loads(again.out)["metrics"]["test_loss"] == pytest.approx(
+        run["metrics"]["test_loss"])

@@ -32,7 +32,8 @@ SIZE_FIELDS = {
     "batch_size": MAX_BATCH, "eval_batch_size": MAX_BATCH, "eval_batches": MAX_BATCH,
     "bucket_batches": MAX_BATCH, "eval_windows": 2**20, "sample_tokens": 2**20,
     "samples": 10_000, "train_size": 2**24, "validation_size": 2**24, "test_size": 2**24,
-    "heldout_size": 2**24, "buckets": 2**24, "bag_buckets": 2**24, "dim": MAX_WIDTH,
+    "heldout_size": 2**24, "buckets": 2**24, "bag_buckets": 2**24, "nb_buckets": 2**24,
+    "dim": MAX_WIDTH,
     "bag_dim": MAX_WIDTH,
 }
 # The fields a transformer's size is read from, whichever architecture's names they are.

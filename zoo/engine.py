@@ -109,6 +109,15 @@ class TorchModel:
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.module.parameters())
 
+    def prepare(self, inputs, targets, mask=None) -> None:
+        """Show the module the whole training split once, before training, if it asks to see
+        it: a module's ``prepare(input_ids, attention_mask, targets)`` keeps statistics of
+        the data as buffers, which are saved with its weights."""
+        prepare = getattr(self.module, "prepare", None)
+        if callable(prepare):
+            with torch.no_grad():
+                prepare(self._tensor(inputs), self._tensor(mask), self._tensor(targets))
+
     def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
         params = [p for p in self.module.parameters() if p.requires_grad]
         groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},

@@ -35,14 +35,23 @@ class EncoderConfig:
     bag_buckets: int = 100_000  # hashed bigram rows of the bag member
     bag_weight: float = 0.5  # the bag member's share of the averaged probabilities
     bag_lr_scale: float = 10.0
+    # A naive Bayes member (NBSVM: tokens and hashed token bigrams weighted by their
+    # log-count ratios in the training split) with nb_weight of the average; 0: none.
+    nb_weight: float = 0.0
+    nb_buckets: int = 262_144  # hashed bigram rows of the naive Bayes member
 
     def __post_init__(self):
         check_positive(self, "n_layer", "n_head", "n_embd", "block_size", "mlp_ratio", "members",
-                       "bag_buckets", "bag_lr_scale")
+                       "bag_buckets", "bag_lr_scale", "nb_buckets")
         if self.bag_dim < 0:
             raise ValueError(f"bag_dim must be 0 (no bag member) or positive, got {self.bag_dim}")
         if not 0 < self.bag_weight < 1:
             raise ValueError(f"bag_weight must be between 0 and 1, got {self.bag_weight}")
+        if not 0 <= self.nb_weight < 1:
+            raise ValueError(f"nb_weight must be at least 0 and below 1, got {self.nb_weight}")
+        if self.nb_weight + (self.bag_weight if self.bag_dim else 0.0) >= 1:
+            raise ValueError("bag_weight + nb_weight must leave the encoders a share: below 1, "
+                             f"got {self.bag_weight} + {self.nb_weight}")
         check_divisible(self, "n_embd", "n_head")
         check_probability(self, "dropout")
         if self.pooling not in ("cls", "mean"):
