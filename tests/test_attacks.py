@@ -482,7 +482,10 @@ def test_mlp_widths_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, t
     ("fasttext-wordpunct", ["buckets=2000000000"],
      "buckets = 2,000,000,000 is more than zoo can allocate (at most 16,777,216)"),
     ("fasttext-wordpunct", ["buckets=16000000", "dim=30000"], "needs about"),
-    ("encoder-wordpunct", ["bag_buckets=16000000", "bag_dim=30000"], "needs about"),
+    ("encoder-wordpunct", ["bag_buckets=16000000", "bag_dim=30000", "bag_weight=0.25"],
+     "needs about"),
+    ("encoder-wordpunct", ["nb_buckets=2000000000"],
+     "nb_buckets = 2,000,000,000 is more than zoo can allocate (at most 16,777,216)"),
 ])
 def test_hashed_bigram_tables_that_cannot_be_allocated_are_exit_2_before_a_run(
         isolated, model, settings, says):

@@ -137,7 +137,7 @@ def test_bad_ensemble_settings_fail_before_training():
 
 
 def test_the_default_classifier_preset_trains_an_ensemble_end_to_end(tmp_path, one_thread):
-    """encoder-wordpunct: three encoders and a bag member on words, through the pipeline."""
+    """encoder-wordpunct: three encoders and a naive Bayes member on words, through the pipeline."""
     csv = tmp_path / "reviews.csv"
     csv.write_text("text,label\n" + "".join(f"a good film {i},pos\na bad film {i},neg\n"
                                             for i in range(40)))
@@ -148,7 +148,7 @@ def test_the_default_classifier_preset_trains_an_ensemble_end_to_end(tmp_path, o
     from zoo.trained import load_trained
 
     names = load_trained(run["run_id"]).model.state_dict()
-    assert {name.split(".")[0] for name in names} == {"members", "bag"}
+    assert {name.split(".")[0] for name in names} == {"members", "nb"}
     assert {name.split(".")[1] for name in names if name.startswith("members.")} == {"0", "1", "2"}
 
 
@@ -205,7 +205,7 @@ def test_naive_bayes_member_starts_as_naive_bayes_and_joins_the_weighted_mean():
 
 
 def test_bad_naive_bayes_settings_fail_before_training():
-    for settings in (["nb_weight=1.0"], ["nb_weight=-0.1"], ["nb_buckets=0"],
+    for settings in (["nb_weight=1.0"], ["nb_weight=-0.1"], ["nb_buckets=0"], ["nb_lr_scale=0"],
                      ["bag_dim=8", "bag_weight=0.5", "nb_weight=0.5"]):
         args = [part for setting in settings for part in ("--set", setting)]
         result = run_cli("run", "encoder-bpe", "rotten_tomatoes", *args)

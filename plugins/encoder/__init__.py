@@ -39,10 +39,11 @@ class EncoderConfig:
     # log-count ratios in the training split) with nb_weight of the average; 0: none.
     nb_weight: float = 0.0
     nb_buckets: int = 262_144  # hashed bigram rows of the naive Bayes member
+    nb_lr_scale: float = 10.0  # how many times further than the encoders' its steps go
 
     def __post_init__(self):
         check_positive(self, "n_layer", "n_head", "n_embd", "block_size", "mlp_ratio", "members",
-                       "bag_buckets", "bag_lr_scale", "nb_buckets")
+                       "bag_buckets", "bag_lr_scale", "nb_buckets", "nb_lr_scale")
         if self.bag_dim < 0:
             raise ValueError(f"bag_dim must be 0 (no bag member) or positive, got {self.bag_dim}")
         if not 0 < self.bag_weight < 1:

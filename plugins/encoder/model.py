@@ -102,14 +102,14 @@ class NaiveBayesBag(nn.Module):
     over the text's n features. The ratios come from the training split (``prepare``) and are
     a buffer saved with the weights; delta starts at zero and weight decay pulls it back, so
     the member starts as naive Bayes and learns only what the data adds to it. Features never
-    seen in training have ratio 0. Like the bag, it steps ``scale`` times further."""
+    seen in training have ratio 0. Its steps go ``nb_lr_scale`` times further than the encoders'."""
 
     SMOOTHING = 1.0  # add-one counts
 
     def __init__(self, cfg, spec: TaskSpec):
         super().__init__()
         self.vocab, self.pad_id, self.buckets = spec.vocab_size, spec.pad_id, cfg.nb_buckets
-        self.scale = cfg.bag_lr_scale
+        self.scale = cfg.nb_lr_scale
         rows = spec.vocab_size + cfg.nb_buckets
         self.register_buffer("ratios", torch.zeros(rows, spec.num_classes))
         self.delta = nn.Parameter(torch.zeros(rows, spec.num_classes))
@@ -126,17 +126,20 @@ class NaiveBayesBag(nn.Module):
         the other classes, each feature occurs (once per text)."""
         ids = self.features(input_ids, attention_mask)  # [N, F]
         rows, classes = self.ratios.shape
-        pairs = torch.unique((torch.arange(len(ids))[:, None] * rows + ids).flatten())
+        device = self.ratios.device
+        texts = torch.arange(len(ids), device=ids.device)[:, None]
+        pairs = torch.unique((texts * rows + ids).flatten()).to(device)
         text, feature = pairs // rows, pairs % rows
         keep = feature != self.pad_id
-        counts = torch.zeros(rows, classes)
-        counts.index_put_((feature[keep], targets[text[keep]].long()),
-                          torch.ones(int(keep.sum())), accumulate=True)
+        targets = targets.to(device).long()
+        counts = torch.zeros(rows, classes, device=device)
+        counts.index_put_((feature[keep], targets[text[keep]]),
+                          torch.ones(int(keep.sum()), device=device), accumulate=True)
         ours = counts + self.SMOOTHING
         rest = counts.sum(dim=1, keepdim=True) - counts + self.SMOOTHING
         ratios = torch.log(ours / ours.sum(dim=0)) - torch.log(rest / rest.sum(dim=0))
         self.ratios.copy_(ratios.masked_fill(counts.sum(dim=1, keepdim=True) == 0, 0.0))
-        prior = torch.bincount(targets.long(), minlength=classes).float() + self.SMOOTHING
+        prior = torch.bincount(targets, minlength=classes).float() + self.SMOOTHING
         self.bias.copy_(torch.log(prior / prior.sum()) / self.scale)
 
     def forward(self, input_ids, attention_mask):  # [B, T] -> [B, K]
