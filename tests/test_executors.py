@@ -28,19 +28,25 @@ def metrics(row):
     return {k: v for k, v in row["metrics"].items() if k not in TIMING}
 
 
+def sequential_sweep(sweep: list, threads: int) -> dict:
+    """The sweep's cells one after another, in this process, on ``threads`` threads: its
+    rows by seed."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        assert run_cli(*sweep).code == 0
+    finally:
+        torch.set_num_threads(before)
+    return rows_by_seed()
+
+
 def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
         tiny_text, monkeypatch, tmp_path):
     sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 200,
              *TINY_DECODER, "--set", "checkpoint_every=10", "--set", "eval_interval=50"]
     # The reference: one cell after another, in-process, at the workers' thread count (one
     # each on 2 cores): another thread count sums in another order and moves the metrics.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(max(1, available_cores() // 2))
-    try:
-        assert run_cli(*sweep).code == 0
-    finally:
-        torch.set_num_threads(threads)
-    alone = rows_by_seed()
+    alone = sequential_sweep(sweep, max(1, available_cores() // 2))
     monkeypatch.setenv("ZOO_HOME", str(tmp_path / "parallel"))
 
     # Both workers wait after their first checkpoint: one is killed mid-cell, the other goes on.
@@ -83,13 +89,7 @@ def test_digits_cells_have_the_same_metrics_with_jobs_2_as_with_all_threads_in_o
              "--set", "eval_interval=15", "--set", "dataset.train_size=3000",
              "--set", "dataset.validation_size=300", "--set", "dataset.test_size=300",
              "--set", "dataset.heldout_size=300"]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(available_cores())  # --jobs 1 as the program runs it
-    try:
-        assert run_cli(*sweep).code == 0
-    finally:
-        torch.set_num_threads(threads)
-    alone = rows_by_seed()
+    alone = sequential_sweep(sweep, available_cores())  # --jobs 1 as the program runs it
     monkeypatch.setenv("ZOO_HOME", str(tmp_path / "parallel"))
     result = run_cli(*sweep, "--jobs", 2)
     assert result.code == 0, result
