@@ -10,9 +10,11 @@
   head.{weight [V, C], bias [V]}   next-item: K = vocab size; weight tied to tok_emb when
                                    config.tie_weights (kept once, as tok_emb.weight)
 
-With members > 1 or bag_dim > 0 the network is an ensemble, and every name above gets the
-prefix ``members.{m}.``; the bag member's are ``bag.net.emb.weight`` and ``bag.net.head.*``
-(those of the fasttext architecture, stored divided by bag_lr_scale).
+With members > 1, bag_dim > 0 or nb_weight > 0 the network is an ensemble, and every name
+above gets the prefix ``members.{m}.``; the bag member's are ``bag.net.emb.weight`` and
+``bag.net.head.*`` (those of the fasttext architecture, stored divided by bag_lr_scale); the
+naive Bayes member's are ``nb.delta`` [V + nb_buckets, K] and ``nb.bias`` [K] (stored divided
+by nb_lr_scale) and the buffer ``nb.ratios`` [V + nb_buckets, K].
 
 The blocks are zoo.layers.PreLNBlock with exact GELU. Attention is bidirectional; padded
 positions (attention_mask 0) are never attended to and never pooled, so padding a batch
@@ -151,17 +153,19 @@ class NaiveBayesBag(nn.Module):
 
 
 class EncoderEnsemble(nn.Module):
-    """`members` encoders and optionally a bag member, trained side by side on the same
-    batches. In training it returns every member's logits [B, M, K]; the task's cross entropy
-    scores each against the same target, so each member learns as if alone. In evaluation
-    it returns the log of the weighted mean of their probabilities [B, K]: the encoders share
-    1 - bag_weight equally, the bag member has bag_weight."""
+    """`members` encoders and optionally a bag member and a naive Bayes member, trained side
+    by side on the same batches. In training it returns every member's logits [B, M, K]; the
+    task's cross entropy scores each against the same target, so each member learns as if
+    alone. In evaluation it returns the log of the weighted mean of their probabilities
+    [B, K]: the bag member has bag_weight, the naive Bayes member nb_weight, and the
+    encoders share the rest equally."""
 
     def __init__(self, cfg, spec: TaskSpec):
         super().__init__()
         if spec.task != "classification":
-            raise ZooError(f"an encoder ensemble (members > 1 or bag_dim > 0) serves "
-                           f"classification only, not {spec.task}; set members=1 and bag_dim=0")
+            raise ZooError(f"an encoder ensemble (members > 1, bag_dim > 0 or nb_weight > 0) "
+                           f"serves classification only, not {spec.task}; set members=1, "
+                           "bag_dim=0 and nb_weight=0")
         self.members = nn.ModuleList(Encoder(cfg, spec) for _ in range(cfg.members))
         self.bag = ScaledBag(cfg, spec) if cfg.bag_dim else None
         self.nb = NaiveBayesBag(cfg, spec) if cfg.nb_weight else None
