@@ -101,22 +101,27 @@ def linear_models(splits, classes):
     texts, labels = splits["train"][0], np.asarray(splits["train"][1])
     tfidf = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(texts)
     words = CountVectorizer(ngram_range=(1, 2), binary=True).fit(texts)
+    weighted = {role: tfidf.transform(splits[role][0]) for role in ("train", *ROLES)}
+    present = {role: words.transform(splits[role][0]) for role in ("train", *ROLES)}
+    ratios = {}  # one-vs-rest: each class's log-count ratios scale the features
+    for name in classes:
+        ours = 1 + np.asarray(present["train"][labels == name].sum(0)).ravel()
+        rest = 1 + np.asarray(present["train"][labels != name].sum(0)).ravel()
+        ratios[name] = sparse.diags(np.log(ours / ours.sum()) - np.log(rest / rest.sum()))
 
     def tfidf_lr(c):
-        model = LogisticRegression(C=c, max_iter=3000).fit(tfidf.transform(texts), labels)
+        model = LogisticRegression(C=c, max_iter=3000).fit(weighted["train"], labels)
         assert list(model.classes_) == classes, (model.classes_, classes)
-        return {role: model.predict_proba(tfidf.transform(splits[role][0])) for role in ROLES}
+        return {role: model.predict_proba(weighted[role]) for role in ROLES}
 
     def nb_lr(c):
-        x = words.transform(texts)
         scores = {role: [] for role in ROLES}
-        for name in classes:  # one-vs-rest: this class's log-count ratios scale the features
-            ours = 1 + np.asarray(x[labels == name].sum(0)).ravel()
-            rest = 1 + np.asarray(x[labels != name].sum(0)).ravel()
-            scale = sparse.diags(np.log(ours / ours.sum()) - np.log(rest / rest.sum()))
-            model = LogisticRegression(C=c, max_iter=3000).fit(x @ scale, labels == name)
+        for name in classes:
+            scale = ratios[name]
+            model = LogisticRegression(C=c, max_iter=3000).fit(present["train"] @ scale,
+                                                               labels == name)
             for role in ROLES:
-                scores[role].append(model.predict_proba(words.transform(splits[role][0]) @ scale)[:, 1])
+                scores[role].append(model.predict_proba(present[role] @ scale)[:, 1])
         return {role: np.array(v).T / np.array(v).T.sum(1, keepdims=True) for role, v in scores.items()}
 
     for name, fit in (("TF-IDF+LR", tfidf_lr), ("NB-LR", nb_lr)):

@@ -157,11 +157,9 @@ def test_naive_bayes_member_counts_each_feature_once_per_text():
     log(p_c[f] / |p_c|) - log(q_c[f] / |q_c|), p_c = 1 + texts of class c holding f,
     q_c = 1 + texts of the other classes holding f; 0 for a feature no text holds. The bias
     starts at the log class prior."""
-    import math
-
     import torch
 
-    ensemble, cfg = build(members=1, nb_weight=0.3, nb_buckets=7, bag_lr_scale=10.0)
+    ensemble, _ = build(members=1, nb_weight=0.3, nb_buckets=7)
     ids = torch.tensor([[5, 5, 6, 0], [5, 7, 0, 0], [6, 6, 6, 0]])  # 0 is the padding
     mask = (ids != 0).long()
     y = torch.tensor([0, 1, 1])
@@ -186,8 +184,8 @@ def test_naive_bayes_member_counts_each_feature_once_per_text():
 def test_naive_bayes_member_starts_as_naive_bayes_and_joins_the_weighted_mean():
     import torch
 
-    ensemble, cfg = build(members=2, bag_dim=8, bag_buckets=13, bag_weight=0.3, nb_weight=0.3,
-                          nb_buckets=7)
+    ensemble, _ = build(members=2, bag_dim=8, bag_buckets=13, bag_weight=0.3, nb_weight=0.3,
+                        nb_buckets=7)
     ids, mask, y = batch()
     ensemble.prepare(ids, mask, y)
     nb = ensemble.nb
@@ -220,8 +218,7 @@ def test_the_pipeline_shows_the_naive_bayes_member_the_training_split(tmp_path, 
     csv.write_text("text,label\n" + "".join(f"a good film {i},pos\na bad film {i},neg\n"
                                             for i in range(40)))
     result = run_cli("run", "encoder-wordpunct", csv, "--steps", "4", "--json", "--quiet",
-                     "--set", "nb_weight=0.3", "--set", "bag_weight=0.3",
-                     "--set", "nb_buckets=101")
+                     "--set", "nb_weight=0.3", "--set", "nb_buckets=101")
     assert result.code == 0, result
     run = json.loads(result.out)
     from zoo.trained import load_trained
