@@ -1,6 +1,7 @@
 """A zoo classifier next to scikit-learn's TF-IDF + linear SVM, on the same splits.
 
-    .venv/bin/python benchmarks/bench_baseline.py DATASET... [--model encoder-wordpunct] [--seed 0]
+    .venv/bin/python benchmarks/bench_baseline.py DATASET... [--model encoder-wordpunct]
+                                                  [--seed 0 [--seed 1 ...]]
                                                   [--run RUN_ID ...] [--no-zoo]
                                                   [--set KEY=VALUE ...]
                                                   [--text-column C] [--label-column C]
@@ -28,6 +29,7 @@ import os
 import subprocess
 import sys
 import time
+from statistics import mean
 
 from common import header
 
@@ -51,6 +53,16 @@ def load_splits(name: str, text_column: str | None, label_column: str | None):
             for role in ("train", "validation", "test")}
 
 
+def mcnemar(ours_right, theirs_right) -> tuple[int, int, float]:
+    """(b, c, p): rows only ours answers right, rows only theirs does, and the exact two-sided
+    McNemar p-value (a binomial test of b against b + c at one half)."""
+    from scipy.stats import binomtest
+
+    b = int((ours_right & ~theirs_right).sum())
+    c = int((~ours_right & theirs_right).sum())
+    return b, c, (binomtest(b, b + c, 0.5).pvalue if b + c else 1.0)
+
+
 def tfidf_svm(splits) -> dict:
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.svm import LinearSVC
@@ -66,8 +78,8 @@ def tfidf_svm(splits) -> dict:
         if best is None or val > best[0]:
             best = (val, c, model)
     val, c, model = best
-    test = float((model.predict(x_test) == splits["test"][1]).mean())
-    return {"val_accuracy": val, "test_accuracy": test, "C": c,
+    right = model.predict(x_test) == splits["test"][1]
+    return {"val_accuracy": val, "test_accuracy": float(right.mean()), "right": right, "C": c,
             "seconds": time.perf_counter() - start}
 
 
@@ -147,6 +159,16 @@ def mixes(run_id: str, splits) -> list[str]:
     return lines
 
 
+def zoo_right(run_id: str, splits):
+    """Which test rows the run answers right."""
+    import numpy as np
+
+    import zoo
+
+    predicted = [p.label for p in zoo.load(run_id).predict(splits["test"][0])]
+    return np.asarray(predicted) == np.asarray(splits["test"][1])
+
+
 def zoo_run(model: str, dataset: str, seed: int, extra: list[str]) -> dict:
     command = [sys.executable, "-m", "zoo", "run", model, dataset, "--seed", str(seed),
                "--json", "--quiet", *extra]
@@ -163,14 +185,16 @@ def recorded_run(run_id: str) -> dict:
 
     with Store() as store:
         row = store.get(run_id)
-    return {**row["metrics"], "run_id": row["id"], "wall": row.get("duration") or float("nan")}
+    return {**row["metrics"], "run_id": row["id"], "seed": row.get("seed"),
+            "wall": row.get("duration") or float("nan")}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+")
     parser.add_argument("--model", default="encoder-wordpunct")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, action="append", dest="seeds", metavar="SEED",
+                        help="a seed of the zoo run (repeatable; default 0)")
     parser.add_argument("--run", nargs="+", default=None, metavar="RUN_ID",
                         help="recorded zoo runs to compare, one per dataset, instead of training")
     parser.add_argument("--no-zoo", action="store_true", help="only the TF-IDF + SVM baseline")
@@ -185,6 +209,9 @@ def main(argv=None) -> int:
         parser.error("--mix needs the zoo run")
     if args.run and len(args.run) != len(args.datasets):
         parser.error("--run needs one run id per dataset")
+    if args.run and args.seeds:
+        parser.error("--run scores recorded runs: it takes no --seed")
+    seeds = [None] if args.run or args.no_zoo else (args.seeds or [0])
     header("zoo classifier vs TF-IDF + LinearSVC, test accuracy on the same splits")
     columns = [c for c in (("--text-column", args.text_column),
                            ("--label-column", args.label_column)) if c[1]]
@@ -192,20 +219,35 @@ def main(argv=None) -> int:
     extra += [part for setting in args.set for part in ("--set", setting)]
     print(f"{'dataset':<20}{'train':>7}{'test':>6}  {'TF-IDF+SVM':>10} {'(C)':>6}  "
           f"{'zoo':>7}  model / run")
+    gaps = {}  # dataset -> zoo's test accuracy minus the baseline's, one per seed
     for i, name in enumerate(args.datasets):
         splits = load_splits(name, args.text_column, args.label_column)
         baseline = tfidf_svm(splits)
-        line = (f"{name:<20}{len(splits['train'][0]):>7}{len(splits['test'][0]):>6}  "
-                f"{baseline['test_accuracy']:>10.4f} {baseline['C']:>6}")
-        if not args.no_zoo:
-            ours = recorded_run(args.run[i]) if args.run else zoo_run(args.model, name, args.seed, extra)
-            gap = ours["test_accuracy"] - baseline["test_accuracy"]
-            line += (f"  {ours['test_accuracy']:>7.4f}  {args.model if not args.run else ''} "
-                     f"{ours['run_id']} ({gap:+.4f}, best_step {ours.get('best_step')}, "
-                     f"{ours['wall']:.0f} s)")
-        print(line, flush=True)
-        if args.mix:
-            print("\n".join(mixes(ours["run_id"], splits)), flush=True)
+        for seed in seeds:
+            line = (f"{name:<20}{len(splits['train'][0]):>7}{len(splits['test'][0]):>6}  "
+                    f"{baseline['test_accuracy']:>10.4f} {baseline['C']:>6}")
+            if not args.no_zoo:
+                ours = (recorded_run(args.run[i]) if args.run
+                        else zoo_run(args.model, name, seed, extra))
+                gap = ours["test_accuracy"] - baseline["test_accuracy"]
+                gaps.setdefault(name, []).append(gap)
+                b, c, p = mcnemar(zoo_right(ours["run_id"], splits), baseline["right"])
+                line += (f"  {ours['test_accuracy']:>7.4f}  {args.model if not args.run else ''} "
+                         f"{ours['run_id']} (seed {ours.get('seed', seed)}, {gap:+.4f}, "
+                         f"b/c {b}/{c}, p {p:.2f}, best_step {ours.get('best_step')}, "
+                         f"{ours['wall']:.0f} s)")
+            print(line, flush=True)
+            if args.mix:
+                print("\n".join(mixes(ours["run_id"], splits)), flush=True)
+        if len(gaps.get(name, ())) > 1:
+            print(f"{'':<20}mean over {len(gaps[name])} seeds: zoo "
+                  f"{baseline['test_accuracy'] + mean(gaps[name]):.4f}, gap "
+                  f"{mean(gaps[name]):+.4f}, ahead on {sum(g > 0 for g in gaps[name])} of "
+                  f"{len(gaps[name])}", flush=True)
+    if len(gaps) > 1:
+        per_set = [mean(v) for v in gaps.values()]
+        print(f"# mean gap over {len(gaps)} datasets: {mean(per_set):+.4f}; zoo ahead on "
+              f"{sum(g > 0 for g in per_set)}, behind on {sum(g < 0 for g in per_set)}")
     print(f"# {os.getloadavg()[0]:.1f} load at the end")
     return 0
 

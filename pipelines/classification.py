@@ -299,7 +299,8 @@ def run(job: Job) -> RunResult:
     if hasattr(model, "prepare"):  # statistics of the training split, for a model that keeps some
         every_row = np.arange(len(texts["train"]))
         inputs, mask = texts["train"].batch(every_row)
-        model.prepare(inputs, labels["train"], mask)
+        vocabulary = tokenizer.decode_batch([[i] for i in range(tokenizer.vocab_size)])
+        model.prepare(inputs, labels["train"], mask, vocabulary)
     params = model.num_parameters()
 
     lengths = texts["train"].lengths

@@ -33,6 +33,7 @@ SIZE_FIELDS = {
     "bucket_batches": MAX_BATCH, "eval_windows": 2**20, "sample_tokens": 2**20,
     "samples": 10_000, "train_size": 2**24, "validation_size": 2**24, "test_size": 2**24,
     "heldout_size": 2**24, "buckets": 2**24, "bag_buckets": 2**24, "nb_buckets": 2**24,
+    "nb_char_buckets": 2**24,
     "dim": MAX_WIDTH,
     "bag_dim": MAX_WIDTH,
 }

@@ -109,14 +109,16 @@ class TorchModel:
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.module.parameters())
 
-    def prepare(self, inputs, targets, mask=None) -> None:
+    def prepare(self, inputs, targets, mask=None, vocabulary=None) -> None:
         """Show the module the whole training split once, before training, if it asks to see
-        it: a module's ``prepare(input_ids, attention_mask, targets)`` keeps statistics of
-        the data as buffers, which are saved with its weights."""
+        it: a module's ``prepare(input_ids, attention_mask, targets, vocabulary)`` keeps
+        statistics of the data as buffers, which are saved with its weights. ``vocabulary``
+        is each token id's text ("" for special tokens)."""
         prepare = getattr(self.module, "prepare", None)
         if callable(prepare):
             with torch.no_grad():
-                prepare(self._tensor(inputs), self._tensor(mask), self._tensor(targets))
+                prepare(self._tensor(inputs), self._tensor(mask), self._tensor(targets),
+                        vocabulary)
 
     def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
         params = [p for p in self.module.parameters() if p.requires_grad]

@@ -40,10 +40,24 @@ class EncoderConfig:
     nb_weight: float = 0.0
     nb_buckets: int = 262_144  # hashed bigram rows of the naive Bayes member
     nb_lr_scale: float = 10.0  # how many times further than the encoders' its steps go
+    # nb_c > 0: the member is fitted before training instead (logistic regressions, L-BFGS,
+    # inverse L2 strength nb_c as scikit-learn's C) and then stays fixed; 0: it learns with
+    # the encoders. With a fitted member, nb_char_buckets > 0 adds each token's hashed
+    # character 2- to 5-grams to its features.
+    nb_c: float = 0.0
+    nb_char_buckets: int = 0
 
     def __post_init__(self):
         check_positive(self, "n_layer", "n_head", "n_embd", "block_size", "mlp_ratio", "members",
                        "bag_buckets", "bag_lr_scale", "nb_buckets", "nb_lr_scale")
+        if self.nb_c < 0:
+            raise ValueError(f"nb_c must be 0 (the member learns with the encoders) or "
+                             f"positive, got {self.nb_c}")
+        if self.nb_char_buckets < 0:
+            raise ValueError(f"nb_char_buckets must be 0 or positive, got {self.nb_char_buckets}")
+        if self.nb_char_buckets and not (self.nb_weight and self.nb_c):
+            raise ValueError("nb_char_buckets needs a naive Bayes member fitted before training: "
+                             "set nb_weight and nb_c above 0")
         if self.bag_dim < 0:
             raise ValueError(f"bag_dim must be 0 (no bag member) or positive, got {self.bag_dim}")
         if not 0 < self.bag_weight < 1:

@@ -14,7 +14,9 @@ With members > 1, bag_dim > 0 or nb_weight > 0 the network is an ensemble, and e
 above gets the prefix ``members.{m}.``; the bag member's are ``bag.net.emb.weight`` and
 ``bag.net.head.*`` (those of the fasttext architecture, stored divided by bag_lr_scale); the
 naive Bayes member's are ``nb.delta`` [V + nb_buckets, K] and ``nb.bias`` [K] (stored divided
-by nb_lr_scale) and the buffer ``nb.ratios`` [V + nb_buckets, K].
+by nb_lr_scale) and the buffer ``nb.ratios`` [V + nb_buckets, K]; with nb_c > 0 (fitted before
+training, naive_bayes.py) only the buffers ``nb.coef`` [V + nb_buckets, K] and
+``nb.intercept`` [K].
 
 The blocks are zoo.layers.PreLNBlock with exact GELU. Attention is bidirectional; padded
 positions (attention_mask 0) are never attended to and never pooled, so padding a batch
@@ -29,6 +31,7 @@ import torch.nn.functional as F
 
 from zoo.layers import PreLNBlock, check_length, init_gpt2, key_mask
 from zoo import TaskSpec, ZooError
+from zoo.plugins.encoder.naive_bayes import FittedNaiveBayes, NaiveBayesBag
 
 
 class Encoder(nn.Module):
@@ -97,61 +100,6 @@ class ScaledBag(nn.Module):
         return self.net.head(mean) * self.scale
 
 
-class NaiveBayesBag(nn.Module):
-    """A linear model over a text's tokens and hashed token bigrams whose weight for feature f
-    and class c is scaled by f's naive Bayes log-count ratio for c against the other classes
-    (NBSVM, Wang and Manning 2012): logit_c = b_c + sum_f (1 + delta[f, c]) r[f, c] / sqrt(n)
-    over the text's n features. The ratios come from the training split (``prepare``) and are
-    a buffer saved with the weights; delta starts at zero and weight decay pulls it back, so
-    the member starts as naive Bayes and learns only what the data adds to it. Features never
-    seen in training have ratio 0. Its steps go ``nb_lr_scale`` times further than the encoders'."""
-
-    SMOOTHING = 1.0  # add-one counts
-
-    def __init__(self, cfg, spec: TaskSpec):
-        super().__init__()
-        self.vocab, self.pad_id, self.buckets = spec.vocab_size, spec.pad_id, cfg.nb_buckets
-        self.scale = cfg.nb_lr_scale
-        rows = spec.vocab_size + cfg.nb_buckets
-        self.register_buffer("ratios", torch.zeros(rows, spec.num_classes))
-        self.delta = nn.Parameter(torch.zeros(rows, spec.num_classes))
-        self.bias = nn.Parameter(torch.zeros(spec.num_classes))
-
-    def features(self, input_ids, attention_mask):  # [B, T] -> [B, F]
-        from zoo.plugins.fasttext.model import feature_ids
-
-        return feature_ids(input_ids, attention_mask, self.vocab, self.buckets, self.pad_id)
-
-    @torch.no_grad()
-    def prepare(self, input_ids, attention_mask, targets) -> None:
-        """The log-count ratios of the training split: in how many texts of class c, and of
-        the other classes, each feature occurs (once per text)."""
-        ids = self.features(input_ids, attention_mask)  # [N, F]
-        rows, classes = self.ratios.shape
-        device = self.ratios.device
-        texts = torch.arange(len(ids), device=ids.device)[:, None]
-        pairs = torch.unique((texts * rows + ids).flatten()).to(device)
-        text, feature = pairs // rows, pairs % rows
-        keep = feature != self.pad_id
-        targets = targets.to(device).long()
-        counts = torch.zeros(rows, classes, device=device)
-        counts.index_put_((feature[keep], targets[text[keep]]),
-                          torch.ones(int(keep.sum()), device=device), accumulate=True)
-        ours = counts + self.SMOOTHING
-        rest = counts.sum(dim=1, keepdim=True) - counts + self.SMOOTHING
-        ratios = torch.log(ours / ours.sum(dim=0)) - torch.log(rest / rest.sum(dim=0))
-        self.ratios.copy_(ratios.masked_fill(counts.sum(dim=1, keepdim=True) == 0, 0.0))
-        prior = torch.bincount(targets, minlength=classes).float() + self.SMOOTHING
-        self.bias.copy_(torch.log(prior / prior.sum()) / self.scale)
-
-    def forward(self, input_ids, attention_mask):  # [B, T] -> [B, K]
-        ids = self.features(input_ids, attention_mask)
-        weight = (1.0 + self.delta * self.scale) * self.ratios
-        summed = F.embedding_bag(ids, weight, mode="sum", padding_idx=self.pad_id)
-        count = (ids != self.pad_id).sum(dim=1, keepdim=True).clamp(min=1)
-        return summed / count.sqrt() + self.bias * self.scale
-
-
 class EncoderEnsemble(nn.Module):
     """`members` encoders and optionally a bag member and a naive Bayes member, trained side
     by side on the same batches. In training it returns every member's logits [B, M, K]; the
@@ -168,25 +116,28 @@ class EncoderEnsemble(nn.Module):
                            "bag_dim=0 and nb_weight=0")
         self.members = nn.ModuleList(Encoder(cfg, spec) for _ in range(cfg.members))
         self.bag = ScaledBag(cfg, spec) if cfg.bag_dim else None
-        self.nb = NaiveBayesBag(cfg, spec) if cfg.nb_weight else None
+        naive_bayes = FittedNaiveBayes if cfg.nb_c else NaiveBayesBag
+        self.nb = naive_bayes(cfg, spec) if cfg.nb_weight else None
         others = [(self.bag, cfg.bag_weight), (self.nb, cfg.nb_weight)]
         encoders_share = 1.0 - sum(weight for net, weight in others if net is not None)
         weights = [encoders_share / cfg.members] * cfg.members
         weights += [weight for net, weight in others if net is not None]
         self.register_buffer("weights", torch.tensor(weights), persistent=False)
 
-    def prepare(self, input_ids, attention_mask, targets) -> None:
-        """The training split, seen once before training: the naive Bayes member's counts."""
+    def prepare(self, input_ids, attention_mask, targets, vocabulary=None) -> None:
+        """The training split, seen once before training: the naive Bayes member's counts
+        (and its fit, with nb_c > 0)."""
         if self.nb is not None:
-            self.nb.prepare(input_ids, attention_mask, targets)
+            self.nb.prepare(input_ids, attention_mask, targets, vocabulary)
 
     def forward(self, input_ids, attention_mask=None):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         nets = [*self.members, *(net for net in (self.bag, self.nb) if net is not None)]
+        if self.training:  # a member fitted before training has nothing to learn here
+            learning = [net for net in nets if getattr(net, "trains", True)]
+            return torch.stack([net(input_ids, attention_mask) for net in learning], dim=1)
         logits = torch.stack([net(input_ids, attention_mask) for net in nets], dim=1)
-        if self.training:
-            return logits  # [B, M, K]
         probs = logits.float().softmax(dim=-1)
         return torch.log((probs * self.weights[:, None]).sum(dim=1))  # [B, K]
 
