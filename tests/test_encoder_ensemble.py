@@ -137,7 +137,8 @@ def test_bad_ensemble_settings_fail_before_training():
 
 
 def test_the_default_classifier_preset_trains_an_ensemble_end_to_end(tmp_path, one_thread):
-    """encoder-wordpunct: three encoders and a naive Bayes member on words, through the pipeline."""
+    """encoder-wordpunct: three encoders and a naive Bayes member fitted before training on
+    words and their characters, through the pipeline."""
     csv = tmp_path / "reviews.csv"
     csv.write_text("text,label\n" + "".join(f"a good film {i},pos\na bad film {i},neg\n"
                                             for i in range(40)))
@@ -150,6 +151,7 @@ def test_the_default_classifier_preset_trains_an_ensemble_end_to_end(tmp_path, o
     names = load_trained(run["run_id"]).model.state_dict()
     assert {name.split(".")[0] for name in names} == {"members", "nb"}
     assert {name.split(".")[1] for name in names if name.startswith("members.")} == {"0", "1", "2"}
+    assert {name for name in names if name.startswith("nb.")} == {"nb.coef", "nb.intercept"}
 
 
 def test_naive_bayes_member_counts_each_feature_once_per_text():
@@ -211,22 +213,30 @@ def test_bad_naive_bayes_settings_fail_before_training():
         assert "nb_" in result.err
 
 
-def test_the_pipeline_shows_the_naive_bayes_member_the_training_split(tmp_path, one_thread):
-    """The classification pipeline calls prepare() before training; the ratios are saved with
-    the weights, so the reloaded run scores the test split as the run did."""
+@pytest.mark.parametrize("fitted", [False, True], ids=["learned-with-the-encoders", "fitted"])
+def test_the_pipeline_shows_the_naive_bayes_member_the_training_split(tmp_path, one_thread,
+                                                                      fitted):
+    """The classification pipeline calls prepare() before training; what the member learns
+    there is saved with the weights, so the reloaded run scores the test split as the run
+    did."""
     csv = tmp_path / "reviews.csv"
     csv.write_text("text,label\n" + "".join(f"a good film {i},pos\na bad film {i},neg\n"
                                             for i in range(40)))
+    member = ["nb_c=1", "nb_char_buckets=4096"] if fitted else ["nb_c=0", "nb_char_buckets=0"]
     result = run_cli("run", "encoder-wordpunct", csv, "--steps", "4", "--json", "--quiet",
-                     "--set", "nb_weight=0.3", "--set", "nb_buckets=101")
+                     *[part for setting in ["nb_weight=0.3", "nb_buckets=101", *member]
+                       for part in ("--set", setting)])
     assert result.code == 0, result
     run = json.loads(result.out)
     from zoo.trained import load_trained
 
-    trained = load_trained(run["run_id"])
-    ratios = trained.model.state_dict()["nb.ratios"]
-    assert (ratios != 0).any()
-    assert (ratios[:, 0] == -ratios[:, 1]).all()  # two classes: each the other's mirror
+    state = load_trained(run["run_id"]).model.state_dict()
+    if fitted:
+        assert (state["nb.coef"] != 0).any() and "nb.ratios" not in state
+    else:
+        ratios = state["nb.ratios"]
+        assert (ratios != 0).any()
+        assert (ratios[:, 0] == -ratios[:, 1]).all()  # two classes: each the other's mirror
     again = run_cli("eval", run["run_id"], csv, "--split", "test", "--json")
     assert again.code == 0, again
     assert json.loads(again.out)["metrics"]["test_accuracy"] == pytest.approx(
