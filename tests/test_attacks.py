@@ -486,6 +486,8 @@ def test_mlp_widths_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, t
      "needs about"),
     ("encoder-wordpunct", ["nb_buckets=2000000000"],
      "nb_buckets = 2,000,000,000 is more than zoo can allocate (at most 16,777,216)"),
+    ("encoder-wordpunct", ["nb_char_buckets=2000000000"],
+     "nb_char_buckets = 2,000,000,000 is more than zoo can allocate (at most 16,777,216)"),
 ])
 def test_hashed_bigram_tables_that_cannot_be_allocated_are_exit_2_before_a_run(
         isolated, model, settings, says):
