@@ -23,7 +23,7 @@ from zoo.plugins.fasttext.model import feature_ids
 
 SMOOTHING = 1.0  # add-one counts
 CHAR_NGRAMS = range(2, 6)  # character n-gram lengths, read within " token " (word boundaries)
-FIT_ITERATIONS = 300  # L-BFGS iterations at most; the fits here converge in fewer
+FIT_ITERATIONS = 300  # L-BFGS iterations at most
 
 
 def log_count_ratios(counts: torch.Tensor) -> torch.Tensor:
@@ -85,14 +85,15 @@ class NaiveBayesBag(nn.Module):
 
 class FittedNaiveBayes(nn.Module):
     """NBSVM as Wang and Manning fit it, one logistic regression per class (one against the
-    rest) on the text's binary features scaled by their log-count ratios, fitted in
+    rest) on the text's features scaled by their log-count ratios, fitted in
     ``prepare`` to convergence (L-BFGS; an L2 penalty with inverse strength ``nb_c``, as
     scikit-learn's C) and fixed afterwards. Its class probabilities are the regressions'
     probabilities, normalised to sum to 1.
 
-    Features: the tokens and hashed token bigrams the text holds (each once), and with
-    ``nb_char_buckets > 0`` the hashed character 2- to 5-grams of each of its tokens (read
-    within spaces, so a gram knows where a word starts and ends). A token's character grams
+    Features: the tokens and hashed token bigrams the text holds (each counted once), and
+    with ``nb_char_buckets > 0`` the hashed character 2- to 5-grams of each of its distinct
+    tokens (read within spaces, so a gram knows where a word starts and ends; a gram counts
+    once per token that holds it). A token's character grams
     only ever appear with it, so after the fit their weights are folded into the token's:
     the saved member is ``coef`` [V + nb_buckets, K] and ``intercept`` [K], whatever the
     number of character buckets."""
@@ -175,7 +176,7 @@ def token_char_grams(vocabulary, buckets: int, vocab_size: int):
 
 
 def fit_logistic(text, column, value, y, ratios, c: float):
-    """One-against-the-rest logistic regressions on binary features scaled by each class's
+    """One-against-the-rest logistic regressions on features scaled by each class's
     log-count ratios [U, K]. The training texts' features are the entries (text, column,
     value), sorted by text; y [N, K] says which class each text is. Minimises the summed log
     loss plus |w|^2 / (2 c) over the weights w on the scaled features (the intercepts are
