@@ -1,4 +1,4 @@
-"""Training speed side by side with nanoGPT's own train.py, at nanoGPT's CPU shape.
+"""Training speed side by side with nanoGPT's own train.py, at nanoGPT's CPU or GPU shape.
 
 nanoGPT's README trains character-level Shakespeare on a CPU with 4 layers of width 128,
 block 64, batch 12, no dropout; zoo's decoder-char-nanogpt preset is that shape. This
@@ -12,6 +12,14 @@ step's time goes.
     git clone https://github.com/karpathy/nanoGPT /tmp/nanoGPT
     OMP_NUM_THREADS=1 python benchmarks/bench_nanogpt.py --nanogpt /tmp/nanoGPT
     NANOGPT_DIR=/tmp/nanoGPT python benchmarks/bench_nanogpt.py --rounds 5 --steps 80
+    python benchmarks/bench_nanogpt.py --nanogpt /tmp/nanoGPT --shape gpu [--compile]
+
+On a GPU (``--shape gpu``) both sides run nanoGPT's GPU recipe (its config file as it is:
+6 x 384, block 256, batch 64, dropout 0.2, bf16) and zoo its ``decoder-char-gpu`` preset,
+``--compile`` compiles both, and ``--set KEY=VALUE`` changes zoo's side (``--set
+cuda_graph=false``, say). There, every step of either side ends by reading its loss, so the
+wall clock is the GPU's time; MFU is per wall-clock millisecond against an 8192^3 bf16
+product, and the profile also says how busy the GPU was.
 
 nanoGPT's data is made by its own data/shakespeare_char/prepare.py (train.bin and val.bin
 of uint16 character ids, 90% / 10%, and meta.pkl) from zoo's mirror of Tiny Shakespeare,
@@ -45,15 +53,20 @@ from common import REPO, header, load  # noqa: E402
 # nanoGPT's README: "python train.py config/train_shakespeare_char.py --device=cpu
 # --compile=False --eval_iters=20 --log_interval=1 --block_size=64 --batch_size=12
 # --n_layer=4 --n_head=4 --n_embd=128 --max_iters=2000 --lr_decay_iters=2000 --dropout=0.0".
-# Evaluation is pushed past the timed iterations (it would land inside one iteration's time).
-NANOGPT_ARGS = ["config/train_shakespeare_char.py", "--device=cpu", "--compile=False",
-                "--eval_iters=1", "--eval_interval=1000000", "--log_interval=1",
-                "--block_size=64", "--batch_size=12", "--n_layer=4", "--n_head=4",
-                "--n_embd=128", "--lr_decay_iters=2000", "--dropout=0.0"]
+# On a GPU its config file alone is the recipe (6 x 384, block 256, batch 64, dropout 0.2,
+# bf16). Evaluation is pushed past the timed iterations (it would land inside one
+# iteration's time).
+TIMING_ARGS = ["--eval_iters=1", "--eval_interval=1000000", "--log_interval=1"]
+SHAPES = {
+    "cpu": ("decoder-char-nanogpt",
+            ["--device=cpu", "--block_size=64", "--batch_size=12", "--n_layer=4", "--n_head=4",
+             "--n_embd=128", "--lr_decay_iters=2000", "--dropout=0.0"]),
+    "gpu": ("decoder-char-gpu", ["--device=cuda", "--dtype=bfloat16"]),
+}
 NANOGPT_FILES = ("train.py", "model.py", "configurator.py", "config/train_shakespeare_char.py")
 PREPARE = "data/shakespeare_char/prepare.py"
+ZOO_SETTINGS: list[str] = []  # --set KEY=VALUE for zoo's side, passed on to its workers
 ITERATION = re.compile(r"^iter (\d+): loss [\d.]+, time ([\d.]+)ms")
-PRESET = "decoder-char-nanogpt"
 
 
 def shakespeare_text() -> str:
@@ -92,34 +105,44 @@ def run_child(command: list[str], cwd: Path) -> tuple[str, float]:
     return out, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
-def run_nanogpt(work: Path, steps: int, warmup: int) -> tuple[list[float], float]:
+def run_nanogpt(work: Path, steps: int, warmup: int, shape: str, compile: bool
+                ) -> tuple[list[float], float]:
     """nanoGPT's printed ms of each timed iteration, and the process's CPU seconds."""
-    out, cpu = run_child([sys.executable, "train.py", *NANOGPT_ARGS,
+    out, cpu = run_child([sys.executable, "train.py", "config/train_shakespeare_char.py",
+                          *SHAPES[shape][1], *TIMING_ARGS, f"--compile={compile}",
                           f"--max_iters={steps + warmup}", f"--out_dir={work / 'out'}"], work)
     times = [(int(m[1]), float(m[2])) for m in map(ITERATION.match, out.splitlines()) if m]
     return [ms for it, ms in times if it >= warmup], cpu
 
 
-def run_zoo(steps: int, warmup: int) -> tuple[list[float], float]:
+def run_zoo(steps: int, warmup: int, shape: str, compile: bool) -> tuple[list[float], float]:
+    settings = [a for kv in ZOO_SETTINGS for a in ("--set", kv)]
     out, cpu = run_child([sys.executable, __file__, "--zoo-worker", str(steps), "--warmup",
-                          str(warmup)], REPO)
+                          str(warmup), "--shape", shape, *(["--compile"] if compile else []),
+                          *settings], REPO)
     return json.loads(out.strip().splitlines()[-1]), cpu
 
 
-def run_side(side: str, work: Path, steps: int, warmup: int) -> tuple[list[float], float]:
-    return run_nanogpt(work, steps, warmup) if side == "nanoGPT" else run_zoo(steps, warmup)
+def run_side(side: str, work: Path, steps: int, warmup: int, shape: str, compile: bool
+             ) -> tuple[list[float], float]:
+    run = run_nanogpt if side == "nanoGPT" else run_zoo
+    return run(*((work,) if side == "nanoGPT" else ()), steps, warmup, shape, compile)
 
 
-def zoo_variant():
+def zoo_variant(shape: str, compile: bool = False):
     from bench_train import Variant, prepare_data
+    from zoo.config import parse_assignment
 
     tokenizer, ids = prepare_data("shakespeare")
-    return Variant("zoo", PRESET, {}, tokenizer, ids, "shakespeare")
+    overrides = {**dict(map(parse_assignment, ZOO_SETTINGS)), "compile": compile}
+    return Variant("zoo", SHAPES[shape][0], overrides, tokenizer, ids, "shakespeare",
+                   device="cuda" if shape == "gpu" else "cpu")
 
 
-def zoo_worker(steps: int, warmup: int) -> None:
-    """In a fresh process, like nanoGPT's: milliseconds of each of ``steps`` steps."""
-    variant = zoo_variant()
+def zoo_worker(steps: int, warmup: int, shape: str, compile: bool) -> None:
+    """In a fresh process, like nanoGPT's: milliseconds of each of ``steps`` steps (each
+    ends by reading the loss, so on a GPU each is timed to its end, as nanoGPT's are)."""
+    variant = zoo_variant(shape, compile)
     for _ in range(warmup):
         variant.step()
     times = []
@@ -130,19 +153,29 @@ def zoo_worker(steps: int, warmup: int) -> None:
     print(json.dumps(times))
 
 
-def matmul_peak(dtype_name: str, n: int = 1024, repeats: int = 20) -> float:
-    """FLOP/s of the best of ``repeats`` n x n matrix products in ``dtype`` on this CPU."""
+def matmul_peak(dtype_name: str, device: str = "cpu", repeats: int = 20) -> float:
+    """FLOP/s of the best of ``repeats`` n x n matrix products in ``dtype`` (n = 1024 on a
+    CPU, 8192 on a GPU, timed there with CUDA events)."""
     import torch
 
+    n = 8192 if device == "cuda" else 1024
     dtype = getattr(torch, dtype_name)
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a, b = (torch.randn(n, n, dtype=dtype, device=device) for _ in range(2))
     for _ in range(3):
         a @ b
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            a @ b
+            end.record()
+            end.synchronize()
+            best = min(best, start.elapsed_time(end) / 1e3)
+        else:
+            start = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - start)
     return 2 * n ** 3 / best
 
 
@@ -156,19 +189,27 @@ def flops_per_step(variant) -> float:
     return per_token * T * variant.cfg.batch_size
 
 
-def profile_zoo(steps: int = 20) -> str:
-    """The torch profiler's summary of ``steps`` zoo steps, by operator, self CPU time."""
-    import torch
+def profile_zoo(shape: str, compile: bool, steps: int = 20) -> tuple[str, float | None]:
+    """The torch profiler's summary of ``steps`` zoo steps, by operator (self CPU time, or on
+    a GPU self device time), and on a GPU the milliseconds per step the GPU was busy."""
+    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    variant = zoo_variant()
+    variant = zoo_variant(shape, compile)
     for _ in range(10):
         variant.step()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    gpu = shape == "gpu"
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if gpu else [])]
+    with profile(activities=activities) as prof:
         for _ in range(steps):
             variant.step()
-    del torch  # only the profiler's import was needed
-    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=18)
+    averages = prof.key_averages()
+    if not gpu:
+        return averages.table(sort_by="self_cpu_time_total", row_limit=18), None
+    # The kernels and copies themselves: a replayed CUDA graph's have no operator above them.
+    busy_ms = sum(e.self_device_time_total for e in averages
+                  if e.device_type == DeviceType.CUDA) / 1e3 / steps
+    return averages.table(sort_by="self_device_time_total", row_limit=18), busy_ms
 
 
 def main(argv=None) -> int:
@@ -179,10 +220,17 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=60, help="timed steps per round")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps per round")
     parser.add_argument("--no-profile", action="store_true", help="skip the profiler summary")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="cpu",
+                        help="nanoGPT's CPU recipe (4 x 128, block 64) or its GPU one (6 x 384, "
+                             "block 256, batch 64, on CUDA)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile on both sides")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting for zoo's side, as `zoo run --set` takes it")
     parser.add_argument("--zoo-worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    ZOO_SETTINGS[:] = args.set
     if args.zoo_worker:
-        zoo_worker(args.zoo_worker, args.warmup)
+        zoo_worker(args.zoo_worker, args.warmup, args.shape, args.compile)
         return 0
     checkout = Path(args.nanogpt).expanduser() if args.nanogpt else None
     if checkout is None or not all((checkout / name).is_file() for name in NANOGPT_FILES):
@@ -190,7 +238,9 @@ def main(argv=None) -> int:
               "of https://github.com/karpathy/nanoGPT)")
         return 0
 
-    header(f"training side by side with nanoGPT's train.py, {PRESET} shape")
+    gpu = args.shape == "gpu"
+    header(f"training side by side with nanoGPT's train.py, {SHAPES[args.shape][0]} shape, "
+           f"compile {args.compile}")
     print(f"# OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} for both sides; "
           f"{args.rounds} alternating rounds of {args.steps} timed steps after {args.warmup}")
     work = Path(tempfile.mkdtemp(prefix="nanogpt-"))
@@ -200,10 +250,14 @@ def main(argv=None) -> int:
         cpu = {"nanoGPT": [], "zoo": []}  # CPU ms per step, from two run lengths
         for r in range(args.rounds):
             for side in ("nanoGPT", "zoo") if r % 2 == 0 else ("zoo", "nanoGPT"):
-                got, short = run_side(side, work, args.steps, args.warmup)
-                _, long = run_side(side, work, 2 * args.steps, args.warmup)
+                got, short = run_side(side, work, args.steps, args.warmup, args.shape, args.compile)
                 times[side] += got
-                cpu[side].append((long - short) * 1e3 / args.steps)
+                if gpu:  # the GPU's time is the wall clock's; CPU time is no measure of it
+                    cpu[side].append(float("nan"))
+                else:
+                    _, long = run_side(side, work, 2 * args.steps, args.warmup, args.shape,
+                                       args.compile)
+                    cpu[side].append((long - short) * 1e3 / args.steps)
                 print(f"round {r} {side:<8} median {statistics.median(got):6.2f} ms/step "
                       f"({len(got)} steps), {cpu[side][-1]:6.2f} CPU ms/step ({load()})",
                       flush=True)
@@ -211,22 +265,31 @@ def main(argv=None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     nano, zoo = (statistics.median(times[s]) for s in ("nanoGPT", "zoo"))
     print(f"median ms/step: nanoGPT {nano:.2f}, zoo {zoo:.2f}; zoo is {nano / zoo:.2f}x nanoGPT")
-    nano_cpu, zoo_cpu = (statistics.median(cpu[s]) for s in ("nanoGPT", "zoo"))
-    print(f"median CPU ms/step (the CPU time of a run of {2 * args.steps} steps less that of "
-          f"{args.steps}, over {args.steps}): nanoGPT {nano_cpu:.2f}, zoo {zoo_cpu:.2f}; zoo is "
-          f"{nano_cpu / zoo_cpu:.2f}x nanoGPT")
+    if gpu:
+        nano_cpu, zoo_cpu = nano, zoo  # MFU per wall-clock ms: the GPU's time
+    else:
+        nano_cpu, zoo_cpu = (statistics.median(cpu[s]) for s in ("nanoGPT", "zoo"))
+        print(f"median CPU ms/step (the CPU time of a run of {2 * args.steps} steps less that "
+              f"of {args.steps}, over {args.steps}): nanoGPT {nano_cpu:.2f}, zoo "
+              f"{zoo_cpu:.2f}; zoo is {nano_cpu / zoo_cpu:.2f}x nanoGPT")
 
-    variant = zoo_variant()
+    variant = zoo_variant(args.shape)
     flops = flops_per_step(variant)
+    per = "wall-clock" if gpu else "CPU"
     print(f"# zoo precision {variant.model.precision}; model FLOPs per step {flops / 1e9:.3f} G "
           f"(nanoGPT's estimate: 6N + 12LHQT per token)")
     for dtype in ("bfloat16", "float32"):
-        peak = matmul_peak(dtype)
-        print(f"{dtype} matmul peak (1024^3, one product, best of 20): {peak / 1e9:.1f} GFLOP/s; "
-              f"MFU (per CPU ms/step) zoo {flops / (zoo_cpu / 1e3) / peak:.1%}, "
+        peak = matmul_peak(dtype, "cuda" if gpu else "cpu")
+        print(f"{dtype} matmul peak (best of 20): {peak / 1e9:.1f} GFLOP/s; "
+              f"MFU (per {per} ms/step) zoo {flops / (zoo_cpu / 1e3) / peak:.1%}, "
               f"nanoGPT {flops / (nano_cpu / 1e3) / peak:.1%}")
+    del variant
     if not args.no_profile:
-        print(profile_zoo())
+        table, busy_ms = profile_zoo(args.shape, args.compile)
+        print(table)
+        if busy_ms is not None:  # against the unprofiled median: the profiler slows the host
+            print(f"GPU busy {busy_ms:.2f} ms per step, {busy_ms / zoo:.0%} of zoo's median "
+                  f"step ({zoo:.2f} ms); the rest is the GPU waiting for the host")
     return 0
 
 

@@ -39,7 +39,7 @@ class Variant:
     """One model + optimizer, configured like `zoo run` with these overrides."""
 
     def __init__(self, name: str, model: str, overrides: dict, tokenizer, ids, dataset: str,
-                 seed: int = 0):
+                 seed: int = 0, device: str = "cpu"):
         import numpy as np
         import torch
 
@@ -55,11 +55,12 @@ class Variant:
         self.model_cfg, self.cfg = plan.configs["model"], plan.configs["train"]
         torch.manual_seed(seed)
         spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
-        self.model = as_model(plan.spec.architecture.load()(self.model_cfg, spec), "cpu",
+        self.model = as_model(plan.spec.architecture.load()(self.model_cfg, spec), device,
                               loss=task_loss(get_task("language-modeling")))
         if hasattr(self.model, "configure_engine"):
             self.model.configure_engine(precision=getattr(self.cfg, "precision", "auto"),
-                                        compile=getattr(self.cfg, "compile", False))
+                                        compile=getattr(self.cfg, "compile", False),
+                                        cuda_graph=getattr(self.cfg, "cuda_graph", False))
         self.model.configure_optimizer(self.cfg.lr, self.cfg.weight_decay)
         if optimizer is not None:  # the same groups, another AdamW implementation
             impl = {"fused": {"fused": True}, "foreach": {"foreach": True},

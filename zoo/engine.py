@@ -2,8 +2,9 @@
 
 It owns the optimizer (AdamW, decay on matrices only), gradient clipping, mixed precision
 (bf16 autocast; fp16 with a gradient scaler on GPUs without bf16), optional
-``torch.compile``, DistributedDataParallel under torchrun, and conversion between NumPy
-arrays and tensors. The training loop sets the speed options with ``configure_engine``.
+``torch.compile``, optional whole-step CUDA graphs (``zoo.cuda_graph``),
+DistributedDataParallel under torchrun, and conversion between NumPy arrays and tensors.
+The training loop sets the speed options with ``configure_engine``.
 """
 from __future__ import annotations
 
@@ -81,14 +82,18 @@ class TorchModel:
         self.scaler = None  # torch.amp.GradScaler, for fp16 only
         self.distributed = None  # zoo.distributed.Context when training under torchrun
         self._train_module = self.module  # what train_step calls: maybe compiled, maybe DDP
+        self._graphed = None  # zoo.cuda_graph.GraphedTrainStep, when steps replay a graph
 
     def configure_engine(self, *, precision: str = "auto", compile: bool = False,
-                         distributed=None) -> None:
-        """Speed options, set once before training: precision, torch.compile, and DDP.
+                         cuda_graph: bool = False, distributed=None) -> None:
+        """Speed options, set once before training: precision, torch.compile, whole-step
+        CUDA graphs, and DDP.
 
         Following the PyTorch docs: compile the inner module, then wrap it in
         DistributedDataParallel; bf16 autocast needs no gradient scaler, fp16 does.
         Evaluation and generation run the plain module (no recompiles for their shapes).
+        ``cuda_graph`` applies on CUDA without fp16 or DDP (whose steps decide on the host:
+        the loss scale, the gradient all-reduce); elsewhere it changes nothing.
         """
         self.precision = resolve_precision(precision, self.device)
         if self.precision == "fp16":
@@ -104,6 +109,11 @@ class TorchModel:
             self.distributed = distributed
             torch.manual_seed(torch.initial_seed() + distributed.rank)  # own dropout masks per rank
         self._train_module = module
+        if cuda_graph and self.device.type == "cuda" and self.scaler is None \
+                and self.distributed is None:
+            from zoo.cuda_graph import GraphedTrainStep
+
+            self._graphed = GraphedTrainStep(self)
 
     # -- protocol ----------------------------------------------------------------------
     def num_parameters(self) -> int:
@@ -128,22 +138,14 @@ class TorchModel:
         self.optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, fused=True)
 
     def train_step(self, inputs, targets, lr: float, mask=None, grad_clip: float = 1.0) -> float:
-        self.module.train()
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        loss = self._task_loss(self._tensor(inputs), self._tensor(targets), self._mask(mask),
-                               "mean", self._train_module)
-        self.optimizer.zero_grad(set_to_none=True)
-        if self.scaler is not None:
-            self.scaler.scale(loss).backward()
-            self.scaler.unscale_(self.optimizer)  # clip the true gradients
-        else:
-            loss.backward()
-        if grad_clip:
-            norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), grad_clip, foreach=True)
-        else:
-            norm = torch.nn.utils.get_total_norm(
-                [p.grad for p in self.module.parameters() if p.grad is not None])
+        if self._graphed is not None:
+            return self._graphed.step(inputs, targets, lr, mask, grad_clip)
+        return self._eager_step(self._tensor(inputs), self._tensor(targets), self._mask(mask),
+                                lr, grad_clip)
+
+    def _eager_step(self, inputs, targets, mask, lr: float, grad_clip: float) -> float:
+        self._set_lr(lr)
+        loss, norm = self._loss_and_gradients(inputs, targets, mask, grad_clip)
         # One sync for both checks; a non-finite loss or gradient never reaches the weights.
         # (With fp16 gradient scaling, the scaler itself skips steps with inf gradients.)
         finite = torch.isfinite(loss.detach())
@@ -160,6 +162,32 @@ class TorchModel:
         if self.distributed is not None:
             return self._mean_over_ranks(loss.detach())
         return loss.item()
+
+    def _set_lr(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            if torch.is_tensor(group["lr"]):  # read by a CUDA graph: refilled, not replaced
+                group["lr"].fill_(lr)
+            else:
+                group["lr"] = lr
+
+    def _loss_and_gradients(self, inputs, targets, mask, grad_clip: float,
+                            cache_casts: bool = True):
+        """Forward and backward of one batch, gradients clipped: the loss and the gradient
+        norm, as tensors on the device (no synchronisation: a CUDA graph captures this)."""
+        self.module.train()
+        loss = self._task_loss(inputs, targets, mask, "mean", self._train_module, cache_casts)
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(self.optimizer)  # clip the true gradients
+        else:
+            loss.backward()
+        if grad_clip:
+            norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), grad_clip, foreach=True)
+        else:
+            norm = torch.nn.utils.get_total_norm(
+                [p.grad for p in self.module.parameters() if p.grad is not None])
+        return loss, norm
 
     def _mean_over_ranks(self, loss: torch.Tensor) -> float:
         """The batch loss averaged over ranks, so every rank logs (and stops on) one value.
@@ -180,7 +208,10 @@ class TorchModel:
                     arrays[f"{index}.{key}"] = value.detach().cpu().contiguous().numpy().copy()
                 else:
                     scalars[f"{index}.{key}"] = value
-        meta = {"param_groups": state["param_groups"], "scalars": scalars}
+        # A CUDA graph's learning rate is a tensor; the file keeps the number.
+        groups = [{k: v.item() if torch.is_tensor(v) else v for k, v in group.items()}
+                  for group in state["param_groups"]]
+        meta = {"param_groups": groups, "scalars": scalars}
         if self.scaler is not None:  # fp16: the loss scale and its growth counter
             meta["scaler"] = self.scaler.state_dict()
         return arrays, meta
@@ -199,6 +230,8 @@ class TorchModel:
             # JSON turned tuples (betas) into lists; give them back their type.
             groups.append({k: tuple(v) if isinstance(current.get(k), tuple) else v
                            for k, v in saved.items()})
+        if self._graphed is not None:
+            self._graphed.reset()  # the graph read the tensors this replaces
         try:
             self.optimizer.load_state_dict({"state": state, "param_groups": groups})
             if self.scaler is not None and meta.get("scaler"):
@@ -287,15 +320,17 @@ class TorchModel:
     def _mask(self, mask):
         return None if mask is None else self._tensor(mask)
 
-    def _autocast(self):
+    def _autocast(self, cache_casts: bool = True):
+        # A CUDA graph's capture must not keep autocast's cast weights (PyTorch's AMP docs).
         if self.precision == "bf16":
-            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+            return torch.autocast(self.device.type, dtype=torch.bfloat16, cache_enabled=cache_casts)
         if self.precision == "fp16":
-            return torch.autocast(self.device.type, dtype=torch.float16)
+            return torch.autocast(self.device.type, dtype=torch.float16, cache_enabled=cache_casts)
         return contextlib.nullcontext()
 
-    def _task_loss(self, inputs, targets, mask, reduction: str, module=None):
-        with self._autocast():
+    def _task_loss(self, inputs, targets, mask, reduction: str, module=None,
+                   cache_casts: bool = True):
+        with self._autocast(cache_casts):
             outputs = (self.module if module is None else module)(inputs, mask)
         return self.loss(outputs.float(), targets, reduction)
 

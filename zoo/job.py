@@ -38,6 +38,8 @@ class TrainConfig:
     # native bf16 (AVX512-BF16, AMX), fp32 on other CPUs
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     compile: bool = False  # torch.compile the training forward (pays back only on long runs)
+    # On CUDA, capture the whole step once and replay it (zoo.cuda_graph); no effect elsewhere
+    cuda_graph: bool = False
 
     # What a run recorded before a field existed did, for fields added since (a resumed old
     # run continues as it started): no best weights kept, no early stop.

@@ -100,7 +100,7 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
     configure = getattr(model, "configure_engine", None)
     if configure is not None:
         configure(precision=getattr(cfg, "precision", "auto"), compile=getattr(cfg, "compile", False),
-                  distributed=ranks)
+                  cuda_graph=getattr(cfg, "cuda_graph", False), distributed=ranks)
     elif ranks.active:
         raise ZooError("torchrun training needs a torch model; this architecture has none")
     model.configure_optimizer(cfg.lr, cfg.weight_decay, betas=(cfg.beta1, cfg.beta2))
