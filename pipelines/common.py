@@ -28,8 +28,12 @@ def run_tokenizer(job: Job, texts: Callable[[], Iterable[str]], key: str):
 
 def loop_metrics(result) -> dict:
     """What the training loop measured (``zoo.train``'s result), reported by every task."""
-    return {"steps": result.steps, "best_step": result.best_step, "train_loss": result.train_loss,
-            "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
+    metrics = {"steps": result.steps, "best_step": result.best_step,
+               "train_loss": result.train_loss, "tokens_per_s": result.tokens_per_s,
+               "train_time": result.train_time}
+    if result.runners_up:  # average_best: the steps whose weights were averaged, best first
+        metrics["averaged_steps"] = [result.best_step, *(step for _, step, _ in result.runners_up)]
+    return metrics
 
 
 def special_ids(tokenizer) -> list[int]:

@@ -141,3 +141,45 @@ def test_a_language_model_reports_val_and_test_from_the_same_best_weights(tiny_t
 def test_bad_patience_is_refused_before_training(tiny_text, value):
     result = run_cli("run", "decoder-char", tiny_text, "--steps", 3, "--set", f"patience={value}")
     assert result.code == 2 and "patience" in result.err
+
+
+def test_average_best_reports_the_mean_of_the_best_validations_weights(tmp_path):
+    model = Counter()  # validations at steps 2..12 score 0.5 0.9 0.8 0.7 0.6 0.95
+    result = fit(make_job(tmp_path, average_best=3), model)
+    assert result.best_step == 12 and [step for _, step, _ in result.runners_up] == [4, 6]
+    assert model.w[0] == pytest.approx((12 + 4 + 6) / 3)
+
+
+def test_average_best_ranks_ties_by_the_earlier_validation(tmp_path, monkeypatch):
+    monkeypatch.setitem(PEAK, 8, 0.8)  # ties step 6
+    model = Counter()
+    result = fit(make_job(tmp_path, steps=10, average_best=3), model)
+    assert [step for _, step, _ in result.runners_up] == [6, 8]
+    assert model.w[0] == pytest.approx((4 + 6 + 8) / 3)
+
+
+def test_a_resumed_run_averages_the_same_weights(tmp_path, monkeypatch):
+    """Killed after the checkpoint at step 8: the runners-up so far come back from it."""
+    job = make_job(tmp_path, average_best=3, checkpoint_every=4)
+    original = checkpoint.Checkpointer.save
+
+    def save_then_stop(self, elapsed):
+        original(self, elapsed)
+        if self.result.steps == 8:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoint.Checkpointer, "save", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        fit(job, Counter())
+    monkeypatch.undo()
+    job.resume_from = checkpoint.latest(job.run.path)
+    model = Counter()
+    model.w = np.array([8.0])  # the checkpoint's weights, as restore() loads them
+    result = fit(job, model)
+    assert [step for _, step, _ in result.runners_up] == [4, 6]
+    assert model.w[0] == pytest.approx((12 + 4 + 6) / 3)
+
+
+def test_bad_average_best_is_refused_before_training(tiny_text):
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 3, "--set", "average_best=0")
+    assert result.code == 2 and "average_best" in result.err

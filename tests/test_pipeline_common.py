@@ -24,9 +24,12 @@ def test_special_ids_are_the_contract_tokens():
 def test_loop_metrics_are_what_every_task_reports():
     class Result:
         steps, best_step, train_loss, tokens_per_s, train_time = 3, 2, 1.5, 100.0, 0.25
+        runners_up = []
 
     assert loop_metrics(Result()) == {"steps": 3, "best_step": 2, "train_loss": 1.5,
                                       "tokens_per_s": 100.0, "train_time": 0.25}
+    Result.runners_up = [(0.8, 3, {}), (0.7, 1, {})]  # average_best: the steps averaged
+    assert loop_metrics(Result())["averaged_steps"] == [2, 3, 1]
 
 
 def reference_pad(rows: list[list[int]], limit: int, pad_id: int, keep_last: bool):

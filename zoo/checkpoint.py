@@ -5,6 +5,7 @@ A checkpoint is a folder ``runs/<id>/checkpoints/step-00000123/`` holding
   model.safetensors      the weights (``model.state_dict()``)
   optimizer.safetensors  optimizer tensors: moments, step counts (``model.optimizer_state()``)
   best.safetensors       the best weights so far, when the loop keeps them
+  runner_upN.safetensors the next best, with average_best > 1 (scores and steps in state.json)
   rng.safetensors        torch RNG state(s) as uint8 tensors, NumPy's legacy global state
   state.json             step, counters, the curve, Python and NumPy generator states,
                          optimizer scalars, and the run's identity (config, dataset, versions)
@@ -291,6 +292,8 @@ class Checkpointer:
         result.curve = list(loop["curve"])
         result.validate_time = float(loop.get("validate_time", 0.0))
         result.best_state = ckpt.arrays("best") or None
+        result.runners_up = [(score, step, ckpt.arrays(f"runner_up{i}"))
+                             for i, (score, step) in enumerate(loop.get("runners_up", []))]
         self.last_step = ckpt.step
         return float(loop["elapsed"])
 
@@ -314,7 +317,8 @@ class Checkpointer:
             "loop": {"steps": result.steps, "tokens": result.tokens,
                      "train_loss": result.train_loss, "best_score": result.best_score,
                      "best_step": result.best_step, "curve": result.curve, "elapsed": elapsed,
-                     "validate_time": result.validate_time},
+                     "validate_time": result.validate_time,
+                     "runners_up": [[score, step] for score, step, _ in result.runners_up]},
             "optimizer": opt_meta, "rng": rng_meta,
             "state": {name: obj.state_dict() for name, obj in self.state.items()},
             "metrics_bytes": metrics.stat().st_size if metrics.is_file() else 0,
@@ -322,6 +326,8 @@ class Checkpointer:
         arrays = {"model": self.model.state_dict(), "optimizer": opt_arrays, "rng": rng_arrays}
         if result.best_state is not None:
             arrays["best"] = result.best_state
+        for i, (_, _, state) in enumerate(result.runners_up):
+            arrays[f"runner_up{i}"] = state
         save(run.path, result.steps, arrays, meta)
         self.last_step = result.steps
         self._last_save = self._clock()

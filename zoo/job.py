@@ -31,6 +31,9 @@ class TrainConfig:
     # Report the validation and test splits with the weights of the best validation score
     # (the step is recorded as best_step), not those of the last step.
     keep_best: bool = True
+    # With keep_best: report the mean of the weights of this many best validations (1: the
+    # best one's). Snapshots of one run, so their mean is a model too (as in weight averaging).
+    average_best: int = 1
     patience: int = 0  # stop after this many validations without improvement (0: never)
     checkpoint_every: int = 500  # steps between checkpoints for `zoo resume` (0: not by steps)
     checkpoint_seconds: float = 600.0  # seconds between checkpoints (0: not by time)
@@ -46,7 +49,7 @@ class TrainConfig:
     LEGACY: ClassVar[dict] = {"keep_best": False, "patience": 0}
 
     def __post_init__(self):
-        positive = ("steps", "batch_size", "lr", "eval_interval", "eval_batches")
+        positive = ("steps", "batch_size", "lr", "eval_interval", "eval_batches", "average_best")
         at_least_zero = ("min_lr", "warmup_steps", "weight_decay", "grad_clip",
                          "checkpoint_every", "checkpoint_seconds", "patience")
         for name in positive:

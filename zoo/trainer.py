@@ -66,6 +66,9 @@ class TrainResult:
     best_score: float | None = None
     best_step: int | None = None
     best_state: dict | None = None  # the best weights, when the loop keeps them
+    # With average_best = k > 1: the next k - 1 best validations, best first, as
+    # (score, step, weights); the reported weights are the mean of these and best_state.
+    runners_up: list = field(default_factory=list)
     curve: list = field(default_factory=list)
     stopped_early: bool = False  # patience ran out before the budget
 
@@ -149,9 +152,24 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
         record = {"step": result.steps,
                   **_validate(validate, result, score_key, higher_is_better, model, cfg)}
         job.run.log(record)
-    if result.best_state is not None and result.best_step != result.steps:
-        model.load_state_dict(result.best_state)  # the final evaluation reports the best weights
+    if result.runners_up:  # the final evaluation reports the best weights, or their mean
+        model.load_state_dict(mean_weights([result.best_state,
+                                            *(state for _, _, state in result.runners_up)]))
+    elif result.best_state is not None and result.best_step != result.steps:
+        model.load_state_dict(result.best_state)
     return result
+
+
+def mean_weights(states: list[dict]) -> dict:
+    """The element-wise mean of several snapshots of one model's weights (what is not a
+    float, a counter say, is the first snapshot's)."""
+    mean = {}
+    for name, first in states[0].items():
+        if np.issubdtype(first.dtype, np.floating):
+            mean[name] = np.mean([state[name] for state in states], axis=0).astype(first.dtype)
+        else:
+            mean[name] = first
+    return mean
 
 
 def _patience_spent(result: TrainResult, cfg) -> bool:
@@ -180,8 +198,17 @@ def _validate(validate, result: TrainResult, score_key, higher_is_better, model,
         score = figures[score_key]
         better = result.best_score is None or (score > result.best_score if higher_is_better
                                                else score < result.best_score)
+        keep = cfg is None or cfg.keep_best
+        averaged = getattr(cfg, "average_best", 1) if keep else 1
+        if averaged > 1 and (better and result.best_state is not None or not better):
+            # the former best, or this validation, may be among the runners-up
+            entry = ((result.best_score, result.best_step, result.best_state) if better
+                     else (score, result.steps, model.state_dict()))
+            ranked = sorted([*result.runners_up, entry],  # best first; on a tie the earlier
+                            key=lambda e: (-e[0] if higher_is_better else e[0], e[1]))
+            result.runners_up = ranked[:averaged - 1]
         if better:
             result.best_score, result.best_step = score, result.steps
-            if cfg is None or cfg.keep_best:
+            if keep:
                 result.best_state = model.state_dict()
     return figures
