@@ -125,8 +125,9 @@ def run_zoo(steps: int, warmup: int, shape: str, compile: bool) -> tuple[list[fl
 
 def run_side(side: str, work: Path, steps: int, warmup: int, shape: str, compile: bool
              ) -> tuple[list[float], float]:
-    run = run_nanogpt if side == "nanoGPT" else run_zoo
-    return run(*((work,) if side == "nanoGPT" else ()), steps, warmup, shape, compile)
+    if side == "nanoGPT":
+        return run_nanogpt(work, steps, warmup, shape, compile)
+    return run_zoo(steps, warmup, shape, compile)
 
 
 def zoo_variant(shape: str, compile: bool = False):
@@ -239,6 +240,9 @@ def main(argv=None) -> int:
         return 0
 
     gpu = args.shape == "gpu"
+    if gpu and not __import__("torch").cuda.is_available():
+        print("skipped: --shape gpu needs a CUDA device, and torch sees none")
+        return 0
     header(f"training side by side with nanoGPT's train.py, {SHAPES[args.shape][0]} shape, "
            f"compile {args.compile}")
     print(f"# OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} for both sides; "

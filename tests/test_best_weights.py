@@ -60,6 +60,23 @@ def fit(job, model):
     return trainer.train(job, model, batch, validate=validate, score_key="val_accuracy")
 
 
+def stopped_after_checkpoint(job, monkeypatch, step: int):
+    """Train ``job`` until Ctrl-C stops it right after its checkpoint at ``step``; that
+    checkpoint."""
+    original = checkpoint.Checkpointer.save
+
+    def save_then_stop(self, elapsed):
+        original(self, elapsed)
+        if self.result.steps == step:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(checkpoint.Checkpointer, "save", save_then_stop)
+        with pytest.raises(KeyboardInterrupt):
+            fit(job, Counter())
+    return checkpoint.latest(job.run.path)
+
+
 def test_keep_best_restores_the_best_weights_and_the_curve_shows_everything(tmp_path):
     model = Counter()
     result = fit(make_job(tmp_path, steps=10), model)
@@ -87,18 +104,7 @@ def test_a_run_resumed_after_patience_ran_out_stops_at_once(tmp_path, monkeypatc
     """Killed right after the checkpoint of the validation that spent the patience: the
     resumed loop must not train on, and must report the best weights from the checkpoint."""
     job = make_job(tmp_path, patience=2, checkpoint_every=1)
-    original = checkpoint.Checkpointer.save
-
-    def save_then_stop(self, elapsed):
-        original(self, elapsed)
-        if self.result.steps == 8:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(checkpoint.Checkpointer, "save", save_then_stop)
-    with pytest.raises(KeyboardInterrupt):
-        fit(job, Counter())
-    monkeypatch.undo()
-    job.resume_from = checkpoint.latest(job.run.path)
+    job.resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
     assert job.resume_from.step == 8
     model = Counter()
     result = fit(job, model)
@@ -161,20 +167,8 @@ def test_average_best_ranks_ties_by_the_earlier_validation(tmp_path, monkeypatch
 def test_a_resumed_run_averages_the_same_weights(tmp_path, monkeypatch):
     """Killed after the checkpoint at step 8: the runners-up so far come back from it."""
     job = make_job(tmp_path, average_best=3, checkpoint_every=4)
-    original = checkpoint.Checkpointer.save
-
-    def save_then_stop(self, elapsed):
-        original(self, elapsed)
-        if self.result.steps == 8:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(checkpoint.Checkpointer, "save", save_then_stop)
-    with pytest.raises(KeyboardInterrupt):
-        fit(job, Counter())
-    monkeypatch.undo()
-    job.resume_from = checkpoint.latest(job.run.path)
+    job.resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
     model = Counter()
-    model.w = np.array([8.0])  # the checkpoint's weights, as restore() loads them
     result = fit(job, model)
     assert [step for _, step, _ in result.runners_up] == [4, 6]
     assert model.w[0] == pytest.approx((12 + 4 + 6) / 3)

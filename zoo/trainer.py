@@ -200,13 +200,13 @@ def _validate(validate, result: TrainResult, score_key, higher_is_better, model,
                                                else score < result.best_score)
         keep = cfg is None or cfg.keep_best
         averaged = getattr(cfg, "average_best", 1) if keep else 1
-        if averaged > 1 and (better and result.best_state is not None or not better):
-            # the former best, or this validation, may be among the runners-up
+        if averaged > 1:  # the former best, or this validation, may be among the runners-up
             entry = ((result.best_score, result.best_step, result.best_state) if better
                      else (score, result.steps, model.state_dict()))
-            ranked = sorted([*result.runners_up, entry],  # best first; on a tie the earlier
-                            key=lambda e: (-e[0] if higher_is_better else e[0], e[1]))
-            result.runners_up = ranked[:averaged - 1]
+            if entry[2] is not None:  # (the first validation has no former best)
+                ranked = sorted([*result.runners_up, entry],  # best first; on a tie the earlier
+                                key=lambda e: (-e[0] if higher_is_better else e[0], e[1]))
+                result.runners_up = ranked[:averaged - 1]
         if better:
             result.best_score, result.best_step = score, result.steps
             if keep:
