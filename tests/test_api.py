@@ -97,6 +97,23 @@ def test_classifier_run_and_predict_match_the_cli(reviews, tmp_path, monkeypatch
         p.record() for p in predicted]
 
 
+def test_reloaded_runs_compute_on_the_device_zoo_run_picks(reviews, monkeypatch):
+    """A run trained with --device auto (CUDA when present) is reloaded the same way, so its
+    recorded figures and a reload's agree on any machine; --device asks for another."""
+    import zoo.engine
+
+    run = zoo.run("encoder-char", str(reviews), steps=2, quiet=True, **TINY_ENCODER)
+    asked, pick = [], zoo.engine.pick_device
+    monkeypatch.setattr(zoo.engine, "pick_device", lambda device: asked.append(device) or pick(device))
+    zoo.load(run.id, device="cpu").evaluate(str(reviews), "train")
+    ok("predict", run.id, "a good film")
+    ok("predict", run.id, "a good film", "--device", "cpu")
+    ok("eval", run.id, reviews, "--split", "train")
+    assert asked == ["cpu", "cpu", "auto", "cpu", "auto"]
+    with pytest.raises(zoo.ZooError, match="device must be"):
+        zoo.load(run.id, device="gpu")
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda t: zoo.run("decoder-chr", t), "Did you mean: decoder-char"),
     (lambda t: zoo.run("decoder-char", t, n_layerz=2), "Did you mean"),

@@ -28,8 +28,9 @@ def torchrun(*args, nproc=2, env=None, timeout=240):
 def test_two_processes_train_one_run_with_identical_weights(tiny_text, tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    done = torchrun("run", "decoder-char", tiny_text, "--steps", 6, "--json", *TINY_DECODER,
-                    env={"TMPDIR": str(scratch)})
+    # --device cpu: gloo ranks on the CPU, also where auto would put both ranks on one GPU
+    done = torchrun("run", "decoder-char", tiny_text, "--steps", 6, "--json", "--device", "cpu",
+                    *TINY_DECODER, env={"TMPDIR": str(scratch)})
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     assert len(lines) == 1, done.stdout  # rank 0 alone speaks for the run

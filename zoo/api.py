@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from zoo.bounds import DEVICES
 from zoo.errors import ZooError
 
-DEVICES = ("auto", "cpu", "cuda")
 
 
 @dataclass
@@ -72,8 +72,8 @@ class LoadedRun:
     """A finished run reloaded from its folder (safetensors, no pickle), as `zoo predict`,
     `zoo generate` and `zoo eval` reload it."""
 
-    def __init__(self, trained, pipeline):
-        self.trained, self._pipeline = trained, pipeline
+    def __init__(self, trained, pipeline, device: str = "auto"):
+        self.trained, self._pipeline, self._device = trained, pipeline, device
         self.id, self.task = trained.run_id, trained.task
 
     def __repr__(self) -> str:
@@ -115,7 +115,7 @@ class LoadedRun:
         from zoo.evaluation import evaluate_run
 
         result = evaluate_run(self.id, dataset, split, text_column=text_column,
-                              label_column=label_column)
+                              label_column=label_column, device=self._device)
         return Evaluation(result["run_id"], result["parent_id"], result["dataset"],
                           result["split"], result["metrics"])
 
@@ -150,15 +150,15 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
                                    label_column=label_column))
 
 
-def load(run_id: str, *, device: str = "cpu") -> LoadedRun:
+def load(run_id: str, *, device: str = "auto") -> LoadedRun:
     """A finished run (an id or a unique prefix of one), ready to predict, generate and
-    evaluate with."""
+    evaluate with, on `device` (auto: CUDA when present)."""
     from zoo.registry import get_zoo
     from zoo.trained import load_trained
 
     zoo = get_zoo()
     trained = load_trained(run_id, zoo, device=device)
-    return LoadedRun(trained, zoo.pipelines.get(trained.task).load())
+    return LoadedRun(trained, zoo.pipelines.get(trained.task).load(), device)
 
 
 def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,

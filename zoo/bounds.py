@@ -11,6 +11,7 @@ import os
 
 from zoo.errors import ZooError
 
+DEVICES = ("auto", "cpu", "cuda")  # auto: CUDA when torch sees it, else the CPU
 MAX_SEED = 2**32 - 1  # NumPy's global seed is 32-bit; SQLite and torch take more
 MAX_VOCAB = 2**20  # tokens in a trained vocabulary (GPT-2 has 50,257)
 MAX_BLOCK = 2**16  # tokens in a context window

@@ -14,7 +14,7 @@ import os
 import sys
 
 from zoo import __version__, gc_tuning
-from zoo.bounds import seed_argument
+from zoo.bounds import DEVICES, seed_argument
 from zoo.errors import PluginError, SweepInterrupted, ZooError
 from zoo.tasks import prediction_line, prediction_record
 
@@ -74,8 +74,6 @@ def cmd_run(args) -> int:
         overrides["train.steps"] = args.steps
     if args.time is not None:
         overrides["train.time"] = args.time
-    if args.device not in ("auto", "cpu", "cuda"):
-        raise ZooError(f"--device must be auto, cpu or cuda, not {args.device!r}")
     if args.compile:
         overrides["train.compile"] = True
     plan = plan_run(args.model, args.dataset, overrides=overrides, seed=args.seed, task=args.task,
@@ -146,12 +144,16 @@ def cmd_runs(args) -> int:
     return 0
 
 
+RELOAD_DEVICE_HELP = ("where the reloaded run computes: auto (CUDA when present, as zoo run "
+                      "picks; the default), cpu or cuda")
+
+
 # -- zoo generate --------------------------------------------------------------------
 def cmd_generate(args) -> int:
     from zoo.registry import get_zoo
     from zoo.trained import load_trained
 
-    trained = load_trained(args.run_id)
+    trained = load_trained(args.run_id, device=args.device)
     generate = getattr(get_zoo().pipelines.get(trained.task).load(), "generate", None)
     if generate is None:
         raise ZooError(f"run {trained.run_id} is a {trained.task} run, and the {trained.task} "
@@ -185,7 +187,7 @@ def cmd_predict(args) -> int:
         texts = read_texts(args.file)
     else:
         texts = [args.text]
-    trained = load_trained(args.run_id)
+    trained = load_trained(args.run_id, device=args.device)
     pipeline = get_zoo().pipelines.get(trained.task).load()
     predict = getattr(pipeline, "predict", None)
     if predict is None:
@@ -332,7 +334,7 @@ def cmd_eval(args) -> int:
     from zoo.evaluation import evaluate_run
 
     result = evaluate_run(args.run_id, args.dataset, args.split, text_column=args.text_column,
-                          label_column=args.label_column)
+                          label_column=args.label_column, device=args.device)
     if args.json:
         print(json.dumps(result, default=_json_default))
         return 0
@@ -499,7 +501,8 @@ def build_parser() -> Parser:
     p.add_argument("--seed", type=seed_argument, default=0, help="random seed (default 0)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a config field (repeatable); 'zoo show MODEL' lists them")
-    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    p.add_argument("--device", default="auto", choices=DEVICES,
+                   help="auto (CUDA when present, the default), cpu or cuda")
     p.add_argument("--compile", action="store_true",
                    help="torch.compile the model for training (same as --set compile=true)")
     p.add_argument("--task", help="force a task instead of choosing it from model and dataset")
@@ -532,6 +535,7 @@ def build_parser() -> Parser:
     p.add_argument("--seed", type=seed_argument, default=0, help="sampling seed")
     p.add_argument("--no-cache", action="store_true",
                    help="recompute the whole context for every token (no key/value cache)")
+    p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
     p.set_defaults(handler=cmd_generate)
 
     p = commands.add_parser("predict", help="predict with a trained run whose task offers predict",
@@ -540,6 +544,7 @@ def build_parser() -> Parser:
     p.add_argument("run_id", help="run id (or a unique prefix)")
     p.add_argument("text", nargs="?", help="the text to classify, or the items to continue")
     p.add_argument("--file", help="read texts from FILE, one per line")
+    p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=cmd_predict)
 
@@ -575,7 +580,7 @@ def build_parser() -> Parser:
                    help="sweep a config field over these values too: every combination of "
                    "grid values is its own cell and row (repeatable)")
     p.add_argument("--task", help="force a task instead of choosing it per cell")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--device", default="auto", choices=DEVICES)
     p.add_argument("--dry-run", action="store_true", help="print the plan and train nothing")
     talk = p.add_mutually_exclusive_group()
     talk.add_argument("--verbose", action="store_true", help="each run's own progress output")
@@ -605,6 +610,7 @@ def build_parser() -> Parser:
                    "or a split name of the dataset (default test)")
     p.add_argument("--text-column", help="text column (detected by default)")
     p.add_argument("--label-column", help="label column (detected by default)")
+    p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_eval)
 
@@ -624,7 +630,7 @@ def build_parser() -> Parser:
                             "again, and report whether every metric matches exactly (timing "
                             "figures excluded). Exit code 0 when they match, 1 when not.")
     p.add_argument("run_id", help="run id (or a unique prefix)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"),
+    p.add_argument("--device", choices=DEVICES,
                    help="device (default: the one the run recorded)")
     add_output_options(p)
     p.set_defaults(handler=cmd_reproduce)

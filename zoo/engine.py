@@ -14,16 +14,18 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from zoo.bounds import DEVICES
+from zoo.errors import ZooError
 from zoo.layers import attention  # noqa: F401  (its old home: plugins may import it from here)
 from zoo.model import IGNORE_INDEX, Model, NonFiniteError
 
 
 def pick_device(device: str = "auto") -> str:
+    if device not in DEVICES:
+        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        from zoo.errors import ZooError
-
         raise ZooError("--device cuda was asked for, but torch sees no CUDA device")
     return device
 
@@ -53,16 +55,12 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     on the CPU bf16 where it has native bf16 instructions (1.3x the training throughput of
     fp32 at the same validation loss, benchmarks/RESULTS.md), fp32 elsewhere."""
     if precision not in PRECISIONS:
-        from zoo.errors import ZooError
-
         raise ZooError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     if device.type == "cuda":
         if precision == "auto":
             return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
         return precision
     if precision == "fp16":
-        from zoo.errors import ZooError
-
         raise ZooError("precision fp16 needs a CUDA device; on the CPU use bf16 or fp32")
     if precision == "auto":
         return "bf16" if cpu_has_native_bf16() else "fp32"
@@ -217,8 +215,6 @@ class TorchModel:
         return arrays, meta
 
     def load_optimizer_state(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
-        from zoo.errors import ZooError
-
         state: dict[int, dict] = {}
         for name, value in [*arrays.items(), *meta["scalars"].items()]:
             index, _, key = name.partition(".")
@@ -291,8 +287,6 @@ class TorchModel:
         return state
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
-        from zoo.errors import ZooError
-
         tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}
         try:
             result = self.module.load_state_dict(tensors, strict=False)

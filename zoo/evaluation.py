@@ -12,7 +12,7 @@ from zoo.errors import ZooError
 
 
 def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column: str | None = None,
-                 label_column: str | None = None, zoo=None) -> dict:
+                 label_column: str | None = None, device: str = "auto", zoo=None) -> dict:
     from zoo.registry import get_zoo
     from zoo.plan import plan_from_record
     from zoo.provenance import git_commit, git_dirty, versions
@@ -21,7 +21,7 @@ def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column:
     from zoo.store import Store
 
     zoo = zoo or get_zoo()
-    trained = load_trained(run_id, zoo)
+    trained = load_trained(run_id, zoo, device=device)
     if trained.row["kind"] != "train":
         raise ZooError(f"run {trained.run_id} is an evaluation, not a trained run")
     pipeline = zoo.pipelines.get(trained.task).load()

@@ -33,10 +33,12 @@ class Trained:
     declared_task: Any = None  # the zoo.Task the run's pipeline registers
 
 
-def load_trained(run_id: str, zoo=None, device: str = "cpu", precision: str | None = None) -> Trained:
-    """A finished run's model and tokenizer. It evaluates at the precision the run trained
-    with (its `precision` setting) unless `precision` says otherwise."""
-    from zoo.engine import as_model
+def load_trained(run_id: str, zoo=None, device: str = "auto",
+                 precision: str | None = None) -> Trained:
+    """A finished run's model and tokenizer, on `device` (auto: CUDA when present, as `zoo run`
+    picks, so a run and its reloads compute alike). It evaluates at the precision the run
+    trained with (its `precision` setting) unless `precision` says otherwise."""
+    from zoo.engine import as_model, pick_device
     from zoo.model import TaskSpec
 
     zoo = zoo or get_zoo()
@@ -62,7 +64,7 @@ def load_trained(run_id: str, zoo=None, device: str = "cpu", precision: str | No
                        f"registers that task (zoo list pipelines shows the tasks)")
     built = call_plugin(architecture.load(), model_config, TaskSpec(**config["spec"]),
                         what=f"architecture {architecture.name!r}", plugin=architecture.plugin)
-    model = as_model(built, device, loss=task_loss(task))
+    model = as_model(built, pick_device(device), loss=task_loss(task))
     model.load_state_dict(folder.load_weights())
     if hasattr(model, "configure_engine"):
         trained_with = (config["configs"].get("train") or {}).get("precision", "auto")

@@ -48,7 +48,7 @@ def verify(run_id: str, *, batch: int = 8, seed: int = 0,
            tolerance: float = DEFAULT_TOLERANCE, zoo=None) -> Verification:
     if seed < 0:
         raise ZooError(f"--seed must be zero or more, not {seed}")
-    trained = load_trained(run_id, zoo, precision="fp32")  # the reference computes in float
+    trained = load_trained(run_id, zoo, device="cpu", precision="fp32")  # as the reference
     config = trained.config
     if not isinstance(trained.model_config, DecoderConfig):
         raise ZooError(f"zoo verify checks runs of the decoder (or numpy) architecture; run "

@@ -38,7 +38,7 @@ transformers.utils.logging.disable_progress_bar()  # no bar for writing a tiny m
 def export_run(run_id: str, folder: str | Path) -> dict:
     """Write the run to ``folder``; returns what was written and the measured logit
     difference between the exported model and the run on a random batch."""
-    trained = load_trained(run_id, precision="fp32")
+    trained = load_trained(run_id, device="cpu", precision="fp32")  # saved from the CPU
     architecture, task = trained.config["architecture"], trained.task
     folder = Path(folder)
     if folder.exists() and any(folder.iterdir()):
