@@ -38,6 +38,7 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.digits",
     "zoo.plugins.transformers",
     "zoo.plugins.fasttext",
+    "zoo.plugins.lstm",
     "zoo.pipelines",
 )
 

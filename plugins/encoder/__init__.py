@@ -22,7 +22,7 @@ class EncoderConfig:
     bias: bool = True  # biases in Linear and LayerNorm layers
     # How a sequence becomes one vector for the head: the hidden state of the <cls> token the
     # pipeline puts first, or the mean over the real (unpadded) tokens.
-    pooling: Literal["cls", "mean"] = "mean"
+    pooling: Literal["cls", "mean", "max"] = "mean"
     tie_weights: bool = True  # next-item: the output layer shares the token embedding matrix
     # An ensemble in one run: `members` encoders learn side by side, each on its own loss
     # (different initial weights, the same batches), and the prediction averages their
@@ -46,10 +46,19 @@ class EncoderConfig:
     # character 2- to 5-grams to its features.
     nb_c: float = 0.0
     nb_char_buckets: int = 0
+    # lstm_members bidirectional LSTMs (the lstm architecture: n_embd-wide embeddings,
+    # lstm_layers layers of lstm_hidden states each way, the encoders' dropout and block)
+    # join the encoders and share their part of the average equally with them.
+    lstm_members: int = 0
+    lstm_hidden: int = 64
+    lstm_layers: int = 2
 
     def __post_init__(self):
         check_positive(self, "n_layer", "n_head", "n_embd", "block_size", "mlp_ratio", "members",
-                       "bag_buckets", "bag_lr_scale", "nb_buckets", "nb_lr_scale")
+                       "bag_buckets", "bag_lr_scale", "nb_buckets", "nb_lr_scale",
+                       "lstm_hidden", "lstm_layers")
+        if self.lstm_members < 0:
+            raise ValueError(f"lstm_members must be 0 (none) or positive, got {self.lstm_members}")
         if self.nb_c < 0:
             raise ValueError(f"nb_c must be 0 (the member learns with the encoders) or "
                              f"positive, got {self.nb_c}")
@@ -69,8 +78,8 @@ class EncoderConfig:
                              f"got {self.bag_weight} + {self.nb_weight}")
         check_divisible(self, "n_embd", "n_head")
         check_probability(self, "dropout")
-        if self.pooling not in ("cls", "mean"):
-            raise ValueError(f"pooling must be 'cls' or 'mean', got {self.pooling!r}")
+        if self.pooling not in ("cls", "mean", "max"):
+            raise ValueError(f"pooling must be 'cls', 'mean' or 'max', got {self.pooling!r}")
 
 
 @hookimpl

@@ -10,8 +10,9 @@
   head.{weight [V, C], bias [V]}   next-item: K = vocab size; weight tied to tok_emb when
                                    config.tie_weights (kept once, as tok_emb.weight)
 
-With members > 1, bag_dim > 0 or nb_weight > 0 the network is an ensemble, and every name
-above gets the prefix ``members.{m}.``; the bag member's are ``bag.net.emb.weight`` and
+With members > 1, lstm_members, bag_dim or nb_weight > 0 the network is an ensemble, and
+every name above gets the prefix ``members.{m}.``, the LSTM members following the encoders
+(the lstm architecture's names: ``members.{members + j}.emb.weight``, ...); the bag member's are ``bag.net.emb.weight`` and
 ``bag.net.head.*`` (those of the fasttext architecture, stored divided by bag_lr_scale); the
 naive Bayes member's are ``nb.delta`` [V + nb_buckets, K] and ``nb.bias`` [K] (stored divided
 by nb_lr_scale) and the buffer ``nb.ratios`` [V + nb_buckets, K]; with nb_c > 0 (fitted before
@@ -68,6 +69,9 @@ class Encoder(nn.Module):
     def pool(self, h, attention_mask):  # [B, T, C] -> [B, C]
         if self.cfg.pooling == "cls":
             return h[:, 0]
+        if self.cfg.pooling == "max":  # each feature's largest value over the real tokens
+            real = attention_mask.bool().unsqueeze(-1)
+            return h.masked_fill(~real, torch.finfo(h.dtype).min).amax(dim=1)
         weights = attention_mask.to(h.dtype).unsqueeze(-1)  # [B, T, 1]
         return (h * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
 
@@ -100,27 +104,36 @@ class ScaledBag(nn.Module):
         return self.net.head(mean) * self.scale
 
 
+def lstm_member(cfg, spec: TaskSpec) -> nn.Module:
+    from zoo.plugins.lstm import LSTMConfig
+    from zoo.plugins.lstm.model import BiLSTM
+
+    return BiLSTM(LSTMConfig(n_embd=cfg.n_embd, hidden=cfg.lstm_hidden, n_layer=cfg.lstm_layers,
+                             dropout=cfg.dropout, block_size=cfg.block_size), spec)
+
+
 class EncoderEnsemble(nn.Module):
-    """`members` encoders and optionally a bag member and a naive Bayes member, trained side
-    by side on the same batches. In training it returns every member's logits [B, M, K]; the
-    task's cross entropy scores each against the same target, so each member learns as if
-    alone. In evaluation it returns the log of the weighted mean of their probabilities
-    [B, K]: the bag member has bag_weight, the naive Bayes member nb_weight, and the
-    encoders share the rest equally."""
+    """`members` encoders and optionally LSTM members, a bag member and a naive Bayes member,
+    trained side by side on the same batches. In training it returns every member's logits
+    [B, M, K]; the task's cross entropy scores each against the same target, so each member
+    learns as if alone. In evaluation it returns the log of the weighted mean of their
+    probabilities [B, K]: the bag member has bag_weight, the naive Bayes member nb_weight,
+    and the encoders and LSTMs share the rest equally."""
 
     def __init__(self, cfg, spec: TaskSpec):
         super().__init__()
         if spec.task != "classification":
-            raise ZooError(f"an encoder ensemble (members > 1, bag_dim > 0 or nb_weight > 0) "
-                           f"serves classification only, not {spec.task}; set members=1, "
-                           "bag_dim=0 and nb_weight=0")
-        self.members = nn.ModuleList(Encoder(cfg, spec) for _ in range(cfg.members))
+            raise ZooError(f"an encoder ensemble (members > 1, lstm_members, bag_dim or "
+                           f"nb_weight > 0) serves classification only, not {spec.task}; set "
+                           "members=1, lstm_members=0, bag_dim=0 and nb_weight=0")
+        self.members = nn.ModuleList([*(Encoder(cfg, spec) for _ in range(cfg.members)),
+                                      *(lstm_member(cfg, spec) for _ in range(cfg.lstm_members))])
         self.bag = ScaledBag(cfg, spec) if cfg.bag_dim else None
         naive_bayes = FittedNaiveBayes if cfg.nb_c else NaiveBayesBag
         self.nb = naive_bayes(cfg, spec) if cfg.nb_weight else None
         others = [(self.bag, cfg.bag_weight), (self.nb, cfg.nb_weight)]
         encoders_share = 1.0 - sum(weight for net, weight in others if net is not None)
-        weights = [encoders_share / cfg.members] * cfg.members
+        weights = [encoders_share / len(self.members)] * len(self.members)
         weights += [weight for net, weight in others if net is not None]
         self.register_buffer("weights", torch.tensor(weights), persistent=False)
 
@@ -143,6 +156,6 @@ class EncoderEnsemble(nn.Module):
 
 
 def build(cfg, spec: TaskSpec) -> nn.Module:
-    if cfg.members == 1 and not cfg.bag_dim and not cfg.nb_weight:
+    if cfg.members == 1 and not (cfg.bag_dim or cfg.nb_weight or cfg.lstm_members):
         return Encoder(cfg, spec)
     return EncoderEnsemble(cfg, spec)
