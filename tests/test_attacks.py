@@ -516,9 +516,11 @@ SHAPE = {"n_layer": 2, "n_head": 2, "n_embd": 64, "block_size": 16}
     ("bert", {**SHAPE, "intermediate_size": 512}),
     ("fasttext", {"dim": 32, "buckets": 5000}),
     ("encoder", {**SHAPE, "members": 2, "bag_dim": 16, "bag_buckets": 5000}),
+    ("lstm", {"n_embd": 64, "hidden": 48, "n_layer": 3}),
+    ("encoder", {**SHAPE, "members": 2, "lstm_members": 2, "lstm_hidden": 32, "lstm_layers": 2}),
 ], ids=["decoder", "encoder-mlp_ratio-1", "encoder-mlp_ratio-8", "encoder-3-members",
         "digits-ff_ratio-1", "digits-ff_ratio-8", "gpt2-n_inner", "bert-intermediate_size",
-        "fasttext", "encoder-with-a-bag"])
+        "fasttext", "encoder-with-a-bag", "lstm", "encoder-with-lstm-members"])
 def test_the_memory_estimate_is_near_the_built_models_parameter_count(architecture, settings):
     """The estimate zoo checks against this machine's memory before a run (bounds.py) is
     within 10% of the built model's parameter count, whatever its feed-forward width."""

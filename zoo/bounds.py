@@ -37,6 +37,8 @@ SIZE_FIELDS = {
     "nb_char_buckets": 2**24,
     "dim": MAX_WIDTH,
     "bag_dim": MAX_WIDTH,
+    "hidden": MAX_WIDTH, "lstm_hidden": MAX_WIDTH, "lstm_layers": MAX_LAYERS,
+    "members": 1024, "lstm_members": 1024,
 }
 # The fields a transformer's size is read from, whichever architecture's names they are.
 WIDTH_FIELDS = ("n_embd", "width")
@@ -44,6 +46,9 @@ DEPTH_FIELDS = ("n_layer", "blocks")
 MLP_WIDTH_FIELDS = ("intermediate_size", "n_inner")  # transformers' names for the MLP's width
 MLP_RATIO_FIELDS = ("mlp_ratio", "ff_ratio")  # the MLP's width over the model's (encoder, digits)
 COPIES_FIELDS = ("members",)  # networks trained side by side in one run (the encoder's ensemble)
+# A bidirectional LSTM's (copies, state width, layers) fields: the lstm architecture's (one
+# network, whose n_layer counts LSTM layers, not transformer blocks), the encoder's members.
+LSTM_FIELDS = ((None, "hidden", "n_layer"), ("lstm_members", "lstm_hidden", "lstm_layers"))
 # Hashed n-gram tables as (rows, width) fields: fasttext's, and the encoder's bag member's.
 TABLE_FIELDS = (("buckets", "dim"), ("bag_buckets", "bag_dim"))
 BYTES_PER_PARAMETER = 16  # fp32 weights, gradients and two Adam moments
@@ -89,12 +94,19 @@ def estimated_parameters(config) -> int | None:
     transformer: per layer 4 x width^2 of attention and 2 x width x the MLP's width
     (intermediate_size or n_inner if set, else mlp_ratio or ff_ratio x width, else 4 x
     width), plus the position table, for each of the run's `members`. Plus any hashed
-    n-gram table (buckets x dim). Biases, norms, the token embedding (whose vocabulary is
-    not known yet) and the third matrix of a gated MLP (llama's) are left out. None for a
-    config with neither."""
+    n-gram table (buckets x dim), and any bidirectional LSTM (per layer and direction, four
+    gates over the layer's input and state). Biases, norms, the token embedding (whose
+    vocabulary is not known yet) and the third matrix of a gated MLP (llama's) are left out.
+    None for a config with none of these."""
     total = 0
     width, depth = _first(config, WIDTH_FIELDS), _first(config, DEPTH_FIELDS)
-    if width and depth:
+    for copies_field, hidden_field, layers_field in LSTM_FIELDS:
+        copies = _first(config, (copies_field,)) if copies_field else 1
+        hidden, layers = _first(config, (hidden_field,)), _first(config, (layers_field,))
+        if copies and hidden and layers:
+            inputs = [width or 0] + [2 * hidden] * (layers - 1)
+            total += copies * sum(8 * hidden * (fan_in + hidden) for fan_in in inputs)
+    if width and depth and not _first(config, ("hidden",)):  # a transformer
         mlp = _first(config, MLP_WIDTH_FIELDS) or (_first(config, MLP_RATIO_FIELDS) or 4) * width
         block = _first(config, ("block_size",)) or 0
         copies = _first(config, COPIES_FIELDS) or 1
