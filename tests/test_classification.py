@@ -65,6 +65,7 @@ def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, c
 
 @pytest.mark.parametrize("arch,task,pooling", [
     ("encoder", "classification", "mean"), ("encoder", "classification", "cls"),
+    ("encoder", "classification", "max"),
     ("encoder", "next-item", "mean"), ("encoder", "next-item", "cls"),
     ("decoder", "classification", "-"), ("decoder", "next-item", "-")])
 def test_padding_never_changes_an_examples_logits(arch, task, pooling):
@@ -108,7 +109,7 @@ def test_encoder_has_no_language_modeling_head():
 
 
 def test_bad_encoder_config_exits_2_before_training(reviews):
-    result = run_cli("run", "encoder-char", reviews, "--set", "pooling=max")
+    result = run_cli("run", "encoder-char", reviews, "--set", "pooling=attention")
     assert result.code == 2 and "pooling" in result.err
     assert run_cli("runs", "--json").out.strip() in ("", "[]")
 

@@ -87,4 +87,4 @@ def register_architectures(register):
     register("encoder", "zoo.plugins.encoder.model:build", config=EncoderConfig,
              tasks=("classification", "next-item"),
              description="BERT-style bidirectional transformer (pre-LN, padding-masked SDPA, "
-                         "cls or mean pooling)")
+                         "cls, mean or max pooling)")

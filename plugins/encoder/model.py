@@ -22,7 +22,8 @@ training, naive_bayes.py) only the buffers ``nb.coef`` [V + nb_buckets, K] and
 The blocks are zoo.layers.PreLNBlock with exact GELU. Attention is bidirectional; padded
 positions (attention_mask 0) are never attended to and never pooled, so padding a batch
 leaves every example's output unchanged. Pooling takes the hidden state at position 0
-("cls": the classification pipeline puts <cls> there) or the mean over real tokens ("mean").
+("cls": the classification pipeline puts <cls> there), the mean over real tokens ("mean") or
+each feature's largest value over them ("max").
 """
 from __future__ import annotations
 
