@@ -212,6 +212,13 @@ class Batches:
 
 
 # -- evaluation ------------------------------------------------------------------------
+def calibrate(model, texts: Encoded, labels: np.ndarray) -> None:
+    """Show the model the validation split, for a model that fits something to it."""
+    if hasattr(model, "calibrate"):
+        inputs, mask = texts.batch(np.arange(len(texts)))
+        model.calibrate(inputs, labels, mask)
+
+
 def probabilities(model, texts: Encoded, batch_size: int) -> np.ndarray:
     """Class probabilities [N, K], computed in batches of similar length."""
     order = np.argsort(texts.lengths, kind="stable")
@@ -320,11 +327,13 @@ def run(job: Job) -> RunResult:
         return Batch(inputs, labels["train"][rows], mask, tokens=int(mask.sum()))
 
     def validate() -> dict:
+        calibrate(model, texts["validation"], labels["validation"])
         probs = probabilities(model, texts["validation"], cfg.eval_batch_size)
         return scores(labels["validation"], probs, classes, "val", detail=False)
 
     result = train(job, model, next_batch, validate=validate, score_key="val_accuracy",
                            state={"batches": batches})
+    calibrate(model, texts["validation"], labels["validation"])  # to the weights reported
     job.run.save_weights(model.state_dict())  # the best validation weights, with keep_best
 
     metrics = {**loop_metrics(result), "epochs": result.steps / batches.per_epoch()}

@@ -128,6 +128,17 @@ class TorchModel:
                 prepare(self._tensor(inputs), self._tensor(mask), self._tensor(targets),
                         vocabulary)
 
+    def calibrate(self, inputs, targets, mask=None) -> None:
+        """Show the module a held-out split (the validation split, at every validation and
+        before the final evaluation), if it asks to see it: a module's ``calibrate(input_ids,
+        attention_mask, targets)`` may fit buffers to it, in evaluation mode, without
+        gradients."""
+        calibrate = getattr(self.module, "calibrate", None)
+        if callable(calibrate):
+            self.module.eval()
+            with torch.no_grad(), self._autocast():
+                calibrate(self._tensor(inputs), self._mask(mask), self._tensor(targets))
+
     def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
         params = [p for p in self.module.parameters() if p.requires_grad]
         groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},

@@ -52,13 +52,21 @@ class EncoderConfig:
     lstm_members: int = 0
     lstm_hidden: int = 64
     lstm_layers: int = 2
+    # fit_shares: the shares of the average (encoders, LSTMs, bag, naive Bayes; equal within
+    # a group) are fitted on the validation split at every validation and once more before
+    # the final evaluation, in tenths, for the most right answers (then the lowest log loss),
+    # and saved with the weights; bag_weight and nb_weight are then only the first shares.
+    fit_shares: bool = False
 
     def __post_init__(self):
-        check_positive(self, "n_layer", "n_head", "n_embd", "block_size", "mlp_ratio", "members",
+        check_positive(self, "n_layer", "n_head", "n_embd", "block_size", "mlp_ratio",
                        "bag_buckets", "bag_lr_scale", "nb_buckets", "nb_lr_scale",
                        "lstm_hidden", "lstm_layers")
         if self.lstm_members < 0:
             raise ValueError(f"lstm_members must be 0 (none) or positive, got {self.lstm_members}")
+        if self.members < 0 or self.members + self.lstm_members < 1:
+            raise ValueError(f"members must be 0 or positive, and members + lstm_members at "
+                             f"least 1, got {self.members} and {self.lstm_members}")
         if self.nb_c < 0:
             raise ValueError(f"nb_c must be 0 (the member learns with the encoders) or "
                              f"positive, got {self.nb_c}")

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from zoo.layers import PreLNBlock, check_length, init_gpt2, key_mask
 from zoo import TaskSpec, ZooError
 from zoo.plugins.encoder.naive_bayes import FittedNaiveBayes, NaiveBayesBag
+from zoo.plugins.encoder.shares import fit_shares
 
 
 class Encoder(nn.Module):
@@ -119,7 +120,9 @@ class EncoderEnsemble(nn.Module):
     [B, M, K]; the task's cross entropy scores each against the same target, so each member
     learns as if alone. In evaluation it returns the log of the weighted mean of their
     probabilities [B, K]: the bag member has bag_weight, the naive Bayes member nb_weight,
-    and the encoders and LSTMs share the rest equally."""
+    and the encoders and LSTMs share the rest equally. With fit_shares, `calibrate` fits the
+    shares of the four groups (encoders, LSTMs, bag, naive Bayes) on validation instead, and
+    they are saved with the weights."""
 
     def __init__(self, cfg, spec: TaskSpec):
         super().__init__()
@@ -136,7 +139,17 @@ class EncoderEnsemble(nn.Module):
         encoders_share = 1.0 - sum(weight for net, weight in others if net is not None)
         weights = [encoders_share / len(self.members)] * len(self.members)
         weights += [weight for net, weight in others if net is not None]
-        self.register_buffer("weights", torch.tensor(weights), persistent=False)
+        self.register_buffer("weights", torch.tensor(weights), persistent=cfg.fit_shares)
+        # which group each member belongs to, as a [members, groups] matrix of 1 / group size
+        sizes = [cfg.members, cfg.lstm_members, *(1 for net, _ in others if net is not None)]
+        sizes = [size for size in sizes if size]
+        grouping = torch.zeros(len(weights), len(sizes))
+        first = 0
+        for group, size in enumerate(sizes):
+            grouping[first:first + size, group] = 1.0 / size
+            first += size
+        self.register_buffer("grouping", grouping, persistent=False)
+        self.fit = cfg.fit_shares
 
     def prepare(self, input_ids, attention_mask, targets, vocabulary=None) -> None:
         """The training split, seen once before training: the naive Bayes member's counts
@@ -144,19 +157,34 @@ class EncoderEnsemble(nn.Module):
         if self.nb is not None:
             self.nb.prepare(input_ids, attention_mask, targets, vocabulary)
 
+    def calibrate(self, input_ids, attention_mask, targets, batch_size: int = 256) -> None:
+        """The validation split, at every validation and before the final evaluation: with
+        fit_shares, the groups' shares that score it best (shares.py)."""
+        if not self.fit:
+            return
+        probs = torch.cat([self.member_probabilities(input_ids[i:i + batch_size],
+                                                     attention_mask[i:i + batch_size])
+                           for i in range(0, len(input_ids), batch_size)])  # [N, M, K]
+        shares = fit_shares(torch.einsum("nmk,mg->ngk", probs, self.grouping), targets)
+        self.weights.copy_(self.grouping @ shares)
+
+    def member_probabilities(self, input_ids, attention_mask):  # -> [B, M, K]
+        nets = [*self.members, *(net for net in (self.bag, self.nb) if net is not None)]
+        logits = torch.stack([net(input_ids, attention_mask) for net in nets], dim=1)
+        return logits.float().softmax(dim=-1)
+
     def forward(self, input_ids, attention_mask=None):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        nets = [*self.members, *(net for net in (self.bag, self.nb) if net is not None)]
         if self.training:  # a member fitted before training has nothing to learn here
+            nets = [*self.members, *(net for net in (self.bag, self.nb) if net is not None)]
             learning = [net for net in nets if getattr(net, "trains", True)]
             return torch.stack([net(input_ids, attention_mask) for net in learning], dim=1)
-        logits = torch.stack([net(input_ids, attention_mask) for net in nets], dim=1)
-        probs = logits.float().softmax(dim=-1)
+        probs = self.member_probabilities(input_ids, attention_mask)
         return torch.log((probs * self.weights[:, None]).sum(dim=1))  # [B, K]
 
 
 def build(cfg, spec: TaskSpec) -> nn.Module:
-    if cfg.members == 1 and not (cfg.bag_dim or cfg.nb_weight or cfg.lstm_members):
+    if cfg.members == 1 and not (cfg.bag_dim or cfg.nb_weight or cfg.lstm_members or cfg.fit_shares):
         return Encoder(cfg, spec)
     return EncoderEnsemble(cfg, spec)

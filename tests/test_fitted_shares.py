@@ -1,0 +1,81 @@
+"""fit_shares: the encoder ensemble's shares of the averaged probabilities, fitted on the
+validation split (plugins/encoder/shares.py), saved with the weights and used on reload."""
+import json
+
+import pytest
+
+from conftest import run_cli
+
+
+def probs(*rows):
+    import torch
+
+    return torch.tensor(rows, dtype=torch.float32)  # [N, G, K]
+
+
+def test_the_grid_is_every_split_into_tenths():
+    import torch
+
+    from zoo.plugins.encoder.shares import share_grid
+
+    grid = share_grid(3)
+    assert grid.shape == (66, 3)  # C(12, 2)
+    torch.testing.assert_close(grid.sum(dim=1), torch.ones(66))
+    assert torch.equal((grid * 10).round(), grid * 10)
+    assert len({tuple(row.tolist()) for row in grid}) == 66
+
+
+def test_a_mix_that_answers_more_rows_beats_either_group_alone():
+    import torch
+
+    from zoo.plugins.encoder.shares import fit_shares
+
+    # class 0 is right everywhere; each group alone answers two of the three rows
+    group_probs = probs([[0.9, 0.1], [0.4, 0.6]],
+                        [[0.9, 0.1], [0.9, 0.1]],
+                        [[0.4, 0.6], [1.0, 0.0]])
+    shares = fit_shares(group_probs, torch.tensor([0, 0, 0]))
+    assert 0.2 - 1e-6 <= shares[1] <= 0.7 + 1e-6, shares  # where all three are right
+    assert abs(float(shares.sum()) - 1.0) < 1e-6
+
+
+def test_right_answers_first_then_the_lower_log_loss():
+    import torch
+
+    from zoo.plugins.encoder.shares import fit_shares
+
+    targets = torch.tensor([0, 1])
+    always_wrong = probs([[0.9, 0.1], [0.1, 0.9]], [[0.2, 0.8], [0.8, 0.2]])  # the second wrong
+    assert fit_shares(always_wrong, targets).tolist() == [1.0, 0.0]
+    both_right = probs([[0.6, 0.4], [0.9, 0.1]], [[0.4, 0.6], [0.1, 0.9]])  # the second surer
+    assert fit_shares(both_right, targets).tolist() == [0.0, 1.0]
+
+
+@pytest.fixture
+def reviews(tmp_path):
+    rows = ["text,label"] + [f"the film {i} was {'not ' if i % 3 == 0 else ''}"
+                             f"{'good' if i % 2 else 'bad'},"
+                             f"{'pos' if (i % 2 == 1) != (i % 3 == 0) else 'neg'}"
+                             for i in range(240)]
+    path = tmp_path / "reviews.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def test_fitted_shares_are_saved_and_a_reload_scores_as_the_run_did(reviews, tmp_path):
+    from safetensors.numpy import load_file
+
+    result = run_cli("run", "encoder-wordpunct", reviews, "--steps", 40, "--json",
+                     "--set", "n_embd=16", "--set", "lstm_hidden=8", "--set", "batch_size=8",
+                     "--set", "eval_interval=10", "--set", "members=1", "--set", "lstm_members=1",
+                     "--set", "nb_weight=0.45", "--set", "fit_shares=true")
+    assert result.code == 0, result
+    run = json.loads(result.out)
+    weights = load_file(str(tmp_path / "home" / "runs" / run["run_id"] / "model.safetensors"))["weights"]
+    assert weights.shape == (3,) and abs(weights.sum() - 1.0) < 1e-6
+    assert all(abs(w * 10 - round(w * 10)) < 1e-5 for w in weights), weights  # fitted: tenths
+    reloaded = run_cli("eval", run["run_id"], reviews, "--json")
+    assert reloaded.code == 0, reloaded
+    metrics = json.loads(reloaded.out)["metrics"]
+    assert metrics["test_accuracy"] == run["metrics"]["test_accuracy"]
+    assert metrics["test_loss"] == pytest.approx(run["metrics"]["test_loss"], rel=1e-6)
