@@ -165,8 +165,9 @@ class EncoderEnsemble(nn.Module):
         probs = torch.cat([self.member_probabilities(input_ids[i:i + batch_size],
                                                      attention_mask[i:i + batch_size])
                            for i in range(0, len(input_ids), batch_size)])  # [N, M, K]
-        shares = fit_shares(torch.einsum("nmk,mg->ngk", probs, self.grouping), targets)
-        self.weights.copy_(self.grouping @ shares)
+        with torch.autocast(probs.device.type, enabled=False):  # shares in float32
+            shares = fit_shares(torch.einsum("nmk,mg->ngk", probs, self.grouping), targets)
+            self.weights.copy_(self.grouping @ shares)
 
     def member_probabilities(self, input_ids, attention_mask):  # -> [B, M, K]
         nets = [*self.members, *(net for net in (self.bag, self.nb) if net is not None)]
