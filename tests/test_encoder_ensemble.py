@@ -137,8 +137,8 @@ def test_bad_ensemble_settings_fail_before_training():
 
 
 def test_the_default_classifier_preset_trains_an_ensemble_end_to_end(tmp_path, one_thread):
-    """encoder-wordpunct: three encoders and a naive Bayes member fitted before training on
-    words and their characters, through the pipeline."""
+    """encoder-wordpunct: an encoder, an LSTM and a naive Bayes member fitted before training
+    on words and their characters, with shares fitted on validation, through the pipeline."""
     csv = tmp_path / "reviews.csv"
     csv.write_text("text,label\n" + "".join(f"a good film {i},pos\na bad film {i},neg\n"
                                             for i in range(40)))
@@ -149,8 +149,11 @@ def test_the_default_classifier_preset_trains_an_ensemble_end_to_end(tmp_path, o
     from zoo.trained import load_trained
 
     names = load_trained(run["run_id"]).model.state_dict()
-    assert {name.split(".")[0] for name in names} == {"members", "nb"}
-    assert {name.split(".")[1] for name in names if name.startswith("members.")} == {"0", "1", "2"}
+    assert {name.split(".")[0] for name in names} == {"members", "nb", "weights"}
+    assert {name.split(".")[1] for name in names if name.startswith("members.")} == {"0", "1"}
+    assert "members.0.blocks.0.attn.qkv.weight" in names  # the encoder
+    assert "members.1.lstm.weight_hh_l1_reverse" in names  # the LSTM, two layers each way
+    assert names["weights"].shape == (3,)  # the fitted shares
     assert {name for name in names if name.startswith("nb.")} == {"nb.coef", "nb.intercept"}
 
 
