@@ -169,17 +169,19 @@ class EncoderEnsemble(nn.Module):
             shares = fit_shares(torch.einsum("nmk,mg->ngk", probs, self.grouping), targets)
             self.weights.copy_(self.grouping @ shares)
 
+    def nets(self) -> list[nn.Module]:
+        """Every member, in the order of `weights`."""
+        return [*self.members, *(net for net in (self.bag, self.nb) if net is not None)]
+
     def member_probabilities(self, input_ids, attention_mask):  # -> [B, M, K]
-        nets = [*self.members, *(net for net in (self.bag, self.nb) if net is not None)]
-        logits = torch.stack([net(input_ids, attention_mask) for net in nets], dim=1)
+        logits = torch.stack([net(input_ids, attention_mask) for net in self.nets()], dim=1)
         return logits.float().softmax(dim=-1)
 
     def forward(self, input_ids, attention_mask=None):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         if self.training:  # a member fitted before training has nothing to learn here
-            nets = [*self.members, *(net for net in (self.bag, self.nb) if net is not None)]
-            learning = [net for net in nets if getattr(net, "trains", True)]
+            learning = [net for net in self.nets() if getattr(net, "trains", True)]
             return torch.stack([net(input_ids, attention_mask) for net in learning], dim=1)
         probs = self.member_probabilities(input_ids, attention_mask)
         return torch.log((probs * self.weights[:, None]).sum(dim=1))  # [B, K]
