@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from zoo import registry
@@ -87,6 +88,21 @@ def tiny_text(tmp_path) -> Path:
     path = tmp_path / "tiny.txt"
     lines = [f"line {i}: the quick brown fox jumps over the lazy dog {i % 7}." for i in range(400)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def negated_reviews(tmp_path) -> Path:
+    """Sentiment carried by word order only: "not good" is negative, "good" positive."""
+    rng = np.random.default_rng(0)
+    rows = ["text,label"]
+    for i in range(300):
+        word = rng.choice(["good", "great", "bad", "awful"])
+        negated = i % 2 == 0
+        positive = (word in ("good", "great")) != negated
+        rows.append(f"the film was {'not ' if negated else ''}{word},{'pos' if positive else 'neg'}")
+    path = tmp_path / "reviews.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
 
 

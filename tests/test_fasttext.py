@@ -1,28 +1,12 @@
 """The fastText baseline (architecture `fasttext`, tokenizer `wordpunct`) on tiny data."""
 import json
 
-import numpy as np
 import pytest
 
 from conftest import run_cli
 
 TINY = ["--set", "dim=8", "--set", "buckets=97", "--set", "batch_size=8",
         "--set", "eval_interval=3"]
-
-
-@pytest.fixture
-def reviews(tmp_path):
-    """Sentiment carried by word order only: "not good" is negative, "good" positive."""
-    rng = np.random.default_rng(0)
-    rows = ["text,label"]
-    for i in range(300):
-        word = rng.choice(["good", "great", "bad", "awful"])
-        negated = i % 2 == 0
-        positive = (word in ("good", "great")) != negated
-        rows.append(f"the film was {'not ' if negated else ''}{word},{'pos' if positive else 'neg'}")
-    path = tmp_path / "reviews.csv"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
 
 
 def build(ngrams=2, vocab=40):
@@ -66,11 +50,11 @@ def test_padding_never_changes_the_logits():
     assert not torch.allclose(module(padded, torch.ones_like(padded)), alone)
 
 
-def test_word_order_needs_the_bigrams(reviews):
+def test_word_order_needs_the_bigrams(negated_reviews):
     """Unigrams cannot tell "not good" from "good" in this set; bigrams can."""
     scores = {}
     for ngrams in (1, 2):
-        result = run_cli("run", "fasttext-wordpunct", reviews, "--steps", 150, "--json", *TINY,
+        result = run_cli("run", "fasttext-wordpunct", negated_reviews, "--steps", 150, "--json", *TINY,
                          "--set", f"ngrams={ngrams}", "--set", "lr=0.05", "--set", "patience=0")
         assert result.code == 0, result
         summary = json.loads(result.out)

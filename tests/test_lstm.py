@@ -2,28 +2,12 @@
 of the encoder ensemble (`lstm_members`), on tiny data."""
 import json
 
-import numpy as np
 import pytest
 
 from conftest import run_cli
 
 TINY = ["--set", "n_embd=16", "--set", "hidden=8", "--set", "batch_size=8", "--set", "dropout=0",
         "--set", "eval_interval=5"]
-
-
-@pytest.fixture
-def reviews(tmp_path):
-    """Sentiment carried by word order only: "not good" is negative, "good" positive."""
-    rng = np.random.default_rng(0)
-    rows = ["text,label"]
-    for i in range(300):
-        word = rng.choice(["good", "great", "bad", "awful"])
-        negated = i % 2 == 0
-        positive = (word in ("good", "great")) != negated
-        rows.append(f"the film was {'not ' if negated else ''}{word},{'pos' if positive else 'neg'}")
-    path = tmp_path / "reviews.csv"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
 
 
 def build(**settings):
@@ -50,9 +34,9 @@ def test_padding_never_changes_the_logits():
     assert not torch.allclose(module(padded[:1], torch.ones_like(padded[:1])), alone)
 
 
-def test_word_order_is_learned(reviews):
+def test_word_order_is_learned(negated_reviews):
     """"not good" against "good": a bag of words cannot separate them, the LSTM does."""
-    result = run_cli("run", "lstm-wordpunct", reviews, "--steps", 120, "--json", *TINY,
+    result = run_cli("run", "lstm-wordpunct", negated_reviews, "--steps", 120, "--json", *TINY,
                      "--set", "lr=1e-2", "--set", "patience=0")
     assert result.code == 0, result
     summary = json.loads(result.out)
@@ -82,6 +66,6 @@ def test_lstm_members_join_the_ensemble_and_share_the_encoders_part():
     assert isinstance(model.members[2], BiLSTM)
 
 
-def test_a_negative_lstm_members_is_a_clear_error(reviews):
-    result = run_cli("run", "encoder-wordpunct", reviews, "--set", "lstm_members=-1")
+def test_a_negative_lstm_members_is_a_clear_error(negated_reviews):
+    result = run_cli("run", "encoder-wordpunct", negated_reviews, "--set", "lstm_members=-1")
     assert result.code == 2 and "lstm_members must be 0 (none) or positive" in result.err

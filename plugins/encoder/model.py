@@ -12,8 +12,8 @@
 
 With members > 1, lstm_members, bag_dim or nb_weight > 0 the network is an ensemble, and
 every name above gets the prefix ``members.{m}.``, the LSTM members following the encoders
-(the lstm architecture's names: ``members.{members + j}.emb.weight``, ...); the bag member's are ``bag.net.emb.weight`` and
-``bag.net.head.*`` (those of the fasttext architecture, stored divided by bag_lr_scale); the
+(with the lstm architecture's names: ``members.{members + j}.emb.weight``, ...); the bag
+member's are ``bag.net.emb.weight`` and ``bag.net.head.*`` (those of the fasttext architecture, stored divided by bag_lr_scale); the
 naive Bayes member's are ``nb.delta`` [V + nb_buckets, K] and ``nb.bias`` [K] (stored divided
 by nb_lr_scale) and the buffer ``nb.ratios`` [V + nb_buckets, K]; with nb_c > 0 (fitted before
 training, naive_bayes.py) only the buffers ``nb.coef`` [V + nb_buckets, K] and
@@ -142,12 +142,7 @@ class EncoderEnsemble(nn.Module):
         self.register_buffer("weights", torch.tensor(weights), persistent=cfg.fit_shares)
         # which group each member belongs to, as a [members, groups] matrix of 1 / group size
         sizes = [cfg.members, cfg.lstm_members, *(1 for net, _ in others if net is not None)]
-        sizes = [size for size in sizes if size]
-        grouping = torch.zeros(len(weights), len(sizes))
-        first = 0
-        for group, size in enumerate(sizes):
-            grouping[first:first + size, group] = 1.0 / size
-            first += size
+        grouping = torch.block_diag(*(torch.full((size, 1), 1.0 / size) for size in sizes if size))
         self.register_buffer("grouping", grouping, persistent=False)
         self.fit = cfg.fit_shares
 
