@@ -104,3 +104,31 @@ def test_shares_stay_exact_tenths_under_bf16_autocast():
         assert all(abs(w * 10 - round(w * 10)) < 1e-6 for w in model.weights.tolist())
         fitted.add(tuple(model.weights.tolist()))
     assert len(fitted) > 1 and any(w not in (0.0, 0.5, 1.0) for row in fitted for w in row)
+
+
+def test_calibrate_fits_on_each_text_in_its_own_row_whatever_the_padding():
+    """calibrate scores the split in batches of similar length, each cut to its longest
+    text; the shares are those fitted to every text's probabilities in the split's order,
+    padded to any width."""
+    import torch
+
+    from zoo.model import TaskSpec
+    from zoo.plugins.encoder import EncoderConfig
+    from zoo.plugins.encoder.model import build
+    from zoo.plugins.encoder.shares import fit_shares
+
+    torch.manual_seed(0)
+    cfg = EncoderConfig(n_layer=1, n_head=2, n_embd=16, block_size=16, members=1,
+                        lstm_members=1, lstm_hidden=8, nb_weight=0.3, fit_shares=True)
+    model = build(cfg, TaskSpec("classification", 50, num_classes=3)).eval()
+    lengths = torch.randint(1, 12, (40,))
+    mask = (torch.arange(16) < lengths.unsqueeze(1)).long()  # right padding to 16
+    ids = torch.randint(3, 50, (40, 16)) * mask
+    for seed in range(6):
+        targets = torch.randint(0, 3, (40,), generator=torch.Generator().manual_seed(seed))
+        with torch.no_grad():
+            expected = fit_shares(torch.einsum("nmk,mg->ngk",
+                                               model.member_probabilities(ids, mask),
+                                               model.grouping), targets)
+            model.calibrate(ids, mask, targets, batch_size=7)
+        assert torch.equal(model.weights, model.grouping @ expected), seed

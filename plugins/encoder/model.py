@@ -157,9 +157,18 @@ class EncoderEnsemble(nn.Module):
         fit_shares, the groups' shares that score it best (shares.py)."""
         if not self.fit:
             return
-        probs = torch.cat([self.member_probabilities(input_ids[i:i + batch_size],
-                                                     attention_mask[i:i + batch_size])
-                           for i in range(0, len(input_ids), batch_size)])  # [N, M, K]
+        # batches of similar length, each cut to its longest text (the split comes padded
+        # to its longest one)
+        lengths = attention_mask.sum(dim=1).clamp(min=1)
+        order = lengths.argsort(stable=True)
+        parts = []
+        for rows in order.split(batch_size):
+            width = int(lengths[rows].max())
+            parts.append(self.member_probabilities(input_ids[rows, :width],
+                                                   attention_mask[rows, :width]))
+        by_length = torch.cat(parts)
+        probs = torch.empty_like(by_length)  # [N, M, K], back in the split's order
+        probs[order] = by_length
         with torch.autocast(probs.device.type, enabled=False):  # shares in float32
             shares = fit_shares(torch.einsum("nmk,mg->ngk", probs, self.grouping), targets)
             self.weights.copy_(self.grouping @ shares)
