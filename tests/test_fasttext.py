@@ -54,8 +54,9 @@ def test_word_order_needs_the_bigrams(negated_reviews):
     """Unigrams cannot tell "not good" from "good" in this set; bigrams can."""
     scores = {}
     for ngrams in (1, 2):
-        result = run_cli("run", "fasttext-wordpunct", negated_reviews, "--steps", 150, "--json", *TINY,
-                         "--set", f"ngrams={ngrams}", "--set", "lr=0.05", "--set", "patience=0")
+        result = run_cli("run", "fasttext-wordpunct", negated_reviews, "--steps", 150, "--json",
+                         *TINY, "--set", f"ngrams={ngrams}", "--set", "lr=0.05",
+                         "--set", "patience=0")
         assert result.code == 0, result
         summary = json.loads(result.out)
         assert summary["architecture"] == "fasttext" and summary["tokenizer"] == "wordpunct"

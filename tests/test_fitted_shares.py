@@ -51,30 +51,20 @@ def test_right_answers_first_then_the_lower_log_loss():
     assert fit_shares(both_right, targets).tolist() == [0.0, 1.0]
 
 
-@pytest.fixture
-def reviews(tmp_path):
-    rows = ["text,label"] + [f"the film {i} was {'not ' if i % 3 == 0 else ''}"
-                             f"{'good' if i % 2 else 'bad'},"
-                             f"{'pos' if (i % 2 == 1) != (i % 3 == 0) else 'neg'}"
-                             for i in range(240)]
-    path = tmp_path / "reviews.csv"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
-
-
-def test_fitted_shares_are_saved_and_a_reload_scores_as_the_run_did(reviews, tmp_path):
+def test_fitted_shares_are_saved_and_a_reload_scores_as_the_run_did(negated_reviews, tmp_path):
     from safetensors.numpy import load_file
 
-    result = run_cli("run", "encoder-wordpunct", reviews, "--steps", 40, "--json",
+    result = run_cli("run", "encoder-wordpunct", negated_reviews, "--steps", 40, "--json",
                      "--set", "n_embd=16", "--set", "lstm_hidden=8", "--set", "batch_size=8",
                      "--set", "eval_interval=10", "--set", "members=1", "--set", "lstm_members=1",
                      "--set", "nb_weight=0.45", "--set", "fit_shares=true")
     assert result.code == 0, result
     run = json.loads(result.out)
-    weights = load_file(str(tmp_path / "home" / "runs" / run["run_id"] / "model.safetensors"))["weights"]
+    saved = tmp_path / "home" / "runs" / run["run_id"] / "model.safetensors"
+    weights = load_file(str(saved))["weights"]
     assert weights.shape == (3,) and abs(weights.sum() - 1.0) < 1e-6
     assert all(abs(w * 10 - round(w * 10)) < 1e-6 for w in weights), weights  # fitted: tenths
-    reloaded = run_cli("eval", run["run_id"], reviews, "--json")
+    reloaded = run_cli("eval", run["run_id"], negated_reviews, "--json")
     assert reloaded.code == 0, reloaded
     metrics = json.loads(reloaded.out)["metrics"]
     assert metrics["test_accuracy"] == run["metrics"]["test_accuracy"]

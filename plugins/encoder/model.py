@@ -13,11 +13,11 @@
 With members > 1, lstm_members, bag_dim or nb_weight > 0 the network is an ensemble, and
 every name above gets the prefix ``members.{m}.``, the LSTM members following the encoders
 (with the lstm architecture's names: ``members.{members + j}.emb.weight``, ...); the bag
-member's are ``bag.net.emb.weight`` and ``bag.net.head.*`` (those of the fasttext architecture, stored divided by bag_lr_scale); the
-naive Bayes member's are ``nb.delta`` [V + nb_buckets, K] and ``nb.bias`` [K] (stored divided
-by nb_lr_scale) and the buffer ``nb.ratios`` [V + nb_buckets, K]; with nb_c > 0 (fitted before
-training, naive_bayes.py) only the buffers ``nb.coef`` [V + nb_buckets, K] and
-``nb.intercept`` [K].
+member's are ``bag.net.emb.weight`` and ``bag.net.head.*`` (those of the fasttext
+architecture, stored divided by bag_lr_scale); the naive Bayes member's are ``nb.delta``
+[V + nb_buckets, K] and ``nb.bias`` [K] (stored divided by nb_lr_scale) and the buffer
+``nb.ratios`` [V + nb_buckets, K]; with nb_c > 0 (fitted before training, naive_bayes.py)
+only the buffers ``nb.coef`` [V + nb_buckets, K] and ``nb.intercept`` [K].
 
 The blocks are zoo.layers.PreLNBlock with exact GELU. Attention is bidirectional; padded
 positions (attention_mask 0) are never attended to and never pooled, so padding a batch
@@ -192,6 +192,7 @@ class EncoderEnsemble(nn.Module):
 
 
 def build(cfg, spec: TaskSpec) -> nn.Module:
-    if cfg.members == 1 and not (cfg.bag_dim or cfg.nb_weight or cfg.lstm_members or cfg.fit_shares):
+    alone = not (cfg.bag_dim or cfg.nb_weight or cfg.lstm_members or cfg.fit_shares)
+    if cfg.members == 1 and alone:
         return Encoder(cfg, spec)
     return EncoderEnsemble(cfg, spec)
