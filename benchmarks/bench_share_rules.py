@@ -1,0 +1,120 @@
+"""Two rules for fitting an ensemble's shares on validation (`fit_shares` in the encoder),
+judged on validation alone: on the saved weights of finished runs, each member group's class
+probabilities on the validation and test splits are computed once; then the validation split
+is halved at random many times, the shares are fitted by each rule on one half and scored on
+the other.
+
+    .venv/bin/python benchmarks/bench_share_rules.py RUN_ID... [--halvings 200] [--steps 10]
+
+Rules:
+  right answers first   the one `fit_shares` uses: the split of the average (multiples of
+                        1/steps) with the most right answers, the lowest log loss breaking ties
+  log loss first        the split with the lowest mean log loss
+Each run gets one line: the mean accuracy on the other half for each rule, and, for
+information only, the test accuracy each rule's fit on the whole validation split gives (the
+first rule's is the run's own, a check that the reload computes as the run did). The RUN_IDs
+must be runs of an encoder ensemble with `fit_shares` (ZOO_HOME as for `zoo`).
+"""
+from __future__ import annotations
+
+import argparse
+
+from common import header
+
+RULES = ("right answers first", "log loss first")
+
+
+def group_probabilities(run_id: str) -> dict:
+    """The run's member groups' probabilities [N, G, K] and labels [N] on validation and test."""
+    import numpy as np
+    import torch
+
+    from zoo import data
+    from zoo.pipelines.classification import (class_ids, encode_split, label_names,
+                                              trained_classes)
+    from zoo.registry import get_zoo
+    from zoo.trained import load_trained
+
+    zoo = get_zoo()
+    trained = load_trained(run_id, zoo, device="cpu")
+    config = trained.config
+    dataset = data.load(data.resolve(config["dataset"], zoo), zoo, quiet=True,
+                        text_column=config.get("text_column"),
+                        label_column=config.get("label_column"))
+    classes = trained_classes(trained)
+    module = trained.model.module.eval()
+    if not hasattr(module, "grouping"):
+        raise SystemExit(f"run {run_id} is not an encoder ensemble")
+    out = {}
+    for split in ("validation", "test"):
+        encoded = encode_split(trained.tokenizer, dataset, split, trained.block_size)
+        inputs, mask = encoded.batch(np.arange(len(encoded)))
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16,
+                                             enabled=trained.model.precision == "bf16"):
+            probs = module.member_probabilities(torch.as_tensor(inputs), torch.as_tensor(mask))
+        groups = torch.einsum("nmk,mg->ngk", probs.float(), module.grouping)
+        out[split] = (groups, torch.as_tensor(class_ids(label_names(dataset, split), classes,
+                                                        split)))
+    return out
+
+
+def accuracy_and_loss(groups, targets, grid):
+    """Per candidate split of the grid [C, G]: accuracy and mean log loss [C]."""
+    import torch
+
+    mix = torch.einsum("ngk,cg->cnk", groups, grid)
+    right = (mix.argmax(dim=-1) == targets).float().mean(dim=-1)
+    chosen = mix.gather(-1, targets.expand(len(grid), -1).unsqueeze(-1)).squeeze(-1)
+    return right, -chosen.clamp_min(1e-12).log().mean(dim=-1)
+
+
+def pick(rule: str, right, loss) -> int:
+    import torch
+
+    if rule == RULES[0]:
+        return int(torch.where(right == right.max(), loss, torch.inf).argmin())
+    return int(loss.argmin())
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", metavar="RUN_ID")
+    parser.add_argument("--halvings", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=10, help="shares in multiples of 1/steps")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random halvings")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from zoo.plugins.encoder.shares import share_grid
+
+    header("share-fitting rules on validation halves")
+    print(f"{'run':<22} " + "  ".join(f"{rule + ': other half / test':>34}" for rule in RULES))
+    totals = dict.fromkeys(RULES, 0.0)
+    for run_id in args.runs:
+        (val, val_y), (test, test_y) = group_probabilities(run_id).values()
+        grid = share_grid(val.shape[1], args.steps)
+        generator = torch.Generator().manual_seed(args.seed)
+        halves = [torch.randperm(len(val_y), generator=generator)
+                  for _ in range(args.halvings)]
+        cells = []
+        for rule in RULES:
+            other = []
+            for order in halves:
+                fit, score = order[:len(order) // 2], order[len(order) // 2:]
+                chosen = pick(rule, *accuracy_and_loss(val[fit], val_y[fit], grid))
+                other.append(float(accuracy_and_loss(val[score], val_y[score],
+                                                     grid[chosen:chosen + 1])[0]))
+            chosen = pick(rule, *accuracy_and_loss(val, val_y, grid))
+            tested = float(accuracy_and_loss(test, test_y, grid[chosen:chosen + 1])[0])
+            held_out = 100 * sum(other) / len(other)
+            totals[rule] += held_out
+            cells.append(f"{held_out:>26.2f} / {100 * tested:5.2f}")
+        print(f"{run_id:<22} " + "  ".join(cells))
+    print("# sum over runs, other half: " + ", ".join(f"{rule} {total:.2f}"
+                                                      for rule, total in totals.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
