@@ -24,8 +24,8 @@ from common import header
 RULES = ("right answers first", "log loss first")
 
 
-def group_probabilities(run_id: str) -> dict:
-    """The run's member groups' probabilities [N, G, K] and labels [N] on validation and test."""
+def group_probabilities(run_id: str) -> tuple:
+    """The run's member groups' probabilities [N, G, K] and labels [N]: (validation, test)."""
     import numpy as np
     import torch
 
@@ -43,70 +43,74 @@ def group_probabilities(run_id: str) -> dict:
                         label_column=config.get("label_column"))
     classes = trained_classes(trained)
     module = trained.model.module.eval()
-    if not hasattr(module, "grouping"):
+    if not hasattr(module, "group_probabilities"):
         raise SystemExit(f"run {run_id} is not an encoder ensemble")
-    out = {}
+    out = []
     for split in ("validation", "test"):
         encoded = encode_split(trained.tokenizer, dataset, split, trained.block_size)
         inputs, mask = encoded.batch(np.arange(len(encoded)))
         with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16,
                                              enabled=trained.model.precision == "bf16"):
-            probs = module.member_probabilities(torch.as_tensor(inputs), torch.as_tensor(mask))
-        groups = torch.einsum("nmk,mg->ngk", probs.float(), module.grouping)
-        out[split] = (groups, torch.as_tensor(class_ids(label_names(dataset, split), classes,
-                                                        split)))
-    return out
+            groups = module.group_probabilities(torch.as_tensor(inputs), torch.as_tensor(mask))
+        labels = class_ids(label_names(dataset, split), classes, split)
+        out.append((groups, torch.as_tensor(labels)))
+    return tuple(out)
 
 
-def accuracy_and_loss(groups, targets, grid):
-    """Per candidate split of the grid [C, G]: accuracy and mean log loss [C]."""
-    import torch
+def fit_by_log_loss(groups, targets, steps: int):
+    """The split of the shares with the lowest mean log loss."""
+    from zoo.plugins.encoder.shares import score_splits, share_grid
 
-    mix = torch.einsum("ngk,cg->cnk", groups, grid)
-    right = (mix.argmax(dim=-1) == targets).float().mean(dim=-1)
-    chosen = mix.gather(-1, targets.expand(len(grid), -1).unsqueeze(-1)).squeeze(-1)
-    return right, -chosen.clamp_min(1e-12).log().mean(dim=-1)
+    grid = share_grid(groups.shape[1], steps)
+    return grid[score_splits(groups, targets, grid)[1].argmin()]
 
 
-def pick(rule: str, right, loss) -> int:
-    import torch
+def accuracy(groups, targets, shares) -> float:
+    from zoo.plugins.encoder.shares import score_splits
 
-    if rule == RULES[0]:
-        return int(torch.where(right == right.max(), loss, torch.inf).argmin())
-    return int(loss.argmin())
+    return float(score_splits(groups, targets, shares[None])[0][0]) / len(targets)
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return int(text)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", metavar="RUN_ID")
-    parser.add_argument("--halvings", type=int, default=200)
-    parser.add_argument("--steps", type=int, default=10, help="shares in multiples of 1/steps")
+    parser.add_argument("--halvings", type=positive, default=200)
+    parser.add_argument("--steps", type=positive, default=10,
+                        help="shares in multiples of 1/steps")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random halvings")
     args = parser.parse_args(argv)
 
     import torch
 
-    from zoo.plugins.encoder.shares import share_grid
+    from zoo.errors import ZooError
+    from zoo.plugins.encoder.shares import fit_shares
 
+    rules = {RULES[0]: fit_shares, RULES[1]: fit_by_log_loss}
     header("share-fitting rules on validation halves")
     print(f"{'run':<22} " + "  ".join(f"{rule + ': other half / test':>34}" for rule in RULES))
     totals = dict.fromkeys(RULES, 0.0)
     for run_id in args.runs:
-        (val, val_y), (test, test_y) = group_probabilities(run_id).values()
-        grid = share_grid(val.shape[1], args.steps)
+        try:
+            (val, val_y), (test, test_y) = group_probabilities(run_id)
+        except ZooError as exc:  # an unknown run id, a run without saved weights
+            parser.error(str(exc))
         generator = torch.Generator().manual_seed(args.seed)
         halves = [torch.randperm(len(val_y), generator=generator)
                   for _ in range(args.halvings)]
         cells = []
-        for rule in RULES:
+        for rule, fit in rules.items():
             other = []
             for order in halves:
-                fit, score = order[:len(order) // 2], order[len(order) // 2:]
-                chosen = pick(rule, *accuracy_and_loss(val[fit], val_y[fit], grid))
-                other.append(float(accuracy_and_loss(val[score], val_y[score],
-                                                     grid[chosen:chosen + 1])[0]))
-            chosen = pick(rule, *accuracy_and_loss(val, val_y, grid))
-            tested = float(accuracy_and_loss(test, test_y, grid[chosen:chosen + 1])[0])
+                fitted, scored = order[:len(order) // 2], order[len(order) // 2:]
+                shares = fit(val[fitted], val_y[fitted], args.steps)
+                other.append(accuracy(val[scored], val_y[scored], shares))
+            tested = accuracy(test, test_y, fit(val, val_y, args.steps))
             held_out = 100 * sum(other) / len(other)
             totals[rule] += held_out
             cells.append(f"{held_out:>26.2f} / {100 * tested:5.2f}")

@@ -157,8 +157,14 @@ class EncoderEnsemble(nn.Module):
         fit_shares, the groups' shares that score it best (shares.py)."""
         if not self.fit:
             return
-        # batches of similar length, each cut to its longest text (the split comes padded
-        # to its longest one)
+        probs = self.group_probabilities(input_ids, attention_mask, batch_size)
+        with torch.autocast(probs.device.type, enabled=False):  # shares in float32
+            self.weights.copy_(self.grouping @ fit_shares(probs, targets))
+
+    def group_probabilities(self, input_ids, attention_mask, batch_size: int = 256):
+        """Each group's mean of its members' probabilities [N, G, K] (groups: encoders,
+        LSTMs, bag, naive Bayes), in the split's order; computed in batches of similar
+        length, each cut to its longest text (a split comes padded to its longest one)."""
         lengths = attention_mask.sum(dim=1).clamp(min=1)
         order = lengths.argsort(stable=True)
         parts = []
@@ -169,9 +175,8 @@ class EncoderEnsemble(nn.Module):
         by_length = torch.cat(parts)
         probs = torch.empty_like(by_length)  # [N, M, K], back in the split's order
         probs[order] = by_length
-        with torch.autocast(probs.device.type, enabled=False):  # shares in float32
-            shares = fit_shares(torch.einsum("nmk,mg->ngk", probs, self.grouping), targets)
-            self.weights.copy_(self.grouping @ shares)
+        with torch.autocast(probs.device.type, enabled=False):  # in float32
+            return torch.einsum("nmk,mg->ngk", probs, self.grouping)
 
     def nets(self) -> list[nn.Module]:
         """Every member, in the order of `weights`."""
