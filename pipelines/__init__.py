@@ -4,7 +4,7 @@ Each registration declares its task (``zoo.Task``): the loss, the module output,
 metrics with their directions and units, the primary metric and the datasets it can use.
 The core knows these tasks only through these declarations.
 """
-from zoo import Metric, Task, hookimpl
+from zoo.plugin import Metric, Task, hookimpl
 
 LOSS = "zoo.losses:cross_entropy"
 ACCURACY = Metric("accuracy", "higher", "fraction correct")

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
+from zoo.plugin import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
                  dataset_key, natural_key, row_ids, text_batches, train)
 from zoo.pipelines.common import loop_metrics, pad_rows, padded_batch, run_tokenizer, softmax
 

@@ -8,7 +8,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from zoo import Job, train_cached
+from zoo.plugin import Job, train_cached
 
 TOKENIZER_FILE = "tokenizer.json"
 

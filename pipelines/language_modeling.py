@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo import (Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, column_of, dataset_key,
+from zoo.plugin import (Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, column_of, dataset_key,
                  join_rows, split_ids, split_size, text_batches, train)
 from zoo.pipelines.common import loop_metrics, run_tokenizer, special_ids
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
+from zoo.plugin import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
                  compression, dataset_key, row_ids, row_texts, train, unragged)
 from zoo.pipelines.common import (log_softmax, loop_metrics, pad_rows, padded_batch, run_tokenizer,
                                   softmax, special_ids)

@@ -13,7 +13,7 @@ import operator
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from zoo import SPECIAL_TOKENS, TokenizersTokenizer, hookimpl
+from zoo.plugin import SPECIAL_TOKENS, TokenizersTokenizer, hookimpl
 
 BYTES = 256
 MIN_VOCAB = BYTES + len(SPECIAL_TOKENS)

@@ -9,7 +9,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Iterable
 
-from zoo import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl, unragged
+from zoo.plugin import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl, unragged
 
 # Training texts whose characters are counted together: rows of a dataset are short, while
 # a language-modeling piece is 10,000 rows already (16 of Tiny Shakespeare's are 4 M

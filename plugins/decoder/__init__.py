@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from zoo import check_divisible, check_positive, check_probability, hookimpl
+from zoo.plugin import check_divisible, check_positive, check_probability, hookimpl
 
 
 @dataclass

@@ -23,8 +23,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from zoo.layers import PreLNBlock, attention, check_length, init_gpt2, last_real
-from zoo import TaskSpec
+from zoo.plugin import PreLNBlock, attention, check_length, init_gpt2, last_real
+from zoo.plugin import TaskSpec
 
 
 class KVCache:

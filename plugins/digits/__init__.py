@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from zoo import hookimpl
+from zoo.plugin import hookimpl
 from zoo.plugins.digits.data import DigitsDataConfig
 
 

@@ -226,7 +226,7 @@ def build(config: DigitsDataConfig, cache_dir: str | None = None):
 def load(config: DigitsDataConfig):
     """The registered loader. zoo builds the config from the catalogue entry's options and
     --set, checked against the fields; what the fields cannot say alone is checked here."""
-    from zoo import ZooError
+    from zoo.plugin import ZooError
 
     try:
         check_identifiable(config)

@@ -21,9 +21,9 @@ import math
 import torch
 import torch.nn as nn
 
-from zoo.layers import (SelfAttention, ThreadInvariantLayerNorm, check_length, key_mask,
+from zoo.plugin import (SelfAttention, ThreadInvariantLayerNorm, check_length, key_mask,
                         last_real)
-from zoo import TaskSpec
+from zoo.plugin import TaskSpec
 
 
 def sinusoids(length: int, width: int) -> torch.Tensor:

@@ -31,8 +31,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from zoo.layers import PreLNBlock, check_length, init_gpt2, key_mask
-from zoo import TaskSpec, ZooError
+from zoo.plugin import PreLNBlock, check_length, init_gpt2, key_mask
+from zoo.plugin import TaskSpec, ZooError
 from zoo.plugins.encoder.naive_bayes import FittedNaiveBayes, NaiveBayesBag
 from zoo.plugins.encoder.shares import fit_shares
 

@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from zoo import TaskSpec
+from zoo.plugin import TaskSpec
 from zoo.plugins.fasttext.model import feature_ids
 
 SMOOTHING = 1.0  # add-one counts

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zoo import hookimpl
+from zoo.plugin import hookimpl
 
 
 @dataclass

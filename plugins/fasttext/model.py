@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from zoo import TaskSpec
+from zoo.plugin import TaskSpec
 
 # Multipliers of the bigram hash (as fastText combines word hashes: h = h * 116049371 + id);
 # int64 arithmetic wraps around, then the remainder picks a bucket.

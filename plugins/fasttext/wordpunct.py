@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from zoo import SPECIAL_TOKENS, UNK, TokenizersTokenizer
+from zoo.plugin import SPECIAL_TOKENS, UNK, TokenizersTokenizer
 
 
 class WordPunctTokenizer(TokenizersTokenizer):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zoo import check_positive, check_probability, hookimpl
+from zoo.plugin import check_positive, check_probability, hookimpl
 
 
 @dataclass

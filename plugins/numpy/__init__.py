@@ -13,7 +13,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Literal
 
-from zoo import hookimpl
+from zoo.plugin import hookimpl
 from zoo.plugins.decoder import DecoderConfig
 
 

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from zoo import IGNORE_INDEX, NonFiniteError, TaskSpec, ZooError
+from zoo.plugin import IGNORE_INDEX, NonFiniteError, TaskSpec, ZooError
 
 LN_EPS = 1e-5
 GELU_K = math.sqrt(2.0 / math.pi)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo import TaskSpec, ZooError, load_dataset, load_trained
+from zoo.plugin import TaskSpec, ZooError, load_dataset, load_trained
 from zoo.pipelines import LANGUAGE_MODELING
 from zoo.pipelines.language_modeling import encode, random_batch, split_text
 from zoo.plugins.decoder import DecoderConfig

@@ -12,7 +12,7 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zoo import hookimpl
+from zoo.plugin import hookimpl
 
 ARCHITECTURES = {
     "gpt2": (("language-modeling", "classification", "next-item"),

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import transformers
 
-from zoo import ZooError, load_json, load_trained
+from zoo.plugin import ZooError, load_json, load_trained
 
 DECODER_LAYOUT = ("decoder", "numpy")  # architectures with the decoder's weight names
 NATIVE = ("gpt2", "llama", "bert")

@@ -22,7 +22,7 @@ import transformers
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import sdpa_mask
 
-from zoo import TaskSpec
+from zoo.plugin import TaskSpec
 
 ATTENTION = "zoo"
 CLASSES = {  # architecture -> task -> transformers model class

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-from zoo import CLS, PAD, UNK, TokenizersTokenizer, atomic_write_text, load_json
+from zoo.plugin import CLS, PAD, UNK, TokenizersTokenizer, atomic_write_text, load_json
 
 ROLES = "special_tokens_map.json"
 # zoo role -> the checkpoint's tokens to use for it, first found wins

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from zoo import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl
+from zoo.plugin import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl
 
 
 @dataclass

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zoo import Metric, Task, hookimpl
+from zoo.plugin import Metric, Task, hookimpl
 
 REGRESSION = Task(
     name="regression",

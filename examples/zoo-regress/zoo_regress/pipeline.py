@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError,
+from zoo.plugin import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError,
                  dataset_key, train, train_cached)
 
 ROLES = {"train": "train", "validation": "val", "test": "test"}
