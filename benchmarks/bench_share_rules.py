@@ -29,16 +29,16 @@ def group_probabilities(run_id: str) -> tuple:
     import numpy as np
     import torch
 
-    from zoo import data
+    from zoo.data import datasets
     from zoo.pipelines.classification import (class_ids, encode_split, label_names,
                                               trained_classes)
-    from zoo.registry import get_zoo
-    from zoo.trained import load_trained
+    from zoo.core.registry import get_zoo
+    from zoo.records.reload import load_trained
 
     zoo = get_zoo()
     trained = load_trained(run_id, zoo, device="cpu")
     config = trained.config
-    dataset = data.load(data.resolve(config["dataset"], zoo), zoo, quiet=True,
+    dataset = datasets.load(datasets.resolve(config["dataset"], zoo), zoo, quiet=True,
                         text_column=config.get("text_column"),
                         label_column=config.get("label_column"))
     classes = trained_classes(trained)
