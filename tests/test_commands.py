@@ -172,7 +172,7 @@ def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):
     zoo_with(Pipelines())
     runs = {"e1": "echo-task", "s1": "silent-task"}
     monkeypatch.setattr(zoo.records.reload, "load_trained",
-                        lambda run_id, device: SimpleNamespace(run_id=run_id, task=runs[run_id]))
+                        lambda run_id, zoo=None, device="auto": SimpleNamespace(run_id=run_id, task=runs[run_id]))
     result = run_cli("generate", "e1", "--prompt", "go", "--tokens", "2", "--seed", "5")
     assert result.code == 0 and result.out == "go<e1:0:5><e1:1:5>\n", result
     silent = run_cli("generate", "s1")
