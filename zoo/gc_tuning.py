@@ -4,7 +4,7 @@ Such a process imports torch, datasets and matplotlib: some 400,000 long-lived o
 Python's cyclic garbage collector walks again on every full collection and once more as the
 process exits. Collecting the youngest generation every 10,000 allocations rather than 700
 (so full collections come rarer), and freezing what is left before the process ends, took
-about 2 CPU seconds off a 9-second `zoo run` (benchmarks/RESULTS.md), and a sweep worker's
+about 2 CPU seconds off a 9-second `zoo run`, and a sweep worker's
 exit from 3 s to 0.3 s on a loaded machine.
 """
 from __future__ import annotations
