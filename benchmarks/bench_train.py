@@ -145,7 +145,8 @@ def main(argv=None) -> int:
         "train", title="Training throughput",
         about=f"Steady-state training tokens per second of `{args.model}` built as `zoo run` "
               f"builds it ({torch.get_num_threads()} threads); variants timed in alternating "
-              f"windows ({args.windows} of {args.steps} steps each) in one process.",
+              f"windows ({args.steps} timed steps per variant in {args.windows} windows) in one "
+              "process.",
         tables=[table("", [("variant", "variant"), ("ms_step", "ms per step", ".1f"),
                            ("tokens_s", "tokens/s", ",.0f"), ("vs_base", "vs base", ".2f")],
                       rows)])
