@@ -4,6 +4,7 @@ and trains, the benchmark pages show exactly what benchmarks/results holds, and 
 builds with warnings as errors."""
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import re
@@ -130,3 +131,21 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     reference = (tmp_path / "site" / "reference" / "plugin" / "index.html").read_text()
     assert 'id="zoo.plugin.TaskSpec"' in reference  # the reference is generated, not empty
+
+
+@pytest.mark.parametrize("module", ["zoo", "zoo.plugin"])
+def test_every_public_class_and_function_has_a_docstring(module):
+    """The reference is generated from docstrings: an undocumented name is an empty entry."""
+    import inspect
+
+    namespace = importlib.import_module(module)
+    missing = []
+    for name in namespace.__all__:
+        value = getattr(namespace, name)
+        if inspect.isclass(value):
+            doc = value.__dict__.get("__doc__")  # not inherited, nor dataclass's signature
+            if not doc or doc.startswith(f"{value.__name__}("):
+                missing.append(name)
+        elif inspect.isfunction(value) and not value.__doc__:
+            missing.append(name)
+    assert not missing, f"{module}: public names without a docstring: {missing}"

@@ -48,6 +48,9 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None
 
 
 def atomic_write_text(path: Path, text: str) -> None:
+    """Write UTF-8 text to a temporary file beside ``path``, fsync it and rename it into
+    place, so a crash leaves the old file or the new one, never half of one. A full or
+    read-only disk is a ``ZooError`` naming the file."""
     atomic_write_bytes(path, text.encode("utf-8"))
 
 

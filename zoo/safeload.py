@@ -16,6 +16,8 @@ def _first_line(exc: Exception) -> str:
 
 
 def load_safetensors(path: Path) -> dict:
+    """The tensors of a safetensors file as NumPy arrays; a missing, truncated or corrupt
+    file (or one whose header lies) is a ``ZooError`` naming it. Never unpickles."""
     from safetensors.numpy import load
 
     path = Path(path)
@@ -31,6 +33,8 @@ def load_safetensors(path: Path) -> dict:
 
 
 def load_json(path: Path):
+    """The JSON in a file; a missing, unreadable or malformed one is a ``ZooError`` naming
+    it."""
     path = Path(path)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
