@@ -127,7 +127,7 @@ def render_readme_section(records: list[dict]) -> str:
         for table in record.get("tables") or []:
             if table.get("readme"):
                 lines += [f"**{record.get('title') or record.get('name')}**", ""]
-                lines += render_table({**table, "caption": record.get("about")})
+                lines += render_table({**table, "caption": ""})
                 lines += [f"<sub>{where(record)}. More in the "
                           "[benchmarks](docs/benchmarks.md).</sub>", ""]
     return "\n".join(lines + [README_END])
