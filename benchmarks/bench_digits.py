@@ -149,7 +149,7 @@ def main(argv=None) -> int:
               "one seed after another.",
         tables=[table("", [("seed", "seed"), ("wall_s", "wall s", ".1f"), ("cpu_s", "CPU s", ".1f"),
                            ("test", "test_accuracy", ".4f"),
-                           ("heldout", "heldout_accuracy", ".4f")], rows, readme=True)])
+                           ("heldout", "heldout_accuracy", ".4f")], rows)])
     if args.also:
         for model, dataset in (("decoder-char", "digits"), ("digits-char", "shakespeare")):
             seconds, result = run(model, dataset, 0, env)

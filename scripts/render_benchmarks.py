@@ -37,11 +37,25 @@ over from an earlier measurement say so, with their original machine and date.
 """
 
 
+# titles for results written without one
+TITLES = {"classification": "Classification: each architecture, their ensemble, and a linear "
+                            "SVM (test accuracy, mean ± std over seeds)"}
+# results whose main tables also go into README.md (besides tables marked "readme")
+README_RECORDS = ("classification",)
+# the keys of a record that describe it rather than hold figures
+META = ("name", "benchmark", "title", "about", "command", "date", "machine", "versions",
+        "notes", "provenance", "tables", "readme")
+
+
 def load_results(folder: Path = RESULTS) -> list[dict]:
-    records = [json.loads(path.read_text(encoding="utf-8"))
-               for path in sorted(folder.glob("*.json"))]
+    records = []
+    for path in sorted(folder.glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        record.setdefault("name", record.get("benchmark") or path.stem)
+        record.setdefault("title", TITLES.get(record["name"], record["name"]))
+        records.append(record)
     rank = {name: i for i, name in enumerate(ORDER)}
-    return sorted(records, key=lambda r: (rank.get(r.get("name"), len(ORDER)), r.get("name", "")))
+    return sorted(records, key=lambda r: (rank.get(r["name"], len(ORDER)), r["name"]))
 
 
 def cell(value, spec: str | None) -> str:
@@ -49,6 +63,12 @@ def cell(value, spec: str | None) -> str:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, dict) and "mean" in value:  # a summary over seeds
+        std = value.get("std")
+        text = cell(value["mean"], spec)
+        return text + (f" ± {cell(std, spec)}" if std else "")
+    if isinstance(value, (dict, list)):
+        return cell(json.dumps(value), None)
     if isinstance(value, (int, float)) and spec:
         return format(value, spec)
     if isinstance(value, float):
@@ -76,6 +96,47 @@ def render_table(table: dict) -> list[str]:
     return lines + [""]
 
 
+def is_row(value) -> bool:
+    return isinstance(value, dict) and bool(value)
+
+
+def rows_table(caption: str, rows: list[dict], main: bool = False) -> dict:
+    """A table from rows of figures; columns whose values are lists (run ids, say) are left
+    out."""
+    keys = []
+    for row in rows:
+        keys += [k for k, v in row.items() if k not in keys and not isinstance(v, list)]
+    return {"caption": caption, "columns": [[k, k] for k in keys], "rows": rows, "main": main}
+
+
+def tables_of(record: dict) -> list[dict]:
+    """The record's tables: its own ``tables``, or ones read off the shape of its figures
+    (a dict of row lists is one table per key; a dict of dicts is rows by key; scalars are
+    one key / value table)."""
+    if record.get("tables") is not None:
+        return record["tables"]
+    tables, scalars = [], []
+    for key, value in record.items():
+        if key in META:
+            continue
+        if isinstance(value, dict) and value and all(
+                isinstance(v, list) and all(map(is_row, v)) for v in value.values()):
+            tables += [rows_table(f"{key}: {sub}", rows, main=True) for sub, rows in value.items()]
+        elif isinstance(value, list) and value and all(map(is_row, value)):
+            tables.append(rows_table(key, value, main=True))
+        elif isinstance(value, dict) and value and all(map(is_row, value.values())):
+            tables.append(rows_table(key, [{key: k, **v} for k, v in value.items()]))
+        elif isinstance(value, dict):
+            tables.append({"caption": key, "columns": [["key", key], ["value", "value"]],
+                           "rows": [{"key": k, "value": v} for k, v in value.items()]})
+        else:
+            scalars.append({"key": key, "value": value})
+    if scalars:
+        tables.append({"caption": "", "columns": [["key", "figure"], ["value", "value"]],
+                       "rows": scalars})
+    return tables
+
+
 def where(record: dict) -> str:
     machine = record.get("machine") or {}
     versions = record.get("versions") or {}
@@ -86,6 +147,12 @@ def where(record: dict) -> str:
         parts.append(machine["gpu"])
     if machine.get("load"):
         parts.append("load average " + " ".join(f"{x:g}" for x in machine["load"]))
+    elif machine.get("load_before"):
+        parts.append(str(machine["load_before"]))
+    if machine.get("omp_num_threads"):
+        parts.append(f"OMP_NUM_THREADS={machine['omp_num_threads']}")
+    if machine.get("note"):
+        parts.append(str(machine["note"]))
     software = ", ".join(f"{name} {version}" for name, version in versions.items() if version)
     return f"{record.get('date', 'undated')}; {'; '.join(parts)}; {software}"
 
@@ -94,15 +161,7 @@ def render_record(record: dict) -> list[str]:
     lines = [f"## {record.get('title') or record.get('name')}", ""]
     if record.get("about"):
         lines += [record["about"], ""]
-    tables = record.get("tables")
-    if tables is None:  # a record without tables: its figures as one key / value table
-        figures = {k: v for k, v in record.items()
-                   if k not in ("name", "title", "about", "command", "date", "machine",
-                                "versions", "notes", "provenance")}
-        tables = [{"columns": [["key", "figure"], ["value", "value"]],
-                   "rows": [{"key": k, "value": v if not isinstance(v, (dict, list))
-                             else json.dumps(v)} for k, v in figures.items()]}]
-    for table in tables:
+    for table in tables_of(record):
         lines += render_table(table)
     for note in record.get("notes") or []:
         lines += [note, ""]
@@ -124,9 +183,10 @@ def render_page(records: list[dict]) -> str:
 def render_readme_section(records: list[dict]) -> str:
     lines = [README_START, ""]
     for record in records:
-        for table in record.get("tables") or []:
-            if table.get("readme"):
-                lines += [f"**{record.get('title') or record.get('name')}**", ""]
+        for table in tables_of(record):
+            if table.get("readme") or (record["name"] in README_RECORDS and table.get("main")):
+                lines += [f"**{record.get('title') or record['name']}**"
+                          + (f" ({table['caption']})" if table.get("caption") else ""), ""]
                 lines += render_table({**table, "caption": ""})
                 lines += [f"<sub>{where(record)}. More in the "
                           "[benchmarks](docs/benchmarks.md).</sub>", ""]
