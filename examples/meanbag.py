@@ -1,4 +1,5 @@
 """A zoo plugin in one file: the mean of a text's token embeddings, then one linear layer."""
+
 from dataclasses import dataclass
 
 from zoo.plugin import check_positive, hookimpl
@@ -14,7 +15,7 @@ class MeanBagConfig:
 
 
 def build(config, spec):
-    import torch.nn as nn  # imported when a run needs it, so `zoo list` stays fast
+    from torch import nn  # imported when a run needs it, so `zoo list` stays fast
 
     class MeanBag(nn.Module):
         def __init__(self):
@@ -32,5 +33,10 @@ def build(config, spec):
 
 @hookimpl
 def register_architectures(register):
-    register("meanbag", build, config=MeanBagConfig, tasks=("classification",),
-             description="the mean of the token embeddings, then one linear layer")
+    register(
+        "meanbag",
+        build,
+        config=MeanBagConfig,
+        tasks=("classification",),
+        description="the mean of the token embeddings, then one linear layer",
+    )

@@ -7,6 +7,7 @@ docs/benchmarks.md, and the tables marked ``readme`` into README.md's results se
 The JSON files are the data (written by the scripts in benchmarks/ through
 ``benchmarks/common.py``); the docs only show what they hold.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,25 @@ README_START = "<!-- results: rendered by scripts/render_benchmarks.py from benc
 README_END = "<!-- end of results -->"
 
 # the order of sections on the page; results not named here follow, by name
-ORDER = ["classification", "time_to_quality", "train", "nanogpt", "nanogpt_gpu",
-         "transformers", "digits", "tokenizer", "data", "generate", "eval", "memory",
-         "checkpoint", "numpy", "layer_norm", "sweep_jobs", "list"]
+ORDER = [
+    "classification",
+    "time_to_quality",
+    "train",
+    "nanogpt",
+    "nanogpt_gpu",
+    "transformers",
+    "digits",
+    "tokenizer",
+    "data",
+    "generate",
+    "eval",
+    "memory",
+    "checkpoint",
+    "numpy",
+    "layer_norm",
+    "sweep_jobs",
+    "list",
+]
 
 INTRO = """\
 # Benchmarks
@@ -38,13 +55,27 @@ over from an earlier measurement say so, with their original machine and date.
 
 
 # titles for results written without one
-TITLES = {"classification": "Classification: each architecture, their ensemble, and a linear "
-                            "SVM (test accuracy, mean ± std over seeds)"}
+TITLES = {
+    "classification": "Classification: each architecture, their ensemble, and a linear "
+    "SVM (test accuracy, mean ± std over seeds)"
+}
 # results whose main tables also go into README.md (besides tables marked "readme")
 README_RECORDS = ("classification",)
 # the keys of a record that describe it rather than hold figures
-META = ("name", "benchmark", "title", "about", "command", "date", "machine", "versions",
-        "notes", "provenance", "tables", "readme")
+META = (
+    "name",
+    "benchmark",
+    "title",
+    "about",
+    "command",
+    "date",
+    "machine",
+    "versions",
+    "notes",
+    "provenance",
+    "tables",
+    "readme",
+)
 
 
 def load_results(folder: Path = RESULTS) -> list[dict]:
@@ -79,8 +110,10 @@ def cell(value, spec: str | None) -> str:
 
 
 def render_table(table: dict) -> list[str]:
-    columns = [(c[0], c[1] if len(c) > 1 else c[0], c[2] if len(c) > 2 else None)
-               for c in table.get("columns") or []]
+    columns = [
+        (c[0], c[1] if len(c) > 1 else c[0], c[2] if len(c) > 2 else None)
+        for c in table.get("columns") or []
+    ]
     rows = table.get("rows") or []
     if not columns and rows:
         columns = [(key, key, None) for key in rows[0]]
@@ -88,11 +121,9 @@ def render_table(table: dict) -> list[str]:
     if table.get("caption"):
         lines += [table["caption"], ""]
     lines.append("| " + " | ".join(heading for _, heading, _ in columns) + " |")
-    lines.append("| " + " | ".join("---" if i == 0 else "---:" for i in range(len(columns)))
-                 + " |")
+    lines.append("| " + " | ".join("---" if i == 0 else "---:" for i in range(len(columns))) + " |")
     for row in rows:
-        lines.append("| " + " | ".join(cell(row.get(key), spec) for key, _, spec in columns)
-                     + " |")
+        lines.append("| " + " | ".join(cell(row.get(key), spec) for key, _, spec in columns) + " |")
     return lines + [""]
 
 
@@ -119,21 +150,30 @@ def tables_of(record: dict) -> list[dict]:
     for key, value in record.items():
         if key in META:
             continue
-        if isinstance(value, dict) and value and all(
-                isinstance(v, list) and all(map(is_row, v)) for v in value.values()):
+        if (
+            isinstance(value, dict)
+            and value
+            and all(isinstance(v, list) and all(map(is_row, v)) for v in value.values())
+        ):
             tables += [rows_table(f"{key}: {sub}", rows, main=True) for sub, rows in value.items()]
         elif isinstance(value, list) and value and all(map(is_row, value)):
             tables.append(rows_table(key, value, main=True))
         elif isinstance(value, dict) and value and all(map(is_row, value.values())):
             tables.append(rows_table(key, [{key: k, **v} for k, v in value.items()]))
         elif isinstance(value, dict):
-            tables.append({"caption": key, "columns": [["key", key], ["value", "value"]],
-                           "rows": [{"key": k, "value": v} for k, v in value.items()]})
+            tables.append(
+                {
+                    "caption": key,
+                    "columns": [["key", key], ["value", "value"]],
+                    "rows": [{"key": k, "value": v} for k, v in value.items()],
+                }
+            )
         else:
             scalars.append({"key": key, "value": value})
     if scalars:
-        tables.append({"caption": "", "columns": [["key", "figure"], ["value", "value"]],
-                       "rows": scalars})
+        tables.append(
+            {"caption": "", "columns": [["key", "figure"], ["value", "value"]], "rows": scalars}
+        )
     return tables
 
 
@@ -185,34 +225,41 @@ def render_readme_section(records: list[dict]) -> str:
     for record in records:
         for table in tables_of(record):
             if table.get("readme") or (record["name"] in README_RECORDS and table.get("main")):
-                lines += [f"**{record.get('title') or record['name']}**"
-                          + (f" ({table['caption']})" if table.get("caption") else ""), ""]
+                lines += [
+                    f"**{record.get('title') or record['name']}**"
+                    + (f" ({table['caption']})" if table.get("caption") else ""),
+                    "",
+                ]
                 lines += render_table({**table, "caption": ""})
-                lines += [f"<sub>{where(record)}. More in the "
-                          "[benchmarks](docs/benchmarks.md).</sub>", ""]
+                more = "More in the [benchmarks](docs/benchmarks.md)."
+                lines += [f"<sub>{where(record)}. {more}</sub>", ""]
     return "\n".join(lines + [README_END])
 
 
 def readme_with(text: str, section: str) -> str:
     start, end = text.find(README_START), text.find(README_END)
     if start < 0 or end < start:
-        raise SystemExit(f"README.md has no results section ({README_START!r} ... "
-                         f"{README_END!r})")
-    return text[:start] + section + text[end + len(README_END):]
+        raise SystemExit(f"README.md has no results section ({README_START!r} ... {README_END!r})")
+    return text[:start] + section + text[end + len(README_END) :]
 
 
 def rendered(records: list[dict] | None = None) -> dict[Path, str]:
     """What docs/benchmarks.md and README.md should hold, from the JSON files."""
     records = load_results() if records is None else records
     readme = README.read_text(encoding="utf-8")
-    return {DOCS_PAGE: render_page(records),
-            README: readme_with(readme, render_readme_section(records))}
+    return {
+        DOCS_PAGE: render_page(records),
+        README: readme_with(readme, render_readme_section(records)),
+    }
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="only check that the docs match the JSON (exit 1 if not)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only check that the docs match the JSON (exit 1 if not)",
+    )
     args = parser.parse_args(argv)
     stale = []
     for path, text in rendered().items():

@@ -2,6 +2,7 @@
 every public name appears in the documentation, the README's plugin is the example file
 and trains, the benchmark pages show exactly what benchmarks/results holds, and the site
 builds with warnings as errors."""
+
 from __future__ import annotations
 
 import importlib
@@ -13,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, run_cli
 
 DOCS = REPO / "docs"
@@ -52,15 +52,19 @@ def test_every_command_is_documented():
 def test_every_public_name_is_documented(module):
     names = importlib.import_module(module).__all__
     text = docs_text()
-    missing = [name for name in names if not re.search(rf"(?<![\w.]){re.escape(name)}\b", text)
-               and not re.search(rf"\.{re.escape(name)}\b", text)]
+    missing = [
+        name
+        for name in names
+        if not re.search(rf"(?<![\w.]){re.escape(name)}\b", text)
+        and not re.search(rf"\.{re.escape(name)}\b", text)
+    ]
     assert not missing, f"names of {module}.__all__ missing from README.md and docs/: {missing}"
 
 
 def readme_plugin() -> str:
     text = README.read_text(encoding="utf-8")
     section = text.split("## A plugin in under 50 lines", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
 
 
 def test_the_readme_plugin_is_the_example_file_and_under_50_lines():
@@ -80,8 +84,17 @@ def test_the_readme_plugin_trains_a_classifier(negated_reviews, one_thread, monk
     registry.reset_zoo()
     listed = run_cli("list", "architectures")
     assert "meanbag" in listed.out, listed
-    result = run_cli("run", "meanbag-char", negated_reviews, "--steps", "4", "--json",
-                     "--quiet", "--device", "cpu")
+    result = run_cli(
+        "run",
+        "meanbag-char",
+        negated_reviews,
+        "--steps",
+        "4",
+        "--json",
+        "--quiet",
+        "--device",
+        "cpu",
+    )
     assert result.code == 0, result
     record = json.loads(result.out.strip().splitlines()[-1])
     assert record["architecture"] == "meanbag" and record["task"] == "classification"
@@ -102,10 +115,14 @@ def test_the_benchmark_docs_show_what_the_results_hold():
     assert records, "benchmarks/results holds no JSON"
     for record in records:
         assert {"date", "machine", "versions"} <= set(record), record["name"]
-    stale = [str(path.relative_to(REPO)) for path, text in render.rendered(records).items()
-             if path.read_text(encoding="utf-8") != text]
-    assert not stale, (f"{stale} do not match benchmarks/results/*.json; run "
-                       "python scripts/render_benchmarks.py")
+    stale = [
+        str(path.relative_to(REPO))
+        for path, text in render.rendered(records).items()
+        if path.read_text(encoding="utf-8") != text
+    ]
+    assert not stale, (
+        f"{stale} do not match benchmarks/results/*.json; run python scripts/render_benchmarks.py"
+    )
 
 
 def test_a_changed_figure_changes_the_rendered_page():
@@ -114,8 +131,11 @@ def test_a_changed_figure_changes_the_rendered_page():
     records = render.load_results()
     table = next(t for r in records for t in r.get("tables") or [] if t.get("rows"))
     before = render.render_page(records)
-    key = next(k for k, v in table["rows"][0].items() if isinstance(v, (int, float))
-               and not isinstance(v, bool))
+    key = next(
+        k
+        for k, v in table["rows"][0].items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    )
     table["rows"][0][key] = 123456.0
     assert render.render_page(records) != before
 
@@ -124,10 +144,15 @@ def test_a_changed_figure_changes_the_rendered_page():
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
     pytest.importorskip("mkdocs", reason="the docs extra is not installed")
     pytest.importorskip("mkdocstrings")
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
-                             "--site-dir", str(tmp_path / "site")], cwd=REPO,
-                            capture_output=True, text=True, timeout=300,
-                            env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"})
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     reference = (tmp_path / "site" / "reference" / "plugin" / "index.html").read_text()
     assert 'id="zoo.plugin.TaskSpec"' in reference  # the reference is generated, not empty
@@ -155,11 +180,21 @@ def test_results_without_tables_render_by_their_shape():
     """A benchmark that writes its own JSON shape (rows per dataset, summaries over seeds)
     still renders: a table per dataset, mean ± std cells, run-id lists left out."""
     render = render_module()
-    record = {"name": "classification", "date": "2026-01-01", "machine": {"cpu": "x"},
-              "versions": {"python": "3"},
-              "datasets": {"rotten_tomatoes": [
-                  {"name": "encoder", "test_accuracy": {"mean": 0.781, "std": 0.004, "n": 3},
-                   "runs": ["a", "b", "c"]}]}}
+    record = {
+        "name": "classification",
+        "date": "2026-01-01",
+        "machine": {"cpu": "x"},
+        "versions": {"python": "3"},
+        "datasets": {
+            "rotten_tomatoes": [
+                {
+                    "name": "encoder",
+                    "test_accuracy": {"mean": 0.781, "std": 0.004, "n": 3},
+                    "runs": ["a", "b", "c"],
+                }
+            ]
+        },
+    }
     page = render.render_page([record])
     assert "| encoder | 0.781 ± 0.004 |" in page and '"a"' not in page
     assert "| encoder | 0.781 ± 0.004 |" in render.render_readme_section([record])
