@@ -134,7 +134,7 @@ def main():
               f"{args.rounds} alternating rounds of {args.steps} steps.",
         tables=[table("", [("norm", "LayerNorm"), ("gradients", "gradients on 1 and 2 threads"),
                            ("cpu_ms", "CPU ms per step, 1 thread", ".2f"),
-                           ("wall_ms", f"wall ms per step, {default_threads} threads", ".2f")],
+                           ("wall_ms", f"wall ms per step, {default_threads} thread(s)", ".2f")],
                       list(rows.values()))])
 
 

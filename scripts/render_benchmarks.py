@@ -49,8 +49,10 @@ INTRO = """\
 The current figures, rendered from `benchmarks/results/*.json` by
 `scripts/render_benchmarks.py`; each benchmark script in `benchmarks/` writes its file with
 the machine, the versions and the date. Absolute figures depend on the machine and its
-load: compare variants as the ratios each benchmark measures side by side. Figures carried
-over from an earlier measurement say so, with their original machine and date.
+load (each record gives the load average it was measured at; on a busy machine wall times
+are pessimistic): compare variants as the ratios each benchmark measures side by side.
+Figures carried over from an earlier measurement say so, with their original machine and
+date.
 """
 
 
