@@ -75,7 +75,7 @@ def test_the_readme_plugin_is_the_example_file_and_under_50_lines():
 
 def test_the_readme_plugin_trains_a_classifier(negated_reviews, one_thread, monkeypatch):
     """The plugin exactly as the README prints it, listed in a registry.toml as it says."""
-    from zoo import registry
+    from zoo.core import registry
 
     monkeypatch.setenv("ZOO_LOAD_PLUGINS", "meanbag")  # the suite loads built-ins only
 

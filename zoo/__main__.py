@@ -1,4 +1,4 @@
-from zoo.cli import main
+from zoo.cli.main import main
 
 if __name__ == "__main__":  # `python -m zoo`; importing this module (docs tools do) runs nothing
     raise SystemExit(main())
