@@ -58,8 +58,8 @@ date.
 
 # titles for results written without one
 TITLES = {
-    "classification": "Classification: each architecture, their ensemble, and a linear "
-    "SVM (test accuracy, mean ± std over seeds)"
+    "classification": "Classification: each architecture, their ensemble and a linear SVM "
+    "(mean ± std over seeds)"
 }
 # results whose main tables also go into README.md (besides tables marked "readme")
 README_RECORDS = ("classification",)
