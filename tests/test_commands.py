@@ -183,7 +183,7 @@ def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):
 
 def test_only_the_program_tunes_the_garbage_collector():
     """`zoo` as a program collects young objects less often and freezes the rest before it
-    exits (a short run's CPU time, benchmarks/RESULTS.md); main(argv) leaves the caller's
+    exits (it saves a short run CPU time); main(argv) leaves the caller's
     collector alone."""
     probe = ("import gc, sys\nfrom zoo.cli.main import main\n"
              "main(['list'])\nprint('caller', gc.get_threshold()[0], gc.get_freeze_count())\n"
