@@ -212,13 +212,6 @@ class Batches:
 
 
 # -- evaluation ------------------------------------------------------------------------
-def calibrate(model, texts: Encoded, labels: np.ndarray) -> None:
-    """Show the model the validation split, for a model that fits something to it."""
-    if hasattr(model, "calibrate"):
-        inputs, mask = texts.batch(np.arange(len(texts)))
-        model.calibrate(inputs, labels, mask)
-
-
 def probabilities(model, texts: Encoded, batch_size: int) -> np.ndarray:
     """Class probabilities [N, K], computed in batches of similar length."""
     order = np.argsort(texts.lengths, kind="stable")
@@ -303,11 +296,11 @@ def run(job: Job) -> RunResult:
 
     spec = TaskSpec("classification", tokenizer.vocab_size, num_classes=len(classes), pad_id=pad_id)
     model = job.build_model(spec)
-    if hasattr(model, "prepare"):  # statistics of the training split, for a model that keeps some
-        every_row = np.arange(len(texts["train"]))
-        inputs, mask = texts["train"].batch(every_row)
+    if getattr(model, "fits_training_split", False):  # declared by zoo.plugin.Model
+        job.say(f"{job.model_name}: fitting on the training split")
+        inputs, mask = texts["train"].batch(np.arange(len(texts["train"])))
         vocabulary = tokenizer.decode_batch([[i] for i in range(tokenizer.vocab_size)])
-        model.prepare(inputs, labels["train"], mask, vocabulary)
+        model.fit(inputs, labels["train"], mask, vocabulary)
     params = model.num_parameters()
 
     lengths = texts["train"].lengths
@@ -327,13 +320,11 @@ def run(job: Job) -> RunResult:
         return Batch(inputs, labels["train"][rows], mask, tokens=int(mask.sum()))
 
     def validate() -> dict:
-        calibrate(model, texts["validation"], labels["validation"])
         probs = probabilities(model, texts["validation"], cfg.eval_batch_size)
         return scores(labels["validation"], probs, classes, "val", detail=False)
 
     result = train(job, model, next_batch, validate=validate, score_key="val_accuracy",
                            state={"batches": batches})
-    calibrate(model, texts["validation"], labels["validation"])  # to the weights reported
     job.run.save_weights(model.state_dict())  # the best validation weights, with keep_best
 
     metrics = {**loop_metrics(result), "epochs": result.steps / batches.per_epoch()}

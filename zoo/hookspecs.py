@@ -26,7 +26,8 @@ Register = Callable[..., None]
 def register_architectures(register: Register) -> None:
     """Add model architectures.
 
-    :param register: ``register(name, target, *, description="", config=None, tasks=())``.
+    :param register: ``register(name, target, *, description="", config=None, tasks=(),
+        memory=None)``.
 
         - ``name``: letters, digits, ``_`` or ``.`` (no ``-``: model names are
           ``ARCHITECTURE-TOKENIZER``).
@@ -37,6 +38,11 @@ def register_architectures(register: Register) -> None:
           with the methods of ``zoo.Model``.
         - ``config``: the architecture's config dataclass (``--set`` keys are its fields).
         - ``tasks``: names of the registered tasks it has a head for.
+        - ``memory``: optional ``memory(config) -> int``, the bytes a model of that config
+          needs to train (weights, gradients, optimizer state), before anything is built;
+          zoo refuses a config this machine cannot hold. Without it, zoo estimates a
+          transformer from the common field names (``n_embd``/``width``,
+          ``n_layer``/``blocks``, ``mlp_ratio``, ...).
     """
 
 

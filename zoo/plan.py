@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 
 from zoo import data as zoo_data
-from zoo.bounds import check_seed
+from zoo.bounds import check_memory, check_seed
 from zoo.config import build_config, split_overrides
 from zoo.errors import ZooError
 from zoo.registry import ModelSpec, choose_task, get_zoo, resolve_model, tasks_for
@@ -72,6 +72,7 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     _min_lr_follows_lr(values["train"], sections["train"], overrides or {})
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
     check_context_length(spec.architecture, configs["model"])
+    check_memory(spec.architecture, configs["model"], f"invalid {spec.name}: ")
     if "dataset" in configs:
         ref = dataclasses.replace(ref, config=configs["dataset"])
     return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column))

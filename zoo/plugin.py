@@ -59,6 +59,7 @@ _LAZY = {
     "key_mask": "zoo.layers",
     "last_real": "zoo.layers",
     "init_gpt2": "zoo.layers",
+    "token_bigram_ids": "zoo.layers",
     # what a pipeline receives, trains with and returns
     "TrainConfig": "zoo.job",
     "Job": "zoo.job",

@@ -73,6 +73,10 @@ class Task:
     serves: tuple[str, ...] = ()  # other tasks whose datasets this task can use as well
     curve_metric: str = "val_loss"  # the validation figure logged while training (plots draw it)
     description: str = ""
+    # The output's dimensions, checked on a tiny batch when a model is built (zoo.losses):
+    # "B" (the batch), "T" (the input length), a zoo.TaskSpec field ("num_classes",
+    # "vocab_size") or a number. None: not checked.
+    output_shape: tuple | None = None
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):
@@ -83,6 +87,12 @@ class Task:
         object.__setattr__(self, "metrics", metrics)
         object.__setattr__(self, "columns", tuple(self.columns))
         object.__setattr__(self, "serves", tuple(self.serves))
+        if self.output_shape is not None:
+            object.__setattr__(self, "output_shape", tuple(self.output_shape))
+            if not all(isinstance(d, str) or isinstance(d, int) and not isinstance(d, bool)
+                       for d in self.output_shape):
+                raise ZooError(f"task {self.name!r}: output_shape must name dimensions ('B', "
+                               f"'T', a TaskSpec field or a number), not {self.output_shape!r}")
         for name in (self.primary, self.curve_metric):
             if self.metric(name) is None:
                 raise ZooError(f"task {self.name!r}: {name!r} is not one of its metrics "
