@@ -21,8 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from zoo.plugin import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
-                 dataset_key, natural_key, row_ids, text_batches, train)
+from zoo.plugin import (Batch, Job, Prediction, RunResult, SplitProbabilities, TaskSpec,
+                        TrainConfig, ZooError, column_of, dataset_key, natural_key, row_ids,
+                        text_batches, train)
 from zoo.pipelines.common import loop_metrics, pad_rows, padded_batch, run_tokenizer, softmax
 
 ROLES = ("train", "validation", "test")
@@ -379,17 +380,32 @@ def predict(trained, texts: list[str], batch_size: int = 128) -> list[ClassPredi
     return out
 
 
-def evaluate(trained, dataset, split: str = "test", batch_size: int = 128) -> dict:
-    """Scores of a trained run on one split of a labelled dataset; its labels are matched to
-    the run's classes by name."""
+def split_probabilities(trained, dataset, split: str,
+                        batch_size: int = 128) -> SplitProbabilities:
+    """A trained run's class probabilities on one split of a labelled dataset, and its
+    labels matched to the run's classes by name."""
     check_dataset(dataset)
     classes = trained_classes(trained)
     y_true = class_ids(label_names(dataset, split), classes, f"split {split!r}")
     encoded = encode_split(trained.tokenizer, dataset, split, trained.block_size)
-    probs = probabilities(trained.model, encoded, batch_size)
-    figures = scores(y_true, probs, classes, PREFIX.get(split, split))
-    figures["examples"] = len(y_true)
-    figures["class_names"] = classes
+    return SplitProbabilities(probabilities(trained.model, encoded, batch_size), y_true, classes)
+
+
+def score_probabilities(predicted: SplitProbabilities, split: str) -> dict:
+    """The metrics of probabilities on a split, named as a run names them (val_*, test_*);
+    the per-class figures and confusion matrix on every split but validation."""
+    return scores(predicted.targets, predicted.probabilities, predicted.classes,
+                  PREFIX.get(split, split), detail=split != "validation")
+
+
+def evaluate(trained, dataset, split: str = "test", batch_size: int = 128) -> dict:
+    """Scores of a trained run on one split of a labelled dataset; its labels are matched to
+    the run's classes by name."""
+    predicted = split_probabilities(trained, dataset, split, batch_size)
+    figures = scores(predicted.targets, predicted.probabilities, predicted.classes,
+                     PREFIX.get(split, split))
+    figures["examples"] = len(predicted.targets)
+    figures["class_names"] = predicted.classes
     return figures
 
 
@@ -401,3 +417,5 @@ class Classification:
     run = staticmethod(run)
     predict = staticmethod(predict)
     evaluate = staticmethod(evaluate)
+    split_probabilities = staticmethod(split_probabilities)
+    score_probabilities = staticmethod(score_probabilities)

@@ -24,6 +24,7 @@ _LAZY = {
     "sweep": "zoo.api",
     "runs": "zoo.api",
     "compare": "zoo.api",
+    "ensemble": "zoo.api",
     # the plugin API
     "TaskSpec": "zoo.model",
     "Model": "zoo.model",

@@ -137,13 +137,22 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
         seed: int = 0, device: str = "auto", task: str | None = None,
         text_column: str | None = None, label_column: str | None = None, quiet: bool = False,
         **settings) -> Run:
-    """Train and evaluate MODEL on DATASET and record the run (`zoo run`)."""
+    """Train and evaluate MODEL on DATASET and record the run (`zoo run`). For an ensemble
+    preset, each member is trained (or its finished run reused) and their ensemble is
+    recorded: the result is then an ``Ensemble`` (as ``zoo.ensemble`` returns)."""
     from zoo.plan import plan_run
+    from zoo.registry import get_zoo
     from zoo.runner import execute
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     overrides = _overrides(settings, steps, time)
+    if model in get_zoo().catalogue.ensembles:
+        from zoo.ensemble import run_preset
+
+        return run_preset(model, dataset, seed=seed, overrides=overrides, device=device,
+                          quiet=quiet, task=task, text_column=text_column,
+                          label_column=label_column)
     plan = plan_run(model, dataset, overrides=overrides, seed=seed, task=task,
                     text_column=text_column, label_column=label_column)
     return Run.from_result(execute(plan, device=device, quiet=quiet, text_column=text_column,
@@ -197,6 +206,20 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     finished = any(c.status == "finished" or c.done for c in plan.cells)
     return SweepResult(sweeps.records(plan),
                        sweeps.table(plan, metric=metric).cells if finished else None)
+
+
+def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto"):
+    """Combine finished runs of one task and dataset (ids or unique prefixes): average their
+    class probabilities, with equal weights or weights fitted on the validation split
+    (``weights="fit"``), score validation and test, and record the ensemble as a row of its
+    own (`zoo ensemble`). Returns a ``zoo.ensemble.Ensemble``: its id, name, the runs with
+    their weights, and its metrics."""
+    from zoo.ensemble import ensemble as combine
+
+    if device not in DEVICES:
+        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
+    runs = [runs] if isinstance(runs, str) else list(runs)
+    return combine(runs, weights=weights, device=device)
 
 
 def runs():

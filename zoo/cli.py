@@ -6,6 +6,7 @@ message (the traceback only with --debug).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import io
 import json
@@ -76,6 +77,16 @@ def cmd_run(args) -> int:
         overrides["train.time"] = args.time
     if args.compile:
         overrides["train.compile"] = True
+    from zoo.registry import get_zoo
+
+    if args.model in get_zoo().catalogue.ensembles:
+        from zoo.ensemble import run_preset
+
+        combined = run_preset(args.model, args.dataset, seed=args.seed, overrides=overrides,
+                              device=args.device, quiet=args.quiet or args.json, task=args.task,
+                              text_column=args.text_column, label_column=args.label_column)
+        print_ensemble(combined, args.json)
+        return 0
     plan = plan_run(args.model, args.dataset, overrides=overrides, seed=args.seed, task=args.task,
                     text_column=args.text_column, label_column=args.label_column)
     from zoo import distributed
@@ -119,6 +130,30 @@ def _json_default(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return str(value)
+
+
+# -- zoo ensemble --------------------------------------------------------------------
+def cmd_ensemble(args) -> int:
+    from zoo.api import ensemble
+
+    print_ensemble(ensemble(args.run_ids, weights=args.weights, device=args.device), args.json)
+    return 0
+
+
+def print_ensemble(combined, as_json: bool) -> None:
+    if as_json:
+        record = dataclasses.asdict(combined)
+        record["metrics"] = {k: v for k, v in combined.metrics.items()
+                             if not isinstance(v, (dict, list)) or k == "weights"}
+        print(json.dumps(record, default=_json_default))
+        return
+    print(f"ensemble {combined.id}  {combined.model} on {combined.dataset} ({combined.task})  "
+          f"{combined.weighting} weights")
+    for part in combined.runs:
+        print(f"  {part.weight:.2f}  {part.model}  (run {part.run_id})")
+    for key, value in combined.metrics.items():
+        if isinstance(value, float):
+            print(f"  {key:<16} {value:.4f}")
 
 
 # -- zoo resume ----------------------------------------------------------------------
@@ -519,6 +554,19 @@ def build_parser() -> Parser:
     p.add_argument("run_id", help="run id (or a unique prefix)")
     add_output_options(p)
     p.set_defaults(handler=cmd_resume)
+
+    p = commands.add_parser("ensemble", help="combine finished runs: average their probabilities",
+                            description="Average the class probabilities of finished runs of one "
+                            "task on one dataset (equal weights, or weights fitted on the "
+                            "validation split), score validation and test, and record the "
+                            "ensemble as its own row (zoo runs, zoo compare show it).")
+    p.add_argument("run_ids", nargs="+", metavar="RUN", help="run ids (or unique prefixes)")
+    p.add_argument("--weights", choices=("equal", "fit"), default="equal",
+                   help="equal (the default), or fit: multiples of 0.1 chosen for the most "
+                   "right answers on the validation split (then the lowest log loss)")
+    p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=cmd_ensemble)
 
     p = commands.add_parser("runs", help="list recorded runs", description="List recorded runs.")
     p.add_argument("--json", action="store_true", help="print JSON records")

@@ -93,7 +93,12 @@ def register_pipelines(register: Register) -> None:
           the task's ``prediction`` type), ``evaluate(trained, dataset, split) -> dict`` of
           metrics, ``generate(trained, prompt, tokens, **options)`` yielding text, and
           ``check_dataset(dataset)`` (called on the loaded dataset before a run is
-          recorded; raises ``zoo.ZooError`` when the pipeline cannot use it).
+          recorded; raises ``zoo.ZooError`` when the pipeline cannot use it). A task whose
+          predictions are probabilities over classes may also offer
+          ``split_probabilities(trained, dataset, split) -> zoo.plugin.SplitProbabilities``
+          and ``score_probabilities(probabilities, split) -> dict`` (the split's metrics,
+          named as ``run`` names them: ``val_*``, ``test_*``); with both, ``zoo ensemble``
+          combines its runs.
         - ``config``: its training config dataclass, a subclass of ``zoo.TrainConfig``.
     """
 

@@ -16,7 +16,7 @@ import importlib
 
 from zoo.errors import UnknownNameError, ZooError
 from zoo.hookspecs import hookimpl
-from zoo.tasks import Metric, Prediction, Task
+from zoo.tasks import Metric, Prediction, SplitProbabilities, Task
 
 # name -> module that defines it, imported on first access (PEP 562)
 _LAZY = {
@@ -77,7 +77,8 @@ _LAZY = {
     "atomic_write_text": "zoo.files",
 }
 
-__all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction", *_LAZY]
+__all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction",
+           "SplitProbabilities", *_LAZY]
 
 
 def __getattr__(name: str):

@@ -194,3 +194,16 @@ def prediction_line(prediction) -> str:
     return "\t".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in record.values()
                      if isinstance(v, (str, int, float)) and not isinstance(v, bool))
 
+
+
+@dataclass
+class SplitProbabilities:
+    """A trained run's predicted probabilities on one split of a labelled dataset, and the
+    right answers: what a pipeline's ``split_probabilities(trained, dataset, split)`` returns
+    (zoo.hookspecs), for tasks whose predictions are probabilities over classes. Ensembles
+    (``zoo ensemble``) average these and score the average with the pipeline's
+    ``score_probabilities``."""
+
+    probabilities: Any  # [N, K] float array, each row summing to 1
+    targets: Any  # [N] int array: the right class of each row
+    classes: list[str]  # the K class names, in column order
