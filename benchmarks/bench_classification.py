@@ -180,8 +180,8 @@ def main(argv=None) -> int:
                       "seconds": summary([svm["seconds"]]), "runs": []})
         results[dataset] = table
 
-    fitted = {d: next(r for r in t if r["name"] == "ensemble (fit weights)")["test_accuracy"]["mean"]
-              for d, t in results.items() if any(r["name"] == "ensemble (fit weights)" for r in t)}
+    fitted = {dataset: row["test_accuracy"]["mean"] for dataset, table in results.items()
+              for row in table if row["name"] == "ensemble (fit weights)"}
     report = {
         "benchmark": "classification",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

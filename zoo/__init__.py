@@ -3,8 +3,8 @@
 The public API. For plugin authors (``import zoo``; ``@zoo.hookimpl``): everything a plugin
 needs is exported here, and the built-in plugins and pipelines import only these names. For
 users, the Python API beside the command line (zoo.api): ``zoo.run``, ``zoo.load``,
-``zoo.sweep``, ``zoo.runs``, ``zoo.compare``. Names backed by heavier modules are imported on
-first use, so ``import zoo`` (and ``zoo list``) stays light and never imports torch.
+``zoo.sweep``, ``zoo.runs``, ``zoo.compare``, ``zoo.ensemble``. Names backed by heavier
+modules are imported on first use, so ``import zoo`` (and ``zoo list``) stays light and never imports torch.
 """
 from __future__ import annotations
 

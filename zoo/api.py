@@ -14,6 +14,7 @@ anything trains::
     zoo.load(other_id).predict(["what a film"])                         # zoo predict
     zoo.sweep(["decoder-char", "digits-char"], on=["digits"], seeds=2)  # zoo sweep
     zoo.runs(), zoo.compare(metric="val_bpc")                           # zoo runs, compare
+    zoo.ensemble([id1, id2, id3], weights="fit")                        # zoo ensemble
 
 Config settings are keyword arguments, as ``--set`` takes them: ``n_layer=2``; a key with a
 section is passed as ``**{"train.lr": 1e-3}``.

@@ -86,7 +86,8 @@ def expand_models(patterns: list[str], zoo) -> list[str]:
     """Model names, with wildcards matched against every preset and pair in the registry."""
     from zoo.registry import model_names, natural_key, resolve_model
 
-    names = model_names(zoo)
+    # ensemble presets combine other runs (zoo run NAME); a sweep trains single models
+    names = [name for name in model_names(zoo) if name not in zoo.catalogue.ensembles]
     found = []
     for pattern in patterns:
         if any(ch in pattern for ch in WILDCARDS):
