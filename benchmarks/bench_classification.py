@@ -5,11 +5,12 @@ linear SVM, on the same splits, over seeds; figures written as JSON.
         [--seeds 3] [--datasets rotten_tomatoes emotion] [--home DIR] [--no-bert]
         [--output benchmarks/results/classification.json]
 
-1. Every candidate preset of every architecture is trained on every dataset for seeds
-   0..N-1 through ``zoo.sweep`` (cells finished before in --home are reused, so a second
-   call with more seeds trains only the new ones).
+1. Every candidate preset of every architecture is trained on every dataset for the
+   selection seeds (0..S-1, --select-seeds, default 1) through ``zoo.sweep`` (cells finished
+   before in --home are reused, so a second call with more seeds trains only the new ones).
 2. Each architecture's preset is chosen on validation alone: the candidate with the highest
-   mean validation accuracy over the datasets and seeds.
+   mean validation accuracy over the datasets and selection seeds. The chosen presets are
+   then trained for seeds 0..N-1.
 3. The chosen encoder, lstm and nbsvm runs of each dataset and seed are combined with
    ``zoo.ensemble`` (weights fitted on validation, and equal weights for reference); an
    ensemble of the same runs recorded before is reused.
@@ -87,9 +88,8 @@ def choose(runs: dict, datasets: list[str], seeds: int, architectures: dict) -> 
 
 def ensemble_of(run_ids: list[str], weights: str) -> dict:
     """The ensemble row of exactly these runs with these weights: recorded before, or now."""
-    from zoo.store import Store
-
     import zoo
+    from zoo.store import Store
 
     with Store() as store:
         rows = store.rows()
@@ -137,6 +137,8 @@ def versions() -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
+    parser.add_argument("--select-seeds", type=int, default=1,
+                        help="seeds 0..S-1 on whose validation splits presets are chosen")
     parser.add_argument("--datasets", nargs="+", default=["rotten_tomatoes", "emotion"])
     parser.add_argument("--home", default=str(Path.home() / ".cache" / "zoo-bench-classification"),
                         help="ZOO_HOME of the benchmark's runs (kept: a rerun reuses them)")
@@ -151,9 +153,12 @@ def main(argv=None) -> int:
     print(f"# {cpu_name()}, {os.cpu_count()} cores, OMP_NUM_THREADS="
           f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; {load_before}", file=sys.stderr)
 
-    train_all(models, args.datasets, args.seeds)
+    selecting = min(args.select_seeds, args.seeds)
+    train_all(models, args.datasets, selecting)
+    chosen = choose(finished_runs(models, args.datasets, selecting), args.datasets, selecting,
+                    architectures)
+    train_all([preset for preset, _ in chosen.values()], args.datasets, args.seeds)
     runs = finished_runs(models, args.datasets, args.seeds)
-    chosen = choose(runs, args.datasets, args.seeds, architectures)
 
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_baseline import load_splits, tfidf_svm
@@ -191,6 +196,7 @@ def main(argv=None) -> int:
                     "note": "shared machine: durations include waiting for other processes"},
         "versions": versions(),
         "seeds": list(range(args.seeds)),
+        "selection_seeds": list(range(selecting)),
         "selection": {a: {"chosen": p, "mean_val_accuracy": s} for a, (p, s) in chosen.items()},
         "datasets": results,
         "former_default": FORMER_DEFAULT,
