@@ -149,7 +149,7 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     overrides = _overrides(settings, steps, time)
     if model in get_zoo().catalogue.ensembles:
-        from zoo.ensemble import run_preset
+        from zoo.ensembles import run_preset
 
         return run_preset(model, dataset, seed=seed, overrides=overrides, device=device,
                           quiet=quiet, task=task, text_column=text_column,
@@ -213,9 +213,9 @@ def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto
     """Combine finished runs of one task and dataset (ids or unique prefixes): average their
     class probabilities, with equal weights or weights fitted on the validation split
     (``weights="fit"``), score validation and test, and record the ensemble as a row of its
-    own (`zoo ensemble`). Returns a ``zoo.ensemble.Ensemble``: its id, name, the runs with
+    own (`zoo ensemble`). Returns a ``zoo.ensembles.Ensemble``: its id, name, the runs with
     their weights, and its metrics."""
-    from zoo.ensemble import ensemble as combine
+    from zoo.ensembles import ensemble as combine
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")

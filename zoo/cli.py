@@ -80,7 +80,7 @@ def cmd_run(args) -> int:
     from zoo.registry import get_zoo
 
     if args.model in get_zoo().catalogue.ensembles:
-        from zoo.ensemble import run_preset
+        from zoo.ensembles import run_preset
 
         combined = run_preset(args.model, args.dataset, seed=args.seed, overrides=overrides,
                               device=args.device, quiet=args.quiet or args.json, task=args.task,
