@@ -30,14 +30,14 @@ def main() -> None:
 
     import torch
 
-    from zoo import checkpoint
-    from zoo.engine import TorchModel
-    from zoo.job import RunFolder, TrainConfig
-    from zoo.model import TaskSpec
+    from zoo.train import checkpoints as checkpoint
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.job import RunFolder, TrainConfig
+    from zoo.train.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build
-    from zoo.registry import get_task, task_loss
-    from zoo.trainer import TrainResult
+    from zoo.core.registry import get_task, task_loss
+    from zoo.train.loop import TrainResult
 
     torch.manual_seed(0)
     cfg = DecoderConfig(n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd,

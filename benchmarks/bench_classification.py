@@ -58,7 +58,7 @@ def train_all(models: list[str], datasets: list[str], seeds: int) -> None:
 
 def finished_runs(models: list[str], datasets: list[str], seeds: int) -> dict:
     """(model, dataset, seed) -> the newest finished trained row."""
-    from zoo.store import Store
+    from zoo.records.store import Store
 
     with Store() as store:
         rows = store.rows()
@@ -89,7 +89,7 @@ def choose(runs: dict, datasets: list[str], seeds: int, architectures: dict) -> 
 def ensemble_of(run_ids: list[str], weights: str) -> dict:
     """The ensemble row of exactly these runs with these weights: recorded before, or now."""
     import zoo
-    from zoo.store import Store
+    from zoo.records.store import Store
 
     with Store() as store:
         rows = store.rows()

@@ -69,11 +69,11 @@ def step_time() -> None:
     import numpy as np
     import torch
 
-    from zoo.engine import TorchModel
-    from zoo.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
     from zoo.plugins.digits.model import build
-    from zoo.registry import get_task, task_loss
+    from zoo.core.registry import get_task, task_loss
 
     rng = np.random.default_rng(0)
     for threads in (1, 2):

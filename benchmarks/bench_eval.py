@@ -29,19 +29,19 @@ def main(argv=None) -> int:
 
     import torch
 
-    from zoo import data
-    from zoo.engine import as_model
-    from zoo.model import TaskSpec
+    from zoo.data import datasets
+    from zoo.train.torch_model import as_model
+    from zoo.train.model import TaskSpec
     from zoo.pipelines.language_modeling import encode, evaluate, generate, split_text
-    from zoo.plan import plan_run
-    from zoo.registry import get_task, get_zoo, task_loss
+    from zoo.core.plan import plan_run
+    from zoo.core.registry import get_task, get_zoo, task_loss
 
     if args.threads:
         torch.set_num_threads(args.threads)
     header(f"evaluation throughput, {args.model}")
     zoo = get_zoo()
     plan = plan_run(args.model, args.dataset, overrides=parse_sets(args.set))
-    loaded = data.load(plan.dataset_ref, zoo)
+    loaded = datasets.load(plan.dataset_ref, zoo)
     tokenizer = zoo.tokenizers.get("char").load().train(loaded.split("train")[loaded.text_column], None)
     ids = encode(tokenizer, split_text(loaded, "validation"))
     torch.manual_seed(0)

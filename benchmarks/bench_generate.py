@@ -55,7 +55,7 @@ def main() -> None:
 
     header("generation at batch 1: key/value cache vs recomputing the context")
     run_id = args.run or train_run(args.steps)
-    from zoo.trained import load_trained
+    from zoo.records.reload import load_trained
 
     trained = load_trained(run_id)
     print(f"# run {run_id}: block_size {trained.block_size}, precision "

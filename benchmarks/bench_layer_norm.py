@@ -1,4 +1,4 @@
-"""torch's fused LayerNorm against zoo.layers.ThreadInvariantLayerNorm in the digits network
+"""torch's fused LayerNorm against zoo.train.layers.ThreadInvariantLayerNorm in the digits network
 at digits-char's training shape: whether the gradients are the same on one thread and on
 two, and what a training step costs with each (alternating rounds, ratio of medians).
 
@@ -26,7 +26,7 @@ ROWS, TOKENS, VOCAB = 256, 15, 14
 def network(fused: bool):
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
     from zoo.plugins.digits.model import build
 
@@ -56,7 +56,7 @@ def loss_of(model, ids, mask, targets):
     import torch
     import torch.nn.functional as F
 
-    from zoo.engine import cpu_has_native_bf16
+    from zoo.train.torch_model import cpu_has_native_bf16
 
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_has_native_bf16()):
         logits = model(ids, mask)
@@ -95,7 +95,7 @@ def main():
     args = parser.parse_args()
     import torch
 
-    from zoo import layers
+    from zoo.train import layers
 
     header("digits network: fused LayerNorm against ThreadInvariantLayerNorm")
     default_threads = torch.get_num_threads()

@@ -14,7 +14,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import REPO, header, load, percentile  # noqa: E402
 
-PROBE = ("import sys; from zoo.cli import main; main(['list']); "
+PROBE = ("import sys; from zoo.cli.main import main; main(['list']); "
          "print('torch imported' if 'torch' in sys.modules else 'no torch', file=sys.stderr)")
 
 

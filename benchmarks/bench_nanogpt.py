@@ -71,12 +71,12 @@ ITERATION = re.compile(r"^iter (\d+): loss [\d.]+, time ([\d.]+)ms")
 
 def shakespeare_text() -> str:
     """Tiny Shakespeare whole (1,115,394 characters) from zoo's mirror: its splits, in order."""
-    from zoo import data
-    from zoo.registry import get_zoo
-    from zoo.tokenized import column_of
+    from zoo.data import datasets
+    from zoo.core.registry import get_zoo
+    from zoo.data.encoded import column_of
 
     zoo = get_zoo()
-    loaded = data.load(data.resolve("shakespeare", zoo), zoo, quiet=True)
+    loaded = datasets.load(datasets.resolve("shakespeare", zoo), zoo, quiet=True)
     return "".join("".join(column_of(loaded.split(role), loaded.text_column).to_pylist())
                    for role in ("train", "validation", "test"))
 
@@ -132,7 +132,7 @@ def run_side(side: str, work: Path, steps: int, warmup: int, shape: str, compile
 
 def zoo_variant(shape: str, compile: bool = False):
     from bench_train import Variant, prepare_data
-    from zoo.config import parse_assignment
+    from zoo.core.config import parse_assignment
 
     tokenizer, ids = prepare_data("shakespeare")
     overrides = {**dict(map(parse_assignment, ZOO_SETTINGS)), "compile": compile}

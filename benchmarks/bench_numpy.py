@@ -28,7 +28,7 @@ MODELS = ("numpy-char", "decoder-char")
 
 def lm_loss():
     """The language-modeling task's loss, which a TorchModel trains and evaluates with."""
-    from zoo.registry import get_task, task_loss
+    from zoo.core.registry import get_task, task_loss
 
     return task_loss(get_task("language-modeling"))
 
@@ -45,10 +45,10 @@ def parse_args():
 
 
 def pipeline_runs(args) -> dict:
-    from zoo.job import RunFolder
-    from zoo.plan import plan_run
-    from zoo.runner import execute
-    from zoo.store import home
+    from zoo.train.job import RunFolder
+    from zoo.core.plan import plan_run
+    from zoo.train.runner import execute
+    from zoo.records.store import home
 
     runs = {}
     for model in MODELS:
@@ -88,12 +88,12 @@ def run_verify(run_id: str) -> None:
 
 def shakespeare():
     """The char tokenizer trained on Tiny Shakespeare, and each split's token ids."""
-    from zoo import data
+    from zoo.data import datasets
     from zoo.pipelines.language_modeling import encode, split_text
-    from zoo.registry import get_zoo
+    from zoo.core.registry import get_zoo
 
     zoo = get_zoo()
-    dataset = data.load(data.resolve("shakespeare", zoo), zoo)
+    dataset = datasets.load(datasets.resolve("shakespeare", zoo), zoo)
     entry = zoo.tokenizers.get("char")
     tokenizer = entry.load().train(dataset.split("train")[dataset.text_column], entry.config_class()())
     ids = {role: encode(tokenizer, split_text(dataset, role)) for role in ("train", "validation")}
@@ -106,14 +106,14 @@ def initial_losses(args, seeds: int = 10) -> None:
     import numpy as np
     import torch
 
-    from zoo.engine import TorchModel
-    from zoo.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.model import TaskSpec
     from zoo.pipelines.language_modeling import random_batch
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build as build_torch
     from zoo.plugins.numpy.model import build as build_numpy
     from zoo.plugins.numpy import NumpyConfig
-    from zoo.registry import get_zoo
+    from zoo.core.registry import get_zoo
 
     tokenizer, ids = shakespeare()
     preset = get_zoo().catalogue.models["decoder-char"].overrides
@@ -142,14 +142,14 @@ def same_start(args) -> None:
     import numpy as np
     import torch
 
-    from zoo.engine import TorchModel
-    from zoo.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.model import TaskSpec
     from zoo.pipelines.language_modeling import random_batch
     from zoo.plugins.decoder.model import build as build_torch
     from zoo.plugins.numpy.model import NumpyDecoder
     from zoo.plugins.numpy import NumpyConfig
-    from zoo.plan import plan_run
-    from zoo.trainer import lr_at
+    from zoo.core.plan import plan_run
+    from zoo.train.loop import lr_at
 
     tokenizer, ids = shakespeare()
     plan = plan_run("decoder-char", "shakespeare", seed=args.seed, overrides={"train.steps": args.steps})
@@ -189,13 +189,13 @@ def speed(args) -> None:
     import numpy as np
     import torch
 
-    from zoo.engine import TorchModel
-    from zoo.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build as build_torch
     from zoo.plugins.numpy.model import NumpyDecoder
     from zoo.plugins.numpy import NumpyConfig
-    from zoo.registry import get_zoo
+    from zoo.core.registry import get_zoo
 
     preset = get_zoo().catalogue.models["decoder-char"].overrides
     shape = {k: preset[k] for k in ("n_layer", "n_head", "n_embd", "block_size", "dropout")}

@@ -1,6 +1,6 @@
 """What a second `zoo run decoder-char FILE --steps 5` on a large file costs, against the same
 command with the two settings issue 18's last changes made: Python's garbage collector
-left at its defaults (`zoo.cli.main(argv)` called from Python does not tune it) and
+left at its defaults (`zoo.cli.main.main(argv)` called from Python does not tune it) and
 eval_tokens=250,000 (the former default). Evaluation under inference_mode and the cheaper
 split_size are in both variants.
 
@@ -29,7 +29,7 @@ from common import REPO, header, load  # noqa: E402
 RUN = ["run", "decoder-char", "{file}", "--steps", "5", "--quiet"]
 VARIANTS = {
     "now": [sys.executable, "-m", "zoo", *RUN],
-    "before": [sys.executable, "-c", "import sys; from zoo.cli import main; "
+    "before": [sys.executable, "-c", "import sys; from zoo.cli.main import main; "
                "sys.exit(main(sys.argv[1:]))", *RUN, "--set", "eval_tokens=250000"],
 }
 

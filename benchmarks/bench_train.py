@@ -24,12 +24,12 @@ from common import NANOGPT_TOKENS_PER_S, header, load, parse_sets, percentile  #
 
 
 def prepare_data(dataset: str):
-    from zoo import data
+    from zoo.data import datasets
     from zoo.pipelines.language_modeling import encode, split_text
-    from zoo.registry import get_zoo
+    from zoo.core.registry import get_zoo
 
     zoo = get_zoo()
-    loaded = data.load(data.resolve(dataset, zoo), zoo)
+    loaded = datasets.load(datasets.resolve(dataset, zoo), zoo)
     tokenizer = zoo.tokenizers.get("char").load().train(
         loaded.split("train")[loaded.text_column], None)
     return tokenizer, encode(tokenizer, split_text(loaded, "train"))
@@ -43,10 +43,10 @@ class Variant:
         import numpy as np
         import torch
 
-        from zoo.engine import as_model
-        from zoo.registry import get_task, task_loss
-        from zoo.model import TaskSpec
-        from zoo.plan import plan_run
+        from zoo.train.torch_model import as_model
+        from zoo.core.registry import get_task, task_loss
+        from zoo.train.model import TaskSpec
+        from zoo.core.plan import plan_run
 
         overrides = dict(overrides)
         optimizer = overrides.pop("optimizer", None)  # bench-only: fused, foreach or loop

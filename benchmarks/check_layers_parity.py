@@ -1,5 +1,5 @@
 """Parity of the built-in torch models with their code at an earlier commit (before
-zoo.layers, by default): for the same seed, the same state-dict names, bit-identical weights,
+zoo.train.layers, by default): for the same seed, the same state-dict names, bit-identical weights,
 outputs (eval, and train with dropout) and gradients, over a grid of small configs.
 
     python benchmarks/check_layers_parity.py [--rev cde8f1f]
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder import model as decoder
     from zoo.plugins.digits import DigitsConfig

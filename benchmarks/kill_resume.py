@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    from zoo import checkpoint
+    from zoo.train import checkpoints
 
     run_args = ["run", args.model, args.dataset, "--steps", args.steps, "--seed", args.seed,
                 "--json", "--quiet", "--set", f"checkpoint_every={args.every}"]
@@ -67,7 +67,7 @@ def main() -> None:
             code = proc.wait()
             killed = time.perf_counter() - start
             (run_dir,) = [p for p in home.iterdir() if (p / "config.json").is_file()]
-            newest = checkpoint.latest(run_dir) if code < 0 else None
+            newest = checkpoints.latest(run_dir) if code < 0 else None
             start = time.perf_counter()
             done = zoo(home, "resume", run_dir.name, "--json", "--quiet") if code < 0 else None
             resumed = time.perf_counter() - start

@@ -12,7 +12,7 @@ TINY = ["--set", "n_embd=16", "--set", "hidden=8", "--set", "batch_size=8", "--s
 def build(**settings):
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.lstm import LSTMConfig
     from zoo.plugins.lstm.model import build as build_lstm
 

@@ -11,7 +11,7 @@ VOCAB, CLASSES, BUCKETS = 40, 3, 11
 
 
 def model(**settings):
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.nbsvm import NBSVMConfig
     from zoo.plugins.nbsvm.model import build
 
@@ -87,8 +87,8 @@ def test_the_fitted_model_learns_nothing_in_training_steps():
     """After fit, a training step measures the loss and leaves every weight as it was."""
     import torch
 
-    from zoo.engine import TorchModel
-    from zoo.losses import cross_entropy
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.losses import cross_entropy
 
     wrapped = TorchModel(model(), "cpu", loss=cross_entropy)
     assert wrapped.fits_training_split

@@ -26,7 +26,7 @@ def unpooled():
     from dataclasses import dataclass
 
     from zoo.hookspecs import hookimpl
-    from zoo.registry import PluginInfo, get_zoo
+    from zoo.core.registry import PluginInfo, get_zoo
 
     @dataclass
     class Config:
@@ -60,7 +60,7 @@ def test_cross_entropy_refuses_logits_that_do_not_fit_the_targets():
     import torch
 
     from zoo.errors import ZooError
-    from zoo.losses import cross_entropy
+    from zoo.train.losses import cross_entropy
 
     with pytest.raises(ZooError, match=r"\[4, 3, 2\] do not fit targets of shape \[4\]"):
         cross_entropy(torch.zeros(4, 3, 2), torch.zeros(4, dtype=torch.long), "mean")
@@ -73,11 +73,11 @@ def test_cross_entropy_refuses_logits_that_do_not_fit_the_targets():
                                    "numpy-char", "encoder-char"])
 def test_every_built_in_architecture_meets_its_tasks_declared_shape(model):
     """The probe itself on every built-in pair of architecture and task."""
-    from zoo.losses import check_output
-    from zoo.model import TaskSpec
-    from zoo.registry import get_task, get_zoo, resolve_model
-    from zoo.engine import as_model
-    from zoo.config import build_config
+    from zoo.train.losses import check_output
+    from zoo.train.model import TaskSpec
+    from zoo.core.registry import get_task, get_zoo, resolve_model
+    from zoo.train.torch_model import as_model
+    from zoo.core.config import build_config
 
     zoo = get_zoo()
     spec = resolve_model(model, zoo)

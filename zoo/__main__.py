@@ -1,3 +1,3 @@
-from zoo.cli import main
+from zoo.cli.main import main
 
 raise SystemExit(main())

@@ -5,6 +5,7 @@ where the command exits with code 2 (an unknown name, a setting that cannot work
 anything trains::
 
     import zoo
+import zoo.plugin
 
     run = zoo.run("decoder-char", "shakespeare", steps=200, n_layer=2)   # zoo run
     run.metrics["val_bpc"], run.folder
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from zoo.bounds import DEVICES
+from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
 
 
@@ -82,7 +83,7 @@ class LoadedRun:
 
     def predict(self, texts: str | Iterable[str]) -> list:
         """One prediction per text (a single string counts as one text), each of the type the
-        task declares (``zoo.Task.prediction``, a ``zoo.Prediction`` dataclass); its
+        task declares (``zoo.plugin.Task.prediction``, a ``zoo.plugin.Prediction`` dataclass); its
         ``record()`` is what `zoo predict --json` prints, without the text."""
         predict = getattr(self._pipeline, "predict", None)
         if predict is None:
@@ -113,7 +114,7 @@ class LoadedRun:
     def evaluate(self, dataset: str, split: str = "test", *, text_column: str | None = None,
                  label_column: str | None = None) -> Evaluation:
         """Score the run on a split of any dataset and record it, as `zoo eval` does."""
-        from zoo.evaluation import evaluate_run
+        from zoo.records.evaluate import evaluate_run
 
         result = evaluate_run(self.id, dataset, split, text_column=text_column,
                               label_column=label_column, device=self._device)
@@ -141,15 +142,15 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
     """Train and evaluate MODEL on DATASET and record the run (`zoo run`). For an ensemble
     preset, each member is trained (or its finished run reused) and their ensemble is
     recorded: the result is then an ``Ensemble`` (as ``zoo.ensemble`` returns)."""
-    from zoo.plan import plan_run
-    from zoo.registry import get_zoo
-    from zoo.runner import execute
+    from zoo.core.plan import plan_run
+    from zoo.core.registry import get_zoo
+    from zoo.train.runner import execute
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     overrides = _overrides(settings, steps, time)
     if model in get_zoo().catalogue.ensembles:
-        from zoo.ensembles import run_preset
+        from zoo.records.ensemble import run_preset
 
         return run_preset(model, dataset, seed=seed, overrides=overrides, device=device,
                           quiet=quiet, task=task, text_column=text_column,
@@ -163,8 +164,8 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
 def load(run_id: str, *, device: str = "auto") -> LoadedRun:
     """A finished run (an id or a unique prefix of one), ready to predict, generate and
     evaluate with, on `device` (auto: CUDA when present)."""
-    from zoo.registry import get_zoo
-    from zoo.trained import load_trained
+    from zoo.core.registry import get_zoo
+    from zoo.records.reload import load_trained
 
     zoo = get_zoo()
     trained = load_trained(run_id, zoo, device=device)
@@ -183,8 +184,8 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     progress (`zoo sweep --verbose`). `grid={"n_layer": [1, 2]}` is `--grid n_layer=1,2`;
     `jobs`, `executor`, `address`, `cell_cpus` and `cell_gpus` are the options of the same
     names."""
-    from zoo import sweeps
-    from zoo.executors import make_executor
+    from zoo.sweeps import driver
+    from zoo.sweeps.executors import make_executor
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
@@ -196,26 +197,26 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     grid_options = [f"{key}={','.join(str(v) for v in values)}"
                     for key, values in (grid or {}).items()]
     pool = make_executor(_positive("jobs", jobs, int), executor, address, cell_cpus, cell_gpus)
-    plan = sweeps.plan_sweep(models, datasets, seeds=_positive("seeds", seeds, int),
+    plan = driver.plan_sweep(models, datasets, seeds=_positive("seeds", seeds, int),
                              overrides=_overrides(settings, steps, time), task=task,
-                             grid=sweeps.parse_grid(grid_options))
+                             grid=driver.parse_grid(grid_options))
     if not plan.todo and not plan.finished_before:
-        reasons = "; ".join(line.strip() for line in sweeps.describe_plan(plan)[1:])
+        reasons = "; ".join(line.strip() for line in driver.describe_plan(plan)[1:])
         raise ZooError(f"no cell of the sweep can run ({reasons})")
-    sweeps.run_sweep(plan, device=device, quiet=quiet, out=None if progress else io.StringIO(),
+    driver.run_sweep(plan, device=device, quiet=quiet, out=None if progress else io.StringIO(),
                      executor=pool)
     finished = any(c.status == "finished" or c.done for c in plan.cells)
-    return SweepResult(sweeps.records(plan),
-                       sweeps.table(plan, metric=metric).cells if finished else None)
+    return SweepResult(driver.records(plan),
+                       driver.table(plan, metric=metric).cells if finished else None)
 
 
 def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto"):
     """Combine finished runs of one task and dataset (ids or unique prefixes): average their
     class probabilities, with equal weights or weights fitted on the validation split
     (``weights="fit"``), score validation and test, and record the ensemble as a row of its
-    own (`zoo ensemble`). Returns a ``zoo.ensembles.Ensemble``: its id, name, the runs with
+    own (`zoo ensemble`). Returns a ``zoo.records.ensemble.Ensemble``: its id, name, the runs with
     their weights, and its metrics."""
-    from zoo.ensembles import ensemble as combine
+    from zoo.records.ensemble import ensemble as combine
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
@@ -225,7 +226,7 @@ def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto
 
 def runs():
     """All recorded runs as a pandas DataFrame (one column per metric): `zoo runs`."""
-    from zoo.store import Store
+    from zoo.records.store import Store
 
     with Store() as store:
         return store.frame()
@@ -239,7 +240,7 @@ def compare(*, metric=None, where=None, by=None, columns=None, baseline=None, ev
     better, mean, std, n, best, setting, configs, runs; with ``baseline`` also diff, ci_low,
     ci_high, df and significant. Options mean what `zoo compare`'s options mean.
     """
-    from zoo.comparison import load_runs, summarize
+    from zoo.comparison.table import load_runs, summarize
 
     return summarize(load_runs(), metric=metric, where=where, by=by, columns=columns,
                      baseline=baseline, evals=evals, status=status, better=better,

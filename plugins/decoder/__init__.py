@@ -1,5 +1,5 @@
 """`decoder` architecture plugin: a GPT-style decoder-only transformer (causal pre-LN
-blocks from ``zoo.layers``), for language modeling, classification and next-item.
+blocks from ``zoo.train.layers``), for language modeling, classification and next-item.
 
 This module holds the config and the registration only, so listing the zoo imports no
 torch; ``model.py`` builds the network.

@@ -10,7 +10,7 @@
   head.{weight [V, C], bias [V]}   next-item: K = vocab size; weight tied to tok_emb when
                                    config.tie_weights (kept once, as tok_emb.weight)
 
-The blocks are zoo.layers.PreLNBlock with exact GELU. Attention is bidirectional; padded
+The blocks are zoo.train.layers.PreLNBlock with exact GELU. Attention is bidirectional; padded
 positions (attention_mask 0) are never attended to and never pooled, so padding a batch
 leaves every example's output unchanged. Pooling takes the hidden state at position 0
 ("cls": the classification pipeline puts <cls> there), the mean over real tokens ("mean") or
