@@ -20,6 +20,7 @@ linear SVM, on the same splits, over seeds; figures written as JSON.
 Test accuracies are read once, after every choice is made. The JSON holds the machine, the
 versions, the date, each row's mean and standard deviation over seeds and every run id.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,9 @@ ENSEMBLE = ("encoder", "lstm", "nbsvm")  # the architectures the ensemble combin
 # encoder, an LSTM and NBSVM inside one run, shares fitted on validation): mean test
 # accuracy over seeds 0-2 as a user runs it (README.md at commit edff2a0)
 FORMER_DEFAULT = {"rotten_tomatoes": 0.7986, "emotion": 0.9170}
-TOLERANCE = 0.005  # the ensemble's acceptance: within half a point of the former default
+TOLERANCE = (
+    0.005  # the ensemble's acceptance: within half a point of the former default
+)
 
 
 def train_all(models: list[str], datasets: list[str], seeds: int) -> None:
@@ -65,8 +68,13 @@ def finished_runs(models: list[str], datasets: list[str], seeds: int) -> dict:
     found = {}
     for row in rows:  # oldest first: the newest wins
         key = (row["model"], row["dataset"], row["seed"])
-        if (row["kind"] == "train" and row["status"] == "finished" and row["model"] in models
-                and row["dataset"] in datasets and row["seed"] in range(seeds)):
+        if (
+            row["kind"] == "train"
+            and row["status"] == "finished"
+            and row["model"] in models
+            and row["dataset"] in datasets
+            and row["seed"] in range(seeds)
+        ):
             found[key] = row
     return found
 
@@ -80,7 +88,9 @@ def choose(runs: dict, datasets: list[str], seeds: int, architectures: dict) -> 
         for preset in presets:
             rows = [runs.get((preset, d, s)) for d in datasets for s in range(seeds)]
             if all(rows):
-                scores[preset] = statistics.mean(r["metrics"]["val_accuracy"] for r in rows)
+                scores[preset] = statistics.mean(
+                    r["metrics"]["val_accuracy"] for r in rows
+                )
         if scores:
             chosen[architecture] = (max(scores, key=scores.get), scores)
     return chosen
@@ -96,39 +106,68 @@ def ensemble_of(run_ids: list[str], weights: str) -> dict:
     wanted = sorted(run_ids)
     for row in reversed(rows):
         config = row["config"]
-        if row["kind"] == "ensemble" and row["status"] == "finished" and \
-                config.get("weighting") == weights and \
-                sorted(p["run_id"] for p in config.get("combines", [])) == wanted:
-            return {"id": row["id"], "model": row["model"], "metrics": row["metrics"],
-                    "weights": {p["model"]: p["weight"] for p in config["combines"]}}
+        if (
+            row["kind"] == "ensemble"
+            and row["status"] == "finished"
+            and config.get("weighting") == weights
+            and sorted(p["run_id"] for p in config.get("combines", [])) == wanted
+        ):
+            return {
+                "id": row["id"],
+                "model": row["model"],
+                "metrics": row["metrics"],
+                "weights": {p["model"]: p["weight"] for p in config["combines"]},
+            }
     made = zoo.ensemble(run_ids, weights=weights)
-    return {"id": made.id, "model": made.model, "metrics": made.metrics,
-            "weights": {p.model: p.weight for p in made.runs}}
+    return {
+        "id": made.id,
+        "model": made.model,
+        "metrics": made.metrics,
+        "weights": {p.model: p.weight for p in made.runs},
+    }
 
 
 def summary(values: list[float]) -> dict:
-    return {"mean": statistics.mean(values),
-            "std": statistics.stdev(values) if len(values) > 1 else 0.0, "n": len(values)}
+    return {
+        "mean": statistics.mean(values),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "n": len(values),
+    }
 
 
 def row_of(name: str, preset: str, rows: list[dict]) -> dict:
-    return {"name": name, "preset": preset,
-            "val_accuracy": summary([r["metrics"]["val_accuracy"] for r in rows]),
-            "test_accuracy": summary([r["metrics"]["test_accuracy"] for r in rows]),
-            "seconds": summary([r.get("duration") or 0.0 for r in rows]),
-            "runs": [r["id"] for r in rows]}
+    return {
+        "name": name,
+        "preset": preset,
+        "val_accuracy": summary([r["metrics"]["val_accuracy"] for r in rows]),
+        "test_accuracy": summary([r["metrics"]["test_accuracy"] for r in rows]),
+        "seconds": summary([r.get("duration") or 0.0 for r in rows]),
+        "runs": [r["id"] for r in rows],
+    }
 
 
 def versions() -> dict:
     out = {"python": platform.python_version()}
-    for name in ("torch", "scikit-learn", "transformers", "tokenizers", "datasets", "zoo"):
+    for name in (
+        "torch",
+        "scikit-learn",
+        "transformers",
+        "tokenizers",
+        "datasets",
+        "zoo",
+    ):
         try:
             out[name] = md.version(name)
         except md.PackageNotFoundError:
             out[name] = None
     try:
-        out["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO,
-                                           capture_output=True, text=True).stdout.strip()
+        out["git_commit"] = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
     except OSError:
         out["git_commit"] = None
     return out
@@ -137,26 +176,45 @@ def versions() -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
-    parser.add_argument("--select-seeds", type=int, default=1,
-                        help="seeds 0..S-1 on whose validation splits presets are chosen")
+    parser.add_argument(
+        "--select-seeds",
+        type=int,
+        default=1,
+        help="seeds 0..S-1 on whose validation splits presets are chosen",
+    )
     parser.add_argument("--datasets", nargs="+", default=["rotten_tomatoes", "emotion"])
-    parser.add_argument("--home", default=str(Path.home() / ".cache" / "zoo-bench-classification"),
-                        help="ZOO_HOME of the benchmark's runs (kept: a rerun reuses them)")
-    parser.add_argument("--no-bert", action="store_true", help="leave out the transformers BERT")
-    parser.add_argument("--output", default=str(REPO / "benchmarks" / "results" /
-                                                "classification.json"))
+    parser.add_argument(
+        "--home",
+        default=str(Path.home() / ".cache" / "zoo-bench-classification"),
+        help="ZOO_HOME of the benchmark's runs (kept: a rerun reuses them)",
+    )
+    parser.add_argument(
+        "--no-bert", action="store_true", help="leave out the transformers BERT"
+    )
+    parser.add_argument(
+        "--output", default=str(REPO / "benchmarks" / "results" / "classification.json")
+    )
     args = parser.parse_args(argv)
     os.environ["ZOO_HOME"] = args.home
-    architectures = {a: p for a, p in CANDIDATES.items() if not (args.no_bert and a == "bert")}
+    architectures = {
+        a: p for a, p in CANDIDATES.items() if not (args.no_bert and a == "bert")
+    }
     models = [preset for presets in architectures.values() for preset in presets]
     load_before = load()
-    print(f"# {cpu_name()}, {os.cpu_count()} cores, OMP_NUM_THREADS="
-          f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; {load_before}", file=sys.stderr)
+    print(
+        f"# {cpu_name()}, {os.cpu_count()} cores, OMP_NUM_THREADS="
+        f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; {load_before}",
+        file=sys.stderr,
+    )
 
     selecting = min(args.select_seeds, args.seeds)
     train_all(models, args.datasets, selecting)
-    chosen = choose(finished_runs(models, args.datasets, selecting), args.datasets, selecting,
-                    architectures)
+    chosen = choose(
+        finished_runs(models, args.datasets, selecting),
+        args.datasets,
+        selecting,
+        architectures,
+    )
     train_all([preset for preset, _ in chosen.values()], args.datasets, args.seeds)
     runs = finished_runs(models, args.datasets, args.seeds)
 
@@ -172,43 +230,77 @@ def main(argv=None) -> int:
         if all(a in chosen for a in ENSEMBLE):
             members = [chosen[a][0] for a in ENSEMBLE]
             for weights in ("fit", "equal"):
-                made = [ensemble_of([runs[(m, dataset, s)]["id"] for m in members], weights)
-                        for s in range(args.seeds)]
-                entry = row_of(f"ensemble ({weights} weights)", made[0]["model"],
-                               [{"id": e["id"], "metrics": e["metrics"]} for e in made])
+                made = [
+                    ensemble_of([runs[(m, dataset, s)]["id"] for m in members], weights)
+                    for s in range(args.seeds)
+                ]
+                entry = row_of(
+                    f"ensemble ({weights} weights)",
+                    made[0]["model"],
+                    [{"id": e["id"], "metrics": e["metrics"]} for e in made],
+                )
                 entry["weights"] = [e["weights"] for e in made]
                 table.append(entry)
         svm = tfidf_svm(load_splits(dataset, None, None))
-        table.append({"name": "TF-IDF + linear SVM", "preset": f"C={svm['C']}",
-                      "val_accuracy": summary([svm["val_accuracy"]]),
-                      "test_accuracy": summary([svm["test_accuracy"]]),
-                      "seconds": summary([svm["seconds"]]), "runs": []})
+        table.append(
+            {
+                "name": "TF-IDF + linear SVM",
+                "preset": f"C={svm['C']}",
+                "val_accuracy": summary([svm["val_accuracy"]]),
+                "test_accuracy": summary([svm["test_accuracy"]]),
+                "seconds": summary([svm["seconds"]]),
+                "runs": [],
+            }
+        )
         results[dataset] = table
 
-    fitted = {dataset: row["test_accuracy"]["mean"] for dataset, table in results.items()
-              for row in table if row["name"] == "ensemble (fit weights)"}
+    fitted = {
+        dataset: row["test_accuracy"]["mean"]
+        for dataset, table in results.items()
+        for row in table
+        if row["name"] == "ensemble (fit weights)"
+    }
     report = {
         "benchmark": "classification",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "platform": platform.platform(),
-                    "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-                    "load_before": load_before, "load_after": load(),
-                    "note": "shared machine: durations include waiting for other processes"},
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"
+        ),
+        "machine": {
+            "cpu": cpu_name(),
+            "cores": os.cpu_count(),
+            "platform": platform.platform(),
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+            "load_before": load_before,
+            "load_after": load(),
+            "note": "shared machine: durations include waiting for other processes",
+        },
         "versions": versions(),
         "seeds": list(range(args.seeds)),
         "selection_seeds": list(range(selecting)),
-        "selection": {a: {"chosen": p, "mean_val_accuracy": s} for a, (p, s) in chosen.items()},
+        "selection": {
+            a: {"chosen": p, "mean_val_accuracy": s} for a, (p, s) in chosen.items()
+        },
         "datasets": results,
         "former_default": FORMER_DEFAULT,
         "notes": [
-            "Each architecture's preset was chosen on validation accuracy (selection seeds), "
-            "the test split read once for this report.",
-            "The fitted ensemble's validation accuracy is measured where its weights were "
-            "fitted, so it is optimistic; its test accuracy is not.",
-            "TF-IDF + linear SVM is deterministic: one fit per dataset, C chosen on "
-            "validation."],
+            (
+                "Each architecture's preset was chosen on validation accuracy (selection seeds), "
+                "the test split read once for this report."
+            ),
+            (
+                "The fitted ensemble's validation accuracy is measured where its weights were "
+                "fitted, so it is optimistic; its test accuracy is not."
+            ),
+            (
+                "TF-IDF + linear SVM is deterministic: one fit per dataset, C chosen on "
+                "validation."
+            ),
+        ],
         "ensemble_within_half_a_point": {
-            d: fitted[d] >= FORMER_DEFAULT[d] - TOLERANCE for d in fitted if d in FORMER_DEFAULT},
+            d: fitted[d] >= FORMER_DEFAULT[d] - TOLERANCE
+            for d in fitted
+            if d in FORMER_DEFAULT
+        },
     }
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -217,8 +309,10 @@ def main(argv=None) -> int:
         print(f"\n{dataset} (test accuracy, mean ± std over {args.seeds} seeds)")
         for row in table:
             test = row["test_accuracy"]
-            print(f"  {row['name']:<26} {row['preset']:<58} {100 * test['mean']:6.2f} ± "
-                  f"{100 * test['std']:.2f}   val {100 * row['val_accuracy']['mean']:6.2f}")
+            print(
+                f"  {row['name']:<26} {row['preset']:<58} {100 * test['mean']:6.2f} ± "
+                f"{100 * test['std']:.2f}   val {100 * row['val_accuracy']['mean']:6.2f}"
+            )
     print(f"\nwritten to {output}")
     return 0
 

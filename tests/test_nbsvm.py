@@ -1,19 +1,20 @@
 """nbsvm: NBSVM's one-against-the-rest logistic regressions on log-count-ratio scaled
 features, fitted before training through the Model protocol's optional fit, then fixed."""
+
 import json
 
 import numpy as np
 import pytest
-
 from conftest import run_cli
 
 VOCAB, CLASSES, BUCKETS = 40, 3, 11
 
 
 def model(**settings):
-    from zoo.train.model import TaskSpec
     from zoo.plugins.nbsvm import NBSVMConfig
     from zoo.plugins.nbsvm.model import build
+
+    from zoo.train.model import TaskSpec
 
     cfg = NBSVMConfig(buckets=BUCKETS, c=1.0, **settings)
     return build(cfg, TaskSpec("classification", VOCAB, num_classes=CLASSES))
@@ -48,13 +49,22 @@ def test_the_fit_is_scikit_learns_logistic_regression_on_the_scaled_features():
     onehot = np.eye(CLASSES)[y.numpy()]
     ours, rest = x.T @ onehot + 1, x.T @ (1 - onehot) + 1  # texts holding each feature
     ratios = np.log(ours / ours.sum(0)) - np.log(rest / rest.sum(0))
-    expected = np.stack([
-        LogisticRegression(C=1.0, tol=1e-10, max_iter=10_000)
-        .fit(x * ratios[:, c], y.numpy() == c).predict_proba(x * ratios[:, c])[:, 1]
-        for c in range(CLASSES)], axis=1)
+    expected = np.stack(
+        [
+            LogisticRegression(C=1.0, tol=1e-10, max_iter=10_000)
+            .fit(x * ratios[:, c], y.numpy() == c)
+            .predict_proba(x * ratios[:, c])[:, 1]
+            for c in range(CLASSES)
+        ],
+        axis=1,
+    )
     with torch.no_grad():
-        scores = torch.sigmoid(torch.nn.functional.embedding_bag(
-            nb.features(ids, mask), nb.coef, mode="sum", padding_idx=0) + nb.intercept)
+        scores = torch.sigmoid(
+            torch.nn.functional.embedding_bag(
+                nb.features(ids, mask), nb.coef, mode="sum", padding_idx=0
+            )
+            + nb.intercept
+        )
         assert scores.numpy() == pytest.approx(expected, abs=2e-4)
         normalised = expected / expected.sum(1, keepdims=True)
         assert nb(ids, mask).exp().numpy() == pytest.approx(normalised, abs=2e-4)
@@ -65,8 +75,20 @@ def test_character_grams_carry_what_a_suffix_means_to_words_the_training_never_s
     has weight 0 on its own; with character grams it is read by its letters."""
     import torch
 
-    words = ["", "", "", "quickly", "slowly", "badly", "table", "chair", "lamp", "gladly",
-             "wisely", "sofa"]
+    words = [
+        "",
+        "",
+        "",
+        "quickly",
+        "slowly",
+        "badly",
+        "table",
+        "chair",
+        "lamp",
+        "gladly",
+        "wisely",
+        "sofa",
+    ]
     vocabulary = words + [f"w{i}" for i in range(len(words), VOCAB)]
     train = [[3], [4], [5], [3, 4], [6], [7], [8], [6, 7]]
     y = torch.tensor([1, 1, 1, 1, 0, 0, 0, 0])
@@ -79,16 +101,21 @@ def test_character_grams_carry_what_a_suffix_means_to_words_the_training_never_s
     with torch.no_grad():
         assert (with_grams(unseen, mask).exp()[:, 1] > 0.6).all()
         alone = words_only(unseen, mask).exp()
-        assert alone[:, 1].numpy() == pytest.approx(alone[:, 0].numpy(), abs=1e-4)  # the prior
-    assert tuple(with_grams.coef.shape) == (VOCAB + BUCKETS, CLASSES)  # the grams folded in
+        assert alone[:, 1].numpy() == pytest.approx(
+            alone[:, 0].numpy(), abs=1e-4
+        )  # the prior
+    assert tuple(with_grams.coef.shape) == (
+        VOCAB + BUCKETS,
+        CLASSES,
+    )  # the grams folded in
 
 
 def test_the_fitted_model_learns_nothing_in_training_steps():
     """After fit, a training step measures the loss and leaves every weight as it was."""
     import torch
 
-    from zoo.train.torch_model import TorchModel
     from zoo.train.losses import cross_entropy
+    from zoo.train.torch_model import TorchModel
 
     wrapped = TorchModel(model(), "cpu", loss=cross_entropy)
     assert wrapped.fits_training_split
@@ -102,12 +129,25 @@ def test_the_fitted_model_learns_nothing_in_training_steps():
     after = wrapped.state_dict()
     assert all(np.array_equal(before[k], after[k]) for k in before)
     assert wrapped.num_parameters() == (VOCAB + BUCKETS) * CLASSES + CLASSES
-    assert not TorchModel(torch.nn.Linear(2, 2), "cpu", loss=cross_entropy).fits_training_split
+    assert not TorchModel(
+        torch.nn.Linear(2, 2), "cpu", loss=cross_entropy
+    ).fits_training_split
 
 
-def test_the_pipeline_fits_it_and_a_reload_scores_as_the_run_did(negated_reviews, one_thread):
-    result = run_cli("run", "nbsvm-wordpunct", negated_reviews, "--json", "--quiet",
-                     "--set", "buckets=101", "--set", "char_buckets=1024")
+def test_the_pipeline_fits_it_and_a_reload_scores_as_the_run_did(
+    negated_reviews, one_thread
+):
+    result = run_cli(
+        "run",
+        "nbsvm-wordpunct",
+        negated_reviews,
+        "--json",
+        "--quiet",
+        "--set",
+        "buckets=101",
+        "--set",
+        "char_buckets=1024",
+    )
     assert result.code == 0, result
     run = json.loads(result.out)
     assert run["architecture"] == "nbsvm" and run["metrics"]["steps"] == 1
@@ -115,12 +155,18 @@ def test_the_pipeline_fits_it_and_a_reload_scores_as_the_run_did(negated_reviews
     again = run_cli("eval", run["run_id"], negated_reviews, "--split", "test", "--json")
     assert again.code == 0, again
     assert json.loads(again.out)["metrics"]["test_loss"] == pytest.approx(
-        run["metrics"]["test_loss"])
+        run["metrics"]["test_loss"]
+    )
 
 
-@pytest.mark.parametrize("setting, message", [("c=-1", "c must be positive"),
-                                              ("char_buckets=-5", "char_buckets must be 0"),
-                                              ("buckets=100000000", "buckets = 100,000,000")])
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ("c=-1", "c must be positive"),
+        ("char_buckets=-5", "char_buckets must be 0"),
+        ("buckets=100000000", "buckets = 100,000,000"),
+    ],
+)
 def test_bad_settings_fail_before_training(negated_reviews, setting, message):
     result = run_cli("run", "nbsvm-wordpunct", negated_reviews, "--set", setting)
     assert result.code == 2, result

@@ -1,10 +1,8 @@
 """A model's output is held to the shape its task declares (zoo.Task.output_shape) on a tiny
 batch when it is built, before anything trains; the loss refuses shapes it cannot score."""
+
 import pytest
-
 from conftest import run_cli
-
-
 
 
 def build_unpooled(config, spec):
@@ -25,8 +23,8 @@ def build_unpooled(config, spec):
 def unpooled():
     from dataclasses import dataclass
 
-    from zoo.hookspecs import hookimpl
     from zoo.core.registry import PluginInfo, get_zoo
+    from zoo.hookspecs import hookimpl
 
     @dataclass
     class Config:
@@ -35,7 +33,9 @@ def unpooled():
     class Plugin:
         @hookimpl
         def register_architectures(self, register):
-            register("unpooled", build_unpooled, config=Config, tasks=("classification",))
+            register(
+                "unpooled", build_unpooled, config=Config, tasks=("classification",)
+            )
 
     zoo = get_zoo()
     assert zoo.add_plugin(Plugin(), PluginInfo("unpooled-plugin", "test"), strict=True)
@@ -45,8 +45,12 @@ def unpooled():
         zoo.remove_plugin("unpooled-plugin")
 
 
-def test_a_per_token_output_for_classification_fails_before_training(unpooled, negated_reviews):
-    result = run_cli("run", "unpooled-wordpunct", negated_reviews, "--steps", 5, "--quiet")
+def test_a_per_token_output_for_classification_fails_before_training(
+    unpooled, negated_reviews
+):
+    result = run_cli(
+        "run", "unpooled-wordpunct", negated_reviews, "--steps", 5, "--quiet"
+    )
     assert result.code == 2, result
     line = result.err.strip()
     assert len(line.splitlines()) == 1 and line.startswith("zoo: error:")
@@ -62,22 +66,35 @@ def test_cross_entropy_refuses_logits_that_do_not_fit_the_targets():
     from zoo.errors import ZooError
     from zoo.train.losses import cross_entropy
 
-    with pytest.raises(ZooError, match=r"\[4, 3, 2\] do not fit targets of shape \[4\]"):
+    with pytest.raises(
+        ZooError, match=r"\[4, 3, 2\] do not fit targets of shape \[4\]"
+    ):
         cross_entropy(torch.zeros(4, 3, 2), torch.zeros(4, dtype=torch.long), "mean")
-    assert cross_entropy(torch.zeros(4, 2), torch.zeros(4, dtype=torch.long), "mean").item() \
-        == pytest.approx(0.6931, abs=1e-4)
+    assert cross_entropy(
+        torch.zeros(4, 2), torch.zeros(4, dtype=torch.long), "mean"
+    ).item() == pytest.approx(0.6931, abs=1e-4)
 
 
-@pytest.mark.parametrize("model", ["encoder-wordpunct", "lstm-wordpunct", "fasttext-wordpunct",
-                                   "nbsvm-wordpunct", "decoder-char", "digits-char",
-                                   "numpy-char", "encoder-char"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        "encoder-wordpunct",
+        "lstm-wordpunct",
+        "fasttext-wordpunct",
+        "nbsvm-wordpunct",
+        "decoder-char",
+        "digits-char",
+        "numpy-char",
+        "encoder-char",
+    ],
+)
 def test_every_built_in_architecture_meets_its_tasks_declared_shape(model):
     """The probe itself on every built-in pair of architecture and task."""
+    from zoo.core.config import build_config
+    from zoo.core.registry import get_task, get_zoo, resolve_model
     from zoo.train.losses import check_output
     from zoo.train.model import TaskSpec
-    from zoo.core.registry import get_task, get_zoo, resolve_model
     from zoo.train.torch_model import as_model
-    from zoo.core.config import build_config
 
     zoo = get_zoo()
     spec = resolve_model(model, zoo)
@@ -85,5 +102,10 @@ def test_every_built_in_architecture_meets_its_tasks_declared_shape(model):
         task = get_task(task_name, zoo)
         config = build_config(spec.architecture.config_class(), {})
         built = spec.architecture.load()(config, TaskSpec(task_name, 20, num_classes=3))
-        check_output(as_model(built, "cpu", loss=None), task, TaskSpec(task_name, 20, 3),
-                     config.block_size, model)
+        check_output(
+            as_model(built, "cpu", loss=None),
+            task,
+            TaskSpec(task_name, 20, 3),
+            config.block_size,
+            model,
+        )

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
@@ -54,13 +55,13 @@ class Run:
     summary: dict = field(default_factory=dict, repr=False)  # everything `zoo run` prints
 
     @classmethod
-    def from_result(cls, result: dict) -> "Run":
+    def from_result(cls, result: dict) -> Run:
         return cls(result["run_id"], result["model"], result["dataset"], result["task"],
                    result["status"], result["seed"], result.get("params"), result["metrics"],
                    Path(result["run_dir"]), list(result.get("samples") or []),
                    result.get("duration"), dict(result))
 
-    def load(self) -> "LoadedRun":
+    def load(self) -> LoadedRun:
         """This run's model and tokenizer, to predict, generate and evaluate with."""
         return load(self.id)
 

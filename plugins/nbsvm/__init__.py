@@ -10,6 +10,7 @@ fitted weights are kept; the training loop has nothing left to learn.
 
 Config and registration only (torch is imported by ``model.py``, on first use).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,14 +23,17 @@ class NBSVMConfig:
     buckets: int = 262_144  # hashed token-bigram rows (0: tokens only)
     char_buckets: int = 0  # hashed character 2- to 5-gram rows of each word (0: none)
     c: float = 1.0  # inverse L2 strength of the regressions, as scikit-learn's C
-    block_size: int = 256  # longest input in tokens, <cls> included (inputs are truncated to it)
+    block_size: int = (
+        256  # longest input in tokens, <cls> included (inputs are truncated to it)
+    )
 
     def __post_init__(self):
         check_positive(self, "c", "block_size")
         for name in ("buckets", "char_buckets"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be 0 (none) or positive, got "
-                                 f"{getattr(self, name)}")
+                raise ValueError(
+                    f"{name} must be 0 (none) or positive, got {getattr(self, name)}"
+                )
 
 
 def memory(config: NBSVMConfig) -> int:
@@ -40,8 +44,13 @@ def memory(config: NBSVMConfig) -> int:
 
 @hookimpl
 def register_architectures(register):
-    register("nbsvm", "zoo.plugins.nbsvm.model:build", config=NBSVMConfig,
-             tasks=("classification",), memory=memory,
-             description="NBSVM: logistic regressions on log-count-ratio scaled token, bigram "
-                         "and character n-gram features, fitted before training (Wang and "
-                         "Manning 2012)")
+    register(
+        "nbsvm",
+        "zoo.plugins.nbsvm.model:build",
+        config=NBSVMConfig,
+        tasks=("classification",),
+        memory=memory,
+        description="NBSVM: logistic regressions on log-count-ratio scaled token, bigram "
+        "and character n-gram features, fitted before training (Wang and "
+        "Manning 2012)",
+    )

@@ -10,6 +10,7 @@ from zoo.cli.options import RELOAD_DEVICE_HELP, json_default
 from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
 
+
 def cmd_runs(args) -> int:
     from zoo.cli.listing import runs_table
 
@@ -94,9 +95,9 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
 
 
 def cmd_plot(args) -> int:
-    from zoo.train.job import RunFolder
     from zoo.comparison.plots import run_labels, save, training_curves
     from zoo.records.store import Store, home
+    from zoo.train.job import RunFolder
 
     with Store() as store:
         rows = [store.get(run_id) for run_id in args.run_ids]

@@ -3,9 +3,15 @@ from __future__ import annotations
 
 import json
 
-from zoo.cli.options import add_output_options, json_default, positive_float, positive_int
+from zoo.cli.options import (
+    add_output_options,
+    json_default,
+    positive_float,
+    positive_int,
+)
 from zoo.cli.results import add_compare_options, emit_comparison
 from zoo.core.bounds import DEVICES, seed_argument
+
 
 def cmd_run(args) -> int:
     from zoo import api

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 from zoo.errors import UnknownNameError, ZooError
 

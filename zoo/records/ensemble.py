@@ -12,6 +12,7 @@ split alone. Every such split of the weights is tried; the one whose average ans
 validation rows right wins, the lowest validation log loss breaking ties (then the first
 tried). The test split is scored once, with the weights chosen.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,9 @@ from zoo.errors import ZooError
 
 WEIGHTINGS = ("equal", "fit")
 STEPS = 10  # fitted weights are multiples of 1/STEPS
-MAX_FITTED = 8  # runs whose weights can be fitted (the grid grows as STEPS ** (runs - 1))
+MAX_FITTED = (
+    8  # runs whose weights can be fitted (the grid grows as STEPS ** (runs - 1))
+)
 CHUNK = 64  # candidate weightings scored at once (memory: CHUNK x rows x classes)
 SPLITS = ("validation", "test")
 
@@ -66,13 +69,17 @@ def ensemble_name(models: list[str], weighting: str) -> str:
 
 def weight_grid(count: int, steps: int = STEPS) -> np.ndarray:
     """Every split of 1 into ``count`` non-negative multiples of 1/steps: [C, count]."""
-    splits = [split for split in itertools.product(range(steps + 1), repeat=count)
-              if sum(split) == steps]
+    splits = [
+        split
+        for split in itertools.product(range(steps + 1), repeat=count)
+        if sum(split) == steps
+    ]
     return np.asarray(splits, dtype=np.float64) / steps
 
 
-def fit_weights(probabilities: list[np.ndarray], targets: np.ndarray,
-                steps: int = STEPS) -> np.ndarray:
+def fit_weights(
+    probabilities: list[np.ndarray], targets: np.ndarray, steps: int = STEPS
+) -> np.ndarray:
     """The weights [R] of the runs' validation probabilities (R arrays [N, K]) whose average
     answers the most rows right; among equals, the lowest mean log loss, then the first."""
     stacked = np.stack(probabilities, axis=1)  # [N, R, K]
@@ -80,7 +87,9 @@ def fit_weights(probabilities: list[np.ndarray], targets: np.ndarray,
     rows = np.arange(len(targets))
     right, loss = [], []
     for start in range(0, len(grid), CHUNK):
-        mix = np.einsum("nrk,cr->cnk", stacked, grid[start:start + CHUNK])  # [C, N, K]
+        mix = np.einsum(
+            "nrk,cr->cnk", stacked, grid[start : start + CHUNK]
+        )  # [C, N, K]
         right.append((mix.argmax(axis=-1) == targets).sum(axis=-1))
         chosen = mix[:, rows, targets]  # [C, N]
         loss.append(-np.log(np.clip(chosen, 1e-12, None)).mean(axis=-1))
@@ -94,8 +103,15 @@ def average(probabilities: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
     return np.einsum("rnk,r->nk", np.stack(probabilities), weights)
 
 
-def ensemble(run_ids: list[str], *, weights: str = "equal", device: str = "auto",
-             preset: str | None = None, quiet: bool = True, zoo=None) -> Ensemble:
+def ensemble(
+    run_ids: list[str],
+    *,
+    weights: str = "equal",
+    device: str = "auto",
+    preset: str | None = None,
+    quiet: bool = True,
+    zoo=None,
+) -> Ensemble:
     """Combine finished runs of one task and dataset and record the ensemble (see the
     module docstring). ``preset`` names the ensemble preset it was made for, if any."""
     from zoo.core.registry import get_zoo
@@ -106,29 +122,42 @@ def ensemble(run_ids: list[str], *, weights: str = "equal", device: str = "auto"
     zoo = zoo or get_zoo()
     with Store() as store:
         rows = [store.get(run_id) for run_id in run_ids]
-    rows = sorted({row["id"]: row for row in rows}.values(), key=lambda r: (r["model"], r["id"]))
+    rows = sorted(
+        {row["id"]: row for row in rows}.values(), key=lambda r: (r["model"], r["id"])
+    )
     check_combinable(rows)
     if weights == "fit" and len(rows) > MAX_FITTED:
-        raise ZooError(f"fitted weights take at most {MAX_FITTED} runs, not {len(rows)}; "
-                       "use --weights equal")
+        raise ZooError(
+            f"fitted weights take at most {MAX_FITTED} runs, not {len(rows)}; "
+            "use --weights equal"
+        )
     task = rows[0]["task"]
     pipeline = zoo.pipelines.get(task).load()
-    if not all(callable(getattr(pipeline, name, None))
-               for name in ("split_probabilities", "score_probabilities")):
-        raise ZooError(f"the {task} pipeline gives no probabilities (split_probabilities and "
-                       f"score_probabilities); its runs cannot be combined")
+    if not all(
+        callable(getattr(pipeline, name, None))
+        for name in ("split_probabilities", "score_probabilities")
+    ):
+        raise ZooError(
+            f"the {task} pipeline gives no probabilities (split_probabilities and "
+            f"score_probabilities); its runs cannot be combined"
+        )
     start = time.time()
     predicted = run_probabilities(rows, pipeline, device, quiet, zoo)
     validation = [p["validation"] for p in predicted]
     if weights == "fit":  # from the validation split alone
-        chosen = fit_weights([p.probabilities for p in validation], validation[0].targets)
+        chosen = fit_weights(
+            [p.probabilities for p in validation], validation[0].targets
+        )
     else:
         chosen = np.full(len(rows), 1.0 / len(rows))
     metrics: dict = {}
     for split in SPLITS:
         parts = [p[split] for p in predicted]
-        mixed = type(parts[0])(average([p.probabilities for p in parts], chosen),
-                               parts[0].targets, parts[0].classes)
+        mixed = type(parts[0])(
+            average([p.probabilities for p in parts], chosen),
+            parts[0].targets,
+            parts[0].classes,
+        )
         metrics.update(pipeline.score_probabilities(mixed, split))
     metrics["weights"] = [float(w) for w in chosen]
     return record(rows, chosen, weights, metrics, preset, time.time() - start)
@@ -141,59 +170,93 @@ def check_combinable(rows: list[dict]) -> None:
         raise ZooError("an ensemble needs at least two different runs")
     for row in rows:
         if row.get("kind") != "train":
-            raise ZooError(f"run {row['id']} is a {row.get('kind')} row, not a trained run")
+            raise ZooError(
+                f"run {row['id']} is a {row.get('kind')} row, not a trained run"
+            )
         if row["status"] != "finished":
             raise ZooError(f"run {row['id']} is {row['status']}, not finished")
     first = rows[0]
-    keys = ("task", "dataset", "dataset_id", "dataset_fingerprint", "text_column",
-            "label_column")
+    keys = (
+        "task",
+        "dataset",
+        "dataset_id",
+        "dataset_fingerprint",
+        "text_column",
+        "label_column",
+    )
     for row in rows[1:]:
         for key in keys:
             ours, theirs = (r.get(key, r["config"].get(key)) for r in (first, row))
             if ours != theirs:
-                raise ZooError(f"runs {first['id']} and {row['id']} differ in {key} "
-                               f"({ours} and {theirs}); an ensemble combines runs of one task "
-                               "on one dataset")
+                raise ZooError(
+                    f"runs {first['id']} and {row['id']} differ in {key} "
+                    f"({ours} and {theirs}); an ensemble combines runs of one task "
+                    "on one dataset"
+                )
 
 
-def run_probabilities(rows: list[dict], pipeline, device: str, quiet: bool, zoo) -> list[dict]:
+def run_probabilities(
+    rows: list[dict], pipeline, device: str, quiet: bool, zoo
+) -> list[dict]:
     """Each run's SplitProbabilities on validation and test, through its task's pipeline,
     on the dataset the first run was trained on; their classes and targets must agree."""
     import sys
 
-    from zoo.data import datasets as zoo_data
     from zoo.core.plan import plan_from_record
+    from zoo.data import datasets as zoo_data
     from zoo.records.reload import load_trained
 
     config = rows[0]["config"]
     ref = plan_from_record(config, zoo).dataset_ref
-    loaded = zoo_data.load(ref, zoo, text_column=config.get("text_column"),
-                           label_column=config.get("label_column"), quiet=quiet)
+    loaded = zoo_data.load(
+        ref,
+        zoo,
+        text_column=config.get("text_column"),
+        label_column=config.get("label_column"),
+        quiet=quiet,
+    )
     out = []
     for row in rows:
         if not quiet:
-            print(f"ensemble: {row['model']} (run {row['id']})", file=sys.stderr, flush=True)
+            print(
+                f"ensemble: {row['model']} (run {row['id']})",
+                file=sys.stderr,
+                flush=True,
+            )
         trained = load_trained(row["id"], zoo, device=device)
-        out.append({split: pipeline.split_probabilities(trained, loaded, split)
-                    for split in SPLITS})
+        out.append(
+            {
+                split: pipeline.split_probabilities(trained, loaded, split)
+                for split in SPLITS
+            }
+        )
         del trained
     for row, predicted in zip(rows[1:], out[1:]):
         for split in SPLITS:
             ours, first = predicted[split], out[0][split]
-            if list(ours.classes) != list(first.classes) or \
-                    not np.array_equal(ours.targets, first.targets):
-                raise ZooError(f"run {row['id']} predicts other classes than run "
-                               f"{rows[0]['id']} ({', '.join(ours.classes[:5])} against "
-                               f"{', '.join(first.classes[:5])})")
+            if list(ours.classes) != list(first.classes) or not np.array_equal(
+                ours.targets, first.targets
+            ):
+                raise ZooError(
+                    f"run {row['id']} predicts other classes than run "
+                    f"{rows[0]['id']} ({', '.join(ours.classes[:5])} against "
+                    f"{', '.join(first.classes[:5])})"
+                )
     return out
 
 
-def record(rows: list[dict], chosen: np.ndarray, weighting: str, metrics: dict,
-           preset: str | None, duration: float) -> Ensemble:
+def record(
+    rows: list[dict],
+    chosen: np.ndarray,
+    weighting: str,
+    metrics: dict,
+    preset: str | None,
+    duration: float,
+) -> Ensemble:
     """The ensemble's store row: its name, the runs and weights, and where they came from."""
     from zoo.core.provenance import git_commit, git_dirty
-    from zoo.train.runner import new_run_id
     from zoo.records.store import Store
+    from zoo.train.runner import new_run_id
 
     first = rows[0]
     name = ensemble_name([r["model"] for r in rows], weighting)
@@ -205,31 +268,86 @@ def record(rows: list[dict], chosen: np.ndarray, weighting: str, metrics: dict,
     identity = json.dumps([[r.get("config_hash"), r["id"]] for r in rows] + [weighting])
     ensemble_id = new_run_id()
     config = {
-        "run_id": ensemble_id, "model": name, "architecture": "ensemble", "task": first["task"],
-        "dataset": first["dataset"], "seed": seed, "weighting": weighting, "preset": preset,
-        "combines": [{"run_id": c.run_id, "model": c.model, "weight": c.weight,
-                      "config_hash": r.get("config_hash"), "seed": r["seed"]}
-                     for c, r in zip(combined, rows)],
+        "run_id": ensemble_id,
+        "model": name,
+        "architecture": "ensemble",
+        "task": first["task"],
+        "dataset": first["dataset"],
+        "seed": seed,
+        "weighting": weighting,
+        "preset": preset,
+        "combines": [
+            {
+                "run_id": c.run_id,
+                "model": c.model,
+                "weight": c.weight,
+                "config_hash": r.get("config_hash"),
+                "seed": r["seed"],
+            }
+            for c, r in zip(combined, rows)
+        ],
         "config_hash": hashlib.sha256(identity.encode()).hexdigest()[:16],
-        **{key: first["config"].get(key) for key in ("dataset_id", "dataset_fingerprint",
-                                                    "text_column", "label_column")},
-        "git_commit": git_commit(), "git_dirty": git_dirty()}
+        **{
+            key: first["config"].get(key)
+            for key in (
+                "dataset_id",
+                "dataset_fingerprint",
+                "text_column",
+                "label_column",
+            )
+        },
+        "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
+    }
     tokenizers = sorted({r["tokenizer"] for r in rows if r.get("tokenizer")})
     with Store() as store:
-        store.insert(ensemble_id, kind="ensemble", model=name, architecture="ensemble",
-                     tokenizer="+".join(tokenizers) or None, dataset=first["dataset"],
-                     task=first["task"], params=total, seed=seed,
-                     config_hash=config["config_hash"], config=config)
-        store.update(ensemble_id, status="finished", finished=time.time(), duration=duration,
-                     metrics=metrics)
-    return Ensemble(ensemble_id, name, first["dataset"], first["task"], seed, weighting,
-                    combined, metrics, total, duration)
+        store.insert(
+            ensemble_id,
+            kind="ensemble",
+            model=name,
+            architecture="ensemble",
+            tokenizer="+".join(tokenizers) or None,
+            dataset=first["dataset"],
+            task=first["task"],
+            params=total,
+            seed=seed,
+            config_hash=config["config_hash"],
+            config=config,
+        )
+        store.update(
+            ensemble_id,
+            status="finished",
+            finished=time.time(),
+            duration=duration,
+            metrics=metrics,
+        )
+    return Ensemble(
+        ensemble_id,
+        name,
+        first["dataset"],
+        first["task"],
+        seed,
+        weighting,
+        combined,
+        metrics,
+        total,
+        duration,
+    )
 
 
-def run_preset(name: str, dataset: str, *, seed: int = 0, overrides: dict | None = None,
-               device: str = "auto", quiet: bool = False, task: str | None = None,
-               text_column: str | None = None, label_column: str | None = None,
-               zoo=None) -> Ensemble:
+def run_preset(
+    name: str,
+    dataset: str,
+    *,
+    seed: int = 0,
+    overrides: dict | None = None,
+    device: str = "auto",
+    quiet: bool = False,
+    task: str | None = None,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    zoo=None,
+) -> Ensemble:
     """`zoo run ENSEMBLE-PRESET DATASET`: every member preset planned (and checked) first,
     then each trained as its own run (a finished run of the same config is reused), then
     combined with the preset's weights."""
@@ -237,28 +355,55 @@ def run_preset(name: str, dataset: str, *, seed: int = 0, overrides: dict | None
 
     from zoo.core.plan import config_hash, plan_run
     from zoo.core.registry import get_zoo
-    from zoo.train.runner import execute
     from zoo.records.store import Store
+    from zoo.train.runner import execute
 
     zoo = zoo or get_zoo()
     preset = zoo.catalogue.ensembles[name]
     nested = [m for m in preset.members if m in zoo.catalogue.ensembles]
     if nested:
-        raise ZooError(f"ensemble preset {name!r} lists ensemble preset {nested[0]!r} among "
-                       "its members; members are single models")
-    plans = [plan_run(member, dataset, overrides=overrides, seed=seed, task=task,
-                      text_column=text_column, label_column=label_column, zoo=zoo)
-             for member in preset.members]
+        raise ZooError(
+            f"ensemble preset {name!r} lists ensemble preset {nested[0]!r} among "
+            "its members; members are single models"
+        )
+    plans = [
+        plan_run(
+            member,
+            dataset,
+            overrides=overrides,
+            seed=seed,
+            task=task,
+            text_column=text_column,
+            label_column=label_column,
+            zoo=zoo,
+        )
+        for member in preset.members
+    ]
     run_ids = []
     for plan in plans:
         with Store() as store:
             done = store.finished_by_hash().get(config_hash(plan, zoo))
         if done is None:
-            done = execute(plan, device=device, quiet=quiet, text_column=text_column,
-                           label_column=label_column, zoo=zoo)["run_id"]
+            done = execute(
+                plan,
+                device=device,
+                quiet=quiet,
+                text_column=text_column,
+                label_column=label_column,
+                zoo=zoo,
+            )["run_id"]
         elif not quiet:
-            print(f"{plan.spec.name}: run {done} has this config finished; reused",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{plan.spec.name}: run {done} has this config finished; reused",
+                file=sys.stderr,
+                flush=True,
+            )
         run_ids.append(done)
-    return ensemble(run_ids, weights=preset.weights, device=device, preset=name, quiet=quiet,
-                    zoo=zoo)
+    return ensemble(
+        run_ids,
+        weights=preset.weights,
+        device=device,
+        preset=name,
+        quiet=quiet,
+        zoo=zoo,
+    )
