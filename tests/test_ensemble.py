@@ -34,9 +34,7 @@ def test_a_mix_that_answers_more_rows_beats_either_run_alone():
 
     # class 0 is right everywhere; each run alone answers two of the three rows
     weights = fit_weights(
-        probs(
-            [[0.9, 0.1], [0.4, 0.6]], [[0.9, 0.1], [0.9, 0.1]], [[0.4, 0.6], [1.0, 0.0]]
-        ),
+        probs([[0.9, 0.1], [0.4, 0.6]], [[0.9, 0.1], [0.9, 0.1]], [[0.4, 0.6], [1.0, 0.0]]),
         np.array([0, 0, 0]),
     )
     assert 0.2 - 1e-9 <= weights[1] <= 0.7 + 1e-9, weights
@@ -47,13 +45,9 @@ def test_right_answers_first_then_the_lower_log_loss():
     from zoo.records.ensemble import fit_weights
 
     targets = np.array([0, 1])
-    one_wrong = probs(
-        [[0.9, 0.1], [0.1, 0.9]], [[0.2, 0.8], [0.8, 0.2]]
-    )  # the second is wrong
+    one_wrong = probs([[0.9, 0.1], [0.1, 0.9]], [[0.2, 0.8], [0.8, 0.2]])  # the second is wrong
     assert fit_weights(one_wrong, targets).tolist() == [1.0, 0.0]
-    both_right = probs(
-        [[0.6, 0.4], [0.9, 0.1]], [[0.4, 0.6], [0.1, 0.9]]
-    )  # the second surer
+    both_right = probs([[0.6, 0.4], [0.9, 0.1]], [[0.4, 0.6], [0.1, 0.9]])  # the second surer
     assert fit_weights(both_right, targets).tolist() == [0.0, 1.0]
 
 
@@ -77,9 +71,7 @@ def combine(runs, *options) -> dict:
 
 def test_equal_and_fitted_weights_are_recorded_beside_the_runs(three_runs):
     equal = combine(three_runs)
-    assert (
-        equal["model"] == "ensemble(encoder-wordpunct+lstm-wordpunct+nbsvm-wordpunct)"
-    )
+    assert equal["model"] == "ensemble(encoder-wordpunct+lstm-wordpunct+nbsvm-wordpunct)"
     assert [part["weight"] for part in equal["runs"]] == pytest.approx([1 / 3] * 3)
     fitted = combine(three_runs, "--weights", "fit")
     assert fitted["model"].startswith("ensemble-fit(")
@@ -87,9 +79,7 @@ def test_equal_and_fitted_weights_are_recorded_beside_the_runs(three_runs):
     assert sum(weights) == pytest.approx(1.0)
     assert all(round(w * 10, 9).is_integer() for w in weights)
     for ensemble in (equal, fitted):
-        assert {"val_accuracy", "test_accuracy", "test_loss"} <= ensemble[
-            "metrics"
-        ].keys()
+        assert {"val_accuracy", "test_accuracy", "test_loss"} <= ensemble["metrics"].keys()
 
     rows = json.loads(run_cli("runs", "--json").out)
     kinds = {row["model"]: row["kind"] for row in rows}
@@ -102,9 +92,7 @@ def test_equal_and_fitted_weights_are_recorded_beside_the_runs(three_runs):
     assert all(run["run_id"] in shown.out for run in three_runs)
 
 
-def test_the_average_is_the_weighted_mean_of_each_runs_probabilities(
-    three_runs, monkeypatch
-):
+def test_the_average_is_the_weighted_mean_of_each_runs_probabilities(three_runs, monkeypatch):
     """The ensemble's validation loss is that of the mean of the runs' own probabilities."""
     from zoo.pipelines import classification
 
@@ -118,9 +106,7 @@ def test_the_average_is_the_weighted_mean_of_each_runs_probabilities(
         seen.append((split, predicted))
         return predicted
 
-    monkeypatch.setattr(
-        classification.Classification, "split_probabilities", staticmethod(spy)
-    )
+    monkeypatch.setattr(classification.Classification, "split_probabilities", staticmethod(spy))
     result = api.ensemble([r["run_id"] for r in three_runs])
     validation = [p for split, p in seen if split == "validation"]
     mean = np.mean([p.probabilities for p in validation], axis=0)
@@ -143,9 +129,7 @@ def test_fitted_weights_never_read_the_test_split(three_runs, monkeypatch):
         predicted = original(trained, dataset, split, batch_size)
         if split == "test":
             wrong = np.eye(len(predicted.classes))[1 - predicted.targets]
-            predicted.probabilities = wrong * (
-                1 + (trained.run_id == ids[0])
-            )  # unequal too
+            predicted.probabilities = wrong * (1 + (trained.run_id == ids[0]))  # unequal too
             predicted.probabilities /= predicted.probabilities.sum(1, keepdims=True)
         return predicted
 
@@ -167,9 +151,7 @@ def test_runs_of_other_datasets_or_kinds_are_refused_with_one_line(
     result = run_cli("ensemble", three_runs[0]["run_id"], elsewhere["run_id"])
     assert result.code == 2 and len(result.err.strip().splitlines()) == 1
     assert "differ in" in result.err
-    evaluation = json.loads(
-        run_cli("eval", three_runs[0]["run_id"], negated_reviews, "--json").out
-    )
+    evaluation = json.loads(run_cli("eval", three_runs[0]["run_id"], negated_reviews, "--json").out)
     result = run_cli("ensemble", three_runs[0]["run_id"], evaluation["run_id"])
     assert result.code == 2 and "not a trained run" in result.err
     result = run_cli("ensemble", three_runs[0]["run_id"])
@@ -197,15 +179,9 @@ def test_an_ensemble_preset_trains_its_members_then_reuses_them(
         "tiny-lstm",
         "tiny-nb",
     ]
-    again = json.loads(
-        run_cli("run", "tiny-mix", negated_reviews, "--json", "--quiet").out
-    )
-    assert [p["run_id"] for p in again["runs"]] == [
-        p["run_id"] for p in combined["runs"]
-    ]
-    assert (
-        len(json.loads(run_cli("runs", "--json").out)) == 4
-    )  # two runs, two ensembles
+    again = json.loads(run_cli("run", "tiny-mix", negated_reviews, "--json", "--quiet").out)
+    assert [p["run_id"] for p in again["runs"]] == [p["run_id"] for p in combined["runs"]]
+    assert len(json.loads(run_cli("runs", "--json").out)) == 4  # two runs, two ensembles
     shown = run_cli("show", "tiny-mix")
     assert shown.code == 0 and "tiny-nb, tiny-lstm" in shown.out
 

@@ -101,9 +101,7 @@ def test_character_grams_carry_what_a_suffix_means_to_words_the_training_never_s
     with torch.no_grad():
         assert (with_grams(unseen, mask).exp()[:, 1] > 0.6).all()
         alone = words_only(unseen, mask).exp()
-        assert alone[:, 1].numpy() == pytest.approx(
-            alone[:, 0].numpy(), abs=1e-4
-        )  # the prior
+        assert alone[:, 1].numpy() == pytest.approx(alone[:, 0].numpy(), abs=1e-4)  # the prior
     assert tuple(with_grams.coef.shape) == (
         VOCAB + BUCKETS,
         CLASSES,
@@ -129,14 +127,10 @@ def test_the_fitted_model_learns_nothing_in_training_steps():
     after = wrapped.state_dict()
     assert all(np.array_equal(before[k], after[k]) for k in before)
     assert wrapped.num_parameters() == (VOCAB + BUCKETS) * CLASSES + CLASSES
-    assert not TorchModel(
-        torch.nn.Linear(2, 2), "cpu", loss=cross_entropy
-    ).fits_training_split
+    assert not TorchModel(torch.nn.Linear(2, 2), "cpu", loss=cross_entropy).fits_training_split
 
 
-def test_the_pipeline_fits_it_and_a_reload_scores_as_the_run_did(
-    negated_reviews, one_thread
-):
+def test_the_pipeline_fits_it_and_a_reload_scores_as_the_run_did(negated_reviews, one_thread):
     result = run_cli(
         "run",
         "nbsvm-wordpunct",

@@ -33,9 +33,7 @@ def unpooled():
     class Plugin:
         @hookimpl
         def register_architectures(self, register):
-            register(
-                "unpooled", build_unpooled, config=Config, tasks=("classification",)
-            )
+            register("unpooled", build_unpooled, config=Config, tasks=("classification",))
 
     zoo = get_zoo()
     assert zoo.add_plugin(Plugin(), PluginInfo("unpooled-plugin", "test"), strict=True)
@@ -45,12 +43,8 @@ def unpooled():
         zoo.remove_plugin("unpooled-plugin")
 
 
-def test_a_per_token_output_for_classification_fails_before_training(
-    unpooled, negated_reviews
-):
-    result = run_cli(
-        "run", "unpooled-wordpunct", negated_reviews, "--steps", 5, "--quiet"
-    )
+def test_a_per_token_output_for_classification_fails_before_training(unpooled, negated_reviews):
+    result = run_cli("run", "unpooled-wordpunct", negated_reviews, "--steps", 5, "--quiet")
     assert result.code == 2, result
     line = result.err.strip()
     assert len(line.splitlines()) == 1 and line.startswith("zoo: error:")
@@ -66,9 +60,7 @@ def test_cross_entropy_refuses_logits_that_do_not_fit_the_targets():
     from zoo.errors import ZooError
     from zoo.train.losses import cross_entropy
 
-    with pytest.raises(
-        ZooError, match=r"\[4, 3, 2\] do not fit targets of shape \[4\]"
-    ):
+    with pytest.raises(ZooError, match=r"\[4, 3, 2\] do not fit targets of shape \[4\]"):
         cross_entropy(torch.zeros(4, 3, 2), torch.zeros(4, dtype=torch.long), "mean")
     assert cross_entropy(
         torch.zeros(4, 2), torch.zeros(4, dtype=torch.long), "mean"

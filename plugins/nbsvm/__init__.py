@@ -23,17 +23,13 @@ class NBSVMConfig:
     buckets: int = 262_144  # hashed token-bigram rows (0: tokens only)
     char_buckets: int = 0  # hashed character 2- to 5-gram rows of each word (0: none)
     c: float = 1.0  # inverse L2 strength of the regressions, as scikit-learn's C
-    block_size: int = (
-        256  # longest input in tokens, <cls> included (inputs are truncated to it)
-    )
+    block_size: int = 256  # longest input in tokens, <cls> included (inputs are truncated to it)
 
     def __post_init__(self):
         check_positive(self, "c", "block_size")
         for name in ("buckets", "char_buckets"):
             if getattr(self, name) < 0:
-                raise ValueError(
-                    f"{name} must be 0 (none) or positive, got {getattr(self, name)}"
-                )
+                raise ValueError(f"{name} must be 0 (none) or positive, got {getattr(self, name)}")
 
 
 def memory(config: NBSVMConfig) -> int:

@@ -46,12 +46,8 @@ class NBSVM(nn.Module):
         self.coef = nn.Parameter(torch.zeros(rows, classes), requires_grad=False)
         self.intercept = nn.Parameter(torch.zeros(classes), requires_grad=False)
 
-    def features(
-        self, input_ids, attention_mask
-    ):  # [B, T] -> [B, F], each feature once
-        ids = token_bigram_ids(
-            input_ids, attention_mask, self.vocab, self.cfg.buckets, self.pad_id
-        )
+    def features(self, input_ids, attention_mask):  # [B, T] -> [B, F], each feature once
+        ids = token_bigram_ids(input_ids, attention_mask, self.vocab, self.cfg.buckets, self.pad_id)
         ids, _ = ids.sort(dim=1)
         repeated = torch.zeros_like(ids, dtype=torch.bool)
         repeated[:, 1:] = ids[:, 1:] == ids[:, :-1]
@@ -71,13 +67,10 @@ class NBSVM(nn.Module):
         real = ids != self.pad_id
         text = torch.arange(len(ids), device=device)[:, None].expand_as(ids)[real]
         feature = ids[real]
-        first_gram = (
-            self.vocab + self.cfg.buckets
-        )  # character grams' rows follow the bigrams'
+        first_gram = self.vocab + self.cfg.buckets  # character grams' rows follow the bigrams'
         if char_buckets:  # each (text, token) pair brings the token's grams
             gram_token, gram = (
-                t.to(device)
-                for t in token_char_grams(vocabulary, char_buckets, self.vocab)
+                t.to(device) for t in token_char_grams(vocabulary, char_buckets, self.vocab)
             )
             start = torch.searchsorted(gram_token, feature)
             count = torch.searchsorted(gram_token, feature, right=True) - start
@@ -89,9 +82,7 @@ class NBSVM(nn.Module):
                 [feature, first_gram + gram[start.repeat_interleave(count) + within]]
             )
         columns = first_gram + char_buckets
-        keys, value = torch.unique(
-            text * columns + feature, return_counts=True
-        )  # by text
+        keys, value = torch.unique(text * columns + feature, return_counts=True)  # by text
         text, feature = keys // columns, keys % columns
         used, column = torch.unique(feature, return_inverse=True)
         y = F.one_hot(targets.to(device).long(), classes).double()  # [N, K]
@@ -108,19 +99,13 @@ class NBSVM(nn.Module):
         self.coef.copy_(coef)
         self.intercept.copy_(intercept)
 
-    def forward(
-        self, input_ids, attention_mask=None
-    ):  # [B, T] -> [B, K] log-probabilities
+    def forward(self, input_ids, attention_mask=None):  # [B, T] -> [B, K] log-probabilities
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         check_length(input_ids, self.cfg.block_size)
         ids = self.features(input_ids, attention_mask)
-        scores = F.embedding_bag(
-            ids, self.coef.float(), mode="sum", padding_idx=self.pad_id
-        )
-        each = F.logsigmoid(
-            scores + self.intercept.float()
-        )  # log P(class c | c or not c)
+        scores = F.embedding_bag(ids, self.coef.float(), mode="sum", padding_idx=self.pad_id)
+        each = F.logsigmoid(scores + self.intercept.float())  # log P(class c | c or not c)
         return each - torch.logsumexp(each, dim=-1, keepdim=True)
 
 
@@ -143,12 +128,8 @@ def token_char_grams(vocabulary, buckets: int, vocab_size: int):
             for n in CHAR_NGRAMS:
                 for start in range(len(padded) - n + 1):
                     token_ids.append(token_id)
-                    gram_ids.append(
-                        zlib.crc32(padded[start : start + n].encode()) % buckets
-                    )
-    return torch.tensor(token_ids, dtype=torch.long), torch.tensor(
-        gram_ids, dtype=torch.long
-    )
+                    gram_ids.append(zlib.crc32(padded[start : start + n].encode()) % buckets)
+    return torch.tensor(token_ids, dtype=torch.long), torch.tensor(gram_ids, dtype=torch.long)
 
 
 def fit_logistic(text, column, value, y, ratios, c: float):
@@ -162,9 +143,7 @@ def fit_logistic(text, column, value, y, ratios, c: float):
     n, features = len(y), len(ratios)
     by_text = torch.searchsorted(text, torch.arange(n, device=text.device))
     order = torch.argsort(column, stable=True)
-    by_feature = torch.searchsorted(
-        column[order], torch.arange(features, device=text.device)
-    )
+    by_feature = torch.searchsorted(column[order], torch.arange(features, device=text.device))
     weight = torch.zeros_like(ratios, requires_grad=True)
     prior = y.mean(dim=0).clamp(1e-6, 1 - 1e-6)
     intercept = torch.log(prior / (1 - prior)).requires_grad_(True)
@@ -180,9 +159,7 @@ def fit_logistic(text, column, value, y, ratios, c: float):
     @torch.no_grad()
     def objective():
         scores = (
-            F.embedding_bag(
-                column, weight * ratios, by_text, mode="sum", per_sample_weights=value
-            )
+            F.embedding_bag(column, weight * ratios, by_text, mode="sum", per_sample_weights=value)
             + intercept
         )  # [N, K]
         loss = (

@@ -27,9 +27,7 @@ from zoo.errors import ZooError
 
 WEIGHTINGS = ("equal", "fit")
 STEPS = 10  # fitted weights are multiples of 1/STEPS
-MAX_FITTED = (
-    8  # runs whose weights can be fitted (the grid grows as STEPS ** (runs - 1))
-)
+MAX_FITTED = 8  # runs whose weights can be fitted (the grid grows as STEPS ** (runs - 1))
 CHUNK = 64  # candidate weightings scored at once (memory: CHUNK x rows x classes)
 SPLITS = ("validation", "test")
 
@@ -70,9 +68,7 @@ def ensemble_name(models: list[str], weighting: str) -> str:
 def weight_grid(count: int, steps: int = STEPS) -> np.ndarray:
     """Every split of 1 into ``count`` non-negative multiples of 1/steps: [C, count]."""
     splits = [
-        split
-        for split in itertools.product(range(steps + 1), repeat=count)
-        if sum(split) == steps
+        split for split in itertools.product(range(steps + 1), repeat=count) if sum(split) == steps
     ]
     return np.asarray(splits, dtype=np.float64) / steps
 
@@ -87,9 +83,7 @@ def fit_weights(
     rows = np.arange(len(targets))
     right, loss = [], []
     for start in range(0, len(grid), CHUNK):
-        mix = np.einsum(
-            "nrk,cr->cnk", stacked, grid[start : start + CHUNK]
-        )  # [C, N, K]
+        mix = np.einsum("nrk,cr->cnk", stacked, grid[start : start + CHUNK])  # [C, N, K]
         right.append((mix.argmax(axis=-1) == targets).sum(axis=-1))
         chosen = mix[:, rows, targets]  # [C, N]
         loss.append(-np.log(np.clip(chosen, 1e-12, None)).mean(axis=-1))
@@ -122,14 +116,11 @@ def ensemble(
     zoo = zoo or get_zoo()
     with Store() as store:
         rows = [store.get(run_id) for run_id in run_ids]
-    rows = sorted(
-        {row["id"]: row for row in rows}.values(), key=lambda r: (r["model"], r["id"])
-    )
+    rows = sorted({row["id"]: row for row in rows}.values(), key=lambda r: (r["model"], r["id"]))
     check_combinable(rows)
     if weights == "fit" and len(rows) > MAX_FITTED:
         raise ZooError(
-            f"fitted weights take at most {MAX_FITTED} runs, not {len(rows)}; "
-            "use --weights equal"
+            f"fitted weights take at most {MAX_FITTED} runs, not {len(rows)}; use --weights equal"
         )
     task = rows[0]["task"]
     pipeline = zoo.pipelines.get(task).load()
@@ -145,9 +136,7 @@ def ensemble(
     predicted = run_probabilities(rows, pipeline, device, quiet, zoo)
     validation = [p["validation"] for p in predicted]
     if weights == "fit":  # from the validation split alone
-        chosen = fit_weights(
-            [p.probabilities for p in validation], validation[0].targets
-        )
+        chosen = fit_weights([p.probabilities for p in validation], validation[0].targets)
     else:
         chosen = np.full(len(rows), 1.0 / len(rows))
     metrics: dict = {}
@@ -170,9 +159,7 @@ def check_combinable(rows: list[dict]) -> None:
         raise ZooError("an ensemble needs at least two different runs")
     for row in rows:
         if row.get("kind") != "train":
-            raise ZooError(
-                f"run {row['id']} is a {row.get('kind')} row, not a trained run"
-            )
+            raise ZooError(f"run {row['id']} is a {row.get('kind')} row, not a trained run")
         if row["status"] != "finished":
             raise ZooError(f"run {row['id']} is {row['status']}, not finished")
     first = rows[0]
@@ -195,9 +182,7 @@ def check_combinable(rows: list[dict]) -> None:
                 )
 
 
-def run_probabilities(
-    rows: list[dict], pipeline, device: str, quiet: bool, zoo
-) -> list[dict]:
+def run_probabilities(rows: list[dict], pipeline, device: str, quiet: bool, zoo) -> list[dict]:
     """Each run's SplitProbabilities on validation and test, through its task's pipeline,
     on the dataset the first run was trained on; their classes and targets must agree."""
     import sys
@@ -225,10 +210,7 @@ def run_probabilities(
             )
         trained = load_trained(row["id"], zoo, device=device)
         out.append(
-            {
-                split: pipeline.split_probabilities(trained, loaded, split)
-                for split in SPLITS
-            }
+            {split: pipeline.split_probabilities(trained, loaded, split) for split in SPLITS}
         )
         del trained
     for row, predicted in zip(rows[1:], out[1:]):
