@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from zoo.records.ensemble import Ensemble
 
 
-
 @dataclass
 class Run:
     """A recorded training run: what `zoo run --json` prints, and the run's folder."""
@@ -279,12 +278,12 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     return SweepResult(driver.records(plan), table.cells if table is not None else None, table)
 
 
-def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto"):
+def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto") -> Ensemble:
     """Combine finished runs of one task and dataset (ids or unique prefixes): average their
     class probabilities, with equal weights or weights fitted on the validation split
     (``weights="fit"``), score validation and test, and record the ensemble as a row of its
-    own (`zoo ensemble`). Returns a ``zoo.records.ensemble.Ensemble``: its id, name, the runs with
-    their weights, and its metrics."""
+    own (`zoo ensemble`). Returns a ``zoo.Ensemble``: its id, name, the runs with their
+    weights, and its metrics."""
     from zoo.records.ensemble import ensemble as combine
 
     if device not in DEVICES:
