@@ -113,6 +113,7 @@ def ensemble_of(run_ids: list[str], weights: str) -> dict:
                 "id": row["id"],
                 "model": row["model"],
                 "metrics": row["metrics"],
+                "duration": row.get("duration") or 0.0,
                 "weights": {p["model"]: p["weight"] for p in config["combines"]},
             }
     made = zoo.ensemble(run_ids, weights=weights)
@@ -120,6 +121,7 @@ def ensemble_of(run_ids: list[str], weights: str) -> dict:
         "id": made.id,
         "model": made.model,
         "metrics": made.metrics,
+        "duration": made.duration,
         "weights": {p.model: p.weight for p in made.runs},
     }
 
@@ -232,14 +234,20 @@ def main(argv=None) -> int:
         if all(a in chosen for a in ENSEMBLE):
             members = [chosen[a][0] for a in ENSEMBLE]
             for weights in ("fit", "equal"):
-                made = [
-                    ensemble_of([runs[(m, dataset, s)]["id"] for m in members], weights)
-                    for s in range(args.seeds)
-                ]
+                parts = [[runs[(m, dataset, s)] for m in members] for s in range(args.seeds)]
+                made = [ensemble_of([r["id"] for r in rows], weights) for rows in parts]
+                # seconds: what the ensemble costs, its members' runs and the combining
                 entry = row_of(
                     f"ensemble ({weights} weights)",
                     made[0]["model"],
-                    [{"id": e["id"], "metrics": e["metrics"]} for e in made],
+                    [
+                        {
+                            "id": e["id"],
+                            "metrics": e["metrics"],
+                            "duration": e["duration"] + sum(r.get("duration") or 0 for r in rows),
+                        }
+                        for e, rows in zip(made, parts)
+                    ],
                 )
                 entry["weights"] = [e["weights"] for e in made]
                 table.append(entry)
