@@ -18,7 +18,7 @@ from typing import Any
 from zoo.core.catalogue import DatasetEntry, is_hub_id
 from zoo.core.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
-from zoo.core.registry import tasks_for
+from zoo.core.names import tasks_for
 
 TEXT_COLUMNS = ("text", "sentence", "content")
 LABEL_COLUMNS = ("label", "labels")
@@ -74,6 +74,10 @@ def dataset_config(ref: DatasetRef, zoo, overrides: dict | None = None):
 
 @dataclass
 class LoadedDataset:
+    """A dataset as a pipeline receives it (``job.dataset``): its splits as a Hugging Face
+    ``datasets.DatasetDict``, the columns that hold the text and the label, the class names
+    of a labelled dataset, and the tasks it serves, best first."""
+
     ref: DatasetRef
     splits: object  # datasets.DatasetDict
     location: str  # where it was loaded from
@@ -84,6 +88,8 @@ class LoadedDataset:
     split_names: dict[str, str] = field(default_factory=dict)  # role -> split name
 
     def split(self, role: str):
+        """The split that plays ``role`` (train, validation or test) as a ``datasets.Dataset``;
+        an unknown one is a ZooError listing the dataset's splits."""
         name = self.split_names.get(role, role)
         if name not in self.splits:
             raise UnknownNameError("split", name, list(self.splits),
@@ -92,6 +98,7 @@ class LoadedDataset:
 
     @property
     def fingerprint(self) -> str:
+        """A hash of every split's content (the ``datasets`` fingerprints)."""
         digest = hashlib.sha256()
         for name in sorted(self.splits):
             digest.update(f"{name}:{self.splits[name]._fingerprint};".encode())
@@ -139,7 +146,7 @@ def load_dataset(name: str, zoo=None, *, text_column: str | None = None,
 def tasks_of(ref: DatasetRef, zoo) -> tuple[str, ...]:
     """The tasks a dataset serves, known without loading it where the catalogue or its
     plugin says: the task it names first, then the registered tasks declared to use such
-    datasets (see ``zoo.core.registry.tasks_for``)."""
+    datasets (see ``zoo.core.names.tasks_for``)."""
     if ref.entry and ref.entry.task:
         return tasks_for(ref.entry.task, set(), zoo)
     if ref.entry and ref.entry.text_column and ref.kind != "plugin":  # columns named: no load needed
