@@ -42,13 +42,13 @@ def save_error(path: Path, exc: OSError) -> SaveError:
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
-    """``mode``: the file's permissions (the temporary file's 0600 otherwise)."""
+    """``mode``: the file's permissions; by default 0666 less the umask, as ``open()`` would
+    make it (mkstemp's 0600 would lock a shared ZOO_HOME's group out of its own runs)."""
     path = Path(path)
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        if mode is not None:
-            os.fchmod(fd, mode)
+        os.fchmod(fd, new_file_mode() if mode is None else mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -153,9 +153,26 @@ def _mode(target: Path) -> int:
     try:
         return stat.S_IMODE(os.stat(target).st_mode)
     except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return new_file_mode()
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (/proc), so no
+    other thread ever creates a file under a umask of 0."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+def new_file_mode() -> int:
+    """The permissions ``open()`` gives a new file: 0666 less the umask."""
+    return 0o666 & ~current_umask()
 
 
 def _error(name: str, exc: OSError) -> ZooError:
