@@ -353,16 +353,17 @@ def cmd_eval(args) -> int:
 def cmd_plot(args) -> int:
     from zoo.train.job import RunFolder
     from zoo.comparison.plots import run_labels, save, training_curves
-    from zoo.records.store import Store, home
+    from zoo.records.paths import run_folder
+    from zoo.records.store import Store
 
     with Store() as store:
         rows = [store.get(run_id) for run_id in args.run_ids]
     runs = []
     for row, label in zip(rows, run_labels(rows)):
-        records = RunFolder(home() / row["id"]).curve()
+        records = RunFolder(run_folder(row["id"])).curve()
         if not records:
             raise ZooError(f"run {row['id']} has no training curve (no metrics.jsonl in "
-                           f"{home() / row['id']})")
+                           f"{run_folder(row['id'])})")
         runs.append({"label": label, "records": records})
     tasks = {row["task"] for row in rows}  # units and validation metric: the task's declaration
     save(training_curves(runs, args.metric, args.x, task=tasks.pop() if len(tasks) == 1 else None),

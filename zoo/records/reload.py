@@ -10,7 +10,8 @@ from zoo.errors import ZooError
 from zoo.train.job import RunFolder
 from zoo.core.registry import call_plugin, get_task, get_zoo, task_loss
 from zoo.io import load_tokenizer
-from zoo.records.store import Store, home
+from zoo.records.paths import run_folder
+from zoo.records.store import Store
 
 
 @dataclass
@@ -44,7 +45,7 @@ def load_trained(run_id: str, zoo=None, device: str = "auto",
     zoo = zoo or get_zoo()
     with Store() as store:
         row = store.get(run_id)
-    folder = RunFolder(home() / row["id"])
+    folder = RunFolder(run_folder(row["id"]))
     if not folder.file("config.json").is_file():
         raise ZooError(f"run {row['id']} has no config.json in {folder.path}")
     config = folder.config()

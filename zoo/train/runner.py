@@ -21,6 +21,7 @@ from zoo.train.job import Job, RunFolder, RunResult
 from zoo.core.plan import Plan, config_hash
 from zoo.core.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
 from zoo.core.registry import get_zoo, task_loss
+from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 
 
@@ -78,6 +79,16 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
         task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
     run_id = distributed.broadcast_object(run_id or new_run_id())
     run = _create_run_folder(home() if ranks.is_main else _scratch(), run_id)
+    owner = own_run(run.path, wait=0)  # the one writer of this folder until the run ends
+    try:
+        return _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet,
+                                 extra, store)
+    finally:
+        owner.release()
+
+
+def _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet, extra,
+                      store) -> dict:
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
                "dataset": plan.dataset_ref.name, "task": plan.task, "seed": plan.seed}
