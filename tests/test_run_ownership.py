@@ -133,7 +133,7 @@ def _alive(pid: int) -> bool:
 
 
 # -- end to end ----------------------------------------------------------------------
-SWEEP = ["sweep", "decoder-char", "--seeds", "2", "--steps", "240", *TINY_DECODER,
+SWEEP = ["sweep", "decoder-char", "--seeds", "2", "--steps", "160", *TINY_DECODER,
          "--set", "checkpoint_every=5", "--set", "eval_interval=40", "--jobs", "2"]
 
 
@@ -156,6 +156,20 @@ def curve(folder: Path) -> list[dict]:
             for line in (folder / "metrics.jsonl").read_text().splitlines()]
 
 
+def sweep_workers(driver: int) -> list[int]:
+    """The driver's worker processes (Linux /proc; empty elsewhere)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == driver and b"spawn_main" in command:
+            found.append(int(stat.parent.name))
+    return found
+
+
 def writing_both(home_dir: Path, lines: int) -> bool:
     curves = list(home_dir.glob("*/metrics.jsonl"))
     return len(curves) == 2 and all(len(c.read_text().splitlines()) >= lines for c in curves)
@@ -168,11 +182,17 @@ def test_driver_sigkill_then_immediate_rerun_finishes_every_cell_bit_identically
     reference = zoo(reference_home, tiny_text, popen=True)  # side by side: one wall clock
     driver = zoo(killed_home, tiny_text, popen=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not writing_both(killed_home, 30):
+    while time.time() < deadline and not writing_both(killed_home, 20):
         time.sleep(0.05)
-    assert writing_both(killed_home, 30), driver.communicate()
+    assert writing_both(killed_home, 20), driver.communicate()
+    workers = sweep_workers(driver.pid)
+    assert len(workers) == 2 or not Path("/proc").is_dir(), workers
     driver.kill()  # the driver alone; its workers must follow it
     driver.communicate()
+    deadline = time.time() + 10
+    while time.time() < deadline and any(map(_alive, workers)):
+        time.sleep(0.05)
+    assert not any(map(_alive, workers)), "sweep workers outlived their driver"
     rerun = zoo(killed_home, tiny_text)
     assert rerun.returncode == 0, rerun.stderr
     assert "resuming" in rerun.stderr
@@ -187,7 +207,7 @@ def test_driver_sigkill_then_immediate_rerun_finishes_every_cell_bit_identically
         assert (mine / "model.safetensors").read_bytes() == (
             theirs / "model.safetensors").read_bytes()
         steps = [r["step"] for r in curve(mine) if "train_loss" in r]
-        assert steps == list(range(1, 241))  # every step once: none lost, none twice
+        assert steps == list(range(1, 161))  # every step once: none lost, none twice
         assert curve(mine) == curve(theirs)
         assert not writer_alive(mine)
 
