@@ -133,17 +133,21 @@ def _alive(pid: int) -> bool:
 
 
 # -- end to end ----------------------------------------------------------------------
-SWEEP = ["sweep", "decoder-char", "--seeds", "2", "--steps", "160", *TINY_DECODER,
+SWEEP = ["sweep", "decoder-char", "--seeds", "2", "--steps", "300", *TINY_DECODER,
          "--set", "checkpoint_every=5", "--set", "eval_interval=40", "--jobs", "2"]
 
 
-def zoo(home_dir: Path, dataset: Path, *extra, popen=False):
+def zoo(home_dir: Path, dataset: Path, *extra, popen=False, log_name=None):
     env = {**os.environ, "ZOO_HOME": str(home_dir), "OMP_NUM_THREADS": "1"}
     args = [sys.executable, "-m", "zoo", *SWEEP[:2], "--on", str(dataset), *SWEEP[2:], *extra]
-    if popen:
-        return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+    if popen:  # output to a file: a pipe would stay open as long as any orphaned worker
+        log = open(home_dir.parent / f"{log_name or home_dir.name}.log", "w")
+        return subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+
+
+def log_of(home_dir: Path, log_name=None) -> str:
+    return (home_dir.parent / f"{log_name or home_dir.name}.log").read_text()
 
 
 def cells(home_dir: Path) -> dict[int, dict]:
@@ -182,22 +186,21 @@ def test_driver_sigkill_then_immediate_rerun_finishes_every_cell_bit_identically
     reference = zoo(reference_home, tiny_text, popen=True)  # side by side: one wall clock
     driver = zoo(killed_home, tiny_text, popen=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not writing_both(killed_home, 20):
+    while time.time() < deadline and not writing_both(killed_home, 15):
         time.sleep(0.05)
-    assert writing_both(killed_home, 20), driver.communicate()
+    assert writing_both(killed_home, 15), log_of(killed_home)
     workers = sweep_workers(driver.pid)
     assert len(workers) == 2 or not Path("/proc").is_dir(), workers
     driver.kill()  # the driver alone; its workers must follow it
-    driver.communicate()
-    deadline = time.time() + 10
+    driver.wait()
+    deadline = time.time() + 2  # at once, not when a worker next writes to the dead driver
     while time.time() < deadline and any(map(_alive, workers)):
-        time.sleep(0.05)
+        time.sleep(0.02)
     assert not any(map(_alive, workers)), "sweep workers outlived their driver"
     rerun = zoo(killed_home, tiny_text)
     assert rerun.returncode == 0, rerun.stderr
     assert "resuming" in rerun.stderr
-    out, err = reference.communicate(timeout=300)
-    assert reference.returncode == 0, err
+    assert reference.wait(timeout=300) == 0, log_of(reference_home)
 
     expected, got = cells(reference_home), cells(killed_home)
     assert sorted(got) == [0, 1]
@@ -207,7 +210,7 @@ def test_driver_sigkill_then_immediate_rerun_finishes_every_cell_bit_identically
         assert (mine / "model.safetensors").read_bytes() == (
             theirs / "model.safetensors").read_bytes()
         steps = [r["step"] for r in curve(mine) if "train_loss" in r]
-        assert steps == list(range(1, 161))  # every step once: none lost, none twice
+        assert steps == list(range(1, 301))  # every step once: none lost, none twice
         assert curve(mine) == curve(theirs)
         assert not writer_alive(mine)
 
@@ -215,10 +218,11 @@ def test_driver_sigkill_then_immediate_rerun_finishes_every_cell_bit_identically
 @pytest.mark.slow
 def test_two_identical_sweeps_started_together_train_each_cell_once(tiny_text, tmp_path):
     shared = tmp_path / "shared"
-    first = zoo(shared, tiny_text, popen=True)
-    second = zoo(shared, tiny_text, popen=True)
-    results = [p.communicate(timeout=300) for p in (first, second)]
-    assert first.returncode == 0 and second.returncode == 0, results
+    first = zoo(shared, tiny_text, popen=True, log_name="first")
+    second = zoo(shared, tiny_text, popen=True, log_name="second")
+    codes = [p.wait(timeout=300) for p in (first, second)]
+    results = [(None, log_of(shared, name)) for name in ("first", "second")]
+    assert codes == [0, 0], results
     with Store(shared / "zoo.db") as store:
         rows = store.rows()
     assert sorted(r["seed"] for r in rows) == [0, 1], [(r["id"], r["seed"]) for r in rows]

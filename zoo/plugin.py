@@ -74,6 +74,8 @@ _LAZY = {
     "load_json": "zoo.io",
     "load_safetensors": "zoo.io",
     "atomic_write_text": "zoo.io",
+    "atomic_folder": "zoo.io",
+    "check_new_folder": "zoo.io",
 }
 
 __all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction", *_LAZY]
