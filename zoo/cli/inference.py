@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
-from zoo.cli.options import RELOAD_DEVICE_HELP, json_default, positive_int, read_texts, temperature
+from zoo.cli.options import (RELOAD_DEVICE_HELP, batches_of_texts, json_default, positive_int,
+                             read_texts, temperature)
 from zoo.core.bounds import DEVICES, seed_argument
 from zoo.errors import ZooError
 from zoo.tasks import prediction_line, prediction_record
@@ -35,11 +36,13 @@ def cmd_predict(args) -> int:
         raise ZooError("give either TEXT or --file FILE (one text per line)")
     texts = read_texts(args.file) if args.file is not None else [args.text]
     run = api.load(args.run_id, device=args.device)
-    for text, prediction in zip(texts, run.predict(texts)):
-        if args.json:  # strict JSON: NaN and infinities are null
-            print(json.dumps({"text": text, **prediction_record(prediction)}, allow_nan=False))
-        else:
-            print(prediction_line(prediction))
+    for group in batches_of_texts(texts):  # memory bounded by a group, not the whole input
+        for text, prediction in zip(group, run.predict(group)):
+            if args.json:  # strict JSON: NaN and infinities are null
+                print(json.dumps({"text": text, **prediction_record(prediction)},
+                                 allow_nan=False))
+            else:
+                print(prediction_line(prediction))
     return 0
 
 

@@ -19,7 +19,8 @@ MAX_WIDTH = 2**15  # n_embd and other layer widths
 MAX_MLP_WIDTH = MAX_WIDTH * 64  # an MLP's hidden width: the widest layer at mlp_ratio's limit
 MAX_LAYERS = 1024
 MAX_BATCH = 2**16  # sequences in a batch (zoo verify --batch, batch_size)
-MAX_PREDICT_BYTES = 64 * 2**20  # zoo predict --file
+MAX_PREDICT_BYTES = 64 * 2**20  # zoo predict --file, counted as read (pipes included)
+MAX_PREDICT_TEXT_BYTES = 2**20  # one text (line) of it: a tokenizer takes ~300 bytes per byte
 MAX_PREDICT_LINES = 1_000_000
 
 # Size-like config fields (model, tokenizer, training and dataset sections) and their
