@@ -29,6 +29,8 @@ _LAZY = {
     "check_positive": "zoo.core.config",
     "check_divisible": "zoo.core.config",
     "check_probability": "zoo.core.config",
+    "check_budget": "zoo.core.bounds",  # a dataset's or vocabulary's estimated cost, bounded
+    "within_budget": "zoo.core.bounds",
     # tokenizers
     "Tokenizer": "zoo.data.tokenizer",
     "TokenizersTokenizer": "zoo.data.tokenizer",
