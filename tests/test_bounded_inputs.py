@@ -73,3 +73,36 @@ def test_texts_are_predicted_in_bounded_groups():
     groups = list(batches_of_texts(["a" * 600, "b" * 600, "c"], max_bytes=1000))
     assert groups == [["a" * 600], ["b" * 600, "c"]]
     assert [len(g) for g in batches_of_texts(["x"] * 2500)] == [1024, 1024, 452]
+
+
+@pytest.mark.parametrize("setting, maximum", [("max_len=65536", "at most 250"),
+                                              ("max_len=512", "at most 250"),
+                                              ("train_size=16777216", "at most 2,6")])
+def test_digits_settings_beyond_the_budget_are_refused_before_anything_is_built(
+        setting, maximum):
+    began = time.time()
+    result = run_cli("run", "digits-char", "digits", "--steps", 1, "--set", f"dataset.{setting}")
+    assert result.code == 2, result
+    assert len(result.err.strip().splitlines()) == 1, result.err
+    name = setting.split("=")[0]
+    assert f"dataset.{name} = " in result.err and maximum in result.err, result.err
+    assert time.time() - began < 20
+
+
+@pytest.mark.parametrize("max_len", [32, 96])
+def test_the_digits_estimate_bounds_what_the_rule_tables_take(max_len):
+    import tracemalloc
+
+    from zoo.plugins.digits.data import (DigitsDataConfig, check_identifiable, rules,
+                                         table_cost)
+
+    config = DigitsDataConfig(max_len=max_len)
+    count = sum(len(rules(family, config)) for family in config.families)
+    tracemalloc.start()
+    try:
+        check_identifiable(config)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    estimate = table_cost(config, max_len, count)[0]
+    assert peak <= estimate <= 3 * peak, (peak, estimate)
