@@ -9,6 +9,7 @@ as failed and the sweep goes on.
 """
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import itertools
 from collections import deque
@@ -22,6 +23,7 @@ from zoo.core.containment import own_interrupts_fail
 from zoo.errors import UnknownNameError, ZooError
 
 WILDCARDS = "*?["
+MAX_CELLS = 2_000  # cells one sweep plans (model x dataset x setting x seed): seconds
 
 
 @dataclass
@@ -170,18 +172,30 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
         zoo_data.resolve(dataset, zoo)  # an unknown dataset fails now, with a did-you-mean
     if grid:
         check_grid(grid, overrides, _pair_sections(names, datasets, overrides, task, zoo))
-    cells = []
+    settings = grid_settings(grid)
+    count = len(names) * len(datasets) * len(settings) * seeds
+    if count > MAX_CELLS:  # before any is planned: planning is linear, but not free
+        raise ZooError(f"the sweep has {count:,} cells ({len(names)} model(s) x "
+                       f"{len(datasets)} dataset(s) x {len(settings):,} setting(s) x "
+                       f"{seeds:,} seed(s)); at most {MAX_CELLS:,}: split it")
+    cells, seen, loaded = [], set(), {}
     for model in names:
         for dataset in datasets:
-            for setting in grid_settings(grid):
+            for setting in settings:
+                first = None  # the setting's plan: the same for every seed but the seed
                 for seed in range(seeds):
                     cell = Cell(model, dataset, seed, setting)
                     try:
-                        cell.plan = plan_run(model, dataset, overrides={**overrides, **setting},
-                                             seed=seed, task=task, zoo=zoo)
+                        if first is None:
+                            first = plan_run(model, dataset, overrides={**overrides, **setting},
+                                             seed=seed, task=task, zoo=zoo, loaded_cache=loaded)
+                        cell.plan = dataclasses.replace(first, seed=seed)
                         cell.config_hash = config_hash(cell.plan, zoo)
                     except ZooError as exc:
                         cell.skip = str(exc)
+                    if cell.config_hash is not None and cell.config_hash in seen:
+                        continue  # values equal once parsed (lr=0.001 and 1e-3): one cell
+                    seen.add(cell.config_hash)
                     cells.append(cell)
     with Store() as store:
         finished = store.finished_by_hash()
@@ -210,7 +224,7 @@ def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
 
 
 def describe_plan(sweep: Sweep) -> list[str]:
-    settings = len(grid_settings(sweep.grid))
+    settings = len({tuple(sorted(c.setting.items())) for c in sweep.cells})  # after dedupe
     grid = f"{settings} setting(s) x " if sweep.grid else ""
     lines = [f"sweep: {len(sweep.models)} model(s) x {len(sweep.datasets)} dataset(s) x {grid}"
              f"{len(sweep.seeds)} seed(s) = {len(sweep.cells)} cells: {len(sweep.todo)} to run, "
