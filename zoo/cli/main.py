@@ -11,6 +11,7 @@ import difflib
 import os
 import sys
 
+from zoo.cli.options import others_print_to_stderr
 from zoo import __version__
 from zoo.cli import browse, inference, results, training
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
@@ -98,6 +99,7 @@ def _plugin_handler(command):
         return call_plugin(command.load_handler(), args, what=f"command {command.name!r}",
                            plugin=command.plugin)
 
+    handler.plugin_command = True
     return handler
 
 
@@ -121,7 +123,13 @@ def run_command(argv: list[str]) -> int:
         if not getattr(args, "handler", None):
             build_parser().print_help()
             return 0
-        return args.handler(args) or 0
+        if sys.stdout is None:  # started with standard output closed (`zoo runs >&-`)
+            raise ZooError("standard output is closed; nothing zoo prints could be read")
+        own = not getattr(args.handler, "plugin_command", False)  # a plugin's prints its own
+        with others_print_to_stderr(own and getattr(args, "json", False) is True):
+            code = args.handler(args) or 0
+        sys.stdout.flush()  # a write that fails (closed or full output) is an error, not 0
+        return code
     except ZooError as exc:
         if debug:
             import traceback

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
+import json
 import math
 import sys
 
@@ -118,3 +120,47 @@ def json_default(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return str(value)
+
+
+# --json: the one JSON document goes to the real standard output; whatever else is printed
+# meanwhile (a plugin's print, a library's banner) goes to standard error, so the output
+# stays valid JSON whatever a plugin does.
+_json_stdout = None
+
+
+@contextlib.contextmanager
+def others_print_to_stderr(active: bool):
+    global _json_stdout
+    if not active or sys.stdout is None:
+        yield
+        return
+    _json_stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout, _json_stdout = _json_stdout, None
+
+
+def json_stdout():
+    """Where the JSON document goes (the real standard output during --json)."""
+    return _json_stdout or sys.stdout
+
+
+def print_json(value, **options) -> None:
+    """One JSON document on standard output: strict JSON (NaN and infinities are null)."""
+    text = json.dumps(finite(value), allow_nan=False, default=json_default, **options)
+    print(text, file=_json_stdout or sys.stdout, flush=True)
+
+
+def finite(value):
+    """``value`` with every NaN or infinity (at any depth) as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    item = getattr(value, "item", None)  # NumPy scalars
+    if callable(item) and getattr(value, "shape", None) == ():
+        return finite(item())
+    return value

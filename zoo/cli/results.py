@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from zoo.cli.options import json_stdout
 from zoo.errors import ZooError
 
 def cmd_runs(args) -> int:
@@ -10,7 +11,7 @@ def cmd_runs(args) -> int:
 
     table = runs_table()
     if args.json:
-        print(table.to_json(orient="records"))
+        print(table.to_json(orient="records"), file=json_stdout())
     elif table.empty:
         print("no runs yet (zoo run MODEL DATASET starts one)")
     else:
