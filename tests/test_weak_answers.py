@@ -1,0 +1,32 @@
+"""User mistakes that used to be accepted silently or answered with a raw exception: each
+is one clear line and exit 2."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import TINY_DECODER, run_cli
+from test_compare import fill_two_models
+
+
+@pytest.mark.parametrize("where", ["params / 0 > 1", "val_bpc // 0 < 5", "seed % 0 == 0",
+                                   "10 ** 400 > params", "params / (seed - seed) > 0"])
+def test_where_with_a_non_finite_result_is_an_error(where):
+    fill_two_models()
+    result = run_cli("compare", "--where", where)
+    assert result.code == 2, result
+    assert len(result.err.strip().splitlines()) == 1 and result.err.startswith(
+        "zoo: error: --where"), result.err
+
+
+def test_where_arithmetic_that_stays_finite_still_works():
+    fill_two_models()
+    result = run_cli("compare", "--where", "params / 2 >= 0", "--format", "csv")
+    assert result.code == 0, result
+
+
+@pytest.mark.parametrize("setting", ["temperature=-1", "temperature=nan", "top_k=0"])
+def test_bad_sampling_settings_are_refused_before_training(tiny_text, setting):
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER,
+                     "--set", setting)
+    assert result.code == 2, result
+    assert setting.split("=")[0] in result.err and len(result.err.strip().splitlines()) == 1
