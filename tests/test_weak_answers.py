@@ -30,3 +30,39 @@ def test_bad_sampling_settings_are_refused_before_training(tiny_text, setting):
                      "--set", setting)
     assert result.code == 2, result
     assert setting.split("=")[0] in result.err and len(result.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [["run", "x" * 100_000, "text.txt"],
+                                  ["run", "decoder-char", "text.txt", "--set", "lr=" + "9" * 100_000],
+                                  ["run", "decoder-char", "text.txt", "--set", "y" * 100_000 + "=1"]])
+def test_a_long_value_is_not_echoed_back_whole(args):
+    result = run_cli(*args)
+    assert result.code == 2, result.err[:300]
+    assert len(result.err) < 2_200, len(result.err)
+    assert len(result.err.strip().splitlines()) == 1
+
+
+def test_a_partial_is_named_by_its_function_in_messages():
+    import functools
+
+    from zoo.core.registry import _describe
+    from zoo.errors import shown
+
+    def build(config, spec, extra):
+        return None
+
+    target = functools.partial(build, extra=1)
+    assert shown(target) == "a partial of test_a_partial_is_named_by_its_function_in_messages." \
+                            "<locals>.build"
+    assert "functools.partial(" not in _describe(target)
+
+
+def test_a_long_class_list_is_summarised():
+    from zoo.errors import ZooError
+    from zoo.pipelines.classification import class_ids
+
+    classes = [f"class{i}" for i in range(190)]
+    with pytest.raises(ZooError) as caught:
+        class_ids(["class1", "nope"], classes, "the test split")
+    message = str(caught.value)
+    assert "nope" in message and "(190 in all)" in message and "class189" not in message

@@ -15,7 +15,7 @@ from zoo.cli.options import others_print_to_stderr
 from zoo import __version__
 from zoo.cli import browse, inference, results, training
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
-from zoo.errors import PluginError, SweepInterrupted, ZooError
+from zoo.errors import PluginError, SweepInterrupted, ZooError, clip
 
 
 class Parser(argparse.ArgumentParser):
@@ -135,7 +135,7 @@ def run_command(argv: list[str]) -> int:
             import traceback
 
             traceback.print_exc()
-        print(f"zoo: error: {exc}", file=sys.stderr)
+        print(f"zoo: error: {clip(exc)}", file=sys.stderr)  # one line, however long
         return 2
     except KeyboardInterrupt as exc:
         run_id = getattr(exc, "run_id", None)  # zoo.errors.RunInterrupted: a recorded run
@@ -155,6 +155,6 @@ def run_command(argv: list[str]) -> int:
             import traceback
 
             traceback.print_exc()
-        print(f"zoo: unexpected error: {type(exc).__name__}: {exc} (run with --debug for the "
+        print(f"zoo: unexpected error: {type(exc).__name__}: {clip(exc)} (run with --debug for the "
               "traceback)", file=sys.stderr)
         return 1
