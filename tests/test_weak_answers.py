@@ -66,3 +66,40 @@ def test_a_long_class_list_is_summarised():
         class_ids(["class1", "nope"], classes, "the test split")
     message = str(caught.value)
     assert "nope" in message and "(190 in all)" in message and "class189" not in message
+
+
+def test_nan_weights_in_a_run_folder_are_one_line(tiny_text, one_thread):
+    import json
+
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+
+    from zoo.records.store import home
+
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER, "--json")
+    run_id = json.loads(result.out)["run_id"]
+    path = home() / run_id / "model.safetensors"
+    weights = load_file(path)
+    name = sorted(weights)[0]
+    weights[name] = np.full_like(weights[name], np.nan)
+    save_file(weights, path)
+    for args in (["generate", run_id, "--tokens", 3], ["eval", run_id, tiny_text]):
+        refused = run_cli(*args)
+        assert refused.code == 2, refused
+        assert "holds NaN or infinite values" in refused.err
+        assert len(refused.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_dataset_that_is_a_pipe_or_a_device_is_named_as_such(tmp_path, kind):
+    import os
+
+    if kind == "fifo":
+        path = tmp_path / "data.txt"
+        os.mkfifo(path)
+        expected = "is a named pipe (FIFO)"
+    else:
+        path, expected = "/dev/null", "is a device"
+    result = run_cli("run", "decoder-char", path, "--steps", 1)
+    assert result.code == 2, result
+    assert expected in result.err and "Unable to find" not in result.err, result.err

@@ -68,7 +68,7 @@ def load_trained(run_id: str, zoo=None, device: str = "auto",
     built = call_plugin(architecture.load(), model_config, TaskSpec(**config["spec"]),
                         what=f"architecture {architecture.name!r}", plugin=architecture.plugin)
     model = as_model(built, pick_device(device), loss=task_loss(task))
-    model.load_state_dict(folder.load_weights())
+    model.load_state_dict(finite_weights(folder.load_weights(), row["id"], folder))
     if hasattr(model, "configure_engine"):
         trained_with = (config["configs"].get("train") or {}).get("precision", "auto")
         model.configure_engine(precision=precision or trained_with)
@@ -90,3 +90,19 @@ def _recorded(cls, values: dict | None):
         return build_config(cls, {k: v for k, v in (values or {}).items() if k in known})
     except ZooError:
         return None
+
+
+def finite_weights(weights: dict, run_id: str, folder) -> dict:
+    """The run's weights, refused (one line) when any holds NaN or an infinity: a folder
+    edited by hand or a damaged file, which would otherwise fail deep inside sampling."""
+    import numpy as np
+
+    bad = [name for name, array in weights.items()
+           if np.issubdtype(np.asarray(array).dtype, np.floating)
+           and not np.isfinite(array).all()]
+    if bad:
+        more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+        raise ZooError(f"run {run_id}: {folder.file('model.safetensors')} holds NaN or infinite "
+                       f"values ({bad[0]}{more}); the file was changed or damaged: train the "
+                       "run again")
+    return weights
