@@ -66,3 +66,16 @@ def test_a_checkpoint_whose_head_does_not_fit_is_one_line(labelled, tmp_path):  
     assert result.code == 2, result
     assert len(result.err.strip().splitlines()) == 1, result.err
     assert "Traceback" not in result.err and "other shapes than the model's" in result.err
+
+
+def test_a_pretrained_vocabulary_beyond_the_bound_is_refused_before_a_model(tiny_text, tmp_path,
+                                                                            monkeypatch):
+    folder = tmp_path / "checkpoint"
+    save_checkpoint(folder, ["abcdefghijklmnopqrstuvwxyz"])
+    import zoo.plugin
+
+    monkeypatch.setattr(zoo.plugin, "MAX_VOCAB", 10, raising=False)  # 29 tokens: "too big"
+    result = run_cli("run", "llama-pretrained", tiny_text, "--set", f"pretrained={folder}",
+                     "--set", "block_size=16")
+    assert result.code == 2, result  # before any model is built (the run is recorded failed)
+    assert "has 29 tokens; at most 10" in result.err and len(result.err.splitlines()) == 1

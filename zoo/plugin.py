@@ -31,6 +31,7 @@ _LAZY = {
     "check_probability": "zoo.core.config",
     "check_budget": "zoo.core.bounds",  # a dataset's or vocabulary's estimated cost, bounded
     "within_budget": "zoo.core.bounds",
+    "MAX_VOCAB": "zoo.core.bounds",  # the most tokens a vocabulary may hold
     # tokenizers
     "Tokenizer": "zoo.data.tokenizer",
     "TokenizersTokenizer": "zoo.data.tokenizer",
