@@ -152,6 +152,7 @@ DATA_TIME_BUDGET = 120.0  # seconds on one core
 
 
 def within_budget(need_bytes: float = 0, need_seconds: float = 0) -> bool:
+    """Whether an estimated cost fits zoo's budget for building a dataset or vocabulary."""
     return need_bytes <= DATA_MEMORY_BUDGET and need_seconds <= DATA_TIME_BUDGET
 
 
