@@ -103,3 +103,21 @@ def test_a_dataset_that_is_a_pipe_or_a_device_is_named_as_such(tmp_path, kind):
     result = run_cli("run", "decoder-char", path, "--steps", 1)
     assert result.code == 2, result
     assert expected in result.err and "Unable to find" not in result.err, result.err
+
+
+@pytest.mark.parametrize("failing", ["store", "lock"])
+def test_a_full_disk_leaves_no_run_folder_without_its_row(tiny_text, monkeypatch, failing):
+    from zoo.errors import ZooError
+    from zoo.records.store import home
+
+    def full(*args, **kwargs):
+        raise ZooError("cannot open the results store: database or disk is full")
+
+    monkeypatch.setattr("zoo.train.runner.Store" if failing == "store"
+                        else "zoo.train.runner.own_run", full)
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 1, *TINY_DECODER)
+    assert result.code == 2, result
+    assert "disk is full" in result.err
+    folders = [p for p in home().iterdir() if p.is_dir() and not p.name.startswith(".")] \
+        if home().exists() else []
+    assert folders == []
