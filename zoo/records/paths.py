@@ -29,11 +29,14 @@ def check_run_id(run_id) -> str:
                    "(at most 128, starting with a letter or digit); zoo runs lists them")
 
 
+def zoo_home() -> Path:
+    """The runs folder: ZOO_HOME, or ./runs."""
+    return Path(os.environ.get("ZOO_HOME", "runs")).expanduser()
+
+
 def run_folder(run_id, home: Path | None = None) -> Path:
     """The folder of run ``run_id``: ZOO_HOME/ID, checked to be an id and to resolve inside
     ZOO_HOME (a link out of it is refused, never followed)."""
-    from zoo.records.store import home as zoo_home
-
     base = Path(home) if home is not None else zoo_home()
     folder = base / check_run_id(run_id)
     inside = os.path.realpath(base)

@@ -17,6 +17,7 @@ import urllib.parse
 from pathlib import Path
 
 from zoo.errors import UnknownNameError, ZooError
+from zoo.records.paths import check_run_id, run_folder, zoo_home
 
 SCHEMA_VERSION = 2
 STATUSES = ("running", "finished", "failed", "interrupted", "diverged")
@@ -53,7 +54,7 @@ MIGRATIONS = {
 
 
 def home() -> Path:
-    return Path(os.environ.get("ZOO_HOME", "runs")).expanduser()
+    return zoo_home()
 
 
 class Store:
@@ -132,7 +133,6 @@ class Store:
         """Whether a live process holds the run folder's writer lock (a sweep worker whose
         driver, the pid on the row, has died, say): such a run is not stale."""
         from zoo.records.ownership import writer_alive
-        from zoo.records.paths import run_folder
 
         try:
             return writer_alive(run_folder(run_id, self.path.parent))
@@ -141,8 +141,6 @@ class Store:
 
     # -- writes ------------------------------------------------------------------------
     def insert(self, run_id: str, **fields) -> None:
-        from zoo.records.paths import check_run_id
-
         check_run_id(run_id)
         fields = {"id": run_id, "created": time.time(), "status": "running",
                   "pid": os.getpid(), "host": socket.gethostname(), **fields}
