@@ -25,7 +25,8 @@ def test_a_missing_local_folder_is_named_as_such(tiny_text, source):
     assert "no such folder" in err and "Repo id" not in err
 
 
-def test_a_hub_id_without_network_is_one_line_within_seconds(tiny_text, monkeypatch):
+@pytest.mark.parametrize("model", ["llama-pretrained", "decoder-pretrained"])
+def test_a_hub_id_without_network_is_one_line_within_seconds(tiny_text, monkeypatch, model):
     import socket
 
     def offline(*args, **kwargs):
@@ -34,7 +35,10 @@ def test_a_hub_id_without_network_is_one_line_within_seconds(tiny_text, monkeypa
     monkeypatch.setattr(socket, "create_connection", offline)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     began = time.time()
-    err = refused("run", "llama-pretrained", tiny_text, "--set", "pretrained=some-org/some-id")
+    result = run_cli("run", model, tiny_text, "--set", "pretrained=some-org/some-id")
+    assert result.code == 2, result
+    err = result.err
+    assert len(err.strip().splitlines()) == 1, err
     assert "cannot be reached and no copy is cached" in err
     assert time.time() - began < 10
 

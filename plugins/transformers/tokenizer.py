@@ -33,6 +33,12 @@ class PretrainedTokenizer(TokenizersTokenizer):
     def train(cls, texts: Iterable[str], config) -> "PretrainedTokenizer":
         from transformers import AutoTokenizer
 
+        from zoo.plugins.transformers.configs import check_source
+
+        try:  # a missing folder, or a Hub id with no network: one line, at once
+            check_source(config.pretrained)
+        except ValueError as exc:
+            raise ZooError(str(exc)) from None
         try:
             loaded = AutoTokenizer.from_pretrained(config.pretrained)
         except Exception as exc:
