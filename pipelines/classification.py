@@ -129,8 +129,11 @@ def class_ids(names, classes: list[str], where: str) -> np.ndarray:
     ids = pc.index_in(names, value_set=pa.array(classes, pa.string()))
     if ids.null_count:
         unknown = sorted(pc.unique(pc.filter(names, pc.is_null(ids))).to_pylist())
-        raise ZooError(f"{where} has labels the model does not know: {', '.join(unknown[:5])} "
-                       f"(classes: {', '.join(classes)})")
+        shown = ", ".join(classes[:10]) + (f", ... ({len(classes)} in all)"
+                                           if len(classes) > 10 else "")
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise ZooError(f"{where} has labels the model does not know: {', '.join(unknown[:5])}"
+                       f"{more} (classes: {shown})")
     return ids.to_numpy().astype(np.int64)
 
 

@@ -43,6 +43,11 @@ class LanguageModelingConfig(TrainConfig):
         for name in ("samples", "sample_tokens"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise ValueError(f"temperature must be 0 (greedy) or a positive number, got "
+                             f"{self.temperature}")
+        if self.top_k is not None and self.top_k <= 0:
+            raise ValueError(f"top_k must be positive (or unset), got {self.top_k}")
 
 
 def split_text(dataset, role: str) -> str:

@@ -29,6 +29,9 @@ _LAZY = {
     "check_positive": "zoo.core.config",
     "check_divisible": "zoo.core.config",
     "check_probability": "zoo.core.config",
+    "check_budget": "zoo.core.bounds",  # a dataset's or vocabulary's estimated cost, bounded
+    "within_budget": "zoo.core.bounds",
+    "MAX_VOCAB": "zoo.core.bounds",  # the most tokens a vocabulary may hold
     # tokenizers
     "Tokenizer": "zoo.data.tokenizer",
     "TokenizersTokenizer": "zoo.data.tokenizer",
@@ -76,6 +79,8 @@ _LAZY = {
     "load_json": "zoo.io",
     "load_safetensors": "zoo.io",
     "atomic_write_text": "zoo.io",
+    "atomic_folder": "zoo.io",
+    "check_new_folder": "zoo.io",
 }
 
 __all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction",

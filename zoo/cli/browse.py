@@ -1,7 +1,8 @@
 """`zoo list` and `zoo show`: what the zoo holds."""
 from __future__ import annotations
 
-import json
+
+from zoo.cli.options import print_json
 
 LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "plugins")
 
@@ -13,12 +14,12 @@ def cmd_list(args) -> int:
     zoo = get_zoo()
     if args.matrix:
         table = listing.matrix(zoo)
-        print(json.dumps(table, indent=2) if args.json else listing.format_matrix(table))
+        print_json(table, indent=2) if args.json else print(listing.format_matrix(table))
         return 0
     kinds = [args.kind] if args.kind else [k for k in LIST_KINDS if k != "plugins"]
     sections = {kind: listing.rows(zoo, kind, args.pattern) for kind in kinds}
     if args.json:
-        print(json.dumps(sections if len(kinds) > 1 else sections[kinds[0]], indent=2))
+        print_json(sections if len(kinds) > 1 else sections[kinds[0]], indent=2)
         return 0
     for kind, rows in sections.items():
         print(listing.format_section(kind, rows))

@@ -1,10 +1,11 @@
 """`zoo generate`, `zoo predict` and `zoo eval`: commands that use a trained run."""
 from __future__ import annotations
 
-import json
 import sys
 
-from zoo.cli.options import RELOAD_DEVICE_HELP, json_default, positive_int, read_texts, temperature
+from zoo.cli.options import (RELOAD_DEVICE_HELP, batches_of_texts, positive_int,
+                             print_json,
+                             read_texts, temperature)
 from zoo.core.bounds import DEVICES, seed_argument
 from zoo.errors import ZooError
 from zoo.tasks import prediction_line, prediction_record
@@ -35,11 +36,12 @@ def cmd_predict(args) -> int:
         raise ZooError("give either TEXT or --file FILE (one text per line)")
     texts = read_texts(args.file) if args.file is not None else [args.text]
     run = api.load(args.run_id, device=args.device)
-    for text, prediction in zip(texts, run.predict(texts)):
-        if args.json:  # strict JSON: NaN and infinities are null
-            print(json.dumps({"text": text, **prediction_record(prediction)}, allow_nan=False))
-        else:
-            print(prediction_line(prediction))
+    for group in batches_of_texts(texts):  # memory bounded by a group, not the whole input
+        for text, prediction in zip(group, run.predict(group)):
+            if args.json:  # strict JSON: NaN and infinities are null
+                print_json({"text": text, **prediction_record(prediction)})
+            else:
+                print(prediction_line(prediction))
     return 0
 
 
@@ -50,7 +52,7 @@ def cmd_eval(args) -> int:
     result = api.evaluate(args.run_id, args.dataset, args.split, text_column=args.text_column,
                           label_column=args.label_column, device=args.device).summary
     if args.json:
-        print(json.dumps(result, default=json_default))
+        print_json(result)
         return 0
     print(f"eval {result['run_id']}: run {result['parent_id']} ({result['model']}, trained on "
           f"{result['trained_on']}) scored on {result['dataset']} split {result['split']} "

@@ -289,9 +289,9 @@ def show_run(zoo, run_id: str) -> str:
         shown = f", {metric} {value:.4f}" if isinstance(value, float) else ""
         lines.append(f"  evaluation {child['id']} [{child['status']}] on {child['dataset']} "
                      f"split {child['config'].get('split')!r}{shown}")
-    from zoo.records.store import home
+    from zoo.records.paths import run_folder
 
-    folder = home() / row["id"]
+    folder = run_folder(row["id"])
     if folder.is_dir():
         files = ", ".join(sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")))
         lines.append(f"  folder {folder}: {files}")
@@ -377,9 +377,9 @@ def tokenizer_line(row: dict) -> str:
 
 def saved_vocab_size(run_id: str) -> int | None:
     """The vocabulary size of the run folder's tokenizer.json, if it is a tokenizers file."""
-    from zoo.records.store import home
+    from zoo.records.paths import run_folder
 
-    path = home() / run_id / "tokenizer.json"
+    path = run_folder(run_id) / "tokenizer.json"
     if not path.is_file():
         return None
     try:

@@ -6,7 +6,7 @@ import dataclasses
 import json
 import sys
 
-from zoo.cli.options import RELOAD_DEVICE_HELP, json_default
+from zoo.cli.options import RELOAD_DEVICE_HELP, json_default, json_stdout
 from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
 
@@ -16,7 +16,7 @@ def cmd_runs(args) -> int:
 
     table = runs_table()
     if args.json:
-        print(table.to_json(orient="records"))
+        print(table.to_json(orient="records"), file=json_stdout())
     elif table.empty:
         print("no runs yet (zoo run MODEL DATASET starts one)")
     else:
@@ -96,17 +96,18 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
 
 def cmd_plot(args) -> int:
     from zoo.comparison.plots import run_labels, save, training_curves
-    from zoo.records.store import Store, home
+    from zoo.records.paths import run_folder
+    from zoo.records.store import Store
     from zoo.train.job import RunFolder
 
     with Store() as store:
         rows = [store.get(run_id) for run_id in args.run_ids]
     runs = []
     for row, label in zip(rows, run_labels(rows)):
-        records = RunFolder(home() / row["id"]).curve()
+        records = RunFolder(run_folder(row["id"])).curve()
         if not records:
             raise ZooError(f"run {row['id']} has no training curve (no metrics.jsonl in "
-                           f"{home() / row['id']})")
+                           f"{run_folder(row['id'])})")
         runs.append({"label": label, "records": records})
     tasks = {row["task"] for row in rows}  # units and validation metric: the task's declaration
     save(training_curves(runs, args.metric, args.x, task=tasks.pop() if len(tasks) == 1 else None),

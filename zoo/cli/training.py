@@ -3,12 +3,7 @@ from __future__ import annotations
 
 import json
 
-from zoo.cli.options import (
-    add_output_options,
-    json_default,
-    positive_float,
-    positive_int,
-)
+from zoo.cli.options import add_output_options, positive_float, positive_int, print_json
 from zoo.cli.results import add_compare_options, emit_comparison
 from zoo.core.bounds import DEVICES, seed_argument
 
@@ -38,7 +33,7 @@ def print_result(result: dict, as_json: bool) -> None:
     keys = ("run_id", "model", "architecture", "tokenizer", "dataset", "task", "status",
             "params", "seed", "metrics")
     if as_json:
-        print(json.dumps({k: result.get(k) for k in keys}, default=json_default))
+        print_json({k: result.get(k) for k in keys})
         return
     print(f"run {result['run_id']}  {result['model']} on {result['dataset']} ({result['task']})  "
           f"status {result['status']}  {result['params']:,} parameters  "
@@ -81,7 +76,7 @@ def cmd_sweep(args) -> int:
                        better=args.better, pool=args.pool, settings=settings)
     if args.dry_run:
         if args.json:
-            print(json.dumps({"cells": result.cells}, default=json_default))
+            print_json({"cells": result.cells})
             return 0
         for cell in result.cells:
             state = (f"skip: {cell['reason']}" if cell["state"] == "skipped"
@@ -93,7 +88,7 @@ def cmd_sweep(args) -> int:
         from zoo.comparison.table import render
 
         table = json.loads(render(result.table, "json")) if result.table is not None else []
-        print(json.dumps({"cells": result.cells, "comparison": table}, default=json_default))
+        print_json({"cells": result.cells, "comparison": table})
     elif result.table is not None:
         emit_comparison(result.table, args.format, args.output, args.plot)
     return 1 if result.failed else 0
@@ -104,7 +99,7 @@ def cmd_reproduce(args) -> int:
 
     report = api.reproduce(args.run_id, device=args.device, quiet=args.quiet or args.json)
     if args.json:
-        print(json.dumps(report, default=json_default))
+        print_json(report)
         return 0 if report["match"] else 1
     print(f"reproduced run {report['run_id']} as run {report['rerun_id']}")
     width = max([len(line["metric"]) for line in report["metrics"]] + [6])

@@ -207,9 +207,39 @@ def _arithmetic(op, left, right):
     if left is None or right is None:
         raise _Refused("None takes part only in == and !=")
     try:
-        return ARITHMETIC[op](left, right)
+        result = ARITHMETIC[op](left, right)
     except ZeroDivisionError:
-        return math.nan
+        raise _Refused("division by zero") from None
+    except OverflowError:
+        raise _Refused("a number too large to compute") from None
+    _check_finite(result, left, right)
+    return result
+
+
+def _check_finite(result, left, right) -> None:
+    """Arithmetic whose operands are numbers but whose result is not (x / 0 on a column, an
+    overflow) is an error, not a value that compares true or false for every run."""
+    import numpy as np
+    import pandas as pd
+
+    def known(value):  # where an operand is a number (a missing metric stays missing)
+        if isinstance(value, pd.Series):
+            return pd.to_numeric(value, errors="coerce").notna()
+        return isinstance(value, (int, float)) and not (isinstance(value, float)
+                                                         and math.isnan(value))
+
+    if isinstance(result, pd.Series):
+        numbers = pd.to_numeric(result, errors="coerce")
+        if numbers.isna().all() and result.notna().any():
+            return  # text joined with '+'
+        bad = ~np.isfinite(numbers.astype(float)) & known(left) & known(right)
+        if bool(np.any(bad)):
+            raise _Refused("the arithmetic gives a non-finite number (a division by zero or an "
+                           "overflow)")
+    elif isinstance(result, float) and not math.isfinite(result) and known(left) \
+            and known(right):
+        raise _Refused("the arithmetic gives a non-finite number (a division by zero or an "
+                       "overflow)")
 
 
 def _series(value, frame):

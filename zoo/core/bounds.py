@@ -19,7 +19,8 @@ MAX_WIDTH = 2**15  # n_embd and other layer widths
 MAX_MLP_WIDTH = MAX_WIDTH * 64  # an MLP's hidden width: the widest layer at mlp_ratio's limit
 MAX_LAYERS = 1024
 MAX_BATCH = 2**16  # sequences in a batch (zoo verify --batch, batch_size)
-MAX_PREDICT_BYTES = 64 * 2**20  # zoo predict --file
+MAX_PREDICT_BYTES = 64 * 2**20  # zoo predict --file, counted as read (pipes included)
+MAX_PREDICT_TEXT_BYTES = 2**20  # one text (line) of it: a tokenizer takes ~300 bytes per byte
 MAX_PREDICT_LINES = 1_000_000
 
 # Size-like config fields (model, tokenizer, training and dataset sections) and their
@@ -136,3 +137,47 @@ def check_file_size(path, limit: int, what: str) -> None:
     if size > limit:
         raise ZooError(f"{what} {path} is {size / 2**20:,.1f} MiB; at most "
                        f"{limit / 2**20:,.0f} MiB")
+
+
+# What building a dataset (or a tokenizer's vocabulary) may take before training starts. A
+# plugin estimates what its settings need and calls check_budget: a setting beyond these is
+# exit 2 with a workable maximum, never an out-of-memory kill minutes later.
+DATA_MEMORY_BUDGET = 2**30  # bytes of Python structures while building
+DATA_TIME_BUDGET = 120.0  # seconds on one core
+
+
+def within_budget(need_bytes: float = 0, need_seconds: float = 0) -> bool:
+    """Whether an estimated cost fits zoo's budget for building a dataset or vocabulary."""
+    return need_bytes <= DATA_MEMORY_BUDGET and need_seconds <= DATA_TIME_BUDGET
+
+
+def check_budget(setting: str, value, *, need_bytes: float = 0, need_seconds: float = 0,
+                 maximum=None, what: str = "") -> None:
+    """Refuse ``setting = value`` when its estimated memory or time is over the budget,
+    naming the setting and ``maximum``, the largest value that fits."""
+    over = []
+    if need_bytes > DATA_MEMORY_BUDGET:
+        over.append(f"about {_bytes(need_bytes)} of memory (budget {_bytes(DATA_MEMORY_BUDGET)})")
+    if need_seconds > DATA_TIME_BUDGET:
+        over.append(f"about {_duration(need_seconds)} (budget {_duration(DATA_TIME_BUDGET)})")
+    if over:
+        most = f"; at most {maximum:,}" if maximum is not None else ""
+        shown = f"{value:,}" if isinstance(value, int) else repr(value)
+        raise ZooError(f"{what}{setting} = {shown} needs {' and '.join(over)} before training "
+                       f"starts{most}")
+
+
+def _bytes(count: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if count < 1024 or unit == "TiB":
+            return f"{count:,.0f} {unit}" if unit == "bytes" else f"{count:,.1f} {unit}"
+        count /= 1024
+    return f"{count:,.1f} TiB"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:,.0f} min"
+    return f"{seconds / 3600:,.0f} h"

@@ -7,6 +7,7 @@ field's type; unknown keys get a did-you-mean.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -27,8 +28,15 @@ def parse_assignment(text: str) -> tuple[str, str]:
 
 
 def field_types(cls) -> dict[str, Any]:
+    return dict(_field_types(cls))
+
+
+@functools.lru_cache(maxsize=1024)
+def _field_types(cls) -> tuple:
+    """Resolving type hints compiles every annotation: once per class, not once per cell of
+    a sweep's plan."""
     hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.init}
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls) if f.init)
 
 
 def split_overrides(overrides: dict[str, Any], sections: dict[str, type | None]) -> dict[str, dict]:

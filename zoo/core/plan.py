@@ -41,7 +41,9 @@ class Plan:
 
 def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: int = 0,
              task: str | None = None, text_column: str | None = None,
-             label_column: str | None = None, zoo=None) -> Plan:
+             label_column: str | None = None, zoo=None, loaded_cache: dict | None = None) -> Plan:
+    """``loaded_cache``: datasets loaded so far, by name and columns (a sweep plans many cells
+    on one dataset and loads it once)."""
     zoo = zoo or get_zoo()
     check_seed(seed, "seed")  # before anything is loaded, written or recorded
     spec = resolve_model(model, zoo)
@@ -50,8 +52,13 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     if not tasks and ref.kind != "plugin":
         # A file, folder or Hub id the catalogue does not describe: load it to learn whether
         # it has a label column (tasks that need one come first).
-        loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column,
-                               quiet=True)
+        key = (ref.name, ref.source, text_column, label_column)
+        loaded = (loaded_cache or {}).get(key)
+        if loaded is None:
+            loaded = zoo_data.load(ref, zoo, text_column=text_column,
+                                   label_column=label_column, quiet=True)
+            if loaded_cache is not None:
+                loaded_cache[key] = loaded
         tasks = loaded.tasks
     # A plugin dataset that declares no task: whatever tasks need only text.
     tasks = tasks or tasks_for(None, {"text"}, zoo)

@@ -159,8 +159,14 @@ def target_problem(kind: str, target) -> str | None:
 
 
 def _describe(target) -> str:
+    from zoo.errors import shown
+
     name = getattr(target, "__qualname__", None)
-    return f"{type(target).__name__} {name}" if name else f"a {type(target).__name__} ({target!r:.60})"
+    if name:
+        return f"{type(target).__name__} {name}"
+    if getattr(target, "func", None) is not None:  # functools.partial: name its function
+        return shown(target)
+    return f"a {type(target).__name__} ({shown(target, 60)})"
 
 
 def _resolve(target, what: str):

@@ -9,6 +9,7 @@ import hashlib
 import logging
 import os
 import socket
+import stat
 import sys
 import urllib.parse
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any
 
 from zoo.core.catalogue import DatasetEntry, is_hub_id
 from zoo.core.config import build_config, split_overrides
-from zoo.errors import UnknownNameError, ZooError
+from zoo.errors import UnknownNameError, ZooError, shown
 from zoo.core.names import tasks_for
 
 TEXT_COLUMNS = ("text", "sentence", "content")
@@ -119,10 +120,15 @@ def resolve(name: str, zoo) -> DatasetRef:
         return DatasetRef(name, "plugin", name)
     path = Path(name).expanduser()
     if path.exists():
+        if not (path.is_file() or path.is_dir()):  # a FIFO, a device, a socket
+            kind = "a named pipe (FIFO)" if stat.S_ISFIFO(path.stat().st_mode) else (
+                "a device" if path.is_char_device() or path.is_block_device() else "not a file")
+            raise ZooError(f"Dataset path {shown(name)} is {kind}: zoo reads a dataset more than "
+                           "once, so it must be a regular file or a folder")
         return DatasetRef(name, "path", str(path.resolve()))
     looks_like_path = name.startswith((".", "/", "~")) or path.suffix.lower() in FILE_BUILDERS
     if looks_like_path:
-        raise ZooError(f"Dataset path {name!r} does not exist")
+        raise ZooError(f"Dataset path {shown(name)} does not exist")
     if "/" in name:
         if not is_hub_id(name):
             raise ZooError(f"Dataset {name!r} is neither an existing path nor a Hub id "

@@ -195,6 +195,9 @@ def _write(mapped, path: Path, dtype: np.dtype) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, staging = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        from zoo.io import new_file_mode
+
+        os.fchmod(handle, new_file_mode())  # a shared cache, readable as open() would make it
         with os.fdopen(handle, "wb") as out:
             for chunk in mapped.data.column("ids").chunks:
                 out.write(chunk.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)

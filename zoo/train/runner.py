@@ -21,6 +21,7 @@ from zoo.train.job import Job, RunFolder, RunResult
 from zoo.core.plan import Plan, config_hash
 from zoo.core.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
 from zoo.core.registry import get_zoo, task_loss
+from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 
 
@@ -78,6 +79,20 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
         task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
     run_id = distributed.broadcast_object(run_id or new_run_id())
     run = _create_run_folder(home() if ranks.is_main else _scratch(), run_id)
+    try:
+        owner = own_run(run.path, wait=0)  # the one writer of this folder until the run ends
+    except BaseException:  # a full disk, say: no run folder without its store row
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
+    try:
+        return _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet,
+                                 extra, store)
+    finally:
+        owner.release()
+
+
+def _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet, extra,
+                      store) -> dict:
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
                "dataset": plan.dataset_ref.name, "task": plan.task, "seed": plan.seed}
@@ -91,16 +106,17 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
                   **(extra or {})}
     if ranks.active:
         provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
-    if store is None:
-        store = Store() if ranks.is_main else _NoStore()
-    try:
+    try:  # opening the store can fail too (a full disk cannot take its journal)
+        if store is None:
+            store = Store() if ranks.is_main else _NoStore()
         run.write_json("config.json", provenance)
         store.insert(run.id, model=plan.spec.name, architecture=plan.spec.architecture.name,
                      tokenizer=plan.spec.tokenizer.name, dataset=plan.dataset_ref.name,
                      task=plan.task, seed=plan.seed, config_hash=provenance["config_hash"],
                      config=provenance)
     except BaseException:
-        store.close()
+        if store is not None:
+            store.close()
         shutil.rmtree(run.path, ignore_errors=True)  # no run folder without its store row
         raise
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
