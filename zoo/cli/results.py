@@ -3,10 +3,9 @@ combining finished runs into a row of their own."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 
-from zoo.cli.options import RELOAD_DEVICE_HELP, json_default, json_stdout
+from zoo.cli.options import RELOAD_DEVICE_HELP, json_stdout, print_json
 from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
 
@@ -132,7 +131,7 @@ def print_ensemble(combined, as_json: bool) -> None:
         record = dataclasses.asdict(combined)
         record["metrics"] = {k: v for k, v in combined.metrics.items()
                              if not isinstance(v, (dict, list)) or k == "weights"}
-        print(json.dumps(record, default=json_default))
+        print_json(record)
         return
     print(f"ensemble {combined.id}  {combined.model} on {combined.dataset} ({combined.task})  "
           f"{combined.weighting} weights")
