@@ -30,6 +30,8 @@ _LAZY = {
     "LoadedRun": "zoo.api",
     "Evaluation": "zoo.api",
     "SweepResult": "zoo.api",
+    "tune": "zoo.api",
+    "TuneResult": "zoo.api",
 }
 
 __all__ = ["ZooError", "UnknownNameError", *_LAZY]

@@ -602,6 +602,11 @@ def build_parser() -> Parser:
     add_compare_options(p, sweep=True)
     p.set_defaults(handler=cmd_sweep)
 
+    from zoo.cli.tune_command import add_tune_parser
+
+    add_tune_parser(commands, positive_int=positive_int, positive_float=positive_float,
+                    devices=DEVICES)
+
     p = commands.add_parser("eval", help="score a trained run on another dataset or split",
                             description="Evaluate a trained run with its task's pipeline on a "
                             "split of any dataset, and record it as an evaluation row linked to "

@@ -5,6 +5,7 @@ as a ``datasets.DatasetDict``), so mirrors, the Hub and local files share one co
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
@@ -82,9 +83,25 @@ class LoadedDataset:
     class_names: list[str] | None
     tasks: tuple[str, ...]
     split_names: dict[str, str] = field(default_factory=dict)  # role -> split name
+    held_out: frozenset = frozenset()  # roles this run must never read (see holding_out)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The split roles a pipeline trains and reports on: all but the held-out ones."""
+        return tuple(role for role in SPLIT_ROLES if role not in self.held_out)
+
+    def holding_out(self, roles) -> "LoadedDataset":
+        """This dataset with `roles` out of reach: reading one raises, so a run that
+        chooses settings (a search trial) provably never looks at its test split."""
+        if not roles:
+            return self
+        return dataclasses.replace(self, held_out=self.held_out | frozenset(roles))
 
     def split(self, role: str):
         name = self.split_names.get(role, role)
+        if name in {self.split_names.get(r, r) for r in self.held_out}:
+            raise ZooError(f"split {role!r} of dataset {self.ref.name!r} is held out: this "
+                           "run chooses settings and must not read it")
         if name not in self.splits:
             raise UnknownNameError("split", name, list(self.splits),
                                    hint=f"dataset {self.ref.name!r} has: {', '.join(self.splits)}")
