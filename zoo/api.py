@@ -259,7 +259,7 @@ def tune(models: str | list[str], on: str | list[str], *, space, trials: int | N
     results = run_search(search, make_executor=executors, plot_dir=plot,
                          out=None if progress else io.StringIO())
     budget = f"{trials} trials" if trials is not None else f"{time:g}s of trials"
-    presets = "\n\n".join(preset_snippet(r, search.overrides) for r in results if r.best)
+    presets = "\n\n".join(preset_snippet(r) for r in results if r.best)
     return TuneResult([r.record() for r in results], table(results, budget), presets)
 
 

@@ -24,6 +24,7 @@ class StudyResult:
     best: dict | None = None  # {"trial", "value", "params", "run_id"}
     best_test: float | None = None  # the best trial's test figure, measured once
     settings: dict = field(default_factory=dict)  # the best params, typed as the config has them
+    fixed: dict = field(default_factory=dict)  # --set and --steps of every trial, typed alike
     tuned: list = field(default_factory=list)  # test figures of the best settings, per seed
     preset: list = field(default_factory=list)  # test figures of the untuned preset, per seed
     plots: list = field(default_factory=list)  # paths written
@@ -108,14 +109,14 @@ def _short(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def preset_snippet(result: StudyResult, overrides: dict | None = None) -> str:
+def preset_snippet(result: StudyResult) -> str:
     """The winner as a registry.toml preset: the original preset's options, then the
     settings every trial had (--set, --steps), then the best settings over them."""
     from zoo.core.registry import get_zoo, resolve_model
 
     spec = resolve_model(result.model, get_zoo())
     values = {}
-    for key, value in {**spec.overrides, **(overrides or {}), **result.settings}.items():
+    for key, value in {**spec.overrides, **result.fixed, **result.settings}.items():
         values[key.rpartition(".")[2]] = value  # train.steps and steps are one setting
     name = f"{result.model}-tuned"
     description = (f"{result.model} with the settings `zoo tune` found on {result.dataset} "

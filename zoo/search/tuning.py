@@ -101,7 +101,7 @@ def run_search(search: Search, *, make_executor=None, plot_dir: str | Path | Non
             print(f"    {model} on {dataset}: search done in {time.time() - began:.0f}s",
                   file=out, flush=True)
             studies[(model, dataset)] = study
-            results.append(_result(study, model, dataset, plan, objective, searched))
+            results.append(_result(study, model, dataset, plan, objective, search.overrides))
     finally:
         if runner is not None:
             runner.close()
@@ -130,7 +130,7 @@ def _study_folder(storage_url: str) -> Path:
     return home() / "tune"
 
 
-def _result(study, model, dataset, plan, objective, searched) -> report.StudyResult:
+def _result(study, model, dataset, plan, objective, overrides) -> report.StudyResult:
     from zoo.core.registry import get_task
 
     trials = counted(study)
@@ -139,6 +139,7 @@ def _result(study, model, dataset, plan, objective, searched) -> report.StudyRes
         states[trial.state.name] = states.get(trial.state.name, 0) + 1
     result = report.StudyResult(model, dataset, study.study_name, objective.name,
                                 get_task(plan.task).primary, states, trial_seconds(trials))
+    result.fixed = _typed(plan, overrides)
     complete = [t for t in trials if t.state.name == "COMPLETE"]
     if complete:
         best = study.best_trial
