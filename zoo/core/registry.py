@@ -208,6 +208,7 @@ class Registry:
 
 
 def natural_key(text: str):
+    """A sort key that orders numbers in names by value: ``step-9`` before ``step-10``."""
     return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
 
 

@@ -374,7 +374,7 @@ def records(sweep: Sweep) -> list[dict]:
     for cell in sweep.cells:
         state = ("skipped" if cell.skip else "reused" if cell.done
                  else cell.status or "to run")
-        out.append({"model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
+        out.append({"name": cell.name, "model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
                     "setting": cell.setting, "state": state, "run_id": cell.done or cell.run_id,
                     "config_hash": cell.config_hash, "reason": cell.skip or cell.error,
                     "duration": cell.duration})

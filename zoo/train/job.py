@@ -141,6 +141,13 @@ class RunResult:
 
 @dataclass
 class Job:
+    """What a pipeline's ``run(job)`` receives: the model's name, its architecture and
+    tokenizer registrations, the task, the typed configs (``model_config``,
+    ``tokenizer_config``, ``train_config``), the loaded dataset (``dataset.split(role)``,
+    ``text_column``, ``label_column``, ``class_names``), the seed, the device and the run
+    folder (``run``). ``build_model(spec)`` builds the architecture; ``saved_tokenizer()``
+    gives the run's own tokenizer when it is resumed; ``say`` prints progress unless quiet."""
+
     model_name: str
     architecture: Any  # registry Entry
     tokenizer: Any  # registry Entry

@@ -1,9 +1,12 @@
-"""`zoo tune`: the command's parser block and handler, over ``zoo.api.tune``."""
+"""`zoo tune`: the command's parser and handler, over ``zoo.api.tune``."""
 from __future__ import annotations
 
 import io
 import json
 import sys
+
+from zoo.cli.options import positive_float, positive_int
+from zoo.core.bounds import DEVICES
 
 DESCRIPTION = (
     "Search each model's settings with Optuna under the same budget (--trials or --time per "
@@ -13,7 +16,7 @@ DESCRIPTION = (
     "the study is kept (SQLite under ZOO_HOME by default), so the same command continues it.")
 
 
-def add_tune_parser(commands, *, positive_int, positive_float, devices) -> None:
+def add_commands(commands) -> None:
     p = commands.add_parser("tune", help="search each model's settings under an equal budget",
                             description=DESCRIPTION)
     p.add_argument("models", nargs="+", metavar="MODEL",
@@ -43,7 +46,7 @@ def add_tune_parser(commands, *, positive_int, positive_float, devices) -> None:
                    "(default sqlite under ZOO_HOME/tune); share one across machines with Ray")
     p.add_argument("--study", metavar="NAME", help="prefix of the study names (default tune)")
     p.add_argument("--task", help="force a task instead of choosing it per model")
-    p.add_argument("--device", default="auto", choices=devices)
+    p.add_argument("--device", default="auto", choices=DEVICES)
     p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
                    help="run N trials at a time in worker processes, each with cores/N threads")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
