@@ -53,7 +53,7 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
         # A file, folder or Hub id the catalogue does not describe: load it to learn whether
         # it has a label column (tasks that need one come first).
         loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column,
-                               quiet=True)
+                               quiet=True, held_out=tuple(held_out))
         tasks = loaded.tasks
     # A plugin dataset that declares no task: whatever tasks need only text.
     tasks = tasks or tasks_for(None, {"text"}, zoo)

@@ -190,8 +190,10 @@ def find_in_mirrors(hub_id: str, zoo) -> Path | None:
 
 
 def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
-         label_column: str | None = None, quiet: bool = False) -> LoadedDataset:
-    """Load and check a dataset (what every task needs; see ``check``)."""
+         label_column: str | None = None, quiet: bool = False,
+         held_out: tuple = ()) -> LoadedDataset:
+    """Load and check a dataset (what every task needs; see ``check``). ``held_out`` roles
+    are out of reach from the start (``LoadedDataset.holding_out``): not even checked."""
     import datasets
 
     # The datasets library's own progress bars follow the same rule as ours.
@@ -223,7 +225,7 @@ def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
         class_names = list(getattr(feature, "names", None) or []) or None
     tasks = tasks_of(ref, zoo) or tasks_for(None, column_roles(text_column, label_column), zoo)
     loaded = LoadedDataset(ref, splits, location, text_column, label_column, class_names,
-                           tuple(tasks), split_names)
+                           tuple(tasks), split_names).holding_out(held_out)
     check(loaded)
     return loaded
 
@@ -233,7 +235,7 @@ def check(dataset: LoadedDataset) -> None:
     that is not text or has empty rows. What a task needs beyond that (labels that can be
     classes, say) its pipeline's ``check_dataset`` checks."""
     name = dataset.ref.name
-    for role in SPLIT_ROLES:
+    for role in dataset.roles:
         split = dataset.split(role)
         where = f"split {dataset.split_names.get(role, role)!r} of dataset {name!r}"
         if len(split) == 0:

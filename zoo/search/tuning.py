@@ -35,6 +35,7 @@ def plan_search(search: Search) -> dict:
     from zoo.core.plan import plan_run
     from zoo.core.registry import get_zoo
     from zoo.data import datasets as zoo_data
+    from zoo.search.trials import HELD_OUT
     from zoo.sweeps.driver import expand_models
 
     zoo = get_zoo()
@@ -48,7 +49,7 @@ def plan_search(search: Search) -> dict:
     for model in search.models:
         for dataset in search.datasets:
             plans[(model, dataset)] = plan_run(model, dataset, overrides=search.overrides,
-                                               task=search.task, zoo=zoo)
+                                               task=search.task, zoo=zoo, held_out=HELD_OUT)
     searched = check_space(search.space, plans, search.overrides)
     for key, plan in plans.items():
         objective_for(plan.task, search.metric)  # an unknown --metric fails now

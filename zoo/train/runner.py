@@ -72,7 +72,8 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
             dataset = plan.loaded  # loaded before the task was known; checked below
         else:
             dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
-                                    label_column=label_column, quiet=quiet)
+                                    label_column=label_column, quiet=quiet,
+                                    held_out=plan.held_out)
         dataset = dataset.holding_out(plan.held_out)
         pipeline = plan.pipeline.load()
         check = getattr(pipeline, "check_dataset", None)
