@@ -200,3 +200,36 @@ def test_a_killed_tune_continues_its_study_without_losing_or_double_counting_tri
     finished = sorted(r["config"]["tune"]["trial"] for r in rows if r["status"] == "finished")
     assert finished == sorted(t.number for t in kept)
     assert [r["status"] for r in rows].count("interrupted") == 1  # the cut-off trial's run
+
+
+@pytest.mark.slow
+def test_a_ray_search_records_every_trial_from_the_driver_and_goes_on_past_a_killed_worker(
+        negated_reviews, monkeypatch, tmp_path):
+    from conftest import kill_a_worker_held_at_a_checkpoint
+
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="error")
+    try:
+        # The first two trials wait after their first checkpoint: one is killed mid-trial.
+        thread, killed = kill_a_worker_held_at_a_checkpoint(monkeypatch, tmp_path, workers=2)
+        result = run_cli("tune", "fasttext-wordpunct", "--on", negated_reviews, "--space",
+                         "lr=log(1e-3,1e-1)", "--trials", 4, "--seeds", 1, "--steps", 60,
+                         "--set", "checkpoint_every=10", "--executor", "ray", "--device", "cpu",
+                         *TINY)
+        thread.join()
+    finally:
+        ray.shutdown()
+    assert killed, "no Ray worker was killed"
+    assert result.code == 0, result
+    assert "trials run on Ray tasks on a local Ray cluster: 2 at a time" in result.err
+    with Store() as store:
+        rows = [r for r in store.rows() if (r.get("config") or {}).get("tune")]
+    assert len(rows) == 4  # one row per trial
+    assert {r["pid"] for r in rows} == {os.getpid()}  # every row written by the driver
+    assert sorted(r["status"] for r in rows) == ["failed", "finished", "finished", "finished"]
+    assert next(r for r in rows if r["status"] == "failed")["error"].startswith("Ray task lost")
+    storage = f"sqlite:///{home() / 'tune' / 'studies.db'}"
+    (summary,) = optuna.get_all_study_summaries(storage)
+    states = sorted(t.state.name for t in optuna.load_study(
+        study_name=summary.study_name, storage=storage).trials)
+    assert states == ["COMPLETE", "COMPLETE", "COMPLETE", "FAIL"]
