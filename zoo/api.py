@@ -280,8 +280,8 @@ class TuneResult:
 
 def tune(models: str | list[str], on: str | list[str], *, space, trials: int | None = None,
          time: float | None = None, seeds: int = 3, steps: int | None = None,
-         pruner: str = "median", sampler: str = "tpe", storage: str | None = None,
-         study: str | None = None, metric: str | None = None, task: str | None = None,
+         pruner: str = "median", sampler: str = "tpe", sampler_seed: int | None = None,
+         storage: str | None = None, study: str | None = None, metric: str | None = None, task: str | None = None,
          device: str = "auto", jobs: int = 1, executor: str = "local",
          address: str | None = None, trial_cpus: int | None = None,
          trial_gpus: float | None = None, plot: str | Path | None = None,
@@ -313,8 +313,10 @@ def tune(models: str | list[str], on: str | list[str], *, space, trials: int | N
         trials=None if trials is None else _positive("trials", trials, int),
         time=None if time is None else _positive("time", time, float),
         seeds=_positive("seeds", seeds, int), overrides=_overrides(settings, steps, None),
-        task=task, metric=metric, pruner=pruner, sampler=sampler, storage=storage,
-        study=study, device=device)
+        task=task, metric=metric, pruner=pruner, sampler=sampler,
+        seed=None if sampler_seed is None else _integer("sampler_seed", sampler_seed),
+        storage=storage, study=study,
+        device=device)
     _positive("jobs", jobs, int)
     make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)  # options checked now
 

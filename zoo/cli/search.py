@@ -40,6 +40,8 @@ def add_commands(commands) -> None:
                    "successive halving, or none")
     p.add_argument("--sampler", choices=("tpe", "random"), default="tpe",
                    help="how settings are drawn (default tpe)")
+    p.add_argument("--sampler-seed", type=int, metavar="N",
+                   help="seed the sampler, so the same search draws the same settings")
     p.add_argument("--metric", help="the validation figure to choose on (default: the task's "
                    "headline metric on validation, e.g. val_accuracy)")
     p.add_argument("--storage", metavar="URL", help="SQLAlchemy URL of the study storage "
@@ -73,6 +75,7 @@ def cmd_tune(args) -> int:
     result = zoo.api.tune(
         args.models, args.on, space=args.space, trials=args.trials, time=args.time,
         seeds=args.seeds, steps=args.steps, pruner=args.pruner, sampler=args.sampler,
+        sampler_seed=args.sampler_seed,
         storage=args.storage, study=args.study, metric=args.metric, task=args.task,
         device=args.device, jobs=args.jobs, executor=args.executor, address=args.address,
         trial_cpus=args.trial_cpus, trial_gpus=args.trial_gpus, plot=args.plot,

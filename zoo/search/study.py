@@ -149,6 +149,7 @@ class Search:
     metric: str | None = None
     pruner: str = "median"
     sampler: str = "tpe"
+    seed: int | None = None  # the sampler's seed: the same search draws the same settings
     storage: str | None = None
     study: str | None = None  # a prefix for the study names
     device: str = "auto"

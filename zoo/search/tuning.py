@@ -87,7 +87,7 @@ def run_search(search: Search, *, make_executor=None, plot_dir: str | Path | Non
             name = search.study_name(model, dataset, searched)
             study = optuna.create_study(study_name=name, storage=storage, load_if_exists=True,
                                         direction=objective.direction,
-                                        sampler=make_sampler(search.sampler, None),
+                                        sampler=make_sampler(search.sampler, search.seed),
                                         pruner=make_pruner(search.pruner))
             recover_lost_trials(study, out)
             done = len(counted(study))

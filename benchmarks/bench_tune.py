@@ -1,0 +1,145 @@
+"""`zoo tune` as a user runs it: the equal-budget search of the issue, then pruning on
+against pruning off on the same search, both arms in this one run.
+
+    python benchmarks/bench_tune.py                     # the issue's search (long)
+    python benchmarks/bench_tune.py --trials 4 --seeds 1 --models fasttext-wordpunct
+
+1. search: `zoo tune MODELS --on DATASET --trials N --space SPACE --jobs J --seeds S` in a
+   fresh ZOO_HOME; its wall time, and per model the best validation figure, the best
+   trial's test figure, the tuned and untuned test figures over the seeds.
+2. pruning: the same search of each --prune-models model with `--pruner median` and with
+   `--pruner none` (the same sampler seed, --seeds 1), each in a fresh ZOO_HOME, the arms
+   alternating; the training time summed over the trials (the loop's train_time of every
+   trial run) and the best validation figure of each arm.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import REPO, header, load, table, write_results  # noqa: E402
+
+MODELS = ["encoder-bpe", "lstm-wordpunct", "fasttext-wordpunct"]
+SPACE = "lr=log(3e-4,3e-2) dropout=float(0,0.5) batch_size=choice(16,32,64)"
+
+
+def tune(args, models: list[str], *, pruner: str, seeds: int, jobs: int) -> dict:
+    """One `zoo tune` in a fresh ZOO_HOME: its wall time, studies and trial runs."""
+    home = Path(tempfile.mkdtemp(prefix="zoo-bench-tune-")) / "runs"
+    env = {**os.environ, "ZOO_HOME": str(home)}
+    env.pop("OMP_NUM_THREADS", None)  # --jobs gives each worker cores / jobs threads
+    command = [str(REPO / ".venv/bin/zoo"), "tune", *models, "--on", args.dataset,
+               "--space", args.space, "--trials", str(args.trials), "--seeds", str(seeds),
+               "--jobs", str(jobs), "--pruner", pruner, "--sampler-seed", str(args.sampler_seed),
+               "--device", "cpu", "--json"]
+    print("$", " ".join(command[1:]), f"({load()})", flush=True)
+    began = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - began
+    if done.returncode != 0:
+        raise SystemExit(f"zoo tune failed ({done.returncode}): {done.stderr[-3000:]}")
+    studies = json.loads(done.stdout)["studies"]
+    db = sqlite3.connect(home / "zoo.db")
+    trials = []
+    for status, metrics, config in db.execute("SELECT status, metrics, config FROM runs"):
+        config = json.loads(config or "{}")
+        if config.get("tune"):
+            metrics = json.loads(metrics or "{}")
+            trials.append({"model": config["model"], "status": status,
+                           "train_time": metrics.get("train_time") or 0.0,
+                           "steps": metrics.get("steps") or 0})
+    db.close()
+    print(f"  {wall:.0f}s wall, {len(trials)} trial runs", flush=True)
+    return {"wall": wall, "studies": studies, "trials": trials}
+
+
+def figure(values: list[float]) -> str:
+    import statistics
+
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=MODELS)
+    parser.add_argument("--prune-models", nargs="+", default=None,
+                        help="models of the pruning comparison (default: --models)")
+    parser.add_argument("--dataset", default="rotten_tomatoes")
+    parser.add_argument("--space", default=SPACE)
+    parser.add_argument("--trials", type=int, default=12)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--sampler-seed", type=int, default=0)
+    parser.add_argument("--skip-search", action="store_true", help="only the pruning arms")
+    args = parser.parse_args()
+    header("zoo tune")
+    tables, notes = [], []
+
+    if not args.skip_search:
+        search = tune(args, args.models, pruner="median", seeds=args.seeds, jobs=args.jobs)
+        rows = []
+        for study in search["studies"]:
+            best = study["best"] or {}
+            counts = study["trials"]
+            rows.append({"model": study["model"],
+                         "trials": f"{counts.get('COMPLETE', 0)}/{counts.get('PRUNED', 0)}/"
+                                   f"{counts.get('FAIL', 0)}",
+                         "best_val": best.get("value"), "best_test": study["best_test"],
+                         "tuned": figure(study["tuned"]), "preset": figure(study["preset"]),
+                         "settings": ", ".join(f"{k}={v:.3g}" if isinstance(v, float)
+                                               else f"{k}={v}"
+                                               for k, v in study["settings"].items())})
+        tables.append(table(
+            f"`zoo tune {' '.join(args.models)} --on {args.dataset} --trials {args.trials} "
+            f"--jobs {args.jobs} --seeds {args.seeds}`: {search['wall'] / 60:.1f} minutes "
+            "wall time. Trials ok/pruned/failed; test accuracy over the seeds (mean ± sd):",
+            [("model", "model"), ("trials", "trials"), ("best_val", "best val acc", ".4f"),
+             ("best_test", "its test acc", ".4f"), ("tuned", "tuned, test"),
+             ("preset", "preset, test"), ("settings", "best settings")], rows, readme=True))
+        notes.append(f"The search took {search['wall'] / 60:.1f} minutes of wall time "
+                     f"({load()} at the end of the benchmark).")
+
+    arms = {}
+    for pruner in ("median", "none"):  # one after the other, in this one run
+        arms[pruner] = tune(args, args.prune_models or args.models, pruner=pruner, seeds=1,
+                            jobs=args.jobs)
+    rows = []
+    for pruner, arm in arms.items():
+        best = {s["model"]: (s["best"] or {}).get("value") for s in arm["studies"]}
+        rows.append({"pruner": pruner,
+                     "train_s": sum(t["train_time"] for t in arm["trials"]),
+                     "steps": sum(t["steps"] for t in arm["trials"]),
+                     "pruned": sum(t["status"] == "pruned" for t in arm["trials"]),
+                     "best": ", ".join(f"{m} {v:.4f}" for m, v in best.items() if v is not None),
+                     "wall_s": arm["wall"]})
+    saved = 1 - rows[0]["train_s"] / rows[1]["train_s"] if rows[1]["train_s"] else 0.0
+    tables.append(table(
+        f"Pruning on (median) against off, the same search ({args.trials} trials per model, "
+        f"sampler seed {args.sampler_seed}): training time summed over the trials, and the "
+        "best validation accuracy of each arm:",
+        [("pruner", "pruner"), ("train_s", "trial training s", ".0f"),
+         ("steps", "trial steps", ",d"), ("pruned", "pruned trials"),
+         ("best", "best val acc per model"), ("wall_s", "wall s", ".0f")], rows))
+    notes.append(f"Median pruning spent {saved:.0%} less training time than no pruning.")
+    for note in notes:
+        print(note)
+    write_results("tune", title="Search: `zoo tune` under an equal budget, and pruning",
+                  about=f"`zoo tune` on {args.dataset}, space `{args.space}`, each search "
+                  "in a fresh ZOO_HOME, run as a user runs it (the `zoo` program).",
+                  tables=tables, notes=notes)
+
+
+if __name__ == "__main__":
+    main()
