@@ -43,7 +43,8 @@ def tune(args, home: Path, models: list[str], *, pruner: str, study: str,
     command = [str(REPO / ".venv/bin/zoo"), "tune", *models, "--on", args.dataset,
                "--space", args.space, "--trials", str(args.trials), "--seeds", str(args.seeds),
                "--jobs", str(args.jobs), "--pruner", pruner, "--study", study,
-               "--sampler-seed", str(args.sampler_seed), "--device", "cpu", "--json"]
+               "--sampler-seed", str(args.sampler_seed), "--device", "cpu", "--json",
+               *[option for item in args.set or [] for option in ("--set", item)]]
     print("$", " ".join(command[1:]), f"({load()})", flush=True)
     began = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
@@ -91,6 +92,9 @@ def main():
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--sampler-seed", type=int, default=0)
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="fixed settings of every trial and re-run, e.g. time=60 (seconds "
+                        "of training per run)")
     parser.add_argument("--home", help="the ZOO_HOME of a search that ran to the end before: "
                         "read its results back instead of searching again")
     parser.add_argument("--prune-models", nargs="+", help="compare pruning on against off "
@@ -126,7 +130,8 @@ def main():
                                            for k, v in study["settings"].items())})
     tables.append(table(
         f"`zoo tune {' '.join(args.models)} --on {args.dataset} --trials {args.trials} "
-        f"--jobs {args.jobs} --seeds {args.seeds}` (median pruning): "
+        f"--jobs {args.jobs} --seeds {args.seeds}"
+        + "".join(f" --set {item}" for item in args.set or []) + "` (median pruning): "
         f"{search['wall'] / 60:.1f} minutes wall time. Trials finished/pruned/failed; "
         "test accuracy over the seeds (mean ± sd):",
         [("model", "model"), ("trials", "trials"), ("best_val", "best val acc", ".4f"),
