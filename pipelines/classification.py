@@ -75,7 +75,7 @@ def check_dataset(dataset) -> None:
                        f"(e.g. {', '.join(sample)}); classification needs class names (text), "
                        "integer class ids or a ClassLabel feature")
     seen: set = set()
-    for role in ROLES:
+    for role in dataset.roles:
         where = f"split {dataset.split_names.get(role, role)!r} of dataset {name!r}"
         labels = dataset.split(role).data.column(column)
         if len(labels) == 0:
@@ -285,16 +285,17 @@ def run(job: Job) -> RunResult:
     block = job.model_config.block_size
     if block < 2:
         raise ZooError(f"block_size must be at least 2 for classification (<cls> and a token), got {block}")
-    names = {role: label_names(job.dataset, role) for role in ROLES}
+    roles = job.dataset.roles  # all three, but for a split held out while tuning
+    names = {role: label_names(job.dataset, role) for role in roles}
     classes = class_list(job.dataset, names["train"])
     if len(classes) < 2:
         raise ZooError(f"Dataset {job.dataset.ref.name!r} has {len(classes)} class in its "
                        "training split; classification needs at least 2")
-    labels = {role: class_ids(names[role], classes, f"split {role!r}") for role in ROLES}
+    labels = {role: class_ids(names[role], classes, f"split {role!r}") for role in roles}
 
     tokenizer = tokenizer_for(job)
     job.run.write_json(CLASSES_FILE, classes)
-    texts = {role: encode_split(tokenizer, job.dataset, role, block) for role in ROLES}
+    texts = {role: encode_split(tokenizer, job.dataset, role, block) for role in roles}
     truncated = np.mean(texts["train"].tokens > block - 1)
     pad_id = tokenizer.pad_id
 
@@ -332,7 +333,7 @@ def run(job: Job) -> RunResult:
     job.run.save_weights(model.state_dict())  # the best validation weights, with keep_best
 
     metrics = {**loop_metrics(result), "epochs": result.steps / batches.per_epoch()}
-    for role in ("validation", "test"):
+    for role in roles[1:]:  # validation and test
         probs = probabilities(model, texts[role], cfg.eval_batch_size)
         metrics.update(scores(labels[role], probs, classes, PREFIX[role], detail=role == "test"))
     # the tokenizer's figures over the validation texts, uncut

@@ -280,7 +280,7 @@ def run(job: Job) -> RunResult:
     tokenizer = run_tokenizer(job, lambda: text_batches(job.dataset.split("train"), column),
                               dataset_key(job.dataset, "train"))
     splits = {role: split_tokens(job.dataset, role, tokenizer, say=job.say)
-              for role in ("train", "validation", "test")}
+              for role in job.dataset.roles}  # all three, but for one held out while tuning
     ids = {role: tokens.ids for role, tokens in splits.items()}
     for role, array in ids.items():
         if len(array) <= block + 1:
@@ -307,6 +307,8 @@ def run(job: Job) -> RunResult:
                    higher_is_better=False, rngs={"eval": eval_rng})
     metrics = loop_metrics(result)
     for role, prefix in (("validation", "val"), ("test", "test")):
+        if role not in splits:
+            continue
         nll, count = score_split(model, splits[role], block, cfg, role, job.say)
         metrics.update(split_metrics(prefix, nll, count, splits[role]))
     # The tokenizer's own figures: vocabulary size and characters per token on validation.

@@ -203,7 +203,7 @@ def run(job: Job) -> RunResult:
     block = job.model_config.block_size
     tokenizer = tokenizer_for(job)
     data = {role: examples_for(job.dataset, role, tokenizer, block)
-            for role in ("train", "validation", "test")}
+            for role in job.dataset.roles}  # all three, but for one held out while tuning
     for name in extra_splits(job.dataset):
         data[name] = examples_for(job.dataset, name, tokenizer, block)
 
@@ -243,7 +243,8 @@ def run(job: Job) -> RunResult:
     metrics.update(tokenizer_figures(tokenizer, data["validation"]))
     job.run.save_weights(model.state_dict())
 
-    samples = example_lines(model, tokenizer, data["test"], cfg.samples, specials)
+    shown = data["test"] if "test" in data else data["validation"]
+    samples = example_lines(model, tokenizer, shown, cfg.samples, specials)
     if samples:
         job.run.write_text("samples.txt", "\n".join(samples) + "\n")
     return RunResult(params, metrics, spec, ["\n".join(samples)] if samples else [])

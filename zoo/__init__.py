@@ -36,6 +36,8 @@ _LAZY = {
     "Evaluation": "zoo.api",
     "SweepResult": "zoo.api",
     "Ensemble": "zoo.records.ensemble",
+    "tune": "zoo.api",
+    "TuneResult": "zoo.api",
 }
 
 __all__ = ["ZooError", "UnknownNameError", *_LAZY]

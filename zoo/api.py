@@ -16,6 +16,8 @@ import zoo.plugin
     zoo.sweep(["decoder-char", "digits-char"], on=["digits"], seeds=2)  # zoo sweep
     zoo.runs(), zoo.compare(metric="val_bpc")                           # zoo runs, compare
     zoo.ensemble([id1, id2, id3], weights="fit")                        # zoo ensemble
+    zoo.tune(["encoder-bpe", "lstm-wordpunct"], on="rotten_tomatoes",   # zoo tune
+             space="lr=log(1e-4,1e-2) dropout=float(0,0.5)", trials=12)
 
 Config settings are keyword arguments, as ``--set`` takes them: ``n_layer=2``; a key with a
 section is passed as ``**{"train.lr": 1e-3}``.
@@ -294,6 +296,67 @@ def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     runs = [runs] if isinstance(runs, str) else list(runs)
     return combine(runs, weights=weights, device=device)
+@dataclass
+class TuneResult:
+    """What `zoo tune` prints: per model and dataset its study, best validation trial and
+    settings, the best trial's test figure (measured once), the test figures of those
+    settings and of the untuned preset over the seeds; the table and the presets as text."""
+
+    studies: list[dict]
+    table: str
+    presets: str
+
+
+def tune(models: str | list[str], on: str | list[str], *, space, trials: int | None = None,
+         time: float | None = None, seeds: int = 3, steps: int | None = None,
+         pruner: str = "median", sampler: str = "tpe", sampler_seed: int | None = None,
+         storage: str | None = None, study: str | None = None, metric: str | None = None, task: str | None = None,
+         device: str = "auto", jobs: int = 1, executor: str = "local",
+         address: str | None = None, trial_cpus: int | None = None,
+         trial_gpus: float | None = None, plot: str | Path | None = None,
+         progress: bool = True, **settings) -> TuneResult:
+    """Search each model's settings under the same budget, then compare them (`zoo tune`).
+
+    ``space`` is the command's --space text (``"lr=log(1e-4,1e-2) n_layer=int(1,4)"``), a
+    list of such texts, or a dict ``{"lr": "log(1e-4,1e-2)"}``. The budget per model and
+    dataset is ``trials`` or ``time`` (seconds of trial time: here ``time`` is the search's
+    budget, not a run's; a trial's own is ``**{"train.time": 30}``). ``steps`` and
+    ``settings`` apply to every trial and re-run, as ``--steps`` and ``--set`` do. The other
+    options mean what the command's options of the same names mean.
+    """
+    from zoo.search.report import preset_snippet, table
+    from zoo.search.space import parse_space
+    from zoo.search.study import Search
+    from zoo.search.tuning import run_search
+    from zoo.sweeps.executors import make_executor
+
+    if device not in DEVICES:
+        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
+    if executor not in ("local", "ray"):
+        raise ZooError(f"executor must be local or ray, not {executor!r}")
+    if (trials is None) == (time is None):
+        raise ZooError("give one budget per model: trials=N or time=SECONDS")
+    search = Search(
+        [models] if isinstance(models, str) else list(models),
+        [on] if isinstance(on, str) else list(on), parse_space(space),
+        trials=None if trials is None else _positive("trials", trials, int),
+        time=None if time is None else _positive("time", time, float),
+        seeds=_positive("seeds", seeds, int), overrides=_overrides(settings, steps, None),
+        task=task, metric=metric, pruner=pruner, sampler=sampler,
+        seed=None if sampler_seed is None else _integer("sampler_seed", sampler_seed),
+        storage=storage, study=study,
+        device=device)
+    _positive("jobs", jobs, int)
+    make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)  # options checked now
+
+    def executors():
+        return make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)
+
+    results = run_search(search, make_executor=executors, plot_dir=plot,
+                         out=None if progress else io.StringIO())
+    budget = f"{trials} trials" if trials is not None else f"{time:g}s of trials"
+    presets = "\n\n".join(preset_snippet(r) for r in results if r.best)
+    return TuneResult([r.record() for r in results], table(results, budget), presets)
 
 
 def runs():

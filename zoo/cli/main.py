@@ -13,7 +13,7 @@ import sys
 
 from zoo.cli.options import others_print_to_stderr
 from zoo import __version__
-from zoo.cli import browse, inference, results, training
+from zoo.cli import browse, inference, results, search, training
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
 from zoo.errors import PluginError, SweepInterrupted, ZooError, clip
 
@@ -53,7 +53,7 @@ def build_parser() -> Parser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    for group in (browse, training, inference, results):
+    for group in (browse, training, inference, results, search):
         group.add_commands(commands)
 
     add_plugin_commands(commands, get_zoo())

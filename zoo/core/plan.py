@@ -30,6 +30,9 @@ class Plan:
     # section -> config keys a run recorded by an older zoo lacks: they hold the value that
     # reproduces its behaviour (the config class's LEGACY), and stay out of its record and hash
     legacy: dict = field(default_factory=dict)
+    # split roles the run never reads ("test" while a search chooses settings): it trains
+    # and reports on the others only
+    held_out: tuple = ()
 
     def config_values(self) -> dict:
         """The configs as plain dicts (section -> values), as recorded in config.json."""
@@ -41,9 +44,10 @@ class Plan:
 
 def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: int = 0,
              task: str | None = None, text_column: str | None = None,
-             label_column: str | None = None, zoo=None, loaded_cache: dict | None = None) -> Plan:
+             label_column: str | None = None, zoo=None, loaded_cache: dict | None = None,
+             held_out: tuple = ()) -> Plan:
     """``loaded_cache``: datasets loaded so far, by name and columns (a sweep plans many cells
-    on one dataset and loads it once)."""
+    on one dataset and loads it once). ``held_out``: split roles a search must not read."""
     zoo = zoo or get_zoo()
     check_seed(seed, "seed")  # before anything is loaded, written or recorded
     spec = resolve_model(model, zoo)
@@ -52,11 +56,12 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     if not tasks and ref.kind != "plugin":
         # A file, folder or Hub id the catalogue does not describe: load it to learn whether
         # it has a label column (tasks that need one come first).
-        key = (ref.name, ref.source, text_column, label_column)
+        key = (ref.name, ref.source, text_column, label_column, tuple(held_out))
         loaded = (loaded_cache or {}).get(key)
         if loaded is None:
             loaded = zoo_data.load(ref, zoo, text_column=text_column,
-                                   label_column=label_column, quiet=True)
+                                   label_column=label_column, quiet=True,
+                                   held_out=tuple(held_out))
             if loaded_cache is not None:
                 loaded_cache[key] = loaded
         tasks = loaded.tasks
@@ -83,7 +88,12 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     check_memory(spec.architecture, configs["model"], f"invalid {spec.name}: ")
     if "dataset" in configs:
         ref = dataclasses.replace(ref, config=configs["dataset"])
-    return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column))
+    held_out = tuple(held_out)
+    unknown = [role for role in held_out if role not in ("validation", "test")]
+    if unknown:
+        raise ZooError(f"only the validation or test split can be held out, not {unknown[0]!r}")
+    return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column),
+                held_out=held_out)
 
 
 def check_context_length(architecture, config) -> None:
@@ -144,7 +154,7 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
         if "dataset" in configs:
             ref = dataclasses.replace(ref, config=configs["dataset"])
         return Plan(spec, ref, record["task"], pipeline, configs, int(record["seed"]),
-                    legacy=legacy)
+                    legacy=legacy, held_out=tuple(record.get("held_out") or ()))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ZooError(f"the record of run {record.get('run_id', '?')} is incomplete "
                        f"({type(exc).__name__}: {exc})") from None
@@ -185,6 +195,8 @@ def config_hash(plan: Plan, zoo=None) -> str:
                "task": plan.task, "seed": plan.seed,
                "configs": plan.config_values(),
                "plugins": {e.plugin: e.origin or "unknown" for e in plugin_entries(plan, zoo)}}
+    if plan.held_out:  # a run that never read its test split reports other figures
+        payload["held_out"] = sorted(plan.held_out)
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

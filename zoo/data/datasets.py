@@ -5,6 +5,7 @@ as a ``datasets.DatasetDict``), so mirrors, the Hub and local files share one co
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
@@ -87,11 +88,27 @@ class LoadedDataset:
     class_names: list[str] | None
     tasks: tuple[str, ...]
     split_names: dict[str, str] = field(default_factory=dict)  # role -> split name
+    held_out: frozenset = frozenset()  # roles this run must never read (see holding_out)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The split roles a pipeline trains and reports on: all but the held-out ones."""
+        return tuple(role for role in SPLIT_ROLES if role not in self.held_out)
+
+    def holding_out(self, roles) -> "LoadedDataset":
+        """This dataset with `roles` out of reach: reading one raises, so a run that
+        chooses settings (a search trial) provably never looks at its test split."""
+        if not roles:
+            return self
+        return dataclasses.replace(self, held_out=self.held_out | frozenset(roles))
 
     def split(self, role: str):
         """The split that plays ``role`` (train, validation or test) as a ``datasets.Dataset``;
         an unknown one is a ZooError listing the dataset's splits."""
         name = self.split_names.get(role, role)
+        if name in {self.split_names.get(r, r) for r in self.held_out}:
+            raise ZooError(f"split {role!r} of dataset {self.ref.name!r} is held out: this "
+                           "run chooses settings and must not read it")
         if name not in self.splits:
             raise UnknownNameError("split", name, list(self.splits),
                                    hint=f"dataset {self.ref.name!r} has: {', '.join(self.splits)}")
@@ -186,8 +203,10 @@ def find_in_mirrors(hub_id: str, zoo) -> Path | None:
 
 
 def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
-         label_column: str | None = None, quiet: bool = False) -> LoadedDataset:
-    """Load and check a dataset (what every task needs; see ``check``)."""
+         label_column: str | None = None, quiet: bool = False,
+         held_out: tuple = ()) -> LoadedDataset:
+    """Load and check a dataset (what every task needs; see ``check``). ``held_out`` roles
+    are out of reach from the start (``LoadedDataset.holding_out``): not even checked."""
     import datasets
 
     # The datasets library's own progress bars follow the same rule as ours.
@@ -219,7 +238,7 @@ def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
         class_names = list(getattr(feature, "names", None) or []) or None
     tasks = tasks_of(ref, zoo) or tasks_for(None, column_roles(text_column, label_column), zoo)
     loaded = LoadedDataset(ref, splits, location, text_column, label_column, class_names,
-                           tuple(tasks), split_names)
+                           tuple(tasks), split_names).holding_out(held_out)
     check(loaded)
     return loaded
 
@@ -229,7 +248,7 @@ def check(dataset: LoadedDataset) -> None:
     that is not text or has empty rows. What a task needs beyond that (labels that can be
     classes, say) its pipeline's ``check_dataset`` checks."""
     name = dataset.ref.name
-    for role in SPLIT_ROLES:
+    for role in dataset.roles:
         split = dataset.split(role)
         where = f"split {dataset.split_names.get(role, role)!r} of dataset {name!r}"
         if len(split) == 0:

@@ -165,6 +165,10 @@ class Job:
     resume_from: Any = None  # zoo.train.checkpoints.Checkpoint the training loop continues, if any
     identity: dict = field(default_factory=dict)  # config hash, dataset, versions: checked on resume
     declared_task: Any = None  # the zoo.plugin.Task the pipeline registered (looked up by name if None)
+    # Called by the training loop after each periodic validation with (step, figures); a
+    # status word it returns ("pruned") stops training, kept in `stopped` as (status, step).
+    on_validate: Any = None
+    stopped: tuple | None = None
 
     def build_model(self, spec):
         """The architecture built for ``spec`` (a ``zoo.plugin.TaskSpec``) on the run's device, as a

@@ -71,7 +71,8 @@ def _resume_owned(row: dict, run: RunFolder, zoo, quiet: bool, store) -> dict:
     except ZooError as exc:
         raise ResumeRefused(f"cannot resume run {row['id']}: {exc}") from None
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
-                            label_column=provenance.get("label_column"), quiet=quiet)
+                            label_column=provenance.get("label_column"), quiet=quiet,
+                            held_out=plan.held_out)
     warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
     ckpt = checkpoints.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)

@@ -54,7 +54,8 @@ def seed_everything(seed: int) -> None:
 
 def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
             text_column: str | None = None, label_column: str | None = None, zoo=None,
-            extra: dict | None = None, run_id: str | None = None, store=None) -> dict:
+            extra: dict | None = None, run_id: str | None = None, store=None,
+            on_validate=None) -> dict:
     """Load the data, train and evaluate through the pipeline, and record the run.
 
     ``extra`` is added to the run's provenance (``zoo reproduce`` names the original run).
@@ -62,6 +63,8 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     row, the others work in a scratch folder that is removed at the end. A sweep's worker
     passes the ``run_id`` its driver chose and a ``store`` that hands every write back to
     the driver (zoo.sweeps.worker.Journal), so the driver alone writes the SQLite store.
+    ``on_validate`` is the training loop's per-validation callback (``Job.on_validate``); a
+    plan with ``held_out`` roles trains and reports without ever reading those splits.
     """
     zoo = zoo or get_zoo()
     ranks = _join_ranks(device)
@@ -70,7 +73,9 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
             dataset = plan.loaded  # loaded before the task was known; checked below
         else:
             dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
-                                    label_column=label_column, quiet=quiet)
+                                    label_column=label_column, quiet=quiet,
+                                    held_out=plan.held_out)
+        dataset = dataset.holding_out(plan.held_out)
         pipeline = plan.pipeline.load()
         check = getattr(pipeline, "check_dataset", None)
         if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
@@ -103,6 +108,7 @@ def _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet, e
                   "plugins": plugin_provenance(zoo, plan),
                   "git_commit": git_commit(), "git_dirty": git_dirty(), "device": device,
                   "text_column": dataset.text_column, "label_column": dataset.label_column,
+                  **({"held_out": list(plan.held_out)} if plan.held_out else {}),
                   **(extra or {})}
     if ranks.active:
         provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
@@ -122,7 +128,8 @@ def _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet, e
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
               plan.seed, device, run, quiet or not ranks.is_main,
-              identity=identity(plan, dataset, zoo), declared_task=plan.pipeline.task)
+              identity=identity(plan, dataset, zoo), declared_task=plan.pipeline.task,
+              on_validate=on_validate)
     return train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
 
 
@@ -175,6 +182,10 @@ def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict
         if not ranks.is_main:
             shutil.rmtree(run.path.parent, ignore_errors=True)
     duration = time.time() - start
+    if job.stopped is not None:  # the per-validation callback stopped it ("pruned")
+        status, step = job.stopped
+        result = dataclasses.replace(result, status=status,
+                                     metrics={**result.metrics, "stopped_step": step})
     store.update(run.id, status=result.status, finished=time.time(),
                  duration=duration, params=result.params, metrics=result.metrics)
     store.close()
