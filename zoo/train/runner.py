@@ -91,13 +91,13 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
         raise
     try:
         return _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet,
-                                 extra, store)
+                                 extra, store, on_validate)
     finally:
         owner.release()
 
 
 def _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet, extra,
-                      store) -> dict:
+                      store, on_validate=None) -> dict:
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
                "dataset": plan.dataset_ref.name, "task": plan.task, "seed": plan.seed}
