@@ -200,12 +200,15 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
                        driver.table(plan, metric=metric).cells if finished else None)
 
 
-def runs():
-    """All recorded runs as a pandas DataFrame (one column per metric): `zoo runs`."""
-    from zoo.records.store import Store
+def runs(*, where: str | None = None, sort: str | None = None, n: int | None = None):
+    """Recorded runs as a pandas DataFrame (`zoo runs`): the store's columns, one column per
+    metric and one per setting, typed (``n_layer`` integers, ``lr`` floats; a setting whose
+    name a metric has is ``train.steps``), and `metric`/`value`, the task's primary metric.
+    `where`, `sort` and `n` mean what `zoo runs --where/--sort/-n` mean."""
+    from zoo.comparison.runs import check_limit, run_frame, select
 
-    with Store() as store:
-        return store.frame()
+    return select(run_frame(), where=where, sort=sort,
+                  limit=None if n is None else check_limit(n))
 
 
 def compare(*, metric=None, where=None, by=None, columns=None, baseline=None, evals=False,

@@ -134,16 +134,53 @@ def cmd_resume(args) -> int:
 
 # -- zoo runs ------------------------------------------------------------------------
 def cmd_runs(args) -> int:
-    from zoo.cli.listing import runs_table
+    from zoo.comparison.runs import render, run_frame, select
+    from zoo.records.store import home
 
-    table = runs_table()
-    if args.json:
-        print(table.to_json(orient="records"))
-    elif table.empty:
-        print("no runs yet (zoo run MODEL DATASET starts one)")
-    else:
-        print(table.to_string(index=False))
+    frame = select(run_frame(), where=args.where, sort=args.sort, limit=args.n)
+    columns = [c.strip() for c in (args.columns or "").split(",") if c.strip()]
+    fmt = "json" if args.json else args.format
+    if frame.empty and fmt == "table":
+        where = f" match --where {args.where!r}" if args.where else " yet"
+        print(f"no runs{where} in {home()} (zoo run MODEL DATASET starts one; ZOO_HOME moves "
+              "the store)")
+        return 0
+    emit_text(render(frame, fmt, columns), args.output)
     return 0
+
+
+def emit_text(text: str, output: str | None) -> None:
+    """Print `text`, or write it to the file --output names ('-': stdout)."""
+    if output and output != "-":
+        from zoo.io import write_output
+
+        write_output(output, text)
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def add_runs_parser(commands) -> None:
+    from zoo.comparison.runs import FORMATS
+
+    p = commands.add_parser("runs", help="list recorded runs, filtered and sorted",
+                            description="List recorded runs: id, status, model, dataset, task, "
+                            "parameters, seed, duration and the task's primary metric (metric, "
+                            "value). Every metric and setting is a column for --where, --sort "
+                            "and --columns (a setting by its name, n_layer, or as "
+                            "section.name where a metric has that name, train.steps).")
+    p.add_argument("-n", type=positive_int, metavar="N",
+                   help="only the newest N runs (the first N with --sort)")
+    p.add_argument("--where", metavar="EXPR", help="a condition over metrics and settings, "
+                   "e.g. \"lr < 1e-3 and n_layer == 2\"")
+    p.add_argument("--sort", metavar="KEYS", help="sort by these columns, comma-separated; "
+                   "write --sort=-val_bpc for descending (default: oldest first)")
+    p.add_argument("--columns", metavar="KEYS", help="more columns to show, comma-separated "
+                   "(settings such as lr,n_layer or metrics)")
+    p.add_argument("--format", default="table", choices=FORMATS, help="output format")
+    p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument("--output", metavar="FILE", help="write the list to FILE instead of stdout")
+    p.set_defaults(handler=cmd_runs)
 
 
 RELOAD_DEVICE_HELP = ("where the reloaded run computes: auto (CUDA when present, as zoo run "
@@ -522,9 +559,7 @@ def build_parser() -> Parser:
     add_output_options(p)
     p.set_defaults(handler=cmd_resume)
 
-    p = commands.add_parser("runs", help="list recorded runs", description="List recorded runs.")
-    p.add_argument("--json", action="store_true", help="print JSON records")
-    p.set_defaults(handler=cmd_runs)
+    add_runs_parser(commands)
 
     p = commands.add_parser("generate", help="sample text from a trained language model",
                             description="Reload a run's weights and tokenizer and stream text.")

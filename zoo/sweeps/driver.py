@@ -28,7 +28,7 @@ class Cell:
     model: str
     dataset: str
     seed: int
-    setting: dict = field(default_factory=dict)  # this cell's --grid values, as typed
+    setting: dict = field(default_factory=dict)  # this cell's --grid values, of their types
     plan: object = None  # zoo.core.plan.Plan, when the cell can run
     config_hash: str | None = None
     skip: str | None = None  # why the cell cannot run
@@ -43,7 +43,7 @@ class Cell:
         """The model, with its grid setting: 'decoder-char (lr=0.003)'."""
         if not self.setting:
             return self.model
-        return f"{self.model} ({', '.join(f'{k}={v}' for k, v in self.setting.items())})"
+        return f"{self.model} ({', '.join(f'{k}={_short(v)}' for k, v in self.setting.items())})"
 
     @property
     def name(self) -> str:
@@ -117,6 +117,10 @@ def parse_grid(items: list[str] | None) -> dict[str, list[str]]:
     return grid
 
 
+def _short(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _bare(key: str) -> str:
     return key.rpartition(".")[2]
 
@@ -126,20 +130,23 @@ def grid_settings(grid: dict[str, list[str]]) -> list[dict[str, str]]:
     return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
 
 
-def check_grid(grid: dict[str, list[str]], overrides: dict, pair_sections: list[dict]) -> None:
+def check_grid(grid: dict[str, list], overrides: dict, pair_sections: list[dict]) -> dict:
     """Fail before training when a grid key is no config field of any cell (with a
-    did-you-mean), a value does not parse as the field's type, or a key is also --set."""
+    did-you-mean), a value does not parse as the field's type, or a key is also --set.
+    Returns the grid with each value of its field's type (typed once: the cells, their
+    labels, the table and the JSON all hold 0.001 for '1e-3')."""
     for key in grid:
         clash = [k for k in overrides if _bare(k) == _bare(key)]
         if clash:
             raise ZooError(f"{key} is both swept (--grid) and fixed (--set, --steps or --time); "
                            "give it once")
+    typed = {}
     for key, values in grid.items():
         unknown = None
         for sections in pair_sections:
             try:
-                for value in values:
-                    split_overrides({key: value}, sections)
+                typed[key] = [_typed(split_overrides({key: value}, sections))
+                              for value in values]
             except UnknownNameError as exc:
                 unknown = unknown or exc
                 continue
@@ -149,6 +156,15 @@ def check_grid(grid: dict[str, list[str]], overrides: dict, pair_sections: list[
         else:
             if unknown is not None:
                 raise ZooError(f"--grid: {unknown}")
+            typed[key] = list(values)  # no cell can run: the cells say why
+        if len({repr(v) for v in typed[key]}) < len(typed[key]):
+            raise ZooError(f"--grid {key}: the same value twice ({', '.join(values)})")
+    return typed
+
+
+def _typed(split: dict):
+    """The one value split_overrides placed (in one section, or the same in several)."""
+    return next(value for section in split.values() for value in section.values())
 
 
 def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
@@ -167,7 +183,7 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
     for dataset in datasets:
         zoo_data.resolve(dataset, zoo)  # an unknown dataset fails now, with a did-you-mean
     if grid:
-        check_grid(grid, overrides, _pair_sections(names, datasets, overrides, task, zoo))
+        grid = check_grid(grid, overrides, _pair_sections(names, datasets, overrides, task, zoo))
     cells = []
     for model in names:
         for dataset in datasets:

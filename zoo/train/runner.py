@@ -82,7 +82,7 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
                "dataset": plan.dataset_ref.name, "task": plan.task, "seed": plan.seed}
     provenance = {**summary, "config_hash": config_hash(plan, zoo),
-                  "configs": plan.config_values(),
+                  "configs": plan.config_values(), "incidental": plan.incidental(),
                   "dataset_id": plan.dataset_ref.source, "dataset_location": dataset.location,
                   "dataset_fingerprint": dataset.fingerprint, "versions": versions(zoo, plan),
                   "plugins": plugin_provenance(zoo, plan),
