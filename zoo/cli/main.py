@@ -61,21 +61,65 @@ def cmd_show(args) -> int:
     from zoo.cli import listing
     from zoo.core.registry import get_zoo
 
+    if args.config:
+        from zoo.core.configfile import for_run
+        from zoo.records.store import Store
+
+        with Store() as store:
+            record = store.get(args.name)
+        if record.get("kind") != "train":
+            raise ZooError(f"run {record['id']} is an {record['kind']} row; --config "
+                           "reproduces training runs")
+        emit_text(for_run(record), args.output)
+        return 0
     print(listing.show(get_zoo(), args.name))
     return 0
 
 
 # -- zoo run -------------------------------------------------------------------------
-def cmd_run(args) -> int:
-    from zoo.core.config import parse_assignment
-    from zoo.core.plan import plan_run
-    from zoo.train.runner import execute
+def with_config_file(args, command: str) -> None:
+    """Options from `--config FILE` where the command line gave none; then the positional
+    names the command needs must be there."""
+    from zoo.core import configfile
 
-    overrides = dict(parse_assignment(item) for item in args.set or [])
+    configfile.apply(args, args.parser, command)
+    if command == "run":
+        missing = [name for name in ("model", "dataset") if not getattr(args, name)]
+        if missing:
+            raise ZooError(f"zoo run needs {' and '.join(m.upper() for m in missing)} (on the "
+                           "command line or in --config FILE)")
+    elif not args.models or not args.on:
+        raise ZooError("zoo sweep needs MODEL... and --on DATASET... (on the command line or "
+                       "as models and on in --config FILE)")
+    if args.steps is not None and args.time is not None:
+        raise ZooError("give steps or time, not both (the command line and --config FILE "
+                       "together)")
+
+
+def command_overrides(args) -> dict:
+    """--set values over the config file's [set], with --steps and --time as the command
+    adds them."""
+    from zoo.core.config import parse_assignment
+
+    overrides = dict(getattr(args, "file_set", None) or {})
+    given = dict(parse_assignment(item) for item in args.set or [])
+    for key in given:  # the command line wins, whether it names the section or not
+        for old in [k for k in overrides if k.rpartition(".")[2] == key.rpartition(".")[2]]:
+            del overrides[old]
+    overrides.update(given)
     if args.steps is not None:
         overrides["train.steps"] = args.steps
     if args.time is not None:
         overrides["train.time"] = args.time
+    return overrides
+
+
+def cmd_run(args) -> int:
+    from zoo.core.plan import plan_run
+    from zoo.train.runner import execute
+
+    with_config_file(args, "run")
+    overrides = command_overrides(args)
     if args.compile:
         overrides["train.compile"] = True
     plan = plan_run(args.model, args.dataset, overrides=overrides, seed=args.seed, task=args.task,
@@ -158,6 +202,13 @@ def emit_text(text: str, output: str | None) -> None:
         print(f"wrote {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+
+
+def add_config_option(p, command: str) -> None:
+    p.add_argument("--config", metavar="FILE", help="read options from a TOML (or YAML) file "
+                   f"holding what the command line holds ({command} options by name, [set], "
+                   + ("[grid], " if command == "sweep" else "") + "...); options given here win")
+    p.set_defaults(parser=p)
 
 
 def add_runs_parser(commands) -> None:
@@ -313,20 +364,22 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
 
 # -- zoo sweep -----------------------------------------------------------------------
 def cmd_sweep(args) -> int:
-    from zoo.core.config import parse_assignment
+    from zoo.core import configfile
     from zoo.sweeps import driver
     from zoo.sweeps.executors import make_executor
 
+    with_config_file(args, "sweep")
     log = io.StringIO() if args.quiet or args.json else sys.stderr  # plan, progress, summary
-    overrides = dict(parse_assignment(item) for item in args.set or [])
-    if args.steps is not None:
-        overrides["train.steps"] = args.steps
-    if args.time is not None:
-        overrides["train.time"] = args.time
+    overrides = command_overrides(args)
+    grid = driver.parse_grid(configfile.grid_options(args.file_grid))
+    for key, values in driver.parse_grid(args.grid).items():  # the command line wins
+        for old in [k for k in grid if k.rpartition(".")[2] == key.rpartition(".")[2]]:
+            del grid[old]
+        grid[key] = values
     executor = make_executor(args.jobs, args.executor, args.address, args.cell_cpus,
                              args.cell_gpus, args.device)  # before planning: no Ray fails now
     plan = driver.plan_sweep(args.models, args.on, seeds=args.seeds, overrides=overrides,
-                             task=args.task, grid=driver.parse_grid(args.grid))
+                             task=args.task, grid=grid)
     for line in driver.describe_plan(plan):
         print(line, file=log)
     if args.baseline is not None and args.baseline.split(" (")[0] not in plan.models:
@@ -526,13 +579,19 @@ def build_parser() -> Parser:
                             description="Show config fields with types and defaults, tasks, "
                             "and for a run its metrics and provenance.")
     p.add_argument("name", help="a model, architecture, tokenizer, dataset or run id")
+    p.add_argument("--config", action="store_true", help="for a run: print a config file "
+                   "(TOML) that trains it again with zoo run --config FILE")
+    p.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(handler=cmd_show)
 
     p = commands.add_parser("run", help="train and evaluate MODEL on DATASET",
                             description="Train and evaluate a model on a dataset, record the "
                             "run in the store, and print a summary.")
-    p.add_argument("model", help="a preset (zoo list models) or ARCHITECTURE-TOKENIZER")
-    p.add_argument("dataset", help="a catalogue alias, a Hub id, or a local folder or file")
+    p.add_argument("model", nargs="?", help="a preset (zoo list models) or "
+                   "ARCHITECTURE-TOKENIZER")
+    p.add_argument("dataset", nargs="?", help="a catalogue alias, a Hub id, or a local folder "
+                   "or file")
+    add_config_option(p, "run")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--steps", type=positive_int, help="number of optimizer steps")
     budget.add_argument("--time", type=positive_float, metavar="SECONDS",
@@ -603,9 +662,10 @@ def build_parser() -> Parser:
                             "impossible ones with their reason and cells already finished with "
                             "the same config (so a second run resumes), record failures and go "
                             "on, then print the comparison of the sweep's runs.")
-    p.add_argument("models", nargs="+", metavar="MODEL",
+    p.add_argument("models", nargs="*", metavar="MODEL",
                    help="model names; wildcards such as '*-char' match the registry")
-    p.add_argument("--on", nargs="+", required=True, metavar="DATASET", help="datasets")
+    p.add_argument("--on", nargs="+", metavar="DATASET", help="datasets")
+    add_config_option(p, "sweep")
     p.add_argument("--seeds", type=positive_int, default=1, help="seeds 0..N-1 (default 1)")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--steps", type=positive_int, help="optimizer steps per cell")
