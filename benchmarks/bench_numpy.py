@@ -28,7 +28,8 @@ MODELS = ("numpy-char", "decoder-char")
 
 def lm_loss():
     """The language-modeling task's loss, which a TorchModel trains and evaluates with."""
-    from zoo.core.registry import get_task, task_loss
+    from zoo.core.registry import task_loss
+    from zoo.core.names import get_task
 
     return task_loss(get_task("language-modeling"))
 
@@ -223,10 +224,25 @@ def speed(args) -> None:
           f"{args.speed_steps} interleaved steps each, torch threads {torch.get_num_threads()}, "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
     base = statistics.median(times["torch float32"])
+    rows = []
     for name, values in times.items():
         median = statistics.median(values)
         print(f"  {name:<14} median {median * 1e3:8.1f} ms/step  {tokens / median:9,.0f} tok/s  "
               f"{median / base:5.2f}x torch's step time")
+        rows.append({"model": name.replace("numpy", "NumPy"), "ms_step": median * 1e3,
+                     "tokens_s": tokens / median, "vs": median / base})
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import table, write_results
+
+    write_results(
+        "numpy", title="The NumPy reference against the torch decoder",
+        about=f"`train_step` of the decoder ({shape['n_layer']} layers of {shape['n_embd']}, "
+              f"{shape['n_head']} heads, block {block}, batch {batch}, vocabulary {vocab}) in "
+              "torch float32 and in the NumPy reference, interleaved step by step, "
+              f"{torch.get_num_threads()} thread(s), {args.speed_steps} timed steps after 2.",
+        tables=[table("", [("model", "model"), ("ms_step", "ms per step (median)", ".1f"),
+                           ("tokens_s", "tokens/s", ",.0f"), ("vs", "step time vs torch", ".2f")],
+                      rows)])
 
 
 def main() -> int:

@@ -172,7 +172,7 @@ def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):
     zoo_with(Pipelines())
     runs = {"e1": "echo-task", "s1": "silent-task"}
     monkeypatch.setattr(zoo.records.reload, "load_trained",
-                        lambda run_id, device: SimpleNamespace(run_id=run_id, task=runs[run_id]))
+                        lambda run_id, zoo=None, device="auto": SimpleNamespace(run_id=run_id, task=runs[run_id]))
     result = run_cli("generate", "e1", "--prompt", "go", "--tokens", "2", "--seed", "5")
     assert result.code == 0 and result.out == "go<e1:0:5><e1:1:5>\n", result
     silent = run_cli("generate", "s1")
@@ -183,7 +183,7 @@ def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):
 
 def test_only_the_program_tunes_the_garbage_collector():
     """`zoo` as a program collects young objects less often and freezes the rest before it
-    exits (a short run's CPU time, benchmarks/RESULTS.md); main(argv) leaves the caller's
+    exits (it saves a short run CPU time); main(argv) leaves the caller's
     collector alone."""
     probe = ("import gc, sys\nfrom zoo.cli.main import main\n"
              "main(['list'])\nprint('caller', gc.get_threshold()[0], gc.get_freeze_count())\n"

@@ -64,6 +64,9 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None
 
 
 def atomic_write_text(path: Path, text: str) -> None:
+    """Write UTF-8 text to a temporary file beside ``path``, fsync it and rename it into
+    place, so a crash leaves the old file or the new one, never half of one. A full or
+    read-only disk is a ``ZooError`` naming the file."""
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
@@ -170,6 +173,8 @@ def _first_line(exc: Exception) -> str:
 
 
 def load_safetensors(path: Path) -> dict:
+    """The tensors of a safetensors file as NumPy arrays; a missing, truncated or corrupt
+    file (or one whose header lies) is a ``ZooError`` naming it. Never unpickles."""
     from safetensors.numpy import load
 
     path = Path(path)
@@ -185,6 +190,8 @@ def load_safetensors(path: Path) -> dict:
 
 
 def load_json(path: Path):
+    """The JSON in a file; a missing, unreadable or malformed one is a ``ZooError`` naming
+    it."""
     path = Path(path)
     try:
         return json.loads(path.read_text(encoding="utf-8"))

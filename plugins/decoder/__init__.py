@@ -22,7 +22,7 @@ class DecoderConfig:
     bias: bool = True  # biases in Linear and LayerNorm layers
     tie_weights: bool = True  # the LM head shares the token embedding matrix
     # GELU's form: "tanh" (GPT-2's approximation) or "exact" (with erf, as torch.nn.GELU()
-    # and nanoGPT; its kernel is twice as fast on the CPU, benchmarks/RESULTS.md)
+    # and nanoGPT; its kernel is twice as fast on the CPU)
     gelu: Literal["tanh", "exact"] = "tanh"
 
     def __post_init__(self):

@@ -5,7 +5,8 @@ import dataclasses
 import typing
 
 from zoo.errors import UnknownNameError, ZooError
-from zoo.core.registry import choose_task, model_names, natural_key, resolve_model
+from zoo.core.registry import natural_key
+from zoo.core.names import choose_task, model_names, resolve_model
 
 KIND_OF = {"architectures": "architecture", "tokenizers": "tokenizer", "datasets": "dataset",
            "pipelines": "pipeline"}
@@ -370,31 +371,3 @@ def saved_vocab_size(run_id: str) -> int | None:
         return Tokenizer.from_file(str(path)).get_vocab_size(with_added_tokens=True)
     except Exception:  # a third-party format: nothing to say
         return None
-
-
-def runs_table():
-    import pandas as pd
-
-    from zoo.records.store import Store
-
-    with Store() as store:
-        frame = store.frame()
-    if frame.empty:
-        return frame
-    from zoo.comparison.table import primary_metric
-
-    primary = []
-    for _, row in frame.iterrows():
-        metric = primary_metric(row["task"], row["kind"])
-        value = row.get(metric) if metric in frame.columns else None
-        if row["kind"] == "eval" and metric:  # stored under its split's prefix
-            found = [row[c] for c in frame.columns
-                     if c.endswith("_" + metric) and isinstance(row[c], float) and pd.notna(row[c])]
-            value = found[0] if found and not isinstance(value, float) else value
-        primary.append(f"{metric}={value:.4f}" if isinstance(value, float) and pd.notna(value) else "")
-    table = frame[["id", "kind", "status", "model", "dataset", "task", "params", "seed",
-                   "duration"]].copy()
-    table["primary"] = primary
-    # A column of only running or interrupted rows holds None: make it numbers first.
-    table["duration"] = pd.to_numeric(table["duration"], errors="coerce").round(1)
-    return table

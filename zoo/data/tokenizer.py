@@ -60,6 +60,14 @@ CACHE_FORMAT = 1  # bump when what a cache entry holds changes
 
 
 class Tokenizer(ABC):
+    """A tokenizer: trained on a split's texts, then encodes and decodes, saves and loads.
+
+    Subclasses implement ``train``, ``encode``, ``decode``, ``vocab_size``, ``save`` and
+    ``load``; the batched and whole-split encoders (``encode_batch``, ``encode_text``,
+    ``encode_rows``) have defaults built on ``encode``, which a vectorised tokenizer
+    overrides. The special tokens (``SPECIAL_TOKENS``: ``<pad>``, ``<unk>``, ``<cls>``) are
+    ids 0, 1 and 2; text that spells one is encoded as ordinary text."""
+
     special_tokens: ClassVar[tuple[str, ...]] = SPECIAL_TOKENS
     # False for tokenizers that are loaded rather than trained (a checkpoint's own): the
     # training cache then never stores or serves them

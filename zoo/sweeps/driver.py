@@ -84,7 +84,8 @@ class Sweep:
 
 def expand_models(patterns: list[str], zoo) -> list[str]:
     """Model names, with wildcards matched against every preset and pair in the registry."""
-    from zoo.core.registry import model_names, natural_key, resolve_model
+    from zoo.core.registry import natural_key
+    from zoo.core.names import model_names, resolve_model
 
     names = model_names(zoo)
     found = []
@@ -390,7 +391,7 @@ def records(sweep: Sweep) -> list[dict]:
     for cell in sweep.cells:
         state = ("skipped" if cell.skip else "reused" if cell.done
                  else cell.status or "to run")
-        out.append({"model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
+        out.append({"name": cell.name, "model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
                     "setting": cell.setting, "state": state, "run_id": cell.done or cell.run_id,
                     "config_hash": cell.config_hash, "reason": cell.skip or cell.error,
                     "duration": cell.duration})

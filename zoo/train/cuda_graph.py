@@ -2,7 +2,7 @@
 
 On a GPU, a small model's step is bound by the host: Python, autograd and the launch of
 hundreds of small kernels take longer than the GPU needs to run them (at nanoGPT's GPU
-shape the H100 was busy about 7 of every 13 ms; benchmarks/RESULTS.md). Capturing the
+shape the H100 was busy about 7 of every 13 ms; docs/benchmarks.md). Capturing the
 forward pass, the backward pass, gradient clipping and the AdamW update once, and replaying
 that graph for every later batch of the same shape, takes the host out of the loop.
 

@@ -144,6 +144,13 @@ class RunResult:
 
 @dataclass
 class Job:
+    """What a pipeline's ``run(job)`` receives: the model's name, its architecture and
+    tokenizer registrations, the task, the typed configs (``model_config``,
+    ``tokenizer_config``, ``train_config``), the loaded dataset (``dataset.split(role)``,
+    ``text_column``, ``label_column``, ``class_names``), the seed, the device and the run
+    folder (``run``). ``build_model(spec)`` builds the architecture; ``saved_tokenizer()``
+    gives the run's own tokenizer when it is resumed; ``say`` prints progress unless quiet."""
+
     model_name: str
     architecture: Any  # registry Entry
     tokenizer: Any  # registry Entry
@@ -166,7 +173,9 @@ class Job:
         """The architecture built for ``spec`` (a ``zoo.plugin.TaskSpec``) on the run's device, as a
         ``zoo.plugin.Model`` that trains with the task's declared loss."""
         from zoo.train.torch_model import as_model, pick_device
-        from zoo.core.registry import call_plugin, get_task, task_loss
+        from zoo.core.registry import task_loss
+        from zoo.core.names import get_task
+        from zoo.core.containment import call_plugin
 
         task = self.declared_task or get_task(self.task)
         if task is None:

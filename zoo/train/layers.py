@@ -18,7 +18,7 @@ def attention(q, k, v, **options):
     """``F.scaled_dot_product_attention`` under the engine's precision rule; architectures
     call this rather than SDPA itself. Under bf16 autocast on the CPU it computes in fp32:
     the CPU kernels' bf16 backward is several times slower than their fp32 one at zoo sizes
-    (benchmarks/RESULTS.md), and autocast would otherwise run them in bf16."""
+    (measured with benchmarks/bench_train.py), and autocast would otherwise run them in bf16."""
     if q.device.type == "cpu" and q.dtype == torch.bfloat16:
         with torch.autocast("cpu", enabled=False):
             return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), **options)
@@ -85,7 +85,7 @@ class ThreadInvariantLayerNorm(nn.LayerNorm):
     thread count. Here the kernel only normalizes (its input gradient is row by row) and
     autograd's sums of the affine gradients come out the same on any number of threads.
     Measured on digits-char: identical metrics at 1 and 2 threads after 150 steps, for
-    13 to 15% more time per training step (benchmarks/RESULTS.md, bench_layer_norm.py)."""
+    13 to 15% more time per training step (benchmarks/bench_layer_norm.py)."""
 
     def forward(self, x):
         x = F.layer_norm(x, self.normalized_shape, None, None, self.eps)

@@ -49,6 +49,11 @@ def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
 
 @dataclass
 class Batch:
+    """One training batch, as a pipeline's ``next_batch(rng)`` returns it to ``train``:
+    ``inputs`` [B, T] token ids, ``targets`` as the task's loss takes them (next tokens
+    [B, T], class ids [B], ...), ``mask`` [B, T] (1 = real token) or None, and ``tokens``,
+    the real tokens in the batch, for the throughput figure."""
+
     inputs: np.ndarray
     targets: np.ndarray
     mask: np.ndarray | None = None
@@ -57,6 +62,12 @@ class Batch:
 
 @dataclass
 class TrainResult:
+    """What ``train`` returns: the steps trained, the last training loss, the tokens seen,
+    the time spent (validation included, and its part), the best validation's score and
+    step (and, with ``average_best``, the runners-up averaged), the curve, and whether
+    patience stopped the run early. ``tokens_per_s`` is training tokens per second of
+    optimizer steps, validation excluded."""
+
     steps: int = 0
     train_loss: float = float("nan")
     tokens: int = 0

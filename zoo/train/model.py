@@ -54,6 +54,14 @@ class TaskSpec:
 
 @runtime_checkable
 class Model(Protocol):
+    """What zoo trains, evaluates, saves and reloads. A ``torch.nn.Module`` that an
+    architecture's ``build`` returns is wrapped into one by zoo (trained with the task's
+    declared loss); a model written without torch, such as the ``numpy`` architecture,
+    implements these methods itself. Inputs and outputs are NumPy arrays: ``inputs`` and
+    ``targets`` token or class ids, ``mask`` 1 for real tokens and 0 for padding.
+    ``optimizer_state`` and ``load_optimizer_state`` are needed for checkpoints; incremental
+    decoding (``start_decoding``, ``decode_step``) is optional, see below."""
+
     def num_parameters(self) -> int: ...
 
     def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None: ...

@@ -53,7 +53,7 @@ def cpu_has_native_bf16() -> bool:
 def resolve_precision(precision: str, device: torch.device) -> str:
     """What "auto" means on a device: bf16 autocast on CUDA (fp16 where the GPU lacks bf16);
     on the CPU bf16 where it has native bf16 instructions (1.3x the training throughput of
-    fp32 at the same validation loss, benchmarks/RESULTS.md), fp32 elsewhere."""
+    fp32 at the same validation loss, benchmarks/bench_train.py), fp32 elsewhere."""
     if precision not in PRECISIONS:
         raise ZooError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     if device.type == "cuda":
