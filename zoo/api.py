@@ -150,8 +150,9 @@ class SweepResult:
 def run(model: str, dataset: str, *, steps: int | None = None, time: float | None = None,
         seed: int = 0, device: str = "auto", task: str | None = None,
         text_column: str | None = None, label_column: str | None = None, quiet: bool = False,
-        **settings) -> Run:
-    """Train and evaluate MODEL on DATASET and record the run (`zoo run`)."""
+        log_to: str | list[str] | None = None, **settings) -> Run:
+    """Train and evaluate MODEL on DATASET and record the run (`zoo run`). `log_to` names
+    trackers (``"tensorboard,mlflow"``; default ZOO_LOG_TO) that also receive its figures."""
     from zoo.core.plan import plan_run
     from zoo.train import distributed
     from zoo.train.runner import execute
@@ -163,7 +164,7 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
                     text_column=text_column, label_column=label_column)
     try:
         result = execute(plan, device=device, quiet=quiet, text_column=text_column,
-                         label_column=label_column)
+                         label_column=label_column, log_to=log_to)
     finally:
         distributed.teardown()  # under torchrun: leave the process group cleanly
     return Run.from_result(result)

@@ -5,7 +5,8 @@ import json
 
 from zoo.errors import ZooError
 
-LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "plugins")
+LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "loggers",
+              "plugins")
 
 
 def cmd_list(args) -> int:

@@ -6,6 +6,9 @@ from zoo.errors import ZooError
 
 
 def add_config_option(p, command: str) -> None:
+    p.add_argument("--log-to", metavar="NAMES", help="also send the run's config, curves, "
+                   "final metrics and folder to these trackers, comma-separated: tensorboard, "
+                   "mlflow, or a plugin's (default: ZOO_LOG_TO)")
     p.add_argument("--config", metavar="FILE", help="read options from a TOML (or YAML) file "
                    f"holding what the command line holds ({command} options by name, [set]"
                    + (", [grid]" if command == "sweep" else "") + "); options given here win")
@@ -56,3 +59,16 @@ def grid(args) -> list[str]:
 
 def _bare(key: str) -> str:
     return key.rpartition(".")[2]
+
+
+def log_to_environment(args) -> None:
+    """A sweep's --log-to reaches every cell, in this process or a worker's, as ZOO_LOG_TO."""
+    import os
+
+    from zoo.core.registry import get_zoo
+    from zoo.train.tracking import check, chosen
+
+    if args.log_to is not None:
+        names = chosen(args.log_to)
+        check(names, get_zoo())
+        os.environ["ZOO_LOG_TO"] = ",".join(names)

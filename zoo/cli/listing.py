@@ -21,6 +21,9 @@ def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
                  "primary": e.task.primary,
                  "better": e.task.metric(e.task.primary).better}
                 for e in zoo.pipelines.entries(pattern)]
+    if kind == "loggers":
+        return [{"name": e.name, "description": e.description, "plugin": e.plugin}
+                for e in zoo.loggers.entries(pattern)]
     if kind in ("architectures", "tokenizers"):
         return [{"name": e.name, "description": e.description, "plugin": e.plugin,
                  **({"tasks": list(e.tasks)} if kind == "architectures" else {})}

@@ -5,6 +5,7 @@ import sys
 
 from zoo.errors import ZooError
 
+
 def cmd_runs(args) -> int:
     from zoo.cli.options import emit_text
     from zoo.comparison.runs import render, run_frame, select
@@ -117,9 +118,9 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
 
 
 def cmd_plot(args) -> int:
-    from zoo.train.job import RunFolder
     from zoo.comparison.plots import run_labels, save, training_curves
     from zoo.records.store import Store, home
+    from zoo.train.job import RunFolder
 
     with Store() as store:
         rows = [store.get(run_id) for run_id in args.run_ids]

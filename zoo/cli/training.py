@@ -8,6 +8,7 @@ from zoo.cli.options import add_output_options, json_default, positive_float, po
 from zoo.cli.results import add_compare_options, emit_comparison
 from zoo.core.bounds import DEVICES, seed_argument
 
+
 def cmd_run(args) -> int:
     from zoo import api
     from zoo.cli import configured
@@ -18,7 +19,8 @@ def cmd_run(args) -> int:
         settings["train.compile"] = True
     run = api.run(args.model, args.dataset, steps=args.steps, time=args.time, seed=args.seed,
                   device=args.device, task=args.task, text_column=args.text_column,
-                  label_column=args.label_column, quiet=args.quiet or args.json, **settings)
+                  label_column=args.label_column, quiet=args.quiet or args.json,
+                  log_to=args.log_to, **settings)
     if run.summary.get("rank", 0) == 0:  # under torchrun, rank 0 speaks for the run
         print_result(run.summary, args.json)
     return 0
@@ -62,6 +64,7 @@ def cmd_sweep(args) -> int:
 
     configured.with_config_file(args, "sweep")
     settings = configured.settings(args)
+    configured.log_to_environment(args)  # cells in worker processes read ZOO_LOG_TO
     result = api.sweep(args.models, args.on, seeds=args.seeds, steps=args.steps, time=args.time,
                        task=args.task, device=args.device, grid=configured.grid(args),
                        progress=not (args.quiet or args.json),  # plan, progress, summary

@@ -109,6 +109,8 @@ def apply(args, parser, command: str) -> None:
     for one, other in (("steps", "time"), ("time", "steps")):  # a budget given here wins
         if one in values and getattr(args, other, None) is not None:
             del values[one]
+    if isinstance(values.get("log_to"), list):
+        values["log_to"] = ",".join(map(str, values["log_to"]))
     actions = {action.dest: action for action in parser._actions}
     for key, value in values.items():
         action = actions.get(key)

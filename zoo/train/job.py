@@ -79,6 +79,7 @@ class RunFolder:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.id = self.path.name
+        self.observer = None  # called with each logged record (zoo.train.tracking)
 
     def create(self) -> "RunFolder":
         self.path.mkdir(parents=True, exist_ok=False)
@@ -102,6 +103,8 @@ class RunFolder:
         """Append one line to the training curve."""
         with open(self.file("metrics.jsonl"), "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
+        if self.observer is not None:
+            self.observer(record)
 
     def curve(self) -> list[dict]:
         from zoo.records.folder import read_curve

@@ -53,7 +53,8 @@ def seed_everything(seed: int) -> None:
 
 def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
             text_column: str | None = None, label_column: str | None = None, zoo=None,
-            extra: dict | None = None, run_id: str | None = None, store=None) -> dict:
+            extra: dict | None = None, run_id: str | None = None, store=None,
+            log_to=None) -> dict:
     """Load the data, train and evaluate through the pipeline, and record the run.
 
     ``extra`` is added to the run's provenance (``zoo reproduce`` names the original run).
@@ -61,8 +62,13 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     row, the others work in a scratch folder that is removed at the end. A sweep's worker
     passes the ``run_id`` its driver chose and a ``store`` that hands every write back to
     the driver (zoo.sweeps.worker.Journal), so the driver alone writes the SQLite store.
+    ``log_to`` names the trackers the run reports to (zoo.train.tracking; default ZOO_LOG_TO).
     """
+    from zoo.train.tracking import NoTrackers, chosen, check
+
     zoo = zoo or get_zoo()
+    trackers_named = chosen(log_to)
+    check(trackers_named, zoo)  # an unknown tracker fails before anything loads
     ranks = _join_ranks(device)
     with own_interrupts_fail("the run's code (loading its data and plugins)"):
         if plan.loaded is not None and plan.columns == (text_column, label_column):
@@ -91,6 +97,17 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
                   **(extra or {})}
     if ranks.active:
         provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
+    if trackers_named:
+        provenance["log_to"] = trackers_named
+    trackers = NoTrackers()
+    if trackers_named and ranks.is_main:
+        from zoo.train.tracking import Trackers
+
+        try:
+            trackers = Trackers(trackers_named, zoo)  # a missing extra fails here, unrecorded
+        except BaseException:
+            shutil.rmtree(run.path, ignore_errors=True)
+            raise
     if store is None:
         store = Store() if ranks.is_main else _NoStore()
     try:
@@ -101,13 +118,21 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
                      config=provenance)
     except BaseException:
         store.close()
+        trackers.close()
         shutil.rmtree(run.path, ignore_errors=True)  # no run folder without its store row
         raise
+    if trackers:
+        from zoo.records.settings import flat_settings
+
+        trackers.start({**summary, "id": run.id, "folder": run.path,
+                        "settings": flat_settings(provenance), "config_hash":
+                        provenance["config_hash"]})
+        run.observer = trackers.log
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
               plan.seed, device, run, quiet or not ranks.is_main,
               identity=identity(plan, dataset, zoo), declared_task=plan.pipeline.task)
-    return train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
+    return train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
 
 
 def _create_run_folder(parent: Path, run_id: str) -> RunFolder:
@@ -119,8 +144,25 @@ def _create_run_folder(parent: Path, run_id: str) -> RunFolder:
 
 
 def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict,
-                     provenance: dict, ranks=None) -> dict:
-    """Run the pipeline on a prepared job and record the outcome in its store row."""
+                     provenance: dict, ranks=None, trackers=None) -> dict:
+    """Run the pipeline on a prepared job and record the outcome in its store row; the
+    trackers (zoo.train.tracking) hear the end of it, whatever the end is."""
+    from zoo.train.tracking import NoTrackers
+
+    trackers = trackers or NoTrackers()
+    try:
+        result = _train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
+    except BaseException as exc:
+        status = "interrupted" if isinstance(exc, KeyboardInterrupt) else (
+            "diverged" if isinstance(exc, RunDiverged) else "failed")
+        trackers.finish({}, job.run.path, status)
+        raise
+    trackers.finish(result["metrics"], job.run.path, result["status"])
+    return result
+
+
+def _train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict,
+                      provenance: dict, ranks=None) -> dict:
     from zoo.train.loop import Diverged
 
     run = job.run
