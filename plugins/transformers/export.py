@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from zoo.plugins.transformers.card import model_card
 
 from zoo.plugin import ZooError, load_json, load_trained
 
@@ -35,14 +36,18 @@ TOLERANCE = 1e-4  # largest logit difference an export may show against the run
 transformers.utils.logging.disable_progress_bar()  # no bar for writing a tiny model
 
 
-def export_run(run_id: str, folder: str | Path) -> dict:
-    """Write the run to ``folder``; returns what was written and the measured logit
-    difference between the exported model and the run on a random batch."""
+def export_run(run_id: str, folder: str | Path, *, force: bool = False) -> dict:
+    """Write the run to ``folder`` with its model card (README.md); returns what was written
+    and the measured logit difference between the exported model and the run on a random
+    batch. ``force`` replaces what ``folder`` holds (an earlier export)."""
     trained = load_trained(run_id, device="cpu", precision="fp32")  # saved from the CPU
     architecture, task = trained.config["architecture"], trained.task
     folder = Path(folder)
-    if folder.exists() and any(folder.iterdir()):
-        raise ZooError(f"{folder} is not empty; export into a new or empty folder")
+    if folder.exists() and not folder.is_dir():
+        raise ZooError(f"{folder} is a file; export into a folder")
+    if folder.exists() and any(folder.iterdir()) and not force:
+        raise ZooError(f"{folder} is not empty; export into a new or empty folder, or add "
+                       "--force to replace what it holds")
     if architecture in NATIVE:
         model = trained.model.module.hf
     elif architecture in DECODER_LAYOUT:
@@ -60,18 +65,56 @@ def export_run(run_id: str, folder: str | Path) -> dict:
     if not difference <= TOLERANCE:
         raise ZooError(f"the exported model's logits differ from the run's by {difference:.3g} "
                        f"(more than {TOLERANCE}); nothing was written")
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    exported_as = ("saved as it is" if architecture in NATIVE
+                   else f"the {architecture} weights in GPT-2's layout")
+    _write_export(folder, model, tokenizer,
+                  model_card(trained, type(model).__name__, exported_as=exported_as))
     return {"run_id": trained.run_id, "folder": str(folder), "class": type(model).__name__,
             "tokenizer": type(tokenizer).__name__, "max_logit_difference": difference}
+
+
+def _write_export(folder: Path, model, tokenizer, card: str) -> None:
+    """Weights, tokenizer and README.md into a new sibling folder, then put in place of
+    `folder` (an earlier export is moved aside first and removed last): a failure half way
+    leaves the earlier export as it was."""
+    import shutil
+    import tempfile
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    staging.chmod(0o777 & ~_umask())  # as a folder made with mkdir would be
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        (staging / "README.md").write_text(card, encoding="utf-8")
+        for path in staging.rglob("*"):  # as open() would make them (safetensors: 0600)
+            path.chmod((0o777 if path.is_dir() else 0o666) & ~_umask())
+        old = None
+        if folder.exists():
+            old = folder.with_name(f".{folder.name}.replaced")
+            shutil.rmtree(old, ignore_errors=True)
+            folder.rename(old)
+        staging.rename(folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def command(args) -> int:
     """`zoo export RUN_ID DIR`."""
     import json
 
-    done = export_run(args.run_id, args.folder)
+    done = export_run(args.run_id, args.folder, force=args.force)
     if args.json:
         print(json.dumps(done))
     else:
