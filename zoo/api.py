@@ -258,8 +258,7 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
         raise UnknownNameError("baseline model", baseline, plan.models,
                                hint="it must be one of the sweep's models")
     if not plan.todo and not plan.finished_before:
-        reasons = "; ".join(line.strip() for line in driver.describe_plan(plan)[1:])
-        raise ZooError(f"no cell of the sweep can run ({reasons})")
+        raise ZooError(f"no cell of the sweep can run ({driver.unrunnable(plan)})")
     if dry_run:
         return SweepResult(driver.records(plan), None)
     driver.run_sweep(plan, device=device, quiet=quiet, out=out, executor=pool_of_workers)

@@ -21,13 +21,13 @@ def with_config_file(args, command: str) -> None:
 
     configfile.apply(args, args.parser, command)
     if command == "run":
-        missing = [name.upper() for name in ("model", "dataset") if not getattr(args, name)]
+        missing = [name for name in ("model", "dataset") if not getattr(args, name)]
         if missing:
-            raise ZooError(f"zoo run needs {' and '.join(missing)} (on the command line or in "
-                           "--config FILE)")
+            raise ZooError(f"zoo run: the {' and '.join(missing)} arguments are required (on "
+                           "the command line or in --config FILE)")
     elif not args.models or not args.on:
-        raise ZooError("zoo sweep needs MODEL... and --on DATASET... (on the command line or "
-                       "as models and on in --config FILE)")
+        raise ZooError("zoo sweep: MODEL... and --on DATASET... are required (on the command "
+                       "line or as models and on in --config FILE)")
 
 
 def settings(args) -> dict:

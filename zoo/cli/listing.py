@@ -12,7 +12,7 @@ KIND_OF = {"architectures": "architecture", "tokenizers": "tokenizer", "datasets
            "pipelines": "pipeline"}
 
 
-def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
+def rows(zoo, kind: str, pattern: str = "*", *, all_pairs: bool = False) -> list[dict]:
     import fnmatch
 
 
@@ -45,9 +45,11 @@ def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
                             "plugin": entry.plugin})
         return sorted((r for r in out if fnmatch.fnmatch(r["name"], pattern)),
                       key=lambda r: natural_key(r["name"]))
-    if kind == "models":
+    if kind == "models":  # the presets; with all_pairs or a pattern, every pair too
         out = []
-        for name in sorted(fnmatch.filter(model_names(zoo), pattern), key=natural_key):
+        every = all_pairs or pattern != "*"
+        names = model_names(zoo) if every else list(zoo.catalogue.models)
+        for name in sorted(fnmatch.filter(names, pattern), key=natural_key):
             spec = resolve_model(name, zoo)
             plugins = sorted({spec.architecture.plugin, spec.tokenizer.plugin})
             out.append({"name": name, "architecture": spec.architecture.name,
@@ -118,8 +120,16 @@ def format_matrix(table: list[dict]) -> str:
     frame = pd.DataFrame(table)
     if frame.empty:
         return "(empty)"
-    frame["cell"] = frame.apply(lambda r: r["task"] or f"- ({r['reason']})", axis=1)
-    return frame.pivot(index="architecture", columns="dataset", values="cell").to_string()
+    # a pair that cannot run shows a number; each distinct reason is written once, below
+    reasons = list(dict.fromkeys(r for t, r in zip(frame["task"], frame["reason"]) if not t))
+    number = {reason: i for i, reason in enumerate(reasons, 1)}
+    frame["cell"] = [task or f"- ({number[reason]})"
+                     for task, reason in zip(frame["task"], frame["reason"])]
+    table = frame.pivot(index="architecture", columns="dataset", values="cell").to_string()
+    notes = [f"({i}) {reason if len(reason) <= 100 else reason[:97] + '...'}"
+             for reason, i in number.items()]
+    return table + ("\n\n" + "\n".join(notes) if notes else "") + \
+        "\n(zoo list --matrix --json gives every reason in full)"
 
 
 def describe_fields(cls, overrides: dict | None = None) -> list[str]:

@@ -23,6 +23,50 @@ def cmd_runs(args) -> int:
     return 0
 
 
+def cmd_rm(args) -> int:
+    """zoo rm RUN... / --where EXPR: runs out of the store, then their folders."""
+    import shutil
+
+    from zoo.comparison.runs import run_frame, select
+    from zoo.records.store import Store, _alive, home
+
+    if not args.run_ids and not args.where:
+        raise ZooError("name the runs to remove (RUN_ID...) or select them with --where EXPR")
+    with Store() as store:
+        chosen = {store.get(run_id)["id"]: None for run_id in args.run_ids}
+        if args.where:
+            chosen.update(dict.fromkeys(select(run_frame(), where=args.where)["id"]))
+        rows = [store.get(run_id) for run_id in chosen]
+        busy = [r["id"] for r in rows if r["status"] == "running" and _alive(r["pid"],
+                                                                             r.get("proc_start"))]
+        if busy:
+            raise ZooError(f"run {busy[0]} is still running; stop it before removing it")
+        if not rows:
+            print(f"no runs match --where {args.where!r}; nothing removed")
+            return 0
+        if args.dry_run:
+            for row in rows:
+                print(f"would remove {row['id']}  {row['model']} on {row['dataset']} "
+                      f"({row['status']})")
+            return 0
+        store.delete([r["id"] for r in rows])
+    for row in rows:  # the rows first: a folder left by a crash here is only disk space
+        shutil.rmtree(home() / row["id"], ignore_errors=True)
+        print(f"removed {row['id']}  {row['model']} on {row['dataset']} ({row['status']})")
+    return 0
+
+
+def add_rm_parser(commands) -> None:
+    p = commands.add_parser("rm", help="remove runs from the store and their folders",
+                            description="Remove runs: their store rows (with the evaluation "
+                            "rows that score them) and their run folders.")
+    p.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="run ids (or unique prefixes)")
+    p.add_argument("--where", metavar="EXPR", help="also every run for which this condition "
+                   "holds (as zoo runs --where), e.g. \"status == 'failed'\"")
+    p.add_argument("--dry-run", action="store_true", help="list what would be removed")
+    p.set_defaults(handler=cmd_rm)
+
+
 def add_runs_parser(commands) -> None:
     from zoo.cli.options import positive_int
     from zoo.comparison.runs import FORMATS
@@ -141,6 +185,7 @@ def cmd_plot(args) -> int:
 
 def add_commands(commands) -> None:
     add_runs_parser(commands)
+    add_rm_parser(commands)
     p = commands.add_parser("compare", help="compare runs: models x datasets, mean ± std over seeds",
                             description="A pivot of the recorded runs: by default rows are models, "
                             "columns datasets, and each cell the task's primary metric (val_bpc, "

@@ -17,7 +17,7 @@ BUILTIN_FILE = Path(__file__).resolve().parent.parent / "registry.toml"
 
 DATASET_KEYS = {"hub", "path", "plugin", "task", "text_column", "label_column", "splits",
                 "description", "config"}
-MODEL_KEYS = {"architecture", "tokenizer", "description", "set", "base"}
+MODEL_KEYS = {"architecture", "tokenizer", "description", "set", "base", "template"}
 TOP_KEYS = {"mirrors", "datasets", "models", "plugins"}
 SPLIT_ROLES = {"train", "validation", "test"}
 
@@ -47,6 +47,7 @@ class Preset:
     overrides: dict = field(default_factory=dict)  # same meaning as --set key=value
     base: list[str] = field(default_factory=list)  # presets it builds on, in order
     own: dict = field(default_factory=dict)  # the overrides this preset writes itself
+    template: bool = False  # values for other presets to build on, not a model to train
 
 
 @dataclass
@@ -93,8 +94,9 @@ def resolve_bases(catalogue: Catalogue) -> None:
     """A preset with `base = "NAME"` (or a list of names) takes those presets' architecture,
     tokenizer and settings, in order, then its own (which win). Bases resolve after every
     file is read, so a user's preset may build on a built-in one; an unknown base or a cycle
-    is an error naming the file. A preset left without an architecture or a tokenizer is a
-    template: values for others to build on, not a model to train."""
+    is an error naming the file. A preset marked `template = true` holds values for others
+    to build on and is not a model; any other preset needs an architecture and a tokenizer,
+    its own or its bases'."""
     done: set[str] = set()
 
     def resolve(name: str, chain: tuple[str, ...]) -> Preset:
@@ -124,8 +126,14 @@ def resolve_bases(catalogue: Catalogue) -> None:
     for name in list(catalogue.models):
         resolve(name, ())
     for name, preset in list(catalogue.models.items()):
-        if not (preset.architecture and preset.tokenizer):
+        if preset.template:
             catalogue.templates[name] = catalogue.models.pop(name)
+            continue
+        for key in ("architecture", "tokenizer"):
+            if not getattr(preset, key):
+                parser = _FileParser(preset.source, preset.source.read_text(encoding="utf-8"))
+                parser.fail(f"[models.{name}] needs {key!r} (or a base preset that gives one; "
+                            "template = true marks values for other presets to build on)", name)
 
 
 HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -204,6 +212,7 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
             source=path,
             description=parser.expect(body.get("description", ""), str, f"{where} description"),
             overrides=own, base=base, own=own,
+            template=parser.expect(body.get("template", False), bool, f"{where} template"),
         )
 
 

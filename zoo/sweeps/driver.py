@@ -379,9 +379,36 @@ def summary(sweep: Sweep) -> str:
     parts = [f"{len(ran)} trained", f"{len(sweep.finished_before)} already finished",
              f"{len(sweep.impossible)} impossible", f"{len(sweep.failed)} failed"]
     lines = ["sweep done: " + ", ".join(parts)]
-    for cell in sweep.failed:
-        lines.append(f"  {cell.status} {cell.name}: {cell.error or cell.status} (run {cell.run_id})")
+    for cell in sweep.failed[:SHOWN]:
+        lines.append(f"  {cell.status} {cell.name}: {_short_text(cell.error or cell.status)} "
+                     f"(run {cell.run_id})")
+    if len(sweep.failed) > SHOWN:
+        lines.append(f"  and {len(sweep.failed) - SHOWN} more; zoo runs --where "
+                     "\"status != 'finished'\" lists them all")
     return "\n".join(lines)
+
+
+SHOWN = 5  # failures and reasons listed one by one; the rest are counted
+
+
+def _short_text(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def unrunnable(sweep: Sweep) -> str:
+    """Why no cell of a sweep can run, in one line: each distinct reason once, the first few
+    of them, and how many pairs each covers."""
+    reasons: dict[str, list[str]] = {}
+    for cell in sweep.impossible:
+        reasons.setdefault(cell.skip, []).append(f"{cell.label} on {cell.dataset}")
+    parts = []
+    for reason, pairs in list(reasons.items())[:3]:
+        pairs = list(dict.fromkeys(pairs))
+        which = pairs[0] + (f" and {len(pairs) - 1} more" if len(pairs) > 1 else "")
+        parts.append(f"{which}: {_short_text(reason)}")
+    if len(reasons) > 3:
+        parts.append(f"and {len(reasons) - 3} more reasons (zoo sweep --dry-run lists them)")
+    return "; ".join(parts)
 
 
 def records(sweep: Sweep) -> list[dict]:

@@ -67,6 +67,10 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     from zoo.train.tracking import NoTrackers, chosen, check
 
     zoo = zoo or get_zoo()
+    if device == "cuda":  # a device that is not there: the user's error, and no run recorded
+        from zoo.train.torch_model import pick_device
+
+        pick_device(device)
     trackers_named = chosen(log_to)
     check(trackers_named, zoo)  # an unknown tracker fails before anything loads
     ranks = _join_ranks(device)
