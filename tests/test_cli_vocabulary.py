@@ -115,3 +115,23 @@ def test_many_failures_are_summarised():
     text = summary(Sweep(cells, ["m"], ["d"], list(range(12))))
     assert len(text.splitlines()) == 7 and "and 7 more" in text
     assert max(len(line) for line in text.splitlines()) < 300
+
+
+def test_plots_refuse_mixed_tasks_name_only_shared_differences_and_never_repeat_colours(
+        tiny_text, classifier):
+    from zoo.comparison.plots import colors, run_labels
+
+    lm = train("decoder-char", tiny_text, *TINY_DECODER)
+    mixed = run_cli("plot", lm, classifier, "--output", "mixed.png")
+    assert mixed.code == 2 and "different tasks" in mixed.err
+    rows = [{"id": f"r{i}", "model": model, "dataset": "d", "seed": 0, "kind": "train",
+             "architecture": model.split("-")[0], "tokenizer": "char", "task": "classification",
+             "config": {"incidental": {}, "configs": {"model": settings}}}
+            for i, (model, settings) in enumerate([
+                ("fasttext-char", {"bag_dim": 8, "lr_x": 1}), ("lstm-char", {"hidden": 4,
+                                                                         "lr_x": 2})])]
+    labels = run_labels(rows)
+    assert all("bag_dim" not in label and "hidden" not in label for label in labels)
+    assert labels[0].endswith("lr_x=1)") and labels[1].endswith("lr_x=2)")
+    for count in (3, 11, 25):
+        assert len({repr(c) for c in colors(count)}) == count

@@ -168,6 +168,10 @@ def cmd_plot(args) -> int:
 
     with Store() as store:
         rows = [store.get(run_id) for run_id in args.run_ids]
+    tasks = {row["task"] for row in rows}
+    if len(tasks) > 1:  # one axis, one unit: a loss in bits per character is no accuracy
+        raise ZooError(f"the runs are of different tasks ({', '.join(sorted(map(str, tasks)))}); "
+                       "their curves do not share an axis: plot each task's runs on their own")
     runs = []
     for row, label in zip(rows, run_labels(rows)):
         records = RunFolder(home() / row["id"]).curve()
