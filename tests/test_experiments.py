@@ -158,3 +158,13 @@ def test_dotted_setting_names_in_conditions_are_columns_not_attribute_access():
         select(frame, "model.upper == 'A'")
     with pytest.raises(ZooError, match="function or method call"):
         select(frame, "model.upper() == 'A'")
+
+
+def test_a_grid_over_an_incidental_setting_trains_one_cell(tiny_text):
+    sweep = json.loads(ok("sweep", "decoder-char", "--on", tiny_text, "--steps", 2,
+                          *TINY_DECODER, "--grid", "checkpoint_every=10,20", "--json").out)
+    states = sorted(c["state"] for c in sweep["cells"])
+    assert states == ["finished", "skipped"]
+    assert "same experiment" in next(c["reason"] for c in sweep["cells"]
+                                     if c["state"] == "skipped")
+    assert len(json.loads(ok("compare", "--json").out)) == 1

@@ -129,7 +129,8 @@ def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) 
 
 
 def cmd_compare(args) -> int:
-    emit_comparison(comparison_from_args(args), args.format, args.output, args.plot)
+    fmt = "json" if args.json else args.format
+    emit_comparison(comparison_from_args(args), fmt, args.output, args.plot)
     return 0
 
 
@@ -153,8 +154,9 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
     p.add_argument("--pool", action="store_true", help="pool runs whose settings differ "
                    "(by default they are separate rows, labelled by what differs)")
     if not sweep:
-        p.add_argument("--where", metavar="EXPR", help="a condition over run columns, e.g. "
-                       "\"architecture == 'decoder' and params < 1e6\"")
+        p.add_argument("--json", action="store_true", help="same as --format json")
+        p.add_argument("--where", metavar="EXPR", help="a condition over metrics and settings, "
+                       "e.g. \"architecture == 'decoder' and lr < 1e-3\"")
         p.add_argument("--evals", action="store_true", help="compare evaluation rows "
                        "(zoo eval) instead of training runs")
         p.add_argument("--status", default="finished", help="statuses to include, "

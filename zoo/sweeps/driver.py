@@ -200,9 +200,15 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
                     cells.append(cell)
     with Store() as store:
         finished = store.finished_by_hash()
+    first: dict[str, Cell] = {}
     for cell in cells:
         if cell.config_hash in finished:
             cell.done = finished[cell.config_hash]
+        elif cell.config_hash in first:  # differs only in settings that change no result
+            cell.skip = (f"the same experiment as {first[cell.config_hash].label} (its "
+                         "settings differ only in ones that change no result)")
+        elif cell.config_hash:
+            first[cell.config_hash] = cell
     return Sweep(cells, names, datasets, list(range(seeds)), grid=grid,
                  overrides=overrides, task=task)
 
