@@ -174,6 +174,9 @@ def _show_model(zoo, name: str) -> str | None:
              f"  architecture: {spec.architecture.name} ({spec.architecture.plugin})",
              f"  tokenizer:    {spec.tokenizer.name} ({spec.tokenizer.plugin})",
              f"  tasks:        {', '.join(spec.architecture.tasks)}"]
+    preset = zoo.catalogue.models.get(name)
+    if preset is not None and preset.base:
+        lines.append(f"  builds on:    {', '.join(preset.base)} (registry.toml base)")
     for section, cls in sections.items():
         title = section if section != "train" else f"train ({train_entry.name if train_entry else '-'})"
         lines.append(f"  {title} config (set with --set KEY=VALUE):")
