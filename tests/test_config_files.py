@@ -152,3 +152,13 @@ def test_the_builtin_presets_say_each_value_once():
         assert not shared, f"{a} and {b} both write {shared}"
     lines = [line.split("#")[0].strip() for line in BUILTIN_FILE.read_text("utf-8").splitlines()]
     assert lines.count("steps = 500") == 1 and lines.count("lr = 5e-3") == 1
+
+
+def test_a_yaml_config_file_reads_as_toml_does(tmp_path):
+    from zoo.core.configfile import read
+
+    path = tmp_path / "run.yaml"
+    path.write_text("model: decoder-char\ndataset: shakespeare\nsteps: 3\nset:\n  train:\n"
+                    "    lr: 0.002\n  n_layer: 1\n", encoding="utf-8")
+    assert read(path, "run") == {"model": "decoder-char", "dataset": "shakespeare",
+                                 "steps": 3, "set": {"train.lr": 0.002, "n_layer": 1}}

@@ -124,3 +124,14 @@ def test_trackers_are_chosen_by_environment_and_unknown_ones_refused(tiny_text, 
     assert result.code == 2 and "Did you mean: tensorboard" in result.err
     with Store() as store:
         assert len(store.rows()) == 1  # the refused run recorded nothing
+
+
+def test_a_sweep_sends_every_cell_to_its_trackers(tiny_text, with_trackers, monkeypatch):
+    import os
+
+    monkeypatch.delenv("ZOO_LOG_TO", raising=False)
+    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--steps", 2, *TINY_DECODER,
+                     "--grid", "lr=1e-3,2e-3", "--log-to", "slow", "--json")
+    assert result.code == 0, result
+    starts = [c for c in Slow.calls if c[0] == "start"]
+    assert len(starts) == 2 and "ZOO_LOG_TO" not in os.environ

@@ -2,6 +2,9 @@
 where the command line gave none, its [set] and [grid] beneath the command line's."""
 from __future__ import annotations
 
+import contextlib
+import os
+
 from zoo.errors import ZooError
 
 
@@ -61,14 +64,24 @@ def _bare(key: str) -> str:
     return key.rpartition(".")[2]
 
 
-def log_to_environment(args) -> None:
-    """A sweep's --log-to reaches every cell, in this process or a worker's, as ZOO_LOG_TO."""
-    import os
-
+@contextlib.contextmanager
+def log_to_environment(args):
+    """A sweep's --log-to reaches every cell, in this process or a worker's, as ZOO_LOG_TO
+    while the sweep runs (and ZOO_LOG_TO is as it was afterwards)."""
     from zoo.core.registry import get_zoo
     from zoo.train.tracking import check, chosen
 
-    if args.log_to is not None:
-        names = chosen(args.log_to)
-        check(names, get_zoo())
-        os.environ["ZOO_LOG_TO"] = ",".join(names)
+    if args.log_to is None:
+        yield
+        return
+    names = chosen(args.log_to)
+    check(names, get_zoo())
+    before = os.environ.get("ZOO_LOG_TO")
+    os.environ["ZOO_LOG_TO"] = ",".join(names)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("ZOO_LOG_TO", None)
+        else:
+            os.environ["ZOO_LOG_TO"] = before

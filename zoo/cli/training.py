@@ -76,15 +76,17 @@ def cmd_sweep(args) -> int:
 
     configured.with_config_file(args, "sweep")
     settings = configured.settings(args)
-    configured.log_to_environment(args)  # cells in worker processes read ZOO_LOG_TO
-    result = api.sweep(args.models, args.on, seeds=args.seeds, steps=args.steps, time=args.time,
-                       task=args.task, device=args.device, grid=configured.grid(args),
-                       progress=not (args.quiet or args.json),  # plan, progress, summary
-                       quiet=not args.verbose or args.json, jobs=args.jobs,
-                       executor=args.executor, address=args.address, cell_cpus=args.cell_cpus,
-                       cell_gpus=args.cell_gpus, dry_run=args.dry_run, metric=args.metric,
-                       by=args.by, columns=args.columns, baseline=args.baseline,
-                       better=args.better, pool=args.pool, settings=settings)
+    with configured.log_to_environment(args):  # cells in worker processes read ZOO_LOG_TO
+        result = api.sweep(args.models, args.on, seeds=args.seeds, steps=args.steps,
+                           time=args.time, task=args.task, device=args.device,
+                           grid=configured.grid(args),
+                           progress=not (args.quiet or args.json),  # plan, progress, summary
+                           quiet=not args.verbose or args.json, jobs=args.jobs,
+                           executor=args.executor, address=args.address,
+                           cell_cpus=args.cell_cpus, cell_gpus=args.cell_gpus,
+                           dry_run=args.dry_run, metric=args.metric, by=args.by,
+                           columns=args.columns, baseline=args.baseline, better=args.better,
+                           pool=args.pool, settings=settings)
     if args.dry_run:
         if args.json:
             print(json.dumps({"cells": result.cells}, default=json_default))
