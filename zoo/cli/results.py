@@ -1,8 +1,13 @@
-"""`zoo runs`, `zoo compare` and `zoo plot`: reading the store."""
+"""`zoo runs`, `zoo compare`, `zoo plot` and `zoo ensemble`: reading the store, and
+combining finished runs into a row of their own."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 
+from zoo.cli.options import RELOAD_DEVICE_HELP, json_default
+from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
 
 
@@ -189,6 +194,32 @@ def cmd_plot(args) -> int:
     return 0
 
 
+def cmd_ensemble(args) -> int:
+    from zoo import api
+
+    print_ensemble(api.ensemble(args.run_ids, weights=args.weights, device=args.device),
+                   args.json)
+    return 0
+
+
+def print_ensemble(combined, as_json: bool) -> None:
+    """What `zoo ensemble` (and `zoo run ENSEMBLE-PRESET`) prints: the runs with their
+    weights and the ensemble's scalar figures, or one JSON object."""
+    if as_json:
+        record = dataclasses.asdict(combined)
+        record["metrics"] = {k: v for k, v in combined.metrics.items()
+                             if not isinstance(v, (dict, list)) or k == "weights"}
+        print(json.dumps(record, default=json_default))
+        return
+    print(f"ensemble {combined.id}  {combined.model} on {combined.dataset} ({combined.task})  "
+          f"{combined.weighting} weights")
+    for part in combined.runs:
+        print(f"  {part.weight:.2f}  {part.model}  (run {part.run_id})")
+    for key, value in combined.metrics.items():
+        if isinstance(value, float):
+            print(f"  {key:<16} {value:.4f}")
+
+
 def add_commands(commands) -> None:
     add_runs_parser(commands)
     add_rm_parser(commands)
@@ -212,3 +243,15 @@ def add_commands(commands) -> None:
                    help="x axis: optimizer step or training time in seconds")
     p.add_argument("--output", required=True, metavar="FILE", help="a .png, .svg or .pdf file")
     p.set_defaults(handler=cmd_plot)
+    p = commands.add_parser("ensemble", help="combine finished runs: average their probabilities",
+                            description="Average the class probabilities of finished runs of one "
+                            "task on one dataset (equal weights, or weights fitted on the "
+                            "validation split), score validation and test, and record the "
+                            "ensemble as its own row (zoo runs, zoo compare show it).")
+    p.add_argument("run_ids", nargs="+", metavar="RUN", help="run ids (or unique prefixes)")
+    p.add_argument("--weights", choices=("equal", "fit"), default="equal",
+                   help="equal (the default), or fit: multiples of 0.1 chosen for the most "
+                   "right answers on the validation split (then the lowest log loss)")
+    p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=cmd_ensemble)

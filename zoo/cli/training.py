@@ -4,7 +4,12 @@ from __future__ import annotations
 import json
 
 from zoo.cli.configured import add_config_option
-from zoo.cli.options import add_output_options, json_default, positive_float, positive_int
+from zoo.cli.options import (
+    add_output_options,
+    json_default,
+    positive_float,
+    positive_int,
+)
 from zoo.cli.results import add_compare_options, emit_comparison
 from zoo.core.bounds import DEVICES, seed_argument
 
@@ -21,6 +26,11 @@ def cmd_run(args) -> int:
                   device=args.device, task=args.task, text_column=args.text_column,
                   label_column=args.label_column, quiet=args.quiet or args.json,
                   log_to=args.log_to, settings=settings)
+    if not isinstance(run, api.Run):  # an ensemble preset: its members' runs, combined
+        from zoo.cli.results import print_ensemble
+
+        print_ensemble(run, args.json)
+        return 0
     if run.summary.get("rank", 0) == 0:  # under torchrun, rank 0 speaks for the run
         print_result(run.summary, args.json)
     return 0
