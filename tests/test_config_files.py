@@ -28,6 +28,7 @@ def settings_table() -> str:
         "\ntrain.sample_tokens = 20\n"
 
 
+@pytest.mark.slow
 def test_run_config_gives_the_metrics_of_the_same_command_line(tiny_text, tmp_path):
     config = tmp_path / "run.toml"
     config.write_text(f'model = "decoder-char"\ndataset = "{tiny_text}"\nsteps = 3\nseed = 1\n'

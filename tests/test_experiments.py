@@ -100,6 +100,7 @@ def test_checkpoint_cadence_shares_the_row_the_hash_and_the_sweep_cell(tiny_text
     assert sorted(r["checkpoint_every"] for r in listed) == [2, 100]
 
 
+@pytest.mark.slow
 def test_a_time_budgeted_run_is_labelled_by_the_steps_it_trained(tiny_text):
     from zoo.comparison.table import load_runs, summarize
 

@@ -24,6 +24,7 @@ def train(tiny_text, *extra) -> dict:
     return json.loads(result.out) | {"err": result.err}
 
 
+@pytest.mark.slow
 def test_tensorboard_and_mlflow_hold_the_curves_and_final_metrics(tiny_text, monkeypatch):
     from mlflow import MlflowClient
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
