@@ -156,12 +156,14 @@ class SweepResult:
 def run(model: str, dataset: str, *, steps: int | None = None, time: float | None = None,
         seed: int = 0, device: str = "auto", task: str | None = None,
         text_column: str | None = None, label_column: str | None = None, quiet: bool = False,
-        settings: dict | None = None, **more_settings) -> Run | Ensemble:
+        log_to: str | list[str] | None = None, settings: dict | None = None,
+        **more_settings) -> Run | Ensemble:
     """Train and evaluate MODEL on DATASET and record the run (`zoo run`). Config settings
     are keyword arguments (``n_layer=2``) or a ``settings`` dict, as ``--set`` takes them;
     the dict also holds keys that are named like this function's own arguments. For an
     ensemble preset, each member is trained (or its finished run reused) and their ensemble
-    is recorded: the result is then an ``Ensemble`` (as ``zoo.ensemble`` returns)."""
+    is recorded: the result is then an ``Ensemble`` (as ``zoo.ensemble`` returns). `log_to`
+    names trackers (``"tensorboard,mlflow"``; default ZOO_LOG_TO) that also get its figures."""
     from zoo.core.plan import plan_run
     from zoo.core.registry import get_zoo
     from zoo.train import distributed
@@ -180,7 +182,7 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
                     text_column=text_column, label_column=label_column)
     try:
         result = execute(plan, device=device, quiet=quiet, text_column=text_column,
-                         label_column=label_column)
+                         label_column=label_column, log_to=log_to)
     finally:
         distributed.teardown()  # under torchrun: leave the process group cleanly
     return Run.from_result(result)
@@ -271,8 +273,7 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
         raise UnknownNameError("baseline model", baseline, plan.models,
                                hint="it must be one of the sweep's models")
     if not plan.todo and not plan.finished_before:
-        reasons = "; ".join(line.strip() for line in driver.describe_plan(plan)[1:])
-        raise ZooError(f"no cell of the sweep can run ({reasons})")
+        raise ZooError(f"no cell of the sweep can run ({driver.unrunnable(plan)})")
     if dry_run:
         return SweepResult(driver.records(plan), None)
     driver.run_sweep(plan, device=device, quiet=quiet, out=out, executor=pool_of_workers)
@@ -359,12 +360,15 @@ def tune(models: str | list[str], on: str | list[str], *, space, trials: int | N
     return TuneResult([r.record() for r in results], table(results, budget), presets)
 
 
-def runs():
-    """All recorded runs as a pandas DataFrame (one column per metric): `zoo runs`."""
-    from zoo.records.store import Store
+def runs(*, where: str | None = None, sort: str | None = None, n: int | None = None):
+    """Recorded runs as a pandas DataFrame (`zoo runs`): the store's columns, one column per
+    metric and one per setting, typed (``n_layer`` integers, ``lr`` floats; a setting whose
+    name a metric has is ``train.steps``), and `metric`/`value`, the task's primary metric.
+    `where`, `sort` and `n` mean what `zoo runs --where/--sort/-n` mean."""
+    from zoo.comparison.runs import check_limit, run_frame, select
 
-    with Store() as store:
-        return store.frame()
+    return select(run_frame(), where=where, sort=sort,
+                  limit=None if n is None else check_limit(n))
 
 
 def compare(*, metric=None, where=None, by=None, columns=None, baseline=None, evals=False,

@@ -119,3 +119,26 @@ def register_commands(register: Register) -> None:
       command's options to its ``argparse.ArgumentParser``. It runs every time ``zoo``
       starts, so it and its module must import nothing heavy (no torch).
     """
+
+
+@hookspec
+def register_loggers(register: Register) -> None:
+    """Add experiment trackers: where a run's figures go besides its folder and the store.
+
+    :param register: ``register(name, target, *, description="")``.
+
+    - ``name``: what ``--log-to NAME`` (or ``log_to`` in a config file, or ``ZOO_LOG_TO``)
+      chooses.
+    - ``target``: ``"module:Class"`` (imported only when chosen) or the class; called with no
+      arguments when a run starts, it returns an object with three methods:
+      ``start(run)`` (``run``: a dict with ``id``, ``folder``, ``model``, ``dataset``,
+      ``task``, ``seed`` and ``settings``, the resolved config as ``"section.key"`` ->
+      value), ``log(record)`` (each record of metrics.jsonl: ``step``, ``train_loss``,
+      ``lr``, validation figures...) and ``finish(metrics, folder, status)`` (the final
+      metrics, the run folder with every artifact, the run's status).
+
+    The calls run on a thread of their own, in order: a slow tracker never slows training.
+    A tracker that raises is that plugin's failure: one warning, and it gets no more calls;
+    the run goes on. An ImportError when it is created (a missing extra) stops the run
+    before it trains.
+    """

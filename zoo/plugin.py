@@ -26,6 +26,7 @@ _LAZY = {
     "IGNORE_INDEX": "zoo.train.model",
     "NonFiniteError": "zoo.train.model",
     # config checks for a plugin's dataclass
+    "incidental": "zoo.core.config",
     "check_positive": "zoo.core.config",
     "check_divisible": "zoo.core.config",
     "check_probability": "zoo.core.config",

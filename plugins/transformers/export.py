@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from zoo.plugins.transformers.card import model_card
 
 from zoo.plugin import ZooError, atomic_folder, check_new_folder, load_json, load_trained
 
@@ -60,11 +61,17 @@ def export_run(run_id: str, folder: str | Path, force: bool = False) -> dict:
     if not difference <= TOLERANCE:
         raise ZooError(f"the exported model's logits differ from the run's by {difference:.3g} "
                        f"(more than {TOLERANCE}); nothing was written")
+    exported_as = ("saved as it is" if architecture in NATIVE
+                   else f"the {architecture} weights in GPT-2's layout")
+    card = model_card(trained, type(model).__name__, exported_as=exported_as)
     with atomic_folder(folder, force=force, what="export to") as staging:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
+        (staging / "README.md").write_text(card, encoding="utf-8")
     return {"run_id": trained.run_id, "folder": str(folder), "class": type(model).__name__,
             "tokenizer": type(tokenizer).__name__, "max_logit_difference": difference}
+
+
 
 
 def command(args) -> int:

@@ -164,3 +164,14 @@ def finite(value):
     if callable(item) and getattr(value, "shape", None) == ():
         return finite(item())
     return value
+
+
+def emit_text(text: str, output: str | None) -> None:
+    """Print `text`, or write it to the file --output names ('-': stdout)."""
+    if output and output != "-":
+        from zoo.io import write_output
+
+        write_output(output, text)
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        json_stdout().write(text)

@@ -63,6 +63,34 @@ def split_overrides(overrides: dict[str, Any], sections: dict[str, type | None])
     return result
 
 
+def incidental(default: Any):
+    """A config field that does not change a run's result (how often to checkpoint, what to
+    print or sample): ``steps_between_saves: int = incidental(500)``. Such fields stay out of
+    the config hash, a sweep cell's identity and the labels of comparison rows."""
+    return dataclasses.field(default=default, metadata={"result": False})
+
+
+def affects_result(cls, name: str) -> bool:
+    """Whether field `name` of config class `cls` changes the result (all do unless declared
+    with ``incidental``)."""
+    if cls is None or not dataclasses.is_dataclass(cls):
+        return True
+    return all(f.metadata.get("result", True) for f in dataclasses.fields(cls) if f.name == name)
+
+
+def incidental_keys(configs: dict[str, Any]) -> dict[str, list[str]]:
+    """section -> the fields of its config (a dataclass instance or class) declared
+    incidental, for the sections that have any."""
+    found = {}
+    for section, config in configs.items():
+        if config is None or not dataclasses.is_dataclass(config):
+            continue
+        keys = [f.name for f in dataclasses.fields(config) if not f.metadata.get("result", True)]
+        if keys:
+            found[section] = keys
+    return found
+
+
 def is_shared(cls, name: str) -> bool:
     """Whether a field is marked ``field(metadata={"shared": True})``: a bare key that several
     sections declare shared sets all of them (a checkpoint path both the model and its

@@ -62,6 +62,9 @@ def resolve_model(name: str, zoo) -> ModelSpec:
     if sep and arch in zoo.architectures and tok in zoo.tokenizers:
         entry = zoo.architectures.get(arch)
         return ModelSpec(name, entry, zoo.tokenizers.get(tok), {}, entry.description)
+    if name in zoo.catalogue.templates:
+        raise ZooError(f"{name!r} is a template in registry.toml (no architecture or "
+                       "tokenizer): presets build on it with base; it does not train itself")
     raise UnknownNameError("model", name, model_names(zoo), hint="zoo list models shows all")
 
 

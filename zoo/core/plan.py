@@ -41,6 +41,20 @@ class Plan:
             values[section] = {k: v for k, v in values[section].items() if k not in keys}
         return values
 
+    def incidental(self) -> dict:
+        """section -> the recorded fields that change nothing a run learns (checkpoint
+        cadence, samples): left out of the config hash and of comparison rows."""
+        from zoo.core.config import incidental_keys
+
+        return incidental_keys(self.configs)
+
+    def result_values(self) -> dict:
+        """config_values() without the incidental fields: what the result depends on."""
+        values, skip = self.config_values(), self.incidental()
+        return {section: ({k: v for k, v in config.items() if k not in skip.get(section, ())}
+                          if isinstance(config, dict) else config)
+                for section, config in values.items()}
+
 
 def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: int = 0,
              task: str | None = None, text_column: str | None = None,
@@ -187,13 +201,14 @@ def plugin_entries(plan: Plan, zoo=None) -> list:
 
 
 def config_hash(plan: Plan, zoo=None) -> str:
-    """Everything a run's result depends on: names, seed, every resolved config value, and
+    """Everything a run's result depends on: names, seed, every resolved config value that
+    changes the result (not checkpoint cadence or samples: ``Plan.incidental``), and
     which code each plugin is (its version, or its source's hash: ``PluginInfo.identity``),
     so a sweep never reuses a run made by other plugin code."""
     payload = {"model": plan.spec.name, "architecture": plan.spec.architecture.name,
                "tokenizer": plan.spec.tokenizer.name, "dataset": plan.dataset_ref.source,
                "task": plan.task, "seed": plan.seed,
-               "configs": plan.config_values(),
+               "configs": plan.result_values(),
                "plugins": {e.plugin: e.origin or "unknown" for e in plugin_entries(plan, zoo)}}
     if plan.held_out:  # a run that never read its test split reports other figures
         payload["held_out"] = sorted(plan.held_out)

@@ -39,12 +39,13 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.digits",
     "zoo.plugins.transformers",
     "zoo.plugins.fasttext",
+    "zoo.plugins.trackers",
     "zoo.plugins.lstm",
     "zoo.plugins.nbsvm",
     "zoo.pipelines",
 )
 
-KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command")
+KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command", "logger")
 HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
 KIND_OF_HOOK = {hook: kind for kind, hook in HOOK_FOR_KIND.items()}
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -290,6 +291,10 @@ class Zoo:
     @property
     def commands(self) -> Registry:
         return self.registries["command"]
+
+    @property
+    def loggers(self) -> Registry:
+        return self.registries["logger"]
 
     # -- loading ---------------------------------------------------------------------
     def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:

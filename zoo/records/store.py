@@ -166,6 +166,15 @@ class Store:
                              (*fields.values(), run_id, *from_statuses))
         return cursor.rowcount == 1
 
+    def delete(self, run_ids: list[str]) -> int:
+        """Remove these rows, and the evaluation rows that score them, in one transaction."""
+        if not run_ids:
+            return 0
+        marks = ", ".join("?" for _ in run_ids)
+        cursor = self._write(f"DELETE FROM runs WHERE id IN ({marks}) OR parent_id IN ({marks})",
+                             (*run_ids, *run_ids))
+        return cursor.rowcount
+
     def _write(self, sql: str, values: tuple):
         """One statement in its own transaction; a store that cannot be written (read-only
         file or folder, a value SQLite cannot hold) is a ZooError naming the file."""

@@ -31,7 +31,7 @@ class Cell:
     model: str
     dataset: str
     seed: int
-    setting: dict = field(default_factory=dict)  # this cell's --grid values, as typed
+    setting: dict = field(default_factory=dict)  # this cell's --grid values, of their types
     plan: object = None  # zoo.core.plan.Plan, when the cell can run
     config_hash: str | None = None
     skip: str | None = None  # why the cell cannot run
@@ -46,7 +46,7 @@ class Cell:
         """The model, with its grid setting: 'decoder-char (lr=0.003)'."""
         if not self.setting:
             return self.model
-        return f"{self.model} ({', '.join(f'{k}={v}' for k, v in self.setting.items())})"
+        return f"{self.model} ({', '.join(f'{k}={_short(v)}' for k, v in self.setting.items())})"
 
     @property
     def name(self) -> str:
@@ -122,6 +122,10 @@ def parse_grid(items: list[str] | None) -> dict[str, list[str]]:
     return grid
 
 
+def _short(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _bare(key: str) -> str:
     return key.rpartition(".")[2]
 
@@ -131,20 +135,23 @@ def grid_settings(grid: dict[str, list[str]]) -> list[dict[str, str]]:
     return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
 
 
-def check_grid(grid: dict[str, list[str]], overrides: dict, pair_sections: list[dict]) -> None:
+def check_grid(grid: dict[str, list], overrides: dict, pair_sections: list[dict]) -> dict:
     """Fail before training when a grid key is no config field of any cell (with a
-    did-you-mean), a value does not parse as the field's type, or a key is also --set."""
+    did-you-mean), a value does not parse as the field's type, or a key is also --set.
+    Returns the grid with each value of its field's type (typed once: the cells, their
+    labels, the table and the JSON all hold 0.001 for '1e-3')."""
     for key in grid:
         clash = [k for k in overrides if _bare(k) == _bare(key)]
         if clash:
             raise ZooError(f"{key} is both swept (--grid) and fixed (--set, --steps or --time); "
                            "give it once")
+    typed = {}
     for key, values in grid.items():
         unknown = None
         for sections in pair_sections:
             try:
-                for value in values:
-                    split_overrides({key: value}, sections)
+                typed[key] = [_typed(split_overrides({key: value}, sections))
+                              for value in values]
             except UnknownNameError as exc:
                 unknown = unknown or exc
                 continue
@@ -154,6 +161,15 @@ def check_grid(grid: dict[str, list[str]], overrides: dict, pair_sections: list[
         else:
             if unknown is not None:
                 raise ZooError(f"--grid: {unknown}")
+            typed[key] = list(values)  # no cell can run: the cells say why
+        unique = {repr(v): v for v in typed[key]}  # 0.001 and 1e-3 are one value, one cell
+        typed[key] = list(unique.values())
+    return typed
+
+
+def _typed(split: dict):
+    """The one value split_overrides placed (in one section, or the same in several)."""
+    return next(value for section in split.values() for value in section.values())
 
 
 def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
@@ -172,14 +188,14 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
     for dataset in datasets:
         zoo_data.resolve(dataset, zoo)  # an unknown dataset fails now, with a did-you-mean
     if grid:
-        check_grid(grid, overrides, _pair_sections(names, datasets, overrides, task, zoo))
+        grid = check_grid(grid, overrides, _pair_sections(names, datasets, overrides, task, zoo))
     settings = grid_settings(grid)
     count = len(names) * len(datasets) * len(settings) * seeds
     if count > MAX_CELLS:  # before any is planned: planning is linear, but not free
         raise ZooError(f"the sweep has {count:,} cells ({len(names)} model(s) x "
                        f"{len(datasets)} dataset(s) x {len(settings):,} setting(s) x "
                        f"{seeds:,} seed(s)); at most {MAX_CELLS:,}: split it")
-    cells, seen, loaded = [], set(), {}
+    cells, loaded = [], {}
     for model in names:
         for dataset in datasets:
             for setting in settings:
@@ -194,15 +210,18 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
                         cell.config_hash = config_hash(cell.plan, zoo)
                     except ZooError as exc:
                         cell.skip = str(exc)
-                    if cell.config_hash is not None and cell.config_hash in seen:
-                        continue  # values equal once parsed (lr=0.001 and 1e-3): one cell
-                    seen.add(cell.config_hash)
                     cells.append(cell)
     with Store() as store:
         finished = store.finished_by_hash()
+    first: dict[str, Cell] = {}
     for cell in cells:
         if cell.config_hash in finished:
             cell.done = finished[cell.config_hash]
+        elif cell.config_hash in first:  # differs only in settings that change no result
+            cell.skip = (f"the same experiment as {first[cell.config_hash].label} (its "
+                         "settings differ only in ones that change no result)")
+        elif cell.config_hash:
+            first[cell.config_hash] = cell
     return Sweep(cells, names, datasets, list(range(seeds)), grid=grid,
                  overrides=overrides, task=task)
 
@@ -422,9 +441,36 @@ def summary(sweep: Sweep) -> str:
     parts = [f"{len(ran)} trained", f"{len(sweep.finished_before)} already finished",
              f"{len(sweep.impossible)} impossible", f"{len(sweep.failed)} failed"]
     lines = ["sweep done: " + ", ".join(parts)]
-    for cell in sweep.failed:
-        lines.append(f"  {cell.status} {cell.name}: {cell.error or cell.status} (run {cell.run_id})")
+    for cell in sweep.failed[:SHOWN]:
+        lines.append(f"  {cell.status} {cell.name}: {_short_text(cell.error or cell.status)} "
+                     f"(run {cell.run_id})")
+    if len(sweep.failed) > SHOWN:
+        lines.append(f"  and {len(sweep.failed) - SHOWN} more; zoo runs --where "
+                     "\"status != 'finished'\" lists them all")
     return "\n".join(lines)
+
+
+SHOWN = 5  # failures and reasons listed one by one; the rest are counted
+
+
+def _short_text(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def unrunnable(sweep: Sweep) -> str:
+    """Why no cell of a sweep can run, in one line: each distinct reason once, the first few
+    of them, and how many pairs each covers."""
+    reasons: dict[str, list[str]] = {}
+    for cell in sweep.impossible:
+        reasons.setdefault(cell.skip, []).append(f"{cell.label} on {cell.dataset}")
+    parts = []
+    for reason, pairs in list(reasons.items())[:3]:
+        pairs = list(dict.fromkeys(pairs))
+        which = pairs[0] + (f" and {len(pairs) - 1} more" if len(pairs) > 1 else "")
+        parts.append(f"{which}: {_short_text(reason)}")
+    if len(reasons) > 3:
+        parts.append(f"and {len(reasons) - 3} more reasons (zoo sweep --dry-run lists them)")
+    return "; ".join(parts)
 
 
 def records(sweep: Sweep) -> list[dict]:
