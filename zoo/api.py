@@ -136,8 +136,9 @@ class SweepResult:
 def run(model: str, dataset: str, *, steps: int | None = None, time: float | None = None,
         seed: int = 0, device: str = "auto", task: str | None = None,
         text_column: str | None = None, label_column: str | None = None, quiet: bool = False,
-        **settings) -> Run:
-    """Train and evaluate MODEL on DATASET and record the run (`zoo run`)."""
+        init: str | None = None, **settings) -> Run:
+    """Train and evaluate MODEL on DATASET and record the run (`zoo run`); ``init`` names a
+    finished run whose tokenizer and matching weights it starts from (`--init`)."""
     from zoo.plan import plan_run
     from zoo.runner import execute
 
@@ -145,7 +146,7 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     overrides = _overrides(settings, steps, time)
     plan = plan_run(model, dataset, overrides=overrides, seed=seed, task=task,
-                    text_column=text_column, label_column=label_column)
+                    text_column=text_column, label_column=label_column, init=init)
     return Run.from_result(execute(plan, device=device, quiet=quiet, text_column=text_column,
                                    label_column=label_column))
 

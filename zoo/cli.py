@@ -77,7 +77,7 @@ def cmd_run(args) -> int:
     if args.compile:
         overrides["train.compile"] = True
     plan = plan_run(args.model, args.dataset, overrides=overrides, seed=args.seed, task=args.task,
-                    text_column=args.text_column, label_column=args.label_column)
+                    text_column=args.text_column, label_column=args.label_column, init=args.init)
     from zoo import distributed
 
     try:
@@ -508,6 +508,9 @@ def build_parser() -> Parser:
     p.add_argument("--task", help="force a task instead of choosing it from model and dataset")
     p.add_argument("--text-column", help="text column (detected by default)")
     p.add_argument("--label-column", help="label column (detected by default)")
+    p.add_argument("--init", metavar="RUN_ID",
+                   help="start from a finished run: its tokenizer and every weight whose name "
+                   "and shape match (other tasks and datasets too); new heads start fresh")
     add_output_options(p)
     p.set_defaults(handler=cmd_run)
 

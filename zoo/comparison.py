@@ -99,6 +99,8 @@ def settings_of(row: dict) -> tuple[dict, str | None, str | None]:
     for section, values in (config.get("configs") or {}).items():
         for key, value in (values or {}).items():
             flat[f"{section}.{key}"] = value
+    if config.get("init"):  # started from another run's weights: a setting of its own
+        flat["init"] = config["init"].get("run_id")
     trained_on = config.get("trained_on") if row.get("kind") == "eval" else None
     if trained_on is not None:
         flat["trained_on"] = trained_on

@@ -158,6 +158,8 @@ class Job:
     resume_from: Any = None  # zoo.checkpoint.Checkpoint the training loop continues, if any
     identity: dict = field(default_factory=dict)  # config hash, dataset, versions: checked on resume
     declared_task: Any = None  # the zoo.Task the pipeline registered (looked up by name if None)
+    init: Any = None  # zoo.initialize.InitSource: a finished run whose weights it starts from
+    init_report: dict = field(default_factory=dict)  # tensors copied from it and new ones
 
     def build_model(self, spec):
         """The architecture built for ``spec`` (a ``zoo.TaskSpec``) on the run's device, as a
@@ -171,13 +173,23 @@ class Job:
         built = call_plugin(self.architecture.load(), self.model_config, spec,
                             what=f"architecture {self.architecture.name!r}",
                             plugin=self.architecture.plugin)
-        return as_model(built, pick_device(self.device), loss=task_loss(task))
+        model = as_model(built, pick_device(self.device), loss=task_loss(task))
+        if self.init is not None and self.resume_from is None:  # a checkpoint has its own
+            from zoo.initialize import initialize
+
+            self.init_report = initialize(model, self.init, self.say)
+        return model
 
     def saved_tokenizer(self):
         """When resuming, the tokenizer the run saved, so it keeps exactly the vocabulary it
-        started with (a cache or a retrained one might differ); otherwise None."""
+        started with (a cache or a retrained one might differ); starting from another run
+        (``init``), that run's tokenizer; otherwise None."""
         path = self.run.file("tokenizer.json")
         if not (self.resuming and path.is_file()):
+            if self.init is not None:
+                tokenizer = self.init.load_tokenizer(self.tokenizer)
+                self.say(f"tokenizer: run {self.init.run_id}'s ({tokenizer.vocab_size:,} tokens)")
+                return tokenizer
             return None
         from zoo.safeload import load_tokenizer
 

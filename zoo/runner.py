@@ -89,6 +89,8 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
                   "git_commit": git_commit(), "git_dirty": git_dirty(), "device": device,
                   "text_column": dataset.text_column, "label_column": dataset.label_column,
                   **(extra or {})}
+    if plan.init is not None:
+        provenance["init"] = plan.init.record()
     if ranks.active:
         provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
     if store is None:
@@ -106,7 +108,8 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
               plan.seed, device, run, quiet or not ranks.is_main,
-              identity=identity(plan, dataset, zoo), declared_task=plan.pipeline.task)
+              identity=identity(plan, dataset, zoo), declared_task=plan.pipeline.task,
+              init=plan.init)
     return train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
 
 
@@ -137,6 +140,8 @@ def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict
             provenance["distributed"]["weight_sha256"] = _same_weights_on_all_ranks(run)
         # what load_trained needs to rebuild the model
         provenance["spec"] = dataclasses.asdict(result.spec)
+        if job.init_report:  # which tensors came from the --init run, and which are new
+            provenance["init"] = {**provenance.get("init", {}), **job.init_report}
         if ranks.is_main:
             run.write_json("config.json", provenance)
     except KeyboardInterrupt:  # the user's Ctrl-C: the run can be resumed
