@@ -7,7 +7,6 @@ import shutil
 
 import numpy as np
 import pytest
-
 from conftest import TINY_DECODER, run_cli
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest

@@ -9,7 +9,6 @@ import re
 
 import numpy as np
 import pytest
-
 from conftest import run_cli
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
@@ -93,7 +92,6 @@ def test_the_checkpoints_padding_and_truncation_are_off(checkpoint):
 
 def test_classification_frames_texts_once_as_the_checkpoint_does(checkpoint):
     import transformers
-
     from zoo.pipelines.classification import encode
 
     folder, vocab = checkpoint
@@ -130,8 +128,8 @@ def test_fine_tuned_logits_are_the_checkpoints_whatever_the_padding(checkpoint, 
     of it alone ([CLS] text [SEP], no padding)."""
     import torch
     import transformers
-
     from zoo.pipelines.classification import predict
+
     from zoo.trained import load_trained
 
     folder, _ = checkpoint

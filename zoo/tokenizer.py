@@ -11,6 +11,9 @@ A tokenizer plugin registers a subclass of ``Tokenizer``:
   whole (a text to classify, a text to fill in): ``<cls>`` first for zoo's own tokenizers, what
   a checkpoint's post-processor adds for a pretrained one (BERT: ``[CLS]`` ... ``[SEP]``).
   Pipelines place these, once; ``encode`` never adds special tokens itself;
+- ``mask_id``: the id that hides a token from a masked language model: the tokenizer's mask
+  token where it has one (a BERT checkpoint's ``[MASK]``), else its padding id, which a
+  model otherwise never reads (padding is masked out of attention);
 - ``save(path)`` and ``load(path)`` (a classmethod) write and read one file.
 
 Every tokenizer reserves the special tokens ``<pad>``, ``<unk>``, ``<cls>`` at ids 0, 1, 2,
@@ -124,6 +127,12 @@ class Tokenizer(ABC):
     @property
     def special_ids(self) -> dict[str, int]:
         return {token: self.token_to_id(token) for token in self.special_tokens}
+
+    @property
+    def mask_id(self) -> int:
+        """The id that hides a token from a masked language model: zoo's tokenizers lend
+        their padding id (attention never reads padding, so the id is free for this)."""
+        return self.pad_id
 
     @property
     def frame(self) -> tuple[tuple[int, ...], tuple[int, ...]]:

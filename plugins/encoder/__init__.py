@@ -23,7 +23,8 @@ class EncoderConfig:
     # How a sequence becomes one vector for the head: the hidden state of the <cls> token the
     # pipeline puts first, or the mean over the real (unpadded) tokens.
     pooling: Literal["cls", "mean", "max"] = "mean"
-    tie_weights: bool = True  # next-item: the output layer shares the token embedding matrix
+    # next-item and masked-language-modeling: the output layer shares the token embeddings
+    tie_weights: bool = True
     # An ensemble in one run: `members` encoders learn side by side, each on its own loss
     # (different initial weights, the same batches), and the prediction averages their
     # probabilities. With bag_dim > 0 a fastText-style member (mean of token and hashed
@@ -93,6 +94,6 @@ class EncoderConfig:
 @hookimpl
 def register_architectures(register):
     register("encoder", "zoo.plugins.encoder.model:build", config=EncoderConfig,
-             tasks=("classification", "next-item"),
+             tasks=("classification", "next-item", "masked-language-modeling"),
              description="BERT-style bidirectional transformer (pre-LN, padding-masked SDPA, "
                          "cls, mean or max pooling)")

@@ -52,7 +52,7 @@ class PretrainedTokenizer(TokenizersTokenizer):
             raise ValueError(f"the tokenizer of {config.pretrained!r} has no tokenizer.json "
                              "(a slow tokenizer); zoo needs a fast one")
         roles = {name: str(getattr(loaded, name)) for name in
-                 ("pad_token", "unk_token", "cls_token", "bos_token", "eos_token")
+                 ("pad_token", "unk_token", "cls_token", "bos_token", "eos_token", "mask_token")
                  if getattr(loaded, name, None) is not None}
         return cls(backend, roles)
 
@@ -82,6 +82,13 @@ class PretrainedTokenizer(TokenizersTokenizer):
     @property
     def frame(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         return self._frame
+
+    @property
+    def mask_id(self) -> int:
+        """The checkpoint's [MASK] where it has one, else the padding id (as zoo's own)."""
+        token = self.roles.get("mask_token")
+        found = self.backend.token_to_id(token) if token else None
+        return self.pad_id if found is None else found
 
     def save(self, path: str | Path) -> None:
         super().save(path)
