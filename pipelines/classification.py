@@ -329,8 +329,8 @@ def run(job: Job) -> RunResult:
     stop = f", stopping after {cfg.patience} validations without improvement" if cfg.patience else ""
     job.say(f"{job.model_name}: {params:,} parameters, {len(classes)} classes, "
             f"{len(lengths):,} training texts ({texts['train'].tokens.mean():.1f} tokens on "
-            f"average, {truncated:.1%} cut to block_size {block}), at most {steps:,} steps, validation every "
-            f"{interval:,}{stop}")
+            f"average, {truncated:.1%} cut to block_size {block}), at most {steps:,} steps, "
+            f"validation every {interval:,}{stop}")
 
     def next_batch(rng) -> Batch:
         rows = batches.next(rng)

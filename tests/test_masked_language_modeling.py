@@ -95,8 +95,8 @@ def test_sigkill_then_resume_is_bit_identical(tiny_text):
     steps = 16
     tiny = TINY + MLM
     reference = reference_run(tiny_text, steps, model="encoder-char", tiny=tiny)
-    trial = Trial(home().parent / "trial", run_args(tiny_text, steps, model="encoder-char",
-                                                    tiny=tiny), kill_points(1).randint(2, steps - 4))
+    args = run_args(tiny_text, steps, model="encoder-char", tiny=tiny)
+    trial = Trial(home().parent / "trial", args, kill_points(1).randint(2, steps - 4))
     watch([trial])
     run_id = trial.check_killed()
     os.environ["ZOO_HOME"] = str(trial.home)  # the isolated fixture restores it

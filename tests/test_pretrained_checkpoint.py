@@ -63,8 +63,8 @@ def reviews(tmp_path):
     rows = ["text,label"]
     for i in range(80):
         label = ["pos", "neg"][i % 2]
-        words = rng.choice(["good", "great", "fine"] if label == "pos" else ["bad", "awful", "dull"],
-                           size=1 + i % 3)
+        choices = ["good", "great", "fine"] if label == "pos" else ["bad", "awful", "dull"]
+        words = rng.choice(choices, size=1 + i % 3)
         tail = " the plot was fine and the film was good" * (i % 5 == 0)  # some long texts
         rows.append(f"the film was {' and '.join(words)}{tail},{label}")
     path = tmp_path / "reviews.csv"
