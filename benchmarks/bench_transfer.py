@@ -164,7 +164,8 @@ def arm_row(arm: str, dataset: str, seed: int, zoo: Zoo, context: dict, mlm_step
                        "truncated": metrics.get("truncated")})
     return {"dataset": dataset, "arm": arm, "seed": seed if arm != "svm" else None,
             "val_accuracy": val, "test_accuracy": test, "seconds": round(time.time() - start, 1),
-            "load_before": context["load"], "load_after": load_average(),
+            "threads": context["threads"], "load_before": context["load"],
+            "load_after": load_average(),
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "runs": runs,
             **detail}
 
@@ -228,16 +229,24 @@ def main() -> None:
     parser.add_argument("--mlm-steps", type=int, default=1000,
                         help="masked-language-model pretraining steps (mlm-own, mlm-large)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
+                        help="merge the rows of other result files into --out and exit")
     parser.add_argument("--table", action="store_true",
                         help="print the recorded results as a markdown table and exit")
     args = parser.parse_args()
+    if args.merge:
+        for path in args.merge:
+            other = json.loads(path.read_text())
+            meta = {k: v for k, v in other.items() if k not in ("rows", "summary", "threads")}
+            save(args.out, other["rows"], meta)
+        return
     if args.table:
         print(table(json.loads(args.out.read_text())))
         return
     header("transfer learning: test accuracy and whole-run time")
     scratch = Path(tempfile.mkdtemp(prefix="zoo-bench-transfer-"))
     try:
-        context: dict = {"larger": {}}
+        context: dict = {"larger": {}, "threads": args.threads}
         if "minilm" in args.arms:
             context["minilm"] = extract_minilm(scratch)
         meta = {"machine": {"cpu": cpu_name(), "cores": os.cpu_count(),

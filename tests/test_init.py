@@ -101,3 +101,15 @@ def test_nothing_matching_or_a_removed_source_is_one_line(pretrained_decoder, la
     reproduced = run_cli("reproduce", tuned["run_id"])
     assert reproduced.code == 2 and len(reproduced.err.strip().splitlines()) == 1, reproduced
     assert f"started from run {source}" in reproduced.err and "removed" in reproduced.err
+
+
+def test_the_python_api_starts_from_a_run(pretrained_decoder, labelled):
+    import zoo
+
+    source = pretrained_decoder["run_id"]
+    run = zoo.run("decoder-char", str(labelled), init=source, steps=2, n_layer=1, n_head=2,
+                  n_embd=16, block_size=16, batch_size=4, warmup_steps=2, quiet=True)
+    assert run.task == "classification"
+    assert json.loads((run.folder / "config.json").read_text())["init"]["run_id"] == source
+    with pytest.raises(zoo.ZooError, match="--init"):
+        zoo.run("decoder-char", str(labelled), init="nonexistent", steps=2, quiet=True)
