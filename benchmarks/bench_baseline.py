@@ -41,9 +41,9 @@ ROLES = ("validation", "test")
 
 def load_splits(name: str, text_column: str | None, label_column: str | None):
     """Texts and labels of train, validation and test, exactly as zoo's pipeline sees them."""
-    from zoo import data
+    from zoo.data import datasets as data
     from zoo.pipelines.classification import check_dataset, label_names, texts_of
-    from zoo.registry import get_zoo
+    from zoo.core.registry import get_zoo
 
     zoo = get_zoo()
     loaded = data.load(data.resolve(name, zoo), zoo, text_column=text_column,
@@ -181,7 +181,7 @@ def zoo_run(model: str, dataset: str, seed: int, extra: list[str]) -> dict:
 
 
 def recorded_run(run_id: str) -> dict:
-    from zoo.store import Store
+    from zoo.records.store import Store
 
     with Store() as store:
         row = store.get(run_id)

@@ -8,6 +8,8 @@ Defaults are the decoder-char preset (registry.toml). Prints one line per figure
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,14 +32,15 @@ def main() -> None:
 
     import torch
 
-    from zoo import checkpoint
-    from zoo.engine import TorchModel
-    from zoo.job import RunFolder, TrainConfig
-    from zoo.model import TaskSpec
+    from zoo.train import checkpoints as checkpoint
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.job import RunFolder, TrainConfig
+    from zoo.train.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build
-    from zoo.registry import get_task, task_loss
-    from zoo.trainer import TrainResult
+    from zoo.core.registry import task_loss
+    from zoo.core.names import get_task
+    from zoo.train.loop import TrainResult
 
     torch.manual_seed(0)
     cfg = DecoderConfig(n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd,
@@ -83,6 +86,22 @@ def main() -> None:
     print(f"checkpoint write (median)  {save_ms:.1f} ms over {args.saves} writes")
     print(f"checkpoint verify + load   {load_ms:.1f} ms")
     print(f"overhead every {every} steps   {save_ms / (every * step_ms) * 100:.3f} % of training time")
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import table, write_results
+
+    write_results(
+        "checkpoint", title="What checkpoints cost",
+        about=f"Size, write and load time of a checkpoint of a decoder ({args.n_layer} layers of "
+              f"{args.n_embd}), against a training step (batch {args.batch} x {args.block}).",
+        tables=[table("", [("figure", "figure"), ("value", "value")],
+                      [{"figure": "parameters", "value": f"{model.num_parameters():,}"},
+                       {"figure": "checkpoint size", "value": f"{size / 1e6:.2f} MB"},
+                       {"figure": "training step", "value": f"{step_ms:.1f} ms"},
+                       {"figure": "checkpoint write (median)", "value": f"{save_ms:.1f} ms"},
+                       {"figure": "checkpoint verify and load", "value": f"{load_ms:.1f} ms"},
+                       {"figure": f"overhead at one checkpoint every {every} steps",
+                        "value": f"{save_ms / (every * step_ms) * 100:.3f}% of training time"}])])
 
 
 if __name__ == "__main__":

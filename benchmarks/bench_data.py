@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import REPO, header, load  # noqa: E402
+from common import REPO, header, load, table, write_results  # noqa: E402
 
 
 def shakespeare_text() -> str:
@@ -77,6 +77,20 @@ def main(argv=None) -> int:
     for copies, mb, (s1, c1, m1), (s2, c2, m2) in rows:
         print(f"| {copies} | {mb:.1f} | {s1:.1f} s ({c1:.1f}) | {m1:.0f} MB | {s1 / mb:.2f} | "
               f"{s2:.1f} s ({c2:.1f}) | {m2:.0f} MB | {s2 / mb:.2f} |")
+    write_results(
+        "data", title="Cost against the size of the data",
+        about="A short run (`zoo run decoder-char FILE --steps 5`) on Tiny Shakespeare repeated "
+              "1, 10 and 50 times: first on sight (the text is read, split, tokenized and "
+              "cached) and again (the caches are found). Whole processes: start-up and "
+              "imports included.",
+        tables=[table("", [("copies", "copies"), ("mb", "MB", ".1f"),
+                           ("first_s", "first run, s", ".1f"), ("first_cpu_s", "CPU s", ".1f"),
+                           ("first_rss_mb", "peak RSS, MB", ".0f"),
+                           ("again_s", "run again, s", ".1f"), ("again_cpu_s", "CPU s", ".1f"),
+                           ("again_rss_mb", "peak RSS, MB", ".0f")],
+                      [{"copies": copies, "mb": mb, "first_s": s1, "first_cpu_s": c1,
+                        "first_rss_mb": m1, "again_s": s2, "again_cpu_s": c2, "again_rss_mb": m2}
+                       for copies, mb, (s1, c1, m1), (s2, c2, m2) in rows])])
     return 0
 
 

@@ -28,6 +28,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import table, write_results  # noqa: E402
+
 EXPECTED = {"1 2 3": "4", "7 8 9": "0", "2 4 6": "8"}
 TARGET_SECONDS, TARGET_ACCURACY, TARGET_HELDOUT = 120.0, 1.0, 0.95
 
@@ -69,11 +72,12 @@ def step_time() -> None:
     import numpy as np
     import torch
 
-    from zoo.engine import TorchModel
-    from zoo.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
     from zoo.plugins.digits.model import build
-    from zoo.registry import get_task, task_loss
+    from zoo.core.registry import task_loss
+    from zoo.core.names import get_task
 
     rng = np.random.default_rng(0)
     for threads in (1, 2):
@@ -113,6 +117,7 @@ def main(argv=None) -> int:
     print(f"runs in {env['ZOO_HOME']}; OMP_NUM_THREADS={env.get('OMP_NUM_THREADS', 'unset')}; "
           f"load average {load()}")
     ok = True
+    rows = []
     for seed in args.seeds:
         cpu = cpu_seconds()
         seconds, result = run("digits-char", "digits", seed, env)
@@ -130,12 +135,22 @@ def main(argv=None) -> int:
             answers.append(answer["label"] == expected)
             print(f"  predict {context!r} -> {answer['label']} ({answer['probability']:.3f}); "
                   f"expected {expected}")
+        rows.append({"seed": seed, "wall_s": seconds, "cpu_s": cpu,
+                     "test": m["test_accuracy"], "heldout": m["heldout_accuracy"]})
         met = (seconds <= TARGET_SECONDS and m["test_accuracy"] >= TARGET_ACCURACY
                and m["heldout_accuracy"] >= TARGET_HELDOUT and all(answers))
         ok = ok and met
         print(f"  targets (<= {TARGET_SECONDS:.0f} s, test {TARGET_ACCURACY:.0%}, heldout >= "
               f"{TARGET_HELDOUT:.0%}, predictions): "
               f"{'met' if met else 'NOT met'}; load average {load()}")
+    threads = env.get("OMP_NUM_THREADS", "torch's default")
+    write_results(
+        "digits", title="digits-char end to end",
+        about=f"`zoo run digits-char digits --seed S` from launch to exit, threads: {threads}, "
+              "one seed after another.",
+        tables=[table("", [("seed", "seed"), ("wall_s", "wall s", ".1f"), ("cpu_s", "CPU s", ".1f"),
+                           ("test", "test_accuracy", ".4f"),
+                           ("heldout", "heldout_accuracy", ".4f")], rows)])
     if args.also:
         for model, dataset in (("decoder-char", "digits"), ("digits-char", "shakespeare")):
             seconds, result = run(model, dataset, 0, env)

@@ -13,7 +13,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import header, load, parse_sets  # noqa: E402
+from common import header, load, parse_sets, table, write_results  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -29,19 +29,20 @@ def main(argv=None) -> int:
 
     import torch
 
-    from zoo import data
-    from zoo.engine import as_model
-    from zoo.model import TaskSpec
+    from zoo.data import datasets
+    from zoo.train.torch_model import as_model
+    from zoo.train.model import TaskSpec
     from zoo.pipelines.language_modeling import encode, evaluate, generate, split_text
-    from zoo.plan import plan_run
-    from zoo.registry import get_task, get_zoo, task_loss
+    from zoo.core.plan import plan_run
+    from zoo.core.registry import get_zoo, task_loss
+    from zoo.core.names import get_task
 
     if args.threads:
         torch.set_num_threads(args.threads)
     header(f"evaluation throughput, {args.model}")
     zoo = get_zoo()
     plan = plan_run(args.model, args.dataset, overrides=parse_sets(args.set))
-    loaded = data.load(plan.dataset_ref, zoo)
+    loaded = datasets.load(plan.dataset_ref, zoo)
     tokenizer = zoo.tokenizers.get("char").load().train(loaded.split("train")[loaded.text_column], None)
     ids = encode(tokenizer, split_text(loaded, "validation"))
     torch.manual_seed(0)
@@ -61,13 +62,25 @@ def main(argv=None) -> int:
     best, median = min(times), sorted(times)[len(times) // 2]
     print(f"evaluate: {count:,} tokens in {median:.2f} s (best {best:.2f} s): "
           f"{count / median:,.0f} tokens/s (best {count / best:,.0f}); loss {nll / count:.4f}")
+    rows = [{"what": f"evaluate the validation split ({count:,} tokens)",
+             "tokens_s": count / median, "best": count / best}]
     if args.generate:
         start = time.perf_counter()
         text = "".join(generate(model, tokenizer, "", args.generate, block, seed=0))
         spent = time.perf_counter() - start
         print(f"generate: {args.generate} tokens in {spent:.2f} s: "
               f"{args.generate / spent:,.0f} tokens/s ({len(text)} characters)")
+        rows.append({"what": f"generate {args.generate} tokens", "tokens_s": args.generate / spent,
+                     "best": None})
     print(f"# after: {load()}")
+    write_results(
+        "eval", title="Evaluation throughput",
+        about=f"Tokens per second of the whole-split evaluation `zoo run` ends with, and of "
+              f"generation, for `{args.model}` (block {block}, evaluation batch "
+              f"{args.eval_batch}, precision {model.precision}, {torch.get_num_threads()} "
+              "threads).",
+        tables=[table("", [("what", "what"), ("tokens_s", "tokens/s, median", ",.0f"),
+                           ("best", "best", ",.0f")], rows)])
     return 0
 
 

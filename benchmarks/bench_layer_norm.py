@@ -1,4 +1,4 @@
-"""torch's fused LayerNorm against zoo.layers.ThreadInvariantLayerNorm in the digits network
+"""torch's fused LayerNorm against zoo.train.layers.ThreadInvariantLayerNorm in the digits network
 at digits-char's training shape: whether the gradients are the same on one thread and on
 two, and what a training step costs with each (alternating rounds, ratio of medians).
 
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import header, load  # noqa: E402
+from common import header, load, table, write_results  # noqa: E402
 
 ROWS, TOKENS, VOCAB = 256, 15, 14
 
@@ -26,7 +26,7 @@ ROWS, TOKENS, VOCAB = 256, 15, 14
 def network(fused: bool):
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
     from zoo.plugins.digits.model import build
 
@@ -56,7 +56,7 @@ def loss_of(model, ids, mask, targets):
     import torch
     import torch.nn.functional as F
 
-    from zoo.engine import cpu_has_native_bf16
+    from zoo.train.torch_model import cpu_has_native_bf16
 
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_has_native_bf16()):
         logits = model(ids, mask)
@@ -95,16 +95,19 @@ def main():
     args = parser.parse_args()
     import torch
 
-    from zoo import layers
+    from zoo.train import layers
 
     header("digits network: fused LayerNorm against ThreadInvariantLayerNorm")
     default_threads = torch.get_num_threads()
     data = batch()
     models = {"fused": network(True), "invariant": network(False)}
     assert isinstance(models["invariant"].blocks[0].norm1, layers.ThreadInvariantLayerNorm)
+    rows = {"fused": {"norm": "torch's fused nn.LayerNorm"},
+            "invariant": {"norm": "ThreadInvariantLayerNorm"}}
     for name, model in models.items():
         one, two = gradients(model, 1, data), gradients(model, 2, data)
         differ = [n for n in one if not torch.equal(one[n], two[n])]
+        rows[name]["gradients"] = "differ" if differ else "identical"
         print(f"{name:9s} gradients on 1 and 2 threads: "
               + ("identical" if not differ else f"differ in {', '.join(differ)}"))
     optimizers = {name: torch.optim.AdamW(m.parameters(), lr=1e-3, fused=True)
@@ -122,6 +125,17 @@ def main():
         fused, invariant = median(times["fused"]), median(times["invariant"])
         print(f"{threads} thread(s), {unit} ms per step, median of {args.rounds}: fused "
               f"{fused:.2f}, invariant {invariant:.2f} ({invariant / fused:.3f}x)  ({load()})")
+        key = "cpu_ms" if unit == "CPU" else "wall_ms"
+        rows["fused"][key], rows["invariant"][key] = fused, invariant
+    write_results(
+        "layer_norm", title="Thread-invariant LayerNorm: what it costs",
+        about="The digits network with torch's fused `nn.LayerNorm` against "
+              "`ThreadInvariantLayerNorm` (gradients identical on any number of threads), "
+              f"{args.rounds} alternating rounds of {args.steps} steps.",
+        tables=[table("", [("norm", "LayerNorm"), ("gradients", "gradients on 1 and 2 threads"),
+                           ("cpu_ms", "CPU ms per step, 1 thread", ".2f"),
+                           ("wall_ms", f"wall ms per step, {default_threads} thread(s)", ".2f")],
+                      list(rows.values()))])
 
 
 if __name__ == "__main__":

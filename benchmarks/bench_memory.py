@@ -18,7 +18,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import REPO, header, load  # noqa: E402
+from common import REPO, header, load, table, write_results  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -45,6 +45,17 @@ def main(argv=None) -> int:
     print(f"peak RSS {peak_kib / 1024:,.0f} MiB; wall {wall:.1f} s; val_loss "
           f"{metrics['val_loss']:.4f}; steps {metrics['steps']}")
     print(f"# after: {load()}")
+    write_results(
+        "memory", title="Peak memory",
+        about="Peak resident memory of a whole `zoo run` process (getrusage of the child "
+              "after it exits, so no peak is missed).",
+        tables=[table("", [("command", "command"), ("peak_mib", "peak RSS, MiB", ",.0f"),
+                           ("wall_s", "wall s", ".1f"), ("val_loss", "val_loss", ".4f"),
+                           ("steps", "steps")],
+                      [{"command": " ".join(["zoo run", args.model, args.dataset,
+                                             *command[command.index("--json") + 1:]]),
+                        "peak_mib": peak_kib / 1024, "wall_s": wall,
+                        "val_loss": metrics["val_loss"], "steps": metrics["steps"]}])])
     return 0
 
 

@@ -48,7 +48,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import REPO, header, load  # noqa: E402
+from common import REPO, header, load, write_results  # noqa: E402
+from common import table as results_table  # noqa: E402
 
 # nanoGPT's README: "python train.py config/train_shakespeare_char.py --device=cpu
 # --compile=False --eval_iters=20 --log_interval=1 --block_size=64 --batch_size=12
@@ -71,12 +72,12 @@ ITERATION = re.compile(r"^iter (\d+): loss [\d.]+, time ([\d.]+)ms")
 
 def shakespeare_text() -> str:
     """Tiny Shakespeare whole (1,115,394 characters) from zoo's mirror: its splits, in order."""
-    from zoo import data
-    from zoo.registry import get_zoo
-    from zoo.tokenized import column_of
+    from zoo.data import datasets
+    from zoo.core.registry import get_zoo
+    from zoo.data.encoded import column_of
 
     zoo = get_zoo()
-    loaded = data.load(data.resolve("shakespeare", zoo), zoo, quiet=True)
+    loaded = datasets.load(datasets.resolve("shakespeare", zoo), zoo, quiet=True)
     return "".join("".join(column_of(loaded.split(role), loaded.text_column).to_pylist())
                    for role in ("train", "validation", "test"))
 
@@ -132,7 +133,7 @@ def run_side(side: str, work: Path, steps: int, warmup: int, shape: str, compile
 
 def zoo_variant(shape: str, compile: bool = False):
     from bench_train import Variant, prepare_data
-    from zoo.config import parse_assignment
+    from zoo.core.config import parse_assignment
 
     tokenizer, ids = prepare_data("shakespeare")
     overrides = {**dict(map(parse_assignment, ZOO_SETTINGS)), "compile": compile}
@@ -276,6 +277,27 @@ def main(argv=None) -> int:
         print(f"median CPU ms/step (the CPU time of a run of {2 * args.steps} steps less that "
               f"of {args.steps}, over {args.steps}): nanoGPT {nano_cpu:.2f}, zoo "
               f"{zoo_cpu:.2f}; zoo is {nano_cpu / zoo_cpu:.2f}x nanoGPT")
+
+    speed = results_table("", [("side", "side"), ("ms_step", "ms per step (median)", ".2f"),
+                               ("speedup", "zoo vs nanoGPT", ".2f")],
+                          [{"side": "nanoGPT train.py", "ms_step": nano, "speedup": None},
+                           {"side": f"zoo {SHAPES[args.shape][0]}", "ms_step": zoo,
+                            "speedup": nano / zoo}], readme=not gpu)
+    settings = "".join(f", {item}" for item in args.set)
+    write_results(
+        "nanogpt" if not gpu else f"nanogpt_gpu_{'compile' if args.compile else 'eager'}"
+        + "".join("_" + re.sub(r"\W+", "_", item) for item in args.set),
+        title=f"Training speed against nanoGPT's own train.py ({args.shape.upper()}"
+              f"{', torch.compile' if args.compile else ''}{settings})",
+        about=f"nanoGPT's `train.py` with its {args.shape.upper()} recipe beside zoo at the same "
+              f"shape ({SHAPES[args.shape][0]}) as `zoo run` builds it; {args.rounds} alternating "
+              f"rounds of {args.steps} timed steps after {args.warmup}, each side in fresh "
+              "processes."
+              + (" The ratio depends on the host: a small model's GPU step without CUDA graphs "
+                 "is paced by the host's CPU." if gpu else ""),
+        tables=[speed],
+        notes=[] if gpu else [f"In CPU time per step: zoo {zoo_cpu:.2f} ms, nanoGPT "
+                              f"{nano_cpu:.2f} ms ({nano_cpu / zoo_cpu:.2f}x)."])
 
     variant = zoo_variant(args.shape)
     flops = flops_per_step(variant)

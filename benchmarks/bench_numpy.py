@@ -28,7 +28,8 @@ MODELS = ("numpy-char", "decoder-char")
 
 def lm_loss():
     """The language-modeling task's loss, which a TorchModel trains and evaluates with."""
-    from zoo.registry import get_task, task_loss
+    from zoo.core.registry import task_loss
+    from zoo.core.names import get_task
 
     return task_loss(get_task("language-modeling"))
 
@@ -45,10 +46,10 @@ def parse_args():
 
 
 def pipeline_runs(args) -> dict:
-    from zoo.job import RunFolder
-    from zoo.plan import plan_run
-    from zoo.runner import execute
-    from zoo.store import home
+    from zoo.train.job import RunFolder
+    from zoo.core.plan import plan_run
+    from zoo.train.runner import execute
+    from zoo.records.store import home
 
     runs = {}
     for model in MODELS:
@@ -88,12 +89,12 @@ def run_verify(run_id: str) -> None:
 
 def shakespeare():
     """The char tokenizer trained on Tiny Shakespeare, and each split's token ids."""
-    from zoo import data
+    from zoo.data import datasets
     from zoo.pipelines.language_modeling import encode, split_text
-    from zoo.registry import get_zoo
+    from zoo.core.registry import get_zoo
 
     zoo = get_zoo()
-    dataset = data.load(data.resolve("shakespeare", zoo), zoo)
+    dataset = datasets.load(datasets.resolve("shakespeare", zoo), zoo)
     entry = zoo.tokenizers.get("char")
     tokenizer = entry.load().train(dataset.split("train")[dataset.text_column], entry.config_class()())
     ids = {role: encode(tokenizer, split_text(dataset, role)) for role in ("train", "validation")}
@@ -106,14 +107,14 @@ def initial_losses(args, seeds: int = 10) -> None:
     import numpy as np
     import torch
 
-    from zoo.engine import TorchModel
-    from zoo.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.model import TaskSpec
     from zoo.pipelines.language_modeling import random_batch
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build as build_torch
     from zoo.plugins.numpy.model import build as build_numpy
     from zoo.plugins.numpy import NumpyConfig
-    from zoo.registry import get_zoo
+    from zoo.core.registry import get_zoo
 
     tokenizer, ids = shakespeare()
     preset = get_zoo().catalogue.models["decoder-char"].overrides
@@ -142,14 +143,14 @@ def same_start(args) -> None:
     import numpy as np
     import torch
 
-    from zoo.engine import TorchModel
-    from zoo.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.model import TaskSpec
     from zoo.pipelines.language_modeling import random_batch
     from zoo.plugins.decoder.model import build as build_torch
     from zoo.plugins.numpy.model import NumpyDecoder
     from zoo.plugins.numpy import NumpyConfig
-    from zoo.plan import plan_run
-    from zoo.trainer import lr_at
+    from zoo.core.plan import plan_run
+    from zoo.train.loop import lr_at
 
     tokenizer, ids = shakespeare()
     plan = plan_run("decoder-char", "shakespeare", seed=args.seed, overrides={"train.steps": args.steps})
@@ -189,13 +190,13 @@ def speed(args) -> None:
     import numpy as np
     import torch
 
-    from zoo.engine import TorchModel
-    from zoo.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build as build_torch
     from zoo.plugins.numpy.model import NumpyDecoder
     from zoo.plugins.numpy import NumpyConfig
-    from zoo.registry import get_zoo
+    from zoo.core.registry import get_zoo
 
     preset = get_zoo().catalogue.models["decoder-char"].overrides
     shape = {k: preset[k] for k in ("n_layer", "n_head", "n_embd", "block_size", "dropout")}
@@ -223,10 +224,25 @@ def speed(args) -> None:
           f"{args.speed_steps} interleaved steps each, torch threads {torch.get_num_threads()}, "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
     base = statistics.median(times["torch float32"])
+    rows = []
     for name, values in times.items():
         median = statistics.median(values)
         print(f"  {name:<14} median {median * 1e3:8.1f} ms/step  {tokens / median:9,.0f} tok/s  "
               f"{median / base:5.2f}x torch's step time")
+        rows.append({"model": name.replace("numpy", "NumPy"), "ms_step": median * 1e3,
+                     "tokens_s": tokens / median, "vs": median / base})
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import table, write_results
+
+    write_results(
+        "numpy", title="The NumPy reference against the torch decoder",
+        about=f"`train_step` of the decoder ({shape['n_layer']} layers of {shape['n_embd']}, "
+              f"{shape['n_head']} heads, block {block}, batch {batch}, vocabulary {vocab}) in "
+              "torch float32 and in the NumPy reference, interleaved step by step, "
+              f"{torch.get_num_threads()} thread(s), {args.speed_steps} timed steps after 2.",
+        tables=[table("", [("model", "model"), ("ms_step", "ms per step (median)", ".1f"),
+                           ("tokens_s", "tokens/s", ",.0f"), ("vs", "step time vs torch", ".2f")],
+                      rows)])
 
 
 def main() -> int:

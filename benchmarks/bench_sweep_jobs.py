@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, header, load  # noqa: E402
+from common import REPO, header, load, table, write_results  # noqa: E402
 
 TIMING = {"tokens_per_s", "train_time"}
 PARTS = ("wall", "setup", "cells", "training", "tail")
@@ -140,6 +140,25 @@ def main():
             print(f"metrics of every cell identical, {first} and {second}: {same}"
                   + ("" if same else f" (largest relative difference "
                      f"{largest_difference(metrics[first], metrics[second]):.2e})"))
+    labels = {"jobs1": "--jobs 1 (torch's default threads)",
+              parallel: f"--jobs {args.jobs} (cores / {args.jobs} threads each)",
+              "jobs1-1t": "--jobs 1, 1 thread"}
+    notes = [f"`--jobs {args.jobs}` is {wall['jobs1'] / wall[parallel]:.2f}x as fast as "
+             "`--jobs 1` here."]
+    if "jobs1-1t" in wall:
+        notes.append(f"Bound for `--jobs {args.jobs}` from the one-thread sweep: "
+                     f"{wall['jobs1'] / bound:.2f}x over `--jobs 1`; reached "
+                     f"{bound / wall[parallel]:.0%} of it. A second worker can only win what one "
+                     "process leaves idle; on a loaded machine one-thread workers gain much more.")
+    write_results(
+        "sweep_jobs", title="Parallel sweeps: `--jobs` against one process",
+        about=f"`zoo sweep {args.model} --on {args.dataset} --seeds {args.seeds} --steps "
+              f"{args.steps}` in a fresh ZOO_HOME per variant, the variants alternating over "
+              f"{args.rounds} rounds.",
+        tables=[table("", [("variant", "variant"), ("wall_s", "wall s (median)", ".1f")],
+                      [{"variant": labels[name], "wall_s": seconds}
+                       for name, seconds in wall.items()])],
+        notes=notes)
 
 
 def largest_difference(a: dict, b: dict) -> float:

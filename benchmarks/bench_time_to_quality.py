@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import REPO, header, load  # noqa: E402
+from common import REPO, header, load, table, write_results  # noqa: E402
 
 
 def launch(model: str, dataset: str, extra: list[str], torchrun: int, home: Path):
@@ -62,6 +62,7 @@ def main(argv=None) -> int:
     extra += ["--steps", args.steps] if args.steps else []
     print(f"{'wall s':>7} {'val_loss':>8} {'test_loss':>9} {'steps':>6} {'train s':>7} "
           f"{'tokens/s':>8} {'curve<=target at':>16} {'verdict':>7}  load")
+    rows = []
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="zoo-ttq-") as home:
             wall, summary, curve = launch(args.model, args.dataset, extra, args.torchrun,
@@ -73,6 +74,24 @@ def main(argv=None) -> int:
         print(f"{wall:7.1f} {m['val_loss']:8.4f} {m['test_loss']:9.4f} {m['steps']:6d} "
               f"{m['train_time']:7.1f} {m['tokens_per_s']:8,.0f} {at:>16} {verdict:>7}  {load()}",
               flush=True)
+        rows.append({"model": args.model, "wall_s": wall, "val_loss": m["val_loss"],
+                     "test_loss": m["test_loss"], "steps": m["steps"],
+                     "train_s": m["train_time"], "tokens_s": m["tokens_per_s"],
+                     "reached": m["val_loss"] <= args.target})
+    threads = os.environ.get("OMP_NUM_THREADS", "torch's default")
+    write_results(
+        "time_to_quality", title="Time to quality: a whole `zoo run`",
+        about=f"`zoo run {args.model} {args.dataset}` from launch to exit (imports, data, "
+              "tokenizer, training, evaluation of the whole validation and test splits, "
+              f"samples), and whether its validation loss reaches {args.target} nats per "
+              f"character. Threads: {threads}"
+              + (f"; {args.torchrun} processes under torchrun" if args.torchrun > 1 else "")
+              + ".",
+        tables=[table("", [("model", "model"), ("wall_s", "wall s", ".1f"),
+                           ("val_loss", "val_loss", ".4f"), ("test_loss", "test_loss", ".4f"),
+                           ("steps", "steps"), ("train_s", "training s", ".1f"),
+                           ("tokens_s", "tokens/s", ",.0f"),
+                           ("reached", f"val_loss <= {args.target}")], rows, readme=True)])
     return 0
 
 

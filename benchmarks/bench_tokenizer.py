@@ -7,7 +7,7 @@ text column exactly as the language-modeling pipeline does (through the registry
 iterator, no cache), `--repeats` times, and prints the median and best training time, the
 vocabulary size, characters per token on validation, encoding throughput, and whether
 decoding gives back the validation text exactly. Then it times a cache hit
-(``zoo.tokenizer.train_cached`` loading an entry trained once). The target: bpe trains in
+(``zoo.data.tokenizer.train_cached`` loading an entry trained once). The target: bpe trains in
 under 2 s (median) at the default 512 tokens.
 """
 from __future__ import annotations
@@ -29,12 +29,12 @@ def main(argv=None) -> int:
     parser.add_argument("--dataset", default="shakespeare")
     args = parser.parse_args(argv)
 
-    from zoo import data
-    from zoo.registry import get_zoo
-    from zoo.tokenizer import dataset_key, train_cached
+    from zoo.data import datasets
+    from zoo.core.registry import get_zoo
+    from zoo.data.tokenizer import dataset_key, train_cached
 
     zoo = get_zoo()
-    dataset = data.load(data.resolve(args.dataset, zoo), zoo)
+    dataset = datasets.load(datasets.resolve(args.dataset, zoo), zoo)
     train = dataset.split("train")[dataset.text_column]
     validation = "\n".join(dataset.split("validation")[dataset.text_column])
     chars = sum(len(t) for t in train)
@@ -47,6 +47,7 @@ def main(argv=None) -> int:
               f"{'chars/token':>12}{'encode MB/s':>12}  round trip")
     print(header)
     failed = False
+    rows = []
     for name, values in cases:
         entry = zoo.tokenizers.get(name)
         config_cls = entry.config_class()
@@ -67,6 +68,10 @@ def main(argv=None) -> int:
         print(f"{label:<16}{median:>15.3f}{min(times):>8.3f}{tokenizer.vocab_size:>7}"
               f"{len(validation) / len(ids):>12.3f}"
               f"{len(validation.encode()) / encode_s / 1e6:>12.2f}  {'exact' if exact else 'LOSSY'}")
+        rows.append({"tokenizer": label, "median_s": median, "best_s": min(times),
+                     "vocab": tokenizer.vocab_size, "chars_per_token": len(validation) / len(ids),
+                     "encode_mb_s": len(validation.encode()) / encode_s / 1e6,
+                     "round_trip": "exact" if exact else "lossy"})
         if name == "bpe" and values.get("vocab_size") == 512 and median >= TARGET_SECONDS:
             failed = True
 
@@ -82,6 +87,22 @@ def main(argv=None) -> int:
         train_cached(cls, "bpe", config, lambda: train, key)
         hit = time.perf_counter() - start
     print(f"bpe-512 through the cache: {miss:.3f} s to train and store, {hit:.3f} s on a hit")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import table, write_results
+
+    write_results(
+        "tokenizer", title="Tokenizers: training, compression, encoding",
+        about=f"Each tokenizer trained on the `{args.dataset}` training split as the "
+              "language-modeling pipeline trains it (from an iterator, no cache), "
+              f"{args.repeats} times; characters per token, encoding speed and the decoding "
+              "round trip on the validation split.",
+        tables=[table("", [("tokenizer", "tokenizer"), ("median_s", "train, median s", ".3f"),
+                           ("best_s", "best s", ".3f"), ("vocab", "vocabulary"),
+                           ("chars_per_token", "chars per token", ".3f"),
+                           ("encode_mb_s", "encode MB/s", ".2f"), ("round_trip", "round trip")],
+                      rows)],
+        notes=[f"bpe-512 through the tokenizer cache: {miss:.3f} s to train and store, "
+               f"{hit:.3f} s on a hit."])
     verdict = "FAIL" if failed else "ok"
     print(f"target: bpe-512 trains in under {TARGET_SECONDS:.0f} s (median): {verdict}")
     return 1 if failed else 0

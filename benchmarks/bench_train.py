@@ -20,16 +20,17 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import NANOGPT_TOKENS_PER_S, header, load, parse_sets, percentile  # noqa: E402
+from common import (NANOGPT_TOKENS_PER_S, header, load, parse_sets, percentile, table,  # noqa: E402
+                    write_results)
 
 
 def prepare_data(dataset: str):
-    from zoo import data
+    from zoo.data import datasets
     from zoo.pipelines.language_modeling import encode, split_text
-    from zoo.registry import get_zoo
+    from zoo.core.registry import get_zoo
 
     zoo = get_zoo()
-    loaded = data.load(data.resolve(dataset, zoo), zoo)
+    loaded = datasets.load(datasets.resolve(dataset, zoo), zoo)
     tokenizer = zoo.tokenizers.get("char").load().train(
         loaded.split("train")[loaded.text_column], None)
     return tokenizer, encode(tokenizer, split_text(loaded, "train"))
@@ -43,10 +44,11 @@ class Variant:
         import numpy as np
         import torch
 
-        from zoo.engine import as_model
-        from zoo.registry import get_task, task_loss
-        from zoo.model import TaskSpec
-        from zoo.plan import plan_run
+        from zoo.train.torch_model import as_model
+        from zoo.core.registry import task_loss
+        from zoo.core.names import get_task
+        from zoo.train.model import TaskSpec
+        from zoo.core.plan import plan_run
 
         overrides = dict(overrides)
         optimizer = overrides.pop("optimizer", None)  # bench-only: fused, foreach or loop
@@ -130,13 +132,25 @@ def main(argv=None) -> int:
     reference = alternate(variants, args.steps, args.windows)
     print(f"{'variant':<32} {'ms/step':>8} {'best':>8} {'tokens/s':>9} {'best tok/s':>10} "
           f"{'vs base':>7} {'vs nanoGPT':>10}")
+    rows = []
     for v in variants:
         median, best = percentile(v.times, 0.5), min(v.times)
         rate = v.tokens_per_step / median
         print(f"{v.name:<32} {median * 1e3:8.1f} {best * 1e3:8.1f} {rate:9,.0f} "
               f"{v.tokens_per_step / best:10,.0f} {rate / reference:7.2f} "
               f"{rate / NANOGPT_TOKENS_PER_S:10.2f}")
+        rows.append({"variant": v.name, "ms_step": median * 1e3, "tokens_s": rate,
+                     "vs_base": rate / reference})
     print(f"# after: {load()}")
+    write_results(
+        "train", title="Training throughput",
+        about=f"Steady-state training tokens per second of `{args.model}` built as `zoo run` "
+              f"builds it ({torch.get_num_threads()} threads); variants timed in alternating "
+              f"windows ({args.steps} timed steps per variant in {args.windows} windows) in one "
+              "process.",
+        tables=[table("", [("variant", "variant"), ("ms_step", "ms per step", ".1f"),
+                           ("tokens_s", "tokens/s", ",.0f"), ("vs_base", "vs base", ".2f")],
+                      rows)])
     return 0
 
 

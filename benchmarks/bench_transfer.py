@@ -102,8 +102,8 @@ def larger_text(dataset: str, folder: Path) -> tuple[Path, str]:
     """A text file: Tiny Shakespeare's training split and the other set's training texts."""
     from zoo.pipelines.language_modeling import split_text
 
-    from zoo import data
-    from zoo.registry import get_zoo
+    from zoo.core.registry import get_zoo
+    from zoo.data import datasets as data
 
     zoo = get_zoo()
     shakespeare = split_text(data.load(data.resolve("shakespeare", zoo), zoo, quiet=True), "train")

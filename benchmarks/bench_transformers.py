@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_train import Variant, alternate, prepare_data  # noqa: E402
-from common import header, load, parse_sets, percentile  # noqa: E402
+from common import header, load, parse_sets, percentile, table, write_results  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -57,11 +57,24 @@ def main(argv=None) -> int:
     reference = alternate(variants, args.steps, args.windows)
     print(f"{'model':<16} {'params':>9} {'ms/step':>8} {'tokens/s':>9} {'best tok/s':>10} "
           f"{'vs ' + variants[0].name:>16}")
+    rows = []
     for v in variants:
         median, best = percentile(v.times, 0.5), min(v.times)
         rate = v.tokens_per_step / median
         print(f"{v.name:<16} {v.model.num_parameters():>9,} {median * 1e3:8.1f} {rate:9,.0f} "
               f"{v.tokens_per_step / best:10,.0f} {rate / reference:16.2f}")
+        rows.append({"model": v.name, "params": v.model.num_parameters(),
+                     "ms_step": median * 1e3, "tokens_s": rate, "vs": rate / reference})
+    write_results(
+        "transformers", title="transformers architectures: training throughput at one shape",
+        about=f"{', '.join(f'`{m}`' for m in args.models)} built as `zoo run` builds them, "
+              f"{args.windows} alternating windows of {args.steps // args.windows} steps per "
+              f"model, {torch.get_num_threads()} thread(s), precision "
+              f"{variants[0].model.precision}.",
+        tables=[table("", [("model", "model"), ("params", "parameters"),
+                           ("ms_step", "ms per step (median)", ".1f"),
+                           ("tokens_s", "tokens/s (median window)", ",.0f"),
+                           ("vs", f"vs {variants[0].name}", ".2f")], rows)])
     for v in variants[:len(variants) if args.profile else 0]:
         profile(v, args.profile)
     print(f"# after: {load()}")

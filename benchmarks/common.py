@@ -61,3 +61,78 @@ def parse_sets(items: list[str] | None) -> dict:
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+# -- results as data: benchmarks/results/NAME.json, rendered into the docs by
+#    scripts/render_benchmarks.py (the docs show only what these files hold) --
+
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def machine() -> dict:
+    """The machine a figure was measured on: CPU, cores, system, load, and the GPU if torch
+    sees one (checked only when torch is already imported, so listing stays light)."""
+    found = {"cpu": cpu_name(), "cores": os.cpu_count(),
+             "system": f"{platform.system()} {platform.machine()}"}
+    try:
+        found["load"] = [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        pass
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        found["gpu"] = torch.cuda.get_device_name(0)
+    return found
+
+
+def versions() -> dict:
+    import importlib.metadata as md
+
+    found = {"python": platform.python_version()}
+    for package in ("torch", "zoo"):
+        try:
+            found[package] = md.version(package)
+        except md.PackageNotFoundError:
+            found[package] = None
+    return found
+
+
+def table(caption: str, columns: list, rows: list[dict], *, readme: bool = False) -> dict:
+    """One table of a result: ``columns`` are ``(key, heading)`` or ``(key, heading, format)``
+    with a format spec for numbers (``".2f"``, ``",.0f"``); ``readme`` also puts it in the
+    README's results section."""
+    return {"caption": caption, "columns": [list(column) for column in columns], "rows": rows,
+            "readme": readme}
+
+
+def write_results(name: str, *, title: str, about: str, tables: list[dict],
+                  command: str | None = None, notes: list[str] | None = None,
+                  provenance: str | None = None, folder: Path | None = None) -> Path:
+    """Write one benchmark's current figures to benchmarks/results/NAME.json, with the
+    machine, the versions and the date; scripts/render_benchmarks.py renders them into the
+    docs. ``provenance`` says where figures come from when they were not measured by this
+    call (an earlier run on another machine, say)."""
+    import datetime
+    import json
+
+    record = {
+        "name": name,
+        "title": title,
+        "about": about,
+        "command": command or " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}",
+                                        *sys.argv[1:]]),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "versions": versions(),
+        "tables": tables,
+        "notes": list(notes or []),
+    }
+    if provenance:
+        record["provenance"] = provenance
+    folder = folder or RESULTS
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    print(f"# results: {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
+    return path

@@ -1,12 +1,12 @@
 """Built-in task pipelines, registered through the same hook third parties use.
 
-Each registration declares its task (``zoo.Task``): the loss, the module output, the
+Each registration declares its task (``zoo.plugin.Task``): the loss, the module output, the
 metrics with their directions and units, the primary metric and the datasets it can use.
 The core knows these tasks only through these declarations.
 """
 from zoo.plugin import Metric, Task, hookimpl
 
-LOSS = "zoo.losses:cross_entropy"
+LOSS = "zoo.train.losses:cross_entropy"
 ACCURACY = Metric("accuracy", "higher", "fraction correct")
 
 LANGUAGE_MODELING = Task(

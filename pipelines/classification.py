@@ -181,7 +181,7 @@ def encode(tokenizer, texts: list[str], block: int) -> Encoded:
 
 
 def encode_split(tokenizer, dataset, role: str, block: int) -> Encoded:
-    """A split's texts encoded through the cached, batched ``Dataset.map`` (zoo.row_ids)."""
+    """A split's texts encoded through the cached, batched ``Dataset.map`` (zoo.plugin.row_ids)."""
     ids = row_ids(dataset.split(role), dataset.text_column, tokenizer)
     return Encoded.from_ragged(*ids, tokenizer, block)
 

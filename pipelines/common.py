@@ -17,8 +17,8 @@ def run_tokenizer(job: Job, texts: Callable[[], Iterable[str]], key: str):
     """The tokenizer a run trains with. Resuming, it is the one the run saved, so the run
     keeps exactly the vocabulary it started with (a cache or a retrained one might differ);
     starting from another run (--init), it is that run's; otherwise it is trained on
-    ``texts()`` through the shared cache under ``key`` (``zoo.dataset_key``). It is saved in
-    the run folder."""
+    ``texts()`` through the shared cache under ``key`` (``zoo.plugin.dataset_key``). It is
+    saved in the run folder."""
     tokenizer = job.saved_tokenizer()  # resuming, or the --init run's
     if tokenizer is None:
         tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
@@ -29,7 +29,7 @@ def run_tokenizer(job: Job, texts: Callable[[], Iterable[str]], key: str):
 
 
 def loop_metrics(result) -> dict:
-    """What the training loop measured (``zoo.train``'s result), reported by every task."""
+    """What the training loop measured (``zoo.plugin.train``'s result), reported by every task."""
     metrics = {"steps": result.steps, "best_step": result.best_step,
                "train_loss": result.train_loss, "tokens_per_s": result.tokens_per_s,
                "train_time": result.train_time}

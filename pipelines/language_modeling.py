@@ -69,7 +69,7 @@ class SplitTokens:
 
 
 def split_tokens(dataset, role: str, tokenizer, say=None) -> SplitTokens:
-    """Tokenized through the cached, batched ``Dataset.map`` of zoo.tokenized."""
+    """Tokenized through the cached, batched ``Dataset.map`` of zoo.data.encoded."""
     split = dataset.split(role)
     chars, size = split_size(split, dataset.text_column)
     return SplitTokens(split_ids(split, dataset.text_column, tokenizer, say=say), chars, size)

@@ -97,7 +97,7 @@ def has_rows(dataset) -> bool:
 
 def row_examples(dataset, split, tokenizer, block: int) -> Rows:
     """A rows dataset's contexts and targets, each row encoded on its own through the
-    cached, batched ``Dataset.map`` (zoo.row_ids) and padded by NumPy."""
+    cached, batched ``Dataset.map`` (zoo.plugin.row_ids) and padded by NumPy."""
     texts = row_texts(column_of(split, dataset.text_column))
     inputs, lengths = contexts(*row_ids(split, dataset.text_column, tokenizer), block,
                                tokenizer.pad_id, texts)

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zoo import registry
-from zoo.cli import main
+from zoo.core import registry
+from zoo.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -120,7 +120,7 @@ def mirror():
     """The dataset mirror the built-in catalogue names (registry.toml: mirrors); a test that
     loads shakespeare, emotion or rotten_tomatoes takes this fixture and is skipped, with the
     reason, where the mirror is absent (the Hub is not reachable from the test machines)."""
-    from zoo.catalogue import load_catalogue
+    from zoo.core.catalogue import load_catalogue
 
     folders = [Path(p) for p in os.environ.get("ZOO_DATASETS", "").split(os.pathsep) if p]
     folders += list(load_catalogue().mirrors)
@@ -134,11 +134,11 @@ def mirror():
 def kill_a_worker_held_at_a_checkpoint(monkeypatch, tmp_path, workers: int,
                                        deadline: float = 240.0):
     """Make every run of the coming sweep wait right after committing a checkpoint
-    (zoo.checkpoint.hold_for_a_test), and in the background, once `workers` processes wait
+    (zoo.train.checkpoints.hold_for_a_test), and in the background, once `workers` processes wait
     there (so each is mid-cell, with a checkpoint to resume from, and none can finish its
     cell first), SIGKILL one of them and let the others go on. Returns the thread and a
     list that receives the killed pid."""
-    from zoo.checkpoint import HOLD_VARIABLE
+    from zoo.train.checkpoints import HOLD_VARIABLE
 
     hold = tmp_path / "hold"
     hold.mkdir()

@@ -100,11 +100,11 @@ def test_classifier_run_and_predict_match_the_cli(reviews, tmp_path, monkeypatch
 def test_reloaded_runs_compute_on_the_device_zoo_run_picks(reviews, monkeypatch):
     """A run trained with --device auto (CUDA when present) is reloaded the same way, so its
     recorded figures and a reload's agree on any machine; --device asks for another."""
-    import zoo.engine
+    import zoo.train.torch_model
 
     run = zoo.run("encoder-char", str(reviews), steps=2, quiet=True, **TINY_ENCODER)
-    asked, pick = [], zoo.engine.pick_device
-    monkeypatch.setattr(zoo.engine, "pick_device", lambda device: asked.append(device) or pick(device))
+    asked, pick = [], zoo.train.torch_model.pick_device
+    monkeypatch.setattr(zoo.train.torch_model, "pick_device", lambda device: asked.append(device) or pick(device))
     zoo.load(run.id, device="cpu").evaluate(str(reviews), "train")
     ok("predict", run.id, "a good film")
     ok("predict", run.id, "a good film", "--device", "cpu")

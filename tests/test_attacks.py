@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from conftest import TINY_DECODER, run_cli
-from zoo import registry
-from zoo.store import Store
+from zoo.core import registry
+from zoo.records.store import Store
 
 
 def record(model, dataset, seed, value, **fields):
@@ -155,7 +155,7 @@ def test_output_dash_is_stdout_and_a_folder_is_refused(three_runs, isolated):
 
 
 def test_plot_output_follows_symlinks_and_streams_to_fifos(isolated):
-    from zoo.store import home
+    from zoo.records.store import home
 
     run_id = record("decoder-char", "text", 0, 2.0)
     (home() / run_id).mkdir(parents=True)
@@ -357,7 +357,7 @@ def trained_home(tmp_path_factory):
 @pytest.fixture
 def trained(trained_home, isolated):
     """(ZOO_HOME, {"lm": run id, "cls": run id}) for this test, a fresh copy."""
-    from zoo.store import home
+    from zoo.records.store import home
 
     source, runs = trained_home
     shutil.copytree(source, home())
@@ -374,7 +374,7 @@ def only_line(result) -> str:
 # -- store failures ----------------------------------------------------------------------
 @pytest.mark.parametrize("seed", ["18446744073709551616", "-5", "4294967296"])
 def test_a_seed_out_of_range_is_exit_2_before_anything_is_written(isolated, tiny_text, seed):
-    from zoo.store import home
+    from zoo.records.store import home
 
     result = run_cli("run", "decoder-char", tiny_text, "--steps", "1", "--seed", seed)
     assert result.code == 2, result
@@ -386,7 +386,7 @@ def test_a_seed_out_of_range_is_exit_2_before_anything_is_written(isolated, tiny
 
 def test_the_python_api_checks_the_seed_too(isolated, tiny_text):
     from zoo.errors import ZooError
-    from zoo.plan import plan_run
+    from zoo.core.plan import plan_run
 
     with pytest.raises(ZooError, match="seed must be a whole number"):
         plan_run("decoder-char", str(tiny_text), seed=2**64)
@@ -394,7 +394,7 @@ def test_the_python_api_checks_the_seed_too(isolated, tiny_text):
 
 def test_a_failed_store_insert_leaves_no_run_folder(isolated, tiny_text, monkeypatch):
     from zoo.errors import ZooError
-    from zoo.store import Store as RealStore, home
+    from zoo.records.store import Store as RealStore, home
 
     def failing_insert(self, run_id, **fields):
         raise ZooError(f"cannot write the results store {self.path}: disk I/O error")
@@ -409,12 +409,12 @@ def test_a_read_only_store_is_exit_2_naming_it_and_leaves_no_folder(isolated, ti
                                                                     monkeypatch):
     """As root, permissions cannot make zoo.db read-only, so the check that sees a read-only
     file or folder is made to see one; SQLite itself then opens the file read-only."""
-    import zoo.store
-    from zoo.store import home
+    import zoo.records.store
+    from zoo.records.store import home
 
     with Store():
         pass  # the store exists
-    monkeypatch.setattr(zoo.store, "_not_writable", lambda path: True)
+    monkeypatch.setattr(zoo.records.store, "_not_writable", lambda path: True)
     result = run_cli("run", "decoder-char", tiny_text, "--steps", "1", "--quiet", *TINY_DECODER)
     assert result.code == 2, result
     line = only_line(result)
@@ -426,7 +426,7 @@ def test_sqlite_refusing_a_write_is_exit_2_naming_the_store(isolated):
     import sqlite3
 
     from zoo.errors import ZooError
-    from zoo.store import home
+    from zoo.records.store import home
 
     with Store():
         pass
@@ -524,8 +524,8 @@ SHAPE = {"n_layer": 2, "n_head": 2, "n_embd": 64, "block_size": 16}
 def test_the_memory_estimate_is_near_the_built_models_parameter_count(architecture, settings):
     """The estimate zoo checks against this machine's memory before a run (bounds.py) is
     within 10% of the built model's parameter count, whatever its feed-forward width."""
-    from zoo.bounds import estimated_parameters
-    from zoo.model import TaskSpec
+    from zoo.core.bounds import estimated_parameters
+    from zoo.train.model import TaskSpec
 
     if architecture in ("gpt2", "bert"):
         pytest.importorskip("transformers")
@@ -615,7 +615,7 @@ def test_garbage_metrics_jsonl_is_exit_2_naming_it(trained, content, says):
 
 
 def test_a_line_cut_short_by_a_crash_is_left_out_of_the_curve(trained):
-    from zoo.runfiles import read_curve
+    from zoo.records.folder import read_curve
 
     home, runs = trained
     path = home / runs["lm"] / "metrics.jsonl"
@@ -664,14 +664,14 @@ def test_a_read_only_home_can_be_browsed(trained, monkeypatch, isolated):
     """An archived store (read-only folder and zoo.db): runs, show, compare, generate and
     predict work, reading it with SQLite's read-only mode; nothing is written. As root,
     permissions do not stop writes, so the check that sees them is made to see them."""
-    import zoo.store
+    import zoo.records.store
 
     home, runs = trained
     if os.geteuid() != 0:
         for path in [home / "zoo.db", home]:
             path.chmod(0o555)
     else:
-        monkeypatch.setattr(zoo.store, "_not_writable", lambda path: path.is_file())
+        monkeypatch.setattr(zoo.records.store, "_not_writable", lambda path: path.is_file())
     before = {p: p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
     try:
         for command in (["runs"], ["show", runs["lm"]], ["compare", "--by", "model"],
@@ -707,9 +707,9 @@ def test_a_time_budget_too_small_for_a_step_still_trains_one(isolated, tiny_text
 def test_an_unknown_hub_id_without_network_fails_fast_with_one_line(isolated, monkeypatch):
     import time
 
-    import zoo.data
+    import zoo.data.datasets
 
-    monkeypatch.setattr(zoo.data, "hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(zoo.data.datasets, "hub_reachable", lambda timeout=3.0: False)
     start = time.perf_counter()
     result = run_cli("run", "decoder-char", "nobody/nothing-here", "--steps", "1")
     assert time.perf_counter() - start < 15  # not 25 s of retries

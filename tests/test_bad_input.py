@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import TINY_DECODER, run_cli
-from zoo import registry
-from zoo.store import Store
+from zoo.core import registry
+from zoo.records.store import Store
 
 GOOD = [f"line {i}: the quick brown fox jumps over the lazy dog." for i in range(60)]
 TINY = [*TINY_DECODER, "--set", "sample_tokens=5"]
@@ -190,9 +190,9 @@ CASES = [
          rows(("2026-d", "diverged"))),
     Case("resume-without-config", ["resume", "2026-i"], ("has no config.json",), rows(("2026-i", "interrupted"))),
     # -- plugins that register garbage ---------------------------------------------------
-    Case("plugin-not-a-class", ["list"], ("junk", "not a subclass of zoo.tokenizer.Tokenizer"),
+    Case("plugin-not-a-class", ["list"], ("junk", "not a subclass of zoo.data.tokenizer.Tokenizer"),
          plugin("p_notclass", "@hookimpl\ndef register_tokenizers(register):\n    register('junk', 42)\n")),
-    Case("plugin-function-as-tokenizer", ["list"], ("not a subclass of zoo.tokenizer.Tokenizer",),
+    Case("plugin-function-as-tokenizer", ["list"], ("not a subclass of zoo.data.tokenizer.Tokenizer",),
          plugin("p_func", "@hookimpl\ndef register_tokenizers(register):\n    register('junk', len)\n")),
     Case("plugin-wrong-build-signature", ["list"], ("must be build(config, spec)", "(config)"),
          plugin("p_sig", "@hookimpl\ndef register_architectures(register):\n"
@@ -279,7 +279,7 @@ values = st.one_of(texts, st.integers().map(str), st.floats(allow_nan=True).map(
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(texts, st.builds(lambda k, v: f"{k}={v}", st.sampled_from(KEYS) | texts, values)))
 def test_set_parsing_never_crashes(text):
-    from zoo.config import build_config, parse_assignment, split_overrides
+    from zoo.core.config import build_config, parse_assignment, split_overrides
     from zoo.errors import ZooError
 
     try:
@@ -302,14 +302,14 @@ def test_set_parsing_never_crashes(text):
 
 @given(st.integers(min_value=1, max_value=10**30))
 def test_set_integers_round_trip(number):
-    from zoo.config import split_overrides
+    from zoo.core.config import split_overrides
 
     assert split_overrides({"steps": str(number)}, sections())["train"]["steps"] == number
 
 
 @given(st.floats(min_value=1e-300, max_value=1e300))
 def test_set_floats_round_trip(number):
-    from zoo.config import split_overrides
+    from zoo.core.config import split_overrides
 
     assert split_overrides({"lr": repr(number)}, sections())["train"]["lr"] == number
 
@@ -360,7 +360,7 @@ def to_toml(data: dict) -> str:
 @example({"mirrors": ["\x00"]})
 @example({"models": {"m": {"architecture": "decoder", "tokenizer": "char", "set": {"lr": math.inf}}}})
 def test_registry_toml_documents_load_or_fail_with_one_line(tmp_path, document):
-    from zoo.catalogue import Catalogue, merge_file
+    from zoo.core.catalogue import Catalogue, merge_file
     from zoo.errors import ZooError
 
     path = tmp_path / "registry.toml"
@@ -382,7 +382,7 @@ def test_registry_toml_documents_load_or_fail_with_one_line(tmp_path, document):
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.one_of(st.binary(max_size=200), st.text(max_size=200).map(str.encode)))
 def test_registry_toml_of_any_bytes_loads_or_fails_with_one_line(tmp_path, data):
-    from zoo.catalogue import Catalogue, merge_file
+    from zoo.core.catalogue import Catalogue, merge_file
     from zoo.errors import ZooError
 
     path = tmp_path / "registry.toml"

@@ -6,9 +6,11 @@ import json
 import numpy as np
 import pytest
 
-from zoo import checkpoint, trainer
-from zoo.job import Job, RunFolder, TrainConfig
-from zoo.store import home
+from zoo.train import checkpoints
+
+from zoo.train import loop as trainer
+from zoo.train.job import Job, RunFolder, TrainConfig
+from zoo.records.store import home
 from conftest import TINY_DECODER, run_cli
 
 
@@ -62,8 +64,8 @@ def fit(job, model):
 
 def stopped_after_checkpoint(job, monkeypatch, step: int):
     """Train ``job`` until Ctrl-C stops it right after its checkpoint at ``step``; that
-    checkpoint."""
-    original = checkpoint.Checkpointer.save
+    checkpoints."""
+    original = checkpoints.Checkpointer.save
 
     def save_then_stop(self, elapsed):
         original(self, elapsed)
@@ -71,10 +73,10 @@ def stopped_after_checkpoint(job, monkeypatch, step: int):
             raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(checkpoint.Checkpointer, "save", save_then_stop)
+        patch.setattr(checkpoints.Checkpointer, "save", save_then_stop)
         with pytest.raises(KeyboardInterrupt):
             fit(job, Counter())
-    return checkpoint.latest(job.run.path)
+    return checkpoints.latest(job.run.path)
 
 
 def test_keep_best_restores_the_best_weights_and_the_curve_shows_everything(tmp_path):
@@ -102,7 +104,7 @@ def test_patience_stops_after_that_many_validations_without_improvement(tmp_path
 
 def test_a_run_resumed_after_patience_ran_out_stops_at_once(tmp_path, monkeypatch):
     """Killed right after the checkpoint of the validation that spent the patience: the
-    resumed loop must not train on, and must report the best weights from the checkpoint."""
+    resumed loop must not train on, and must report the best weights from the checkpoints."""
     job = make_job(tmp_path, patience=2, checkpoint_every=1)
     job.resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
     assert job.resume_from.step == 8

@@ -5,9 +5,10 @@ import os
 import pytest
 
 from conftest import REPO, run_cli
-from zoo import data, registry
-from zoo.catalogue import load_catalogue
-from zoo.config import coerce, split_overrides
+from zoo.data import datasets as data
+from zoo.core import registry
+from zoo.core.catalogue import load_catalogue
+from zoo.core.config import coerce, split_overrides
 from zoo.errors import ZooError
 from zoo.plugins.decoder import DecoderConfig
 
@@ -89,7 +90,7 @@ def test_unknown_names_get_exit_2_and_a_suggestion(tiny_text):
 
 
 def test_unexpected_failures_exit_1_with_a_short_message(monkeypatch):
-    from zoo import listing
+    from zoo.cli import listing
 
     monkeypatch.setattr(listing, "rows", lambda *a: 1 / 0)
     result = run_cli("list")
@@ -102,7 +103,7 @@ def test_help_and_version():
     import contextlib
     import io
 
-    from zoo.cli import main
+    from zoo.cli.main import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exit_info:
@@ -180,8 +181,8 @@ def test_missing_dataset_path_is_a_clear_error():
 
 def test_every_built_in_preset_plans_on_a_dataset_of_its_task():
     """Preset values are checked against the config dataclasses when a run is planned."""
-    from zoo.registry import get_zoo
-    from zoo.plan import plan_run
+    from zoo.core.registry import get_zoo
+    from zoo.core.plan import plan_run
 
     zoo = get_zoo()
     by_task = {"language-modeling": "shakespeare", "classification": "rotten_tomatoes",

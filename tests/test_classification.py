@@ -42,7 +42,7 @@ def tiny_run(model, dataset, *extra, steps=12):
 def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, classes: int = 3):
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
 
     torch.manual_seed(0)
     if arch == "encoder":
@@ -172,10 +172,10 @@ def test_train_show_predict_and_evaluate_round_trip(reviews):
     assert "test_confusion_matrix (rows: true, columns: predicted):" in shown.out
 
     # predictions from the saved run reproduce the recorded test accuracy
-    from zoo import data
+    from zoo.data import datasets as data
     from zoo.pipelines.classification import evaluate, predict
-    from zoo.registry import get_zoo
-    from zoo.trained import load_trained
+    from zoo.core.registry import get_zoo
+    from zoo.records.reload import load_trained
 
     trained = load_trained(summary["run_id"])
     dataset = data.load(data.resolve(str(reviews), get_zoo()), get_zoo())
@@ -222,10 +222,10 @@ def test_the_decoder_classifies_through_the_pipeline(reviews):
 
 # -- which task runs -------------------------------------------------------------------
 def test_every_cell_of_the_matrix_plans_the_task_it_shows():
-    from zoo import listing
+    from zoo.cli import listing
     from zoo.errors import ZooError
-    from zoo.registry import get_zoo
-    from zoo.plan import plan_run
+    from zoo.core.registry import get_zoo
+    from zoo.core.plan import plan_run
 
     zoo = get_zoo()
     table = listing.matrix(zoo)
@@ -257,7 +257,7 @@ def test_matrix_is_printed_and_forcing_a_missing_head_exits_2():
 def oddity():
     """An architecture for a task no dataset serves, registered in-process and removed after."""
     from zoo.hookspecs import hookimpl
-    from zoo.registry import PluginInfo, get_zoo
+    from zoo.core.registry import PluginInfo, get_zoo
 
     class Oddity:
         @hookimpl
@@ -294,7 +294,7 @@ def test_a_labelled_file_is_classified_and_an_unlabelled_one_is_not(reviews, tmp
     assert tiny_run("encoder-char", reviews, steps=2)["task"] == "classification"
     plain = tmp_path / "plain.csv"
     plain.write_text("text,stars\n" + "".join(f"review {i},{i % 5}\n" for i in range(60)))
-    from zoo.plan import plan_run
+    from zoo.core.plan import plan_run
 
     assert plan_run("decoder-char", str(plain)).task == "language-modeling"
 

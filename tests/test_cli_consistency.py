@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import TINY_DECODER, run_cli
-from zoo import listing
+from zoo.cli import listing
 
 
 def test_debug_is_accepted_after_the_subcommand_and_shows_the_traceback(monkeypatch):

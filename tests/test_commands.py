@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import run_cli, run_python
-from zoo import registry
-from zoo.cli import main
+from zoo.core import registry
+from zoo.cli.main import main
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
 from zoo.tasks import Metric, Task
@@ -126,7 +126,7 @@ def test_a_bad_command_registration_sets_the_plugin_aside(call, problem):
 def test_the_numpy_plugin_adds_verify_and_help_imports_no_torch():
     zoo = registry.build_zoo(entry_points=False)
     assert zoo.commands.get("verify").plugin == "numpy"
-    probe = ("import sys\nfrom zoo.cli import main\n"
+    probe = ("import sys\nfrom zoo.cli.main import main\n"
              "for argv in (['--help'], ['verify', '--help'], ['list']):\n"
              "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
              "print('torch' in sys.modules, 'numpy' in sys.modules)")
@@ -155,7 +155,7 @@ class Silent:
 
 
 def declared(name: str) -> Task:
-    return Task(name, loss="zoo.losses:cross_entropy", output="logits [B, V]",
+    return Task(name, loss="zoo.train.losses:cross_entropy", output="logits [B, V]",
                 metrics=(Metric("loss", "lower"),), primary="loss", curve_metric="loss")
 
 
@@ -167,12 +167,12 @@ class Pipelines:
 
 
 def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):
-    import zoo.trained
+    import zoo.records.reload
 
     zoo_with(Pipelines())
     runs = {"e1": "echo-task", "s1": "silent-task"}
-    monkeypatch.setattr(zoo.trained, "load_trained",
-                        lambda run_id, device: SimpleNamespace(run_id=run_id, task=runs[run_id]))
+    monkeypatch.setattr(zoo.records.reload, "load_trained",
+                        lambda run_id, zoo=None, device="auto": SimpleNamespace(run_id=run_id, task=runs[run_id]))
     result = run_cli("generate", "e1", "--prompt", "go", "--tokens", "2", "--seed", "5")
     assert result.code == 0 and result.out == "go<e1:0:5><e1:1:5>\n", result
     silent = run_cli("generate", "s1")
@@ -183,9 +183,9 @@ def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):
 
 def test_only_the_program_tunes_the_garbage_collector():
     """`zoo` as a program collects young objects less often and freezes the rest before it
-    exits (a short run's CPU time, benchmarks/RESULTS.md); main(argv) leaves the caller's
+    exits (it saves a short run CPU time); main(argv) leaves the caller's
     collector alone."""
-    probe = ("import gc, sys\nfrom zoo.cli import main\n"
+    probe = ("import gc, sys\nfrom zoo.cli.main import main\n"
              "main(['list'])\nprint('caller', gc.get_threshold()[0], gc.get_freeze_count())\n"
              "sys.argv = ['zoo', 'list']\nmain()\n"
              "print('program', gc.get_threshold()[0], gc.get_freeze_count() > 0)")

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from conftest import TINY_DECODER, run_cli
-from zoo.comparison import render, summarize
-from zoo.stats import t_quantile, welch_interval
-from zoo.store import Store
+from zoo.comparison.table import render, summarize
+from zoo.comparison.stats import t_quantile, welch_interval
+from zoo.records.store import Store
 
 LM = "language-modeling"
 
@@ -34,7 +34,7 @@ def record(model, dataset, seed, metrics, *, task=LM, steps=100, status="finishe
 
 
 def loaded():
-    from zoo.comparison import load_runs
+    from zoo.comparison.table import load_runs
 
     return load_runs()
 
@@ -111,7 +111,7 @@ def test_text_table_marks_best_and_significance():
     ("classification", "steps", None), ("classification", "val_bpc", None),
     ("a-task-nobody-registers", "test_mse", None)])
 def test_direction_comes_from_the_task_registration(task, metric, better):
-    from zoo.comparison import direction
+    from zoo.comparison.table import direction
 
     assert direction(metric, task) == better
 
@@ -244,8 +244,8 @@ def test_python_api_returns_the_cells():
 
 
 def test_plot_overlays_curves_from_metrics_jsonl(isolated):
-    from zoo.job import RunFolder
-    from zoo.store import home
+    from zoo.train.job import RunFolder
+    from zoo.records.store import home
 
     run_id = record("base-char", "text", 0, {"val_bpc": 1.0})
     folder = RunFolder(home() / run_id)
@@ -270,7 +270,7 @@ def tiny_run(path, *extra, seed=0):
 
 
 def test_eval_rows_show_and_compare(tiny_text, mirror):
-    from zoo.store import home
+    from zoo.records.store import home
 
     summary = tiny_run(tiny_text)
     run_id = summary["run_id"]
@@ -310,8 +310,8 @@ def test_eval_rows_show_and_compare(tiny_text, mirror):
 
 
 def test_reproduce_matches_exactly(tiny_text, monkeypatch):
-    from zoo import plots
-    from zoo.store import home
+    from zoo.comparison import plots
+    from zoo.records.store import home
 
     summary = tiny_run(tiny_text, seed=2)
 
@@ -343,7 +343,7 @@ def summary_hash(run_id):
 
 
 def test_reproduce_compares_every_metric_but_timing_exactly():
-    from zoo.reproduce import compare_metrics
+    from zoo.records.reproduce import compare_metrics
 
     lines = {line["metric"]: line for line in compare_metrics(
         {"val_bpc": 1.5, "steps": 10, "tokens_per_s": 900.0, "train_time": 2.0, "nan": math.nan},
@@ -354,7 +354,7 @@ def test_reproduce_compares_every_metric_but_timing_exactly():
 
 
 def test_eval_metrics_are_found_under_their_split_prefix():
-    from zoo.comparison import eval_names, eval_value
+    from zoo.comparison.table import eval_names, eval_value
 
     assert eval_names("bpc", "validation") == ["val_bpc", "validation_bpc", "bpc"]
     assert eval_value({"heldout_accuracy": 0.5, "heldout_accuracy_periodic": 0.7}, "accuracy",
@@ -387,7 +387,7 @@ def test_eval_of_a_next_item_run_lines_up_with_its_primary_metric(tiny_text):
     run_id = json.loads(result.out)["run_id"]
     evaluation = run_cli("eval", run_id, tiny_text, "--json")
     assert evaluation.code == 0, evaluation
-    from zoo.comparison import eval_value
+    from zoo.comparison.table import eval_value
 
     accuracy = eval_value(json.loads(evaluation.out)["metrics"], "accuracy", "test")
     assert 0 <= accuracy <= 1

@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 from conftest import TINY_DECODER, run_cli
-from zoo.plan import plan_run
+from zoo.core.plan import plan_run
 
 
 def train_config(model, dataset, **overrides):

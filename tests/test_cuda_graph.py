@@ -12,11 +12,12 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 
 def tiny_decoder(device: str, cuda_graph: bool, dropout: float = 0.0):
-    from zoo.engine import TorchModel
-    from zoo.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build
-    from zoo.registry import get_task, task_loss
+    from zoo.core.registry import task_loss
+    from zoo.core.names import get_task
 
     torch.manual_seed(0)
     cfg = DecoderConfig(n_layer=2, n_head=2, n_embd=32, block_size=16, dropout=dropout)
@@ -54,7 +55,7 @@ def test_graphed_steps_train_as_eager_steps_do():
 
 @needs_cuda
 def test_a_non_finite_graphed_step_leaves_the_weights_alone():
-    from zoo.model import NonFiniteError
+    from zoo.train.model import NonFiniteError
 
     model = tiny_decoder("cuda", True)
     for x, y in batches(5):  # warm-up and capture

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import pytest
 
 from conftest import run_cli
-from zoo import registry
+from zoo.core import registry
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
-from zoo.plan import config_hash, plan_from_record, plan_run
-from zoo.store import home
+from zoo.core.plan import config_hash, plan_from_record, plan_run
+from zoo.records.store import home
 
 LOADED = []  # the configs the loader was called with
 

@@ -7,10 +7,10 @@ import pytest
 
 from conftest import TINY_DECODER, run_cli
 
-from zoo import registry
+from zoo.core import registry
 from zoo.plugins.digits import data as digits_data
 from zoo.plugins.digits.data import DigitsDataConfig
-from zoo.store import Store
+from zoo.records.store import Store
 
 SMALL = dict(train_size=300, validation_size=60, test_size=60, heldout_size=60)
 
@@ -117,7 +117,7 @@ def test_ambiguous_or_bad_configs_fail_with_one_line(tmp_path, cli, monkeypatch)
 def test_digits_model_reads_the_last_real_position_whatever_the_padding(positions):
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
     from zoo.plugins.digits.model import build
 
@@ -143,7 +143,7 @@ def test_positions_from_the_end_give_the_last_items_fixed_positions():
     position 1, however long the context and however much padding follows."""
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
     from zoo.plugins.digits.model import build
 
@@ -188,10 +188,10 @@ def test_tiny_model_learns_one_progression_family_exactly(tmp_path):
 
 
 def test_evaluate_on_a_reloaded_run_matches_the_recorded_metrics(tmp_path):
-    from zoo import data
+    from zoo.data import datasets as data
     from zoo.pipelines.next_item import evaluate
-    from zoo.registry import get_zoo
-    from zoo.trained import load_trained
+    from zoo.core.registry import get_zoo
+    from zoo.records.reload import load_trained
 
     catalogue(tmp_path, "mixed", **SMALL)
     result = run_cli("run", "digits-char", "mixed", "--json", "--steps", 8, *TINY_DIGITS)
@@ -258,7 +258,7 @@ def test_empty_context_is_a_clear_error(tmp_path):
 
 
 def test_catalogue_names_the_digits_dataset_and_preset(cli):
-    from zoo.plan import plan_run
+    from zoo.core.plan import plan_run
 
     listed = cli("list", "datasets", "--json")
     digits = next(row for row in json.loads(listed.out) if row["name"] == "digits")

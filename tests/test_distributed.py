@@ -64,7 +64,7 @@ def test_two_processes_train_one_run_with_identical_weights(tiny_text, tmp_path)
 def test_single_process_run_sets_up_no_process_group(tiny_text):
     import torch.distributed as dist
 
-    from zoo import distributed
+    from zoo.train import distributed
 
     result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", *TINY_DECODER)
     assert result.code == 0, result
@@ -75,7 +75,7 @@ def test_single_process_run_sets_up_no_process_group(tiny_text):
 
 
 def distributed_home():
-    from zoo.store import home
+    from zoo.records.store import home
 
     return home()
 
@@ -94,8 +94,8 @@ def test_the_logged_train_loss_is_the_mean_over_ranks(monkeypatch):
     import torch
     import torch.distributed as dist
 
-    from zoo import distributed
-    from zoo.engine import TorchModel
+    from zoo.train import distributed
+    from zoo.train.torch_model import TorchModel
 
     def all_reduce_with_another_rank(tensor, *args, **kwargs):
         tensor += 3.0  # rank 1's loss, summed in place as gloo's SUM does
@@ -109,7 +109,9 @@ def test_the_logged_train_loss_is_the_mean_over_ranks(monkeypatch):
 def test_the_token_count_covers_every_rank(tmp_path, monkeypatch):
     import numpy as np
 
-    from zoo import distributed, trainer
+    from zoo.train import distributed
+
+    from zoo.train import loop
     from test_best_weights import Counter, make_job
 
     class TwoRankCounter(Counter):
@@ -121,7 +123,7 @@ def test_the_token_count_covers_every_rank(tmp_path, monkeypatch):
     job = make_job(tmp_path, steps=5)
 
     def batch(rng):
-        return trainer.Batch(np.zeros((1, 1)), np.zeros(1), tokens=7)
+        return loop.Batch(np.zeros((1, 1)), np.zeros(1), tokens=7)
 
-    result = trainer.train(job, TwoRankCounter(), batch)
+    result = loop.train(job, TwoRankCounter(), batch)
     assert result.steps == 5 and result.tokens == 5 * 7 * 2  # both ranks' batches

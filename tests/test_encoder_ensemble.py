@@ -12,7 +12,7 @@ VOCAB, CLASSES = 50, 3
 def build(**settings):
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.encoder import EncoderConfig
     from zoo.plugins.encoder.model import build as build_encoder
 
@@ -35,7 +35,7 @@ def test_cross_entropy_scores_every_member_against_the_same_target():
     import torch
     import torch.nn.functional as F
 
-    from zoo.losses import cross_entropy
+    from zoo.train.losses import cross_entropy
 
     logits = torch.randn(4, 3, 5)  # [B, M, C]
     targets = torch.tensor([0, 4, 2, 1])
@@ -48,7 +48,7 @@ def test_cross_entropy_scores_every_member_against_the_same_target():
 def test_each_member_learns_as_if_alone():
     """The gradient reaching member m is the gradient it would get trained alone on the batch
     (divided by the number of members, which Adam's step does not see)."""
-    from zoo.losses import cross_entropy
+    from zoo.train.losses import cross_entropy
 
     ensemble, _ = build(members=2, bag_dim=8, bag_buckets=13)
     ids, mask, y = batch()
@@ -89,8 +89,8 @@ def test_bag_member_takes_steps_scale_times_larger():
     network's weights move bag_lr_scale times the learning rate."""
     import torch
 
-    from zoo.losses import cross_entropy
-    from zoo.model import TaskSpec
+    from zoo.train.losses import cross_entropy
+    from zoo.train.model import TaskSpec
     from zoo.plugins.fasttext import FastTextConfig
     from zoo.plugins.fasttext.model import FastText
 
@@ -146,7 +146,7 @@ def test_the_default_classifier_preset_trains_an_ensemble_end_to_end(tmp_path, o
     assert result.code == 0, result
     run = json.loads(result.out)
     assert run["tokenizer"] == "wordpunct" and run["architecture"] == "encoder"
-    from zoo.trained import load_trained
+    from zoo.records.reload import load_trained
 
     names = load_trained(run["run_id"]).model.state_dict()
     assert {name.split(".")[0] for name in names} == {"members", "nb", "weights"}
@@ -231,7 +231,7 @@ def test_the_pipeline_shows_the_naive_bayes_member_the_training_split(tmp_path, 
                        for part in ("--set", setting)])
     assert result.code == 0, result
     run = json.loads(result.out)
-    from zoo.trained import load_trained
+    from zoo.records.reload import load_trained
 
     state = load_trained(run["run_id"]).model.state_dict()
     if fitted:

@@ -11,14 +11,14 @@ from conftest import TINY_DECODER, run_cli
 def test_precision_auto_on_cpu_follows_native_bf16_and_fp16_needs_cuda(monkeypatch):
     import torch
 
-    from zoo import engine
-    from zoo.engine import resolve_precision
+    from zoo.train import torch_model
+    from zoo.train.torch_model import resolve_precision
     from zoo.errors import ZooError
 
     cpu = torch.device("cpu")
-    monkeypatch.setattr(engine, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(torch_model, "cpu_has_native_bf16", lambda: False)
     assert resolve_precision("auto", cpu) == "fp32"
-    monkeypatch.setattr(engine, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(torch_model, "cpu_has_native_bf16", lambda: True)
     assert resolve_precision("auto", cpu) == "bf16"
     assert resolve_precision("fp32", cpu) == "fp32"
     assert resolve_precision("bf16", cpu) == "bf16"
@@ -69,7 +69,7 @@ def test_evaluate_sums_the_loss_of_every_window():
 
 
 def test_reloaded_run_evaluates_at_its_training_precision(tiny_text):
-    from zoo.trained import load_trained
+    from zoo.records.reload import load_trained
 
     result = run_cli("run", "decoder-char", tiny_text, "--steps", 3, "--json",
                      "--set", "precision=fp32", *TINY_DECODER)
@@ -109,7 +109,7 @@ def test_adamw_betas_are_training_settings(tiny_text):
                      "--set", "beta2=0.99", *TINY_DECODER)
     assert result.code == 0, result
     run_id = json.loads(result.out)["run_id"]
-    from zoo.store import home
+    from zoo.records.store import home
 
     config = json.loads((home() / run_id / "config.json").read_text())
     assert config["configs"]["train"]["beta2"] == 0.99
@@ -118,7 +118,7 @@ def test_adamw_betas_are_training_settings(tiny_text):
 
 
 def test_the_trainer_hands_the_betas_to_the_optimizer(tiny_text, monkeypatch):
-    from zoo.engine import TorchModel
+    from zoo.train.torch_model import TorchModel
 
     seen = []
     original = TorchModel.configure_optimizer
@@ -137,7 +137,7 @@ def test_the_trainer_hands_the_betas_to_the_optimizer(tiny_text, monkeypatch):
 def test_tokens_per_s_leaves_out_the_validation_estimates():
     import time
 
-    from zoo.trainer import TrainResult, _validate
+    from zoo.train.loop import TrainResult, _validate
 
     result = TrainResult(tokens=1000, train_time=3.0)
     _validate(lambda: (time.sleep(0.2), {"val_loss": 1.0})[1], result, None, True, None)
@@ -153,7 +153,7 @@ def test_bf16_detection_agrees_with_the_cpu_flags_of_this_machine():
 
     import torch
 
-    from zoo import engine
+    from zoo.train import torch_model
 
     cpuinfo = Path("/proc/cpuinfo")
     if not cpuinfo.is_file():
@@ -164,5 +164,5 @@ def test_bf16_detection_agrees_with_the_cpu_flags_of_this_machine():
             flags |= set(line.partition(":")[2].split())
     native = bool(flags & {"avx512_bf16", "amx_tile", "amx_bf16"})
     print(f"CPU bf16 flags: {sorted(flags & {'avx512_bf16', 'amx_tile', 'amx_bf16'})}")
-    assert engine.cpu_has_native_bf16() == native
-    assert engine.resolve_precision("auto", torch.device("cpu")) == ("bf16" if native else "fp32")
+    assert torch_model.cpu_has_native_bf16() == native
+    assert torch_model.resolve_precision("auto", torch.device("cpu")) == ("bf16" if native else "fp32")

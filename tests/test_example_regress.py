@@ -16,8 +16,8 @@ import pytest
 
 from conftest import REPO, run_cli
 from test_reliability import Trial, assert_same_run, watch
-from zoo import registry
-from zoo.store import home
+from zoo.core import registry
+from zoo.records.store import home
 
 TINY = ["--set", "eval_interval=10"]
 

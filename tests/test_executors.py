@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from conftest import TINY_DECODER, kill_a_worker_held_at_a_checkpoint, run_cli, run_python
-from zoo.executors import ProcessExecutor, available_cores, make_executor
-from zoo.store import Store, home
-from zoo.sweeps import plan_sweep
+from zoo.sweeps.executors import ProcessExecutor, available_cores, make_executor
+from zoo.records.store import Store, home
+from zoo.sweeps.driver import plan_sweep
 
 TIMING = ("tokens_per_s", "train_time")
 
@@ -81,7 +81,7 @@ def test_digits_cells_have_the_same_metrics_with_jobs_2_as_with_all_threads_in_o
         monkeypatch, tmp_path):
     """The acceptance sweep's model (digits-char): --jobs 2 (one thread per worker) gives
     every cell exactly the metrics of a sequential sweep on all the cores' threads, because
-    nothing in its training sums in a thread-dependent order (zoo.layers
+    nothing in its training sums in a thread-dependent order (zoo.train.layers
     .ThreadInvariantLayerNorm; torch's fused LayerNorm in its place makes this fail)."""
     if available_cores() < 2:
         pytest.skip("needs 2 cores: on one, both sweeps run on one thread")
@@ -116,7 +116,7 @@ def test_ray_options_need_the_ray_executor(tiny_text):
 
 
 def test_list_and_sweep_help_import_neither_torch_nor_ray():
-    probe = ("import sys\nfrom zoo.cli import main\n"
+    probe = ("import sys\nfrom zoo.cli.main import main\n"
              "for argv in (['list'], ['sweep', '--help']):\n"
              "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
              "print('torch' in sys.modules, 'ray' in sys.modules)")
@@ -247,7 +247,7 @@ def register_architectures(register):
 
 def test_a_worker_runs_on_its_thread_count_with_the_programs_garbage_collector(
         isolated, tiny_text, monkeypatch):
-    from zoo.gc_tuning import YOUNG_GC_THRESHOLD
+    from zoo.core.process import YOUNG_GC_THRESHOLD
 
     (isolated / "p_probing.py").write_text(PROBING)
     (isolated / "registry.toml").write_text('[plugins]\nmodules = ["p_probing.py"]\n')

@@ -60,17 +60,17 @@ def test_decoder_logits_match_transformers_on_validation_windows(options, tiny_t
     import torch
     import transformers
 
-    from zoo import data
+    from zoo.data import datasets
     from zoo.pipelines.language_modeling import encode, split_text, windows
-    from zoo.registry import get_zoo
-    from zoo.trained import load_trained
+    from zoo.core.registry import get_zoo
+    from zoo.records.reload import load_trained
 
     run_id = trained_run("decoder-char", tiny_text, *options, steps=20)
     export(run_id, tmp_path / "out")
     hf = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "out").eval()
     assert type(hf).__name__ == "GPT2LMHeadModel"
     trained = load_trained(run_id, precision="fp32")
-    dataset = data.load(data.resolve(str(tiny_text), get_zoo()), get_zoo())
+    dataset = datasets.load(datasets.resolve(str(tiny_text), get_zoo()), get_zoo())
     inputs, _, _ = windows(encode(trained.tokenizer, split_text(dataset, "validation")), 32)
     ours = trained.model.logits(inputs)
     with torch.no_grad():
@@ -99,7 +99,7 @@ def test_transformers_runs_export_natively(tiny_text, tmp_path):
     import torch
     import transformers
 
-    from zoo.trained import load_trained
+    from zoo.records.reload import load_trained
 
     run_id = trained_run("llama-char", tiny_text, steps=5)
     export(run_id, tmp_path / "llama")

@@ -12,7 +12,7 @@ TINY = ["--set", "dim=8", "--set", "buckets=97", "--set", "batch_size=8",
 def build(ngrams=2, vocab=40):
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.fasttext import FastTextConfig
     from zoo.plugins.fasttext.model import build as build_fasttext
 

@@ -10,7 +10,7 @@ VOCAB, CLASSES = 40, 3
 
 
 def member(**settings):
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.encoder import EncoderConfig
     from zoo.plugins.encoder.naive_bayes import FittedNaiveBayes
 
@@ -85,7 +85,7 @@ def test_character_grams_carry_what_a_suffix_means_to_words_the_training_never_s
 def test_a_fitted_member_learns_nothing_in_training_and_is_saved_with_the_weights():
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.encoder import EncoderConfig
     from zoo.plugins.encoder.model import build
 

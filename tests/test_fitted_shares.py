@@ -76,7 +76,7 @@ def test_shares_stay_exact_tenths_under_bf16_autocast():
     evaluates on this CPU): bf16 would store 0.1 as 0.10009766."""
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.encoder import EncoderConfig
     from zoo.plugins.encoder.model import build
 
@@ -102,7 +102,7 @@ def test_calibrate_fits_on_each_text_in_its_own_row_whatever_the_padding():
     padded to any width."""
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.encoder import EncoderConfig
     from zoo.plugins.encoder.model import build
     from zoo.plugins.encoder.shares import fit_shares

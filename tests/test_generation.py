@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from conftest import TINY_DECODER, run_cli
-from zoo.engine import TorchModel
-from zoo.model import TaskSpec
+from zoo.train.torch_model import TorchModel
+from zoo.train.model import TaskSpec
 from zoo.pipelines.language_modeling import Contexts, generate, generate_batch
 from zoo.plugins.decoder import DecoderConfig
 from zoo.plugins.decoder.model import build as build_torch

@@ -37,8 +37,8 @@ def labelled(tmp_path):
 
 
 def test_a_language_models_body_starts_a_classifier(pretrained_decoder, labelled):
-    from zoo.store import home
-    from zoo.trained import load_trained
+    from zoo.records.reload import load_trained
+    from zoo.records.store import home
 
     source = pretrained_decoder["run_id"]
     tuned = run_json("decoder-char", labelled, "--init", source, "--steps", 4, *TINY,
@@ -60,7 +60,7 @@ def test_a_language_models_body_starts_a_classifier(pretrained_decoder, labelled
 
 def test_the_source_is_part_of_the_config_hash_and_reproduce_follows_it(pretrained_decoder,
                                                                           labelled):
-    from zoo.store import Store
+    from zoo.records.store import Store
 
     source = pretrained_decoder["run_id"]
     plain = run_json("decoder-char", labelled, "--steps", 4, *TINY)
@@ -82,7 +82,7 @@ def test_the_source_is_part_of_the_config_hash_and_reproduce_follows_it(pretrain
 
 
 def test_nothing_matching_or_a_removed_source_is_one_line(pretrained_decoder, labelled, tiny_text):
-    from zoo.store import home
+    from zoo.records.store import home
 
     source = pretrained_decoder["run_id"]
     other_size = run_cli("run", "decoder-char", labelled, "--init", source, "--steps", 2,

@@ -39,13 +39,13 @@ def test_same_seed_same_metrics(tiny_text):
 
 def test_reloaded_weights_give_the_same_validation_loss(tiny_text):
     from zoo.pipelines.language_modeling import SplitTokens, evaluate, split_metrics, split_text
-    from zoo.registry import get_zoo
-    from zoo.trained import load_trained
-    from zoo import data
+    from zoo.core.registry import get_zoo
+    from zoo.records.reload import load_trained
+    from zoo.data import datasets
 
     summary = tiny_run(tiny_text)
     trained = load_trained(summary["run_id"])
-    dataset = data.load(data.resolve(str(tiny_text), get_zoo()), get_zoo())
+    dataset = datasets.load(datasets.resolve(str(tiny_text), get_zoo()), get_zoo())
     tokens = SplitTokens.from_text(trained.tokenizer, split_text(dataset, "validation"))
     nll, count = evaluate(trained.model, tokens.ids, trained.block_size, 64)
     assert split_metrics("val", nll, count, tokens)["val_loss"] == pytest.approx(
@@ -75,7 +75,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_readable(tiny_text
     import sys
     import time
 
-    from zoo.store import Store
+    from zoo.records.store import Store
 
     home = tmp_path / "runs"
     env = {**os.environ, "ZOO_HOME": str(home)}
@@ -102,7 +102,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_readable(tiny_text
 def test_a_time_budget_ends_training_within_it_validation_included(tiny_text, monkeypatch):
     """On a fake clock (the machine's load cannot move it): each step costs 10 ms, each
     validation estimate 500 ms, and the budget is 3 s."""
-    from zoo import trainer
+    from zoo.train import loop
     from zoo.pipelines import language_modeling
 
     class FakeClock:
@@ -113,7 +113,7 @@ def test_a_time_budget_ends_training_within_it_validation_included(tiny_text, mo
             return self.now
 
     clock = FakeClock()
-    monkeypatch.setattr(trainer, "time", clock)
+    monkeypatch.setattr(loop, "time", clock)
     real_estimate = language_modeling.estimate
 
     def estimate(*args):  # a validation estimate that takes a noticeable share of the budget

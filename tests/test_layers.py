@@ -1,4 +1,4 @@
-"""zoo.layers, the torch layers the built-in architectures share: the attention precision
+"""zoo.train.layers, the torch layers the built-in architectures share: the attention precision
 rule, and the parameter names every saved run depends on."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from zoo import layers
-from zoo.model import TaskSpec
+from zoo.train import layers
+from zoo.train.model import TaskSpec
 from zoo.plugins.decoder import DecoderConfig
 from zoo.plugins.decoder.model import build as build_decoder
 from zoo.plugins.digits import DigitsConfig

@@ -13,7 +13,7 @@ TINY = ["--set", "n_embd=16", "--set", "hidden=8", "--set", "batch_size=8", "--s
 def build(**settings):
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.lstm import LSTMConfig
     from zoo.plugins.lstm.model import build as build_lstm
 
@@ -47,7 +47,7 @@ def test_word_order_is_learned(negated_reviews):
 def test_lstm_members_join_the_ensemble_and_share_the_encoders_part():
     import torch
 
-    from zoo.model import TaskSpec
+    from zoo.train.model import TaskSpec
     from zoo.plugins.encoder import EncoderConfig
     from zoo.plugins.encoder.model import build as build_encoder
     from zoo.plugins.lstm.model import BiLSTM

@@ -35,7 +35,7 @@ def labelled(tmp_path):
 def test_bert_corruption_chooses_15_percent_and_masks_80_10_10():
     from zoo.pipelines.masked_language_modeling import Framing
 
-    from zoo.model import IGNORE_INDEX
+    from zoo.plugin import IGNORE_INDEX
 
     framing = Framing(before=(2,), after=(3,), mask_id=4, vocab_size=1000, rate=0.15)
     windows = np.random.default_rng(1).integers(10, 1000, size=(400, 100))
@@ -74,7 +74,7 @@ def test_pretrains_on_any_text_and_records_masked_accuracy(model, tiny_text, lab
 
 
 def test_a_classifier_starts_from_a_pretrained_encoder(labelled):
-    from zoo.store import home
+    from zoo.records.store import home
 
     pretrained = run_json("encoder-char", labelled, *MLM, "--steps", 6, *TINY)
     tuned = run_json("encoder-char", labelled, "--init", pretrained["run_id"], "--steps", 4, *TINY)
@@ -90,7 +90,7 @@ def test_sigkill_then_resume_is_bit_identical(tiny_text):
     uninterrupted (weights, metrics, curve)."""
     from test_reliability import Trial, assert_same_run, kill_points, reference_run, run_args, watch
 
-    from zoo.store import home
+    from zoo.records.store import home
 
     steps = 16
     tiny = TINY + MLM
@@ -111,8 +111,8 @@ def test_a_run_started_from_another_resumes_bit_identically(labelled, monkeypatc
     from conftest import press_ctrl_c
     from test_reliability import assert_same_run, reference_run, resume_continues, run_args
 
-    from zoo import checkpoint
-    from zoo.store import home
+    from zoo.records.store import home
+    from zoo.train import checkpoints as checkpoint
 
     source = run_json("encoder-char", labelled, *MLM, "--steps", 4, *TINY)["run_id"]
     tiny = TINY + ["--init", source]

@@ -19,16 +19,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import TINY_DECODER, run_cli
-from zoo.engine import TorchModel
-from zoo.losses import cross_entropy
+from zoo.train.torch_model import TorchModel
+from zoo.train.losses import cross_entropy
 from zoo.errors import ZooError
-from zoo.job import RunFolder
-from zoo.model import IGNORE_INDEX, TaskSpec
+from zoo.train.job import RunFolder
+from zoo.train.model import IGNORE_INDEX, TaskSpec
 from zoo.plugins.decoder import DecoderConfig
 from zoo.plugins.decoder.model import build as build_torch
 from zoo.plugins.numpy.model import NumpyDecoder, cross_entropy, parameter_shapes
 from zoo.plugins.numpy import NumpyConfig
-from zoo.safeload import load_safetensors
+from zoo.io import load_safetensors
 
 TASKS = ("language-modeling", "classification", "next-item")
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -287,8 +287,8 @@ def tiny_run(model, dataset, *extra, seed=0):
 
 
 def test_numpy_char_trains_through_the_pipeline_and_reloads_into_torch(tiny_text):
-    from zoo.trained import load_trained
-    from zoo.store import home
+    from zoo.records.reload import load_trained
+    from zoo.records.store import home
 
     summary = tiny_run("numpy-char", tiny_text)
     assert summary["status"] == "finished" and summary["architecture"] == "numpy"
@@ -308,8 +308,8 @@ def test_numpy_char_trains_through_the_pipeline_and_reloads_into_torch(tiny_text
 
 
 def test_numpy_and_torch_start_from_the_same_loss_and_both_learn(tiny_text):
-    from zoo.job import RunFolder
-    from zoo.store import home
+    from zoo.train.job import RunFolder
+    from zoo.records.store import home
 
     curves, vocab = {}, None
     for model in ("numpy-char", "decoder-char"):

@@ -21,7 +21,7 @@ def test_wheel_holds_namespaced_packages_and_the_catalogue(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
                     str(site), str(wheel)], check=True, capture_output=True)
     probe = ("import zoo, zoo.plugins.decoder, zoo.pipelines.language_modeling;"
-             "from zoo.catalogue import load_catalogue;"
+             "from zoo.core.catalogue import load_catalogue;"
              "print(zoo.__file__); print(sorted(load_catalogue([]).models))")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, cwd=tmp_path)

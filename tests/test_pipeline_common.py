@@ -4,7 +4,7 @@ import numpy as np
 from zoo.pipelines.common import (log_softmax, loop_metrics, pad_rows, padded_batch, softmax,
                                   special_ids)
 from zoo.plugins.char import CharTokenizer
-from zoo.tokenizer import ragged
+from zoo.data.tokenizer import ragged
 
 
 def test_softmax_is_stable_normalized_and_ignores_masked_entries():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli, run_python, run_zoo
-from zoo import registry
+from zoo.core import registry
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
 
@@ -156,7 +156,7 @@ def test_in_process_registration_and_lookup():
 
 
 def test_listing_imports_no_torch():
-    probe = "import sys; from zoo.cli import main; main(['list']); print('torch' in sys.modules)"
+    probe = "import sys; from zoo.cli.main import main; main(['list']); print('torch' in sys.modules)"
     assert run_python(probe)[-1] == "False"
 
 
@@ -178,7 +178,7 @@ class WithoutBlockSize:
 
 
 def test_an_architecture_without_a_block_size_is_exit_2_naming_its_plugin(tiny_text):
-    from zoo.store import Store
+    from zoo.records.store import Store
 
     zoo = registry.build_zoo(entry_points=False)
     assert zoo.add_plugin(WithoutBlockSize(), registry.PluginInfo("sizeless", "test"))

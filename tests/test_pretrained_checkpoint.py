@@ -130,7 +130,7 @@ def test_fine_tuned_logits_are_the_checkpoints_whatever_the_padding(checkpoint, 
     import transformers
     from zoo.pipelines.classification import predict
 
-    from zoo.trained import load_trained
+    from zoo.records.reload import load_trained
 
     folder, _ = checkpoint
     result = run_cli("run", "bert-pretrained", reviews, "--set", f"pretrained={folder}",

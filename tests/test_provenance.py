@@ -8,11 +8,12 @@ import textwrap
 import pytest
 
 from conftest import TINY_DECODER, press_ctrl_c, run_cli
-from zoo import checkpoint, registry
-from zoo.store import Store, home
+from zoo.train import checkpoints
+from zoo.core import registry
+from zoo.records.store import Store, home
 
 PLUGIN = textwrap.dedent("""
-    from zoo import hookimpl
+    from zoo.plugin import hookimpl
 
     @hookimpl
     def register_architectures(register):
@@ -69,7 +70,7 @@ def test_a_changed_local_plugin_is_a_new_sweep_cell(local_plugin, tiny_text):
 
 def test_resume_refuses_across_a_plugin_change_naming_the_plugin(local_plugin, tiny_text,
                                                                 monkeypatch):
-    original = checkpoint.Checkpointer.save
+    original = checkpoints.Checkpointer.save
 
     def save_then_stop(self, elapsed):
         original(self, elapsed)
@@ -77,7 +78,7 @@ def test_resume_refuses_across_a_plugin_change_naming_the_plugin(local_plugin, t
             press_ctrl_c()
 
     with monkeypatch.context() as patch:
-        patch.setattr(checkpoint.Checkpointer, "save", save_then_stop)
+        patch.setattr(checkpoints.Checkpointer, "save", save_then_stop)
         stopped = run_cli("run", "localdec-char", tiny_text, "--steps", 4, *TINY_DECODER,
                           "--set", "checkpoint_every=1", "--json")
     assert stopped.code == 130, stopped

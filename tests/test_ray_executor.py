@@ -6,7 +6,7 @@ import os
 import pytest
 
 from conftest import TINY_DECODER, kill_a_worker_held_at_a_checkpoint, run_cli
-from zoo.store import Store, home
+from zoo.records.store import Store, home
 
 ray = pytest.importorskip("ray")
 

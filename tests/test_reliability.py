@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from conftest import REPO, TINY_DECODER, press_ctrl_c, run_cli
-from zoo import checkpoint
-from zoo.store import MIGRATIONS, SCHEMA_VERSION, Store, home
+from zoo.train import checkpoints as checkpoint
+from zoo.records.store import MIGRATIONS, SCHEMA_VERSION, Store, home
 
 TIMING = {"train_time", "tokens_per_s", "elapsed"}  # the only figures allowed to differ
 
@@ -70,7 +70,7 @@ def assert_same_run(done: dict, reference: dict):
 @contextlib.contextmanager
 def steps_trained(monkeypatch):
     """The steps the training loop runs while the block runs (each logs a train_loss)."""
-    from zoo.job import RunFolder
+    from zoo.train.job import RunFolder
 
     steps, original = [], RunFolder.log
 
@@ -380,8 +380,8 @@ def test_checkpoint_holds_every_rng_and_restores_them_in_place(tmp_path):
 def test_optimizer_state_round_trips_bit_exactly():
     import torch
 
-    from zoo.engine import TorchModel
-    from zoo.losses import cross_entropy
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.losses import cross_entropy
 
     class Net(torch.nn.Module):
         def __init__(self):
@@ -442,7 +442,7 @@ def test_full_disk_fails_the_run_and_keeps_the_last_checkpoint(tiny_text, monkey
         return real_fsync(fd)
 
     with monkeypatch.context() as patch:
-        patch.setattr(os, "fsync", fsync)  # the os module zoo.files and zoo.checkpoint use
+        patch.setattr(os, "fsync", fsync)  # the os module zoo.io and zoo.train.checkpoints use
         result = run_cli(*run_args(tiny_text, 6, 1, "--set", "checkpoint_every=2"))
     assert result.code == 2, result
     assert "No space left on device" in result.err and len(result.err.strip().splitlines()) == 1
@@ -594,9 +594,9 @@ def test_absurd_learning_rate_diverges_and_keeps_the_last_good_checkpoint(tiny_t
 def test_non_finite_loss_or_gradient_never_reaches_the_weights():
     import torch
 
-    from zoo.engine import TorchModel
-    from zoo.losses import cross_entropy
-    from zoo.model import NonFiniteError
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.losses import cross_entropy
+    from zoo.train.model import NonFiniteError
 
     class Blow(torch.autograd.Function):
         @staticmethod
@@ -663,7 +663,7 @@ def test_store_migrates_older_databases(tmp_path):
 
 WRITER = """
 import sys
-from zoo.store import Store
+from zoo.records.store import Store
 with Store(sys.argv[1]) as store:
     for i in range(200):
         run_id = f"{sys.argv[2]}-{i}"
@@ -688,7 +688,7 @@ def test_concurrent_writers_lose_nothing(tmp_path):
 def test_killed_writer_leaves_a_readable_store_and_stale_rows_are_recovered(tmp_path):
     db = tmp_path / "zoo.db"
     Store(db).close()
-    script = ("import sys\nfrom zoo.store import Store\ns = Store(sys.argv[1])\ni = 0\n"
+    script = ("import sys\nfrom zoo.records.store import Store\ns = Store(sys.argv[1])\ni = 0\n"
               "while True:\n    s.insert(f'k{i}', model='x' * 10000)\n    i += 1\n")
     proc = subprocess.Popen([sys.executable, "-c", script, str(db)], cwd=REPO)
     deadline = time.monotonic() + 60
@@ -768,7 +768,7 @@ def test_a_sweep_resumes_its_interrupted_cell_from_the_checkpoint(tiny_text, mon
 
 def interrupted_at_step(monkeypatch, dataset, stop_at: int, *settings) -> str:
     """A run stopped by Ctrl-C once its curve logs step ``stop_at`` (after any checkpoint)."""
-    from zoo.job import RunFolder
+    from zoo.train.job import RunFolder
 
     original = RunFolder.log
 

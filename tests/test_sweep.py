@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from conftest import TINY_DECODER, run_cli
-from zoo import registry
+from zoo.core import registry
 from zoo.hookspecs import hookimpl
-from zoo.store import Store
+from zoo.records.store import Store
 
 
 class HeadlessPlugin:

@@ -10,15 +10,17 @@ from pathlib import Path
 import pytest
 
 import zoo
+import zoo.plugin
 from conftest import REPO
-from zoo import Metric, Task, hookimpl, registry
+from zoo.plugin import Metric, Task, hookimpl
+from zoo.core import registry
 from zoo.errors import ZooError
-from zoo.registry import get_task, tasks_for
+from zoo.core.names import get_task, tasks_for
 from zoo.tasks import metric_info
 
 SCORE = Task(
     name="scoring",
-    loss="zoo.losses:mse",
+    loss="zoo.train.losses:mse",
     output="scores [B]",
     metrics=(Metric("mse", "lower", "squared units"), Metric("r2", "higher", "fraction of variance")),
     primary="test_r2",
@@ -48,7 +50,7 @@ def with_scoring():
 
 
 def test_a_new_task_is_known_only_through_its_registration(with_scoring):
-    from zoo.comparison import describe, direction, primary_metric
+    from zoo.comparison.table import describe, direction, primary_metric
 
     assert get_task("scoring") is SCORE
     assert primary_metric("scoring") == "test_r2" and primary_metric("scoring", "eval") == "r2"
@@ -74,8 +76,8 @@ def test_the_builtin_tasks_register_through_the_same_hook():
 
 
 @pytest.mark.parametrize("register_args, message", [
-    ({}, "task=zoo.Task"),
-    ({"task": "scoring"}, "task=zoo.Task"),
+    ({}, "task=zoo.plugin.Task"),
+    ({"task": "scoring"}, "task=zoo.plugin.Task"),
     ({"task": SCORE, "name": "other"}, "declares task 'scoring'"),
 ])
 def test_a_pipeline_must_declare_the_task_it_serves(register_args, message):
@@ -95,7 +97,7 @@ def test_a_task_declaration_is_checked_when_it_is_made():
     with pytest.raises(ZooError, match="better must be 'lower' or 'higher'"):
         Metric("mse", "smaller")
     with pytest.raises(ZooError, match="'test_mae' is not one of its metrics"):
-        Task("t", "zoo.losses:mse", "scores [B]", (Metric("mse", "lower"),), primary="test_mae",
+        Task("t", "zoo.train.losses:mse", "scores [B]", (Metric("mse", "lower"),), primary="test_mae",
              curve_metric="val_mse")
     with pytest.raises(ZooError, match="must look like 'module:attr'"):
         Task("t", "mse", "scores [B]", (Metric("mse", "lower"),), primary="mse", curve_metric="mse")
@@ -105,7 +107,7 @@ def test_the_engine_trains_with_the_declared_loss():
     torch = pytest.importorskip("torch")
     import numpy as np
 
-    from zoo.engine import TorchModel
+    from zoo.train.torch_model import TorchModel
 
     class Linear(torch.nn.Module):
         def __init__(self):
@@ -151,15 +153,15 @@ def test_no_core_module_names_a_builtin_task():
     assert found == []
 
 
-def test_the_public_api_lists_what_a_plugin_needs():
+def test_the_author_api_lists_what_a_plugin_needs_and_the_user_api_only_the_users():
     for name in ("hookimpl", "Task", "Metric", "TaskSpec", "Model", "Tokenizer",
                  "TokenizersTokenizer", "TrainConfig", "Job", "Batch", "train", "Trained",
                  "ZooError"):
-        assert name in zoo.__all__ and getattr(zoo, name) is not None
+        assert name in zoo.plugin.__all__ and getattr(zoo.plugin, name) is not None
 
 
 def test_curves_name_the_declared_units_and_draw_the_task_validation_metric():
-    from zoo.plots import training_curves
+    from zoo.comparison.plots import training_curves
 
     records = [{"step": s, "train_loss": 2.0 - s / 10, "elapsed": s / 10,
                 **({"val_loss": 2.1 - s / 10, "val_accuracy": s / 10} if s % 2 == 0 else {})}
@@ -180,7 +182,7 @@ def test_predict_json_is_strict_json_for_any_prediction_type():
     from zoo.tasks import prediction_line, prediction_record
 
     @dataclasses.dataclass(frozen=True)
-    class Scores(zoo.Prediction):
+    class Scores(zoo.plugin.Prediction):
         value: float
         spread: dict
 
@@ -193,11 +195,11 @@ def test_predict_json_is_strict_json_for_any_prediction_type():
 
 def test_builtins_and_examples_import_only_the_public_api():
     """Built-in plugins and pipelines, and the example packages, use zoo as a third party
-    would: `from zoo import ...` (and the shared torch layers, zoo.layers), never the core's
-    internal modules. Their own modules (zoo.plugins.*, zoo.pipelines.*) are theirs."""
+    would: `from zoo.plugin import ...`, never the core's internal modules. Their own modules
+    (zoo.plugins.*, zoo.pipelines.*) are theirs."""
     import ast
 
-    allowed = ("zoo.layers", "zoo.plugins", "zoo.pipelines")
+    allowed = ("zoo.plugin", "zoo.pipelines", "zoo.errors")  # "zoo.plugin" covers zoo.plugins.*
     files = [p for folder in ("plugins", "pipelines", "examples") for p in (REPO / folder).rglob("*.py")
              if "build" not in p.relative_to(REPO).parts]
     assert len(files) > 15
@@ -214,7 +216,7 @@ def test_builtins_and_examples_import_only_the_public_api():
 
 def test_a_task_whose_loss_cannot_be_imported_fails_before_a_run_is_recorded(tiny_text):
     from conftest import TINY_DECODER, run_cli
-    from zoo.store import Store
+    from zoo.records.store import Store
 
     broken = Task("broken-task", "no_such_module:loss", "logits [B, T, V]",
                   (Metric("loss", "lower"),), primary="val_loss", columns=("text",))

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from conftest import TINY_DECODER, run_cli
-from zoo import data, tokenized
+from zoo.data import datasets as data
+from zoo.data import encoded
 from zoo.plugins.bpe import BPEConfig, BPETokenizer
 from zoo.plugins.char import CharConfig, CharTokenizer
 from zoo.plugins.fasttext.wordpunct import WordPunctTokenizer
-from zoo.registry import get_zoo
-from zoo.tokenizer import ragged, unragged
+from zoo.core.registry import get_zoo
+from zoo.data.tokenizer import ragged, unragged
 
 
 @pytest.fixture
@@ -30,17 +31,17 @@ def rows_text(split, column) -> str:
 
 @pytest.mark.parametrize("role", ["train", "validation"])
 def test_split_ids_are_the_text_encoded_in_the_smallest_dtype(text_dataset, role, monkeypatch):
-    monkeypatch.setattr(tokenized, "ROWS_PER_BATCH", 37)  # several map batches
+    monkeypatch.setattr(encoded, "ROWS_PER_BATCH", 37)  # several map batches
     split, column = text_dataset.split(role), text_dataset.text_column
     char = CharTokenizer.train([rows_text(text_dataset.split("train"), column)])
     bpe = BPETokenizer.train([rows_text(text_dataset.split("train"), column)],
                              BPEConfig(vocab_size=300))
     for tokenizer, dtype in ((char, np.uint8), (bpe, np.uint16)):
-        ids = tokenized.split_ids(split, column, tokenizer)
+        ids = encoded.split_ids(split, column, tokenizer)
         assert isinstance(ids, np.memmap) and ids.dtype == dtype
         expected = tokenizer.encode_batch(rows_text(split, column).splitlines(keepends=True))
         assert ids.tolist() == [i for line in expected for i in line]
-    assert tokenized.split_size(split, column) == (len(rows_text(split, column)),) * 2
+    assert encoded.split_size(split, column) == (len(rows_text(split, column)),) * 2
 
 
 def test_char_tokenizer_trains_and_encodes_long_texts_in_numpy():
@@ -57,17 +58,17 @@ def test_a_second_run_reuses_the_token_cache(text_dataset, monkeypatch):
     original = CharTokenizer.encode_text
     monkeypatch.setattr(CharTokenizer, "encode_text",
                         lambda self, text: calls.append(1) or original(self, text))
-    first = np.array(tokenized.split_ids(split, column, tokenizer))
+    first = np.array(encoded.split_ids(split, column, tokenizer))
     assert calls
     calls.clear()
-    assert np.array_equal(tokenized.split_ids(split, column, tokenizer), first) and not calls
+    assert np.array_equal(encoded.split_ids(split, column, tokenizer), first) and not calls
     # Without the flat file, the Arrow cache of the map is read instead of tokenizing again.
-    for flat in tokenized.cache_root().glob("*.uint8"):
+    for flat in encoded.cache_root().glob("*.uint8"):
         flat.unlink()
-    assert np.array_equal(tokenized.split_ids(split, column, tokenizer), first) and not calls
+    assert np.array_equal(encoded.split_ids(split, column, tokenizer), first) and not calls
     # Another tokenizer is another cache entry.
     other = CharTokenizer.train([rows_text(split, column) + "#"])
-    tokenized.split_ids(split, column, other)
+    encoded.split_ids(split, column, other)
     assert calls
 
 
@@ -93,7 +94,7 @@ def test_large_string_columns_tokenize_too():
     rows = ["first line", "second", "third one"]
     split = datasets.Dataset(pa.table({"text": pa.array(rows, type=pa.large_string())}))
     tokenizer = CharTokenizer.train(["\n".join(rows)])
-    ids = tokenized.split_ids(split, "text", tokenizer)
+    ids = encoded.split_ids(split, "text", tokenizer)
     assert ids.tolist() == tokenizer.encode("\n".join(rows))
 
 
@@ -103,12 +104,12 @@ def unflatten(ids, offsets) -> list[list[int]]:
 
 @pytest.mark.parametrize("role", ["train", "validation"])
 def test_row_ids_are_every_row_encoded_on_its_own(text_dataset, role, monkeypatch):
-    monkeypatch.setattr(tokenized, "ROWS_PER_BATCH", 37)  # several map batches
+    monkeypatch.setattr(encoded, "ROWS_PER_BATCH", 37)  # several map batches
     split, column = text_dataset.split(role), text_dataset.text_column
     train_text = rows_text(text_dataset.split("train"), column)
     for tokenizer, dtype in ((CharTokenizer.train([train_text]), np.uint8),
                              (BPETokenizer.train([train_text], BPEConfig(vocab_size=300)), np.uint16)):
-        ids, offsets = tokenized.row_ids(split, column, tokenizer)
+        ids, offsets = encoded.row_ids(split, column, tokenizer)
         assert ids.dtype == dtype and len(offsets) == len(split) + 1
         assert unflatten(ids, offsets) == [tokenizer.encode(text) for text in split[column]]
 
@@ -119,13 +120,13 @@ def test_row_ids_reuse_the_cache_and_encode_values_as_text(monkeypatch):
 
     split = datasets.Dataset(pa.table({"label": pa.array([4, None, 12], pa.int64())}))
     tokenizer = CharTokenizer.train(["0123456789"])
-    ids, offsets = tokenized.row_ids(split, "label", tokenizer)
+    ids, offsets = encoded.row_ids(split, "label", tokenizer)
     assert unflatten(ids, offsets) == [tokenizer.encode("4"), [], tokenizer.encode("12")]
     calls = []
     original = CharTokenizer.encode_rows
     monkeypatch.setattr(CharTokenizer, "encode_rows",
                         lambda self, texts: calls.append(1) or original(self, texts))
-    again = tokenized.row_ids(split, "label", tokenizer)
+    again = encoded.row_ids(split, "label", tokenizer)
     assert not calls and unflatten(*again) == unflatten(ids, offsets)
 
 
@@ -159,5 +160,5 @@ def test_the_default_eval_budget_keeps_every_catalogue_split_whole(mirror):
     for name in names:
         loaded = data.load(data.resolve(name, zoo), zoo, quiet=True)
         for role in ("validation", "test"):
-            chars, size = tokenized.split_size(loaded.split(role), loaded.text_column)
+            chars, size = encoded.split_size(loaded.split(role), loaded.text_column)
             assert size < budget, (name, role, size, budget)

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from conftest import TINY_DECODER, run_cli
 from zoo.plugins.bpe import BPEConfig, BPETokenizer
 from zoo.plugins.char import CharConfig, CharTokenizer
-from zoo.tokenizer import cache_root, train_cached
+from zoo.data.tokenizer import cache_root, train_cached
 
 CORPUS = ["First Citizen:\nBefore we proceed any further, hear me speak.\n",
           "All:\nSpeak, speak.\r\n\tYou are all resolved rather to die than to famish?\n",
@@ -169,7 +169,7 @@ def test_damaged_cache_entry_is_retrained():
 
 
 def test_zoo_run_reuses_the_cached_tokenizer_and_show_reports_it(tiny_text, monkeypatch):
-    from zoo.store import home
+    from zoo.records.store import home
 
     trained = []
     original = BPETokenizer.train.__func__
@@ -202,8 +202,8 @@ def test_zoo_run_reuses_the_cached_tokenizer_and_show_reports_it(tiny_text, monk
 
 
 def test_show_reads_the_vocabulary_from_tokenizer_json_when_metrics_lack_it():
-    from zoo.listing import tokenizer_line
-    from zoo.store import home
+    from zoo.cli.listing import tokenizer_line
+    from zoo.records.store import home
 
     (home() / "run-1").mkdir(parents=True)
     char().save(home() / "run-1" / "tokenizer.json")

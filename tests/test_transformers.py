@@ -44,7 +44,7 @@ def test_listed_with_their_tasks_and_listing_imports_no_transformers():
     assert "[language-modeling, classification, next-item]" in lines["gpt2"]
     assert "[language-modeling, classification, next-item]" in lines["llama"]
     assert "[classification, next-item, masked-language-modeling]" in lines["bert"]
-    probe = ("import sys; from zoo.cli import main; main(['list']); "
+    probe = ("import sys; from zoo.cli.main import main; main(['list']); "
              "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0 and done.stdout.strip().endswith("[]"), done
@@ -64,14 +64,14 @@ def test_language_models_train_record_generate_and_compare(model, extra, tiny_te
 
 
 def test_reloaded_run_gives_the_recorded_validation_loss(tiny_text):
-    from zoo import data
+    from zoo.data import datasets
     from zoo.pipelines.language_modeling import encode, evaluate, split_metrics, split_text
-    from zoo.registry import get_zoo
-    from zoo.trained import load_trained
+    from zoo.core.registry import get_zoo
+    from zoo.records.reload import load_trained
 
     summary = run_json("gpt2-char", tiny_text, "--steps", 6, *TINY, "--set", "sample_tokens=5")
     trained = load_trained(summary["run_id"])
-    dataset = data.load(data.resolve(str(tiny_text), get_zoo()), get_zoo())
+    dataset = datasets.load(datasets.resolve(str(tiny_text), get_zoo()), get_zoo())
     text = split_text(dataset, "validation")
     nll, count = evaluate(trained.model, encode(trained.tokenizer, text), trained.block_size, 64)
     assert split_metrics("val", nll, count, text)["val_loss"] == pytest.approx(
@@ -91,7 +91,7 @@ def test_decoders_classify_at_the_last_real_token_whatever_the_padding(model, la
     """Right padding must not change a text's logits: the head reads its last real token."""
     import torch
 
-    from zoo.trained import load_trained
+    from zoo.records.reload import load_trained
 
     summary = run_json(model, labelled, "--steps", 4, *TINY)
     assert summary["task"] == "classification"
@@ -168,16 +168,16 @@ def save_checkpoint(folder, texts, architecture="llama"):
 def test_fine_tuning_starts_from_the_checkpoint_and_trains(tiny_text, tmp_path):
     import torch
 
-    from zoo import data
-    from zoo.engine import TorchModel
-    from zoo.losses import cross_entropy
+    from zoo.data import datasets
+    from zoo.train.torch_model import TorchModel
+    from zoo.train.losses import cross_entropy
     from zoo.pipelines.language_modeling import encode, evaluate, split_text
     from zoo.plugins.transformers.model import TransformersModel
     from zoo.plugins.transformers.tokenizer import PretrainedTokenizer
-    from zoo.registry import get_zoo
+    from zoo.core.registry import get_zoo
 
     folder = tmp_path / "checkpoint"
-    dataset = data.load(data.resolve(str(tiny_text), get_zoo()), get_zoo())
+    dataset = datasets.load(datasets.resolve(str(tiny_text), get_zoo()), get_zoo())
     hf, _ = save_checkpoint(folder, dataset.split("train")["text"])
     # The checkpoint's own validation loss, with its own tokenizer, computed here.
     tokenizer = PretrainedTokenizer.train([], type("C", (), {"pretrained": str(folder)}))
@@ -199,7 +199,7 @@ def test_fine_tuning_starts_from_the_checkpoint_and_trains(tiny_text, tmp_path):
     generated = run_cli("generate", tuned["run_id"], "--prompt", "line", "--tokens", 5)
     assert generated.code == 0 and generated.out.startswith("line"), generated
     with torch.no_grad():  # the run's tokenizer is the checkpoint's, roles included
-        from zoo.trained import load_trained
+        from zoo.records.reload import load_trained
 
         reloaded = load_trained(tuned["run_id"]).tokenizer
         assert reloaded.encode("line 1") == tokenizer.encode("line 1")

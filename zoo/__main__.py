@@ -1,3 +1,4 @@
-from zoo.cli import main
+from zoo.cli.main import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # `python -m zoo`; importing this module (docs tools do) runs nothing
+    raise SystemExit(main())

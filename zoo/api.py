@@ -5,6 +5,7 @@ where the command exits with code 2 (an unknown name, a setting that cannot work
 anything trains::
 
     import zoo
+import zoo.plugin
 
     run = zoo.run("decoder-char", "shakespeare", steps=200, n_layer=2)   # zoo run
     run.metrics["val_bpc"], run.folder
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from zoo.bounds import DEVICES
+from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
 
 
@@ -45,12 +46,15 @@ class Run:
     metrics: dict
     folder: Path
     samples: list[str] = field(default_factory=list)
+    duration: float | None = None  # seconds, set-up and evaluation included
+    summary: dict = field(default_factory=dict, repr=False)  # everything `zoo run` prints
 
     @classmethod
     def from_result(cls, result: dict) -> "Run":
         return cls(result["run_id"], result["model"], result["dataset"], result["task"],
                    result["status"], result["seed"], result.get("params"), result["metrics"],
-                   Path(result["run_dir"]), list(result.get("samples") or []))
+                   Path(result["run_dir"]), list(result.get("samples") or []),
+                   result.get("duration"), dict(result))
 
     def load(self) -> "LoadedRun":
         """This run's model and tokenizer, to predict, generate and evaluate with."""
@@ -66,6 +70,7 @@ class Evaluation:
     dataset: str
     split: str
     metrics: dict
+    summary: dict = field(default_factory=dict, repr=False)  # everything `zoo eval` prints
 
 
 class LoadedRun:
@@ -81,7 +86,7 @@ class LoadedRun:
 
     def predict(self, texts: str | Iterable[str]) -> list:
         """One prediction per text (a single string counts as one text), each of the type the
-        task declares (``zoo.Task.prediction``, a ``zoo.Prediction`` dataclass); its
+        task declares (``zoo.plugin.Task.prediction``, a ``zoo.plugin.Prediction`` dataclass); its
         ``record()`` is what `zoo predict --json` prints, without the text."""
         predict = getattr(self._pipeline, "predict", None)
         if predict is None:
@@ -90,10 +95,13 @@ class LoadedRun:
         texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
         return list(predict(self.trained, texts))
 
-    def generate(self, prompt: str = "", tokens: int = 300, *, temperature: float = 0.8,
-                 top_k: int | None = None, seed: int = 0) -> str:
+    def generate(self, prompt: str | list[str] = "", tokens: int = 300, *,
+                 temperature: float = 0.8, top_k: int | None = None, seed: int = 0,
+                 cache: bool = True, stream: bool = False):
         """The prompt and its continuation: what `zoo generate` prints (without the final
-        newline)."""
+        newline). Several prompts (a list) are sampled side by side and give a list of texts;
+        ``stream=True`` yields the continuation of one prompt piece by piece instead.
+        ``cache=False`` recomputes the whole context for every token."""
         generate = getattr(self._pipeline, "generate", None)
         if generate is None:
             raise ZooError(f"run {self.id} is a {self.task} run, and the {self.task} "
@@ -105,19 +113,24 @@ class LoadedRun:
                            f"{temperature!r}")
         if top_k is not None:
             _positive("top_k", top_k, int)
-        pieces = generate(self.trained, prompt, tokens, temperature=temperature, top_k=top_k,
-                          seed=seed)
-        return prompt + "".join(pieces)
+        options = dict(temperature=temperature, top_k=top_k, seed=seed)
+        if not cache:  # only then: a pipeline's generate need not know the option
+            options["cache"] = False
+        if isinstance(prompt, list):
+            if stream:
+                raise ZooError("stream=True takes one prompt, not a list")
+            texts = list(prompt)
+            for row, piece in generate(self.trained, texts, tokens, **options):
+                texts[row] += piece
+            return texts
+        pieces = generate(self.trained, prompt, tokens, **options)
+        return pieces if stream else prompt + "".join(pieces)
 
     def evaluate(self, dataset: str, split: str = "test", *, text_column: str | None = None,
                  label_column: str | None = None) -> Evaluation:
         """Score the run on a split of any dataset and record it, as `zoo eval` does."""
-        from zoo.evaluation import evaluate_run
-
-        result = evaluate_run(self.id, dataset, split, text_column=text_column,
-                              label_column=label_column, device=self._device)
-        return Evaluation(result["run_id"], result["parent_id"], result["dataset"],
-                          result["split"], result["metrics"])
+        return evaluate(self.id, dataset, split, text_column=text_column,
+                        label_column=label_column, device=self._device)
 
 
 @dataclass
@@ -127,6 +140,7 @@ class SweepResult:
 
     cells: list[dict]
     comparison: object  # pandas DataFrame, one row per table cell (None: nothing finished)
+    table: object = field(default=None, repr=False)  # the same as zoo.comparison.table renders it
 
     @property
     def failed(self) -> list[dict]:
@@ -139,70 +153,122 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
         init: str | None = None, **settings) -> Run:
     """Train and evaluate MODEL on DATASET and record the run (`zoo run`); ``init`` names a
     finished run whose tokenizer and matching weights it starts from (`--init`)."""
-    from zoo.plan import plan_run
-    from zoo.runner import execute
+    from zoo.core.plan import plan_run
+    from zoo.train import distributed
+    from zoo.train.runner import execute
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     overrides = _overrides(settings, steps, time)
     plan = plan_run(model, dataset, overrides=overrides, seed=seed, task=task,
                     text_column=text_column, label_column=label_column, init=init)
-    return Run.from_result(execute(plan, device=device, quiet=quiet, text_column=text_column,
-                                   label_column=label_column))
+    try:
+        result = execute(plan, device=device, quiet=quiet, text_column=text_column,
+                         label_column=label_column)
+    finally:
+        distributed.teardown()  # under torchrun: leave the process group cleanly
+    return Run.from_result(result)
+
+
+def resume(run_id: str, *, quiet: bool = False) -> Run:
+    """Continue an interrupted run from its newest good checkpoint (`zoo resume`)."""
+    from zoo.train.resume import resume as resume_run
+
+    return Run.from_result(resume_run(run_id, quiet=quiet))
+
+
+def reproduce(run_id: str, *, device: str | None = None, quiet: bool = False) -> dict:
+    """Train a run's recorded config again and compare every metric (`zoo reproduce`): a
+    report with ``match``, ``run_id``, ``rerun_id`` and one line per metric."""
+    from zoo.records.reproduce import reproduce as reproduce_run
+
+    if device is not None and device not in DEVICES:
+        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
+    return reproduce_run(run_id, device=device, quiet=quiet)
 
 
 def load(run_id: str, *, device: str = "auto") -> LoadedRun:
     """A finished run (an id or a unique prefix of one), ready to predict, generate and
     evaluate with, on `device` (auto: CUDA when present)."""
-    from zoo.registry import get_zoo
-    from zoo.trained import load_trained
+    from zoo.core.registry import get_zoo
+    from zoo.records.reload import load_trained
 
     zoo = get_zoo()
     trained = load_trained(run_id, zoo, device=device)
     return LoadedRun(trained, zoo.pipelines.get(trained.task).load(), device)
 
 
+def evaluate(run_id: str, dataset: str, split: str = "test", *, text_column: str | None = None,
+             label_column: str | None = None, device: str = "auto") -> Evaluation:
+    """Score a finished run on a split of any dataset and record it as an evaluation row
+    linked to the run (`zoo eval`)."""
+    from zoo.records.evaluate import evaluate_run
+
+    result = evaluate_run(run_id, dataset, split, text_column=text_column,
+                          label_column=label_column, device=device)
+    return Evaluation(result["run_id"], result["parent_id"], result["dataset"], result["split"],
+                      result["metrics"], dict(result))
+
+
 def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
           steps: int | None = None, time: float | None = None, task: str | None = None,
           device: str = "auto", progress: bool = True, quiet: bool = True,
-          metric: str | None = None, grid: dict[str, list] | None = None, jobs: int = 1,
-          executor: str = "local", address: str | None = None, cell_cpus: int | None = None,
-          cell_gpus: float | None = None, **settings) -> SweepResult:
+          metric: str | None = None, grid: dict[str, list] | list[str] | None = None,
+          jobs: int = 1, executor: str = "local", address: str | None = None,
+          cell_cpus: int | None = None, cell_gpus: float | None = None, dry_run: bool = False,
+          log=None, by=None, columns=None, baseline=None, better=None, pool=False,
+          **settings) -> SweepResult:
     """Train every model x dataset x seed cell not finished before (`zoo sweep`); a cell
-    that fails is recorded as failed and the sweep goes on. `progress` prints a line per
-    cell on stderr (not with `zoo sweep --quiet`); `quiet=False` adds each run's own
-    progress (`zoo sweep --verbose`). `grid={"n_layer": [1, 2]}` is `--grid n_layer=1,2`;
-    `jobs`, `executor`, `address`, `cell_cpus` and `cell_gpus` are the options of the same
-    names."""
-    from zoo import sweeps
-    from zoo.executors import make_executor
+    that fails is recorded as failed and the sweep goes on.
+
+    `progress` prints the plan, a line per cell and a summary on `log` (default stderr);
+    `quiet=False` adds each run's own progress (`zoo sweep --verbose`). `grid={"n_layer": [1,
+    2]}` is `--grid n_layer=1,2` (the command's ``"KEY=V1,V2"`` strings are taken too);
+    `dry_run` plans and trains nothing. `jobs`, `executor`, `address`, `cell_cpus`,
+    `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
+    `pool` are the options of the same names."""
+    import sys
+
+    from zoo.errors import UnknownNameError
+    from zoo.sweeps import driver
+    from zoo.sweeps.executors import make_executor
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     if executor not in ("local", "ray"):
         raise ZooError(f"executor must be local or ray, not {executor!r}")
+    out = (log or sys.stderr) if progress else io.StringIO()
     models = [models] if isinstance(models, str) else list(models)
     datasets = [on] if isinstance(on, str) else list(on)
-    # the command's --grid key=v1,v2, so values are checked and labelled as it does
-    grid_options = [f"{key}={','.join(str(v) for v in values)}"
-                    for key, values in (grid or {}).items()]
-    pool = make_executor(_positive("jobs", jobs, int), executor, address, cell_cpus, cell_gpus)
-    plan = sweeps.plan_sweep(models, datasets, seeds=_positive("seeds", seeds, int),
+    if isinstance(grid, dict):  # as the command's --grid key=v1,v2, checked and labelled alike
+        grid = [f"{key}={','.join(str(v) for v in values)}" for key, values in grid.items()]
+    pool_of_workers = make_executor(_positive("jobs", jobs, int), executor, address, cell_cpus,
+                                    cell_gpus, device)  # before planning: no Ray fails now
+    plan = driver.plan_sweep(models, datasets, seeds=_positive("seeds", seeds, int),
                              overrides=_overrides(settings, steps, time), task=task,
-                             grid=sweeps.parse_grid(grid_options))
+                             grid=driver.parse_grid(grid))
+    for line in driver.describe_plan(plan):
+        print(line, file=out)
+    if baseline is not None and baseline.split(" (")[0] not in plan.models:
+        raise UnknownNameError("baseline model", baseline, plan.models,
+                               hint="it must be one of the sweep's models")
     if not plan.todo and not plan.finished_before:
-        reasons = "; ".join(line.strip() for line in sweeps.describe_plan(plan)[1:])
+        reasons = "; ".join(line.strip() for line in driver.describe_plan(plan)[1:])
         raise ZooError(f"no cell of the sweep can run ({reasons})")
-    sweeps.run_sweep(plan, device=device, quiet=quiet, out=None if progress else io.StringIO(),
-                     executor=pool)
-    finished = any(c.status == "finished" or c.done for c in plan.cells)
-    return SweepResult(sweeps.records(plan),
-                       sweeps.table(plan, metric=metric).cells if finished else None)
+    if dry_run:
+        return SweepResult(driver.records(plan), None)
+    driver.run_sweep(plan, device=device, quiet=quiet, out=out, executor=pool_of_workers)
+    print(driver.summary(plan), file=out)
+    table = None
+    if any(c.status == "finished" or c.done for c in plan.cells):
+        table = driver.table(plan, metric=metric, by=by, columns=columns, baseline=baseline,
+                             better=better, pool=pool)
+    return SweepResult(driver.records(plan), table.cells if table is not None else None, table)
 
 
 def runs():
     """All recorded runs as a pandas DataFrame (one column per metric): `zoo runs`."""
-    from zoo.store import Store
+    from zoo.records.store import Store
 
     with Store() as store:
         return store.frame()
@@ -216,7 +282,7 @@ def compare(*, metric=None, where=None, by=None, columns=None, baseline=None, ev
     better, mean, std, n, best, setting, configs, runs; with ``baseline`` also diff, ci_low,
     ci_high, df and significant. Options mean what `zoo compare`'s options mean.
     """
-    from zoo.comparison import load_runs, summarize
+    from zoo.comparison.table import load_runs, summarize
 
     return summarize(load_runs(), metric=metric, where=where, by=by, columns=columns,
                      baseline=baseline, evals=evals, status=status, better=better,

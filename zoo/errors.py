@@ -9,6 +9,10 @@ class ZooError(Exception):
 
 
 class UnknownNameError(ZooError):
+    """A name that matches nothing registered: the message names the ``kind`` and the
+    ``name``, suggests the closest of ``available`` ("Did you mean: ...?"), and lists them
+    or gives ``hint``. ``suggestions`` holds the close matches."""
+
     def __init__(self, kind: str, name: str, available, hint: str | None = None):
         available = sorted(available)
         close = difflib.get_close_matches(str(name), available, n=3, cutoff=0.6)

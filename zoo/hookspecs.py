@@ -1,6 +1,6 @@
 """The plugin contract: pluggy hook specifications for the project name ``zoo``.
 
-A plugin is any module or object with ``@zoo.hookimpl`` functions named like the specs
+A plugin is any module or object with ``@zoo.plugin.hookimpl`` functions named like the specs
 below. Each hook is called once, when the registry loads, with a ``register`` callback:
 
     register(name, target, *, description="", config=None, tasks=(), task=None)
@@ -31,10 +31,10 @@ def register_architectures(register: Register) -> None:
         - ``name``: letters, digits, ``_`` or ``.`` (no ``-``: model names are
           ``ARCHITECTURE-TOKENIZER``).
         - ``target``: ``build(config, spec) -> model``, where ``config`` is an instance of
-          ``config`` and ``spec`` a ``zoo.TaskSpec``. It returns a ``torch.nn.Module`` whose
+          ``config`` and ``spec`` a ``zoo.plugin.TaskSpec``. It returns a ``torch.nn.Module`` whose
           ``forward(input_ids, attention_mask)`` gives the output the task declares
           (``zoo.Task.output``; the engine trains it with the task's loss), or any object
-          with the methods of ``zoo.Model``.
+          with the methods of ``zoo.plugin.Model``.
         - ``config``: the architecture's config dataclass (``--set`` keys are its fields).
         - ``tasks``: names of the registered tasks it has a head for.
     """
@@ -46,7 +46,7 @@ def register_tokenizers(register: Register) -> None:
 
     :param register: ``register(name, target, *, description="", config=None)``.
 
-        - ``target``: a subclass of ``zoo.Tokenizer`` (or ``zoo.TokenizersTokenizer``).
+        - ``target``: a subclass of ``zoo.plugin.Tokenizer`` (or ``zoo.plugin.TokenizersTokenizer``).
         - ``config``: its config dataclass, passed to ``train(texts, config)``.
     """
 
@@ -78,17 +78,17 @@ def register_pipelines(register: Register) -> None:
     :param register: ``register(name, target, *, description="", config=None, task)``.
 
         - ``name``: the task's name (``task.name``).
-        - ``task``: a ``zoo.Task``: the loss, the module output, every metric with its
+        - ``task``: a ``zoo.plugin.Task``: the loss, the module output, every metric with its
           direction and unit, the primary metric, the datasets it can use, the prediction
           type and the validation metric of the training curve. The core knows the task
           only through this declaration.
-        - ``target``: a class or object with ``run(job: zoo.Job) -> zoo.RunResult`` and,
-          optionally, ``predict(trained: zoo.Trained, texts: list[str]) -> list[P]`` (``P``
+        - ``target``: a class or object with ``run(job: zoo.plugin.Job) -> zoo.plugin.RunResult`` and,
+          optionally, ``predict(trained: zoo.plugin.Trained, texts: list[str]) -> list[P]`` (``P``
           the task's ``prediction`` type), ``evaluate(trained, dataset, split) -> dict`` of
           metrics, ``generate(trained, prompt, tokens, **options)`` yielding text, and
           ``check_dataset(dataset)`` (called on the loaded dataset before a run is
           recorded; raises ``zoo.ZooError`` when the pipeline cannot use it).
-        - ``config``: its training config dataclass, a subclass of ``zoo.TrainConfig``.
+        - ``config``: its training config dataclass, a subclass of ``zoo.plugin.TrainConfig``.
     """
 
 

@@ -7,7 +7,7 @@ direction and unit, the primary metric, the datasets the task can use, the predi
 and the validation metric the training curve draws.
 
 This module imports nothing heavy: a loss is named as ``"module:attr"`` (or given as the
-function) and imported on first use (``zoo.registry.task_loss``), so listing the zoo stays
+function) and imported on first use (``zoo.core.registry.task_loss``), so listing the zoo stays
 fast.
 """
 from __future__ import annotations
@@ -59,7 +59,7 @@ class Task:
     ``loss(outputs, targets, reduction)`` takes the module's outputs (float32 tensors) and
     the batch targets and returns the mean (``reduction="mean"``) or the sum
     (``reduction="sum"``) of the per-target losses as a scalar tensor; integer targets equal
-    to ``zoo.IGNORE_INDEX`` count for nothing. ``zoo.losses`` has cross entropy and mean
+    to ``zoo.plugin.IGNORE_INDEX`` count for nothing. ``zoo.train.losses`` has cross entropy and mean
     squared error ready to name.
     """
 
@@ -79,7 +79,7 @@ class Task:
             raise ZooError(f"a task needs a name, not {self.name!r}")
         metrics = tuple(self.metrics)
         if not all(isinstance(m, Metric) for m in metrics):
-            raise ZooError(f"task {self.name!r}: metrics must be zoo.Metric declarations")
+            raise ZooError(f"task {self.name!r}: metrics must be zoo.plugin.Metric declarations")
         object.__setattr__(self, "metrics", metrics)
         object.__setattr__(self, "columns", tuple(self.columns))
         object.__setattr__(self, "serves", tuple(self.serves))

@@ -1,5 +1,5 @@
 """`decoder` architecture plugin: a GPT-style decoder-only transformer (causal pre-LN
-blocks from ``zoo.layers``), for language modeling, classification and next-item.
+blocks from ``zoo.train.layers``), for language modeling, classification and next-item.
 
 This module holds the config and the registration only, so listing the zoo imports no
 torch; ``model.py`` builds the network.
@@ -22,7 +22,7 @@ class DecoderConfig:
     bias: bool = True  # biases in Linear and LayerNorm layers
     tie_weights: bool = True  # the LM head shares the token embedding matrix
     # GELU's form: "tanh" (GPT-2's approximation) or "exact" (with erf, as torch.nn.GELU()
-    # and nanoGPT; its kernel is twice as fast on the CPU, benchmarks/RESULTS.md)
+    # and nanoGPT; its kernel is twice as fast on the CPU)
     gelu: Literal["tanh", "exact"] = "tanh"
 
     def __post_init__(self):

@@ -9,7 +9,7 @@
   cls_head.{weight [K, C], bias [K]} (classification only)
 qkv rows are [q; k; v], heads split C into n_head slices of C // n_head. GELU is the tanh
 approximation, or the exact form with config.gelu = "exact"; LayerNorm eps is 1e-5. Biases
-are absent when config.bias is false. The blocks are zoo.layers.PreLNBlock, causal.
+are absent when config.bias is false. The blocks are zoo.train.layers.PreLNBlock, causal.
 
 Incremental decoding (``Decoder.decode``) keeps each layer's keys and values in a
 ``KVCache``, so a generated token costs one position's work instead of the whole context's.

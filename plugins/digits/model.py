@@ -7,11 +7,11 @@
   blocks.{i}.norm2.{weight,bias} [C]
   head.{weight [V, C], bias [V]}
 
-Attention (zoo.layers.SelfAttention) is bidirectional over the real tokens (padding is
+Attention (zoo.train.layers.SelfAttention) is bidirectional over the real tokens (padding is
 masked out as keys); the output is read at the last real position, so right-padded batches
 of mixed lengths work. The block is post-LN, unlike the decoder's and encoder's. With
 ``positions = "end"`` the sinusoids count back from each row's last real token. The
-LayerNorms are zoo.layers.ThreadInvariantLayerNorm, so a run's metrics do not depend on its
+LayerNorms are zoo.train.layers.ThreadInvariantLayerNorm, so a run's metrics do not depend on its
 thread count (a `zoo sweep --jobs 2` cell equals the same cell in a two-thread process).
 """
 from __future__ import annotations

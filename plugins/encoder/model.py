@@ -22,7 +22,7 @@ architecture, stored divided by bag_lr_scale); the naive Bayes member's are ``nb
 ``nb.ratios`` [V + nb_buckets, K]; with nb_c > 0 (fitted before training, naive_bayes.py)
 only the buffers ``nb.coef`` [V + nb_buckets, K] and ``nb.intercept`` [K].
 
-The blocks are zoo.layers.PreLNBlock with exact GELU. Attention is bidirectional; padded
+The blocks are zoo.train.layers.PreLNBlock with exact GELU. Attention is bidirectional; padded
 positions (attention_mask 0) are never attended to and never pooled, so padding a batch
 leaves every example's output unchanged. Pooling takes the hidden state at position 0
 ("cls": the classification pipeline puts <cls> there), the mean over real tokens ("mean") or

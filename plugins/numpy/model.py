@@ -11,7 +11,7 @@ into n_head slices of C // n_head. GELU is the tanh approximation, or the exact 
 with config.gelu = "exact"; LayerNorm eps is 1e-5.
 Shapes in comments: B batch, T time, C channels, H heads, D = C // H, V vocabulary.
 
-The class meets ``zoo.model.Model`` directly, so the pipelines train it like a torch model.
+The class meets ``zoo.train.model.Model`` directly, so the pipelines train it like a torch model.
 """
 from __future__ import annotations
 
@@ -278,7 +278,7 @@ def init_parameters(cfg, spec: TaskSpec, rng: np.random.Generator, dtype) -> dic
 
 
 class NumpyDecoder:
-    """GPT-style decoder (pre-LN, fused qkv, causal attention) meeting ``zoo.model.Model``."""
+    """GPT-style decoder (pre-LN, fused qkv, causal attention) meeting ``zoo.train.model.Model``."""
 
     def __init__(self, cfg, spec: TaskSpec, seed: int | None = None):
         if spec.task == "classification" and not spec.num_classes:

@@ -1,5 +1,5 @@
 """transformers models behind zoo's module contract: ``forward(input_ids, attention_mask)``
-returns logits shaped by the task (see ``zoo.model``).
+returns logits shaped by the task (see ``zoo.train.model``).
 
   language-modeling  ...ForCausalLM: logits [B, T, vocab]
   classification     ...ForSequenceClassification: logits [B, classes]; GPT-2 and Llama read
@@ -12,7 +12,7 @@ returns logits shaped by the task (see ``zoo.model``).
 The transformers model is the wrapper's ``hf`` attribute, so the weights keep transformers'
 names under an ``hf.`` prefix, and ``zoo export`` saves it with ``save_pretrained``.
 Attention is transformers' SDPA path registered as the attention implementation "zoo" with
-``zoo.engine.attention``'s precision rule (fp32 attention under CPU bf16 autocast), so these
+``zoo.train.torch_model.attention``'s precision rule (fp32 attention under CPU bf16 autocast), so these
 models compute as zoo's own do.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ CLASSES = {  # architecture -> task -> transformers model class
 
 
 def _zoo_attention(module, query, key, value, attention_mask, **kwargs):
-    """transformers' SDPA attention under zoo's precision rule (``zoo.engine.attention``):
+    """transformers' SDPA attention under zoo's precision rule (``zoo.train.torch_model.attention``):
     under bf16 autocast on the CPU it computes in fp32, whose backward is several times
     faster there than bf16's at these sizes. The test is autocast itself, not the query's
     dtype: Llama's rotary embedding hands SDPA fp32 queries, which autocast would cast down."""

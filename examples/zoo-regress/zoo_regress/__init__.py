@@ -3,7 +3,7 @@
 It registers three things through the public API (``import zoo``) and nothing else:
 
 - the ``regression`` task: its pipeline (``zoo_regress.pipeline``) and its declaration
-  (``zoo.Task``): the loss, the module output, the metrics with their directions and units,
+  (``zoo.plugin.Task``): the loss, the module output, the metrics with their directions and units,
   the primary metric and the prediction type;
 - the ``bits`` dataset, generated bit strings whose target is their value as a binary
   fraction (``0.1011`` in base 2), which serves that task;

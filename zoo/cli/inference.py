@@ -1,0 +1,97 @@
+"""`zoo generate`, `zoo predict` and `zoo eval`: commands that use a trained run."""
+from __future__ import annotations
+
+import json
+import sys
+
+from zoo.cli.options import RELOAD_DEVICE_HELP, json_default, positive_int, read_texts, temperature
+from zoo.core.bounds import DEVICES, seed_argument
+from zoo.errors import ZooError
+from zoo.tasks import prediction_line, prediction_record
+
+def cmd_generate(args) -> int:
+    from zoo import api
+
+    run = api.load(args.run_id, device=args.device)
+    options = dict(temperature=args.temperature, top_k=args.top_k, seed=args.seed,
+                   cache=not args.no_cache)
+    prompts = args.prompt or [""]
+    if len(prompts) == 1:  # one text: print it as it comes
+        sys.stdout.write(prompts[0])
+        for piece in run.generate(prompts[0], args.tokens, stream=True, **options):
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+        sys.stdout.write("\n")
+        return 0
+    texts = run.generate(prompts, args.tokens, **options)  # side by side, printed in turn
+    sys.stdout.write("\n\n-----\n\n".join(texts) + "\n")
+    return 0
+
+
+def cmd_predict(args) -> int:
+    from zoo import api
+
+    if (args.text is None) == (args.file is None):
+        raise ZooError("give either TEXT or --file FILE (one text per line)")
+    texts = read_texts(args.file) if args.file is not None else [args.text]
+    run = api.load(args.run_id, device=args.device)
+    for text, prediction in zip(texts, run.predict(texts)):
+        if args.json:  # strict JSON: NaN and infinities are null
+            print(json.dumps({"text": text, **prediction_record(prediction)}, allow_nan=False))
+        else:
+            print(prediction_line(prediction))
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from zoo import api
+    from zoo.cli.listing import format_metrics
+
+    result = api.evaluate(args.run_id, args.dataset, args.split, text_column=args.text_column,
+                          label_column=args.label_column, device=args.device).summary
+    if args.json:
+        print(json.dumps(result, default=json_default))
+        return 0
+    print(f"eval {result['run_id']}: run {result['parent_id']} ({result['model']}, trained on "
+          f"{result['trained_on']}) scored on {result['dataset']} split {result['split']} "
+          f"in {result['duration']:.1f} s")
+    print("\n".join(format_metrics(result["metrics"])))
+    return 0
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("generate", help="sample text from a trained language model",
+                            description="Reload a run's weights and tokenizer and stream text.")
+    p.add_argument("run_id", help="run id (or a unique prefix)")
+    p.add_argument("--prompt", action="append", default=None,
+                   help="text to continue (repeat for several, sampled as one batch)")
+    p.add_argument("--tokens", type=positive_int, default=300, help="tokens to generate")
+    p.add_argument("--temperature", type=temperature, default=0.8, help="0 means greedy")
+    p.add_argument("--top-k", type=positive_int, default=None, help="sample from the k likeliest")
+    p.add_argument("--seed", type=seed_argument, default=0, help="sampling seed")
+    p.add_argument("--no-cache", action="store_true",
+                   help="recompute the whole context for every token (no key/value cache)")
+    p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
+    p.set_defaults(handler=cmd_generate)
+    p = commands.add_parser("predict", help="predict with a trained run whose task offers predict",
+                            description="Print the predicted label (or next item) and its "
+                            "probability, one line per text.")
+    p.add_argument("run_id", help="run id (or a unique prefix)")
+    p.add_argument("text", nargs="?", help="the text to classify, or the items to continue")
+    p.add_argument("--file", help="read texts from FILE, one per line")
+    p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(handler=cmd_predict)
+    p = commands.add_parser("eval", help="score a trained run on another dataset or split",
+                            description="Evaluate a trained run with its task's pipeline on a "
+                            "split of any dataset, and record it as an evaluation row linked to "
+                            "the run (zoo compare --evals shows them).")
+    p.add_argument("run_id", help="run id (or a unique prefix)")
+    p.add_argument("dataset", help="a catalogue alias, a Hub id, or a local folder or file")
+    p.add_argument("--split", default="test", help="split to score: train, validation, test "
+                   "or a split name of the dataset (default test)")
+    p.add_argument("--text-column", help="text column (detected by default)")
+    p.add_argument("--label-column", help="label column (detected by default)")
+    p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=cmd_eval)

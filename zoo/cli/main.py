@@ -1,0 +1,152 @@
+"""The `zoo` command line. Thin: it parses, calls the Python API (zoo.api), and prints.
+
+Errors the user can fix exit 2 with one line; unexpected failures exit 1 with a short
+message (the traceback only with --debug). Each group of commands lives in its own module
+with an ``add_commands(commands)``; plugins add theirs through ``register_commands``.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+
+from zoo import __version__
+from zoo.cli import browse, inference, results, training
+from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
+from zoo.errors import PluginError, SweepInterrupted, ZooError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line with a did-you-mean, and exit code 2."""
+
+    def error(self, message):
+        if "invalid choice" in message:
+            bad = message.split("'")[1] if "'" in message else ""
+            choices = message.split("choose from")[-1]
+            names = [c.strip(" '),") for c in choices.split(",")]
+            close = difflib.get_close_matches(bad, names, n=1)
+            if close:
+                message += f". Did you mean: {close[0]}?"
+        raise ZooError(message if self.prog == "zoo" else f"{self.prog}: {message}")
+
+
+class VersionAction(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        from zoo.core.registry import get_zoo
+
+        print(f"zoo {__version__}")
+        for info in get_zoo().plugins.values():
+            state = f"set aside: {info.error}" if info.error else "loaded"
+            print(f"  {info.name} {info.version or ''} ({info.source}, {state})")
+        parser.exit(0)
+
+
+def build_parser() -> Parser:
+    from zoo.core.registry import get_zoo
+
+    parser = Parser(prog="zoo", description="A model zoo for small transformers: train, "
+                    "evaluate and compare any architecture x tokenizer on any dataset.")
+    parser.add_argument("--version", action=VersionAction, nargs=0,
+                        help="print the version and the loaded plugins")
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+
+    for group in (browse, training, inference, results):
+        group.add_commands(commands)
+
+    add_plugin_commands(commands, get_zoo())
+    for command in commands.choices.values():  # `zoo run ... --debug` as well as `zoo --debug run`
+        try:
+            command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                 help="show full tracebacks")
+        except argparse.ArgumentError:  # a plugin's command has its own --debug
+            pass
+    return parser
+
+
+def add_plugin_commands(commands, zoo) -> None:
+    """The commands plugins registered (``register_commands``), after zoo's own. One whose
+    name is taken or whose arguments cannot be added is set aside with a warning."""
+    from zoo.core.registry import strict_plugins
+    from zoo.core.containment import call_plugin
+
+    for command in zoo.commands.entries():
+        try:
+            if command.name in commands.choices:
+                raise ZooError("zoo already has a command of that name")
+            call_plugin(command.add_arguments, Parser(prog=f"zoo {command.name}"),  # a dry run
+                        what=f"the arguments of command {command.name!r}", plugin=command.plugin)
+        except Exception as exc:
+            message = (f"command {command.name!r} from plugin {command.plugin!r} set aside: "
+                       f"{type(exc).__name__}: {exc}")
+            if strict_plugins():
+                raise PluginError(message + " [ZOO_STRICT_PLUGINS=1]") from None
+            print(f"zoo: warning: {message}", file=sys.stderr)
+            continue
+        p = commands.add_parser(command.name, help=command.help,
+                                description=command.description or command.help,
+                                epilog=f"(added by plugin {command.plugin})")
+        command.add_arguments(p)
+        p.set_defaults(handler=_plugin_handler(command))
+
+
+def _plugin_handler(command):
+    def handler(args):
+        from zoo.core.containment import call_plugin
+
+        return call_plugin(command.load_handler(), args, what=f"command {command.name!r}",
+                           plugin=command.plugin)
+
+    return handler
+
+
+def main(argv=None) -> int:
+    """The `zoo` command. Called with no ``argv`` it is the program (the console script,
+    ``python -m zoo``), about to exit when it returns, and tunes the garbage collector for
+    that; a caller that passes ``argv`` (tests, notebooks) keeps its own settings."""
+    if argv is not None:
+        return run_command(argv)
+    tune_gc_for_training()
+    try:
+        return run_command(sys.argv[1:])
+    finally:
+        freeze_gc_before_exit()
+
+
+def run_command(argv: list[str]) -> int:
+    debug = "--debug" in argv or os.environ.get("ZOO_DEBUG") == "1"
+    try:
+        args = build_parser().parse_args(argv)
+        if not getattr(args, "handler", None):
+            build_parser().print_help()
+            return 0
+        return args.handler(args) or 0
+    except ZooError as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        print(f"zoo: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        run_id = getattr(exc, "run_id", None)  # zoo.errors.RunInterrupted: a recorded run
+        if run_id:
+            print(f"zoo: interrupted; run {run_id} is kept; continue it with: zoo resume {run_id}",
+                  file=sys.stderr)
+        elif isinstance(exc, SweepInterrupted):
+            print("zoo: interrupted; the sweep's runs are kept; run the same zoo sweep again to "
+                  "continue them", file=sys.stderr)
+        else:
+            print("zoo: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        print(f"zoo: unexpected error: {type(exc).__name__}: {exc} (run with --debug for the "
+              "traceback)", file=sys.stderr)
+        return 1

@@ -1,0 +1,136 @@
+"""`zoo runs`, `zoo compare` and `zoo plot`: reading the store."""
+from __future__ import annotations
+
+import sys
+
+from zoo.errors import ZooError
+
+def cmd_runs(args) -> int:
+    from zoo.cli.listing import runs_table
+
+    table = runs_table()
+    if args.json:
+        print(table.to_json(orient="records"))
+    elif table.empty:
+        print("no runs yet (zoo run MODEL DATASET starts one)")
+    else:
+        print(table.to_string(index=False))
+    return 0
+
+
+def _status_list(text: str) -> tuple[str, ...]:
+    from zoo.records.store import STATUSES
+
+    wanted = tuple(s.strip() for s in text.split(",") if s.strip())
+    for status in wanted:
+        if status != "all" and status not in STATUSES:
+            raise ZooError(f"--status {status!r}: expected any of {', '.join(STATUSES)} or all")
+    return wanted
+
+
+def comparison_from_args(args, frame=None):
+    from zoo.comparison.table import load_runs, summarize
+
+    return summarize(load_runs() if frame is None else frame, metric=args.metric,
+                     where=args.where, by=args.by, columns=args.columns, baseline=args.baseline,
+                     evals=args.evals, status=_status_list(args.status), better=args.better,
+                     pool=args.pool)
+
+
+def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) -> None:
+    from zoo.comparison.table import render
+
+    text = render(comparison, fmt)
+    if plot:
+        from zoo.comparison.plots import comparison_bars, save
+
+        save(comparison_bars(comparison), plot)
+        print(f"wrote {plot}", file=sys.stderr)
+    if output and output != "-":
+        from zoo.io import write_output
+
+        write_output(output, text)
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_compare(args) -> int:
+    emit_comparison(comparison_from_args(args), args.format, args.output, args.plot)
+    return 0
+
+
+def add_compare_options(p, *, sweep: bool = False) -> None:
+    from zoo.comparison.table import FORMATS
+
+    p.add_argument("--metric", help="any recorded metric, or params, duration, tokens_per_s "
+                   "(default: the task's primary metric, val_bpc or test_accuracy)")
+    p.add_argument("--by", metavar="KEYS", help="run columns for the rows, comma-separated "
+                   "(default model; with --evals model,trained_on)")
+    p.add_argument("--columns", metavar="KEYS", help="run columns for the columns "
+                   "(default dataset; with --evals dataset,split)")
+    p.add_argument("--baseline", metavar="MODEL", help="add the difference to this row with "
+                   "a 95%% confidence interval over seeds")
+    p.add_argument("--format", default="table", choices=FORMATS, help="output format")
+    p.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout "
+                   "(a symlink's target is written; a device or FIFO is streamed to)")
+    p.add_argument("--plot", metavar="PNG", help="also draw grouped bars with error bars")
+    p.add_argument("--better", choices=("lower", "higher"), help="which direction is best "
+                   "(default: from the metric's name)")
+    p.add_argument("--pool", action="store_true", help="pool runs whose settings differ "
+                   "(by default they are separate rows, labelled by what differs)")
+    if not sweep:
+        p.add_argument("--where", metavar="EXPR", help="a condition over run columns, e.g. "
+                       "\"architecture == 'decoder' and params < 1e6\"")
+        p.add_argument("--evals", action="store_true", help="compare evaluation rows "
+                       "(zoo eval) instead of training runs")
+        p.add_argument("--status", default="finished", help="statuses to include, "
+                       "comma-separated, or all (default finished)")
+
+
+def cmd_plot(args) -> int:
+    from zoo.train.job import RunFolder
+    from zoo.comparison.plots import run_labels, save, training_curves
+    from zoo.records.store import Store, home
+
+    with Store() as store:
+        rows = [store.get(run_id) for run_id in args.run_ids]
+    runs = []
+    for row, label in zip(rows, run_labels(rows)):
+        records = RunFolder(home() / row["id"]).curve()
+        if not records:
+            raise ZooError(f"run {row['id']} has no training curve (no metrics.jsonl in "
+                           f"{home() / row['id']})")
+        runs.append({"label": label, "records": records})
+    tasks = {row["task"] for row in rows}  # units and validation metric: the task's declaration
+    save(training_curves(runs, args.metric, args.x, task=tasks.pop() if len(tasks) == 1 else None),
+         args.output)
+    if args.output != "-":
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("runs", help="list recorded runs", description="List recorded runs.")
+    p.add_argument("--json", action="store_true", help="print JSON records")
+    p.set_defaults(handler=cmd_runs)
+    p = commands.add_parser("compare", help="compare runs: models x datasets, mean ± std over seeds",
+                            description="A pivot of the recorded runs: by default rows are models, "
+                            "columns datasets, and each cell the task's primary metric (val_bpc, "
+                            "lower is better; test_accuracy, higher is better) as mean ± std over "
+                            "seeds with the count; the best in each column is marked. Only "
+                            "finished training runs count unless --status or --evals say "
+                            "otherwise. csv and json give one line per cell with numeric "
+                            "mean, std and n, and the ids of the runs behind each number.")
+    add_compare_options(p)
+    p.set_defaults(handler=cmd_compare)
+    p = commands.add_parser("plot", help="draw training and validation curves of runs",
+                            description="Overlay the training (raw and smoothed) and validation "
+                            "curves of one or more runs from their metrics.jsonl.")
+    p.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="run ids (or unique prefixes)")
+    p.add_argument("--metric", default="loss", help="curve to draw: loss (train_loss and "
+                   "val_loss), lr, or any key of metrics.jsonl (default loss)")
+    p.add_argument("--x", default="step", choices=("step", "elapsed"),
+                   help="x axis: optimizer step or training time in seconds")
+    p.add_argument("--output", required=True, metavar="FILE", help="a .png, .svg or .pdf file")
+    p.set_defaults(handler=cmd_plot)

@@ -1,0 +1,191 @@
+"""`zoo run`, `zoo resume`, `zoo sweep` and `zoo reproduce`: commands that train."""
+from __future__ import annotations
+
+import json
+
+from zoo.cli.options import add_output_options, json_default, positive_float, positive_int
+from zoo.cli.results import add_compare_options, emit_comparison
+from zoo.core.bounds import DEVICES, seed_argument
+
+def cmd_run(args) -> int:
+    from zoo import api
+    from zoo.core.config import parse_assignment
+
+    settings = dict(parse_assignment(item) for item in args.set or [])
+    if args.compile:
+        settings["train.compile"] = True
+    run = api.run(args.model, args.dataset, steps=args.steps, time=args.time, seed=args.seed,
+                  device=args.device, task=args.task, text_column=args.text_column,
+                  label_column=args.label_column, quiet=args.quiet or args.json, init=args.init,
+                  **settings)
+    if run.summary.get("rank", 0) == 0:  # under torchrun, rank 0 speaks for the run
+        print_result(run.summary, args.json)
+    return 0
+
+
+def print_result(result: dict, as_json: bool) -> None:
+    keys = ("run_id", "model", "architecture", "tokenizer", "dataset", "task", "status",
+            "params", "seed", "metrics")
+    if as_json:
+        print(json.dumps({k: result.get(k) for k in keys}, default=json_default))
+        return
+    print(f"run {result['run_id']}  {result['model']} on {result['dataset']} ({result['task']})  "
+          f"status {result['status']}  {result['params']:,} parameters  "
+          f"{result['duration']:.1f} s")
+    metrics = result["metrics"]
+    shown = [k for k in metrics if not isinstance(metrics[k], (dict, list))]
+    for key in shown:
+        value = metrics[key]
+        print(f"  {key:<16} {value:.4f}" if isinstance(value, float) else f"  {key:<16} {value}")
+    for i, sample in enumerate(result.get("samples") or []):
+        lines = sample.strip("\n").splitlines()[:8]
+        print(f"--- sample {i + 1} ---")
+        print("\n".join(lines))
+    print(f"saved in {result['run_dir']}")
+    if result.get("curve"):
+        print(f"training curve: {result['curve']}")
+    elif result.get("curve_error"):
+        print(f"training curve: not drawn ({result['curve_error']})")
+
+
+def cmd_resume(args) -> int:
+    from zoo import api
+
+    print_result(api.resume(args.run_id, quiet=args.quiet or args.json).summary, args.json)
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    from zoo import api
+    from zoo.core.config import parse_assignment
+
+    settings = dict(parse_assignment(item) for item in args.set or [])
+    result = api.sweep(args.models, args.on, seeds=args.seeds, steps=args.steps, time=args.time,
+                       task=args.task, device=args.device, grid=args.grid,
+                       progress=not (args.quiet or args.json),  # plan, progress, summary
+                       quiet=not args.verbose or args.json, jobs=args.jobs,
+                       executor=args.executor, address=args.address, cell_cpus=args.cell_cpus,
+                       cell_gpus=args.cell_gpus, dry_run=args.dry_run, metric=args.metric,
+                       by=args.by, columns=args.columns, baseline=args.baseline,
+                       better=args.better, pool=args.pool, **settings)
+    if args.dry_run:
+        if args.json:
+            print(json.dumps({"cells": result.cells}, default=json_default))
+            return 0
+        for cell in result.cells:
+            state = (f"skip: {cell['reason']}" if cell["state"] == "skipped"
+                     else f"done: run {cell['run_id']}" if cell["state"] == "reused"
+                     else "to run")
+            print(f"{cell['name']}\t{state}")
+        return 0
+    if args.json:
+        from zoo.comparison.table import render
+
+        table = json.loads(render(result.table, "json")) if result.table is not None else []
+        print(json.dumps({"cells": result.cells, "comparison": table}, default=json_default))
+    elif result.table is not None:
+        emit_comparison(result.table, args.format, args.output, args.plot)
+    return 1 if result.failed else 0
+
+
+def cmd_reproduce(args) -> int:
+    from zoo import api
+
+    report = api.reproduce(args.run_id, device=args.device, quiet=args.quiet or args.json)
+    if args.json:
+        print(json.dumps(report, default=json_default))
+        return 0 if report["match"] else 1
+    print(f"reproduced run {report['run_id']} as run {report['rerun_id']}")
+    width = max([len(line["metric"]) for line in report["metrics"]] + [6])
+    for line in report["metrics"]:
+        mark = "same" if line["same"] else "DIFFERENT"
+        print(f"  {line['metric']:<{width}}  {line['original']!s:<22} {line['rerun']!s:<22} {mark}")
+    if report["excluded"]:
+        print(f"  (timing, not compared: {', '.join(report['excluded'])})")
+    for note in report["notes"]:
+        print(f"  note: {note}")
+    print("metrics match exactly" if report["match"] else "metrics DIFFER")
+    return 0 if report["match"] else 1
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("run", help="train and evaluate MODEL on DATASET",
+                            description="Train and evaluate a model on a dataset, record the "
+                            "run in the store, and print a summary.")
+    p.add_argument("model", help="a preset (zoo list models) or ARCHITECTURE-TOKENIZER")
+    p.add_argument("dataset", help="a catalogue alias, a Hub id, or a local folder or file")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--steps", type=positive_int, help="number of optimizer steps")
+    budget.add_argument("--time", type=positive_float, metavar="SECONDS",
+                        help="wall-clock training budget in seconds")
+    p.add_argument("--seed", type=seed_argument, default=0, help="random seed (default 0)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a config field (repeatable); 'zoo show MODEL' lists them")
+    p.add_argument("--device", default="auto", choices=DEVICES,
+                   help="auto (CUDA when present, the default), cpu or cuda")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the model for training (same as --set compile=true)")
+    p.add_argument("--task", help="force a task instead of choosing it from model and dataset")
+    p.add_argument("--text-column", help="text column (detected by default)")
+    p.add_argument("--label-column", help="label column (detected by default)")
+    p.add_argument("--init", metavar="RUN_ID",
+                   help="start from a finished run: its tokenizer and every weight whose name "
+                   "and shape match (other tasks and datasets too); new heads start fresh")
+    add_output_options(p)
+    p.set_defaults(handler=cmd_run)
+    p = commands.add_parser("resume", help="continue an interrupted run from its last checkpoint",
+                            description="Continue an interrupted or failed run from its newest "
+                            "good checkpoint, in the same folder and store row; ends with the "
+                            "same summary as zoo run. Refuses if the config, dataset, tokenizer "
+                            "or zoo version changed.")
+    p.add_argument("run_id", help="run id (or a unique prefix)")
+    add_output_options(p)
+    p.set_defaults(handler=cmd_resume)
+    p = commands.add_parser("sweep", help="train every model x dataset x seed, then compare",
+                            description="Train every possible cell (in this process, in "
+                            "--jobs worker processes or as Ray tasks), skip "
+                            "impossible ones with their reason and cells already finished with "
+                            "the same config (so a second run resumes), record failures and go "
+                            "on, then print the comparison of the sweep's runs.")
+    p.add_argument("models", nargs="+", metavar="MODEL",
+                   help="model names; wildcards such as '*-char' match the registry")
+    p.add_argument("--on", nargs="+", required=True, metavar="DATASET", help="datasets")
+    p.add_argument("--seeds", type=positive_int, default=1, help="seeds 0..N-1 (default 1)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--steps", type=positive_int, help="optimizer steps per cell")
+    budget.add_argument("--time", type=positive_float, metavar="SECONDS",
+                        help="wall-clock training budget per cell")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a config field in every cell (repeatable)")
+    p.add_argument("--grid", action="append", metavar="KEY=V1,V2",
+                   help="sweep a config field over these values too: every combination of "
+                   "grid values is its own cell and row (repeatable)")
+    p.add_argument("--task", help="force a task instead of choosing it per cell")
+    p.add_argument("--device", default="auto", choices=DEVICES)
+    p.add_argument("--dry-run", action="store_true", help="print the plan and train nothing")
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("--verbose", action="store_true", help="each run's own progress output")
+    add_output_options(p, quiet_to=talk, quiet_help="no plan, progress or summary on stderr: "
+                       "only the comparison", json_help="print one JSON object: every cell "
+                       "(state, run id, reason) and the comparison's cells (as --format json)")
+    p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                   help="train N cells at a time in worker processes, each with cores/N "
+                   "threads (default 1: one after another in this process)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="ray: cells as tasks on a Ray cluster (pip install -e \".[ray]\")")
+    p.add_argument("--address", help="the Ray cluster to use (default: a local one)")
+    p.add_argument("--cell-cpus", type=positive_int, metavar="N",
+                   help="CPUs (threads) each Ray task asks for (default 1)")
+    p.add_argument("--cell-gpus", type=positive_float, metavar="N",
+                   help="GPUs each Ray task asks for (default 1 with --device cuda, else 0)")
+    add_compare_options(p, sweep=True)
+    p.set_defaults(handler=cmd_sweep)
+    p = commands.add_parser("reproduce", help="rerun a run's exact config and compare metrics",
+                            description="Rebuild a run's plan from its config.json, train it "
+                            "again, and report whether every metric matches exactly (timing "
+                            "figures excluded). Exit code 0 when they match, 1 when not.")
+    p.add_argument("run_id", help="run id (or a unique prefix)")
+    p.add_argument("--device", choices=DEVICES,
+                   help="device (default: the one the run recorded)")
+    add_output_options(p)
+    p.set_defaults(handler=cmd_reproduce)

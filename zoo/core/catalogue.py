@@ -1,0 +1,210 @@
+"""registry.toml: named datasets, model presets, dataset mirrors and local plugin modules.
+
+The built-in file ships with the package. A registry.toml in the current directory, or the
+file named by ZOO_REGISTRY, extends and overrides it. Paths inside a file are relative to it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zoo.errors import UnknownNameError, ZooError
+
+BUILTIN_FILE = Path(__file__).resolve().parent.parent / "registry.toml"
+
+DATASET_KEYS = {"hub", "path", "plugin", "task", "text_column", "label_column", "splits",
+                "description", "config"}
+MODEL_KEYS = {"architecture", "tokenizer", "description", "set"}
+TOP_KEYS = {"mirrors", "datasets", "models", "plugins"}
+SPLIT_ROLES = {"train", "validation", "test"}
+
+
+@dataclass
+class DatasetEntry:
+    name: str
+    source: Path  # the registry.toml that defined it
+    hub: str | None = None  # a Hub id, found in a mirror or on the Hub
+    path: str | None = None  # a local folder or file
+    plugin: str | None = None  # a dataset registered by a plugin
+    task: str | None = None
+    text_column: str | None = None
+    label_column: str | None = None
+    splits: dict[str, str] = field(default_factory=dict)  # role -> split name
+    description: str = ""
+    config: dict = field(default_factory=dict)  # options for a plugin dataset
+
+
+@dataclass
+class Preset:
+    name: str
+    architecture: str
+    tokenizer: str
+    source: Path
+    description: str = ""
+    overrides: dict = field(default_factory=dict)  # same meaning as --set key=value
+
+
+@dataclass
+class Catalogue:
+    datasets: dict[str, DatasetEntry] = field(default_factory=dict)
+    models: dict[str, Preset] = field(default_factory=dict)
+    mirrors: list[Path] = field(default_factory=list)
+    plugin_modules: list[Path] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def dataset(self, name: str) -> DatasetEntry:
+        try:
+            return self.datasets[name]
+        except KeyError:
+            raise UnknownNameError("dataset", name, self.datasets) from None
+
+
+def user_files() -> list[Path]:
+    """The user's registry.toml files, in the order they override the built-in one."""
+    files = []
+    local = Path.cwd() / "registry.toml"
+    if local.is_file() and local.resolve() != BUILTIN_FILE:
+        files.append(local)
+    env = os.environ.get("ZOO_REGISTRY")
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_file():
+            raise ZooError(f"ZOO_REGISTRY names {path}, which is not a file")
+        files.append(path)
+    return files
+
+
+def load_catalogue(files: list[Path] | None = None) -> Catalogue:
+    catalogue = Catalogue()
+    for path in [BUILTIN_FILE, *(user_files() if files is None else files)]:
+        merge_file(catalogue, path)
+    return catalogue
+
+
+HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
+def is_hub_id(text: str) -> bool:
+    """A Hub dataset id, which never climbs out of a mirror folder ('../../etc' is none)."""
+    return bool(HUB_ID.match(text)) and ".." not in text
+
+
+def merge_file(catalogue: Catalogue, path: Path) -> None:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ZooError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); TOML "
+                       "files must be UTF-8") from None
+    except OSError as exc:
+        raise ZooError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ZooError(f"{path}: malformed TOML: {exc}") from None
+    except RecursionError:
+        raise ZooError(f"{path}: malformed TOML: nested too deeply") from None
+    parser = _FileParser(path, text)
+    parser.check_keys(data, TOP_KEYS, "top level")
+    base = path.resolve().parent
+    catalogue.files.append(path)
+
+    mirrors = parser.expect(data.get("mirrors", []), list, "mirrors")
+    # A later file's mirrors are searched first.
+    catalogue.mirrors[:0] = [parser.resolve_path(base, m, "mirrors entry") for m in mirrors]
+
+    plugins = parser.expect(data.get("plugins", {}), dict, "[plugins]")
+    parser.check_keys(plugins, {"modules"}, "[plugins]")
+    for module in parser.expect(plugins.get("modules", []), list, "plugins.modules"):
+        catalogue.plugin_modules.append(parser.resolve_path(base, module, "plugins.modules entry"))
+
+    for name, body in parser.expect(data.get("datasets", {}), dict, "[datasets]").items():
+        where = f"[datasets.{name}]"
+        parser.expect(body, dict, where)
+        parser.check_keys(body, DATASET_KEYS, where)
+        sources = [k for k in ("hub", "path", "plugin") if k in body]
+        if len(sources) != 1:
+            parser.fail(f"{where} needs exactly one of hub, path or plugin", name)
+        splits = parser.expect(body.get("splits", {}), dict, f"{where} splits")
+        parser.check_keys(splits, SPLIT_ROLES, f"{where} splits")
+        for role, split in splits.items():
+            parser.expect(split, str, f"{where} splits.{role}")
+        entry = DatasetEntry(name=name, source=path, splits=dict(splits),
+                             config=dict(parser.expect(body.get("config", {}), dict, f"{where} config")))
+        for key in ("hub", "plugin", "task", "text_column", "label_column", "description"):
+            if key in body:
+                setattr(entry, key, parser.expect(body[key], str, f"{where} {key}"))
+        if entry.hub is not None and not is_hub_id(entry.hub):
+            parser.fail(f"{where} hub {entry.hub!r} is not a Hub dataset id (NAME or "
+                        "OWNER/NAME: letters, digits, '-', '_', '.'; no '..')", name)
+        if "path" in body:
+            entry.path = str(parser.resolve_path(base, body["path"], f"{where} path"))
+        catalogue.datasets[name] = entry
+
+    for name, body in parser.expect(data.get("models", {}), dict, "[models]").items():
+        where = f"[models.{name}]"
+        parser.expect(body, dict, where)
+        parser.check_keys(body, MODEL_KEYS, where)
+        for key in ("architecture", "tokenizer"):
+            if key not in body:
+                parser.fail(f"{where} needs {key!r}", name)
+        catalogue.models[name] = Preset(
+            name=name,
+            architecture=parser.expect(body["architecture"], str, f"{where} architecture"),
+            tokenizer=parser.expect(body["tokenizer"], str, f"{where} tokenizer"),
+            source=path,
+            description=parser.expect(body.get("description", ""), str, f"{where} description"),
+            overrides=dict(parser.expect(body.get("set", {}), dict, f"{where} set")),
+        )
+
+
+class _FileParser:
+    """Validation helpers that name the file and, where it can be found, the line."""
+
+    def __init__(self, path: Path, text: str):
+        self.path, self.lines = path, text.splitlines()
+
+    def line_of(self, needle: str) -> int | None:
+        pattern = re.compile(rf"^\s*\[?[^#]*\b{re.escape(needle)}\b")
+        for number, line in enumerate(self.lines, 1):
+            if pattern.search(line):
+                return number
+        return None
+
+    def fail(self, message: str, needle: str | None = None):
+        line = self.line_of(needle) if needle else None
+        where = f"{self.path}, line {line}" if line else str(self.path)
+        raise ZooError(f"{where}: {message}")
+
+    def expect(self, value, kind, what: str):
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            self.fail(f"{what} must be a {_type_word(kind)}, not {type(value).__name__}",
+                      what.split()[-1].strip("[]").split(".")[-1])
+        return value
+
+    def resolve_path(self, base: Path, value, what: str) -> Path:
+        """A path in the file, relative to it; one a filesystem cannot hold is an error."""
+        text = self.expect(value, str, what)
+        try:
+            if "\x00" in text:
+                raise ValueError("embedded null byte")
+            return (base / text).resolve()
+        except (ValueError, OSError) as exc:
+            self.fail(f"{what} {text!r} is not a usable path ({exc})", what.split()[-1])
+
+    def check_keys(self, table: dict, allowed: set[str], where: str) -> None:
+        for key in table:
+            if key not in allowed:
+                import difflib
+
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f" Did you mean: {close[0]}?" if close else ""
+                self.fail(f"unknown key {key!r} in {where}.{hint} Valid keys: "
+                          f"{', '.join(sorted(allowed))}", key)
+
+
+def _type_word(kind) -> str:
+    return {list: "list", dict: "table", str: "string"}.get(kind, kind.__name__)

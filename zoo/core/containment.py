@@ -1,0 +1,137 @@
+"""Plugin code runs contained: whatever it raises, ``BaseException`` included, sets the plugin
+aside, except a real Ctrl-C from the user.
+
+``sys.exit()`` in a plugin module raises ``SystemExit``, which ``except Exception`` does
+not catch: ``zoo run`` then ended with exit 0, no output and no training. A plugin may also
+raise ``KeyboardInterrupt`` itself. To tell that from the user pressing Ctrl-C, plugin code
+runs under a SIGINT handler that notes the signal before raising ``KeyboardInterrupt``:
+an interrupt with the note is the user's and goes on up; one without it is the plugin's.
+A run's training and a sweep's cells run the same way (``own_interrupts_fail``): a
+KeyboardInterrupt that no SIGINT caused fails that run or cell like any other error.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import signal
+import threading
+from contextlib import contextmanager
+
+from zoo.errors import ZooError
+
+_watch: dict | None = None  # the active watch: {"sigint": bool}; None outside plugin code
+_no_ctrl_c = False  # inside no_ctrl_c(): no Ctrl-C from the user can reach this code
+
+
+@contextmanager
+def no_ctrl_c():
+    """Run code that no Ctrl-C from the user reaches: a sweep's cell in a worker (SIGINT is
+    the driver's, which stops the workers itself). A KeyboardInterrupt raised there is the
+    code's own, a failure like any exception."""
+    global _no_ctrl_c
+    previous, _no_ctrl_c = _no_ctrl_c, True
+    try:
+        yield
+    finally:
+        _no_ctrl_c = previous
+
+
+class InterruptRaisedByCode(ZooError):
+    """A KeyboardInterrupt that code raised itself (a model's forward, say), with no Ctrl-C
+    from the user: a failure of the run or cell, recorded as such; the sweep goes on."""
+
+
+@contextmanager
+def plugin_code():
+    """Run plugin code (imports, hooks) while watching for a Ctrl-C from the user."""
+    global _watch
+    if _watch is not None:  # nested: the outer watch is still listening
+        yield
+        return
+    if threading.current_thread() is not threading.main_thread():
+        yield  # no signal handlers here: every KeyboardInterrupt counts as the user's
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        yield  # someone else handles SIGINT (torchrun, a host program): leave it alone
+        return
+    watch = {"sigint": False}
+
+    def note_and_interrupt(signum, frame):
+        watch["sigint"] = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, note_and_interrupt)
+    _watch = watch
+    try:
+        yield
+    finally:
+        _watch = None
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def own_interrupts_fail(what: str = "the run's code"):
+    """Run code in which a KeyboardInterrupt without a Ctrl-C from the user behind it (no
+    SIGINT arrived, or none can reach this code: no_ctrl_c()) is that code's failure:
+    InterruptRaisedByCode. The user's Ctrl-C goes on up as it was."""
+    with plugin_code():
+        try:
+            yield
+        except KeyboardInterrupt as exc:
+            if not is_plugin_failure(exc):
+                raise
+            raise InterruptRaisedByCode(f"{what} raised KeyboardInterrupt itself (no Ctrl-C "
+                                        "from the user)") from None
+
+
+def is_plugin_failure(exc: BaseException) -> bool:
+    """Whether ``exc``, caught from plugin code, is the plugin's fault (set it aside) rather
+    than the user's Ctrl-C (let it stop zoo). Call it inside ``plugin_code()``."""
+    if isinstance(exc, Exception):
+        return True
+    if isinstance(exc, KeyboardInterrupt):
+        return _no_ctrl_c or (_watch is not None and not _watch["sigint"])
+    return True  # SystemExit, GeneratorExit, and any other BaseException
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a plugin's failure, without object reprs."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r})" if exc.code is not None else "it called sys.exit()"
+    if isinstance(exc, KeyboardInterrupt):
+        return "it raised KeyboardInterrupt (not a Ctrl-C from the user)"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class PluginCodeFailed(Exception):
+    """Plugin code raised something (BaseException included) that is the plugin's fault."""
+
+    def __init__(self, exc: BaseException):
+        super().__init__(describe(exc))
+
+
+def contained(function, *args):
+    """Call plugin code inside ``plugin_code()``; its failures become PluginCodeFailed, and a
+    real Ctrl-C from the user goes on up."""
+    try:
+        return function(*args)
+    except BaseException as exc:
+        if not is_plugin_failure(exc):
+            raise
+        raise PluginCodeFailed(exc) from exc
+
+
+def call_plugin(function: Callable, *args, what: str, plugin: str):
+    """Call plugin code that runs after loading (a command's handler, an architecture's
+    build). Its ``sys.exit()``, or a KeyboardInterrupt it raises itself, is that plugin's
+    failure: a ZooError (exit 2) naming it, not a silent exit 0 or an "interrupted". Its
+    exceptions go on as they are, and a real Ctrl-C from the user goes on up (130)."""
+    with plugin_code():
+        try:
+            return function(*args)
+        except BaseException as exc:
+            if isinstance(exc, Exception) or not is_plugin_failure(exc):
+                raise
+            raise ZooError(f"{what} from plugin {plugin!r} failed: {describe(exc)}") from None

@@ -1,0 +1,210 @@
+"""Planning a run: from a model name and a dataset to the task, pipeline and configs, all
+decided (and checked) before anything trains; the config hash that names a plan."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from zoo.data import datasets as zoo_data
+from zoo.core.bounds import check_seed
+from zoo.core.config import build_config, split_overrides
+from zoo.errors import ZooError
+from zoo.core.registry import get_zoo
+from zoo.core.names import ModelSpec, choose_task, resolve_model, tasks_for
+
+
+@dataclass
+class Plan:
+    """Everything decided before training starts."""
+
+    spec: ModelSpec
+    dataset_ref: object
+    task: str
+    pipeline: object  # Entry
+    configs: dict  # section -> config dataclass instance
+    seed: int
+    loaded: object = None  # the LoadedDataset, when planning had to load it to learn its tasks
+    columns: tuple = (None, None)  # the (text, label) column choices it was loaded with
+    # section -> config keys a run recorded by an older zoo lacks: they hold the value that
+    # reproduces its behaviour (the config class's LEGACY), and stay out of its record and hash
+    legacy: dict = field(default_factory=dict)
+    init: object = None  # zoo.train.initialize.InitSource: the run whose weights it starts from
+
+    def config_values(self) -> dict:
+        """The configs as plain dicts (section -> values), as recorded in config.json."""
+        values = {k: _asdict(v) for k, v in self.configs.items()}
+        for section, keys in self.legacy.items():
+            values[section] = {k: v for k, v in values[section].items() if k not in keys}
+        return values
+
+
+def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: int = 0,
+             task: str | None = None, text_column: str | None = None,
+             label_column: str | None = None, init: str | None = None, zoo=None) -> Plan:
+    zoo = zoo or get_zoo()
+    check_seed(seed, "seed")  # before anything is loaded, written or recorded
+    spec = resolve_model(model, zoo)
+    source = _init_source(init, spec) if init else None
+    ref = zoo_data.resolve(dataset, zoo)
+    tasks, loaded = zoo_data.tasks_of(ref, zoo), None
+    if not tasks and ref.kind != "plugin":
+        # A file, folder or Hub id the catalogue does not describe: load it to learn whether
+        # it has a label column (tasks that need one come first).
+        loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column,
+                               quiet=True)
+        tasks = loaded.tasks
+    # A plugin dataset that declares no task: whatever tasks need only text.
+    tasks = tasks or tasks_for(None, {"text"}, zoo)
+    chosen = choose_task(spec.architecture, tasks, task)
+    if chosen not in zoo.pipelines:  # the same reason `zoo list --matrix` gives
+        raise ZooError(f"no pipeline is registered for {chosen} ({spec.architecture.name} "
+                       f"on {ref.name})")
+    pipeline = zoo.pipelines.get(chosen)
+    sections = {"model": spec.architecture.config_class(),
+                "tokenizer": spec.tokenizer.config_class(),
+                "train": pipeline.config_class()}
+    merged = {**spec.overrides, **(overrides or {})}
+    dataset_class = zoo_data.config_class(ref, zoo)
+    if dataset_class is not None:  # a plugin dataset's options: catalogue, then --set
+        sections["dataset"] = dataset_class
+        catalogue = {f"dataset.{k}": v for k, v in zoo_data.catalogue_options(ref).items()}
+        merged = {**catalogue, **merged}
+    values = split_overrides(merged, sections)
+    _min_lr_follows_lr(values["train"], sections["train"], overrides or {})
+    if source is not None:  # the source run's tokenizer, as it was configured
+        values["tokenizer"] = source.tokenizer_config
+    configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
+    check_context_length(spec.architecture, configs["model"])
+    if "dataset" in configs:
+        ref = dataclasses.replace(ref, config=configs["dataset"])
+    return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column),
+                init=source)
+
+
+def _init_source(run_id: str, spec: ModelSpec):
+    """The finished run to start from; its tokenizer must be the model's."""
+    from zoo.train.initialize import source_run
+
+    source = source_run(run_id)
+    if source.tokenizer != spec.tokenizer.name:
+        raise ZooError(f"--init {source.run_id}: that run used the {source.tokenizer} "
+                       f"tokenizer and {spec.name} the {spec.tokenizer.name} one; the new run "
+                       f"takes its tokenizer from the run it starts from, so use a model with "
+                       f"the {source.tokenizer} tokenizer ({spec.architecture.name}-"
+                       f"{source.tokenizer})")
+    return source
+
+
+def check_context_length(architecture, config) -> None:
+    """Pipelines cut inputs to the architecture config's ``block_size`` (zoo.hookspecs): an
+    architecture registered without a config that has one cannot run."""
+    block = getattr(config, "block_size", None)
+    if isinstance(block, int) and not isinstance(block, bool):
+        return
+    problem = ("registers no config dataclass" if config is None
+               else f"has a config ({type(config).__name__}) with no integer block_size field")
+    raise ZooError(f"architecture {architecture.name!r} from plugin {architecture.plugin!r} "
+                   f"{problem}; pipelines need its block_size (the longest input in tokens): "
+                   "register it with config=<a dataclass with a block_size field>")
+
+
+def _min_lr_follows_lr(train: dict, cls, overrides: dict) -> None:
+    """A min_lr the user did not set (the preset's, or the config's default) is lowered to lr
+    when lr is below it, so `--set lr=1e-5` alone trains instead of being refused. Only
+    configs that used to be refused change; a min_lr the user sets above lr is still refused."""
+    if cls is None or any(key.rpartition(".")[2] == "min_lr" for key in overrides):
+        return
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    lr, min_lr = train.get("lr", defaults.get("lr")), train.get("min_lr", defaults.get("min_lr"))
+    if isinstance(lr, float) and isinstance(min_lr, float) and min_lr > lr > 0:
+        train["min_lr"] = lr
+
+
+def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
+    """The plan a recorded run was trained with, rebuilt from its provenance (config.json)
+    with today's plugins: the recorded resolved configs, not today's presets. `resume`,
+    `reproduce` and `eval` (which passes the dataset it scores on as `dataset_ref`) use it.
+    A record that no longer fits this zoo is a ZooError saying why."""
+    try:
+        architecture = zoo.architectures.get(record["architecture"])
+        spec = ModelSpec(record["model"], architecture, zoo.tokenizers.get(record["tokenizer"]),
+                         {}, architecture.description)
+        ref = dataset_ref or recorded_dataset(record["dataset"], record.get("dataset_id"), zoo)
+        pipeline = zoo.pipelines.get(record["task"])
+        classes = {"model": architecture.config_class(),
+                   "tokenizer": spec.tokenizer.config_class(), "train": pipeline.config_class()}
+        recorded = record["configs"]
+        if "dataset" in recorded and dataset_ref is None:  # the options it was generated with
+            classes["dataset"] = zoo_data.config_class(ref, zoo)
+        configs, legacy = {}, {}
+        for section, cls in classes.items():
+            values = dict(recorded.get(section) or {})
+            # Fields added since the run was recorded take the value that means what the
+            # older zoo did (a config class's LEGACY: keep_best, patience), and stay out of
+            # its record and config hash.
+            missing = {k: v for k, v in getattr(cls, "LEGACY", {}).items() if k not in values}
+            if missing:
+                legacy[section] = tuple(missing)
+            try:
+                configs[section] = build_config(cls, {**missing, **values})
+            except ZooError as exc:
+                raise ZooError(f"the recorded {section} config no longer fits this zoo "
+                               f"({exc})") from None
+        if "dataset" in configs:
+            ref = dataclasses.replace(ref, config=configs["dataset"])
+        init = None
+        if record.get("init"):  # it started from another run: from the same one again
+            from zoo.train.initialize import source_run
+
+            init = source_run(record["init"]["run_id"], used_by=record.get("run_id"))
+        return Plan(spec, ref, record["task"], pipeline, configs, int(record["seed"]),
+                    legacy=legacy, init=init)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ZooError(f"the record of run {record.get('run_id', '?')} is incomplete "
+                       f"({type(exc).__name__}: {exc})") from None
+
+
+def recorded_dataset(name: str, source: str | None, zoo):
+    """The dataset a run used: by its name if that still points at the same source, else by
+    the source (an absolute path or Hub id, independent of the working folder), under the
+    recorded name."""
+    try:
+        ref = zoo_data.resolve(name, zoo)
+        if not source or ref.source == source:
+            return ref
+    except ZooError:
+        if not source:
+            raise ZooError(f"dataset {name!r} of the run cannot be found any more") from None
+    found = zoo_data.resolve(source, zoo)
+    return zoo_data.DatasetRef(name, found.kind, found.source, found.entry)
+
+
+def plugin_entries(plan: Plan, zoo=None) -> list:
+    """The registrations a run's code comes from: architecture, tokenizer, pipeline, and the
+    dataset's plugin when a plugin generates the dataset."""
+    entries = [plan.spec.architecture, plan.spec.tokenizer, plan.pipeline]
+    if plan.dataset_ref.kind == "plugin":
+        datasets = (zoo or get_zoo()).datasets
+        if plan.dataset_ref.source in datasets:
+            entries.append(datasets.get(plan.dataset_ref.source))
+    return entries
+
+
+def config_hash(plan: Plan, zoo=None) -> str:
+    """Everything a run's result depends on: names, seed, every resolved config value, and
+    which code each plugin is (its version, or its source's hash: ``PluginInfo.identity``),
+    so a sweep never reuses a run made by other plugin code."""
+    payload = {"model": plan.spec.name, "architecture": plan.spec.architecture.name,
+               "tokenizer": plan.spec.tokenizer.name, "dataset": plan.dataset_ref.source,
+               "task": plan.task, "seed": plan.seed,
+               "configs": plan.config_values(),
+               "plugins": {e.plugin: e.origin or "unknown" for e in plugin_entries(plan, zoo)}}
+    if plan.init is not None:  # absent otherwise, so the hashes of other runs stay as they were
+        payload["init"] = plan.init.run_id
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _asdict(config):
+    return dataclasses.asdict(config) if config is not None else None

@@ -1,0 +1,61 @@
+"""What a run records about where it came from: versions of zoo, Python, libraries and
+plugins, the git commit of the source tree, and the identity a resume must match."""
+from __future__ import annotations
+
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from zoo.core.plan import Plan, config_hash, plugin_entries
+
+
+def versions(zoo, plan: Plan) -> dict:
+    from zoo import __version__
+
+    found = {"zoo": __version__, "python": platform.python_version()}
+    for package in ("torch", "numpy", "datasets", "tokenizers", "transformers"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    for entry in plugin_entries(plan, zoo):
+        info = zoo.plugins.get(entry.plugin)
+        found[f"plugin:{entry.plugin}"] = info.identity if info else "unknown"
+    return found
+
+
+def plugin_provenance(zoo, plan: Plan) -> dict:
+    """Each of a run's plugins: its distribution and version, or its source's hash."""
+    return {entry.plugin: zoo.plugins[entry.plugin].provenance()
+            for entry in plugin_entries(plan, zoo) if entry.plugin in zoo.plugins}
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def git_dirty() -> bool | None:
+    """Whether the working tree has uncommitted changes to tracked files (None: no git)."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
+
+
+def identity(plan: Plan, dataset, zoo) -> dict:
+    """What must not change for a run to be resumed: config, dataset, zoo and plugin versions
+    (the tokenizer file's checksum is added by each checkpoint)."""
+    found = versions(zoo, plan)
+    return {"config_hash": config_hash(plan, zoo),
+            "configs": plan.config_values(),
+            "dataset_fingerprint": dataset.fingerprint,
+            "versions": {k: v for k, v in found.items() if k == "zoo" or k.startswith("plugin:")}}

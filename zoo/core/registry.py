@@ -1,0 +1,531 @@
+"""Plugin discovery and name lookups.
+
+Built-in plugins, third-party entry points (group ``zoo``) and local modules listed in a
+user's registry.toml all go through the same ``pm.register`` path. A plugin that fails to
+import or raises in a hook is set aside with one warning line; ZOO_STRICT_PLUGINS=1 turns
+that into an error.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pluggy
+
+from zoo import hookspecs
+from zoo.core.containment import PluginCodeFailed, contained, describe, is_plugin_failure, plugin_code
+from zoo.errors import PluginError, UnknownNameError, ZooError
+from zoo.tasks import Task
+
+# The built-ins, registered exactly like third-party plugins, in this order. The only place
+# the core names them: it imports nothing else of them (tests/test_layering.py).
+DEFAULT_PLUGINS = (
+    "zoo.plugins.char",
+    "zoo.plugins.bpe",
+    "zoo.plugins.decoder",
+    "zoo.plugins.encoder",
+    "zoo.plugins.numpy",
+    "zoo.plugins.digits",
+    "zoo.plugins.transformers",
+    "zoo.plugins.fasttext",
+    "zoo.plugins.lstm",
+    "zoo.pipelines",
+)
+
+KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command")
+HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
+KIND_OF_HOOK = {hook: kind for kind, hook in HOOK_FOR_KIND.items()}
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
+COMMAND_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
+COLUMN_ROLES = ("text", "label")  # what a dataset's columns are to the tasks
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered thing: its name, where its code lives, and which plugin added it."""
+
+    kind: str
+    name: str
+    target: Any  # "module:attr" or the object itself
+    plugin: str
+    description: str = ""
+    config: Any = None  # "module:Dataclass", the dataclass itself, or None
+    tasks: tuple[str, ...] = ()
+    task: Task | None = None  # a pipeline's declaration of the task it serves
+    origin: str = ""  # the plugin's identity (PluginInfo.identity): version or source hash
+    columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
+
+    def load(self):
+        """Import and return the target (the heavy code), on first use; a target that cannot
+        be what its kind needs is a ZooError naming the plugin."""
+        target = _resolve(self.target, f"{self.kind} {self.name!r}")
+        if isinstance(self.target, str):  # objects were checked when they registered
+            problem = target_problem(self.kind, target)
+            if problem:
+                raise ZooError(f"{self.kind} {self.name!r} from plugin {self.plugin!r}: {problem}")
+        return target
+
+    def config_class(self):
+        if self.config is None:
+            return None
+        cls = _resolve(self.config, f"config of {self.name!r}")
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            raise ZooError(f"config of {self.kind} {self.name!r} from plugin {self.plugin!r} is "
+                           f"a {type(cls).__name__}, not a dataclass")
+        return cls
+
+
+@dataclass(frozen=True)
+class Command:
+    """A `zoo` subcommand added by a plugin (the ``register_commands`` hook)."""
+
+    name: str
+    handler: Any  # "module:function" or the function; called with the parsed arguments
+    plugin: str
+    help: str = ""  # one line, shown by `zoo --help`
+    description: str = ""  # shown by `zoo NAME --help`
+    arguments: Any = None  # "module:function", or function(parser) adding the options
+    kind: str = "command"
+
+    def load_handler(self) -> Callable:
+        return _loaded_callable(self.handler, f"handler of command {self.name!r}", self.plugin)
+
+    def add_arguments(self, parser) -> None:
+        if self.arguments is not None:
+            _loaded_callable(self.arguments, f"arguments of command {self.name!r}",
+                             self.plugin)(parser)
+
+
+def _loaded_callable(target, what: str, plugin: str) -> Callable:
+    obj = _resolve(target, what)
+    if not callable(obj):
+        raise ZooError(f"{what} from plugin {plugin!r} is {_describe(obj)}, not a function")
+    return obj
+
+
+def target_problem(kind: str, target) -> str | None:
+    """What is wrong with a registered target for its kind, or None (see zoo.hookspecs)."""
+    import inspect
+
+    if kind == "tokenizer":
+        from zoo.data.tokenizer import Tokenizer
+
+        if not (isinstance(target, type) and issubclass(target, Tokenizer)):
+            return f"target is {_describe(target)}, not a subclass of zoo.data.tokenizer.Tokenizer"
+        return None
+    if kind == "pipeline":
+        if not callable(getattr(target, "run", None)):
+            return f"target is {_describe(target)} without a run(job) method"
+        return None
+    if not callable(target):
+        return f"target is {_describe(target)}, not a class or function"
+    if kind == "architecture":
+        try:
+            signature = inspect.signature(target)
+        except (TypeError, ValueError):  # no signature to inspect: let the call decide
+            return None
+        try:
+            signature.bind(None, None)
+        except TypeError:
+            return f"target must be build(config, spec), but it takes {signature}"
+    return None
+
+
+def _describe(target) -> str:
+    name = getattr(target, "__qualname__", None)
+    return f"{type(target).__name__} {name}" if name else f"a {type(target).__name__} ({target!r:.60})"
+
+
+def _resolve(target, what: str):
+    if not isinstance(target, str):
+        return target
+    module_name, _, attr = target.partition(":")
+    try:
+        with plugin_code():
+            obj = contained(importlib.import_module, module_name)
+        for part in attr.split(".") if attr else ():
+            obj = getattr(obj, part)
+    except PluginCodeFailed as exc:
+        raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from None
+    except AttributeError as exc:
+        raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from None
+    return obj
+
+
+class Registry:
+    """Names of one kind: clashes are errors, unknown names get a did-you-mean."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._entries: dict[str, Entry] = {}
+
+    def add(self, entry: Entry) -> None:
+        existing = self._entries.get(entry.name)
+        if existing is not None:
+            raise ZooError(
+                f"{self.kind} name {entry.name!r} from plugin {entry.plugin!r} clashes with "
+                f"the one from plugin {existing.plugin!r}"
+            )
+        self._entries[entry.name] = entry
+
+    def get(self, name: str) -> Entry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise UnknownNameError(
+                self.kind, name, self._entries, hint=f"zoo list {self.kind}s shows all"
+            ) from None
+
+    def remove(self, name: str) -> Entry:
+        return self._entries.pop(name)
+
+    def __contains__(self, name) -> bool:
+        return name in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def names(self, pattern: str = "*") -> list[str]:
+        """Names matching a shell-style wildcard, in natural order (model2 before model10)."""
+        return sorted(fnmatch.filter(self._entries, pattern), key=natural_key)
+
+    def entries(self, pattern: str = "*") -> list[Entry]:
+        return [self._entries[n] for n in self.names(pattern)]
+
+    def entries_in_order(self) -> list[Entry]:
+        """Every entry in the order it was registered (built-ins first)."""
+        return list(self._entries.values())
+
+
+def natural_key(text: str):
+    """A sort key that orders numbers in names by value: ``step-9`` before ``step-10``."""
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    source: str  # "builtin", "entry point" or "local file"
+    distribution: str = ""
+    version: str = ""
+    location: str = ""  # module name, entry point value or file path
+    hooks: list[str] = field(default_factory=list)
+    error: str = ""
+    source_sha256: str = ""  # of its source files, for a plugin that no distribution versions
+
+    @property
+    def identity(self) -> str:
+        """What says which code this plugin is: its distribution's version, or for a local
+        module (no distribution) a hash of its source. Part of every run's config hash, so a
+        changed plugin never reuses an old run's results."""
+        if self.version:
+            return self.version
+        return f"sha256:{self.source_sha256}" if self.source_sha256 else "unknown"
+
+    def provenance(self) -> dict:
+        return {"distribution": self.distribution, "version": self.version,
+                **({"source_sha256": self.source_sha256} if self.source_sha256 else {}),
+                "source": self.source}
+
+
+class Zoo:
+    """Everything that was registered, plus the catalogue of datasets and presets."""
+
+    def __init__(self, catalogue):
+        self.catalogue = catalogue
+        self.registries = {kind: Registry(kind) for kind in KINDS}
+        self.plugins: dict[str, PluginInfo] = {}
+        self.pm = pluggy.PluginManager("zoo")
+        self.pm.add_hookspecs(hookspecs)
+
+    @property
+    def architectures(self) -> Registry:
+        return self.registries["architecture"]
+
+    @property
+    def tokenizers(self) -> Registry:
+        return self.registries["tokenizer"]
+
+    @property
+    def datasets(self) -> Registry:
+        return self.registries["dataset"]
+
+    @property
+    def pipelines(self) -> Registry:
+        return self.registries["pipeline"]
+
+    @property
+    def commands(self) -> Registry:
+        return self.registries["command"]
+
+    # -- loading ---------------------------------------------------------------------
+    def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:
+        """Register one plugin object and run its hooks; set it aside if anything fails
+        (``sys.exit()`` and a KeyboardInterrupt it raises included: zoo.core.containment)."""
+        if not info.version and not info.source_sha256:
+            info.source_sha256 = source_hash(plugin)
+        with plugin_code():
+            try:
+                self._register(plugin, info)
+            except BaseException as exc:  # a broken plugin must not break the zoo
+                if not is_plugin_failure(exc):
+                    raise
+                info.error = _one_line(exc)
+                self.plugins[info.name] = info
+                self.set_aside(info, strict)
+                return False
+        self.plugins[info.name] = info
+        return True
+
+    def _register(self, plugin: Any, info: PluginInfo) -> None:
+        self.pm.register(plugin, name=info.name)
+        try:
+            self.pm.check_pending()
+            staged = self._collect(plugin, info)
+            for entry in staged:
+                if entry.name in self.registries[entry.kind]:
+                    self.registries[entry.kind].add(entry)  # raises the clash error
+            for entry in staged:
+                self.registries[entry.kind].add(entry)
+        except BaseException:
+            self.pm.unregister(plugin)
+            raise
+
+    def _collect(self, plugin, info: PluginInfo) -> list[Entry]:
+        staged: list[Entry] = []
+        for caller in self.pm.get_hookcallers(plugin) or []:
+            kind = KIND_OF_HOOK[caller.name]
+            info.hooks.append(caller.name)
+            for impl in caller.get_hookimpls():
+                if impl.plugin is plugin:
+                    stager = _command_stager if kind == "command" else _stager
+                    register = stager(kind, info.name, staged, info.identity)
+                    impl.function(**{arg: register for arg in impl.argnames})
+        return staged
+
+    def remove_plugin(self, name: str) -> None:
+        """Unregister a plugin and everything it registered (tests register in-process)."""
+        plugin = self.pm.get_plugin(name)
+        if plugin is not None:
+            self.pm.unregister(plugin)
+        for registry in self.registries.values():
+            for entry in registry.entries():
+                if entry.plugin == name:
+                    registry.remove(entry.name)
+        self.plugins.pop(name, None)
+
+    def set_aside(self, info: PluginInfo, strict: bool) -> None:
+        where = ", ".join(x for x in (info.distribution and f"{info.distribution} {info.version}",
+                                      info.location) if x)
+        message = f"plugin {info.name!r} ({where}) set aside: {info.error}"
+        if strict:
+            raise PluginError(message + " [ZOO_STRICT_PLUGINS=1]")
+        print(f"zoo: warning: {message}", file=sys.stderr)
+
+
+def source_hash(plugin) -> str:
+    """sha256 (16 hex digits) of a plugin's source: a module's file, every .py file of a
+    package, or the module that defines a plugin object; "" when there is no file to read."""
+    module = plugin if isinstance(plugin, type(sys)) else sys.modules.get(
+        getattr(plugin, "__module__", None) or type(plugin).__module__)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return ""
+    path = Path(path)
+    files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+    digest = hashlib.sha256()
+    for file in files:
+        try:
+            digest.update(file.relative_to(path.parent).as_posix().encode() + b"\0")
+            digest.update(file.read_bytes())
+        except OSError:
+            return ""
+    return digest.hexdigest()[:16]
+
+
+def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") -> Callable:
+    def register(name, target, *, description="", config=None, tasks=(), task=None,
+                 columns=None):
+        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+            raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
+        if kind in ("architecture", "tokenizer") and "-" in name:
+            raise ZooError(f"{kind} name {name!r} may not contain '-' (model names are ARCH-TOKENIZER)")
+        if isinstance(target, str) and ":" not in target:
+            raise ZooError(f"{kind} {name!r}: target {target!r} must look like 'module:attr'")
+        if target is None:
+            raise ZooError(f"{kind} {name!r}: target is missing")
+        if not isinstance(target, str) and (problem := target_problem(kind, target)):
+            raise ZooError(f"{kind} {name!r}: {problem}")
+        if not (config is None or isinstance(config, str) and ":" in config
+                or isinstance(config, type) and dataclasses.is_dataclass(config)):
+            raise ZooError(f"{kind} {name!r}: config must be a dataclass or a 'module:Class' "
+                           f"string, not {type(config).__name__}")
+        if not isinstance(tasks, (list, tuple)) or not all(isinstance(t, str) for t in tasks):
+            raise ZooError(f"{kind} {name!r}: tasks must be a list of task names, like "
+                           f"('my-task',), not {tasks!r:.60}")
+        if not isinstance(description, str):
+            raise ZooError(f"{kind} {name!r}: description must be a string")
+        if kind == "pipeline":
+            if not isinstance(task, Task):
+                raise ZooError(f"pipeline {name!r}: task=zoo.plugin.Task(...) must declare the task it "
+                               f"serves (loss, metrics, primary metric), not {task!r:.60}")
+            if task.name != name:
+                raise ZooError(f"pipeline {name!r} declares task {task.name!r}; register it "
+                               f"under the task's name")
+        elif task is not None:
+            raise ZooError(f"{kind} {name!r}: only pipelines declare a task (use tasks=(...))")
+        if columns is not None and kind != "dataset":
+            raise ZooError(f"{kind} {name!r}: only datasets declare columns")
+        if columns is not None and not (
+                isinstance(columns, dict) and set(columns) <= set(COLUMN_ROLES)
+                and all(isinstance(c, str) and c for c in columns.values())):
+            raise ZooError(f"dataset {name!r}: columns must map roles ({', '.join(COLUMN_ROLES)}) "
+                           f"to column names, like {{'text': 'text', 'label': 'target'}}, not "
+                           f"{columns!r:.60}")
+        if any(e.name == name and e.kind == kind for e in staged):
+            raise ZooError(f"{kind} name {name!r} registered twice by plugin {plugin_name!r}")
+        staged.append(Entry(kind, name, target, plugin_name, description, config,
+                            tuple(tasks), task, origin, tuple((columns or {}).items())))
+
+    return register
+
+
+def _command_stager(kind: str, plugin_name: str, staged: list, origin: str = "") -> Callable:
+    def register(name, handler, *, help="", description="", arguments=None):
+        if not isinstance(name, str) or not COMMAND_PATTERN.match(name):
+            raise ZooError(f"command name {name!r} must be lower-case letters, digits and '-', "
+                           "starting with a letter")
+        for what, target in (("handler", handler), ("arguments", arguments)):
+            if target is None and what == "arguments":
+                continue
+            if isinstance(target, str) and ":" not in target:
+                raise ZooError(f"command {name!r}: {what} {target!r} must look like 'module:function'")
+            if not isinstance(target, str) and not callable(target):
+                raise ZooError(f"command {name!r}: {what} is {_describe(target)}, not a function")
+        if not isinstance(help, str) or not isinstance(description, str):
+            raise ZooError(f"command {name!r}: help and description must be strings")
+        if any(e.name == name and e.kind == kind for e in staged):
+            raise ZooError(f"command {name!r} registered twice by plugin {plugin_name!r}")
+        staged.append(Command(name, handler, plugin_name, help, description, arguments))
+
+    return register
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error as one line (pluggy's validation errors span several)."""
+    if isinstance(exc, PluginCodeFailed) or not isinstance(exc, Exception):
+        return describe(exc.__cause__ or exc)[:500]
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+
+
+def _wanted(names: Iterable[str]) -> bool:
+    allowed = os.environ.get("ZOO_LOAD_PLUGINS")
+    if allowed is None:
+        return True
+    allowed_set = {n.strip() for n in allowed.split(",") if n.strip()}
+    return any(n in allowed_set for n in names)
+
+
+def strict_plugins() -> bool:
+    """ZOO_STRICT_PLUGINS=1: a broken plugin is an error instead of a warning."""
+    return os.environ.get("ZOO_STRICT_PLUGINS", "").lower() in ("1", "true", "yes")
+
+
+def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
+              entry_points: bool = True) -> Zoo:
+    """Load the catalogue and every plugin: built-ins, entry points, local modules."""
+    from zoo.core.catalogue import load_catalogue
+
+    catalogue = catalogue if catalogue is not None else load_catalogue()
+    zoo = Zoo(catalogue)
+    strict = strict_plugins()
+    for module_name in builtins:
+        module = importlib.import_module(module_name)
+        zoo.add_plugin(module, PluginInfo(module_name.removeprefix("zoo.plugins."),
+                                          "builtin", "zoo", _zoo_version(), module_name), strict)
+    if entry_points:
+        for ep in importlib.metadata.entry_points(group="zoo"):
+            dist = getattr(ep, "dist", None)
+            dist_name = dist.metadata["Name"] if dist is not None else ""
+            if not _wanted([ep.name, dist_name]):
+                continue
+            info = PluginInfo(ep.name, "entry point", dist_name,
+                              dist.version if dist is not None else "", f"{ep.name} = {ep.value}")
+            try:
+                with plugin_code():
+                    plugin = contained(ep.load)
+            except PluginCodeFailed as exc:
+                info.error = _one_line(exc)
+                zoo.plugins[info.name] = info
+                zoo.set_aside(info, strict)
+                continue
+            zoo.add_plugin(plugin, info, strict)
+    for path in catalogue.plugin_modules:
+        if not _wanted([path.stem, str(path)]):
+            continue
+        info = PluginInfo(path.stem, "local file", location=str(path))
+        try:
+            with plugin_code():
+                plugin = contained(_import_file, path)
+        except PluginCodeFailed as exc:
+            info.error = _one_line(exc)
+            zoo.plugins[info.name] = info
+            zoo.set_aside(info, strict)
+            continue
+        zoo.add_plugin(plugin, info, strict)
+    return zoo
+
+
+def _import_file(path: Path):
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    module_name = f"zoo_local_plugin_{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)  # no half-imported module left behind
+        raise
+    return module
+
+
+def task_loss(task: Task) -> Callable:
+    """A task's loss function, imported (as plugin code, contained) on first use."""
+    return _resolve(task.loss, f"loss of task {task.name!r}")
+
+
+def _zoo_version() -> str:
+    from zoo import __version__
+
+    return __version__
+
+
+_current: Zoo | None = None
+
+
+def get_zoo() -> Zoo:
+    """The process-wide zoo, built on first use."""
+    global _current
+    if _current is None:
+        _current = build_zoo()
+    return _current
+
+
+def reset_zoo(zoo: Zoo | None = None) -> None:
+    """Replace (or forget) the process-wide zoo; tests use this."""
+    global _current
+    _current = zoo
+
+

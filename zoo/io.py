@@ -1,0 +1,214 @@
+"""Files, written and read safely.
+
+Writes are atomic: temporary file, fsync, rename. A crash leaves the old file or the new one,
+never half of either. A write that fails (read-only folder, full disk) raises ``SaveError``,
+a ZooError naming the file, so nothing reports "saved" when it was not.
+
+Files the user names (``--output``, ``--plot``) are written without surprises: a regular file
+(or a new one) is replaced atomically; a symbolic link is followed and its target written
+atomically, so the link stays a link; a terminal, device or FIFO (``/dev/stdout``, a named
+pipe) is streamed to, and ``-`` means standard output. A folder, a socket or a block device
+is refused with exit 2, as is a write that fails (``/dev/full``: no space left).
+
+Files that may come from strangers are read safely: weights only from safetensors, configs
+only from JSON, tokenizers only from tokenizer.json. Nothing here unpickles or runs code, and
+every way a file can be broken (missing, truncated, not what it claims) is a ZooError naming
+the file: one line, exit 2.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+from zoo.errors import ZooError
+
+
+class SaveError(ZooError):
+    """A file could not be written: the folder is read-only, the disk is full, ..."""
+
+    reason = ""  # the system's words, e.g. "No space left on device"
+
+
+def save_error(path: Path, exc: OSError) -> SaveError:
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    error = SaveError(f"cannot save {path}: {reason}; check that the runs folder is writable "
+                      "and the disk has space (ZOO_HOME moves it)")
+    error.reason = reason
+    return error
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
+    """``mode``: the file's permissions (the temporary file's 0600 otherwise)."""
+    path = Path(path)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        if mode is not None:
+            os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise save_error(path, exc) from None
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write UTF-8 text to a temporary file beside ``path``, fsync it and rename it into
+    place, so a crash leaves the old file or the new one, never half of one. A full or
+    read-only disk is a ``ZooError`` naming the file."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, data) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (a no-op where directories cannot be fsynced)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# Files the user names
+
+STDOUT = "-"
+
+
+def kind_of(name: str) -> str:
+    """'stdout', 'stream' (device or FIFO) or 'file' (regular, or not there yet)."""
+    if name == STDOUT:
+        return "stdout"
+    try:
+        info = os.stat(name)  # follows symbolic links
+    except FileNotFoundError:
+        return "file"
+    except OSError as exc:
+        raise _error(name, exc) from None
+    if stat.S_ISREG(info.st_mode):
+        return "file"
+    if stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode):
+        return "stream"
+    what = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+    raise ZooError(f"cannot write {name}: it is {what}; name a file")
+
+
+def write_output(name: str, data: bytes | str) -> None:
+    """Write ``data`` to the path the user named, as the module docstring says."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    kind = kind_of(name)
+    if kind == "stdout":
+        sys.stdout.flush()
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is not None:
+            buffer.write(data)
+            buffer.flush()
+        else:  # a text stream without bytes underneath (tests capture stdout so)
+            sys.stdout.write(data.decode("utf-8", errors="replace"))
+        return
+    if kind == "stream":
+        _stream(name, data)
+        return
+    target = Path(os.path.realpath(name))  # a symlink's target; the path itself otherwise
+    if not target.parent.is_dir():
+        raise ZooError(f"cannot write {name}: folder {target.parent} does not exist")
+    try:
+        atomic_write_bytes(target, data, mode=_mode(target))
+    except SaveError as exc:
+        raise ZooError(f"cannot write {name}: {exc.reason}") from None
+
+
+def _stream(name: str, data: bytes) -> None:
+    try:
+        fd = os.open(name, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise _error(name, exc) from None
+
+
+def _mode(target: Path) -> int:
+    """Keep an existing file's permissions; a new one gets the usual 0666 less the umask."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _error(name: str, exc: OSError) -> ZooError:
+    return ZooError(f"cannot write {name}: {exc.strerror or type(exc).__name__}")
+
+
+# Files from strangers
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def load_safetensors(path: Path) -> dict:
+    """The tensors of a safetensors file as NumPy arrays; a missing, truncated or corrupt
+    file (or one whose header lies) is a ``ZooError`` naming it. Never unpickles."""
+    from safetensors.numpy import load
+
+    path = Path(path)
+    if not path.is_file():
+        raise ZooError(f"No weights at {path}")
+    try:
+        # Read the bytes rather than mmap the file: a file that changes under us cannot
+        # crash the process, and the parser sees exactly what was checked.
+        return load(path.read_bytes())
+    except Exception as exc:
+        raise ZooError(f"{path} is not a valid safetensors file ({_first_line(exc)}); "
+                       "weights are only ever read from safetensors") from None
+
+
+def load_json(path: Path):
+    """The JSON in a file; a missing, unreadable or malformed one is a ``ZooError`` naming
+    it."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ZooError(f"{path} is missing") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ZooError(f"{path} is not valid JSON ({_first_line(exc)})") from None
+    except RecursionError:
+        raise ZooError(f"{path} is nested too deeply to be a zoo file") from None
+
+
+def load_tokenizer(cls, path: Path):
+    """``cls.load(path)`` for a tokenizer file, with a broken file as a ZooError."""
+    path = Path(path)
+    if not path.is_file():
+        raise ZooError(f"No tokenizer at {path}")
+    try:
+        return cls.load(path)
+    except Exception as exc:
+        raise ZooError(f"{path} is not a valid tokenizer file ({_first_line(exc)})") from None

@@ -1,0 +1,91 @@
+"""Reloading a finished run: its model and tokenizer from the run folder, without pickle."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from zoo.core.config import build_config
+from zoo.errors import ZooError
+from zoo.train.job import RunFolder
+from zoo.core.registry import get_zoo, task_loss
+from zoo.core.names import get_task
+from zoo.core.containment import call_plugin
+from zoo.io import load_tokenizer
+from zoo.records.store import Store, home
+
+
+@dataclass
+class Trained:
+    """A finished run, reloaded from its folder: weights from safetensors, no pickle.
+
+    What a pipeline's ``predict``, ``evaluate`` and ``generate`` receive."""
+
+    run_id: str
+    task: str
+    row: dict  # the run's store row (metrics included)
+    config: dict  # config.json: provenance and the resolved configs as recorded
+    tokenizer: Any  # zoo.plugin.Tokenizer, loaded from the run's tokenizer.json
+    model: Any  # zoo.plugin.Model with the run's weights
+    block_size: int | None
+    folder: RunFolder  # the run folder (files a pipeline saved there, e.g. classes.json)
+    model_config: Any = None  # the architecture's config dataclass, as the run used it
+    tokenizer_config: Any = None  # the tokenizer's config dataclass (None when it has none)
+    train_config: Any = None  # the pipeline's TrainConfig subclass, as the run used it
+    declared_task: Any = None  # the zoo.plugin.Task the run's pipeline registers
+
+
+def load_trained(run_id: str, zoo=None, device: str = "auto",
+                 precision: str | None = None) -> Trained:
+    """A finished run's model and tokenizer, on `device` (auto: CUDA when present, as `zoo run`
+    picks, so a run and its reloads compute alike). It evaluates at the precision the run
+    trained with (its `precision` setting) unless `precision` says otherwise."""
+    from zoo.train.torch_model import as_model, pick_device
+    from zoo.train.model import TaskSpec
+
+    zoo = zoo or get_zoo()
+    with Store() as store:
+        row = store.get(run_id)
+    folder = RunFolder(home() / row["id"])
+    if not folder.file("config.json").is_file():
+        raise ZooError(f"run {row['id']} has no config.json in {folder.path}")
+    config = folder.config()
+    if "spec" not in config or not folder.file("model.safetensors").is_file():
+        raise ZooError(f"run {row['id']} has no saved model (status: {row['status']})")
+    architecture = zoo.architectures.get(config["architecture"])
+    tokenizer_entry = zoo.tokenizers.get(config["tokenizer"])
+    try:
+        model_config = build_config(architecture.config_class(),
+                                    config["configs"].get("model") or {})
+    except ZooError as exc:  # a tampered or outdated config.json
+        raise ZooError(f"{folder.file('config.json')}: {exc}") from None
+    tokenizer = load_tokenizer(tokenizer_entry.load(), folder.file("tokenizer.json"))
+    task = get_task(config["task"], zoo)
+    if task is None:
+        raise ZooError(f"run {row['id']} is a {config['task']} run, and no installed plugin "
+                       f"registers that task (zoo list pipelines shows the tasks)")
+    built = call_plugin(architecture.load(), model_config, TaskSpec(**config["spec"]),
+                        what=f"architecture {architecture.name!r}", plugin=architecture.plugin)
+    model = as_model(built, pick_device(device), loss=task_loss(task))
+    model.load_state_dict(folder.load_weights())
+    if hasattr(model, "configure_engine"):
+        trained_with = (config["configs"].get("train") or {}).get("precision", "auto")
+        model.configure_engine(precision=precision or trained_with)
+    configs = config.get("configs") or {}
+    pipeline = zoo.pipelines.get(config["task"])
+    return Trained(row["id"], config["task"], row, config, tokenizer, model,
+                   getattr(model_config, "block_size", None), folder, model_config,
+                   _recorded(tokenizer_entry.config_class(), configs.get("tokenizer")),
+                   _recorded(pipeline.config_class(), configs.get("train")), task)
+
+
+def _recorded(cls, values: dict | None):
+    """A config dataclass from what a run recorded; fields this version no longer has are
+    left out (they cannot matter to a reloaded model), and None when it cannot be built."""
+    if cls is None:
+        return None
+    known = {f.name for f in dataclasses.fields(cls)}
+    try:
+        return build_config(cls, {k: v for k, v in (values or {}).items() if k in known})
+    except ZooError:
+        return None

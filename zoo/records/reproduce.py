@@ -1,0 +1,104 @@
+"""`zoo reproduce`: rebuild a run's plan from its config.json, train again, and compare.
+
+The plan is rebuilt from the resolved configs the run recorded (not from today's preset),
+so a changed catalogue does not change what is rerun. On the CPU with the same seed every
+metric should match exactly; timing figures are left out of the comparison.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+from zoo.errors import ZooError
+from zoo.core.plan import config_hash, plan_from_record
+
+TIMING_METRICS = ("tokens_per_s", "train_time", "duration")
+
+
+def is_timing(name: str) -> bool:
+    return name in TIMING_METRICS or name.endswith("_per_s") or name.endswith("_time")
+
+
+def run_config(run_id: str) -> tuple[dict, dict]:
+    """The store row and the run's provenance (config.json, or the row's copy of it)."""
+    from zoo.train.job import RunFolder
+    from zoo.records.store import Store, home
+
+    with Store() as store:
+        row = store.get(run_id)
+    if row["kind"] != "train":
+        raise ZooError(f"run {row['id']} is an evaluation; reproduce its trained run "
+                       f"{row['parent_id']} instead")
+    if row["status"] != "finished":
+        raise ZooError(f"run {row['id']} is {row['status']}, not finished: there are no "
+                       "metrics to reproduce")
+    folder = RunFolder(home() / row["id"])
+    config = folder.config() if folder.file("config.json").is_file() else row["config"]
+    if not config.get("configs"):
+        raise ZooError(f"run {row['id']} recorded no resolved config to rerun")
+    return row, config
+
+
+def compare_metrics(original: dict, rerun: dict) -> list[dict]:
+    """One line per non-timing metric: both values and whether they are identical."""
+    lines = []
+    for key in sorted(set(original) | set(rerun)):
+        if is_timing(key):
+            continue
+        a, b = original.get(key), rerun.get(key)
+        lines.append({"metric": key, "original": a, "rerun": b, "same": _identical(a, b)})
+    return lines
+
+
+def _identical(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    return a == b
+
+
+def reproduce(run_id: str, *, device: str | None = None, quiet: bool = True, zoo=None) -> dict:
+    from zoo.core.registry import get_zoo
+    from zoo.train.runner import execute
+
+    zoo = zoo or get_zoo()
+    row, config = run_config(run_id)
+    plan = plan_from_record(config, zoo)
+    notes = []
+    if config_hash(plan) != config.get("config_hash"):
+        notes.append(f"the rebuilt config hashes to {config_hash(plan)}, not "
+                     f"{config.get('config_hash')} (the recorded config no longer resolves "
+                     "to the same values)")
+    result = execute(plan, device=device or config.get("device") or "auto", quiet=quiet,
+                     text_column=config.get("text_column"), label_column=config.get("label_column"),
+                     zoo=zoo, extra={"reproduces": row["id"]})
+    with_new = _provenance(result["run_id"])
+    dirty = [when for when, flag in (("then", config.get("git_dirty")),
+                                     ("now", with_new.get("git_dirty"))) if flag]
+    if dirty:
+        notes.append(f"the working tree had uncommitted changes {' and '.join(dirty)}")
+    for key in ("dataset_fingerprint", "git_commit"):
+        if config.get(key) != with_new.get(key):
+            notes.append(f"{key} differs: {config.get(key)} then, {with_new.get(key)} now")
+    changed = {k: (v, with_new.get("versions", {}).get(k))
+               for k, v in (config.get("versions") or {}).items()
+               if with_new.get("versions", {}).get(k) != v}
+    if changed:
+        notes.append("versions differ: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items()))
+    lines = compare_metrics(row["metrics"], result["metrics"])
+    if row["status"] != result["status"]:
+        notes.append(f"status differs: {row['status']} then, {result['status']} now")
+    if row.get("params") != result.get("params"):
+        notes.append(f"parameter count differs: {row.get('params')} then, {result.get('params')} now")
+    same = bool(lines) and all(line["same"] for line in lines) and row["status"] == result["status"]
+    return {"run_id": row["id"], "rerun_id": result["run_id"], "match": same,
+            "metrics": lines, "notes": notes, "excluded": sorted(
+                k for k in set(row["metrics"]) | set(result["metrics"]) if is_timing(k))}
+
+
+def _provenance(run_id: str) -> dict:
+    from zoo.records.store import Store
+
+    with Store() as store:
+        return store.get(run_id)["config"]

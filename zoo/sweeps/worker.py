@@ -1,0 +1,104 @@
+"""One sweep cell in a worker (a local worker process or a Ray task).
+
+The worker plans the cell again from its names, trains it, and writes its run folder under
+ZOO_HOME. It never opens the SQLite store: every write `execute` and `resume` would make
+goes into a Journal that the driver replays onto the store, so there is one writer however
+many workers and machines there are. Heavy modules (torch) are imported only here, after
+the thread count is set.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+from zoo.core.containment import no_ctrl_c
+from zoo.errors import ZooError
+
+# What torch's and the BLAS libraries' thread pools read when they start.
+
+
+class Journal:
+    """Stands in for zoo.records.store.Store in a worker: each write becomes an operation
+    ``(method, run_id, fields)`` for the driver, sent at once (``send``) or kept in ``ops``
+    and returned with the cell's outcome."""
+
+    def __init__(self, send=None):
+        self.ops: list[tuple[str, str, dict]] = []
+        self.send = send
+
+    def _record(self, method: str, run_id: str, fields: dict) -> None:
+        op = (method, run_id, fields)
+        if self.send is not None:
+            self.send(op)
+        else:
+            self.ops.append(op)
+
+    def insert(self, run_id: str, **fields) -> None:
+        self._record("insert", run_id, fields)
+
+    def update(self, run_id: str, **fields) -> None:
+        self._record("update", run_id, fields)
+
+    def refused(self, run_id: str, reason: str) -> None:
+        """The claimed run could not be resumed: the driver gives its row back."""
+        self._record("refused", run_id, {"error": reason})
+
+    def close(self) -> None:
+        pass
+
+
+
+def run_cell(task: dict, send=None) -> dict:
+    """Train one cell (``task`` is plain data, see zoo.sweeps.executors.cell_task) and return its
+    outcome: status, error, the run's summary, and the journal of store writes."""
+    from zoo.train.runner import RunDiverged
+
+    journal = Journal(send)
+    began = time.time()
+    outcome = {"host": socket.gethostname(), "pid": os.getpid()}
+    try:
+        with no_ctrl_c():  # the driver takes Ctrl-C: an interrupt here is the cell's own code
+            result = _train(task, journal)
+    except RunDiverged as exc:
+        outcome.update(status="diverged", error=one_line(exc))
+    except (Exception, KeyboardInterrupt) as exc:  # recorded by the driver; the sweep goes on
+        outcome.update(status="failed", error=one_line(exc))
+    else:
+        outcome.update(status=result.get("status", "finished"),
+                       result={k: v for k, v in result.items() if k != "samples"})
+    outcome.update(ops=journal.ops, duration=time.time() - began)
+    return outcome
+
+
+def _train(task: dict, journal: Journal) -> dict:
+    from zoo.core import registry
+    from zoo.core.plan import config_hash, plan_run
+    from zoo.train.resume import ResumeRefused, resume
+    from zoo.train.runner import execute
+
+    os.environ.update(task["env"])  # the driver's ZOO_HOME, registry and plugin settings
+    if task.get("cwd") and os.path.isdir(task["cwd"]):
+        os.chdir(task["cwd"])  # dataset paths mean what they meant on the driver
+    registry.reset_zoo()  # a reused worker may have built its zoo under other settings
+    zoo = registry.get_zoo()
+    plan = plan_run(task["model"], task["dataset"], overrides=task["overrides"],
+                    seed=task["seed"], task=task["task"], zoo=zoo)
+    found = config_hash(plan, zoo)
+    if found != task["config_hash"]:
+        raise ZooError(f"this worker plans the cell differently from the driver (config hash "
+                       f"{found}, not {task['config_hash']}): install the same zoo "
+                       "and plugins on every node")
+    claimed = task.get("resume")
+    if claimed is not None:
+        try:
+            return resume(claimed["id"], quiet=True, zoo=zoo, claimed=claimed, store=journal)
+        except ResumeRefused as exc:
+            journal.refused(claimed["id"], str(exc))
+    return execute(plan, device=task["device"], quiet=True, zoo=zoo, run_id=task["run_id"],
+                   store=journal)
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]

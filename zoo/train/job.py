@@ -1,0 +1,217 @@
+"""What a pipeline receives: the resolved model, configs, data and run folder."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from zoo.errors import ZooError
+from zoo.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+
+
+@dataclass
+class TrainConfig:
+    """Training settings every pipeline shares; pipelines subclass it to add their own."""
+
+    steps: int = 1000  # optimizer steps; with `time` set, the loop stops at whichever comes first
+    time: float | None = None  # wall-clock budget in seconds, for comparisons at equal compute
+    batch_size: int = 32
+    lr: float = 1e-3
+    min_lr: float = 1e-4  # cosine decay ends here
+    warmup_steps: int = 100
+    weight_decay: float = 0.1
+    beta1: float = 0.9  # AdamW's moment decays
+    beta2: float = 0.95  # (nanoGPT's Shakespeare config uses 0.99: few tokens per step)
+    grad_clip: float = 1.0
+    eval_interval: int = 250  # steps between validation estimates during training
+    eval_batches: int = 20  # batches per periodic estimate; the final evaluation uses whole splits
+    # Report the validation and test splits with the weights of the best validation score
+    # (the step is recorded as best_step), not those of the last step.
+    keep_best: bool = True
+    # With keep_best: report the mean of the weights of this many best validations (1: the
+    # best one's). Snapshots of one run, so their mean is a model too (as in weight averaging).
+    average_best: int = 1
+    patience: int = 0  # stop after this many validations without improvement (0: never)
+    checkpoint_every: int = 500  # steps between checkpoints for `zoo resume` (0: not by steps)
+    checkpoint_seconds: float = 600.0  # seconds between checkpoints (0: not by time)
+    # auto: bf16 autocast on CUDA (fp16 + gradient scaling without bf16) and on CPUs with
+    # native bf16 (AVX512-BF16, AMX), fp32 on other CPUs
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    compile: bool = False  # torch.compile the training forward (pays back only on long runs)
+    # On CUDA, capture the whole step once and replay it (zoo.train.cuda_graph); no effect elsewhere
+    cuda_graph: bool = False
+
+    # What a run recorded before a field existed did, for fields added since (a resumed old
+    # run continues as it started): no best weights kept, no early stop.
+    LEGACY: ClassVar[dict] = {"keep_best": False, "patience": 0}
+
+    def __post_init__(self):
+        positive = ("steps", "batch_size", "lr", "eval_interval", "eval_batches", "average_best")
+        at_least_zero = ("min_lr", "warmup_steps", "weight_decay", "grad_clip",
+                         "checkpoint_every", "checkpoint_seconds", "patience")
+        for name in positive:
+            if name == "eval_interval" and self.eval_interval is None:
+                continue  # a pipeline that picks its own interval (per epoch, say)
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in at_least_zero:
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
+        for name in ("beta1", "beta2"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.min_lr > self.lr:
+            raise ValueError(f"min_lr ({self.min_lr:g}) is above lr ({self.lr:g}): the "
+                             "schedule decays from lr down to min_lr; set min_lr to lr or less")
+        if self.time is not None and not self.time > 0:
+            raise ValueError(f"time must be positive, got {self.time}")
+
+
+class RunFolder:
+    """runs/<id>/: config.json, model.safetensors, tokenizer.json, metrics.jsonl, samples.txt."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.id = self.path.name
+
+    def create(self) -> "RunFolder":
+        self.path.mkdir(parents=True, exist_ok=False)
+        return self
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def write_json(self, name: str, data) -> None:
+        atomic_write_json(self.file(name), data)
+
+    def read_json(self, name: str):
+        from zoo.io import load_json
+
+        return load_json(self.file(name))
+
+    def write_text(self, name: str, text: str) -> None:
+        atomic_write_text(self.file(name), text)
+
+    def log(self, record: dict) -> None:
+        """Append one line to the training curve."""
+        with open(self.file("metrics.jsonl"), "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    def curve(self) -> list[dict]:
+        from zoo.records.folder import read_curve
+
+        return read_curve(self.file("metrics.jsonl"))
+
+    def read_classes(self, name: str) -> list[str]:
+        """A list of class names (classes.json), checked: a tampered file is a ZooError."""
+        from zoo.records.folder import read_classes
+
+        return read_classes(self.file(name))
+
+    def config(self) -> dict:
+        """config.json, checked (zoo.records.folder): a tampered file is a ZooError naming it."""
+        from zoo.records.folder import read_config
+
+        return read_config(self.file("config.json"))
+
+    def save_weights(self, state: dict, name: str = "model.safetensors") -> None:
+        from safetensors.numpy import save
+
+        atomic_write_bytes(self.file(name), save(state))
+
+    def load_weights(self, name: str = "model.safetensors") -> dict:
+        from zoo.io import load_safetensors
+
+        return load_safetensors(self.file(name))
+
+
+@dataclass
+class RunResult:
+    """What a pipeline's ``run(job)`` returns; the core records it in the store."""
+
+    params: int  # trainable parameters of the model
+    metrics: dict[str, Any]  # every figure, named as the task declares them (val_*, test_*, ...)
+    spec: Any  # the zoo.plugin.TaskSpec the model was built with: reloading the run rebuilds it from this
+    samples: list[str] = field(default_factory=list)  # example outputs printed after the run
+    status: str = "finished"
+
+
+@dataclass
+class Job:
+    """What a pipeline's ``run(job)`` receives: the model's name, its architecture and
+    tokenizer registrations, the task, the typed configs (``model_config``,
+    ``tokenizer_config``, ``train_config``), the loaded dataset (``dataset.split(role)``,
+    ``text_column``, ``label_column``, ``class_names``), the seed, the device and the run
+    folder (``run``). ``build_model(spec)`` builds the architecture; ``saved_tokenizer()``
+    gives the run's own tokenizer when it is resumed; ``say`` prints progress unless quiet."""
+
+    model_name: str
+    architecture: Any  # registry Entry
+    tokenizer: Any  # registry Entry
+    task: str
+    model_config: Any
+    tokenizer_config: Any
+    train_config: TrainConfig
+    dataset: Any  # zoo.data.datasets.LoadedDataset
+    seed: int
+    device: str
+    run: RunFolder
+    quiet: bool = False
+    started: float = field(default_factory=time.time)
+    resuming: bool = False  # `zoo resume`: reuse what the run folder holds
+    resume_from: Any = None  # zoo.train.checkpoints.Checkpoint the training loop continues, if any
+    identity: dict = field(default_factory=dict)  # config hash, dataset, versions: checked on resume
+    declared_task: Any = None  # the zoo.plugin.Task the pipeline registered (looked up by name if None)
+    init: Any = None  # zoo.train.initialize.InitSource: a finished run it starts from
+    init_report: dict = field(default_factory=dict)  # tensors copied from it and new ones
+
+    def build_model(self, spec):
+        """The architecture built for ``spec`` (a ``zoo.plugin.TaskSpec``) on the run's device, as a
+        ``zoo.plugin.Model`` that trains with the task's declared loss."""
+        from zoo.train.torch_model import as_model, pick_device
+        from zoo.core.registry import task_loss
+        from zoo.core.names import get_task
+        from zoo.core.containment import call_plugin
+
+        task = self.declared_task or get_task(self.task)
+        if task is None:
+            raise ZooError(f"no registered pipeline declares the task {self.task!r}")
+        built = call_plugin(self.architecture.load(), self.model_config, spec,
+                            what=f"architecture {self.architecture.name!r}",
+                            plugin=self.architecture.plugin)
+        model = as_model(built, pick_device(self.device), loss=task_loss(task))
+        if self.init is not None and self.resume_from is None:  # a checkpoint has its own
+            from zoo.train.initialize import initialize
+
+            self.init_report = initialize(model, self.init, self.say)
+        return model
+
+    def saved_tokenizer(self):
+        """When resuming, the tokenizer the run saved, so it keeps exactly the vocabulary it
+        started with (a cache or a retrained one might differ); starting from another run
+        (``init``), that run's tokenizer; otherwise None."""
+        path = self.run.file("tokenizer.json")
+        if not (self.resuming and path.is_file()):
+            if self.init is not None:
+                tokenizer = self.init.load_tokenizer(self.tokenizer)
+                self.say(f"tokenizer: run {self.init.run_id}'s ({tokenizer.vocab_size:,} tokens)")
+                return tokenizer
+            return None
+        from zoo.io import load_tokenizer
+
+        return load_tokenizer(self.tokenizer.load(), path)
+
+    def progress(self, total: int | None, desc: str):
+        """A progress bar on stderr, quiet when stderr is not a terminal or with --quiet."""
+        from tqdm.auto import tqdm
+
+        disable = self.quiet or not sys.stderr.isatty()
+        return tqdm(total=total, desc=desc, disable=disable, file=sys.stderr,
+                    dynamic_ncols=True, leave=False)
+
+    def say(self, message: str) -> None:
+        if not self.quiet:
+            print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,136 @@
+"""Torch layers shared by the transformer architectures (decoder, encoder, digits, and any
+plugin's): attention under the engine's precision rule, fused-qkv self-attention, the MLP,
+the pre-LN block and GPT-2 style initialisation.
+
+Imported only by model modules (never on the path of `zoo list`). Parameter names are part
+of every saved run: ``attn.qkv``, ``attn.proj``, ``mlp.fc``, ``mlp.proj``, ``ln1``, ``ln2``.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def attention(q, k, v, **options):
+    """``F.scaled_dot_product_attention`` under the engine's precision rule; architectures
+    call this rather than SDPA itself. Under bf16 autocast on the CPU it computes in fp32:
+    the CPU kernels' bf16 backward is several times slower than their fp32 one at zoo sizes
+    (measured with benchmarks/bench_train.py), and autocast would otherwise run them in bf16."""
+    if q.device.type == "cpu" and q.dtype == torch.bfloat16:
+        with torch.autocast("cpu", enabled=False):
+            return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), **options)
+    return F.scaled_dot_product_attention(q, k, v, **options)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention with one fused projection: ``qkv.weight`` [3C, C] has rows
+    [q; k; v], and the heads split C into ``heads`` slices of C // heads."""
+
+    def __init__(self, width: int, heads: int, *, dropout: float = 0.0, bias: bool = True,
+                 causal: bool = False):
+        super().__init__()
+        self.heads, self.dropout, self.causal = heads, dropout, causal
+        self.qkv = nn.Linear(width, 3 * width, bias=bias)
+        self.proj = nn.Linear(width, width, bias=bias)
+
+    def forward(self, x, keep=None):  # x: [B, T, C]; keep: [B, 1, 1, T] bool, True = a real key
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        # [B, T, C] -> [B, heads, T, C // heads]
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        y = attention(q, k, v, attn_mask=keep, is_causal=self.causal,
+                      dropout_p=self.dropout if self.training else 0.0)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class MLP(nn.Module):
+    """Linear, GELU (exact, or the tanh approximation), Linear, dropout."""
+
+    def __init__(self, width: int, hidden: int, *, bias: bool = True, dropout: float = 0.0,
+                 gelu: str = "exact"):
+        super().__init__()
+        self.fc = nn.Linear(width, hidden, bias=bias)
+        self.proj = nn.Linear(hidden, width, bias=bias)
+        self.drop = nn.Dropout(dropout)
+        self.approximate = "tanh" if gelu == "tanh" else "none"
+
+    def forward(self, x):
+        return self.drop(self.proj(F.gelu(self.fc(x), approximate=self.approximate)))
+
+
+class PreLNBlock(nn.Module):
+    """x + attention(LayerNorm(x)), then + MLP(LayerNorm(x)): GPT-2's and the encoder's block."""
+
+    def __init__(self, width: int, heads: int, hidden: int, *, dropout: float = 0.0,
+                 bias: bool = True, causal: bool = False, gelu: str = "exact"):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(width, bias=bias)
+        self.attn = SelfAttention(width, heads, dropout=dropout, bias=bias, causal=causal)
+        self.ln2 = nn.LayerNorm(width, bias=bias)
+        self.mlp = MLP(width, hidden, bias=bias, dropout=dropout, gelu=gelu)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, keep=None):  # [B, T, C] -> [B, T, C]
+        x = x + self.drop(self.attn(self.ln1(x), keep))
+        return x + self.mlp(self.ln2(x))
+
+
+class ThreadInvariantLayerNorm(nn.LayerNorm):
+    """nn.LayerNorm (same parameters and names) whose gradients do not depend on torch's
+    thread count. The fused CPU kernel sums the weight and bias gradients in one partial sum
+    per thread, so one and two threads round differently and a run's metrics depend on its
+    thread count. Here the kernel only normalizes (its input gradient is row by row) and
+    autograd's sums of the affine gradients come out the same on any number of threads.
+    Measured on digits-char: identical metrics at 1 and 2 threads after 150 steps, for
+    13 to 15% more time per training step (benchmarks/bench_layer_norm.py)."""
+
+    def forward(self, x):
+        x = F.layer_norm(x, self.normalized_shape, None, None, self.eps)
+        if self.weight is not None:
+            x = x * self.weight
+        return x if self.bias is None else x + self.bias
+
+
+def check_length(input_ids, block_size: int) -> int:
+    """The sequence length T of [B, T] input ids, which the position table must cover."""
+    T = input_ids.shape[1]
+    if T > block_size:
+        raise ValueError(f"sequence of {T} tokens exceeds block_size {block_size}")
+    return T
+
+
+def key_mask(attention_mask):
+    """[B, T] attention mask (1 = real token) -> [B, 1, 1, T] bool for SDPA, broadcast over
+    heads and queries: padding is never attended to. None stays None (no padding)."""
+    return None if attention_mask is None else attention_mask.bool()[:, None, None, :]
+
+
+def last_real(h, attention_mask):
+    """[B, T, C] -> [B, C]: the hidden state at each row's last real (unpadded) position,
+    for right-padded batches; the last position when there is no mask."""
+    B, T = h.shape[:2]
+    if attention_mask is None:
+        last = torch.full((B,), T - 1, device=h.device)
+    else:
+        last = attention_mask.long().sum(dim=1) - 1
+    return h[torch.arange(B, device=h.device), last]
+
+
+def init_gpt2(model: nn.Module, n_layer: int) -> None:
+    """GPT-2's initialisation: Linear and Embedding weights N(0, 0.02), zero biases, and the
+    residual projections (``*proj.weight``) N(0, 0.02 / sqrt(2 n_layer)), so the residual
+    stream's variance does not grow with depth. LayerNorms keep their unit gains."""
+    model.apply(_init_gpt2_module)
+    for name, p in model.named_parameters():
+        if name.endswith("proj.weight"):
+            nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))
+
+
+def _init_gpt2_module(module: nn.Module) -> None:
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, mean=0.0, std=0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)

@@ -1,0 +1,225 @@
+"""The one training loop every pipeline uses: budgets (steps or wall time), warm-up and
+cosine decay, a progress bar, periodic validation, a divergence stop, keeping the best
+weights by a validation score (``keep_best``) and stopping when it no longer improves
+(``patience``), and checkpoints to resume from (zoo/checkpoint.py). Pipelines supply how to
+draw a batch, how to validate and which validation figure is the score.
+
+Resume is bit-identical on the CPU only if every random stream the pipeline uses is one the
+loop checkpoints: the batch generator handed to ``next_batch``, the global Python, NumPy and
+torch generators, and the NumPy generators a pipeline passes as ``rngs`` (an evaluation
+sampler held in a closure, say). Any other state the batches depend on (a queue of the
+epoch's remaining batches) goes in ``state``: objects with ``state_dict()`` (JSON) and
+``load_state_dict()``."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from zoo.train import distributed
+from zoo.errors import ZooError
+from zoo.train.job import Job, TrainConfig
+from zoo.train.model import NonFiniteError
+
+
+class Diverged(Exception):
+    """The loss or gradient became non-finite; training stopped before the optimizer step.
+
+    ``checkpoint_step`` is the step of the last good checkpoint, which is kept (or None)."""
+
+    def __init__(self, step: int, loss: float, grad_norm: float | None = None,
+                 checkpoint_step: int | None = None):
+        what = f"loss {loss}" + (f", gradient norm {grad_norm}" if grad_norm is not None else "")
+        super().__init__(f"training diverged at step {step} ({what}); stopped before the "
+                         "optimizer step")
+        self.step, self.loss, self.grad_norm = step, loss, grad_norm
+        self.checkpoint_step = checkpoint_step
+
+
+def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
+    """Linear warm-up, then cosine decay from lr to min_lr over the remaining steps."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps))
+    return cfg.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
+
+
+@dataclass
+class Batch:
+    """One training batch, as a pipeline's ``next_batch(rng)`` returns it to ``train``:
+    ``inputs`` [B, T] token ids, ``targets`` as the task's loss takes them (next tokens
+    [B, T], class ids [B], ...), ``mask`` [B, T] (1 = real token) or None, and ``tokens``,
+    the real tokens in the batch, for the throughput figure."""
+
+    inputs: np.ndarray
+    targets: np.ndarray
+    mask: np.ndarray | None = None
+    tokens: int = 0  # tokens in the batch, for throughput
+
+
+@dataclass
+class TrainResult:
+    """What ``train`` returns: the steps trained, the last training loss, the tokens seen,
+    the time spent (validation included, and its part), the best validation's score and
+    step (and, with ``average_best``, the runners-up averaged), the curve, and whether
+    patience stopped the run early. ``tokens_per_s`` is training tokens per second of
+    optimizer steps, validation excluded."""
+
+    steps: int = 0
+    train_loss: float = float("nan")
+    tokens: int = 0
+    train_time: float = 0.0  # wall time of the loop, validation estimates included
+    validate_time: float = 0.0  # the part of it spent in validation estimates
+    last_validate_time: float = 0.0  # the newest estimate's duration
+    best_score: float | None = None
+    best_step: int | None = None
+    best_state: dict | None = None  # the best weights, when the loop keeps them
+    # With average_best = k > 1: the next k - 1 best validations, best first, as
+    # (score, step, weights); the reported weights are the mean of these and best_state.
+    runners_up: list = field(default_factory=list)
+    curve: list = field(default_factory=list)
+    stopped_early: bool = False  # patience ran out before the budget
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Training throughput: tokens over the time spent in optimizer steps."""
+        stepping = self.train_time - self.validate_time
+        return self.tokens / stepping if stepping > 0 else 0.0
+
+
+def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *,
+          validate: Callable[[], dict] | None = None, score_key: str | None = None,
+          higher_is_better: bool = True,
+          rngs: dict[str, np.random.Generator] | None = None,
+          state: dict | None = None) -> TrainResult:
+    """Run the optimizer until the step or time budget is spent.
+
+    ``validate()`` returns a dict of validation figures, logged every ``eval_interval``
+    steps and at the end. ``score_key`` names the figure that decides which validation is
+    best (``best_step``); with ``keep_best`` (the default) the loop keeps those weights and
+    puts them back into the model at the end, so the caller's final evaluation reports
+    them; with ``patience`` it stops after that many validations without improvement.
+    ``rngs`` are further NumPy generators the pipeline draws from (checkpointed and
+    restored in place), ``state`` further objects with ``state_dict()``/``load_state_dict()``.
+    With ``job.resume_from`` set, the loop continues that checkpoint.
+    """
+    from zoo.train.checkpoints import Checkpointer
+
+    cfg = job.train_config
+    ranks = distributed.current()
+    rng = np.random.default_rng(job.seed + ranks.rank)  # each rank draws its own batches
+    configure = getattr(model, "configure_engine", None)
+    if configure is not None:
+        configure(precision=getattr(cfg, "precision", "auto"), compile=getattr(cfg, "compile", False),
+                  cuda_graph=getattr(cfg, "cuda_graph", False), distributed=ranks)
+    elif ranks.active:
+        raise ZooError("torchrun training needs a torch model; this architecture has none")
+    model.configure_optimizer(cfg.lr, cfg.weight_decay, betas=(cfg.beta1, cfg.beta2))
+    result = TrainResult()
+    checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})}, state)
+    start = time.perf_counter() - checkpoints.restore()
+    with job.progress(cfg.steps, "train") as bar:
+        bar.update(result.steps)
+        while result.steps < cfg.steps:
+            if _patience_spent(result, cfg):  # resumed from the checkpoint of the last validation
+                result.stopped_early = True
+                break
+            # A time budget covers the validation estimate that closes the curve too: keep
+            # the last estimate's duration in reserve, so the loop ends within the budget.
+            budget = None if cfg.time is None else cfg.time - result.last_validate_time
+            # The first step always runs: a budget too small for one step still trains one,
+            # instead of recording a finished run with no steps and no loss.
+            if budget is not None and result.steps > 0 and _out_of_time(start, budget, ranks):
+                break
+            lr = lr_at(result.steps, cfg, cfg.steps)
+            batch = next_batch(rng)
+            try:
+                loss = model.train_step(batch.inputs, batch.targets, lr, batch.mask, cfg.grad_clip)
+            except NonFiniteError as exc:
+                raise Diverged(result.steps + 1, exc.loss, exc.grad_norm,
+                               checkpoints.last_step) from None
+            if not math.isfinite(loss):
+                raise Diverged(result.steps + 1, loss, None, checkpoints.last_step)
+            result.steps += 1
+            result.tokens += batch.tokens * ranks.world_size  # every rank trained on a batch
+            result.train_loss = loss
+            elapsed = time.perf_counter() - start
+            record = {"step": result.steps, "train_loss": loss, "lr": lr, "elapsed": elapsed}
+            last = result.steps == cfg.steps or (budget is not None and elapsed >= budget)
+            if validate is not None and (result.steps % cfg.eval_interval == 0 or last):
+                record.update(_validate(validate, result, score_key, higher_is_better, model, cfg))
+            job.run.log(record)
+            checkpoints.maybe_save(time.perf_counter() - start)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{result.tokens / max(elapsed, 1e-9):,.0f}")
+            if _patience_spent(result, cfg):
+                result.stopped_early = True
+                break
+    result.train_time = time.perf_counter() - start
+    if validate is not None and (not result.curve or result.curve[-1]["step"] != result.steps):
+        record = {"step": result.steps,
+                  **_validate(validate, result, score_key, higher_is_better, model, cfg)}
+        job.run.log(record)
+    if result.runners_up:  # the final evaluation reports the best weights, or their mean
+        model.load_state_dict(mean_weights([result.best_state,
+                                            *(state for _, _, state in result.runners_up)]))
+    elif result.best_state is not None and result.best_step != result.steps:
+        model.load_state_dict(result.best_state)
+    return result
+
+
+def mean_weights(states: list[dict]) -> dict:
+    """The element-wise mean of several snapshots of one model's weights (what is not a
+    float, a counter say, is the first snapshot's)."""
+    mean = {}
+    for name, first in states[0].items():
+        if np.issubdtype(first.dtype, np.floating):
+            mean[name] = np.mean([state[name] for state in states], axis=0).astype(first.dtype)
+        else:
+            mean[name] = first
+    return mean
+
+
+def _patience_spent(result: TrainResult, cfg) -> bool:
+    """Whether the last ``patience`` validations all failed to beat the best one. Counted
+    from the curve and best_step, which checkpoints keep, so a resumed run stops alike."""
+    patience = getattr(cfg, "patience", 0)
+    if not patience or result.best_step is None:
+        return False
+    return sum(1 for point in result.curve if point["step"] > result.best_step) >= patience
+
+
+def _out_of_time(start: float, budget: float, ranks) -> bool:
+    """Whether the wall-clock budget is spent; under torchrun every rank stops together
+    (rank 0's clock decides), or the others would wait forever in the next all-reduce."""
+    spent = time.perf_counter() - start >= budget
+    return distributed.rank0_flag(spent)
+
+
+def _validate(validate, result: TrainResult, score_key, higher_is_better, model, cfg=None) -> dict:
+    start = time.perf_counter()
+    figures = validate()
+    result.last_validate_time = time.perf_counter() - start
+    result.validate_time += result.last_validate_time
+    result.curve.append({"step": result.steps, **figures})
+    if score_key is not None:
+        score = figures[score_key]
+        better = result.best_score is None or (score > result.best_score if higher_is_better
+                                               else score < result.best_score)
+        keep = cfg is None or cfg.keep_best
+        averaged = getattr(cfg, "average_best", 1) if keep else 1
+        if averaged > 1:  # the former best, or this validation, may be among the runners-up
+            entry = ((result.best_score, result.best_step, result.best_state) if better
+                     else (score, result.steps, model.state_dict()))
+            if entry[2] is not None:  # (the first validation has no former best)
+                ranked = sorted([*result.runners_up, entry],  # best first; on a tie the earlier
+                                key=lambda e: (-e[0] if higher_is_better else e[0], e[1]))
+                result.runners_up = ranked[:averaged - 1]
+        if better:
+            result.best_score, result.best_step = score, result.steps
+            if keep:
+                result.best_state = model.state_dict()
+    return figures

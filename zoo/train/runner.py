@@ -1,0 +1,234 @@
+"""Executing a plan: load the data, create the run folder and store row, train and evaluate
+through the pipeline, and record the outcome (under torchrun, on every rank)."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import random
+import secrets
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from zoo.train import checkpoints
+from zoo.data import datasets as zoo_data
+from zoo.train import distributed
+from zoo.core.containment import own_interrupts_fail
+from zoo.errors import RunInterrupted, ZooError
+from zoo.io import save_error
+from zoo.train.job import Job, RunFolder, RunResult
+from zoo.core.plan import Plan, config_hash
+from zoo.core.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
+from zoo.core.registry import get_zoo, task_loss
+from zoo.records.store import Store, home
+
+
+class RunDiverged(ZooError):
+    """A run stopped on a non-finite loss or gradient; its row says 'diverged' and its last
+    good checkpoint is kept. A sweep records the cell and goes on."""
+
+    def __init__(self, run_id: str, exc):  # exc: zoo.train.loop.Diverged
+        kept = (f"; its last good checkpoint (step {exc.checkpoint_step}) is kept"
+                if exc.checkpoint_step is not None else "")
+        super().__init__(f"run {run_id} {exc}{kept}; lower the learning rate (--set lr=...)")
+        self.run_id, self.step, self.checkpoint_step = run_id, exc.step, exc.checkpoint_step
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def seed_everything(seed: int) -> None:
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed)
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.manual_seed(seed)
+
+
+def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
+            text_column: str | None = None, label_column: str | None = None, zoo=None,
+            extra: dict | None = None, run_id: str | None = None, store=None) -> dict:
+    """Load the data, train and evaluate through the pipeline, and record the run.
+
+    ``extra`` is added to the run's provenance (``zoo reproduce`` names the original run).
+    Under torchrun every rank runs this; rank 0 alone writes the run folder and the store
+    row, the others work in a scratch folder that is removed at the end. A sweep's worker
+    passes the ``run_id`` its driver chose and a ``store`` that hands every write back to
+    the driver (zoo.sweeps.worker.Journal), so the driver alone writes the SQLite store.
+    """
+    zoo = zoo or get_zoo()
+    ranks = _join_ranks(device)
+    with own_interrupts_fail("the run's code (loading its data and plugins)"):
+        if plan.loaded is not None and plan.columns == (text_column, label_column):
+            dataset = plan.loaded  # loaded before the task was known; checked below
+        else:
+            dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
+                                    label_column=label_column, quiet=quiet)
+        pipeline = plan.pipeline.load()
+        check = getattr(pipeline, "check_dataset", None)
+        if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
+            check(dataset)
+        plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
+        task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
+    run_id = distributed.broadcast_object(run_id or new_run_id())
+    run = _create_run_folder(home() if ranks.is_main else _scratch(), run_id)
+    summary = {"run_id": run.id, "model": plan.spec.name,
+               "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
+               "dataset": plan.dataset_ref.name, "task": plan.task, "seed": plan.seed}
+    provenance = {**summary, "config_hash": config_hash(plan, zoo),
+                  "configs": plan.config_values(),
+                  "dataset_id": plan.dataset_ref.source, "dataset_location": dataset.location,
+                  "dataset_fingerprint": dataset.fingerprint, "versions": versions(zoo, plan),
+                  "plugins": plugin_provenance(zoo, plan),
+                  "git_commit": git_commit(), "git_dirty": git_dirty(), "device": device,
+                  "text_column": dataset.text_column, "label_column": dataset.label_column,
+                  **(extra or {})}
+    if plan.init is not None:
+        provenance["init"] = plan.init.record()
+    if ranks.active:
+        provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
+    if store is None:
+        store = Store() if ranks.is_main else _NoStore()
+    try:
+        run.write_json("config.json", provenance)
+        store.insert(run.id, model=plan.spec.name, architecture=plan.spec.architecture.name,
+                     tokenizer=plan.spec.tokenizer.name, dataset=plan.dataset_ref.name,
+                     task=plan.task, seed=plan.seed, config_hash=provenance["config_hash"],
+                     config=provenance)
+    except BaseException:
+        store.close()
+        shutil.rmtree(run.path, ignore_errors=True)  # no run folder without its store row
+        raise
+    job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
+              plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
+              plan.seed, device, run, quiet or not ranks.is_main,
+              identity=identity(plan, dataset, zoo), declared_task=plan.pipeline.task,
+              init=plan.init)
+    return train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
+
+
+def _create_run_folder(parent: Path, run_id: str) -> RunFolder:
+    path = parent / run_id
+    try:
+        return RunFolder(path).create()
+    except OSError as exc:
+        raise save_error(path, exc) from None
+
+
+def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict,
+                     provenance: dict, ranks=None) -> dict:
+    """Run the pipeline on a prepared job and record the outcome in its store row."""
+    from zoo.train.loop import Diverged
+
+    run = job.run
+    ranks = ranks or distributed.current()
+    start = time.time()
+    try:
+        seed_everything(plan.seed)
+        with own_interrupts_fail():  # a KeyboardInterrupt with no Ctrl-C behind it: failed
+            result = pipeline.run(job)
+        if not isinstance(result, RunResult):
+            raise ZooError(f"the {plan.task} pipeline's run(job) returned a "
+                           f"{type(result).__name__}, not a zoo.plugin.RunResult")
+        if ranks.active:
+            provenance["distributed"]["weight_sha256"] = _same_weights_on_all_ranks(run)
+        # what load_trained needs to rebuild the model
+        provenance["spec"] = dataclasses.asdict(result.spec)
+        if job.init_report:  # which tensors came from the --init run, and which are new
+            provenance["init"] = {**provenance.get("init", {}), **job.init_report}
+        if ranks.is_main:
+            run.write_json("config.json", provenance)
+    except KeyboardInterrupt:  # the user's Ctrl-C: the run can be resumed
+        store.update(run.id, status="interrupted", finished=time.time(),
+                     duration=time.time() - start, error="interrupted (Ctrl-C)")
+        store.close()
+        raise RunInterrupted(run.id) from None
+    except Diverged as exc:
+        store.update(run.id, status="diverged", finished=time.time(),
+                     duration=time.time() - start, error=str(exc),
+                     metrics={"diverged_step": exc.step, "checkpoint_step": exc.checkpoint_step})
+        store.close()
+        raise RunDiverged(run.id, exc) from None
+    except BaseException as exc:
+        store.update(run.id, status="failed", finished=time.time(), duration=time.time() - start,
+                     error=f"{type(exc).__name__}: {exc}"[:2000])
+        store.close()
+        raise
+    finally:
+        if not ranks.is_main:
+            shutil.rmtree(run.path.parent, ignore_errors=True)
+    duration = time.time() - start
+    store.update(run.id, status=result.status, finished=time.time(),
+                 duration=duration, params=result.params, metrics=result.metrics)
+    store.close()
+    curve, curve_error = None, None
+    if ranks.is_main:  # other ranks' scratch folders are gone already
+        checkpoints.remove_all(run.path)  # the run is recorded; its weights are in model.safetensors
+        curve, curve_error = save_curve(run, summary)
+    return {**summary, "status": result.status, "params": result.params,
+            "metrics": result.metrics, "samples": result.samples,
+            "duration": duration, "run_dir": str(run.path), "curve": curve,
+            "curve_error": curve_error, "rank": ranks.rank}
+
+
+def save_curve(run: RunFolder, summary: dict) -> tuple[str | None, str | None]:
+    """curve.png in the run folder. A plotting failure never fails a recorded run, but it
+    is reported (on stderr and in the result), never passed over in silence."""
+    try:
+        from zoo.comparison.plots import save_run_curve
+
+        path = save_run_curve(run.path, {**summary, "id": run.id})
+    except Exception as exc:  # matplotlib missing, a font cache problem, a full disk...
+        message = f"{type(exc).__name__}: {exc}"
+        print(f"zoo: warning: no training-curve plot for run {run.id}: {message}", file=sys.stderr)
+        return None, message
+    if path is None:
+        return None, "the run logged no training curve (metrics.jsonl is empty)"
+    return str(path), None
+
+
+def _join_ranks(device: str):
+    """The torchrun process group (gloo on the CPU, NCCL on CUDA), or the single process."""
+    if not distributed.launched():
+        return distributed.current()
+    from zoo.train.torch_model import pick_device
+
+    return distributed.setup(pick_device(device))
+
+
+def _scratch() -> Path:
+    """Where a rank other than 0 keeps the files a pipeline writes (removed at the end)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix=f"zoo-rank{distributed.current().rank}-"))
+
+
+def _same_weights_on_all_ranks(run: RunFolder) -> list[str]:
+    """The SHA-256 of every rank's saved weights; DDP keeps them equal, and a run whose
+    ranks disagree is not recorded as finished."""
+    path = run.file("model.safetensors")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    digests = distributed.all_gather_object(digest)
+    if len(set(digests)) != 1:
+        raise ZooError(f"ranks ended with different weights: {digests}")
+    return digests
+
+
+class _NoStore:
+    """The store as seen by ranks other than 0: they record nothing."""
+
+    def insert(self, *args, **kwargs):
+        pass
+
+    def update(self, *args, **kwargs):
+        pass
+
+    def close(self):
+        pass
+

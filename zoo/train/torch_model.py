@@ -1,0 +1,348 @@
+"""TorchModel: makes any ``torch.nn.Module`` meet the ``zoo.train.model.Model`` protocol.
+
+It owns the optimizer (AdamW, decay on matrices only), gradient clipping, mixed precision
+(bf16 autocast; fp16 with a gradient scaler on GPUs without bf16), optional
+``torch.compile``, optional whole-step CUDA graphs (``zoo.train.cuda_graph``),
+DistributedDataParallel under torchrun, and conversion between NumPy arrays and tensors.
+The training loop sets the speed options with ``configure_engine``.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from zoo.core.bounds import DEVICES
+from zoo.errors import ZooError
+from zoo.train.layers import attention  # noqa: F401  (its old home: plugins may import it from here)
+from zoo.train.model import IGNORE_INDEX, Model, NonFiniteError
+
+
+def pick_device(device: str = "auto") -> str:
+    if device not in DEVICES:
+        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ZooError("--device cuda was asked for, but torch sees no CUDA device")
+    return device
+
+
+def as_model(built, device: str = "cpu", *, loss) -> Model:
+    """The protocol object for whatever an architecture's build() returned; a torch module
+    trains and evaluates with ``loss``, the task's (``zoo.core.registry.task_loss``)."""
+    if isinstance(built, torch.nn.Module):
+        return TorchModel(built, device, loss=loss)
+    return built
+
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+def cpu_has_native_bf16() -> bool:
+    """AVX512-BF16 or AMX: bf16 matrix products run about 2.5x faster than fp32 ones here.
+    Without them bf16 is emulated and slower than fp32."""
+    try:
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    except AttributeError:  # torch builds without these probes
+        return False
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """What "auto" means on a device: bf16 autocast on CUDA (fp16 where the GPU lacks bf16);
+    on the CPU bf16 where it has native bf16 instructions (1.3x the training throughput of
+    fp32 at the same validation loss, benchmarks/bench_train.py), fp32 elsewhere."""
+    if precision not in PRECISIONS:
+        raise ZooError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if device.type == "cuda":
+        if precision == "auto":
+            return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+        return precision
+    if precision == "fp16":
+        raise ZooError("precision fp16 needs a CUDA device; on the CPU use bf16 or fp32")
+    if precision == "auto":
+        return "bf16" if cpu_has_native_bf16() else "fp32"
+    return precision
+
+
+class TorchModel:
+    """A module and its optimizer; ``loss(outputs, targets, reduction)`` is the task's loss
+    (see ``zoo.plugin.Task``), so any module trains on any task without subclassing."""
+
+    def __init__(self, module: torch.nn.Module, device: str = "cpu", *, loss):
+        self.device = torch.device(device)
+        self.module = module.to(self.device)
+        self.loss = loss
+        self.optimizer = None
+        self.precision = "fp32"  # until configure_engine picks the precision to run at
+        self.scaler = None  # torch.amp.GradScaler, for fp16 only
+        self.distributed = None  # zoo.train.distributed.Context when training under torchrun
+        self._train_module = self.module  # what train_step calls: maybe compiled, maybe DDP
+        self._graphed = None  # zoo.train.cuda_graph.GraphedTrainStep, when steps replay a graph
+
+    def configure_engine(self, *, precision: str = "auto", compile: bool = False,
+                         cuda_graph: bool = False, distributed=None) -> None:
+        """Speed options, set once before training: precision, torch.compile, whole-step
+        CUDA graphs, and DDP.
+
+        Following the PyTorch docs: compile the inner module, then wrap it in
+        DistributedDataParallel; bf16 autocast needs no gradient scaler, fp16 does.
+        Evaluation and generation run the plain module (no recompiles for their shapes).
+        ``cuda_graph`` applies on CUDA without fp16 or DDP (whose steps decide on the host:
+        the loss scale, the gradient all-reduce); elsewhere it changes nothing.
+        """
+        self.precision = resolve_precision(precision, self.device)
+        if self.precision == "fp16":
+            self.scaler = torch.amp.GradScaler(self.device.type)
+        module = self.module
+        if compile:  # a compiled wrapper for training only; weights stay on self.module
+            module = torch.compile(module)
+        if distributed is not None and distributed.active:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index or 0] if self.device.type == "cuda" else None
+            module = DistributedDataParallel(module, device_ids=ids)  # broadcasts rank 0's weights
+            self.distributed = distributed
+            torch.manual_seed(torch.initial_seed() + distributed.rank)  # own dropout masks per rank
+        self._train_module = module
+        if cuda_graph and self.device.type == "cuda" and self.scaler is None \
+                and self.distributed is None:
+            from zoo.train.cuda_graph import GraphedTrainStep
+
+            self._graphed = GraphedTrainStep(self)
+
+    # -- protocol ----------------------------------------------------------------------
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.module.parameters())
+
+    def prepare(self, inputs, targets, mask=None, vocabulary=None) -> None:
+        """Show the module the whole training split once, before training, if it asks to see
+        it: a module's ``prepare(input_ids, attention_mask, targets, vocabulary)`` keeps
+        statistics of the data as buffers, which are saved with its weights. ``vocabulary``
+        is each token id's text ("" for special tokens)."""
+        prepare = getattr(self.module, "prepare", None)
+        if callable(prepare):
+            with torch.no_grad():
+                prepare(self._tensor(inputs), self._tensor(mask), self._tensor(targets),
+                        vocabulary)
+
+    def calibrate(self, inputs, targets, mask=None) -> None:
+        """Show the module a held-out split (the validation split, at every validation and
+        before the final evaluation), if it asks to see it: a module's ``calibrate(input_ids,
+        attention_mask, targets)`` may fit buffers to it, in evaluation mode, without
+        gradients."""
+        calibrate = getattr(self.module, "calibrate", None)
+        if callable(calibrate):
+            self.module.eval()
+            with torch.no_grad(), self._autocast():
+                calibrate(self._tensor(inputs), self._mask(mask), self._tensor(targets))
+
+    def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
+        params = [p for p in self.module.parameters() if p.requires_grad]
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        # The fused kernel does AdamW's whole update in one pass over each tensor.
+        self.optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, fused=True)
+
+    def train_step(self, inputs, targets, lr: float, mask=None, grad_clip: float = 1.0) -> float:
+        if self._graphed is not None:
+            return self._graphed.step(inputs, targets, lr, mask, grad_clip)
+        return self._eager_step(self._tensor(inputs), self._tensor(targets), self._mask(mask),
+                                lr, grad_clip)
+
+    def _eager_step(self, inputs, targets, mask, lr: float, grad_clip: float) -> float:
+        self._set_lr(lr)
+        loss, norm = self._loss_and_gradients(inputs, targets, mask, grad_clip)
+        # One sync for both checks; a non-finite loss or gradient never reaches the weights.
+        # (With fp16 gradient scaling, the scaler itself skips steps with inf gradients.)
+        finite = torch.isfinite(loss.detach())
+        if self.scaler is None:
+            finite = finite & torch.isfinite(norm)
+        if not bool(finite):
+            self.optimizer.zero_grad(set_to_none=True)
+            raise NonFiniteError(loss.item(), float(norm))
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        if self.distributed is not None:
+            return self._mean_over_ranks(loss.detach())
+        return loss.item()
+
+    def _set_lr(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            if torch.is_tensor(group["lr"]):  # read by a CUDA graph: refilled, not replaced
+                group["lr"].fill_(lr)
+            else:
+                group["lr"] = lr
+
+    def _loss_and_gradients(self, inputs, targets, mask, grad_clip: float,
+                            cache_casts: bool = True):
+        """Forward and backward of one batch, gradients clipped: the loss and the gradient
+        norm, as tensors on the device (no synchronisation: a CUDA graph captures this)."""
+        self.module.train()
+        loss = self._task_loss(inputs, targets, mask, "mean", self._train_module, cache_casts)
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(self.optimizer)  # clip the true gradients
+        else:
+            loss.backward()
+        if grad_clip:
+            norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), grad_clip, foreach=True)
+        else:
+            norm = torch.nn.utils.get_total_norm(
+                [p.grad for p in self.module.parameters() if p.grad is not None])
+        return loss, norm
+
+    def _mean_over_ranks(self, loss: torch.Tensor) -> float:
+        """The batch loss averaged over ranks, so every rank logs (and stops on) one value.
+        The gradients were already averaged by DDP; this is one small all-reduce."""
+        import torch.distributed as dist
+
+        total = loss.float().reshape(1).clone()
+        dist.all_reduce(total)  # SUM: gloo has no AVG
+        return total.item() / self.distributed.world_size
+
+    def optimizer_state(self) -> tuple[dict[str, np.ndarray], dict]:
+        """AdamW's tensors (moments, step counts) as arrays; its settings as JSON."""
+        state = self.optimizer.state_dict()
+        arrays, scalars = {}, {}
+        for index, values in state["state"].items():
+            for key, value in values.items():
+                if torch.is_tensor(value):
+                    arrays[f"{index}.{key}"] = value.detach().cpu().contiguous().numpy().copy()
+                else:
+                    scalars[f"{index}.{key}"] = value
+        # A CUDA graph's learning rate is a tensor; the file keeps the number.
+        groups = [{k: v.item() if torch.is_tensor(v) else v for k, v in group.items()}
+                  for group in state["param_groups"]]
+        meta = {"param_groups": groups, "scalars": scalars}
+        if self.scaler is not None:  # fp16: the loss scale and its growth counter
+            meta["scaler"] = self.scaler.state_dict()
+        return arrays, meta
+
+    def load_optimizer_state(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        state: dict[int, dict] = {}
+        for name, value in [*arrays.items(), *meta["scalars"].items()]:
+            index, _, key = name.partition(".")
+            if isinstance(value, np.ndarray):
+                value = torch.from_numpy(np.ascontiguousarray(value))
+            state.setdefault(int(index), {})[key] = value
+        groups = []
+        for saved, current in zip(meta["param_groups"], self.optimizer.state_dict()["param_groups"]):
+            # JSON turned tuples (betas) into lists; give them back their type.
+            groups.append({k: tuple(v) if isinstance(current.get(k), tuple) else v
+                           for k, v in saved.items()})
+        if self._graphed is not None:
+            self._graphed.reset()  # the graph read the tensors this replaces
+        try:
+            self.optimizer.load_state_dict({"state": state, "param_groups": groups})
+            if self.scaler is not None and meta.get("scaler"):
+                self.scaler.load_state_dict(meta["scaler"])
+        except (ValueError, KeyError, RuntimeError) as exc:
+            raise ZooError(f"optimizer state does not fit the model: {exc}") from None
+
+    # inference_mode: no autograd bookkeeping at all (no_grad still tracks versions)
+    @torch.inference_mode()
+    def loss_sum(self, inputs, targets, mask=None) -> tuple[float, int]:
+        self.module.eval()
+        targets = self._tensor(targets)
+        total = self._task_loss(self._tensor(inputs), targets, self._mask(mask), "sum")
+        return float(total.item()), count_targets(targets)
+
+    @torch.inference_mode()
+    def logits(self, inputs, mask=None) -> np.ndarray:
+        self.module.eval()
+        with self._autocast():
+            out = self.module(self._tensor(inputs), self._mask(mask))
+        return out.float().cpu().numpy()
+
+    @property
+    def decodes_incrementally(self) -> bool:
+        """Whether the module has a key/value-cached ``decode`` (zoo.train.model.Model)."""
+        return callable(getattr(self.module, "decode", None))
+
+    @torch.inference_mode()
+    def start_decoding(self, inputs, pads=None):
+        self.module.eval()
+        pads = None if pads is None else self._tensor(pads).long()
+        with self._decode_autocast():
+            logits, cache = self.module.decode(self._tensor(inputs), None, pads)
+        return logits.float().cpu().numpy(), cache
+
+    @torch.inference_mode()
+    def decode_step(self, next_ids, cache):
+        with self._decode_autocast():
+            logits, cache = self.module.decode(self._tensor(next_ids).reshape(-1, 1), cache)
+        return logits.float().cpu().numpy(), cache
+
+    def _decode_autocast(self):
+        # On the CPU, a step of one position is too small for bf16 to pay: autocast would
+        # cast every weight matrix to bf16 on every step (measured 2x slower per linear).
+        if self.device.type == "cpu":
+            return contextlib.nullcontext()
+        return self._autocast()
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Weights as NumPy arrays; a tied weight is kept once, under its first name."""
+        seen, state = set(), {}
+        for name, tensor in self.module.state_dict(keep_vars=False).items():
+            if tensor.data_ptr() in seen:
+                continue
+            seen.add(tensor.data_ptr())
+            state[name] = tensor.detach().cpu().contiguous().numpy().copy()
+        return state
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}
+        try:
+            result = self.module.load_state_dict(tensors, strict=False)
+        except RuntimeError as exc:  # shapes that do not match: a file for another model
+            detail = " ".join(str(exc).split())[:300]
+            raise ZooError(f"weights do not fit the model: {detail}") from None
+        expected = set(self.module.state_dict())
+        tied = {k for k in result.missing_keys if self._is_tied(k)}
+        missing = set(result.missing_keys) - tied
+        if missing or result.unexpected_keys:
+            raise ZooError(f"weights do not fit the model: missing {sorted(missing)[:5]}, "
+                           f"unexpected {sorted(result.unexpected_keys)[:5]} "
+                           f"(model has {len(expected)} tensors)")
+
+    # -- helpers -----------------------------------------------------------------------
+    def _is_tied(self, name: str) -> bool:
+        target = self.module.state_dict()[name].data_ptr()
+        return any(t.data_ptr() == target and n != name for n, t in self.module.state_dict().items())
+
+    def _tensor(self, array):
+        if isinstance(array, torch.Tensor):
+            return array.to(self.device, non_blocking=True)
+        return torch.as_tensor(np.asarray(array), device=self.device)
+
+    def _mask(self, mask):
+        return None if mask is None else self._tensor(mask)
+
+    def _autocast(self, cache_casts: bool = True):
+        # A CUDA graph's capture must not keep autocast's cast weights (PyTorch's AMP docs).
+        if self.precision == "bf16":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16, cache_enabled=cache_casts)
+        if self.precision == "fp16":
+            return torch.autocast(self.device.type, dtype=torch.float16, cache_enabled=cache_casts)
+        return contextlib.nullcontext()
+
+    def _task_loss(self, inputs, targets, mask, reduction: str, module=None,
+                   cache_casts: bool = True):
+        with self._autocast(cache_casts):
+            outputs = (self.module if module is None else module)(inputs, mask)
+        return self.loss(outputs.float(), targets, reduction)
+
+
+def count_targets(targets: torch.Tensor) -> int:
+    """How many targets a summed loss covers: every element, but integer targets equal to
+    IGNORE_INDEX count for nothing."""
+    if targets.is_floating_point():
+        return int(targets.numel())
+    return int((targets != IGNORE_INDEX).sum().item())
