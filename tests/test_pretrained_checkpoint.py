@@ -88,6 +88,7 @@ def test_the_checkpoints_padding_and_truncation_are_off(checkpoint):
                                                             [vocab["the"], vocab["film"]]]
     assert tokenizer.frame == ((vocab["[CLS]"],), (vocab["[SEP]"],))
     assert tokenizer.pad_id == vocab["[PAD]"] and tokenizer.cls_id == vocab["[CLS]"]
+    assert tokenizer.mask_id == vocab["[MASK]"]
 
 
 def test_classification_frames_texts_once_as_the_checkpoint_does(checkpoint):
@@ -154,3 +155,24 @@ def test_fine_tuned_logits_are_the_checkpoints_whatever_the_padding(checkpoint, 
             logits = module.hf(input_ids=ids).logits[0].double()
         probs = torch.softmax(logits, dim=0).numpy()
         assert np.allclose(list(prediction.probabilities.values()), probs, atol=1e-5)
+
+
+def test_a_checkpoint_pretrains_further_with_its_own_mask_token(checkpoint, reviews):
+    """Masked language modeling from the checkpoint: windows framed [CLS] ... [SEP], the
+    checkpoint's [MASK] hides the chosen tokens, and a classifier starts from the result."""
+    from zoo.pipelines.masked_language_modeling import framing_of
+
+    folder, vocab = checkpoint
+    framing = framing_of(pretrained_tokenizer(folder), 0.15)
+    windows = np.full((200, 10), vocab["film"])
+    inputs, _ = framing.mask(windows, np.random.default_rng(0))
+    assert (inputs[:, 0] == vocab["[CLS]"]).all() and (inputs[:, -1] == vocab["[SEP]"]).all()
+    assert 0.09 < (inputs[:, 1:-1] == vocab["[MASK]"]).mean() < 0.15  # 80% of the 15% chosen
+    result = run_cli("run", "bert-pretrained", reviews, "--task", "masked-language-modeling",
+                     "--set", f"pretrained={folder}", "--set", "block_size=12", "--steps", 2,
+                     "--set", "batch_size=4", "--set", "eval_batches=1", "--json")
+    assert result.code == 0, result
+    source = json.loads(result.out)["run_id"]
+    tuned = run_cli("run", "bert-pretrained", reviews, "--init", source, "--steps", 2,
+                    "--set", f"pretrained={folder}", "--set", "block_size=12", "--json")
+    assert tuned.code == 0, tuned
