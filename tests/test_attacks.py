@@ -212,6 +212,7 @@ def test_a_plugin_that_exits_or_interrupts_is_set_aside(isolated, monkeypatch, b
     assert strict.code == 2 and says in strict.err and "ZOO_STRICT_PLUGINS" in strict.err
 
 
+@pytest.mark.slow
 def test_zoo_run_still_trains_when_a_plugin_exits_at_import(isolated, monkeypatch, tiny_text):
     local_plugin(isolated, monkeypatch, "p_exit", "import sys\nsys.exit(0)\n")
     result = run_cli("run", "decoder-char", tiny_text, "--steps", "2", "--quiet", *TINY_DECODER)
@@ -296,6 +297,7 @@ def test_an_architecture_build_that_exits_or_interrupts_fails_the_run(isolated, 
         assert [row["status"] for row in store.rows()] == ["failed"]
 
 
+@pytest.mark.slow
 def test_loading_a_trained_run_whose_build_exits_is_exit_2(isolated, monkeypatch, tiny_text):
     local_plugin(isolated, monkeypatch, "p_build", BUILD.format(
         "import os, sys\n    if os.environ.get('P_BUILD_EXIT'):\n        sys.exit(0)\n"
@@ -456,6 +458,7 @@ def test_sizes_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, tiny_t
         assert store.rows() == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model, settings, says", [
     ("llama-char", ["intermediate_size=1000000000"],
      "intermediate_size = 1,000,000,000 is more than zoo can allocate (at most 2,097,152)"),
@@ -538,6 +541,7 @@ def test_the_memory_estimate_is_near_the_built_models_parameter_count(architectu
     assert abs(estimate - built) <= 0.1 * built, (estimate, built)
 
 
+@pytest.mark.slow
 def test_a_tampered_block_size_is_refused_before_allocation(trained):
     home, runs = trained
     path = home / runs["lm"] / "config.json"
@@ -693,6 +697,7 @@ def test_a_read_only_home_can_be_browsed(trained, monkeypatch, isolated):
 
 
 # -- budgets, the Hub, library noise -------------------------------------------------------
+@pytest.mark.slow
 def test_a_time_budget_too_small_for_a_step_still_trains_one(isolated, tiny_text):
     result = run_cli("run", "decoder-char", tiny_text, "--time", "1e-9", "--json",
                      *TINY_DECODER)

@@ -269,6 +269,7 @@ def tiny_run(path, *extra, seed=0):
     return json.loads(result.out)
 
 
+@pytest.mark.slow
 def test_eval_rows_show_and_compare(tiny_text, mirror):
     from zoo.records.store import home
 
@@ -309,6 +310,7 @@ def test_eval_rows_show_and_compare(tiny_text, mirror):
     assert "git_commit" in row["config"]  # None outside a git checkout, still recorded
 
 
+@pytest.mark.slow
 def test_reproduce_matches_exactly(tiny_text, monkeypatch):
     from zoo.comparison import plots
     from zoo.records.store import home
@@ -379,6 +381,7 @@ def test_evaluations_with_and_without_split_prefixes_line_up():
     assert loss["mean"].tolist() == [0.9]  # "loss" found as test_loss; the others have none
 
 
+@pytest.mark.slow
 def test_eval_of_a_next_item_run_lines_up_with_its_primary_metric(tiny_text):
     result = run_cli("run", "digits-char", tiny_text, "--json", "--steps", 3, "--set", "width=16",
                      "--set", "blocks=1", "--set", "block_size=16", "--set", "batch_size=8",

@@ -80,6 +80,7 @@ def test_decoder_logits_match_transformers_on_validation_windows(options, tiny_t
     assert np.std(ours) > 0.1  # a trained model, not a constant one
 
 
+@pytest.mark.slow
 def test_greedy_text_in_a_fresh_process_without_zoo_equals_zoo_generate(tiny_text, tmp_path):
     run_id = trained_run("decoder-char", tiny_text, "--set", "gelu=exact", steps=150)
     folder = tmp_path / "exported"
@@ -112,6 +113,7 @@ def test_transformers_runs_export_natively(tiny_text, tmp_path):
     assert type(hf).__name__ == "LlamaForCausalLM" and np.max(np.abs(ours - theirs)) < 1e-5
 
 
+@pytest.mark.slow
 def test_classification_exports_to_sequence_classification(tmp_path):
     import transformers
 
@@ -134,6 +136,7 @@ def test_classification_exports_to_sequence_classification(tmp_path):
     assert not (tmp_path / "decoder").exists()
 
 
+@pytest.mark.slow
 def test_what_cannot_be_exported_exits_2_saying_why(tiny_text, tmp_path):
     encoder = json.loads(run_cli("run", "encoder-char", tiny_text, "--task", "next-item",
                                  "--steps", 2, "--json", *TINY_ANY).out)["run_id"]

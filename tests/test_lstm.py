@@ -34,6 +34,7 @@ def test_padding_never_changes_the_logits():
     assert not torch.allclose(module(padded[:1], torch.ones_like(padded[:1])), alone)
 
 
+@pytest.mark.slow
 def test_word_order_is_learned(negated_reviews):
     """"not good" against "good": a bag of words cannot separate them, the LSTM does."""
     result = run_cli("run", "lstm-wordpunct", negated_reviews, "--steps", 120, "--json", *TINY,

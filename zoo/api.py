@@ -150,16 +150,18 @@ class SweepResult:
 def run(model: str, dataset: str, *, steps: int | None = None, time: float | None = None,
         seed: int = 0, device: str = "auto", task: str | None = None,
         text_column: str | None = None, label_column: str | None = None, quiet: bool = False,
-        init: str | None = None, **settings) -> Run:
-    """Train and evaluate MODEL on DATASET and record the run (`zoo run`); ``init`` names a
-    finished run whose tokenizer and matching weights it starts from (`--init`)."""
+        init: str | None = None, settings: dict | None = None, **more_settings) -> Run:
+    """Train and evaluate MODEL on DATASET and record the run (`zoo run`). Config settings
+    are keyword arguments (``n_layer=2``) or a ``settings`` dict, as ``--set`` takes them;
+    the dict also holds keys that are named like this function's own arguments. ``init``
+    names a finished run whose tokenizer and matching weights it starts from (`--init`)."""
     from zoo.core.plan import plan_run
     from zoo.train import distributed
     from zoo.train.runner import execute
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
-    overrides = _overrides(settings, steps, time)
+    overrides = _overrides({**(settings or {}), **more_settings}, steps, time)
     plan = plan_run(model, dataset, overrides=overrides, seed=seed, task=task,
                     text_column=text_column, label_column=label_column, init=init)
     try:
@@ -217,14 +219,15 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
           jobs: int = 1, executor: str = "local", address: str | None = None,
           cell_cpus: int | None = None, cell_gpus: float | None = None, dry_run: bool = False,
           log=None, by=None, columns=None, baseline=None, better=None, pool=False,
-          **settings) -> SweepResult:
+          settings: dict | None = None, **more_settings) -> SweepResult:
     """Train every model x dataset x seed cell not finished before (`zoo sweep`); a cell
     that fails is recorded as failed and the sweep goes on.
 
     `progress` prints the plan, a line per cell and a summary on `log` (default stderr);
     `quiet=False` adds each run's own progress (`zoo sweep --verbose`). `grid={"n_layer": [1,
     2]}` is `--grid n_layer=1,2` (the command's ``"KEY=V1,V2"`` strings are taken too);
-    `dry_run` plans and trains nothing. `jobs`, `executor`, `address`, `cell_cpus`,
+    `dry_run` plans and trains nothing. Settings are keyword arguments or a ``settings`` dict,
+    as for `run`. `jobs`, `executor`, `address`, `cell_cpus`,
     `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
     `pool` are the options of the same names."""
     import sys
@@ -245,7 +248,8 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     pool_of_workers = make_executor(_positive("jobs", jobs, int), executor, address, cell_cpus,
                                     cell_gpus, device)  # before planning: no Ray fails now
     plan = driver.plan_sweep(models, datasets, seeds=_positive("seeds", seeds, int),
-                             overrides=_overrides(settings, steps, time), task=task,
+                             overrides=_overrides({**(settings or {}), **more_settings}, steps,
+                                                  time), task=task,
                              grid=driver.parse_grid(grid))
     for line in driver.describe_plan(plan):
         print(line, file=out)

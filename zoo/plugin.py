@@ -49,6 +49,7 @@ _LAZY = {
     "column_of": "zoo.data.encoded",
     "join_rows": "zoo.data.encoded",
     "load_dataset": "zoo.data.datasets",
+    "LoadedDataset": "zoo.data.datasets",
     # torch building blocks for architectures
     "attention": "zoo.train.layers",
     "SelfAttention": "zoo.train.layers",

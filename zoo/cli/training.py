@@ -17,7 +17,7 @@ def cmd_run(args) -> int:
     run = api.run(args.model, args.dataset, steps=args.steps, time=args.time, seed=args.seed,
                   device=args.device, task=args.task, text_column=args.text_column,
                   label_column=args.label_column, quiet=args.quiet or args.json, init=args.init,
-                  **settings)
+                  settings=settings)
     if run.summary.get("rank", 0) == 0:  # under torchrun, rank 0 speaks for the run
         print_result(run.summary, args.json)
     return 0
@@ -67,7 +67,7 @@ def cmd_sweep(args) -> int:
                        executor=args.executor, address=args.address, cell_cpus=args.cell_cpus,
                        cell_gpus=args.cell_gpus, dry_run=args.dry_run, metric=args.metric,
                        by=args.by, columns=args.columns, baseline=args.baseline,
-                       better=args.better, pool=args.pool, **settings)
+                       better=args.better, pool=args.pool, settings=settings)
     if args.dry_run:
         if args.json:
             print(json.dumps({"cells": result.cells}, default=json_default))

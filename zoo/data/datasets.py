@@ -74,6 +74,10 @@ def dataset_config(ref: DatasetRef, zoo, overrides: dict | None = None):
 
 @dataclass
 class LoadedDataset:
+    """A dataset as a pipeline receives it (``job.dataset``): its splits as a Hugging Face
+    ``datasets.DatasetDict``, the columns that hold the text and the label, the class names
+    of a labelled dataset, and the tasks it serves, best first."""
+
     ref: DatasetRef
     splits: object  # datasets.DatasetDict
     location: str  # where it was loaded from
@@ -84,6 +88,8 @@ class LoadedDataset:
     split_names: dict[str, str] = field(default_factory=dict)  # role -> split name
 
     def split(self, role: str):
+        """The split that plays ``role`` (train, validation or test) as a ``datasets.Dataset``;
+        an unknown one is a ZooError listing the dataset's splits."""
         name = self.split_names.get(role, role)
         if name not in self.splits:
             raise UnknownNameError("split", name, list(self.splits),
@@ -92,6 +98,7 @@ class LoadedDataset:
 
     @property
     def fingerprint(self) -> str:
+        """A hash of every split's content (the ``datasets`` fingerprints)."""
         digest = hashlib.sha256()
         for name in sorted(self.splits):
             digest.update(f"{name}:{self.splits[name]._fingerprint};".encode())

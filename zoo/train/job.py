@@ -155,7 +155,7 @@ class Job:
     model_config: Any
     tokenizer_config: Any
     train_config: TrainConfig
-    dataset: Any  # zoo.data.datasets.LoadedDataset
+    dataset: Any  # zoo.plugin.LoadedDataset
     seed: int
     device: str
     run: RunFolder
