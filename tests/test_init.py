@@ -36,6 +36,7 @@ def labelled(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_a_language_models_body_starts_a_classifier(pretrained_decoder, labelled):
     from zoo.records.reload import load_trained
     from zoo.records.store import home
@@ -58,6 +59,7 @@ def test_a_language_models_body_starts_a_classifier(pretrained_decoder, labelled
             == (home() / source / "tokenizer.json").read_text())
 
 
+@pytest.mark.slow
 def test_the_source_is_part_of_the_config_hash_and_reproduce_follows_it(pretrained_decoder,
                                                                           labelled):
     from zoo.records.store import Store
@@ -81,6 +83,7 @@ def test_the_source_is_part_of_the_config_hash_and_reproduce_follows_it(pretrain
     assert compared.code == 0 and f"init={source}" in compared.out, compared
 
 
+@pytest.mark.slow
 def test_nothing_matching_or_a_removed_source_is_one_line(pretrained_decoder, labelled, tiny_text):
     from zoo.records.store import home
 
@@ -103,6 +106,7 @@ def test_nothing_matching_or_a_removed_source_is_one_line(pretrained_decoder, la
     assert f"started from run {source}" in reproduced.err and "removed" in reproduced.err
 
 
+@pytest.mark.slow
 def test_the_python_api_starts_from_a_run(pretrained_decoder, labelled):
     import zoo
 

@@ -61,6 +61,7 @@ def test_declared_with_directions_and_units():
     assert "mask_rate" in shown.out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["encoder-char", "bert-char"])
 def test_pretrains_on_any_text_and_records_masked_accuracy(model, tiny_text, labelled):
     for dataset in (labelled, tiny_text):  # a labelled set's text column, and plain text
@@ -73,6 +74,7 @@ def test_pretrains_on_any_text_and_records_masked_accuracy(model, tiny_text, lab
     assert learned["metrics"]["val_accuracy"] > summary["metrics"]["val_accuracy"] + 0.1
 
 
+@pytest.mark.slow
 def test_a_classifier_starts_from_a_pretrained_encoder(labelled):
     from zoo.records.store import home
 
@@ -105,6 +107,7 @@ def test_sigkill_then_resume_is_bit_identical(tiny_text):
     assert_same_run(json.loads(resumed.out), reference)
 
 
+@pytest.mark.slow
 def test_a_run_started_from_another_resumes_bit_identically(labelled, monkeypatch):
     """Interrupted after a checkpoint and resumed, a classifier started from an MLM run
     (--init) ends as the uninterrupted one; resuming follows the source run."""

@@ -123,6 +123,7 @@ def test_zoo_own_tokenizers_keep_cls_first():
     assert encoded.lengths.tolist() == [3, 2]
 
 
+@pytest.mark.slow
 def test_fine_tuned_logits_are_the_checkpoints_whatever_the_padding(checkpoint, reviews):
     """The run's real text lengths are reported, and the fine-tuned model scores a text
     batched with longer ones exactly as transformers does on the checkpoint's own encoding
@@ -157,6 +158,7 @@ def test_fine_tuned_logits_are_the_checkpoints_whatever_the_padding(checkpoint, 
         assert np.allclose(list(prediction.probabilities.values()), probs, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_pretrains_further_with_its_own_mask_token(checkpoint, reviews):
     """Masked language modeling from the checkpoint: windows framed [CLS] ... [SEP], the
     checkpoint's [MASK] hides the chosen tokens, and a classifier starts from the result."""
