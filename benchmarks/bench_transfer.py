@@ -172,7 +172,8 @@ def arm_row(arm: str, dataset: str, seed: int, zoo: Zoo, context: dict, mlm_step
 
 def summarize(rows: list[dict]) -> list[dict]:
     out = []
-    for key in sorted({(r["dataset"], r["arm"]) for r in rows}):
+    for key in sorted({(r["dataset"], r["arm"]) for r in rows},
+                      key=lambda key: (key[0], ARMS.index(key[1]))):
         group = [r for r in rows if (r["dataset"], r["arm"]) == key]
         tests = [r["test_accuracy"] for r in group]
         out.append({"dataset": key[0], "arm": key[1], "n": len(group),
