@@ -38,7 +38,8 @@ def main() -> None:
     from zoo.train.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build
-    from zoo.core.registry import get_task, task_loss
+    from zoo.core.registry import task_loss
+    from zoo.core.names import get_task
     from zoo.train.loop import TrainResult
 
     torch.manual_seed(0)

@@ -76,7 +76,8 @@ def step_time() -> None:
     from zoo.train.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
     from zoo.plugins.digits.model import build
-    from zoo.core.registry import get_task, task_loss
+    from zoo.core.registry import task_loss
+    from zoo.core.names import get_task
 
     rng = np.random.default_rng(0)
     for threads in (1, 2):

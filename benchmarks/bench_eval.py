@@ -34,7 +34,8 @@ def main(argv=None) -> int:
     from zoo.train.model import TaskSpec
     from zoo.pipelines.language_modeling import encode, evaluate, generate, split_text
     from zoo.core.plan import plan_run
-    from zoo.core.registry import get_task, get_zoo, task_loss
+    from zoo.core.registry import get_zoo, task_loss
+    from zoo.core.names import get_task
 
     if args.threads:
         torch.set_num_threads(args.threads)

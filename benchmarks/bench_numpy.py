@@ -28,7 +28,8 @@ MODELS = ("numpy-char", "decoder-char")
 
 def lm_loss():
     """The language-modeling task's loss, which a TorchModel trains and evaluates with."""
-    from zoo.core.registry import get_task, task_loss
+    from zoo.core.registry import task_loss
+    from zoo.core.names import get_task
 
     return task_loss(get_task("language-modeling"))
 

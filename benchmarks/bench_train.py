@@ -45,7 +45,8 @@ class Variant:
         import torch
 
         from zoo.train.torch_model import as_model
-        from zoo.core.registry import get_task, task_loss
+        from zoo.core.registry import task_loss
+        from zoo.core.names import get_task
         from zoo.train.model import TaskSpec
         from zoo.core.plan import plan_run
 

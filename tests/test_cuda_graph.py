@@ -16,7 +16,8 @@ def tiny_decoder(device: str, cuda_graph: bool, dropout: float = 0.0):
     from zoo.train.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build
-    from zoo.core.registry import get_task, task_loss
+    from zoo.core.registry import task_loss
+    from zoo.core.names import get_task
 
     torch.manual_seed(0)
     cfg = DecoderConfig(n_layer=2, n_head=2, n_embd=32, block_size=16, dropout=dropout)

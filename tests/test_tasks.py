@@ -15,7 +15,7 @@ from conftest import REPO
 from zoo.plugin import Metric, Task, hookimpl
 from zoo.core import registry
 from zoo.errors import ZooError
-from zoo.core.registry import get_task, tasks_for
+from zoo.core.names import get_task, tasks_for
 from zoo.tasks import metric_info
 
 SCORE = Task(

@@ -68,7 +68,8 @@ def build_parser() -> Parser:
 def add_plugin_commands(commands, zoo) -> None:
     """The commands plugins registered (``register_commands``), after zoo's own. One whose
     name is taken or whose arguments cannot be added is set aside with a warning."""
-    from zoo.core.registry import call_plugin, strict_plugins
+    from zoo.core.registry import strict_plugins
+    from zoo.core.containment import call_plugin
 
     for command in zoo.commands.entries():
         try:
@@ -92,7 +93,7 @@ def add_plugin_commands(commands, zoo) -> None:
 
 def _plugin_handler(command):
     def handler(args):
-        from zoo.core.registry import call_plugin
+        from zoo.core.containment import call_plugin
 
         return call_plugin(command.load_handler(), args, what=f"command {command.name!r}",
                            plugin=command.plugin)

@@ -13,7 +13,8 @@ from pathlib import Path
 from zoo.comparison.table import Comparison, column_label, describe, number, row_label, settings_of
 from zoo.errors import ZooError
 from zoo.io import kind_of, write_output
-from zoo.core.registry import get_task, natural_key
+from zoo.core.registry import natural_key
+from zoo.core.names import get_task
 from zoo.tasks import metric_info
 
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}

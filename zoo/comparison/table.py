@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 
 from zoo.errors import UnknownNameError, ZooError
-from zoo.core.registry import get_task
+from zoo.core.names import get_task
 from zoo.tasks import metric_info, strip_split
 
 SPLIT_PREFIXES = {"validation": ("val", "validation"), "test": ("test",), "train": ("train",)}

@@ -11,6 +11,8 @@ KeyboardInterrupt that no SIGINT caused fails that run or cell like any other er
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import signal
 import threading
 from contextlib import contextmanager
@@ -101,3 +103,35 @@ def describe(exc: BaseException) -> str:
         return "it raised KeyboardInterrupt (not a Ctrl-C from the user)"
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class PluginCodeFailed(Exception):
+    """Plugin code raised something (BaseException included) that is the plugin's fault."""
+
+    def __init__(self, exc: BaseException):
+        super().__init__(describe(exc))
+
+
+def contained(function, *args):
+    """Call plugin code inside ``plugin_code()``; its failures become PluginCodeFailed, and a
+    real Ctrl-C from the user goes on up."""
+    try:
+        return function(*args)
+    except BaseException as exc:
+        if not is_plugin_failure(exc):
+            raise
+        raise PluginCodeFailed(exc) from exc
+
+
+def call_plugin(function: Callable, *args, what: str, plugin: str):
+    """Call plugin code that runs after loading (a command's handler, an architecture's
+    build). Its ``sys.exit()``, or a KeyboardInterrupt it raises itself, is that plugin's
+    failure: a ZooError (exit 2) naming it, not a silent exit 0 or an "interrupted". Its
+    exceptions go on as they are, and a real Ctrl-C from the user goes on up (130)."""
+    with plugin_code():
+        try:
+            return function(*args)
+        except BaseException as exc:
+            if isinstance(exc, Exception) or not is_plugin_failure(exc):
+                raise
+            raise ZooError(f"{what} from plugin {plugin!r} failed: {describe(exc)}") from None

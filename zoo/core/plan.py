@@ -11,7 +11,8 @@ from zoo.data import datasets as zoo_data
 from zoo.core.bounds import check_seed
 from zoo.core.config import build_config, split_overrides
 from zoo.errors import ZooError
-from zoo.core.registry import ModelSpec, choose_task, get_zoo, resolve_model, tasks_for
+from zoo.core.registry import get_zoo
+from zoo.core.names import ModelSpec, choose_task, resolve_model, tasks_for
 
 
 @dataclass

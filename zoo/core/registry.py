@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 import pluggy
 
 from zoo import hookspecs
-from zoo.core.containment import describe, is_plugin_failure, plugin_code
+from zoo.core.containment import PluginCodeFailed, contained, describe, is_plugin_failure, plugin_code
 from zoo.errors import PluginError, UnknownNameError, ZooError
 from zoo.tasks import Task
 
@@ -152,7 +152,7 @@ def _resolve(target, what: str):
     module_name, _, attr = target.partition(":")
     try:
         with plugin_code():
-            obj = _contained(importlib.import_module, module_name)
+            obj = contained(importlib.import_module, module_name)
         for part in attr.split(".") if attr else ():
             obj = getattr(obj, part)
     except PluginCodeFailed as exc:
@@ -463,7 +463,7 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
                               dist.version if dist is not None else "", f"{ep.name} = {ep.value}")
             try:
                 with plugin_code():
-                    plugin = _contained(ep.load)
+                    plugin = contained(ep.load)
             except PluginCodeFailed as exc:
                 info.error = _one_line(exc)
                 zoo.plugins[info.name] = info
@@ -476,7 +476,7 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
         info = PluginInfo(path.stem, "local file", location=str(path))
         try:
             with plugin_code():
-                plugin = _contained(_import_file, path)
+                plugin = contained(_import_file, path)
         except PluginCodeFailed as exc:
             info.error = _one_line(exc)
             zoo.plugins[info.name] = info
@@ -501,78 +501,15 @@ def _import_file(path: Path):
     return module
 
 
-class PluginCodeFailed(Exception):
-    """Plugin code raised something (BaseException included) that is the plugin's fault."""
-
-    def __init__(self, exc: BaseException):
-        super().__init__(describe(exc))
-
-
 def task_loss(task: Task) -> Callable:
     """A task's loss function, imported (as plugin code, contained) on first use."""
     return _resolve(task.loss, f"loss of task {task.name!r}")
-
-
-def _contained(function, *args):
-    """Call plugin code inside ``plugin_code()``; its failures become PluginCodeFailed, and a
-    real Ctrl-C from the user goes on up."""
-    try:
-        return function(*args)
-    except BaseException as exc:
-        if not is_plugin_failure(exc):
-            raise
-        raise PluginCodeFailed(exc) from exc
-
-
-def call_plugin(function: Callable, *args, what: str, plugin: str):
-    """Call plugin code that runs after loading (a command's handler, an architecture's
-    build). Its ``sys.exit()``, or a KeyboardInterrupt it raises itself, is that plugin's
-    failure: a ZooError (exit 2) naming it, not a silent exit 0 or an "interrupted". Its
-    exceptions go on as they are, and a real Ctrl-C from the user goes on up (130)."""
-    with plugin_code():
-        try:
-            return function(*args)
-        except BaseException as exc:
-            if isinstance(exc, Exception) or not is_plugin_failure(exc):
-                raise
-            raise ZooError(f"{what} from plugin {plugin!r} failed: {describe(exc)}") from None
 
 
 def _zoo_version() -> str:
     from zoo import __version__
 
     return __version__
-
-
-# -- task lookups: what pipelines declared (zoo.plugin.Task) ---------------------------------
-def registered_tasks(zoo=None) -> dict[str, Task]:
-    """Every registered task by name, in registration order."""
-    zoo = zoo or get_zoo()
-    return {entry.name: entry.task for entry in zoo.pipelines.entries_in_order()
-            if entry.task is not None}
-
-
-def get_task(name: str | None, zoo=None) -> Task | None:
-    """The declaration of a registered task; None for a task no plugin declares (a run
-    recorded by a plugin that is no longer installed)."""
-    if not name:
-        return None
-    return registered_tasks(zoo).get(name)
-
-
-def tasks_for(dataset_task: str | None, roles: set[str], zoo=None) -> tuple[str, ...]:
-    """The tasks a dataset serves, best first: the task it names (its catalogue entry's or
-    plugin's) and the tasks declared to use such datasets; or, when it names none, the tasks
-    whose column roles it has, the most specific (most roles) first."""
-    tasks = registered_tasks(zoo)
-    if dataset_task is not None:
-        usable = [t.name for t in tasks.values() if t.usable_with(dataset_task, roles)]
-        head = [dataset_task]
-        return tuple(head + [n for n in usable if n != dataset_task])
-    usable = [t for t in tasks.values() if t.usable_with(None, roles)]
-    usable.sort(key=lambda t: -len(t.columns))  # stable: registration order among equals
-    return tuple(t.name for t in usable)
-
 
 
 _current: Zoo | None = None
@@ -592,54 +529,3 @@ def reset_zoo(zoo: Zoo | None = None) -> None:
     _current = zoo
 
 
-# -- model names: a catalogue preset or an ARCHITECTURE-TOKENIZER pair --------------
-@dataclass
-class ModelSpec:
-    name: str
-    architecture: object  # Entry
-    tokenizer: object  # Entry
-    overrides: dict = field(default_factory=dict)
-    description: str = ""
-
-
-def resolve_model(name: str, zoo) -> ModelSpec:
-    """A preset from the catalogue, or any ARCHITECTURE-TOKENIZER pair of registered plugins."""
-    preset = zoo.catalogue.models.get(name)
-    if preset is not None:
-        return ModelSpec(name, zoo.architectures.get(preset.architecture),
-                         zoo.tokenizers.get(preset.tokenizer), dict(preset.overrides),
-                         preset.description)
-    arch, sep, tok = name.partition("-")
-    if sep and arch in zoo.architectures and tok in zoo.tokenizers:
-        entry = zoo.architectures.get(arch)
-        return ModelSpec(name, entry, zoo.tokenizers.get(tok), {}, entry.description)
-    raise UnknownNameError("model", name, model_names(zoo), hint="zoo list models shows all")
-
-
-def model_names(zoo) -> list[str]:
-    names = set(zoo.catalogue.models)
-    names.update(f"{a}-{t}" for a in zoo.architectures.names() for t in zoo.tokenizers.names())
-    return sorted(names)
-
-
-def choose_task(architecture, dataset_tasks, wanted: str | None = None) -> str:
-    """The first task the dataset serves that the architecture supports (or `wanted`)."""
-    supported = architecture.tasks
-    if wanted:
-        if wanted not in dataset_tasks:
-            raise ZooError(f"dataset does not serve task {wanted!r}; it serves: "
-                           f"{', '.join(dataset_tasks) or 'nothing known'}")
-        if wanted not in supported:
-            raise ZooError(f"{architecture.name} has no {wanted} head; it supports: {', '.join(supported)}")
-        return wanted
-    for task in dataset_tasks:
-        if task in supported:
-            return task
-    raise ZooError(task_mismatch(architecture, dataset_tasks))
-
-
-def task_mismatch(architecture, dataset_tasks) -> str:
-    wanted = dataset_tasks[0] if dataset_tasks else "?"
-    return (f"{architecture.name} has no {wanted} head (it supports: "
-            f"{', '.join(architecture.tasks) or 'no task'}; the dataset serves: "
-            f"{', '.join(dataset_tasks) or 'no task'})")

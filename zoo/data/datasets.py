@@ -19,7 +19,7 @@ from typing import Any
 from zoo.core.catalogue import DatasetEntry, is_hub_id
 from zoo.core.config import build_config, split_overrides
 from zoo.errors import UnknownNameError, ZooError
-from zoo.core.registry import tasks_for
+from zoo.core.names import tasks_for
 
 TEXT_COLUMNS = ("text", "sentence", "content")
 LABEL_COLUMNS = ("label", "labels")
@@ -156,7 +156,7 @@ def load_dataset(name: str, zoo=None, *, text_column: str | None = None,
 def tasks_of(ref: DatasetRef, zoo) -> tuple[str, ...]:
     """The tasks a dataset serves, known without loading it where the catalogue or its
     plugin says: the task it names first, then the registered tasks declared to use such
-    datasets (see ``zoo.core.registry.tasks_for``)."""
+    datasets (see ``zoo.core.names.tasks_for``)."""
     if ref.entry and ref.entry.task:
         return tasks_for(ref.entry.task, set(), zoo)
     if ref.entry and ref.entry.text_column and ref.kind != "plugin":  # columns named: no load needed

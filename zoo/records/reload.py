@@ -8,7 +8,9 @@ from typing import Any
 from zoo.core.config import build_config
 from zoo.errors import ZooError
 from zoo.train.job import RunFolder
-from zoo.core.registry import call_plugin, get_task, get_zoo, task_loss
+from zoo.core.registry import get_zoo, task_loss
+from zoo.core.names import get_task
+from zoo.core.containment import call_plugin
 from zoo.io import load_tokenizer
 from zoo.records.store import Store, home
 

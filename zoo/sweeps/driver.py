@@ -84,7 +84,8 @@ class Sweep:
 
 def expand_models(patterns: list[str], zoo) -> list[str]:
     """Model names, with wildcards matched against every preset and pair in the registry."""
-    from zoo.core.registry import model_names, natural_key, resolve_model
+    from zoo.core.registry import natural_key
+    from zoo.core.names import model_names, resolve_model
 
     names = model_names(zoo)
     found = []

@@ -174,7 +174,9 @@ class Job:
         """The architecture built for ``spec`` (a ``zoo.plugin.TaskSpec``) on the run's device, as a
         ``zoo.plugin.Model`` that trains with the task's declared loss."""
         from zoo.train.torch_model import as_model, pick_device
-        from zoo.core.registry import call_plugin, get_task, task_loss
+        from zoo.core.registry import task_loss
+        from zoo.core.names import get_task
+        from zoo.core.containment import call_plugin
 
         task = self.declared_task or get_task(self.task)
         if task is None:

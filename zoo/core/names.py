@@ -1,0 +1,90 @@
+"""Names the user types, resolved against the registry: a model (a catalogue preset or an
+ARCHITECTURE-TOKENIZER pair), the tasks a dataset serves, and the task a run will do."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zoo.core.registry import get_zoo
+from zoo.errors import UnknownNameError, ZooError
+from zoo.tasks import Task
+
+
+def registered_tasks(zoo=None) -> dict[str, Task]:
+    """Every registered task by name, in registration order."""
+    zoo = zoo or get_zoo()
+    return {entry.name: entry.task for entry in zoo.pipelines.entries_in_order()
+            if entry.task is not None}
+
+
+def get_task(name: str | None, zoo=None) -> Task | None:
+    """The declaration of a registered task; None for a task no plugin declares (a run
+    recorded by a plugin that is no longer installed)."""
+    if not name:
+        return None
+    return registered_tasks(zoo).get(name)
+
+
+def tasks_for(dataset_task: str | None, roles: set[str], zoo=None) -> tuple[str, ...]:
+    """The tasks a dataset serves, best first: the task it names (its catalogue entry's or
+    plugin's) and the tasks declared to use such datasets; or, when it names none, the tasks
+    whose column roles it has, the most specific (most roles) first."""
+    tasks = registered_tasks(zoo)
+    if dataset_task is not None:
+        usable = [t.name for t in tasks.values() if t.usable_with(dataset_task, roles)]
+        head = [dataset_task]
+        return tuple(head + [n for n in usable if n != dataset_task])
+    usable = [t for t in tasks.values() if t.usable_with(None, roles)]
+    usable.sort(key=lambda t: -len(t.columns))  # stable: registration order among equals
+    return tuple(t.name for t in usable)
+
+
+@dataclass
+class ModelSpec:
+    name: str
+    architecture: object  # Entry
+    tokenizer: object  # Entry
+    overrides: dict = field(default_factory=dict)
+    description: str = ""
+
+
+def resolve_model(name: str, zoo) -> ModelSpec:
+    """A preset from the catalogue, or any ARCHITECTURE-TOKENIZER pair of registered plugins."""
+    preset = zoo.catalogue.models.get(name)
+    if preset is not None:
+        return ModelSpec(name, zoo.architectures.get(preset.architecture),
+                         zoo.tokenizers.get(preset.tokenizer), dict(preset.overrides),
+                         preset.description)
+    arch, sep, tok = name.partition("-")
+    if sep and arch in zoo.architectures and tok in zoo.tokenizers:
+        entry = zoo.architectures.get(arch)
+        return ModelSpec(name, entry, zoo.tokenizers.get(tok), {}, entry.description)
+    raise UnknownNameError("model", name, model_names(zoo), hint="zoo list models shows all")
+
+
+def model_names(zoo) -> list[str]:
+    names = set(zoo.catalogue.models)
+    names.update(f"{a}-{t}" for a in zoo.architectures.names() for t in zoo.tokenizers.names())
+    return sorted(names)
+
+
+def choose_task(architecture, dataset_tasks, wanted: str | None = None) -> str:
+    """The first task the dataset serves that the architecture supports (or `wanted`)."""
+    supported = architecture.tasks
+    if wanted:
+        if wanted not in dataset_tasks:
+            raise ZooError(f"dataset does not serve task {wanted!r}; it serves: "
+                           f"{', '.join(dataset_tasks) or 'nothing known'}")
+        if wanted not in supported:
+            raise ZooError(f"{architecture.name} has no {wanted} head; it supports: {', '.join(supported)}")
+        return wanted
+    for task in dataset_tasks:
+        if task in supported:
+            return task
+    raise ZooError(task_mismatch(architecture, dataset_tasks))
+
+
+def task_mismatch(architecture, dataset_tasks) -> str:
+    wanted = dataset_tasks[0] if dataset_tasks else "?"
+    return (f"{architecture.name} has no {wanted} head (it supports: "
+            f"{', '.join(architecture.tasks) or 'no task'}; the dataset serves: "
+            f"{', '.join(dataset_tasks) or 'no task'})")
