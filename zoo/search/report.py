@@ -112,7 +112,8 @@ def _short(value) -> str:
 def preset_snippet(result: StudyResult) -> str:
     """The winner as a registry.toml preset: the original preset's options, then the
     settings every trial had (--set, --steps), then the best settings over them."""
-    from zoo.core.registry import get_zoo, resolve_model
+    from zoo.core.names import resolve_model
+    from zoo.core.registry import get_zoo
 
     spec = resolve_model(result.model, get_zoo())
     values = {}

@@ -87,7 +87,7 @@ class Objective:
 def objective_for(task: str, metric: str | None = None) -> Objective:
     """The validation form of the task's headline metric ('test_accuracy' -> 'val_accuracy'),
     or `metric`, which must be a validation figure: trials are chosen on validation only."""
-    from zoo.core.registry import get_task
+    from zoo.core.names import get_task
     from zoo.tasks import strip_split
 
     declared = get_task(task)

@@ -132,7 +132,7 @@ def _study_folder(storage_url: str) -> Path:
 
 
 def _result(study, model, dataset, plan, objective, overrides) -> report.StudyResult:
-    from zoo.core.registry import get_task
+    from zoo.core.names import get_task
 
     trials = counted(study)
     states: dict[str, int] = {}
