@@ -233,3 +233,28 @@ def test_a_ray_search_records_every_trial_from_the_driver_and_goes_on_past_a_kil
     states = sorted(t.state.name for t in optuna.load_study(
         study_name=summary.study_name, storage=storage).trials)
     assert states == ["COMPLETE", "COMPLETE", "COMPLETE", "FAIL"]
+
+
+def test_a_time_budget_starts_no_trial_once_the_trial_time_is_spent(negated_reviews):
+    import zoo
+
+    result = zoo.tune("fasttext-wordpunct", str(negated_reviews), space="lr=log(1e-3,1e-1)",
+                      time=0.001, seeds=1, steps=10, progress=False, device="cpu",
+                      dim=8, buckets=97, batch_size=8, eval_interval=5)
+    assert result.studies[0]["trials"] == {"COMPLETE": 1}
+    assert result.studies[0]["trial_seconds"] > 0.001
+    assert "0.001s of trials per model" in result.table
+
+
+@pytest.mark.slow
+def test_jobs_2_runs_trials_in_workers_and_only_the_driver_writes_the_store(negated_reviews):
+    result = run_cli("tune", "fasttext-wordpunct", "--on", negated_reviews, "--space",
+                     "lr=log(1e-3,1e-1)", "--trials", 3, "--seeds", 1, "--steps", 30,
+                     "--jobs", 2, "--device", "cpu", *TINY)
+    assert result.code == 0, result
+    assert "trials run on 2 worker processes" in result.err
+    with Store() as store:
+        rows = [r for r in store.rows() if (r.get("config") or {}).get("tune")]
+    assert sorted(r["config"]["tune"]["trial"] for r in rows) == [0, 1, 2]
+    assert {r["pid"] for r in rows} == {os.getpid()}
+    assert len({r["host"] for r in rows}) == 1

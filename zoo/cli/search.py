@@ -71,7 +71,11 @@ def cmd_tune(args) -> int:
     import zoo.api
     from zoo.core.config import parse_assignment
 
-    settings = dict(parse_assignment(item) for item in args.set or [])
+    settings = {}
+    for item in args.set or []:
+        key, value = parse_assignment(item)
+        # `--set time=60` is each run's training time; zoo.tune's own `time` is the budget
+        settings[f"train.{key}" if key in ("time", "steps") else key] = value
     result = zoo.api.tune(
         args.models, args.on, space=args.space, trials=args.trials, time=args.time,
         seeds=args.seeds, steps=args.steps, pruner=args.pruner, sampler=args.sampler,
