@@ -258,3 +258,24 @@ def test_jobs_2_runs_trials_in_workers_and_only_the_driver_writes_the_store(nega
     assert sorted(r["config"]["tune"]["trial"] for r in rows) == [0, 1, 2]
     assert {r["pid"] for r in rows} == {os.getpid()}
     assert len({r["host"] for r in rows}) == 1
+
+
+def test_ctrl_c_keeps_the_study_and_queues_the_cut_off_trial_again(negated_reviews,
+                                                                    monkeypatch):
+    from conftest import press_ctrl_c
+    from zoo.train import runner
+
+    def interrupted(*args, **kwargs):
+        press_ctrl_c()
+
+    monkeypatch.setattr(runner, "execute", interrupted)
+    result = run_cli("tune", "fasttext-wordpunct", "--on", negated_reviews, "--space",
+                     "lr=log(1e-3,1e-1)", "--trials", 2, *TINY)
+    assert result.code == 130, result
+    assert "run the same zoo tune again to continue" in result.err
+    storage = f"sqlite:///{home() / 'tune' / 'studies.db'}"
+    (summary,) = optuna.get_all_study_summaries(storage)
+    trials = optuna.load_study(study_name=summary.study_name, storage=storage).trials
+    assert [(t.state.name, bool(t.system_attrs.get("zoo_lost"))) for t in trials] == [
+        ("FAIL", True), ("WAITING", False)]
+    assert trials[1].system_attrs["fixed_params"] == trials[0].params  # queued again
