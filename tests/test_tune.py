@@ -263,6 +263,7 @@ def test_jobs_2_runs_trials_in_workers_and_only_the_driver_writes_the_store(nega
 def test_ctrl_c_keeps_the_study_and_queues_the_cut_off_trial_again(negated_reviews,
                                                                     monkeypatch):
     from conftest import press_ctrl_c
+
     from zoo.train import runner
 
     def interrupted(*args, **kwargs):
