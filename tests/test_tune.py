@@ -59,7 +59,7 @@ def test_a_space_that_does_not_fit_the_model_exits_2_before_training(negated_rev
                      "--trials", 2, *TINY[2:])  # all but dim
     assert result.code == 2, result
     assert message in result.err and len(result.err.strip().splitlines()) == 1
-    assert not (home().parent / "runs" / "tune").exists() or not list(home().glob("2*"))
+    assert not list(home().glob("2*"))  # no run folder: nothing trained
     with Store() as store:
         assert store.rows() == []
 
