@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zoo.plugin import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
-                 compression, dataset_key, row_ids, row_texts, train, unragged)
+                 compression, dataset_key, incidental, row_ids, row_texts, train, unragged)
 from zoo.pipelines.common import (log_softmax, loop_metrics, pad_rows, padded_batch, run_tokenizer,
                                   softmax, special_ids)
 
@@ -37,7 +37,7 @@ class NextItemConfig(TrainConfig):
     batch_size: int = 64
     eval_batch_size: int = 256
     eval_windows: int = 4000  # text datasets: evenly spaced windows per split in the final evaluation
-    samples: int = 5  # example predictions from the test split, shown at the end
+    samples: int = incidental(5)  # example predictions from the test split, shown at the end
 
 
 # -- examples ------------------------------------------------------------------------------

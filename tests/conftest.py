@@ -22,8 +22,28 @@ from zoo.cli.main import main
 REPO = Path(__file__).resolve().parents[1]
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `cuda` need a CUDA device and are skipped without one."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if item.get_closest_marker("cuda"):
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
+def isolated(tmp_path, monkeypatch, request):
+    if request.node.get_closest_marker("cuda") is None:
+        # Every other test computes on the CPU whatever the machine has: its expectations
+        # (bit-identical reloads, figures recorded on the CPU) are the CPU's. Subprocesses see
+        # no GPU either.
+        import torch
+
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     home = tmp_path / "home"
     monkeypatch.setenv("ZOO_HOME", str(home / "runs"))
     monkeypatch.setenv("ZOO_LOAD_PLUGINS", "")  # built-ins only, unless a test sets it

@@ -42,6 +42,7 @@ def reviews(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_language_model_run_generate_evaluate_and_sweep_match_the_cli(tiny_text, tmp_path,
                                                                       monkeypatch):
     monkeypatch.setenv("ZOO_HOME", str(tmp_path / "api"))
@@ -76,6 +77,7 @@ def test_language_model_run_generate_evaluate_and_sweep_match_the_cli(tiny_text,
     assert (api_cell["n"], api_cell["mean"], api_cell["std"]) == (2, cell["mean"], cell["std"])
 
 
+@pytest.mark.slow
 def test_classifier_run_and_predict_match_the_cli(reviews, tmp_path, monkeypatch):
     texts = ["the film was good", "a dull film"]
     monkeypatch.setenv("ZOO_HOME", str(tmp_path / "api"))
@@ -97,6 +99,7 @@ def test_classifier_run_and_predict_match_the_cli(reviews, tmp_path, monkeypatch
         p.record() for p in predicted]
 
 
+@pytest.mark.slow
 def test_reloaded_runs_compute_on_the_device_zoo_run_picks(reviews, monkeypatch):
     """A run trained with --device auto (CUDA when present) is reloaded the same way, so its
     recorded figures and a reload's agree on any machine; --device asks for another."""

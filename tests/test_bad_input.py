@@ -354,6 +354,7 @@ def to_toml(data: dict) -> str:
     return "".join(f"{json.dumps(k, ensure_ascii=False)} = {value(v)}\n" for k, v in data.items())
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(documents)
 @example({"datasets": {"x": {"path": "a\x00b"}}})
@@ -379,6 +380,7 @@ def test_registry_toml_documents_load_or_fail_with_one_line(tmp_path, document):
         assert isinstance(preset.overrides, dict) and isinstance(preset.description, str)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.one_of(st.binary(max_size=200), st.text(max_size=200).map(str.encode)))
 def test_registry_toml_of_any_bytes_loads_or_fails_with_one_line(tmp_path, data):

@@ -114,6 +114,7 @@ def test_a_run_resumed_after_patience_ran_out_stops_at_once(tmp_path, monkeypatc
     assert model.w[0] == 4
 
 
+@pytest.mark.slow
 def test_a_language_model_reports_val_and_test_from_the_same_best_weights(tiny_text, monkeypatch):
     """The validation estimate is scripted to be best at step 5 of 15; the run must report
     (and save) the step-5 weights: `zoo eval` of its weights gives its val and test losses,

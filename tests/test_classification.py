@@ -154,6 +154,7 @@ def test_epochs_set_the_step_budget_and_steps_cap_it():
 
 
 # -- end to end ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_train_show_predict_and_evaluate_round_trip(reviews):
     summary = tiny_run("encoder-char", reviews, steps=12)
     assert summary["task"] == "classification" and summary["status"] == "finished"
@@ -202,18 +203,21 @@ def test_train_show_predict_and_evaluate_round_trip(reviews):
     assert all(sum(r["probabilities"].values()) == pytest.approx(1.0) for r in rows)
 
 
+@pytest.mark.slow
 def test_same_seed_same_metrics(reviews):
     first = tiny_run("encoder-char", reviews, "--seed", 3, steps=6)["metrics"]
     second = tiny_run("encoder-char", reviews, "--seed", 3, steps=6)["metrics"]
     assert first["val_loss"] == second["val_loss"] and first["train_loss"] == second["train_loss"]
 
 
+@pytest.mark.slow
 def test_class_names_come_from_the_classlabel_feature(mirror):
     summary = tiny_run("encoder-char", "rotten_tomatoes", "--set", "block_size=16", steps=3)
     assert summary["metrics"]["class_names"] == ["neg", "pos"]
     assert sum(summary["metrics"]["test_per_class"][c]["support"] for c in ("neg", "pos")) == 1066
 
 
+@pytest.mark.slow
 def test_the_decoder_classifies_through_the_pipeline(reviews):
     summary = tiny_run("decoder-char", reviews, steps=6)
     assert summary["task"] == "classification" and summary["architecture"] == "decoder"
@@ -290,6 +294,7 @@ def run_cli_matrix():
     return json.loads(result.out)
 
 
+@pytest.mark.slow
 def test_a_labelled_file_is_classified_and_an_unlabelled_one_is_not(reviews, tmp_path):
     assert tiny_run("encoder-char", reviews, steps=2)["task"] == "classification"
     plain = tmp_path / "plain.csv"
@@ -313,6 +318,7 @@ def test_missing_label_column_exits_2_listing_the_columns(tmp_path, isolated):
     assert wrong.code == 2 and "text, stars" in wrong.err
 
 
+@pytest.mark.slow
 def test_test_metrics_come_from_the_best_validation_weights(reviews, monkeypatch):
     """Validation accuracy is scripted to peak at the second of four validations (step 6 of
     12); the run must report best_step 6 and the test figures of the step-6 weights: they

@@ -38,6 +38,7 @@ def test_zoo_list_shows_the_pipelines_one_per_task():
     assert "pipelines" in json.loads(run_cli("list", "--json").out)
 
 
+@pytest.mark.slow
 def test_sweep_quiet_prints_only_the_table_and_json_one_object(tiny_text):
     args = ["sweep", "decoder-char", "--on", tiny_text, "--steps", 2, *TINY_DECODER]
     quiet = run_cli(*args, "--quiet", "--format", "csv")

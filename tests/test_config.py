@@ -1,3 +1,4 @@
+import pytest
 """Config values the user does not give: what they become, and that everything that worked
 before keeps its value."""
 import json
@@ -28,6 +29,7 @@ def test_an_inherited_min_lr_that_fits_keeps_its_value(tiny_text):
     assert train_config("digits-bpe", "digits", lr="1e-5", min_lr="0").min_lr == 0
 
 
+@pytest.mark.slow
 def test_zoo_run_with_only_a_lower_lr_trains(tiny_text):
     result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER,
                      "--set", "lr=1e-5", "--json")

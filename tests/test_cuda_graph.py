@@ -8,7 +8,7 @@ import pytest
 from conftest import TINY_DECODER, run_cli
 
 torch = pytest.importorskip("torch")
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+needs_cuda = pytest.mark.cuda
 
 
 def tiny_decoder(device: str, cuda_graph: bool, dropout: float = 0.0):
@@ -79,6 +79,7 @@ def test_a_graphed_run_with_dropout_finishes_through_the_cli(tiny_text):
     assert json.loads(result.out)["status"] == "finished"
 
 
+@pytest.mark.slow
 def test_cuda_graph_changes_nothing_on_the_cpu(tiny_text):
     runs = []
     for setting in ("false", "true"):

@@ -63,6 +63,7 @@ TINY_ENCODER = ["--set", "n_layer=1", "--set", "n_head=2", "--set", "n_embd=16",
                 "--set", "warmup_steps=2", "--set", "dropout=0.0"]
 
 
+@pytest.mark.slow
 def test_set_reaches_the_dataset_config_and_the_run_records_it(reviews):
     result = run_cli("run", "encoder-char", "reviews", "--steps", 2, "--json", *TINY_ENCODER,
                      "--set", "rows=20", "--set", "dataset.good_word=fine",

@@ -159,6 +159,7 @@ def test_positions_from_the_end_give_the_last_items_fixed_positions():
 
 
 # -- the pipeline --------------------------------------------------------------------------
+@pytest.mark.slow
 def test_tiny_model_learns_one_progression_family_exactly(tmp_path):
     catalogue(tmp_path, "arith", families=["arithmetic"], min_len=3, max_len=5,
               train_size=2000, validation_size=200, test_size=300, heldout_size=100)
@@ -187,6 +188,7 @@ def test_tiny_model_learns_one_progression_family_exactly(tmp_path):
     assert [line.split("\t")[0] for line in predicted.out.splitlines()] == ["0", "8"]
 
 
+@pytest.mark.slow
 def test_evaluate_on_a_reloaded_run_matches_the_recorded_metrics(tmp_path):
     from zoo.data import datasets as data
     from zoo.pipelines.next_item import evaluate
@@ -211,6 +213,7 @@ def test_evaluate_on_a_reloaded_run_matches_the_recorded_metrics(tmp_path):
         summary["metrics"]["heldout_accuracy"], abs=1e-9)
 
 
+@pytest.mark.slow
 def test_text_datasets_serve_next_item_as_windows(tiny_text):
     # digits on plain text picks next-item; the decoder is asked for it explicitly.
     result = run_cli("run", "digits-char", tiny_text, "--json", "--steps", 5, *TINY_DIGITS,
@@ -230,6 +233,7 @@ def test_text_datasets_serve_next_item_as_windows(tiny_text):
     assert 0 <= json.loads(result.out)["metrics"]["test_accuracy"] <= 1
 
 
+@pytest.mark.slow
 def test_decoder_serves_the_digits_rows(tmp_path):
     catalogue(tmp_path, "mixed", **SMALL)
     result = run_cli("run", "decoder-char", "mixed", "--json", "--steps", 5, *TINY_DECODER_NEXT)
@@ -249,6 +253,7 @@ def test_windows_cover_the_split_and_predict_the_following_token():
     assert len(spread) == 5 and spread.starts[0] == 0 and spread.starts[-1] == 91
 
 
+@pytest.mark.slow
 def test_empty_context_is_a_clear_error(tmp_path):
     catalogue(tmp_path, "arith", families=["arithmetic"], **SMALL)
     result = run_cli("run", "digits-char", "arith", "--json", "--steps", 3, *TINY_DIGITS)
@@ -306,6 +311,7 @@ def test_row_examples_keep_each_contexts_last_tokens_and_the_targets_first():
         row_examples(*rows(["1", ""], ["6", "7"]), tokenizer, block=4)
 
 
+@pytest.mark.slow
 def test_eval_on_the_runs_own_dataset_uses_the_dataset_settings_it_trained_with(tmp_path):
     """Dataset settings given with --set at training time are part of the run: `zoo eval` of
     the run on its own dataset generates the same rows, not the defaults'."""

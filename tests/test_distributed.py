@@ -25,6 +25,7 @@ def torchrun(*args, nproc=2, env=None, timeout=240):
                           env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow
 def test_two_processes_train_one_run_with_identical_weights(tiny_text, tmp_path):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -61,6 +62,7 @@ def test_two_processes_train_one_run_with_identical_weights(tiny_text, tmp_path)
     assert summary["metrics"]["tokens_per_s"] > 0
 
 
+@pytest.mark.slow
 def test_single_process_run_sets_up_no_process_group(tiny_text):
     import torch.distributed as dist
 
@@ -80,7 +82,7 @@ def distributed_home():
     return home()
 
 
-@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.cuda
 def test_cuda_bf16_and_compile(tiny_text):
     result = run_cli("run", "decoder-char", tiny_text, "--steps", 4, "--device", "cuda",
                      "--compile", "--json", *TINY_DECODER)

@@ -31,6 +31,7 @@ def test_bad_precision_fails_with_exit_2(tiny_text):
     assert result.code == 2 and "precision" in result.err
 
 
+@pytest.mark.slow
 def test_bf16_autocast_on_cpu_trains_close_to_fp32(tiny_text):
     runs = {}
     for precision in ("fp32", "bf16"):
@@ -68,6 +69,7 @@ def test_evaluate_sums_the_loss_of_every_window():
     assert total == count == 99
 
 
+@pytest.mark.slow
 def test_reloaded_run_evaluates_at_its_training_precision(tiny_text):
     from zoo.records.reload import load_trained
 
@@ -78,6 +80,7 @@ def test_reloaded_run_evaluates_at_its_training_precision(tiny_text):
     assert load_trained(run_id, precision="bf16").model.precision == "bf16"
 
 
+@pytest.mark.slow
 def test_compile_trains_on_the_cpu(tiny_text, monkeypatch):
     """--compile really compiles: torch.compile wraps the model, and the training steps run
     through the compiled wrapper (Dynamo traces frames)."""
@@ -104,6 +107,7 @@ def test_compile_trains_on_the_cpu(tiny_text, monkeypatch):
     assert plain.code == 0 and len(compiled) == 1  # without --compile, nothing is compiled
 
 
+@pytest.mark.slow
 def test_adamw_betas_are_training_settings(tiny_text):
     result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json",
                      "--set", "beta2=0.99", *TINY_DECODER)

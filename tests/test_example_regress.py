@@ -49,6 +49,7 @@ def ok(*args) -> str:
     return result.out
 
 
+@pytest.mark.slow
 def test_a_new_task_runs_end_to_end_through_the_cli(regress, tmp_path):
     listed = ok("list")
     assert "bitmlp" in listed and "bits" in listed and "regression" in listed
@@ -99,6 +100,7 @@ def test_a_new_task_runs_end_to_end_through_the_cli(regress, tmp_path):
     assert reproduced.code == 0 and "metrics match exactly" in reproduced.out, reproduced
 
 
+@pytest.mark.slow
 def test_a_new_task_resumes_bit_identically_after_sigkill(regress, monkeypatch):
     steps = 40
     args = ["run", "bitmlp-char", "bits", "--steps", steps, "--json", *TINY,

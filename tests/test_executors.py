@@ -40,6 +40,7 @@ def sequential_sweep(sweep: list, threads: int) -> dict:
     return rows_by_seed()
 
 
+@pytest.mark.slow
 def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
         tiny_text, monkeypatch, tmp_path):
     sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 200,
@@ -77,6 +78,7 @@ def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
         assert (home() / row["id"] / "model.safetensors").is_file()  # the worker's folder
 
 
+@pytest.mark.slow
 def test_digits_cells_have_the_same_metrics_with_jobs_2_as_with_all_threads_in_one_process(
         monkeypatch, tmp_path):
     """The acceptance sweep's model (digits-char): --jobs 2 (one thread per worker) gives
@@ -167,6 +169,7 @@ def interrupting(isolated, monkeypatch):
     monkeypatch.setenv("ZOO_LOAD_PLUGINS", "p_interrupting")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [["--jobs", 2], []], ids=["jobs-2", "in-process"])
 def test_a_keyboard_interrupt_raised_by_plugin_code_fails_only_its_cell(
         interrupting, tiny_text, workers):
@@ -199,6 +202,7 @@ def test_a_keyboard_interrupt_raised_by_a_model_in_zoo_run_fails_the_run(interru
                             "itself (no Ctrl-C from the user)")
 
 
+@pytest.mark.slow
 def test_a_real_ctrl_c_stops_a_sweep_with_workers_and_keeps_its_runs(tiny_text, tmp_path):
     """Ctrl-C at a terminal sends SIGINT to the driver and its workers alike: the workers
     leave it to the driver, which stops them, marks their runs interrupted and exits 130."""
@@ -246,6 +250,7 @@ def register_architectures(register):
 '''
 
 
+@pytest.mark.slow
 def test_a_worker_runs_on_its_thread_count_with_the_programs_garbage_collector(
         isolated, tiny_text, monkeypatch):
     from zoo.core.process import YOUNG_GC_THRESHOLD

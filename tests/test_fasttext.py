@@ -50,6 +50,7 @@ def test_padding_never_changes_the_logits():
     assert not torch.allclose(module(padded, torch.ones_like(padded)), alone)
 
 
+@pytest.mark.slow
 def test_word_order_needs_the_bigrams(negated_reviews):
     """Unigrams cannot tell "not good" from "good" in this set; bigrams can."""
     scores = {}

@@ -50,6 +50,7 @@ def test_cached_logits_equal_recomputed_ones_at_every_position(kind, bias):
         np.testing.assert_allclose(logits[0], uncached(model, ids[:t + 1]), atol=TOL, rtol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", MODELS)
 def test_left_padded_batch_rows_equal_each_row_alone(kind):
     model = MODELS[kind]()
@@ -68,6 +69,7 @@ def test_left_padded_batch_rows_equal_each_row_alone(kind):
         logits, cache = model.decode_step(nxt, cache)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", MODELS)
 def test_cached_and_uncached_generation_sample_the_same_text_past_block_size(kind, monkeypatch):
     """40 tokens through a 12-token context slide it several times; each slide recomputes the
@@ -132,6 +134,7 @@ def test_generation_streams_one_piece_per_token():
     assert len(first) == 1 and len(list(pieces)) == 24
 
 
+@pytest.mark.slow
 def test_zoo_generate_with_several_prompts_and_without_the_cache(tiny_text):
     summary = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", *TINY_DECODER)
     assert summary.code == 0, summary

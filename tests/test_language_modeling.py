@@ -14,6 +14,7 @@ def tiny_run(dataset, *extra, seed=0):
     return json.loads(result.out)
 
 
+@pytest.mark.slow
 def test_train_evaluate_generate_round_trip(tiny_text):
     summary = tiny_run(tiny_text)
     metrics = summary["metrics"]
@@ -28,6 +29,7 @@ def test_train_evaluate_generate_round_trip(tiny_text):
     assert generated.out.startswith("line") and len(generated.out.strip()) >= len("line") + 5
 
 
+@pytest.mark.slow
 def test_same_seed_same_metrics(tiny_text):
     first = tiny_run(tiny_text, seed=3)["metrics"]
     second = tiny_run(tiny_text, seed=3)["metrics"]
@@ -37,6 +39,7 @@ def test_same_seed_same_metrics(tiny_text):
     assert first["val_loss"] != different["val_loss"]
 
 
+@pytest.mark.slow
 def test_reloaded_weights_give_the_same_validation_loss(tiny_text):
     from zoo.pipelines.language_modeling import SplitTokens, evaluate, split_metrics, split_text
     from zoo.core.registry import get_zoo
@@ -68,6 +71,7 @@ def test_bad_config_fails_with_exit_2_before_training(tiny_text):
     assert run_cli("runs", "--json").out.strip() in ("", "[]")  # nothing was recorded
 
 
+@pytest.mark.slow
 def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_readable(tiny_text, tmp_path):
     import os
     import signal

@@ -105,6 +105,7 @@ def _gradients_at(threads: int, model, ids, mask, targets) -> dict:
     return {name: p.grad.clone() for name, p in model.named_parameters()}
 
 
+@pytest.mark.slow
 def test_the_digits_network_has_the_same_gradients_on_one_thread_and_on_two():
     """What makes a `zoo sweep --jobs 2` cell (one thread) equal the same cell in a
     two-thread `--jobs 1`. The batch has digits-char's shape (256 rows padded to 15 tokens),

@@ -142,6 +142,7 @@ def test_weights_that_do_not_fit_are_a_clear_error():
 
 
 # -- forward ------------------------------------------------------------------------------
+@pytest.mark.slow
 @FAST
 @given(cases())
 def test_logits_agree_in_float32(case):
@@ -153,6 +154,7 @@ def test_logits_agree_in_float32(case):
     assert np.abs(got - expected).max() <= 1e-5 * max(1.0, float(np.abs(expected).max()))
 
 
+@pytest.mark.slow
 @FAST
 @given(cases())
 def test_logits_agree_in_float64(case):
@@ -163,6 +165,7 @@ def test_logits_agree_in_float64(case):
     assert np.abs(got - expected).max() <= 1e-10
 
 
+@pytest.mark.slow
 @FAST
 @given(cases())
 def test_summed_loss_matches_torch(case):
@@ -177,6 +180,7 @@ def test_summed_loss_matches_torch(case):
 
 
 # -- backward -----------------------------------------------------------------------------
+@pytest.mark.slow
 @FAST
 @given(cases())
 def test_gradients_agree_with_autograd_in_float64(case):
@@ -307,6 +311,7 @@ def test_numpy_char_trains_through_the_pipeline_and_reloads_into_torch(tiny_text
     assert generated.code == 0 and generated.out.startswith("line"), generated
 
 
+@pytest.mark.slow
 def test_numpy_and_torch_start_from_the_same_loss_and_both_learn(tiny_text):
     from zoo.train.job import RunFolder
     from zoo.records.store import home
@@ -341,6 +346,7 @@ def test_initialisation_follows_the_torch_scheme():
 
 
 # -- zoo verify ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_verify_passes_on_a_decoder_run_and_fails_past_the_tolerance(tiny_text):
     run_id = tiny_run("decoder-char", tiny_text)["run_id"]
     result = run_cli("verify", run_id, "--json")
@@ -356,6 +362,7 @@ def test_verify_passes_on_a_decoder_run_and_fails_past_the_tolerance(tiny_text):
     assert len(strict.err.strip().splitlines()) == 1 and "FAILED" in strict.err
 
 
+@pytest.mark.slow
 def test_verify_catches_a_model_that_computes_something_else(tiny_text, monkeypatch):
     run_id = tiny_run("decoder-char", tiny_text, "--set", "lr=1e-2")["run_id"]
     import zoo.plugins.numpy.model as reference

@@ -74,6 +74,7 @@ def test_old_classifier_reloads_and_predicts_as_it_did():
         assert now["probability"] == pytest.approx(then["probability"], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_old_interrupted_run_resumes_to_the_uninterrupted_figures():
     summary = json.loads(ok("resume", EXPECTED["interrupted"], "--json", "--quiet"))
     assert summary["status"] == "finished" and summary["run_id"] == EXPECTED["interrupted"]

@@ -1,3 +1,4 @@
+import pytest
 """The package builds as a wheel with namespaced plugins and the catalogue inside."""
 import subprocess
 import sys
@@ -6,6 +7,7 @@ import zipfile
 from conftest import REPO
 
 
+@pytest.mark.slow
 def test_wheel_holds_namespaced_packages_and_the_catalogue(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
                     "--no-build-isolation", "-w", str(tmp_path / "dist"), str(REPO)],

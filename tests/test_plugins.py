@@ -33,6 +33,7 @@ def fake_distribution(site: Path, name: str, module_source: str, entry_name: str
     (info / "entry_points.txt").write_text(f"[zoo]\n{entry_name or module} = {module}\n")
 
 
+@pytest.mark.slow
 def test_third_party_distribution_is_discovered_through_its_entry_point(bow_site):
     env = {"PYTHONPATH": str(bow_site), "ZOO_LOAD_PLUGINS": "bow"}
     listed = run_zoo("list", "plugins", env=env)
@@ -42,6 +43,7 @@ def test_third_party_distribution_is_discovered_through_its_entry_point(bow_site
     assert "bow-words" in models.stdout and "bow-char" in models.stdout
 
 
+@pytest.mark.slow
 def test_example_plugin_trains_through_zoo_run(bow_site, tiny_text, tmp_path):
     env = {"PYTHONPATH": str(bow_site), "ZOO_LOAD_PLUGINS": "bow", "ZOO_HOME": str(tmp_path / "runs")}
     result = run_zoo("run", "bow-words", tiny_text, "--steps", 5, "--json", "--set", "block_size=16",

@@ -50,6 +50,7 @@ def finished_runs() -> list[dict]:
         return [row for row in store.rows() if row["status"] == "finished"]
 
 
+@pytest.mark.slow
 def test_a_changed_local_plugin_is_a_new_sweep_cell(local_plugin, tiny_text):
     sweep(tiny_text)
     (first,) = finished_runs()
@@ -68,6 +69,7 @@ def test_a_changed_local_plugin_is_a_new_sweep_cell(local_plugin, tiny_text):
     assert len(hashes) == 2
 
 
+@pytest.mark.slow
 def test_resume_refuses_across_a_plugin_change_naming_the_plugin(local_plugin, tiny_text,
                                                                 monkeypatch):
     original = checkpoints.Checkpointer.save

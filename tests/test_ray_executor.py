@@ -20,6 +20,7 @@ def cluster():
         ray.shutdown()
 
 
+@pytest.mark.slow
 def test_a_ray_sweep_records_every_cell_from_the_driver_and_finishes_a_killed_one(
         tiny_text, cluster, monkeypatch, tmp_path):
     sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 4, "--steps", 150,

@@ -165,6 +165,7 @@ def kill_points(count: int) -> random.Random:
     return random.Random(seed)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_steps_then_resume_is_bit_identical(tiny_text, monkeypatch):
     """SIGKILL at random steps, three times: two runs killed (side by side, to share the
     start-up time), one of them killed again while it resumes; then both resumed to the
@@ -194,6 +195,7 @@ def test_sigkill_at_random_steps_then_resume_is_bit_identical(tiny_text, monkeyp
             assert store.get(run_id)["resumed"] == (2 if trial is first else 1)
 
 
+@pytest.mark.slow
 def test_transformers_models_resume_bit_identically_after_sigkill(tiny_text, tmp_path):
     """gpt2 and llama language models and a bert classifier, with dropout, each killed with
     SIGKILL at a random step (side by side) and resumed: the same run as uninterrupted."""
@@ -216,6 +218,7 @@ def test_transformers_models_resume_bit_identically_after_sigkill(tiny_text, tmp
         assert_same_run(json.loads(resumed.out), reference)
 
 
+@pytest.mark.slow
 def test_resume_after_ctrl_c_matches_and_prints_the_run_summary(tiny_text, monkeypatch):
     run_id = interrupted_run(monkeypatch, tiny_text, 5)
     with Store() as store:
@@ -234,6 +237,7 @@ def test_resume_after_ctrl_c_matches_and_prints_the_run_summary(tiny_text, monke
     assert again.code == 2 and "already finished" in again.err
 
 
+@pytest.mark.slow
 def test_numpy_model_resumes_bit_identically(tiny_text, monkeypatch):
     """A model that is not torch: its moments, step count and dropout generator resume."""
     run_id = interrupted_run(monkeypatch, tiny_text, 5, model="numpy-char")
@@ -241,12 +245,12 @@ def test_numpy_model_resumes_bit_identically(tiny_text, monkeypatch):
     assert_same_run(json.loads(result.out), reference_run(tiny_text, model="numpy-char"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["decoder-char", "encoder-wordpunct"])
 def test_classification_resumes_bit_identically(tmp_path, monkeypatch, model):
     """Shuffled length-bucketed epochs (a queue the pipeline keeps) and the best weights so
-    far both come back from the checkpoint; so do the default classifier's naive Bayes
-    ratios, which the pipeline computes before training, and the runners-up whose weights
-    it averages (encoder-wordpunct)."""
+    far both come back from the checkpoint; so do the runners-up whose weights it averages
+    (average_best, set for encoder-wordpunct)."""
     rng = np.random.default_rng(0)
     words = {"pos": ["good", "great", "fine"], "neg": ["bad", "awful", "dull"]}
     rows = ["text,label"] + [f"film {i} was {' and '.join(rng.choice(words[label], size=1 + i % 4))},{label}"
@@ -255,10 +259,12 @@ def test_classification_resumes_bit_identically(tmp_path, monkeypatch, model):
     labelled.write_text("\n".join(rows) + "\n")
     # three validations before the stop, and none of them ends the run early
     tiny = [*TINY_ANY_TASK, "--set", "eval_interval=2", "--set", "patience=0"]
+    if model == "encoder-wordpunct":
+        tiny += ["--set", "average_best=5"]
     run_id = interrupted_run(monkeypatch, labelled, 7, steps=14, tiny=tiny, model=model)
     saved = checkpoint.latest(home() / run_id)
     assert saved.arrays("best")  # the best weights so far
-    if model == "encoder-wordpunct":  # average_best = 5: the runners-up so far, too
+    if model == "encoder-wordpunct":  # the runners-up so far, too
         assert saved.arrays("runner_up0") and saved.arrays("runner_up1")
     result = resume_continues(monkeypatch, run_id, 14, "--json")
     done = json.loads(result.out)
@@ -266,6 +272,7 @@ def test_classification_resumes_bit_identically(tmp_path, monkeypatch, model):
     assert_same_run(done, reference_run(labelled, 14, tiny=tiny, model=model))
 
 
+@pytest.mark.slow
 def test_resume_without_a_checkpoint_starts_over(tiny_text, monkeypatch):
     run_id = interrupted_run(monkeypatch, tiny_text, 3)
     checkpoint.remove_all(home() / run_id)
@@ -742,6 +749,7 @@ def test_a_diverged_sweep_cell_is_recorded_and_the_sweep_goes_on(tiny_text):
         assert checkpoint.latest(home() / row["id"]).step == row["metrics"]["diverged_step"] - 1
 
 
+@pytest.mark.slow
 def test_a_sweep_resumes_its_interrupted_cell_from_the_checkpoint(tiny_text, monkeypatch):
     sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 8,
              *TINY_DECODER, "--set", "checkpoint_every=2"]
@@ -798,6 +806,7 @@ def test_checkpoints_off_writes_none_and_resume_starts_over(tiny_text, monkeypat
     assert trained == list(range(1, 13))
 
 
+@pytest.mark.slow
 def test_checkpoint_seconds_saves_by_time_alone(tiny_text, monkeypatch):
     """checkpoint_every=0 and a checkpoint_seconds shorter than a step: a checkpoint after
     every step, by the clock alone; with checkpoint_seconds=0 too there would be none."""

@@ -43,6 +43,7 @@ def finished_runs():
         return [r for r in store.rows() if r["status"] == "finished"]
 
 
+@pytest.mark.slow
 def test_sweep_skips_impossible_records_failures_resumes_and_prints_the_table(
         tiny_text, small_text, with_headless):
     args = ["sweep", "decoder-char", "headless-char", "--on", tiny_text, small_text,
@@ -68,6 +69,7 @@ def test_sweep_skips_impossible_records_failures_resumes_and_prints_the_table(
     assert pd.read_csv(io.StringIO(second.out))["runs"].tolist() == table["runs"].tolist()
 
 
+@pytest.mark.slow
 def test_sweep_table_shows_only_the_sweeps_runs(tiny_text):
     base = ["--seeds", 1, *TINY_DECODER, "--format", "csv"]
     run_cli("sweep", "decoder-char", "--on", tiny_text, "--steps", 2, *base)
@@ -78,13 +80,14 @@ def test_sweep_table_shows_only_the_sweeps_runs(tiny_text):
     assert len(finished_runs()) == 2
 
 
+@pytest.mark.slow
 def test_grid_makes_each_setting_its_own_cell_and_row(tiny_text):
     result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--grid", "lr=1e-3,3e-3",
                      "--grid", "train.grad_clip=0.5,1", "--steps", 2, *TINY_DECODER,
                      "--format", "csv")
     assert result.code == 0, result
     assert "1 model(s) x 1 dataset(s) x 4 setting(s) x 1 seed(s) = 4 cells" in result.err
-    assert "decoder-char (lr=3e-3, train.grad_clip=0.5) on" in result.err
+    assert "decoder-char (lr=0.003, train.grad_clip=0.5) on" in result.err  # typed once
     table = pd.read_csv(io.StringIO(result.out))
     assert sorted(table["setting"]) == ["grad_clip=0.5, lr=0.001", "grad_clip=0.5, lr=0.003",
                                         "grad_clip=1, lr=0.001", "grad_clip=1, lr=0.003"]

@@ -72,6 +72,7 @@ def test_a_second_run_reuses_the_token_cache(text_dataset, monkeypatch):
     assert calls
 
 
+@pytest.mark.slow
 def test_final_evaluation_keeps_to_the_token_budget_and_says_so(tiny_text):
     whole = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", *TINY_DECODER)
     budget = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", *TINY_DECODER,

@@ -168,6 +168,7 @@ def test_damaged_cache_entry_is_retrained():
     assert BPETokenizer.load(entry / "tokenizer.json").vocab_size == 300  # repaired
 
 
+@pytest.mark.slow
 def test_zoo_run_reuses_the_cached_tokenizer_and_show_reports_it(tiny_text, monkeypatch):
     from zoo.records.store import home
 

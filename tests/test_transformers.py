@@ -109,6 +109,7 @@ def test_next_item_reads_the_last_real_position(tiny_text):
     assert summary["task"] == "next-item" and 0 <= summary["metrics"]["test_accuracy"] <= 1
 
 
+@pytest.mark.slow
 def test_transformers_fields_are_settable_and_checked(tiny_text):
     summary = run_json("llama-char", tiny_text, "--steps", 2, *TINY, "--set", "sample_tokens=0",
                        "--set", "rms_norm_eps=1e-3", "--set", "num_key_value_heads=1")
@@ -165,6 +166,7 @@ def save_checkpoint(folder, texts, architecture="llama"):
     return model, tokenizer
 
 
+@pytest.mark.slow
 def test_fine_tuning_starts_from_the_checkpoint_and_trains(tiny_text, tmp_path):
     import torch
 

@@ -15,6 +15,7 @@ import zoo.plugin
     zoo.load(other_id).predict(["what a film"])                         # zoo predict
     zoo.sweep(["decoder-char", "digits-char"], on=["digits"], seeds=2)  # zoo sweep
     zoo.runs(), zoo.compare(metric="val_bpc")                           # zoo runs, compare
+    zoo.ensemble([id1, id2, id3], weights="fit")                        # zoo ensemble
     zoo.tune(["encoder-bpe", "lstm-wordpunct"], on="rotten_tomatoes",   # zoo tune
              space="lr=log(1e-4,1e-2) dropout=float(0,0.5)", trials=12)
 
@@ -25,13 +26,16 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING
 
 from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
 
+if TYPE_CHECKING:
+    from zoo.records.ensemble import Ensemble
 
 
 @dataclass
@@ -52,13 +56,13 @@ class Run:
     summary: dict = field(default_factory=dict, repr=False)  # everything `zoo run` prints
 
     @classmethod
-    def from_result(cls, result: dict) -> "Run":
+    def from_result(cls, result: dict) -> Run:
         return cls(result["run_id"], result["model"], result["dataset"], result["task"],
                    result["status"], result["seed"], result.get("params"), result["metrics"],
                    Path(result["run_dir"]), list(result.get("samples") or []),
                    result.get("duration"), dict(result))
 
-    def load(self) -> "LoadedRun":
+    def load(self) -> LoadedRun:
         """This run's model and tokenizer, to predict, generate and evaluate with."""
         return load(self.id)
 
@@ -152,20 +156,33 @@ class SweepResult:
 def run(model: str, dataset: str, *, steps: int | None = None, time: float | None = None,
         seed: int = 0, device: str = "auto", task: str | None = None,
         text_column: str | None = None, label_column: str | None = None, quiet: bool = False,
-        **settings) -> Run:
-    """Train and evaluate MODEL on DATASET and record the run (`zoo run`)."""
+        log_to: str | list[str] | None = None, settings: dict | None = None,
+        **more_settings) -> Run | Ensemble:
+    """Train and evaluate MODEL on DATASET and record the run (`zoo run`). Config settings
+    are keyword arguments (``n_layer=2``) or a ``settings`` dict, as ``--set`` takes them;
+    the dict also holds keys that are named like this function's own arguments. For an
+    ensemble preset, each member is trained (or its finished run reused) and their ensemble
+    is recorded: the result is then an ``Ensemble`` (as ``zoo.ensemble`` returns). `log_to`
+    names trackers (``"tensorboard,mlflow"``; default ZOO_LOG_TO) that also get its figures."""
     from zoo.core.plan import plan_run
+    from zoo.core.registry import get_zoo
     from zoo.train import distributed
     from zoo.train.runner import execute
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
-    overrides = _overrides(settings, steps, time)
+    overrides = _overrides({**(settings or {}), **more_settings}, steps, time)
+    if model in get_zoo().catalogue.ensembles:
+        from zoo.records.ensemble import run_preset
+
+        return run_preset(model, dataset, seed=seed, overrides=overrides, device=device,
+                          quiet=quiet, task=task, text_column=text_column,
+                          label_column=label_column)
     plan = plan_run(model, dataset, overrides=overrides, seed=seed, task=task,
                     text_column=text_column, label_column=label_column)
     try:
         result = execute(plan, device=device, quiet=quiet, text_column=text_column,
-                         label_column=label_column)
+                         label_column=label_column, log_to=log_to)
     finally:
         distributed.teardown()  # under torchrun: leave the process group cleanly
     return Run.from_result(result)
@@ -218,14 +235,15 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
           jobs: int = 1, executor: str = "local", address: str | None = None,
           cell_cpus: int | None = None, cell_gpus: float | None = None, dry_run: bool = False,
           log=None, by=None, columns=None, baseline=None, better=None, pool=False,
-          **settings) -> SweepResult:
+          settings: dict | None = None, **more_settings) -> SweepResult:
     """Train every model x dataset x seed cell not finished before (`zoo sweep`); a cell
     that fails is recorded as failed and the sweep goes on.
 
     `progress` prints the plan, a line per cell and a summary on `log` (default stderr);
     `quiet=False` adds each run's own progress (`zoo sweep --verbose`). `grid={"n_layer": [1,
     2]}` is `--grid n_layer=1,2` (the command's ``"KEY=V1,V2"`` strings are taken too);
-    `dry_run` plans and trains nothing. `jobs`, `executor`, `address`, `cell_cpus`,
+    `dry_run` plans and trains nothing. Settings are keyword arguments or a ``settings`` dict,
+    as for `run`. `jobs`, `executor`, `address`, `cell_cpus`,
     `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
     `pool` are the options of the same names."""
     import sys
@@ -246,7 +264,8 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     pool_of_workers = make_executor(_positive("jobs", jobs, int), executor, address, cell_cpus,
                                     cell_gpus, device)  # before planning: no Ray fails now
     plan = driver.plan_sweep(models, datasets, seeds=_positive("seeds", seeds, int),
-                             overrides=_overrides(settings, steps, time), task=task,
+                             overrides=_overrides({**(settings or {}), **more_settings}, steps,
+                                                  time), task=task,
                              grid=driver.parse_grid(grid))
     for line in driver.describe_plan(plan):
         print(line, file=out)
@@ -254,8 +273,7 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
         raise UnknownNameError("baseline model", baseline, plan.models,
                                hint="it must be one of the sweep's models")
     if not plan.todo and not plan.finished_before:
-        reasons = "; ".join(line.strip() for line in driver.describe_plan(plan)[1:])
-        raise ZooError(f"no cell of the sweep can run ({reasons})")
+        raise ZooError(f"no cell of the sweep can run ({driver.unrunnable(plan)})")
     if dry_run:
         return SweepResult(driver.records(plan), None)
     driver.run_sweep(plan, device=device, quiet=quiet, out=out, executor=pool_of_workers)
@@ -267,6 +285,18 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     return SweepResult(driver.records(plan), table.cells if table is not None else None, table)
 
 
+def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto") -> Ensemble:
+    """Combine finished runs of one task and dataset (ids or unique prefixes): average their
+    class probabilities, with equal weights or weights fitted on the validation split
+    (``weights="fit"``), score validation and test, and record the ensemble as a row of its
+    own (`zoo ensemble`). Returns a ``zoo.Ensemble``: its id, name, the runs with their
+    weights, and its metrics."""
+    from zoo.records.ensemble import ensemble as combine
+
+    if device not in DEVICES:
+        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
+    runs = [runs] if isinstance(runs, str) else list(runs)
+    return combine(runs, weights=weights, device=device)
 @dataclass
 class TuneResult:
     """What `zoo tune` prints: per model and dataset its study, best validation trial and
@@ -330,12 +360,15 @@ def tune(models: str | list[str], on: str | list[str], *, space, trials: int | N
     return TuneResult([r.record() for r in results], table(results, budget), presets)
 
 
-def runs():
-    """All recorded runs as a pandas DataFrame (one column per metric): `zoo runs`."""
-    from zoo.records.store import Store
+def runs(*, where: str | None = None, sort: str | None = None, n: int | None = None):
+    """Recorded runs as a pandas DataFrame (`zoo runs`): the store's columns, one column per
+    metric and one per setting, typed (``n_layer`` integers, ``lr`` floats; a setting whose
+    name a metric has is ``train.steps``), and `metric`/`value`, the task's primary metric.
+    `where`, `sort` and `n` mean what `zoo runs --where/--sort/-n` mean."""
+    from zoo.comparison.runs import check_limit, run_frame, select
 
-    with Store() as store:
-        return store.frame()
+    return select(run_frame(), where=where, sort=sort,
+                  limit=None if n is None else check_limit(n))
 
 
 def compare(*, metric=None, where=None, by=None, columns=None, baseline=None, evals=False,

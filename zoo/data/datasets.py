@@ -10,6 +10,7 @@ import hashlib
 import logging
 import os
 import socket
+import stat
 import sys
 import urllib.parse
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import Any
 
 from zoo.core.catalogue import DatasetEntry, is_hub_id
 from zoo.core.config import build_config, split_overrides
-from zoo.errors import UnknownNameError, ZooError
+from zoo.errors import UnknownNameError, ZooError, shown
 from zoo.core.names import tasks_for
 
 TEXT_COLUMNS = ("text", "sentence", "content")
@@ -75,6 +76,10 @@ def dataset_config(ref: DatasetRef, zoo, overrides: dict | None = None):
 
 @dataclass
 class LoadedDataset:
+    """A dataset as a pipeline receives it (``job.dataset``): its splits as a Hugging Face
+    ``datasets.DatasetDict``, the columns that hold the text and the label, the class names
+    of a labelled dataset, and the tasks it serves, best first."""
+
     ref: DatasetRef
     splits: object  # datasets.DatasetDict
     location: str  # where it was loaded from
@@ -98,6 +103,8 @@ class LoadedDataset:
         return dataclasses.replace(self, held_out=self.held_out | frozenset(roles))
 
     def split(self, role: str):
+        """The split that plays ``role`` (train, validation or test) as a ``datasets.Dataset``;
+        an unknown one is a ZooError listing the dataset's splits."""
         name = self.split_names.get(role, role)
         if name in {self.split_names.get(r, r) for r in self.held_out}:
             raise ZooError(f"split {role!r} of dataset {self.ref.name!r} is held out: this "
@@ -109,6 +116,7 @@ class LoadedDataset:
 
     @property
     def fingerprint(self) -> str:
+        """A hash of every split's content (the ``datasets`` fingerprints)."""
         digest = hashlib.sha256()
         for name in sorted(self.splits):
             digest.update(f"{name}:{self.splits[name]._fingerprint};".encode())
@@ -129,10 +137,15 @@ def resolve(name: str, zoo) -> DatasetRef:
         return DatasetRef(name, "plugin", name)
     path = Path(name).expanduser()
     if path.exists():
+        if not (path.is_file() or path.is_dir()):  # a FIFO, a device, a socket
+            kind = "a named pipe (FIFO)" if stat.S_ISFIFO(path.stat().st_mode) else (
+                "a device" if path.is_char_device() or path.is_block_device() else "not a file")
+            raise ZooError(f"Dataset path {shown(name)} is {kind}: zoo reads a dataset more than "
+                           "once, so it must be a regular file or a folder")
         return DatasetRef(name, "path", str(path.resolve()))
     looks_like_path = name.startswith((".", "/", "~")) or path.suffix.lower() in FILE_BUILDERS
     if looks_like_path:
-        raise ZooError(f"Dataset path {name!r} does not exist")
+        raise ZooError(f"Dataset path {shown(name)} does not exist")
     if "/" in name:
         if not is_hub_id(name):
             raise ZooError(f"Dataset {name!r} is neither an existing path nor a Hub id "
