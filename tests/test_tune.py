@@ -1,6 +1,7 @@
 """zoo tune: the search space is checked before anything trains; trials report each
 validation through the training loop's callback and a pruned one is recorded as such;
 trials never read the test split; the study survives a SIGKILL of the command."""
+import json
 import os
 import re
 import signal
@@ -280,3 +281,40 @@ def test_ctrl_c_keeps_the_study_and_queues_the_cut_off_trial_again(negated_revie
     assert [(t.state.name, bool(t.system_attrs.get("zoo_lost"))) for t in trials] == [
         ("FAIL", True), ("WAITING", False)]
     assert trials[1].system_attrs["fixed_params"] == trials[0].params  # queued again
+
+
+def test_a_config_file_holds_what_the_command_line_holds(negated_reviews, tmp_path):
+    config = tmp_path / "tune.toml"
+    config.write_text(f'''models = ["fasttext-wordpunct"]
+on = ["{negated_reviews}"]
+trials = 2
+seeds = 1
+steps = 20
+sampler_seed = 3
+[space]
+lr = "log(1e-3,1e-1)"
+[set]
+dim = 8
+buckets = 97
+batch_size = 8
+eval_interval = 10
+''', encoding="utf-8")
+    from_file = run_cli("tune", "--config", config, "--json", "--device", "cpu")
+    assert from_file.code == 0, from_file
+    (study,) = json.loads(from_file.out)["studies"]
+    assert study["trials"] == {"COMPLETE": 2}
+    line = run_cli("tune", "fasttext-wordpunct", "--on", negated_reviews, "--space",
+                   "lr=log(1e-3,1e-1)", "--trials", 2, "--seeds", 1, "--steps", 20,
+                   "--sampler-seed", 3, "--set", "dim=8", "--set", "buckets=97", "--set",
+                   "batch_size=8", "--set", "eval_interval=10", "--json", "--device", "cpu")
+    assert line.code == 0, line
+    (same,) = json.loads(line.out)["studies"]
+    assert same["study"] == study["study"]  # the same search: the study is continued
+    assert same["best"] == study["best"] and same["trials"] == {"COMPLETE": 2}
+
+
+def test_a_config_file_with_an_unknown_key_exits_2_with_a_did_you_mean(tmp_path):
+    config = tmp_path / "tune.toml"
+    config.write_text('models = ["fasttext-wordpunct"]\ntrails = 3\n', encoding="utf-8")
+    result = run_cli("tune", "--config", config)
+    assert result.code == 2 and "'trails'. Did you mean: trials" in result.err, result
