@@ -318,3 +318,26 @@ def test_a_config_file_with_an_unknown_key_exits_2_with_a_did_you_mean(tmp_path)
     config.write_text('models = ["fasttext-wordpunct"]\ntrails = 3\n', encoding="utf-8")
     result = run_cli("tune", "--config", config)
     assert result.code == 2 and "'trails'. Did you mean: trials" in result.err, result
+
+
+@pytest.mark.parametrize("model, task, settings", [
+    ("fasttext-wordpunct", None, {"dim": 8, "buckets": 97, "batch_size": 8}),
+    ("decoder-char", None, {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16,
+                            "batch_size": 4, "sample_tokens": 5}),
+    ("encoder-char", "masked-language-modeling", {"n_layer": 1, "n_head": 2, "n_embd": 16,
+                                                  "block_size": 16, "batch_size": 4}),
+    ("digits-char", None, {"batch_size": 4}),
+])
+def test_each_task_trains_and_reports_with_the_test_split_held_out(
+        model, task, settings, negated_reviews, tiny_text):
+    from zoo.core.plan import plan_run
+    from zoo.train.runner import execute
+
+    dataset = {"fasttext-wordpunct": negated_reviews, "digits-char": "digits"}.get(model,
+                                                                                tiny_text)
+    plan = plan_run(model, str(dataset), task=task, held_out=("test",),
+                    overrides={**settings, "steps": 4, "eval_interval": 2, "warmup_steps": 0})
+    result = execute(plan, device="cpu", quiet=True)
+    assert result["status"] == "finished"
+    assert any(k.startswith("val_") for k in result["metrics"])
+    assert not any(k.startswith("test_") for k in result["metrics"]), result["metrics"]
