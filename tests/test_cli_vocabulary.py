@@ -35,11 +35,11 @@ def test_predict_takes_several_texts_and_standard_input(classifier, monkeypatch)
     several = ok("predict", classifier, "the film was good", "the film was not good", "--json")
     rows = [json.loads(line) for line in several.out.splitlines()]
     assert [r["text"] for r in rows] == ["the film was good", "the film was not good"]
-    monkeypatch.setattr(sys, "stdin", io.StringIO("the film was bad\n\nthe film was great\n"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"the film was bad\n\nthe film was great\n")))
     piped = [json.loads(line) for line in ok("predict", classifier, "-", "--json").out.split("\n")
              if line]
     assert [r["text"] for r in piped] == ["the film was bad", "the film was great"]
-    monkeypatch.setattr(sys, "stdin", io.StringIO("the film was dull\n"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"the film was dull\n")))
     assert json.loads(ok("predict", classifier, "--file", "-", "--json").out)["text"] == \
         "the film was dull"
     both = run_cli("predict", classifier, "a text", "--file", "x.txt")

@@ -57,11 +57,8 @@ def predict_texts(given: list[str], file: str | None) -> list[str]:
     if bool(given) == (file is not None):
         raise ZooError("give either TEXT or --file FILE (several texts, or one text per "
                        "line; '-' reads the standard input)")
-    if file == "-" or given == ["-"]:
-        texts = [line.rstrip("\n") for line in sys.stdin if line.strip()]
-        if not texts:
-            raise ZooError("the standard input has no texts; put one text per line")
-        return texts
+    if given == ["-"]:
+        file = "-"  # one text per line of the standard input, bounded as a file is
     return read_texts(file) if file is not None else list(given)
 
 
