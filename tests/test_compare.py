@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from conftest import TINY_DECODER, run_cli
-from zoo.comparison.table import render, summarize
+from zoo.comparison.table import summarize
+from zoo.comparison.render import render
 from zoo.comparison.stats import t_quantile, welch_interval
 from zoo.records.store import Store
 

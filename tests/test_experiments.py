@@ -124,7 +124,8 @@ def record(model, seed, value):
 
 
 def test_best_is_marked_only_when_it_beats_the_runner_up_significantly():
-    from zoo.comparison.table import load_runs, render, summarize
+    from zoo.comparison.table import load_runs, summarize
+    from zoo.comparison.render import render
 
     for seed, (a, b, c) in enumerate([(1.0, 1.05, 2.0), (1.1, 1.2, 2.1), (1.05, 1.1, 2.2)]):
         record("a-char", seed, a)

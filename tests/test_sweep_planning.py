@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 
 from conftest import run_cli
-from zoo.sweeps.driver import MAX_CELLS, parse_grid, plan_sweep
+from zoo.sweeps.driver import MAX_CELLS, plan_sweep
+from zoo.sweeps.grid import parse_grid
 
 
 def test_values_equal_after_parsing_are_one_cell(tiny_text):

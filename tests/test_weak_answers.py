@@ -45,7 +45,7 @@ def test_a_long_value_is_not_echoed_back_whole(args):
 def test_a_partial_is_named_by_its_function_in_messages():
     import functools
 
-    from zoo.core.registry import _describe
+    from zoo.core.entries import describe_target
     from zoo.errors import shown
 
     def build(config, spec, extra):
@@ -54,7 +54,7 @@ def test_a_partial_is_named_by_its_function_in_messages():
     target = functools.partial(build, extra=1)
     assert shown(target) == "a partial of test_a_partial_is_named_by_its_function_in_messages." \
                             "<locals>.build"
-    assert "functools.partial(" not in _describe(target)
+    assert "functools.partial(" not in describe_target(target)
 
 
 def test_a_long_class_list_is_summarised():

@@ -252,6 +252,7 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
 
     from zoo.errors import UnknownNameError
     from zoo.sweeps import driver
+    from zoo.sweeps.grid import parse_grid
     from zoo.sweeps.executors import make_executor
 
     if device not in DEVICES:
@@ -268,7 +269,7 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     plan = driver.plan_sweep(models, datasets, seeds=_positive("seeds", seeds, int),
                              overrides=_overrides({**(settings or {}), **more_settings}, steps,
                                                   time), task=task,
-                             grid=driver.parse_grid(grid))
+                             grid=parse_grid(grid))
     for line in driver.describe_plan(plan):
         print(line, file=out)
     if baseline is not None and baseline.split(" (")[0] not in plan.models:

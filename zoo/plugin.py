@@ -76,7 +76,7 @@ _LAZY = {
     "Trained": "zoo.records.reload",
     "load_trained": "zoo.records.reload",
     # files from strangers, written atomically
-    "natural_key": "zoo.core.registry",
+    "natural_key": "zoo.core.entries",
     "load_json": "zoo.io",
     "load_safetensors": "zoo.io",
     "atomic_write_text": "zoo.io",

@@ -5,7 +5,7 @@ import dataclasses
 import typing
 
 from zoo.errors import UnknownNameError, ZooError
-from zoo.core.registry import natural_key
+from zoo.core.entries import natural_key
 from zoo.core.names import choose_task, model_names, resolve_model
 
 KIND_OF = {"architectures": "architecture", "tokenizers": "tokenizer", "datasets": "dataset",

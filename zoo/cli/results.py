@@ -117,7 +117,7 @@ def comparison_from_args(args, frame=None):
 
 def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) -> None:
     from zoo.cli.options import emit_text
-    from zoo.comparison.table import render
+    from zoo.comparison.render import render
 
     text = render(comparison, fmt)
     if plot:
@@ -135,7 +135,7 @@ def cmd_compare(args) -> int:
 
 
 def add_compare_options(p, *, sweep: bool = False) -> None:
-    from zoo.comparison.table import FORMATS
+    from zoo.comparison.render import FORMATS
 
     p.add_argument("--metric", help="any recorded metric, or params, duration, tokens_per_s "
                    "(default: the task's primary metric, val_bpc or test_accuracy)")

@@ -103,7 +103,7 @@ def cmd_sweep(args) -> int:
             print(f"{cell['name']}\t{state}")
         return 0
     if args.json:
-        from zoo.comparison.table import render
+        from zoo.comparison.render import render
 
         table = json.loads(render(result.table, "json")) if result.table is not None else []
         print_json({"cells": result.cells, "comparison": table})

@@ -10,9 +10,11 @@ import io
 import math
 from pathlib import Path
 
-from zoo.comparison.table import Comparison, column_label, describe, number, row_label, settings_of
+from zoo.comparison.table import Comparison, describe, settings_of
+
+from zoo.comparison.render import column_label, number, row_label
 from zoo.core.names import get_task
-from zoo.core.registry import natural_key
+from zoo.core.entries import natural_key
 from zoo.errors import ZooError
 from zoo.io import kind_of, write_output
 from zoo.tasks import metric_info
