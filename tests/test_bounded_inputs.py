@@ -77,7 +77,7 @@ def test_texts_are_predicted_in_bounded_groups():
 
 @pytest.mark.parametrize("setting, maximum", [("max_len=65536", "at most 250"),
                                               ("max_len=512", "at most 250"),
-                                              ("train_size=16777216", "at most 2,6")])
+                                              ("train_size=16777216", "at most 2,0")])
 def test_digits_settings_beyond_the_budget_are_refused_before_anything_is_built(
         setting, maximum):
     began = time.time()
