@@ -15,6 +15,7 @@ import zoo.plugin
     zoo.load(other_id).predict(["what a film"])                         # zoo predict
     zoo.sweep(["decoder-char", "digits-char"], on=["digits"], seeds=2)  # zoo sweep
     zoo.runs(), zoo.compare(metric="val_bpc")                           # zoo runs, compare
+    zoo.ensemble([id1, id2, id3], weights="fit")                        # zoo ensemble
 
 Config settings are keyword arguments, as ``--set`` takes them: ``n_layer=2``; a key with a
 section is passed as ``**{"train.lr": 1e-3}``.
@@ -23,13 +24,16 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING
 
 from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
 
+if TYPE_CHECKING:
+    from zoo.records.ensemble import Ensemble
 
 
 @dataclass
@@ -50,13 +54,13 @@ class Run:
     summary: dict = field(default_factory=dict, repr=False)  # everything `zoo run` prints
 
     @classmethod
-    def from_result(cls, result: dict) -> "Run":
+    def from_result(cls, result: dict) -> Run:
         return cls(result["run_id"], result["model"], result["dataset"], result["task"],
                    result["status"], result["seed"], result.get("params"), result["metrics"],
                    Path(result["run_dir"]), list(result.get("samples") or []),
                    result.get("duration"), dict(result))
 
-    def load(self) -> "LoadedRun":
+    def load(self) -> LoadedRun:
         """This run's model and tokenizer, to predict, generate and evaluate with."""
         return load(self.id)
 
@@ -150,17 +154,26 @@ class SweepResult:
 def run(model: str, dataset: str, *, steps: int | None = None, time: float | None = None,
         seed: int = 0, device: str = "auto", task: str | None = None,
         text_column: str | None = None, label_column: str | None = None, quiet: bool = False,
-        settings: dict | None = None, **more_settings) -> Run:
+        settings: dict | None = None, **more_settings) -> Run | Ensemble:
     """Train and evaluate MODEL on DATASET and record the run (`zoo run`). Config settings
     are keyword arguments (``n_layer=2``) or a ``settings`` dict, as ``--set`` takes them;
-    the dict also holds keys that are named like this function's own arguments."""
+    the dict also holds keys that are named like this function's own arguments. For an
+    ensemble preset, each member is trained (or its finished run reused) and their ensemble
+    is recorded: the result is then an ``Ensemble`` (as ``zoo.ensemble`` returns)."""
     from zoo.core.plan import plan_run
+    from zoo.core.registry import get_zoo
     from zoo.train import distributed
     from zoo.train.runner import execute
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     overrides = _overrides({**(settings or {}), **more_settings}, steps, time)
+    if model in get_zoo().catalogue.ensembles:
+        from zoo.records.ensemble import run_preset
+
+        return run_preset(model, dataset, seed=seed, overrides=overrides, device=device,
+                          quiet=quiet, task=task, text_column=text_column,
+                          label_column=label_column)
     plan = plan_run(model, dataset, overrides=overrides, seed=seed, task=task,
                     text_column=text_column, label_column=label_column)
     try:
@@ -267,6 +280,20 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
         table = driver.table(plan, metric=metric, by=by, columns=columns, baseline=baseline,
                              better=better, pool=pool)
     return SweepResult(driver.records(plan), table.cells if table is not None else None, table)
+
+
+def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto") -> Ensemble:
+    """Combine finished runs of one task and dataset (ids or unique prefixes): average their
+    class probabilities, with equal weights or weights fitted on the validation split
+    (``weights="fit"``), score validation and test, and record the ensemble as a row of its
+    own (`zoo ensemble`). Returns a ``zoo.Ensemble``: its id, name, the runs with their
+    weights, and its metrics."""
+    from zoo.records.ensemble import ensemble as combine
+
+    if device not in DEVICES:
+        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
+    runs = [runs] if isinstance(runs, str) else list(runs)
+    return combine(runs, weights=weights, device=device)
 
 
 def runs():

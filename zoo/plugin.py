@@ -16,7 +16,7 @@ import importlib
 
 from zoo.errors import UnknownNameError, ZooError
 from zoo.hookspecs import hookimpl
-from zoo.tasks import Metric, Prediction, Task
+from zoo.tasks import Metric, Prediction, SplitProbabilities, Task
 
 # name -> module that defines it, imported on first access (PEP 562)
 _LAZY = {
@@ -63,6 +63,7 @@ _LAZY = {
     "key_mask": "zoo.train.layers",
     "last_real": "zoo.train.layers",
     "init_gpt2": "zoo.train.layers",
+    "token_bigram_ids": "zoo.train.layers",
     # what a pipeline receives, trains with and returns
     "TrainConfig": "zoo.train.job",
     "Job": "zoo.train.job",
@@ -82,7 +83,8 @@ _LAZY = {
     "check_new_folder": "zoo.io",
 }
 
-__all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction", *_LAZY]
+__all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction",
+           "SplitProbabilities", *_LAZY]
 
 
 def __getattr__(name: str):

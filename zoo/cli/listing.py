@@ -45,6 +45,13 @@ def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
     if kind == "models":
         out = []
         for name in sorted(fnmatch.filter(model_names(zoo), pattern), key=natural_key):
+            if name in zoo.catalogue.ensembles:  # a preset of presets
+                preset = zoo.catalogue.ensembles[name]
+                out.append({"name": name, "architecture": "ensemble", "tokenizer": None,
+                            "preset": True, "description": preset.description,
+                            "plugin": "catalogue", "members": preset.members,
+                            "weights": preset.weights})
+                continue
             spec = resolve_model(name, zoo)
             plugins = sorted({spec.architecture.plugin, spec.tokenizer.plugin})
             out.append({"name": name, "architecture": spec.architecture.name,
@@ -147,6 +154,13 @@ def _show_model(zoo, name: str) -> str | None:
 
     if not (name in zoo.catalogue.models or name in model_names(zoo)):
         return None
+    if name in zoo.catalogue.ensembles:
+        preset = zoo.catalogue.ensembles[name]
+        return "\n".join([f"model {name} (ensemble preset)", f"  {preset.description}",
+                          f"  members: {', '.join(preset.members)} (each its own run)",
+                          f"  weights: {preset.weights}",
+                          f"  zoo run {name} DATASET trains the members (or reuses their "
+                          "finished runs) and records their ensemble (zoo ensemble)"])
     spec = resolve_model(name, zoo)
     from zoo.core.config import split_overrides
 
@@ -247,6 +261,9 @@ def show_run(zoo, run_id: str) -> str:
     if kind == "eval":
         lines.append(f"  evaluates run {row['parent_id']} (trained on {config.get('trained_on')}) "
                      f"on split {config.get('split')!r} of {row['dataset']}")
+    for part in config.get("combines") or []:  # an ensemble row (zoo ensemble)
+        lines.append(f"  combines run {part.get('run_id')} ({part.get('model')}) with weight "
+                     f"{part.get('weight')}, {config.get('weighting')} weights")
     if row.get("error"):
         lines.append(f"  error: {row['error']}")
     if kind == "train":  # an evaluation row has no tokenizer of its own

@@ -1,10 +1,15 @@
-"""`zoo runs`, `zoo compare` and `zoo plot`: reading the store."""
+"""`zoo runs`, `zoo compare`, `zoo plot` and `zoo ensemble`: reading the store, and
+combining finished runs into a row of their own."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 
-from zoo.cli.options import json_stdout
+from zoo.cli.options import RELOAD_DEVICE_HELP, json_default, json_stdout
+from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
+
 
 def cmd_runs(args) -> int:
     from zoo.cli.listing import runs_table
@@ -90,10 +95,10 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
 
 
 def cmd_plot(args) -> int:
-    from zoo.train.job import RunFolder
     from zoo.comparison.plots import run_labels, save, training_curves
     from zoo.records.paths import run_folder
     from zoo.records.store import Store
+    from zoo.train.job import RunFolder
 
     with Store() as store:
         rows = [store.get(run_id) for run_id in args.run_ids]
@@ -110,6 +115,32 @@ def cmd_plot(args) -> int:
     if args.output != "-":
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def cmd_ensemble(args) -> int:
+    from zoo import api
+
+    print_ensemble(api.ensemble(args.run_ids, weights=args.weights, device=args.device),
+                   args.json)
+    return 0
+
+
+def print_ensemble(combined, as_json: bool) -> None:
+    """What `zoo ensemble` (and `zoo run ENSEMBLE-PRESET`) prints: the runs with their
+    weights and the ensemble's scalar figures, or one JSON object."""
+    if as_json:
+        record = dataclasses.asdict(combined)
+        record["metrics"] = {k: v for k, v in combined.metrics.items()
+                             if not isinstance(v, (dict, list)) or k == "weights"}
+        print(json.dumps(record, default=json_default))
+        return
+    print(f"ensemble {combined.id}  {combined.model} on {combined.dataset} ({combined.task})  "
+          f"{combined.weighting} weights")
+    for part in combined.runs:
+        print(f"  {part.weight:.2f}  {part.model}  (run {part.run_id})")
+    for key, value in combined.metrics.items():
+        if isinstance(value, float):
+            print(f"  {key:<16} {value:.4f}")
 
 
 def add_commands(commands) -> None:
@@ -136,3 +167,15 @@ def add_commands(commands) -> None:
                    help="x axis: optimizer step or training time in seconds")
     p.add_argument("--output", required=True, metavar="FILE", help="a .png, .svg or .pdf file")
     p.set_defaults(handler=cmd_plot)
+    p = commands.add_parser("ensemble", help="combine finished runs: average their probabilities",
+                            description="Average the class probabilities of finished runs of one "
+                            "task on one dataset (equal weights, or weights fitted on the "
+                            "validation split), score validation and test, and record the "
+                            "ensemble as its own row (zoo runs, zoo compare show it).")
+    p.add_argument("run_ids", nargs="+", metavar="RUN", help="run ids (or unique prefixes)")
+    p.add_argument("--weights", choices=("equal", "fit"), default="equal",
+                   help="equal (the default), or fit: multiples of 0.1 chosen for the most "
+                   "right answers on the validation split (then the lowest log loss)")
+    p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=cmd_ensemble)

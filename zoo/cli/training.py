@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import json
 
-from zoo.cli.options import (add_output_options, positive_float, positive_int,
-                             print_json)
+from zoo.cli.options import add_output_options, positive_float, positive_int, print_json
 from zoo.cli.results import add_compare_options, emit_comparison
 from zoo.core.bounds import DEVICES, seed_argument
+
 
 def cmd_run(args) -> int:
     from zoo import api
@@ -19,6 +19,11 @@ def cmd_run(args) -> int:
                   device=args.device, task=args.task, text_column=args.text_column,
                   label_column=args.label_column, quiet=args.quiet or args.json,
                   settings=settings)
+    if not isinstance(run, api.Run):  # an ensemble preset: its members' runs, combined
+        from zoo.cli.results import print_ensemble
+
+        print_ensemble(run, args.json)
+        return 0
     if run.summary.get("rank", 0) == 0:  # under torchrun, rank 0 speaks for the run
         print_result(run.summary, args.json)
     return 0

@@ -132,7 +132,8 @@ def summarize(frame, *, metric: str | None = None, where: str | None = None,
         raise ZooError("no runs recorded yet (zoo run or zoo sweep records some)")
     if "settings" not in frame.columns:
         frame = frame.assign(settings=[{}] * len(frame), trained_on=None, split=None)
-    data = frame[frame["kind"] == ("eval" if evals else "train")]
+    # a model's own rows (trained runs, ensembles of them), or evaluations on other data
+    data = frame[(frame["kind"] == "eval") == evals]
     if status and "all" not in status:
         data = data[data["status"].isin(list(status))]
     if where:

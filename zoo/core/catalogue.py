@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 from zoo.errors import UnknownNameError, ZooError
 
@@ -18,6 +19,8 @@ BUILTIN_FILE = Path(__file__).resolve().parent.parent / "registry.toml"
 DATASET_KEYS = {"hub", "path", "plugin", "task", "text_column", "label_column", "splits",
                 "description", "config"}
 MODEL_KEYS = {"architecture", "tokenizer", "description", "set"}
+ENSEMBLE_KEYS = {"members", "weights", "description"}  # a preset made of other presets
+ENSEMBLE_WEIGHTS = ("equal", "fit")
 TOP_KEYS = {"mirrors", "datasets", "models", "plugins"}
 SPLIT_ROLES = {"train", "validation", "test"}
 
@@ -48,9 +51,21 @@ class Preset:
 
 
 @dataclass
+class EnsemblePreset:
+    """A preset whose runs are its member presets' runs, combined by ``zoo ensemble``."""
+
+    name: str
+    members: list[str]  # preset names, each trained (or reused) as its own run
+    source: Path
+    weights: str = "equal"  # "equal", or "fit" on the validation split
+    description: str = ""
+
+
+@dataclass
 class Catalogue:
     datasets: dict[str, DatasetEntry] = field(default_factory=dict)
     models: dict[str, Preset] = field(default_factory=dict)
+    ensembles: dict[str, EnsemblePreset] = field(default_factory=dict)
     mirrors: list[Path] = field(default_factory=list)
     plugin_modules: list[Path] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
@@ -147,6 +162,11 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
     for name, body in parser.expect(data.get("models", {}), dict, "[models]").items():
         where = f"[models.{name}]"
         parser.expect(body, dict, where)
+        if "members" in body:
+            catalogue.ensembles[name] = _ensemble_preset(parser, name, body, path)
+            catalogue.models.pop(name, None)
+            continue
+        catalogue.ensembles.pop(name, None)
         parser.check_keys(body, MODEL_KEYS, where)
         for key in ("architecture", "tokenizer"):
             if key not in body:
@@ -159,6 +179,20 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
             description=parser.expect(body.get("description", ""), str, f"{where} description"),
             overrides=dict(parser.expect(body.get("set", {}), dict, f"{where} set")),
         )
+
+
+def _ensemble_preset(parser, name: str, body: dict, path: Path) -> EnsemblePreset:
+    where = f"[models.{name}]"
+    parser.check_keys(body, ENSEMBLE_KEYS, where)
+    members = parser.expect(body["members"], list, f"{where} members")
+    if len(members) < 2 or not all(isinstance(m, str) and m for m in members):
+        parser.fail(f"{where} members must list at least two preset names", name)
+    weights = parser.expect(body.get("weights", "equal"), str, f"{where} weights")
+    if weights not in ENSEMBLE_WEIGHTS:
+        parser.fail(f"{where} weights must be {' or '.join(ENSEMBLE_WEIGHTS)}, not "
+                    f"{weights!r}", "weights")
+    return EnsemblePreset(name, list(members), path, weights,
+                          parser.expect(body.get("description", ""), str, f"{where} description"))
 
 
 class _FileParser:

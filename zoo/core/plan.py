@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 
 from zoo.data import datasets as zoo_data
-from zoo.core.bounds import check_seed
+from zoo.core.bounds import check_memory, check_seed
 from zoo.core.config import build_config, split_overrides
 from zoo.errors import ZooError
 from zoo.core.registry import get_zoo
@@ -80,6 +80,7 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     _min_lr_follows_lr(values["train"], sections["train"], overrides or {})
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
     check_context_length(spec.architecture, configs["model"])
+    check_memory(spec.architecture, configs["model"], f"invalid {spec.name}: ")
     if "dataset" in configs:
         ref = dataclasses.replace(ref, config=configs["dataset"])
     return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column))

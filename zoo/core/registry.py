@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterable
 import pluggy
 
 from zoo import hookspecs
-from zoo.core.containment import PluginCodeFailed, contained, describe, is_plugin_failure, plugin_code
+from zoo.core.containment import (PluginCodeFailed, call_plugin, contained, describe,
+                                  is_plugin_failure, plugin_code)
 from zoo.errors import PluginError, UnknownNameError, ZooError
 from zoo.tasks import Task
 
@@ -39,6 +40,7 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.transformers",
     "zoo.plugins.fasttext",
     "zoo.plugins.lstm",
+    "zoo.plugins.nbsvm",
     "zoo.pipelines",
 )
 
@@ -64,6 +66,7 @@ class Entry:
     task: Task | None = None  # a pipeline's declaration of the task it serves
     origin: str = ""  # the plugin's identity (PluginInfo.identity): version or source hash
     columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
+    memory: Any = None  # an architecture's memory(config) -> bytes to train, or "module:attr"
 
     def load(self):
         """Import and return the target (the heavy code), on first use; a target that cannot
@@ -74,6 +77,20 @@ class Entry:
             if problem:
                 raise ZooError(f"{self.kind} {self.name!r} from plugin {self.plugin!r}: {problem}")
         return target
+
+    def memory_estimate(self, config) -> int | None:
+        """Bytes a model of ``config`` needs to train, by the architecture's own estimate
+        (None: it registered none)."""
+        if self.memory is None:
+            return None
+        estimate = _loaded_callable(self.memory, f"memory estimate of {self.name!r}",
+                                    self.plugin)
+        needed = call_plugin(estimate, config, what=f"memory estimate of {self.kind} "
+                             f"{self.name!r}", plugin=self.plugin)
+        if needed is not None and (isinstance(needed, bool) or not isinstance(needed, int)):
+            raise ZooError(f"memory estimate of {self.kind} {self.name!r} from plugin "
+                           f"{self.plugin!r} returned {needed!r}, not a number of bytes")
+        return needed
 
     def config_class(self):
         if self.config is None:
@@ -361,7 +378,7 @@ def source_hash(plugin) -> str:
 
 def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") -> Callable:
     def register(name, target, *, description="", config=None, tasks=(), task=None,
-                 columns=None):
+                 columns=None, memory=None):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
         if kind in ("architecture", "tokenizer") and "-" in name:
@@ -390,6 +407,11 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") 
                                f"under the task's name")
         elif task is not None:
             raise ZooError(f"{kind} {name!r}: only pipelines declare a task (use tasks=(...))")
+        if memory is not None and kind != "architecture":
+            raise ZooError(f"{kind} {name!r}: only architectures declare a memory estimate")
+        if not (memory is None or isinstance(memory, str) and ":" in memory or callable(memory)):
+            raise ZooError(f"architecture {name!r}: memory must be a function memory(config) "
+                           f"-> bytes or a 'module:function' string, not {memory!r:.60}")
         if columns is not None and kind != "dataset":
             raise ZooError(f"{kind} {name!r}: only datasets declare columns")
         if columns is not None and not (
@@ -401,7 +423,7 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") 
         if any(e.name == name and e.kind == kind for e in staged):
             raise ZooError(f"{kind} name {name!r} registered twice by plugin {plugin_name!r}")
         staged.append(Entry(kind, name, target, plugin_name, description, config,
-                            tuple(tasks), task, origin, tuple((columns or {}).items())))
+                            tuple(tasks), task, origin, tuple((columns or {}).items()), memory))
 
     return register
 

@@ -5,6 +5,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from zoo.core.bounds import check_memory
 from zoo.core.config import build_config
 from zoo.errors import ZooError
 from zoo.train.job import RunFolder
@@ -58,6 +59,7 @@ def load_trained(run_id: str, zoo=None, device: str = "auto",
     try:
         model_config = build_config(architecture.config_class(),
                                     config["configs"].get("model") or {})
+        check_memory(architecture, model_config)
     except ZooError as exc:  # a tampered or outdated config.json
         raise ZooError(f"{folder.file('config.json')}: {exc}") from None
     tokenizer = load_tokenizer(tokenizer_entry.load(), folder.file("tokenizer.json"))

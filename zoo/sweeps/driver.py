@@ -90,7 +90,8 @@ def expand_models(patterns: list[str], zoo) -> list[str]:
     from zoo.core.registry import natural_key
     from zoo.core.names import model_names, resolve_model
 
-    names = model_names(zoo)
+    # ensemble presets combine other runs (zoo run NAME); a sweep trains single models
+    names = [name for name in model_names(zoo) if name not in zoo.catalogue.ensembles]
     found = []
     for pattern in patterns:
         if any(ch in pattern for ch in WILDCARDS):

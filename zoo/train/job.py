@@ -177,10 +177,15 @@ class Job:
         task = self.declared_task or get_task(self.task)
         if task is None:
             raise ZooError(f"no registered pipeline declares the task {self.task!r}")
+        from zoo.train.losses import check_output
+
+        who = f"architecture {self.architecture.name!r} from plugin {self.architecture.plugin!r}"
         built = call_plugin(self.architecture.load(), self.model_config, spec,
                             what=f"architecture {self.architecture.name!r}",
                             plugin=self.architecture.plugin)
-        return as_model(built, pick_device(self.device), loss=task_loss(task))
+        model = as_model(built, pick_device(self.device), loss=task_loss(task))
+        check_output(model, task, spec, getattr(self.model_config, "block_size", None), who)
+        return model
 
     def saved_tokenizer(self):
         """When resuming, the tokenizer the run saved, so it keeps exactly the vocabulary it
