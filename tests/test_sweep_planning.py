@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from conftest import run_cli
+
 from zoo.sweeps.driver import MAX_CELLS, parse_grid, plan_sweep
 
 

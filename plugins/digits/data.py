@@ -34,7 +34,6 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 FAMILIES = ("arithmetic", "fibonacci", "periodic")
 SPLITS = ("train", "validation", "test", "heldout")
 MAX_PERIOD = 4  # 10**4 patterns; longer periods would make the rule tables huge
@@ -261,7 +260,10 @@ def check_cost(config: DigitsDataConfig) -> None:
         low, high = config.min_len, config.max_len  # the largest max_len that fits
         while low < high:
             middle = (low + high + 1) // 2
-            low, high = (middle, high) if fits(table_cost(config, middle, count)) else (low, middle - 1)
+            if fits(table_cost(config, middle, count)):
+                low = middle
+            else:
+                high = middle - 1
         check_budget("dataset.max_len", config.max_len, need_bytes=need[0],
                      need_seconds=need[1], maximum=low, what="digits dataset: ")
     sizes = {name: getattr(config, name) for name in
