@@ -10,8 +10,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
+
 from zoo.core.bounds import MAX_PREDICT_TEXT_BYTES
 
 
@@ -77,7 +77,7 @@ def test_texts_are_predicted_in_bounded_groups():
 
 @pytest.mark.parametrize("setting, maximum", [("max_len=65536", "at most 250"),
                                               ("max_len=512", "at most 250"),
-                                              ("train_size=16777216", "at most 2,6")])
+                                              ("train_size=16777216", "at most 2,0")])
 def test_digits_settings_beyond_the_budget_are_refused_before_anything_is_built(
         setting, maximum):
     began = time.time()
@@ -93,8 +93,7 @@ def test_digits_settings_beyond_the_budget_are_refused_before_anything_is_built(
 def test_the_digits_estimate_bounds_what_the_rule_tables_take(max_len):
     import tracemalloc
 
-    from zoo.plugins.digits.data import (DigitsDataConfig, check_identifiable, rules,
-                                         table_cost)
+    from zoo.plugins.digits.data import DigitsDataConfig, check_identifiable, rules, table_cost
 
     config = DigitsDataConfig(max_len=max_len)
     count = sum(len(rules(family, config)) for family in config.families)

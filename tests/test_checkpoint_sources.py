@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from conftest import run_cli
 from test_transformers import labelled, save_checkpoint  # noqa: F401  (a fixture)
 

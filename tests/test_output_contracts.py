@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
+
 from zoo.cli.options import finite
 
 CHATTY = '''

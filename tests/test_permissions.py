@@ -6,6 +6,7 @@ import os
 import stat
 
 from conftest import TINY_DECODER, run_cli
+
 from zoo.io import atomic_write_text, new_file_mode
 from zoo.records.store import home
 

@@ -8,8 +8,8 @@ import shutil
 import sqlite3
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
+
 from zoo.errors import ZooError
 from zoo.records.paths import check_run_id, run_folder
 from zoo.records.store import Store, home

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
+
 from zoo.records.ownership import RunBusy, own_run, writer_alive
 from zoo.records.store import Store, home
 

@@ -3,7 +3,6 @@ is one clear line and exit 2."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
 from test_compare import fill_two_models
 
@@ -32,9 +31,12 @@ def test_bad_sampling_settings_are_refused_before_training(tiny_text, setting):
     assert setting.split("=")[0] in result.err and len(result.err.strip().splitlines()) == 1
 
 
+LONG = "9" * 100_000
+
+
 @pytest.mark.parametrize("args", [["run", "x" * 100_000, "text.txt"],
-                                  ["run", "decoder-char", "text.txt", "--set", "lr=" + "9" * 100_000],
-                                  ["run", "decoder-char", "text.txt", "--set", "y" * 100_000 + "=1"]])
+                                  ["run", "decoder-char", "text.txt", "--set", f"lr={LONG}"],
+                                  ["run", "decoder-char", "text.txt", "--set", f"y{LONG}=1"]])
 def test_a_long_value_is_not_echoed_back_whole(args):
     result = run_cli(*args)
     assert result.code == 2, result.err[:300]
@@ -58,8 +60,9 @@ def test_a_partial_is_named_by_its_function_in_messages():
 
 
 def test_a_long_class_list_is_summarised():
-    from zoo.errors import ZooError
     from zoo.pipelines.classification import class_ids
+
+    from zoo.errors import ZooError
 
     classes = [f"class{i}" for i in range(190)]
     with pytest.raises(ZooError) as caught:

@@ -34,7 +34,6 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 FAMILIES = ("arithmetic", "fibonacci", "periodic")
 SPLITS = ("train", "validation", "test", "heldout")
 MAX_PERIOD = 4  # 10**4 patterns; longer periods would make the rule tables huge
@@ -225,10 +224,11 @@ def build(config: DigitsDataConfig, cache_dir: str | None = None):
 
 # What building the splits costs (measured on one core): the rule tables hold every context
 # of every rule (a tuple slot per digit, ~160 bytes per context) and are walked three times
-# at about a microsecond per digit; a row takes ~40 us plus ~1 us per digit, and keeps ~8
-# bytes per token (about two per digit, ~40 of overhead) once encoded.
+# at about a microsecond per digit; a row takes ~40 us plus ~1 us per digit, and ~10 bytes
+# per token (about two per digit, ~40 of overhead) while it is encoded and trained on. At
+# the largest values allowed, a run peaks at about 0.7 GB (max_len) and 1.5 GB (train_size).
 TABLE_BYTES_PER_DIGIT, TABLE_BYTES_PER_CONTEXT, TABLE_SECONDS_PER_DIGIT = 8, 160, 3e-6
-ROW_SECONDS, ROW_SECONDS_PER_DIGIT, ROW_BYTES_PER_TOKEN, ROW_TOKENS = 40e-6, 1e-6, 8, 40
+ROW_SECONDS, ROW_SECONDS_PER_DIGIT, ROW_BYTES_PER_TOKEN, ROW_TOKENS = 40e-6, 1e-6, 10, 40
 
 
 def table_cost(config: DigitsDataConfig, max_len: int, rule_count: int) -> tuple[float, float]:
@@ -260,7 +260,10 @@ def check_cost(config: DigitsDataConfig) -> None:
         low, high = config.min_len, config.max_len  # the largest max_len that fits
         while low < high:
             middle = (low + high + 1) // 2
-            low, high = (middle, high) if fits(table_cost(config, middle, count)) else (low, middle - 1)
+            if fits(table_cost(config, middle, count)):
+                low = middle
+            else:
+                high = middle - 1
         check_budget("dataset.max_len", config.max_len, need_bytes=need[0],
                      need_seconds=need[1], maximum=low, what="digits dataset: ")
     sizes = {name: getattr(config, name) for name in
