@@ -130,7 +130,9 @@ def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) 
         write_output(output, text)
         print(f"wrote {output}", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        from zoo.cli.options import json_stdout
+
+        json_stdout().write(text)  # with --json, the real standard output
 
 
 def cmd_compare(args) -> int:
