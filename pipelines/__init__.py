@@ -56,6 +56,21 @@ NEXT_ITEM = Task(
     output_shape=("B", "vocab_size"),
 )
 
+MASKED_LANGUAGE_MODELING = Task(
+    name="masked-language-modeling",
+    loss=LOSS,
+    output="logits [B, T, vocab_size]: the original token at every position (only the "
+           "masked ones are scored)",
+    metrics=(Metric("loss", "lower", "nats per masked token"),
+             Metric("accuracy", "higher", "fraction of masked tokens", "masked tokens "
+                    "predicted exactly")),
+    primary="test_accuracy",
+    columns=("text",),
+    serves=("classification", "language-modeling"),  # any text, a labelled set's too
+    description="BERT's pretraining: predict the 15% of tokens that are masked, replaced "
+                "or kept",
+)
+
 
 @hookimpl
 def register_pipelines(register):
@@ -73,3 +88,9 @@ def register_pipelines(register):
              task=NEXT_ITEM,
              description="predict the next token of a context; reports accuracy (per family "
                          "where rows name one) and loss")
+    register("masked-language-modeling",
+             "zoo.pipelines.masked_language_modeling:MaskedLanguageModeling",
+             config="zoo.pipelines.masked_language_modeling:MaskedLanguageModelingConfig",
+             task=MASKED_LANGUAGE_MODELING,
+             description="BERT-style pretraining on any text; reports masked-token loss and "
+                         "accuracy on fixed masks of validation and test")

@@ -1,7 +1,8 @@
 """Classification: one label per text, on a labelled dataset.
 
-Every text is encoded as ``<cls>`` followed by its tokens, truncated to the model's
-block_size. Training draws shuffled batches, each padded only to its own longest text
+Every text is encoded inside its tokenizer's ``frame`` (``<cls>`` first for zoo's own
+tokenizers; ``[CLS] ... [SEP]`` for a BERT checkpoint's), its tokens cut so that the whole
+fits the model's block_size. Training draws shuffled batches, each padded only to its own longest text
 (right padding, with an attention mask), from buckets of similar length so little compute
 goes to padding. The budget adapts to the dataset: the whole validation split is scored twice per epoch,
 and training stops once `patience` of those validations in a row have not beaten the best
@@ -149,8 +150,9 @@ def text_chars(dataset, role: str) -> int:
 
 @dataclass
 class Encoded:
-    """Texts as <cls> and their first block_size - 1 tokens, right-padded: ``inputs`` [N, T]
-    and ``lengths`` [N] (with <cls>); ``tokens`` [N]: each text's tokens before cutting."""
+    """Texts inside the tokenizer's frame (its special ids before and after), their tokens
+    cut so the whole fits ``block`` ids, right-padded: ``inputs`` [N, T] and ``lengths`` [N]
+    (frame included); ``tokens`` [N]: each text's tokens before cutting."""
 
     inputs: np.ndarray
     lengths: np.ndarray
@@ -158,9 +160,16 @@ class Encoded:
 
     @classmethod
     def from_ragged(cls, ids: np.ndarray, offsets: np.ndarray, tokenizer, block: int) -> "Encoded":
-        body, lengths = pad_rows(ids, offsets, block - 1, tokenizer.pad_id)
-        first = np.full((len(lengths), 1), tokenizer.cls_id, dtype=np.int64)
-        return cls(np.concatenate([first, body], axis=1), lengths + 1, np.diff(offsets))
+        before, after = tokenizer.frame
+        body, lengths = pad_rows(ids, offsets, block - len(before) - len(after), tokenizer.pad_id)
+        n = len(lengths)
+        inputs = np.full((n, body.shape[1] + len(before) + len(after)), tokenizer.pad_id,
+                         dtype=np.int64)
+        inputs[:, :len(before)] = np.asarray(before, dtype=np.int64)
+        inputs[:, len(before):len(before) + body.shape[1]] = body
+        for i, token in enumerate(after):  # right after each text's last kept token
+            inputs[np.arange(n), len(before) + lengths + i] = token
+        return cls(inputs, lengths + len(before) + len(after), np.diff(offsets))
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -171,7 +180,7 @@ class Encoded:
 
 
 def encode(tokenizer, texts: list[str], block: int) -> Encoded:
-    """<cls> + tokens, truncated to `block` ids."""
+    """Texts inside the tokenizer's frame, cut to `block` ids."""
     return Encoded.from_ragged(*tokenizer.encode_rows(texts), tokenizer, block)
 
 
@@ -283,8 +292,6 @@ def run(job: Job) -> RunResult:
     check_dataset(job.dataset)
     cfg: ClassificationConfig = job.train_config
     block = job.model_config.block_size
-    if block < 2:
-        raise ZooError(f"block_size must be at least 2 for classification (<cls> and a token), got {block}")
     roles = job.dataset.roles  # all three, but for a split held out while tuning
     names = {role: label_names(job.dataset, role) for role in roles}
     classes = class_list(job.dataset, names["train"])
@@ -294,9 +301,13 @@ def run(job: Job) -> RunResult:
     labels = {role: class_ids(names[role], classes, f"split {role!r}") for role in roles}
 
     tokenizer = tokenizer_for(job)
+    framing = sum(map(len, tokenizer.frame))
+    if block < framing + 1:
+        raise ZooError(f"block_size must be at least {framing + 1} for classification (the "
+                       f"tokenizer's {framing} special tokens and a token), got {block}")
     job.run.write_json(CLASSES_FILE, classes)
     texts = {role: encode_split(tokenizer, job.dataset, role, block) for role in roles}
-    truncated = np.mean(texts["train"].tokens > block - 1)
+    truncated = np.mean(texts["train"].tokens > block - framing)
     pad_id = tokenizer.pad_id
 
     spec = TaskSpec("classification", tokenizer.vocab_size, num_classes=len(classes), pad_id=pad_id)
@@ -315,9 +326,9 @@ def run(job: Job) -> RunResult:
     job.train_config = dataclasses.replace(cfg, steps=steps, eval_interval=interval)
     stop = f", stopping after {cfg.patience} validations without improvement" if cfg.patience else ""
     job.say(f"{job.model_name}: {params:,} parameters, {len(classes)} classes, "
-            f"{len(lengths):,} training texts ({lengths.mean():.1f} tokens on average, "
-            f"{truncated:.1%} truncated), at most {steps:,} steps, validation every "
-            f"{interval:,}{stop}")
+            f"{len(lengths):,} training texts ({texts['train'].tokens.mean():.1f} tokens on "
+            f"average, {truncated:.1%} cut to block_size {block}), at most {steps:,} steps, "
+            f"validation every {interval:,}{stop}")
 
     def next_batch(rng) -> Batch:
         rows = batches.next(rng)

@@ -16,12 +16,14 @@ TOKENIZER_FILE = "tokenizer.json"
 def run_tokenizer(job: Job, texts: Callable[[], Iterable[str]], key: str):
     """The tokenizer a run trains with. Resuming, it is the one the run saved, so the run
     keeps exactly the vocabulary it started with (a cache or a retrained one might differ);
-    otherwise it is trained on ``texts()`` through the shared cache under ``key``
-    (``zoo.plugin.dataset_key``) and saved in the run folder."""
-    tokenizer = job.saved_tokenizer()
+    starting from another run (--init), it is that run's; otherwise it is trained on
+    ``texts()`` through the shared cache under ``key`` (``zoo.plugin.dataset_key``). It is
+    saved in the run folder."""
+    tokenizer = job.saved_tokenizer()  # resuming, or the --init run's
     if tokenizer is None:
         tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
                                  texts, key, say=job.say)
+    if not job.run.file(TOKENIZER_FILE).is_file():
         tokenizer.save(job.run.file(TOKENIZER_FILE))
     return tokenizer
 

@@ -31,10 +31,11 @@ def test_zoo_list_shows_the_pipelines_one_per_task():
     result = run_cli("list", "pipelines", "--json")
     assert result.code == 0
     rows = json.loads(result.out)
-    assert [row["name"] for row in rows] == ["classification", "language-modeling", "next-item"]
+    assert [row["name"] for row in rows] == ["classification", "language-modeling",
+                                             "masked-language-modeling", "next-item"]
     assert (rows[1]["primary"], rows[1]["better"]) == ("val_bpc", "lower")  # as declared
     everything = run_cli("list")
-    assert "pipelines (3)" in everything.out and "language-modeling" in everything.out
+    assert "pipelines (4)" in everything.out and "language-modeling" in everything.out
     assert "pipelines" in json.loads(run_cli("list", "--json").out)
 
 

@@ -59,7 +59,7 @@ def test_a_new_task_is_known_only_through_its_registration(with_scoring):
     assert direction("test_accuracy", "scoring") is None  # not one of its metrics
     # it needs a label column: a text-and-label dataset now serves it after classification
     assert tasks_for(None, {"text", "label"}) == ("classification", "scoring", "language-modeling",
-                                                  "next-item")
+                                                  "next-item", "masked-language-modeling")
     assert "scoring" not in tasks_for(None, {"text"})
     assert tasks_for("scoring", set()) == ("scoring",)
 
@@ -70,7 +70,8 @@ def test_the_builtin_tasks_register_through_the_same_hook():
         assert isinstance(entry.task, Task) and entry.task.name == entry.name
         assert entry.plugin == "zoo.pipelines"
         assert entry.task.metric(entry.task.primary) is not None
-    assert tasks_for(None, {"text"}) == ("language-modeling", "next-item")
+    assert tasks_for(None, {"text"}) == ("language-modeling", "next-item",
+                                         "masked-language-modeling")
     assert tasks_for(None, {"text", "label"})[0] == "classification"
 
 

@@ -156,14 +156,16 @@ class SweepResult:
 def run(model: str, dataset: str, *, steps: int | None = None, time: float | None = None,
         seed: int = 0, device: str = "auto", task: str | None = None,
         text_column: str | None = None, label_column: str | None = None, quiet: bool = False,
-        log_to: str | list[str] | None = None, settings: dict | None = None,
-        **more_settings) -> Run | Ensemble:
+        log_to: str | list[str] | None = None, init: str | None = None,
+        settings: dict | None = None, **more_settings) -> Run | Ensemble:
     """Train and evaluate MODEL on DATASET and record the run (`zoo run`). Config settings
     are keyword arguments (``n_layer=2``) or a ``settings`` dict, as ``--set`` takes them;
     the dict also holds keys that are named like this function's own arguments. For an
     ensemble preset, each member is trained (or its finished run reused) and their ensemble
     is recorded: the result is then an ``Ensemble`` (as ``zoo.ensemble`` returns). `log_to`
-    names trackers (``"tensorboard,mlflow"``; default ZOO_LOG_TO) that also get its figures."""
+    names trackers (``"tensorboard,mlflow"``; default ZOO_LOG_TO) that also get its figures.
+    ``init`` names a finished run whose tokenizer and matching weights it starts from
+    (`--init`)."""
     from zoo.core.plan import plan_run
     from zoo.core.registry import get_zoo
     from zoo.train import distributed
@@ -179,7 +181,7 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
                           quiet=quiet, task=task, text_column=text_column,
                           label_column=label_column)
     plan = plan_run(model, dataset, overrides=overrides, seed=seed, task=task,
-                    text_column=text_column, label_column=label_column)
+                    text_column=text_column, label_column=label_column, init=init)
     try:
         result = execute(plan, device=device, quiet=quiet, text_column=text_column,
                          label_column=label_column, log_to=log_to)

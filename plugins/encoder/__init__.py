@@ -23,7 +23,8 @@ class EncoderConfig:
     # How a sequence becomes one vector for the head: the hidden state of the <cls> token the
     # pipeline puts first, or the mean over the real (unpadded) tokens.
     pooling: Literal["cls", "mean", "max"] = "mean"
-    tie_weights: bool = True  # next-item: the output layer shares the token embedding matrix
+    # next-item and masked-language-modeling: the output layer shares the token embeddings
+    tie_weights: bool = True
 
     def __post_init__(self):
         check_positive(self, "n_layer", "n_head", "n_embd", "block_size", "mlp_ratio")
@@ -36,6 +37,6 @@ class EncoderConfig:
 @hookimpl
 def register_architectures(register):
     register("encoder", "zoo.plugins.encoder.model:build", config=EncoderConfig,
-             tasks=("classification", "next-item"),
+             tasks=("classification", "next-item", "masked-language-modeling"),
              description="BERT-style bidirectional transformer (pre-LN, padding-masked SDPA, "
                          "cls, mean or max pooling)")

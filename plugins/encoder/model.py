@@ -9,6 +9,9 @@
   head.{weight [K, C], bias [K]}   classification: K = num_classes
   head.{weight [V, C], bias [V]}   next-item: K = vocab size; weight tied to tok_emb when
                                    config.tie_weights (kept once, as tok_emb.weight)
+  head.{weight [V, C], bias [V]}   masked-language-modeling: the same head at every position
+                                   (so a classifier started from it gets every tensor but
+                                   the head)
 
 The blocks are zoo.train.layers.PreLNBlock with exact GELU. Attention is bidirectional; padded
 positions (attention_mask 0) are never attended to and never pooled, so padding a batch
@@ -27,7 +30,7 @@ from zoo.plugin import PreLNBlock, TaskSpec, check_length, init_gpt2, key_mask
 class Encoder(nn.Module):
     def __init__(self, cfg, spec: TaskSpec):
         super().__init__()
-        if spec.task not in ("classification", "next-item"):
+        if spec.task not in ("classification", "next-item", "masked-language-modeling"):
             raise ValueError(f"the encoder has no {spec.task} head")
         if spec.task == "classification" and not spec.num_classes:
             raise ValueError("classification needs num_classes")
@@ -44,7 +47,7 @@ class Encoder(nn.Module):
         outputs = spec.num_classes if spec.task == "classification" else spec.vocab_size
         self.head = nn.Linear(cfg.n_embd, outputs)
         init_gpt2(self, cfg.n_layer)
-        if spec.task == "next-item" and cfg.tie_weights:
+        if spec.task in ("next-item", "masked-language-modeling") and cfg.tie_weights:
             self.head.weight = self.tok_emb.weight
 
     def hidden(self, input_ids, attention_mask):  # [B, T], [B, T] -> [B, T, C]
@@ -68,6 +71,8 @@ class Encoder(nn.Module):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         h = self.hidden(input_ids, attention_mask)
+        if self.task == "masked-language-modeling":
+            return self.head(self.drop(h))  # [B, T, V]
         return self.head(self.drop(self.pool(h, attention_mask)))  # [B, K]
 
 

@@ -19,7 +19,7 @@ ARCHITECTURES = {
              "transformers GPT-2 (pre-LN, learned positions, GELU MLP, tied head)"),
     "llama": (("language-modeling", "classification", "next-item"),
               "transformers Llama (pre-RMSNorm, rotary positions, SwiGLU MLP)"),
-    "bert": (("classification", "next-item"),
+    "bert": (("classification", "next-item", "masked-language-modeling"),
              "transformers BERT (post-LN bidirectional encoder, [CLS] pooler)"),
 }
 

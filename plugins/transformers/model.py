@@ -5,6 +5,7 @@ returns logits shaped by the task (see ``zoo.train.model``).
   classification     ...ForSequenceClassification: logits [B, classes]; GPT-2 and Llama read
                      the last real token (the rightmost one that is not padding), BERT its
                      pooler over [CLS], the <cls> token the pipeline puts first
+  masked-language-modeling  BERT's ...ForMaskedLM: logits [B, T, vocab]
   next-item          the language-model head (BERT: its masked-LM head) at the last real
                      position: logits [B, vocab]
 
@@ -33,7 +34,8 @@ CLASSES = {  # architecture -> task -> transformers model class
               "classification": transformers.LlamaForSequenceClassification,
               "next-item": transformers.LlamaForCausalLM},
     "bert": {"classification": transformers.BertForSequenceClassification,
-             "next-item": transformers.BertForMaskedLM},
+             "next-item": transformers.BertForMaskedLM,
+             "masked-language-modeling": transformers.BertForMaskedLM},
 }
 
 

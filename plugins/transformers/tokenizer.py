@@ -4,6 +4,11 @@ fine-tunes with the vocabulary it was trained on.
 zoo's special roles map onto the checkpoint's tokens: padding is its pad token (else its
 end-of-sequence, else its unknown token), unknown is its unk token, and the token the
 classification pipeline puts first is its [CLS] (else its beginning-of-sequence token).
+The checkpoint's ``tokenizer.json`` may pad every text to a fixed length and truncate it;
+both are turned off, since zoo pads, truncates and masks itself (a checkpoint's padding
+counted as text would be attended to and cut). The special tokens its post-processor puts
+around a text (BERT: ``[CLS] text [SEP]``; GPT-2: none) are the tokenizer's ``frame``, which
+the pipelines place once, so the model reads what it was trained on.
 The run folder keeps ``tokenizer.json`` (the backend, as ``tokenizers`` writes it) and,
 next to it, ``special_tokens_map.json`` with those roles, in transformers' format.
 """
@@ -26,8 +31,11 @@ class PretrainedTokenizer(TokenizersTokenizer):
     cached = False  # loaded, not trained: nothing to save, and the checkpoint may change
 
     def __init__(self, backend, roles: dict[str, str]):
+        backend.no_padding()  # zoo pads to each batch's longest text and masks the padding
+        backend.no_truncation()  # zoo cuts to block_size, around the frame
         super().__init__(backend)
         self.roles = roles  # e.g. {"pad_token": "[PAD]", "cls_token": "[CLS]"}
+        self._frame = post_processor_frame(backend)
 
     @classmethod
     def train(cls, texts: Iterable[str], config) -> "PretrainedTokenizer":
@@ -56,7 +64,7 @@ class PretrainedTokenizer(TokenizersTokenizer):
             raise ZooError(f"the tokenizer of {config.pretrained!r} has {size:,} tokens; at "
                              f"most {MAX_VOCAB:,} (a model's embedding grows with it)")
         roles = {name: str(getattr(loaded, name)) for name in
-                 ("pad_token", "unk_token", "cls_token", "bos_token", "eos_token")
+                 ("pad_token", "unk_token", "cls_token", "bos_token", "eos_token", "mask_token")
                  if getattr(loaded, name, None) is not None}
         return cls(backend, roles)
 
@@ -83,6 +91,17 @@ class PretrainedTokenizer(TokenizersTokenizer):
     def special_ids(self) -> dict[str, int]:
         return {PAD: self.pad_id, UNK: self.unk_id, CLS: self.cls_id}
 
+    @property
+    def frame(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return self._frame
+
+    @property
+    def mask_id(self) -> int:
+        """The checkpoint's [MASK] where it has one, else the padding id (as zoo's own)."""
+        token = self.roles.get("mask_token")
+        found = self.backend.token_to_id(token) if token else None
+        return self.pad_id if found is None else found
+
     def save(self, path: str | Path) -> None:
         super().save(path)
         atomic_write_text(Path(path).with_name(ROLES), json.dumps(self.roles, indent=2) + "\n")
@@ -95,3 +114,17 @@ class PretrainedTokenizer(TokenizersTokenizer):
         if not (isinstance(roles, dict) and all(isinstance(v, str) for v in roles.values())):
             raise ValueError(f"{Path(path).with_name(ROLES)} must map role names to tokens")
         return cls(Backend.from_file(str(path)), roles)
+
+
+def post_processor_frame(backend) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ids the checkpoint's post-processor adds before and after a single text, read by
+    encoding a probe with and without them (whatever the processor's kind: a template,
+    BERT's, RoBERTa's, GPT-2's byte-level one that adds nothing)."""
+    probe = "a b"
+    plain = backend.encode(probe, add_special_tokens=False).ids
+    framed = backend.encode(probe, add_special_tokens=True).ids
+    for start in range(len(framed) - len(plain) + 1):
+        if framed[start:start + len(plain)] == plain:
+            return tuple(framed[:start]), tuple(framed[start + len(plain):])
+    raise ValueError("the checkpoint's tokenizer changes a text's own tokens when it adds its "
+                     "special tokens; zoo cannot tell where they go")

@@ -20,7 +20,7 @@ def cmd_run(args) -> int:
     run = api.run(args.model, args.dataset, steps=args.steps, time=args.time, seed=args.seed,
                   device=args.device, task=args.task, text_column=args.text_column,
                   label_column=args.label_column, quiet=args.quiet or args.json,
-                  log_to=args.log_to, settings=settings)
+                  log_to=args.log_to, init=args.init, settings=settings)
     if not isinstance(run, api.Run):  # an ensemble preset: its members' runs, combined
         from zoo.cli.results import print_ensemble
 
@@ -155,6 +155,9 @@ def add_commands(commands) -> None:
     p.add_argument("--task", help="force a task instead of choosing it from model and dataset")
     p.add_argument("--text-column", help="text column (detected by default)")
     p.add_argument("--label-column", help="label column (detected by default)")
+    p.add_argument("--init", metavar="RUN_ID",
+                   help="start from a finished run: its tokenizer and every weight whose name "
+                   "and shape match (other tasks and datasets too); new heads start fresh")
     add_output_options(p)
     p.set_defaults(handler=cmd_run)
     p = commands.add_parser("resume", help="continue an interrupted run from its last checkpoint",

@@ -33,6 +33,7 @@ class Plan:
     # split roles the run never reads ("test" while a search chooses settings): it trains
     # and reports on the others only
     held_out: tuple = ()
+    init: object = None  # zoo.train.initialize.InitSource: the run whose weights it starts from
 
     def config_values(self) -> dict:
         """The configs as plain dicts (section -> values), as recorded in config.json."""
@@ -58,13 +59,15 @@ class Plan:
 
 def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: int = 0,
              task: str | None = None, text_column: str | None = None,
-             label_column: str | None = None, zoo=None, loaded_cache: dict | None = None,
-             held_out: tuple = ()) -> Plan:
-    """``loaded_cache``: datasets loaded so far, by name and columns (a sweep plans many cells
+             label_column: str | None = None, init: str | None = None, zoo=None,
+             loaded_cache: dict | None = None, held_out: tuple = ()) -> Plan:
+    """``init``: a finished run whose tokenizer and matching weights the run starts from.
+    ``loaded_cache``: datasets loaded so far, by name and columns (a sweep plans many cells
     on one dataset and loads it once). ``held_out``: split roles a search must not read."""
     zoo = zoo or get_zoo()
     check_seed(seed, "seed")  # before anything is loaded, written or recorded
     spec = resolve_model(model, zoo)
+    source = _init_source(init, spec) if init else None
     ref = zoo_data.resolve(dataset, zoo)
     tasks, loaded = zoo_data.tasks_of(ref, zoo), None
     if not tasks and ref.kind != "plugin":
@@ -97,6 +100,8 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
         merged = {**catalogue, **merged}
     values = split_overrides(merged, sections)
     _min_lr_follows_lr(values["train"], sections["train"], overrides or {})
+    if source is not None:  # the source run's tokenizer, as it was configured
+        values["tokenizer"] = source.tokenizer_config
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
     check_context_length(spec.architecture, configs["model"])
     check_memory(spec.architecture, configs["model"], f"invalid {spec.name}: ")
@@ -107,7 +112,21 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     if unknown:
         raise ZooError(f"only the validation or test split can be held out, not {unknown[0]!r}")
     return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column),
-                held_out=held_out)
+                held_out=held_out, init=source)
+
+
+def _init_source(run_id: str, spec: ModelSpec):
+    """The finished run to start from; its tokenizer must be the model's."""
+    from zoo.train.initialize import source_run
+
+    source = source_run(run_id)
+    if source.tokenizer != spec.tokenizer.name:
+        raise ZooError(f"--init {source.run_id}: that run used the {source.tokenizer} "
+                       f"tokenizer and {spec.name} the {spec.tokenizer.name} one; the new run "
+                       f"takes its tokenizer from the run it starts from, so use a model with "
+                       f"the {source.tokenizer} tokenizer ({spec.architecture.name}-"
+                       f"{source.tokenizer})")
+    return source
 
 
 def check_context_length(architecture, config) -> None:
@@ -167,8 +186,13 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
                                f"({exc})") from None
         if "dataset" in configs:
             ref = dataclasses.replace(ref, config=configs["dataset"])
+        init = None
+        if record.get("init"):  # it started from another run: from the same one again
+            from zoo.train.initialize import source_run
+
+            init = source_run(record["init"]["run_id"], used_by=record.get("run_id"))
         return Plan(spec, ref, record["task"], pipeline, configs, int(record["seed"]),
-                    legacy=legacy, held_out=tuple(record.get("held_out") or ()))
+                    legacy=legacy, held_out=tuple(record.get("held_out") or ()), init=init)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ZooError(f"the record of run {record.get('run_id', '?')} is incomplete "
                        f"({type(exc).__name__}: {exc})") from None
@@ -212,6 +236,8 @@ def config_hash(plan: Plan, zoo=None) -> str:
                "plugins": {e.plugin: e.origin or "unknown" for e in plugin_entries(plan, zoo)}}
     if plan.held_out:  # a run that never read its test split reports other figures
         payload["held_out"] = sorted(plan.held_out)
+    if plan.init is not None:  # absent otherwise, so the hashes of other runs stay as they were
+        payload["init"] = plan.init.run_id
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

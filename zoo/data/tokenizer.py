@@ -7,6 +7,13 @@ A tokenizer plugin registers a subclass of ``Tokenizer``:
   ``encode_text`` turns a long text (a batch of dataset rows) into one NumPy array, and
   ``encode_rows`` many texts into one ragged pair of arrays (ids and offsets);
 - ``vocab_size``, ``token_to_id`` and the special-token ids ``pad_id``, ``unk_id``, ``cls_id``;
+- ``frame`` (a property): the special ids placed before and after one text that a model reads
+  whole (a text to classify, a text to fill in): ``<cls>`` first for zoo's own tokenizers, what
+  a checkpoint's post-processor adds for a pretrained one (BERT: ``[CLS]`` ... ``[SEP]``).
+  Pipelines place these, once; ``encode`` never adds special tokens itself;
+- ``mask_id``: the id that hides a token from a masked language model: the tokenizer's mask
+  token where it has one (a BERT checkpoint's ``[MASK]``), else its padding id, which a
+  model otherwise never reads (padding is masked out of attention);
 - ``save(path)`` and ``load(path)`` (a classmethod) write and read one file.
 
 Every tokenizer reserves the special tokens ``<pad>``, ``<unk>``, ``<cls>`` at ids 0, 1, 2,
@@ -128,6 +135,18 @@ class Tokenizer(ABC):
     @property
     def special_ids(self) -> dict[str, int]:
         return {token: self.token_to_id(token) for token in self.special_tokens}
+
+    @property
+    def mask_id(self) -> int:
+        """The id that hides a token from a masked language model: zoo's tokenizers lend
+        their padding id (attention never reads padding, so the id is free for this)."""
+        return self.pad_id
+
+    @property
+    def frame(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The special ids before and after one text a model reads whole: ``<cls>`` first,
+        nothing after. A checkpoint's tokenizer returns what its model was trained with."""
+        return (self.cls_id,), ()
 
     @abstractmethod
     def save(self, path: str | Path) -> None: ...

@@ -175,6 +175,8 @@ class Job:
     # status word it returns ("pruned") stops training, kept in `stopped` as (status, step).
     on_validate: Any = None
     stopped: tuple | None = None
+    init: Any = None  # zoo.train.initialize.InitSource: a finished run it starts from
+    init_report: dict = field(default_factory=dict)  # tensors copied from it and new ones
 
     def build_model(self, spec):
         """The architecture built for ``spec`` (a ``zoo.plugin.TaskSpec``) on the run's device, as a
@@ -195,13 +197,22 @@ class Job:
                             plugin=self.architecture.plugin)
         model = as_model(built, pick_device(self.device), loss=task_loss(task))
         check_output(model, task, spec, getattr(self.model_config, "block_size", None), who)
+        if self.init is not None and self.resume_from is None:  # a checkpoint has its own
+            from zoo.train.initialize import initialize
+
+            self.init_report = initialize(model, self.init, self.say)
         return model
 
     def saved_tokenizer(self):
         """When resuming, the tokenizer the run saved, so it keeps exactly the vocabulary it
-        started with (a cache or a retrained one might differ); otherwise None."""
+        started with (a cache or a retrained one might differ); starting from another run
+        (``init``), that run's tokenizer; otherwise None."""
         path = self.run.file("tokenizer.json")
         if not (self.resuming and path.is_file()):
+            if self.init is not None:
+                tokenizer = self.init.load_tokenizer(self.tokenizer)
+                self.say(f"tokenizer: run {self.init.run_id}'s ({tokenizer.vocab_size:,} tokens)")
+                return tokenizer
             return None
         from zoo.io import load_tokenizer
 

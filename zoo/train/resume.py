@@ -96,7 +96,8 @@ def _resume_owned(row: dict, run: RunFolder, zoo, quiet: bool, store) -> dict:
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
               plan.seed, provenance.get("device", "auto"), run, quiet, resuming=True,
-              resume_from=ckpt, identity=current, declared_task=plan.pipeline.task)
+              resume_from=ckpt, identity=current, declared_task=plan.pipeline.task,
+              init=plan.init)
     summary = {k: provenance[k] for k in ("run_id", "model", "architecture", "tokenizer",
                                           "dataset", "task", "seed")}
     return train_and_record(plan, pipeline, job, store, summary, provenance)

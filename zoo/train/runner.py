@@ -120,6 +120,8 @@ def _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet, e
                   "text_column": dataset.text_column, "label_column": dataset.label_column,
                   **({"held_out": list(plan.held_out)} if plan.held_out else {}),
                   **(extra or {})}
+    if plan.init is not None:
+        provenance["init"] = plan.init.record()
     if ranks.active:
         provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
     from zoo.train.tracking import NoTrackers
@@ -160,7 +162,7 @@ def _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet, e
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
               plan.seed, device, run, quiet or not ranks.is_main,
               identity=identity(plan, dataset, zoo), declared_task=plan.pipeline.task,
-              on_validate=on_validate)
+              on_validate=on_validate, init=plan.init)
     return train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
 
 
@@ -208,6 +210,8 @@ def _train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dic
             provenance["distributed"]["weight_sha256"] = _same_weights_on_all_ranks(run)
         # what load_trained needs to rebuild the model
         provenance["spec"] = dataclasses.asdict(result.spec)
+        if job.init_report:  # which tensors came from the --init run, and which are new
+            provenance["init"] = {**provenance.get("init", {}), **job.init_report}
         if ranks.is_main:
             run.write_json("config.json", provenance)
     except KeyboardInterrupt:  # the user's Ctrl-C: the run can be resumed

@@ -1,0 +1,108 @@
+"""Starting a run from another run's weights (`zoo run MODEL DATASET --init RUN_ID`).
+
+The source is a finished run. The new run takes its tokenizer (file and config, so the ids
+mean the same tokens) and every parameter whose name and shape match the new model's; the
+rest (a classifier's head on a language model's body, a resized position table) starts
+fresh, as the architecture initialises it, and is listed. Works across tasks and datasets:
+pretrain on one, fine-tune on another.
+
+The source run's id is part of the new run's config hash and provenance (``init`` in
+config.json: the source's id, model, dataset and task, the SHA-256 of its weights, and
+which tensors were copied and which are new), so `zoo reproduce` and `zoo resume` start
+from the same weights, and `zoo compare` tells the runs apart.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from zoo.errors import ZooError
+
+WEIGHTS, TOKENIZER = "model.safetensors", "tokenizer.json"
+
+
+@dataclass(frozen=True)
+class InitSource:
+    """A finished run whose weights a new run starts from."""
+
+    run_id: str
+    folder: Path
+    config: dict  # the source run's config.json
+
+    @property
+    def tokenizer(self) -> str:
+        return self.config["tokenizer"]
+
+    @property
+    def tokenizer_config(self) -> dict:
+        return dict((self.config.get("configs") or {}).get("tokenizer") or {})
+
+    def record(self) -> dict:
+        """What the new run's provenance keeps about its source."""
+        digest = hashlib.sha256((self.folder / WEIGHTS).read_bytes()).hexdigest()
+        return {"run_id": self.run_id, "model": self.config.get("model"),
+                "dataset": self.config.get("dataset"), "task": self.config.get("task"),
+                "weights_sha256": digest}
+
+    def weights(self) -> dict:
+        from zoo.io import load_safetensors
+
+        return load_safetensors(self.folder / WEIGHTS)
+
+    def load_tokenizer(self, entry):
+        from zoo.io import load_tokenizer
+
+        return load_tokenizer(entry.load(), self.folder / TOKENIZER)
+
+
+def source_run(run_id: str, *, used_by: str | None = None) -> InitSource:
+    """The finished run named by ``run_id`` (an id or unique prefix), with its weights and
+    tokenizer on disk; a ZooError in one line otherwise. ``used_by`` names the run that
+    started from it, for the message when it has been removed since."""
+    from zoo.records.folder import read_config
+    from zoo.records.store import Store, home
+
+    whose = f"run {used_by} started from run {run_id} (--init), which" if used_by else None
+    try:
+        with Store() as store:
+            row = store.get(run_id)
+    except ZooError as exc:
+        if whose:
+            raise ZooError(f"{whose} was removed; it cannot be rerun or resumed") from None
+        raise ZooError(f"--init: {exc}") from None
+    if row["kind"] != "train" or row["status"] != "finished":
+        what = "an evaluation" if row["kind"] != "train" else f"{row['status']}, not finished"
+        raise ZooError(f"--init {row['id']}: that run is {what}; start from a finished "
+                       "training run")
+    folder = home() / row["id"]
+    missing = [name for name in ("config.json", WEIGHTS, TOKENIZER)
+               if not (folder / name).is_file()]
+    if missing:
+        where = whose or f"--init {row['id']}: that run"
+        raise ZooError(f"{where} has no {' or '.join(missing)} in {folder} (removed?)")
+    return InitSource(row["id"], folder, read_config(folder / "config.json"))
+
+
+def initialize(model, source: InitSource, say=None) -> dict:
+    """Copy the source's tensors into ``model`` (a ``zoo.Model``) where name and shape match.
+    Returns ``{"copied": [...], "fresh": [...]}``; a ZooError when nothing matches."""
+    say = say or (lambda message: None)
+    theirs = source.weights()
+    ours = model.state_dict()
+    copied = sorted(k for k, v in ours.items()
+                    if k in theirs and tuple(theirs[k].shape) == tuple(v.shape))
+    fresh = sorted(set(ours) - set(copied))
+    if not copied:
+        sample = ", ".join(sorted(theirs)[:3])
+        raise ZooError(f"--init {source.run_id}: none of its {len(theirs)} tensors ({sample}, "
+                       f"...) matches a parameter of this model by name and shape; start from "
+                       "a run of the same architecture and size")
+    model.load_state_dict({**ours, **{k: theirs[k].astype(ours[k].dtype, copy=False)
+                                      for k in copied}})
+    numbers = sum(int(ours[k].size) for k in copied)
+    total = sum(int(v.size) for v in ours.values())
+    new = f"; new: {', '.join(fresh[:6])}{', ...' if len(fresh) > 6 else ''}" if fresh else ""
+    say(f"--init {source.run_id}: {len(copied)} of {len(ours)} tensors copied "
+        f"({numbers:,} of {total:,} numbers){new}")
+    return {"copied": copied, "fresh": fresh}
