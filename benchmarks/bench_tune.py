@@ -162,8 +162,9 @@ def main():
     for note in notes:
         print(note)
     write_results("tune", title="Search: `zoo tune` under an equal budget, and pruning",
-                  about=f"`zoo tune` on {args.dataset}, space `{args.space}`, each search "
-                  "in a fresh ZOO_HOME, run as a user runs it (the `zoo` program).",
+                  about=f"`zoo tune` on {args.dataset}, space `{args.space}`, run as a user "
+                  "runs it (the `zoo` program): the search in a fresh ZOO_HOME; the two pruning "
+                  "arms one after the other in another, under their own study names.",
                   tables=tables, notes=notes)
 
 

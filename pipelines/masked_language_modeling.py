@@ -159,14 +159,15 @@ def run(job: Job) -> RunResult:
         raise ZooError(f"block_size must be at least {framing.body + 1} for masked language "
                        f"modeling (the tokenizer's {framing.body} special tokens and a token), "
                        f"got {block}")
+    roles = job.dataset.roles  # all three, but for one held out while tuning
     ids = {role: np.asarray(split_ids(job.dataset.split(role), column, tokenizer, say=job.say))
-           for role in ("train", "validation", "test")}
+           for role in roles}
     for role, array in ids.items():
         if len(array) < length:
             raise ZooError(f"split {role!r} has {len(array)} tokens; masked language modeling "
                            f"needs at least one window of {length}")
     scored = {role: Scored.of(ids[role], framing, length, cfg.eval_windows, role)
-              for role in ("validation", "test")}
+              for role in roles[1:]}
     estimate_on = scored["validation"].head(cfg.eval_batches * cfg.eval_batch_size)
 
     spec = TaskSpec("masked-language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
@@ -187,7 +188,7 @@ def run(job: Job) -> RunResult:
                    higher_is_better=False)
     job.run.save_weights(model.state_dict())
     metrics = loop_metrics(result)
-    for role in ("validation", "test"):
+    for role in roles[1:]:  # validation and test
         metrics.update(figures(PREFIX[role], *score(model, scored[role], cfg.eval_batch_size)))
     metrics["vocab_size"] = tokenizer.vocab_size
     return RunResult(params, metrics, spec)

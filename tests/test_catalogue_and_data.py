@@ -179,18 +179,22 @@ def test_missing_dataset_path_is_a_clear_error():
     assert result.code == 2 and "does not exist" in result.err
 
 
-def test_every_built_in_preset_plans_on_a_dataset_of_its_task():
+def test_every_built_in_preset_plans_on_a_dataset_of_its_task(tmp_path):
     """Preset values are checked against the config dataclasses when a run is planned."""
-    from zoo.core.registry import get_zoo
+    from test_pretrained_checkpoint import save_bert_checkpoint
+
     from zoo.core.plan import plan_run
+    from zoo.core.registry import get_zoo
 
     zoo = get_zoo()
     by_task = {"language-modeling": "shakespeare", "classification": "rotten_tomatoes",
                "next-item": "digits"}
+    save_bert_checkpoint(tmp_path / "bert", positions=512)  # what a checkpoint preset is given
     planned = set()
     for name, preset in zoo.catalogue.models.items():
         tasks = zoo.architectures.get(preset.architecture).tasks
-        plan = plan_run(name, by_task[tasks[0]])
+        given = {"pretrained": str(tmp_path / "bert")} if preset.tokenizer == "pretrained" else {}
+        plan = plan_run(name, by_task[tasks[0]], overrides=given)
         for key, value in preset.overrides.items():
             section = next(c for c in plan.configs.values() if c is not None and hasattr(c, key))
             assert getattr(section, key) == value, (name, key)

@@ -17,7 +17,7 @@ WORDS = ["the", "film", "was", "good", "great", "fine", "bad", "awful", "dull", 
 FIXED = 16  # the checkpoint's tokenizer pads every text to this many tokens
 
 
-def save_bert_checkpoint(folder):
+def save_bert_checkpoint(folder, positions: int = 32):
     """A tiny random BERT and a WordPiece tokenizer saved as transformers saves them, whose
     tokenizer.json pads to FIXED, truncates to FIXED and frames texts as [CLS] text [SEP]."""
     import torch
@@ -43,7 +43,7 @@ def save_bert_checkpoint(folder):
     torch.manual_seed(0)
     config = transformers.BertConfig(
         vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-        num_attention_heads=2, max_position_embeddings=32, pad_token_id=0)
+        num_attention_heads=2, max_position_embeddings=positions, pad_token_id=0)
     transformers.BertForMaskedLM(config).save_pretrained(folder)
     return vocab
 

@@ -1,6 +1,7 @@
 """zoo tune: the search space is checked before anything trains; trials report each
 validation through the training loop's callback and a pruned one is recorded as such;
 trials never read the test split; the study survives a SIGKILL of the command."""
+import json
 import os
 import re
 import signal
@@ -59,7 +60,7 @@ def test_a_space_that_does_not_fit_the_model_exits_2_before_training(negated_rev
                      "--trials", 2, *TINY[2:])  # all but dim
     assert result.code == 2, result
     assert message in result.err and len(result.err.strip().splitlines()) == 1
-    assert not (home().parent / "runs" / "tune").exists() or not list(home().glob("2*"))
+    assert not list(home().glob("2*"))  # no run folder: nothing trained
     with Store() as store:
         assert store.rows() == []
 
@@ -258,3 +259,85 @@ def test_jobs_2_runs_trials_in_workers_and_only_the_driver_writes_the_store(nega
     assert sorted(r["config"]["tune"]["trial"] for r in rows) == [0, 1, 2]
     assert {r["pid"] for r in rows} == {os.getpid()}
     assert len({r["host"] for r in rows}) == 1
+
+
+def test_ctrl_c_keeps_the_study_and_queues_the_cut_off_trial_again(negated_reviews,
+                                                                    monkeypatch):
+    from conftest import press_ctrl_c
+
+    from zoo.train import runner
+
+    def interrupted(*args, **kwargs):
+        press_ctrl_c()
+
+    monkeypatch.setattr(runner, "execute", interrupted)
+    result = run_cli("tune", "fasttext-wordpunct", "--on", negated_reviews, "--space",
+                     "lr=log(1e-3,1e-1)", "--trials", 2, *TINY)
+    assert result.code == 130, result
+    assert "run the same zoo tune again to continue" in result.err
+    storage = f"sqlite:///{home() / 'tune' / 'studies.db'}"
+    (summary,) = optuna.get_all_study_summaries(storage)
+    trials = optuna.load_study(study_name=summary.study_name, storage=storage).trials
+    assert [(t.state.name, bool(t.system_attrs.get("zoo_lost"))) for t in trials] == [
+        ("FAIL", True), ("WAITING", False)]
+    assert trials[1].system_attrs["fixed_params"] == trials[0].params  # queued again
+
+
+def test_a_config_file_holds_what_the_command_line_holds(negated_reviews, tmp_path):
+    config = tmp_path / "tune.toml"
+    config.write_text(f'''models = ["fasttext-wordpunct"]
+on = ["{negated_reviews}"]
+trials = 2
+seeds = 1
+steps = 20
+sampler_seed = 3
+[space]
+lr = "log(1e-3,1e-1)"
+[set]
+dim = 8
+buckets = 97
+batch_size = 8
+eval_interval = 10
+''', encoding="utf-8")
+    from_file = run_cli("tune", "--config", config, "--json", "--device", "cpu")
+    assert from_file.code == 0, from_file
+    (study,) = json.loads(from_file.out)["studies"]
+    assert study["trials"] == {"COMPLETE": 2}
+    line = run_cli("tune", "fasttext-wordpunct", "--on", negated_reviews, "--space",
+                   "lr=log(1e-3,1e-1)", "--trials", 2, "--seeds", 1, "--steps", 20,
+                   "--sampler-seed", 3, "--set", "dim=8", "--set", "buckets=97", "--set",
+                   "batch_size=8", "--set", "eval_interval=10", "--json", "--device", "cpu")
+    assert line.code == 0, line
+    (same,) = json.loads(line.out)["studies"]
+    assert same["study"] == study["study"]  # the same search: the study is continued
+    assert same["best"] == study["best"] and same["trials"] == {"COMPLETE": 2}
+
+
+def test_a_config_file_with_an_unknown_key_exits_2_with_a_did_you_mean(tmp_path):
+    config = tmp_path / "tune.toml"
+    config.write_text('models = ["fasttext-wordpunct"]\ntrails = 3\n', encoding="utf-8")
+    result = run_cli("tune", "--config", config)
+    assert result.code == 2 and "'trails'. Did you mean: trials" in result.err, result
+
+
+@pytest.mark.parametrize("model, task, settings", [
+    ("fasttext-wordpunct", None, {"dim": 8, "buckets": 97, "batch_size": 8}),
+    ("decoder-char", None, {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16,
+                            "batch_size": 4, "sample_tokens": 5}),
+    ("encoder-char", "masked-language-modeling", {"n_layer": 1, "n_head": 2, "n_embd": 16,
+                                                  "block_size": 16, "batch_size": 4}),
+    ("digits-char", None, {"batch_size": 4}),
+])
+def test_each_task_trains_and_reports_with_the_test_split_held_out(
+        model, task, settings, negated_reviews, tiny_text):
+    from zoo.core.plan import plan_run
+    from zoo.train.runner import execute
+
+    dataset = {"fasttext-wordpunct": negated_reviews, "digits-char": "digits"}.get(model,
+                                                                                tiny_text)
+    plan = plan_run(model, str(dataset), task=task, held_out=("test",),
+                    overrides={**settings, "steps": 4, "eval_interval": 2, "warmup_steps": 0})
+    result = execute(plan, device="cpu", quiet=True)
+    assert result["status"] == "finished"
+    assert any(k.startswith("val_") for k in result["metrics"])
+    assert not any(k.startswith("test_") for k in result["metrics"]), result["metrics"]

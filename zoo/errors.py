@@ -68,3 +68,8 @@ class RunInterrupted(KeyboardInterrupt):
 class SweepInterrupted(KeyboardInterrupt):
     """Ctrl-C during a sweep whose cells run in workers: the driver stopped them and marked
     their runs interrupted; running the same sweep again continues them."""
+
+
+class SearchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `zoo tune`: the trials cut off are marked interrupted (their runs) and
+    lost (in the study, their settings queued again); the same command continues."""

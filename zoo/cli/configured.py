@@ -1,4 +1,4 @@
-"""`--config FILE` for `zoo run` and `zoo sweep` (zoo.core.configfile): the file's options
+"""`--config FILE` for `zoo run`, `zoo sweep` and `zoo tune` (zoo.core.configfile): the file's options
 where the command line gave none, its [set] and [grid] beneath the command line's."""
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def with_config_file(args, command: str) -> None:
             raise ZooError(f"zoo run: the {' and '.join(missing)} arguments are required (on "
                            "the command line or in --config FILE)")
     elif not args.models or not args.on:
-        raise ZooError("zoo sweep: MODEL... and --on DATASET... are required (on the command "
-                       "line or as models and on in --config FILE)")
+        raise ZooError(f"zoo {command}: MODEL... and --on DATASET... are required (on the "
+                       "command line or as models and on in --config FILE)")
 
 
 def settings(args) -> dict:

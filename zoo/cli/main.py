@@ -15,7 +15,7 @@ from zoo.cli.options import others_print_to_stderr
 from zoo import __version__
 from zoo.cli import browse, inference, results, search, training
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
-from zoo.errors import PluginError, SweepInterrupted, ZooError, clip
+from zoo.errors import PluginError, SearchInterrupted, SweepInterrupted, ZooError, clip
 
 
 class Parser(argparse.ArgumentParser):
@@ -142,6 +142,9 @@ def run_command(argv: list[str]) -> int:
         if run_id:
             print(f"zoo: interrupted; run {run_id} is kept; continue it with: zoo resume {run_id}",
                   file=sys.stderr)
+        elif isinstance(exc, SearchInterrupted):
+            print("zoo: interrupted; the studies and trials are kept; run the same zoo tune "
+                  "again to continue", file=sys.stderr)
         elif isinstance(exc, SweepInterrupted):
             print("zoo: interrupted; the sweep's runs are kept; run the same zoo sweep again to "
                   "continue them", file=sys.stderr)

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import io
-import json
 import sys
 
-from zoo.cli.options import positive_float, positive_int
+from zoo.cli.configured import add_config_option
+from zoo.cli.options import positive_float, positive_int, print_json
 from zoo.core.bounds import DEVICES
 
 DESCRIPTION = (
@@ -19,13 +19,13 @@ DESCRIPTION = (
 def add_commands(commands) -> None:
     p = commands.add_parser("tune", help="search each model's settings under an equal budget",
                             description=DESCRIPTION)
-    p.add_argument("models", nargs="+", metavar="MODEL",
+    p.add_argument("models", nargs="*", metavar="MODEL",
                    help="model names; wildcards such as '*-bpe' match the registry")
-    p.add_argument("--on", nargs="+", required=True, metavar="DATASET", help="datasets")
-    p.add_argument("--space", action="append", required=True, metavar="SPACE",
+    p.add_argument("--on", nargs="+", metavar="DATASET", help="datasets")
+    p.add_argument("--space", action="append", metavar="SPACE",
                    help="settings to search: key=log(lo,hi), key=float(lo,hi), key=int(lo,hi) "
                    "or key=choice(a,b,...), several per option (space-separated) or repeated")
-    budget = p.add_mutually_exclusive_group(required=True)
+    budget = p.add_mutually_exclusive_group()
     budget.add_argument("--trials", type=positive_int, metavar="N",
                         help="trials per model and dataset")
     budget.add_argument("--time", type=positive_float, metavar="SECONDS",
@@ -64,19 +64,32 @@ def add_commands(commands) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="print one JSON object: every study's "
                    "best trial, settings, test figures and plots")
+    add_config_option(p, "tune")
     p.set_defaults(handler=cmd_tune)
 
 
 def cmd_tune(args) -> int:
-    import zoo.api
-    from zoo.core.config import parse_assignment
+    from zoo.cli import configured
+    from zoo.errors import ZooError
 
-    settings = {}
-    for item in args.set or []:
-        key, value = parse_assignment(item)
-        # `--set time=60` is each run's training time; zoo.tune's own `time` is the budget
-        settings[f"train.{key}" if key in ("time", "steps") else key] = value
-    result = zoo.api.tune(
+    configured.with_config_file(args, "tune")
+    if not args.space:
+        raise ZooError("zoo tune: --space is required (on the command line or as space in "
+                       "--config FILE)")
+    if (args.trials is None) == (args.time is None):
+        raise ZooError("zoo tune: give one budget per model, --trials N or --time SECONDS "
+                       "(on the command line or in --config FILE)")
+    # --set time=60 is each run's training time (train.time); --time is the search's budget
+    settings = configured.settings(args)
+    with configured.log_to_environment(args):  # trials in worker processes read ZOO_LOG_TO
+        result = _tune(args, settings)
+    return _print(args, result)
+
+
+def _tune(args, settings: dict):
+    import zoo.api
+
+    return zoo.api.tune(
         args.models, args.on, space=args.space, trials=args.trials, time=args.time,
         seeds=args.seeds, steps=args.steps, pruner=args.pruner, sampler=args.sampler,
         sampler_seed=args.sampler_seed,
@@ -84,8 +97,11 @@ def cmd_tune(args) -> int:
         device=args.device, jobs=args.jobs, executor=args.executor, address=args.address,
         trial_cpus=args.trial_cpus, trial_gpus=args.trial_gpus, plot=args.plot,
         progress=not (args.quiet or args.json), **settings)
+
+
+def _print(args, result) -> int:
     if args.json:
-        print(json.dumps({"studies": result.studies}, default=str))
+        print_json({"studies": result.studies})
         return 0
     out = io.StringIO()
     print(result.table, file=out)

@@ -1,4 +1,4 @@
-"""Config files for `zoo run --config FILE` and `zoo sweep --config FILE`.
+"""Config files for `zoo run`, `zoo sweep` and `zoo tune --config FILE`.
 
 A file holds what the command line holds, under the options' names::
 
@@ -33,6 +33,11 @@ KEYS = {
     "sweep": COMMON | {"models", "on", "seeds", "grid", "jobs", "executor", "address",
                        "cell_cpus", "cell_gpus", "metric", "by", "columns", "baseline",
                        "format", "pool"},
+    # zoo tune: `time` is the search's budget per model, as --time is; [space] holds
+    # key = "log(1e-4,1e-2)" (or space = "lr=log(1e-4,1e-2) ..." or a list of such texts)
+    "tune": COMMON | {"models", "on", "space", "trials", "seeds", "pruner", "sampler",
+                      "sampler_seed", "metric", "storage", "study", "jobs", "executor",
+                      "address", "trial_cpus", "trial_gpus", "plot"},
 }
 
 
@@ -56,6 +61,9 @@ def read(path: str | Path, command: str) -> dict:
     values = dict(data)
     if "set" in values:
         values["set"] = _flatten(values["set"], path, "set")
+    if isinstance(values.get("space"), dict):  # [space] lr = "log(1e-4,1e-2)"
+        values["space"] = [f"{key}={value}" for key, value
+                           in _flatten(values["space"], path, "space").items()]
     if "grid" in values:
         grid = _flatten(values["grid"], path, "grid")
         for key, choices in grid.items():
@@ -106,7 +114,8 @@ def apply(args, parser, command: str) -> None:
     values = read(args.config, command)
     args.file_set = values.pop("set", {})
     args.file_grid = values.pop("grid", {})
-    for one, other in (("steps", "time"), ("time", "steps")):  # a budget given here wins
+    # a budget given here wins (zoo tune's time is the search's budget, its steps each run's)
+    for one, other in () if command == "tune" else (("steps", "time"), ("time", "steps")):
         if one in values and getattr(args, other, None) is not None:
             del values[one]
     if isinstance(values.get("log_to"), list):
@@ -137,7 +146,7 @@ def _as_option(value, action, key: str, path):
             raise UnknownNameError(f"{key} (in {path})", str(converted), action.choices)
         return converted
 
-    if action.nargs in ("+", "*"):
+    if action.nargs in ("+", "*") or isinstance(action, argparse._AppendAction):
         items = value if isinstance(value, list) else [value]
         return [one(item) for item in items]
     if action.const is True and action.nargs == 0:  # a flag such as --compile

@@ -95,7 +95,7 @@ class LoadedDataset:
         """The split roles a pipeline trains and reports on: all but the held-out ones."""
         return tuple(role for role in SPLIT_ROLES if role not in self.held_out)
 
-    def holding_out(self, roles) -> "LoadedDataset":
+    def holding_out(self, roles) -> LoadedDataset:
         """This dataset with `roles` out of reach: reading one raises, so a run that
         chooses settings (a search trial) provably never looks at its test split."""
         if not roles:

@@ -97,7 +97,10 @@ def table(results: list[StudyResult], budget: str) -> str:
                      f"{_mean(r.tuned)} (n={len(r.tuned)})", f"{_mean(r.preset)} (n={len(r.preset)})",
                      settings])
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    def line(cells) -> str:
+        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
     metric = results[0].test_metric if results else "test"
     objective = results[0].objective if results else "validation"
     lines = [f"equal budget: {budget} per model; chosen on {objective}, reported as {metric}",

@@ -154,9 +154,12 @@ class Search:
     study: str | None = None  # a prefix for the study names
     device: str = "auto"
 
-    def study_name(self, model: str, dataset: str, searched: list) -> str:
-        """Named from what defines the search, so the same command continues its study."""
-        what = {"space": sorted(str(d) for d in searched), "overrides": self.overrides,
+    def study_name(self, model: str, dataset: str, searched: list, fixed: dict) -> str:
+        """Named from what defines the search, so the same command continues its study:
+        `fixed` is the settings of every trial as the configs hold them (typed, by their
+        bare names), so `--set dim=8` and a config file's `dim = 8` name the same study."""
+        fixed = {key.rpartition(".")[2]: value for key, value in fixed.items()}
+        what = {"space": sorted(str(d) for d in searched), "overrides": fixed,
                 "metric": self.metric, "task": self.task, "sampler": self.sampler}
         digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode())
         return f"{self.study or 'tune'}-{model}-{dataset}-{digest.hexdigest()[:8]}"

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from zoo.errors import ZooError
+from zoo.errors import SearchInterrupted, ZooError
 from zoo.search.study import (
     LOST,
     Objective,
@@ -103,7 +103,7 @@ def run_here(search: Search, study, storage, model, dataset, searched, objective
             status, metrics = result["status"], result["metrics"]
         except KeyboardInterrupt:
             requeue(study, trial.optuna_trial)
-            raise
+            raise SearchInterrupted() from None
         except RunDiverged:
             status = "diverged"
         except Exception as exc:  # one bad trial must not stop the search
@@ -178,7 +178,7 @@ class TrialDriver:
             for slot, trial in pending.items():
                 driver.settle(slot, None, "interrupted (Ctrl-C)", status="interrupted")
                 requeue(study, trial.optuna_trial)
-            raise
+            raise SearchInterrupted() from None
 
     def close(self) -> None:
         self.executor.close()

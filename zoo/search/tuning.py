@@ -84,7 +84,7 @@ def run_search(search: Search, *, make_executor=None, plot_dir: str | Path | Non
     try:
         for (model, dataset), (plan, searched) in planned.items():
             objective = objective_for(plan.task, search.metric)
-            name = search.study_name(model, dataset, searched)
+            name = search.study_name(model, dataset, searched, _typed(plan, search.overrides))
             study = optuna.create_study(study_name=name, storage=storage, load_if_exists=True,
                                         direction=objective.direction,
                                         sampler=make_sampler(search.sampler, search.seed),
