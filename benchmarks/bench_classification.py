@@ -1,85 +1,322 @@
-"""Classification acceptance benchmark: the default presets, end to end, as a user runs them.
+"""Classification benchmark: every architecture's preset, their fitted ensemble and TF-IDF +
+linear SVM, on the same splits, over seeds; figures written as JSON.
 
-    .venv/bin/python benchmarks/bench_classification.py [--seeds 0 1] [--runs encoder-wordpunct:rotten_tomatoes ...]
-                                                        [--set key=value ...]
+    OMP_NUM_THREADS=1 nice .venv/bin/python benchmarks/bench_classification.py \\
+        [--seeds 3] [--datasets rotten_tomatoes emotion] [--home DIR] [--no-bert]
+        [--one-seed ARCHITECTURE ...]
+        [--output benchmarks/results/classification.json]
 
-Each case is `zoo run MODEL DATASET --seed S --json --quiet` in a fresh process (so the
-wall time includes start-up, dataset loading, tokenizer training or its cache, training and
-the final evaluation), in a throw-away ZOO_HOME unless --home is given. It prints test
-accuracy, macro F1, validation accuracy, steps, wall and CPU time, the load average before
-and after, and whether the case meets its target: test accuracy >= 80% on rotten_tomatoes
-and >= 91% on emotion, within 300 s of wall time. The machine is often shared: compare the
-CPU time with the wall time, and the load average with the number of cores, before reading
-the wall time as this model's speed.
+1. Every candidate preset of every architecture is trained on every dataset for the
+   selection seeds (0..S-1, --select-seeds, default 1) through ``zoo.sweep`` (cells finished
+   before in --home are reused, so a second call with more seeds trains only the new ones).
+2. Each architecture's preset is chosen on validation alone: the candidate with the highest
+   mean validation accuracy over the datasets and selection seeds. The chosen presets are
+   then trained for seeds 0..N-1.
+3. The chosen encoder, lstm and nbsvm runs of each dataset and seed are combined with
+   ``zoo.ensemble`` (weights fitted on validation, and equal weights for reference); an
+   ensemble of the same runs recorded before is reused.
+4. TF-IDF (word uni- and bigrams) + LinearSVC, C chosen on validation
+   (bench_baseline.tfidf_svm); deterministic, so once per dataset.
+
+Test accuracies are read once, after every choice is made. The JSON holds the machine, the
+versions, the date, each row's mean and standard deviation over seeds and every run id.
 """
+
 from __future__ import annotations
 
 import argparse
+import datetime
+import importlib.metadata as md
 import json
 import os
-import resource
+import platform
+import statistics
 import subprocess
 import sys
-import tempfile
-import time
+from pathlib import Path
 
-TARGETS = {"rotten_tomatoes": 0.80, "emotion": 0.91}  # test accuracy (issue 17)
-WALL_LIMIT = 300.0  # seconds
-DEFAULT_RUNS = ["encoder-wordpunct:rotten_tomatoes", "encoder-wordpunct:emotion"]
+from common import REPO, cpu_name, load
+
+CANDIDATES = {  # architecture -> presets chosen between on validation
+    "encoder": ["encoder-wordpunct", "encoder-bpe"],
+    "lstm": ["lstm-wordpunct"],
+    "fasttext": ["fasttext-wordpunct"],
+    "nbsvm": ["nbsvm-wordpunct"],
+    "bert": ["bert-bpe"],
+}
+ENSEMBLE = ("encoder", "lstm", "nbsvm")  # the architectures the ensemble combines
+# encoder-wordpunct as the default classifier was before it became a single encoder (an
+# encoder, an LSTM and NBSVM inside one run, shares fitted on validation): mean test
+# accuracy over seeds 0-2 as a user runs it (README.md at commit edff2a0)
+FORMER_DEFAULT = {"rotten_tomatoes": 0.7986, "emotion": 0.9170}
+TOLERANCE = 0.005  # the ensemble's acceptance: within half a point of the former default
 
 
-def run_case(model: str, dataset: str, seed: int, home: str, overrides: list[str]) -> dict:
-    command = [sys.executable, "-m", "zoo", "run", model, dataset, "--seed", str(seed),
-               "--json", "--quiet"]
-    for item in overrides:
-        command += ["--set", item]
-    env = {**os.environ, "ZOO_HOME": home}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    load_before = os.getloadavg()[0]
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"command": " ".join(command[2:]), "result": result, "wall": wall, "cpu": cpu,
-            "load_before": load_before, "load_after": os.getloadavg()[0]}
+def train_all(models: list[str], datasets: list[str], seeds: int) -> None:
+    import zoo
+
+    zoo.sweep(models, on=datasets, seeds=seeds, progress=True, quiet=True)
+
+
+def finished_runs(models: list[str], datasets: list[str], seeds: int) -> dict:
+    """(model, dataset, seed) -> the newest finished trained row."""
+    from zoo.records.store import Store
+
+    with Store() as store:
+        rows = store.rows()
+    found = {}
+    for row in rows:  # oldest first: the newest wins
+        key = (row["model"], row["dataset"], row["seed"])
+        if (
+            row["kind"] == "train"
+            and row["status"] == "finished"
+            and row["model"] in models
+            and row["dataset"] in datasets
+            and row["seed"] in range(seeds)
+        ):
+            found[key] = row
+    return found
+
+
+def choose(runs: dict, datasets: list[str], seeds: int, architectures: dict) -> dict:
+    """architecture -> (chosen preset, {preset: mean validation accuracy}); only presets with
+    a finished run for every dataset and seed compete."""
+    chosen = {}
+    for architecture, presets in architectures.items():
+        scores = {}
+        for preset in presets:
+            rows = [runs.get((preset, d, s)) for d in datasets for s in range(seeds)]
+            if all(rows):
+                scores[preset] = statistics.mean(r["metrics"]["val_accuracy"] for r in rows)
+        if scores:
+            chosen[architecture] = (max(scores, key=scores.get), scores)
+    return chosen
+
+
+def ensemble_of(run_ids: list[str], weights: str) -> dict:
+    """The ensemble row of exactly these runs with these weights: recorded before, or now."""
+    import zoo
+    from zoo.records.store import Store
+
+    with Store() as store:
+        rows = store.rows()
+    wanted = sorted(run_ids)
+    for row in reversed(rows):
+        config = row["config"]
+        if (
+            row["kind"] == "ensemble"
+            and row["status"] == "finished"
+            and config.get("weighting") == weights
+            and sorted(p["run_id"] for p in config.get("combines", [])) == wanted
+        ):
+            return {
+                "id": row["id"],
+                "model": row["model"],
+                "metrics": row["metrics"],
+                "duration": row.get("duration") or 0.0,
+                "weights": {p["model"]: p["weight"] for p in config["combines"]},
+            }
+    made = zoo.ensemble(run_ids, weights=weights)
+    return {
+        "id": made.id,
+        "model": made.model,
+        "metrics": made.metrics,
+        "duration": made.duration,
+        "weights": {p.model: p.weight for p in made.runs},
+    }
+
+
+def summary(values: list[float]) -> dict:
+    return {
+        "mean": statistics.mean(values),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "n": len(values),
+    }
+
+
+def row_of(name: str, preset: str, rows: list[dict]) -> dict:
+    return {
+        "name": name,
+        "preset": preset,
+        "val_accuracy": summary([r["metrics"]["val_accuracy"] for r in rows]),
+        "test_accuracy": summary([r["metrics"]["test_accuracy"] for r in rows]),
+        "seconds": summary([r.get("duration") or 0.0 for r in rows]),
+        "runs": [r["id"] for r in rows],
+    }
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version()}
+    for name in (
+        "torch",
+        "scikit-learn",
+        "transformers",
+        "tokenizers",
+        "datasets",
+        "zoo",
+    ):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = None
+    try:
+        out["git_commit"] = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+    except OSError:
+        out["git_commit"] = None
+    return out
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", nargs="+", default=DEFAULT_RUNS, metavar="MODEL:DATASET")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra --set for every run (for tuning; the acceptance uses none)")
-    parser.add_argument("--home", help="ZOO_HOME for the runs (default: a temporary folder)")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
+    parser.add_argument(
+        "--select-seeds",
+        type=int,
+        default=1,
+        help="seeds 0..S-1 on whose validation splits presets are chosen",
+    )
+    parser.add_argument("--datasets", nargs="+", default=["rotten_tomatoes", "emotion"])
+    parser.add_argument(
+        "--home",
+        default=str(Path.home() / ".cache" / "zoo-bench-classification"),
+        help="ZOO_HOME of the benchmark's runs (kept: a rerun reuses them)",
+    )
+    parser.add_argument("--no-bert", action="store_true", help="leave out the transformers BERT")
+    parser.add_argument(
+        "--one-seed",
+        nargs="*",
+        default=[],
+        metavar="ARCHITECTURE",
+        help="architectures trained and reported at seed 0 only (to save time; n=1 in the JSON)",
+    )
+    parser.add_argument(
+        "--output", default=str(REPO / "benchmarks" / "results" / "classification.json")
+    )
     args = parser.parse_args(argv)
+    os.environ["ZOO_HOME"] = args.home
+    architectures = {a: p for a, p in CANDIDATES.items() if not (args.no_bert and a == "bert")}
+    models = [preset for presets in architectures.values() for preset in presets]
+    load_before = load()
+    print(
+        f"# {cpu_name()}, {os.cpu_count()} cores, OMP_NUM_THREADS="
+        f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; {load_before}",
+        file=sys.stderr,
+    )
 
-    print(f"{os.cpu_count()} CPUs; torch threads: default unless OMP_NUM_THREADS is set "
-          f"({os.environ.get('OMP_NUM_THREADS', 'unset')})")
-    header = (f"{'model':<14}{'dataset':<17}{'seed':>4}{'test acc':>10}{'macro F1':>10}"
-              f"{'val acc':>9}{'steps':>7}{'best':>6}{'wall s':>8}{'cpu s':>8}{'load':>12}  target")
-    print(header)
-    failed = False
-    with tempfile.TemporaryDirectory() as scratch:
-        home = args.home or scratch
-        for case in args.runs:
-            model, _, dataset = case.partition(":")
-            for seed in args.seeds:
-                out = run_case(model, dataset, seed, home, args.set)
-                m = out["result"]["metrics"]
-                target = TARGETS.get(dataset)
-                ok = out["wall"] <= WALL_LIMIT and (target is None or m["test_accuracy"] >= target)
-                failed |= not ok
-                goal = f">= {target:.0%} in {WALL_LIMIT:.0f} s" if target else f"<= {WALL_LIMIT:.0f} s"
-                print(f"{model:<14}{dataset:<17}{seed:>4}{m['test_accuracy']:>10.4f}"
-                      f"{m['test_macro_f1']:>10.4f}{m['val_accuracy']:>9.4f}{m['steps']:>7}{m['best_step']:>6}"
-                      f"{out['wall']:>8.1f}{out['cpu']:>8.1f}"
-                      f"{out['load_before']:>6.1f}/{out['load_after']:<5.1f}"
-                      f"  {goal}: {'met' if ok else 'MISSED'}", flush=True)
-    return 1 if failed else 0
+    selecting = min(args.select_seeds, args.seeds)
+    train_all(models, args.datasets, selecting)
+    chosen = choose(
+        finished_runs(models, args.datasets, selecting),
+        args.datasets,
+        selecting,
+        architectures,
+    )
+    every_seed = [p for a, (p, _) in chosen.items() if a not in args.one_seed]
+    train_all(every_seed, args.datasets, args.seeds)
+    runs = finished_runs(models, args.datasets, args.seeds)
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_baseline import load_splits, tfidf_svm
+
+    results = {}
+    for dataset in args.datasets:
+        table = []
+        for architecture, (preset, _) in chosen.items():
+            seeds = 1 if architecture in args.one_seed else args.seeds
+            rows = [runs[(preset, dataset, s)] for s in range(seeds)]
+            table.append(row_of(architecture, preset, rows))
+        if all(a in chosen for a in ENSEMBLE):
+            members = [chosen[a][0] for a in ENSEMBLE]
+            for weights in ("fit", "equal"):
+                parts = [[runs[(m, dataset, s)] for m in members] for s in range(args.seeds)]
+                made = [ensemble_of([r["id"] for r in rows], weights) for rows in parts]
+                # seconds: what the ensemble costs, its members' runs and the combining
+                entry = row_of(
+                    f"ensemble ({weights} weights)",
+                    made[0]["model"],
+                    [
+                        {
+                            "id": e["id"],
+                            "metrics": e["metrics"],
+                            "duration": e["duration"] + sum(r.get("duration") or 0 for r in rows),
+                        }
+                        for e, rows in zip(made, parts)
+                    ],
+                )
+                entry["weights"] = [e["weights"] for e in made]
+                table.append(entry)
+        svm = tfidf_svm(load_splits(dataset, None, None))
+        table.append(
+            {
+                "name": "TF-IDF + linear SVM",
+                "preset": f"C={svm['C']}",
+                "val_accuracy": summary([svm["val_accuracy"]]),
+                "test_accuracy": summary([svm["test_accuracy"]]),
+                "seconds": summary([svm["seconds"]]),
+                "runs": [],
+            }
+        )
+        results[dataset] = table
+
+    fitted = {
+        dataset: row["test_accuracy"]["mean"]
+        for dataset, table in results.items()
+        for row in table
+        if row["name"] == "ensemble (fit weights)"
+    }
+    report = {
+        "benchmark": "classification",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {
+            "cpu": cpu_name(),
+            "cores": os.cpu_count(),
+            "platform": platform.platform(),
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+            "load_before": load_before,
+            "load_after": load(),
+            "note": "shared machine: durations include waiting for other processes",
+        },
+        "versions": versions(),
+        "seeds": list(range(args.seeds)),
+        "selection_seeds": list(range(selecting)),
+        "one_seed": list(args.one_seed),
+        "selection": {a: {"chosen": p, "mean_val_accuracy": s} for a, (p, s) in chosen.items()},
+        "datasets": results,
+        "former_default": FORMER_DEFAULT,
+        "notes": [
+            (
+                "Each architecture's preset was chosen on validation accuracy (selection seeds), "
+                "the test split read once for this report."
+            ),
+            (
+                "The fitted ensemble's validation accuracy is measured where its weights were "
+                "fitted, so it is optimistic; its test accuracy is not."
+            ),
+            ("TF-IDF + linear SVM is deterministic: one fit per dataset, C chosen on validation."),
+        ],
+        "ensemble_within_half_a_point": {
+            d: fitted[d] >= FORMER_DEFAULT[d] - TOLERANCE for d in fitted if d in FORMER_DEFAULT
+        },
+    }
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2) + "\n")
+    for dataset, table in results.items():
+        print(f"\n{dataset} (test accuracy, mean ± std over {args.seeds} seeds)")
+        for row in table:
+            test = row["test_accuracy"]
+            print(
+                f"  {row['name']:<26} {row['preset']:<58} {100 * test['mean']:6.2f} ± "
+                f"{100 * test['std']:.2f}   val {100 * row['val_accuracy']['mean']:6.2f}"
+            )
+    print(f"\nwritten to {output}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ LANGUAGE_MODELING = Task(
     columns=("text",),
     serves=("classification",),  # labelled text is text too
     description="next-token prediction on text",
+    output_shape=("B", "T", "vocab_size"),
 )
 
 CLASSIFICATION = Task(
@@ -36,6 +37,7 @@ CLASSIFICATION = Task(
     columns=("text", "label"),
     curve_metric="val_accuracy",
     description="one label per text",
+    output_shape=("B", "num_classes"),
 )
 
 NEXT_ITEM = Task(
@@ -51,6 +53,7 @@ NEXT_ITEM = Task(
     serves=("classification", "language-modeling"),  # any text can be cut into windows
     curve_metric="val_accuracy",
     description="predict the next token of a context",
+    output_shape=("B", "vocab_size"),
 )
 
 MASKED_LANGUAGE_MODELING = Task(

@@ -22,8 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from zoo.plugin import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
-                 dataset_key, natural_key, row_ids, text_batches, train)
+from zoo.plugin import (Batch, Job, Prediction, RunResult, SplitProbabilities, TaskSpec,
+                        TrainConfig, ZooError, column_of, dataset_key, natural_key, row_ids,
+                        text_batches, train)
 from zoo.pipelines.common import loop_metrics, pad_rows, padded_batch, run_tokenizer, softmax
 
 ROLES = ("train", "validation", "test")
@@ -75,7 +76,7 @@ def check_dataset(dataset) -> None:
                        f"(e.g. {', '.join(sample)}); classification needs class names (text), "
                        "integer class ids or a ClassLabel feature")
     seen: set = set()
-    for role in ROLES:
+    for role in dataset.roles:
         where = f"split {dataset.split_names.get(role, role)!r} of dataset {name!r}"
         labels = dataset.split(role).data.column(column)
         if len(labels) == 0:
@@ -129,8 +130,11 @@ def class_ids(names, classes: list[str], where: str) -> np.ndarray:
     ids = pc.index_in(names, value_set=pa.array(classes, pa.string()))
     if ids.null_count:
         unknown = sorted(pc.unique(pc.filter(names, pc.is_null(ids))).to_pylist())
-        raise ZooError(f"{where} has labels the model does not know: {', '.join(unknown[:5])} "
-                       f"(classes: {', '.join(classes)})")
+        shown = ", ".join(classes[:10]) + (f", ... ({len(classes)} in all)"
+                                           if len(classes) > 10 else "")
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise ZooError(f"{where} has labels the model does not know: {', '.join(unknown[:5])}"
+                       f"{more} (classes: {shown})")
     return ids.to_numpy().astype(np.int64)
 
 
@@ -221,13 +225,6 @@ class Batches:
 
 
 # -- evaluation ------------------------------------------------------------------------
-def calibrate(model, texts: Encoded, labels: np.ndarray) -> None:
-    """Show the model the validation split, for a model that fits something to it."""
-    if hasattr(model, "calibrate"):
-        inputs, mask = texts.batch(np.arange(len(texts)))
-        model.calibrate(inputs, labels, mask)
-
-
 def probabilities(model, texts: Encoded, batch_size: int) -> np.ndarray:
     """Class probabilities [N, K], computed in batches of similar length."""
     order = np.argsort(texts.lengths, kind="stable")
@@ -295,12 +292,13 @@ def run(job: Job) -> RunResult:
     check_dataset(job.dataset)
     cfg: ClassificationConfig = job.train_config
     block = job.model_config.block_size
-    names = {role: label_names(job.dataset, role) for role in ROLES}
+    roles = job.dataset.roles  # all three, but for a split held out while tuning
+    names = {role: label_names(job.dataset, role) for role in roles}
     classes = class_list(job.dataset, names["train"])
     if len(classes) < 2:
         raise ZooError(f"Dataset {job.dataset.ref.name!r} has {len(classes)} class in its "
                        "training split; classification needs at least 2")
-    labels = {role: class_ids(names[role], classes, f"split {role!r}") for role in ROLES}
+    labels = {role: class_ids(names[role], classes, f"split {role!r}") for role in roles}
 
     tokenizer = tokenizer_for(job)
     framing = sum(map(len, tokenizer.frame))
@@ -308,17 +306,17 @@ def run(job: Job) -> RunResult:
         raise ZooError(f"block_size must be at least {framing + 1} for classification (the "
                        f"tokenizer's {framing} special tokens and a token), got {block}")
     job.run.write_json(CLASSES_FILE, classes)
-    texts = {role: encode_split(tokenizer, job.dataset, role, block) for role in ROLES}
+    texts = {role: encode_split(tokenizer, job.dataset, role, block) for role in roles}
     truncated = np.mean(texts["train"].tokens > block - framing)
     pad_id = tokenizer.pad_id
 
     spec = TaskSpec("classification", tokenizer.vocab_size, num_classes=len(classes), pad_id=pad_id)
     model = job.build_model(spec)
-    if hasattr(model, "prepare"):  # statistics of the training split, for a model that keeps some
-        every_row = np.arange(len(texts["train"]))
-        inputs, mask = texts["train"].batch(every_row)
+    if getattr(model, "fits_training_split", False):  # declared by zoo.plugin.Model
+        job.say(f"{job.model_name}: fitting on the training split")
+        inputs, mask = texts["train"].batch(np.arange(len(texts["train"])))
         vocabulary = tokenizer.decode_batch([[i] for i in range(tokenizer.vocab_size)])
-        model.prepare(inputs, labels["train"], mask, vocabulary)
+        model.fit(inputs, labels["train"], mask, vocabulary)
     params = model.num_parameters()
 
     lengths = texts["train"].lengths
@@ -338,17 +336,15 @@ def run(job: Job) -> RunResult:
         return Batch(inputs, labels["train"][rows], mask, tokens=int(mask.sum()))
 
     def validate() -> dict:
-        calibrate(model, texts["validation"], labels["validation"])
         probs = probabilities(model, texts["validation"], cfg.eval_batch_size)
         return scores(labels["validation"], probs, classes, "val", detail=False)
 
     result = train(job, model, next_batch, validate=validate, score_key="val_accuracy",
                            state={"batches": batches})
-    calibrate(model, texts["validation"], labels["validation"])  # to the weights reported
     job.run.save_weights(model.state_dict())  # the best validation weights, with keep_best
 
     metrics = {**loop_metrics(result), "epochs": result.steps / batches.per_epoch()}
-    for role in ("validation", "test"):
+    for role in roles[1:]:  # validation and test
         probs = probabilities(model, texts[role], cfg.eval_batch_size)
         metrics.update(scores(labels[role], probs, classes, PREFIX[role], detail=role == "test"))
     # the tokenizer's figures over the validation texts, uncut
@@ -399,17 +395,32 @@ def predict(trained, texts: list[str], batch_size: int = 128) -> list[ClassPredi
     return out
 
 
-def evaluate(trained, dataset, split: str = "test", batch_size: int = 128) -> dict:
-    """Scores of a trained run on one split of a labelled dataset; its labels are matched to
-    the run's classes by name."""
+def split_probabilities(trained, dataset, split: str,
+                        batch_size: int = 128) -> SplitProbabilities:
+    """A trained run's class probabilities on one split of a labelled dataset, and its
+    labels matched to the run's classes by name."""
     check_dataset(dataset)
     classes = trained_classes(trained)
     y_true = class_ids(label_names(dataset, split), classes, f"split {split!r}")
     encoded = encode_split(trained.tokenizer, dataset, split, trained.block_size)
-    probs = probabilities(trained.model, encoded, batch_size)
-    figures = scores(y_true, probs, classes, PREFIX.get(split, split))
-    figures["examples"] = len(y_true)
-    figures["class_names"] = classes
+    return SplitProbabilities(probabilities(trained.model, encoded, batch_size), y_true, classes)
+
+
+def score_probabilities(predicted: SplitProbabilities, split: str) -> dict:
+    """The metrics of probabilities on a split, named as a run names them (val_*, test_*);
+    the per-class figures and confusion matrix on every split but validation."""
+    return scores(predicted.targets, predicted.probabilities, predicted.classes,
+                  PREFIX.get(split, split), detail=split != "validation")
+
+
+def evaluate(trained, dataset, split: str = "test", batch_size: int = 128) -> dict:
+    """Scores of a trained run on one split of a labelled dataset; its labels are matched to
+    the run's classes by name."""
+    predicted = split_probabilities(trained, dataset, split, batch_size)
+    figures = scores(predicted.targets, predicted.probabilities, predicted.classes,
+                     PREFIX.get(split, split))
+    figures["examples"] = len(predicted.targets)
+    figures["class_names"] = predicted.classes
     return figures
 
 
@@ -421,3 +432,5 @@ class Classification:
     run = staticmethod(run)
     predict = staticmethod(predict)
     evaluate = staticmethod(evaluate)
+    split_probabilities = staticmethod(split_probabilities)
+    score_probabilities = staticmethod(score_probabilities)

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo.plugin import (Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, column_of, dataset_key,
-                 join_rows, split_ids, split_size, text_batches, train)
+from zoo.plugin import (Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
+                        dataset_key, incidental, join_rows, split_ids, split_size, text_batches,
+                        train)
 from zoo.pipelines.common import loop_metrics, run_tokenizer, special_ids
 
 LN2 = math.log(2)
@@ -25,10 +26,12 @@ REPLACEMENT = "\ufffd"  # what decoding gives for incomplete UTF-8
 class LanguageModelingConfig(TrainConfig):
     steps: int = 2000
     batch_size: int = 12
-    sample_tokens: int = 300  # length of each generated sample at the end
-    samples: int = 2
-    temperature: float = 0.8
-    top_k: int | None = None
+    # The samples generated at the end (after every figure is measured): their length, how
+    # many, and how they are drawn
+    sample_tokens: int = incidental(300)
+    samples: int = incidental(2)
+    temperature: float = incidental(0.8)
+    top_k: int | None = incidental(None)
     eval_batch_size: int = 64
     # The final evaluation scores every token of validation and test up to this many per
     # split; beyond it, evenly spaced windows of it. Every catalogue dataset stays whole:
@@ -43,6 +46,11 @@ class LanguageModelingConfig(TrainConfig):
         for name in ("samples", "sample_tokens"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise ValueError(f"temperature must be 0 (greedy) or a positive number, got "
+                             f"{self.temperature}")
+        if self.top_k is not None and self.top_k <= 0:
+            raise ValueError(f"top_k must be positive (or unset), got {self.top_k}")
 
 
 def split_text(dataset, role: str) -> str:
@@ -275,7 +283,7 @@ def run(job: Job) -> RunResult:
     tokenizer = run_tokenizer(job, lambda: text_batches(job.dataset.split("train"), column),
                               dataset_key(job.dataset, "train"))
     splits = {role: split_tokens(job.dataset, role, tokenizer, say=job.say)
-              for role in ("train", "validation", "test")}
+              for role in job.dataset.roles}  # all three, but for one held out while tuning
     ids = {role: tokens.ids for role, tokens in splits.items()}
     for role, array in ids.items():
         if len(array) <= block + 1:
@@ -302,6 +310,8 @@ def run(job: Job) -> RunResult:
                    higher_is_better=False, rngs={"eval": eval_rng})
     metrics = loop_metrics(result)
     for role, prefix in (("validation", "val"), ("test", "test")):
+        if role not in splits:
+            continue
         nll, count = score_split(model, splits[role], block, cfg, role, job.say)
         metrics.update(split_metrics(prefix, nll, count, splits[role]))
     # The tokenizer's own figures: vocabulary size and characters per token on validation.

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zoo.plugin import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
-                 compression, dataset_key, row_ids, row_texts, train, unragged)
+                 compression, dataset_key, incidental, row_ids, row_texts, train, unragged)
 from zoo.pipelines.common import (log_softmax, loop_metrics, pad_rows, padded_batch, run_tokenizer,
                                   softmax, special_ids)
 
@@ -37,7 +37,7 @@ class NextItemConfig(TrainConfig):
     batch_size: int = 64
     eval_batch_size: int = 256
     eval_windows: int = 4000  # text datasets: evenly spaced windows per split in the final evaluation
-    samples: int = 5  # example predictions from the test split, shown at the end
+    samples: int = incidental(5)  # example predictions from the test split, shown at the end
 
 
 # -- examples ------------------------------------------------------------------------------
@@ -203,7 +203,7 @@ def run(job: Job) -> RunResult:
     block = job.model_config.block_size
     tokenizer = tokenizer_for(job)
     data = {role: examples_for(job.dataset, role, tokenizer, block)
-            for role in ("train", "validation", "test")}
+            for role in job.dataset.roles}  # all three, but for one held out while tuning
     for name in extra_splits(job.dataset):
         data[name] = examples_for(job.dataset, name, tokenizer, block)
 
@@ -243,7 +243,8 @@ def run(job: Job) -> RunResult:
     metrics.update(tokenizer_figures(tokenizer, data["validation"]))
     job.run.save_weights(model.state_dict())
 
-    samples = example_lines(model, tokenizer, data["test"], cfg.samples, specials)
+    shown = data["test"] if "test" in data else data["validation"]
+    samples = example_lines(model, tokenizer, shown, cfg.samples, specials)
     if samples:
         job.run.write_text("samples.txt", "\n".join(samples) + "\n")
     return RunResult(params, metrics, spec, ["\n".join(samples)] if samples else [])

@@ -112,6 +112,15 @@ def cell(value, spec: str | None) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def default_spec(key: str) -> str | None:
+    """How a column without a format of its own is shown: accuracies as percentages."""
+    if key.endswith("accuracy"):
+        return ".2%"
+    if key == "seconds":
+        return ",.0f"
+    return None
+
+
 def render_table(table: dict) -> list[str]:
     columns = [
         (c[0], c[1] if len(c) > 1 else c[0], c[2] if len(c) > 2 else None)
@@ -119,7 +128,7 @@ def render_table(table: dict) -> list[str]:
     ]
     rows = table.get("rows") or []
     if not columns and rows:
-        columns = [(key, key, None) for key in rows[0]]
+        columns = [(key, key, default_spec(key)) for key in rows[0]]
     lines = []
     if table.get("caption"):
         lines += [table["caption"], ""]
@@ -140,7 +149,8 @@ def rows_table(caption: str, rows: list[dict], main: bool = False) -> dict:
     keys = []
     for row in rows:
         keys += [k for k, v in row.items() if k not in keys and not isinstance(v, list)]
-    return {"caption": caption, "columns": [[k, k] for k in keys], "rows": rows, "main": main}
+    columns = [[k, k, default_spec(k)] for k in keys]
+    return {"caption": caption, "columns": columns, "rows": rows, "main": main}
 
 
 def tables_of(record: dict) -> list[dict]:

@@ -196,5 +196,5 @@ def test_results_without_tables_render_by_their_shape():
         },
     }
     page = render.render_page([record])
-    assert "| encoder | 0.781 ± 0.004 |" in page and '"a"' not in page
-    assert "| encoder | 0.781 ± 0.004 |" in render.render_readme_section([record])
+    assert "| encoder | 78.10% ± 0.40% |" in page and '"a"' not in page
+    assert "| encoder | 78.10% ± 0.40% |" in render.render_readme_section([record])

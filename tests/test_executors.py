@@ -117,14 +117,15 @@ def test_ray_options_need_the_ray_executor(tiny_text):
     assert result.code == 2 and "--address is for --executor ray" in result.err
 
 
-def test_list_and_sweep_help_import_neither_torch_nor_ray():
+def test_list_sweep_and_tune_help_import_neither_torch_optuna_nor_ray():
     probe = ("import sys\nfrom zoo.cli.main import main\n"
-             "for argv in (['list'], ['sweep', '--help']):\n"
+             "for argv in (['list'], ['sweep', '--help'], ['tune', '--help']):\n"
              "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
-             "print('torch' in sys.modules, 'ray' in sys.modules)")
+             "print('torch' in sys.modules, 'ray' in sys.modules, 'optuna' in sys.modules)")
     lines = run_python(probe)
     assert any("--executor {local,ray}" in line for line in lines)
-    assert lines[-1] == "False False"
+    assert any("--pruner {median,halving,none}" in line for line in lines)
+    assert lines[-1] == "False False False"
 
 
 def test_ray_cells_ask_for_a_gpu_when_the_sweep_trains_on_cuda():

@@ -147,3 +147,39 @@ def test_what_cannot_be_exported_exits_2_saying_why(tiny_text, tmp_path):
     (tmp_path / "full" / "keep.txt").write_text("mine")
     busy = run_cli("export", run_id, tmp_path / "full")
     assert busy.code == 2 and "not empty" in busy.err
+
+
+def test_export_writes_a_model_card_the_hub_reads_and_force_replaces_it(tiny_text, tmp_path):
+    import os
+    import stat
+
+    from huggingface_hub import ModelCard
+
+    run_id = trained_run("decoder-char", tiny_text, steps=4)
+    folder = tmp_path / "export"
+    mask = os.umask(0o022)
+    try:
+        export(run_id, folder)
+    finally:
+        os.umask(mask)
+    card = ModelCard.load(folder / "README.md")
+    assert card.data.library_name == "transformers" and "zoo" in card.data.tags
+    assert card.data.pipeline_tag == "text-generation"
+    results = {(r.metric_type, r.dataset_split): r.metric_value for r in card.data.eval_results}
+    metrics = json.loads(run_cli("runs", "--json", "--columns", "val_bpc,test_bpc").out)[0]
+    assert results[("val_bpc", "validation")] == pytest.approx(metrics["val_bpc"])
+    assert results[("test_bpc", "test")] == pytest.approx(metrics["test_bpc"])
+    for heading in ("## Results", "## Data", "## How it was trained", "## Config",
+                    "## Limitations", "## How to load"):
+        assert heading in card.text
+    assert "bits per character" in card.text and "AutoModelForCausalLM" in card.text
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()}
+    assert modes and set(modes.values()) == {0o644}, modes
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+
+    again = run_cli("export", run_id, folder)
+    assert again.code == 2 and "--force" in again.err
+    other = trained_run("decoder-char", tiny_text, "--seed", "1", steps=4)
+    assert run_cli("export", other, folder, "--force").code == 0
+    assert other in ModelCard.load(folder / "README.md").text
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".export")]  # no leftovers

@@ -1,5 +1,4 @@
-"""The recurrent baseline (architecture `lstm`, preset `lstm-wordpunct`) and the LSTM members
-of the encoder ensemble (`lstm_members`), on tiny data."""
+"""The recurrent baseline (architecture `lstm`, preset `lstm-wordpunct`), on tiny data."""
 import json
 
 import pytest
@@ -43,30 +42,3 @@ def test_word_order_is_learned(negated_reviews):
     summary = json.loads(result.out)
     assert summary["architecture"] == "lstm" and summary["tokenizer"] == "wordpunct"
     assert summary["metrics"]["test_accuracy"] >= 0.95, summary["metrics"]
-
-
-def test_lstm_members_join_the_ensemble_and_share_the_encoders_part():
-    import torch
-
-    from zoo.train.model import TaskSpec
-    from zoo.plugins.encoder import EncoderConfig
-    from zoo.plugins.encoder.model import build as build_encoder
-    from zoo.plugins.lstm.model import BiLSTM
-
-    torch.manual_seed(0)
-    cfg = EncoderConfig(n_layer=1, n_head=2, n_embd=16, block_size=12, members=1,
-                        lstm_members=2, lstm_hidden=5, lstm_layers=1, nb_weight=0.4)
-    model = build_encoder(cfg, TaskSpec("classification", 50, num_classes=3))
-    assert [type(m).__name__ for m in model.members] == ["Encoder", "BiLSTM", "BiLSTM"]
-    assert model.members[1].lstm.hidden_size == 5 and model.members[1].lstm.num_layers == 1
-    assert "members.2.emb.weight" in model.state_dict()
-    torch.testing.assert_close(model.weights, torch.tensor([0.2, 0.2, 0.2, 0.4]))
-    ids = torch.randint(3, 50, (4, 10))
-    model.train()
-    assert model(ids, torch.ones_like(ids)).shape == (4, 4, 3)  # every member, NB included, learns
-    assert isinstance(model.members[2], BiLSTM)
-
-
-def test_a_negative_lstm_members_is_a_clear_error(negated_reviews):
-    result = run_cli("run", "encoder-wordpunct", negated_reviews, "--set", "lstm_members=-1")
-    assert result.code == 2 and "lstm_members must be 0 (none) or positive" in result.err

@@ -87,7 +87,7 @@ def test_grid_makes_each_setting_its_own_cell_and_row(tiny_text):
                      "--format", "csv")
     assert result.code == 0, result
     assert "1 model(s) x 1 dataset(s) x 4 setting(s) x 1 seed(s) = 4 cells" in result.err
-    assert "decoder-char (lr=3e-3, train.grad_clip=0.5) on" in result.err
+    assert "decoder-char (lr=0.003, train.grad_clip=0.5) on" in result.err  # typed once
     table = pd.read_csv(io.StringIO(result.out))
     assert sorted(table["setting"]) == ["grad_clip=0.5, lr=0.001", "grad_clip=0.5, lr=0.003",
                                         "grad_clip=1, lr=0.001", "grad_clip=1, lr=0.003"]

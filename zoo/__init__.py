@@ -7,6 +7,7 @@ The user's Python API, the same operations as the command line::
     run = zoo.run("decoder-char", "shakespeare", steps=200)
     zoo.load(run.id).generate("ROMEO:", tokens=100)
     zoo.compare(metric="val_bpc")
+    zoo.ensemble([id1, id2, id3], weights="fit")
 
 Plugin authors import from ``zoo.plugin``. Names are imported on first use, so ``import zoo``
 (and ``zoo list``) stays light and never imports torch.
@@ -26,6 +27,7 @@ _LAZY = {
     "sweep": "zoo.api",
     "runs": "zoo.api",
     "compare": "zoo.api",
+    "ensemble": "zoo.api",
     "evaluate": "zoo.api",
     "resume": "zoo.api",
     "reproduce": "zoo.api",
@@ -33,6 +35,9 @@ _LAZY = {
     "LoadedRun": "zoo.api",
     "Evaluation": "zoo.api",
     "SweepResult": "zoo.api",
+    "Ensemble": "zoo.records.ensemble",
+    "tune": "zoo.api",
+    "TuneResult": "zoo.api",
 }
 
 __all__ = ["ZooError", "UnknownNameError", *_LAZY]

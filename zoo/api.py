@@ -15,6 +15,9 @@ import zoo.plugin
     zoo.load(other_id).predict(["what a film"])                         # zoo predict
     zoo.sweep(["decoder-char", "digits-char"], on=["digits"], seeds=2)  # zoo sweep
     zoo.runs(), zoo.compare(metric="val_bpc")                           # zoo runs, compare
+    zoo.ensemble([id1, id2, id3], weights="fit")                        # zoo ensemble
+    zoo.tune(["encoder-bpe", "lstm-wordpunct"], on="rotten_tomatoes",   # zoo tune
+             space="lr=log(1e-4,1e-2) dropout=float(0,0.5)", trials=12)
 
 Config settings are keyword arguments, as ``--set`` takes them: ``n_layer=2``; a key with a
 section is passed as ``**{"train.lr": 1e-3}``.
@@ -23,13 +26,16 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING
 
 from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
 
+if TYPE_CHECKING:
+    from zoo.records.ensemble import Ensemble
 
 
 @dataclass
@@ -50,13 +56,13 @@ class Run:
     summary: dict = field(default_factory=dict, repr=False)  # everything `zoo run` prints
 
     @classmethod
-    def from_result(cls, result: dict) -> "Run":
+    def from_result(cls, result: dict) -> Run:
         return cls(result["run_id"], result["model"], result["dataset"], result["task"],
                    result["status"], result["seed"], result.get("params"), result["metrics"],
                    Path(result["run_dir"]), list(result.get("samples") or []),
                    result.get("duration"), dict(result))
 
-    def load(self) -> "LoadedRun":
+    def load(self) -> LoadedRun:
         """This run's model and tokenizer, to predict, generate and evaluate with."""
         return load(self.id)
 
@@ -150,23 +156,36 @@ class SweepResult:
 def run(model: str, dataset: str, *, steps: int | None = None, time: float | None = None,
         seed: int = 0, device: str = "auto", task: str | None = None,
         text_column: str | None = None, label_column: str | None = None, quiet: bool = False,
-        init: str | None = None, settings: dict | None = None, **more_settings) -> Run:
+        log_to: str | list[str] | None = None, init: str | None = None,
+        settings: dict | None = None,
+        **more_settings) -> Run | Ensemble:
     """Train and evaluate MODEL on DATASET and record the run (`zoo run`). Config settings
     are keyword arguments (``n_layer=2``) or a ``settings`` dict, as ``--set`` takes them;
-    the dict also holds keys that are named like this function's own arguments. ``init``
-    names a finished run whose tokenizer and matching weights it starts from (`--init`)."""
+    the dict also holds keys that are named like this function's own arguments. For an
+    ensemble preset, each member is trained (or its finished run reused) and their ensemble
+    is recorded: the result is then an ``Ensemble`` (as ``zoo.ensemble`` returns). `log_to`
+    names trackers (``"tensorboard,mlflow"``; default ZOO_LOG_TO) that also get its figures.
+    ``init`` names a finished run whose tokenizer and matching weights it starts from
+    (`--init`)."""
     from zoo.core.plan import plan_run
+    from zoo.core.registry import get_zoo
     from zoo.train import distributed
     from zoo.train.runner import execute
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     overrides = _overrides({**(settings or {}), **more_settings}, steps, time)
+    if model in get_zoo().catalogue.ensembles:
+        from zoo.records.ensemble import run_preset
+
+        return run_preset(model, dataset, seed=seed, overrides=overrides, device=device,
+                          quiet=quiet, task=task, text_column=text_column,
+                          label_column=label_column)
     plan = plan_run(model, dataset, overrides=overrides, seed=seed, task=task,
                     text_column=text_column, label_column=label_column, init=init)
     try:
         result = execute(plan, device=device, quiet=quiet, text_column=text_column,
-                         label_column=label_column)
+                         label_column=label_column, log_to=log_to)
     finally:
         distributed.teardown()  # under torchrun: leave the process group cleanly
     return Run.from_result(result)
@@ -257,8 +276,7 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
         raise UnknownNameError("baseline model", baseline, plan.models,
                                hint="it must be one of the sweep's models")
     if not plan.todo and not plan.finished_before:
-        reasons = "; ".join(line.strip() for line in driver.describe_plan(plan)[1:])
-        raise ZooError(f"no cell of the sweep can run ({reasons})")
+        raise ZooError(f"no cell of the sweep can run ({driver.unrunnable(plan)})")
     if dry_run:
         return SweepResult(driver.records(plan), None)
     driver.run_sweep(plan, device=device, quiet=quiet, out=out, executor=pool_of_workers)
@@ -270,12 +288,90 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     return SweepResult(driver.records(plan), table.cells if table is not None else None, table)
 
 
-def runs():
-    """All recorded runs as a pandas DataFrame (one column per metric): `zoo runs`."""
-    from zoo.records.store import Store
+def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto") -> Ensemble:
+    """Combine finished runs of one task and dataset (ids or unique prefixes): average their
+    class probabilities, with equal weights or weights fitted on the validation split
+    (``weights="fit"``), score validation and test, and record the ensemble as a row of its
+    own (`zoo ensemble`). Returns a ``zoo.Ensemble``: its id, name, the runs with their
+    weights, and its metrics."""
+    from zoo.records.ensemble import ensemble as combine
 
-    with Store() as store:
-        return store.frame()
+    if device not in DEVICES:
+        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
+    runs = [runs] if isinstance(runs, str) else list(runs)
+    return combine(runs, weights=weights, device=device)
+@dataclass
+class TuneResult:
+    """What `zoo tune` prints: per model and dataset its study, best validation trial and
+    settings, the best trial's test figure (measured once), the test figures of those
+    settings and of the untuned preset over the seeds; the table and the presets as text."""
+
+    studies: list[dict]
+    table: str
+    presets: str
+
+
+def tune(models: str | list[str], on: str | list[str], *, space, trials: int | None = None,
+         time: float | None = None, seeds: int = 3, steps: int | None = None,
+         pruner: str = "median", sampler: str = "tpe", sampler_seed: int | None = None,
+         storage: str | None = None, study: str | None = None, metric: str | None = None, task: str | None = None,
+         device: str = "auto", jobs: int = 1, executor: str = "local",
+         address: str | None = None, trial_cpus: int | None = None,
+         trial_gpus: float | None = None, plot: str | Path | None = None,
+         progress: bool = True, **settings) -> TuneResult:
+    """Search each model's settings under the same budget, then compare them (`zoo tune`).
+
+    ``space`` is the command's --space text (``"lr=log(1e-4,1e-2) n_layer=int(1,4)"``), a
+    list of such texts, or a dict ``{"lr": "log(1e-4,1e-2)"}``. The budget per model and
+    dataset is ``trials`` or ``time`` (seconds of trial time: here ``time`` is the search's
+    budget, not a run's; a trial's own is ``**{"train.time": 30}``). ``steps`` and
+    ``settings`` apply to every trial and re-run, as ``--steps`` and ``--set`` do. The other
+    options mean what the command's options of the same names mean.
+    """
+    from zoo.search.report import preset_snippet, table
+    from zoo.search.space import parse_space
+    from zoo.search.study import Search
+    from zoo.search.tuning import run_search
+    from zoo.sweeps.executors import make_executor
+
+    if device not in DEVICES:
+        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
+    if executor not in ("local", "ray"):
+        raise ZooError(f"executor must be local or ray, not {executor!r}")
+    if (trials is None) == (time is None):
+        raise ZooError("give one budget per model: trials=N or time=SECONDS")
+    search = Search(
+        [models] if isinstance(models, str) else list(models),
+        [on] if isinstance(on, str) else list(on), parse_space(space),
+        trials=None if trials is None else _positive("trials", trials, int),
+        time=None if time is None else _positive("time", time, float),
+        seeds=_positive("seeds", seeds, int), overrides=_overrides(settings, steps, None),
+        task=task, metric=metric, pruner=pruner, sampler=sampler,
+        seed=None if sampler_seed is None else _integer("sampler_seed", sampler_seed),
+        storage=storage, study=study,
+        device=device)
+    _positive("jobs", jobs, int)
+    make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)  # options checked now
+
+    def executors():
+        return make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)
+
+    results = run_search(search, make_executor=executors, plot_dir=plot,
+                         out=None if progress else io.StringIO())
+    budget = f"{trials} trials" if trials is not None else f"{time:g}s of trials"
+    presets = "\n\n".join(preset_snippet(r) for r in results if r.best)
+    return TuneResult([r.record() for r in results], table(results, budget), presets)
+
+
+def runs(*, where: str | None = None, sort: str | None = None, n: int | None = None):
+    """Recorded runs as a pandas DataFrame (`zoo runs`): the store's columns, one column per
+    metric and one per setting, typed (``n_layer`` integers, ``lr`` floats; a setting whose
+    name a metric has is ``train.steps``), and `metric`/`value`, the task's primary metric.
+    `where`, `sort` and `n` mean what `zoo runs --where/--sort/-n` mean."""
+    from zoo.comparison.runs import check_limit, run_frame, select
+
+    return select(run_frame(), where=where, sort=sort,
+                  limit=None if n is None else check_limit(n))
 
 
 def compare(*, metric=None, where=None, by=None, columns=None, baseline=None, evals=False,

@@ -8,6 +8,30 @@ class ZooError(Exception):
     """A problem with the user's input: a name, an option, a file. Exit code 2."""
 
 
+MAX_SHOWN = 80  # characters of a value the user gave that a message echoes back
+
+
+def shown(value, limit: int = MAX_SHOWN) -> str:
+    """``repr(value)`` for a message, at most ``limit`` characters: a 100,000-character
+    value is not echoed whole, and a functools.partial is named by its function."""
+    func = getattr(value, "func", None)
+    if func is not None and hasattr(value, "args"):  # functools.partial
+        name = getattr(func, "__qualname__", type(func).__name__)
+        return f"a partial of {name}"
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit - 20]}...{text[-8:]} ({len(text):,} characters)"
+
+
+def clip(message, limit: int = 2000) -> str:
+    """A message cut to ``limit`` characters: whatever it echoes, it stays readable."""
+    message = str(message)
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit - 200]} ... {message[-150:]} ({len(message):,} characters)"
+
+
 class UnknownNameError(ZooError):
     """A name that matches nothing registered: the message names the ``kind`` and the
     ``name``, suggests the closest of ``available`` ("Did you mean: ...?"), and lists them
@@ -15,15 +39,15 @@ class UnknownNameError(ZooError):
 
     def __init__(self, kind: str, name: str, available, hint: str | None = None):
         available = sorted(available)
-        close = difflib.get_close_matches(str(name), available, n=3, cutoff=0.6)
-        message = f"Unknown {kind} {name!r}."
+        close = difflib.get_close_matches(str(name)[:200], available, n=3, cutoff=0.6)
+        message = f"Unknown {kind} {shown(name)}."
         if close:
             message += f" Did you mean: {', '.join(close)}?"
         if hint:
             message += f" ({hint})"
         elif available:
-            shown = ", ".join(available[:12]) + (", ..." if len(available) > 12 else "")
-            message += f" Available: {shown}"
+            listed = ", ".join(available[:12]) + (", ..." if len(available) > 12 else "")
+            message += f" Available: {listed}"
         super().__init__(message)
         self.kind, self.name, self.suggestions = kind, name, close
 

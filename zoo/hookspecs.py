@@ -26,7 +26,8 @@ Register = Callable[..., None]
 def register_architectures(register: Register) -> None:
     """Add model architectures.
 
-    :param register: ``register(name, target, *, description="", config=None, tasks=())``.
+    :param register: ``register(name, target, *, description="", config=None, tasks=(),
+        memory=None)``.
 
         - ``name``: letters, digits, ``_`` or ``.`` (no ``-``: model names are
           ``ARCHITECTURE-TOKENIZER``).
@@ -37,6 +38,11 @@ def register_architectures(register: Register) -> None:
           with the methods of ``zoo.plugin.Model``.
         - ``config``: the architecture's config dataclass (``--set`` keys are its fields).
         - ``tasks``: names of the registered tasks it has a head for.
+        - ``memory``: optional ``memory(config) -> int``, the bytes a model of that config
+          needs to train (weights, gradients, optimizer state), before anything is built;
+          zoo refuses a config this machine cannot hold. Without it, zoo estimates a
+          transformer from the common field names (``n_embd``/``width``,
+          ``n_layer``/``blocks``, ``mlp_ratio``, ...).
     """
 
 
@@ -87,7 +93,12 @@ def register_pipelines(register: Register) -> None:
           the task's ``prediction`` type), ``evaluate(trained, dataset, split) -> dict`` of
           metrics, ``generate(trained, prompt, tokens, **options)`` yielding text, and
           ``check_dataset(dataset)`` (called on the loaded dataset before a run is
-          recorded; raises ``zoo.ZooError`` when the pipeline cannot use it).
+          recorded; raises ``zoo.ZooError`` when the pipeline cannot use it). A task whose
+          predictions are probabilities over classes may also offer
+          ``split_probabilities(trained, dataset, split) -> zoo.plugin.SplitProbabilities``
+          and ``score_probabilities(probabilities, split) -> dict`` (the split's metrics,
+          named as ``run`` names them: ``val_*``, ``test_*``); with both, ``zoo ensemble``
+          combines its runs.
         - ``config``: its training config dataclass, a subclass of ``zoo.plugin.TrainConfig``.
     """
 
@@ -107,4 +118,27 @@ def register_commands(register: Register) -> None:
     - ``arguments``: a function (or ``"module:function"``) ``arguments(parser)`` that adds the
       command's options to its ``argparse.ArgumentParser``. It runs every time ``zoo``
       starts, so it and its module must import nothing heavy (no torch).
+    """
+
+
+@hookspec
+def register_loggers(register: Register) -> None:
+    """Add experiment trackers: where a run's figures go besides its folder and the store.
+
+    :param register: ``register(name, target, *, description="")``.
+
+    - ``name``: what ``--log-to NAME`` (or ``log_to`` in a config file, or ``ZOO_LOG_TO``)
+      chooses.
+    - ``target``: ``"module:Class"`` (imported only when chosen) or the class; called with no
+      arguments when a run starts, it returns an object with three methods:
+      ``start(run)`` (``run``: a dict with ``id``, ``folder``, ``model``, ``dataset``,
+      ``task``, ``seed`` and ``settings``, the resolved config as ``"section.key"`` ->
+      value), ``log(record)`` (each record of metrics.jsonl: ``step``, ``train_loss``,
+      ``lr``, validation figures...) and ``finish(metrics, folder, status)`` (the final
+      metrics, the run folder with every artifact, the run's status).
+
+    The calls run on a thread of their own, in order: a slow tracker never slows training.
+    A tracker that raises is that plugin's failure: one warning, and it gets no more calls;
+    the run goes on. An ImportError when it is created (a missing extra) stops the run
+    before it trains.
     """

@@ -17,8 +17,11 @@ the file: one line, exit 2.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -42,13 +45,13 @@ def save_error(path: Path, exc: OSError) -> SaveError:
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
-    """``mode``: the file's permissions (the temporary file's 0600 otherwise)."""
+    """``mode``: the file's permissions; by default 0666 less the umask, as ``open()`` would
+    make it (mkstemp's 0600 would lock a shared ZOO_HOME's group out of its own runs)."""
     path = Path(path)
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        if mode is not None:
-            os.fchmod(fd, mode)
+        os.fchmod(fd, new_file_mode() if mode is None else mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -156,9 +159,26 @@ def _mode(target: Path) -> int:
     try:
         return stat.S_IMODE(os.stat(target).st_mode)
     except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return new_file_mode()
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (/proc), so no
+    other thread ever creates a file under a umask of 0."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+def new_file_mode() -> int:
+    """The permissions ``open()`` gives a new file: 0666 less the umask."""
+    return 0o666 & ~current_umask()
 
 
 def _error(name: str, exc: OSError) -> ZooError:
@@ -212,3 +232,168 @@ def load_tokenizer(cls, path: Path):
         return cls.load(path)
     except Exception as exc:
         raise ZooError(f"{path} is not a valid tokenizer file ({_first_line(exc)})") from None
+
+
+# Folders written whole
+
+NAME_MAX = 255  # bytes in one file name on the file systems zoo meets
+
+
+@contextlib.contextmanager
+def atomic_folder(target, *, force: bool = False, what: str = "write"):
+    """Yield a new temporary folder beside ``target`` to fill; when the block ends without
+    an error, rename it to ``target`` in one step. So ``target`` is either absent or whole:
+    an error or Ctrl-C inside removes the temporary folder, and one left by a killed process
+    (its lock no longer held) is removed by the next write beside it. An existing ``target``
+    is refused unless it is an empty folder; with ``force`` a folder there is replaced whole.
+    Every problem with the target (a file, a link, a device, a read-only or missing parent,
+    a name too long, another process that got there first) is a ZooError in one line."""
+    target = Path(target)
+    check_new_folder(target, force=force, what=what)
+    parent = target.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _folder_error(target, what, exc) from None
+    _remove_abandoned(parent, target.name)
+    stem = f".{target.name}" if len(target.name.encode()) <= NAME_MAX - 40 else ".zoo"
+    lock = None
+    staging = None
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f"{stem}.partial-", dir=parent))
+        os.chmod(staging, 0o777 & ~current_umask())  # as mkdir would make it
+        lock = _hold(Path(f"{staging}.lock"))
+        yield staging
+        _move_into_place(staging, target, force=force, what=what)
+    except OSError as exc:
+        raise _folder_error(target, what, exc) from None
+    finally:
+        if staging is not None and staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+        if lock is not None:
+            Path(f"{staging}.lock").unlink(missing_ok=True)
+            os.close(lock)
+    fsync_dir(parent)
+
+
+def check_new_folder(target, *, force: bool = False, what: str = "write") -> None:
+    """Whether ``target`` can become a new folder (see ``atomic_folder``): a ZooError in one
+    line if not. Checked before any work, and again when the folder is moved into place."""
+    target = Path(target)
+    shown = _shown(target)
+    if not target.name or target.name in (".", ".."):
+        raise ZooError(f"cannot {what} {shown}: name a new folder")
+    if len(target.name.encode()) > NAME_MAX:
+        raise ZooError(f"cannot {what} {shown}: the name is longer than {NAME_MAX} bytes")
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:  # a parent that is a file, a name too long for the system, ...
+        raise _folder_error(target, what, exc) from None
+    if info is not None:
+        if stat.S_ISLNK(info.st_mode):
+            raise ZooError(f"cannot {what} {shown}: it is a symbolic link; name a new folder")
+        if not stat.S_ISDIR(info.st_mode):
+            kind = ("a file" if stat.S_ISREG(info.st_mode) else
+                    "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
+                    else "not a folder")
+            raise ZooError(f"cannot {what} {shown}: it is {kind}; name a new folder")
+        if not force and _has_entries(target):
+            raise ZooError(f"cannot {what} {shown}: it exists and is not empty; name a new "
+                           "folder, or pass --force to replace it whole")
+    parent = _existing_ancestor(target.parent)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ZooError(f"cannot {what} {shown}: {parent} is not writable")
+
+
+def _move_into_place(staging: Path, target: Path, *, force: bool, what: str) -> None:
+    try:
+        os.rename(staging, target)  # replaces an empty folder; never a full one
+        return
+    except OSError as exc:
+        if not (force and exc.errno in (errno.ENOTEMPTY, errno.EEXIST)):
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise ZooError(f"cannot {what} {_shown(target)}: it was written meanwhile "
+                               "(by another process?); nothing was changed") from None
+            raise
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name[:200]}.old-", dir=target.parent))
+    os.rename(target, old / "replaced")  # the old folder, out of the way in one step
+    os.rename(staging, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _remove_abandoned(parent: Path, name: str) -> None:
+    """Temporary folders beside ``name`` whose writer died (its lock is free)."""
+    for lock_file in parent.glob(f".{glob_escape(name)}.partial-*.lock"):
+        fd = _try_hold(lock_file)
+        if fd is None:
+            continue  # a live write
+        try:
+            shutil.rmtree(Path(str(lock_file)[:-len(".lock")]), ignore_errors=True)
+            lock_file.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
+
+
+def _hold(path: Path) -> int:
+    """The lock that marks a temporary folder as being written (see _remove_abandoned)."""
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = _try_hold(path)
+    if fd is None:
+        raise OSError(errno.EAGAIN, "locked by another process")
+    return fd
+
+
+def _try_hold(path: Path) -> int | None:
+    """An exclusive flock on ``path`` (created if need be), or None if another holds it."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no abandoned folders can be told from live ones
+        return None
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _has_entries(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return any(True for _ in entries)
+    except OSError:
+        return True
+
+
+def _existing_ancestor(folder: Path) -> Path:
+    folder = Path(os.path.abspath(folder))
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
+def _shown(path: Path, limit: int = 120) -> str:
+    text = str(path)
+    return text if len(text) <= limit else text[:limit // 2] + "..." + text[-limit // 2:]
+
+
+def _folder_error(target: Path, what: str, exc: OSError) -> ZooError:
+    reasons = {errno.ENOTDIR: "a part of the path is a file, not a folder",
+               errno.ENAMETOOLONG: "the name is too long for the file system",
+               errno.EROFS: "the file system is read-only",
+               errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+               errno.ENOSPC: "no space left on the device"}
+    reason = reasons.get(exc.errno, exc.strerror or type(exc).__name__)
+    return ZooError(f"cannot {what} {_shown(target)}: {reason}")

@@ -16,7 +16,7 @@ import importlib
 
 from zoo.errors import UnknownNameError, ZooError
 from zoo.hookspecs import hookimpl
-from zoo.tasks import Metric, Prediction, Task
+from zoo.tasks import Metric, Prediction, SplitProbabilities, Task
 
 # name -> module that defines it, imported on first access (PEP 562)
 _LAZY = {
@@ -26,9 +26,13 @@ _LAZY = {
     "IGNORE_INDEX": "zoo.train.model",
     "NonFiniteError": "zoo.train.model",
     # config checks for a plugin's dataclass
+    "incidental": "zoo.core.config",
     "check_positive": "zoo.core.config",
     "check_divisible": "zoo.core.config",
     "check_probability": "zoo.core.config",
+    "check_budget": "zoo.core.bounds",  # a dataset's or vocabulary's estimated cost, bounded
+    "within_budget": "zoo.core.bounds",
+    "MAX_VOCAB": "zoo.core.bounds",  # the most tokens a vocabulary may hold
     # tokenizers
     "Tokenizer": "zoo.data.tokenizer",
     "TokenizersTokenizer": "zoo.data.tokenizer",
@@ -60,6 +64,7 @@ _LAZY = {
     "key_mask": "zoo.train.layers",
     "last_real": "zoo.train.layers",
     "init_gpt2": "zoo.train.layers",
+    "token_bigram_ids": "zoo.train.layers",
     # what a pipeline receives, trains with and returns
     "TrainConfig": "zoo.train.job",
     "Job": "zoo.train.job",
@@ -75,9 +80,12 @@ _LAZY = {
     "load_json": "zoo.io",
     "load_safetensors": "zoo.io",
     "atomic_write_text": "zoo.io",
+    "atomic_folder": "zoo.io",
+    "check_new_folder": "zoo.io",
 }
 
-__all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction", *_LAZY]
+__all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction",
+           "SplitProbabilities", *_LAZY]
 
 
 def __getattr__(name: str):

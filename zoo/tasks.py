@@ -73,6 +73,10 @@ class Task:
     serves: tuple[str, ...] = ()  # other tasks whose datasets this task can use as well
     curve_metric: str = "val_loss"  # the validation figure logged while training (plots draw it)
     description: str = ""
+    # The output's dimensions, checked on a tiny batch when a model is built (zoo.train.losses):
+    # "B" (the batch), "T" (the input length), a zoo.TaskSpec field ("num_classes",
+    # "vocab_size") or a number. None: not checked.
+    output_shape: tuple | None = None
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):
@@ -83,6 +87,12 @@ class Task:
         object.__setattr__(self, "metrics", metrics)
         object.__setattr__(self, "columns", tuple(self.columns))
         object.__setattr__(self, "serves", tuple(self.serves))
+        if self.output_shape is not None:
+            object.__setattr__(self, "output_shape", tuple(self.output_shape))
+            if not all(isinstance(d, str) or isinstance(d, int) and not isinstance(d, bool)
+                       for d in self.output_shape):
+                raise ZooError(f"task {self.name!r}: output_shape must name dimensions ('B', "
+                               f"'T', a TaskSpec field or a number), not {self.output_shape!r}")
         for name in (self.primary, self.curve_metric):
             if self.metric(name) is None:
                 raise ZooError(f"task {self.name!r}: {name!r} is not one of its metrics "
@@ -184,3 +194,16 @@ def prediction_line(prediction) -> str:
     return "\t".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in record.values()
                      if isinstance(v, (str, int, float)) and not isinstance(v, bool))
 
+
+
+@dataclass
+class SplitProbabilities:
+    """A trained run's predicted probabilities on one split of a labelled dataset, and the
+    right answers: what a pipeline's ``split_probabilities(trained, dataset, split)`` returns
+    (zoo.hookspecs), for tasks whose predictions are probabilities over classes. Ensembles
+    (``zoo ensemble``) average these and score the average with the pipeline's
+    ``score_probabilities``."""
+
+    probabilities: Any  # [N, K] float array, each row summing to 1
+    targets: Any  # [N] int array: the right class of each row
+    classes: list[str]  # the K class names, in column order

@@ -223,11 +223,72 @@ def build(config: DigitsDataConfig, cache_dir: str | None = None):
         for split in SPLITS})
 
 
+# What building the splits costs (measured on one core): the rule tables hold every context
+# of every rule (a tuple slot per digit, ~160 bytes per context) and are walked three times
+# at about a microsecond per digit; a row takes ~40 us plus ~1 us per digit, and keeps ~8
+# bytes per token (about two per digit, ~40 of overhead) once encoded.
+TABLE_BYTES_PER_DIGIT, TABLE_BYTES_PER_CONTEXT, TABLE_SECONDS_PER_DIGIT = 8, 160, 3e-6
+ROW_SECONDS, ROW_SECONDS_PER_DIGIT, ROW_BYTES_PER_TOKEN, ROW_TOKENS = 40e-6, 1e-6, 8, 40
+
+
+def table_cost(config: DigitsDataConfig, max_len: int, rule_count: int) -> tuple[float, float]:
+    """(bytes, seconds) of the rule tables for contexts up to ``max_len`` digits."""
+    lengths = range(min(config.min_len, max_len), max_len + 1)
+    digits = sum(lengths)
+    return (rule_count * (TABLE_BYTES_PER_DIGIT * digits + TABLE_BYTES_PER_CONTEXT * len(lengths)),
+            rule_count * TABLE_SECONDS_PER_DIGIT * digits)
+
+
+def row_cost(config: DigitsDataConfig, rows: int) -> tuple[float, float]:
+    """(bytes, seconds) of ``rows`` rows of the configured lengths."""
+    mean = (config.min_len + config.max_len) / 2
+    return (rows * ROW_BYTES_PER_TOKEN * (2 * mean + ROW_TOKENS),
+            rows * (ROW_SECONDS + ROW_SECONDS_PER_DIGIT * mean))
+
+
+def check_cost(config: DigitsDataConfig) -> None:
+    """max_len and the split sizes within zoo's budget for building a dataset (exit 2 with
+    the largest value that fits), before any table or row exists."""
+    from zoo.plugin import check_budget, within_budget
+
+    def fits(cost):
+        return within_budget(*cost)
+
+    count = sum(len(rules(family, config)) for family in config.families)
+    need = table_cost(config, config.max_len, count)
+    if not fits(need):
+        low, high = config.min_len, config.max_len  # the largest max_len that fits
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if fits(table_cost(config, middle, count)) else (low, middle - 1)
+        check_budget("dataset.max_len", config.max_len, need_bytes=need[0],
+                     need_seconds=need[1], maximum=low, what="digits dataset: ")
+    sizes = {name: getattr(config, name) for name in
+             ("train_size", "validation_size", "test_size", "heldout_size")}
+    rows = sum(sizes.values())
+    need = row_cost(config, rows)
+    if not fits(need):
+        name = max(sizes, key=sizes.get)  # the setting that makes it too big
+        per_row = row_cost(config, 1)
+        room = max(n for n in _powers_below(rows) if fits(row_cost(config, n)))
+        check_budget(f"dataset.{name}", sizes[name], need_bytes=need[0], need_seconds=need[1],
+                     maximum=max(1, int(room) - (rows - sizes[name])), what="digits dataset: ")
+
+
+def _powers_below(limit: int):
+    """1 and every count up to ``limit`` in steps of about 1%: candidates for a maximum."""
+    n = 1
+    while n <= limit:
+        yield n
+        n = max(n + 1, int(n * 1.01))
+
+
 def load(config: DigitsDataConfig):
     """The registered loader. zoo builds the config from the catalogue entry's options and
     --set, checked against the fields; what the fields cannot say alone is checked here."""
     from zoo.plugin import ZooError
 
+    check_cost(config)  # before any rule table or row is built
     try:
         check_identifiable(config)
         split_rules(config)  # fail here, with one line, rather than inside the generator

@@ -50,10 +50,16 @@ class WordPunctConfig:
             raise ValueError(f"min_frequency must be at least 1, got {self.min_frequency}")
 
 
+def memory(config: FastTextConfig) -> int:
+    """Bytes to train (16 per parameter): the hashed bigram table, buckets x dim (the
+    vocabulary's rows are not known yet)."""
+    return 16 * (config.buckets if config.ngrams == 2 else 0) * config.dim
+
+
 @hookimpl
 def register_architectures(register):
     register("fasttext", "zoo.plugins.fasttext.model:build", config=FastTextConfig,
-             tasks=("classification",),
+             tasks=("classification",), memory=memory,
              description="fastText: mean of word and hashed-bigram embeddings, then one "
                          "linear layer (Joulin et al. 2016)")
 

@@ -14,24 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from zoo.plugin import TaskSpec
-
-# Multipliers of the bigram hash (as fastText combines word hashes: h = h * 116049371 + id);
-# int64 arithmetic wraps around, then the remainder picks a bucket.
-HASH_MULTIPLIER = 116_049_371
-
-
-def feature_ids(input_ids, attention_mask, vocab: int, buckets: int, pad_id: int):
-    """[B, T] token ids -> [B, F] feature ids: the real tokens, then (with buckets > 0) one id
-    per pair of adjacent real tokens, ``vocab + hash(a, b) % buckets``; pad_id where absent."""
-    real = attention_mask.bool()
-    ids = input_ids.masked_fill(~real, pad_id)
-    if not buckets or ids.shape[1] < 2:
-        return ids
-    a, b = ids[:, :-1], ids[:, 1:]
-    both = real[:, :-1] & real[:, 1:]
-    bigrams = vocab + torch.remainder(a * HASH_MULTIPLIER + b, buckets)
-    return torch.cat([ids, bigrams.masked_fill(~both, pad_id)], dim=1)
+from zoo.plugin import TaskSpec, token_bigram_ids
 
 
 class FastText(nn.Module):
@@ -52,7 +35,7 @@ class FastText(nn.Module):
 
     def features(self, input_ids, attention_mask):  # [B, T] -> [B, F] ids, pad where absent
         buckets = self.cfg.buckets if self.cfg.ngrams == 2 else 0
-        return feature_ids(input_ids, attention_mask, self.vocab, buckets, self.pad_id)
+        return token_bigram_ids(input_ids, attention_mask, self.vocab, buckets, self.pad_id)
 
     def forward(self, input_ids, attention_mask=None):  # [B, T] -> [B, K]
         if attention_mask is None:

@@ -1,6 +1,5 @@
 """`lstm` architecture plugin: a bidirectional LSTM text classifier, the recurrent baseline
-beside the transformers (and a member of the default classifier's ensemble, `encoder`'s
-``lstm_members``).
+beside the transformers.
 
 Config and registration only (torch is imported by ``model.py``, on first use).
 """
@@ -24,9 +23,17 @@ class LSTMConfig:
         check_probability(self, "dropout")
 
 
+def memory(config: LSTMConfig) -> int:
+    """Bytes to train (16 per parameter: weights, gradients, two Adam moments): per layer
+    and direction, four gates over the layer's input and its state. The embedding (its
+    vocabulary is not known yet) is left out."""
+    inputs = [config.n_embd] + [2 * config.hidden] * (config.n_layer - 1)
+    return 16 * sum(8 * config.hidden * (fan_in + config.hidden) for fan_in in inputs)
+
+
 @hookimpl
 def register_architectures(register):
     register("lstm", "zoo.plugins.lstm.model:build", config=LSTMConfig,
-             tasks=("classification",),
+             tasks=("classification",), memory=memory,
              description="bidirectional LSTM over token embeddings, mean of its states over "
                          "the real tokens, one linear layer")

@@ -68,5 +68,8 @@ def register_commands(register):
 
 def export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", help="run id (or a unique prefix)")
-    parser.add_argument("folder", help="where to write it (new or empty)")
+    parser.add_argument("folder", help="where to write it (new or empty); written whole or "
+                        "not at all")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing folder there, whole")
     parser.add_argument("--json", action="store_true", help="print one JSON object")

@@ -15,9 +15,12 @@ This module imports transformers' configuration classes (and so torch); the plug
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
 import types
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import transformers
@@ -158,13 +161,58 @@ def _first_line(exc: Exception) -> str:
     return (lines[0] if lines else type(exc).__name__)[:300]
 
 
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+HUB = ("huggingface.co", 443)
+
+
+def looks_like_a_path(source: str) -> bool:
+    """A folder, not a Hub id (ORG/NAME or NAME): it starts like a path or has more parts."""
+    return (source.startswith(("/", "./", "../", "~", ".\\")) or source.count("/") > 1
+            or os.sep != "/" and os.sep in source)
+
+
+def check_source(source: str) -> None:
+    """A missing local folder, or a Hub id with no network and no cached copy, in one line
+    (rather than "Repo id must be in the form ..." or half a minute of retries)."""
+    if Path(source).expanduser().is_dir():
+        return
+    if looks_like_a_path(source):
+        raise ValueError(f"cannot read the checkpoint {source!r}: no such folder (pretrained "
+                         "takes a save_pretrained folder or a Hugging Face Hub id, ORG/NAME)")
+    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or _cached(source):
+        return
+    try:
+        socket.create_connection(HUB, timeout=3).close()
+    except OSError:
+        raise ValueError(f"cannot fetch {source!r}: the Hugging Face Hub ({HUB[0]}) cannot be "
+                         "reached and no copy is cached here; pass a local folder "
+                         "(save_pretrained) instead") from None
+
+
+def _cached(source: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(source, "config.json"), str)
+    except Exception:  # an id the hub library itself refuses: from_pretrained says why
+        return False
+
+
 def checkpoint_config(source: str, architecture: str):
     """The transformers config of a checkpoint folder or Hub id, checked to be of the
     architecture's model type. Raises ValueError naming the source."""
+    check_source(source)
     try:
         config = transformers.AutoConfig.from_pretrained(source)
     except Exception as exc:  # a missing folder, no network for a Hub id, a bad config.json
         raise ValueError(f"cannot read the checkpoint {source!r}: {_first_line(exc)}") from None
+    folder = Path(source).expanduser()
+    if folder.is_dir() and not any(folder.glob("*.safetensors")):
+        pickled = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+        if pickled:
+            raise ValueError(f"checkpoint {source!r} holds only pickled weights ({pickled[0]}); "
+                             "zoo loads safetensors only (pickle runs code): save it with "
+                             "save_pretrained(..., safe_serialization=True)")
     expected = LAYOUTS[architecture].config_class.model_type
     if config.model_type != expected:
         raise ValueError(f"checkpoint {source!r} is a {config.model_type} model, not {expected}; "

@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from zoo.plugins.transformers.card import model_card
 
-from zoo.plugin import ZooError, load_json, load_trained
+from zoo.plugin import ZooError, atomic_folder, check_new_folder, load_json, load_trained
 
 DECODER_LAYOUT = ("decoder", "numpy")  # architectures with the decoder's weight names
 NATIVE = ("gpt2", "llama", "bert")
@@ -35,14 +36,14 @@ TOLERANCE = 1e-4  # largest logit difference an export may show against the run
 transformers.utils.logging.disable_progress_bar()  # no bar for writing a tiny model
 
 
-def export_run(run_id: str, folder: str | Path) -> dict:
-    """Write the run to ``folder``; returns what was written and the measured logit
-    difference between the exported model and the run on a random batch."""
+def export_run(run_id: str, folder: str | Path, force: bool = False) -> dict:
+    """Write the run to ``folder`` (new or empty; replaced whole with ``force``), all at once:
+    a failed or killed export leaves nothing there. Returns what was written and the
+    measured logit difference between the exported model and the run on a random batch."""
+    folder = Path(folder)
+    check_new_folder(folder, force=force, what="export to")  # before any work
     trained = load_trained(run_id, device="cpu", precision="fp32")  # saved from the CPU
     architecture, task = trained.config["architecture"], trained.task
-    folder = Path(folder)
-    if folder.exists() and any(folder.iterdir()):
-        raise ZooError(f"{folder} is not empty; export into a new or empty folder")
     if architecture in NATIVE:
         model = trained.model.module.hf
     elif architecture in DECODER_LAYOUT:
@@ -60,18 +61,24 @@ def export_run(run_id: str, folder: str | Path) -> dict:
     if not difference <= TOLERANCE:
         raise ZooError(f"the exported model's logits differ from the run's by {difference:.3g} "
                        f"(more than {TOLERANCE}); nothing was written")
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    exported_as = ("saved as it is" if architecture in NATIVE
+                   else f"the {architecture} weights in GPT-2's layout")
+    card = model_card(trained, type(model).__name__, exported_as=exported_as)
+    with atomic_folder(folder, force=force, what="export to") as staging:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        (staging / "README.md").write_text(card, encoding="utf-8")
     return {"run_id": trained.run_id, "folder": str(folder), "class": type(model).__name__,
             "tokenizer": type(tokenizer).__name__, "max_logit_difference": difference}
+
+
 
 
 def command(args) -> int:
     """`zoo export RUN_ID DIR`."""
     import json
 
-    done = export_run(args.run_id, args.folder)
+    done = export_run(args.run_id, args.folder, force=args.force)
     if args.json:
         print(json.dumps(done))
     else:

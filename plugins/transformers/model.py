@@ -23,7 +23,7 @@ import transformers
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import sdpa_mask
 
-from zoo.plugin import TaskSpec
+from zoo.plugin import TaskSpec, ZooError
 
 ATTENTION = "zoo"
 CLASSES = {  # architecture -> task -> transformers model class
@@ -81,6 +81,11 @@ class TransformersModel(nn.Module):
         return head(pooled)  # [B, vocab]
 
 
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:300]
+
+
 def build(cfg, spec: TaskSpec) -> TransformersModel:
     """A new model from the config, or the checkpoint's weights when ``cfg.pretrained``."""
     model_class = CLASSES[cfg.architecture][spec.task]
@@ -89,8 +94,18 @@ def build(cfg, spec: TaskSpec) -> TransformersModel:
         task_fields["num_labels"] = spec.num_classes
     config = cfg.transformers_config(spec.vocab_size, **task_fields)
     if cfg.pretrained:
-        hf = model_class.from_pretrained(cfg.pretrained, config=config,
-                                         attn_implementation=ATTENTION)
+        try:  # safetensors only: a pickled checkpoint would run code
+            hf = model_class.from_pretrained(cfg.pretrained, config=config, use_safetensors=True,
+                                             attn_implementation=ATTENTION)
+        except (OSError, ValueError, RuntimeError) as exc:  # mismatched sizes, missing files
+            reason = _first_line(exc)
+            if "ignore_mismatched_sizes" in reason:  # transformers points at a log above
+                reason = ("some of its weights have other shapes than the model's (a "
+                          "classification head for another number of classes, say)")
+            raise ZooError(f"the checkpoint {cfg.pretrained!r} does not load into a "
+                           f"{cfg.architecture} model of this config: {reason}; "
+                           "set the architecture's sizes as the checkpoint has them (or leave "
+                           "them unset)") from None
         if spec.vocab_size > hf.get_input_embeddings().num_embeddings:
             hf.resize_token_embeddings(spec.vocab_size)  # a tokenizer with more tokens
     else:

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-from zoo.plugin import CLS, PAD, UNK, TokenizersTokenizer, atomic_write_text, load_json
+from zoo.plugin import CLS, PAD, UNK, TokenizersTokenizer, ZooError, atomic_write_text, load_json
 
 ROLES = "special_tokens_map.json"
 # zoo role -> the checkpoint's tokens to use for it, first found wins
@@ -41,16 +41,28 @@ class PretrainedTokenizer(TokenizersTokenizer):
     def train(cls, texts: Iterable[str], config) -> "PretrainedTokenizer":
         from transformers import AutoTokenizer
 
+        from zoo.plugins.transformers.configs import check_source
+
+        try:  # a missing folder, or a Hub id with no network: one line, at once
+            check_source(config.pretrained)
+        except ValueError as exc:
+            raise ZooError(str(exc)) from None
         try:
             loaded = AutoTokenizer.from_pretrained(config.pretrained)
         except Exception as exc:
-            raise ValueError(f"cannot load the tokenizer of {config.pretrained!r}: "
+            raise ZooError(f"cannot load the tokenizer of {config.pretrained!r}: "
                              f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else exc!r}"
                              ) from None
         backend = getattr(loaded, "backend_tokenizer", None)
         if backend is None:
-            raise ValueError(f"the tokenizer of {config.pretrained!r} has no tokenizer.json "
+            raise ZooError(f"the tokenizer of {config.pretrained!r} has no tokenizer.json "
                              "(a slow tokenizer); zoo needs a fast one")
+        from zoo.plugin import MAX_VOCAB
+
+        size = backend.get_vocab_size(with_added_tokens=True)
+        if size > MAX_VOCAB:  # its embedding table alone would not fit in memory
+            raise ZooError(f"the tokenizer of {config.pretrained!r} has {size:,} tokens; at "
+                             f"most {MAX_VOCAB:,} (a model's embedding grows with it)")
         roles = {name: str(getattr(loaded, name)) for name in
                  ("pad_token", "unk_token", "cls_token", "bos_token", "eos_token", "mask_token")
                  if getattr(loaded, name, None) is not None}

@@ -1,13 +1,15 @@
 """`zoo generate`, `zoo predict` and `zoo eval`: commands that use a trained run."""
 from __future__ import annotations
 
-import json
 import sys
 
-from zoo.cli.options import RELOAD_DEVICE_HELP, json_default, positive_int, read_texts, temperature
+from zoo.cli.options import (RELOAD_DEVICE_HELP, batches_of_texts, positive_int,
+                             print_json,
+                             read_texts, temperature)
 from zoo.core.bounds import DEVICES, seed_argument
 from zoo.errors import ZooError
 from zoo.tasks import prediction_line, prediction_record
+
 
 def cmd_generate(args) -> int:
     from zoo import api
@@ -16,6 +18,13 @@ def cmd_generate(args) -> int:
     options = dict(temperature=args.temperature, top_k=args.top_k, seed=args.seed,
                    cache=not args.no_cache)
     prompts = args.prompt or [""]
+    if args.json:  # one object per prompt: the run, the prompt and the whole text
+        texts = run.generate(prompts, args.tokens, **options) if len(prompts) > 1 else \
+            [run.generate(prompts[0], args.tokens, **options)]
+        for prompt, text in zip(prompts, texts):
+            print_json({"run_id": run.id, "prompt": prompt, "text": text,
+                        "tokens": args.tokens, "seed": args.seed})
+        return 0
     if len(prompts) == 1:  # one text: print it as it comes
         sys.stdout.write(prompts[0])
         for piece in run.generate(prompts[0], args.tokens, stream=True, **options):
@@ -31,16 +40,29 @@ def cmd_generate(args) -> int:
 def cmd_predict(args) -> int:
     from zoo import api
 
-    if (args.text is None) == (args.file is None):
-        raise ZooError("give either TEXT or --file FILE (one text per line)")
-    texts = read_texts(args.file) if args.file is not None else [args.text]
+    texts = predict_texts(args.text, args.file)
     run = api.load(args.run_id, device=args.device)
-    for text, prediction in zip(texts, run.predict(texts)):
-        if args.json:  # strict JSON: NaN and infinities are null
-            print(json.dumps({"text": text, **prediction_record(prediction)}, allow_nan=False))
-        else:
-            print(prediction_line(prediction))
+    for group in batches_of_texts(texts):  # memory bounded by a group, not the whole input
+        for text, prediction in zip(group, run.predict(group)):
+            if args.json:  # strict JSON: NaN and infinities are null
+                print_json({"text": text, **prediction_record(prediction)})
+            else:
+                print(prediction_line(prediction))
     return 0
+
+
+def predict_texts(given: list[str], file: str | None) -> list[str]:
+    """The texts of `zoo predict`: TEXT... as given, '-' (as TEXT or --file) for one text per
+    line of the standard input, or --file FILE."""
+    if bool(given) == (file is not None):
+        raise ZooError("give either TEXT or --file FILE (several texts, or one text per "
+                       "line; '-' reads the standard input)")
+    if file == "-" or given == ["-"]:
+        texts = [line.rstrip("\n") for line in sys.stdin if line.strip()]
+        if not texts:
+            raise ZooError("the standard input has no texts; put one text per line")
+        return texts
+    return read_texts(file) if file is not None else list(given)
 
 
 def cmd_eval(args) -> int:
@@ -50,7 +72,7 @@ def cmd_eval(args) -> int:
     result = api.evaluate(args.run_id, args.dataset, args.split, text_column=args.text_column,
                           label_column=args.label_column, device=args.device).summary
     if args.json:
-        print(json.dumps(result, default=json_default))
+        print_json(result)
         return 0
     print(f"eval {result['run_id']}: run {result['parent_id']} ({result['model']}, trained on "
           f"{result['trained_on']}) scored on {result['dataset']} split {result['split']} "
@@ -72,13 +94,16 @@ def add_commands(commands) -> None:
     p.add_argument("--no-cache", action="store_true",
                    help="recompute the whole context for every token (no key/value cache)")
     p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
+    p.add_argument("--json", action="store_true", help="one JSON object per prompt (run_id, "
+                   "prompt, text), printed when each text is done")
     p.set_defaults(handler=cmd_generate)
     p = commands.add_parser("predict", help="predict with a trained run whose task offers predict",
                             description="Print the predicted label (or next item) and its "
                             "probability, one line per text.")
     p.add_argument("run_id", help="run id (or a unique prefix)")
-    p.add_argument("text", nargs="?", help="the text to classify, or the items to continue")
-    p.add_argument("--file", help="read texts from FILE, one per line")
+    p.add_argument("text", nargs="*", help="texts to classify, or items to continue (several "
+                   "are predicted as one batch); '-' reads one text per line from stdin")
+    p.add_argument("--file", help="read texts from FILE, one per line ('-': stdin)")
     p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=cmd_predict)

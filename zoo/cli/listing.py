@@ -12,7 +12,7 @@ KIND_OF = {"architectures": "architecture", "tokenizers": "tokenizer", "datasets
            "pipelines": "pipeline"}
 
 
-def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
+def rows(zoo, kind: str, pattern: str = "*", *, all_pairs: bool = False) -> list[dict]:
     import fnmatch
 
 
@@ -21,6 +21,9 @@ def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
                  "primary": e.task.primary,
                  "better": e.task.metric(e.task.primary).better}
                 for e in zoo.pipelines.entries(pattern)]
+    if kind == "loggers":
+        return [{"name": e.name, "description": e.description, "plugin": e.plugin}
+                for e in zoo.loggers.entries(pattern)]
     if kind in ("architectures", "tokenizers"):
         return [{"name": e.name, "description": e.description, "plugin": e.plugin,
                  **({"tasks": list(e.tasks)} if kind == "architectures" else {})}
@@ -42,9 +45,18 @@ def rows(zoo, kind: str, pattern: str = "*") -> list[dict]:
                             "plugin": entry.plugin})
         return sorted((r for r in out if fnmatch.fnmatch(r["name"], pattern)),
                       key=lambda r: natural_key(r["name"]))
-    if kind == "models":
+    if kind == "models":  # the presets; with all_pairs or a pattern, every pair too
         out = []
-        for name in sorted(fnmatch.filter(model_names(zoo), pattern), key=natural_key):
+        every = all_pairs or pattern != "*"
+        names = model_names(zoo) if every else [*zoo.catalogue.models, *zoo.catalogue.ensembles]
+        for name in sorted(fnmatch.filter(names, pattern), key=natural_key):
+            if name in zoo.catalogue.ensembles:  # a preset of presets
+                preset = zoo.catalogue.ensembles[name]
+                out.append({"name": name, "architecture": "ensemble", "tokenizer": None,
+                            "preset": True, "description": preset.description,
+                            "plugin": "catalogue", "members": preset.members,
+                            "weights": preset.weights})
+                continue
             spec = resolve_model(name, zoo)
             plugins = sorted({spec.architecture.plugin, spec.tokenizer.plugin})
             out.append({"name": name, "architecture": spec.architecture.name,
@@ -115,8 +127,16 @@ def format_matrix(table: list[dict]) -> str:
     frame = pd.DataFrame(table)
     if frame.empty:
         return "(empty)"
-    frame["cell"] = frame.apply(lambda r: r["task"] or f"- ({r['reason']})", axis=1)
-    return frame.pivot(index="architecture", columns="dataset", values="cell").to_string()
+    # a pair that cannot run shows a number; each distinct reason is written once, below
+    reasons = list(dict.fromkeys(r for t, r in zip(frame["task"], frame["reason"]) if not t))
+    number = {reason: i for i, reason in enumerate(reasons, 1)}
+    frame["cell"] = [task or f"- ({number[reason]})"
+                     for task, reason in zip(frame["task"], frame["reason"])]
+    table = frame.pivot(index="architecture", columns="dataset", values="cell").to_string()
+    notes = [f"({i}) {reason if len(reason) <= 100 else reason[:97] + '...'}"
+             for reason, i in number.items()]
+    return table + ("\n\n" + "\n".join(notes) if notes else "") + \
+        "\n(zoo list --matrix --json gives every reason in full)"
 
 
 def describe_fields(cls, overrides: dict | None = None) -> list[str]:
@@ -147,6 +167,13 @@ def _show_model(zoo, name: str) -> str | None:
 
     if not (name in zoo.catalogue.models or name in model_names(zoo)):
         return None
+    if name in zoo.catalogue.ensembles:
+        preset = zoo.catalogue.ensembles[name]
+        return "\n".join([f"model {name} (ensemble preset)", f"  {preset.description}",
+                          f"  members: {', '.join(preset.members)} (each its own run)",
+                          f"  weights: {preset.weights}",
+                          f"  zoo run {name} DATASET trains the members (or reuses their "
+                          "finished runs) and records their ensemble (zoo ensemble)"])
     spec = resolve_model(name, zoo)
     from zoo.core.config import split_overrides
 
@@ -161,6 +188,9 @@ def _show_model(zoo, name: str) -> str | None:
              f"  architecture: {spec.architecture.name} ({spec.architecture.plugin})",
              f"  tokenizer:    {spec.tokenizer.name} ({spec.tokenizer.plugin})",
              f"  tasks:        {', '.join(spec.architecture.tasks)}"]
+    preset = zoo.catalogue.models.get(name)
+    if preset is not None and preset.base:
+        lines.append(f"  builds on:    {', '.join(preset.base)} (registry.toml base)")
     for section, cls in sections.items():
         title = section if section != "train" else f"train ({train_entry.name if train_entry else '-'})"
         lines.append(f"  {title} config (set with --set KEY=VALUE):")
@@ -247,6 +277,9 @@ def show_run(zoo, run_id: str) -> str:
     if kind == "eval":
         lines.append(f"  evaluates run {row['parent_id']} (trained on {config.get('trained_on')}) "
                      f"on split {config.get('split')!r} of {row['dataset']}")
+    for part in config.get("combines") or []:  # an ensemble row (zoo ensemble)
+        lines.append(f"  combines run {part.get('run_id')} ({part.get('model')}) with weight "
+                     f"{part.get('weight')}, {config.get('weighting')} weights")
     if row.get("error"):
         lines.append(f"  error: {row['error']}")
     if kind == "train":  # an evaluation row has no tokenizer of its own
@@ -272,9 +305,9 @@ def show_run(zoo, run_id: str) -> str:
         shown = f", {metric} {value:.4f}" if isinstance(value, float) else ""
         lines.append(f"  evaluation {child['id']} [{child['status']}] on {child['dataset']} "
                      f"split {child['config'].get('split')!r}{shown}")
-    from zoo.records.store import home
+    from zoo.records.paths import run_folder
 
-    folder = home() / row["id"]
+    folder = run_folder(row["id"])
     if folder.is_dir():
         files = ", ".join(sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")))
         lines.append(f"  folder {folder}: {files}")
@@ -360,9 +393,9 @@ def tokenizer_line(row: dict) -> str:
 
 def saved_vocab_size(run_id: str) -> int | None:
     """The vocabulary size of the run folder's tokenizer.json, if it is a tokenizers file."""
-    from zoo.records.store import home
+    from zoo.records.paths import run_folder
 
-    path = home() / run_id / "tokenizer.json"
+    path = run_folder(run_id) / "tokenizer.json"
     if not path.is_file():
         return None
     try:
@@ -371,31 +404,3 @@ def saved_vocab_size(run_id: str) -> int | None:
         return Tokenizer.from_file(str(path)).get_vocab_size(with_added_tokens=True)
     except Exception:  # a third-party format: nothing to say
         return None
-
-
-def runs_table():
-    import pandas as pd
-
-    from zoo.records.store import Store
-
-    with Store() as store:
-        frame = store.frame()
-    if frame.empty:
-        return frame
-    from zoo.comparison.table import primary_metric
-
-    primary = []
-    for _, row in frame.iterrows():
-        metric = primary_metric(row["task"], row["kind"])
-        value = row.get(metric) if metric in frame.columns else None
-        if row["kind"] == "eval" and metric:  # stored under its split's prefix
-            found = [row[c] for c in frame.columns
-                     if c.endswith("_" + metric) and isinstance(row[c], float) and pd.notna(row[c])]
-            value = found[0] if found and not isinstance(value, float) else value
-        primary.append(f"{metric}={value:.4f}" if isinstance(value, float) and pd.notna(value) else "")
-    table = frame[["id", "kind", "status", "model", "dataset", "task", "params", "seed",
-                   "duration"]].copy()
-    table["primary"] = primary
-    # A column of only running or interrupted rows holds None: make it numbers first.
-    table["duration"] = pd.to_numeric(table["duration"], errors="coerce").round(1)
-    return table

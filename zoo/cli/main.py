@@ -11,10 +11,11 @@ import difflib
 import os
 import sys
 
+from zoo.cli.options import others_print_to_stderr
 from zoo import __version__
-from zoo.cli import browse, inference, results, training
+from zoo.cli import browse, inference, results, search, training
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
-from zoo.errors import PluginError, SweepInterrupted, ZooError
+from zoo.errors import PluginError, SweepInterrupted, ZooError, clip
 
 
 class Parser(argparse.ArgumentParser):
@@ -52,7 +53,7 @@ def build_parser() -> Parser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    for group in (browse, training, inference, results):
+    for group in (browse, training, inference, results, search):
         group.add_commands(commands)
 
     add_plugin_commands(commands, get_zoo())
@@ -98,6 +99,7 @@ def _plugin_handler(command):
         return call_plugin(command.load_handler(), args, what=f"command {command.name!r}",
                            plugin=command.plugin)
 
+    handler.plugin_command = True
     return handler
 
 
@@ -121,13 +123,19 @@ def run_command(argv: list[str]) -> int:
         if not getattr(args, "handler", None):
             build_parser().print_help()
             return 0
-        return args.handler(args) or 0
+        if sys.stdout is None:  # started with standard output closed (`zoo runs >&-`)
+            raise ZooError("standard output is closed; nothing zoo prints could be read")
+        own = not getattr(args.handler, "plugin_command", False)  # a plugin's prints its own
+        with others_print_to_stderr(own and getattr(args, "json", False) is True):
+            code = args.handler(args) or 0
+        sys.stdout.flush()  # a write that fails (closed or full output) is an error, not 0
+        return code
     except ZooError as exc:
         if debug:
             import traceback
 
             traceback.print_exc()
-        print(f"zoo: error: {exc}", file=sys.stderr)
+        print(f"zoo: error: {clip(exc)}", file=sys.stderr)  # one line, however long
         return 2
     except KeyboardInterrupt as exc:
         run_id = getattr(exc, "run_id", None)  # zoo.errors.RunInterrupted: a recorded run
@@ -147,6 +155,6 @@ def run_command(argv: list[str]) -> int:
             import traceback
 
             traceback.print_exc()
-        print(f"zoo: unexpected error: {type(exc).__name__}: {exc} (run with --debug for the "
+        print(f"zoo: unexpected error: {type(exc).__name__}: {clip(exc)} (run with --debug for the "
               "traceback)", file=sys.stderr)
         return 1

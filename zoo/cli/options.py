@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
+import json
 import math
+import sys
 
 from zoo.errors import ZooError
 
@@ -50,26 +54,124 @@ def temperature(text: str) -> float:
 
 
 def read_texts(path: str) -> list[str]:
-    """predict --file: one text per line; blank lines skipped, size bounded."""
-    from zoo.core.bounds import MAX_PREDICT_BYTES, MAX_PREDICT_LINES, check_file_size
+    """predict --file (``-``: standard input): one text per line; blank lines skipped. Read
+    line by line, each at most MAX_PREDICT_TEXT_BYTES, and the bytes actually read counted
+    against MAX_PREDICT_BYTES, so a pipe or a device (whose size the system reports as 0) is
+    bounded as a file is: the first byte too many is exit 2, whatever comes after it."""
+    from zoo.core.bounds import (MAX_PREDICT_BYTES, MAX_PREDICT_LINES, MAX_PREDICT_TEXT_BYTES,
+                                 check_file_size)
 
-    check_file_size(path, MAX_PREDICT_BYTES, "--file")
+    if path != "-":
+        check_file_size(path, MAX_PREDICT_BYTES, "--file")  # a regular file: before reading
+    texts, total = [], 0
     try:
-        with open(path, encoding="utf-8") as handle:
-            texts = [line.rstrip("\n") for line in handle if line.strip()]
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
-        raise ZooError(f"cannot read --file {path}: {reason}") from None
+        handle = sys.stdin.buffer if path == "-" else open(path, "rb")
+    except OSError as exc:
+        raise ZooError(f"cannot read --file {path}: {exc.strerror or exc}") from None
+    try:
+        for number in itertools.count(1):
+            line = handle.readline(MAX_PREDICT_TEXT_BYTES + 1)
+            if not line:
+                break
+            total += len(line)
+            if total > MAX_PREDICT_BYTES:
+                raise ZooError(f"--file {path} holds more than {MAX_PREDICT_BYTES / 2**20:,.0f} "
+                               "MiB; at most that many: split it")
+            if len(line) > MAX_PREDICT_TEXT_BYTES:
+                raise ZooError(f"--file {path}: line {number:,} is longer than "
+                               f"{MAX_PREDICT_TEXT_BYTES / 2**20:,.0f} MiB; at most that per text")
+            try:
+                text = line.decode("utf-8").rstrip("\n")
+            except UnicodeDecodeError as exc:
+                raise ZooError(f"cannot read --file {path}: line {number:,} is not UTF-8 text "
+                               f"({exc.reason})") from None
+            if text.strip():
+                texts.append(text)
+                if len(texts) > MAX_PREDICT_LINES:
+                    raise ZooError(f"--file {path} has more than {MAX_PREDICT_LINES:,} texts; "
+                                   f"at most {MAX_PREDICT_LINES:,}")
+    except OSError as exc:
+        raise ZooError(f"cannot read --file {path}: {exc.strerror or exc}") from None
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
     if not texts:
         raise ZooError(f"--file {path} has no texts (every line is blank); put one text "
                        "per line")
-    if len(texts) > MAX_PREDICT_LINES:
-        raise ZooError(f"--file {path} has {len(texts):,} texts; at most "
-                       f"{MAX_PREDICT_LINES:,}")
     return texts
+
+
+def batches_of_texts(texts: list[str], max_bytes: int = 2**20, max_texts: int = 1024):
+    """Texts in groups of at most ``max_bytes`` and ``max_texts``: predictions are made a
+    group at a time, so memory follows the group, not the whole input."""
+    group, size = [], 0
+    for text in texts:
+        length = len(text.encode("utf-8", errors="replace"))
+        if group and (size + length > max_bytes or len(group) >= max_texts):
+            yield group
+            group, size = [], 0
+        group.append(text)
+        size += length
+    if group:
+        yield group
 
 
 def json_default(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return str(value)
+
+
+# --json: the one JSON document goes to the real standard output; whatever else is printed
+# meanwhile (a plugin's print, a library's banner) goes to standard error, so the output
+# stays valid JSON whatever a plugin does.
+_json_stdout = None
+
+
+@contextlib.contextmanager
+def others_print_to_stderr(active: bool):
+    global _json_stdout
+    if not active or sys.stdout is None:
+        yield
+        return
+    _json_stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout, _json_stdout = _json_stdout, None
+
+
+def json_stdout():
+    """Where the JSON document goes (the real standard output during --json)."""
+    return _json_stdout or sys.stdout
+
+
+def print_json(value, **options) -> None:
+    """One JSON document on standard output: strict JSON (NaN and infinities are null)."""
+    text = json.dumps(finite(value), allow_nan=False, default=json_default, **options)
+    print(text, file=_json_stdout or sys.stdout, flush=True)
+
+
+def finite(value):
+    """``value`` with every NaN or infinity (at any depth) as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    item = getattr(value, "item", None)  # NumPy scalars
+    if callable(item) and getattr(value, "shape", None) == ():
+        return finite(item())
+    return value
+
+
+def emit_text(text: str, output: str | None) -> None:
+    """Print `text`, or write it to the file --output names ('-': stdout)."""
+    if output and output != "-":
+        from zoo.io import write_output
+
+        write_output(output, text)
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        json_stdout().write(text)

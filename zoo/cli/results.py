@@ -1,21 +1,99 @@
-"""`zoo runs`, `zoo compare` and `zoo plot`: reading the store."""
+"""`zoo runs`, `zoo compare`, `zoo plot` and `zoo ensemble`: reading the store, and
+combining finished runs into a row of their own."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 
+from zoo.cli.options import RELOAD_DEVICE_HELP, print_json
+from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
 
-def cmd_runs(args) -> int:
-    from zoo.cli.listing import runs_table
 
-    table = runs_table()
-    if args.json:
-        print(table.to_json(orient="records"))
-    elif table.empty:
-        print("no runs yet (zoo run MODEL DATASET starts one)")
-    else:
-        print(table.to_string(index=False))
+def cmd_runs(args) -> int:
+    from zoo.cli.options import emit_text
+    from zoo.comparison.runs import render, run_frame, select
+    from zoo.records.store import home
+
+    frame = select(run_frame(), where=args.where, sort=args.sort, limit=args.n)
+    columns = [c.strip() for c in (args.columns or "").split(",") if c.strip()]
+    fmt = "json" if args.json else args.format
+    if frame.empty and fmt == "table":
+        where = f" match --where {args.where!r}" if args.where else " yet"
+        print(f"no runs{where} in {home()} (zoo run MODEL DATASET starts one; ZOO_HOME moves "
+              "the store)")
+        return 0
+    emit_text(render(frame, fmt, columns), args.output)
     return 0
+
+
+def cmd_rm(args) -> int:
+    """zoo rm RUN... / --where EXPR: runs out of the store, then their folders."""
+    import shutil
+
+    from zoo.comparison.runs import run_frame, select
+    from zoo.records.paths import run_folder
+    from zoo.records.store import Store, _alive
+
+    if not args.run_ids and not args.where:
+        raise ZooError("name the runs to remove (RUN_ID...) or select them with --where EXPR")
+    with Store() as store:
+        chosen = {store.get(run_id)["id"]: None for run_id in args.run_ids}
+        if args.where:
+            chosen.update(dict.fromkeys(select(run_frame(), where=args.where)["id"]))
+        rows = [store.get(run_id) for run_id in chosen]
+        busy = [r["id"] for r in rows if r["status"] == "running" and _alive(r["pid"],
+                                                                             r.get("proc_start"))]
+        if busy:
+            raise ZooError(f"run {busy[0]} is still running; stop it before removing it")
+        if not rows:
+            print(f"no runs match --where {args.where!r}; nothing removed")
+            return 0
+        if args.dry_run:
+            for row in rows:
+                print(f"would remove {row['id']}  {row['model']} on {row['dataset']} "
+                      f"({row['status']})")
+            return 0
+        store.delete([r["id"] for r in rows])
+    for row in rows:  # the rows first: a folder left by a crash here is only disk space
+        shutil.rmtree(run_folder(row["id"]), ignore_errors=True)
+        print(f"removed {row['id']}  {row['model']} on {row['dataset']} ({row['status']})")
+    return 0
+
+
+def add_rm_parser(commands) -> None:
+    p = commands.add_parser("rm", help="remove runs from the store and their folders",
+                            description="Remove runs: their store rows (with the evaluation "
+                            "rows that score them) and their run folders.")
+    p.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="run ids (or unique prefixes)")
+    p.add_argument("--where", metavar="EXPR", help="also every run for which this condition "
+                   "holds (as zoo runs --where), e.g. \"status == 'failed'\"")
+    p.add_argument("--dry-run", action="store_true", help="list what would be removed")
+    p.set_defaults(handler=cmd_rm)
+
+
+def add_runs_parser(commands) -> None:
+    from zoo.cli.options import positive_int
+    from zoo.comparison.runs import FORMATS
+
+    p = commands.add_parser("runs", help="list recorded runs, filtered and sorted",
+                            description="List recorded runs: id, status, model, dataset, task, "
+                            "parameters, seed, duration and the task's primary metric (metric, "
+                            "value). Every metric and setting is a column for --where, --sort "
+                            "and --columns (a setting by its name, n_layer, or as "
+                            "section.name where a metric has that name, train.steps).")
+    p.add_argument("-n", type=positive_int, metavar="N",
+                   help="only the newest N runs (the first N with --sort)")
+    p.add_argument("--where", metavar="EXPR", help="a condition over metrics and settings, "
+                   "e.g. \"lr < 1e-3 and n_layer == 2\"")
+    p.add_argument("--sort", metavar="KEYS", help="sort by these columns, comma-separated; "
+                   "write --sort=-val_bpc for descending (default: oldest first)")
+    p.add_argument("--columns", metavar="KEYS", help="more columns to show, comma-separated "
+                   "(settings such as lr,n_layer or metrics)")
+    p.add_argument("--format", default="table", choices=FORMATS, help="output format")
+    p.add_argument("--json", action="store_true", help="same as --format json")
+    p.add_argument("--output", metavar="FILE", help="write the list to FILE instead of stdout")
+    p.set_defaults(handler=cmd_runs)
 
 
 def _status_list(text: str) -> tuple[str, ...]:
@@ -56,7 +134,8 @@ def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) 
 
 
 def cmd_compare(args) -> int:
-    emit_comparison(comparison_from_args(args), args.format, args.output, args.plot)
+    fmt = "json" if args.json else args.format
+    emit_comparison(comparison_from_args(args), fmt, args.output, args.plot)
     return 0
 
 
@@ -80,8 +159,9 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
     p.add_argument("--pool", action="store_true", help="pool runs whose settings differ "
                    "(by default they are separate rows, labelled by what differs)")
     if not sweep:
-        p.add_argument("--where", metavar="EXPR", help="a condition over run columns, e.g. "
-                       "\"architecture == 'decoder' and params < 1e6\"")
+        p.add_argument("--json", action="store_true", help="same as --format json")
+        p.add_argument("--where", metavar="EXPR", help="a condition over metrics and settings, "
+                       "e.g. \"architecture == 'decoder' and lr < 1e-3\"")
         p.add_argument("--evals", action="store_true", help="compare evaluation rows "
                        "(zoo eval) instead of training runs")
         p.add_argument("--status", default="finished", help="statuses to include, "
@@ -89,18 +169,23 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
 
 
 def cmd_plot(args) -> int:
-    from zoo.train.job import RunFolder
     from zoo.comparison.plots import run_labels, save, training_curves
-    from zoo.records.store import Store, home
+    from zoo.records.paths import run_folder
+    from zoo.records.store import Store
+    from zoo.train.job import RunFolder
 
     with Store() as store:
         rows = [store.get(run_id) for run_id in args.run_ids]
+    tasks = {row["task"] for row in rows}
+    if len(tasks) > 1:  # one axis, one unit: a loss in bits per character is no accuracy
+        raise ZooError(f"the runs are of different tasks ({', '.join(sorted(map(str, tasks)))}); "
+                       "their curves do not share an axis: plot each task's runs on their own")
     runs = []
     for row, label in zip(rows, run_labels(rows)):
-        records = RunFolder(home() / row["id"]).curve()
+        records = RunFolder(run_folder(row["id"])).curve()
         if not records:
             raise ZooError(f"run {row['id']} has no training curve (no metrics.jsonl in "
-                           f"{home() / row['id']})")
+                           f"{run_folder(row['id'])})")
         runs.append({"label": label, "records": records})
     tasks = {row["task"] for row in rows}  # units and validation metric: the task's declaration
     save(training_curves(runs, args.metric, args.x, task=tasks.pop() if len(tasks) == 1 else None),
@@ -110,10 +195,35 @@ def cmd_plot(args) -> int:
     return 0
 
 
+def cmd_ensemble(args) -> int:
+    from zoo import api
+
+    print_ensemble(api.ensemble(args.run_ids, weights=args.weights, device=args.device),
+                   args.json)
+    return 0
+
+
+def print_ensemble(combined, as_json: bool) -> None:
+    """What `zoo ensemble` (and `zoo run ENSEMBLE-PRESET`) prints: the runs with their
+    weights and the ensemble's scalar figures, or one JSON object."""
+    if as_json:
+        record = dataclasses.asdict(combined)
+        record["metrics"] = {k: v for k, v in combined.metrics.items()
+                             if not isinstance(v, (dict, list)) or k == "weights"}
+        print_json(record)
+        return
+    print(f"ensemble {combined.id}  {combined.model} on {combined.dataset} ({combined.task})  "
+          f"{combined.weighting} weights")
+    for part in combined.runs:
+        print(f"  {part.weight:.2f}  {part.model}  (run {part.run_id})")
+    for key, value in combined.metrics.items():
+        if isinstance(value, float):
+            print(f"  {key:<16} {value:.4f}")
+
+
 def add_commands(commands) -> None:
-    p = commands.add_parser("runs", help="list recorded runs", description="List recorded runs.")
-    p.add_argument("--json", action="store_true", help="print JSON records")
-    p.set_defaults(handler=cmd_runs)
+    add_runs_parser(commands)
+    add_rm_parser(commands)
     p = commands.add_parser("compare", help="compare runs: models x datasets, mean ± std over seeds",
                             description="A pivot of the recorded runs: by default rows are models, "
                             "columns datasets, and each cell the task's primary metric (val_bpc, "
@@ -134,3 +244,15 @@ def add_commands(commands) -> None:
                    help="x axis: optimizer step or training time in seconds")
     p.add_argument("--output", required=True, metavar="FILE", help="a .png, .svg or .pdf file")
     p.set_defaults(handler=cmd_plot)
+    p = commands.add_parser("ensemble", help="combine finished runs: average their probabilities",
+                            description="Average the class probabilities of finished runs of one "
+                            "task on one dataset (equal weights, or weights fitted on the "
+                            "validation split), score validation and test, and record the "
+                            "ensemble as its own row (zoo runs, zoo compare show it).")
+    p.add_argument("run_ids", nargs="+", metavar="RUN", help="run ids (or unique prefixes)")
+    p.add_argument("--weights", choices=("equal", "fit"), default="equal",
+                   help="equal (the default), or fit: multiples of 0.1 chosen for the most "
+                   "right answers on the validation split (then the lowest log loss)")
+    p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=cmd_ensemble)

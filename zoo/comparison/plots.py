@@ -11,10 +11,10 @@ import math
 from pathlib import Path
 
 from zoo.comparison.table import Comparison, column_label, describe, number, row_label, settings_of
+from zoo.core.names import get_task
+from zoo.core.registry import natural_key
 from zoo.errors import ZooError
 from zoo.io import kind_of, write_output
-from zoo.core.registry import natural_key
-from zoo.core.names import get_task
 from zoo.tasks import metric_info
 
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
@@ -76,9 +76,9 @@ def training_curves(runs: list[dict], metric: str = "loss", x: str = "step",
     figure = _figure(8, 4.8, layout=None)
     figure.subplots_adjust(left=0.1, right=0.97, bottom=0.11, top=0.92)
     axes = figure.add_subplot()
-    colors = [f"C{i % 10}" for i in range(len(runs))]
+    palette = colors(len(runs))
     drawn = 0
-    for run, color in zip(runs, colors):
+    for run, color in zip(runs, palette):
         records = run["records"]
         train_key, val_key = curve_keys(records, metric)
         if train_key is not None:
@@ -116,7 +116,7 @@ def training_curves(runs: list[dict], metric: str = "loss", x: str = "step",
         second = axes if shared else axes.twinx()
         if not shared:
             figure.subplots_adjust(right=0.88)
-        for run, color in zip(runs, colors):
+        for run, color in zip(runs, palette):
             points = [(r[x], r[extra]) for r in run["records"]
                       if x in r and _finite(r.get(extra))]
             if points:
@@ -154,12 +154,33 @@ def run_label(row: dict, differing: list[str] = ()) -> str:
     return f"{row['id']} {row['model']} on {row['dataset']} (seed {row['seed']}{extra})"
 
 
+MAX_LABEL_SETTINGS = 4  # settings named in one legend label; more are counted
+
+
 def run_labels(rows: list[dict]) -> list[str]:
-    """Labels for runs drawn together, naming the settings in which they differ."""
+    """Labels for runs drawn together, naming the settings in which they differ: those all
+    of them have (a setting only one model has says nothing its name does not), at most a
+    few, the rest counted."""
     settings = [settings_of(row)[0] for row in rows]
-    keys = sorted({k for s in settings for k in s})
-    differing = [k for k in keys if len({repr(s.get(k)) for s in settings}) > 1]
-    return [run_label(row, differing) for row in rows]
+    shared = set.intersection(*(set(s) for s in settings)) if settings else set()
+    differing = [k for k in sorted(shared) if len({repr(s.get(k)) for s in settings}) > 1]
+    labels = [run_label(row, differing[:MAX_LABEL_SETTINGS]) for row in rows]
+    if len(differing) > MAX_LABEL_SETTINGS:
+        more = len(differing) - MAX_LABEL_SETTINGS
+        labels = [label[:-1] + f", {more} more)" for label in labels]
+    return labels
+
+
+def colors(count: int) -> list:
+    """`count` distinct colours: matplotlib's ten, then tab20's twenty, then as many as
+    needed spaced along a continuous map, never one twice."""
+    import matplotlib
+
+    if count <= 10:
+        return [f"C{i}" for i in range(count)]
+    if count <= 20:
+        return [matplotlib.colormaps["tab20"](i) for i in range(count)]
+    return [matplotlib.colormaps["turbo"](i / (count - 1)) for i in range(count)]
 
 
 def save_run_curve(folder, row: dict) -> Path | None:
@@ -187,6 +208,7 @@ def comparison_bars(comparison: Comparison):
         groups = sorted({column_label(comparison, c) for c in cells}, key=natural_key)
         series = list(dict.fromkeys(row_label(comparison, c) for c in cells))
         width = 0.8 / len(series)
+        palette = colors(len(series))
         for s, name in enumerate(series):
             for g, group in enumerate(groups):
                 cell = next((c for c in cells if row_label(comparison, c) == name
@@ -195,7 +217,7 @@ def comparison_bars(comparison: Comparison):
                     continue
                 x = g - 0.4 + width * (s + 0.5)
                 error = cell["std"] if _finite(cell["std"]) else 0.0
-                axes.bar(x, cell["mean"], width * 0.92, yerr=error, capsize=4, color=f"C{s % 10}",
+                axes.bar(x, cell["mean"], width * 0.92, yerr=error, capsize=4, color=palette[s],
                          edgecolor="black" if cell["best"] else "none", linewidth=1.5)
                 axes.annotate(f"{number(cell['mean'])}\nn={cell['n']}" + (" best" if cell["best"] else ""),
                               (x, cell["mean"] + error), textcoords="offset points", xytext=(0, 3),
@@ -203,13 +225,13 @@ def comparison_bars(comparison: Comparison):
         axes.set_xticks(range(len(groups)), groups)
         axes.set_xlabel(" / ".join(comparison.columns))
         axes.set_ylabel(describe(metric, cells[0]["better"], cells[0]["task"]))
-        axes.set_title(f"{metric}: mean ± std over seeds (black edge: best in group)")
+        axes.set_title(f"{metric}: mean ± std over seeds (black edge: best in group, where significant)")
         axes.margins(y=0.15)
         axes.grid(True, axis="y", alpha=0.3)
         # plain patches: a handle copied from a bar would carry its "best" edge
         from matplotlib.patches import Patch
 
-        handles = [Patch(color=f"C{s % 10}", label=name) for s, name in enumerate(series)]
+        handles = [Patch(color=palette[s], label=name) for s, name in enumerate(series)]
         axes.legend(handles=handles, fontsize="small", title=" / ".join(comparison.rows),
                     loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return figure

@@ -2,7 +2,8 @@
 
 User text is data, never code: pandas' ``DataFrame.query`` would let a condition call
 methods (``model.to_csv('x')`` writes a file). Here the text is parsed with ``ast`` and
-only these nodes are evaluated: column names, literals (numbers, strings, booleans, None,
+only these nodes are evaluated: column names (``section.key`` for a setting's column of that
+name, such as ``train.steps``), literals (numbers, strings, booleans, None,
 and lists/tuples of them after ``in``), comparisons, ``in``/``not in``, ``and``/``or``/
 ``not`` and arithmetic. Anything else (attribute access, calls, subscripts, lambdas,
 comprehensions, ``@`` variables) is refused, naming what was found.
@@ -97,7 +98,7 @@ def _check(node: ast.AST, depth: int) -> None:
                 children.append(right)
             else:
                 raise _Refused(f"the comparison {_describe(op)} is not allowed")
-    elif isinstance(node, ast.Name):
+    elif isinstance(node, ast.Name) or dotted_name(node):
         return
     elif isinstance(node, ast.Constant):
         _literal(node)
@@ -137,16 +138,28 @@ def _describe(node: ast.AST) -> str:
     return f"'{type(node).__name__}'"
 
 
+def dotted_name(node: ast.AST) -> str | None:
+    """'train.steps' for the attribute chain of plain names that reads so; else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not parts or not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
 class _Evaluator:
     def __init__(self, frame):
         self.frame = frame
 
     def visit(self, node: ast.AST):
-        if isinstance(node, ast.Name):
-            if node.id not in self.frame.columns:
+        name = node.id if isinstance(node, ast.Name) else dotted_name(node)
+        if name is not None:
+            if name not in self.frame.columns:
                 raise _Refused(UnknownNameError(
-                    "column", node.id, [str(c) for c in self.frame.columns if c != "settings"]))
-            return self.frame[node.id]
+                    "column", name, [str(c) for c in self.frame.columns if c != "settings"]))
+            return _plain(self.frame[name])
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.BoolOp):
@@ -207,9 +220,52 @@ def _arithmetic(op, left, right):
     if left is None or right is None:
         raise _Refused("None takes part only in == and !=")
     try:
-        return ARITHMETIC[op](left, right)
+        result = ARITHMETIC[op](left, right)
     except ZeroDivisionError:
-        return math.nan
+        raise _Refused("division by zero") from None
+    except OverflowError:
+        raise _Refused("a number too large to compute") from None
+    _check_finite(result, left, right)
+    return result
+
+
+def _check_finite(result, left, right) -> None:
+    """Arithmetic whose operands are numbers but whose result is not (x / 0 on a column, an
+    overflow) is an error, not a value that compares true or false for every run."""
+    import numpy as np
+    import pandas as pd
+
+    def known(value):  # where an operand is a number (a missing metric stays missing)
+        if isinstance(value, pd.Series):
+            return pd.to_numeric(value, errors="coerce").notna()
+        return isinstance(value, (int, float)) and not (isinstance(value, float)
+                                                         and math.isnan(value))
+
+    if isinstance(result, pd.Series):
+        numbers = pd.to_numeric(result, errors="coerce")
+        if numbers.isna().all() and result.notna().any():
+            return  # text joined with '+'
+        bad = ~np.isfinite(numbers.astype(float)) & known(left) & known(right)
+        if bool(np.any(bad)):
+            raise _Refused("the arithmetic gives a non-finite number (a division by zero or an "
+                           "overflow)")
+    elif isinstance(result, float) and not math.isfinite(result) and known(left) \
+            and known(right):
+        raise _Refused("the arithmetic gives a non-finite number (a division by zero or an "
+                       "overflow)")
+
+
+def _plain(column):
+    """A nullable integer or boolean column as floats or objects, so comparisons give plain
+    booleans (a missing setting compares False) rather than pandas' missing values."""
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.BooleanDtype):
+        return column.astype(object).where(column.notna(), None)
+    if pd.api.types.is_extension_array_dtype(column.dtype) and \
+            pd.api.types.is_numeric_dtype(column.dtype):
+        return column.astype("float64")
+    return column
 
 
 def _series(value, frame):

@@ -74,14 +74,16 @@ def eval_value(metrics: dict, name: str, split: str | None):
 
 # -- loading -------------------------------------------------------------------------
 def load_runs():
-    """Every run, one column per scalar metric, plus what comparisons need from the config:
-    `settings` (the resolved config without the seed), `trained_on` and `split` (eval rows)."""
+    """Every run, one column per scalar metric and per setting (zoo.records.settings), plus
+    what comparisons need from the config: `settings` (the settings that change the result,
+    without the seed), `trained_on` and `split` (eval rows)."""
+    from zoo.records.settings import with_setting_columns
     from zoo.records.store import Store
 
     with Store() as store:
         frame = store.frame()
         rows = {r["id"]: r for r in store.rows()}
-    return add_settings(frame, rows)
+    return add_settings(with_setting_columns(frame, rows), rows)
 
 
 def add_settings(frame, rows: dict):
@@ -94,13 +96,10 @@ def add_settings(frame, rows: dict):
 
 
 def settings_of(row: dict) -> tuple[dict, str | None, str | None]:
+    from zoo.records.settings import result_settings
+
     config = row.get("config") or {}
-    flat = {}
-    for section, values in (config.get("configs") or {}).items():
-        for key, value in (values or {}).items():
-            flat[f"{section}.{key}"] = value
-    if config.get("init"):  # started from another run's weights: a setting of its own
-        flat["init"] = config["init"].get("run_id")
+    flat = result_settings(row)
     trained_on = config.get("trained_on") if row.get("kind") == "eval" else None
     if trained_on is not None:
         flat["trained_on"] = trained_on
@@ -134,7 +133,8 @@ def summarize(frame, *, metric: str | None = None, where: str | None = None,
         raise ZooError("no runs recorded yet (zoo run or zoo sweep records some)")
     if "settings" not in frame.columns:
         frame = frame.assign(settings=[{}] * len(frame), trained_on=None, split=None)
-    data = frame[frame["kind"] == ("eval" if evals else "train")]
+    # a model's own rows (trained runs, ensembles of them), or evaluations on other data
+    data = frame[(frame["kind"] == "eval") == evals]
     if status and "all" not in status:
         data = data[data["status"].isin(list(status))]
     if where:
@@ -171,12 +171,11 @@ def summarize(frame, *, metric: str | None = None, where: str | None = None,
                     std=float(numbers.std(ddof=1)) if len(numbers) > 1 else float("nan"),
                     n=int(len(numbers)), configs=int(runs["settings"].map(_variant_id).nunique()),
                     runs=" ".join(runs["id"]), variant=found["variant"],
-                    _settings=runs["settings"].iloc[0])
+                    _settings=_label_settings(runs))
         cells.append(cell)
     table = pd.DataFrame(cells)
     table["setting"] = _setting_labels(table, rows_keys)
-    table["best"] = _best(table, column_keys)
-    notes = []
+    table["best"], notes = _best(table, rows_keys, column_keys, level)
     if len(long) < len(data):
         notes.append(f"{len(data) - len(long)} of {len(data)} matching runs recorded no "
                      f"{metric or 'primary metric'} and are left out")
@@ -250,8 +249,21 @@ def _variant_id(settings) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:10]
 
 
+def _label_settings(runs) -> dict:
+    """The settings a cell's row label shows: a time-budgeted run's `steps` is the number of
+    steps it trained (the mean over the cell's runs), not the step limit it never reached."""
+    settings = dict(runs["settings"].iloc[0])
+    if settings.get("train.time") is not None and "steps" in runs.columns:
+        trained = runs["steps"].dropna()
+        if len(trained):
+            settings["train.steps"] = round(float(trained.astype(float).mean()))
+    return settings
+
+
 def _label(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    import pandas as pd
+
+    if value is None or (not isinstance(value, (list, tuple, dict)) and pd.isna(value)):
         return "-"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
@@ -289,17 +301,33 @@ def _short(value) -> str:
     return str(value)
 
 
-def _best(table, column_keys) -> list[bool]:
-    """True for the best mean in each column (ties all marked); only among two or more."""
-    best = [False] * len(table)
+def _best(table, rows_keys, column_keys, level: float) -> tuple[list[bool], list[str]]:
+    """True for the best mean in each column, only where it beats the runner-up at `level`
+    (Welch's interval of the difference excludes 0); otherwise the column's leaders are
+    tied, and a note names them. Only among two or more cells."""
+    from zoo.comparison.stats import welch_interval
+
+    best, ties = [False] * len(table), []
     for _, group in table.groupby(_unique(column_keys + ["task", "metric"]), sort=False):
         better = group["better"].iloc[0]
-        if better is None or len(group) < 2:
+        if better not in ("lower", "higher") or len(group) < 2:
             continue
-        target = group["mean"].min() if better == "lower" else group["mean"].max()
-        for index in group.index[group["mean"] == target]:
-            best[table.index.get_loc(index)] = True
-    return best
+        ranked = group.sort_values("mean", ascending=better == "lower")
+        first, second = ranked.iloc[0], ranked.iloc[1]
+        interval = welch_interval(first["mean"], first["std"], first["n"], second["mean"],
+                                  second["std"], second["n"], level)
+        if interval.significant:
+            best[table.index.get_loc(ranked.index[0])] = True
+        else:
+            where = " / ".join(_label(first[k]) for k in column_keys)
+            ties.append(f"{_row_text(first, rows_keys)} and {_row_text(second, rows_keys)} "
+                        f"on {where}")
+    notes = []
+    if ties:
+        notes.append(f"tied (the difference of the two best is not significant at "
+                     f"{level:.0%}; no best marked): " + "; ".join(ties[:5])
+                     + (f"; and {len(ties) - 5} more" if len(ties) > 5 else ""))
+    return best, notes
 
 
 def _row_text(cell, rows_keys) -> str:
@@ -427,7 +455,8 @@ def legend(comparison: Comparison, best_mark: str) -> list[str]:
     lines = []
     for _, pair in table[["metric", "better", "task"]].drop_duplicates("metric").iterrows():
         lines.append(f"{describe(pair['metric'], pair['better'], pair['task'])}: mean ± std over seeds (n runs); "
-                     f"{best_mark} best in column")
+                     f"{best_mark} best in column, better than the runner-up at 95% (Welch "
+                     "interval over seeds)")
     if comparison.baseline is not None:
         lines.append(f"Δ: difference to {comparison.baseline} with a 95% Welch confidence "
                      "interval over seeds; † the interval excludes 0")

@@ -19,12 +19,14 @@ MAX_WIDTH = 2**15  # n_embd and other layer widths
 MAX_MLP_WIDTH = MAX_WIDTH * 64  # an MLP's hidden width: the widest layer at mlp_ratio's limit
 MAX_LAYERS = 1024
 MAX_BATCH = 2**16  # sequences in a batch (zoo verify --batch, batch_size)
-MAX_PREDICT_BYTES = 64 * 2**20  # zoo predict --file
+MAX_PREDICT_BYTES = 64 * 2**20  # zoo predict --file, counted as read (pipes included)
+MAX_PREDICT_TEXT_BYTES = 2**20  # one text (line) of it: a tokenizer takes ~300 bytes per byte
 MAX_PREDICT_LINES = 1_000_000
 
 # Size-like config fields (model, tokenizer, training and dataset sections) and their
 # limits, enforced on every config however it arrives: --set, a preset, or a run's
-# config.json (a tampered one included).
+# config.json (a tampered one included). Names many architectures share; an architecture's
+# own sizes are bounded by its memory estimate (check_memory).
 SIZE_FIELDS = {
     "vocab_size": MAX_VOCAB, "block_size": MAX_BLOCK, "max_len": MAX_BLOCK,
     "n_embd": MAX_WIDTH, "width": MAX_WIDTH, "n_head": MAX_WIDTH, "heads": MAX_WIDTH,
@@ -33,24 +35,14 @@ SIZE_FIELDS = {
     "batch_size": MAX_BATCH, "eval_batch_size": MAX_BATCH, "eval_batches": MAX_BATCH,
     "bucket_batches": MAX_BATCH, "eval_windows": 2**20, "sample_tokens": 2**20,
     "samples": 10_000, "train_size": 2**24, "validation_size": 2**24, "test_size": 2**24,
-    "heldout_size": 2**24, "buckets": 2**24, "bag_buckets": 2**24, "nb_buckets": 2**24,
-    "nb_char_buckets": 2**24,
-    "dim": MAX_WIDTH,
-    "bag_dim": MAX_WIDTH,
-    "hidden": MAX_WIDTH, "lstm_hidden": MAX_WIDTH, "lstm_layers": MAX_LAYERS,
-    "members": 1024, "lstm_members": 1024,
+    "heldout_size": 2**24, "buckets": 2**24, "dim": MAX_WIDTH,
 }
-# The fields a transformer's size is read from, whichever architecture's names they are.
+# The fields a transformer's size is read from, whichever architecture's names they are
+# (the default estimate, for an architecture registered without its own).
 WIDTH_FIELDS = ("n_embd", "width")
 DEPTH_FIELDS = ("n_layer", "blocks")
 MLP_WIDTH_FIELDS = ("intermediate_size", "n_inner")  # transformers' names for the MLP's width
 MLP_RATIO_FIELDS = ("mlp_ratio", "ff_ratio")  # the MLP's width over the model's (encoder, digits)
-COPIES_FIELDS = ("members",)  # networks trained side by side in one run (the encoder's ensemble)
-# A bidirectional LSTM's (copies, state width, layers) fields: the lstm architecture's (one
-# network, whose n_layer counts LSTM layers, not transformer blocks), the encoder's members.
-LSTM_FIELDS = ((None, "hidden", "n_layer"), ("lstm_members", "lstm_hidden", "lstm_layers"))
-# Hashed n-gram tables as (rows, width) fields: fasttext's, and the encoder's bag member's.
-TABLE_FIELDS = (("buckets", "dim"), ("bag_buckets", "bag_dim"))
 BYTES_PER_PARAMETER = 16  # fp32 weights, gradients and two Adam moments
 
 
@@ -74,46 +66,50 @@ def seed_argument(text: str) -> int:
 
 
 def check_sizes(config, where: str = "") -> None:
-    """Every size-like field of a config dataclass within its limit, and a transformer's
-    weights and optimizer state (estimated_parameters) within this machine's memory."""
+    """Every size-like field of a config dataclass within its limit."""
     for name, limit in SIZE_FIELDS.items():
         value = getattr(config, name, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > limit:
             raise ZooError(f"{where}{name} = {value:,} is more than zoo can allocate "
                            f"(at most {limit:,})")
-    parameters = estimated_parameters(config)
+
+
+def check_memory(architecture, config, where: str = "") -> None:
+    """The memory a model of this config needs to train, within this machine's memory: the
+    architecture's own estimate (``register(..., memory=...)``), else a transformer's
+    (``default_memory``)."""
+    if config is None:
+        return
+    needed = architecture.memory_estimate(config)
+    if needed is None:
+        needed = default_memory(config)
     memory = physical_memory()
-    if parameters and memory and parameters * BYTES_PER_PARAMETER > memory:
-        raise ZooError(f"{where}a model of about {parameters / 1e6:,.0f} million parameters "
-                       f"needs about {parameters * BYTES_PER_PARAMETER / 2**30:,.0f} GiB to "
-                       f"train; this machine has {memory / 2**30:,.0f} GiB")
+    if needed and memory and needed > memory:
+        raise ZooError(f"{where}a {architecture.name} model of this config needs about "
+                       f"{needed / 2**30:,.0f} GiB to train; this machine has "
+                       f"{memory / 2**30:,.0f} GiB")
+
+
+def default_memory(config) -> int | None:
+    """Bytes to train a transformer of this config (estimated_parameters), None for a
+    config without a transformer's width and depth."""
+    parameters = estimated_parameters(config)
+    return parameters * BYTES_PER_PARAMETER if parameters else None
 
 
 def estimated_parameters(config) -> int | None:
-    """About how many parameters a model of this config has, before anything is built. A
-    transformer: per layer 4 x width^2 of attention and 2 x width x the MLP's width
-    (intermediate_size or n_inner if set, else mlp_ratio or ff_ratio x width, else 4 x
-    width), plus the position table, for each of the run's `members`. Plus any hashed
-    n-gram table (buckets x dim), and any bidirectional LSTM (per layer and direction, four
-    gates over the layer's input and state). Biases, norms, the token embedding (whose
-    vocabulary is not known yet) and the third matrix of a gated MLP (llama's) are left out.
-    None for a config with none of these."""
-    total = 0
+    """About how many parameters a transformer of this config has, before anything is built:
+    per layer 4 x width^2 of attention and 2 x width x the MLP's width (intermediate_size or
+    n_inner if set, else mlp_ratio or ff_ratio x width, else 4 x width), plus the position
+    table. Biases, norms, the token embedding (whose vocabulary is not known yet) and the
+    third matrix of a gated MLP (llama's) are left out. None for a config without a width
+    and a depth."""
     width, depth = _first(config, WIDTH_FIELDS), _first(config, DEPTH_FIELDS)
-    for copies_field, hidden_field, layers_field in LSTM_FIELDS:
-        copies = _first(config, (copies_field,)) if copies_field else 1
-        hidden, layers = _first(config, (hidden_field,)), _first(config, (layers_field,))
-        if copies and hidden and layers:
-            inputs = [width or 0] + [2 * hidden] * (layers - 1)
-            total += copies * sum(8 * hidden * (fan_in + hidden) for fan_in in inputs)
-    if width and depth and not _first(config, ("hidden",)):  # a transformer
-        mlp = _first(config, MLP_WIDTH_FIELDS) or (_first(config, MLP_RATIO_FIELDS) or 4) * width
-        block = _first(config, ("block_size",)) or 0
-        copies = _first(config, COPIES_FIELDS) or 1
-        total += copies * (depth * (4 * width * width + 2 * width * mlp) + block * width)
-    for rows, row_width in TABLE_FIELDS:
-        total += (_first(config, (rows,)) or 0) * (_first(config, (row_width,)) or 0)
-    return total or None
+    if not (width and depth):
+        return None
+    mlp = _first(config, MLP_WIDTH_FIELDS) or (_first(config, MLP_RATIO_FIELDS) or 4) * width
+    block = _first(config, ("block_size",)) or 0
+    return depth * (4 * width * width + 2 * width * mlp) + block * width
 
 
 def _first(config, names) -> int | None:
@@ -141,3 +137,47 @@ def check_file_size(path, limit: int, what: str) -> None:
     if size > limit:
         raise ZooError(f"{what} {path} is {size / 2**20:,.1f} MiB; at most "
                        f"{limit / 2**20:,.0f} MiB")
+
+
+# What building a dataset (or a tokenizer's vocabulary) may take before training starts. A
+# plugin estimates what its settings need and calls check_budget: a setting beyond these is
+# exit 2 with a workable maximum, never an out-of-memory kill minutes later.
+DATA_MEMORY_BUDGET = 2**30  # bytes of Python structures while building
+DATA_TIME_BUDGET = 120.0  # seconds on one core
+
+
+def within_budget(need_bytes: float = 0, need_seconds: float = 0) -> bool:
+    """Whether an estimated cost fits zoo's budget for building a dataset or vocabulary."""
+    return need_bytes <= DATA_MEMORY_BUDGET and need_seconds <= DATA_TIME_BUDGET
+
+
+def check_budget(setting: str, value, *, need_bytes: float = 0, need_seconds: float = 0,
+                 maximum=None, what: str = "") -> None:
+    """Refuse ``setting = value`` when its estimated memory or time is over the budget,
+    naming the setting and ``maximum``, the largest value that fits."""
+    over = []
+    if need_bytes > DATA_MEMORY_BUDGET:
+        over.append(f"about {_bytes(need_bytes)} of memory (budget {_bytes(DATA_MEMORY_BUDGET)})")
+    if need_seconds > DATA_TIME_BUDGET:
+        over.append(f"about {_duration(need_seconds)} (budget {_duration(DATA_TIME_BUDGET)})")
+    if over:
+        most = f"; at most {maximum:,}" if maximum is not None else ""
+        shown = f"{value:,}" if isinstance(value, int) else repr(value)
+        raise ZooError(f"{what}{setting} = {shown} needs {' and '.join(over)} before training "
+                       f"starts{most}")
+
+
+def _bytes(count: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if count < 1024 or unit == "TiB":
+            return f"{count:,.0f} {unit}" if unit == "bytes" else f"{count:,.1f} {unit}"
+        count /= 1024
+    return f"{count:,.1f} TiB"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:,.0f} min"
+    return f"{seconds / 3600:,.0f} h"

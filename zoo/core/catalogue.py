@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 from zoo.errors import UnknownNameError, ZooError
 
@@ -17,7 +18,9 @@ BUILTIN_FILE = Path(__file__).resolve().parent.parent / "registry.toml"
 
 DATASET_KEYS = {"hub", "path", "plugin", "task", "text_column", "label_column", "splits",
                 "description", "config"}
-MODEL_KEYS = {"architecture", "tokenizer", "description", "set"}
+MODEL_KEYS = {"architecture", "tokenizer", "description", "set", "base", "template"}
+ENSEMBLE_KEYS = {"members", "weights", "description"}  # a preset made of other presets
+ENSEMBLE_WEIGHTS = ("equal", "fit")
 TOP_KEYS = {"mirrors", "datasets", "models", "plugins"}
 SPLIT_ROLES = {"train", "validation", "test"}
 
@@ -45,12 +48,29 @@ class Preset:
     source: Path
     description: str = ""
     overrides: dict = field(default_factory=dict)  # same meaning as --set key=value
+    base: list[str] = field(default_factory=list)  # presets it builds on, in order
+    own: dict = field(default_factory=dict)  # the overrides this preset writes itself
+    template: bool = False  # values for other presets to build on, not a model to train
+
+
+@dataclass
+class EnsemblePreset:
+    """A preset whose runs are its member presets' runs, combined by ``zoo ensemble``."""
+
+    name: str
+    members: list[str]  # preset names, each trained (or reused) as its own run
+    source: Path
+    weights: str = "equal"  # "equal", or "fit" on the validation split
+    description: str = ""
 
 
 @dataclass
 class Catalogue:
     datasets: dict[str, DatasetEntry] = field(default_factory=dict)
     models: dict[str, Preset] = field(default_factory=dict)
+    # presets without an architecture or tokenizer: values for other presets to build on
+    templates: dict[str, Preset] = field(default_factory=dict)
+    ensembles: dict[str, EnsemblePreset] = field(default_factory=dict)
     mirrors: list[Path] = field(default_factory=list)
     plugin_modules: list[Path] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
@@ -81,7 +101,54 @@ def load_catalogue(files: list[Path] | None = None) -> Catalogue:
     catalogue = Catalogue()
     for path in [BUILTIN_FILE, *(user_files() if files is None else files)]:
         merge_file(catalogue, path)
+    resolve_bases(catalogue)
     return catalogue
+
+
+def resolve_bases(catalogue: Catalogue) -> None:
+    """A preset with `base = "NAME"` (or a list of names) takes those presets' architecture,
+    tokenizer and settings, in order, then its own (which win). Bases resolve after every
+    file is read, so a user's preset may build on a built-in one; an unknown base or a cycle
+    is an error naming the file. A preset marked `template = true` holds values for others
+    to build on and is not a model; any other preset needs an architecture and a tokenizer,
+    its own or its bases'."""
+    done: set[str] = set()
+
+    def resolve(name: str, chain: tuple[str, ...]) -> Preset:
+        preset = catalogue.models[name]
+        if name in done:
+            return preset
+        architecture, tokenizer, description, values = "", "", "", {}
+        for base in preset.base:
+            if base in chain + (name,):
+                cycle = " -> ".join(chain + (name, base))
+                raise ZooError(f"{preset.source}: [models.{name}] base makes a cycle ({cycle})")
+            if base not in catalogue.models:
+                raise UnknownNameError(f"base preset of [models.{name}] in {preset.source}",
+                                       base, catalogue.models)
+            parent = resolve(base, chain + (name,))
+            architecture = parent.architecture or architecture
+            tokenizer = parent.tokenizer or tokenizer
+            description = parent.description or description
+            values.update(parent.overrides)
+        preset.architecture = preset.architecture or architecture
+        preset.tokenizer = preset.tokenizer or tokenizer
+        preset.description = preset.description or description
+        preset.overrides = {**values, **preset.own}
+        done.add(name)
+        return preset
+
+    for name in list(catalogue.models):
+        resolve(name, ())
+    for name, preset in list(catalogue.models.items()):
+        if preset.template:
+            catalogue.templates[name] = catalogue.models.pop(name)
+            continue
+        for key in ("architecture", "tokenizer"):
+            if not getattr(preset, key):
+                parser = _FileParser(preset.source, preset.source.read_text(encoding="utf-8"))
+                parser.fail(f"[models.{name}] needs {key!r} (or a base preset that gives one; "
+                            "template = true marks values for other presets to build on)", name)
 
 
 HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -147,18 +214,40 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
     for name, body in parser.expect(data.get("models", {}), dict, "[models]").items():
         where = f"[models.{name}]"
         parser.expect(body, dict, where)
+        if "members" in body:
+            catalogue.ensembles[name] = _ensemble_preset(parser, name, body, path)
+            catalogue.models.pop(name, None)
+            continue
+        catalogue.ensembles.pop(name, None)
         parser.check_keys(body, MODEL_KEYS, where)
-        for key in ("architecture", "tokenizer"):
-            if key not in body:
-                parser.fail(f"{where} needs {key!r}", name)
+        base = body.get("base", [])
+        base = [base] if isinstance(base, str) else parser.expect(base, list, f"{where} base")
+        for item in base:
+            parser.expect(item, str, f"{where} base")
+        own = dict(parser.expect(body.get("set", {}), dict, f"{where} set"))
         catalogue.models[name] = Preset(
             name=name,
-            architecture=parser.expect(body["architecture"], str, f"{where} architecture"),
-            tokenizer=parser.expect(body["tokenizer"], str, f"{where} tokenizer"),
+            architecture=parser.expect(body.get("architecture", ""), str, f"{where} architecture"),
+            tokenizer=parser.expect(body.get("tokenizer", ""), str, f"{where} tokenizer"),
             source=path,
             description=parser.expect(body.get("description", ""), str, f"{where} description"),
-            overrides=dict(parser.expect(body.get("set", {}), dict, f"{where} set")),
+            overrides=own, base=base, own=own,
+            template=parser.expect(body.get("template", False), bool, f"{where} template"),
         )
+
+
+def _ensemble_preset(parser, name: str, body: dict, path: Path) -> EnsemblePreset:
+    where = f"[models.{name}]"
+    parser.check_keys(body, ENSEMBLE_KEYS, where)
+    members = parser.expect(body["members"], list, f"{where} members")
+    if len(members) < 2 or not all(isinstance(m, str) and m for m in members):
+        parser.fail(f"{where} members must list at least two preset names", name)
+    weights = parser.expect(body.get("weights", "equal"), str, f"{where} weights")
+    if weights not in ENSEMBLE_WEIGHTS:
+        parser.fail(f"{where} weights must be {' or '.join(ENSEMBLE_WEIGHTS)}, not "
+                    f"{weights!r}", "weights")
+    return EnsemblePreset(name, list(members), path, weights,
+                          parser.expect(body.get("description", ""), str, f"{where} description"))
 
 
 class _FileParser:

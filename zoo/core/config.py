@@ -7,6 +7,7 @@ field's type; unknown keys get a did-you-mean.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -27,8 +28,15 @@ def parse_assignment(text: str) -> tuple[str, str]:
 
 
 def field_types(cls) -> dict[str, Any]:
+    return dict(_field_types(cls))
+
+
+@functools.lru_cache(maxsize=1024)
+def _field_types(cls) -> tuple:
+    """Resolving type hints compiles every annotation: once per class, not once per cell of
+    a sweep's plan."""
     hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.init}
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls) if f.init)
 
 
 def split_overrides(overrides: dict[str, Any], sections: dict[str, type | None]) -> dict[str, dict]:
@@ -53,6 +61,34 @@ def split_overrides(overrides: dict[str, Any], sections: dict[str, type | None])
         for owner in owners:
             result[owner][bare] = coerce(value, fields[owner][bare], bare)
     return result
+
+
+def incidental(default: Any):
+    """A config field that does not change a run's result (how often to checkpoint, what to
+    print or sample): ``steps_between_saves: int = incidental(500)``. Such fields stay out of
+    the config hash, a sweep cell's identity and the labels of comparison rows."""
+    return dataclasses.field(default=default, metadata={"result": False})
+
+
+def affects_result(cls, name: str) -> bool:
+    """Whether field `name` of config class `cls` changes the result (all do unless declared
+    with ``incidental``)."""
+    if cls is None or not dataclasses.is_dataclass(cls):
+        return True
+    return all(f.metadata.get("result", True) for f in dataclasses.fields(cls) if f.name == name)
+
+
+def incidental_keys(configs: dict[str, Any]) -> dict[str, list[str]]:
+    """section -> the fields of its config (a dataclass instance or class) declared
+    incidental, for the sections that have any."""
+    found = {}
+    for section, config in configs.items():
+        if config is None or not dataclasses.is_dataclass(config):
+            continue
+        keys = [f.name for f in dataclasses.fields(config) if not f.metadata.get("result", True)]
+        if keys:
+            found[section] = keys
+    return found
 
 
 def is_shared(cls, name: str) -> bool:

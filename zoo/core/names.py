@@ -49,6 +49,10 @@ class ModelSpec:
 
 def resolve_model(name: str, zoo) -> ModelSpec:
     """A preset from the catalogue, or any ARCHITECTURE-TOKENIZER pair of registered plugins."""
+    if name in zoo.catalogue.ensembles:
+        members = ", ".join(zoo.catalogue.ensembles[name].members)
+        raise ZooError(f"{name} is an ensemble preset (of {members}): `zoo run {name} DATASET` "
+                       "trains its members and combines them")
     preset = zoo.catalogue.models.get(name)
     if preset is not None:
         return ModelSpec(name, zoo.architectures.get(preset.architecture),
@@ -58,11 +62,14 @@ def resolve_model(name: str, zoo) -> ModelSpec:
     if sep and arch in zoo.architectures and tok in zoo.tokenizers:
         entry = zoo.architectures.get(arch)
         return ModelSpec(name, entry, zoo.tokenizers.get(tok), {}, entry.description)
+    if name in zoo.catalogue.templates:
+        raise ZooError(f"{name!r} is a template in registry.toml (no architecture or "
+                       "tokenizer): presets build on it with base; it does not train itself")
     raise UnknownNameError("model", name, model_names(zoo), hint="zoo list models shows all")
 
 
 def model_names(zoo) -> list[str]:
-    names = set(zoo.catalogue.models)
+    names = set(zoo.catalogue.models) | set(zoo.catalogue.ensembles)
     names.update(f"{a}-{t}" for a in zoo.architectures.names() for t in zoo.tokenizers.names())
     return sorted(names)
 

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 
 from zoo.data import datasets as zoo_data
-from zoo.core.bounds import check_seed
+from zoo.core.bounds import check_memory, check_seed
 from zoo.core.config import build_config, split_overrides
 from zoo.errors import ZooError
 from zoo.core.registry import get_zoo
@@ -31,6 +31,9 @@ class Plan:
     # reproduces its behaviour (the config class's LEGACY), and stay out of its record and hash
     legacy: dict = field(default_factory=dict)
     init: object = None  # zoo.train.initialize.InitSource: the run whose weights it starts from
+    # split roles the run never reads ("test" while a search chooses settings): it trains
+    # and reports on the others only
+    held_out: tuple = ()
 
     def config_values(self) -> dict:
         """The configs as plain dicts (section -> values), as recorded in config.json."""
@@ -39,10 +42,28 @@ class Plan:
             values[section] = {k: v for k, v in values[section].items() if k not in keys}
         return values
 
+    def incidental(self) -> dict:
+        """section -> the recorded fields that change nothing a run learns (checkpoint
+        cadence, samples): left out of the config hash and of comparison rows."""
+        from zoo.core.config import incidental_keys
+
+        return incidental_keys(self.configs)
+
+    def result_values(self) -> dict:
+        """config_values() without the incidental fields: what the result depends on."""
+        values, skip = self.config_values(), self.incidental()
+        return {section: ({k: v for k, v in config.items() if k not in skip.get(section, ())}
+                          if isinstance(config, dict) else config)
+                for section, config in values.items()}
+
 
 def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: int = 0,
              task: str | None = None, text_column: str | None = None,
-             label_column: str | None = None, init: str | None = None, zoo=None) -> Plan:
+             label_column: str | None = None, init: str | None = None, zoo=None,
+             loaded_cache: dict | None = None, held_out: tuple = ()) -> Plan:
+    """``loaded_cache``: datasets loaded so far, by name and columns (a sweep plans many cells
+    on one dataset and loads it once). ``held_out``: split roles a search must not read.
+    ``init``: a finished run to start from (its tokenizer and matching weights)."""
     zoo = zoo or get_zoo()
     check_seed(seed, "seed")  # before anything is loaded, written or recorded
     spec = resolve_model(model, zoo)
@@ -52,8 +73,14 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     if not tasks and ref.kind != "plugin":
         # A file, folder or Hub id the catalogue does not describe: load it to learn whether
         # it has a label column (tasks that need one come first).
-        loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column,
-                               quiet=True)
+        key = (ref.name, ref.source, text_column, label_column, tuple(held_out))
+        loaded = (loaded_cache or {}).get(key)
+        if loaded is None:
+            loaded = zoo_data.load(ref, zoo, text_column=text_column,
+                                   label_column=label_column, quiet=True,
+                                   held_out=tuple(held_out))
+            if loaded_cache is not None:
+                loaded_cache[key] = loaded
         tasks = loaded.tasks
     # A plugin dataset that declares no task: whatever tasks need only text.
     tasks = tasks or tasks_for(None, {"text"}, zoo)
@@ -77,10 +104,15 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
         values["tokenizer"] = source.tokenizer_config
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
     check_context_length(spec.architecture, configs["model"])
+    check_memory(spec.architecture, configs["model"], f"invalid {spec.name}: ")
     if "dataset" in configs:
         ref = dataclasses.replace(ref, config=configs["dataset"])
+    held_out = tuple(held_out)
+    unknown = [role for role in held_out if role not in ("validation", "test")]
+    if unknown:
+        raise ZooError(f"only the validation or test split can be held out, not {unknown[0]!r}")
     return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column),
-                init=source)
+                held_out=held_out, init=source)
 
 
 def _init_source(run_id: str, spec: ModelSpec):
@@ -160,7 +192,7 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
 
             init = source_run(record["init"]["run_id"], used_by=record.get("run_id"))
         return Plan(spec, ref, record["task"], pipeline, configs, int(record["seed"]),
-                    legacy=legacy, init=init)
+                    legacy=legacy, held_out=tuple(record.get("held_out") or ()), init=init)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ZooError(f"the record of run {record.get('run_id', '?')} is incomplete "
                        f"({type(exc).__name__}: {exc})") from None
@@ -193,16 +225,19 @@ def plugin_entries(plan: Plan, zoo=None) -> list:
 
 
 def config_hash(plan: Plan, zoo=None) -> str:
-    """Everything a run's result depends on: names, seed, every resolved config value, and
+    """Everything a run's result depends on: names, seed, every resolved config value that
+    changes the result (not checkpoint cadence or samples: ``Plan.incidental``), and
     which code each plugin is (its version, or its source's hash: ``PluginInfo.identity``),
     so a sweep never reuses a run made by other plugin code."""
     payload = {"model": plan.spec.name, "architecture": plan.spec.architecture.name,
                "tokenizer": plan.spec.tokenizer.name, "dataset": plan.dataset_ref.source,
                "task": plan.task, "seed": plan.seed,
-               "configs": plan.config_values(),
+               "configs": plan.result_values(),
                "plugins": {e.plugin: e.origin or "unknown" for e in plugin_entries(plan, zoo)}}
     if plan.init is not None:  # absent otherwise, so the hashes of other runs stay as they were
         payload["init"] = plan.init.run_id
+    if plan.held_out:  # a run that never read its test split reports other figures
+        payload["held_out"] = sorted(plan.held_out)
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

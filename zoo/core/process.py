@@ -31,3 +31,43 @@ def tune_gc_for_training() -> None:
 
 def freeze_gc_before_exit() -> None:
     gc.freeze()  # nothing to gain from walking every object once more at exit
+
+
+# A sweep worker ends when its driver ends, however the driver ends (SIGKILL included): a
+# worker left running would keep writing run folders that a rerun of the sweep resumes.
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PARENT_POLL_SECONDS = 1.0
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """End this process when ``parent_pid`` (its parent) ends. On Linux the kernel sends
+    SIGKILL at the parent's death (prctl PR_SET_PDEATHSIG); elsewhere a daemon thread polls
+    the parent once a second and ends the process, mid-step if need be, when it is gone
+    (a run is resumable from any point: its checkpoints and curve are written atomically)."""
+    import signal
+    import sys
+
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+    if not armed:
+        import threading
+
+        threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True,
+                         name="zoo-parent-watch").start()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    import time
+
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_SECONDS)
+    os._exit(1)

@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterable
 import pluggy
 
 from zoo import hookspecs
-from zoo.core.containment import PluginCodeFailed, contained, describe, is_plugin_failure, plugin_code
+from zoo.core.containment import (PluginCodeFailed, call_plugin, contained, describe,
+                                  is_plugin_failure, plugin_code)
 from zoo.errors import PluginError, UnknownNameError, ZooError
 from zoo.tasks import Task
 
@@ -38,11 +39,13 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.digits",
     "zoo.plugins.transformers",
     "zoo.plugins.fasttext",
+    "zoo.plugins.trackers",
     "zoo.plugins.lstm",
+    "zoo.plugins.nbsvm",
     "zoo.pipelines",
 )
 
-KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command")
+KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command", "logger")
 HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
 KIND_OF_HOOK = {hook: kind for kind, hook in HOOK_FOR_KIND.items()}
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -64,6 +67,7 @@ class Entry:
     task: Task | None = None  # a pipeline's declaration of the task it serves
     origin: str = ""  # the plugin's identity (PluginInfo.identity): version or source hash
     columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
+    memory: Any = None  # an architecture's memory(config) -> bytes to train, or "module:attr"
 
     def load(self):
         """Import and return the target (the heavy code), on first use; a target that cannot
@@ -74,6 +78,20 @@ class Entry:
             if problem:
                 raise ZooError(f"{self.kind} {self.name!r} from plugin {self.plugin!r}: {problem}")
         return target
+
+    def memory_estimate(self, config) -> int | None:
+        """Bytes a model of ``config`` needs to train, by the architecture's own estimate
+        (None: it registered none)."""
+        if self.memory is None:
+            return None
+        estimate = _loaded_callable(self.memory, f"memory estimate of {self.name!r}",
+                                    self.plugin)
+        needed = call_plugin(estimate, config, what=f"memory estimate of {self.kind} "
+                             f"{self.name!r}", plugin=self.plugin)
+        if needed is not None and (isinstance(needed, bool) or not isinstance(needed, int)):
+            raise ZooError(f"memory estimate of {self.kind} {self.name!r} from plugin "
+                           f"{self.plugin!r} returned {needed!r}, not a number of bytes")
+        return needed
 
     def config_class(self):
         if self.config is None:
@@ -142,8 +160,14 @@ def target_problem(kind: str, target) -> str | None:
 
 
 def _describe(target) -> str:
+    from zoo.errors import shown
+
     name = getattr(target, "__qualname__", None)
-    return f"{type(target).__name__} {name}" if name else f"a {type(target).__name__} ({target!r:.60})"
+    if name:
+        return f"{type(target).__name__} {name}"
+    if getattr(target, "func", None) is not None:  # functools.partial: name its function
+        return shown(target)
+    return f"a {type(target).__name__} ({shown(target, 60)})"
 
 
 def _resolve(target, what: str):
@@ -268,6 +292,10 @@ class Zoo:
     def commands(self) -> Registry:
         return self.registries["command"]
 
+    @property
+    def loggers(self) -> Registry:
+        return self.registries["logger"]
+
     # -- loading ---------------------------------------------------------------------
     def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:
         """Register one plugin object and run its hooks; set it aside if anything fails
@@ -355,7 +383,7 @@ def source_hash(plugin) -> str:
 
 def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") -> Callable:
     def register(name, target, *, description="", config=None, tasks=(), task=None,
-                 columns=None):
+                 columns=None, memory=None):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
         if kind in ("architecture", "tokenizer") and "-" in name:
@@ -384,6 +412,11 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") 
                                f"under the task's name")
         elif task is not None:
             raise ZooError(f"{kind} {name!r}: only pipelines declare a task (use tasks=(...))")
+        if memory is not None and kind != "architecture":
+            raise ZooError(f"{kind} {name!r}: only architectures declare a memory estimate")
+        if not (memory is None or isinstance(memory, str) and ":" in memory or callable(memory)):
+            raise ZooError(f"architecture {name!r}: memory must be a function memory(config) "
+                           f"-> bytes or a 'module:function' string, not {memory!r:.60}")
         if columns is not None and kind != "dataset":
             raise ZooError(f"{kind} {name!r}: only datasets declare columns")
         if columns is not None and not (
@@ -395,7 +428,7 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") 
         if any(e.name == name and e.kind == kind for e in staged):
             raise ZooError(f"{kind} name {name!r} registered twice by plugin {plugin_name!r}")
         staged.append(Entry(kind, name, target, plugin_name, description, config,
-                            tuple(tasks), task, origin, tuple((columns or {}).items())))
+                            tuple(tasks), task, origin, tuple((columns or {}).items()), memory))
 
     return register
 

@@ -5,10 +5,12 @@ as a ``datasets.DatasetDict``), so mirrors, the Hub and local files share one co
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
 import socket
+import stat
 import sys
 import urllib.parse
 from dataclasses import dataclass, field
@@ -17,7 +19,7 @@ from typing import Any
 
 from zoo.core.catalogue import DatasetEntry, is_hub_id
 from zoo.core.config import build_config, split_overrides
-from zoo.errors import UnknownNameError, ZooError
+from zoo.errors import UnknownNameError, ZooError, shown
 from zoo.core.names import tasks_for
 
 TEXT_COLUMNS = ("text", "sentence", "content")
@@ -86,11 +88,27 @@ class LoadedDataset:
     class_names: list[str] | None
     tasks: tuple[str, ...]
     split_names: dict[str, str] = field(default_factory=dict)  # role -> split name
+    held_out: frozenset = frozenset()  # roles this run must never read (see holding_out)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The split roles a pipeline trains and reports on: all but the held-out ones."""
+        return tuple(role for role in SPLIT_ROLES if role not in self.held_out)
+
+    def holding_out(self, roles) -> "LoadedDataset":
+        """This dataset with `roles` out of reach: reading one raises, so a run that
+        chooses settings (a search trial) provably never looks at its test split."""
+        if not roles:
+            return self
+        return dataclasses.replace(self, held_out=self.held_out | frozenset(roles))
 
     def split(self, role: str):
         """The split that plays ``role`` (train, validation or test) as a ``datasets.Dataset``;
         an unknown one is a ZooError listing the dataset's splits."""
         name = self.split_names.get(role, role)
+        if name in {self.split_names.get(r, r) for r in self.held_out}:
+            raise ZooError(f"split {role!r} of dataset {self.ref.name!r} is held out: this "
+                           "run chooses settings and must not read it")
         if name not in self.splits:
             raise UnknownNameError("split", name, list(self.splits),
                                    hint=f"dataset {self.ref.name!r} has: {', '.join(self.splits)}")
@@ -119,10 +137,15 @@ def resolve(name: str, zoo) -> DatasetRef:
         return DatasetRef(name, "plugin", name)
     path = Path(name).expanduser()
     if path.exists():
+        if not (path.is_file() or path.is_dir()):  # a FIFO, a device, a socket
+            kind = "a named pipe (FIFO)" if stat.S_ISFIFO(path.stat().st_mode) else (
+                "a device" if path.is_char_device() or path.is_block_device() else "not a file")
+            raise ZooError(f"Dataset path {shown(name)} is {kind}: zoo reads a dataset more than "
+                           "once, so it must be a regular file or a folder")
         return DatasetRef(name, "path", str(path.resolve()))
     looks_like_path = name.startswith((".", "/", "~")) or path.suffix.lower() in FILE_BUILDERS
     if looks_like_path:
-        raise ZooError(f"Dataset path {name!r} does not exist")
+        raise ZooError(f"Dataset path {shown(name)} does not exist")
     if "/" in name:
         if not is_hub_id(name):
             raise ZooError(f"Dataset {name!r} is neither an existing path nor a Hub id "
@@ -180,8 +203,10 @@ def find_in_mirrors(hub_id: str, zoo) -> Path | None:
 
 
 def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
-         label_column: str | None = None, quiet: bool = False) -> LoadedDataset:
-    """Load and check a dataset (what every task needs; see ``check``)."""
+         label_column: str | None = None, quiet: bool = False,
+         held_out: tuple = ()) -> LoadedDataset:
+    """Load and check a dataset (what every task needs; see ``check``). ``held_out`` roles
+    are out of reach from the start (``LoadedDataset.holding_out``): not even checked."""
     import datasets
 
     # The datasets library's own progress bars follow the same rule as ours.
@@ -213,7 +238,7 @@ def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
         class_names = list(getattr(feature, "names", None) or []) or None
     tasks = tasks_of(ref, zoo) or tasks_for(None, column_roles(text_column, label_column), zoo)
     loaded = LoadedDataset(ref, splits, location, text_column, label_column, class_names,
-                           tuple(tasks), split_names)
+                           tuple(tasks), split_names).holding_out(held_out)
     check(loaded)
     return loaded
 
@@ -223,7 +248,7 @@ def check(dataset: LoadedDataset) -> None:
     that is not text or has empty rows. What a task needs beyond that (labels that can be
     classes, say) its pipeline's ``check_dataset`` checks."""
     name = dataset.ref.name
-    for role in SPLIT_ROLES:
+    for role in dataset.roles:
         split = dataset.split(role)
         where = f"split {dataset.split_names.get(role, role)!r} of dataset {name!r}"
         if len(split) == 0:

@@ -115,8 +115,10 @@ def split_ids(split, column: str, tokenizer, *, say=None) -> np.ndarray:
         mapped = tokenize(split, column, tokenizer, dtype, key)
         _write(mapped, path, dtype)
         if say:
-            say(f"tokenized {len(split):,} rows of {column!r}: {_count(path, dtype):,} tokens "
-                f"({dtype.name}, {path})")
+            name = getattr(split, "split", None)  # the split's name, where it keeps one
+            where = f" of the {name} split" if name else ""
+            say(f"tokenized {len(split):,} rows{where} ({column!r}): {_count(path, dtype):,} "
+                f"tokens ({dtype.name}, {path})")
     if path.stat().st_size == 0:
         return np.zeros(0, dtype=dtype)
     return np.memmap(path, dtype=dtype, mode="r")
@@ -195,6 +197,9 @@ def _write(mapped, path: Path, dtype: np.dtype) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, staging = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        from zoo.io import new_file_mode
+
+        os.fchmod(handle, new_file_mode())  # a shared cache, readable as open() would make it
         with os.fdopen(handle, "wb") as out:
             for chunk in mapped.data.column("ids").chunks:
                 out.write(chunk.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)

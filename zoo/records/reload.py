@@ -5,6 +5,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from zoo.core.bounds import check_memory
 from zoo.core.config import build_config
 from zoo.errors import ZooError
 from zoo.train.job import RunFolder
@@ -12,7 +13,8 @@ from zoo.core.registry import get_zoo, task_loss
 from zoo.core.names import get_task
 from zoo.core.containment import call_plugin
 from zoo.io import load_tokenizer
-from zoo.records.store import Store, home
+from zoo.records.paths import run_folder
+from zoo.records.store import Store
 
 
 @dataclass
@@ -46,7 +48,7 @@ def load_trained(run_id: str, zoo=None, device: str = "auto",
     zoo = zoo or get_zoo()
     with Store() as store:
         row = store.get(run_id)
-    folder = RunFolder(home() / row["id"])
+    folder = RunFolder(run_folder(row["id"]))
     if not folder.file("config.json").is_file():
         raise ZooError(f"run {row['id']} has no config.json in {folder.path}")
     config = folder.config()
@@ -57,6 +59,7 @@ def load_trained(run_id: str, zoo=None, device: str = "auto",
     try:
         model_config = build_config(architecture.config_class(),
                                     config["configs"].get("model") or {})
+        check_memory(architecture, model_config)
     except ZooError as exc:  # a tampered or outdated config.json
         raise ZooError(f"{folder.file('config.json')}: {exc}") from None
     tokenizer = load_tokenizer(tokenizer_entry.load(), folder.file("tokenizer.json"))
@@ -67,7 +70,7 @@ def load_trained(run_id: str, zoo=None, device: str = "auto",
     built = call_plugin(architecture.load(), model_config, TaskSpec(**config["spec"]),
                         what=f"architecture {architecture.name!r}", plugin=architecture.plugin)
     model = as_model(built, pick_device(device), loss=task_loss(task))
-    model.load_state_dict(folder.load_weights())
+    model.load_state_dict(finite_weights(folder.load_weights(), row["id"], folder))
     if hasattr(model, "configure_engine"):
         trained_with = (config["configs"].get("train") or {}).get("precision", "auto")
         model.configure_engine(precision=precision or trained_with)
@@ -89,3 +92,19 @@ def _recorded(cls, values: dict | None):
         return build_config(cls, {k: v for k, v in (values or {}).items() if k in known})
     except ZooError:
         return None
+
+
+def finite_weights(weights: dict, run_id: str, folder) -> dict:
+    """The run's weights, refused (one line) when any holds NaN or an infinity: a folder
+    edited by hand or a damaged file, which would otherwise fail deep inside sampling."""
+    import numpy as np
+
+    bad = [name for name, array in weights.items()
+           if np.issubdtype(np.asarray(array).dtype, np.floating)
+           and not np.isfinite(array).all()]
+    if bad:
+        more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+        raise ZooError(f"run {run_id}: {folder.file('model.safetensors')} holds NaN or infinite "
+                       f"values ({bad[0]}{more}); the file was changed or damaged: train the "
+                       "run again")
+    return weights

@@ -22,7 +22,8 @@ def is_timing(name: str) -> bool:
 def run_config(run_id: str) -> tuple[dict, dict]:
     """The store row and the run's provenance (config.json, or the row's copy of it)."""
     from zoo.train.job import RunFolder
-    from zoo.records.store import Store, home
+    from zoo.records.paths import run_folder
+    from zoo.records.store import Store
 
     with Store() as store:
         row = store.get(run_id)
@@ -32,7 +33,7 @@ def run_config(run_id: str) -> tuple[dict, dict]:
     if row["status"] != "finished":
         raise ZooError(f"run {row['id']} is {row['status']}, not finished: there are no "
                        "metrics to reproduce")
-    folder = RunFolder(home() / row["id"])
+    folder = RunFolder(run_folder(row["id"]))
     config = folder.config() if folder.file("config.json").is_file() else row["config"]
     if not config.get("configs"):
         raise ZooError(f"run {row['id']} recorded no resolved config to rerun")

@@ -17,6 +17,7 @@ import urllib.parse
 from pathlib import Path
 
 from zoo.errors import UnknownNameError, ZooError
+from zoo.records.paths import check_run_id, run_folder, zoo_home
 
 SCHEMA_VERSION = 2
 STATUSES = ("running", "finished", "failed", "interrupted", "diverged")
@@ -53,7 +54,7 @@ MIGRATIONS = {
 
 
 def home() -> Path:
-    return Path(os.environ.get("ZOO_HOME", "runs")).expanduser()
+    return zoo_home()
 
 
 class Store:
@@ -82,7 +83,7 @@ class Store:
                 self.conn.execute("PRAGMA journal_mode = WAL")
                 self.conn.execute("PRAGMA synchronous = NORMAL")
                 self._migrate()
-                self._recover_stale_rows()
+                self.recover_stale_rows()
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             raise ZooError(f"cannot open the results store {self.path}: {exc}; check that the "
@@ -119,16 +120,28 @@ class Store:
                 self.conn.execute("ROLLBACK")
                 raise
 
-    def _recover_stale_rows(self) -> None:
+    def recover_stale_rows(self) -> None:
         host = socket.gethostname()
         rows = self.conn.execute("SELECT id, pid, proc_start FROM runs WHERE status = 'running' "
                                  "AND host = ?", (host,)).fetchall()
-        dead = [row["id"] for row in rows if not _alive(row["pid"], row["proc_start"])]
+        dead = [row["id"] for row in rows
+                if not _alive(row["pid"], row["proc_start"]) and not self._written(row["id"])]
         for run_id in dead:
             self.update(run_id, status="interrupted", error="process ended while running")
 
+    def _written(self, run_id: str) -> bool:
+        """Whether a live process holds the run folder's writer lock (a sweep worker whose
+        driver, the pid on the row, has died, say): such a run is not stale."""
+        from zoo.records.ownership import writer_alive
+
+        try:
+            return writer_alive(run_folder(run_id, self.path.parent))
+        except ZooError:  # an id that is no run id: there is no folder to own
+            return False
+
     # -- writes ------------------------------------------------------------------------
     def insert(self, run_id: str, **fields) -> None:
+        check_run_id(run_id)
         fields = {"id": run_id, "created": time.time(), "status": "running",
                   "pid": os.getpid(), "host": socket.gethostname(), **fields}
         fields.setdefault("proc_start", _proc_start(fields["pid"]))
@@ -152,6 +165,15 @@ class Store:
         cursor = self._write(f"UPDATE runs SET {sets} WHERE id = ? AND status IN ({marks})",
                              (*fields.values(), run_id, *from_statuses))
         return cursor.rowcount == 1
+
+    def delete(self, run_ids: list[str]) -> int:
+        """Remove these rows, and the evaluation rows that score them, in one transaction."""
+        if not run_ids:
+            return 0
+        marks = ", ".join("?" for _ in run_ids)
+        cursor = self._write(f"DELETE FROM runs WHERE id IN ({marks}) OR parent_id IN ({marks})",
+                             (*run_ids, *run_ids))
+        return cursor.rowcount
 
     def _write(self, sql: str, values: tuple):
         """One statement in its own transaction; a store that cannot be written (read-only

@@ -9,8 +9,10 @@ as failed and the sweep goes on.
 """
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import itertools
+from collections import deque
 import sys
 import time
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from zoo.core.containment import own_interrupts_fail
 from zoo.errors import UnknownNameError, ZooError
 
 WILDCARDS = "*?["
+MAX_CELLS = 2_000  # cells one sweep plans (model x dataset x setting x seed): seconds
 
 
 @dataclass
@@ -28,7 +31,7 @@ class Cell:
     model: str
     dataset: str
     seed: int
-    setting: dict = field(default_factory=dict)  # this cell's --grid values, as typed
+    setting: dict = field(default_factory=dict)  # this cell's --grid values, of their types
     plan: object = None  # zoo.core.plan.Plan, when the cell can run
     config_hash: str | None = None
     skip: str | None = None  # why the cell cannot run
@@ -43,7 +46,7 @@ class Cell:
         """The model, with its grid setting: 'decoder-char (lr=0.003)'."""
         if not self.setting:
             return self.model
-        return f"{self.model} ({', '.join(f'{k}={v}' for k, v in self.setting.items())})"
+        return f"{self.model} ({', '.join(f'{k}={_short(v)}' for k, v in self.setting.items())})"
 
     @property
     def name(self) -> str:
@@ -87,7 +90,8 @@ def expand_models(patterns: list[str], zoo) -> list[str]:
     from zoo.core.registry import natural_key
     from zoo.core.names import model_names, resolve_model
 
-    names = model_names(zoo)
+    # ensemble presets combine other runs (zoo run NAME); a sweep trains single models
+    names = [name for name in model_names(zoo) if name not in zoo.catalogue.ensembles]
     found = []
     for pattern in patterns:
         if any(ch in pattern for ch in WILDCARDS):
@@ -118,6 +122,10 @@ def parse_grid(items: list[str] | None) -> dict[str, list[str]]:
     return grid
 
 
+def _short(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _bare(key: str) -> str:
     return key.rpartition(".")[2]
 
@@ -127,20 +135,23 @@ def grid_settings(grid: dict[str, list[str]]) -> list[dict[str, str]]:
     return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
 
 
-def check_grid(grid: dict[str, list[str]], overrides: dict, pair_sections: list[dict]) -> None:
+def check_grid(grid: dict[str, list], overrides: dict, pair_sections: list[dict]) -> dict:
     """Fail before training when a grid key is no config field of any cell (with a
-    did-you-mean), a value does not parse as the field's type, or a key is also --set."""
+    did-you-mean), a value does not parse as the field's type, or a key is also --set.
+    Returns the grid with each value of its field's type (typed once: the cells, their
+    labels, the table and the JSON all hold 0.001 for '1e-3')."""
     for key in grid:
         clash = [k for k in overrides if _bare(k) == _bare(key)]
         if clash:
             raise ZooError(f"{key} is both swept (--grid) and fixed (--set, --steps or --time); "
                            "give it once")
+    typed = {}
     for key, values in grid.items():
         unknown = None
         for sections in pair_sections:
             try:
-                for value in values:
-                    split_overrides({key: value}, sections)
+                typed[key] = [_typed(split_overrides({key: value}, sections))
+                              for value in values]
             except UnknownNameError as exc:
                 unknown = unknown or exc
                 continue
@@ -150,6 +161,15 @@ def check_grid(grid: dict[str, list[str]], overrides: dict, pair_sections: list[
         else:
             if unknown is not None:
                 raise ZooError(f"--grid: {unknown}")
+            typed[key] = list(values)  # no cell can run: the cells say why
+        unique = {repr(v): v for v in typed[key]}  # 0.001 and 1e-3 are one value, one cell
+        typed[key] = list(unique.values())
+    return typed
+
+
+def _typed(split: dict):
+    """The one value split_overrides placed (in one section, or the same in several)."""
+    return next(value for section in split.values() for value in section.values())
 
 
 def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
@@ -168,25 +188,40 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
     for dataset in datasets:
         zoo_data.resolve(dataset, zoo)  # an unknown dataset fails now, with a did-you-mean
     if grid:
-        check_grid(grid, overrides, _pair_sections(names, datasets, overrides, task, zoo))
-    cells = []
+        grid = check_grid(grid, overrides, _pair_sections(names, datasets, overrides, task, zoo))
+    settings = grid_settings(grid)
+    count = len(names) * len(datasets) * len(settings) * seeds
+    if count > MAX_CELLS:  # before any is planned: planning is linear, but not free
+        raise ZooError(f"the sweep has {count:,} cells ({len(names)} model(s) x "
+                       f"{len(datasets)} dataset(s) x {len(settings):,} setting(s) x "
+                       f"{seeds:,} seed(s)); at most {MAX_CELLS:,}: split it")
+    cells, loaded = [], {}
     for model in names:
         for dataset in datasets:
-            for setting in grid_settings(grid):
+            for setting in settings:
+                first = None  # the setting's plan: the same for every seed but the seed
                 for seed in range(seeds):
                     cell = Cell(model, dataset, seed, setting)
                     try:
-                        cell.plan = plan_run(model, dataset, overrides={**overrides, **setting},
-                                             seed=seed, task=task, zoo=zoo)
+                        if first is None:
+                            first = plan_run(model, dataset, overrides={**overrides, **setting},
+                                             seed=seed, task=task, zoo=zoo, loaded_cache=loaded)
+                        cell.plan = dataclasses.replace(first, seed=seed)
                         cell.config_hash = config_hash(cell.plan, zoo)
                     except ZooError as exc:
                         cell.skip = str(exc)
                     cells.append(cell)
     with Store() as store:
         finished = store.finished_by_hash()
+    first: dict[str, Cell] = {}
     for cell in cells:
         if cell.config_hash in finished:
             cell.done = finished[cell.config_hash]
+        elif cell.config_hash in first:  # differs only in settings that change no result
+            cell.skip = (f"the same experiment as {first[cell.config_hash].label} (its "
+                         "settings differ only in ones that change no result)")
+        elif cell.config_hash:
+            first[cell.config_hash] = cell
     return Sweep(cells, names, datasets, list(range(seeds)), grid=grid,
                  overrides=overrides, task=task)
 
@@ -209,7 +244,7 @@ def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
 
 
 def describe_plan(sweep: Sweep) -> list[str]:
-    settings = len(grid_settings(sweep.grid))
+    settings = len({tuple(sorted(c.setting.items())) for c in sweep.cells})  # after dedupe
     grid = f"{settings} setting(s) x " if sweep.grid else ""
     lines = [f"sweep: {len(sweep.models)} model(s) x {len(sweep.datasets)} dataset(s) x {grid}"
              f"{len(sweep.seeds)} seed(s) = {len(sweep.cells)} cells: {len(sweep.todo)} to run, "
@@ -227,55 +262,98 @@ def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=Non
     """Train the cells still to do; a failure is recorded and the next cell starts. With an
     `executor` (zoo.sweeps.executors.make_executor), cells run in its workers and this process
     records them."""
-    from zoo.train.runner import RunDiverged
-
     out = out or sys.stderr
     if executor is not None:
         return executor.run_cells(sweep, device=device, out=out)
-    todo = sweep.todo
+    from zoo.sweeps.claims import CellClaims
+
+    claims = CellClaims()  # each cell locked while it trains here: another sweep skips it
+    try:
+        return _run_in_process(sweep, claims, device=device, quiet=quiet, out=out, zoo=zoo)
+    finally:
+        claims.release_all()
+
+
+def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, out, zoo) -> Sweep:
+    from zoo.train.runner import RunDiverged
+
+    waiting = deque(sweep.todo)
+    total = len(waiting)
     started = time.time()
-    for index, cell in enumerate(todo, 1):
-        elapsed = time.time() - started
-        eta = ""
-        if index > 1:
-            eta = f", about {clock(elapsed / (index - 1) * (len(todo) - index + 1))} left"
-        print(f"[{index}/{len(todo)}] {cell.name} (sweep {clock(elapsed)} so far{eta})",
-              file=out, flush=True)
-        began = time.time()
-        try:
-            # As in a worker, a KeyboardInterrupt that the cell's code raised with no Ctrl-C
-            # from the user fails only this cell.
-            with own_interrupts_fail("the cell's code"):
-                result = _resume_or_execute(cell, device=device, quiet=quiet, zoo=zoo, out=out)
-        except KeyboardInterrupt:  # the user's Ctrl-C
-            raise  # the run is marked interrupted; the next sweep resumes from it
-        except Exception as exc:  # one bad cell must not stop the others
-            # A diverged run's row already says 'diverged' and keeps its last checkpoints.
-            cell.status = "diverged" if isinstance(exc, RunDiverged) else "failed"
-            cell.error = _one_line(exc)
-            cell.duration = time.time() - began
-            cell.run_id = _record_failure(cell, began)
-            print(f"    {cell.status} after {clock(cell.duration)}: {cell.error} "
-                  f"(run {cell.run_id})", file=out, flush=True)
+    index = 0
+    while waiting:
+        cell = claims.next_cell(waiting, lambda text: print(text, file=out, flush=True))
+        if cell is None:  # every cell left is another sweep's for now
+            time.sleep(0.5)
             continue
-        cell.run_id, cell.status = result["run_id"], result["status"]
-        cell.duration = time.time() - began
-        print(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} "
-              f"(run {cell.run_id})", file=out, flush=True)
+        index += 1
+        try:
+            _run_cell_here(cell, index, total, started, device=device, quiet=quiet, out=out,
+                           zoo=zoo, diverged=RunDiverged)
+        finally:
+            claims.release(cell)
     return sweep
+
+
+def _run_cell_here(cell: Cell, index: int, total: int, started: float, *, device: str,
+                   quiet: bool, out, zoo, diverged) -> None:
+    elapsed = time.time() - started
+    eta = ""
+    if index > 1:
+        eta = f", about {clock(elapsed / (index - 1) * (total - index + 1))} left"
+    print(f"[{index}/{total}] {cell.name} (sweep {clock(elapsed)} so far{eta})",
+          file=out, flush=True)
+    began = time.time()
+    try:
+        # As in a worker, a KeyboardInterrupt that the cell's code raised with no Ctrl-C
+        # from the user fails only this cell.
+        with own_interrupts_fail("the cell's code"):
+            result = _resume_or_execute(cell, device=device, quiet=quiet, zoo=zoo, out=out)
+    except KeyboardInterrupt:  # the user's Ctrl-C
+        raise  # the run is marked interrupted; the next sweep resumes from it
+    except Exception as exc:  # one bad cell must not stop the others
+        # A diverged run's row already says 'diverged' and keeps its last checkpoints.
+        cell.status = "diverged" if isinstance(exc, diverged) else "failed"
+        cell.error = _one_line(exc)
+        cell.duration = time.time() - began
+        cell.run_id = _record_failure(cell, began)
+        print(f"    {cell.status} after {clock(cell.duration)}: {cell.error} "
+              f"(run {cell.run_id})", file=out, flush=True)
+        return
+    cell.run_id, cell.status = result["run_id"], result["status"]
+    cell.duration = time.time() - began
+    print(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} "
+          f"(run {cell.run_id})", file=out, flush=True)
+
+
+def settled_latest(store, config_hash: str) -> dict | None:
+    """The cell's latest run, once no live process writes it: a run still 'running' whose
+    writer is ending (a worker of a killed driver) is waited for, then found interrupted."""
+    from zoo.records.ownership import wait_for_writer
+    from zoo.records.paths import run_folder
+
+    latest = store.latest(config_hash=config_hash)
+    if latest is None or latest["status"] != "running":
+        return latest
+    try:
+        wait_for_writer(run_folder(latest["id"]))
+    except ZooError:
+        return latest
+    store.recover_stale_rows()
+    return store.latest(config_hash=config_hash)
 
 
 def should_resume(latest: dict | None) -> bool:
     """A cell continues its latest run when that was interrupted, or failed with a
     checkpoint kept (its worker process died, say); any other cell starts a new run."""
     from zoo.train import checkpoints
-    from zoo.records.store import home
+    from zoo.records.paths import run_folder
 
     if latest is None or latest.get("kind", "train") != "train":
         return False
     if latest["status"] == "interrupted":
         return True
-    return latest["status"] == "failed" and checkpoints.latest(home() / latest["id"]) is not None
+    return latest["status"] == "failed" and checkpoints.latest(run_folder(latest["id"])) is not None
 
 
 def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out) -> dict:
@@ -286,7 +364,7 @@ def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out) -> dic
     from zoo.records.store import Store
 
     with Store() as store:
-        latest = store.latest(config_hash=cell.config_hash)
+        latest = settled_latest(store, cell.config_hash)
     if should_resume(latest):
         print(f"    resuming {latest['status']} run {latest['id']}", file=out, flush=True)
         try:
@@ -363,9 +441,36 @@ def summary(sweep: Sweep) -> str:
     parts = [f"{len(ran)} trained", f"{len(sweep.finished_before)} already finished",
              f"{len(sweep.impossible)} impossible", f"{len(sweep.failed)} failed"]
     lines = ["sweep done: " + ", ".join(parts)]
-    for cell in sweep.failed:
-        lines.append(f"  {cell.status} {cell.name}: {cell.error or cell.status} (run {cell.run_id})")
+    for cell in sweep.failed[:SHOWN]:
+        lines.append(f"  {cell.status} {cell.name}: {_short_text(cell.error or cell.status)} "
+                     f"(run {cell.run_id})")
+    if len(sweep.failed) > SHOWN:
+        lines.append(f"  and {len(sweep.failed) - SHOWN} more; zoo runs --where "
+                     "\"status != 'finished'\" lists them all")
     return "\n".join(lines)
+
+
+SHOWN = 5  # failures and reasons listed one by one; the rest are counted
+
+
+def _short_text(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def unrunnable(sweep: Sweep) -> str:
+    """Why no cell of a sweep can run, in one line: each distinct reason once, the first few
+    of them, and how many pairs each covers."""
+    reasons: dict[str, list[str]] = {}
+    for cell in sweep.impossible:
+        reasons.setdefault(cell.skip, []).append(f"{cell.label} on {cell.dataset}")
+    parts = []
+    for reason, pairs in list(reasons.items())[:3]:
+        pairs = list(dict.fromkeys(pairs))
+        which = pairs[0] + (f" and {len(pairs) - 1} more" if len(pairs) > 1 else "")
+        parts.append(f"{which}: {_short_text(reason)}")
+    if len(reasons) > 3:
+        parts.append(f"and {len(reasons) - 3} more reasons (zoo sweep --dry-run lists them)")
+    return "; ".join(parts)
 
 
 def records(sweep: Sweep) -> list[dict]:

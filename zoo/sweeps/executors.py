@@ -23,13 +23,17 @@ from collections import deque
 from multiprocessing.connection import wait as wait_for
 from pathlib import Path
 
-from zoo.core.process import THREAD_VARIABLES, freeze_gc_before_exit, set_threads, tune_gc_for_training
+from zoo.core.process import (THREAD_VARIABLES, die_with_parent, freeze_gc_before_exit,
+                              set_threads, tune_gc_for_training)
 from zoo.sweeps.worker import one_line, run_cell
 from zoo.errors import SweepInterrupted, ZooError
+from zoo.records.paths import run_folder
 from zoo.records.store import Store, home
-from zoo.sweeps.driver import clock, failure_row, headline, should_resume
+from zoo.sweeps.claims import CellClaims
+from zoo.sweeps.driver import clock, failure_row, headline, settled_latest, should_resume
 
 RESUMABLE = ("interrupted", "failed")
+CLAIM_POLL_SECONDS = 0.5  # how often a sweep looks again at cells another sweep trains
 
 
 def available_cores() -> int:
@@ -52,8 +56,10 @@ def cell_task(cell, overrides: dict, *, device: str, run_id: str, resume: dict |
 
 
 # -- local worker processes ----------------------------------------------------------
-def _worker_main(conn, threads: int) -> None:
+def _worker_main(conn, threads: int, driver_pid: int | None = None) -> None:
     """A local worker: cells in, journal operations and outcomes out, until told to stop."""
+    if driver_pid is not None:
+        die_with_parent(driver_pid)  # never outlive the driver: one writer per run
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     tune_gc_for_training()  # as in the `zoo` program: the same torch objects
     set_threads(threads)
@@ -113,7 +119,8 @@ class ProcessExecutor(Executor):
         saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
         os.environ.update({name: str(self.threads) for name in THREAD_VARIABLES})
         try:  # a spawned child starts with the environment as it is now
-            process = self.context.Process(target=_worker_main, args=(child, self.threads),
+            process = self.context.Process(target=_worker_main,
+                                           args=(child, self.threads, os.getpid()),
                                            daemon=True, name="zoo-sweep-worker")
             process.start()
         finally:
@@ -273,6 +280,7 @@ class Driver:
         self.sweep, self.executor, self.device, self.out = sweep, executor, device, out
         self.store = Store()
         self.running: dict[int, dict] = {}  # slot -> {cell, task, began, claimed, refused}
+        self.claims = CellClaims()  # the cells this sweep trains now, locked against others
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -287,7 +295,9 @@ class Driver:
             while todo or self.running:
                 while todo and self.executor.free_slot() is not None:
                     slot = self.executor.free_slot()
-                    cell = todo.popleft()
+                    cell = self.claims.next_cell(todo, self.say)
+                    if cell is None:  # every cell left is another sweep's for now
+                        break
                     index += 1
                     note = self.dispatch(slot, cell)
                     elapsed = time.time() - started
@@ -298,6 +308,10 @@ class Driver:
                              f"(sweep {clock(elapsed)} so far{eta})")
                     if note:
                         self.say(note)
+                if not self.running:
+                    if todo:
+                        time.sleep(CLAIM_POLL_SECONDS)
+                    continue
                 for kind, slot, payload in self.executor.wait():
                     if kind == "op":
                         self.apply(slot, payload)
@@ -313,6 +327,7 @@ class Driver:
             raise SweepInterrupted() from None
         finally:
             self.executor.close()
+            self.claims.release_all()
             self.store.close()
         return self.sweep
 
@@ -322,7 +337,7 @@ class Driver:
         from zoo.train.runner import new_run_id
 
         claimed, note = None, None
-        latest = self.store.latest(config_hash=cell.config_hash)
+        latest = settled_latest(self.store, cell.config_hash)
         if should_resume(latest) and self.store.claim(
                 latest["id"], RESUMABLE, error=None, finished=None,
                 resumed=int(latest.get("resumed") or 0) + 1):
@@ -351,6 +366,13 @@ class Driver:
                status: str | None = None) -> None:
         """Record a cell's end: the worker's outcome, or (`lost`) a worker that died."""
         entry = self.running.pop(slot)
+        try:
+            self._settle(entry, slot, outcome, lost, status)
+        finally:  # the cell's row is written: another sweep may look at it now
+            self.claims.release(entry["cell"])
+
+    def _settle(self, entry: dict, slot: int, outcome: dict | None, lost: str | None,
+                status: str | None) -> None:
         cell, task = entry["cell"], entry["task"]
         cell.duration = time.time() - entry["began"]
         if outcome is not None and outcome.get("result"):
@@ -382,7 +404,7 @@ class Driver:
                 self.store.update(run_id, status=cell.status, error=cell.error,
                                   finished=now, duration=now - entry["began"])
             return run_id
-        config = _read_config(home() / task["run_id"])
+        config = _read_config(run_folder(task["run_id"]))
         self.store.insert(task["run_id"], **failure_row(cell, config), status=cell.status,
                           error=cell.error, finished=now, duration=now - entry["began"])
         return task["run_id"]

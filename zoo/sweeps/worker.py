@@ -83,7 +83,8 @@ def _train(task: dict, journal: Journal) -> dict:
     registry.reset_zoo()  # a reused worker may have built its zoo under other settings
     zoo = registry.get_zoo()
     plan = plan_run(task["model"], task["dataset"], overrides=task["overrides"],
-                    seed=task["seed"], task=task["task"], zoo=zoo)
+                    seed=task["seed"], task=task["task"], zoo=zoo,
+                    held_out=tuple(task.get("held_out") or ()))
     found = config_hash(plan, zoo)
     if found != task["config_hash"]:
         raise ZooError(f"this worker plans the cell differently from the driver (config hash "
@@ -95,8 +96,9 @@ def _train(task: dict, journal: Journal) -> dict:
             return resume(claimed["id"], quiet=True, zoo=zoo, claimed=claimed, store=journal)
         except ResumeRefused as exc:
             journal.refused(claimed["id"], str(exc))
+    # A search trial adds its record (extra) and its per-validation callback (on_validate).
     return execute(plan, device=task["device"], quiet=True, zoo=zoo, run_id=task["run_id"],
-                   store=journal)
+                   store=journal, extra=task.get("extra"), on_validate=task.get("on_validate"))
 
 
 def one_line(exc: BaseException) -> str:

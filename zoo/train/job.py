@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from zoo.core.config import incidental
 from zoo.errors import ZooError
 from zoo.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 
@@ -35,8 +36,10 @@ class TrainConfig:
     # best one's). Snapshots of one run, so their mean is a model too (as in weight averaging).
     average_best: int = 1
     patience: int = 0  # stop after this many validations without improvement (0: never)
-    checkpoint_every: int = 500  # steps between checkpoints for `zoo resume` (0: not by steps)
-    checkpoint_seconds: float = 600.0  # seconds between checkpoints (0: not by time)
+    # Checkpoints for `zoo resume` change nothing a run learns (incidental): steps between them
+    # (0: not by steps) and seconds between them (0: not by time)
+    checkpoint_every: int = incidental(500)
+    checkpoint_seconds: float = incidental(600.0)
     # auto: bf16 autocast on CUDA (fp16 + gradient scaling without bf16) and on CPUs with
     # native bf16 (AVX512-BF16, AMX), fp32 on other CPUs
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
@@ -76,6 +79,7 @@ class RunFolder:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.id = self.path.name
+        self.observer = None  # called with each logged record (zoo.train.tracking)
 
     def create(self) -> "RunFolder":
         self.path.mkdir(parents=True, exist_ok=False)
@@ -99,6 +103,8 @@ class RunFolder:
         """Append one line to the training curve."""
         with open(self.file("metrics.jsonl"), "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
+        if self.observer is not None:
+            self.observer(record)
 
     def curve(self) -> list[dict]:
         from zoo.records.folder import read_curve
@@ -165,6 +171,10 @@ class Job:
     resume_from: Any = None  # zoo.train.checkpoints.Checkpoint the training loop continues, if any
     identity: dict = field(default_factory=dict)  # config hash, dataset, versions: checked on resume
     declared_task: Any = None  # the zoo.plugin.Task the pipeline registered (looked up by name if None)
+    # Called by the training loop after each periodic validation with (step, figures); a
+    # status word it returns ("pruned") stops training, kept in `stopped` as (status, step).
+    on_validate: Any = None
+    stopped: tuple | None = None
     init: Any = None  # zoo.train.initialize.InitSource: a finished run it starts from
     init_report: dict = field(default_factory=dict)  # tensors copied from it and new ones
 
@@ -179,10 +189,14 @@ class Job:
         task = self.declared_task or get_task(self.task)
         if task is None:
             raise ZooError(f"no registered pipeline declares the task {self.task!r}")
+        from zoo.train.losses import check_output
+
+        who = f"architecture {self.architecture.name!r} from plugin {self.architecture.plugin!r}"
         built = call_plugin(self.architecture.load(), self.model_config, spec,
                             what=f"architecture {self.architecture.name!r}",
                             plugin=self.architecture.plugin)
         model = as_model(built, pick_device(self.device), loss=task_loss(task))
+        check_output(model, task, spec, getattr(self.model_config, "block_size", None), who)
         if self.init is not None and self.resume_from is None:  # a checkpoint has its own
             from zoo.train.initialize import initialize
 

@@ -1,6 +1,6 @@
-"""Torch layers shared by the transformer architectures (decoder, encoder, digits, and any
-plugin's): attention under the engine's precision rule, fused-qkv self-attention, the MLP,
-the pre-LN block and GPT-2 style initialisation.
+"""Torch layers shared by the architectures (built-in and any plugin's): attention under the
+engine's precision rule, fused-qkv self-attention, the MLP, the pre-LN block, GPT-2 style
+initialisation, and token + hashed bigram features for bag-of-n-grams models.
 
 Imported only by model modules (never on the path of `zoo list`). Parameter names are part
 of every saved run: ``attn.qkv``, ``attn.proj``, ``mlp.fc``, ``mlp.proj``, ``ln1``, ``ln2``.
@@ -92,6 +92,25 @@ class ThreadInvariantLayerNorm(nn.LayerNorm):
         if self.weight is not None:
             x = x * self.weight
         return x if self.bias is None else x + self.bias
+
+
+# Multiplier of the bigram hash (as fastText combines word hashes: h = h * 116049371 + id);
+# int64 arithmetic wraps around, then the remainder picks a bucket.
+BIGRAM_HASH_MULTIPLIER = 116_049_371
+
+
+def token_bigram_ids(input_ids, attention_mask, vocab: int, buckets: int, pad_id: int):
+    """Bag-of-n-grams features (fastText, NBSVM): [B, T] token ids -> [B, F] feature ids, the
+    real tokens, then (with buckets > 0) one id per pair of adjacent real tokens,
+    ``vocab + hash(a, b) % buckets``; pad_id where absent."""
+    real = attention_mask.bool()
+    ids = input_ids.masked_fill(~real, pad_id)
+    if not buckets or ids.shape[1] < 2:
+        return ids
+    a, b = ids[:, :-1], ids[:, 1:]
+    both = real[:, :-1] & real[:, 1:]
+    bigrams = vocab + torch.remainder(a * BIGRAM_HASH_MULTIPLIER + b, buckets)
+    return torch.cat([ids, bigrams.masked_fill(~both, pad_id)], dim=1)
 
 
 def check_length(input_ids, block_size: int) -> int:

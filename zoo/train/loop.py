@@ -82,6 +82,10 @@ class TrainResult:
     runners_up: list = field(default_factory=list)
     curve: list = field(default_factory=list)
     stopped_early: bool = False  # patience ran out before the budget
+    # Set when the job's per-validation callback stopped training: the status it gave
+    # ("pruned", say) and the step it stopped at.
+    stopped: str | None = None
+    stopped_step: int | None = None
 
     @property
     def tokens_per_s(self) -> float:
@@ -105,6 +109,10 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
     ``rngs`` are further NumPy generators the pipeline draws from (checkpointed and
     restored in place), ``state`` further objects with ``state_dict()``/``load_state_dict()``.
     With ``job.resume_from`` set, the loop continues that checkpoint.
+
+    ``job.on_validate(step, figures)``, when set, sees every periodic validation; it returns
+    None to go on, or a status word ("pruned", say) to stop training there: the loop keeps
+    the status and step in ``result.stopped`` and ``job.stopped`` for the run's record.
     """
     from zoo.train.checkpoints import Checkpointer
 
@@ -149,9 +157,13 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
             elapsed = time.perf_counter() - start
             record = {"step": result.steps, "train_loss": loss, "lr": lr, "elapsed": elapsed}
             last = result.steps == cfg.steps or (budget is not None and elapsed >= budget)
+            figures = None
             if validate is not None and (result.steps % cfg.eval_interval == 0 or last):
-                record.update(_validate(validate, result, score_key, higher_is_better, model, cfg))
+                figures = _validate(validate, result, score_key, higher_is_better, model, cfg)
+                record.update(figures)
             job.run.log(record)
+            if figures is not None and _told_to_stop(job, result, figures):
+                break
             checkpoints.maybe_save(time.perf_counter() - start)
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{result.tokens / max(elapsed, 1e-9):,.0f}")
@@ -190,6 +202,19 @@ def _patience_spent(result: TrainResult, cfg) -> bool:
     if not patience or result.best_step is None:
         return False
     return sum(1 for point in result.curve if point["step"] > result.best_step) >= patience
+
+
+def _told_to_stop(job: Job, result: TrainResult, figures: dict) -> bool:
+    """Ask the job's per-validation callback, if any, whether training goes on."""
+    callback = getattr(job, "on_validate", None)
+    if callback is None:
+        return False
+    status = callback(result.steps, dict(figures))
+    if not status:
+        return False
+    result.stopped, result.stopped_step = str(status), result.steps
+    job.stopped = (result.stopped, result.steps)
+    return True
 
 
 def _out_of_time(start: float, budget: float, ranks) -> bool:

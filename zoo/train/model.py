@@ -19,6 +19,15 @@ its whole context each token says so with ``decodes_incrementally = True`` and h
 whole context when a model lacks them. A torch module gets them through ``TorchModel`` by
 having ``decode(input_ids, cache, pads) -> (logits [B, V], cache)`` (plugins/decoder).
 
+Fitting before training (optional): a model fitted on the whole training split before the
+training loop (NBSVM's regressions, a count-based model's statistics) says so with
+``fits_training_split = True`` and has ``fit`` (below); pipelines call it once, after
+building the model and before training, and never on a model without the flag. What it fits
+is part of ``state_dict``. A torch module gets both through ``TorchModel`` by having the
+attribute and ``fit(input_ids, attention_mask, targets, vocabulary)`` (plugins/nbsvm). A
+model whose fit leaves nothing to learn keeps no trainable parameters: ``train_step`` then
+measures the loss and changes nothing.
+
 A module is called with ``input_ids`` [B, T] and ``attention_mask`` [B, T] (1 = real) and
 returns what its task declares (``zoo.Task.output``; ``zoo list pipelines`` shows each);
 the engine trains it with the task's declared loss.
@@ -87,6 +96,12 @@ class Model(Protocol):
     #   decode_step(next_ids [B], cache) -> (logits [B, V], cache)
     #       one more token per row. The cache never holds more than block_size positions:
     #       the caller starts again on a shorter context before it would.
+
+    # Fitting before training, optional (see the module docstring):
+    #   fits_training_split: bool = True
+    #   fit(inputs [N, T], targets [N], mask [N, T] | None, vocabulary: list[str] | None)
+    #       the whole training split at once; vocabulary is each token id's text ("" for
+    #       special tokens), for models that read inside tokens.
 
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None: ...
 

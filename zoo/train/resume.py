@@ -17,7 +17,9 @@ from zoo.core.plan import plan_from_record
 from zoo.core.provenance import identity
 from zoo.core.registry import get_zoo
 from zoo.train.runner import train_and_record
-from zoo.records.store import Store, home
+from zoo.records.ownership import own_run
+from zoo.records.paths import run_folder
+from zoo.records.store import Store
 
 
 class ResumeRefused(ZooError):
@@ -46,9 +48,19 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None, claimed: dict | None =
         row = claimed
     if distributed.launched():
         raise ResumeRefused("zoo resume runs in a single process; start it without torchrun")
-    run = RunFolder(home() / row["id"])
+    run = RunFolder(run_folder(row["id"]))
     if not run.file("config.json").is_file():
         raise ResumeRefused(f"cannot resume run {row['id']}: {run.path} has no config.json")
+    # The folder's one writer from here on: a process still writing it (a sweep worker
+    # whose driver was killed, say) is waited for briefly, then refused, never joined.
+    owner = own_run(run.path)
+    try:
+        return _resume_owned(row, run, zoo, quiet, store)
+    finally:
+        owner.release()
+
+
+def _resume_owned(row: dict, run: RunFolder, zoo, quiet: bool, store) -> dict:
     provenance = run.config()
     if (provenance.get("distributed") or {}).get("world_size", 1) > 1:
         raise ResumeRefused(f"cannot resume run {row['id']}: it trained under torchrun on "
@@ -59,7 +71,8 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None, claimed: dict | None =
     except ZooError as exc:
         raise ResumeRefused(f"cannot resume run {row['id']}: {exc}") from None
     dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
-                            label_column=provenance.get("label_column"), quiet=quiet)
+                            label_column=provenance.get("label_column"), quiet=quiet,
+                            held_out=plan.held_out)
     warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
     ckpt = checkpoints.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)

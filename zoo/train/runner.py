@@ -21,6 +21,7 @@ from zoo.train.job import Job, RunFolder, RunResult
 from zoo.core.plan import Plan, config_hash
 from zoo.core.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
 from zoo.core.registry import get_zoo, task_loss
+from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 
 
@@ -53,7 +54,8 @@ def seed_everything(seed: int) -> None:
 
 def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
             text_column: str | None = None, label_column: str | None = None, zoo=None,
-            extra: dict | None = None, run_id: str | None = None, store=None) -> dict:
+            extra: dict | None = None, run_id: str | None = None, store=None,
+            on_validate=None, log_to=None) -> dict:
     """Load the data, train and evaluate through the pipeline, and record the run.
 
     ``extra`` is added to the run's provenance (``zoo reproduce`` names the original run).
@@ -61,15 +63,29 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
     row, the others work in a scratch folder that is removed at the end. A sweep's worker
     passes the ``run_id`` its driver chose and a ``store`` that hands every write back to
     the driver (zoo.sweeps.worker.Journal), so the driver alone writes the SQLite store.
+    ``on_validate`` is the training loop's per-validation callback (``Job.on_validate``); a
+    plan with ``held_out`` roles trains and reports without ever reading those splits.
+    ``log_to`` names the trackers the run reports to (zoo.train.tracking; default ZOO_LOG_TO).
     """
+    from zoo.train.tracking import check as check_trackers
+    from zoo.train.tracking import chosen
+
     zoo = zoo or get_zoo()
+    if device == "cuda":  # a device that is not there: the user's error, and no run recorded
+        from zoo.train.torch_model import pick_device
+
+        pick_device(device)
+    trackers_named = chosen(log_to)
+    check_trackers(trackers_named, zoo)  # an unknown tracker fails before anything loads
     ranks = _join_ranks(device)
     with own_interrupts_fail("the run's code (loading its data and plugins)"):
         if plan.loaded is not None and plan.columns == (text_column, label_column):
             dataset = plan.loaded  # loaded before the task was known; checked below
         else:
             dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
-                                    label_column=label_column, quiet=quiet)
+                                    label_column=label_column, quiet=quiet,
+                                    held_out=plan.held_out)
+        dataset = dataset.holding_out(plan.held_out)
         pipeline = plan.pipeline.load()
         check = getattr(pipeline, "check_dataset", None)
         if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
@@ -78,39 +94,76 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
         task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
     run_id = distributed.broadcast_object(run_id or new_run_id())
     run = _create_run_folder(home() if ranks.is_main else _scratch(), run_id)
+    try:
+        owner = own_run(run.path, wait=0)  # the one writer of this folder until the run ends
+    except BaseException:  # a full disk, say: no run folder without its store row
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
+    try:
+        return _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet,
+                                 extra, store, on_validate, trackers_named)
+    finally:
+        owner.release()
+
+
+def _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet, extra,
+                      store, on_validate=None, trackers_named=()) -> dict:
     summary = {"run_id": run.id, "model": plan.spec.name,
                "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
                "dataset": plan.dataset_ref.name, "task": plan.task, "seed": plan.seed}
     provenance = {**summary, "config_hash": config_hash(plan, zoo),
-                  "configs": plan.config_values(),
+                  "configs": plan.config_values(), "incidental": plan.incidental(),
                   "dataset_id": plan.dataset_ref.source, "dataset_location": dataset.location,
                   "dataset_fingerprint": dataset.fingerprint, "versions": versions(zoo, plan),
                   "plugins": plugin_provenance(zoo, plan),
                   "git_commit": git_commit(), "git_dirty": git_dirty(), "device": device,
                   "text_column": dataset.text_column, "label_column": dataset.label_column,
+                  **({"held_out": list(plan.held_out)} if plan.held_out else {}),
                   **(extra or {})}
     if plan.init is not None:
         provenance["init"] = plan.init.record()
     if ranks.active:
         provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
-    if store is None:
-        store = Store() if ranks.is_main else _NoStore()
-    try:
+    from zoo.train.tracking import NoTrackers
+
+    if trackers_named:
+        provenance["log_to"] = trackers_named
+    trackers = NoTrackers()
+    if trackers_named and ranks.is_main:
+        from zoo.train.tracking import Trackers
+
+        try:
+            trackers = Trackers(trackers_named, zoo)  # a missing extra fails here, unrecorded
+        except BaseException:
+            shutil.rmtree(run.path, ignore_errors=True)
+            raise
+    try:  # opening the store can fail too (a full disk cannot take its journal)
+        if store is None:
+            store = Store() if ranks.is_main else _NoStore()
         run.write_json("config.json", provenance)
         store.insert(run.id, model=plan.spec.name, architecture=plan.spec.architecture.name,
                      tokenizer=plan.spec.tokenizer.name, dataset=plan.dataset_ref.name,
                      task=plan.task, seed=plan.seed, config_hash=provenance["config_hash"],
                      config=provenance)
     except BaseException:
-        store.close()
+        if store is not None:
+            store.close()
+        trackers.close()
         shutil.rmtree(run.path, ignore_errors=True)  # no run folder without its store row
         raise
+    if trackers:
+        from zoo.records.settings import flat_settings
+
+        trackers.start({**summary, "id": run.id, "folder": run.path,
+                        "settings": flat_settings(provenance), "config_hash":
+                        provenance["config_hash"]})
+        run.observer = trackers.log
     job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
               plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
               plan.seed, device, run, quiet or not ranks.is_main,
               identity=identity(plan, dataset, zoo), declared_task=plan.pipeline.task,
-              init=plan.init)
-    return train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
+              on_validate=on_validate, init=plan.init)
+    return train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
 
 
 def _create_run_folder(parent: Path, run_id: str) -> RunFolder:
@@ -122,8 +175,25 @@ def _create_run_folder(parent: Path, run_id: str) -> RunFolder:
 
 
 def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict,
-                     provenance: dict, ranks=None) -> dict:
-    """Run the pipeline on a prepared job and record the outcome in its store row."""
+                     provenance: dict, ranks=None, trackers=None) -> dict:
+    """Run the pipeline on a prepared job and record the outcome in its store row; the
+    trackers (zoo.train.tracking) hear the end of it, whatever the end is."""
+    from zoo.train.tracking import NoTrackers
+
+    trackers = trackers or NoTrackers()
+    try:
+        result = _train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
+    except BaseException as exc:
+        status = "interrupted" if isinstance(exc, KeyboardInterrupt) else (
+            "diverged" if isinstance(exc, RunDiverged) else "failed")
+        trackers.finish({}, job.run.path, status)
+        raise
+    trackers.finish(result["metrics"], job.run.path, result["status"])
+    return result
+
+
+def _train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict,
+                      provenance: dict, ranks=None) -> dict:
     from zoo.train.loop import Diverged
 
     run = job.run
@@ -164,6 +234,10 @@ def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict
         if not ranks.is_main:
             shutil.rmtree(run.path.parent, ignore_errors=True)
     duration = time.time() - start
+    if job.stopped is not None:  # the per-validation callback stopped it ("pruned")
+        status, step = job.stopped
+        result = dataclasses.replace(result, status=status,
+                                     metrics={**result.metrics, "stopped_step": step})
     store.update(run.id, status=result.status, finished=time.time(),
                  duration=duration, params=result.params, metrics=result.metrics)
     store.close()

@@ -117,27 +117,22 @@ class TorchModel:
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.module.parameters())
 
-    def prepare(self, inputs, targets, mask=None, vocabulary=None) -> None:
-        """Show the module the whole training split once, before training, if it asks to see
-        it: a module's ``prepare(input_ids, attention_mask, targets, vocabulary)`` keeps
-        statistics of the data as buffers, which are saved with its weights. ``vocabulary``
-        is each token id's text ("" for special tokens)."""
-        prepare = getattr(self.module, "prepare", None)
-        if callable(prepare):
-            with torch.no_grad():
-                prepare(self._tensor(inputs), self._tensor(mask), self._tensor(targets),
-                        vocabulary)
+    @property
+    def fits_training_split(self) -> bool:
+        """Whether the module is fitted on the training split before training
+        (``zoo.train.model.Model``): it says so with ``fits_training_split = True``."""
+        return getattr(self.module, "fits_training_split", False) is True
 
-    def calibrate(self, inputs, targets, mask=None) -> None:
-        """Show the module a held-out split (the validation split, at every validation and
-        before the final evaluation), if it asks to see it: a module's ``calibrate(input_ids,
-        attention_mask, targets)`` may fit buffers to it, in evaluation mode, without
-        gradients."""
-        calibrate = getattr(self.module, "calibrate", None)
-        if callable(calibrate):
-            self.module.eval()
-            with torch.no_grad(), self._autocast():
-                calibrate(self._tensor(inputs), self._mask(mask), self._tensor(targets))
+    def fit(self, inputs, targets, mask=None, vocabulary=None) -> None:
+        """The module's ``fit(input_ids, attention_mask, targets, vocabulary)`` on the whole
+        training split, without gradients."""
+        if not self.fits_training_split:
+            raise ZooError(f"{type(self.module).__name__} is not fitted before training "
+                           "(it has no fits_training_split = True)")
+        mask = np.ones_like(inputs) if mask is None else mask
+        with torch.no_grad():
+            self.module.fit(self._tensor(inputs), self._tensor(mask), self._tensor(targets),
+                            vocabulary)
 
     def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
         params = [p for p in self.module.parameters() if p.requires_grad]
@@ -186,6 +181,8 @@ class TorchModel:
         self.module.train()
         loss = self._task_loss(inputs, targets, mask, "mean", self._train_module, cache_casts)
         self.optimizer.zero_grad(set_to_none=True)
+        if not loss.requires_grad:  # nothing left to learn (fitted before training)
+            return loss, torch.zeros((), device=loss.device)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
             self.scaler.unscale_(self.optimizer)  # clip the true gradients

@@ -1,0 +1,68 @@
+"""MLflow: one MLflow run per zoo run, in the experiment named by ZOO_MLFLOW_EXPERIMENT
+(default "zoo"), at MLFLOW_TRACKING_URI or else a SQLite store in ZOO_HOME (the folder
+of the run folders)
+(``mlflow ui --backend-store-uri sqlite:///$ZOO_HOME/mlflow.db`` shows it). Params are the
+run's settings, metrics carry their steps, and the run folder becomes its artifacts."""
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param
+
+MAX_PARAM = 6000  # MLflow's limit on a param value's length
+
+
+def tracking_uri(home: Path) -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{home.resolve() / 'mlflow.db'}"
+
+
+class MlflowLogger:
+    def __init__(self):
+        import logging
+
+        for name in ("mlflow", "alembic"):  # its schema migrations talk at INFO on stderr
+            logging.getLogger(name).setLevel(logging.WARNING)
+        self.client, self.run_id, self.step = None, None, 0
+
+    def start(self, run: dict) -> None:
+        home = Path(run["folder"]).parent
+        self.client = MlflowClient(tracking_uri=tracking_uri(home))
+        name = os.environ.get("ZOO_MLFLOW_EXPERIMENT", "zoo")
+        experiment = self.client.get_experiment_by_name(name)
+        if experiment is None:
+            artifacts = None
+            if not os.environ.get("MLFLOW_TRACKING_URI"):  # beside the store, not in the cwd
+                artifacts = (home / "mlflow-artifacts").resolve().as_uri()
+            experiment_id = self.client.create_experiment(name, artifact_location=artifacts)
+        else:
+            experiment_id = experiment.experiment_id
+        tags = {"zoo.run_id": run["id"], "zoo.model": run["model"],
+                "zoo.dataset": run["dataset"], "zoo.task": run["task"]}
+        self.run_id = self.client.create_run(experiment_id, run_name=run["id"],
+                                             tags=tags).info.run_id
+        params = [Param(key, str(value)[:MAX_PARAM]) for key, value in
+                  {**run["settings"], "seed": run["seed"]}.items()]
+        for start in range(0, len(params), 100):  # MLflow takes 100 params per batch
+            self.client.log_batch(self.run_id, params=params[start:start + 100])
+
+    def log(self, record: dict) -> None:
+        self.step = int(record.get("step", self.step))
+        self._metrics({k: v for k, v in record.items() if k != "step"}, self.step)
+
+    def finish(self, metrics: dict, folder: Path, status: str) -> None:
+        self._metrics(metrics, self.step)  # the final figures at the last step
+        self.client.log_artifacts(self.run_id, str(folder))
+        self.client.set_tag(self.run_id, "zoo.status", status)
+        self.client.set_terminated(self.run_id, "FINISHED" if status == "finished" else "FAILED")
+
+    def _metrics(self, values: dict, step: int) -> None:
+        now = int(time.time() * 1000)
+        batch = [Metric(key, float(value), now, step) for key, value in values.items()
+                 if isinstance(value, (int, float)) and not isinstance(value, bool)
+                 and math.isfinite(value)]
+        for start in range(0, len(batch), 1000):  # MLflow takes 1000 metrics per batch
+            self.client.log_batch(self.run_id, metrics=batch[start:start + 1000])

@@ -1,0 +1,108 @@
+"""Sizes a user can set are bounded before anything is allocated: `predict` input is read
+in bounded lines and its bytes counted as read (pipes and devices too), and dataset
+settings are checked against an estimate of what they need."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import TINY_DECODER, run_cli
+from zoo.core.bounds import MAX_PREDICT_TEXT_BYTES
+
+
+@pytest.fixture
+def run_id(tiny_text, one_thread):
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER, "--json")
+    assert result.code == 0, result
+    return json.loads(result.out)["run_id"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["/dev/stdin", "-"])
+def test_200_mb_of_zeros_on_a_pipe_is_exit_2_within_seconds_and_under_1_gb(run_id, name):
+    began = time.time()
+    zeros = subprocess.Popen(["head", "-c", "200000000", "/dev/zero"], stdout=subprocess.PIPE)
+    predict = subprocess.Popen([sys.executable, "-m", "zoo", "predict", run_id, "--file", name],
+                               stdin=zeros.stdout, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    zeros.stdout.close()
+    _, status, usage = os.wait4(predict.pid, 0)
+    err = predict.stderr.read()
+    zeros.kill()
+    zeros.wait()
+    assert os.waitstatus_to_exitcode(status) == 2, err
+    assert time.time() - began < 30  # the interpreter's start included; seconds, not minutes
+    assert usage.ru_maxrss * 1024 < 2**30, usage.ru_maxrss  # KiB on Linux
+    assert len(err.strip().splitlines()) == 1 and "line 1 is longer than 1 MiB" in err, err
+
+
+def test_the_bytes_read_are_capped_not_the_size_the_system_reports(monkeypatch, tmp_path):
+    from zoo.cli import options
+
+    monkeypatch.setattr("zoo.core.bounds.MAX_PREDICT_BYTES", 1000)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen([sys.executable, "-c",
+                               f"open({str(fifo)!r}, 'w').write('short line\\n' * 500)"])
+    try:
+        with pytest.raises(Exception, match="holds more than 0 MiB"):
+            options.read_texts(str(fifo))
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def test_one_overlong_line_is_refused_before_it_is_tokenized(tmp_path):
+    from zoo.cli import options
+    from zoo.errors import ZooError
+
+    path = tmp_path / "long.txt"
+    path.write_text("ok\n" + "x" * (MAX_PREDICT_TEXT_BYTES + 5) + "\n")
+    with pytest.raises(ZooError, match="line 2 is longer than 1 MiB"):
+        options.read_texts(str(path))
+
+
+def test_texts_are_predicted_in_bounded_groups():
+    from zoo.cli.options import batches_of_texts
+
+    groups = list(batches_of_texts(["a" * 600, "b" * 600, "c"], max_bytes=1000))
+    assert groups == [["a" * 600], ["b" * 600, "c"]]
+    assert [len(g) for g in batches_of_texts(["x"] * 2500)] == [1024, 1024, 452]
+
+
+@pytest.mark.parametrize("setting, maximum", [("max_len=65536", "at most 250"),
+                                              ("max_len=512", "at most 250"),
+                                              ("train_size=16777216", "at most 2,6")])
+def test_digits_settings_beyond_the_budget_are_refused_before_anything_is_built(
+        setting, maximum):
+    began = time.time()
+    result = run_cli("run", "digits-char", "digits", "--steps", 1, "--set", f"dataset.{setting}")
+    assert result.code == 2, result
+    assert len(result.err.strip().splitlines()) == 1, result.err
+    name = setting.split("=")[0]
+    assert f"dataset.{name} = " in result.err and maximum in result.err, result.err
+    assert time.time() - began < 20
+
+
+@pytest.mark.parametrize("max_len", [32, 96])
+def test_the_digits_estimate_bounds_what_the_rule_tables_take(max_len):
+    import tracemalloc
+
+    from zoo.plugins.digits.data import (DigitsDataConfig, check_identifiable, rules,
+                                         table_cost)
+
+    config = DigitsDataConfig(max_len=max_len)
+    count = sum(len(rules(family, config)) for family in config.families)
+    tracemalloc.start()
+    try:
+        check_identifiable(config)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    estimate = table_cost(config, max_len, count)[0]
+    assert peak <= estimate <= 3 * peak, (peak, estimate)

@@ -1,0 +1,193 @@
+"""zoo ensemble: finished runs of one task and dataset, their probabilities averaged with
+equal weights or weights fitted on the validation split alone, recorded as a row of their
+own beside the runs they combine; ensemble presets train their members and combine them."""
+
+import json
+
+import numpy as np
+import pytest
+from conftest import run_cli
+
+TINY = {
+    "encoder-wordpunct": ["n_embd=16", "n_head=2", "batch_size=8", "eval_interval=10"],
+    "lstm-wordpunct": ["n_embd=16", "hidden=8", "batch_size=8", "eval_interval=10"],
+    "nbsvm-wordpunct": ["buckets=101", "char_buckets=0"],
+}
+
+
+def probs(*rows):
+    return [np.asarray(run, dtype=np.float64) for run in zip(*rows)]  # R arrays [N, K]
+
+
+def test_the_grid_is_every_split_into_tenths():
+    from zoo.records.ensemble import weight_grid
+
+    grid = weight_grid(3)
+    assert grid.shape == (66, 3)  # C(12, 2)
+    assert np.allclose(grid.sum(axis=1), 1.0)
+    assert np.array_equal((grid * 10).round(), grid * 10)
+    assert len({tuple(row) for row in grid}) == 66
+
+
+def test_a_mix_that_answers_more_rows_beats_either_run_alone():
+    from zoo.records.ensemble import fit_weights
+
+    # class 0 is right everywhere; each run alone answers two of the three rows
+    weights = fit_weights(
+        probs([[0.9, 0.1], [0.4, 0.6]], [[0.9, 0.1], [0.9, 0.1]], [[0.4, 0.6], [1.0, 0.0]]),
+        np.array([0, 0, 0]),
+    )
+    assert 0.2 - 1e-9 <= weights[1] <= 0.7 + 1e-9, weights
+    assert weights.sum() == pytest.approx(1.0)
+
+
+def test_right_answers_first_then_the_lower_log_loss():
+    from zoo.records.ensemble import fit_weights
+
+    targets = np.array([0, 1])
+    one_wrong = probs([[0.9, 0.1], [0.1, 0.9]], [[0.2, 0.8], [0.8, 0.2]])  # the second is wrong
+    assert fit_weights(one_wrong, targets).tolist() == [1.0, 0.0]
+    both_right = probs([[0.6, 0.4], [0.9, 0.1]], [[0.4, 0.6], [0.1, 0.9]])  # the second surer
+    assert fit_weights(both_right, targets).tolist() == [0.0, 1.0]
+
+
+def train(model, data) -> dict:
+    sets = [part for setting in TINY[model] for part in ("--set", setting)]
+    result = run_cli("run", model, data, "--steps", 20, "--json", "--quiet", *sets)
+    assert result.code == 0, result
+    return json.loads(result.out)
+
+
+@pytest.fixture
+def three_runs(negated_reviews, one_thread):
+    return [train(model, negated_reviews) for model in TINY]
+
+
+def combine(runs, *options) -> dict:
+    result = run_cli("ensemble", *(r["run_id"] for r in runs), "--json", *options)
+    assert result.code == 0, result
+    return json.loads(result.out)
+
+
+def test_equal_and_fitted_weights_are_recorded_beside_the_runs(three_runs):
+    equal = combine(three_runs)
+    assert equal["model"] == "ensemble(encoder-wordpunct+lstm-wordpunct+nbsvm-wordpunct)"
+    assert [part["weight"] for part in equal["runs"]] == pytest.approx([1 / 3] * 3)
+    fitted = combine(three_runs, "--weights", "fit")
+    assert fitted["model"].startswith("ensemble-fit(")
+    weights = [part["weight"] for part in fitted["runs"]]
+    assert sum(weights) == pytest.approx(1.0)
+    assert all(round(w * 10, 9).is_integer() for w in weights)
+    for ensemble in (equal, fitted):
+        assert {"val_accuracy", "test_accuracy", "test_loss"} <= ensemble["metrics"].keys()
+
+    rows = json.loads(run_cli("runs", "--json").out)
+    kinds = {row["model"]: row["kind"] for row in rows}
+    assert kinds[equal["model"]] == kinds[fitted["model"]] == "ensemble"
+    table = run_cli("compare", "--format", "csv")
+    assert table.code == 0, table
+    for name in [equal["model"], fitted["model"], *TINY]:
+        assert name in table.out  # one row each, side by side
+    shown = run_cli("show", fitted["id"])
+    assert all(run["run_id"] in shown.out for run in three_runs)
+
+
+def test_the_average_is_the_weighted_mean_of_each_runs_probabilities(three_runs, monkeypatch):
+    """The ensemble's validation loss is that of the mean of the runs' own probabilities."""
+    from zoo.pipelines import classification
+
+    from zoo import api
+
+    seen = []
+    original = classification.split_probabilities
+
+    def spy(trained, dataset, split, batch_size=128):
+        predicted = original(trained, dataset, split, batch_size)
+        seen.append((split, predicted))
+        return predicted
+
+    monkeypatch.setattr(classification.Classification, "split_probabilities", staticmethod(spy))
+    result = api.ensemble([r["run_id"] for r in three_runs])
+    validation = [p for split, p in seen if split == "validation"]
+    mean = np.mean([p.probabilities for p in validation], axis=0)
+    right = mean[np.arange(len(mean)), validation[0].targets]
+    assert result.metrics["val_loss"] == pytest.approx(-np.log(right).mean())
+
+
+def test_fitted_weights_never_read_the_test_split(three_runs, monkeypatch):
+    """Poisoned test probabilities (every run sure of the wrong class) change the test
+    figures and not the weights."""
+    from zoo.pipelines import classification
+
+    from zoo import api
+
+    ids = [r["run_id"] for r in three_runs]
+    clean = api.ensemble(ids, weights="fit")
+    original = classification.split_probabilities
+
+    def poisoned(trained, dataset, split, batch_size=128):
+        predicted = original(trained, dataset, split, batch_size)
+        if split == "test":
+            wrong = np.eye(len(predicted.classes))[1 - predicted.targets]
+            predicted.probabilities = wrong * (1 + (trained.run_id == ids[0]))  # unequal too
+            predicted.probabilities /= predicted.probabilities.sum(1, keepdims=True)
+        return predicted
+
+    monkeypatch.setattr(
+        classification.Classification, "split_probabilities", staticmethod(poisoned)
+    )
+    dirty = api.ensemble(ids, weights="fit")
+    assert [p.weight for p in dirty.runs] == [p.weight for p in clean.runs]
+    assert dirty.metrics["val_accuracy"] == clean.metrics["val_accuracy"]
+    assert dirty.metrics["test_accuracy"] == 0.0 < clean.metrics["test_accuracy"]
+
+
+def test_runs_of_other_datasets_or_kinds_are_refused_with_one_line(
+    three_runs, negated_reviews, tmp_path
+):
+    other = tmp_path / "other.csv"
+    other.write_text(negated_reviews.read_text().replace("film", "movie"))
+    elsewhere = train("nbsvm-wordpunct", other)
+    result = run_cli("ensemble", three_runs[0]["run_id"], elsewhere["run_id"])
+    assert result.code == 2 and len(result.err.strip().splitlines()) == 1
+    assert "differ in" in result.err
+    evaluation = json.loads(run_cli("eval", three_runs[0]["run_id"], negated_reviews, "--json").out)
+    result = run_cli("ensemble", three_runs[0]["run_id"], evaluation["run_id"])
+    assert result.code == 2 and "not a trained run" in result.err
+    result = run_cli("ensemble", three_runs[0]["run_id"])
+    assert result.code == 2 and "at least two" in result.err
+    result = run_cli("ensemble", three_runs[0]["run_id"], "no-such-run")
+    assert result.code == 2 and "no-such-run" in result.err
+
+
+def test_an_ensemble_preset_trains_its_members_then_reuses_them(
+    negated_reviews, one_thread, isolated
+):
+    (isolated / "registry.toml").write_text(
+        '[models.tiny-nb]\narchitecture = "nbsvm"\ntokenizer = "wordpunct"\n'
+        "[models.tiny-nb.set]\nbuckets = 101\nsteps = 1\n"
+        '[models.tiny-lstm]\narchitecture = "lstm"\ntokenizer = "wordpunct"\n'
+        "[models.tiny-lstm.set]\nn_embd = 16\nhidden = 8\nsteps = 10\neval_interval = 5\n"
+        '[models.tiny-mix]\nmembers = ["tiny-nb", "tiny-lstm"]\nweights = "fit"\n'
+    )
+    first = run_cli("run", "tiny-mix", negated_reviews, "--json", "--quiet")
+    assert first.code == 0, first
+    combined = json.loads(first.out)
+    assert combined["model"] == "ensemble-fit(tiny-lstm+tiny-nb)"
+    rows = json.loads(run_cli("runs", "--json").out)
+    assert sorted(row["model"] for row in rows if row["kind"] == "train") == [
+        "tiny-lstm",
+        "tiny-nb",
+    ]
+    again = json.loads(run_cli("run", "tiny-mix", negated_reviews, "--json", "--quiet").out)
+    assert [p["run_id"] for p in again["runs"]] == [p["run_id"] for p in combined["runs"]]
+    assert len(json.loads(run_cli("runs", "--json").out)) == 4  # two runs, two ensembles
+    shown = run_cli("show", "tiny-mix")
+    assert shown.code == 0 and "tiny-nb, tiny-lstm" in shown.out
+
+
+def test_zoo_ensemble_stays_the_api_function_once_its_module_is_imported():
+    import zoo
+    import zoo.records.ensemble
+
+    assert callable(zoo.ensemble) and zoo.ensemble.__module__ == "zoo.api"

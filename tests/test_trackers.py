@@ -1,0 +1,138 @@
+"""Trackers (the register_loggers hook): --log-to tensorboard,mlflow sends a run's curves
+and final metrics where TensorBoard's event reader and MlflowClient read back the steps and
+figures of metrics.jsonl; a logger that raises is one warning and never fails the run."""
+import json
+import time
+
+import pytest
+from conftest import TINY_DECODER, run_cli
+
+from zoo.core import registry
+from zoo.hookspecs import hookimpl
+from zoo.records.store import Store, home
+
+
+def curve_of(run_id: str) -> list[dict]:
+    lines = (home() / run_id / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def train(tiny_text, *extra) -> dict:
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 12, *TINY_DECODER,
+                     "--device", "cpu", "--json", "--quiet", *extra)
+    assert result.code == 0, result
+    return json.loads(result.out) | {"err": result.err}
+
+
+@pytest.mark.slow
+def test_tensorboard_and_mlflow_hold_the_curves_and_final_metrics(tiny_text, monkeypatch):
+    from mlflow import MlflowClient
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    run = train(tiny_text, "--log-to", "tensorboard,mlflow")
+    curve = curve_of(run["run_id"])
+    steps = {name: [r["step"] for r in curve if name in r] for name in ("train_loss", "val_loss")}
+    assert len(steps["val_loss"]) >= 2
+
+    events = EventAccumulator(str(home() / run["run_id"]))
+    events.Reload()
+    for name, expected in steps.items():
+        assert [e.step for e in events.Scalars(name)] == expected
+    assert [e.value for e in events.Scalars("val_loss")] == pytest.approx(
+        [r["val_loss"] for r in curve if "val_loss" in r], rel=1e-6)
+    assert events.Scalars("final/val_bpc")[-1].value == pytest.approx(
+        run["metrics"]["val_bpc"], rel=1e-6)
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{home().resolve() / 'mlflow.db'}")
+    (found,) = client.search_runs([client.get_experiment_by_name("zoo").experiment_id])
+    assert found.data.tags["zoo.run_id"] == run["run_id"]
+    assert found.data.params["model.n_layer"] == "1" and found.data.params["train.lr"]
+    history = client.get_metric_history(found.info.run_id, "val_loss")
+    # the curve's steps, then the final figure (whole splits) at the last step: the run's
+    # latest val_loss in MLflow is the one zoo reports
+    assert [m.step for m in history] == steps["val_loss"] + [steps["val_loss"][-1]]
+    assert history[-1].value == pytest.approx(run["metrics"]["val_loss"], rel=1e-9)
+    assert found.data.metrics["val_bpc"] == pytest.approx(run["metrics"]["val_bpc"], rel=1e-9)
+    artifacts = {a.path for a in client.list_artifacts(found.info.run_id)}
+    assert {"metrics.jsonl", "config.json", "model.safetensors"} <= artifacts
+    assert found.info.status == "FINISHED"
+
+
+class Broken:
+    def start(self, run):
+        pass
+
+    def log(self, record):
+        raise RuntimeError("the tracker's server is gone")
+
+    def finish(self, metrics, folder, status):
+        raise AssertionError("no more calls after a failure")
+
+
+class Slow:
+    calls: list = []
+
+    def start(self, run):
+        Slow.calls.append(("start", run["id"], run["settings"]["model.n_layer"]))
+
+    def log(self, record):
+        time.sleep(0.5)  # a slow tracker: the training loop does not wait for it
+        Slow.calls.append(("log", record["step"]))
+
+    def finish(self, metrics, folder, status):
+        Slow.calls.append(("finish", status, sorted(p.name for p in folder.iterdir())))
+
+
+class TrackerPlugin:
+    @hookimpl
+    def register_loggers(self, register):
+        register("broken", Broken, description="test: raises")
+        register("slow", Slow, description="test: half a second per record")
+
+
+@pytest.fixture
+def with_trackers():
+    zoo = registry.build_zoo(entry_points=False)
+    assert zoo.add_plugin(TrackerPlugin(), registry.PluginInfo("test-trackers", "test"))
+    registry.reset_zoo(zoo)
+    Slow.calls = []
+
+
+def test_a_failing_logger_warns_once_and_a_slow_one_never_slows_the_run(tiny_text,
+                                                                      with_trackers):
+    run = train(tiny_text, "--log-to", "broken,slow")
+    assert run["status"] == "finished"
+    warnings = [line for line in run["err"].splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "logger 'broken' from plugin 'test-trackers'" in warnings[0]
+    assert "the tracker's server is gone" in warnings[0]
+    with Store() as store:
+        assert store.get(run["run_id"])["status"] == "finished"
+    records = curve_of(run["run_id"])
+    assert Slow.calls[0] == ("start", run["run_id"], 1)
+    assert [c[1] for c in Slow.calls if c[0] == "log"] == [r["step"] for r in records]
+    assert Slow.calls[-1][:2] == ("finish", "finished") and "metrics.jsonl" in Slow.calls[-1][2]
+    # the loop did not wait half a second per record
+    assert run["metrics"]["train_time"] < 0.5 * len(records)
+
+
+def test_trackers_are_chosen_by_environment_and_unknown_ones_refused(tiny_text, with_trackers,
+                                                                     monkeypatch):
+    monkeypatch.setenv("ZOO_LOG_TO", "slow")
+    train(tiny_text)
+    assert Slow.calls and Slow.calls[0][0] == "start"
+    result = run_cli("run", "decoder-char", tiny_text, "--log-to", "tensorbord")
+    assert result.code == 2 and "Did you mean: tensorboard" in result.err
+    with Store() as store:
+        assert len(store.rows()) == 1  # the refused run recorded nothing
+
+
+def test_a_sweep_sends_every_cell_to_its_trackers(tiny_text, with_trackers, monkeypatch):
+    import os
+
+    monkeypatch.delenv("ZOO_LOG_TO", raising=False)
+    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--steps", 2, *TINY_DECODER,
+                     "--grid", "lr=1e-3,2e-3", "--log-to", "slow", "--json")
+    assert result.code == 0, result
+    starts = [c for c in Slow.calls if c[0] == "start"]
+    assert len(starts) == 2 and "ZOO_LOG_TO" not in os.environ

@@ -1,0 +1,260 @@
+"""zoo tune: the search space is checked before anything trains; trials report each
+validation through the training loop's callback and a pruned one is recorded as such;
+trials never read the test split; the study survives a SIGKILL of the command."""
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import run_cli
+
+from zoo.errors import ZooError
+from zoo.records.store import Store, home
+from zoo.search.space import parse_space
+
+optuna = pytest.importorskip("optuna")
+
+TINY = ["--set", "dim=8", "--set", "buckets=97", "--set", "batch_size=8",
+        "--set", "eval_interval=5", "--set", "warmup_steps=0"]
+
+
+def test_a_space_parses_into_typed_dimensions():
+    space = parse_space(["lr=log(1e-4,1e-2) n_layer=int(1,4)",
+                         "pooling=choice(mean,max,cls);dropout=float(0,0.5)"])
+    assert [str(d) for d in space] == ["lr=log(0.0001,0.01)", "n_layer=int(1,4)",
+                                       "pooling=choice(mean,max,cls)", "dropout=float(0.0,0.5)"]
+    assert space[0].distribution().log and space[1].distribution().high == 4
+    assert parse_space({"lr": "log(1e-3,1e-1)"})[0].low == 1e-3
+
+
+@pytest.mark.parametrize("text, message", [
+    ("lr=exp(1,2)", "Unknown --space kind 'exp'"),
+    ("lr=log(0,1)", "log needs a positive low end"),
+    ("lr=float(2,1)", "low (2) must be below high (1)"),
+    ("n_layer=int(1,2.5)", "'2.5' is not an integer"),
+    ("pooling=choice(mean)", "choice needs two or more values"),
+    ("lr=log(1e-3,1e-1) lr=log(1e-3,1e-2)", "given twice"),
+    ("lr=__import__('os')", "Unknown --space kind '__import__'"),
+    ("lr=log(1e-3,1e-1)+1", "expects key=kind(args)"),
+    ("lr=float(nan,1)", "not a finite number"),
+])
+def test_a_malformed_space_is_one_clear_error(text, message):
+    with pytest.raises(ZooError, match=re.escape(message)):
+        parse_space(text)
+
+
+@pytest.mark.parametrize("space, message", [
+    ("dimm=int(4,16)", "--space: Unknown config key 'dimm'. Did you mean: dim?"),
+    ("dim=float(4,16)", "dim must be an integer"),
+    ("lr=choice(fast,slow)", "lr must be a finite number"),
+    ("buckets=int(2,9)", "buckets is both searched (--space) and fixed"),
+])
+def test_a_space_that_does_not_fit_the_model_exits_2_before_training(negated_reviews, space,
+                                                                     message):
+    result = run_cli("tune", "fasttext-wordpunct", "--on", negated_reviews, "--space", space,
+                     "--trials", 2, *TINY[2:])  # all but dim
+    assert result.code == 2, result
+    assert message in result.err and len(result.err.strip().splitlines()) == 1
+    assert not (home().parent / "runs" / "tune").exists() or not list(home().glob("2*"))
+    with Store() as store:
+        assert store.rows() == []
+
+
+def _plan(dataset, **overrides):
+    from zoo.core.plan import plan_run
+
+    settings = {"dim": 8, "buckets": 97, "batch_size": 8, "eval_interval": 5,
+                "warmup_steps": 0, "steps": 40, **overrides}
+    return plan_run("fasttext-wordpunct", str(dataset), overrides=settings)
+
+
+def test_the_loop_callback_stops_a_run_which_is_recorded_with_its_status_and_step(
+        negated_reviews):
+    from zoo.train.runner import execute
+
+    seen = []
+
+    def prune_at_the_second_validation(step, figures):
+        seen.append((step, sorted(figures)))
+        return "pruned" if len(seen) == 2 else None
+
+    result = execute(_plan(negated_reviews), device="cpu", quiet=True,
+                     on_validate=prune_at_the_second_validation)
+    assert [step for step, _ in seen] == [5, 10]
+    assert "val_accuracy" in seen[0][1]
+    assert result["status"] == "pruned" and result["metrics"]["stopped_step"] == 10
+    assert result["metrics"]["steps"] == 10
+    with Store() as store:
+        row = store.get(result["run_id"])
+    assert row["status"] == "pruned" and row["metrics"]["stopped_step"] == 10
+
+
+def test_the_trial_reporter_prunes_a_trial_below_the_median(tmp_path):
+    from zoo.search.study import TrialReporter
+
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    study = optuna.create_study(study_name="s", storage=url, direction="maximize",
+                                pruner=optuna.pruners.MedianPruner(n_startup_trials=3))
+    for value in (0.8, 0.85, 0.9):
+        trial = study.ask()
+        trial.report(value, 5)
+        study.tell(trial, value)
+    weak, strong = study.ask(), study.ask()
+    report = TrialReporter(url, "s", weak._trial_id, "median", ["val_accuracy", "val_loss"])
+    assert report(5, {"val_loss": 0.3, "val_accuracy": 0.5}) == "pruned"
+    report = TrialReporter(url, "s", strong._trial_id, "median", ["val_accuracy"])
+    assert report(5, {"val_accuracy": 0.95}) is None
+    assert study.trials[3].intermediate_values == {5: 0.5}  # reported to the shared storage
+
+
+def test_trials_never_read_the_test_split_and_the_best_is_scored_on_test_once(
+        negated_reviews, monkeypatch):
+    import zoo
+    from zoo.data.datasets import LoadedDataset
+    from zoo.search import report
+
+    reads, phase = [], ["trials"]
+    original_split, original_test_once = LoadedDataset.split, report.test_once
+
+    def watched_split(self, role):
+        reads.append((phase[0], self.split_names.get(role, role), tuple(self.held_out)))
+        return original_split(self, role)
+
+    def watched_test_once(*args, **kwargs):
+        phase[0] = "report"
+        return original_test_once(*args, **kwargs)
+
+    monkeypatch.setattr(LoadedDataset, "split", watched_split)
+    monkeypatch.setattr(report, "test_once", watched_test_once)
+    result = zoo.tune("fasttext-wordpunct", str(negated_reviews), space="lr=log(1e-3,1e-1)",
+                      trials=3, seeds=1, steps=30, progress=False, device="cpu",
+                      dim=8, buckets=97, batch_size=8, eval_interval=10)
+    during = [r for r in reads if r[0] == "trials"]
+    assert during and all(split != "test" for _, split, _ in during), during
+    assert all(held == ("test",) for _, _, held in during)
+    assert any(r[1] == "test" for r in reads if r[0] == "report")  # read once trials are done
+    with Store() as store:
+        rows = store.rows()
+    trials = [r for r in rows if (r.get("config") or {}).get("tune")]
+    assert sorted(r["config"]["tune"]["trial"] for r in trials) == [0, 1, 2]
+    assert all(r["status"] == "finished" for r in trials)
+    assert not any(k.startswith("test_") for r in trials for k in r["metrics"])
+    evals = [r for r in rows if r["kind"] == "eval"]
+    best = result.studies[0]["best"]
+    assert [e["parent_id"] for e in evals] == [best["run_id"]]  # the best trial, on test, once
+    assert result.studies[0]["best_test"] is not None
+    assert len(result.studies[0]["tuned"]) == 1 and len(result.studies[0]["preset"]) == 1
+    assert "[models.fasttext-wordpunct-tuned.set]" in result.presets
+    assert "buckets = 97\n" in result.presets  # typed, not the --set string
+
+
+def _store_statuses(path) -> list[str]:
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as conn:
+            return [row[0] for row in conn.execute("SELECT status FROM runs")]
+    except sqlite3.Error:
+        return []
+
+
+@pytest.mark.slow
+def test_a_killed_tune_continues_its_study_without_losing_or_double_counting_trials(
+        negated_reviews, tmp_path):
+    command = [sys.executable, "-m", "zoo", "tune", "fasttext-wordpunct", "--on",
+               str(negated_reviews), "--space", "lr=log(1e-3,1e-1)", "--trials", 4, "--seeds", 1,
+               "--steps", 400, "--pruner", "none", "--device", "cpu", *TINY]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    first = subprocess.Popen([str(c) for c in command], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    store = home() / "zoo.db"
+    deadline = time.time() + 240
+    while time.time() < deadline:  # one trial finished and the next one training
+        statuses = _store_statuses(store)
+        if statuses.count("finished") >= 1 and "running" in statuses:
+            break
+        time.sleep(0.05)
+    else:
+        first.kill()
+        pytest.fail("no trial finished in time: " + first.stderr.read()[-2000:])
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+
+    second = subprocess.run([str(c) for c in command], env=env, capture_output=True, text=True,
+                            timeout=600, check=False)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "was cut off (its process died); its settings are queued again" in second.stderr
+    storage = f"sqlite:///{home() / 'tune' / 'studies.db'}"
+    (summary,) = optuna.get_all_study_summaries(storage)
+    study = optuna.load_study(study_name=summary.study_name, storage=storage)
+    lost = [t for t in study.trials if t.system_attrs.get("zoo_lost")]
+    kept = [t for t in study.trials if not t.system_attrs.get("zoo_lost")]
+    assert len(lost) == 1 and lost[0].state.name == "FAIL"
+    assert [t.state.name for t in kept] == ["COMPLETE"] * 4  # no trial lost, none counted twice
+    retry = [t for t in kept if t.user_attrs.get("retry_of") == lost[0].number]
+    assert len(retry) == 1 and retry[0].params == lost[0].params  # its settings ran again
+    with Store() as zoo_store:
+        rows = [r for r in zoo_store.rows() if (r.get("config") or {}).get("tune")]
+    finished = sorted(r["config"]["tune"]["trial"] for r in rows if r["status"] == "finished")
+    assert finished == sorted(t.number for t in kept)
+    assert [r["status"] for r in rows].count("interrupted") == 1  # the cut-off trial's run
+
+
+@pytest.mark.slow
+def test_a_ray_search_records_every_trial_from_the_driver_and_goes_on_past_a_killed_worker(
+        negated_reviews, monkeypatch, tmp_path):
+    from conftest import kill_a_worker_held_at_a_checkpoint
+
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="error")
+    try:
+        # The first two trials wait after their first checkpoint: one is killed mid-trial.
+        thread, killed = kill_a_worker_held_at_a_checkpoint(monkeypatch, tmp_path, workers=2)
+        result = run_cli("tune", "fasttext-wordpunct", "--on", negated_reviews, "--space",
+                         "lr=log(1e-3,1e-1)", "--trials", 4, "--seeds", 1, "--steps", 60,
+                         "--set", "checkpoint_every=10", "--executor", "ray", "--device", "cpu",
+                         *TINY)
+        thread.join()
+    finally:
+        ray.shutdown()
+    assert killed, "no Ray worker was killed"
+    assert result.code == 0, result
+    assert "trials run on Ray tasks on a local Ray cluster: 2 at a time" in result.err
+    with Store() as store:
+        rows = [r for r in store.rows() if (r.get("config") or {}).get("tune")]
+    assert len(rows) == 4  # one row per trial
+    assert {r["pid"] for r in rows} == {os.getpid()}  # every row written by the driver
+    assert sorted(r["status"] for r in rows) == ["failed", "finished", "finished", "finished"]
+    assert next(r for r in rows if r["status"] == "failed")["error"].startswith("Ray task lost")
+    storage = f"sqlite:///{home() / 'tune' / 'studies.db'}"
+    (summary,) = optuna.get_all_study_summaries(storage)
+    states = sorted(t.state.name for t in optuna.load_study(
+        study_name=summary.study_name, storage=storage).trials)
+    assert states == ["COMPLETE", "COMPLETE", "COMPLETE", "FAIL"]
+
+
+def test_a_time_budget_starts_no_trial_once_the_trial_time_is_spent(negated_reviews):
+    import zoo
+
+    result = zoo.tune("fasttext-wordpunct", str(negated_reviews), space="lr=log(1e-3,1e-1)",
+                      time=0.001, seeds=1, steps=10, progress=False, device="cpu",
+                      dim=8, buckets=97, batch_size=8, eval_interval=5)
+    assert result.studies[0]["trials"] == {"COMPLETE": 1}
+    assert result.studies[0]["trial_seconds"] > 0.001
+    assert "0.001s of trials per model" in result.table
+
+
+@pytest.mark.slow
+def test_jobs_2_runs_trials_in_workers_and_only_the_driver_writes_the_store(negated_reviews):
+    result = run_cli("tune", "fasttext-wordpunct", "--on", negated_reviews, "--space",
+                     "lr=log(1e-3,1e-1)", "--trials", 3, "--seeds", 1, "--steps", 30,
+                     "--jobs", 2, "--device", "cpu", *TINY)
+    assert result.code == 0, result
+    assert "trials run on 2 worker processes" in result.err
+    with Store() as store:
+        rows = [r for r in store.rows() if (r.get("config") or {}).get("tune")]
+    assert sorted(r["config"]["tune"]["trial"] for r in rows) == [0, 1, 2]
+    assert {r["pid"] for r in rows} == {os.getpid()}
+    assert len({r["host"] for r in rows}) == 1

@@ -1,0 +1,131 @@
+"""The run list (`zoo runs`, `zoo.runs()`): every run with its metrics and settings as
+typed columns, filtered by a condition, sorted and cut to the newest N."""
+from __future__ import annotations
+
+import json
+import math
+
+from zoo.errors import UnknownNameError, ZooError
+
+SUMMARY = ("id", "kind", "status", "model", "dataset", "task", "params", "seed", "duration",
+           "metric", "value")
+FORMATS = ("table", "csv", "json", "markdown")
+
+
+def run_frame():
+    """All runs: the store's columns, one per scalar metric and one per setting
+    (zoo.records.settings), `metric` and `value` (the task's primary metric and its value)."""
+    import pandas as pd
+
+    from zoo.comparison.table import load_runs, primary_metric
+
+    frame = load_runs()
+    if frame.empty:
+        return frame.drop(columns=["settings"], errors="ignore")
+    frame["params"] = pd.array([None if pd.isna(v) else int(v) for v in frame["params"]],
+                               dtype="Int64")  # failed rows hold none: still integers
+    frame["duration"] = pd.to_numeric(frame["duration"], errors="coerce")
+    metrics, values = [], []
+    for _, row in frame.iterrows():
+        metric = primary_metric(row["task"], row["kind"])
+        metrics.append(metric)
+        values.append(_primary_value(frame, row, metric))
+    frame["metric"] = metrics
+    frame["value"] = pd.array(values, dtype="float64")
+    return frame.drop(columns=["settings"])
+
+
+def _primary_value(frame, row, metric):
+    import pandas as pd
+
+    if metric is None:
+        return math.nan
+    names = [metric]
+    if row["kind"] == "eval":  # an evaluation keeps it under its split's prefix
+        from zoo.comparison.table import eval_names
+
+        names = eval_names(metric, row.get("split"))
+    for name in names:
+        value = row.get(name) if name in frame.columns else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and pd.notna(value):
+            return float(value)
+    return math.nan
+
+
+def select(frame, *, where: str | None = None, sort: str | None = None,
+           limit: int | None = None):
+    """The runs for which `where` holds, ordered by `sort` ('val_bpc', '-created': a leading
+    minus sorts descending; comma-separated keys) or by creation, the last `limit` of them."""
+    from zoo.comparison.query import select as query
+
+    if frame.empty:
+        return frame
+    if where:
+        frame = query(frame, where)
+    keys, ascending = [], []
+    for key in (sort or "created").split(","):
+        key = key.strip()
+        descending = key.startswith("-")
+        key = key.lstrip("-")
+        if key not in frame.columns:
+            raise UnknownNameError("--sort column", key, [str(c) for c in frame.columns])
+        keys.append(key)
+        ascending.append(not descending)
+    frame = frame.sort_values(keys, ascending=ascending, na_position="last", kind="stable")
+    if limit is not None:
+        frame = frame.tail(limit) if not sort else frame.head(limit)
+    return frame
+
+
+def render(frame, fmt: str = "table", columns: list[str] | None = None) -> str:
+    """The runs' summary columns (and `columns`) as a table, CSV, JSON records or markdown.
+    JSON keeps types: numbers are numbers, a missing value is null."""
+    if fmt not in FORMATS:
+        raise UnknownNameError("format", fmt, FORMATS)
+    wanted = list(SUMMARY) + [c for c in columns or [] if c not in SUMMARY]
+    for column in wanted:
+        if column not in frame.columns and not frame.empty:
+            raise UnknownNameError("column", column, [str(c) for c in frame.columns])
+    table = frame[[c for c in wanted if c in frame.columns]] if not frame.empty else frame
+    if fmt == "json":
+        return json.dumps([_record(r) for r in table.to_dict("records")]) + "\n"
+    if fmt == "csv":
+        return table.to_csv(index=False)
+    shown = table.copy()
+    if "duration" in shown:
+        shown["duration"] = shown["duration"].round(1)
+    if "value" in shown:
+        shown["value"] = [("" if math.isnan(v) else f"{v:.4f}") for v in shown["value"]]
+    shown = shown.astype(object).where(shown.notna(), "")
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(shown.columns) + " |",
+                 "| " + " | ".join("---" for _ in shown.columns) + " |"]
+        lines += ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |"
+                  for row in shown.itertuples(index=False)]
+        return "\n".join(lines) + "\n"
+    return shown.to_string(index=False) + "\n"
+
+
+def _record(record: dict) -> dict:
+    """A row as JSON values: NumPy and pandas scalars as numbers, NaN and NA as null."""
+    import pandas as pd
+
+    out = {}
+    for key, value in record.items():
+        if isinstance(value, (list, tuple, dict)):
+            out[key] = list(value) if isinstance(value, tuple) else value
+            continue
+        if value is None or pd.isna(value):
+            value = None
+        elif hasattr(value, "item"):
+            value = value.item()
+        if isinstance(value, float) and not math.isfinite(value):
+            value = None
+        out[key] = value
+    return out
+
+
+def check_limit(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ZooError(f"-n must be a positive integer, got {value!r}")
+    return value

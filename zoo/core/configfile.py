@@ -1,0 +1,202 @@
+"""Config files for `zoo run --config FILE` and `zoo sweep --config FILE`.
+
+A file holds what the command line holds, under the options' names::
+
+    model = "decoder-char"        # zoo sweep: models = [...], on = [...], seeds = 3
+    dataset = "shakespeare"
+    steps = 300
+    seed = 1
+    [set]                         # --set; a section's table is the same as "train.lr"
+    n_layer = 2
+    train.lr = 3e-3
+    [grid]                        # zoo sweep --grid
+    lr = [1e-3, 3e-3]
+
+TOML (read with tomllib); YAML too where PyYAML is installed. An option given on the command
+line wins over the file; a --set or --grid key given on both takes the command line's
+value. An unknown key is an error with a did-you-mean, before anything trains.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import tomllib
+
+from zoo.errors import UnknownNameError, ZooError
+
+COMMON = {"steps", "time", "set", "task", "device", "log_to"}
+KEYS = {
+    "run": COMMON | {"model", "dataset", "seed", "text_column", "label_column", "compile"},
+    "sweep": COMMON | {"models", "on", "seeds", "grid", "jobs", "executor", "address",
+                       "cell_cpus", "cell_gpus", "metric", "by", "columns", "baseline",
+                       "format", "pool"},
+}
+
+
+def read(path: str | Path, command: str) -> dict:
+    """The file's options for `command` ('run' or 'sweep'): keys checked, `set` flattened
+    to 'section.key' -> value, `grid` to key -> list of values."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ZooError(f"cannot read config file {path}: {getattr(exc, 'strerror', None) or exc}"
+                       ) from None
+    data = _parse(path, text)
+    if not isinstance(data, dict):
+        raise ZooError(f"{path}: a config file is a table of options, not a "
+                       f"{type(data).__name__}")
+    for key in data:
+        if key not in KEYS[command]:
+            raise UnknownNameError(f"zoo {command} config key (in {path})", key, KEYS[command],
+                                   hint="valid keys: " + ", ".join(sorted(KEYS[command])))
+    values = dict(data)
+    if "set" in values:
+        values["set"] = _flatten(values["set"], path, "set")
+    if "grid" in values:
+        grid = _flatten(values["grid"], path, "grid")
+        for key, choices in grid.items():
+            if not isinstance(choices, list) or not choices:
+                raise ZooError(f"{path}: grid.{key} must be a list of values, e.g. [1, 2]")
+        values["grid"] = grid
+    return values
+
+
+def _parse(path: Path, text: str):
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise ZooError(f"{path}: reading YAML needs PyYAML (pip install pyyaml); or "
+                           "write the file as TOML") from None
+        try:
+            return yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise ZooError(f"{path}: malformed YAML: {str(exc).splitlines()[0]}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ZooError(f"{path}: malformed TOML: {exc}") from None
+
+
+def _flatten(table, path: Path, name: str, prefix: str = "") -> dict:
+    """{"train": {"lr": 1}} and {"train.lr": 1} alike as {"train.lr": 1}."""
+    if not isinstance(table, dict):
+        raise ZooError(f"{path}: {name} must be a table of key = value")
+    flat = {}
+    for key, value in table.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, path, name, full + "."))
+        else:
+            flat[full] = value
+    return flat
+
+
+def apply(args, parser, command: str) -> None:
+    """Fill `args` from the file `args.config` names, where the command line left an option
+    at its default; the file's --set and --grid go to `args.file_set` and `args.file_grid`,
+    beneath the command line's."""
+    args.file_set, args.file_grid = {}, {}
+    if not getattr(args, "config", None):
+        return
+    values = read(args.config, command)
+    args.file_set = values.pop("set", {})
+    args.file_grid = values.pop("grid", {})
+    for one, other in (("steps", "time"), ("time", "steps")):  # a budget given here wins
+        if one in values and getattr(args, other, None) is not None:
+            del values[one]
+    if isinstance(values.get("log_to"), list):
+        values["log_to"] = ",".join(map(str, values["log_to"]))
+    actions = {action.dest: action for action in parser._actions}
+    for key, value in values.items():
+        action = actions.get(key)
+        if action is None:  # log_to before trackers are wired in, say
+            setattr(args, key, value)
+            continue
+        given = getattr(args, key)
+        if given != parser.get_default(key) and given != []:
+            continue  # given on the command line: it wins
+        setattr(args, key, _as_option(value, action, key, args.config))
+
+
+def _as_option(value, action, key: str, path):
+    """A file value checked as the command line checks the option's text."""
+    def one(item):
+        if isinstance(item, (dict, list)):
+            raise ZooError(f"{path}: {key} must be a single value, not {item!r}")
+        text = _text(item)
+        try:
+            converted = action.type(text) if action.type else text
+        except (ValueError, TypeError, argparse.ArgumentTypeError) as exc:
+            raise ZooError(f"{path}: {key}: {exc}") from None
+        if action.choices is not None and converted not in action.choices:
+            raise UnknownNameError(f"{key} (in {path})", str(converted), action.choices)
+        return converted
+
+    if action.nargs in ("+", "*"):
+        items = value if isinstance(value, list) else [value]
+        return [one(item) for item in items]
+    if action.const is True and action.nargs == 0:  # a flag such as --compile
+        if not isinstance(value, bool):
+            raise ZooError(f"{path}: {key} must be true or false, not {value!r}")
+        return value
+    return one(value)
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def grid_options(grid: dict) -> list[str]:
+    """A file's grid as --grid KEY=V1,V2 options."""
+    return [f"{key}={','.join(_text(v) for v in values)}" for key, values in grid.items()]
+
+
+# -- a file that reproduces a run -----------------------------------------------------
+def for_run(record: dict) -> str:
+    """TOML for `zoo run --config` that trains the recorded run again: its model, dataset,
+    seed and task, and every resolved setting under [set] (section by section)."""
+    config = record.get("config") or {}
+    lines = [f"# zoo run --config FILE: reproduces run {record['id']}",
+             f"model = {_toml(record.get('model'))}",
+             f"dataset = {_toml(record.get('dataset'))}",
+             f"seed = {_toml(record.get('seed') or 0)}",
+             f"task = {_toml(record.get('task'))}"]
+    if config.get("device") in ("cpu", "cuda"):
+        lines.append(f"device = {_toml(config['device'])}")
+    for key in ("text_column", "label_column"):
+        if config.get(key):
+            lines.append(f"{key} = {_toml(config[key])}")
+    skipped = []
+    for section, values in (config.get("configs") or {}).items():
+        if not values:
+            continue
+        lines += ["", f"[set.{section}]"]
+        for key, value in values.items():
+            if value is None:  # TOML has no null: the field's default, None, stands
+                skipped.append(f"{section}.{key}")
+                continue
+            lines.append(f"{key} = {_toml(value)}")
+    if skipped:
+        lines.insert(1, "# unset (None): " + ", ".join(skipped))
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)  # a TOML basic string

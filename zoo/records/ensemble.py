@@ -1,0 +1,391 @@
+"""Ensembles of finished runs (`zoo ensemble`, ``zoo.ensemble``): the class probabilities of
+several runs of one task on one dataset, averaged, scored on validation and test, and
+recorded as a store row of their own (kind 'ensemble'), which `zoo runs` and `zoo compare`
+show beside the runs it combines.
+
+Works for any task whose pipeline gives probabilities (``split_probabilities`` and
+``score_probabilities``, zoo.hookspecs): each run is reloaded (``load_trained``) and asked
+for its probabilities through its task's pipeline, so no architecture needs code for it.
+
+Weights: ``equal``, or ``fit``: multiples of 1/10 summing to 1, chosen on the validation
+split alone. Every such split of the weights is tried; the one whose average answers the most
+validation rows right wins, the lowest validation log loss breaking ties (then the first
+tried). The test split is scored once, with the weights chosen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from zoo.errors import ZooError
+
+WEIGHTINGS = ("equal", "fit")
+STEPS = 10  # fitted weights are multiples of 1/STEPS
+MAX_FITTED = 8  # runs whose weights can be fitted (the grid grows as STEPS ** (runs - 1))
+CHUNK = 64  # candidate weightings scored at once (memory: CHUNK x rows x classes)
+SPLITS = ("validation", "test")
+
+
+@dataclass
+class Combined:
+    """One run's part of an ensemble."""
+
+    run_id: str
+    model: str
+    weight: float
+
+
+@dataclass
+class Ensemble:
+    """A recorded ensemble: its store row's id and name, the runs it combines with their
+    weights, and its metrics (val_*, test_*, as its task names them)."""
+
+    id: str
+    model: str
+    dataset: str
+    task: str
+    seed: int | None
+    weighting: str  # "equal" or "fit"
+    runs: list[Combined]
+    metrics: dict
+    params: int | None = None
+    duration: float = 0.0
+
+
+def ensemble_name(models: list[str], weighting: str) -> str:
+    """'ensemble(a+b+c)' (equal weights) or 'ensemble-fit(a+b+c)': the model column of the
+    row, so every seed's ensemble of the same presets is one row of `zoo compare`."""
+    prefix = "ensemble" if weighting == "equal" else f"ensemble-{weighting}"
+    return f"{prefix}({'+'.join(models)})"
+
+
+def weight_grid(count: int, steps: int = STEPS) -> np.ndarray:
+    """Every split of 1 into ``count`` non-negative multiples of 1/steps: [C, count]."""
+    splits = [
+        split for split in itertools.product(range(steps + 1), repeat=count) if sum(split) == steps
+    ]
+    return np.asarray(splits, dtype=np.float64) / steps
+
+
+def fit_weights(
+    probabilities: list[np.ndarray], targets: np.ndarray, steps: int = STEPS
+) -> np.ndarray:
+    """The weights [R] of the runs' validation probabilities (R arrays [N, K]) whose average
+    answers the most rows right; among equals, the lowest mean log loss, then the first."""
+    stacked = np.stack(probabilities, axis=1)  # [N, R, K]
+    grid = weight_grid(len(probabilities), steps)
+    rows = np.arange(len(targets))
+    right, loss = [], []
+    for start in range(0, len(grid), CHUNK):
+        mix = np.einsum("nrk,cr->cnk", stacked, grid[start : start + CHUNK])  # [C, N, K]
+        right.append((mix.argmax(axis=-1) == targets).sum(axis=-1))
+        chosen = mix[:, rows, targets]  # [C, N]
+        loss.append(-np.log(np.clip(chosen, 1e-12, None)).mean(axis=-1))
+    right, loss = np.concatenate(right), np.concatenate(loss)
+    best = np.where(right == right.max(), loss, np.inf).argmin()
+    return grid[best]
+
+
+def average(probabilities: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
+    """The weighted mean of the runs' probabilities [N, K]."""
+    return np.einsum("rnk,r->nk", np.stack(probabilities), weights)
+
+
+def ensemble(
+    run_ids: list[str],
+    *,
+    weights: str = "equal",
+    device: str = "auto",
+    preset: str | None = None,
+    quiet: bool = True,
+    zoo=None,
+) -> Ensemble:
+    """Combine finished runs of one task and dataset and record the ensemble (see the
+    module docstring). ``preset`` names the ensemble preset it was made for, if any."""
+    from zoo.core.registry import get_zoo
+    from zoo.records.store import Store
+
+    if weights not in WEIGHTINGS:
+        raise ZooError(f"weights must be {' or '.join(WEIGHTINGS)}, not {weights!r}")
+    zoo = zoo or get_zoo()
+    with Store() as store:
+        rows = [store.get(run_id) for run_id in run_ids]
+    rows = sorted({row["id"]: row for row in rows}.values(), key=lambda r: (r["model"], r["id"]))
+    check_combinable(rows)
+    if weights == "fit" and len(rows) > MAX_FITTED:
+        raise ZooError(
+            f"fitted weights take at most {MAX_FITTED} runs, not {len(rows)}; use --weights equal"
+        )
+    task = rows[0]["task"]
+    pipeline = zoo.pipelines.get(task).load()
+    if not all(
+        callable(getattr(pipeline, name, None))
+        for name in ("split_probabilities", "score_probabilities")
+    ):
+        raise ZooError(
+            f"the {task} pipeline gives no probabilities (split_probabilities and "
+            f"score_probabilities); its runs cannot be combined"
+        )
+    start = time.time()
+    predicted = run_probabilities(rows, pipeline, device, quiet, zoo)
+    validation = [p["validation"] for p in predicted]
+    if weights == "fit":  # from the validation split alone
+        chosen = fit_weights([p.probabilities for p in validation], validation[0].targets)
+    else:
+        chosen = np.full(len(rows), 1.0 / len(rows))
+    metrics: dict = {}
+    for split in SPLITS:
+        parts = [p[split] for p in predicted]
+        mixed = type(parts[0])(
+            average([p.probabilities for p in parts], chosen),
+            parts[0].targets,
+            parts[0].classes,
+        )
+        metrics.update(pipeline.score_probabilities(mixed, split))
+    metrics["weights"] = [float(w) for w in chosen]
+    return record(rows, chosen, weights, metrics, preset, time.time() - start)
+
+
+def check_combinable(rows: list[dict]) -> None:
+    """Finished trained runs, at least two, of one task on one dataset (the same data, read
+    through the same columns); otherwise one line saying which run differs."""
+    if len(rows) < 2:
+        raise ZooError("an ensemble needs at least two different runs")
+    for row in rows:
+        if row.get("kind") != "train":
+            raise ZooError(f"run {row['id']} is a {row.get('kind')} row, not a trained run")
+        if row["status"] != "finished":
+            raise ZooError(f"run {row['id']} is {row['status']}, not finished")
+    first = rows[0]
+    keys = (
+        "task",
+        "dataset",
+        "dataset_id",
+        "dataset_fingerprint",
+        "text_column",
+        "label_column",
+    )
+    for row in rows[1:]:
+        for key in keys:
+            ours, theirs = (r.get(key, r["config"].get(key)) for r in (first, row))
+            if ours != theirs:
+                raise ZooError(
+                    f"runs {first['id']} and {row['id']} differ in {key} "
+                    f"({ours} and {theirs}); an ensemble combines runs of one task "
+                    "on one dataset"
+                )
+
+
+def run_probabilities(rows: list[dict], pipeline, device: str, quiet: bool, zoo) -> list[dict]:
+    """Each run's SplitProbabilities on validation and test, through its task's pipeline,
+    on the dataset the first run was trained on; their classes and targets must agree."""
+    import sys
+
+    from zoo.core.plan import plan_from_record
+    from zoo.data import datasets as zoo_data
+    from zoo.records.reload import load_trained
+
+    config = rows[0]["config"]
+    ref = plan_from_record(config, zoo).dataset_ref
+    loaded = zoo_data.load(
+        ref,
+        zoo,
+        text_column=config.get("text_column"),
+        label_column=config.get("label_column"),
+        quiet=quiet,
+    )
+    out = []
+    for row in rows:
+        if not quiet:
+            print(
+                f"ensemble: {row['model']} (run {row['id']})",
+                file=sys.stderr,
+                flush=True,
+            )
+        trained = load_trained(row["id"], zoo, device=device)
+        out.append(
+            {split: pipeline.split_probabilities(trained, loaded, split) for split in SPLITS}
+        )
+        del trained
+    for row, predicted in zip(rows[1:], out[1:]):
+        for split in SPLITS:
+            ours, first = predicted[split], out[0][split]
+            if list(ours.classes) != list(first.classes) or not np.array_equal(
+                ours.targets, first.targets
+            ):
+                raise ZooError(
+                    f"run {row['id']} predicts other classes than run "
+                    f"{rows[0]['id']} ({', '.join(ours.classes[:5])} against "
+                    f"{', '.join(first.classes[:5])})"
+                )
+    return out
+
+
+def record(
+    rows: list[dict],
+    chosen: np.ndarray,
+    weighting: str,
+    metrics: dict,
+    preset: str | None,
+    duration: float,
+) -> Ensemble:
+    """The ensemble's store row: its name, the runs and weights, and where they came from."""
+    from zoo.core.provenance import git_commit, git_dirty
+    from zoo.records.store import Store
+    from zoo.train.runner import new_run_id
+
+    first = rows[0]
+    name = ensemble_name([r["model"] for r in rows], weighting)
+    seeds = {r["seed"] for r in rows}
+    seed = seeds.pop() if len(seeds) == 1 else None
+    params = [r.get("params") for r in rows]
+    total = sum(params) if all(isinstance(p, int) for p in params) else None
+    combined = [Combined(r["id"], r["model"], float(w)) for r, w in zip(rows, chosen)]
+    identity = json.dumps([[r.get("config_hash"), r["id"]] for r in rows] + [weighting])
+    ensemble_id = new_run_id()
+    config = {
+        "run_id": ensemble_id,
+        "model": name,
+        "architecture": "ensemble",
+        "task": first["task"],
+        "dataset": first["dataset"],
+        "seed": seed,
+        "weighting": weighting,
+        "preset": preset,
+        "combines": [
+            {
+                "run_id": c.run_id,
+                "model": c.model,
+                "weight": c.weight,
+                "config_hash": r.get("config_hash"),
+                "seed": r["seed"],
+            }
+            for c, r in zip(combined, rows)
+        ],
+        "config_hash": hashlib.sha256(identity.encode()).hexdigest()[:16],
+        **{
+            key: first["config"].get(key)
+            for key in (
+                "dataset_id",
+                "dataset_fingerprint",
+                "text_column",
+                "label_column",
+            )
+        },
+        "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
+    }
+    tokenizers = sorted({r["tokenizer"] for r in rows if r.get("tokenizer")})
+    with Store() as store:
+        store.insert(
+            ensemble_id,
+            kind="ensemble",
+            model=name,
+            architecture="ensemble",
+            tokenizer="+".join(tokenizers) or None,
+            dataset=first["dataset"],
+            task=first["task"],
+            params=total,
+            seed=seed,
+            config_hash=config["config_hash"],
+            config=config,
+        )
+        store.update(
+            ensemble_id,
+            status="finished",
+            finished=time.time(),
+            duration=duration,
+            metrics=metrics,
+        )
+    return Ensemble(
+        ensemble_id,
+        name,
+        first["dataset"],
+        first["task"],
+        seed,
+        weighting,
+        combined,
+        metrics,
+        total,
+        duration,
+    )
+
+
+def run_preset(
+    name: str,
+    dataset: str,
+    *,
+    seed: int = 0,
+    overrides: dict | None = None,
+    device: str = "auto",
+    quiet: bool = False,
+    task: str | None = None,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    zoo=None,
+) -> Ensemble:
+    """`zoo run ENSEMBLE-PRESET DATASET`: every member preset planned (and checked) first,
+    then each trained as its own run (a finished run of the same config is reused), then
+    combined with the preset's weights."""
+    import sys
+
+    from zoo.core.plan import config_hash, plan_run
+    from zoo.core.registry import get_zoo
+    from zoo.records.store import Store
+    from zoo.train.runner import execute
+
+    zoo = zoo or get_zoo()
+    preset = zoo.catalogue.ensembles[name]
+    nested = [m for m in preset.members if m in zoo.catalogue.ensembles]
+    if nested:
+        raise ZooError(
+            f"ensemble preset {name!r} lists ensemble preset {nested[0]!r} among "
+            "its members; members are single models"
+        )
+    plans = [
+        plan_run(
+            member,
+            dataset,
+            overrides=overrides,
+            seed=seed,
+            task=task,
+            text_column=text_column,
+            label_column=label_column,
+            zoo=zoo,
+        )
+        for member in preset.members
+    ]
+    run_ids = []
+    for plan in plans:
+        with Store() as store:
+            done = store.finished_by_hash().get(config_hash(plan, zoo))
+        if done is None:
+            done = execute(
+                plan,
+                device=device,
+                quiet=quiet,
+                text_column=text_column,
+                label_column=label_column,
+                zoo=zoo,
+            )["run_id"]
+        elif not quiet:
+            print(
+                f"{plan.spec.name}: run {done} has this config finished; reused",
+                file=sys.stderr,
+                flush=True,
+            )
+        run_ids.append(done)
+    return ensemble(
+        run_ids,
+        weights=preset.weights,
+        device=device,
+        preset=name,
+        quiet=quiet,
+        zoo=zoo,
+    )

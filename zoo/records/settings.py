@@ -1,0 +1,115 @@
+"""A run's resolved settings as results: flat, typed and queryable.
+
+Every recorded run keeps its resolved configs (model, tokenizer, train and, for generated
+datasets, dataset sections) in its provenance. Here they become one column per setting, so
+`zoo.runs()`, `zoo runs --where` and `zoo compare --where/--by` ask ``lr < 1e-3`` as they
+ask ``val_bpc < 5``. A column is named by the bare field (``lr``); where that name is
+already a run column or metric (``steps``) or two sections share it, by ``section.field``
+(``train.steps``), which conditions write as they read.
+
+Settings declared incidental (``zoo.plugin.incidental``: checkpoint cadence, samples) are
+columns too, but they never split comparison rows.
+"""
+from __future__ import annotations
+
+import functools
+
+from zoo.errors import ZooError
+
+SECTIONS = ("model", "tokenizer", "train", "dataset")
+
+
+def flat_settings(config: dict) -> dict[str, object]:
+    """'section.key' -> value for every recorded setting of a run's provenance."""
+    flat = {}
+    for section, values in (config.get("configs") or {}).items():
+        for key, value in (values or {}).items():
+            flat[f"{section}.{key}"] = value
+    if isinstance(config.get("init"), dict):  # started from another run (--init): its id
+        flat["init"] = config["init"].get("run_id")
+    return flat
+
+
+def incidental_of(row: dict) -> set[str]:
+    """The 'section.key' settings of a run that change nothing it learns: as recorded, or
+    for a run recorded before zoo recorded them, as its config classes declare today."""
+    config = row.get("config") or {}
+    recorded = config.get("incidental")
+    if isinstance(recorded, dict):
+        return {f"{s}.{k}" for s, keys in recorded.items() for k in keys or ()}
+    return set(_declared_incidental(row.get("architecture"), row.get("tokenizer"),
+                                    row.get("task")))
+
+
+@functools.lru_cache(maxsize=64)
+def _declared_incidental(architecture, tokenizer, task) -> tuple[str, ...]:
+    from zoo.core.config import incidental_keys
+    from zoo.core.registry import get_zoo
+
+    zoo = get_zoo()
+    classes = {}
+    for section, registry, name in (("model", zoo.architectures, architecture),
+                                    ("tokenizer", zoo.tokenizers, tokenizer),
+                                    ("train", zoo.pipelines, task)):
+        try:
+            classes[section] = registry.get(name).config_class()
+        except (ZooError, ImportError, AttributeError):  # a plugin no longer installed
+            continue  # nothing known to skip
+    return tuple(f"{s}.{k}" for s, keys in incidental_keys(classes).items() for k in keys)
+
+
+def result_settings(row: dict) -> dict[str, object]:
+    """The settings that change a run's result ('section.key' -> value)."""
+    skip = incidental_of(row)
+    return {k: v for k, v in flat_settings(row.get("config") or {}).items() if k not in skip}
+
+
+def column_names(keys: set[str], taken: set[str]) -> dict[str, str]:
+    """'section.key' -> its column: the bare key where no other section has it and no run
+    column or metric is called that, else 'section.key'."""
+    bare_count: dict[str, int] = {}
+    for key in keys:
+        bare = key.rpartition(".")[2]
+        bare_count[bare] = bare_count.get(bare, 0) + 1
+    names = {}
+    for key in sorted(keys):
+        bare = key.rpartition(".")[2]
+        names[key] = bare if bare_count[bare] == 1 and bare not in taken else key
+    return names
+
+
+def typed_column(values: list):
+    """A pandas column that keeps the settings' types: integers stay integers (nullable
+    where a run lacks the setting), booleans booleans, numbers floats, the rest objects."""
+    import pandas as pd
+
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return pd.array(values, dtype="boolean")
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return pd.array(values, dtype="Int64")
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return pd.array([float("nan") if v is None else float(v) for v in values],
+                        dtype="float64")
+    return pd.array([_hashable(v) for v in values], dtype="object")
+
+
+def _hashable(value):
+    """Lists (a list-valued setting) as tuples, so rows can be grouped and compared."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def with_setting_columns(frame, rows: dict[str, dict]):
+    """`frame` (one row per run, an 'id' column) with a typed column per setting."""
+    import pandas as pd
+
+    flat = {run_id: flat_settings(row.get("config") or {}) for run_id, row in rows.items()}
+    keys = {k for settings in flat.values() for k in settings}
+    if not keys or frame.empty:
+        return frame
+    names = column_names(keys, set(frame.columns))
+    columns = {}
+    for key, name in names.items():
+        values = [flat.get(run_id, {}).get(key) for run_id in frame["id"]]
+        columns[name] = typed_column(values)
+    return pd.concat([frame, pd.DataFrame(columns, index=frame.index)], axis=1)

@@ -1,0 +1,184 @@
+"""What a search ends with: the equal-budget table (each model at its best validation
+settings, re-run over seeds and reported on test, beside its untuned preset), the winners
+as registry.toml presets, and Optuna's plots of each study."""
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class StudyResult:
+    """One model on one dataset after its search."""
+
+    model: str
+    dataset: str
+    study: str  # the Optuna study name
+    objective: str  # the validation figure chosen on, e.g. val_accuracy
+    test_metric: str  # the task's headline test figure, e.g. test_accuracy
+    trials: dict  # state -> count (COMPLETE, PRUNED, FAIL)
+    trial_seconds: float
+    best: dict | None = None  # {"trial", "value", "params", "run_id"}
+    best_test: float | None = None  # the best trial's test figure, measured once
+    settings: dict = field(default_factory=dict)  # the best params, typed as the config has them
+    fixed: dict = field(default_factory=dict)  # --set and --steps of every trial, typed alike
+    tuned: list = field(default_factory=list)  # test figures of the best settings, per seed
+    preset: list = field(default_factory=list)  # test figures of the untuned preset, per seed
+    plots: list = field(default_factory=list)  # paths written
+
+    def record(self) -> dict:
+        return {"model": self.model, "dataset": self.dataset, "study": self.study,
+                "objective": self.objective, "test_metric": self.test_metric,
+                "trials": self.trials, "trial_seconds": self.trial_seconds, "best": self.best,
+                "best_test": self.best_test, "settings": self.settings,
+                "tuned": self.tuned, "preset": self.preset, "plots": self.plots}
+
+
+def test_once(result: StudyResult, device: str, out=sys.stderr) -> None:
+    """The best trial's test figure: evaluated once (`zoo eval`), and read back from that
+    evaluation when the search runs again."""
+    from zoo.comparison.table import eval_value
+    from zoo.records.evaluate import evaluate_run
+    from zoo.records.store import Store
+    from zoo.tasks import strip_split
+
+    run_id, name = result.best["run_id"], strip_split(result.test_metric)
+    with Store() as store:
+        done = [row for row in store.evaluations(run_id) if row.get("status") == "finished"
+                and (row.get("config") or {}).get("split") == "test"]
+    if done:
+        metrics = done[-1]["metrics"]
+    else:
+        print(f"    {result.model}: best trial {result.best['trial']} (run {run_id}) on test, once",
+              file=out, flush=True)
+        metrics = evaluate_run(run_id, result.dataset, "test", device=device)["metrics"]
+    result.best_test = eval_value(metrics, name, "test")
+
+
+def figures(sweep, config_hash: str, metric: str) -> list[float]:
+    """The test figure of each finished cell of `sweep` with this config hash's settings."""
+    from zoo.records.store import Store
+
+    values = []
+    with Store() as store:
+        for cell in sweep.cells:
+            run_id = cell.done or cell.run_id
+            if cell.config_hash != config_hash or run_id is None:
+                continue
+            row = store.get(run_id)
+            value = (row.get("metrics") or {}).get(metric)
+            if row["status"] == "finished" and isinstance(value, (int, float)):
+                values.append(float(value))
+    return values
+
+
+def _mean(values: list[float]) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def table(results: list[StudyResult], budget: str) -> str:
+    """The equal-budget comparison as text."""
+    header = ["model", "dataset", "trials (ok/pruned/failed)", "best val", "its test",
+              "tuned test (seeds)", "preset test (seeds)", "best settings"]
+    rows = []
+    for r in results:
+        counts = f"{r.trials.get('COMPLETE', 0)}/{r.trials.get('PRUNED', 0)}/{r.trials.get('FAIL', 0)}"
+        best = f"{r.best['value']:.4f}" if r.best else "-"
+        test = f"{r.best_test:.4f}" if isinstance(r.best_test, float) else "-"
+        settings = ", ".join(f"{k}={_short(v)}" for k, v in r.settings.items()) or "-"
+        rows.append([r.model, r.dataset, counts, best, test,
+                     f"{_mean(r.tuned)} (n={len(r.tuned)})", f"{_mean(r.preset)} (n={len(r.preset)})",
+                     settings])
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+    metric = results[0].test_metric if results else "test"
+    objective = results[0].objective if results else "validation"
+    lines = [f"equal budget: {budget} per model; chosen on {objective}, reported as {metric}",
+             line(header), line(["-" * w for w in widths])]
+    return "\n".join(lines + [line(row) for row in rows])
+
+
+def _short(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def preset_snippet(result: StudyResult) -> str:
+    """The winner as a registry.toml preset: the original preset's options, then the
+    settings every trial had (--set, --steps), then the best settings over them."""
+    from zoo.core.names import resolve_model
+    from zoo.core.registry import get_zoo
+
+    spec = resolve_model(result.model, get_zoo())
+    values = {}
+    for key, value in {**spec.overrides, **result.fixed, **result.settings}.items():
+        values[key.rpartition(".")[2]] = value  # train.steps and steps are one setting
+    name = f"{result.model}-tuned"
+    description = (f"{result.model} with the settings `zoo tune` found on {result.dataset} "
+                   f"({result.objective} {result.best['value']:.4f}, study {result.study})")
+    lines = [f"[models.{name}]", f'architecture = "{spec.architecture.name}"',
+             f'tokenizer = "{spec.tokenizer.name}"', f"description = {_toml(description)}",
+             f"[models.{name}.set]"]
+    lines += [f"{key} = {_toml(value)}" for key, value in values.items()]
+    return "\n".join(lines)
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else '"nan"'
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+def save_plots(study, folder: Path, out=sys.stderr) -> list[str]:
+    """Optuna's optimisation history and parameter importances (matplotlib) as PNGs. A plot
+    that cannot be drawn (too few finished trials) is skipped with a note, never fatal."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import optuna.visualization.matplotlib as ov
+
+    from zoo.io import atomic_write_bytes
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    finished = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
+    for name, draw, needs in (("history", ov.plot_optimization_history, 1),
+                              ("importances", ov.plot_param_importances, 2)):
+        if len(finished) < needs:
+            print(f"    no {name} plot for {study.study_name}: {len(finished)} finished "
+                  f"trial(s), it needs {needs}", file=out)
+            continue
+        try:
+            import io
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Optuna marks its matplotlib plots experimental
+                axes = draw(study)
+            figure = axes.figure if hasattr(axes, "figure") else axes.flat[0].figure
+            figure.set_size_inches(7, 4.5)
+            figure.tight_layout()
+            buffer = io.BytesIO()
+            figure.savefig(buffer, format="png", dpi=100)
+            plt.close(figure)
+            path = folder / f"{study.study_name}-{name}.png"
+            atomic_write_bytes(path, buffer.getvalue())
+            written.append(str(path))
+        except Exception as exc:  # e.g. importances of a one-value space
+            print(f"    no {name} plot for {study.study_name}: {type(exc).__name__}: {exc}",
+                  file=out)
+    return written

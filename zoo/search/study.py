@@ -1,0 +1,227 @@
+"""One Optuna study per model and dataset: ask for settings, train them as an ordinary zoo
+run that never reads the test split, tell the study the validation figure.
+
+The study lives in an RDB storage (SQLite under ZOO_HOME by default), named from the model,
+dataset and search, so running the same `zoo tune` again continues it. A trial left running
+by a process that died (SIGKILL, a lost machine) is marked failed, is not counted, and its
+settings are queued again, so no trial is lost or counted twice.
+
+Trials run in this process, in local worker processes (`--jobs N`) or as Ray tasks: the
+workers train and report each validation to the study (Optuna's distributed mode over the
+shared storage); the driver alone asks, tells and writes zoo's store.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import socket
+import sys
+from dataclasses import dataclass, field
+
+from zoo.errors import UnknownNameError, ZooError
+
+PRUNERS = ("median", "halving", "none")
+COUNTED = ("COMPLETE", "PRUNED", "FAIL")  # trial states that spend the budget (not lost ones)
+LOST = "zoo_lost"  # system attribute of a trial whose process died: queued again, not counted
+
+
+def default_storage() -> str:
+    from zoo.records.store import home
+
+    folder = home() / "tune"
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{folder / 'studies.db'}"
+
+
+def open_storage(url: str):
+    import optuna
+
+    kwargs = {}
+    if url.startswith("sqlite"):  # several processes report to one file: wait for its lock
+        kwargs = {"connect_args": {"timeout": 60}}
+    try:
+        return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+    except Exception as exc:  # a bad URL, a driver not installed, a server not reachable
+        raise ZooError(f"cannot open the study storage {url!r}: "
+                       f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}") from None
+
+
+def make_pruner(name: str):
+    import optuna
+
+    if name == "median":  # stop a trial whose validation is below the median at that step
+        return optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=0)
+    if name == "halving":  # successive halving (the rungs of ASHA)
+        return optuna.pruners.SuccessiveHalvingPruner()
+    if name == "none":
+        return optuna.pruners.NopPruner()
+    raise ZooError(f"--pruner must be one of {', '.join(PRUNERS)}, not {name!r}")
+
+
+def make_sampler(name: str, seed: int | None):
+    import optuna
+
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    raise ZooError(f"--sampler must be tpe or random, not {name!r}")
+
+
+@dataclass
+class Objective:
+    """The validation figure a study optimises, and the figure the training loop reports
+    at each validation (the same, or the task's curve metric going the same way)."""
+
+    name: str  # e.g. val_accuracy
+    maximize: bool
+    reported: list[str]  # figures of a validation to report, the first one present
+
+    @property
+    def direction(self) -> str:
+        return "maximize" if self.maximize else "minimize"
+
+
+def objective_for(task: str, metric: str | None = None) -> Objective:
+    """The validation form of the task's headline metric ('test_accuracy' -> 'val_accuracy'),
+    or `metric`, which must be a validation figure: trials are chosen on validation only."""
+    from zoo.core.names import get_task
+    from zoo.tasks import strip_split
+
+    declared = get_task(task)
+    name = metric or f"val_{strip_split(declared.primary)}"
+    if not name.startswith("val_"):
+        raise ZooError(f"--metric {name}: trials are chosen on validation figures only "
+                       "(val_...), never on test")
+    declared_metric = declared.metric(name)
+    if declared_metric is None:
+        raise UnknownNameError(f"{task} metric", name, [f"val_{m.name}" for m in declared.metrics])
+    maximize = declared_metric.better == "higher"
+    keys = [name]
+    curve = declared.metric(declared.curve_metric)
+    if curve is not None and curve.name != name and (curve.better == "higher") == maximize:
+        keys.append(curve.name)  # the loop may log only the curve metric (val_loss)
+    return Objective(name, maximize, keys)
+
+
+class TrialReporter:
+    """The training loop's per-validation callback for one trial (zoo.train.loop): reports
+    the figure to the study and answers "pruned" when the pruner says so. Plain data, so it
+    travels to a worker process or a Ray task; it opens the study there on first use."""
+
+    def __init__(self, storage: str, study: str, trial_id: int, pruner: str, keys: list[str]):
+        self.storage, self.study, self.trial_id, self.pruner = storage, study, trial_id, pruner
+        self.keys = keys  # the figures to report, the first one found
+        self._trial = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_trial": None}
+
+    def __call__(self, step: int, figures: dict) -> str | None:
+        import optuna
+
+        value = next((figures[k] for k in self.keys if isinstance(figures.get(k), (int, float))),
+                     None)
+        if value is None or not math.isfinite(value):
+            return None
+        if self._trial is None:
+            study = optuna.load_study(study_name=self.study, storage=open_storage(self.storage),
+                                      pruner=make_pruner(self.pruner))
+            self._trial = optuna.Trial(study, self.trial_id)
+        self._trial.report(float(value), step)
+        return "pruned" if self._trial.should_prune() else None
+
+
+@dataclass
+class Search:
+    """What one `zoo tune` asks for (the command's options, checked)."""
+
+    models: list[str]
+    datasets: list[str]
+    space: list  # zoo.search.space.Dimension
+    trials: int | None = None
+    time: float | None = None  # seconds of trial time per model and dataset
+    seeds: int = 3
+    overrides: dict = field(default_factory=dict)
+    task: str | None = None
+    metric: str | None = None
+    pruner: str = "median"
+    sampler: str = "tpe"
+    seed: int | None = None  # the sampler's seed: the same search draws the same settings
+    storage: str | None = None
+    study: str | None = None  # a prefix for the study names
+    device: str = "auto"
+
+    def study_name(self, model: str, dataset: str, searched: list) -> str:
+        """Named from what defines the search, so the same command continues its study."""
+        what = {"space": sorted(str(d) for d in searched), "overrides": self.overrides,
+                "metric": self.metric, "task": self.task, "sampler": self.sampler}
+        digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode())
+        return f"{self.study or 'tune'}-{model}-{dataset}-{digest.hexdigest()[:8]}"
+
+
+def driver_mark() -> dict:
+    from zoo.records.store import _proc_start
+
+    return {"host": socket.gethostname(), "pid": os.getpid(), "proc_start": _proc_start(os.getpid())}
+
+
+def recover_lost_trials(study, out=sys.stderr) -> int:
+    """Trials still RUNNING whose driver on this host has died: failed, marked lost (not
+    counted), and their settings queued again. Returns how many."""
+    import optuna
+
+    from zoo.records.store import _alive
+
+    host, lost = socket.gethostname(), 0
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        mark = trial.user_attrs.get("driver") or {}
+        if mark.get("host") != host or _alive(mark.get("pid"), mark.get("proc_start")):
+            continue
+        storage = study._storage
+        storage.set_trial_system_attr(trial._trial_id, LOST, True)
+        storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+        study.enqueue_trial(trial.params, user_attrs={"retry_of": trial.number},
+                            skip_if_exists=False)
+        lost += 1
+        print(f"    trial {trial.number} was cut off (its process died); its settings are "
+              "queued again", file=out, flush=True)
+    return lost
+
+
+def counted(study) -> list:
+    """The trials that spent the budget: finished, pruned or failed, not lost."""
+    return [t for t in study.get_trials(deepcopy=False)
+            if t.state.name in COUNTED and not t.system_attrs.get(LOST)]
+
+
+def trial_seconds(trials) -> float:
+    return sum((t.datetime_complete - t.datetime_start).total_seconds() for t in trials
+               if t.datetime_complete and t.datetime_start)
+
+
+def budget_left(search: Search, study, running: int) -> bool:
+    done = counted(study)
+    if search.trials is not None and len(done) + running >= search.trials:
+        return False
+    if search.time is not None and trial_seconds(done) >= search.time:
+        return False
+    return True
+
+
+def tell(study, trial, status: str, metrics: dict | None, objective: Objective) -> str:
+    """Record a trial's end in the study; returns the state told."""
+    import optuna
+
+    state = optuna.trial.TrialState
+    value = (metrics or {}).get(objective.name)
+    if status == "pruned":
+        study.tell(trial, state=state.PRUNED)
+        return "PRUNED"
+    if status == "finished" and isinstance(value, (int, float)) and math.isfinite(value):
+        study.tell(trial, float(value))
+        return "COMPLETE"
+    study.tell(trial, state=state.FAIL)
+    return "FAIL"

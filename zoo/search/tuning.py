@@ -1,0 +1,203 @@
+"""`zoo tune`: the same search budget for every model, then the fair comparison.
+
+1. Plan: every model x dataset planned with the user's settings, the space checked against
+   each model's config fields (did-you-mean) before anything trains.
+2. Search: one Optuna study per model and dataset (zoo.search.study), trials until the
+   budget (--trials, or --time of trial time) is spent; each trial chosen on validation.
+3. Report: each study's best trial scored on test once; its settings, and the untuned
+   preset, re-run over --seeds (a sweep: resumable, reused when already finished); the
+   equal-budget table, the winners as registry.toml presets, Optuna's plots.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from zoo.errors import ZooError
+from zoo.search import report
+from zoo.search.space import check_space
+from zoo.search.study import (
+    Search,
+    counted,
+    default_storage,
+    make_pruner,
+    make_sampler,
+    objective_for,
+    open_storage,
+    recover_lost_trials,
+    trial_seconds,
+)
+
+
+def plan_search(search: Search) -> dict:
+    """{(model, dataset): (plan, searched dimensions)}; every problem is a ZooError now."""
+    from zoo.core.plan import plan_run
+    from zoo.core.registry import get_zoo
+    from zoo.data import datasets as zoo_data
+    from zoo.search.trials import HELD_OUT
+    from zoo.sweeps.driver import expand_models
+
+    zoo = get_zoo()
+    if search.trials is None and search.time is None:
+        raise ZooError("give a budget per model: --trials N or --time SECONDS")
+    search.models = expand_models(search.models, zoo)
+    for dataset in search.datasets:
+        zoo_data.resolve(dataset, zoo)  # an unknown dataset fails now, with a did-you-mean
+    make_pruner(search.pruner), make_sampler(search.sampler, None)
+    plans = {}
+    for model in search.models:
+        for dataset in search.datasets:
+            plans[(model, dataset)] = plan_run(model, dataset, overrides=search.overrides,
+                                               task=search.task, zoo=zoo, held_out=HELD_OUT)
+    searched = check_space(search.space, plans, search.overrides)
+    for key, plan in plans.items():
+        objective_for(plan.task, search.metric)  # an unknown --metric fails now
+        if not searched[key]:
+            raise ZooError(f"--space has no setting of {key[0]}: "
+                           + ", ".join(str(d) for d in search.space))
+    return {key: (plan, searched[key]) for key, plan in plans.items()}
+
+
+def run_search(search: Search, *, make_executor=None, plot_dir: str | Path | None = None,
+               out=None) -> list[report.StudyResult]:
+    """Search, then report: see the module's docstring. ``make_executor()`` gives a sweep
+    executor (None: trials in this process), called once for the trials and once for the
+    seed re-runs."""
+    import optuna
+
+    from zoo.search.trials import TrialDriver, run_here
+
+    out = out or sys.stderr
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    planned = plan_search(search)
+    storage_url = search.storage or default_storage()
+    storage = open_storage(storage_url)
+    budget = (f"{search.trials} trials" if search.trials is not None
+              else f"{search.time:g}s of trials")
+    print(f"tune: {len(search.models)} model(s) x {len(search.datasets)} dataset(s), "
+          f"{budget} each, pruner {search.pruner}, studies in {_redact(storage_url)}",
+          file=out, flush=True)
+    executor = make_executor() if make_executor else None
+    runner = TrialDriver(executor, search, out) if executor is not None else None
+    results, studies = [], {}
+    try:
+        for (model, dataset), (plan, searched) in planned.items():
+            objective = objective_for(plan.task, search.metric)
+            name = search.study_name(model, dataset, searched)
+            study = optuna.create_study(study_name=name, storage=storage, load_if_exists=True,
+                                        direction=objective.direction,
+                                        sampler=make_sampler(search.sampler, search.seed),
+                                        pruner=make_pruner(search.pruner))
+            recover_lost_trials(study, out)
+            done = len(counted(study))
+            print(f"{model} on {dataset}: study {name}, {done} trial(s) recorded, searching "
+                  + ", ".join(str(d) for d in searched) + f" on {objective.name}",
+                  file=out, flush=True)
+            began = time.time()
+            if runner is None:
+                run_here(search, study, storage_url, model, dataset, searched, objective, out)
+            else:
+                runner.run(study, storage_url, model, dataset, searched, objective)
+            print(f"    {model} on {dataset}: search done in {time.time() - began:.0f}s",
+                  file=out, flush=True)
+            studies[(model, dataset)] = study
+            results.append(_result(study, model, dataset, plan, objective, search.overrides))
+    finally:
+        if runner is not None:
+            runner.close()
+    for result in results:
+        if result.best is not None:
+            report.test_once(result, search.device, out)
+    _seed_reruns(search, results, make_executor, out)
+    for result, study in zip(results, studies.values()):
+        folder = Path(plot_dir) if plot_dir else _study_folder(storage_url)
+        result.plots = report.save_plots(study, folder, out)
+    return results
+
+
+def _redact(url: str) -> str:
+    """A storage URL without its password, for printing."""
+    head, at, tail = url.rpartition("@")
+    if not at or "://" not in head:
+        return url
+    scheme, _, credentials = head.partition("://")
+    return f"{scheme}://{credentials.partition(':')[0]}:***@{tail}"
+
+
+def _study_folder(storage_url: str) -> Path:
+    from zoo.records.store import home
+
+    return home() / "tune"
+
+
+def _result(study, model, dataset, plan, objective, overrides) -> report.StudyResult:
+    from zoo.core.names import get_task
+
+    trials = counted(study)
+    states: dict[str, int] = {}
+    for trial in trials:
+        states[trial.state.name] = states.get(trial.state.name, 0) + 1
+    result = report.StudyResult(model, dataset, study.study_name, objective.name,
+                                get_task(plan.task).primary, states, trial_seconds(trials))
+    result.fixed = _typed(plan, overrides)
+    complete = [t for t in trials if t.state.name == "COMPLETE"]
+    if complete:
+        best = study.best_trial
+        result.best = {"trial": best.number, "value": best.value, "params": dict(best.params),
+                       "run_id": best.user_attrs.get("run_id")}
+        result.settings = _typed(plan, best.params)
+    return result
+
+
+def _typed(plan, params: dict) -> dict:
+    """The best params as the config holds them (choice values typed by their field)."""
+    from zoo.core.config import split_overrides
+
+    sections = {s: type(c) if c is not None else None for s, c in plan.configs.items()}
+    typed = {}
+    for key, value in params.items():
+        for values in split_overrides({key: value}, sections).values():
+            for typed_value in values.values():  # one section's, or shared ones alike
+                typed[key] = typed_value
+    return typed
+
+
+def _seed_reruns(search: Search, results, make_executor, out) -> None:
+    """Each winner's settings and each untuned preset, over --seeds: ordinary sweep cells
+    (reused when already finished, resumed when cut off), reported on test."""
+    from zoo.core.plan import config_hash, plan_run
+    from zoo.records.store import Store
+    from zoo.sweeps import driver
+
+    cells = []
+    for result in results:
+        groups = [("preset", {})] + ([("tuned", result.settings)] if result.best else [])
+        for _, setting in groups:
+            for seed in range(search.seeds):
+                cell = driver.Cell(result.model, result.dataset, seed, dict(setting))
+                cell.plan = plan_run(result.model, result.dataset,
+                                     overrides={**search.overrides, **setting}, seed=seed,
+                                     task=search.task)
+                cell.config_hash = config_hash(cell.plan)
+                cells.append(cell)
+    with Store() as store:
+        finished = store.finished_by_hash()
+    for cell in cells:
+        cell.done = finished.get(cell.config_hash)
+    sweep = driver.Sweep(cells, search.models, search.datasets, list(range(search.seeds)),
+                         overrides=dict(search.overrides), task=search.task)
+    todo = len(sweep.todo)
+    print(f"re-running the winners and the presets over {search.seeds} seed(s): {todo} run(s) "
+          f"to train, {len(cells) - todo} finished before", file=out, flush=True)
+    if todo:
+        driver.run_sweep(sweep, device=search.device, quiet=True, out=out,
+                         executor=make_executor() if make_executor else None)
+    for result in results:
+        for kind, setting in (("preset", {}), ("tuned", result.settings)):
+            if kind == "tuned" and not result.best:
+                continue
+            hashes = {c.config_hash for c in cells if c.model == result.model
+                      and c.dataset == result.dataset and c.setting == setting}
+            values = [v for h in hashes for v in report.figures(sweep, h, result.test_metric)]
+            setattr(result, kind, values)

@@ -1,0 +1,121 @@
+"""Experiment trackers (the ``register_loggers`` hook): a run's config at its start, each
+record of metrics.jsonl, and its final metrics and folder at the end, sent to every logger
+the user chose (``--log-to``, ``log_to`` in a config file, or ``ZOO_LOG_TO``).
+
+The calls run on one thread of their own, in order, so a slow tracker (a database write per
+step) never slows training. A logger that raises is its plugin's failure: one warning naming
+it, and no more calls to it; the run goes on and is recorded as it would be without it.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+from pathlib import Path
+
+from zoo.errors import ZooError
+
+FINISH_TIMEOUT = 600.0  # seconds to wait for trackers to take the last records and artifacts
+
+
+def chosen(log_to) -> list[str]:
+    """Logger names from --log-to ('a,b'), a config file's list, or ZOO_LOG_TO."""
+    if log_to is None:
+        log_to = os.environ.get("ZOO_LOG_TO", "")
+    if isinstance(log_to, str):
+        log_to = log_to.split(",")
+    if not isinstance(log_to, (list, tuple)) or not all(isinstance(n, str) for n in log_to):
+        raise ZooError(f"log_to must be logger names, such as 'tensorboard,mlflow', not "
+                       f"{log_to!r}")
+    return list(dict.fromkeys(n.strip() for n in log_to if n.strip()))
+
+
+def check(names: list[str], zoo) -> None:
+    """Every name is a registered logger (with a did-you-mean), before anything trains."""
+    for name in names:
+        zoo.loggers.get(name)
+
+
+class Trackers:
+    """The chosen loggers of one run, fed from a queue by a thread of their own."""
+
+    def __init__(self, names: list[str], zoo):
+        self.loggers: dict[str, object] = {}
+        self.plugins: dict[str, str] = {}
+        for name in names:
+            entry = zoo.loggers.get(name)
+            try:
+                self.loggers[name] = entry.load()()
+            except ImportError as exc:  # an extra that is not installed: the user's to fix
+                raise ZooError(f"--log-to {name}: {exc}; install it with pip install "
+                               f"'zoo[{name}]'") from None
+            except Exception as exc:  # noqa: BLE001 - any failure of plugin code is its own
+                self._warn(name, entry.plugin, "could not start", exc)
+                continue
+            self.plugins[name] = entry.plugin
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = None
+        if self.loggers:
+            self._thread = threading.Thread(target=self._work, name="zoo-trackers", daemon=True)
+            self._thread.start()
+
+    def __bool__(self) -> bool:
+        return bool(self.loggers)
+
+    def start(self, run: dict) -> None:
+        self._put("start", run)
+
+    def log(self, record: dict) -> None:
+        self._put("log", dict(record))
+
+    def finish(self, metrics: dict, folder: Path, status: str) -> None:
+        """Send the end of the run and wait (at most FINISH_TIMEOUT) for every call to be
+        made: the run is recorded already, so waiting delays only the command's exit."""
+        self._put("finish", dict(metrics), Path(folder), status)
+        self.close()
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(FINISH_TIMEOUT)
+            self._thread = None
+
+    def _put(self, method: str, *args) -> None:
+        if self._thread is not None:
+            self._queue.put((method, args))
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            method, args = item
+            for name, logger in list(self.loggers.items()):
+                try:
+                    getattr(logger, method)(*args)
+                except Exception as exc:  # noqa: BLE001 - a tracker never fails the run
+                    self._warn(name, self.plugins[name], f"failed in {method}()", exc)
+                    del self.loggers[name]  # one warning, then no more calls
+
+    @staticmethod
+    def _warn(name: str, plugin: str, what: str, exc: BaseException) -> None:
+        text = str(exc).strip().splitlines()
+        print(f"zoo: warning: logger {name!r} from plugin {plugin!r} {what}: "
+              f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
+              + "; the run goes on without it", file=sys.stderr, flush=True)
+
+
+class NoTrackers(Trackers):
+    def __init__(self):
+        self.loggers, self.plugins, self._thread = {}, {}, None
+
+
+def open_trackers(log_to, zoo) -> Trackers:
+    names = chosen(log_to)
+    if not names:
+        return NoTrackers()
+    check(names, zoo)
+    return Trackers(names, zoo)
+
+
