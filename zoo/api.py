@@ -157,8 +157,7 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
         seed: int = 0, device: str = "auto", task: str | None = None,
         text_column: str | None = None, label_column: str | None = None, quiet: bool = False,
         log_to: str | list[str] | None = None, init: str | None = None,
-        settings: dict | None = None,
-        **more_settings) -> Run | Ensemble:
+        settings: dict | None = None, **more_settings) -> Run | Ensemble:
     """Train and evaluate MODEL on DATASET and record the run (`zoo run`). Config settings
     are keyword arguments (``n_layer=2``) or a ``settings`` dict, as ``--set`` takes them;
     the dict also holds keys that are named like this function's own arguments. For an

@@ -247,7 +247,8 @@ def atomic_folder(target, *, force: bool = False, what: str = "write"):
     (its lock no longer held) is removed by the next write beside it. An existing ``target``
     is refused unless it is an empty folder; with ``force`` a folder there is replaced whole.
     Every problem with the target (a file, a link, a device, a read-only or missing parent,
-    a name too long, another process that got there first) is a ZooError in one line."""
+    a name too long, another process that got there first) is a ZooError in one line. What
+    the block wrote gets the modes ``open()`` would give it under the umask."""
     target = Path(target)
     check_new_folder(target, force=force, what=what)
     parent = target.parent
@@ -264,6 +265,9 @@ def atomic_folder(target, *, force: bool = False, what: str = "write"):
         os.chmod(staging, 0o777 & ~current_umask())  # as mkdir would make it
         lock = _hold(Path(f"{staging}.lock"))
         yield staging
+        umask = current_umask()
+        for path in staging.rglob("*"):  # as open() and mkdir make them (safetensors: 0600)
+            path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
         _move_into_place(staging, target, force=force, what=what)
     except OSError as exc:
         raise _folder_error(target, what, exc) from None

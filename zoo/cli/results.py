@@ -116,6 +116,7 @@ def comparison_from_args(args, frame=None):
 
 
 def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) -> None:
+    from zoo.cli.options import emit_text
     from zoo.comparison.table import render
 
     text = render(comparison, fmt)
@@ -124,13 +125,7 @@ def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) 
 
         save(comparison_bars(comparison), plot)
         print(f"wrote {plot}", file=sys.stderr)
-    if output and output != "-":
-        from zoo.io import write_output
-
-        write_output(output, text)
-        print(f"wrote {output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    emit_text(text, output)
 
 
 def cmd_compare(args) -> int:

@@ -30,10 +30,10 @@ class Plan:
     # section -> config keys a run recorded by an older zoo lacks: they hold the value that
     # reproduces its behaviour (the config class's LEGACY), and stay out of its record and hash
     legacy: dict = field(default_factory=dict)
-    init: object = None  # zoo.train.initialize.InitSource: the run whose weights it starts from
     # split roles the run never reads ("test" while a search chooses settings): it trains
     # and reports on the others only
     held_out: tuple = ()
+    init: object = None  # zoo.train.initialize.InitSource: the run whose weights it starts from
 
     def config_values(self) -> dict:
         """The configs as plain dicts (section -> values), as recorded in config.json."""
@@ -61,9 +61,9 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
              task: str | None = None, text_column: str | None = None,
              label_column: str | None = None, init: str | None = None, zoo=None,
              loaded_cache: dict | None = None, held_out: tuple = ()) -> Plan:
-    """``loaded_cache``: datasets loaded so far, by name and columns (a sweep plans many cells
-    on one dataset and loads it once). ``held_out``: split roles a search must not read.
-    ``init``: a finished run to start from (its tokenizer and matching weights)."""
+    """``init``: a finished run whose tokenizer and matching weights the run starts from.
+    ``loaded_cache``: datasets loaded so far, by name and columns (a sweep plans many cells
+    on one dataset and loads it once). ``held_out``: split roles a search must not read."""
     zoo = zoo or get_zoo()
     check_seed(seed, "seed")  # before anything is loaded, written or recorded
     spec = resolve_model(model, zoo)
@@ -234,10 +234,10 @@ def config_hash(plan: Plan, zoo=None) -> str:
                "task": plan.task, "seed": plan.seed,
                "configs": plan.result_values(),
                "plugins": {e.plugin: e.origin or "unknown" for e in plugin_entries(plan, zoo)}}
-    if plan.init is not None:  # absent otherwise, so the hashes of other runs stay as they were
-        payload["init"] = plan.init.run_id
     if plan.held_out:  # a run that never read its test split reports other figures
         payload["held_out"] = sorted(plan.held_out)
+    if plan.init is not None:  # absent otherwise, so the hashes of other runs stay as they were
+        payload["init"] = plan.init.run_id
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -25,7 +25,7 @@ def flat_settings(config: dict) -> dict[str, object]:
     for section, values in (config.get("configs") or {}).items():
         for key, value in (values or {}).items():
             flat[f"{section}.{key}"] = value
-    if isinstance(config.get("init"), dict):  # started from another run (--init): its id
+    if config.get("init"):  # started from another run's weights: a setting of its own
         flat["init"] = config["init"].get("run_id")
     return flat
 
