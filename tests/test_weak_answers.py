@@ -1,5 +1,6 @@
 """User mistakes that used to be accepted silently or answered with a raw exception: each
 is one clear line and exit 2."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,14 +8,23 @@ from conftest import TINY_DECODER, run_cli
 from test_compare import fill_two_models
 
 
-@pytest.mark.parametrize("where", ["params / 0 > 1", "val_bpc // 0 < 5", "seed % 0 == 0",
-                                   "10 ** 400 > params", "params / (seed - seed) > 0"])
+@pytest.mark.parametrize(
+    "where",
+    [
+        "params / 0 > 1",
+        "val_bpc // 0 < 5",
+        "seed % 0 == 0",
+        "10 ** 400 > params",
+        "params / (seed - seed) > 0",
+    ],
+)
 def test_where_with_a_non_finite_result_is_an_error(where):
     fill_two_models()
     result = run_cli("compare", "--where", where)
     assert result.code == 2, result
     assert len(result.err.strip().splitlines()) == 1 and result.err.startswith(
-        "zoo: error: --where"), result.err
+        "zoo: error: --where"
+    ), result.err
 
 
 def test_where_arithmetic_that_stays_finite_still_works():
@@ -25,8 +35,9 @@ def test_where_arithmetic_that_stays_finite_still_works():
 
 @pytest.mark.parametrize("setting", ["temperature=-1", "temperature=nan", "top_k=0"])
 def test_bad_sampling_settings_are_refused_before_training(tiny_text, setting):
-    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER,
-                     "--set", setting)
+    result = run_cli(
+        "run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER, "--set", setting
+    )
     assert result.code == 2, result
     assert setting.split("=")[0] in result.err and len(result.err.strip().splitlines()) == 1
 
@@ -34,9 +45,14 @@ def test_bad_sampling_settings_are_refused_before_training(tiny_text, setting):
 LONG = "9" * 100_000
 
 
-@pytest.mark.parametrize("args", [["run", "x" * 100_000, "text.txt"],
-                                  ["run", "decoder-char", "text.txt", "--set", f"lr={LONG}"],
-                                  ["run", "decoder-char", "text.txt", "--set", f"y{LONG}=1"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "x" * 100_000, "text.txt"],
+        ["run", "decoder-char", "text.txt", "--set", f"lr={LONG}"],
+        ["run", "decoder-char", "text.txt", "--set", f"y{LONG}=1"],
+    ],
+)
 def test_a_long_value_is_not_echoed_back_whole(args):
     result = run_cli(*args)
     assert result.code == 2, result.err[:300]
@@ -54,8 +70,10 @@ def test_a_partial_is_named_by_its_function_in_messages():
         return None
 
     target = functools.partial(build, extra=1)
-    assert shown(target) == "a partial of test_a_partial_is_named_by_its_function_in_messages." \
-                            "<locals>.build"
+    assert (
+        shown(target) == "a partial of test_a_partial_is_named_by_its_function_in_messages."
+        "<locals>.build"
+    )
     assert "functools.partial(" not in describe_target(target)
 
 
@@ -116,11 +134,15 @@ def test_a_full_disk_leaves_no_run_folder_without_its_row(tiny_text, monkeypatch
     def full(*args, **kwargs):
         raise ZooError("cannot open the results store: database or disk is full")
 
-    monkeypatch.setattr("zoo.train.runner.Store" if failing == "store"
-                        else "zoo.train.runner.own_run", full)
+    monkeypatch.setattr(
+        "zoo.train.runner.Store" if failing == "store" else "zoo.train.runner.own_run", full
+    )
     result = run_cli("run", "decoder-char", tiny_text, "--steps", 1, *TINY_DECODER)
     assert result.code == 2, result
     assert "disk is full" in result.err
-    folders = [p for p in home().iterdir() if p.is_dir() and not p.name.startswith(".")] \
-        if home().exists() else []
+    folders = (
+        [p for p in home().iterdir() if p.is_dir() and not p.name.startswith(".")]
+        if home().exists()
+        else []
+    )
     assert folders == []

@@ -10,6 +10,7 @@ plugin needs, and all the built-in plugins and pipelines use.
 Names backed by torch are imported on first use, so a plugin's registration module (and
 ``zoo list``) stays light. The hooks themselves are documented in ``zoo.hookspecs``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -84,8 +85,16 @@ _LAZY = {
     "check_new_folder": "zoo.io",
 }
 
-__all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction",
-           "SplitProbabilities", *_LAZY]
+__all__ = [
+    "hookimpl",
+    "ZooError",
+    "UnknownNameError",
+    "Task",
+    "Metric",
+    "Prediction",
+    "SplitProbabilities",
+    *_LAZY,
+]
 
 
 def __getattr__(name: str):

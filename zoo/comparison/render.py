@@ -1,12 +1,13 @@
 """Comparison tables as text, markdown, csv, json, html or latex."""
+
 from __future__ import annotations
 
 import io
 import json
 import math
-from zoo.errors import UnknownNameError
-from zoo.comparison.table import Comparison, _row_text, describe
 
+from zoo.comparison.table import Comparison, _row_text, describe
+from zoo.errors import UnknownNameError
 
 FORMATS = ("table", "markdown", "csv", "json", "html", "latex")
 
@@ -86,12 +87,16 @@ def legend(comparison: Comparison, best_mark: str) -> list[str]:
     table = comparison.cells
     lines = []
     for _, pair in table[["metric", "better", "task"]].drop_duplicates("metric").iterrows():
-        lines.append(f"{describe(pair['metric'], pair['better'], pair['task'])}: mean ± std over seeds (n runs); "
-                     f"{best_mark} best in column, better than the runner-up at 95% (Welch "
-                     "interval over seeds)")
+        lines.append(
+            f"{describe(pair['metric'], pair['better'], pair['task'])}: mean ± std over seeds (n runs); "
+            f"{best_mark} best in column, better than the runner-up at 95% (Welch "
+            "interval over seeds)"
+        )
     if comparison.baseline is not None:
-        lines.append(f"Δ: difference to {comparison.baseline} with a 95% Welch confidence "
-                     "interval over seeds; † the interval excludes 0")
+        lines.append(
+            f"Δ: difference to {comparison.baseline} with a 95% Welch confidence "
+            "interval over seeds; † the interval excludes 0"
+        )
     return lines + comparison.notes
 
 
@@ -101,10 +106,13 @@ def render(comparison: Comparison, fmt: str = "table") -> str:
     if fmt == "csv":
         return comparison.cells.to_csv(index=False)
     if fmt == "json":
-        return json.dumps([_jsonable(r) for r in comparison.cells.to_dict("records")], indent=1) + "\n"
+        return (
+            json.dumps([_jsonable(r) for r in comparison.cells.to_dict("records")], indent=1) + "\n"
+        )
     header, body = layout(comparison)
     return {"table": _text, "markdown": _markdown, "html": _html, "latex": _latex}[fmt](
-        comparison, header, body)
+        comparison, header, body
+    )
 
 
 def _jsonable(record: dict) -> dict:
@@ -123,8 +131,11 @@ def _text(comparison, header, body) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = []
     for n, row in enumerate(rows):
-        lines.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w)
-                               for i, (v, w) in enumerate(zip(row, widths))).rstrip())
+        lines.append(
+            "  ".join(
+                v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths))
+            ).rstrip()
+        )
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines + [""] + legend(comparison, "*")) + "\n"
@@ -134,11 +145,14 @@ def _markdown(comparison, header, body) -> str:
     def escape(text: str) -> str:
         return text.replace("|", "\\|")
 
-    lines = ["| " + " | ".join(escape(h) for h in header) + " |",
-             "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
+    lines = [
+        "| " + " | ".join(escape(h) for h in header) + " |",
+        "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |",
+    ]
     for line in body:
-        lines.append("| " + " | ".join(f"**{escape(t)}**" if best else escape(t)
-                                       for t, best in line) + " |")
+        lines.append(
+            "| " + " | ".join(f"**{escape(t)}**" if best else escape(t) for t, best in line) + " |"
+        )
     return "\n".join(lines + [""] + [f"{note}  " for note in legend(comparison, "bold:")]) + "\n"
 
 
@@ -146,21 +160,42 @@ def _html(comparison, header, body) -> str:
     from html import escape
 
     out = io.StringIO()
-    out.write('<table class="zoo-compare">\n<caption>'
-              + "<br>".join(escape(n) for n in legend(comparison, "bold:")) + "</caption>\n")
-    out.write("<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead>\n<tbody>\n")
+    out.write(
+        '<table class="zoo-compare">\n<caption>'
+        + "<br>".join(escape(n) for n in legend(comparison, "bold:"))
+        + "</caption>\n"
+    )
+    out.write(
+        "<thead><tr>"
+        + "".join(f"<th>{escape(h)}</th>" for h in header)
+        + "</tr></thead>\n<tbody>\n"
+    )
     for line in body:
         cells = [f"<th>{escape(line[0][0])}</th>"]
-        cells += [f"<td><strong>{escape(t)}</strong></td>" if best else f"<td>{escape(t)}</td>"
-                  for t, best in line[1:]]
+        cells += [
+            f"<td><strong>{escape(t)}</strong></td>" if best else f"<td>{escape(t)}</td>"
+            for t, best in line[1:]
+        ]
         out.write("<tr>" + "".join(cells) + "</tr>\n")
     out.write("</tbody>\n</table>\n")
     return out.getvalue()
 
 
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-          "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
-          "±": r"$\pm$", "Δ": r"$\Delta$", "†": r"$^\dagger$"}
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\^{}",
+    "±": r"$\pm$",
+    "Δ": r"$\Delta$",
+    "†": r"$^\dagger$",
+}
 
 
 def _latex_escape(text: str) -> str:
@@ -168,13 +203,26 @@ def _latex_escape(text: str) -> str:
 
 
 def _latex(comparison, header, body) -> str:
-    lines = [r"\begin{table}", r"\centering",
-             r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\hline",
-             " & ".join(_latex_escape(h) for h in header) + r" \\", r"\hline"]
+    lines = [
+        r"\begin{table}",
+        r"\centering",
+        r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
+        r"\hline",
+        " & ".join(_latex_escape(h) for h in header) + r" \\",
+        r"\hline",
+    ]
     for line in body:
-        lines.append(" & ".join(r"\textbf{" + _latex_escape(t) + "}" if best else _latex_escape(t)
-                                for t, best in line) + r" \\")
-    lines += [r"\hline", r"\end{tabular}",
-              r"\caption{" + _latex_escape(" ".join(legend(comparison, "bold:"))) + "}",
-              r"\end{table}"]
+        lines.append(
+            " & ".join(
+                r"\textbf{" + _latex_escape(t) + "}" if best else _latex_escape(t)
+                for t, best in line
+            )
+            + r" \\"
+        )
+    lines += [
+        r"\hline",
+        r"\end{tabular}",
+        r"\caption{" + _latex_escape(" ".join(legend(comparison, "bold:"))) + "}",
+        r"\end{table}",
+    ]
     return "\n".join(lines) + "\n"

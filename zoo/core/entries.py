@@ -1,4 +1,5 @@
 """What plugins register: an entry per name and kind (its target imported on first use), and the registry of each kind that holds them, with did-you-mean lookups."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -7,12 +8,13 @@ import importlib
 import importlib.metadata
 import importlib.util
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
-from zoo.core.containment import (PluginCodeFailed, call_plugin, contained, plugin_code)
+from typing import Any
+
+from zoo.core.containment import PluginCodeFailed, call_plugin, contained, plugin_code
 from zoo.errors import UnknownNameError, ZooError
 from zoo.tasks import Task
-
 
 KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command", "logger")
 
@@ -63,13 +65,18 @@ class Entry:
         (None: it registered none)."""
         if self.memory is None:
             return None
-        estimate = loaded_callable(self.memory, f"memory estimate of {self.name!r}",
-                                    self.plugin)
-        needed = call_plugin(estimate, config, what=f"memory estimate of {self.kind} "
-                             f"{self.name!r}", plugin=self.plugin)
+        estimate = loaded_callable(self.memory, f"memory estimate of {self.name!r}", self.plugin)
+        needed = call_plugin(
+            estimate,
+            config,
+            what=f"memory estimate of {self.kind} {self.name!r}",
+            plugin=self.plugin,
+        )
         if needed is not None and (isinstance(needed, bool) or not isinstance(needed, int)):
-            raise ZooError(f"memory estimate of {self.kind} {self.name!r} from plugin "
-                           f"{self.plugin!r} returned {needed!r}, not a number of bytes")
+            raise ZooError(
+                f"memory estimate of {self.kind} {self.name!r} from plugin "
+                f"{self.plugin!r} returned {needed!r}, not a number of bytes"
+            )
         return needed
 
     def config_class(self):
@@ -77,8 +84,10 @@ class Entry:
             return None
         cls = resolve_target(self.config, f"config of {self.name!r}")
         if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
-            raise ZooError(f"config of {self.kind} {self.name!r} from plugin {self.plugin!r} is "
-                           f"a {type(cls).__name__}, not a dataclass")
+            raise ZooError(
+                f"config of {self.kind} {self.name!r} from plugin {self.plugin!r} is "
+                f"a {type(cls).__name__}, not a dataclass"
+            )
         return cls
 
 
@@ -99,8 +108,9 @@ class Command:
 
     def add_arguments(self, parser) -> None:
         if self.arguments is not None:
-            loaded_callable(self.arguments, f"arguments of command {self.name!r}",
-                             self.plugin)(parser)
+            loaded_callable(self.arguments, f"arguments of command {self.name!r}", self.plugin)(
+                parser
+            )
 
 
 def loaded_callable(target, what: str, plugin: str) -> Callable:

@@ -5,6 +5,7 @@ user's registry.toml all go through the same ``pm.register`` path. A plugin that
 import or raises in a hook is set aside with one warning line; ZOO_STRICT_PLUGINS=1 turns
 that into an error.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,18 +15,34 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pluggy
 
 from zoo import hookspecs
-from zoo.core.containment import (PluginCodeFailed, contained, describe,
-                                  is_plugin_failure, plugin_code)
-from zoo.core.entries import (COLUMN_ROLES, COMMAND_PATTERN, KIND_OF_HOOK, KINDS, NAME_PATTERN,
-                              Command, Entry, Registry, describe_target, resolve_target,
-                              target_problem)
+from zoo.core.containment import (
+    PluginCodeFailed,
+    contained,
+    describe,
+    is_plugin_failure,
+    plugin_code,
+)
+from zoo.core.entries import (
+    COLUMN_ROLES,
+    COMMAND_PATTERN,
+    KIND_OF_HOOK,
+    KINDS,
+    NAME_PATTERN,
+    Command,
+    Entry,
+    Registry,
+    describe_target,
+    resolve_target,
+    target_problem,
+)
 from zoo.errors import PluginError, ZooError
 from zoo.tasks import Task
 
@@ -68,9 +85,12 @@ class PluginInfo:
         return f"sha256:{self.source_sha256}" if self.source_sha256 else "unknown"
 
     def provenance(self) -> dict:
-        return {"distribution": self.distribution, "version": self.version,
-                **({"source_sha256": self.source_sha256} if self.source_sha256 else {}),
-                "source": self.source}
+        return {
+            "distribution": self.distribution,
+            "version": self.version,
+            **({"source_sha256": self.source_sha256} if self.source_sha256 else {}),
+            "source": self.source,
+        }
 
 
 class Zoo:
@@ -164,8 +184,11 @@ class Zoo:
         self.plugins.pop(name, None)
 
     def set_aside(self, info: PluginInfo, strict: bool) -> None:
-        where = ", ".join(x for x in (info.distribution and f"{info.distribution} {info.version}",
-                                      info.location) if x)
+        where = ", ".join(
+            x
+            for x in (info.distribution and f"{info.distribution} {info.version}", info.location)
+            if x
+        )
         message = f"plugin {info.name!r} ({where}) set aside: {info.error}"
         if strict:
             raise PluginError(message + " [ZOO_STRICT_PLUGINS=1]")
@@ -175,8 +198,11 @@ class Zoo:
 def source_hash(plugin) -> str:
     """sha256 (16 hex digits) of a plugin's source: a module's file, every .py file of a
     package, or the module that defines a plugin object; "" when there is no file to read."""
-    module = plugin if isinstance(plugin, type(sys)) else sys.modules.get(
-        getattr(plugin, "__module__", None) or type(plugin).__module__)
+    module = (
+        plugin
+        if isinstance(plugin, type(sys))
+        else sys.modules.get(getattr(plugin, "__module__", None) or type(plugin).__module__)
+    )
     path = getattr(module, "__file__", None)
     if not path:
         return ""
@@ -193,53 +219,88 @@ def source_hash(plugin) -> str:
 
 
 def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") -> Callable:
-    def register(name, target, *, description="", config=None, tasks=(), task=None,
-                 columns=None, memory=None):
+    def register(
+        name, target, *, description="", config=None, tasks=(), task=None, columns=None, memory=None
+    ):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
         if kind in ("architecture", "tokenizer") and "-" in name:
-            raise ZooError(f"{kind} name {name!r} may not contain '-' (model names are ARCH-TOKENIZER)")
+            raise ZooError(
+                f"{kind} name {name!r} may not contain '-' (model names are ARCH-TOKENIZER)"
+            )
         if isinstance(target, str) and ":" not in target:
             raise ZooError(f"{kind} {name!r}: target {target!r} must look like 'module:attr'")
         if target is None:
             raise ZooError(f"{kind} {name!r}: target is missing")
         if not isinstance(target, str) and (problem := target_problem(kind, target)):
             raise ZooError(f"{kind} {name!r}: {problem}")
-        if not (config is None or isinstance(config, str) and ":" in config
-                or isinstance(config, type) and dataclasses.is_dataclass(config)):
-            raise ZooError(f"{kind} {name!r}: config must be a dataclass or a 'module:Class' "
-                           f"string, not {type(config).__name__}")
+        if not (
+            config is None
+            or isinstance(config, str)
+            and ":" in config
+            or isinstance(config, type)
+            and dataclasses.is_dataclass(config)
+        ):
+            raise ZooError(
+                f"{kind} {name!r}: config must be a dataclass or a 'module:Class' "
+                f"string, not {type(config).__name__}"
+            )
         if not isinstance(tasks, (list, tuple)) or not all(isinstance(t, str) for t in tasks):
-            raise ZooError(f"{kind} {name!r}: tasks must be a list of task names, like "
-                           f"('my-task',), not {tasks!r:.60}")
+            raise ZooError(
+                f"{kind} {name!r}: tasks must be a list of task names, like "
+                f"('my-task',), not {tasks!r:.60}"
+            )
         if not isinstance(description, str):
             raise ZooError(f"{kind} {name!r}: description must be a string")
         if kind == "pipeline":
             if not isinstance(task, Task):
-                raise ZooError(f"pipeline {name!r}: task=zoo.plugin.Task(...) must declare the task it "
-                               f"serves (loss, metrics, primary metric), not {task!r:.60}")
+                raise ZooError(
+                    f"pipeline {name!r}: task=zoo.plugin.Task(...) must declare the task it "
+                    f"serves (loss, metrics, primary metric), not {task!r:.60}"
+                )
             if task.name != name:
-                raise ZooError(f"pipeline {name!r} declares task {task.name!r}; register it "
-                               f"under the task's name")
+                raise ZooError(
+                    f"pipeline {name!r} declares task {task.name!r}; register it "
+                    f"under the task's name"
+                )
         elif task is not None:
             raise ZooError(f"{kind} {name!r}: only pipelines declare a task (use tasks=(...))")
         if memory is not None and kind != "architecture":
             raise ZooError(f"{kind} {name!r}: only architectures declare a memory estimate")
         if not (memory is None or isinstance(memory, str) and ":" in memory or callable(memory)):
-            raise ZooError(f"architecture {name!r}: memory must be a function memory(config) "
-                           f"-> bytes or a 'module:function' string, not {memory!r:.60}")
+            raise ZooError(
+                f"architecture {name!r}: memory must be a function memory(config) "
+                f"-> bytes or a 'module:function' string, not {memory!r:.60}"
+            )
         if columns is not None and kind != "dataset":
             raise ZooError(f"{kind} {name!r}: only datasets declare columns")
         if columns is not None and not (
-                isinstance(columns, dict) and set(columns) <= set(COLUMN_ROLES)
-                and all(isinstance(c, str) and c for c in columns.values())):
-            raise ZooError(f"dataset {name!r}: columns must map roles ({', '.join(COLUMN_ROLES)}) "
-                           f"to column names, like {{'text': 'text', 'label': 'target'}}, not "
-                           f"{columns!r:.60}")
+            isinstance(columns, dict)
+            and set(columns) <= set(COLUMN_ROLES)
+            and all(isinstance(c, str) and c for c in columns.values())
+        ):
+            raise ZooError(
+                f"dataset {name!r}: columns must map roles ({', '.join(COLUMN_ROLES)}) "
+                f"to column names, like {{'text': 'text', 'label': 'target'}}, not "
+                f"{columns!r:.60}"
+            )
         if any(e.name == name and e.kind == kind for e in staged):
             raise ZooError(f"{kind} name {name!r} registered twice by plugin {plugin_name!r}")
-        staged.append(Entry(kind, name, target, plugin_name, description, config,
-                            tuple(tasks), task, origin, tuple((columns or {}).items()), memory))
+        staged.append(
+            Entry(
+                kind,
+                name,
+                target,
+                plugin_name,
+                description,
+                config,
+                tuple(tasks),
+                task,
+                origin,
+                tuple((columns or {}).items()),
+                memory,
+            )
+        )
 
     return register
 
@@ -247,15 +308,21 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") 
 def _command_stager(kind: str, plugin_name: str, staged: list, origin: str = "") -> Callable:
     def register(name, handler, *, help="", description="", arguments=None):
         if not isinstance(name, str) or not COMMAND_PATTERN.match(name):
-            raise ZooError(f"command name {name!r} must be lower-case letters, digits and '-', "
-                           "starting with a letter")
+            raise ZooError(
+                f"command name {name!r} must be lower-case letters, digits and '-', "
+                "starting with a letter"
+            )
         for what, target in (("handler", handler), ("arguments", arguments)):
             if target is None and what == "arguments":
                 continue
             if isinstance(target, str) and ":" not in target:
-                raise ZooError(f"command {name!r}: {what} {target!r} must look like 'module:function'")
+                raise ZooError(
+                    f"command {name!r}: {what} {target!r} must look like 'module:function'"
+                )
             if not isinstance(target, str) and not callable(target):
-                raise ZooError(f"command {name!r}: {what} is {describe_target(target)}, not a function")
+                raise ZooError(
+                    f"command {name!r}: {what} is {describe_target(target)}, not a function"
+                )
         if not isinstance(help, str) or not isinstance(description, str):
             raise ZooError(f"command {name!r}: help and description must be strings")
         if any(e.name == name and e.kind == kind for e in staged):
@@ -285,8 +352,9 @@ def strict_plugins() -> bool:
     return os.environ.get("ZOO_STRICT_PLUGINS", "").lower() in ("1", "true", "yes")
 
 
-def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
-              entry_points: bool = True) -> Zoo:
+def build_zoo(
+    catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS, entry_points: bool = True
+) -> Zoo:
     """Load the catalogue and every plugin: built-ins, entry points, local modules."""
     from zoo.core.catalogue import load_catalogue
 
@@ -295,16 +363,30 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
     strict = strict_plugins()
     for module_name in builtins:
         module = importlib.import_module(module_name)
-        zoo.add_plugin(module, PluginInfo(module_name.removeprefix("zoo.plugins."),
-                                          "builtin", "zoo", _zoo_version(), module_name), strict)
+        zoo.add_plugin(
+            module,
+            PluginInfo(
+                module_name.removeprefix("zoo.plugins."),
+                "builtin",
+                "zoo",
+                _zoo_version(),
+                module_name,
+            ),
+            strict,
+        )
     if entry_points:
         for ep in importlib.metadata.entry_points(group="zoo"):
             dist = getattr(ep, "dist", None)
             dist_name = dist.metadata["Name"] if dist is not None else ""
             if not _wanted([ep.name, dist_name]):
                 continue
-            info = PluginInfo(ep.name, "entry point", dist_name,
-                              dist.version if dist is not None else "", f"{ep.name} = {ep.value}")
+            info = PluginInfo(
+                ep.name,
+                "entry point",
+                dist_name,
+                dist.version if dist is not None else "",
+                f"{ep.name} = {ep.value}",
+            )
             try:
                 with plugin_code():
                     plugin = contained(ep.load)
@@ -371,5 +453,3 @@ def reset_zoo(zoo: Zoo | None = None) -> None:
     """Replace (or forget) the process-wide zoo; tests use this."""
     global _current
     _current = zoo
-
-

@@ -7,19 +7,20 @@ front. `--grid key=v1,v2` adds settings: each combination of grid values is its 
 are skipped too, so running the same sweep again resumes it. A cell that fails is recorded
 as failed and the sweep goes on.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
-from collections import deque
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
-from zoo.data import datasets as zoo_data
 from zoo.core.containment import own_interrupts_fail
-from zoo.sweeps.grid import check_grid, grid_settings, short_value
+from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
+from zoo.sweeps.grid import check_grid, grid_settings, short_value
 
 WILDCARDS = "*?["
 MAX_CELLS = 2_000  # cells one sweep plans (model x dataset x setting x seed): seconds
@@ -45,7 +46,9 @@ class Cell:
         """The model, with its grid setting: 'decoder-char (lr=0.003)'."""
         if not self.setting:
             return self.model
-        return f"{self.model} ({', '.join(f'{k}={short_value(v)}' for k, v in self.setting.items())})"
+        return (
+            f"{self.model} ({', '.join(f'{k}={short_value(v)}' for k, v in self.setting.items())})"
+        )
 
     @property
     def name(self) -> str:
@@ -104,11 +107,18 @@ def expand_models(patterns: list[str], zoo) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
-               overrides: dict | None = None, task: str | None = None, zoo=None,
-               grid: dict[str, list[str]] | None = None) -> Sweep:
-    from zoo.core.registry import get_zoo
+def plan_sweep(
+    models: list[str],
+    datasets: list[str],
+    *,
+    seeds: int = 1,
+    overrides: dict | None = None,
+    task: str | None = None,
+    zoo=None,
+    grid: dict[str, list[str]] | None = None,
+) -> Sweep:
     from zoo.core.plan import config_hash, plan_run
+    from zoo.core.registry import get_zoo
     from zoo.records.store import Store
 
     zoo = zoo or get_zoo()
@@ -124,9 +134,11 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
     settings = grid_settings(grid)
     count = len(names) * len(datasets) * len(settings) * seeds
     if count > MAX_CELLS:  # before any is planned: planning is linear, but not free
-        raise ZooError(f"the sweep has {count:,} cells ({len(names)} model(s) x "
-                       f"{len(datasets)} dataset(s) x {len(settings):,} setting(s) x "
-                       f"{seeds:,} seed(s)); at most {MAX_CELLS:,}: split it")
+        raise ZooError(
+            f"the sweep has {count:,} cells ({len(names)} model(s) x "
+            f"{len(datasets)} dataset(s) x {len(settings):,} setting(s) x "
+            f"{seeds:,} seed(s)); at most {MAX_CELLS:,}: split it"
+        )
     cells, loaded = [], {}
     for model in names:
         for dataset in datasets:
@@ -136,8 +148,15 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
                     cell = Cell(model, dataset, seed, setting)
                     try:
                         if first is None:
-                            first = plan_run(model, dataset, overrides={**overrides, **setting},
-                                             seed=seed, task=task, zoo=zoo, loaded_cache=loaded)
+                            first = plan_run(
+                                model,
+                                dataset,
+                                overrides={**overrides, **setting},
+                                seed=seed,
+                                task=task,
+                                zoo=zoo,
+                                loaded_cache=loaded,
+                            )
                         cell.plan = dataclasses.replace(first, seed=seed)
                         cell.config_hash = config_hash(cell.plan, zoo)
                     except ZooError as exc:
@@ -150,12 +169,15 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
         if cell.config_hash in finished:
             cell.done = finished[cell.config_hash]
         elif cell.config_hash in first:  # differs only in settings that change no result
-            cell.skip = (f"the same experiment as {first[cell.config_hash].label} (its "
-                         "settings differ only in ones that change no result)")
+            cell.skip = (
+                f"the same experiment as {first[cell.config_hash].label} (its "
+                "settings differ only in ones that change no result)"
+            )
         elif cell.config_hash:
             first[cell.config_hash] = cell
-    return Sweep(cells, names, datasets, list(range(seeds)), grid=grid,
-                 overrides=overrides, task=task)
+    return Sweep(
+        cells, names, datasets, list(range(seeds)), grid=grid, overrides=overrides, task=task
+    )
 
 
 def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
@@ -170,17 +192,23 @@ def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
                 plan = plan_run(model, dataset, overrides=overrides, task=task, zoo=zoo)
             except ZooError:
                 continue  # the cells of this pair are skipped, with their reason
-            found.append({name: type(config) if config is not None else None
-                          for name, config in plan.configs.items()})
+            found.append(
+                {
+                    name: type(config) if config is not None else None
+                    for name, config in plan.configs.items()
+                }
+            )
     return found
 
 
 def describe_plan(sweep: Sweep) -> list[str]:
     settings = len({tuple(sorted(c.setting.items())) for c in sweep.cells})  # after dedupe
     grid = f"{settings} setting(s) x " if sweep.grid else ""
-    lines = [f"sweep: {len(sweep.models)} model(s) x {len(sweep.datasets)} dataset(s) x {grid}"
-             f"{len(sweep.seeds)} seed(s) = {len(sweep.cells)} cells: {len(sweep.todo)} to run, "
-             f"{len(sweep.finished_before)} already finished, {len(sweep.impossible)} impossible"]
+    lines = [
+        f"sweep: {len(sweep.models)} model(s) x {len(sweep.datasets)} dataset(s) x {grid}"
+        f"{len(sweep.seeds)} seed(s) = {len(sweep.cells)} cells: {len(sweep.todo)} to run, "
+        f"{len(sweep.finished_before)} already finished, {len(sweep.impossible)} impossible"
+    ]
     reasons = {}
     for cell in sweep.impossible:  # one line per pair: the reason does not depend on the seed
         reasons.setdefault((cell.label, cell.dataset), cell.skip)
@@ -189,8 +217,9 @@ def describe_plan(sweep: Sweep) -> list[str]:
     return lines
 
 
-def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=None, zoo=None,
-              executor=None) -> Sweep:
+def run_sweep(
+    sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=None, zoo=None, executor=None
+) -> Sweep:
     """Train the cells still to do; a failure is recorded and the next cell starts. With an
     `executor` (zoo.sweeps.executors.make_executor), cells run in its workers and this process
     records them."""
@@ -220,21 +249,41 @@ def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, out, zoo)
             continue
         index += 1
         try:
-            _run_cell_here(cell, index, total, started, device=device, quiet=quiet, out=out,
-                           zoo=zoo, diverged=RunDiverged)
+            _run_cell_here(
+                cell,
+                index,
+                total,
+                started,
+                device=device,
+                quiet=quiet,
+                out=out,
+                zoo=zoo,
+                diverged=RunDiverged,
+            )
         finally:
             claims.release(cell)
     return sweep
 
 
-def _run_cell_here(cell: Cell, index: int, total: int, started: float, *, device: str,
-                   quiet: bool, out, zoo, diverged) -> None:
+def _run_cell_here(
+    cell: Cell,
+    index: int,
+    total: int,
+    started: float,
+    *,
+    device: str,
+    quiet: bool,
+    out,
+    zoo,
+    diverged,
+) -> None:
     elapsed = time.time() - started
     eta = ""
     if index > 1:
         eta = f", about {clock(elapsed / (index - 1) * (total - index + 1))} left"
-    print(f"[{index}/{total}] {cell.name} (sweep {clock(elapsed)} so far{eta})",
-          file=out, flush=True)
+    print(
+        f"[{index}/{total}] {cell.name} (sweep {clock(elapsed)} so far{eta})", file=out, flush=True
+    )
     began = time.time()
     try:
         # As in a worker, a KeyboardInterrupt that the cell's code raised with no Ctrl-C
@@ -249,13 +298,19 @@ def _run_cell_here(cell: Cell, index: int, total: int, started: float, *, device
         cell.error = _one_line(exc)
         cell.duration = time.time() - began
         cell.run_id = _record_failure(cell, began)
-        print(f"    {cell.status} after {clock(cell.duration)}: {cell.error} "
-              f"(run {cell.run_id})", file=out, flush=True)
+        print(
+            f"    {cell.status} after {clock(cell.duration)}: {cell.error} (run {cell.run_id})",
+            file=out,
+            flush=True,
+        )
         return
     cell.run_id, cell.status = result["run_id"], result["status"]
     cell.duration = time.time() - began
-    print(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} "
-          f"(run {cell.run_id})", file=out, flush=True)
+    print(
+        f"    {cell.status} in {clock(cell.duration)}: {headline(result)} (run {cell.run_id})",
+        file=out,
+        flush=True,
+    )
 
 
 def settled_latest(store, config_hash: str) -> dict | None:
@@ -278,8 +333,8 @@ def settled_latest(store, config_hash: str) -> dict | None:
 def should_resume(latest: dict | None) -> bool:
     """A cell continues its latest run when that was interrupted, or failed with a
     checkpoint kept (its worker process died, say); any other cell starts a new run."""
-    from zoo.train import checkpoints
     from zoo.records.paths import run_folder
+    from zoo.train import checkpoints
 
     if latest is None or latest.get("kind", "train") != "train":
         return False
@@ -291,9 +346,9 @@ def should_resume(latest: dict | None) -> bool:
 def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out) -> dict:
     """A cell whose latest run can go on (should_resume) continues it from its last
     checkpoint (`zoo resume`); any other cell, or one that cannot be resumed, starts anew."""
+    from zoo.records.store import Store
     from zoo.train.resume import ResumeRefused, resume
     from zoo.train.runner import execute
-    from zoo.records.store import Store
 
     with Store() as store:
         latest = settled_latest(store, cell.config_hash)
@@ -323,31 +378,48 @@ def failure_row(cell: Cell, config: dict | None = None) -> dict:
     """Store fields for a cell that failed before its run recorded itself: from the run's
     config.json when it got that far, else from the plan."""
     plan = cell.plan
-    config = config or {"model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
-                        "task": plan.task, "config_hash": cell.config_hash,
-                        "architecture": plan.spec.architecture.name,
-                        "tokenizer": plan.spec.tokenizer.name,
-                        "dataset_id": plan.dataset_ref.source,
-                        "configs": {k: _asdict(v) for k, v in plan.configs.items()}}
-    return {"model": cell.model, "dataset": plan.dataset_ref.name,
-            "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
-            "task": plan.task, "seed": cell.seed, "config_hash": cell.config_hash,
-            "config": config}
+    config = config or {
+        "model": cell.model,
+        "dataset": cell.dataset,
+        "seed": cell.seed,
+        "task": plan.task,
+        "config_hash": cell.config_hash,
+        "architecture": plan.spec.architecture.name,
+        "tokenizer": plan.spec.tokenizer.name,
+        "dataset_id": plan.dataset_ref.source,
+        "configs": {k: _asdict(v) for k, v in plan.configs.items()},
+    }
+    return {
+        "model": cell.model,
+        "dataset": plan.dataset_ref.name,
+        "architecture": plan.spec.architecture.name,
+        "tokenizer": plan.spec.tokenizer.name,
+        "task": plan.task,
+        "seed": cell.seed,
+        "config_hash": cell.config_hash,
+        "config": config,
+    }
 
 
 def _record_failure(cell: Cell, began: float) -> str:
     """The run id holding the failure: the row execute wrote, or a new failed row when the
     cell failed before execute recorded anything (loading the dataset, say)."""
-    from zoo.train.runner import new_run_id
     from zoo.records.store import Store
+    from zoo.train.runner import new_run_id
 
     with Store() as store:
         recorded = store.latest(config_hash=cell.config_hash, since=began)
         if recorded is not None:
             return recorded["id"]
         run_id = new_run_id()
-        store.insert(run_id, status="failed", **failure_row(cell), error=cell.error,
-                     finished=time.time(), duration=time.time() - began)
+        store.insert(
+            run_id,
+            status="failed",
+            **failure_row(cell),
+            error=cell.error,
+            finished=time.time(),
+            duration=time.time() - began,
+        )
         return run_id
 
 
@@ -370,15 +442,23 @@ def clock(seconds: float) -> str:
 
 def summary(sweep: Sweep) -> str:
     ran = [c for c in sweep.cells if c.status == "finished"]
-    parts = [f"{len(ran)} trained", f"{len(sweep.finished_before)} already finished",
-             f"{len(sweep.impossible)} impossible", f"{len(sweep.failed)} failed"]
+    parts = [
+        f"{len(ran)} trained",
+        f"{len(sweep.finished_before)} already finished",
+        f"{len(sweep.impossible)} impossible",
+        f"{len(sweep.failed)} failed",
+    ]
     lines = ["sweep done: " + ", ".join(parts)]
     for cell in sweep.failed[:SHOWN]:
-        lines.append(f"  {cell.status} {cell.name}: {_short_text(cell.error or cell.status)} "
-                     f"(run {cell.run_id})")
+        lines.append(
+            f"  {cell.status} {cell.name}: {_short_text(cell.error or cell.status)} "
+            f"(run {cell.run_id})"
+        )
     if len(sweep.failed) > SHOWN:
-        lines.append(f"  and {len(sweep.failed) - SHOWN} more; zoo runs --where "
-                     "\"status != 'finished'\" lists them all")
+        lines.append(
+            f"  and {len(sweep.failed) - SHOWN} more; zoo runs --where "
+            "\"status != 'finished'\" lists them all"
+        )
     return "\n".join(lines)
 
 
@@ -386,7 +466,7 @@ SHOWN = 5  # failures and reasons listed one by one; the rest are counted
 
 
 def _short_text(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def unrunnable(sweep: Sweep) -> str:
@@ -410,12 +490,21 @@ def records(sweep: Sweep) -> list[dict]:
     before this sweep, to run with --dry-run, or the status it ended with), run and reason."""
     out = []
     for cell in sweep.cells:
-        state = ("skipped" if cell.skip else "reused" if cell.done
-                 else cell.status or "to run")
-        out.append({"name": cell.name, "model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
-                    "setting": cell.setting, "state": state, "run_id": cell.done or cell.run_id,
-                    "config_hash": cell.config_hash, "reason": cell.skip or cell.error,
-                    "duration": cell.duration})
+        state = "skipped" if cell.skip else "reused" if cell.done else cell.status or "to run"
+        out.append(
+            {
+                "name": cell.name,
+                "model": cell.model,
+                "dataset": cell.dataset,
+                "seed": cell.seed,
+                "setting": cell.setting,
+                "state": state,
+                "run_id": cell.done or cell.run_id,
+                "config_hash": cell.config_hash,
+                "reason": cell.skip or cell.error,
+                "duration": cell.duration,
+            }
+        )
     return out
 
 

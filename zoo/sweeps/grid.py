@@ -1,7 +1,9 @@
 """--grid: a sweep's settings, parsed, checked against the config fields of its cells and typed once, and every combination of them."""
+
 from __future__ import annotations
 
 import itertools
+
 from zoo.core.config import parse_assignment, split_overrides
 from zoo.errors import UnknownNameError, ZooError
 
@@ -44,15 +46,15 @@ def check_grid(grid: dict[str, list], overrides: dict, pair_sections: list[dict]
     for key in grid:
         clash = [k for k in overrides if _bare(k) == _bare(key)]
         if clash:
-            raise ZooError(f"{key} is both swept (--grid) and fixed (--set, --steps or --time); "
-                           "give it once")
+            raise ZooError(
+                f"{key} is both swept (--grid) and fixed (--set, --steps or --time); give it once"
+            )
     typed = {}
     for key, values in grid.items():
         unknown = None
         for sections in pair_sections:
             try:
-                typed[key] = [_typed(split_overrides({key: value}, sections))
-                              for value in values]
+                typed[key] = [_typed(split_overrides({key: value}, sections)) for value in values]
             except UnknownNameError as exc:
                 unknown = unknown or exc
                 continue
