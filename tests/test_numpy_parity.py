@@ -22,12 +22,11 @@ from hypothesis import strategies as st
 from zoo.plugins.decoder import DecoderConfig
 from zoo.plugins.decoder.model import build as build_torch
 from zoo.plugins.numpy import NumpyConfig
-from zoo.plugins.numpy.model import NumpyDecoder, parameter_shapes
+from zoo.plugins.numpy.model import NumpyDecoder, cross_entropy, parameter_shapes
 
 from zoo.errors import ZooError
 from zoo.io import load_safetensors
 from zoo.train.job import RunFolder
-from zoo.train.losses import cross_entropy
 from zoo.train.model import IGNORE_INDEX, TaskSpec
 from zoo.train.torch_model import TorchModel
 
