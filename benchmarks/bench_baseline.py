@@ -21,6 +21,7 @@ bigrams scaled by their log-count ratios, one-vs-rest; Wang and Manning 2012), e
 picked on validation, and averages the zoo run's class probabilities with each model's at
 a weight picked on validation; one line per model with its own and the mix's accuracies.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,16 +42,20 @@ ROLES = ("validation", "test")
 
 def load_splits(name: str, text_column: str | None, label_column: str | None):
     """Texts and labels of train, validation and test, exactly as zoo's pipeline sees them."""
-    from zoo.data import datasets as data
     from zoo.pipelines.classification import check_dataset, label_names, texts_of
+
     from zoo.core.registry import get_zoo
+    from zoo.data import datasets as data
 
     zoo = get_zoo()
-    loaded = data.load(data.resolve(name, zoo), zoo, text_column=text_column,
-                       label_column=label_column, quiet=True)
+    loaded = data.load(
+        data.resolve(name, zoo), zoo, text_column=text_column, label_column=label_column, quiet=True
+    )
     check_dataset(loaded)
-    return {role: (texts_of(loaded, role), label_names(loaded, role))
-            for role in ("train", "validation", "test")}
+    return {
+        role: (texts_of(loaded, role), label_names(loaded, role))
+        for role in ("train", "validation", "test")
+    }
 
 
 def mcnemar(ours_right, theirs_right) -> tuple[int, int, float]:
@@ -79,8 +84,13 @@ def tfidf_svm(splits) -> dict:
             best = (val, c, model)
     val, c, model = best
     right = model.predict(x_test) == splits["test"][1]
-    return {"val_accuracy": val, "test_accuracy": float(right.mean()), "right": right, "C": c,
-            "seconds": time.perf_counter() - start}
+    return {
+        "val_accuracy": val,
+        "test_accuracy": float(right.mean()),
+        "right": right,
+        "C": c,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def accuracy(probabilities, classes, labels) -> float:
@@ -98,8 +108,10 @@ def zoo_probabilities(run_id: str, splits) -> tuple[list, dict]:
     trained = zoo.load(run_id)
     found = {role: trained.predict(splits[role][0]) for role in ROLES}
     classes = sorted(found["test"][0].probabilities)
-    return classes, {role: np.array([[p.probabilities[c] for c in classes] for p in found[role]])
-                     for role in ROLES}
+    return classes, {
+        role: np.array([[p.probabilities[c] for c in classes] for p in found[role]])
+        for role in ROLES
+    }
 
 
 def linear_models(splits, classes):
@@ -130,16 +142,21 @@ def linear_models(splits, classes):
         scores = {role: [] for role in ROLES}
         for name in classes:
             scale = ratios[name]
-            model = LogisticRegression(C=c, max_iter=3000).fit(present["train"] @ scale,
-                                                               labels == name)
+            model = LogisticRegression(C=c, max_iter=3000).fit(
+                present["train"] @ scale, labels == name
+            )
             for role in ROLES:
                 scores[role].append(model.predict_proba(present[role] @ scale)[:, 1])
-        return {role: np.array(v).T / np.array(v).T.sum(1, keepdims=True) for role, v in scores.items()}
+        return {
+            role: np.array(v).T / np.array(v).T.sum(1, keepdims=True) for role, v in scores.items()
+        }
 
     for name, fit in (("TF-IDF+LR", tfidf_lr), ("NB-LR", nb_lr)):
         fits = [fit(c) for c in LR_C_GRID]
-        yield name, max(fits, key=lambda p: accuracy(p["validation"], classes,
-                                                       splits["validation"][1]))
+        yield (
+            name,
+            max(fits, key=lambda p: accuracy(p["validation"], classes, splits["validation"][1])),
+        )
 
 
 def mixes(run_id: str, splits) -> list[str]:
@@ -147,15 +164,21 @@ def mixes(run_id: str, splits) -> list[str]:
     classes, ours = zoo_probabilities(run_id, splits)
     lines = []
     for name, theirs in linear_models(splits, classes):
-        def scores(w):
-            return {role: accuracy((1 - w) * ours[role] + w * theirs[role], classes,
-                                   splits[role][1]) for role in ROLES}
+
+        def scores(w, theirs=theirs):
+            return {
+                role: accuracy((1 - w) * ours[role] + w * theirs[role], classes, splits[role][1])
+                for role in ROLES
+            }
+
         alone = scores(1.0)
         w = max(MIX_WEIGHTS, key=lambda w: scores(w)["validation"])
         mixed = scores(w)
-        lines.append(f"    {name:<10} val {alone['validation']:.4f} test {alone['test']:.4f}; "
-                     f"mixed with the zoo run at {w}: val {mixed['validation']:.4f} "
-                     f"test {mixed['test']:.4f}")
+        lines.append(
+            f"    {name:<10} val {alone['validation']:.4f} test {alone['test']:.4f}; "
+            f"mixed with the zoo run at {w}: val {mixed['validation']:.4f} "
+            f"test {mixed['test']:.4f}"
+        )
     return lines
 
 
@@ -170,8 +193,19 @@ def zoo_right(run_id: str, splits):
 
 
 def zoo_run(model: str, dataset: str, seed: int, extra: list[str]) -> dict:
-    command = [sys.executable, "-m", "zoo", "run", model, dataset, "--seed", str(seed),
-               "--json", "--quiet", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "zoo",
+        "run",
+        model,
+        dataset,
+        "--seed",
+        str(seed),
+        "--json",
+        "--quiet",
+        *extra,
+    ]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -185,25 +219,48 @@ def recorded_run(run_id: str) -> dict:
 
     with Store() as store:
         row = store.get(run_id)
-    return {**row["metrics"], "run_id": row["id"], "seed": row.get("seed"),
-            "wall": row.get("duration") or float("nan")}
+    return {
+        **row["metrics"],
+        "run_id": row["id"],
+        "seed": row.get("seed"),
+        "wall": row.get("duration") or float("nan"),
+    }
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+")
     parser.add_argument("--model", default="encoder-wordpunct")
-    parser.add_argument("--seed", type=int, action="append", dest="seeds", metavar="SEED",
-                        help="a seed of the zoo run (repeatable; default 0)")
-    parser.add_argument("--run", nargs="+", default=None, metavar="RUN_ID",
-                        help="recorded zoo runs to compare, one per dataset, instead of training")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        action="append",
+        dest="seeds",
+        metavar="SEED",
+        help="a seed of the zoo run (repeatable; default 0)",
+    )
+    parser.add_argument(
+        "--run",
+        nargs="+",
+        default=None,
+        metavar="RUN_ID",
+        help="recorded zoo runs to compare, one per dataset, instead of training",
+    )
     parser.add_argument("--no-zoo", action="store_true", help="only the TF-IDF + SVM baseline")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a setting for the zoo run (repeatable), as zoo run --set takes it")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting for the zoo run (repeatable), as zoo run --set takes it",
+    )
     parser.add_argument("--text-column")
     parser.add_argument("--label-column")
-    parser.add_argument("--mix", action="store_true",
-                        help="also TF-IDF + LR and NB-weighted LR, each mixed with the zoo run")
+    parser.add_argument(
+        "--mix",
+        action="store_true",
+        help="also TF-IDF + LR and NB-weighted LR, each mixed with the zoo run",
+    )
     args = parser.parse_args(argv)
     if args.mix and args.no_zoo:
         parser.error("--mix needs the zoo run")
@@ -213,41 +270,58 @@ def main(argv=None) -> int:
         parser.error("--run scores recorded runs: it takes no --seed")
     seeds = [None] if args.run or args.no_zoo else (args.seeds or [0])
     header("zoo classifier vs TF-IDF + LinearSVC, test accuracy on the same splits")
-    columns = [c for c in (("--text-column", args.text_column),
-                           ("--label-column", args.label_column)) if c[1]]
+    columns = [
+        c
+        for c in (("--text-column", args.text_column), ("--label-column", args.label_column))
+        if c[1]
+    ]
     extra = [part for pair in columns for part in pair]
     extra += [part for setting in args.set for part in ("--set", setting)]
-    print(f"{'dataset':<20}{'train':>7}{'test':>6}  {'TF-IDF+SVM':>10} {'(C)':>6}  "
-          f"{'zoo':>7}  model / run")
+    print(
+        f"{'dataset':<20}{'train':>7}{'test':>6}  {'TF-IDF+SVM':>10} {'(C)':>6}  "
+        f"{'zoo':>7}  model / run"
+    )
     gaps = {}  # dataset -> zoo's test accuracy minus the baseline's, one per seed
     for i, name in enumerate(args.datasets):
         splits = load_splits(name, args.text_column, args.label_column)
         baseline = tfidf_svm(splits)
         for seed in seeds:
-            line = (f"{name:<20}{len(splits['train'][0]):>7}{len(splits['test'][0]):>6}  "
-                    f"{baseline['test_accuracy']:>10.4f} {baseline['C']:>6}")
+            line = (
+                f"{name:<20}{len(splits['train'][0]):>7}{len(splits['test'][0]):>6}  "
+                f"{baseline['test_accuracy']:>10.4f} {baseline['C']:>6}"
+            )
             if not args.no_zoo:
-                ours = (recorded_run(args.run[i]) if args.run
-                        else zoo_run(args.model, name, seed, extra))
+                ours = (
+                    recorded_run(args.run[i])
+                    if args.run
+                    else zoo_run(args.model, name, seed, extra)
+                )
                 gap = ours["test_accuracy"] - baseline["test_accuracy"]
                 gaps.setdefault(name, []).append(gap)
                 b, c, p = mcnemar(zoo_right(ours["run_id"], splits), baseline["right"])
-                line += (f"  {ours['test_accuracy']:>7.4f}  {args.model if not args.run else ''} "
-                         f"{ours['run_id']} (seed {ours.get('seed', seed)}, {gap:+.4f}, "
-                         f"b/c {b}/{c}, p {p:.2f}, best_step {ours.get('best_step')}, "
-                         f"{ours['wall']:.0f} s)")
+                line += (
+                    f"  {ours['test_accuracy']:>7.4f}  {args.model if not args.run else ''} "
+                    f"{ours['run_id']} (seed {ours.get('seed', seed)}, {gap:+.4f}, "
+                    f"b/c {b}/{c}, p {p:.2f}, best_step {ours.get('best_step')}, "
+                    f"{ours['wall']:.0f} s)"
+                )
             print(line, flush=True)
             if args.mix:
                 print("\n".join(mixes(ours["run_id"], splits)), flush=True)
         if len(gaps.get(name, ())) > 1:
-            print(f"{'':<20}mean over {len(gaps[name])} seeds: zoo "
-                  f"{baseline['test_accuracy'] + mean(gaps[name]):.4f}, gap "
-                  f"{mean(gaps[name]):+.4f}, ahead on {sum(g > 0 for g in gaps[name])} of "
-                  f"{len(gaps[name])}", flush=True)
+            print(
+                f"{'':<20}mean over {len(gaps[name])} seeds: zoo "
+                f"{baseline['test_accuracy'] + mean(gaps[name]):.4f}, gap "
+                f"{mean(gaps[name]):+.4f}, ahead on {sum(g > 0 for g in gaps[name])} of "
+                f"{len(gaps[name])}",
+                flush=True,
+            )
     if len(gaps) > 1:
         per_set = [mean(v) for v in gaps.values()]
-        print(f"# mean gap over {len(gaps)} datasets: {mean(per_set):+.4f}; zoo ahead on "
-              f"{sum(g > 0 for g in per_set)}, behind on {sum(g < 0 for g in per_set)}")
+        print(
+            f"# mean gap over {len(gaps)} datasets: {mean(per_set):+.4f}; zoo ahead on "
+            f"{sum(g > 0 for g in per_set)}, behind on {sum(g < 0 for g in per_set)}"
+        )
     print(f"# {os.getloadavg()[0]:.1f} load at the end")
     return 0
 

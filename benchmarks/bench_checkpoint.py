@@ -5,6 +5,7 @@ a training step, and the resulting overhead at the default checkpoint interval.
 
 Defaults are the decoder-char preset (registry.toml). Prints one line per figure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,22 +32,25 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
-
-    from zoo.train import checkpoints as checkpoint
-    from zoo.train.torch_model import TorchModel
-    from zoo.train.job import RunFolder, TrainConfig
-    from zoo.train.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build
-    from zoo.core.registry import task_loss
+
     from zoo.core.names import get_task
+    from zoo.core.registry import task_loss
+    from zoo.train import checkpoints as checkpoint
+    from zoo.train.job import RunFolder, TrainConfig
     from zoo.train.loop import TrainResult
+    from zoo.train.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
 
     torch.manual_seed(0)
-    cfg = DecoderConfig(n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd,
-                        block_size=args.block)
-    model = TorchModel(build(cfg, TaskSpec("language-modeling", args.vocab)),
-                       loss=task_loss(get_task("language-modeling")))
+    cfg = DecoderConfig(
+        n_layer=args.n_layer, n_head=args.n_head, n_embd=args.n_embd, block_size=args.block
+    )
+    model = TorchModel(
+        build(cfg, TaskSpec("language-modeling", args.vocab)),
+        loss=task_loss(get_task("language-modeling")),
+    )
     model.configure_optimizer(1e-3, 0.1)
     rng = np.random.default_rng(0)
     x = rng.integers(0, args.vocab, size=(args.batch, args.block))
@@ -59,8 +63,7 @@ def main() -> None:
     train = TrainConfig()
     with tempfile.TemporaryDirectory() as tmp:
         run = RunFolder(Path(tmp) / "run").create()
-        job = SimpleNamespace(train_config=train, run=run, say=print, identity={},
-                              resume_from=None)
+        job = SimpleNamespace(train_config=train, run=run, say=print, identity={}, resume_from=None)
         result = TrainResult(steps=1)
         saver = checkpoint.Checkpointer(job, model, result, {"batches": rng})
         times = []
@@ -85,23 +88,36 @@ def main() -> None:
     print(f"training step              {step_ms:.1f} ms (batch {args.batch} x {args.block})")
     print(f"checkpoint write (median)  {save_ms:.1f} ms over {args.saves} writes")
     print(f"checkpoint verify + load   {load_ms:.1f} ms")
-    print(f"overhead every {every} steps   {save_ms / (every * step_ms) * 100:.3f} % of training time")
+    print(
+        f"overhead every {every} steps   {save_ms / (every * step_ms) * 100:.3f} % of training time"
+    )
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from common import table, write_results
 
     write_results(
-        "checkpoint", title="What checkpoints cost",
+        "checkpoint",
+        title="What checkpoints cost",
         about=f"Size, write and load time of a checkpoint of a decoder ({args.n_layer} layers of "
-              f"{args.n_embd}), against a training step (batch {args.batch} x {args.block}).",
-        tables=[table("", [("figure", "figure"), ("value", "value")],
-                      [{"figure": "parameters", "value": f"{model.num_parameters():,}"},
-                       {"figure": "checkpoint size", "value": f"{size / 1e6:.2f} MB"},
-                       {"figure": "training step", "value": f"{step_ms:.1f} ms"},
-                       {"figure": "checkpoint write (median)", "value": f"{save_ms:.1f} ms"},
-                       {"figure": "checkpoint verify and load", "value": f"{load_ms:.1f} ms"},
-                       {"figure": f"overhead at one checkpoint every {every} steps",
-                        "value": f"{save_ms / (every * step_ms) * 100:.3f}% of training time"}])])
+        f"{args.n_embd}), against a training step (batch {args.batch} x {args.block}).",
+        tables=[
+            table(
+                "",
+                [("figure", "figure"), ("value", "value")],
+                [
+                    {"figure": "parameters", "value": f"{model.num_parameters():,}"},
+                    {"figure": "checkpoint size", "value": f"{size / 1e6:.2f} MB"},
+                    {"figure": "training step", "value": f"{step_ms:.1f} ms"},
+                    {"figure": "checkpoint write (median)", "value": f"{save_ms:.1f} ms"},
+                    {"figure": "checkpoint verify and load", "value": f"{load_ms:.1f} ms"},
+                    {
+                        "figure": f"overhead at one checkpoint every {every} steps",
+                        "value": f"{save_ms / (every * step_ms) * 100:.3f}% of training time",
+                    },
+                ],
+            )
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ text generation (one token at a time, as `zoo generate` and the run's samples do
     python benchmarks/bench_eval.py --set block_size=128 --eval-batch 128
     python benchmarks/bench_eval.py --model decoder-char --set precision=fp32
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,14 +29,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     import torch
-
-    from zoo.data import datasets
-    from zoo.train.torch_model import as_model
-    from zoo.train.model import TaskSpec
     from zoo.pipelines.language_modeling import encode, evaluate, generate, split_text
+
+    from zoo.core.names import get_task
     from zoo.core.plan import plan_run
     from zoo.core.registry import get_zoo, task_loss
-    from zoo.core.names import get_task
+    from zoo.data import datasets
+    from zoo.train.model import TaskSpec
+    from zoo.train.torch_model import as_model
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -43,16 +44,23 @@ def main(argv=None) -> int:
     zoo = get_zoo()
     plan = plan_run(args.model, args.dataset, overrides=parse_sets(args.set))
     loaded = datasets.load(plan.dataset_ref, zoo)
-    tokenizer = zoo.tokenizers.get("char").load().train(loaded.split("train")[loaded.text_column], None)
+    tokenizer = (
+        zoo.tokenizers.get("char").load().train(loaded.split("train")[loaded.text_column], None)
+    )
     ids = encode(tokenizer, split_text(loaded, "validation"))
     torch.manual_seed(0)
     spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
-    model = as_model(plan.spec.architecture.load()(plan.configs["model"], spec), "cpu",
-                     loss=task_loss(get_task("language-modeling")))
+    model = as_model(
+        plan.spec.architecture.load()(plan.configs["model"], spec),
+        "cpu",
+        loss=task_loss(get_task("language-modeling")),
+    )
     model.configure_engine(precision=plan.configs["train"].precision)  # as `zoo run` evaluates
     block = plan.configs["model"].block_size
-    print(f"# validation split: {len(ids):,} tokens; block {block}, eval batch {args.eval_batch}; "
-          f"precision {model.precision}; threads {torch.get_num_threads()}")
+    print(
+        f"# validation split: {len(ids):,} tokens; block {block}, eval batch {args.eval_batch}; "
+        f"precision {model.precision}; threads {torch.get_num_threads()}"
+    )
     evaluate(model, ids[: block * 8 + 1], block, args.eval_batch)  # warm-up
     times = []
     for _ in range(args.repeat):
@@ -60,27 +68,52 @@ def main(argv=None) -> int:
         nll, count = evaluate(model, ids, block, args.eval_batch)
         times.append(time.perf_counter() - start)
     best, median = min(times), sorted(times)[len(times) // 2]
-    print(f"evaluate: {count:,} tokens in {median:.2f} s (best {best:.2f} s): "
-          f"{count / median:,.0f} tokens/s (best {count / best:,.0f}); loss {nll / count:.4f}")
-    rows = [{"what": f"evaluate the validation split ({count:,} tokens)",
-             "tokens_s": count / median, "best": count / best}]
+    print(
+        f"evaluate: {count:,} tokens in {median:.2f} s (best {best:.2f} s): "
+        f"{count / median:,.0f} tokens/s (best {count / best:,.0f}); loss {nll / count:.4f}"
+    )
+    rows = [
+        {
+            "what": f"evaluate the validation split ({count:,} tokens)",
+            "tokens_s": count / median,
+            "best": count / best,
+        }
+    ]
     if args.generate:
         start = time.perf_counter()
         text = "".join(generate(model, tokenizer, "", args.generate, block, seed=0))
         spent = time.perf_counter() - start
-        print(f"generate: {args.generate} tokens in {spent:.2f} s: "
-              f"{args.generate / spent:,.0f} tokens/s ({len(text)} characters)")
-        rows.append({"what": f"generate {args.generate} tokens", "tokens_s": args.generate / spent,
-                     "best": None})
+        print(
+            f"generate: {args.generate} tokens in {spent:.2f} s: "
+            f"{args.generate / spent:,.0f} tokens/s ({len(text)} characters)"
+        )
+        rows.append(
+            {
+                "what": f"generate {args.generate} tokens",
+                "tokens_s": args.generate / spent,
+                "best": None,
+            }
+        )
     print(f"# after: {load()}")
     write_results(
-        "eval", title="Evaluation throughput",
+        "eval",
+        title="Evaluation throughput",
         about=f"Tokens per second of the whole-split evaluation `zoo run` ends with, and of "
-              f"generation, for `{args.model}` (block {block}, evaluation batch "
-              f"{args.eval_batch}, precision {model.precision}, {torch.get_num_threads()} "
-              "threads).",
-        tables=[table("", [("what", "what"), ("tokens_s", "tokens/s, median", ",.0f"),
-                           ("best", "best", ",.0f")], rows)])
+        f"generation, for `{args.model}` (block {block}, evaluation batch "
+        f"{args.eval_batch}, precision {model.precision}, {torch.get_num_threads()} "
+        "threads).",
+        tables=[
+            table(
+                "",
+                [
+                    ("what", "what"),
+                    ("tokens_s", "tokens/s, median", ",.0f"),
+                    ("best", "best", ",.0f"),
+                ],
+                rows,
+            )
+        ],
+    )
     return 0
 
 

@@ -10,6 +10,7 @@ and fused AdamW, on 256 rows padded to 15 tokens (contexts of up to 8 digits). E
 is timed in CPU seconds on one thread (what --jobs N workers run on; a loaded machine moves
 it little) and in wall seconds on torch's default threads.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,14 +26,16 @@ ROWS, TOKENS, VOCAB = 256, 15, 14
 
 def network(fused: bool):
     import torch
-
-    from zoo.train.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
     from zoo.plugins.digits.model import build
 
+    from zoo.train.model import TaskSpec
+
     torch.manual_seed(0)
-    model = build(DigitsConfig(width=64, blocks=2, heads=1, ff_ratio=4, block_size=32,
-                               positions="end"), TaskSpec("next-item", VOCAB))
+    model = build(
+        DigitsConfig(width=64, blocks=2, heads=1, ff_ratio=4, block_size=32, positions="end"),
+        TaskSpec("next-item", VOCAB),
+    )
     if fused:
         for block in model.blocks:
             for name in ("norm1", "norm2"):
@@ -102,40 +105,60 @@ def main():
     data = batch()
     models = {"fused": network(True), "invariant": network(False)}
     assert isinstance(models["invariant"].blocks[0].norm1, layers.ThreadInvariantLayerNorm)
-    rows = {"fused": {"norm": "torch's fused nn.LayerNorm"},
-            "invariant": {"norm": "ThreadInvariantLayerNorm"}}
+    rows = {
+        "fused": {"norm": "torch's fused nn.LayerNorm"},
+        "invariant": {"norm": "ThreadInvariantLayerNorm"},
+    }
     for name, model in models.items():
         one, two = gradients(model, 1, data), gradients(model, 2, data)
         differ = [n for n in one if not torch.equal(one[n], two[n])]
         rows[name]["gradients"] = "differ" if differ else "identical"
-        print(f"{name:9s} gradients on 1 and 2 threads: "
-              + ("identical" if not differ else f"differ in {', '.join(differ)}"))
-    optimizers = {name: torch.optim.AdamW(m.parameters(), lr=1e-3, fused=True)
-                  for name, m in models.items()}
-    for threads, clock, unit in ((1, time.process_time, "CPU"),
-                                 (default_threads, time.perf_counter, "wall")):
+        print(
+            f"{name:9s} gradients on 1 and 2 threads: "
+            + ("identical" if not differ else f"differ in {', '.join(differ)}")
+        )
+    optimizers = {
+        name: torch.optim.AdamW(m.parameters(), lr=1e-3, fused=True) for name, m in models.items()
+    }
+    for threads, clock, unit in (
+        (1, time.process_time, "CPU"),
+        (default_threads, time.perf_counter, "wall"),
+    ):
         torch.set_num_threads(threads)
         times = {name: [] for name in models}
         for name in models:  # warm-up
             step_time(models[name], optimizers[name], data, 5, clock)
         for round_ in range(args.rounds):
-            for name in (list(models) if round_ % 2 == 0 else list(reversed(models))):
-                times[name].append(step_time(models[name], optimizers[name], data, args.steps,
-                                             clock))
+            for name in list(models) if round_ % 2 == 0 else list(reversed(models)):
+                times[name].append(
+                    step_time(models[name], optimizers[name], data, args.steps, clock)
+                )
         fused, invariant = median(times["fused"]), median(times["invariant"])
-        print(f"{threads} thread(s), {unit} ms per step, median of {args.rounds}: fused "
-              f"{fused:.2f}, invariant {invariant:.2f} ({invariant / fused:.3f}x)  ({load()})")
+        print(
+            f"{threads} thread(s), {unit} ms per step, median of {args.rounds}: fused "
+            f"{fused:.2f}, invariant {invariant:.2f} ({invariant / fused:.3f}x)  ({load()})"
+        )
         key = "cpu_ms" if unit == "CPU" else "wall_ms"
         rows["fused"][key], rows["invariant"][key] = fused, invariant
     write_results(
-        "layer_norm", title="Thread-invariant LayerNorm: what it costs",
+        "layer_norm",
+        title="Thread-invariant LayerNorm: what it costs",
         about="The digits network with torch's fused `nn.LayerNorm` against "
-              "`ThreadInvariantLayerNorm` (gradients identical on any number of threads), "
-              f"{args.rounds} alternating rounds of {args.steps} steps.",
-        tables=[table("", [("norm", "LayerNorm"), ("gradients", "gradients on 1 and 2 threads"),
-                           ("cpu_ms", "CPU ms per step, 1 thread", ".2f"),
-                           ("wall_ms", f"wall ms per step, {default_threads} thread(s)", ".2f")],
-                      list(rows.values()))])
+        "`ThreadInvariantLayerNorm` (gradients identical on any number of threads), "
+        f"{args.rounds} alternating rounds of {args.steps} steps.",
+        tables=[
+            table(
+                "",
+                [
+                    ("norm", "LayerNorm"),
+                    ("gradients", "gradients on 1 and 2 threads"),
+                    ("cpu_ms", "CPU ms per step, 1 thread", ".2f"),
+                    ("wall_ms", f"wall ms per step, {default_threads} thread(s)", ".2f"),
+                ],
+                list(rows.values()),
+            )
+        ],
+    )
 
 
 if __name__ == "__main__":

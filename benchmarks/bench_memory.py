@@ -6,6 +6,7 @@ exits, so nothing is sampled and no peak is missed.
     python benchmarks/bench_memory.py                         # the default preset, full run
     python benchmarks/bench_memory.py decoder-char --steps 200
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,32 +31,66 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     header(f"peak memory, zoo run {args.model} {args.dataset}")
-    command = [sys.executable, "-m", "zoo", "run", args.model, args.dataset, "--json",
-               *(["--steps", args.steps] if args.steps else []),
-               *[a for s in args.set for a in ("--set", s)]]
+    command = [
+        sys.executable,
+        "-m",
+        "zoo",
+        "run",
+        args.model,
+        args.dataset,
+        "--json",
+        *(["--steps", args.steps] if args.steps else []),
+        *[a for s in args.set for a in ("--set", s)],
+    ]
     with tempfile.TemporaryDirectory(prefix="zoo-mem-") as home:
         start = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, cwd=REPO,
-                              env={**os.environ, "ZOO_HOME": home})
+        done = subprocess.run(
+            command, capture_output=True, text=True, cwd=REPO, env={**os.environ, "ZOO_HOME": home}
+        )
         wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"zoo run failed:\n{done.stderr[-3000:]}")
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
     metrics = json.loads(done.stdout.strip().splitlines()[-1])["metrics"]
-    print(f"peak RSS {peak_kib / 1024:,.0f} MiB; wall {wall:.1f} s; val_loss "
-          f"{metrics['val_loss']:.4f}; steps {metrics['steps']}")
+    print(
+        f"peak RSS {peak_kib / 1024:,.0f} MiB; wall {wall:.1f} s; val_loss "
+        f"{metrics['val_loss']:.4f}; steps {metrics['steps']}"
+    )
     print(f"# after: {load()}")
     write_results(
-        "memory", title="Peak memory",
+        "memory",
+        title="Peak memory",
         about="Peak resident memory of a whole `zoo run` process (getrusage of the child "
-              "after it exits, so no peak is missed).",
-        tables=[table("", [("command", "command"), ("peak_mib", "peak RSS, MiB", ",.0f"),
-                           ("wall_s", "wall s", ".1f"), ("val_loss", "val_loss", ".4f"),
-                           ("steps", "steps")],
-                      [{"command": " ".join(["zoo run", args.model, args.dataset,
-                                             *command[command.index("--json") + 1:]]),
-                        "peak_mib": peak_kib / 1024, "wall_s": wall,
-                        "val_loss": metrics["val_loss"], "steps": metrics["steps"]}])])
+        "after it exits, so no peak is missed).",
+        tables=[
+            table(
+                "",
+                [
+                    ("command", "command"),
+                    ("peak_mib", "peak RSS, MiB", ",.0f"),
+                    ("wall_s", "wall s", ".1f"),
+                    ("val_loss", "val_loss", ".4f"),
+                    ("steps", "steps"),
+                ],
+                [
+                    {
+                        "command": " ".join(
+                            [
+                                "zoo run",
+                                args.model,
+                                args.dataset,
+                                *command[command.index("--json") + 1 :],
+                            ]
+                        ),
+                        "peak_mib": peak_kib / 1024,
+                        "wall_s": wall,
+                        "val_loss": metrics["val_loss"],
+                        "steps": metrics["steps"],
+                    }
+                ],
+            )
+        ],
+    )
     return 0
 
 

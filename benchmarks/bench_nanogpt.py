@@ -32,6 +32,7 @@ times swing with the other processes, so the script also reports CPU millisecond
 step: the CPU time of a run of 2N steps less that of a run of N steps, over N (start-up and
 data preparation cancel out).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,9 +60,19 @@ from common import table as results_table  # noqa: E402
 # iteration's time).
 TIMING_ARGS = ["--eval_iters=1", "--eval_interval=1000000", "--log_interval=1"]
 SHAPES = {
-    "cpu": ("decoder-char-nanogpt",
-            ["--device=cpu", "--block_size=64", "--batch_size=12", "--n_layer=4", "--n_head=4",
-             "--n_embd=128", "--lr_decay_iters=2000", "--dropout=0.0"]),
+    "cpu": (
+        "decoder-char-nanogpt",
+        [
+            "--device=cpu",
+            "--block_size=64",
+            "--batch_size=12",
+            "--n_layer=4",
+            "--n_head=4",
+            "--n_embd=128",
+            "--lr_decay_iters=2000",
+            "--dropout=0.0",
+        ],
+    ),
     "gpu": ("decoder-char-gpu", ["--device=cuda", "--dtype=bfloat16"]),
 }
 NANOGPT_FILES = ("train.py", "model.py", "configurator.py", "config/train_shakespeare_char.py")
@@ -72,14 +83,16 @@ ITERATION = re.compile(r"^iter (\d+): loss [\d.]+, time ([\d.]+)ms")
 
 def shakespeare_text() -> str:
     """Tiny Shakespeare whole (1,115,394 characters) from zoo's mirror: its splits, in order."""
-    from zoo.data import datasets
     from zoo.core.registry import get_zoo
+    from zoo.data import datasets
     from zoo.data.encoded import column_of
 
     zoo = get_zoo()
     loaded = datasets.load(datasets.resolve("shakespeare", zoo), zoo, quiet=True)
-    return "".join("".join(column_of(loaded.split(role), loaded.text_column).to_pylist())
-                   for role in ("train", "validation", "test"))
+    return "".join(
+        "".join(column_of(loaded.split(role), loaded.text_column).to_pylist())
+        for role in ("train", "validation", "test")
+    )
 
 
 def prepare_nanogpt(checkout: Path, work: Path) -> None:
@@ -97,8 +110,9 @@ def prepare_nanogpt(checkout: Path, work: Path) -> None:
 def run_child(command: list[str], cwd: Path) -> tuple[str, float]:
     """A child process's output and the CPU seconds (user + system) it used."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    child = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+    child = subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     out, err = child.communicate()
     if child.returncode != 0:
         raise SystemExit(f"{' '.join(command[:3])} failed:\n{err[-2000:]}")
@@ -106,26 +120,50 @@ def run_child(command: list[str], cwd: Path) -> tuple[str, float]:
     return out, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
-def run_nanogpt(work: Path, steps: int, warmup: int, shape: str, compile: bool
-                ) -> tuple[list[float], float]:
+def run_nanogpt(
+    work: Path, steps: int, warmup: int, shape: str, compile: bool
+) -> tuple[list[float], float]:
     """nanoGPT's printed ms of each timed iteration, and the process's CPU seconds."""
-    out, cpu = run_child([sys.executable, "train.py", "config/train_shakespeare_char.py",
-                          *SHAPES[shape][1], *TIMING_ARGS, f"--compile={compile}",
-                          f"--max_iters={steps + warmup}", f"--out_dir={work / 'out'}"], work)
+    out, cpu = run_child(
+        [
+            sys.executable,
+            "train.py",
+            "config/train_shakespeare_char.py",
+            *SHAPES[shape][1],
+            *TIMING_ARGS,
+            f"--compile={compile}",
+            f"--max_iters={steps + warmup}",
+            f"--out_dir={work / 'out'}",
+        ],
+        work,
+    )
     times = [(int(m[1]), float(m[2])) for m in map(ITERATION.match, out.splitlines()) if m]
     return [ms for it, ms in times if it >= warmup], cpu
 
 
 def run_zoo(steps: int, warmup: int, shape: str, compile: bool) -> tuple[list[float], float]:
     settings = [a for kv in ZOO_SETTINGS for a in ("--set", kv)]
-    out, cpu = run_child([sys.executable, __file__, "--zoo-worker", str(steps), "--warmup",
-                          str(warmup), "--shape", shape, *(["--compile"] if compile else []),
-                          *settings], REPO)
+    out, cpu = run_child(
+        [
+            sys.executable,
+            __file__,
+            "--zoo-worker",
+            str(steps),
+            "--warmup",
+            str(warmup),
+            "--shape",
+            shape,
+            *(["--compile"] if compile else []),
+            *settings,
+        ],
+        REPO,
+    )
     return json.loads(out.strip().splitlines()[-1]), cpu
 
 
-def run_side(side: str, work: Path, steps: int, warmup: int, shape: str, compile: bool
-             ) -> tuple[list[float], float]:
+def run_side(
+    side: str, work: Path, steps: int, warmup: int, shape: str, compile: bool
+) -> tuple[list[float], float]:
     if side == "nanoGPT":
         return run_nanogpt(work, steps, warmup, shape, compile)
     return run_zoo(steps, warmup, shape, compile)
@@ -133,12 +171,20 @@ def run_side(side: str, work: Path, steps: int, warmup: int, shape: str, compile
 
 def zoo_variant(shape: str, compile: bool = False):
     from bench_train import Variant, prepare_data
+
     from zoo.core.config import parse_assignment
 
     tokenizer, ids = prepare_data("shakespeare")
     overrides = {**dict(map(parse_assignment, ZOO_SETTINGS)), "compile": compile}
-    return Variant("zoo", SHAPES[shape][0], overrides, tokenizer, ids, "shakespeare",
-                   device="cuda" if shape == "gpu" else "cpu")
+    return Variant(
+        "zoo",
+        SHAPES[shape][0],
+        overrides,
+        tokenizer,
+        ids,
+        "shakespeare",
+        device="cuda" if shape == "gpu" else "cpu",
+    )
 
 
 def zoo_worker(steps: int, warmup: int, shape: str, compile: bool) -> None:
@@ -178,7 +224,7 @@ def matmul_peak(dtype_name: str, device: str = "cpu", repeats: int = 20) -> floa
             start = time.perf_counter()
             a @ b
             best = min(best, time.perf_counter() - start)
-    return 2 * n ** 3 / best
+    return 2 * n**3 / best
 
 
 def flops_per_step(variant) -> float:
@@ -209,25 +255,40 @@ def profile_zoo(shape: str, compile: bool, steps: int = 20) -> tuple[str, float 
     if not gpu:
         return averages.table(sort_by="self_cpu_time_total", row_limit=18), None
     # The kernels and copies themselves: a replayed CUDA graph's have no operator above them.
-    busy_ms = sum(e.self_device_time_total for e in averages
-                  if e.device_type == DeviceType.CUDA) / 1e3 / steps
+    busy_ms = (
+        sum(e.self_device_time_total for e in averages if e.device_type == DeviceType.CUDA)
+        / 1e3
+        / steps
+    )
     return averages.table(sort_by="self_device_time_total", row_limit=18), busy_ms
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nanogpt", default=os.environ.get("NANOGPT_DIR"),
-                        help="a nanoGPT checkout (default: $NANOGPT_DIR)")
+    parser.add_argument(
+        "--nanogpt",
+        default=os.environ.get("NANOGPT_DIR"),
+        help="a nanoGPT checkout (default: $NANOGPT_DIR)",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per side")
     parser.add_argument("--steps", type=int, default=60, help="timed steps per round")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps per round")
     parser.add_argument("--no-profile", action="store_true", help="skip the profiler summary")
-    parser.add_argument("--shape", choices=sorted(SHAPES), default="cpu",
-                        help="nanoGPT's CPU recipe (4 x 128, block 64) or its GPU one (6 x 384, "
-                             "block 256, batch 64, on CUDA)")
+    parser.add_argument(
+        "--shape",
+        choices=sorted(SHAPES),
+        default="cpu",
+        help="nanoGPT's CPU recipe (4 x 128, block 64) or its GPU one (6 x 384, "
+        "block 256, batch 64, on CUDA)",
+    )
     parser.add_argument("--compile", action="store_true", help="torch.compile on both sides")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a setting for zoo's side, as `zoo run --set` takes it")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting for zoo's side, as `zoo run --set` takes it",
+    )
     parser.add_argument("--zoo-worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     ZOO_SETTINGS[:] = args.set
@@ -236,18 +297,24 @@ def main(argv=None) -> int:
         return 0
     checkout = Path(args.nanogpt).expanduser() if args.nanogpt else None
     if checkout is None or not all((checkout / name).is_file() for name in NANOGPT_FILES):
-        print("skipped: no nanoGPT checkout (give --nanogpt DIR or set NANOGPT_DIR to a clone "
-              "of https://github.com/karpathy/nanoGPT)")
+        print(
+            "skipped: no nanoGPT checkout (give --nanogpt DIR or set NANOGPT_DIR to a clone "
+            "of https://github.com/karpathy/nanoGPT)"
+        )
         return 0
 
     gpu = args.shape == "gpu"
     if gpu and not __import__("torch").cuda.is_available():
         print("skipped: --shape gpu needs a CUDA device, and torch sees none")
         return 0
-    header(f"training side by side with nanoGPT's train.py, {SHAPES[args.shape][0]} shape, "
-           f"compile {args.compile}")
-    print(f"# OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} for both sides; "
-          f"{args.rounds} alternating rounds of {args.steps} timed steps after {args.warmup}")
+    header(
+        f"training side by side with nanoGPT's train.py, {SHAPES[args.shape][0]} shape, "
+        f"compile {args.compile}"
+    )
+    print(
+        f"# OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} for both sides; "
+        f"{args.rounds} alternating rounds of {args.steps} timed steps after {args.warmup}"
+    )
     work = Path(tempfile.mkdtemp(prefix="nanogpt-"))
     try:
         prepare_nanogpt(checkout, work)
@@ -260,12 +327,15 @@ def main(argv=None) -> int:
                 if gpu:  # the GPU's time is the wall clock's; CPU time is no measure of it
                     cpu[side].append(float("nan"))
                 else:
-                    _, long = run_side(side, work, 2 * args.steps, args.warmup, args.shape,
-                                       args.compile)
+                    _, long = run_side(
+                        side, work, 2 * args.steps, args.warmup, args.shape, args.compile
+                    )
                     cpu[side].append((long - short) * 1e3 / args.steps)
-                print(f"round {r} {side:<8} median {statistics.median(got):6.2f} ms/step "
-                      f"({len(got)} steps), {cpu[side][-1]:6.2f} CPU ms/step ({load()})",
-                      flush=True)
+                print(
+                    f"round {r} {side:<8} median {statistics.median(got):6.2f} ms/step "
+                    f"({len(got)} steps), {cpu[side][-1]:6.2f} CPU ms/step ({load()})",
+                    flush=True,
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     nano, zoo = (statistics.median(times[s]) for s in ("nanoGPT", "zoo"))
@@ -274,48 +344,75 @@ def main(argv=None) -> int:
         nano_cpu, zoo_cpu = nano, zoo  # MFU per wall-clock ms: the GPU's time
     else:
         nano_cpu, zoo_cpu = (statistics.median(cpu[s]) for s in ("nanoGPT", "zoo"))
-        print(f"median CPU ms/step (the CPU time of a run of {2 * args.steps} steps less that "
-              f"of {args.steps}, over {args.steps}): nanoGPT {nano_cpu:.2f}, zoo "
-              f"{zoo_cpu:.2f}; zoo is {nano_cpu / zoo_cpu:.2f}x nanoGPT")
+        print(
+            f"median CPU ms/step (the CPU time of a run of {2 * args.steps} steps less that "
+            f"of {args.steps}, over {args.steps}): nanoGPT {nano_cpu:.2f}, zoo "
+            f"{zoo_cpu:.2f}; zoo is {nano_cpu / zoo_cpu:.2f}x nanoGPT"
+        )
 
-    speed = results_table("", [("side", "side"), ("ms_step", "ms per step (median)", ".2f"),
-                               ("speedup", "zoo vs nanoGPT", ".2f")],
-                          [{"side": "nanoGPT train.py", "ms_step": nano, "speedup": None},
-                           {"side": f"zoo {SHAPES[args.shape][0]}", "ms_step": zoo,
-                            "speedup": nano / zoo}], readme=not gpu)
+    speed = results_table(
+        "",
+        [
+            ("side", "side"),
+            ("ms_step", "ms per step (median)", ".2f"),
+            ("speedup", "zoo vs nanoGPT", ".2f"),
+        ],
+        [
+            {"side": "nanoGPT train.py", "ms_step": nano, "speedup": None},
+            {"side": f"zoo {SHAPES[args.shape][0]}", "ms_step": zoo, "speedup": nano / zoo},
+        ],
+        readme=not gpu,
+    )
     settings = "".join(f", {item}" for item in args.set)
     write_results(
-        "nanogpt" if not gpu else f"nanogpt_gpu_{'compile' if args.compile else 'eager'}"
+        "nanogpt"
+        if not gpu
+        else f"nanogpt_gpu_{'compile' if args.compile else 'eager'}"
         + "".join("_" + re.sub(r"\W+", "_", item) for item in args.set),
         title=f"Training speed against nanoGPT's own train.py ({args.shape.upper()}"
-              f"{', torch.compile' if args.compile else ''}{settings})",
+        f"{', torch.compile' if args.compile else ''}{settings})",
         about=f"nanoGPT's `train.py` with its {args.shape.upper()} recipe beside zoo at the same "
-              f"shape ({SHAPES[args.shape][0]}) as `zoo run` builds it; {args.rounds} alternating "
-              f"rounds of {args.steps} timed steps after {args.warmup}, each side in fresh "
-              "processes."
-              + (" The ratio depends on the host: a small model's GPU step without CUDA graphs "
-                 "is paced by the host's CPU." if gpu else ""),
+        f"shape ({SHAPES[args.shape][0]}) as `zoo run` builds it; {args.rounds} alternating "
+        f"rounds of {args.steps} timed steps after {args.warmup}, each side in fresh "
+        "processes."
+        + (
+            " The ratio depends on the host: a small model's GPU step without CUDA graphs "
+            "is paced by the host's CPU."
+            if gpu
+            else ""
+        ),
         tables=[speed],
-        notes=[] if gpu else [f"In CPU time per step: zoo {zoo_cpu:.2f} ms, nanoGPT "
-                              f"{nano_cpu:.2f} ms ({nano_cpu / zoo_cpu:.2f}x)."])
+        notes=[]
+        if gpu
+        else [
+            f"In CPU time per step: zoo {zoo_cpu:.2f} ms, nanoGPT "
+            f"{nano_cpu:.2f} ms ({nano_cpu / zoo_cpu:.2f}x)."
+        ],
+    )
 
     variant = zoo_variant(args.shape)
     flops = flops_per_step(variant)
     per = "wall-clock" if gpu else "CPU"
-    print(f"# zoo precision {variant.model.precision}; model FLOPs per step {flops / 1e9:.3f} G "
-          f"(nanoGPT's estimate: 6N + 12LHQT per token)")
+    print(
+        f"# zoo precision {variant.model.precision}; model FLOPs per step {flops / 1e9:.3f} G "
+        f"(nanoGPT's estimate: 6N + 12LHQT per token)"
+    )
     for dtype in ("bfloat16", "float32"):
         peak = matmul_peak(dtype, "cuda" if gpu else "cpu")
-        print(f"{dtype} matmul peak (best of 20): {peak / 1e9:.1f} GFLOP/s; "
-              f"MFU (per {per} ms/step) zoo {flops / (zoo_cpu / 1e3) / peak:.1%}, "
-              f"nanoGPT {flops / (nano_cpu / 1e3) / peak:.1%}")
+        print(
+            f"{dtype} matmul peak (best of 20): {peak / 1e9:.1f} GFLOP/s; "
+            f"MFU (per {per} ms/step) zoo {flops / (zoo_cpu / 1e3) / peak:.1%}, "
+            f"nanoGPT {flops / (nano_cpu / 1e3) / peak:.1%}"
+        )
     del variant
     if not args.no_profile:
         table, busy_ms = profile_zoo(args.shape, args.compile)
         print(table)
         if busy_ms is not None:  # against the unprofiled median: the profiler slows the host
-            print(f"GPU busy {busy_ms:.2f} ms per step, {busy_ms / zoo:.0%} of zoo's median "
-                  f"step ({zoo:.2f} ms); the rest is the GPU waiting for the host")
+            print(
+                f"GPU busy {busy_ms:.2f} ms per step, {busy_ms / zoo:.0%} of zoo's median "
+                f"step ({zoo:.2f} ms); the rest is the GPU waiting for the host"
+            )
     return 0
 
 

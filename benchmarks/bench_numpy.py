@@ -14,6 +14,7 @@
 Runs go to ZOO_HOME (default ./runs) like any `zoo run`. --threads sets the BLAS and torch
 thread counts (both frameworks get the same), before NumPy or torch is imported.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,8 @@ MODELS = ("numpy-char", "decoder-char")
 
 def lm_loss():
     """The language-modeling task's loss, which a TorchModel trains and evaluates with."""
-    from zoo.core.registry import task_loss
     from zoo.core.names import get_task
+    from zoo.core.registry import task_loss
 
     return task_loss(get_task("language-modeling"))
 
@@ -46,23 +47,30 @@ def parse_args():
 
 
 def pipeline_runs(args) -> dict:
-    from zoo.train.job import RunFolder
     from zoo.core.plan import plan_run
-    from zoo.train.runner import execute
     from zoo.records.store import home
+    from zoo.train.job import RunFolder
+    from zoo.train.runner import execute
 
     runs = {}
     for model in MODELS:
-        plan = plan_run(model, "shakespeare", seed=args.seed,
-                        overrides={"train.steps": args.steps, "eval_interval": args.eval_interval})
+        plan = plan_run(
+            model,
+            "shakespeare",
+            seed=args.seed,
+            overrides={"train.steps": args.steps, "eval_interval": args.eval_interval},
+        )
         result = execute(plan, device="cpu", quiet=True)
         curve = RunFolder(home() / result["run_id"]).curve()
         runs[model] = {"result": result, "curve": curve}
         m = result["metrics"]
-        print(f"{model:<13} run {result['run_id']}  {result['params']:,} params  "
-              f"train {m['train_time']:.1f} s  {m['tokens_per_s']:,.0f} tok/s  "
-              f"val_loss {m['val_loss']:.4f}  test_loss {m['test_loss']:.4f}  "
-              f"val_bpc {m['val_bpc']:.4f}", flush=True)
+        print(
+            f"{model:<13} run {result['run_id']}  {result['params']:,} params  "
+            f"train {m['train_time']:.1f} s  {m['tokens_per_s']:,.0f} tok/s  "
+            f"val_loss {m['val_loss']:.4f}  test_loss {m['test_loss']:.4f}  "
+            f"val_bpc {m['val_bpc']:.4f}",
+            flush=True,
+        )
     print()
     print("step  " + "  ".join(f"{m + ' train':>18} {m + ' val':>16}" for m in MODELS))
     by_step = {m: {r["step"]: r for r in runs[m]["curve"]} for m in MODELS}
@@ -89,14 +97,17 @@ def run_verify(run_id: str) -> None:
 
 def shakespeare():
     """The char tokenizer trained on Tiny Shakespeare, and each split's token ids."""
-    from zoo.data import datasets
     from zoo.pipelines.language_modeling import encode, split_text
+
     from zoo.core.registry import get_zoo
+    from zoo.data import datasets
 
     zoo = get_zoo()
     dataset = datasets.load(datasets.resolve("shakespeare", zoo), zoo)
     entry = zoo.tokenizers.get("char")
-    tokenizer = entry.load().train(dataset.split("train")[dataset.text_column], entry.config_class()())
+    tokenizer = entry.load().train(
+        dataset.split("train")[dataset.text_column], entry.config_class()()
+    )
     ids = {role: encode(tokenizer, split_text(dataset, role)) for role in ("train", "validation")}
     return tokenizer, ids
 
@@ -106,15 +117,15 @@ def initial_losses(args, seeds: int = 10) -> None:
     the two draw from different generators, so a single seed's losses differ by chance."""
     import numpy as np
     import torch
-
-    from zoo.train.torch_model import TorchModel
-    from zoo.train.model import TaskSpec
     from zoo.pipelines.language_modeling import random_batch
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build as build_torch
-    from zoo.plugins.numpy.model import build as build_numpy
     from zoo.plugins.numpy import NumpyConfig
+    from zoo.plugins.numpy.model import build as build_numpy
+
     from zoo.core.registry import get_zoo
+    from zoo.train.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
 
     tokenizer, ids = shakespeare()
     preset = get_zoo().catalogue.models["decoder-char"].overrides
@@ -125,16 +136,21 @@ def initial_losses(args, seeds: int = 10) -> None:
     for seed in range(seeds):
         np.random.seed(seed)  # what `zoo run --seed` does before building
         torch.manual_seed(seed)
-        for name, model in (("numpy", build_numpy(NumpyConfig(**shape), spec)),
-                            ("torch", TorchModel(build_torch(DecoderConfig(**shape), spec),
-                                                 loss=lm_loss()))):
+        for name, model in (
+            ("numpy", build_numpy(NumpyConfig(**shape), spec)),
+            ("torch", TorchModel(build_torch(DecoderConfig(**shape), spec), loss=lm_loss())),
+        ):
             nll, count = model.loss_sum(x, y)
             losses[name].append(nll / count)
-    print(f"\ninitial loss on 64 validation windows, seeds 0..{seeds - 1} "
-          f"(ln(vocab {tokenizer.vocab_size}) = {np.log(tokenizer.vocab_size):.4f})")
+    print(
+        f"\ninitial loss on 64 validation windows, seeds 0..{seeds - 1} "
+        f"(ln(vocab {tokenizer.vocab_size}) = {np.log(tokenizer.vocab_size):.4f})"
+    )
     for name, values in losses.items():
-        print(f"  {name:<6} mean {np.mean(values):.4f}  sd {np.std(values, ddof=1):.4f}  "
-              f"min {min(values):.4f}  max {max(values):.4f}  seed 0: {values[0]:.4f}")
+        print(
+            f"  {name:<6} mean {np.mean(values):.4f}  sd {np.std(values, ddof=1):.4f}  "
+            f"min {min(values):.4f}  max {max(values):.4f}  seed 0: {values[0]:.4f}"
+        )
 
 
 def same_start(args) -> None:
@@ -142,18 +158,20 @@ def same_start(args) -> None:
     but with its schedule: how far float32 rounding lets the two trajectories drift."""
     import numpy as np
     import torch
-
-    from zoo.train.torch_model import TorchModel
-    from zoo.train.model import TaskSpec
     from zoo.pipelines.language_modeling import random_batch
     from zoo.plugins.decoder.model import build as build_torch
-    from zoo.plugins.numpy.model import NumpyDecoder
     from zoo.plugins.numpy import NumpyConfig
+    from zoo.plugins.numpy.model import NumpyDecoder
+
     from zoo.core.plan import plan_run
     from zoo.train.loop import lr_at
+    from zoo.train.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
 
     tokenizer, ids = shakespeare()
-    plan = plan_run("decoder-char", "shakespeare", seed=args.seed, overrides={"train.steps": args.steps})
+    plan = plan_run(
+        "decoder-char", "shakespeare", seed=args.seed, overrides={"train.steps": args.steps}
+    )
     model_cfg, train = plan.configs["model"], plan.configs["train"]
     spec = TaskSpec("language-modeling", tokenizer.vocab_size)
     torch.manual_seed(args.seed)
@@ -169,49 +187,64 @@ def same_start(args) -> None:
         lr = lr_at(step, train, train.steps)
         losses["torch"].append(theirs.train_step(x, y, lr, grad_clip=train.grad_clip))
         losses["numpy"].append(ours.train_step(x, y, lr, grad_clip=train.grad_clip))
-    val_x, val_y = random_batch(ids["validation"], 64, model_cfg.block_size, np.random.default_rng(1))
+    val_x, val_y = random_batch(
+        ids["validation"], 64, model_cfg.block_size, np.random.default_rng(1)
+    )
     drift = max(float(np.abs(p - theirs.state_dict()[k]).max()) for k, p in ours.params.items())
-    print(f"\nsame initial weights (torch's, seed {args.seed}) and batches, the pipeline's schedule, "
-          f"{train.steps} steps:")
+    print(
+        f"\nsame initial weights (torch's, seed {args.seed}) and batches, the pipeline's schedule, "
+        f"{train.steps} steps:"
+    )
     shown = sorted({s for s in (1, 10, 50, 100, 150) if s < train.steps} | {train.steps})
     print("  step " + "".join(f"{s:>9}" for s in shown))
     for name, values in losses.items():
         print(f"  {name:<5}" + "".join(f"{values[s - 1]:9.4f}" for s in shown))
     diffs = np.abs(np.array(losses["numpy"]) - np.array(losses["torch"]))
-    print(f"  |train loss difference|: step 1 {diffs[0]:.1e}, max over the first 10 steps "
-          f"{diffs[:10].max():.1e}, over all steps {diffs.max():.1e}; largest weight difference "
-          f"at the end {drift:.1e}")
+    print(
+        f"  |train loss difference|: step 1 {diffs[0]:.1e}, max over the first 10 steps "
+        f"{diffs[:10].max():.1e}, over all steps {diffs.max():.1e}; largest weight difference "
+        f"at the end {drift:.1e}"
+    )
     val = {name: m.loss_sum(val_x, val_y) for name, m in (("numpy", ours), ("torch", theirs))}
-    print("  validation loss (64 windows) at the end: "
-          + ", ".join(f"{n} {s / c:.4f}" for n, (s, c) in val.items()))
+    print(
+        "  validation loss (64 windows) at the end: "
+        + ", ".join(f"{n} {s / c:.4f}" for n, (s, c) in val.items())
+    )
 
 
 def speed(args) -> None:
     import numpy as np
     import torch
-
-    from zoo.train.torch_model import TorchModel
-    from zoo.train.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build as build_torch
-    from zoo.plugins.numpy.model import NumpyDecoder
     from zoo.plugins.numpy import NumpyConfig
+    from zoo.plugins.numpy.model import NumpyDecoder
+
     from zoo.core.registry import get_zoo
+    from zoo.train.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
 
     preset = get_zoo().catalogue.models["decoder-char"].overrides
     shape = {k: preset[k] for k in ("n_layer", "n_head", "n_embd", "block_size", "dropout")}
-    batch, block, vocab = preset["batch_size"], preset["block_size"], 68  # 65 characters + 3 specials
+    batch, block, vocab = (
+        preset["batch_size"],
+        preset["block_size"],
+        68,
+    )  # 65 characters + 3 specials
     spec = TaskSpec("language-modeling", vocab)
     torch.manual_seed(args.seed)
-    models = {"torch float32": TorchModel(build_torch(DecoderConfig(**shape), spec),
-                                          loss=lm_loss()),
-              "numpy float32": NumpyDecoder(NumpyConfig(**shape), spec, seed=args.seed),
-              "numpy float64": NumpyDecoder(NumpyConfig(**shape, dtype="float64"), spec, seed=args.seed)}
+    models = {
+        "torch float32": TorchModel(build_torch(DecoderConfig(**shape), spec), loss=lm_loss()),
+        "numpy float32": NumpyDecoder(NumpyConfig(**shape), spec, seed=args.seed),
+        "numpy float64": NumpyDecoder(NumpyConfig(**shape, dtype="float64"), spec, seed=args.seed),
+    }
     for model in models.values():
         model.configure_optimizer(1e-3, 0.1)
     rng = np.random.default_rng(args.seed)
-    batches = [(rng.integers(0, vocab, (batch, block)), rng.integers(0, vocab, (batch, block)))
-               for _ in range(args.speed_steps + 2)]
+    batches = [
+        (rng.integers(0, vocab, (batch, block)), rng.integers(0, vocab, (batch, block)))
+        for _ in range(args.speed_steps + 2)
+    ]
     times = {name: [] for name in models}
     for i, (x, y) in enumerate(batches):
         for name, model in models.items():  # interleaved: each step of each model in turn
@@ -220,29 +253,50 @@ def speed(args) -> None:
             if i >= 2:  # the first steps warm up allocators and thread pools
                 times[name].append(time.perf_counter() - start)
     tokens = batch * block
-    print(f"\ntrain_step at the decoder-char config ({shape}, batch {batch} x {block} tokens), "
-          f"{args.speed_steps} interleaved steps each, torch threads {torch.get_num_threads()}, "
-          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
+    print(
+        f"\ntrain_step at the decoder-char config ({shape}, batch {batch} x {block} tokens), "
+        f"{args.speed_steps} interleaved steps each, torch threads {torch.get_num_threads()}, "
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}"
+    )
     base = statistics.median(times["torch float32"])
     rows = []
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"  {name:<14} median {median * 1e3:8.1f} ms/step  {tokens / median:9,.0f} tok/s  "
-              f"{median / base:5.2f}x torch's step time")
-        rows.append({"model": name.replace("numpy", "NumPy"), "ms_step": median * 1e3,
-                     "tokens_s": tokens / median, "vs": median / base})
+        print(
+            f"  {name:<14} median {median * 1e3:8.1f} ms/step  {tokens / median:9,.0f} tok/s  "
+            f"{median / base:5.2f}x torch's step time"
+        )
+        rows.append(
+            {
+                "model": name.replace("numpy", "NumPy"),
+                "ms_step": median * 1e3,
+                "tokens_s": tokens / median,
+                "vs": median / base,
+            }
+        )
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from common import table, write_results
 
     write_results(
-        "numpy", title="The NumPy reference against the torch decoder",
+        "numpy",
+        title="The NumPy reference against the torch decoder",
         about=f"`train_step` of the decoder ({shape['n_layer']} layers of {shape['n_embd']}, "
-              f"{shape['n_head']} heads, block {block}, batch {batch}, vocabulary {vocab}) in "
-              "torch float32 and in the NumPy reference, interleaved step by step, "
-              f"{torch.get_num_threads()} thread(s), {args.speed_steps} timed steps after 2.",
-        tables=[table("", [("model", "model"), ("ms_step", "ms per step (median)", ".1f"),
-                           ("tokens_s", "tokens/s", ",.0f"), ("vs", "step time vs torch", ".2f")],
-                      rows)])
+        f"{shape['n_head']} heads, block {block}, batch {batch}, vocabulary {vocab}) in "
+        "torch float32 and in the NumPy reference, interleaved step by step, "
+        f"{torch.get_num_threads()} thread(s), {args.speed_steps} timed steps after 2.",
+        tables=[
+            table(
+                "",
+                [
+                    ("model", "model"),
+                    ("ms_step", "ms per step (median)", ".1f"),
+                    ("tokens_s", "tokens/s", ",.0f"),
+                    ("vs", "step time vs torch", ".2f"),
+                ],
+                rows,
+            )
+        ],
+    )
 
 
 def main() -> int:
@@ -255,8 +309,10 @@ def main() -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"python {platform.python_version()}, numpy {np.__version__}, torch {torch.__version__}, "
-          f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f} at start")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, torch {torch.__version__}, "
+        f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f} at start"
+    )
     if not args.skip_runs:
         runs = pipeline_runs(args)
         print()

@@ -21,6 +21,7 @@ The bound for --jobs N: the one-thread sweep's set-up and tail once, and its rem
 split evenly over N workers that slow each other down not at all. --jobs N cannot beat it,
 so its ratio to --jobs 1 is the most any way of starting workers could give on this machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,9 +49,21 @@ def run_sweep(args, jobs: int, threads: str | None) -> tuple[dict, dict]:
     env["ZOO_HOME"] = str(Path(home) / "runs")
     if threads:
         env["OMP_NUM_THREADS"] = threads
-    command = [str(REPO / ".venv/bin/zoo"), "sweep", args.model, "--on", args.dataset,
-               "--seeds", str(args.seeds), "--steps", str(args.steps), "--jobs", str(jobs),
-               "--format", "csv"]
+    command = [
+        str(REPO / ".venv/bin/zoo"),
+        "sweep",
+        args.model,
+        "--on",
+        args.dataset,
+        "--seeds",
+        str(args.seeds),
+        "--steps",
+        str(args.steps),
+        "--jobs",
+        str(jobs),
+        "--format",
+        "csv",
+    ]
     started, began = time.time(), time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - began
@@ -59,7 +72,8 @@ def run_sweep(args, jobs: int, threads: str | None) -> tuple[dict, dict]:
     db = sqlite3.connect(Path(env["ZOO_HOME"]) / "zoo.db")
     cells, created, finished, durations, training = {}, [], [], [], []
     for seed, metrics, status, made, ended, duration in db.execute(
-            "SELECT seed, metrics, status, created, finished, duration FROM runs"):
+        "SELECT seed, metrics, status, created, finished, duration FROM runs"
+    ):
         metrics = json.loads(metrics)
         cells[seed] = (status, {k: v for k, v in metrics.items() if k not in TIMING})
         created.append(made)
@@ -67,8 +81,13 @@ def run_sweep(args, jobs: int, threads: str | None) -> tuple[dict, dict]:
         durations.append(duration or 0.0)
         training.append(metrics.get("train_time") or 0.0)
     db.close()
-    parts = {"wall": seconds, "setup": min(created) - started, "cells": sum(durations),
-             "training": sum(training), "tail": started + seconds - max(finished)}
+    parts = {
+        "wall": seconds,
+        "setup": min(created) - started,
+        "cells": sum(durations),
+        "training": sum(training),
+        "tail": started + seconds - max(finished),
+    }
     return parts, cells
 
 
@@ -86,11 +105,16 @@ def main():
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--no-single-thread", action="store_true",
-                        help="leave out the jobs1-1t variant (and the bound it gives)")
+    parser.add_argument(
+        "--no-single-thread",
+        action="store_true",
+        help="leave out the jobs1-1t variant (and the bound it gives)",
+    )
     args = parser.parse_args()
-    header(f"zoo sweep {args.model} --on {args.dataset} --seeds {args.seeds} "
-           f"--steps {args.steps}: --jobs 1 against --jobs {args.jobs}")
+    header(
+        f"zoo sweep {args.model} --on {args.dataset} --seeds {args.seeds} "
+        f"--steps {args.steps}: --jobs 1 against --jobs {args.jobs}"
+    )
     parallel = f"jobs{args.jobs}"
     variants = {"jobs1": (1, None), parallel: (args.jobs, None)}
     if not args.no_single_thread:
@@ -110,55 +134,82 @@ def main():
             print(f"round {round_} {name:9s} {measured['wall']:7.1f} s   ({load()})", flush=True)
     print()
     for name, values in parts.items():
-        print(f"{name:9s} median {median(values['wall']):7.1f} s  over {len(values['wall'])} "
-              "runs: " + ", ".join(f"{v:.1f}" for v in values["wall"]))
+        print(
+            f"{name:9s} median {median(values['wall']):7.1f} s  over {len(values['wall'])} "
+            "runs: " + ", ".join(f"{v:.1f}" for v in values["wall"])
+        )
     print(f"\nwhere the time goes (s, medians): {'  '.join(f'{p:>8s}' for p in PARTS)}")
     for name, values in parts.items():
         print(f"  {name:31s}" + "  ".join(f"{median(values[p]):8.1f}" for p in PARTS))
     wall = {name: median(values["wall"]) for name, values in parts.items()}
-    print(f"\nspeed-up of --jobs {args.jobs} over --jobs 1: "
-          f"{wall['jobs1'] / wall[parallel]:.2f}x (ratio of medians)")
+    print(
+        f"\nspeed-up of --jobs {args.jobs} over --jobs 1: "
+        f"{wall['jobs1'] / wall[parallel]:.2f}x (ratio of medians)"
+    )
     if "jobs1-1t" in wall:
-        print(f"speed-up of --jobs {args.jobs} over --jobs 1 with one thread: "
-              f"{wall['jobs1-1t'] / wall[parallel]:.2f}x")
+        print(
+            f"speed-up of --jobs {args.jobs} over --jobs 1 with one thread: "
+            f"{wall['jobs1-1t'] / wall[parallel]:.2f}x"
+        )
         alone = {part: median(parts["jobs1-1t"][part]) for part in PARTS}
         fixed = alone["setup"] + alone["tail"]
         bound = fixed + (alone["wall"] - fixed) / args.jobs
-        print(f"bound for --jobs {args.jobs}: {bound:.1f} s (the one-thread sweep's set-up and "
-              f"tail, {fixed:.1f} s, once, and the rest split over {args.jobs} workers), at most "
-              f"{wall['jobs1'] / bound:.2f}x over --jobs 1; --jobs {args.jobs} reaches "
-              f"{bound / wall[parallel]:.0%} of it")
+        print(
+            f"bound for --jobs {args.jobs}: {bound:.1f} s (the one-thread sweep's set-up and "
+            f"tail, {fixed:.1f} s, once, and the rest split over {args.jobs} workers), at most "
+            f"{wall['jobs1'] / bound:.2f}x over --jobs 1; --jobs {args.jobs} reaches "
+            f"{bound / wall[parallel]:.0%} of it"
+        )
         one, all_ = median(parts["jobs1-1t"]["cells"]), median(parts["jobs1"]["cells"])
-        print(f"the cells' durations, summed: {one:.1f} s on one thread, {all_:.1f} s on "
-              f"torch's default threads ({one / all_:.2f}x); --jobs {args.jobs} can gain at "
-              f"most {args.jobs}x over a one-thread cell, so at most about "
-              f"{args.jobs * all_ / one:.2f}x over --jobs 1 before any set-up")
+        print(
+            f"the cells' durations, summed: {one:.1f} s on one thread, {all_:.1f} s on "
+            f"torch's default threads ({one / all_:.2f}x); --jobs {args.jobs} can gain at "
+            f"most {args.jobs}x over a one-thread cell, so at most about "
+            f"{args.jobs * all_ / one:.2f}x over --jobs 1 before any set-up"
+        )
     names = list(metrics)
     for i, first in enumerate(names):
-        for second in names[i + 1:]:
+        for second in names[i + 1 :]:
             same = metrics[first] == metrics[second]
-            print(f"metrics of every cell identical, {first} and {second}: {same}"
-                  + ("" if same else f" (largest relative difference "
-                     f"{largest_difference(metrics[first], metrics[second]):.2e})"))
-    labels = {"jobs1": "--jobs 1 (torch's default threads)",
-              parallel: f"--jobs {args.jobs} (cores / {args.jobs} threads each)",
-              "jobs1-1t": "--jobs 1, 1 thread"}
-    notes = [f"`--jobs {args.jobs}` is {wall['jobs1'] / wall[parallel]:.2f}x as fast as "
-             "`--jobs 1` here."]
+            print(
+                f"metrics of every cell identical, {first} and {second}: {same}"
+                + (
+                    ""
+                    if same
+                    else f" (largest relative difference "
+                    f"{largest_difference(metrics[first], metrics[second]):.2e})"
+                )
+            )
+    labels = {
+        "jobs1": "--jobs 1 (torch's default threads)",
+        parallel: f"--jobs {args.jobs} (cores / {args.jobs} threads each)",
+        "jobs1-1t": "--jobs 1, 1 thread",
+    }
+    notes = [
+        f"`--jobs {args.jobs}` is {wall['jobs1'] / wall[parallel]:.2f}x as fast as `--jobs 1` here."
+    ]
     if "jobs1-1t" in wall:
-        notes.append(f"Bound for `--jobs {args.jobs}` from the one-thread sweep: "
-                     f"{wall['jobs1'] / bound:.2f}x over `--jobs 1`; reached "
-                     f"{bound / wall[parallel]:.0%} of it. A second worker can only win what one "
-                     "process leaves idle; on a loaded machine one-thread workers gain much more.")
+        notes.append(
+            f"Bound for `--jobs {args.jobs}` from the one-thread sweep: "
+            f"{wall['jobs1'] / bound:.2f}x over `--jobs 1`; reached "
+            f"{bound / wall[parallel]:.0%} of it. A second worker can only win what one "
+            "process leaves idle; on a loaded machine one-thread workers gain much more."
+        )
     write_results(
-        "sweep_jobs", title="Parallel sweeps: `--jobs` against one process",
+        "sweep_jobs",
+        title="Parallel sweeps: `--jobs` against one process",
         about=f"`zoo sweep {args.model} --on {args.dataset} --seeds {args.seeds} --steps "
-              f"{args.steps}` in a fresh ZOO_HOME per variant, the variants alternating over "
-              f"{args.rounds} rounds.",
-        tables=[table("", [("variant", "variant"), ("wall_s", "wall s (median)", ".1f")],
-                      [{"variant": labels[name], "wall_s": seconds}
-                       for name, seconds in wall.items()])],
-        notes=notes)
+        f"{args.steps}` in a fresh ZOO_HOME per variant, the variants alternating over "
+        f"{args.rounds} rounds.",
+        tables=[
+            table(
+                "",
+                [("variant", "variant"), ("wall_s", "wall s (median)", ".1f")],
+                [{"variant": labels[name], "wall_s": seconds} for name, seconds in wall.items()],
+            )
+        ],
+        notes=notes,
+    )
 
 
 def largest_difference(a: dict, b: dict) -> float:

@@ -10,6 +10,7 @@ val_loss; the training curve's first periodic estimate under the target is shown
     python benchmarks/bench_time_to_quality.py decoder-char --set lr=2e-3 --repeat 2
     python benchmarks/bench_time_to_quality.py decoder-char --torchrun 2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,16 @@ from common import REPO, header, load, table, write_results  # noqa: E402
 
 def launch(model: str, dataset: str, extra: list[str], torchrun: int, home: Path):
     if torchrun > 1:
-        command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={torchrun}",
-                   "--master_addr=127.0.0.1", "--master_port=29533", "-m", "zoo"]
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            f"--nproc_per_node={torchrun}",
+            "--master_addr=127.0.0.1",
+            "--master_port=29533",
+            "-m",
+            "zoo",
+        ]
     else:
         command = [sys.executable, "-m", "zoo"]
     command += ["run", model, dataset, "--json", *extra]
@@ -39,8 +48,11 @@ def launch(model: str, dataset: str, extra: list[str], torchrun: int, home: Path
     if done.returncode != 0:
         raise SystemExit(f"zoo run failed ({done.returncode}):\n{done.stderr[-3000:]}")
     summary = json.loads(done.stdout.strip().splitlines()[-1])
-    curve = [json.loads(line) for line in
-             (home / summary["run_id"] / "metrics.jsonl").read_text().splitlines() if line]
+    curve = [
+        json.loads(line)
+        for line in (home / summary["run_id"] / "metrics.jsonl").read_text().splitlines()
+        if line
+    ]
     return wall, summary, curve
 
 
@@ -60,38 +72,65 @@ def main(argv=None) -> int:
     extra = [a for s in args.set for a in ("--set", s)]
     extra += ["--time", args.time] if args.time else []
     extra += ["--steps", args.steps] if args.steps else []
-    print(f"{'wall s':>7} {'val_loss':>8} {'test_loss':>9} {'steps':>6} {'train s':>7} "
-          f"{'tokens/s':>8} {'curve<=target at':>16} {'verdict':>7}  load")
+    print(
+        f"{'wall s':>7} {'val_loss':>8} {'test_loss':>9} {'steps':>6} {'train s':>7} "
+        f"{'tokens/s':>8} {'curve<=target at':>16} {'verdict':>7}  load"
+    )
     rows = []
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="zoo-ttq-") as home:
-            wall, summary, curve = launch(args.model, args.dataset, extra, args.torchrun,
-                                          Path(home))
+            wall, summary, curve = launch(
+                args.model, args.dataset, extra, args.torchrun, Path(home)
+            )
         m = summary["metrics"]
         crossing = next((r for r in curve if r.get("val_loss", 99) <= args.target), None)
         at = f"{crossing['elapsed']:.1f} s (step {crossing['step']})" if crossing else "never"
         verdict = "PASS" if m["val_loss"] <= args.target else "FAIL"
-        print(f"{wall:7.1f} {m['val_loss']:8.4f} {m['test_loss']:9.4f} {m['steps']:6d} "
-              f"{m['train_time']:7.1f} {m['tokens_per_s']:8,.0f} {at:>16} {verdict:>7}  {load()}",
-              flush=True)
-        rows.append({"model": args.model, "wall_s": wall, "val_loss": m["val_loss"],
-                     "test_loss": m["test_loss"], "steps": m["steps"],
-                     "train_s": m["train_time"], "tokens_s": m["tokens_per_s"],
-                     "reached": m["val_loss"] <= args.target})
+        print(
+            f"{wall:7.1f} {m['val_loss']:8.4f} {m['test_loss']:9.4f} {m['steps']:6d} "
+            f"{m['train_time']:7.1f} {m['tokens_per_s']:8,.0f} {at:>16} {verdict:>7}  {load()}",
+            flush=True,
+        )
+        rows.append(
+            {
+                "model": args.model,
+                "wall_s": wall,
+                "val_loss": m["val_loss"],
+                "test_loss": m["test_loss"],
+                "steps": m["steps"],
+                "train_s": m["train_time"],
+                "tokens_s": m["tokens_per_s"],
+                "reached": m["val_loss"] <= args.target,
+            }
+        )
     threads = os.environ.get("OMP_NUM_THREADS", "torch's default")
     write_results(
-        "time_to_quality", title="Time to quality: a whole `zoo run`",
+        "time_to_quality",
+        title="Time to quality: a whole `zoo run`",
         about=f"`zoo run {args.model} {args.dataset}` from launch to exit (imports, data, "
-              "tokenizer, training, evaluation of the whole validation and test splits, "
-              f"samples), and whether its validation loss reaches {args.target} nats per "
-              f"character. Threads: {threads}"
-              + (f"; {args.torchrun} processes under torchrun" if args.torchrun > 1 else "")
-              + ".",
-        tables=[table("", [("model", "model"), ("wall_s", "wall s", ".1f"),
-                           ("val_loss", "val_loss", ".4f"), ("test_loss", "test_loss", ".4f"),
-                           ("steps", "steps"), ("train_s", "training s", ".1f"),
-                           ("tokens_s", "tokens/s", ",.0f"),
-                           ("reached", f"val_loss <= {args.target}")], rows, readme=True)])
+        "tokenizer, training, evaluation of the whole validation and test splits, "
+        f"samples), and whether its validation loss reaches {args.target} nats per "
+        f"character. Threads: {threads}"
+        + (f"; {args.torchrun} processes under torchrun" if args.torchrun > 1 else "")
+        + ".",
+        tables=[
+            table(
+                "",
+                [
+                    ("model", "model"),
+                    ("wall_s", "wall s", ".1f"),
+                    ("val_loss", "val_loss", ".4f"),
+                    ("test_loss", "test_loss", ".4f"),
+                    ("steps", "steps"),
+                    ("train_s", "training s", ".1f"),
+                    ("tokens_s", "tokens/s", ",.0f"),
+                    ("reached", f"val_loss <= {args.target}"),
+                ],
+                rows,
+                readme=True,
+            )
+        ],
+    )
     return 0
 
 

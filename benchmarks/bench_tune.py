@@ -13,6 +13,7 @@ against pruning off on the same search, both arms in this one run.
    trials (the loop's train_time of every trial run) and the best validation figure of
    each arm.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,19 +33,40 @@ MODELS = ["encoder-bpe", "lstm-wordpunct", "fasttext-wordpunct"]
 SPACE = "lr=log(3e-4,3e-2) dropout=float(0,0.5) batch_size=choice(16,32,64)"
 
 
-def tune(args, home: Path, models: list[str], *, pruner: str, study: str,
-         read_back: bool = False) -> dict:
+def tune(
+    args, home: Path, models: list[str], *, pruner: str, study: str, read_back: bool = False
+) -> dict:
     """One `zoo tune` in `home`: its wall time, studies and trial runs. With `read_back`
     the search in `home` has run to the end before (this command trains nothing and reads
     its results back), and its wall time is its store's: from the first row's creation to
     the last row's end (the program's start-up before the first trial is not in it)."""
     env = {**os.environ, "ZOO_HOME": str(home)}
     env.pop("OMP_NUM_THREADS", None)  # --jobs gives each worker cores / jobs threads
-    command = [str(REPO / ".venv/bin/zoo"), "tune", *models, "--on", args.dataset,
-               "--space", args.space, "--trials", str(args.trials), "--seeds", str(args.seeds),
-               "--jobs", str(args.jobs), "--pruner", pruner, "--study", study,
-               "--sampler-seed", str(args.sampler_seed), "--device", "cpu", "--json",
-               *[option for item in args.set or [] for option in ("--set", item)]]
+    command = [
+        str(REPO / ".venv/bin/zoo"),
+        "tune",
+        *models,
+        "--on",
+        args.dataset,
+        "--space",
+        args.space,
+        "--trials",
+        str(args.trials),
+        "--seeds",
+        str(args.seeds),
+        "--jobs",
+        str(args.jobs),
+        "--pruner",
+        pruner,
+        "--study",
+        study,
+        "--sampler-seed",
+        str(args.sampler_seed),
+        "--device",
+        "cpu",
+        "--json",
+        *[option for item in args.set or [] for option in ("--set", item)],
+    ]
     print("$", " ".join(command[1:]), f"({load()})", flush=True)
     began = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
@@ -61,9 +83,14 @@ def tune(args, home: Path, models: list[str], *, pruner: str, study: str,
         config = json.loads(config or "{}")
         if (config.get("tune") or {}).get("study", "").startswith(study + "-"):
             metrics = json.loads(metrics or "{}")
-            trials.append({"model": config["model"], "status": status,
-                           "train_time": metrics.get("train_time") or 0.0,
-                           "steps": metrics.get("steps") or 0})
+            trials.append(
+                {
+                    "model": config["model"],
+                    "status": status,
+                    "train_time": metrics.get("train_time") or 0.0,
+                    "steps": metrics.get("steps") or 0,
+                }
+            )
     db.close()
     print(f"  {wall:.0f}s wall, {len(trials)} trial runs", flush=True)
     return {"wall": wall, "studies": studies, "trials": trials}
@@ -92,21 +119,32 @@ def main():
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--sampler-seed", type=int, default=0)
-    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
-                        help="fixed settings of every trial and re-run, e.g. time=60 (seconds "
-                        "of training per run)")
-    parser.add_argument("--home", help="the ZOO_HOME of a search that ran to the end before: "
-                        "read its results back instead of searching again")
-    parser.add_argument("--prune-models", nargs="+", help="compare pruning on against off "
-                        "on these models only (default: the search itself against the same "
-                        "search without pruning)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="fixed settings of every trial and re-run, e.g. time=60 (seconds of training per run)",
+    )
+    parser.add_argument(
+        "--home",
+        help="the ZOO_HOME of a search that ran to the end before: "
+        "read its results back instead of searching again",
+    )
+    parser.add_argument(
+        "--prune-models",
+        nargs="+",
+        help="compare pruning on against off "
+        "on these models only (default: the search itself against the same "
+        "search without pruning)",
+    )
     args = parser.parse_args()
     header("zoo tune")
     tables, notes = [], []
 
     home = Path(args.home) if args.home else fresh_home()
-    search = tune(args, home, args.models, pruner="median", study="pruned",
-                  read_back=bool(args.home))
+    search = tune(
+        args, home, args.models, pruner="median", study="pruned", read_back=bool(args.home)
+    )
     arms = {"median": search}
     pruning_models = args.prune_models or args.models
     if pruning_models == args.models and not args.home:
@@ -115,56 +153,99 @@ def main():
         arms["none"] = tune(args, home, args.models, pruner="none", study="unpruned")
     else:  # both arms on these models, one after the other, in a fresh ZOO_HOME
         pruning_home = fresh_home()
-        arms = {pruner: tune(args, pruning_home, pruning_models, pruner=pruner, study=study)
-                for pruner, study in (("median", "pruned"), ("none", "unpruned"))}
+        arms = {
+            pruner: tune(args, pruning_home, pruning_models, pruner=pruner, study=study)
+            for pruner, study in (("median", "pruned"), ("none", "unpruned"))
+        }
     rows = []
     for study in search["studies"]:
         best = study["best"] or {}
         counts = study["trials"]
-        rows.append({"model": study["model"],
-                     "trials": f"{counts.get('COMPLETE', 0)}/{counts.get('PRUNED', 0)}/"
-                               f"{counts.get('FAIL', 0)}",
-                     "best_val": best.get("value"), "best_test": study["best_test"],
-                     "tuned": figure(study["tuned"]), "preset": figure(study["preset"]),
-                     "settings": ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-                                           for k, v in study["settings"].items())})
-    tables.append(table(
-        f"`zoo tune {' '.join(args.models)} --on {args.dataset} --trials {args.trials} "
-        f"--jobs {args.jobs} --seeds {args.seeds}"
-        + "".join(f" --set {item}" for item in args.set or []) + "` (median pruning): "
-        f"{search['wall'] / 60:.1f} minutes wall time. Trials finished/pruned/failed; "
-        "test accuracy over the seeds (mean ± sd):",
-        [("model", "model"), ("trials", "trials"), ("best_val", "best val acc", ".4f"),
-         ("best_test", "its test acc", ".4f"), ("tuned", "tuned, test"),
-         ("preset", "preset, test"), ("settings", "best settings")], rows))
+        rows.append(
+            {
+                "model": study["model"],
+                "trials": f"{counts.get('COMPLETE', 0)}/{counts.get('PRUNED', 0)}/"
+                f"{counts.get('FAIL', 0)}",
+                "best_val": best.get("value"),
+                "best_test": study["best_test"],
+                "tuned": figure(study["tuned"]),
+                "preset": figure(study["preset"]),
+                "settings": ", ".join(
+                    f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                    for k, v in study["settings"].items()
+                ),
+            }
+        )
+    tables.append(
+        table(
+            f"`zoo tune {' '.join(args.models)} --on {args.dataset} --trials {args.trials} "
+            f"--jobs {args.jobs} --seeds {args.seeds}"
+            + "".join(f" --set {item}" for item in args.set or [])
+            + "` (median pruning): "
+            f"{search['wall'] / 60:.1f} minutes wall time. Trials finished/pruned/failed; "
+            "test accuracy over the seeds (mean ± sd):",
+            [
+                ("model", "model"),
+                ("trials", "trials"),
+                ("best_val", "best val acc", ".4f"),
+                ("best_test", "its test acc", ".4f"),
+                ("tuned", "tuned, test"),
+                ("preset", "preset, test"),
+                ("settings", "best settings"),
+            ],
+            rows,
+        )
+    )
     rows = []
     for pruner, arm in arms.items():
         best = {s["model"]: (s["best"] or {}).get("value") for s in arm["studies"]}
-        rows.append({"pruner": pruner,
-                     "train_s": sum(t["train_time"] for t in arm["trials"]),
-                     "steps": sum(t["steps"] for t in arm["trials"]),
-                     "pruned": sum(t["status"] == "pruned" for t in arm["trials"]),
-                     "best": ", ".join(f"{m} {v:.4f}" for m, v in best.items() if v is not None),
-                     "wall_s": arm["wall"]})
+        rows.append(
+            {
+                "pruner": pruner,
+                "train_s": sum(t["train_time"] for t in arm["trials"]),
+                "steps": sum(t["steps"] for t in arm["trials"]),
+                "pruned": sum(t["status"] == "pruned" for t in arm["trials"]),
+                "best": ", ".join(f"{m} {v:.4f}" for m, v in best.items() if v is not None),
+                "wall_s": arm["wall"],
+            }
+        )
     saved = 1 - rows[0]["train_s"] / rows[1]["train_s"] if rows[1]["train_s"] else 0.0
-    tables.append(table(
-        f"Pruning on (median) against off on {', '.join(pruning_models)}, the same search "
-        f"({args.trials} trials per model, "
-        f"sampler seed {args.sampler_seed}, one after the other): training time summed over "
-        "the trials, and the best validation accuracy of each arm:",
-        [("pruner", "pruner"), ("train_s", "trial training s", ".0f"),
-         ("steps", "trial steps", ",d"), ("pruned", "pruned trials"),
-         ("best", "best val acc per model"), ("wall_s", "wall s (with re-runs)", ".0f")], rows))
-    notes.append(f"The search took {search['wall'] / 60:.1f} minutes of wall time, seed re-runs "
-                 f"included ({'measured from its store: first run created to last run ended' if args.home else 'the whole program'}).")
-    notes.append(f"Median pruning spent {abs(saved):.0%} {'less' if saved >= 0 else 'more'} "
-                 "training time on trials than no pruning.")
+    tables.append(
+        table(
+            f"Pruning on (median) against off on {', '.join(pruning_models)}, the same search "
+            f"({args.trials} trials per model, "
+            f"sampler seed {args.sampler_seed}, one after the other): training time summed over "
+            "the trials, and the best validation accuracy of each arm:",
+            [
+                ("pruner", "pruner"),
+                ("train_s", "trial training s", ".0f"),
+                ("steps", "trial steps", ",d"),
+                ("pruned", "pruned trials"),
+                ("best", "best val acc per model"),
+                ("wall_s", "wall s (with re-runs)", ".0f"),
+            ],
+            rows,
+        )
+    )
+    notes.append(
+        f"The search took {search['wall'] / 60:.1f} minutes of wall time, seed re-runs "
+        f"included ({'measured from its store: first run created to last run ended' if args.home else 'the whole program'})."
+    )
+    notes.append(
+        f"Median pruning spent {abs(saved):.0%} {'less' if saved >= 0 else 'more'} "
+        "training time on trials than no pruning."
+    )
     for note in notes:
         print(note)
-    write_results("tune", title="Search: `zoo tune` under an equal budget, and pruning",
-                  about=f"`zoo tune` on {args.dataset}, space `{args.space}`, each search "
-                  "in a fresh ZOO_HOME, run as a user runs it (the `zoo` program).",
-                  tables=tables, notes=notes)
+    write_results(
+        "tune",
+        title="Search: `zoo tune` under an equal budget, and pruning",
+        about=f"`zoo tune` on {args.dataset}, space `{args.space}`, run as a user "
+        "runs it (the `zoo` program): the search in a fresh ZOO_HOME; the two pruning "
+        "arms one after the other in another, under their own study names.",
+        tables=tables,
+        notes=notes,
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ the time each design adds around the trials themselves.
 
     python benchmarks/bench_tune_ray.py --trials 8 --cpus 2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,10 +35,14 @@ def ray_tune(trials: int, cpus: int, folder: str) -> float:
     tuner = tune.Tuner(
         tune.with_resources(trainable, {"cpu": 1}),
         param_space={"lr": tune.loguniform(1e-4, 1e-2)},
-        tune_config=tune.TuneConfig(search_alg=OptunaSearch(metric="val_accuracy", mode="max"),
-                                    scheduler=ASHAScheduler(metric="val_accuracy", mode="max"),
-                                    num_samples=trials, max_concurrent_trials=cpus),
-        run_config=tune.RunConfig(storage_path=folder, verbose=0))
+        tune_config=tune.TuneConfig(
+            search_alg=OptunaSearch(metric="val_accuracy", mode="max"),
+            scheduler=ASHAScheduler(metric="val_accuracy", mode="max"),
+            num_samples=trials,
+            max_concurrent_trials=cpus,
+        ),
+        run_config=tune.RunConfig(storage_path=folder, verbose=0),
+    )
     tuner.fit()
     return time.perf_counter() - began
 
@@ -61,8 +66,12 @@ def optuna_tasks(trials: int, cpus: int, folder: str) -> float:
         return 1 - lr / REPORTS
 
     began = time.perf_counter()
-    study = optuna.create_study(study_name="s", storage=storage, direction="maximize",
-                                pruner=optuna.pruners.SuccessiveHalvingPruner())
+    study = optuna.create_study(
+        study_name="s",
+        storage=storage,
+        direction="maximize",
+        pruner=optuna.pruners.SuccessiveHalvingPruner(),
+    )
     distributions = {"lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)}
     running, asked = {}, 0
     while asked < trials or running:
@@ -90,28 +99,44 @@ def main():
     import ray
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False,
-             logging_level="error")
+    ray.init(
+        num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level="error"
+    )
     floor = args.trials / args.cpus * REPORTS * PAUSE
     times = {"Ray Tune (OptunaSearch + ASHA)": [], "Optuna storage + Ray tasks": []}
     try:
         for _ in range(args.rounds):  # alternating
             times["Ray Tune (OptunaSearch + ASHA)"].append(
-                ray_tune(args.trials, args.cpus, tempfile.mkdtemp(prefix="zoo-raytune-")))
+                ray_tune(args.trials, args.cpus, tempfile.mkdtemp(prefix="zoo-raytune-"))
+            )
             times["Optuna storage + Ray tasks"].append(
-                optuna_tasks(args.trials, args.cpus, tempfile.mkdtemp(prefix="zoo-optuna-")))
+                optuna_tasks(args.trials, args.cpus, tempfile.mkdtemp(prefix="zoo-optuna-"))
+            )
             print({k: round(v[-1], 2) for k, v in times.items()}, load(), flush=True)
     finally:
         ray.shutdown()
-    rows = [{"design": name, "wall_s": min(values), "overhead_s": min(values) - floor}
-            for name, values in times.items()]
+    rows = [
+        {"design": name, "wall_s": min(values), "overhead_s": min(values) - floor}
+        for name, values in times.items()
+    ]
     write_results(
-        "tune_ray", title="Trials on Ray: Ray Tune against Optuna's shared storage",
+        "tune_ray",
+        title="Trials on Ray: Ray Tune against Optuna's shared storage",
         about=f"{args.trials} trials that each sleep {REPORTS} x {PAUSE}s and report "
         f"{REPORTS} validations, {args.cpus} at a time on a local Ray cluster of {args.cpus} "
         f"CPUs; the trials themselves need {floor:.1f}s. Best of {args.rounds} rounds.",
-        tables=[table("", [("design", "design"), ("wall_s", "wall s", ".1f"),
-                           ("overhead_s", "added s", ".1f")], rows)])
+        tables=[
+            table(
+                "",
+                [
+                    ("design", "design"),
+                    ("wall_s", "wall s", ".1f"),
+                    ("overhead_s", "added s", ".1f"),
+                ],
+                rows,
+            )
+        ],
+    )
 
 
 if __name__ == "__main__":

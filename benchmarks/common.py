@@ -3,6 +3,7 @@
 The machine is often shared, so every script prints the load average next to its figures;
 compare variants as ratios measured in one process, not as absolute numbers across runs.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,7 +30,7 @@ def cpu_name() -> str:
 
 def load() -> str:
     try:
-        return "load %.2f %.2f %.2f" % os.getloadavg()
+        return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     except OSError:
         return "load n/a"
 
@@ -42,8 +43,10 @@ def header(title: str) -> None:
     except md.PackageNotFoundError:
         torch_version = "none"
     print(f"# {title}")
-    print(f"# {cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"torch {torch_version}; {load()}")
+    print(
+        f"# {cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"torch {torch_version}; {load()}"
+    )
     print(f"# {' '.join([Path(sys.argv[0]).name, *sys.argv[1:]])}")
 
 
@@ -72,8 +75,11 @@ RESULTS = REPO / "benchmarks" / "results"
 def machine() -> dict:
     """The machine a figure was measured on: CPU, cores, system, load, and the GPU if torch
     sees one (checked only when torch is already imported, so listing stays light)."""
-    found = {"cpu": cpu_name(), "cores": os.cpu_count(),
-             "system": f"{platform.system()} {platform.machine()}"}
+    found = {
+        "cpu": cpu_name(),
+        "cores": os.cpu_count(),
+        "system": f"{platform.system()} {platform.machine()}",
+    }
     try:
         found["load"] = [round(value, 2) for value in os.getloadavg()]
     except OSError:
@@ -100,13 +106,25 @@ def table(caption: str, columns: list, rows: list[dict], *, readme: bool = False
     """One table of a result: ``columns`` are ``(key, heading)`` or ``(key, heading, format)``
     with a format spec for numbers (``".2f"``, ``",.0f"``); ``readme`` also puts it in the
     README's results section."""
-    return {"caption": caption, "columns": [list(column) for column in columns], "rows": rows,
-            "readme": readme}
+    return {
+        "caption": caption,
+        "columns": [list(column) for column in columns],
+        "rows": rows,
+        "readme": readme,
+    }
 
 
-def write_results(name: str, *, title: str, about: str, tables: list[dict],
-                  command: str | None = None, notes: list[str] | None = None,
-                  provenance: str | None = None, folder: Path | None = None) -> Path:
+def write_results(
+    name: str,
+    *,
+    title: str,
+    about: str,
+    tables: list[dict],
+    command: str | None = None,
+    notes: list[str] | None = None,
+    provenance: str | None = None,
+    folder: Path | None = None,
+) -> Path:
     """Write one benchmark's current figures to benchmarks/results/NAME.json, with the
     machine, the versions and the date; scripts/render_benchmarks.py renders them into the
     docs. ``provenance`` says where figures come from when they were not measured by this
@@ -118,8 +136,8 @@ def write_results(name: str, *, title: str, about: str, tables: list[dict],
         "name": name,
         "title": title,
         "about": about,
-        "command": command or " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}",
-                                        *sys.argv[1:]]),
+        "command": command
+        or " ".join(["python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]]),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
         "versions": versions(),

@@ -15,6 +15,7 @@ Source lines are "LABEL TEXT". Rows with empty text are dropped. Splits:
   sst2    stsa.binary.train / .dev / .test as given (sentences only, no phrases)
   subj, custrev, mpqa   no split in the source: shuffled 80/10/10 (seed 0)
 """
+
 import json
 import random
 import subprocess
@@ -36,8 +37,9 @@ def decode(raw: bytes) -> str:
 
 
 def read_file(git_dir: str, name: str) -> list[dict]:
-    blob = subprocess.run(["git", "--git-dir", git_dir, "show", f"HEAD:data/{name}"],
-                          check=True, capture_output=True).stdout
+    blob = subprocess.run(
+        ["git", "--git-dir", git_dir, "show", f"HEAD:data/{name}"], check=True, capture_output=True
+    ).stdout
     rows, dropped = [], 0
     for raw in blob.split(b"\n"):  # split on LF only: cp1252 text may hold \x85 (NEL)
         line = decode(raw).strip()
@@ -70,8 +72,11 @@ def carve(rows: list[dict], share: float, tag: str):
 def split_80_10_10(rows: list[dict], tag: str) -> dict:
     rows = shuffled(rows, tag)
     n_val = n_test = round(len(rows) * 0.1)
-    return {"train": rows[n_val + n_test:], "validation": rows[:n_val],
-            "test": rows[n_val:n_val + n_test]}
+    return {
+        "train": rows[n_val + n_test :],
+        "validation": rows[:n_val],
+        "test": rows[n_val : n_val + n_test],
+    }
 
 
 def datasets(git_dir: str) -> dict:
@@ -79,8 +84,11 @@ def datasets(git_dir: str) -> dict:
     trec_train, trec_val = carve(read("TREC.train.all"), 0.1, "trec")
     return {
         "trec": {"train": trec_train, "validation": trec_val, "test": read("TREC.test.all")},
-        "sst2": {"train": read("stsa.binary.train"), "validation": read("stsa.binary.dev"),
-                 "test": read("stsa.binary.test")},
+        "sst2": {
+            "train": read("stsa.binary.train"),
+            "validation": read("stsa.binary.dev"),
+            "test": read("stsa.binary.test"),
+        },
         "subj": split_80_10_10(read("subj.all"), "subj"),
         "custrev": split_80_10_10(read("custrev.all"), "custrev"),
         "mpqa": split_80_10_10(read("mpqa.all"), "mpqa"),
@@ -100,8 +108,10 @@ def main() -> None:
                     lines.write(json.dumps(row, ensure_ascii=False) + "\n")
         counts = {s: len(r) for s, r in splits.items()}
         labels = sorted({r["label"] for r in splits["train"]})
-        print(f"{name:<8} train {counts['train']:>5}  validation {counts['validation']:>5}  "
-              f"test {counts['test']:>5}  classes {labels}")
+        print(
+            f"{name:<8} train {counts['train']:>5}  validation {counts['validation']:>5}  "
+            f"test {counts['test']:>5}  classes {labels}"
+        )
 
 
 if __name__ == "__main__":

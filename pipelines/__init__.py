@@ -4,6 +4,7 @@ Each registration declares its task (``zoo.plugin.Task``): the loss, the module 
 metrics with their directions and units, the primary metric and the datasets it can use.
 The core knows these tasks only through these declarations.
 """
+
 from zoo.plugin import Metric, Task, hookimpl
 
 LOSS = "zoo.train.losses:cross_entropy"
@@ -13,11 +14,13 @@ LANGUAGE_MODELING = Task(
     name="language-modeling",
     loss=LOSS,
     output="logits [B, T, vocab_size]: the next token at every position",
-    metrics=(Metric("loss", "lower", "nats per token"),
-             Metric("bpc", "lower", "bits per character"),
-             Metric("bpb", "lower", "bits per byte"),
-             Metric("ppl", "lower", "perplexity"),
-             Metric("unk_rate", "lower", "fraction of tokens", "tokens that are <unk>")),
+    metrics=(
+        Metric("loss", "lower", "nats per token"),
+        Metric("bpc", "lower", "bits per character"),
+        Metric("bpb", "lower", "bits per byte"),
+        Metric("ppl", "lower", "perplexity"),
+        Metric("unk_rate", "lower", "fraction of tokens", "tokens that are <unk>"),
+    ),
     primary="val_bpc",
     columns=("text",),
     serves=("classification",),  # labelled text is text too
@@ -29,9 +32,12 @@ CLASSIFICATION = Task(
     name="classification",
     loss=LOSS,
     output="logits [B, num_classes] (inputs are right-padded and start with <cls>)",
-    metrics=(Metric("loss", "lower", "nats per example"), ACCURACY,
-             Metric("macro_f1", "higher", "mean F1 over classes"),
-             Metric("truncated", "lower", "fraction of training texts cut to block_size")),
+    metrics=(
+        Metric("loss", "lower", "nats per example"),
+        ACCURACY,
+        Metric("macro_f1", "higher", "mean F1 over classes"),
+        Metric("truncated", "lower", "fraction of training texts cut to block_size"),
+    ),
     primary="test_accuracy",
     prediction="zoo.pipelines.classification:ClassPrediction",
     columns=("text", "label"),
@@ -44,9 +50,12 @@ NEXT_ITEM = Task(
     name="next-item",
     loss=LOSS,
     output="logits [B, vocab_size] for the token after the last real position",
-    metrics=(Metric("loss", "lower", "nats per item"), ACCURACY,
-             Metric("*_accuracy", "higher", "fraction correct", "accuracy within one family"),
-             Metric("loss_*", "lower", "nats per item", "loss within one family")),
+    metrics=(
+        Metric("loss", "lower", "nats per item"),
+        ACCURACY,
+        Metric("*_accuracy", "higher", "fraction correct", "accuracy within one family"),
+        Metric("loss_*", "lower", "nats per item", "loss within one family"),
+    ),
     primary="test_accuracy",
     prediction="zoo.pipelines.next_item:ItemPrediction",
     columns=("text",),
@@ -60,37 +69,50 @@ MASKED_LANGUAGE_MODELING = Task(
     name="masked-language-modeling",
     loss=LOSS,
     output="logits [B, T, vocab_size]: the original token at every position (only the "
-           "masked ones are scored)",
-    metrics=(Metric("loss", "lower", "nats per masked token"),
-             Metric("accuracy", "higher", "fraction of masked tokens", "masked tokens "
-                    "predicted exactly")),
+    "masked ones are scored)",
+    metrics=(
+        Metric("loss", "lower", "nats per masked token"),
+        Metric(
+            "accuracy", "higher", "fraction of masked tokens", "masked tokens predicted exactly"
+        ),
+    ),
     primary="test_accuracy",
     columns=("text",),
     serves=("classification", "language-modeling"),  # any text, a labelled set's too
-    description="BERT's pretraining: predict the 15% of tokens that are masked, replaced "
-                "or kept",
+    description="BERT's pretraining: predict the 15% of tokens that are masked, replaced or kept",
 )
 
 
 @hookimpl
 def register_pipelines(register):
-    register("language-modeling", "zoo.pipelines.language_modeling:LanguageModeling",
-             config="zoo.pipelines.language_modeling:LanguageModelingConfig",
-             task=LANGUAGE_MODELING,
-             description="next-token prediction on text; reports loss, perplexity, bits per character")
-    register("classification", "zoo.pipelines.classification:Classification",
-             config="zoo.pipelines.classification:ClassificationConfig",
-             task=CLASSIFICATION,
-             description="one label per text; reports accuracy, macro F1, per-class "
-                         "precision/recall/F1 and the confusion matrix")
-    register("next-item", "zoo.pipelines.next_item:NextItem",
-             config="zoo.pipelines.next_item:NextItemConfig",
-             task=NEXT_ITEM,
-             description="predict the next token of a context; reports accuracy (per family "
-                         "where rows name one) and loss")
-    register("masked-language-modeling",
-             "zoo.pipelines.masked_language_modeling:MaskedLanguageModeling",
-             config="zoo.pipelines.masked_language_modeling:MaskedLanguageModelingConfig",
-             task=MASKED_LANGUAGE_MODELING,
-             description="BERT-style pretraining on any text; reports masked-token loss and "
-                         "accuracy on fixed masks of validation and test")
+    register(
+        "language-modeling",
+        "zoo.pipelines.language_modeling:LanguageModeling",
+        config="zoo.pipelines.language_modeling:LanguageModelingConfig",
+        task=LANGUAGE_MODELING,
+        description="next-token prediction on text; reports loss, perplexity, bits per character",
+    )
+    register(
+        "classification",
+        "zoo.pipelines.classification:Classification",
+        config="zoo.pipelines.classification:ClassificationConfig",
+        task=CLASSIFICATION,
+        description="one label per text; reports accuracy, macro F1, per-class "
+        "precision/recall/F1 and the confusion matrix",
+    )
+    register(
+        "next-item",
+        "zoo.pipelines.next_item:NextItem",
+        config="zoo.pipelines.next_item:NextItemConfig",
+        task=NEXT_ITEM,
+        description="predict the next token of a context; reports accuracy (per family "
+        "where rows name one) and loss",
+    )
+    register(
+        "masked-language-modeling",
+        "zoo.pipelines.masked_language_modeling:MaskedLanguageModeling",
+        config="zoo.pipelines.masked_language_modeling:MaskedLanguageModelingConfig",
+        task=MASKED_LANGUAGE_MODELING,
+        description="BERT-style pretraining on any text; reports masked-token loss and "
+        "accuracy on fixed masks of validation and test",
+    )

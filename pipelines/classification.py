@@ -11,6 +11,7 @@ gets as many passes as it needs and a large one is not over-trained. The weights
 best validation accuracy are kept and reported on the test split: accuracy, macro F1,
 per-class precision/recall/F1 and the confusion matrix.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,11 +22,24 @@ from typing import ClassVar
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from zoo.plugin import (Batch, Job, Prediction, RunResult, SplitProbabilities, TaskSpec,
-                        TrainConfig, ZooError, column_of, dataset_key, natural_key, row_ids,
-                        text_batches, train)
 from zoo.pipelines.common import loop_metrics, pad_rows, padded_batch, run_tokenizer, softmax
+
+from zoo.plugin import (
+    Batch,
+    Job,
+    Prediction,
+    RunResult,
+    SplitProbabilities,
+    TaskSpec,
+    TrainConfig,
+    ZooError,
+    column_of,
+    dataset_key,
+    natural_key,
+    row_ids,
+    text_batches,
+    train,
+)
 
 ROLES = ("train", "validation", "test")
 PREFIX = {"train": "train", "validation": "val", "test": "test"}
@@ -64,17 +78,23 @@ def check_dataset(dataset) -> None:
     column, name = dataset.label_column, dataset.ref.name
     train = dataset.split("train")
     if column is None:
-        raise ZooError(f"dataset {name!r} has no label column (label/labels) for "
-                       f"classification; name one with --label-column "
-                       f"(columns: {', '.join(train.column_names)})")
+        raise ZooError(
+            f"dataset {name!r} has no label column (label/labels) for "
+            f"classification; name one with --label-column "
+            f"(columns: {', '.join(train.column_names)})"
+        )
     feature = train.features[column]
     names = getattr(feature, "names", None)
     dtype = str(getattr(feature, "dtype", type(feature).__name__))
-    if names is None and not (dtype.startswith(("int", "uint")) or dtype in ("string", "large_string")):
+    if names is None and not (
+        dtype.startswith(("int", "uint")) or dtype in ("string", "large_string")
+    ):
         sample = sorted({str(v) for v in train.select(range(min(len(train), 50)))[column]})[:3]
-        raise ZooError(f"label column {column!r} of dataset {name!r} holds {dtype} values "
-                       f"(e.g. {', '.join(sample)}); classification needs class names (text), "
-                       "integer class ids or a ClassLabel feature")
+        raise ZooError(
+            f"label column {column!r} of dataset {name!r} holds {dtype} values "
+            f"(e.g. {', '.join(sample)}); classification needs class names (text), "
+            "integer class ids or a ClassLabel feature"
+        )
     seen: set = set()
     for role in dataset.roles:
         where = f"split {dataset.split_names.get(role, role)!r} of dataset {name!r}"
@@ -82,21 +102,27 @@ def check_dataset(dataset) -> None:
         if len(labels) == 0:
             raise ZooError(f"{where} has no rows")
         if labels.null_count:
-            raise ZooError(f"{where} has {labels.null_count} rows without a label in "
-                           f"{column!r}; every row needs a class")
+            raise ZooError(
+                f"{where} has {labels.null_count} rows without a label in "
+                f"{column!r}; every row needs a class"
+            )
         values = set(pc.unique(labels).to_pylist())
         if names is not None:
             bad = sorted(v for v in values if not 0 <= v < len(names))
             if bad:
-                raise ZooError(f"{where} has label {bad[0]} in {column!r}, not a class id "
-                               f"0..{len(names) - 1} ({', '.join(names[:6])}); unlabelled rows "
-                               "cannot be used")
+                raise ZooError(
+                    f"{where} has label {bad[0]} in {column!r}, not a class id "
+                    f"0..{len(names) - 1} ({', '.join(names[:6])}); unlabelled rows "
+                    "cannot be used"
+                )
         elif role == "train":
             seen = values
         elif values - seen:
             unseen = ", ".join(sorted(map(str, values - seen))[:5])
-            raise ZooError(f"{where} has labels the training split never has: {unseen} "
-                           f"(training has: {', '.join(sorted(map(str, seen))[:10])})")
+            raise ZooError(
+                f"{where} has labels the training split never has: {unseen} "
+                f"(training has: {', '.join(sorted(map(str, seen))[:10])})"
+            )
 
 
 def label_names(dataset, role: str) -> np.ndarray:
@@ -110,9 +136,11 @@ def label_names(dataset, role: str) -> np.ndarray:
         bad = pc.or_(bad, pc.fill_null(outside, True))
     if pc.any(bad).as_py():
         row = pc.index(bad, True).as_py()
-        raise ZooError(f"Dataset {dataset.ref.name!r} split {role!r} row {row} has label "
-                       f"{values[row].as_py()!r}, which is not a class (unlabelled rows cannot "
-                       "be used)")
+        raise ZooError(
+            f"Dataset {dataset.ref.name!r} split {role!r} row {row} has label "
+            f"{values[row].as_py()!r}, which is not a class (unlabelled rows cannot "
+            "be used)"
+        )
     text = pa.array(names, pa.string()).take(values) if names else pc.cast(values, pa.string())
     return text.to_numpy(zero_copy_only=False)
 
@@ -130,11 +158,14 @@ def class_ids(names, classes: list[str], where: str) -> np.ndarray:
     ids = pc.index_in(names, value_set=pa.array(classes, pa.string()))
     if ids.null_count:
         unknown = sorted(pc.unique(pc.filter(names, pc.is_null(ids))).to_pylist())
-        shown = ", ".join(classes[:10]) + (f", ... ({len(classes)} in all)"
-                                           if len(classes) > 10 else "")
+        shown = ", ".join(classes[:10]) + (
+            f", ... ({len(classes)} in all)" if len(classes) > 10 else ""
+        )
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        raise ZooError(f"{where} has labels the model does not know: {', '.join(unknown[:5])}"
-                       f"{more} (classes: {shown})")
+        raise ZooError(
+            f"{where} has labels the model does not know: {', '.join(unknown[:5])}"
+            f"{more} (classes: {shown})"
+        )
     return ids.to_numpy().astype(np.int64)
 
 
@@ -159,14 +190,15 @@ class Encoded:
     tokens: np.ndarray
 
     @classmethod
-    def from_ragged(cls, ids: np.ndarray, offsets: np.ndarray, tokenizer, block: int) -> "Encoded":
+    def from_ragged(cls, ids: np.ndarray, offsets: np.ndarray, tokenizer, block: int) -> Encoded:
         before, after = tokenizer.frame
         body, lengths = pad_rows(ids, offsets, block - len(before) - len(after), tokenizer.pad_id)
         n = len(lengths)
-        inputs = np.full((n, body.shape[1] + len(before) + len(after)), tokenizer.pad_id,
-                         dtype=np.int64)
-        inputs[:, :len(before)] = np.asarray(before, dtype=np.int64)
-        inputs[:, len(before):len(before) + body.shape[1]] = body
+        inputs = np.full(
+            (n, body.shape[1] + len(before) + len(after)), tokenizer.pad_id, dtype=np.int64
+        )
+        inputs[:, : len(before)] = np.asarray(before, dtype=np.int64)
+        inputs[:, len(before) : len(before) + body.shape[1]] = body
         for i, token in enumerate(after):  # right after each text's last kept token
             inputs[np.arange(n), len(before) + lengths + i] = token
         return cls(inputs, lengths + len(before) + len(after), np.diff(offsets))
@@ -216,10 +248,11 @@ class Batches:
             order = rng.permutation(len(self.lengths))
             group = self.batch_size * self.bucket
             for start in range(0, len(order), group):
-                chunk = order[start:start + group]
+                chunk = order[start : start + group]
                 chunk = chunk[np.argsort(self.lengths[chunk], kind="stable")]
-                self.queue += [chunk[i:i + self.batch_size]
-                               for i in range(0, len(chunk), self.batch_size)]
+                self.queue += [
+                    chunk[i : i + self.batch_size] for i in range(0, len(chunk), self.batch_size)
+                ]
             self.queue = [self.queue[i] for i in rng.permutation(len(self.queue))]
         return self.queue.pop()
 
@@ -230,7 +263,7 @@ def probabilities(model, texts: Encoded, batch_size: int) -> np.ndarray:
     order = np.argsort(texts.lengths, kind="stable")
     out = None
     for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
+        rows = order[start : start + batch_size]
         probs = softmax(model.logits(*texts.batch(rows)).astype(np.float64))
         if out is None:
             out = np.empty((len(texts), probs.shape[1]))
@@ -238,8 +271,9 @@ def probabilities(model, texts: Encoded, batch_size: int) -> np.ndarray:
     return out if out is not None else np.empty((0, 0))
 
 
-def scores(y_true: np.ndarray, probs: np.ndarray, classes: list[str], prefix: str,
-           detail: bool = True) -> dict:
+def scores(
+    y_true: np.ndarray, probs: np.ndarray, classes: list[str], prefix: str, detail: bool = True
+) -> dict:
     """Accuracy, macro F1 and mean loss; with `detail`, per-class figures and the
     confusion matrix (rows: true class, columns: predicted class)."""
     k = len(classes)
@@ -254,14 +288,21 @@ def scores(y_true: np.ndarray, probs: np.ndarray, classes: list[str], prefix: st
     f1 = np.divide(2 * precision * recall, denom, out=np.zeros(k), where=denom > 0)
     present = actual > 0  # macro F1 over the classes that occur in this split
     nll = -np.log(np.clip(probs[np.arange(len(y_true)), y_true], 1e-12, None))
-    figures = {f"{prefix}_accuracy": float(true_pos.sum() / max(1, len(y_true))),
-               f"{prefix}_macro_f1": float(f1[present].mean()) if present.any() else 0.0,
-               f"{prefix}_loss": float(nll.mean()) if len(nll) else float("nan")}
+    figures = {
+        f"{prefix}_accuracy": float(true_pos.sum() / max(1, len(y_true))),
+        f"{prefix}_macro_f1": float(f1[present].mean()) if present.any() else 0.0,
+        f"{prefix}_loss": float(nll.mean()) if len(nll) else float("nan"),
+    }
     if detail:
         figures[f"{prefix}_per_class"] = {
-            name: {"precision": float(precision[i]), "recall": float(recall[i]),
-                   "f1": float(f1[i]), "support": int(actual[i])}
-            for i, name in enumerate(classes)}
+            name: {
+                "precision": float(precision[i]),
+                "recall": float(recall[i]),
+                "f1": float(f1[i]),
+                "support": int(actual[i]),
+            }
+            for i, name in enumerate(classes)
+        }
         figures[f"{prefix}_confusion_matrix"] = confusion.tolist()
     return figures
 
@@ -272,8 +313,9 @@ def tokenizer_for(job: Job):
     by newlines; the data check has made sure that no training row is empty)."""
     train = job.dataset.split("train")
     column = job.dataset.text_column
-    return run_tokenizer(job, lambda: text_batches(train, column),
-                         dataset_key(job.dataset, "train", column))
+    return run_tokenizer(
+        job, lambda: text_batches(train, column), dataset_key(job.dataset, "train", column)
+    )
 
 
 def step_budget(cfg: ClassificationConfig, per_epoch: int) -> int:
@@ -296,15 +338,19 @@ def run(job: Job) -> RunResult:
     names = {role: label_names(job.dataset, role) for role in roles}
     classes = class_list(job.dataset, names["train"])
     if len(classes) < 2:
-        raise ZooError(f"Dataset {job.dataset.ref.name!r} has {len(classes)} class in its "
-                       "training split; classification needs at least 2")
+        raise ZooError(
+            f"Dataset {job.dataset.ref.name!r} has {len(classes)} class in its "
+            "training split; classification needs at least 2"
+        )
     labels = {role: class_ids(names[role], classes, f"split {role!r}") for role in roles}
 
     tokenizer = tokenizer_for(job)
     framing = sum(map(len, tokenizer.frame))
     if block < framing + 1:
-        raise ZooError(f"block_size must be at least {framing + 1} for classification (the "
-                       f"tokenizer's {framing} special tokens and a token), got {block}")
+        raise ZooError(
+            f"block_size must be at least {framing + 1} for classification (the "
+            f"tokenizer's {framing} special tokens and a token), got {block}"
+        )
     job.run.write_json(CLASSES_FILE, classes)
     texts = {role: encode_split(tokenizer, job.dataset, role, block) for role in roles}
     truncated = np.mean(texts["train"].tokens > block - framing)
@@ -324,11 +370,15 @@ def run(job: Job) -> RunResult:
     steps = step_budget(cfg, batches.per_epoch())
     interval = validation_interval(cfg, batches.per_epoch())
     job.train_config = dataclasses.replace(cfg, steps=steps, eval_interval=interval)
-    stop = f", stopping after {cfg.patience} validations without improvement" if cfg.patience else ""
-    job.say(f"{job.model_name}: {params:,} parameters, {len(classes)} classes, "
-            f"{len(lengths):,} training texts ({texts['train'].tokens.mean():.1f} tokens on "
-            f"average, {truncated:.1%} cut to block_size {block}), at most {steps:,} steps, "
-            f"validation every {interval:,}{stop}")
+    stop = (
+        f", stopping after {cfg.patience} validations without improvement" if cfg.patience else ""
+    )
+    job.say(
+        f"{job.model_name}: {params:,} parameters, {len(classes)} classes, "
+        f"{len(lengths):,} training texts ({texts['train'].tokens.mean():.1f} tokens on "
+        f"average, {truncated:.1%} cut to block_size {block}), at most {steps:,} steps, "
+        f"validation every {interval:,}{stop}"
+    )
 
     def next_batch(rng) -> Batch:
         rows = batches.next(rng)
@@ -339,8 +389,14 @@ def run(job: Job) -> RunResult:
         probs = probabilities(model, texts["validation"], cfg.eval_batch_size)
         return scores(labels["validation"], probs, classes, "val", detail=False)
 
-    result = train(job, model, next_batch, validate=validate, score_key="val_accuracy",
-                           state={"batches": batches})
+    result = train(
+        job,
+        model,
+        next_batch,
+        validate=validate,
+        score_key="val_accuracy",
+        state={"batches": batches},
+    )
     job.run.save_weights(model.state_dict())  # the best validation weights, with keep_best
 
     metrics = {**loop_metrics(result), "epochs": result.steps / batches.per_epoch()}
@@ -362,8 +418,10 @@ def trained_classes(trained) -> list[str]:
         classes = folder.read_classes(CLASSES_FILE)
         expected = (trained.config.get("spec") or {}).get("num_classes")
         if expected is not None and len(classes) != expected:
-            raise ZooError(f"{folder.file(CLASSES_FILE)}: {len(classes)} class names for a "
-                           f"model with {expected} classes")
+            raise ZooError(
+                f"{folder.file(CLASSES_FILE)}: {len(classes)} class names for a "
+                f"model with {expected} classes"
+            )
         return classes
     names = trained.row.get("metrics", {}).get("class_names")
     if not names:
@@ -390,13 +448,15 @@ def predict(trained, texts: list[str], batch_size: int = 128) -> list[ClassPredi
     out = []
     for row in probs:
         best = int(row.argmax())
-        out.append(ClassPrediction(classes[best], float(row[best]),
-                                   {name: float(p) for name, p in zip(classes, row)}))
+        out.append(
+            ClassPrediction(
+                classes[best], float(row[best]), {name: float(p) for name, p in zip(classes, row)}
+            )
+        )
     return out
 
 
-def split_probabilities(trained, dataset, split: str,
-                        batch_size: int = 128) -> SplitProbabilities:
+def split_probabilities(trained, dataset, split: str, batch_size: int = 128) -> SplitProbabilities:
     """A trained run's class probabilities on one split of a labelled dataset, and its
     labels matched to the run's classes by name."""
     check_dataset(dataset)
@@ -409,16 +469,22 @@ def split_probabilities(trained, dataset, split: str,
 def score_probabilities(predicted: SplitProbabilities, split: str) -> dict:
     """The metrics of probabilities on a split, named as a run names them (val_*, test_*);
     the per-class figures and confusion matrix on every split but validation."""
-    return scores(predicted.targets, predicted.probabilities, predicted.classes,
-                  PREFIX.get(split, split), detail=split != "validation")
+    return scores(
+        predicted.targets,
+        predicted.probabilities,
+        predicted.classes,
+        PREFIX.get(split, split),
+        detail=split != "validation",
+    )
 
 
 def evaluate(trained, dataset, split: str = "test", batch_size: int = 128) -> dict:
     """Scores of a trained run on one split of a labelled dataset; its labels are matched to
     the run's classes by name."""
     predicted = split_probabilities(trained, dataset, split, batch_size)
-    figures = scores(predicted.targets, predicted.probabilities, predicted.classes,
-                     PREFIX.get(split, split))
+    figures = scores(
+        predicted.targets, predicted.probabilities, predicted.classes, PREFIX.get(split, split)
+    )
     figures["examples"] = len(predicted.targets)
     figures["class_names"] = predicted.classes
     return figures

@@ -2,9 +2,10 @@
 resuming, else trained through the shared cache and saved), the training loop's own figures,
 the special tokens a prediction never picks, probabilities from logits, and ragged token
 ids (many texts' ids in one array with offsets) padded into one array with NumPy."""
+
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -21,8 +22,9 @@ def run_tokenizer(job: Job, texts: Callable[[], Iterable[str]], key: str):
     saved in the run folder."""
     tokenizer = job.saved_tokenizer()  # resuming, or the --init run's
     if tokenizer is None:
-        tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
-                                 texts, key, say=job.say)
+        tokenizer = train_cached(
+            job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config, texts, key, say=job.say
+        )
     if not job.run.file(TOKENIZER_FILE).is_file():
         tokenizer.save(job.run.file(TOKENIZER_FILE))
     return tokenizer
@@ -30,9 +32,13 @@ def run_tokenizer(job: Job, texts: Callable[[], Iterable[str]], key: str):
 
 def loop_metrics(result) -> dict:
     """What the training loop measured (``zoo.plugin.train``'s result), reported by every task."""
-    metrics = {"steps": result.steps, "best_step": result.best_step,
-               "train_loss": result.train_loss, "tokens_per_s": result.tokens_per_s,
-               "train_time": result.train_time}
+    metrics = {
+        "steps": result.steps,
+        "best_step": result.best_step,
+        "train_loss": result.train_loss,
+        "tokens_per_s": result.tokens_per_s,
+        "train_time": result.train_time,
+    }
     if result.runners_up:  # average_best: the steps whose weights were averaged, best first
         metrics["averaged_steps"] = [result.best_step, *(step for _, step, _ in result.runners_up)]
     return metrics
@@ -54,8 +60,9 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return np.exp(log_softmax(logits))
 
 
-def pad_rows(ids: np.ndarray, offsets: np.ndarray, limit: int, pad_id: int, *,
-             keep_last: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def pad_rows(
+    ids: np.ndarray, offsets: np.ndarray, limit: int, pad_id: int, *, keep_last: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Ragged rows (row i is ``ids[offsets[i]:offsets[i + 1]]``) right-padded into one array
     [N, T] of int64, each row cut to its first ``limit`` ids (its last with ``keep_last``),
     and each row's length [N]. T is the longest row after cutting. One NumPy scatter, no
@@ -71,8 +78,9 @@ def pad_rows(ids: np.ndarray, offsets: np.ndarray, limit: int, pad_id: int, *,
     return inputs, lengths
 
 
-def padded_batch(inputs: np.ndarray, lengths: np.ndarray,
-                 rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def padded_batch(
+    inputs: np.ndarray, lengths: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Some rows of a padded array, cut to the longest of them, and their attention mask
     [B, T] (1 = real token)."""
     lengths = lengths[rows]

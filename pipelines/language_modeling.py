@@ -5,6 +5,7 @@ AdamW, warm-up and cosine decay; evaluate on whole splits; sample text at the en
 Metrics are per token (loss, perplexity) and per character and byte (bits), so models with
 different tokenizers compare on one scale.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,11 +13,24 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
-
-from zoo.plugin import (Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
-                        dataset_key, incidental, join_rows, split_ids, split_size, text_batches,
-                        train)
 from zoo.pipelines.common import loop_metrics, run_tokenizer, special_ids
+
+from zoo.plugin import (
+    Batch,
+    Job,
+    RunResult,
+    TaskSpec,
+    TrainConfig,
+    ZooError,
+    column_of,
+    dataset_key,
+    incidental,
+    join_rows,
+    split_ids,
+    split_size,
+    text_batches,
+    train,
+)
 
 LN2 = math.log(2)
 REPLACEMENT = "\ufffd"  # what decoding gives for incomplete UTF-8
@@ -47,8 +61,9 @@ class LanguageModelingConfig(TrainConfig):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
         if not (math.isfinite(self.temperature) and self.temperature >= 0):
-            raise ValueError(f"temperature must be 0 (greedy) or a positive number, got "
-                             f"{self.temperature}")
+            raise ValueError(
+                f"temperature must be 0 (greedy) or a positive number, got {self.temperature}"
+            )
         if self.top_k is not None and self.top_k <= 0:
             raise ValueError(f"top_k must be positive (or unset), got {self.top_k}")
 
@@ -72,7 +87,7 @@ class SplitTokens:
     bytes: int
 
     @classmethod
-    def from_text(cls, tokenizer, text: str) -> "SplitTokens":
+    def from_text(cls, tokenizer, text: str) -> SplitTokens:
         return cls(encode(tokenizer, text), len(text), len(text.encode("utf-8")))
 
 
@@ -96,30 +111,36 @@ def windows(ids: np.ndarray, block: int):
     """A split cut into consecutive windows: inputs and targets [N, block] (views of the one
     array, no copy), and the short tail window (inputs, targets) or None."""
     n = (len(ids) - 1) // block
-    inputs = ids[:n * block].reshape(n, block)
-    targets = ids[1:n * block + 1].reshape(n, block)
+    inputs = ids[: n * block].reshape(n, block)
+    targets = ids[1 : n * block + 1].reshape(n, block)
     start = n * block
-    tail = (ids[start:-1], ids[start + 1:]) if start < len(ids) - 1 else None
+    tail = (ids[start:-1], ids[start + 1 :]) if start < len(ids) - 1 else None
     return inputs, targets, tail
 
 
-def evaluate(model, ids: np.ndarray, block: int, batch: int,
-             budget: int | None = None) -> tuple[float, int]:
+def evaluate(
+    model, ids: np.ndarray, block: int, batch: int, budget: int | None = None
+) -> tuple[float, int]:
     """Summed NLL (nats) over every token of a split, in consecutive windows; with more
     than ``budget`` tokens, over evenly spaced windows holding about ``budget`` of them."""
     if len(ids) < 2:
         raise ZooError("a split needs at least 2 tokens to evaluate")
     inputs, targets, tail = windows(ids, block)
     if budget is not None and len(ids) - 1 > budget:
-        chosen = np.unique(np.linspace(0, len(inputs) - 1, max(1, budget // block)).astype(np.int64))
+        chosen = np.unique(
+            np.linspace(0, len(inputs) - 1, max(1, budget // block)).astype(np.int64)
+        )
         inputs, targets, tail = inputs[chosen], targets[chosen], None
     total, count = 0.0, 0
     for b in range(0, len(inputs), batch):
-        nll, n = model.loss_sum(inputs[b:b + batch].astype(np.int64),
-                                targets[b:b + batch].astype(np.int64))
+        nll, n = model.loss_sum(
+            inputs[b : b + batch].astype(np.int64), targets[b : b + batch].astype(np.int64)
+        )
         total, count = total + nll, count + n
     if tail is not None:
-        nll, n = model.loss_sum(tail[0][None, :].astype(np.int64), tail[1][None, :].astype(np.int64))
+        nll, n = model.loss_sum(
+            tail[0][None, :].astype(np.int64), tail[1][None, :].astype(np.int64)
+        )
         total, count = total + nll, count + n
     return total, count
 
@@ -133,17 +154,21 @@ def split_metrics(prefix: str, nll: float, count: int, tokens: SplitTokens | str
         scored = count / max(1, len(tokens.ids) - 1)
         chars, size = tokens.chars * scored, tokens.bytes * scored
     loss = nll / count
-    return {f"{prefix}_loss": loss,
-            f"{prefix}_ppl": math.exp(min(loss, 700)),
-            f"{prefix}_bpc": nll / LN2 / max(1, chars),
-            f"{prefix}_bpb": nll / LN2 / max(1, size)}
+    return {
+        f"{prefix}_loss": loss,
+        f"{prefix}_ppl": math.exp(min(loss, 700)),
+        f"{prefix}_bpc": nll / LN2 / max(1, chars),
+        f"{prefix}_bpb": nll / LN2 / max(1, size),
+    }
 
 
 def score_split(model, tokens: SplitTokens, block: int, cfg, name: str, say) -> tuple[float, int]:
     nll, count = evaluate(model, tokens.ids, block, cfg.eval_batch_size, cfg.eval_tokens)
     if count < len(tokens.ids) - 1:
-        say(f"{name}: scored {count:,} of {len(tokens.ids) - 1:,} tokens in evenly spaced "
-            f"windows (eval_tokens={cfg.eval_tokens:,})")
+        say(
+            f"{name}: scored {count:,} of {len(tokens.ids) - 1:,} tokens in evenly spaced "
+            f"windows (eval_tokens={cfg.eval_tokens:,})"
+        )
     return nll, count
 
 
@@ -167,7 +192,7 @@ class Contexts:
         self.starts = [max(0, len(r) - block) for r in rows]
 
     def window(self, b: int) -> list[int]:
-        return self.rows[b][self.starts[b]:]
+        return self.rows[b][self.starts[b] :]
 
     def full(self) -> bool:
         """True when a row cannot take another token without sliding."""
@@ -184,15 +209,19 @@ class Contexts:
         out = np.zeros((len(windows), width), dtype=np.int64)
         pads = np.array([width - len(w) for w in windows], dtype=np.int64)
         for b, w in enumerate(windows):
-            out[b, pads[b]:] = w
+            out[b, pads[b] :] = w
         return out, pads
 
 
 def next_logits(model, contexts: Contexts, state, use_cache: bool):
     """Logits [B, V] for each row's next token, and the cache to carry (None uncached)."""
     if not use_cache:
-        return np.stack([model.logits(np.asarray([contexts.window(b)], dtype=np.int64))[0, -1]
-                         for b in range(len(contexts.rows))]), None
+        return np.stack(
+            [
+                model.logits(np.asarray([contexts.window(b)], dtype=np.int64))[0, -1]
+                for b in range(len(contexts.rows))
+            ]
+        ), None
     if state is None:
         return model.start_decoding(*contexts.padded())
     last = np.asarray([r[-1] for r in contexts.rows], dtype=np.int64)
@@ -226,20 +255,29 @@ class TextStream:
         self.tokenizer, self.ids, self.shown = tokenizer, ids, len(ids)
 
     def new_text(self) -> str:
-        head = self.ids[max(0, self.shown - self.LOOKBACK):self.shown]
-        text = self.tokenizer.decode(head + self.ids[self.shown:])
+        head = self.ids[max(0, self.shown - self.LOOKBACK) : self.shown]
+        text = self.tokenizer.decode(head + self.ids[self.shown :])
         before = self.tokenizer.decode(head)
         # A byte-level token can end inside a multi-byte character, which decodes as U+FFFD
         # until the rest arrives: hold such a tail back rather than print it and stall.
         if text.endswith(REPLACEMENT) or not text.startswith(before):
             return ""
         self.shown = len(self.ids)
-        return text[len(before):]
+        return text[len(before) :]
 
 
-def generate_batch(model, tokenizer, prompts: list[str], tokens: int, block: int, *,
-                   temperature: float = 0.8, top_k: int | None = None, seed: int = 0,
-                   cache: bool = True):
+def generate_batch(
+    model,
+    tokenizer,
+    prompts: list[str],
+    tokens: int,
+    block: int,
+    *,
+    temperature: float = 0.8,
+    top_k: int | None = None,
+    seed: int = 0,
+    cache: bool = True,
+):
     """Yield (row, text) pieces as they are sampled, one token per row at a time.
 
     With ``cache`` (and a model that decodes incrementally) each token costs one position
@@ -248,8 +286,10 @@ def generate_batch(model, tokenizer, prompts: list[str], tokens: int, block: int
     at most; when one is full, every row keeps its last half block and continues."""
     rng = np.random.default_rng(seed)
     # With no prompt, start after a newline (or <unk>, for tokenizers that drop whitespace).
-    rows = [list(ids) or [tokenizer.unk_id] for ids in
-            tokenizer.encode_batch([p or "\n" for p in prompts])]
+    rows = [
+        list(ids) or [tokenizer.unk_id]
+        for ids in tokenizer.encode_batch([p or "\n" for p in prompts])
+    ]
     contexts = Contexts(rows, block)
     streams = [TextStream(tokenizer, row) for row in rows]
     use_cache = cache and bool(getattr(model, "decodes_incrementally", False))
@@ -267,11 +307,30 @@ def generate_batch(model, tokenizer, prompts: list[str], tokens: int, block: int
                 yield b, piece
 
 
-def generate(model, tokenizer, prompt: str, tokens: int, block: int, *, temperature: float = 0.8,
-             top_k: int | None = None, seed: int = 0, cache: bool = True):
+def generate(
+    model,
+    tokenizer,
+    prompt: str,
+    tokens: int,
+    block: int,
+    *,
+    temperature: float = 0.8,
+    top_k: int | None = None,
+    seed: int = 0,
+    cache: bool = True,
+):
     """Yield pieces of text as they are sampled, one token at a time (one prompt)."""
-    for _, piece in generate_batch(model, tokenizer, [prompt], tokens, block,
-                                   temperature=temperature, top_k=top_k, seed=seed, cache=cache):
+    for _, piece in generate_batch(
+        model,
+        tokenizer,
+        [prompt],
+        tokens,
+        block,
+        temperature=temperature,
+        top_k=top_k,
+        seed=seed,
+        cache=cache,
+    ):
         yield piece
 
 
@@ -280,15 +339,21 @@ def run(job: Job) -> RunResult:
     cfg: LanguageModelingConfig = job.train_config
     block = job.model_config.block_size
     column = job.dataset.text_column
-    tokenizer = run_tokenizer(job, lambda: text_batches(job.dataset.split("train"), column),
-                              dataset_key(job.dataset, "train"))
-    splits = {role: split_tokens(job.dataset, role, tokenizer, say=job.say)
-              for role in job.dataset.roles}  # all three, but for one held out while tuning
+    tokenizer = run_tokenizer(
+        job,
+        lambda: text_batches(job.dataset.split("train"), column),
+        dataset_key(job.dataset, "train"),
+    )
+    splits = {
+        role: split_tokens(job.dataset, role, tokenizer, say=job.say) for role in job.dataset.roles
+    }  # all three, but for one held out while tuning
     ids = {role: tokens.ids for role, tokens in splits.items()}
     for role, array in ids.items():
         if len(array) <= block + 1:
-            raise ZooError(f"split {role!r} has {len(array)} tokens; it needs more than "
-                           f"block_size + 1 = {block + 1}")
+            raise ZooError(
+                f"split {role!r} has {len(array)} tokens; it needs more than "
+                f"block_size + 1 = {block + 1}"
+            )
 
     spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
     model = job.build_model(spec)
@@ -306,8 +371,15 @@ def run(job: Job) -> RunResult:
 
     # With keep_best the model comes back with the weights of the lowest validation estimate,
     # so val_* and test_* below are both figures of those weights.
-    result = train(job, model, next_batch, validate=validate, score_key="val_loss",
-                   higher_is_better=False, rngs={"eval": eval_rng})
+    result = train(
+        job,
+        model,
+        next_batch,
+        validate=validate,
+        score_key="val_loss",
+        higher_is_better=False,
+        rngs={"eval": eval_rng},
+    )
     metrics = loop_metrics(result)
     for role, prefix in (("validation", "val"), ("test", "test")):
         if role not in splits:
@@ -315,13 +387,29 @@ def run(job: Job) -> RunResult:
         nll, count = score_split(model, splits[role], block, cfg, role, job.say)
         metrics.update(split_metrics(prefix, nll, count, splits[role]))
     # The tokenizer's own figures: vocabulary size and characters per token on validation.
-    metrics.update({"vocab_size": tokenizer.vocab_size,
-                    "chars_per_token": splits["validation"].chars / max(1, len(ids["validation"]))})
+    metrics.update(
+        {
+            "vocab_size": tokenizer.vocab_size,
+            "chars_per_token": splits["validation"].chars / max(1, len(ids["validation"])),
+        }
+    )
     job.run.save_weights(model.state_dict())
 
-    samples = ["".join(generate(model, tokenizer, "", cfg.sample_tokens, block,
-                                temperature=cfg.temperature, top_k=cfg.top_k, seed=job.seed + i))
-               for i in range(cfg.samples)]
+    samples = [
+        "".join(
+            generate(
+                model,
+                tokenizer,
+                "",
+                cfg.sample_tokens,
+                block,
+                temperature=cfg.temperature,
+                top_k=cfg.top_k,
+                seed=job.seed + i,
+            )
+        )
+        for i in range(cfg.samples)
+    ]
     job.run.write_text("samples.txt", "\n\n-----\n\n".join(samples) + "\n")
     return RunResult(params, metrics, spec, samples)
 
@@ -348,10 +436,18 @@ def evaluate_trained(trained, dataset, split: str = "test") -> dict:
     if len(ids) < 2:
         raise ZooError(f"split {split!r} of {dataset.ref.name!r} has fewer than 2 tokens")
     cfg = trained.train_config or LanguageModelingConfig()  # the run's eval settings
-    nll, count = score_split(trained.model, tokens, trained.block_size, cfg, split,
-                             lambda message: print(message, file=sys.stderr))
-    metrics = {key.removeprefix("eval_"): value
-               for key, value in split_metrics("eval", nll, count, tokens).items()}
+    nll, count = score_split(
+        trained.model,
+        tokens,
+        trained.block_size,
+        cfg,
+        split,
+        lambda message: print(message, file=sys.stderr),
+    )
+    metrics = {
+        key.removeprefix("eval_"): value
+        for key, value in split_metrics("eval", nll, count, tokens).items()
+    }
     unk = trained.tokenizer.unk_id
     metrics["unk_rate"] = float(np.mean(ids == unk)) if unk is not None else 0.0
     metrics["tokens"] = int(len(ids))
@@ -360,18 +456,27 @@ def evaluate_trained(trained, dataset, split: str = "test") -> dict:
     return metrics
 
 
-def generate_trained(trained, prompt: str | list[str], tokens: int = 300, *,
-                     temperature: float = 0.8, top_k: int | None = None, seed: int = 0,
-                     cache: bool = True):
+def generate_trained(
+    trained,
+    prompt: str | list[str],
+    tokens: int = 300,
+    *,
+    temperature: float = 0.8,
+    top_k: int | None = None,
+    seed: int = 0,
+    cache: bool = True,
+):
     """Stream text from a trained run (`zoo generate`), continuing `prompt`: pieces of text;
     or, given a list of prompts (sampled as one batch), (row, piece) pairs. ``cache=False``
     recomputes the whole context for every token."""
     options = dict(temperature=temperature, top_k=top_k, seed=seed, cache=cache)
     if isinstance(prompt, str):
-        return generate(trained.model, trained.tokenizer, prompt, tokens, trained.block_size,
-                        **options)
-    return generate_batch(trained.model, trained.tokenizer, list(prompt), tokens,
-                          trained.block_size, **options)
+        return generate(
+            trained.model, trained.tokenizer, prompt, tokens, trained.block_size, **options
+        )
+    return generate_batch(
+        trained.model, trained.tokenizer, list(prompt), tokens, trained.block_size, **options
+    )
 
 
 class LanguageModeling:

@@ -14,6 +14,7 @@ draws what it would have. Validation and test are scored on fixed windows and fi
 zoo's own tokenizers have no mask token: they lend their padding id (``Tokenizer.mask_id``),
 which a model otherwise never reads, since padding is masked out of attention.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -88,9 +89,11 @@ class Framing:
     def framed(self, body: np.ndarray, scored: bool = True) -> np.ndarray:
         """[B, L] -> [B, L + frame]: the frame's ids around the body (for targets,
         ``scored=False``: IGNORE_INDEX there, the frame is never predicted)."""
+
         def side(ids):
             ids = ids if scored else (IGNORE_INDEX,) * len(ids)
             return np.broadcast_to(np.asarray(ids, dtype=np.int64), (len(body), len(ids)))
+
         return np.concatenate([side(self.before), body, side(self.after)], axis=1)
 
 
@@ -101,14 +104,14 @@ def framing_of(tokenizer, rate: float) -> Framing:
 
 def random_windows(ids: np.ndarray, count: int, length: int, rng) -> np.ndarray:
     starts = rng.integers(0, len(ids) - length + 1, size=count)
-    return np.stack([ids[s:s + length] for s in starts]).astype(np.int64)
+    return np.stack([ids[s : s + length] for s in starts]).astype(np.int64)
 
 
 def fixed_windows(ids: np.ndarray, length: int, limit: int) -> np.ndarray:
     """Consecutive windows covering the split; at most ``limit``, evenly spaced."""
     count = len(ids) // length
     picked = np.linspace(0, count - 1, num=min(count, limit)).round().astype(np.int64)
-    return np.stack([ids[i * length:(i + 1) * length] for i in picked]).astype(np.int64)
+    return np.stack([ids[i * length : (i + 1) * length] for i in picked]).astype(np.int64)
 
 
 @dataclass
@@ -132,8 +135,8 @@ def score(model, data: Scored, batch_size: int) -> tuple[float, float, int]:
     """Summed masked-token loss (nats), right answers and masked tokens."""
     nll, right, count = 0.0, 0, 0
     for start in range(0, len(data.inputs), batch_size):
-        inputs = data.inputs[start:start + batch_size]
-        targets = data.targets[start:start + batch_size]
+        inputs = data.inputs[start : start + batch_size]
+        targets = data.targets[start : start + batch_size]
         chosen = targets != IGNORE_INDEX
         logits = model.logits(inputs)[chosen].astype(np.float64)  # [M, V]
         truth = targets[chosen]
@@ -151,43 +154,58 @@ def run(job: Job) -> RunResult:
     cfg: MaskedLanguageModelingConfig = job.train_config
     block = job.model_config.block_size
     column = job.dataset.text_column
-    tokenizer = run_tokenizer(job, lambda: text_batches(job.dataset.split("train"), column),
-                              dataset_key(job.dataset, "train"))
+    tokenizer = run_tokenizer(
+        job,
+        lambda: text_batches(job.dataset.split("train"), column),
+        dataset_key(job.dataset, "train"),
+    )
     framing = framing_of(tokenizer, cfg.mask_rate)
     length = block - framing.body
     if length < 1:
-        raise ZooError(f"block_size must be at least {framing.body + 1} for masked language "
-                       f"modeling (the tokenizer's {framing.body} special tokens and a token), "
-                       f"got {block}")
-    ids = {role: np.asarray(split_ids(job.dataset.split(role), column, tokenizer, say=job.say))
-           for role in ("train", "validation", "test")}
+        raise ZooError(
+            f"block_size must be at least {framing.body + 1} for masked language "
+            f"modeling (the tokenizer's {framing.body} special tokens and a token), "
+            f"got {block}"
+        )
+    roles = job.dataset.roles  # all three, but for one held out while tuning
+    ids = {
+        role: np.asarray(split_ids(job.dataset.split(role), column, tokenizer, say=job.say))
+        for role in roles
+    }
     for role, array in ids.items():
         if len(array) < length:
-            raise ZooError(f"split {role!r} has {len(array)} tokens; masked language modeling "
-                           f"needs at least one window of {length}")
-    scored = {role: Scored.of(ids[role], framing, length, cfg.eval_windows, role)
-              for role in ("validation", "test")}
+            raise ZooError(
+                f"split {role!r} has {len(array)} tokens; masked language modeling "
+                f"needs at least one window of {length}"
+            )
+    scored = {
+        role: Scored.of(ids[role], framing, length, cfg.eval_windows, role) for role in roles[1:]
+    }
     estimate_on = scored["validation"].head(cfg.eval_batches * cfg.eval_batch_size)
 
     spec = TaskSpec("masked-language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
     model = job.build_model(spec)
     params = model.num_parameters()
-    job.say(f"{job.model_name}: {params:,} parameters, {len(ids['train']):,} training tokens "
-            f"in windows of {length} (+{framing.body} special), {cfg.mask_rate:.0%} masked")
+    job.say(
+        f"{job.model_name}: {params:,} parameters, {len(ids['train']):,} training tokens "
+        f"in windows of {length} (+{framing.body} special), {cfg.mask_rate:.0%} masked"
+    )
 
     def next_batch(rng) -> Batch:
-        inputs, targets = framing.mask(random_windows(ids["train"], cfg.batch_size, length, rng),
-                                       rng)
+        inputs, targets = framing.mask(
+            random_windows(ids["train"], cfg.batch_size, length, rng), rng
+        )
         return Batch(inputs, targets, tokens=inputs.size)
 
     def validate() -> dict:
         return figures("val", *score(model, estimate_on, cfg.eval_batch_size))
 
-    result = train(job, model, next_batch, validate=validate, score_key="val_loss",
-                   higher_is_better=False)
+    result = train(
+        job, model, next_batch, validate=validate, score_key="val_loss", higher_is_better=False
+    )
     job.run.save_weights(model.state_dict())
     metrics = loop_metrics(result)
-    for role in ("validation", "test"):
+    for role in roles[1:]:  # validation and test
         metrics.update(figures(PREFIX[role], *score(model, scored[role], cfg.eval_batch_size)))
     metrics["vocab_size"] = tokenizer.vocab_size
     return RunResult(params, metrics, spec)

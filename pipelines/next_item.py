@@ -16,17 +16,40 @@ last real position. Metrics: accuracy (exact next item) and loss on the validati
 splits, on any further split (`heldout` for digits), and per family when rows name one
 (`test_arithmetic_accuracy`).
 """
+
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
 
 import numpy as np
+from zoo.pipelines.common import (
+    log_softmax,
+    loop_metrics,
+    pad_rows,
+    padded_batch,
+    run_tokenizer,
+    softmax,
+    special_ids,
+)
 
-from zoo.plugin import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, column_of,
-                 compression, dataset_key, incidental, row_ids, row_texts, train, unragged)
-from zoo.pipelines.common import (log_softmax, loop_metrics, pad_rows, padded_batch, run_tokenizer,
-                                  softmax, special_ids)
+from zoo.plugin import (
+    Batch,
+    Job,
+    Prediction,
+    RunResult,
+    TaskSpec,
+    TrainConfig,
+    ZooError,
+    column_of,
+    compression,
+    dataset_key,
+    incidental,
+    row_ids,
+    row_texts,
+    train,
+    unragged,
+)
 
 GROUP_COLUMN = "family"  # rows that name a family get accuracy per family
 PREFIXES = {"validation": "val", "test": "test"}
@@ -36,7 +59,9 @@ PREFIXES = {"validation": "val", "test": "test"}
 class NextItemConfig(TrainConfig):
     batch_size: int = 64
     eval_batch_size: int = 256
-    eval_windows: int = 4000  # text datasets: evenly spaced windows per split in the final evaluation
+    eval_windows: int = (
+        4000  # text datasets: evenly spaced windows per split in the final evaluation
+    )
     samples: int = incidental(5)  # example predictions from the test split, shown at the end
 
 
@@ -44,8 +69,14 @@ class NextItemConfig(TrainConfig):
 class Rows:
     """Contexts of mixed lengths (right-padded token ids) and the token each predicts."""
 
-    def __init__(self, inputs: np.ndarray, lengths: np.ndarray, targets: np.ndarray,
-                 groups: np.ndarray | None = None, texts: list[str] | None = None):
+    def __init__(
+        self,
+        inputs: np.ndarray,
+        lengths: np.ndarray,
+        targets: np.ndarray,
+        groups: np.ndarray | None = None,
+        texts: list[str] | None = None,
+    ):
         self.inputs, self.lengths, self.targets = inputs, lengths, targets  # [N, T], [N], [N]
         self.groups, self.texts = groups, texts
 
@@ -59,7 +90,7 @@ class Rows:
     def context(self, row: int, tokenizer) -> str:
         if self.texts is not None:
             return self.texts[row]
-        return tokenizer.decode(self.inputs[row, :self.lengths[row]].tolist())
+        return tokenizer.decode(self.inputs[row, : self.lengths[row]].tolist())
 
 
 class Windows:
@@ -78,7 +109,7 @@ class Windows:
         inputs = self.ids[starts[:, None] + np.arange(self.block)[None, :]]  # [B, block]
         return Batch(inputs, self.ids[starts + self.block], None, tokens=inputs.size)
 
-    def spread(self, count: int) -> "Windows":
+    def spread(self, count: int) -> Windows:
         """At most `count` windows, evenly spaced over the split (the same every time)."""
         if count >= len(self):
             return self
@@ -87,7 +118,7 @@ class Windows:
 
     def context(self, row: int, tokenizer) -> str:
         start = self.starts[row]
-        return tokenizer.decode(self.ids[start:start + self.block].tolist())
+        return tokenizer.decode(self.ids[start : start + self.block].tolist())
 
 
 def has_rows(dataset) -> bool:
@@ -99,21 +130,24 @@ def row_examples(dataset, split, tokenizer, block: int) -> Rows:
     """A rows dataset's contexts and targets, each row encoded on its own through the
     cached, batched ``Dataset.map`` (zoo.plugin.row_ids) and padded by NumPy."""
     texts = row_texts(column_of(split, dataset.text_column))
-    inputs, lengths = contexts(*row_ids(split, dataset.text_column, tokenizer), block,
-                               tokenizer.pad_id, texts)
+    inputs, lengths = contexts(
+        *row_ids(split, dataset.text_column, tokenizer), block, tokenizer.pad_id, texts
+    )
     ids, offsets = row_ids(split, dataset.label_column, tokenizer)
     empty = np.flatnonzero(offsets[1:] == offsets[:-1])
     if len(empty):
-        raise ZooError(f"Dataset {dataset.ref.name!r}: the target of row {empty[0]} encodes to no "
-                       "token")
+        raise ZooError(
+            f"Dataset {dataset.ref.name!r}: the target of row {empty[0]} encodes to no token"
+        )
     groups = None
     if GROUP_COLUMN in split.column_names:
         groups = np.asarray(row_texts(column_of(split, GROUP_COLUMN)))
     return Rows(inputs, lengths, ids[offsets[:-1]].astype(np.int64), groups, texts)
 
 
-def contexts(ids: np.ndarray, offsets: np.ndarray, block: int, pad_id: int,
-             texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def contexts(
+    ids: np.ndarray, offsets: np.ndarray, block: int, pad_id: int, texts: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
     """Right-padded ids [N, T] and lengths [N] of ragged contexts; each keeps its last
     `block` tokens."""
     inputs, lengths = pad_rows(ids, offsets, block, pad_id, keep_last=True)
@@ -133,8 +167,10 @@ def window_examples(dataset, role: str, tokenizer, block: int) -> Windows:
 
     ids = encode(tokenizer, split_text(dataset, role))
     if len(ids) <= block:
-        raise ZooError(f"split {role!r} has {len(ids)} tokens; next-item windows need more than "
-                       f"block_size = {block}")
+        raise ZooError(
+            f"split {role!r} has {len(ids)} tokens; next-item windows need more than "
+            f"block_size = {block}"
+        )
     return Windows(ids, block)
 
 
@@ -191,8 +227,9 @@ def tokenizer_for(job: Job):
         key += "+" + dataset_key(dataset, "train", dataset.label_column)
 
     def texts():
-        return list(itertools.chain.from_iterable(row_texts(column_of(split, column))
-                                                  for column in columns))
+        return list(
+            itertools.chain.from_iterable(row_texts(column_of(split, column)) for column in columns)
+        )
 
     return run_tokenizer(job, texts, key)
 
@@ -202,8 +239,9 @@ def run(job: Job) -> RunResult:
     cfg: NextItemConfig = job.train_config
     block = job.model_config.block_size
     tokenizer = tokenizer_for(job)
-    data = {role: examples_for(job.dataset, role, tokenizer, block)
-            for role in job.dataset.roles}  # all three, but for one held out while tuning
+    data = {
+        role: examples_for(job.dataset, role, tokenizer, block) for role in job.dataset.roles
+    }  # all three, but for one held out while tuning
     for name in extra_splits(job.dataset):
         data[name] = examples_for(job.dataset, name, tokenizer, block)
 
@@ -230,8 +268,9 @@ def run(job: Job) -> RunResult:
 
     # The score is the validation loss: accuracy saturates (digits reach 100% early) while
     # the loss keeps telling better weights from worse.
-    result = train(job, model, next_batch, validate=validate, score_key="val_loss",
-                   higher_is_better=False)
+    result = train(
+        job, model, next_batch, validate=validate, score_key="val_loss", higher_is_better=False
+    )
     metrics = loop_metrics(result)
     for name, examples in data.items():
         if name == "train":
@@ -263,9 +302,13 @@ def tokenizer_figures(tokenizer, examples) -> dict:
 
 def _subset(rows: Rows, count: int) -> Rows:
     keep = np.arange(count)  # the splits are already in random order
-    return Rows(rows.inputs[keep], rows.lengths[keep], rows.targets[keep],
-                None if rows.groups is None else rows.groups[keep],
-                None if rows.texts is None else rows.texts[:count])
+    return Rows(
+        rows.inputs[keep],
+        rows.lengths[keep],
+        rows.targets[keep],
+        None if rows.groups is None else rows.groups[keep],
+        None if rows.texts is None else rows.texts[:count],
+    )
 
 
 def example_lines(model, tokenizer, examples, count: int, specials) -> list[str]:
@@ -282,9 +325,11 @@ def example_lines(model, tokenizer, examples, count: int, specials) -> list[str]
     lines = []
     for i, row in enumerate(rows):
         guess = int(probs[i].argmax())
-        lines.append(f"{examples.context(int(row), tokenizer)!r} -> "
-                     f"{tokenizer.decode([guess])!r} ({probs[i, guess]:.3f}); "
-                     f"true {tokenizer.decode([int(batch.targets[i])])!r}")
+        lines.append(
+            f"{examples.context(int(row), tokenizer)!r} -> "
+            f"{tokenizer.decode([guess])!r} ({probs[i, guess]:.3f}); "
+            f"true {tokenizer.decode([int(batch.targets[i])])!r}"
+        )
     return lines
 
 
@@ -311,8 +356,9 @@ def predict(trained, texts: list[str], top: int = 3) -> list[ItemPrediction]:
         logits[:, specials] = -np.inf
         for p in softmax(logits):
             order = np.argsort(-p, kind="stable")[:top]
-            ranked = [{"label": tokenizer.decode([int(i)]), "probability": float(p[i])}
-                      for i in order]
+            ranked = [
+                {"label": tokenizer.decode([int(i)]), "probability": float(p[i])} for i in order
+            ]
             out.append(ItemPrediction(ranked[0]["label"], ranked[0]["probability"], ranked))
     return out
 
@@ -324,8 +370,9 @@ def evaluate(trained, dataset, split: str = "test") -> dict:
     examples = examples_for(dataset, split, trained.tokenizer, trained.block_size)
     if isinstance(examples, Windows):
         examples = examples.spread(cfg.eval_windows)
-    correct, nll = score(trained.model, examples, cfg.eval_batch_size,
-                         special_ids(trained.tokenizer))
+    correct, nll = score(
+        trained.model, examples, cfg.eval_batch_size, special_ids(trained.tokenizer)
+    )
     return metrics_for("", examples, correct, nll)
 
 

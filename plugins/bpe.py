@@ -6,12 +6,13 @@ learnt from the training texts (streamed from an iterator, no temporary files) u
 vocabulary holds ``vocab_size`` tokens: the three special tokens, the 256 bytes, and the
 merges. ``tokenizers`` is imported only when a tokenizer is trained or loaded.
 """
+
 from __future__ import annotations
 
 import itertools
 import operator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from zoo.plugin import SPECIAL_TOKENS, TokenizersTokenizer, hookimpl
 
@@ -26,8 +27,10 @@ class BPEConfig:
 
     def __post_init__(self):
         if self.vocab_size < MIN_VOCAB:
-            raise ValueError(f"vocab_size must be at least {MIN_VOCAB} (3 special tokens + "
-                             f"256 bytes), got {self.vocab_size}")
+            raise ValueError(
+                f"vocab_size must be at least {MIN_VOCAB} (3 special tokens + "
+                f"256 bytes), got {self.vocab_size}"
+            )
         if self.min_frequency < 1:
             raise ValueError(f"min_frequency must be at least 1, got {self.min_frequency}")
 
@@ -40,7 +43,7 @@ def lines(texts: Iterable[str]) -> Iterator[str]:
 
 class BPETokenizer(TokenizersTokenizer):
     @classmethod
-    def train(cls, texts: Iterable[str], config: BPEConfig | None = None) -> "BPETokenizer":
+    def train(cls, texts: Iterable[str], config: BPEConfig | None = None) -> BPETokenizer:
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
         config = config or BPEConfig()
@@ -49,14 +52,21 @@ class BPETokenizer(TokenizersTokenizer):
         backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         backend.decoder = decoders.ByteLevel()
         trainer = trainers.BpeTrainer(
-            vocab_size=config.vocab_size, min_frequency=config.min_frequency,
+            vocab_size=config.vocab_size,
+            min_frequency=config.min_frequency,
             special_tokens=list(SPECIAL_TOKENS),  # first, so they get ids 0, 1, 2
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
         backend.train_from_iterator(lines(texts), trainer=trainer)
         return cls(backend)
 
 
 @hookimpl
 def register_tokenizers(register):
-    register("bpe", "zoo.plugins.bpe:BPETokenizer", config=BPEConfig,
-             description="byte-level BPE (Hugging Face tokenizers); every input is encodable")
+    register(
+        "bpe",
+        "zoo.plugins.bpe:BPETokenizer",
+        config=BPEConfig,
+        description="byte-level BPE (Hugging Face tokenizers); every input is encodable",
+    )

@@ -3,13 +3,18 @@
 Characters never seen map to <unk>. Saved as a tokenizers WordLevel model, so the run's
 tokenizer.json loads with ``tokenizers.Tokenizer.from_file`` like every other tokenizer.
 """
+
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING
 
 from zoo.plugin import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl, unragged
+
+if TYPE_CHECKING:  # annotations only; numpy is imported where it is used
+    import numpy as np
 
 # Training texts whose characters are counted together: rows of a dataset are short, while
 # a language-modeling piece is 10,000 rows already (16 of Tiny Shakespeare's are 4 M
@@ -22,7 +27,7 @@ class CharConfig:
     lowercase: bool = False  # fold case before building the vocabulary and encoding
 
 
-def codepoints(text: str) -> "np.ndarray":
+def codepoints(text: str) -> np.ndarray:
     """The text's characters as an array of Unicode code points, with no per-character
     Python step."""
     import numpy as np  # here, not at the top: the plugin is imported by `zoo list`
@@ -42,7 +47,7 @@ class CharTokenizer(TokenizersTokenizer):
         self._table = None if self._ids is None else self._lookup_table(self._ids, self._unk)
 
     @staticmethod
-    def _lookup_table(vocab: dict[str, int], unk: int) -> "np.ndarray":
+    def _lookup_table(vocab: dict[str, int], unk: int) -> np.ndarray:
         """ids by code point, up to the largest in the vocabulary; the last slot is <unk>
         for every code point beyond it."""
         import numpy as np
@@ -73,7 +78,7 @@ class CharTokenizer(TokenizersTokenizer):
         np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
         return self.encode_text("".join(texts)), offsets
 
-    def encode_text(self, text: str) -> "np.ndarray":
+    def encode_text(self, text: str) -> np.ndarray:
         import numpy as np
 
         if self._table is None:
@@ -82,7 +87,7 @@ class CharTokenizer(TokenizersTokenizer):
         return table[np.minimum(codepoints(text), len(table) - 1)]
 
     @classmethod
-    def train(cls, texts: Iterable[str], config: CharConfig | None = None) -> "CharTokenizer":
+    def train(cls, texts: Iterable[str], config: CharConfig | None = None) -> CharTokenizer:
         import numpy as np
         from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers
         from tokenizers.models import WordLevel
@@ -108,5 +113,9 @@ class CharTokenizer(TokenizersTokenizer):
 
 @hookimpl
 def register_tokenizers(register):
-    register("char", "zoo.plugins.char:CharTokenizer", config=CharConfig,
-             description="one token per character seen in training; unseen characters are <unk>")
+    register(
+        "char",
+        "zoo.plugins.char:CharTokenizer",
+        config=CharConfig,
+        description="one token per character seen in training; unseen characters are <unk>",
+    )

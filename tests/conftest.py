@@ -1,6 +1,7 @@
 """Shared fixtures: every test gets its own ZOO_HOME and working directory, third-party
 entry points are not loaded unless a test asks for them, and the process-wide zoo is
 rebuilt (and forgotten) around each test."""
+
 from __future__ import annotations
 
 import contextlib
@@ -16,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zoo.core import registry
 from zoo.cli.main import main
+from zoo.core import registry
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -93,8 +94,14 @@ def run_python(code: str) -> list[str]:
 def run_zoo(*args, env=None, timeout=300, cwd=None) -> subprocess.CompletedProcess:
     """Run `python -m zoo ARGS` in a subprocess (for entry points, signals, imports)."""
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "zoo", *map(str, args)], capture_output=True,
-                          text=True, env=full_env, timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "zoo", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=cwd,
+    )
 
 
 @pytest.fixture
@@ -120,19 +127,41 @@ def negated_reviews(tmp_path) -> Path:
         word = rng.choice(["good", "great", "bad", "awful"])
         negated = i % 2 == 0
         positive = (word in ("good", "great")) != negated
-        rows.append(f"the film was {'not ' if negated else ''}{word},{'pos' if positive else 'neg'}")
+        rows.append(
+            f"the film was {'not ' if negated else ''}{word},{'pos' if positive else 'neg'}"
+        )
     path = tmp_path / "reviews.csv"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
 
 
-TINY_DECODER = ["--set", "n_layer=1", "--set", "n_head=2", "--set", "n_embd=16",
-                "--set", "block_size=16", "--set", "batch_size=4", "--set", "eval_interval=5",
-                "--set", "eval_batches=2", "--set", "sample_tokens=20", "--set", "warmup_steps=2"]
+TINY_DECODER = [
+    "--set",
+    "n_layer=1",
+    "--set",
+    "n_head=2",
+    "--set",
+    "n_embd=16",
+    "--set",
+    "block_size=16",
+    "--set",
+    "batch_size=4",
+    "--set",
+    "eval_interval=5",
+    "--set",
+    "eval_batches=2",
+    "--set",
+    "sample_tokens=20",
+    "--set",
+    "warmup_steps=2",
+]
 
 
-MIRROR_DATASETS = ("karpathy/tiny_shakespeare", "dair-ai/emotion",
-                   "cornell-movie-review-data/rotten_tomatoes")
+MIRROR_DATASETS = (
+    "karpathy/tiny_shakespeare",
+    "dair-ai/emotion",
+    "cornell-movie-review-data/rotten_tomatoes",
+)
 
 
 @pytest.fixture
@@ -146,13 +175,16 @@ def mirror():
     folders += list(load_catalogue().mirrors)
     missing = [d for d in MIRROR_DATASETS if not any((f / d).is_dir() for f in folders)]
     if missing:
-        pytest.skip(f"the dataset mirror lacks {', '.join(missing)} (searched: "
-                    f"{', '.join(map(str, folders)) or 'nothing'}); set ZOO_DATASETS")
+        pytest.skip(
+            f"the dataset mirror lacks {', '.join(missing)} (searched: "
+            f"{', '.join(map(str, folders)) or 'nothing'}); set ZOO_DATASETS"
+        )
     return folders
 
 
-def kill_a_worker_held_at_a_checkpoint(monkeypatch, tmp_path, workers: int,
-                                       deadline: float = 240.0):
+def kill_a_worker_held_at_a_checkpoint(
+    monkeypatch, tmp_path, workers: int, deadline: float = 240.0
+):
     """Make every run of the coming sweep wait right after committing a checkpoint
     (zoo.train.checkpoints.hold_for_a_test), and in the background, once `workers` processes wait
     there (so each is mid-cell, with a checkpoint to resume from, and none can finish its

@@ -1,14 +1,15 @@
 """The Python API (zoo.api, re-exported as zoo.run, zoo.load, zoo.sweep): the same names,
 settings and figures as the commands, and ZooError where a command exits 2. Each side
 trains in its own ZOO_HOME, so neither finds the other's runs."""
+
 import json
 import subprocess
 import sys
 
 import pytest
+from conftest import TINY_DECODER, run_cli
 
 import zoo
-from conftest import TINY_DECODER, run_cli
 
 TIMING = {"train_time", "tokens_per_s"}
 # TINY_DECODER's --set pairs as keyword arguments
@@ -35,16 +36,20 @@ def same_metrics(a: dict, b: dict):
 
 @pytest.fixture
 def reviews(tmp_path):
-    rows = ["text,label"] + [f"the film {i} was {'good and fine' if i % 2 else 'dull and bad'},"
-                             f"{'pos' if i % 2 else 'neg'}" for i in range(160)]
+    rows = ["text,label"] + [
+        f"the film {i} was {'good and fine' if i % 2 else 'dull and bad'},"
+        f"{'pos' if i % 2 else 'neg'}"
+        for i in range(160)
+    ]
     path = tmp_path / "reviews.csv"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
 
 
 @pytest.mark.slow
-def test_language_model_run_generate_evaluate_and_sweep_match_the_cli(tiny_text, tmp_path,
-                                                                      monkeypatch):
+def test_language_model_run_generate_evaluate_and_sweep_match_the_cli(
+    tiny_text, tmp_path, monkeypatch
+):
     monkeypatch.setenv("ZOO_HOME", str(tmp_path / "api"))
     run = zoo.run("decoder-char", str(tiny_text), steps=6, seed=0, quiet=True, **TINY)
     assert run.status == "finished" and run.task == "language-modeling"
@@ -55,22 +60,36 @@ def test_language_model_run_generate_evaluate_and_sweep_match_the_cli(tiny_text,
         model.generate("line", temperature=float("nan"))
     scored = model.evaluate(str(tiny_text), split="validation")
     assert scored.parent_id == run.id and scored.metrics["bpc"] == run.metrics["val_bpc"]
-    swept = zoo.sweep("decoder-char", on=str(tiny_text), seeds=2, steps=6, progress=False,
-                      **TINY)
+    swept = zoo.sweep("decoder-char", on=str(tiny_text), seeds=2, steps=6, progress=False, **TINY)
     assert [(c["seed"], c["state"]) for c in swept.cells] == [(0, "reused"), (1, "finished")]
     assert swept.cells[0]["run_id"] == run.id and not swept.failed  # seed 0: not trained again
     assert zoo.runs()["id"].tolist().count(run.id) == 1
 
     monkeypatch.setenv("ZOO_HOME", str(tmp_path / "cli"))
-    cli = json.loads(ok("run", "decoder-char", tiny_text, "--steps", 6, "--seed", 0, "--json",
-                        *flags(TINY)))
+    cli = json.loads(
+        ok("run", "decoder-char", tiny_text, "--steps", 6, "--seed", 0, "--json", *flags(TINY))
+    )
     same_metrics(run.metrics, cli["metrics"])
-    assert ok("generate", cli["run_id"], "--prompt", "line", "--tokens", 15,
-              "--seed", 1) == text + "\n"
+    assert (
+        ok("generate", cli["run_id"], "--prompt", "line", "--tokens", 15, "--seed", 1)
+        == text + "\n"
+    )
     cli_scored = json.loads(ok("eval", cli["run_id"], tiny_text, "--split", "validation", "--json"))
     assert cli_scored["metrics"] == scored.metrics
-    cli_swept = json.loads(ok("sweep", "decoder-char", "--on", tiny_text, "--seeds", 2,
-                              "--steps", 6, *flags(TINY), "--json"))
+    cli_swept = json.loads(
+        ok(
+            "sweep",
+            "decoder-char",
+            "--on",
+            tiny_text,
+            "--seeds",
+            2,
+            "--steps",
+            6,
+            *flags(TINY),
+            "--json",
+        )
+    )
     assert [c["state"] for c in cli_swept["cells"]] == [c["state"] for c in swept.cells]
     (cell,) = cli_swept["comparison"]
     (api_cell,) = swept.comparison.to_dict("records")
@@ -89,14 +108,26 @@ def test_classifier_run_and_predict_match_the_cli(reviews, tmp_path, monkeypatch
         loaded.generate("the film")
 
     monkeypatch.setenv("ZOO_HOME", str(tmp_path / "cli"))
-    cli = json.loads(ok("run", "encoder-char", reviews, "--steps", 4, "--seed", 2, "--json",
-                        *flags(TINY_ENCODER)))
+    cli = json.loads(
+        ok(
+            "run",
+            "encoder-char",
+            reviews,
+            "--steps",
+            4,
+            "--seed",
+            2,
+            "--json",
+            *flags(TINY_ENCODER),
+        )
+    )
     same_metrics(run.metrics, cli["metrics"])
     texts_file = tmp_path / "texts.txt"
     texts_file.write_text("\n".join(texts) + "\n", encoding="utf-8")
     lines = ok("predict", cli["run_id"], "--file", texts_file, "--json").splitlines()
     assert [{k: v for k, v in json.loads(line).items() if k != "text"} for line in lines] == [
-        p.record() for p in predicted]
+        p.record() for p in predicted
+    ]
 
 
 @pytest.mark.slow
@@ -107,7 +138,9 @@ def test_reloaded_runs_compute_on_the_device_zoo_run_picks(reviews, monkeypatch)
 
     run = zoo.run("encoder-char", str(reviews), steps=2, quiet=True, **TINY_ENCODER)
     asked, pick = [], zoo.train.torch_model.pick_device
-    monkeypatch.setattr(zoo.train.torch_model, "pick_device", lambda device: asked.append(device) or pick(device))
+    monkeypatch.setattr(
+        zoo.train.torch_model, "pick_device", lambda device: asked.append(device) or pick(device)
+    )
     zoo.load(run.id, device="cpu").evaluate(str(reviews), "train")
     ok("predict", run.id, "a good film")
     ok("predict", run.id, "a good film", "--device", "cpu")
@@ -117,21 +150,24 @@ def test_reloaded_runs_compute_on_the_device_zoo_run_picks(reviews, monkeypatch)
         zoo.load(run.id, device="gpu")
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda t: zoo.run("decoder-chr", t), "Did you mean: decoder-char"),
-    (lambda t: zoo.run("decoder-char", t, n_layerz=2), "Did you mean"),
-    (lambda t: zoo.run("decoder-char", t, steps=0), "steps must be positive"),
-    (lambda t: zoo.run("decoder-char", t, steps=5, time=1.0), "not both"),
-    (lambda t: zoo.run("decoder-char", t, device="tpu"), "device must be"),
-    (lambda t: zoo.run("decoder-char", t, seed=-1), "seed must be a whole number"),
-    (lambda t: zoo.run("decoder-char", "no-such-data"), "Unknown dataset"),
-    (lambda t: zoo.load("20990101"), "run"),
-    (lambda t: zoo.sweep("decoder-char", on=t, n_layerz=2), "no cell of the sweep can run"),
-    (lambda t: zoo.sweep("decoder-char", on=t, seeds=0), "seeds must be positive"),
-    (lambda t: zoo.sweep("decoder-char", on=t, grid={"n_layerz": [1, 2]}), "n_layerz"),
-    (lambda t: zoo.sweep("decoder-char", on=t, executor="dask"), "executor must be"),
-    (lambda t: zoo.sweep("decoder-char", on=t, jobs=2, executor="ray"), "--jobs is for"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda t: zoo.run("decoder-chr", t), "Did you mean: decoder-char"),
+        (lambda t: zoo.run("decoder-char", t, n_layerz=2), "Did you mean"),
+        (lambda t: zoo.run("decoder-char", t, steps=0), "steps must be positive"),
+        (lambda t: zoo.run("decoder-char", t, steps=5, time=1.0), "not both"),
+        (lambda t: zoo.run("decoder-char", t, device="tpu"), "device must be"),
+        (lambda t: zoo.run("decoder-char", t, seed=-1), "seed must be a whole number"),
+        (lambda t: zoo.run("decoder-char", "no-such-data"), "Unknown dataset"),
+        (lambda t: zoo.load("20990101"), "run"),
+        (lambda t: zoo.sweep("decoder-char", on=t, n_layerz=2), "no cell of the sweep can run"),
+        (lambda t: zoo.sweep("decoder-char", on=t, seeds=0), "seeds must be positive"),
+        (lambda t: zoo.sweep("decoder-char", on=t, grid={"n_layerz": [1, 2]}), "n_layerz"),
+        (lambda t: zoo.sweep("decoder-char", on=t, executor="dask"), "executor must be"),
+        (lambda t: zoo.sweep("decoder-char", on=t, jobs=2, executor="ray"), "--jobs is for"),
+    ],
+)
 def test_errors_are_zoo_errors_before_anything_trains(tiny_text, call, message):
     with pytest.raises(zoo.ZooError, match=message):
         call(str(tiny_text))
@@ -139,7 +175,9 @@ def test_errors_are_zoo_errors_before_anything_trains(tiny_text, call, message):
 
 
 def test_import_zoo_and_the_api_names_import_no_torch():
-    code = ("import sys, zoo; zoo.run, zoo.load, zoo.sweep, zoo.runs, zoo.compare; "
-            "print(sorted(m for m in ('torch', 'pandas', 'transformers') if m in sys.modules))")
+    code = (
+        "import sys, zoo; zoo.run, zoo.load, zoo.sweep, zoo.runs, zoo.compare; "
+        "print(sorted(m for m in ('torch', 'pandas', 'transformers') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -2,6 +2,7 @@
 --where, output paths that are not regular files, plugins that exit or raise
 KeyboardInterrupt, store inserts that fail, sizes that cannot be allocated, and tampered
 run folders. Each test failed before its fix."""
+
 from __future__ import annotations
 
 import io
@@ -16,8 +17,8 @@ import threading
 
 import pandas as pd
 import pytest
-
 from conftest import TINY_DECODER, run_cli
+
 from zoo.core import registry
 from zoo.records.store import Store
 
@@ -26,10 +27,20 @@ def record(model, dataset, seed, value, **fields):
     """A finished run row written straight into the store."""
     run_id = f"{model}-{dataset}-{seed}"
     with Store() as store:
-        store.insert(run_id, model=model, architecture=model.split("-")[0], dataset=dataset,
-                     task="language-modeling", seed=seed, params=1000 * (seed + 1),
-                     status="finished", config_hash=run_id, metrics={"val_bpc": value},
-                     duration=1.0, **fields)
+        store.insert(
+            run_id,
+            model=model,
+            architecture=model.split("-")[0],
+            dataset=dataset,
+            task="language-modeling",
+            seed=seed,
+            params=1000 * (seed + 1),
+            status="finished",
+            config_hash=run_id,
+            metrics={"val_bpc": value},
+            duration=1.0,
+            **fields,
+        )
     return run_id
 
 
@@ -46,8 +57,9 @@ def test_where_cannot_call_methods_to_write_files(three_runs, isolated):
     """The attack: DataFrame.query(engine='python') ran column methods, so a --where wrote
     a registry.toml naming a plugin module, which the next zoo command would import."""
     target = isolated / "registry.toml"
-    attack = (f"model.str.replace('decoder-char', '[plugins]').to_csv({str(target)!r}) "
-              "or model == 'x'")
+    attack = (
+        f"model.str.replace('decoder-char', '[plugins]').to_csv({str(target)!r}) or model == 'x'"
+    )
     result = run_cli("compare", "--where", attack)
     assert result.code == 2, result
     assert "a function or method call is not allowed" in result.err, result
@@ -57,27 +69,30 @@ def test_where_cannot_call_methods_to_write_files(three_runs, isolated):
     assert plain.code == 2 and not (isolated / "x.csv").exists()
 
 
-@pytest.mark.parametrize("expression, says", [
-    ("model.str.len() > 3", "call"),
-    ("model.size > 0", "Unknown column 'model.size'"),  # a dotted name is a column name
-    ("model[0] == 'd'", "indexing"),
-    ("__import__('os').system('true')", "call"),
-    ("(lambda: 1)() == 1", "call"),
-    ("@model == 1", "not a valid condition"),
-    ("[x for x in model] == 1", "not allowed"),
-    ("(seed := 1) == 1", "assignment"),
-    ("seed if seed else 1", "if/else"),
-    ("model is None", "'is'"),
-    ("model == 'a' & seed > 0", "write 'and'"),
-    ("seed in model", "'in' takes a list"),
-    ("model in [len]", "not a literal value"),
-    ("10 ** 10 ** 10 > 1", "too large"),
-    ("'a' * 1000000000 == model", "arithmetic on text"),
-    ("nope == 1", "Unknown column 'nope'"),
-    ("model", "is not a condition"),
-    ("(" * 5000 + "1" + ")" * 5000, "at most 2000"),
-    ("not " * 400 + "seed == 0", "nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "expression, says",
+    [
+        ("model.str.len() > 3", "call"),
+        ("model.size > 0", "Unknown column 'model.size'"),  # a dotted name is a column name
+        ("model[0] == 'd'", "indexing"),
+        ("__import__('os').system('true')", "call"),
+        ("(lambda: 1)() == 1", "call"),
+        ("@model == 1", "not a valid condition"),
+        ("[x for x in model] == 1", "not allowed"),
+        ("(seed := 1) == 1", "assignment"),
+        ("seed if seed else 1", "if/else"),
+        ("model is None", "'is'"),
+        ("model == 'a' & seed > 0", "write 'and'"),
+        ("seed in model", "'in' takes a list"),
+        ("model in [len]", "not a literal value"),
+        ("10 ** 10 ** 10 > 1", "too large"),
+        ("'a' * 1000000000 == model", "arithmetic on text"),
+        ("nope == 1", "Unknown column 'nope'"),
+        ("model", "is not a condition"),
+        ("(" * 5000 + "1" + ")" * 5000, "at most 2000"),
+        ("not " * 400 + "seed == 0", "nested too deeply"),
+    ],
+)
 def test_where_refuses_everything_outside_the_whitelist(three_runs, expression, says):
     result = run_cli("compare", "--where", expression)
     assert result.code == 2, result
@@ -86,15 +101,18 @@ def test_where_refuses_everything_outside_the_whitelist(three_runs, expression, 
     assert says in lines[0], (says, lines[0])
 
 
-@pytest.mark.parametrize("expression, models", [
-    ("model == 'decoder-char'", ["decoder-char"]),
-    ("model in ['decoder-char', 'digits-char']", ["decoder-char", "digits-char"]),
-    ("model not in ('decoder-char',) and dataset == 'text'", ["encoder-char"]),
-    ("not (model == 'decoder-char' or model == 'encoder-char')", ["digits-char"]),
-    ("params / 1000 - 1 == 1", ["decoder-char", "encoder-char"]),  # seed 1 only
-    ("val_bpc ** 2 > 9.5 and -seed < 1", ["encoder-char"]),
-    ("1.9 < val_bpc <= 2.0 or error != None", ["decoder-char"]),
-])
+@pytest.mark.parametrize(
+    "expression, models",
+    [
+        ("model == 'decoder-char'", ["decoder-char"]),
+        ("model in ['decoder-char', 'digits-char']", ["decoder-char", "digits-char"]),
+        ("model not in ('decoder-char',) and dataset == 'text'", ["encoder-char"]),
+        ("not (model == 'decoder-char' or model == 'encoder-char')", ["digits-char"]),
+        ("params / 1000 - 1 == 1", ["decoder-char", "encoder-char"]),  # seed 1 only
+        ("val_bpc ** 2 > 9.5 and -seed < 1", ["encoder-char"]),
+        ("1.9 < val_bpc <= 2.0 or error != None", ["decoder-char"]),
+    ],
+)
 def test_where_keeps_what_it_promises(three_runs, expression, models):
     result = run_cli("compare", "--where", expression, "--status", "all", "--format", "csv")
     assert result.code == 0, result
@@ -159,9 +177,12 @@ def test_plot_output_follows_symlinks_and_streams_to_fifos(isolated):
 
     run_id = record("decoder-char", "text", 0, 2.0)
     (home() / run_id).mkdir(parents=True)
-    (home() / run_id / "metrics.jsonl").write_text("".join(
-        json.dumps({"step": s, "train_loss": 3.0 - s / 10, "elapsed": s}) + "\n"
-        for s in range(1, 6)))
+    (home() / run_id / "metrics.jsonl").write_text(
+        "".join(
+            json.dumps({"step": s, "train_loss": 3.0 - s / 10, "elapsed": s}) + "\n"
+            for s in range(1, 6)
+        )
+    )
     target = isolated / "curve.png"
     link = isolated / "link.png"
     link.symlink_to(target)
@@ -192,14 +213,17 @@ def local_plugin(work, monkeypatch, stem: str, body: str, strict: bool = False):
 HOOK = "@hookimpl\ndef register_architectures(register):\n    {}\n"
 
 
-@pytest.mark.parametrize("body, says", [
-    ("import sys\nsys.exit(0)\n", "it called sys.exit(0)"),
-    ("raise SystemExit(3)\n", "it called sys.exit(3)"),
-    ("raise KeyboardInterrupt\n", "it raised KeyboardInterrupt"),
-    (HOOK.format("import sys; sys.exit()"), "it called sys.exit()"),
-    (HOOK.format("raise KeyboardInterrupt"), "it raised KeyboardInterrupt"),
-    (HOOK.format("raise GeneratorExit"), "GeneratorExit"),
-])
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        ("import sys\nsys.exit(0)\n", "it called sys.exit(0)"),
+        ("raise SystemExit(3)\n", "it called sys.exit(3)"),
+        ("raise KeyboardInterrupt\n", "it raised KeyboardInterrupt"),
+        (HOOK.format("import sys; sys.exit()"), "it called sys.exit()"),
+        (HOOK.format("raise KeyboardInterrupt"), "it raised KeyboardInterrupt"),
+        (HOOK.format("raise GeneratorExit"), "GeneratorExit"),
+    ],
+)
 def test_a_plugin_that_exits_or_interrupts_is_set_aside(isolated, monkeypatch, body, says):
     local_plugin(isolated, monkeypatch, "p_exit", body)
     result = run_cli("list", "architectures")
@@ -220,13 +244,20 @@ def test_zoo_run_still_trains_when_a_plugin_exits_at_import(isolated, monkeypatc
     assert "status finished" in result.out and "set aside" in result.err
 
 
-def test_a_lazy_plugin_module_that_exits_fails_the_lookup_with_exit_2(isolated, monkeypatch,
-                                                                       tiny_text):
+def test_a_lazy_plugin_module_that_exits_fails_the_lookup_with_exit_2(
+    isolated, monkeypatch, tiny_text
+):
     (isolated / "p_lazy_target.py").write_text("import sys\nsys.exit(5)\n")
     monkeypatch.syspath_prepend(str(isolated))
-    local_plugin(isolated, monkeypatch, "p_lazy", HOOK.format(
-        "register('junk', 'p_lazy_target:build', tasks=('language-modeling',), "
-        "config='zoo.plugins.decoder:DecoderConfig')"))
+    local_plugin(
+        isolated,
+        monkeypatch,
+        "p_lazy",
+        HOOK.format(
+            "register('junk', 'p_lazy_target:build', tasks=('language-modeling',), "
+            "config='zoo.plugins.decoder:DecoderConfig')"
+        ),
+    )
     result = run_cli("run", "junk-char", tiny_text, "--steps", "1", "--quiet")
     assert result.code == 2, result
     assert "p_lazy_target:build" in result.err and "sys.exit(5)" in result.err
@@ -236,22 +267,32 @@ def test_a_lazy_plugin_module_that_exits_fails_the_lookup_with_exit_2(isolated, 
 
 def test_a_real_ctrl_c_while_a_plugin_loads_still_stops_zoo(isolated, monkeypatch):
     """SIGINT delivered while plugin code runs is the user's: zoo stops (exit 130)."""
-    local_plugin(isolated, monkeypatch, "p_slow", "import os, signal, time\n"
-                 "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n")
+    local_plugin(
+        isolated,
+        monkeypatch,
+        "p_slow",
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)\n",
+    )
     result = run_cli("list", "architectures")
     assert result.code == 130, result
     assert "interrupted" in result.err and "set aside" not in result.err
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
 
 
-COMMAND = ("def boom(args):\n    {}\n\n@hookimpl\ndef register_commands(register):\n"
-           "    register('boom', boom, help='plugin code that exits')\n")
-BUILD = ("def build(config, spec):\n    {}\n\n@hookimpl\ndef register_architectures(register):\n"
-         "    register('junk', build, config='zoo.plugins.decoder:DecoderConfig',\n"
-         "             tasks=('language-modeling',))\n")
-EXITS = [("import sys; sys.exit()", "it called sys.exit()"),
-         ("import sys; sys.exit(0)", "it called sys.exit(0)"),
-         ("raise KeyboardInterrupt", "it raised KeyboardInterrupt")]
+COMMAND = (
+    "def boom(args):\n    {}\n\n@hookimpl\ndef register_commands(register):\n"
+    "    register('boom', boom, help='plugin code that exits')\n"
+)
+BUILD = (
+    "def build(config, spec):\n    {}\n\n@hookimpl\ndef register_architectures(register):\n"
+    "    register('junk', build, config='zoo.plugins.decoder:DecoderConfig',\n"
+    "             tasks=('language-modeling',))\n"
+)
+EXITS = [
+    ("import sys; sys.exit()", "it called sys.exit()"),
+    ("import sys; sys.exit(0)", "it called sys.exit(0)"),
+    ("raise KeyboardInterrupt", "it raised KeyboardInterrupt"),
+]
 
 
 def zoo_says(*args):
@@ -263,8 +304,9 @@ def zoo_says(*args):
 
 
 @pytest.mark.parametrize("code, says", EXITS)
-def test_a_plugin_command_that_exits_or_interrupts_is_its_failure(isolated, monkeypatch,
-                                                                  code, says):
+def test_a_plugin_command_that_exits_or_interrupts_is_its_failure(
+    isolated, monkeypatch, code, says
+):
     local_plugin(isolated, monkeypatch, "p_cmd", COMMAND.format(code))
     result = zoo_says("boom")
     assert result.code == 2, result
@@ -275,10 +317,17 @@ def test_a_plugin_command_that_exits_or_interrupts_is_its_failure(isolated, monk
 @pytest.mark.parametrize("code, says", EXITS)
 def test_a_plugin_command_whose_arguments_exit_is_set_aside(isolated, monkeypatch, code, says):
     """Adding a command's arguments runs at every start: exiting there must not stop zoo."""
-    local_plugin(isolated, monkeypatch, "p_args", COMMAND.replace(
-        "help='plugin code that exits'", "help='h', arguments=arguments").replace(
-        "def boom(args):\n    {}\n", "def boom(args):\n    return 0\n\n"
-        "def arguments(parser):\n    {}\n").format(code))
+    local_plugin(
+        isolated,
+        monkeypatch,
+        "p_args",
+        COMMAND.replace("help='plugin code that exits'", "help='h', arguments=arguments")
+        .replace(
+            "def boom(args):\n    {}\n",
+            "def boom(args):\n    return 0\n\ndef arguments(parser):\n    {}\n",
+        )
+        .format(code),
+    )
     result = zoo_says("list", "architectures")
     assert result.code == 0, result
     assert "command 'boom' from plugin 'p_args' set aside" in result.err and says in result.err
@@ -286,8 +335,9 @@ def test_a_plugin_command_whose_arguments_exit_is_set_aside(isolated, monkeypatc
 
 
 @pytest.mark.parametrize("code, says", EXITS)
-def test_an_architecture_build_that_exits_or_interrupts_fails_the_run(isolated, monkeypatch,
-                                                                      tiny_text, code, says):
+def test_an_architecture_build_that_exits_or_interrupts_fails_the_run(
+    isolated, monkeypatch, tiny_text, code, says
+):
     local_plugin(isolated, monkeypatch, "p_build", BUILD.format(code))
     result = zoo_says("run", "junk-char", tiny_text, "--steps", "1", "--quiet")
     assert result.code == 2, result
@@ -299,10 +349,16 @@ def test_an_architecture_build_that_exits_or_interrupts_fails_the_run(isolated, 
 
 @pytest.mark.slow
 def test_loading_a_trained_run_whose_build_exits_is_exit_2(isolated, monkeypatch, tiny_text):
-    local_plugin(isolated, monkeypatch, "p_build", BUILD.format(
-        "import os, sys\n    if os.environ.get('P_BUILD_EXIT'):\n        sys.exit(0)\n"
-        "    from zoo.plugins.decoder.model import build as decoder\n"
-        "    return decoder(config, spec)"))
+    local_plugin(
+        isolated,
+        monkeypatch,
+        "p_build",
+        BUILD.format(
+            "import os, sys\n    if os.environ.get('P_BUILD_EXIT'):\n        sys.exit(0)\n"
+            "    from zoo.plugins.decoder.model import build as decoder\n"
+            "    return decoder(config, spec)"
+        ),
+    )
     trained = run_cli("run", "junk-char", tiny_text, "--steps", "2", "--json", *TINY_DECODER)
     assert trained.code == 0, trained
     monkeypatch.setenv("P_BUILD_EXIT", "1")
@@ -312,8 +368,14 @@ def test_loading_a_trained_run_whose_build_exits_is_exit_2(isolated, monkeypatch
 
 
 def test_a_real_ctrl_c_in_a_plugin_command_still_stops_zoo(isolated, monkeypatch):
-    local_plugin(isolated, monkeypatch, "p_cmd", COMMAND.format(
-        "import os, signal, time; os.kill(os.getpid(), signal.SIGINT); time.sleep(5)"))
+    local_plugin(
+        isolated,
+        monkeypatch,
+        "p_cmd",
+        COMMAND.format(
+            "import os, signal, time; os.kill(os.getpid(), signal.SIGINT); time.sleep(5)"
+        ),
+    )
     result = zoo_says("boom")
     assert result.code == 130, result
     assert "interrupted" in result.err and "failed" not in result.err
@@ -327,25 +389,67 @@ def trained_home(tmp_path_factory):
     (encoder-char), trained once; tests get a copy (see ``trained``)."""
     base = tmp_path_factory.mktemp("trained")
     text = base / "tiny.txt"
-    text.write_text("\n".join(f"line {i}: the quick brown fox jumps over the lazy dog {i % 7}."
-                              for i in range(400)) + "\n")
+    text.write_text(
+        "\n".join(
+            f"line {i}: the quick brown fox jumps over the lazy dog {i % 7}." for i in range(400)
+        )
+        + "\n"
+    )
     reviews = base / "reviews.csv"
-    reviews.write_text("text,label\n" + "\n".join(
-        f"the film {i} was {'good and great' if i % 2 else 'bad and dull'},{'pos' if i % 2 else 'neg'}"
-        for i in range(200)) + "\n")
+    reviews.write_text(
+        "text,label\n"
+        + "\n".join(
+            f"the film {i} was {'good and great' if i % 2 else 'bad and dull'},{'pos' if i % 2 else 'neg'}"
+            for i in range(200)
+        )
+        + "\n"
+    )
     saved = {k: os.environ.get(k) for k in ("ZOO_HOME", "ZOO_LOAD_PLUGINS")}
     os.environ.update(ZOO_HOME=str(base / "runs"), ZOO_LOAD_PLUGINS="")
     registry.reset_zoo()
     try:
         runs = {}
-        for name, args in (("lm", ["decoder-char", text, *TINY_DECODER]),
-                           ("cls", ["encoder-char", reviews, "--set", "n_layer=1", "--set",
-                                    "n_head=2", "--set", "n_embd=16", "--set", "block_size=32",
-                                    "--set", "batch_size=8", "--set", "eval_interval=3"]),
-                           ("decoder-cls", ["decoder-char", reviews, "--set", "n_layer=1",
-                                            "--set", "n_head=2", "--set", "n_embd=16",
-                                            "--set", "block_size=32", "--set", "batch_size=8",
-                                            "--set", "eval_interval=3"])):
+        for name, args in (
+            ("lm", ["decoder-char", text, *TINY_DECODER]),
+            (
+                "cls",
+                [
+                    "encoder-char",
+                    reviews,
+                    "--set",
+                    "n_layer=1",
+                    "--set",
+                    "n_head=2",
+                    "--set",
+                    "n_embd=16",
+                    "--set",
+                    "block_size=32",
+                    "--set",
+                    "batch_size=8",
+                    "--set",
+                    "eval_interval=3",
+                ],
+            ),
+            (
+                "decoder-cls",
+                [
+                    "decoder-char",
+                    reviews,
+                    "--set",
+                    "n_layer=1",
+                    "--set",
+                    "n_head=2",
+                    "--set",
+                    "n_embd=16",
+                    "--set",
+                    "block_size=32",
+                    "--set",
+                    "batch_size=8",
+                    "--set",
+                    "eval_interval=3",
+                ],
+            ),
+        ):
             result = run_cli("run", *args, "--steps", "6", "--json")
             assert result.code == 0, result
             runs[name] = json.loads(result.out)["run_id"]
@@ -387,8 +491,8 @@ def test_a_seed_out_of_range_is_exit_2_before_anything_is_written(isolated, tiny
 
 
 def test_the_python_api_checks_the_seed_too(isolated, tiny_text):
-    from zoo.errors import ZooError
     from zoo.core.plan import plan_run
+    from zoo.errors import ZooError
 
     with pytest.raises(ZooError, match="seed must be a whole number"):
         plan_run("decoder-char", str(tiny_text), seed=2**64)
@@ -396,7 +500,8 @@ def test_the_python_api_checks_the_seed_too(isolated, tiny_text):
 
 def test_a_failed_store_insert_leaves_no_run_folder(isolated, tiny_text, monkeypatch):
     from zoo.errors import ZooError
-    from zoo.records.store import Store as RealStore, home
+    from zoo.records.store import Store as RealStore
+    from zoo.records.store import home
 
     def failing_insert(self, run_id, **fields):
         raise ZooError(f"cannot write the results store {self.path}: disk I/O error")
@@ -407,8 +512,9 @@ def test_a_failed_store_insert_leaves_no_run_folder(isolated, tiny_text, monkeyp
     assert [p.name for p in home().iterdir() if not p.name.startswith("zoo.db")] == []
 
 
-def test_a_read_only_store_is_exit_2_naming_it_and_leaves_no_folder(isolated, tiny_text,
-                                                                    monkeypatch):
+def test_a_read_only_store_is_exit_2_naming_it_and_leaves_no_folder(
+    isolated, tiny_text, monkeypatch
+):
     """As root, permissions cannot make zoo.db read-only, so the check that sees a read-only
     file or folder is made to see one; SQLite itself then opens the file read-only."""
     import zoo.records.store
@@ -434,8 +540,9 @@ def test_sqlite_refusing_a_write_is_exit_2_naming_the_store(isolated):
         pass
     store = Store(read_only=False)
     store.conn.close()
-    store.conn = sqlite3.connect(f"file:{home() / 'zoo.db'}?mode=ro", uri=True,
-                                 isolation_level=None)  # what a read-only file gives
+    store.conn = sqlite3.connect(
+        f"file:{home() / 'zoo.db'}?mode=ro", uri=True, isolation_level=None
+    )  # what a read-only file gives
     with pytest.raises(ZooError, match=r"zoo\.db: it is read-only"):
         store.insert("r1", model="m")
     with pytest.raises(ZooError, match="too large|int too"):
@@ -443,15 +550,26 @@ def test_sqlite_refusing_a_write_is_exit_2_naming_the_store(isolated):
 
 
 # -- resource bounds ---------------------------------------------------------------------
-@pytest.mark.parametrize("setting, says", [
-    ("vocab_size=1000000000", "vocab_size = 1,000,000,000 is more than zoo can allocate"),
-    ("block_size=1000000000", "block_size = 1,000,000,000 is more than zoo can allocate"),
-    ("n_embd=24576", "needs about"),
-])
-def test_sizes_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, tiny_text, setting,
-                                                                says):
-    result = run_cli("run", "decoder-bpe", tiny_text, "--steps", "1", "--set", setting,
-                     "--set", "n_layer=1024" if setting.startswith("n_embd") else "n_layer=1")
+@pytest.mark.parametrize(
+    "setting, says",
+    [
+        ("vocab_size=1000000000", "vocab_size = 1,000,000,000 is more than zoo can allocate"),
+        ("block_size=1000000000", "block_size = 1,000,000,000 is more than zoo can allocate"),
+        ("n_embd=24576", "needs about"),
+    ],
+)
+def test_sizes_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, tiny_text, setting, says):
+    result = run_cli(
+        "run",
+        "decoder-bpe",
+        tiny_text,
+        "--steps",
+        "1",
+        "--set",
+        setting,
+        "--set",
+        "n_layer=1024" if setting.startswith("n_embd") else "n_layer=1",
+    )
     assert result.code == 2, result
     assert says in only_line(result)
     with Store() as store:
@@ -459,19 +577,33 @@ def test_sizes_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, tiny_t
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model, settings, says", [
-    ("llama-char", ["intermediate_size=1000000000"],
-     "intermediate_size = 1,000,000,000 is more than zoo can allocate (at most 2,097,152)"),
-    ("gpt2-char", ["n_inner=1000000000"],
-     "n_inner = 1,000,000,000 is more than zoo can allocate (at most 2,097,152)"),
-    # within the limit, but 8 layers of that MLP width need about 490 GiB (at 4 x width: 1.5 GiB)
-    ("llama-char", ["intermediate_size=2000000", "n_embd=1024", "n_head=8", "n_layer=8"], "needs about"),
-    ("gpt2-char", ["n_inner=2000000", "n_embd=1024", "n_head=8", "n_layer=8"], "needs about"),
-    # the encoder's MLP is mlp_ratio x n_embd wide: about 530 GiB (at 4 x width: 48 GiB)
-    ("encoder-bpe", ["mlp_ratio=64", "n_embd=2048", "n_head=8", "n_layer=64"], "needs about"),
-])
-def test_mlp_widths_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, tiny_text, model,
-                                                                     settings, says):
+@pytest.mark.parametrize(
+    "model, settings, says",
+    [
+        (
+            "llama-char",
+            ["intermediate_size=1000000000"],
+            "intermediate_size = 1,000,000,000 is more than zoo can allocate (at most 2,097,152)",
+        ),
+        (
+            "gpt2-char",
+            ["n_inner=1000000000"],
+            "n_inner = 1,000,000,000 is more than zoo can allocate (at most 2,097,152)",
+        ),
+        # within the limit, but 8 layers of that MLP width need about 490 GiB (at 4 x width: 1.5 GiB)
+        (
+            "llama-char",
+            ["intermediate_size=2000000", "n_embd=1024", "n_head=8", "n_layer=8"],
+            "needs about",
+        ),
+        ("gpt2-char", ["n_inner=2000000", "n_embd=1024", "n_head=8", "n_layer=8"], "needs about"),
+        # the encoder's MLP is mlp_ratio x n_embd wide: about 530 GiB (at 4 x width: 48 GiB)
+        ("encoder-bpe", ["mlp_ratio=64", "n_embd=2048", "n_head=8", "n_layer=64"], "needs about"),
+    ],
+)
+def test_mlp_widths_that_cannot_be_allocated_are_exit_2_before_a_run(
+    isolated, tiny_text, model, settings, says
+):
     pytest.importorskip("transformers")
     sets = [arg for setting in settings for arg in ("--set", setting)]
     result = run_cli("run", model, tiny_text, "--steps", "1", *sets)
@@ -481,20 +613,32 @@ def test_mlp_widths_that_cannot_be_allocated_are_exit_2_before_a_run(isolated, t
         assert store.rows() == []
 
 
-@pytest.mark.parametrize("model, settings, says", [
-    ("fasttext-wordpunct", ["buckets=2000000000"],
-     "buckets = 2,000,000,000 is more than zoo can allocate (at most 16,777,216)"),
-    ("fasttext-wordpunct", ["buckets=16000000", "dim=30000"], "needs about"),
-    ("nbsvm-wordpunct", ["buckets=2000000000"],
-     "buckets = 2,000,000,000 is more than zoo can allocate (at most 16,777,216)"),
-    ("nbsvm-wordpunct", ["char_buckets=20000000000"], "needs about"),  # 1.3 TB of weights
-    ("lstm-wordpunct", ["hidden=100000"], "needs about"),  # 6 TB: hidden is lstm's own field
-])
+@pytest.mark.parametrize(
+    "model, settings, says",
+    [
+        (
+            "fasttext-wordpunct",
+            ["buckets=2000000000"],
+            "buckets = 2,000,000,000 is more than zoo can allocate (at most 16,777,216)",
+        ),
+        ("fasttext-wordpunct", ["buckets=16000000", "dim=30000"], "needs about"),
+        (
+            "nbsvm-wordpunct",
+            ["buckets=2000000000"],
+            "buckets = 2,000,000,000 is more than zoo can allocate (at most 16,777,216)",
+        ),
+        ("nbsvm-wordpunct", ["char_buckets=20000000000"], "needs about"),  # 1.3 TB of weights
+        ("lstm-wordpunct", ["hidden=100000"], "needs about"),  # 6 TB: hidden is lstm's own field
+    ],
+)
 def test_hashed_bigram_tables_that_cannot_be_allocated_are_exit_2_before_a_run(
-        isolated, model, settings, says):
+    isolated, model, settings, says
+):
     data = isolated / "reviews.csv"
-    data.write_text("text,label\n" + "".join(f"review {i},{'pos' if i % 2 else 'neg'}\n"
-                                             for i in range(40)), encoding="utf-8")
+    data.write_text(
+        "text,label\n" + "".join(f"review {i},{'pos' if i % 2 else 'neg'}\n" for i in range(40)),
+        encoding="utf-8",
+    )
     sets = [arg for setting in settings for arg in ("--set", setting)]
     result = run_cli("run", model, data, "--steps", "1", *sets)
     assert result.code == 2, result
@@ -506,18 +650,31 @@ def test_hashed_bigram_tables_that_cannot_be_allocated_are_exit_2_before_a_run(
 SHAPE = {"n_layer": 2, "n_head": 2, "n_embd": 64, "block_size": 16}
 
 
-@pytest.mark.parametrize("architecture, settings", [
-    ("decoder", SHAPE),  # 4 x n_embd always
-    ("encoder", {**SHAPE, "mlp_ratio": 1}),
-    ("encoder", {**SHAPE, "mlp_ratio": 8}),
-    ("digits", {"blocks": 2, "heads": 2, "width": 64, "block_size": 16, "ff_ratio": 1}),
-    ("digits", {"blocks": 2, "heads": 2, "width": 64, "block_size": 16, "ff_ratio": 8}),
-    ("gpt2", {**SHAPE, "n_inner": 32}),
-    ("bert", {**SHAPE, "intermediate_size": 512}),
-    ("fasttext", {"dim": 32, "buckets": 5000}),
-    ("lstm", {"n_embd": 64, "hidden": 48, "n_layer": 3}),
-], ids=["decoder", "encoder-mlp_ratio-1", "encoder-mlp_ratio-8", "digits-ff_ratio-1",
-        "digits-ff_ratio-8", "gpt2-n_inner", "bert-intermediate_size", "fasttext", "lstm"])
+@pytest.mark.parametrize(
+    "architecture, settings",
+    [
+        ("decoder", SHAPE),  # 4 x n_embd always
+        ("encoder", {**SHAPE, "mlp_ratio": 1}),
+        ("encoder", {**SHAPE, "mlp_ratio": 8}),
+        ("digits", {"blocks": 2, "heads": 2, "width": 64, "block_size": 16, "ff_ratio": 1}),
+        ("digits", {"blocks": 2, "heads": 2, "width": 64, "block_size": 16, "ff_ratio": 8}),
+        ("gpt2", {**SHAPE, "n_inner": 32}),
+        ("bert", {**SHAPE, "intermediate_size": 512}),
+        ("fasttext", {"dim": 32, "buckets": 5000}),
+        ("lstm", {"n_embd": 64, "hidden": 48, "n_layer": 3}),
+    ],
+    ids=[
+        "decoder",
+        "encoder-mlp_ratio-1",
+        "encoder-mlp_ratio-8",
+        "digits-ff_ratio-1",
+        "digits-ff_ratio-8",
+        "gpt2-n_inner",
+        "bert-intermediate_size",
+        "fasttext",
+        "lstm",
+    ],
+)
 def test_the_memory_estimate_is_near_the_built_models_parameter_count(architecture, settings):
     """The estimate zoo checks against this machine's memory before a run (bounds.py: the
     architecture's own, else the transformer default) is within 10% of the built model's
@@ -567,20 +724,26 @@ def tamper_config(home, run_id, change):
     return path
 
 
-@pytest.mark.parametrize("change, says", [
-    (lambda c: c.pop("architecture"), "the key 'architecture' is missing"),
-    (lambda c: c.pop("configs"), "the key 'configs' is missing"),
-    (lambda c: c.update(architecture=["decoder"]), "'architecture' must be a string, not a list"),
-    (lambda c: c.update(seed="zero"), "'seed' must be an integer"),
-    (lambda c: c.update(configs=[1, 2]), "'configs' must be an object, not a list"),
-    (lambda c: c["configs"].update(model="big"), "configs.model must be an object or null"),
-    (lambda c: c["configs"].update(train=7), "configs.train must be an object or null"),
-    (lambda c: c["configs"]["model"].update(n_layers=3), "n_layers"),
-    (lambda c: c["configs"]["model"].update(n_layer="two"), "n_layer"),
-    (lambda c: c["spec"].update(colour="red"), "unknown key 'colour' in 'spec'"),
-    (lambda c: c["spec"].update(vocab_size=None), "spec.vocab_size must be an integer"),
-    (lambda c: c["configs"]["model"].update(n_embd=[[[[[[1]]]]]]), "nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (lambda c: c.pop("architecture"), "the key 'architecture' is missing"),
+        (lambda c: c.pop("configs"), "the key 'configs' is missing"),
+        (
+            lambda c: c.update(architecture=["decoder"]),
+            "'architecture' must be a string, not a list",
+        ),
+        (lambda c: c.update(seed="zero"), "'seed' must be an integer"),
+        (lambda c: c.update(configs=[1, 2]), "'configs' must be an object, not a list"),
+        (lambda c: c["configs"].update(model="big"), "configs.model must be an object or null"),
+        (lambda c: c["configs"].update(train=7), "configs.train must be an object or null"),
+        (lambda c: c["configs"]["model"].update(n_layers=3), "n_layers"),
+        (lambda c: c["configs"]["model"].update(n_layer="two"), "n_layer"),
+        (lambda c: c["spec"].update(colour="red"), "unknown key 'colour' in 'spec'"),
+        (lambda c: c["spec"].update(vocab_size=None), "spec.vocab_size must be an integer"),
+        (lambda c: c["configs"]["model"].update(n_embd=[[[[[[1]]]]]]), "nested too deeply"),
+    ],
+)
 def test_a_tampered_config_json_is_exit_2_naming_it(trained, change, says):
     home, runs = trained
     path = tamper_config(home, runs["lm"], change)
@@ -600,11 +763,14 @@ def test_a_deeply_nested_config_json_is_exit_2(trained):
     assert result.code == 2 and str(path) in only_line(result) and "nested" in result.err
 
 
-@pytest.mark.parametrize("content, says", [
-    ("{not json}\n{\"step\": 1}\n", "line 1 is not valid JSON"),
-    ("[1, 2]\n", "line 1 is a list, not a JSON object"),
-    ("\x00\x01garbage\n", "line 1 is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        ('{not json}\n{"step": 1}\n', "line 1 is not valid JSON"),
+        ("[1, 2]\n", "line 1 is a list, not a JSON object"),
+        ("\x00\x01garbage\n", "line 1 is not valid JSON"),
+    ],
+)
 def test_garbage_metrics_jsonl_is_exit_2_naming_it(trained, content, says):
     home, runs = trained
     path = home / runs["lm"] / "metrics.jsonl"
@@ -623,13 +789,16 @@ def test_a_line_cut_short_by_a_crash_is_left_out_of_the_curve(trained):
     assert read_curve(path) == whole
 
 
-@pytest.mark.parametrize("content, says", [
-    ('{"pos": 1}', "expected a non-empty list of class names"),
-    ("[1, 2]", "expected a non-empty list of class names"),
-    ("[]", "expected a non-empty list"),
-    ('["neg"]', "1 class names for a model with 2 classes"),
-    ("[[[[[[[[", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        ('{"pos": 1}', "expected a non-empty list of class names"),
+        ("[1, 2]", "expected a non-empty list of class names"),
+        ("[]", "expected a non-empty list"),
+        ('["neg"]', "1 class names for a model with 2 classes"),
+        ("[[[[[[[[", "not valid JSON"),
+    ],
+)
 def test_a_bad_classes_json_is_exit_2_naming_it(trained, content, says):
     home, runs = trained
     path = home / runs["cls"] / "classes.json"
@@ -652,8 +821,9 @@ def test_one_row_with_invalid_json_is_skipped_with_a_warning(trained):
         assert result.code == 0, (command, result)
         assert runs["cls"] in result.out or "encoder-char" in result.out
         warnings = result.err.strip().splitlines()
-        assert warnings and all(runs["lm"] in w and "invalid JSON" in w and "skipped" in w
-                                for w in warnings), result
+        assert warnings and all(
+            runs["lm"] in w and "invalid JSON" in w and "skipped" in w for w in warnings
+        ), result
     show = run_cli("show", runs["lm"])
     assert show.code == 2 and runs["lm"] in only_line(show) and "invalid JSON" in show.err
     assert run_cli("show", runs["cls"]).code == 0
@@ -673,9 +843,13 @@ def test_a_read_only_home_can_be_browsed(trained, monkeypatch, isolated):
         monkeypatch.setattr(zoo.records.store, "_not_writable", lambda path: path.is_file())
     before = {p: p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
     try:
-        for command in (["runs"], ["show", runs["lm"]], ["compare", "--by", "model"],
-                        ["generate", runs["lm"], "--tokens", "3"],
-                        ["predict", runs["cls"], "the film was good"]):
+        for command in (
+            ["runs"],
+            ["show", runs["lm"]],
+            ["compare", "--by", "model"],
+            ["generate", runs["lm"], "--tokens", "3"],
+            ["predict", runs["cls"], "the film was good"],
+        ):
             result = run_cli(*command)
             assert result.code == 0, (command, result)
         with Store() as store:
@@ -686,16 +860,17 @@ def test_a_read_only_home_can_be_browsed(trained, monkeypatch, isolated):
         if os.geteuid() != 0:
             for path in [home, home / "zoo.db"]:
                 path.chmod(0o755)
-    assert {p: p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()
-            and not p.name.startswith("zoo.db-")} == {p: t for p, t in before.items()
-                                                      if not p.name.startswith("zoo.db-")}
+    assert {
+        p: p.stat().st_mtime_ns
+        for p in home.rglob("*")
+        if p.is_file() and not p.name.startswith("zoo.db-")
+    } == {p: t for p, t in before.items() if not p.name.startswith("zoo.db-")}
 
 
 # -- budgets, the Hub, library noise -------------------------------------------------------
 @pytest.mark.slow
 def test_a_time_budget_too_small_for_a_step_still_trains_one(isolated, tiny_text):
-    result = run_cli("run", "decoder-char", tiny_text, "--time", "1e-9", "--json",
-                     *TINY_DECODER)
+    result = run_cli("run", "decoder-char", tiny_text, "--time", "1e-9", "--json", *TINY_DECODER)
     assert result.code == 0, result
     summary = json.loads(result.out)
     assert summary["status"] == "finished"

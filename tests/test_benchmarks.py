@@ -2,6 +2,7 @@
 at import time, so no torch either), and every name a script imports from zoo or from a
 sibling script, inside its functions too, exists. A renamed API then fails here rather than
 when someone next measures (bench_train.py was once broken for weeks)."""
+
 from __future__ import annotations
 
 import ast
@@ -12,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import run_python
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -43,13 +43,15 @@ def test_a_benchmark_script_imports_without_running(path, clean_imports):
 
 def test_no_benchmark_script_imports_torch_at_import_time():
     """In a fresh interpreter: in this one, an earlier test may have imported torch already."""
-    probe = (f"import importlib.util, sys\nsys.path.insert(0, {str(BENCHMARKS)!r})\n"
-             f"for path in {[str(p) for p in SCRIPTS]!r}:\n"
-             "    spec = importlib.util.spec_from_file_location('smoke', path)\n"
-             "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
-             "    if 'torch' in sys.modules:\n"
-             "        print(path)\n"
-             "        break\n")
+    probe = (
+        f"import importlib.util, sys\nsys.path.insert(0, {str(BENCHMARKS)!r})\n"
+        f"for path in {[str(p) for p in SCRIPTS]!r}:\n"
+        "    spec = importlib.util.spec_from_file_location('smoke', path)\n"
+        "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+        "    if 'torch' in sys.modules:\n"
+        "        print(path)\n"
+        "        break\n"
+    )
     assert run_python(probe) == []
 
 
@@ -64,7 +66,7 @@ def imports(path: Path) -> list[tuple[int, str, str | None]]:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def top_level_names(source: Path) -> set[str]:
     names = set()
     for node in ast.parse(source.read_text(encoding="utf-8")).body:
@@ -78,7 +80,7 @@ def top_level_names(source: Path) -> set[str]:
     return names
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def missing(module: str, name: str | None) -> str | None:
     """Why `from module import name` (or `import module`) would fail, or None. Modules are
     found, not imported (only their parent packages are), and names read from the source."""
@@ -91,8 +93,10 @@ def missing(module: str, name: str | None) -> str | None:
             spec = None
         if spec is None:
             return f"no module {module}"
-        if name is None or (spec.submodule_search_locations
-                            and importlib.util.find_spec(f"{module}.{name}") is not None):
+        if name is None or (
+            spec.submodule_search_locations
+            and importlib.util.find_spec(f"{module}.{name}") is not None
+        ):
             return None
         source = Path(spec.origin)
     names = top_level_names(source)
@@ -105,14 +109,17 @@ def missing(module: str, name: str | None) -> str | None:
 
 
 def test_every_name_a_benchmark_imports_from_zoo_exists(clean_imports):
-    problems = [f"{path.name}:{line}: {why}"
-                for path in SCRIPTS for line, module, name in imports(path)
-                if module.split(".")[0] == "zoo" or module in SIBLINGS
-                if (why := missing(module, name))]
+    problems = [
+        f"{path.name}:{line}: {why}"
+        for path in SCRIPTS
+        for line, module, name in imports(path)
+        if module.split(".")[0] == "zoo" or module in SIBLINGS
+        if (why := missing(module, name))
+    ]
     assert not problems, "\n".join(problems)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def definition(module: str, name: str):
     """The arguments a call of `name` from `module` takes (a function's, or a class's
     __init__ without self), read from the source; None when they cannot be read so (a
@@ -133,25 +140,33 @@ def definition(module: str, name: str):
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == "__init__":
                     args = item.args
-                    return ast.arguments(posonlyargs=args.posonlyargs, args=args.args[1:],
-                                         vararg=args.vararg, kwonlyargs=args.kwonlyargs,
-                                         kw_defaults=args.kw_defaults, kwarg=args.kwarg,
-                                         defaults=args.defaults)
+                    return ast.arguments(
+                        posonlyargs=args.posonlyargs,
+                        args=args.args[1:],
+                        vararg=args.vararg,
+                        kwonlyargs=args.kwonlyargs,
+                        kw_defaults=args.kw_defaults,
+                        kwarg=args.kwarg,
+                        defaults=args.defaults,
+                    )
             return None
     return None
 
 
 def call_problem(call: ast.Call, args: ast.arguments) -> str | None:
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
         return None  # *args / **kwargs: cannot tell
     positional = [a.arg for a in args.posonlyargs + args.args]
     given = {k.arg for k in call.keywords}
-    required = positional[:len(positional) - len(args.defaults)]
+    required = positional[: len(positional) - len(args.defaults)]
     if len(call.args) > len(positional) and not args.vararg:
         return f"{len(call.args)} positional arguments, takes {len(positional)}"
-    missing = [a for a in required[len(call.args):] if a not in given]
-    missing += [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults)
-                if d is None and a.arg not in given]
+    missing = [a for a in required[len(call.args) :] if a not in given]
+    missing += [
+        a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None and a.arg not in given
+    ]
     if missing:
         return f"missing {', '.join(missing)}"
     known = set(positional) | {a.arg for a in args.kwonlyargs}
@@ -164,14 +179,23 @@ def test_benchmarks_call_zoo_functions_with_the_arguments_they_take(clean_import
     for path in SCRIPTS:
         sources: dict[str, set] = {}  # local name -> where it is imported from
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and not node.level and node.module and (
-                    node.module.split(".")[0] == "zoo" or node.module in SIBLINGS):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and not node.level
+                and node.module
+                and (node.module.split(".")[0] == "zoo" or node.module in SIBLINGS)
+            ):
                 for alias in node.names:
-                    sources.setdefault(alias.asname or alias.name, set()).add((node.module, alias.name))
+                    sources.setdefault(alias.asname or alias.name, set()).add(
+                        (node.module, alias.name)
+                    )
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                    and len(sources.get(node.func.id, ())) == 1:
-                (module, name), = sources[node.func.id]
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and len(sources.get(node.func.id, ())) == 1
+            ):
+                ((module, name),) = sources[node.func.id]
                 args = definition(module, name)
                 why = args and call_problem(node, args)
                 if why:

@@ -1,17 +1,17 @@
 """keep_best, best_step and patience in the shared training loop, for every task."""
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
+from conftest import TINY_DECODER, run_cli
 
+from zoo.records.store import home
 from zoo.train import checkpoints
-
 from zoo.train import loop as trainer
 from zoo.train.job import Job, RunFolder, TrainConfig
-from zoo.records.store import home
-from conftest import TINY_DECODER, run_cli
 
 
 class Counter:
@@ -46,8 +46,16 @@ PEAK = {2: 0.5, 4: 0.9, 6: 0.8, 8: 0.7, 10: 0.6, 12: 0.95}
 
 
 def make_job(tmp_path, **train) -> Job:
-    cfg = TrainConfig(**{"steps": 12, "eval_interval": 2, "warmup_steps": 1,
-                         "checkpoint_every": 0, "checkpoint_seconds": 0, **train})
+    cfg = TrainConfig(
+        **{
+            "steps": 12,
+            "eval_interval": 2,
+            "warmup_steps": 1,
+            "checkpoint_every": 0,
+            "checkpoint_seconds": 0,
+            **train,
+        }
+    )
     run = RunFolder(tmp_path / "run").create()
     return Job("counter", None, None, "test", None, None, cfg, None, 0, "cpu", run, quiet=True)
 
@@ -128,8 +136,17 @@ def test_a_language_model_reports_val_and_test_from_the_same_best_weights(tiny_t
         return 1.0 if len(calls) % 15 == 5 else 2.0 + len(calls) % 15
 
     monkeypatch.setattr(language_modeling, "estimate", scripted_estimate)
-    args = ["run", "decoder-char", tiny_text, "--steps", 15, "--json", *TINY_DECODER,
-            "--set", "eval_interval=1"]
+    args = [
+        "run",
+        "decoder-char",
+        tiny_text,
+        "--steps",
+        15,
+        "--json",
+        *TINY_DECODER,
+        "--set",
+        "eval_interval=1",
+    ]
     result, last = run_cli(*args), run_cli(*args, "--set", "keep_best=false")
     assert result.code == 0 and last.code == 0, (result, last)
     summary = json.loads(result.out)
@@ -137,8 +154,13 @@ def test_a_language_model_reports_val_and_test_from_the_same_best_weights(tiny_t
     assert metrics["best_step"] == last_metrics["best_step"] == 5 and metrics["steps"] == 15
     for prefix in ("val", "test"):  # the best weights, not the last ones, are reported
         assert metrics[f"{prefix}_loss"] != last_metrics[f"{prefix}_loss"]
-    curve = [r for r in map(json.loads, (home() / summary["run_id"] / "metrics.jsonl")
-                            .read_text().splitlines()) if "val_loss" in r]
+    curve = [
+        r
+        for r in map(
+            json.loads, (home() / summary["run_id"] / "metrics.jsonl").read_text().splitlines()
+        )
+        if "val_loss" in r
+    ]
     assert len(curve) == 15  # the curve still shows every validation
     for split, prefix in (("validation", "val"), ("test", "test")):
         scored = run_cli("eval", summary["run_id"], tiny_text, "--split", split, "--json")

@@ -1,6 +1,7 @@
 """Sizes a user can set are bounded before anything is allocated: `predict` input is read
 in bounded lines and its bytes counted as read (pipes and devices too), and dataset
 settings are checked against an estimate of what they need."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
+
 from zoo.core.bounds import MAX_PREDICT_TEXT_BYTES
 
 
@@ -27,9 +28,13 @@ def run_id(tiny_text, one_thread):
 def test_200_mb_of_zeros_on_a_pipe_is_exit_2_within_seconds_and_under_1_gb(run_id, name):
     began = time.time()
     zeros = subprocess.Popen(["head", "-c", "200000000", "/dev/zero"], stdout=subprocess.PIPE)
-    predict = subprocess.Popen([sys.executable, "-m", "zoo", "predict", run_id, "--file", name],
-                               stdin=zeros.stdout, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    predict = subprocess.Popen(
+        [sys.executable, "-m", "zoo", "predict", run_id, "--file", name],
+        stdin=zeros.stdout,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     zeros.stdout.close()
     _, status, usage = os.wait4(predict.pid, 0)
     err = predict.stderr.read()
@@ -47,8 +52,9 @@ def test_the_bytes_read_are_capped_not_the_size_the_system_reports(monkeypatch, 
     monkeypatch.setattr("zoo.core.bounds.MAX_PREDICT_BYTES", 1000)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    writer = subprocess.Popen([sys.executable, "-c",
-                               f"open({str(fifo)!r}, 'w').write('short line\\n' * 500)"])
+    writer = subprocess.Popen(
+        [sys.executable, "-c", f"open({str(fifo)!r}, 'w').write('short line\\n' * 500)"]
+    )
     try:
         with pytest.raises(Exception, match="holds more than 0 MiB"):
             options.read_texts(str(fifo))
@@ -75,11 +81,15 @@ def test_texts_are_predicted_in_bounded_groups():
     assert [len(g) for g in batches_of_texts(["x"] * 2500)] == [1024, 1024, 452]
 
 
-@pytest.mark.parametrize("setting, maximum", [("max_len=65536", "at most 250"),
-                                              ("max_len=512", "at most 250"),
-                                              ("train_size=16777216", "at most 2,6")])
-def test_digits_settings_beyond_the_budget_are_refused_before_anything_is_built(
-        setting, maximum):
+@pytest.mark.parametrize(
+    "setting, maximum",
+    [
+        ("max_len=65536", "at most 250"),
+        ("max_len=512", "at most 250"),
+        ("train_size=16777216", "at most 2,0"),
+    ],
+)
+def test_digits_settings_beyond_the_budget_are_refused_before_anything_is_built(setting, maximum):
     began = time.time()
     result = run_cli("run", "digits-char", "digits", "--steps", 1, "--set", f"dataset.{setting}")
     assert result.code == 2, result
@@ -93,8 +103,7 @@ def test_digits_settings_beyond_the_budget_are_refused_before_anything_is_built(
 def test_the_digits_estimate_bounds_what_the_rule_tables_take(max_len):
     import tracemalloc
 
-    from zoo.plugins.digits.data import (DigitsDataConfig, check_identifiable, rules,
-                                         table_cost)
+    from zoo.plugins.digits.data import DigitsDataConfig, check_identifiable, rules, table_cost
 
     config = DigitsDataConfig(max_len=max_len)
     count = sum(len(rules(family, config)) for family in config.families)

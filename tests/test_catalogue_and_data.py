@@ -1,20 +1,23 @@
 """registry.toml parsing and merging, --set overrides, dataset resolution order."""
+
 import json
 import os
 
 import pytest
-
 from conftest import REPO, run_cli
-from zoo.data import datasets as data
+from zoo.plugins.decoder import DecoderConfig
+
 from zoo.core import registry
 from zoo.core.catalogue import load_catalogue
 from zoo.core.config import coerce, split_overrides
+from zoo.data import datasets as data
 from zoo.errors import ZooError
-from zoo.plugins.decoder import DecoderConfig
 
 MIRROR = REPO.parent / "shared" / "datasets"
-needs_mirror = pytest.mark.skipif(not (MIRROR / "karpathy" / "tiny_shakespeare").is_dir(),
-                                  reason="the local dataset mirror is not beside the repository")
+needs_mirror = pytest.mark.skipif(
+    not (MIRROR / "karpathy" / "tiny_shakespeare").is_dir(),
+    reason="the local dataset mirror is not beside the repository",
+)
 
 
 def test_builtin_catalogue_has_the_named_datasets_and_presets():
@@ -29,7 +32,8 @@ def test_builtin_catalogue_has_the_named_datasets_and_presets():
 def test_user_registry_extends_and_overrides(isolated):
     (isolated / "registry.toml").write_text(
         '[datasets.shakespeare]\nhub = "me/shakespeare"\ntask = "language-modeling"\n'
-        '[models.decoder-mini]\narchitecture = "decoder"\ntokenizer = "char"\nset = { n_layer = 1 }\n')
+        '[models.decoder-mini]\narchitecture = "decoder"\ntokenizer = "char"\nset = { n_layer = 1 }\n'
+    )
     result = run_cli("list", "models", "decoder-mini", "--json")
     assert json.loads(result.out)[0]["preset"] is True
     catalogue = load_catalogue()
@@ -61,8 +65,9 @@ def test_unknown_registry_key_gets_a_did_you_mean_and_its_line(isolated):
 
 def test_set_values_are_checked_against_field_types():
     sections = {"model": DecoderConfig, "tokenizer": None, "train": None}
-    assert split_overrides({"n_layer": "3", "bias": "false", "dropout": "0.5"}, sections)["model"] == \
-        {"n_layer": 3, "bias": False, "dropout": 0.5}
+    assert split_overrides({"n_layer": "3", "bias": "false", "dropout": "0.5"}, sections)[
+        "model"
+    ] == {"n_layer": 3, "bias": False, "dropout": 0.5}
     with pytest.raises(ZooError, match="n_layer must be an integer"):
         split_overrides({"n_layer": "three"}, sections)
     with pytest.raises(ZooError, match="Did you mean: n_layer"):
@@ -73,7 +78,10 @@ def test_set_values_are_checked_against_field_types():
 
 def test_unknown_names_get_exit_2_and_a_suggestion(tiny_text):
     cases = [
-        (["run", "decoder-chr", "shakespeare"], "Unknown model 'decoder-chr'. Did you mean: decoder-char"),
+        (
+            ["run", "decoder-chr", "shakespeare"],
+            "Unknown model 'decoder-chr'. Did you mean: decoder-char",
+        ),
         (["run", "decoder-char", "shakespear"], "Did you mean: shakespeare?"),
         (["run", "decoder-char", tiny_text, "--set", "n_layr=2"], "Did you mean: n_layer"),
         (["run", "decoder-char", tiny_text, "--text-column", "txt"], "Did you mean: text?"),
@@ -152,7 +160,9 @@ def test_offline_with_no_mirror_exits_2_naming_what_was_searched(monkeypatch, tm
 
 def test_local_files_load_with_detected_columns(tmp_path):
     csv = tmp_path / "reviews.csv"
-    csv.write_text("sentence,labels\n" + "".join(f"good film {i},1\nbad film {i},0\n" for i in range(30)))
+    csv.write_text(
+        "sentence,labels\n" + "".join(f"good film {i},1\nbad film {i},0\n" for i in range(30))
+    )
     zoo = registry.get_zoo()
     loaded = data.load(data.resolve(str(csv), zoo), zoo)
     assert (loaded.text_column, loaded.label_column) == ("sentence", "labels")
@@ -164,7 +174,10 @@ def test_local_files_load_with_detected_columns(tmp_path):
 def test_a_folder_with_train_and_test_only_gets_validation_from_train_and_drops_no_row(tmp_path):
     folder = tmp_path / "questions"
     folder.mkdir()
-    rows = lambda n, tag: "".join(f'{{"text": "{tag} question {i}", "label": {i % 3}}}\n' for i in range(n))
+
+    def rows(n, tag):
+        return "".join(f'{{"text": "{tag} question {i}", "label": {i % 3}}}\n' for i in range(n))
+
     (folder / "train.jsonl").write_text(rows(200, "train"))
     (folder / "test.jsonl").write_text(rows(40, "test"))
     zoo = registry.get_zoo()
@@ -179,18 +192,25 @@ def test_missing_dataset_path_is_a_clear_error():
     assert result.code == 2 and "does not exist" in result.err
 
 
-def test_every_built_in_preset_plans_on_a_dataset_of_its_task():
+def test_every_built_in_preset_plans_on_a_dataset_of_its_task(tmp_path):
     """Preset values are checked against the config dataclasses when a run is planned."""
-    from zoo.core.registry import get_zoo
+    from test_pretrained_checkpoint import save_bert_checkpoint
+
     from zoo.core.plan import plan_run
+    from zoo.core.registry import get_zoo
 
     zoo = get_zoo()
-    by_task = {"language-modeling": "shakespeare", "classification": "rotten_tomatoes",
-               "next-item": "digits"}
+    by_task = {
+        "language-modeling": "shakespeare",
+        "classification": "rotten_tomatoes",
+        "next-item": "digits",
+    }
+    save_bert_checkpoint(tmp_path / "bert", positions=512)  # what a checkpoint preset is given
     planned = set()
     for name, preset in zoo.catalogue.models.items():
         tasks = zoo.architectures.get(preset.architecture).tasks
-        plan = plan_run(name, by_task[tasks[0]])
+        given = {"pretrained": str(tmp_path / "bert")} if preset.tokenizer == "pretrained" else {}
+        plan = plan_run(name, by_task[tasks[0]], overrides=given)
         for key, value in preset.overrides.items():
             section = next(c for c in plan.configs.values() if c is not None and hasattr(c, key))
             assert getattr(section, key) == value, (name, key)

@@ -1,19 +1,47 @@
 """The encoder and the classification pipeline, on tiny configs: padding invariance, end to
 end runs, predict and evaluate from the saved run, the task chosen for every architecture x
 dataset, and the errors for impossible pairs and missing labels."""
+
 import json
 
 import numpy as np
 import pytest
-
 from conftest import run_cli
 
-TINY_ENCODER = ["--set", "n_layer=1", "--set", "n_head=2", "--set", "n_embd=16",
-                "--set", "block_size=32", "--set", "batch_size=8", "--set", "eval_interval=3",
-                "--set", "warmup_steps=2", "--set", "dropout=0.0"]
-TINY_DECODER = ["--set", "n_layer=1", "--set", "n_head=2", "--set", "n_embd=16",
-                "--set", "block_size=32", "--set", "batch_size=8", "--set", "eval_interval=3",
-                "--set", "warmup_steps=2"]
+TINY_ENCODER = [
+    "--set",
+    "n_layer=1",
+    "--set",
+    "n_head=2",
+    "--set",
+    "n_embd=16",
+    "--set",
+    "block_size=32",
+    "--set",
+    "batch_size=8",
+    "--set",
+    "eval_interval=3",
+    "--set",
+    "warmup_steps=2",
+    "--set",
+    "dropout=0.0",
+]
+TINY_DECODER = [
+    "--set",
+    "n_layer=1",
+    "--set",
+    "n_head=2",
+    "--set",
+    "n_embd=16",
+    "--set",
+    "block_size=32",
+    "--set",
+    "batch_size=8",
+    "--set",
+    "eval_interval=3",
+    "--set",
+    "warmup_steps=2",
+]
 
 
 @pytest.fixture
@@ -49,25 +77,35 @@ def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, c
         from zoo.plugins.encoder import EncoderConfig
         from zoo.plugins.encoder.model import build
 
-        cfg = EncoderConfig(n_layer=2, n_head=2, n_embd=16, block_size=24, dropout=0.1,
-                            pooling=pooling)
+        cfg = EncoderConfig(
+            n_layer=2, n_head=2, n_embd=16, block_size=24, dropout=0.1, pooling=pooling
+        )
     else:
         from zoo.plugins.decoder import DecoderConfig
         from zoo.plugins.decoder.model import build
 
         cfg = DecoderConfig(n_layer=2, n_head=2, n_embd=16, block_size=24, dropout=0.1)
-    module = build(cfg, TaskSpec(task, vocab, num_classes=classes if task == "classification" else None))
+    module = build(
+        cfg, TaskSpec(task, vocab, num_classes=classes if task == "classification" else None)
+    )
     with torch.no_grad():  # larger weights than the init's, so any leak shows in the logits
         for p in module.parameters():
             p.normal_(0.0, 0.3)
     return module.eval()
 
 
-@pytest.mark.parametrize("arch,task,pooling", [
-    ("encoder", "classification", "mean"), ("encoder", "classification", "cls"),
-    ("encoder", "classification", "max"),
-    ("encoder", "next-item", "mean"), ("encoder", "next-item", "cls"),
-    ("decoder", "classification", "-"), ("decoder", "next-item", "-")])
+@pytest.mark.parametrize(
+    "arch,task,pooling",
+    [
+        ("encoder", "classification", "mean"),
+        ("encoder", "classification", "cls"),
+        ("encoder", "classification", "max"),
+        ("encoder", "next-item", "mean"),
+        ("encoder", "next-item", "cls"),
+        ("decoder", "classification", "-"),
+        ("decoder", "next-item", "-"),
+    ],
+)
 def test_padding_never_changes_an_examples_logits(arch, task, pooling):
     import torch
 
@@ -75,13 +113,15 @@ def test_padding_never_changes_an_examples_logits(arch, task, pooling):
     rng = np.random.default_rng(1)
     lengths = [3, 9, 1, 14]
     seqs = [rng.integers(3, 50, size=n) for n in lengths]
-    alone = [module(torch.tensor(s[None]), torch.ones(1, len(s), dtype=torch.long))[0] for s in seqs]
+    alone = [
+        module(torch.tensor(s[None]), torch.ones(1, len(s), dtype=torch.long))[0] for s in seqs
+    ]
     for width, filler in ((14, 0), (20, 0), (20, 7)):  # more padding; padding that is not <pad>
         inputs = torch.full((len(seqs), width), filler)
         mask = torch.zeros((len(seqs), width), dtype=torch.long)
         for row, s in enumerate(seqs):
-            inputs[row, :len(s)] = torch.tensor(s)
-            mask[row, :len(s)] = 1
+            inputs[row, : len(s)] = torch.tensor(s)
+            mask[row, : len(s)] = 1
         with torch.no_grad():
             batched = module(inputs, mask)
         expected_shape = (len(seqs), 3 if task == "classification" else 50)
@@ -173,22 +213,28 @@ def test_train_show_predict_and_evaluate_round_trip(reviews):
     assert "test_confusion_matrix (rows: true, columns: predicted):" in shown.out
 
     # predictions from the saved run reproduce the recorded test accuracy
-    from zoo.data import datasets as data
     from zoo.pipelines.classification import evaluate, predict
+
     from zoo.core.registry import get_zoo
+    from zoo.data import datasets as data
     from zoo.records.reload import load_trained
 
     trained = load_trained(summary["run_id"])
     dataset = data.load(data.resolve(str(reviews), get_zoo()), get_zoo())
-    assert evaluate(trained, dataset, "test")["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
+    assert evaluate(trained, dataset, "test")["test_accuracy"] == pytest.approx(
+        metrics["test_accuracy"]
+    )
     test = dataset.split("test")
     predicted = [p.label for p in predict(trained, test["text"])]
     assert np.mean([p == t for p, t in zip(predicted, test["label"])]) == pytest.approx(
-        metrics["test_accuracy"])
+        metrics["test_accuracy"]
+    )
 
     scored = run_cli("eval", summary["run_id"], reviews, "--split", "test", "--json")
     assert scored.code == 0, scored
-    assert json.loads(scored.out)["metrics"]["test_accuracy"] == pytest.approx(metrics["test_accuracy"])
+    assert json.loads(scored.out)["metrics"]["test_accuracy"] == pytest.approx(
+        metrics["test_accuracy"]
+    )
 
     one = run_cli("predict", summary["run_id"], test["text"][0])
     assert one.code == 0, one
@@ -227,9 +273,9 @@ def test_the_decoder_classifies_through_the_pipeline(reviews):
 # -- which task runs -------------------------------------------------------------------
 def test_every_cell_of_the_matrix_plans_the_task_it_shows():
     from zoo.cli import listing
-    from zoo.errors import ZooError
-    from zoo.core.registry import get_zoo
     from zoo.core.plan import plan_run
+    from zoo.core.registry import get_zoo
+    from zoo.errors import ZooError
 
     zoo = get_zoo()
     table = listing.matrix(zoo)
@@ -260,14 +306,18 @@ def test_matrix_is_printed_and_forcing_a_missing_head_exits_2():
 @pytest.fixture
 def oddity():
     """An architecture for a task no dataset serves, registered in-process and removed after."""
-    from zoo.hookspecs import hookimpl
     from zoo.core.registry import PluginInfo, get_zoo
+    from zoo.hookspecs import hookimpl
 
     class Oddity:
         @hookimpl
         def register_architectures(self, register):
-            register("oddity", "zoo.plugins.encoder.model:build", tasks=("segmentation",),
-                     description="a test architecture")
+            register(
+                "oddity",
+                "zoo.plugins.encoder.model:build",
+                tasks=("segmentation",),
+                description="a test architecture",
+            )
 
     zoo = get_zoo()
     assert zoo.add_plugin(Oddity(), PluginInfo("oddity-plugin", "test"), strict=True)
@@ -283,7 +333,9 @@ def test_an_impossible_pair_exits_2_with_the_reason(oddity):
     assert result.code == 2
     assert "oddity has no classification head" in result.err
     assert len(result.err.strip().splitlines()) == 1
-    row = next(r for r in run_cli_matrix() if (r["architecture"], r["dataset"]) == ("oddity", "emotion"))
+    row = next(
+        r for r in run_cli_matrix() if (r["architecture"], r["dataset"]) == ("oddity", "emotion")
+    )
     assert row["task"] == "" and "oddity has no classification head" in row["reason"]
     assert run_cli("runs", "--json").out.strip() in ("", "[]")
 
@@ -308,7 +360,8 @@ def test_missing_label_column_exits_2_listing_the_columns(tmp_path, isolated):
     path = isolated / "nolabels.csv"
     path.write_text("text,stars\n" + "".join(f"review {i},{i % 5}\n" for i in range(60)))
     (isolated / "registry.toml").write_text(
-        '[datasets.nolabels]\npath = "nolabels.csv"\ntask = "classification"\n')
+        '[datasets.nolabels]\npath = "nolabels.csv"\ntask = "classification"\n'
+    )
     result = run_cli("run", "encoder-char", "nolabels", *TINY_ENCODER)
     assert result.code == 2, result
     assert "no label column" in result.err and "columns: text, stars" in result.err
@@ -358,18 +411,25 @@ def test_test_metrics_come_from_the_best_validation_weights(reviews, monkeypatch
 
 def labelled(labels, class_names=None):
     """A dataset with one split of labels, as the pipeline's data functions read it."""
-    import datasets
-    import pyarrow as pa
     from types import SimpleNamespace
 
+    import datasets
+    import pyarrow as pa
+
     split = datasets.Dataset(pa.table({"text": ["t"] * len(labels), "label": labels}))
-    return SimpleNamespace(split=lambda role: split, label_column="label", text_column="text",
-                           class_names=class_names, ref=SimpleNamespace(name="fake"))
+    return SimpleNamespace(
+        split=lambda role: split,
+        label_column="label",
+        text_column="text",
+        class_names=class_names,
+        ref=SimpleNamespace(name="fake"),
+    )
 
 
 def test_labels_become_class_ids_by_name_in_arrow():
-    from zoo import ZooError
     from zoo.pipelines.classification import class_ids, class_list, label_names
+
+    from zoo import ZooError
 
     dataset = labelled(["pos", "neg", "pos", "class 10", "class 9"])
     names = label_names(dataset, "train")
@@ -396,7 +456,9 @@ def test_texts_are_cls_and_their_first_tokens_right_padded():
     encoded = encode(tokenizer, texts, 4)
     rows = [[tokenizer.cls_id, *tokenizer.encode(text)[:3]] for text in texts]  # the reference
     width = max(map(len, rows))
-    assert encoded.inputs.tolist() == [row + [tokenizer.pad_id] * (width - len(row)) for row in rows]
+    assert encoded.inputs.tolist() == [
+        row + [tokenizer.pad_id] * (width - len(row)) for row in rows
+    ]
     assert encoded.lengths.tolist() == [4, 1, 3, 4] and encoded.tokens.tolist() == [8, 0, 2, 3]
     inputs, mask = encoded.batch(np.array([2, 1]))
     assert inputs.tolist() == [rows[2], [tokenizer.cls_id, 0, 0]]

@@ -1,13 +1,14 @@
 """The commands behave alike: --quiet and --json on zoo sweep as on zoo run, --debug after
 the subcommand as before it, and zoo list shows the pipelines (one per task). The resume
 hint on Ctrl-C is tested with the interrupted run in test_language_modeling.py."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
+
 from zoo.cli import listing
 
 
@@ -31,8 +32,12 @@ def test_zoo_list_shows_the_pipelines_one_per_task():
     result = run_cli("list", "pipelines", "--json")
     assert result.code == 0
     rows = json.loads(result.out)
-    assert [row["name"] for row in rows] == ["classification", "language-modeling",
-                                             "masked-language-modeling", "next-item"]
+    assert [row["name"] for row in rows] == [
+        "classification",
+        "language-modeling",
+        "masked-language-modeling",
+        "next-item",
+    ]
     assert (rows[1]["primary"], rows[1]["better"]) == ("val_bpc", "lower")  # as declared
     everything = run_cli("list")
     assert "pipelines (4)" in everything.out and "language-modeling" in everything.out
@@ -57,8 +62,11 @@ def test_sweep_quiet_prints_only_the_table_and_json_one_object(tiny_text):
     assert [(c["seed"], c["state"]) for c in report["cells"]] == [(0, "reused"), (1, "finished")]
     assert report["cells"][0]["run_id"] != report["cells"][1]["run_id"]
     [cell] = report["comparison"]
-    assert cell["n"] == 2 and cell["metric"] == "val_bpc" and sorted(cell["runs"].split()) == \
-        sorted(c["run_id"] for c in report["cells"])
+    assert (
+        cell["n"] == 2
+        and cell["metric"] == "val_bpc"
+        and sorted(cell["runs"].split()) == sorted(c["run_id"] for c in report["cells"])
+    )
 
 
 def test_sweep_quiet_and_verbose_exclude_each_other(tiny_text):

@@ -1,6 +1,7 @@
 """One CLI vocabulary: predict takes several texts and stdin, --json on show and generate,
 zoo rm, presets first in zoo list models, a compact --matrix, rounded run figures and named
 splits, no run recorded for a device that is not there, long failure lists summarised."""
+
 import io
 import json
 import sys
@@ -10,8 +11,12 @@ from conftest import TINY_DECODER, run_cli
 
 from zoo.records.store import Store, home
 
-TINY_ANY = [a for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
-            if not pair[1].startswith("sample_tokens=") for a in pair]
+TINY_ANY = [
+    a
+    for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
+    if not pair[1].startswith("sample_tokens=")
+    for a in pair
+]
 
 
 def ok(*args):
@@ -21,8 +26,9 @@ def ok(*args):
 
 
 def train(model, data, *extra, steps=3) -> str:
-    out = ok("run", model, data, "--steps", steps, "--json", "--quiet", "--device", "cpu",
-             *extra).out
+    out = ok(
+        "run", model, data, "--steps", steps, "--json", "--quiet", "--device", "cpu", *extra
+    ).out
     return json.loads(out)["run_id"]
 
 
@@ -35,13 +41,20 @@ def test_predict_takes_several_texts_and_standard_input(classifier, monkeypatch)
     several = ok("predict", classifier, "the film was good", "the film was not good", "--json")
     rows = [json.loads(line) for line in several.out.splitlines()]
     assert [r["text"] for r in rows] == ["the film was good", "the film was not good"]
-    monkeypatch.setattr(sys, "stdin", io.StringIO("the film was bad\n\nthe film was great\n"))
-    piped = [json.loads(line) for line in ok("predict", classifier, "-", "--json").out.split("\n")
-             if line]
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BytesIO(b"the film was bad\n\nthe film was great\n"))
+    )
+    piped = [
+        json.loads(line)
+        for line in ok("predict", classifier, "-", "--json").out.split("\n")
+        if line
+    ]
     assert [r["text"] for r in piped] == ["the film was bad", "the film was great"]
-    monkeypatch.setattr(sys, "stdin", io.StringIO("the film was dull\n"))
-    assert json.loads(ok("predict", classifier, "--file", "-", "--json").out)["text"] == \
-        "the film was dull"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"the film was dull\n")))
+    assert (
+        json.loads(ok("predict", classifier, "--file", "-", "--json").out)["text"]
+        == "the film was dull"
+    )
     both = run_cli("predict", classifier, "a text", "--file", "x.txt")
     assert both.code == 2 and "either TEXT or --file" in both.err
 
@@ -49,11 +62,20 @@ def test_predict_takes_several_texts_and_standard_input(classifier, monkeypatch)
 def test_show_and_generate_print_json(tiny_text):
     run_id = train("decoder-char", tiny_text, *TINY_DECODER)
     shown = json.loads(ok("show", run_id, "--json").out)
-    assert shown["type"] == "run" and shown["kind"] == "train" and shown["id"] == run_id and "val_bpc" in shown["metrics"]
+    assert (
+        shown["type"] == "run"
+        and shown["kind"] == "train"
+        and shown["id"] == run_id
+        and "val_bpc" in shown["metrics"]
+    )
     model = json.loads(ok("show", "decoder-char", "--json").out)
     assert model["architecture"] == "decoder" and model["settings"]["steps"] == 500
-    texts = [json.loads(line) for line in ok("generate", run_id, "--prompt", "li", "--prompt",
-                                             "the", "--tokens", 5, "--json").out.splitlines()]
+    texts = [
+        json.loads(line)
+        for line in ok(
+            "generate", run_id, "--prompt", "li", "--prompt", "the", "--tokens", 5, "--json"
+        ).out.splitlines()
+    ]
     assert [t["prompt"] for t in texts] == ["li", "the"]
     assert all(t["text"].startswith(t["prompt"]) and t["run_id"] == run_id for t in texts)
 
@@ -110,26 +132,39 @@ def test_a_device_that_is_not_there_records_no_run(tiny_text, monkeypatch):
 def test_many_failures_are_summarised():
     from zoo.sweeps.driver import Cell, Sweep, summary
 
-    cells = [Cell("m", "d", seed, status="failed", error="E" * 900, run_id=f"r{seed}")
-             for seed in range(12)]
+    cells = [
+        Cell("m", "d", seed, status="failed", error="E" * 900, run_id=f"r{seed}")
+        for seed in range(12)
+    ]
     text = summary(Sweep(cells, ["m"], ["d"], list(range(12))))
     assert len(text.splitlines()) == 7 and "and 7 more" in text
     assert max(len(line) for line in text.splitlines()) < 300
 
 
 def test_plots_refuse_mixed_tasks_name_only_shared_differences_and_never_repeat_colours(
-        tiny_text, classifier):
+    tiny_text, classifier
+):
     from zoo.comparison.plots import colors, run_labels
 
     lm = train("decoder-char", tiny_text, *TINY_DECODER)
     mixed = run_cli("plot", lm, classifier, "--output", "mixed.png")
     assert mixed.code == 2 and "different tasks" in mixed.err
-    rows = [{"id": f"r{i}", "model": model, "dataset": "d", "seed": 0, "kind": "train",
-             "architecture": model.split("-")[0], "tokenizer": "char", "task": "classification",
-             "config": {"incidental": {}, "configs": {"model": settings}}}
-            for i, (model, settings) in enumerate([
-                ("fasttext-char", {"bag_dim": 8, "lr_x": 1}), ("lstm-char", {"hidden": 4,
-                                                                         "lr_x": 2})])]
+    rows = [
+        {
+            "id": f"r{i}",
+            "model": model,
+            "dataset": "d",
+            "seed": 0,
+            "kind": "train",
+            "architecture": model.split("-")[0],
+            "tokenizer": "char",
+            "task": "classification",
+            "config": {"incidental": {}, "configs": {"model": settings}},
+        }
+        for i, (model, settings) in enumerate(
+            [("fasttext-char", {"bag_dim": 8, "lr_x": 1}), ("lstm-char", {"hidden": 4, "lr_x": 2})]
+        )
+    ]
     labels = run_labels(rows)
     assert all("bag_dim" not in label and "hidden" not in label for label in labels)
     assert labels[0].endswith("lr_x=1)") and labels[1].endswith("lr_x=2)")

@@ -1,5 +1,6 @@
 """Plugins add commands through the `register_commands` hook; `zoo generate` and `zoo
 predict` find their pipeline's function by the run's task."""
+
 from __future__ import annotations
 
 import contextlib
@@ -7,10 +8,10 @@ import io
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import run_cli, run_python
-from zoo.core import registry
+
 from zoo.cli.main import main
+from zoo.core import registry
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
 from zoo.tasks import Metric, Task
@@ -37,8 +38,13 @@ def refuse(args):
 class Greeter:
     @hookimpl
     def register_commands(self, register):
-        register("greet", "test_commands:greet", arguments=greet_arguments,
-                 help="say hello", description="Say hello to NAME.")
+        register(
+            "greet",
+            "test_commands:greet",
+            arguments=greet_arguments,
+            help="say hello",
+            description="Say hello to NAME.",
+        )
         register("refuse", refuse, help="always an error")
 
 
@@ -104,13 +110,16 @@ def test_a_command_that_clashes_or_cannot_build_is_set_aside_and_the_rest_work(m
     assert strict.code == 2 and "ZOO_STRICT_PLUGINS" in strict.err and not strict.out
 
 
-@pytest.mark.parametrize("call, problem", [
-    (lambda r: r("Bad Name", greet), "command name 'Bad Name'"),
-    (lambda r: r("ok", "no_colon"), "must look like 'module:function'"),
-    (lambda r: r("ok", 42), "not a function"),
-    (lambda r: r("ok", greet, arguments=42), "not a function"),
-    (lambda r: (r("ok", greet), r("ok", greet)), "registered twice"),
-])
+@pytest.mark.parametrize(
+    "call, problem",
+    [
+        (lambda r: r("Bad Name", greet), "command name 'Bad Name'"),
+        (lambda r: r("ok", "no_colon"), "must look like 'module:function'"),
+        (lambda r: r("ok", 42), "not a function"),
+        (lambda r: r("ok", greet, arguments=42), "not a function"),
+        (lambda r: (r("ok", greet), r("ok", greet)), "registered twice"),
+    ],
+)
 def test_a_bad_command_registration_sets_the_plugin_aside(call, problem):
     class Bad:
         @hookimpl
@@ -126,10 +135,12 @@ def test_a_bad_command_registration_sets_the_plugin_aside(call, problem):
 def test_the_numpy_plugin_adds_verify_and_help_imports_no_torch():
     zoo = registry.build_zoo(entry_points=False)
     assert zoo.commands.get("verify").plugin == "numpy"
-    probe = ("import sys\nfrom zoo.cli.main import main\n"
-             "for argv in (['--help'], ['verify', '--help'], ['list']):\n"
-             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
-             "print('torch' in sys.modules, 'numpy' in sys.modules)")
+    probe = (
+        "import sys\nfrom zoo.cli.main import main\n"
+        "for argv in (['--help'], ['verify', '--help'], ['list']):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "print('torch' in sys.modules, 'numpy' in sys.modules)"
+    )
     lines = run_python(probe)
     assert any("zoo verify [-h] [--batch BATCH]" in line for line in lines)
     assert lines[-1] == "False False"
@@ -155,8 +166,14 @@ class Silent:
 
 
 def declared(name: str) -> Task:
-    return Task(name, loss="zoo.train.losses:cross_entropy", output="logits [B, V]",
-                metrics=(Metric("loss", "lower"),), primary="loss", curve_metric="loss")
+    return Task(
+        name,
+        loss="zoo.train.losses:cross_entropy",
+        output="logits [B, V]",
+        metrics=(Metric("loss", "lower"),),
+        primary="loss",
+        curve_metric="loss",
+    )
 
 
 class Pipelines:
@@ -171,8 +188,11 @@ def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):
 
     zoo_with(Pipelines())
     runs = {"e1": "echo-task", "s1": "silent-task"}
-    monkeypatch.setattr(zoo.records.reload, "load_trained",
-                        lambda run_id, zoo=None, device="auto": SimpleNamespace(run_id=run_id, task=runs[run_id]))
+    monkeypatch.setattr(
+        zoo.records.reload,
+        "load_trained",
+        lambda run_id, zoo=None, device="auto": SimpleNamespace(run_id=run_id, task=runs[run_id]),
+    )
     result = run_cli("generate", "e1", "--prompt", "go", "--tokens", "2", "--seed", "5")
     assert result.code == 0 and result.out == "go<e1:0:5><e1:1:5>\n", result
     silent = run_cli("generate", "s1")
@@ -185,9 +205,11 @@ def test_only_the_program_tunes_the_garbage_collector():
     """`zoo` as a program collects young objects less often and freezes the rest before it
     exits (it saves a short run CPU time); main(argv) leaves the caller's
     collector alone."""
-    probe = ("import gc, sys\nfrom zoo.cli.main import main\n"
-             "main(['list'])\nprint('caller', gc.get_threshold()[0], gc.get_freeze_count())\n"
-             "sys.argv = ['zoo', 'list']\nmain()\n"
-             "print('program', gc.get_threshold()[0], gc.get_freeze_count() > 0)")
+    probe = (
+        "import gc, sys\nfrom zoo.cli.main import main\n"
+        "main(['list'])\nprint('caller', gc.get_threshold()[0], gc.get_freeze_count())\n"
+        "sys.argv = ['zoo', 'list']\nmain()\n"
+        "print('program', gc.get_threshold()[0], gc.get_freeze_count() > 0)"
+    )
     lines = run_python(probe)
     assert "caller 700 0" in lines and "program 10000 True" in lines

@@ -1,31 +1,65 @@
 """zoo compare: statistics against hand computations, --where, every --format, plots;
 zoo eval rows, zoo reproduce and provenance on tiny runs."""
+
 import io
 import json
 import math
 
 import pandas as pd
 import pytest
-
 from conftest import TINY_DECODER, run_cli
-from zoo.comparison.table import render, summarize
+
+from zoo.comparison.render import render
 from zoo.comparison.stats import t_quantile, welch_interval
+from zoo.comparison.table import summarize
 from zoo.records.store import Store
 
 LM = "language-modeling"
 
 
-def record(model, dataset, seed, metrics, *, task=LM, steps=100, status="finished",
-           architecture="decoder", kind="train", config_hash=None, created=None, train=None,
-           parent_id=None, **provenance):
+def record(
+    model,
+    dataset,
+    seed,
+    metrics,
+    *,
+    task=LM,
+    steps=100,
+    status="finished",
+    architecture="decoder",
+    kind="train",
+    config_hash=None,
+    created=None,
+    train=None,
+    parent_id=None,
+    **provenance,
+):
     """A run row written straight into the store, as execute would leave it."""
     run_id = f"{model}-{dataset}-{seed}-{steps}-{len(metrics)}-{status}-{kind}"
-    config = {"configs": {"model": {"n_layer": 2}, "tokenizer": None,
-                          "train": {"steps": steps, **(train or {})}}, **provenance}
-    fields = dict(model=model, architecture=architecture, tokenizer=model.rpartition("-")[2],
-                  dataset=dataset, task=task, seed=seed, params=1000, status=status, kind=kind,
-                  config_hash=config_hash or run_id, config=config, metrics=metrics, duration=1.0,
-                  parent_id=parent_id)
+    config = {
+        "configs": {
+            "model": {"n_layer": 2},
+            "tokenizer": None,
+            "train": {"steps": steps, **(train or {})},
+        },
+        **provenance,
+    }
+    fields = dict(
+        model=model,
+        architecture=architecture,
+        tokenizer=model.rpartition("-")[2],
+        dataset=dataset,
+        task=task,
+        seed=seed,
+        params=1000,
+        status=status,
+        kind=kind,
+        config_hash=config_hash or run_id,
+        config=config,
+        metrics=metrics,
+        duration=1.0,
+        parent_id=parent_id,
+    )
     with Store() as store:
         store.insert(run_id, **fields)
         if created is not None:
@@ -50,8 +84,10 @@ def fill_two_models():
 
 
 # -- statistics ------------------------------------------------------------------------
-@pytest.mark.parametrize("df, expected", [(1, 12.706204736), (2, 4.302652730), (5, 2.570581836),
-                                          (10, 2.228138852), (30, 2.042272456)])
+@pytest.mark.parametrize(
+    "df, expected",
+    [(1, 12.706204736), (2, 4.302652730), (5, 2.570581836), (10, 2.228138852), (30, 2.042272456)],
+)
 def test_t_quantiles_match_the_printed_tables(df, expected):
     assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-7)
     assert t_quantile(0.025, df) == pytest.approx(-expected, abs=1e-7)
@@ -87,8 +123,10 @@ def test_cells_hold_mean_std_n_best_and_the_baseline_difference():
     single = cells.loc[("big-char", "other")]
     assert single["n"] == 1 and math.isnan(single["std"]) and not bool(single["best"])
     assert math.isnan(single["ci_low"])  # one run: no interval
-    assert set(big["runs"].split()) == {"big-char-text-0-100-2-finished-train",
-                                        "big-char-text-1-100-2-finished-train"}
+    assert set(big["runs"].split()) == {
+        "big-char-text-0-100-2-finished-train",
+        "big-char-text-1-100-2-finished-train",
+    }
 
 
 def test_text_table_marks_best_and_significance():
@@ -105,13 +143,22 @@ def test_text_table_marks_best_and_significance():
     assert "lower is better" in result.out and "95% Welch" in result.out
 
 
-@pytest.mark.parametrize("task, metric, better", [
-    ("language-modeling", "val_bpc", "lower"), ("classification", "test_accuracy", "higher"),
-    ("language-modeling", "tokens_per_s", "higher"), ("next-item", "params", "lower"),
-    ("next-item", "test_arithmetic_accuracy", "higher"), ("next-item", "test_loss_arithmetic", "lower"),
-    ("language-modeling", "unk_rate", "lower"), ("language-modeling", "vocab_size", None),
-    ("classification", "steps", None), ("classification", "val_bpc", None),
-    ("a-task-nobody-registers", "test_mse", None)])
+@pytest.mark.parametrize(
+    "task, metric, better",
+    [
+        ("language-modeling", "val_bpc", "lower"),
+        ("classification", "test_accuracy", "higher"),
+        ("language-modeling", "tokens_per_s", "higher"),
+        ("next-item", "params", "lower"),
+        ("next-item", "test_arithmetic_accuracy", "higher"),
+        ("next-item", "test_loss_arithmetic", "lower"),
+        ("language-modeling", "unk_rate", "lower"),
+        ("language-modeling", "vocab_size", None),
+        ("classification", "steps", None),
+        ("classification", "val_bpc", None),
+        ("a-task-nobody-registers", "test_mse", None),
+    ],
+)
 def test_direction_comes_from_the_task_registration(task, metric, better):
     from zoo.comparison.table import direction
 
@@ -137,7 +184,11 @@ def test_where_filters_and_a_bad_expression_is_exit_2():
     table = pd.read_csv(io.StringIO(result.out))
     assert sorted(set(table["model"])) == ["base-char", "mid-char"] and set(table["n"]) == {1}
     bad = run_cli("compare", "--where", "model ==")
-    assert bad.code == 2 and bad.err.startswith("zoo: error: --where") and len(bad.err.splitlines()) == 1
+    assert (
+        bad.code == 2
+        and bad.err.startswith("zoo: error: --where")
+        and len(bad.err.splitlines()) == 1
+    )
     none = run_cli("compare", "--where", "params > 1e9")
     assert none.code == 2 and "no training runs" in none.err
 
@@ -145,8 +196,15 @@ def test_where_filters_and_a_bad_expression_is_exit_2():
 def test_only_finished_train_runs_count_by_default_and_repeats_count_once():
     fill_two_models()
     record("base-char", "text", 5, {"val_bpc": 99.0}, status="failed")
-    record("base-char", "text", 0, {"val_bpc": 1.05}, config_hash="base-char-text-0-100-2-finished-train",
-           steps=100, created=2e9)  # a later rerun of seed 0: replaces it, not added
+    record(
+        "base-char",
+        "text",
+        0,
+        {"val_bpc": 1.05},
+        config_hash="base-char-text-0-100-2-finished-train",
+        steps=100,
+        created=2e9,
+    )  # a later rerun of seed 0: replaces it, not added
     base = summarize(loaded()).cells.set_index(["model", "dataset"]).loc[("base-char", "text")]
     assert base["n"] == 2 and base["mean"] == pytest.approx((1.05 + 1.2) / 2)
     everything = summarize(loaded(), status=("all",)).cells.set_index(["model", "dataset"])
@@ -171,19 +229,39 @@ def test_runs_with_different_settings_are_separate_rows():
 def test_a_models_tasks_are_columns_not_settings():
     # each task's pipeline has its own training config: that is no difference of settings
     record("dec-char", "text", 0, {"val_bpc": 1.0})
-    record("dec-char", "digits", 0, {"test_accuracy": 0.5}, task="next-item",
-           train={"eval_windows": 4000})
+    record(
+        "dec-char",
+        "digits",
+        0,
+        {"test_accuracy": 0.5},
+        task="next-item",
+        train={"eval_windows": 4000},
+    )
     comparison = summarize(loaded())
     assert list(comparison.cells["setting"]) == ["", ""]
     lines = render(comparison, "table").splitlines()
     assert lines[0].split() == ["model", "digits", "[test_accuracy]", "text", "[val_bpc]"]
-    assert lines[2].startswith("dec-char ") and "0.5000 (n=1)" in lines[2] and "1.000 (n=1)" in lines[2]
+    assert (
+        lines[2].startswith("dec-char ")
+        and "0.5000 (n=1)" in lines[2]
+        and "1.000 (n=1)" in lines[2]
+    )
 
 
 def test_metric_by_and_unknown_names():
     fill_two_models()
-    result = run_cli("compare", "--metric", "tokens_per_s", "--by", "architecture",
-                     "--columns", "dataset", "--pool", "--format", "json")
+    result = run_cli(
+        "compare",
+        "--metric",
+        "tokens_per_s",
+        "--by",
+        "architecture",
+        "--columns",
+        "dataset",
+        "--pool",
+        "--format",
+        "json",
+    )
     assert result.code == 0, result
     rows = pd.read_json(io.StringIO(result.out), precise_float=True)
     text = rows.set_index("dataset").loc["text"]
@@ -207,8 +285,12 @@ def test_csv_and_json_parse_back_to_the_same_numbers(fmt):
     assert list(back.columns) == list(expected.columns)
     for column in ("mean", "std", "n", "diff", "ci_low", "ci_high", "df"):
         assert pd.api.types.is_numeric_dtype(back[column]), column
-        pd.testing.assert_series_equal(back[column].astype(float), expected[column].astype(float),
-                                       check_exact=True, check_names=False)
+        pd.testing.assert_series_equal(
+            back[column].astype(float),
+            expected[column].astype(float),
+            check_exact=True,
+            check_names=False,
+        )
     assert list(back["runs"]) == list(expected["runs"])
 
 
@@ -219,7 +301,10 @@ def test_markdown_html_latex_and_output_file(isolated):
     assert markdown.startswith("| model | other | text |") and "| --- | ---: | ---: |" in markdown
     assert "**1.100 ± 0.141 (n=2)**" in markdown
     html = run_cli("compare", "--format", "html", *clear).out
-    assert html.startswith('<table class="zoo-compare">') and "<strong>1.100 ± 0.141 (n=2)</strong>" in html
+    assert (
+        html.startswith('<table class="zoo-compare">')
+        and "<strong>1.100 ± 0.141 (n=2)</strong>" in html
+    )
     latex = run_cli("compare", "--format", "latex", *clear).out
     assert r"\begin{tabular}{lrr}" in latex and r"\textbf{1.100 $\pm$ 0.141 (n=2)}" in latex
     assert r"val\_bpc" in latex
@@ -248,15 +333,22 @@ def test_python_api_returns_the_cells():
 
 
 def test_plot_overlays_curves_from_metrics_jsonl(isolated):
-    from zoo.train.job import RunFolder
     from zoo.records.store import home
+    from zoo.train.job import RunFolder
 
     run_id = record("base-char", "text", 0, {"val_bpc": 1.0})
     folder = RunFolder(home() / run_id)
     folder.path.mkdir(parents=True)
     for step in range(1, 41):
-        folder.log({"step": step, "train_loss": 4.0 - step * 0.05, "lr": 1e-3, "elapsed": step * 0.1,
-                    **({"val_loss": 4.1 - step * 0.05} if step % 10 == 0 else {})})
+        folder.log(
+            {
+                "step": step,
+                "train_loss": 4.0 - step * 0.05,
+                "lr": 1e-3,
+                "elapsed": step * 0.1,
+                **({"val_loss": 4.1 - step * 0.05} if step % 10 == 0 else {}),
+            }
+        )
     result = run_cli("plot", run_id, "--output", "curves.png")
     assert result.code == 0, result
     assert (isolated / "curves.png").read_bytes()[:4] == b"\x89PNG"
@@ -267,8 +359,9 @@ def test_plot_overlays_curves_from_metrics_jsonl(isolated):
 
 # -- on tiny real runs -----------------------------------------------------------------
 def tiny_run(path, *extra, seed=0):
-    result = run_cli("run", "decoder-char", path, "--steps", 6, "--seed", seed, "--json",
-                     *TINY_DECODER, *extra)
+    result = run_cli(
+        "run", "decoder-char", path, "--steps", 6, "--seed", seed, "--json", *TINY_DECODER, *extra
+    )
     assert result.code == 0, result
     return json.loads(result.out)
 
@@ -285,8 +378,9 @@ def test_eval_rows_show_and_compare(tiny_text, mirror):
     evaluation = json.loads(result.out)
     # scoring the validation split again gives the run's own validation figures
     for key in ("bpc", "loss", "ppl", "bpb"):
-        assert evaluation["metrics"][key] == pytest.approx(summary["metrics"][f"val_{key}"],
-                                                           rel=1e-9), key
+        assert evaluation["metrics"][key] == pytest.approx(
+            summary["metrics"][f"val_{key}"], rel=1e-9
+        ), key
     with Store() as store:
         row = store.get(evaluation["run_id"])
     assert row["kind"] == "eval" and row["parent_id"] == run_id and row["status"] == "finished"
@@ -308,8 +402,15 @@ def test_eval_rows_show_and_compare(tiny_text, mirror):
     assert len(train_only) == 1 and train_only["n"].iloc[0] == 1  # evals are not training runs
     shown = run_cli("show", run_id)
     assert shown.code == 0, shown
-    for needle in ("config_hash:", "dataset_fingerprint:", "seed: 0", "version torch:",
-                   "version plugin:decoder:", f"evaluation {evaluation['run_id']}", "curve.png"):
+    for needle in (
+        "config_hash:",
+        "dataset_fingerprint:",
+        "seed: 0",
+        "version torch:",
+        "version plugin:decoder:",
+        f"evaluation {evaluation['run_id']}",
+        "curve.png",
+    ):
         assert needle in shown.out, needle
     assert "git_commit" in row["config"]  # None outside a git checkout, still recorded
 
@@ -329,7 +430,9 @@ def test_reproduce_matches_exactly(tiny_text, monkeypatch):
     assert result.code == 0, result
     report = json.loads(result.out)
     assert report["match"] is True and report["rerun_id"] != summary["run_id"]
-    assert f"no training-curve plot for run {report['rerun_id']}: RuntimeError: no fonts" in result.err
+    assert (
+        f"no training-curve plot for run {report['rerun_id']}: RuntimeError: no fonts" in result.err
+    )
     assert not (home() / report["rerun_id"] / "curve.png").exists()
     compared = {line["metric"] for line in report["metrics"]}
     assert {"val_bpc", "test_loss", "train_loss"} <= compared
@@ -351,10 +454,25 @@ def summary_hash(run_id):
 def test_reproduce_compares_every_metric_but_timing_exactly():
     from zoo.records.reproduce import compare_metrics
 
-    lines = {line["metric"]: line for line in compare_metrics(
-        {"val_bpc": 1.5, "steps": 10, "tokens_per_s": 900.0, "train_time": 2.0, "nan": math.nan},
-        {"val_bpc": 1.5 + 1e-15, "steps": 10, "tokens_per_s": 800.0, "train_time": 3.0,
-         "nan": math.nan})}
+    lines = {
+        line["metric"]: line
+        for line in compare_metrics(
+            {
+                "val_bpc": 1.5,
+                "steps": 10,
+                "tokens_per_s": 900.0,
+                "train_time": 2.0,
+                "nan": math.nan,
+            },
+            {
+                "val_bpc": 1.5 + 1e-15,
+                "steps": 10,
+                "tokens_per_s": 800.0,
+                "train_time": 3.0,
+                "nan": math.nan,
+            },
+        )
+    }
     assert set(lines) == {"val_bpc", "steps", "nan"}
     assert not lines["val_bpc"]["same"] and lines["steps"]["same"] and lines["nan"]["same"]
 
@@ -363,20 +481,51 @@ def test_eval_metrics_are_found_under_their_split_prefix():
     from zoo.comparison.table import eval_names, eval_value
 
     assert eval_names("bpc", "validation") == ["val_bpc", "validation_bpc", "bpc"]
-    assert eval_value({"heldout_accuracy": 0.5, "heldout_accuracy_periodic": 0.7}, "accuracy",
-                      "heldout") == 0.5
+    assert (
+        eval_value(
+            {"heldout_accuracy": 0.5, "heldout_accuracy_periodic": 0.7}, "accuracy", "heldout"
+        )
+        == 0.5
+    )
     assert eval_value({"accuracy": 0.25}, "accuracy", "test") == 0.25  # a pipeline without prefixes
     assert eval_value({"test_accuracy": 0.5}, "accuracy", "validation") is None
 
 
 def test_evaluations_with_and_without_split_prefixes_line_up():
     # classification prefixes its evaluation metrics by the split, next-item does not
-    record("enc-bpe", "emotion", 0, {"test_accuracy": 0.7, "test_loss": 0.9}, kind="eval",
-           task="classification", split="test", trained_on="rotten_tomatoes", parent_id="a")
-    record("enc-bpe", "emotion", 1, {"test_accuracy": 0.8}, kind="eval",
-           task="classification", split="test", trained_on="rotten_tomatoes", parent_id="b")
-    record("dig-char", "digits", 0, {"accuracy": 0.4}, kind="eval", task="next-item",
-           split="heldout", trained_on="digits", parent_id="c")
+    record(
+        "enc-bpe",
+        "emotion",
+        0,
+        {"test_accuracy": 0.7, "test_loss": 0.9},
+        kind="eval",
+        task="classification",
+        split="test",
+        trained_on="rotten_tomatoes",
+        parent_id="a",
+    )
+    record(
+        "enc-bpe",
+        "emotion",
+        1,
+        {"test_accuracy": 0.8},
+        kind="eval",
+        task="classification",
+        split="test",
+        trained_on="rotten_tomatoes",
+        parent_id="b",
+    )
+    record(
+        "dig-char",
+        "digits",
+        0,
+        {"accuracy": 0.4},
+        kind="eval",
+        task="next-item",
+        split="heldout",
+        trained_on="digits",
+        parent_id="c",
+    )
     cells = summarize(loaded(), evals=True).cells.set_index("model")
     assert cells.loc["enc-bpe", "mean"] == pytest.approx(0.75) and cells.loc["enc-bpe", "n"] == 2
     assert cells.loc["dig-char", "mean"] == 0.4 and set(cells["metric"]) == {"accuracy"}
@@ -387,9 +536,28 @@ def test_evaluations_with_and_without_split_prefixes_line_up():
 
 @pytest.mark.slow
 def test_eval_of_a_next_item_run_lines_up_with_its_primary_metric(tiny_text):
-    result = run_cli("run", "digits-char", tiny_text, "--json", "--steps", 3, "--set", "width=16",
-                     "--set", "blocks=1", "--set", "block_size=16", "--set", "batch_size=8",
-                     "--set", "eval_windows=50", "--set", "eval_batches=1", "--set", "warmup_steps=1")
+    result = run_cli(
+        "run",
+        "digits-char",
+        tiny_text,
+        "--json",
+        "--steps",
+        3,
+        "--set",
+        "width=16",
+        "--set",
+        "blocks=1",
+        "--set",
+        "block_size=16",
+        "--set",
+        "batch_size=8",
+        "--set",
+        "eval_windows=50",
+        "--set",
+        "eval_batches=1",
+        "--set",
+        "warmup_steps=1",
+    )
     assert result.code == 0, result
     run_id = json.loads(result.out)["run_id"]
     evaluation = run_cli("eval", run_id, tiny_text, "--json")
@@ -400,10 +568,13 @@ def test_eval_of_a_next_item_run_lines_up_with_its_primary_metric(tiny_text):
     assert 0 <= accuracy <= 1
     cells = pd.read_csv(io.StringIO(run_cli("compare", "--evals", "--format", "csv").out))
     assert cells[["model", "split", "metric", "n"]].values.tolist() == [
-        ["digits-char", "test", "accuracy", 1]]
+        ["digits-char", "test", "accuracy", 1]
+    ]
     assert cells["mean"].iloc[0] == accuracy
-    assert f"evaluation {json.loads(evaluation.out)['run_id']} [finished] on {tiny_text} split 'test', " \
+    assert (
+        f"evaluation {json.loads(evaluation.out)['run_id']} [finished] on {tiny_text} split 'test', "
         f"accuracy {accuracy:.4f}" in run_cli("show", run_id).out
+    )
 
 
 def test_runs_of_a_task_no_installed_plugin_declares_still_list_and_compare():

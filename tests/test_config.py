@@ -1,11 +1,13 @@
-import pytest
 """Config values the user does not give: what they become, and that everything that worked
 before keeps its value."""
+
 import json
 import os
 from pathlib import Path
 
+import pytest
 from conftest import TINY_DECODER, run_cli
+
 from zoo.core.plan import plan_run
 
 
@@ -31,18 +33,30 @@ def test_an_inherited_min_lr_that_fits_keeps_its_value(tiny_text):
 
 @pytest.mark.slow
 def test_zoo_run_with_only_a_lower_lr_trains(tiny_text):
-    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER,
-                     "--set", "lr=1e-5", "--json")
+    result = run_cli(
+        "run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER, "--set", "lr=1e-5", "--json"
+    )
     assert result.code == 0, result
     run_id = json.loads(result.out)["run_id"]
     recorded = json.loads((Path(os.environ["ZOO_HOME"]) / run_id / "config.json").read_text())
-    assert (recorded["configs"]["train"]["lr"], recorded["configs"]["train"]["min_lr"]) == (1e-5, 1e-5)
+    assert (recorded["configs"]["train"]["lr"], recorded["configs"]["train"]["min_lr"]) == (
+        1e-5,
+        1e-5,
+    )
 
 
 def test_a_min_lr_the_user_sets_above_lr_is_still_refused(tiny_text):
     for key in ("min_lr", "train.min_lr"):
-        result = run_cli("run", "decoder-char", tiny_text, *TINY_DECODER,
-                         "--set", "lr=1e-5", "--set", f"{key}=1e-4")
+        result = run_cli(
+            "run",
+            "decoder-char",
+            tiny_text,
+            *TINY_DECODER,
+            "--set",
+            "lr=1e-5",
+            "--set",
+            f"{key}=1e-4",
+        )
         assert result.code == 2, result
         lines = result.err.strip().splitlines()
         assert len(lines) == 1 and "min_lr (0.0001) is above lr (1e-05)" in lines[0], result

@@ -1,5 +1,6 @@
 """Config files (`zoo run --config`, `zoo sweep --config`, `zoo show RUN --config`) and
 presets that build on others (`base = ...` in registry.toml)."""
+
 import json
 from itertools import combinations
 
@@ -24,23 +25,43 @@ def figures(output: str) -> dict:
 
 
 def settings_table() -> str:
-    return "\n".join(f"{k} = {v}" for k, v in SETTINGS.items() if k != "sample_tokens") + \
-        "\ntrain.sample_tokens = 20\n"
+    return (
+        "\n".join(f"{k} = {v}" for k, v in SETTINGS.items() if k != "sample_tokens")
+        + "\ntrain.sample_tokens = 20\n"
+    )
 
 
 @pytest.mark.slow
 def test_run_config_gives_the_metrics_of_the_same_command_line(tiny_text, tmp_path):
     config = tmp_path / "run.toml"
-    config.write_text(f'model = "decoder-char"\ndataset = "{tiny_text}"\nsteps = 3\nseed = 1\n'
-                      f'device = "cpu"\n[set]\n{settings_table()}', encoding="utf-8")
+    config.write_text(
+        f'model = "decoder-char"\ndataset = "{tiny_text}"\nsteps = 3\nseed = 1\n'
+        f'device = "cpu"\n[set]\n{settings_table()}',
+        encoding="utf-8",
+    )
     by_file = ok("run", "--config", config, "--json", "--quiet")
-    by_line = ok("run", "decoder-char", tiny_text, "--steps", 3, "--seed", 1, "--device", "cpu",
-                 *TINY_DECODER, "--json", "--quiet")
+    by_line = ok(
+        "run",
+        "decoder-char",
+        tiny_text,
+        "--steps",
+        3,
+        "--seed",
+        1,
+        "--device",
+        "cpu",
+        *TINY_DECODER,
+        "--json",
+        "--quiet",
+    )
     assert figures(by_file.out) == figures(by_line.out)
     assert json.loads(by_file.out)["seed"] == 1
     # the command line wins over the file: steps, and a --set key
-    over = json.loads(ok("run", "--config", config, "--steps", 2, "--set", "train.lr=1e-4",
-                         "--json", "--quiet").out)
+    over = json.loads(
+        ok(
+            "run", "--config", config, "--steps", 2, "--set", "train.lr=1e-4", "--json", "--quiet"
+        ).out
+    )
     assert over["metrics"]["steps"] == 2
     from zoo.records.store import Store
 
@@ -49,9 +70,24 @@ def test_run_config_gives_the_metrics_of_the_same_command_line(tiny_text, tmp_pa
 
 
 def test_show_config_prints_a_file_that_trains_the_run_again(tiny_text, tmp_path):
-    first = json.loads(ok("run", "decoder-char", tiny_text, "--steps", 3, "--seed", 2,
-                          *TINY_DECODER, "--set", "lr=2e-3", "--json", "--quiet",
-                          "--device", "cpu").out)
+    first = json.loads(
+        ok(
+            "run",
+            "decoder-char",
+            tiny_text,
+            "--steps",
+            3,
+            "--seed",
+            2,
+            *TINY_DECODER,
+            "--set",
+            "lr=2e-3",
+            "--json",
+            "--quiet",
+            "--device",
+            "cpu",
+        ).out
+    )
     text = ok("show", first["run_id"], "--config").out
     assert tomllib.loads(text)["set"]["train"]["lr"] == 2e-3
     (tmp_path / "again.toml").write_text(text, encoding="utf-8")
@@ -61,25 +97,44 @@ def test_show_config_prints_a_file_that_trains_the_run_again(tiny_text, tmp_path
 
 def test_sweep_config_gives_the_metrics_of_the_same_command_line(tiny_text, tmp_path):
     config = tmp_path / "sweep.toml"
-    config.write_text(f'models = ["decoder-char"]\non = ["{tiny_text}"]\nsteps = 2\nseeds = 1\n'
-                      f'[grid]\nlr = [1e-3, 3e-3]\n[set]\n{settings_table()}', encoding="utf-8")
+    config.write_text(
+        f'models = ["decoder-char"]\non = ["{tiny_text}"]\nsteps = 2\nseeds = 1\n'
+        f"[grid]\nlr = [1e-3, 3e-3]\n[set]\n{settings_table()}",
+        encoding="utf-8",
+    )
     by_file = json.loads(ok("sweep", "--config", config, "--json").out)
     assert sorted(c["setting"]["lr"] for c in by_file["cells"]) == [0.001, 0.003]
     assert {c["state"] for c in by_file["cells"]} == {"finished"}
-    by_line = json.loads(ok("sweep", "decoder-char", "--on", tiny_text, "--steps", 2,
-                            "--grid", "lr=1e-3,3e-3", *TINY_DECODER, "--json").out)
+    by_line = json.loads(
+        ok(
+            "sweep",
+            "decoder-char",
+            "--on",
+            tiny_text,
+            "--steps",
+            2,
+            "--grid",
+            "lr=1e-3,3e-3",
+            *TINY_DECODER,
+            "--json",
+        ).out
+    )
     # the same cells: the command line finds them finished by the file's sweep
     assert {c["state"] for c in by_line["cells"]} == {"reused"}
-    assert sorted(c["mean"] for c in by_line["comparison"]) == \
-        sorted(c["mean"] for c in by_file["comparison"])
+    assert sorted(c["mean"] for c in by_line["comparison"]) == sorted(
+        c["mean"] for c in by_file["comparison"]
+    )
 
 
-@pytest.mark.parametrize("text, message", [
-    ('modle = "decoder-char"\n', "Did you mean: model"),
-    ('model = "decoder-char"\ndataset = "x"\nsteps = "many"\n', "steps"),
-    ('model = "decoder-char"\ndataset = "x"\ndevice = "tpu"\n', "device"),
-    ("model = [\n", "malformed TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('modle = "decoder-char"\n', "Did you mean: model"),
+        ('model = "decoder-char"\ndataset = "x"\nsteps = "many"\n', "steps"),
+        ('model = "decoder-char"\ndataset = "x"\ndevice = "tpu"\n', "device"),
+        ("model = [\n", "malformed TOML"),
+    ],
+)
 def test_a_bad_config_file_is_exit_2_before_training(tmp_path, text, message):
     config = tmp_path / "bad.toml"
     config.write_text(text, encoding="utf-8")
@@ -95,27 +150,35 @@ def _file(folder, text):
 
 
 # -- presets that build on others ------------------------------------------------------
-def test_a_preset_builds_on_its_bases_and_a_users_file_may_build_on_builtins(tmp_path,
-                                                                             monkeypatch):
+def test_a_preset_builds_on_its_bases_and_a_users_file_may_build_on_builtins(tmp_path, monkeypatch):
     (tmp_path / "registry.toml").write_text(
         '[models.deep-char]\nbase = "decoder-char"\n[models.deep-char.set]\nn_layer = 4\n'
-        '[models.deep-bpe]\nbase = ["deep-char", "bpe-512"]\n', encoding="utf-8")
+        '[models.deep-bpe]\nbase = ["deep-char", "bpe-512"]\n',
+        encoding="utf-8",
+    )
     monkeypatch.chdir(tmp_path)
     catalogue = load_catalogue()
     deep = catalogue.models["deep-bpe"]
     decoder = catalogue.models["decoder-char"]
     assert (deep.architecture, deep.tokenizer) == ("decoder", "bpe")
-    assert deep.overrides == {**decoder.overrides, "n_layer": 4, "vocab_size": 512,
-                              "min_frequency": 2}
+    assert deep.overrides == {
+        **decoder.overrides,
+        "n_layer": 4,
+        "vocab_size": 512,
+        "min_frequency": 2,
+    }
     assert "gpt-small" in catalogue.templates and "gpt-small" not in catalogue.models
     result = run_cli("run", "gpt-small", "shakespeare")
     assert result.code == 2 and "template" in result.err
 
 
-@pytest.mark.parametrize("text, message", [
-    ('[models.a-char]\nbase = "decodr-char"\n', "Did you mean: decoder-char"),
-    ('[models.a]\nbase = "b"\n[models.b]\nbase = "a"\n', "cycle"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[models.a-char]\nbase = "decodr-char"\n', "Did you mean: decoder-char"),
+        ('[models.a]\nbase = "b"\n[models.b]\nbase = "a"\n', "cycle"),
+    ],
+)
 def test_a_bad_base_is_one_clear_error(tmp_path, monkeypatch, text, message):
     (tmp_path / "registry.toml").write_text(text, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -125,8 +188,11 @@ def test_a_bad_base_is_one_clear_error(tmp_path, monkeypatch, text, message):
 
 def ancestors(models: dict, name: str) -> set[str]:
     found = set()
-    for base in [models[name]["base"]] if isinstance(models[name].get("base"), str) \
-            else models[name].get("base", []):
+    for base in (
+        [models[name]["base"]]
+        if isinstance(models[name].get("base"), str)
+        else models[name].get("base", [])
+    ):
         found |= {base} | ancestors(models, base)
     return found
 
@@ -159,7 +225,14 @@ def test_a_yaml_config_file_reads_as_toml_does(tmp_path):
     from zoo.core.configfile import read
 
     path = tmp_path / "run.yaml"
-    path.write_text("model: decoder-char\ndataset: shakespeare\nsteps: 3\nset:\n  train:\n"
-                    "    lr: 0.002\n  n_layer: 1\n", encoding="utf-8")
-    assert read(path, "run") == {"model": "decoder-char", "dataset": "shakespeare",
-                                 "steps": 3, "set": {"train.lr": 0.002, "n_layer": 1}}
+    path.write_text(
+        "model: decoder-char\ndataset: shakespeare\nsteps: 3\nset:\n  train:\n"
+        "    lr: 0.002\n  n_layer: 1\n",
+        encoding="utf-8",
+    )
+    assert read(path, "run") == {
+        "model": "decoder-char",
+        "dataset": "shakespeare",
+        "steps": 3,
+        "set": {"train.lr": 0.002, "n_layer": 1},
+    }

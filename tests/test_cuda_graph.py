@@ -1,10 +1,10 @@
 """Whole-step CUDA graphs (the `cuda_graph` training setting): the same training as eager
 steps, a non-finite step still stopped before the weights, and no effect on the CPU."""
+
 import json
 
 import numpy as np
 import pytest
-
 from conftest import TINY_DECODER, run_cli
 
 torch = pytest.importorskip("torch")
@@ -12,17 +12,21 @@ needs_cuda = pytest.mark.cuda
 
 
 def tiny_decoder(device: str, cuda_graph: bool, dropout: float = 0.0):
-    from zoo.train.torch_model import TorchModel
-    from zoo.train.model import TaskSpec
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build
-    from zoo.core.registry import task_loss
+
     from zoo.core.names import get_task
+    from zoo.core.registry import task_loss
+    from zoo.train.model import TaskSpec
+    from zoo.train.torch_model import TorchModel
 
     torch.manual_seed(0)
     cfg = DecoderConfig(n_layer=2, n_head=2, n_embd=32, block_size=16, dropout=dropout)
-    model = TorchModel(build(cfg, TaskSpec("language-modeling", 50)), device,
-                       loss=task_loss(get_task("language-modeling")))
+    model = TorchModel(
+        build(cfg, TaskSpec("language-modeling", 50)),
+        device,
+        loss=task_loss(get_task("language-modeling")),
+    )
     model.configure_engine(precision="fp32", cuda_graph=cuda_graph)
     model.configure_optimizer(1e-2, 0.1)
     return model
@@ -73,8 +77,21 @@ def test_a_non_finite_graphed_step_leaves_the_weights_alone():
 
 @needs_cuda
 def test_a_graphed_run_with_dropout_finishes_through_the_cli(tiny_text):
-    result = run_cli("run", "decoder-char", tiny_text, "--steps", 8, "--device", "cuda",
-                     "--set", "cuda_graph=true", "--set", "dropout=0.1", "--json", *TINY_DECODER)
+    result = run_cli(
+        "run",
+        "decoder-char",
+        tiny_text,
+        "--steps",
+        8,
+        "--device",
+        "cuda",
+        "--set",
+        "cuda_graph=true",
+        "--set",
+        "dropout=0.1",
+        "--json",
+        *TINY_DECODER,
+    )
     assert result.code == 0, result
     assert json.loads(result.out)["status"] == "finished"
 
@@ -83,8 +100,17 @@ def test_a_graphed_run_with_dropout_finishes_through_the_cli(tiny_text):
 def test_cuda_graph_changes_nothing_on_the_cpu(tiny_text):
     runs = []
     for setting in ("false", "true"):
-        result = run_cli("run", "decoder-char", tiny_text, "--steps", 6, "--json",
-                         "--set", f"cuda_graph={setting}", *TINY_DECODER)
+        result = run_cli(
+            "run",
+            "decoder-char",
+            tiny_text,
+            "--steps",
+            6,
+            "--json",
+            "--set",
+            f"cuda_graph={setting}",
+            *TINY_DECODER,
+        )
         assert result.code == 0, result
         runs.append(json.loads(result.out)["metrics"]["val_loss"])
     assert runs[0] == runs[1]

@@ -1,17 +1,18 @@
 """A dataset plugin declares its task, columns and config dataclass; --set reaches its
 config (checked like any key, with did-you-mean), runs record it, and zoo show lists it."""
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
 import pytest
-
 from conftest import run_cli
+
 from zoo.core import registry
+from zoo.core.plan import config_hash, plan_from_record, plan_run
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
-from zoo.core.plan import config_hash, plan_from_record, plan_run
 from zoo.records.store import home
 
 LOADED = []  # the configs the loader was called with
@@ -35,9 +36,19 @@ def load_reviews(config: ReviewsConfig):
     LOADED.append(config)
 
     def split(offset):
-        rows = [(" ".join([config.good_word if i % 2 else "awful"] * config.lengths[i % len(config.lengths)]),
-                 "pos" if i % 2 else "neg") for i in range(offset, offset + config.rows)]
-        return datasets.Dataset.from_dict({"words": [r[0] for r in rows], "tag": [r[1] for r in rows]})
+        rows = [
+            (
+                " ".join(
+                    [config.good_word if i % 2 else "awful"]
+                    * config.lengths[i % len(config.lengths)]
+                ),
+                "pos" if i % 2 else "neg",
+            )
+            for i in range(offset, offset + config.rows)
+        ]
+        return datasets.Dataset.from_dict(
+            {"words": [r[0] for r in rows], "tag": [r[1] for r in rows]}
+        )
 
     return datasets.DatasetDict({"train": split(0), "validation": split(1), "test": split(2)})
 
@@ -45,8 +56,14 @@ def load_reviews(config: ReviewsConfig):
 class ReviewsPlugin:
     @hookimpl
     def register_datasets(self, register):
-        register("reviews", load_reviews, config=ReviewsConfig, tasks=("classification",),
-                 columns={"text": "words", "label": "tag"}, description="generated reviews")
+        register(
+            "reviews",
+            load_reviews,
+            config=ReviewsConfig,
+            tasks=("classification",),
+            columns={"text": "words", "label": "tag"},
+            description="generated reviews",
+        )
 
 
 @pytest.fixture
@@ -58,16 +75,43 @@ def reviews():
     return zoo
 
 
-TINY_ENCODER = ["--set", "n_layer=1", "--set", "n_head=2", "--set", "n_embd=16",
-                "--set", "block_size=32", "--set", "batch_size=8", "--set", "eval_interval=3",
-                "--set", "warmup_steps=2", "--set", "dropout=0.0"]
+TINY_ENCODER = [
+    "--set",
+    "n_layer=1",
+    "--set",
+    "n_head=2",
+    "--set",
+    "n_embd=16",
+    "--set",
+    "block_size=32",
+    "--set",
+    "batch_size=8",
+    "--set",
+    "eval_interval=3",
+    "--set",
+    "warmup_steps=2",
+    "--set",
+    "dropout=0.0",
+]
 
 
 @pytest.mark.slow
 def test_set_reaches_the_dataset_config_and_the_run_records_it(reviews):
-    result = run_cli("run", "encoder-char", "reviews", "--steps", 2, "--json", *TINY_ENCODER,
-                     "--set", "rows=20", "--set", "dataset.good_word=fine",
-                     "--set", "lengths=2,4,6")
+    result = run_cli(
+        "run",
+        "encoder-char",
+        "reviews",
+        "--steps",
+        2,
+        "--json",
+        *TINY_ENCODER,
+        "--set",
+        "rows=20",
+        "--set",
+        "dataset.good_word=fine",
+        "--set",
+        "lengths=2,4,6",
+    )
     assert result.code == 0, result
     summary = json.loads(result.out)
     assert summary["task"] == "classification"  # declared by the plugin, no catalogue entry
@@ -80,13 +124,16 @@ def test_set_reaches_the_dataset_config_and_the_run_records_it(reviews):
     assert plan.dataset_ref.config == LOADED[-1] and plan.configs["dataset"] == LOADED[-1]
 
 
-@pytest.mark.parametrize("setting, message", [
-    ("row=20", "Unknown config key 'row'. Did you mean: rows?"),
-    ("rows=many", "rows must be an integer, not 'many'"),
-    ("lengths=2,x", "lengths must be an integer, not 'x'"),
-    ("rows=3", "invalid ReviewsConfig: rows must be at least 10, got 3"),
-    ("dataset.n_layer=2", "Unknown dataset config key 'n_layer'"),
-])
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ("row=20", "Unknown config key 'row'. Did you mean: rows?"),
+        ("rows=many", "rows must be an integer, not 'many'"),
+        ("lengths=2,x", "lengths must be an integer, not 'x'"),
+        ("rows=3", "invalid ReviewsConfig: rows must be at least 10, got 3"),
+        ("dataset.n_layer=2", "Unknown dataset config key 'n_layer'"),
+    ],
+)
 def test_a_bad_dataset_setting_is_one_line_and_exit_2_before_loading(reviews, setting, message):
     result = run_cli("run", "encoder-char", "reviews", "--set", setting, *TINY_ENCODER)
     assert result.code == 2 and message in result.err, result
@@ -96,7 +143,8 @@ def test_a_bad_dataset_setting_is_one_line_and_exit_2_before_loading(reviews, se
 def test_catalogue_options_come_before_set_and_both_are_checked(reviews, tmp_path):
     (tmp_path / "work" / "registry.toml").write_text(
         '[datasets.short-reviews]\nplugin = "reviews"\nconfig = { rows = 12, lengths = [1] }\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     registry.reset_zoo()
     zoo = registry.get_zoo()
     assert zoo.add_plugin(ReviewsPlugin(), registry.PluginInfo("reviews", "test"))
@@ -104,7 +152,8 @@ def test_catalogue_options_come_before_set_and_both_are_checked(reviews, tmp_pat
     assert plan.configs["dataset"] == ReviewsConfig(rows=15, lengths=[1])
     assert plan.task == "classification"
     (tmp_path / "work" / "registry.toml").write_text(
-        '[datasets.bad-reviews]\nplugin = "reviews"\nconfig = { rowz = 12 }\n', encoding="utf-8")
+        '[datasets.bad-reviews]\nplugin = "reviews"\nconfig = { rowz = 12 }\n', encoding="utf-8"
+    )
     registry.reset_zoo()
     zoo = registry.get_zoo()
     assert zoo.add_plugin(ReviewsPlugin(), registry.PluginInfo("reviews", "test"))
@@ -115,9 +164,15 @@ def test_catalogue_options_come_before_set_and_both_are_checked(reviews, tmp_pat
 def test_zoo_show_lists_a_dataset_plugins_fields_columns_and_task(reviews):
     shown = run_cli("show", "reviews")
     assert shown.code == 0, shown
-    for line in ("dataset reviews", "tasks:  classification", "text column: words",
-                 "label column: tag", "dataset config (set with --set KEY=VALUE",
-                 "rows             int            60", "lengths          list[int]"):
+    for line in (
+        "dataset reviews",
+        "tasks:  classification",
+        "text column: words",
+        "label column: tag",
+        "dataset config (set with --set KEY=VALUE",
+        "rows             int            60",
+        "lengths          list[int]",
+    ):
         assert line in shown.out, line
     digits = run_cli("show", "digits").out  # the built-in example, with no catalogue entry
     assert "text column: text" in digits and "label column: target" in digits

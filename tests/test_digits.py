@@ -1,28 +1,51 @@
 """The digits dataset, the digits architecture and the next-item pipeline, on tiny configs."""
+
 import json
 import math
 
 import numpy as np
 import pytest
-
 from conftest import TINY_DECODER, run_cli
-
-from zoo.core import registry
 from zoo.plugins.digits import data as digits_data
 from zoo.plugins.digits.data import DigitsDataConfig
+
+from zoo.core import registry
 from zoo.records.store import Store
 
 SMALL = dict(train_size=300, validation_size=60, test_size=60, heldout_size=60)
 
 # Every model field is set, so the tests do not drift with the preset.
-TINY_DIGITS = ["--set", "width=32", "--set", "blocks=1", "--set", "heads=1", "--set", "ff_ratio=4",
-               "--set", "dropout=0", "--set", "block_size=32", "--set", "batch_size=32", "--set", "eval_interval=20", "--set", "eval_batches=2",
-               "--set", "warmup_steps=5"]
+TINY_DIGITS = [
+    "--set",
+    "width=32",
+    "--set",
+    "blocks=1",
+    "--set",
+    "heads=1",
+    "--set",
+    "ff_ratio=4",
+    "--set",
+    "dropout=0",
+    "--set",
+    "block_size=32",
+    "--set",
+    "batch_size=32",
+    "--set",
+    "eval_interval=20",
+    "--set",
+    "eval_batches=2",
+    "--set",
+    "warmup_steps=5",
+]
 
 
 # The shared tiny decoder settings, less the language-modeling-only ones.
-TINY_DECODER_NEXT = [a for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
-                     if not pair[1].startswith("sample_tokens") for a in pair]
+TINY_DECODER_NEXT = [
+    a
+    for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
+    if not pair[1].startswith("sample_tokens")
+    for a in pair
+]
 
 
 def catalogue(tmp_path, name: str, **config) -> None:
@@ -30,7 +53,9 @@ def catalogue(tmp_path, name: str, **config) -> None:
     options = ", ".join(f"{k} = {json.dumps(v)}" for k, v in config.items())
     (tmp_path / "work" / "registry.toml").write_text(
         f'[datasets.{name}]\nplugin = "digits"\ntask = "next-item"\ntext_column = "text"\n'
-        f'label_column = "target"\nconfig = {{ {options} }}\n', encoding="utf-8")
+        f'label_column = "target"\nconfig = {{ {options} }}\n',
+        encoding="utf-8",
+    )
     registry.reset_zoo()  # the process-wide zoo read the old catalogue
 
 
@@ -50,18 +75,25 @@ def test_generator_is_deterministic_with_a_stable_fingerprint(tmp_path):
 
 
 def test_rows_follow_their_rules():
-    rows = list(digits_data.generate_rows(
-        {**SMALL, "min_len": 5, "max_len": 7}, "train"))
+    rows = list(digits_data.generate_rows({**SMALL, "min_len": 5, "max_len": 7}, "train"))
     assert {r["family"] for r in rows} == {"arithmetic", "fibonacci", "periodic"}
     assert {len(r["text"].split()) for r in rows} == {5, 6, 7}
-    shortest = {f: min(len(r["text"].split()) for r in rows if r["family"] == f)
-                for f in ("arithmetic", "fibonacci")}
+    shortest = {
+        f: min(len(r["text"].split()) for r in rows if r["family"] == f)
+        for f in ("arithmetic", "fibonacci")
+    }
     assert shortest == {"arithmetic": 5, "fibonacci": 5}
     default = list(digits_data.generate_rows(SMALL, "train"))  # min_len 3: family minimums
     assert min(len(r["text"].split()) for r in default if r["family"] == "arithmetic") == 3
     assert min(len(r["text"].split()) for r in default if r["family"] == "fibonacci") == 4
-    assert min(len(r["text"].split()) for r in default
-               if r["family"] == "periodic" and len(r["rule"].split()) == 3) == 6
+    assert (
+        min(
+            len(r["text"].split())
+            for r in default
+            if r["family"] == "periodic" and len(r["rule"].split()) == 3
+        )
+        == 6
+    )
     for row in rows:
         params = tuple(int(x) for x in row["rule"].split())
         items = digits_data.sequence(row["family"], params, len(row["text"].split()) + 1)
@@ -73,8 +105,10 @@ def test_rows_follow_their_rules():
 
 def test_heldout_rules_and_contexts_never_appear_in_train():
     # The default sizes: the whole train split is checked, not a sample.
-    config = {f.name: getattr(DigitsDataConfig(), f.name)
-              for f in __import__("dataclasses").fields(DigitsDataConfig)}
+    config = {
+        f.name: getattr(DigitsDataConfig(), f.name)
+        for f in __import__("dataclasses").fields(DigitsDataConfig)
+    }
     train = list(digits_data.generate_rows(config, "train"))
     heldout = list(digits_data.generate_rows(config, "heldout"))
     assert len(train) == 20000 and len(heldout) == 2000
@@ -116,14 +150,16 @@ def test_ambiguous_or_bad_configs_fail_with_one_line(tmp_path, cli, monkeypatch)
 @pytest.mark.parametrize("positions", ["start", "end"])
 def test_digits_model_reads_the_last_real_position_whatever_the_padding(positions):
     import torch
-
-    from zoo.train.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
     from zoo.plugins.digits.model import build
 
+    from zoo.train.model import TaskSpec
+
     torch.manual_seed(0)
-    model = build(DigitsConfig(width=16, blocks=2, heads=2, block_size=12, positions=positions),
-                  TaskSpec("next-item", 9))
+    model = build(
+        DigitsConfig(width=16, blocks=2, heads=2, block_size=12, positions=positions),
+        TaskSpec("next-item", 9),
+    )
     model.eval()
     short = torch.tensor([[3, 4, 5]])
     padded = torch.tensor([[3, 4, 5, 0, 0, 0], [6, 7, 8, 3, 4, 5]])
@@ -142,10 +178,10 @@ def test_positions_from_the_end_give_the_last_items_fixed_positions():
     """Counted from the end, the last real token is always position 0 and the one before it
     position 1, however long the context and however much padding follows."""
     import torch
-
-    from zoo.train.model import TaskSpec
     from zoo.plugins.digits import DigitsConfig
     from zoo.plugins.digits.model import build
+
+    from zoo.train.model import TaskSpec
 
     model = build(DigitsConfig(width=16, block_size=12, positions="end"), TaskSpec("next-item", 9))
     mask = torch.tensor([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1]])
@@ -161,12 +197,35 @@ def test_positions_from_the_end_give_the_last_items_fixed_positions():
 # -- the pipeline --------------------------------------------------------------------------
 @pytest.mark.slow
 def test_tiny_model_learns_one_progression_family_exactly(tmp_path):
-    catalogue(tmp_path, "arith", families=["arithmetic"], min_len=3, max_len=5,
-              train_size=2000, validation_size=200, test_size=300, heldout_size=100)
+    catalogue(
+        tmp_path,
+        "arith",
+        families=["arithmetic"],
+        min_len=3,
+        max_len=5,
+        train_size=2000,
+        validation_size=200,
+        test_size=300,
+        heldout_size=100,
+    )
     # About 3 s of CPU; test accuracy is 100% with seeds 0 to 3 (validation from step 250).
-    result = run_cli("run", "digits-char", "arith", "--json", "--steps", 300, *TINY_DIGITS,
-                     "--set", "batch_size=128", "--set", "lr=1e-2", "--set", "min_lr=1e-3",
-                     "--set", "eval_interval=50")
+    result = run_cli(
+        "run",
+        "digits-char",
+        "arith",
+        "--json",
+        "--steps",
+        300,
+        *TINY_DIGITS,
+        "--set",
+        "batch_size=128",
+        "--set",
+        "lr=1e-2",
+        "--set",
+        "min_lr=1e-3",
+        "--set",
+        "eval_interval=50",
+    )
     assert result.code == 0, result
     summary = json.loads(result.out)
     metrics = summary["metrics"]
@@ -190,9 +249,10 @@ def test_tiny_model_learns_one_progression_family_exactly(tmp_path):
 
 @pytest.mark.slow
 def test_evaluate_on_a_reloaded_run_matches_the_recorded_metrics(tmp_path):
-    from zoo.data import datasets as data
     from zoo.pipelines.next_item import evaluate
+
     from zoo.core.registry import get_zoo
+    from zoo.data import datasets as data
     from zoo.records.reload import load_trained
 
     catalogue(tmp_path, "mixed", **SMALL)
@@ -210,14 +270,26 @@ def test_evaluate_on_a_reloaded_run_matches_the_recorded_metrics(tmp_path):
     scored = run_cli("eval", summary["run_id"], "mixed", "--split", "heldout", "--json")
     assert scored.code == 0, scored
     assert json.loads(scored.out)["metrics"]["accuracy"] == pytest.approx(
-        summary["metrics"]["heldout_accuracy"], abs=1e-9)
+        summary["metrics"]["heldout_accuracy"], abs=1e-9
+    )
 
 
 @pytest.mark.slow
 def test_text_datasets_serve_next_item_as_windows(tiny_text):
     # digits on plain text picks next-item; the decoder is asked for it explicitly.
-    result = run_cli("run", "digits-char", tiny_text, "--json", "--steps", 5, *TINY_DIGITS,
-                     "--set", "block_size=16", "--set", "eval_windows=50")
+    result = run_cli(
+        "run",
+        "digits-char",
+        tiny_text,
+        "--json",
+        "--steps",
+        5,
+        *TINY_DIGITS,
+        "--set",
+        "block_size=16",
+        "--set",
+        "eval_windows=50",
+    )
     assert result.code == 0, result
     metrics = json.loads(result.out)["metrics"]
     assert json.loads(result.out)["task"] == "next-item"
@@ -227,8 +299,19 @@ def test_text_datasets_serve_next_item_as_windows(tiny_text):
     predicted = run_cli("predict", run_id, "the quick brown fo", "--json")
     assert predicted.code == 0 and 0 < json.loads(predicted.out)["probability"] <= 1
 
-    result = run_cli("run", "decoder-char", tiny_text, "--task", "next-item", "--json",
-                     "--steps", 5, *TINY_DECODER_NEXT, "--set", "eval_windows=50")
+    result = run_cli(
+        "run",
+        "decoder-char",
+        tiny_text,
+        "--task",
+        "next-item",
+        "--json",
+        "--steps",
+        5,
+        *TINY_DECODER_NEXT,
+        "--set",
+        "eval_windows=50",
+    )
     assert result.code == 0, result
     assert 0 <= json.loads(result.out)["metrics"]["test_accuracy"] <= 1
 
@@ -283,19 +366,22 @@ def test_show_of_a_name_shared_by_an_architecture_and_a_dataset_shows_both(cli):
 
 
 def test_row_examples_keep_each_contexts_last_tokens_and_the_targets_first():
-    import datasets
-    import pyarrow as pa
     from types import SimpleNamespace
 
-    from zoo import ZooError
+    import datasets
+    import pyarrow as pa
     from zoo.pipelines.next_item import row_examples
     from zoo.plugins.char import CharTokenizer
 
+    from zoo import ZooError
+
     def rows(texts, targets):
-        split = datasets.Dataset(pa.table({"text": texts, "target": targets,
-                                           "family": ["a", "b"][:len(texts)]}))
-        return SimpleNamespace(text_column="text", label_column="target",
-                               ref=SimpleNamespace(name="fake")), split
+        split = datasets.Dataset(
+            pa.table({"text": texts, "target": targets, "family": ["a", "b"][: len(texts)]})
+        )
+        return SimpleNamespace(
+            text_column="text", label_column="target", ref=SimpleNamespace(name="fake")
+        ), split
 
     tokenizer = CharTokenizer.train(["0123456789 "])
     texts = ["1 2 3 4 5", "7"]
@@ -316,14 +402,29 @@ def test_eval_on_the_runs_own_dataset_uses_the_dataset_settings_it_trained_with(
     """Dataset settings given with --set at training time are part of the run: `zoo eval` of
     the run on its own dataset generates the same rows, not the defaults'."""
     catalogue(tmp_path, "mixed", **SMALL)
-    result = run_cli("run", "digits-char", "mixed", "--json", "--steps", 8, *TINY_DIGITS,
-                     "--set", "dataset.seed=7", "--set", "dataset.max_len=6")
+    result = run_cli(
+        "run",
+        "digits-char",
+        "mixed",
+        "--json",
+        "--steps",
+        8,
+        *TINY_DIGITS,
+        "--set",
+        "dataset.seed=7",
+        "--set",
+        "dataset.max_len=6",
+    )
     assert result.code == 0, result
     summary = json.loads(result.out)
     scored = run_cli("eval", summary["run_id"], "mixed", "--split", "heldout", "--json")
     assert scored.code == 0, scored
     assert json.loads(scored.out)["metrics"]["accuracy"] == pytest.approx(
-        summary["metrics"]["heldout_accuracy"], abs=1e-9)
+        summary["metrics"]["heldout_accuracy"], abs=1e-9
+    )
     with Store() as store:
-        trained, evaluation = store.get(summary["run_id"]), store.get(json.loads(scored.out)["run_id"])
+        trained, evaluation = (
+            store.get(summary["run_id"]),
+            store.get(json.loads(scored.out)["run_id"]),
+        )
     assert evaluation["config"]["dataset_fingerprint"] == trained["config"]["dataset_fingerprint"]

@@ -1,19 +1,19 @@
 """Engine speed options (precision, fused AdamW) and the language-modeling data path."""
+
 import json
 import math
 
 import numpy as np
 import pytest
-
 from conftest import TINY_DECODER, run_cli
 
 
 def test_precision_auto_on_cpu_follows_native_bf16_and_fp16_needs_cuda(monkeypatch):
     import torch
 
+    from zoo.errors import ZooError
     from zoo.train import torch_model
     from zoo.train.torch_model import resolve_precision
-    from zoo.errors import ZooError
 
     cpu = torch.device("cpu")
     monkeypatch.setattr(torch_model, "cpu_has_native_bf16", lambda: False)
@@ -35,8 +35,17 @@ def test_bad_precision_fails_with_exit_2(tiny_text):
 def test_bf16_autocast_on_cpu_trains_close_to_fp32(tiny_text):
     runs = {}
     for precision in ("fp32", "bf16"):
-        result = run_cli("run", "decoder-char", tiny_text, "--steps", 10, "--json",
-                         "--set", f"precision={precision}", *TINY_DECODER)
+        result = run_cli(
+            "run",
+            "decoder-char",
+            tiny_text,
+            "--steps",
+            10,
+            "--json",
+            "--set",
+            f"precision={precision}",
+            *TINY_DECODER,
+        )
         assert result.code == 0, result
         runs[precision] = json.loads(result.out)["metrics"]
     assert math.isfinite(runs["bf16"]["val_loss"])
@@ -73,8 +82,17 @@ def test_evaluate_sums_the_loss_of_every_window():
 def test_reloaded_run_evaluates_at_its_training_precision(tiny_text):
     from zoo.records.reload import load_trained
 
-    result = run_cli("run", "decoder-char", tiny_text, "--steps", 3, "--json",
-                     "--set", "precision=fp32", *TINY_DECODER)
+    result = run_cli(
+        "run",
+        "decoder-char",
+        tiny_text,
+        "--steps",
+        3,
+        "--json",
+        "--set",
+        "precision=fp32",
+        *TINY_DECODER,
+    )
     run_id = json.loads(result.out)["run_id"]
     assert load_trained(run_id).model.precision == "fp32"
     assert load_trained(run_id, precision="bf16").model.precision == "bf16"
@@ -96,8 +114,9 @@ def test_compile_trains_on_the_cpu(tiny_text, monkeypatch):
 
     monkeypatch.setattr(torch, "compile", spy)
     counters.clear()
-    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", "--compile",
-                     *TINY_DECODER)
+    result = run_cli(
+        "run", "decoder-char", tiny_text, "--steps", 2, "--json", "--compile", *TINY_DECODER
+    )
     assert result.code == 0, result
     summary = json.loads(result.out)
     assert summary["status"] == "finished" and math.isfinite(summary["metrics"]["val_loss"])
@@ -109,8 +128,17 @@ def test_compile_trains_on_the_cpu(tiny_text, monkeypatch):
 
 @pytest.mark.slow
 def test_adamw_betas_are_training_settings(tiny_text):
-    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json",
-                     "--set", "beta2=0.99", *TINY_DECODER)
+    result = run_cli(
+        "run",
+        "decoder-char",
+        tiny_text,
+        "--steps",
+        2,
+        "--json",
+        "--set",
+        "beta2=0.99",
+        *TINY_DECODER,
+    )
     assert result.code == 0, result
     run_id = json.loads(result.out)["run_id"]
     from zoo.records.store import home
@@ -132,8 +160,18 @@ def test_the_trainer_hands_the_betas_to_the_optimizer(tiny_text, monkeypatch):
         seen.append(self.optimizer.param_groups[0]["betas"])
 
     monkeypatch.setattr(TorchModel, "configure_optimizer", spy)
-    result = run_cli("run", "decoder-char", tiny_text, "--steps", 1, "--set", "beta1=0.8",
-                     "--set", "beta2=0.99", *TINY_DECODER)
+    result = run_cli(
+        "run",
+        "decoder-char",
+        tiny_text,
+        "--steps",
+        1,
+        "--set",
+        "beta1=0.8",
+        "--set",
+        "beta2=0.99",
+        *TINY_DECODER,
+    )
     assert result.code == 0, result
     assert seen == [(0.8, 0.99)]
 
@@ -169,4 +207,6 @@ def test_bf16_detection_agrees_with_the_cpu_flags_of_this_machine():
     native = bool(flags & {"avx512_bf16", "amx_tile", "amx_bf16"})
     print(f"CPU bf16 flags: {sorted(flags & {'avx512_bf16', 'amx_tile', 'amx_bf16'})}")
     assert torch_model.cpu_has_native_bf16() == native
-    assert torch_model.resolve_precision("auto", torch.device("cpu")) == ("bf16" if native else "fp32")
+    assert torch_model.resolve_precision("auto", torch.device("cpu")) == (
+        "bf16" if native else "fp32"
+    )

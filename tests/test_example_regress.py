@@ -3,6 +3,7 @@ any third-party package, adds a task the core has never heard of (regression), a
 that serves it and an architecture, through the public API alone, and every command works
 on it: list, list --matrix, show, run, sweep, compare, eval, predict --json, plot, a SIGKILL
 then resume that is bit-identical, and reproduce."""
+
 import csv
 import io
 import json
@@ -13,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, run_cli
 from test_reliability import Trial, assert_same_run, watch
+
 from zoo.core import registry
 from zoo.records.store import home
 
@@ -26,9 +27,22 @@ TINY = ["--set", "eval_interval=10"]
 def regress_site(tmp_path_factory) -> Path:
     """The example package, installed for real into its own folder."""
     target = tmp_path_factory.mktemp("regress-site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--target", str(target),
-                    str(REPO / "examples" / "zoo-regress")], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(REPO / "examples" / "zoo-regress"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return target
 
 
@@ -54,12 +68,18 @@ def test_a_new_task_runs_end_to_end_through_the_cli(regress, tmp_path):
     listed = ok("list")
     assert "bitmlp" in listed and "bits" in listed and "regression" in listed
     matrix = ok("list", "--matrix")
-    assert next(line for line in matrix.splitlines() if line.startswith("bitmlp")).split()[1] == "regression"
+    assert (
+        next(line for line in matrix.splitlines() if line.startswith("bitmlp")).split()[1]
+        == "regression"
+    )
     shown = ok("show", "bits")
     assert "tasks:  regression" in shown and "rows" in shown  # the dataset's config fields
     assert "train (regression) config" in ok("show", "bitmlp-char")
     task = ok("show", "regression")  # the task's declaration, from its registration
-    assert "primary metric: test_r2" in task and "fraction of variance explained, higher is better" in task
+    assert (
+        "primary metric: test_r2" in task
+        and "fraction of variance explained, higher is better" in task
+    )
 
     run = json.loads(ok("run", "bitmlp-char", "bits", "--steps", 60, "--json", *TINY))
     assert run["task"] == "regression" and run["status"] == "finished"
@@ -68,11 +88,25 @@ def test_a_new_task_runs_end_to_end_through_the_cli(regress, tmp_path):
     assert metrics["test_r2"] > 0.5 and 0 <= metrics["test_mse"] < 0.05  # it learned
     assert "test_r2=" in ok("runs")  # the primary metric, from the registration
 
-    swept = run_cli("sweep", "bitmlp-char", "bitmlp-bpe", "--on", "bits", "--seeds", 2,
-                    "--steps", 20, *TINY, "--format", "csv")
+    swept = run_cli(
+        "sweep",
+        "bitmlp-char",
+        "bitmlp-bpe",
+        "--on",
+        "bits",
+        "--seeds",
+        2,
+        "--steps",
+        20,
+        *TINY,
+        "--format",
+        "csv",
+    )
     assert swept.code == 0, swept
     cells = list(csv.DictReader(io.StringIO(swept.out)))
-    assert {c["metric"] for c in cells} == {"test_r2"} and {c["better"] for c in cells} == {"higher"}
+    assert {c["metric"] for c in cells} == {"test_r2"} and {c["better"] for c in cells} == {
+        "higher"
+    }
     assert all(c["n"] == "2" for c in cells)
     best = max(cells, key=lambda c: float(c["mean"]))
     assert [c["best"] for c in cells] == [str(c is best) for c in cells]  # higher is better
@@ -87,8 +121,10 @@ def test_a_new_task_runs_end_to_end_through_the_cli(regress, tmp_path):
 
     texts = tmp_path / "bits.txt"
     texts.write_text("1000000000\n0100000000\n1111111111\n", encoding="utf-8")
-    predicted = [json.loads(line) for line in ok("predict", run["run_id"], "--file", texts,
-                                                 "--json").splitlines()]
+    predicted = [
+        json.loads(line)
+        for line in ok("predict", run["run_id"], "--file", texts, "--json").splitlines()
+    ]
     assert [p["text"] for p in predicted] == ["1000000000", "0100000000", "1111111111"]
     assert all(math.isfinite(p["value"]) for p in predicted)
     assert predicted[0]["value"] > predicted[1]["value"]  # 0.5 against 0.25
@@ -103,8 +139,17 @@ def test_a_new_task_runs_end_to_end_through_the_cli(regress, tmp_path):
 @pytest.mark.slow
 def test_a_new_task_resumes_bit_identically_after_sigkill(regress, monkeypatch):
     steps = 40
-    args = ["run", "bitmlp-char", "bits", "--steps", steps, "--json", *TINY,
-            "--set", "checkpoint_every=1"]
+    args = [
+        "run",
+        "bitmlp-char",
+        "bits",
+        "--steps",
+        steps,
+        "--json",
+        *TINY,
+        "--set",
+        "checkpoint_every=1",
+    ]
     reference = json.loads(ok(*args))
     reference["run_dir"] = str(home() / reference["run_id"])
     trial = Trial(home().parent / "killed", args, random.SystemRandom().randint(5, steps - 10))

@@ -1,6 +1,7 @@
 """Sweeps in worker processes (--jobs N): the same metrics as one process, the driver as
 the only writer of the store, a killed worker recorded as a failed cell, and a rerun that
 resumes it from its checkpoint (tiny configs)."""
+
 import io
 import os
 import signal
@@ -10,11 +11,11 @@ import time
 
 import pytest
 import torch
-
 from conftest import TINY_DECODER, kill_a_worker_held_at_a_checkpoint, run_cli, run_python
-from zoo.sweeps.executors import ProcessExecutor, available_cores, make_executor
+
 from zoo.records.store import Store, home
 from zoo.sweeps.driver import plan_sweep
+from zoo.sweeps.executors import ProcessExecutor, available_cores, make_executor
 
 TIMING = ("tokens_per_s", "train_time")
 
@@ -42,9 +43,23 @@ def sequential_sweep(sweep: list, threads: int) -> dict:
 
 @pytest.mark.slow
 def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
-        tiny_text, monkeypatch, tmp_path):
-    sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 200,
-             *TINY_DECODER, "--set", "checkpoint_every=10", "--set", "eval_interval=50"]
+    tiny_text, monkeypatch, tmp_path
+):
+    sweep = [
+        "sweep",
+        "decoder-char",
+        "--on",
+        tiny_text,
+        "--seeds",
+        2,
+        "--steps",
+        200,
+        *TINY_DECODER,
+        "--set",
+        "checkpoint_every=10",
+        "--set",
+        "eval_interval=50",
+    ]
     # The reference: one cell after another, in-process, at the workers' thread count (one
     # each on 2 cores): another thread count sums in another order and moves the metrics.
     alone = sequential_sweep(sweep, max(1, available_cores() // 2))
@@ -80,17 +95,34 @@ def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
 
 @pytest.mark.slow
 def test_digits_cells_have_the_same_metrics_with_jobs_2_as_with_all_threads_in_one_process(
-        monkeypatch, tmp_path):
+    monkeypatch, tmp_path
+):
     """The acceptance sweep's model (digits-char): --jobs 2 (one thread per worker) gives
     every cell exactly the metrics of a sequential sweep on all the cores' threads, because
     nothing in its training sums in a thread-dependent order (zoo.train.layers
     .ThreadInvariantLayerNorm; torch's fused LayerNorm in its place makes this fail)."""
     if available_cores() < 2:
         pytest.skip("needs 2 cores: on one, both sweeps run on one thread")
-    sweep = ["sweep", "digits-char", "--on", "digits", "--seeds", 2, "--steps", 30,
-             "--set", "eval_interval=15", "--set", "dataset.train_size=3000",
-             "--set", "dataset.validation_size=300", "--set", "dataset.test_size=300",
-             "--set", "dataset.heldout_size=300"]
+    sweep = [
+        "sweep",
+        "digits-char",
+        "--on",
+        "digits",
+        "--seeds",
+        2,
+        "--steps",
+        30,
+        "--set",
+        "eval_interval=15",
+        "--set",
+        "dataset.train_size=3000",
+        "--set",
+        "dataset.validation_size=300",
+        "--set",
+        "dataset.test_size=300",
+        "--set",
+        "dataset.heldout_size=300",
+    ]
     alone = sequential_sweep(sweep, available_cores())  # --jobs 1 as the program runs it
     monkeypatch.setenv("ZOO_HOME", str(tmp_path / "parallel"))
     result = run_cli(*sweep, "--jobs", 2)
@@ -106,8 +138,10 @@ def test_executor_ray_without_ray_is_one_line_and_exit_2(tiny_text, monkeypatch)
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails, as when absent
     result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--executor", "ray")
     assert result.code == 2, result
-    assert result.err.strip() == ('zoo: error: --executor ray needs Ray, an optional extra: '
-                                  'pip install -e ".[ray]" (or pip install ray)')
+    assert result.err.strip() == (
+        "zoo: error: --executor ray needs Ray, an optional extra: "
+        'pip install -e ".[ray]" (or pip install ray)'
+    )
     with Store() as store:
         assert store.rows() == []
 
@@ -118,10 +152,12 @@ def test_ray_options_need_the_ray_executor(tiny_text):
 
 
 def test_list_sweep_and_tune_help_import_neither_torch_optuna_nor_ray():
-    probe = ("import sys\nfrom zoo.cli.main import main\n"
-             "for argv in (['list'], ['sweep', '--help'], ['tune', '--help']):\n"
-             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
-             "print('torch' in sys.modules, 'ray' in sys.modules, 'optuna' in sys.modules)")
+    probe = (
+        "import sys\nfrom zoo.cli.main import main\n"
+        "for argv in (['list'], ['sweep', '--help'], ['tune', '--help']):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "print('torch' in sys.modules, 'ray' in sys.modules, 'optuna' in sys.modules)"
+    )
     lines = run_python(probe)
     assert any("--executor {local,ray}" in line for line in lines)
     assert any("--pruner {median,halving,none}" in line for line in lines)
@@ -138,7 +174,7 @@ def test_ray_cells_ask_for_a_gpu_when_the_sweep_trains_on_cuda():
 
 # A plugin architecture that raises KeyboardInterrupt itself, plugin code and not the user's
 # Ctrl-C: its model in training with dropout 0.1, its build with dropout 0.2.
-INTERRUPTING = '''
+INTERRUPTING = """
 from zoo.hookspecs import hookimpl
 
 
@@ -159,7 +195,7 @@ def build(config, spec):
 def register_architectures(register):
     register("interrupting", build, config="zoo.plugins.decoder:DecoderConfig",
              tasks=("language-modeling",))
-'''
+"""
 
 
 @pytest.fixture
@@ -172,11 +208,22 @@ def interrupting(isolated, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", [["--jobs", 2], []], ids=["jobs-2", "in-process"])
 def test_a_keyboard_interrupt_raised_by_plugin_code_fails_only_its_cell(
-        interrupting, tiny_text, workers):
+    interrupting, tiny_text, workers
+):
     """With workers or without, a KeyboardInterrupt that no Ctrl-C caused is a failure of
     its cell, not the user stopping the sweep."""
-    result = run_cli("sweep", "interrupting-char", "--on", tiny_text, "--steps", 2,
-                     *TINY_DECODER, "--grid", "dropout=0,0.1,0.2", *workers)
+    result = run_cli(
+        "sweep",
+        "interrupting-char",
+        "--on",
+        tiny_text,
+        "--steps",
+        2,
+        *TINY_DECODER,
+        "--grid",
+        "dropout=0,0.1,0.2",
+        *workers,
+    )
     assert result.code == 1, result  # a cell failed; the sweep went on
     assert "interrupted" not in result.err and "zoo resume" not in result.err, result.err
     with Store() as store:
@@ -188,18 +235,21 @@ def test_a_keyboard_interrupt_raised_by_plugin_code_fails_only_its_cell(
     assert "from plugin 'p_interrupting' failed" in rows[0.2]["error"]
 
 
-def test_a_keyboard_interrupt_raised_by_a_model_in_zoo_run_fails_the_run(interrupting,
-                                                                        tiny_text):
-    result = run_cli("run", "interrupting-char", tiny_text, "--steps", 2, *TINY_DECODER,
-                     "--set", "dropout=0.1")
+def test_a_keyboard_interrupt_raised_by_a_model_in_zoo_run_fails_the_run(interrupting, tiny_text):
+    result = run_cli(
+        "run", "interrupting-char", tiny_text, "--steps", 2, *TINY_DECODER, "--set", "dropout=0.1"
+    )
     assert result.code == 2, result
-    assert result.err.splitlines()[-1] == ("zoo: error: the run's code raised KeyboardInterrupt "
-                                           "itself (no Ctrl-C from the user)"), result.err
+    assert result.err.splitlines()[-1] == (
+        "zoo: error: the run's code raised KeyboardInterrupt itself (no Ctrl-C from the user)"
+    ), result.err
     with Store() as store:
         (row,) = store.rows()
     assert row["status"] == "failed", row
-    assert row["error"] == ("InterruptRaisedByCode: the run's code raised KeyboardInterrupt "
-                            "itself (no Ctrl-C from the user)")
+    assert row["error"] == (
+        "InterruptRaisedByCode: the run's code raised KeyboardInterrupt "
+        "itself (no Ctrl-C from the user)"
+    )
 
 
 @pytest.mark.slow
@@ -208,10 +258,28 @@ def test_a_real_ctrl_c_stops_a_sweep_with_workers_and_keeps_its_runs(tiny_text, 
     leave it to the driver, which stops them, marks their runs interrupted and exits 130."""
     runs = tmp_path / "runs"
     process = subprocess.Popen(
-        [sys.executable, "-m", "zoo", "sweep", "decoder-char", "--on", str(tiny_text),
-         "--seeds", "2", "--steps", "100000", *TINY_DECODER, "--jobs", "2"],
+        [
+            sys.executable,
+            "-m",
+            "zoo",
+            "sweep",
+            "decoder-char",
+            "--on",
+            str(tiny_text),
+            "--seeds",
+            "2",
+            "--steps",
+            "100000",
+            *TINY_DECODER,
+            "--jobs",
+            "2",
+        ],
         env={**os.environ, "ZOO_HOME": str(runs), "OMP_NUM_THREADS": "1"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.time() + 300  # generous: a loaded machine starts workers slowly
     while time.time() < deadline:  # both cells training
         curves = list(runs.glob("*/metrics.jsonl"))
@@ -222,14 +290,16 @@ def test_a_real_ctrl_c_stops_a_sweep_with_workers_and_keeps_its_runs(tiny_text, 
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     assert "Traceback" not in err
-    assert ("zoo: interrupted; the sweep's runs are kept; run the same zoo sweep again to "
-            "continue them\n") in err, err
+    assert (
+        "zoo: interrupted; the sweep's runs are kept; run the same zoo sweep again to "
+        "continue them\n"
+    ) in err, err
     with Store(runs / "zoo.db") as store:
         assert [r["status"] for r in store.rows()] == ["interrupted", "interrupted"]
 
 
 # A plugin architecture whose build reports how its worker process is set up, as its error.
-PROBING = '''
+PROBING = """
 import gc
 import os
 
@@ -247,12 +317,13 @@ def build(config, spec):
 def register_architectures(register):
     register("probing", build, config="zoo.plugins.decoder:DecoderConfig",
              tasks=("language-modeling",))
-'''
+"""
 
 
 @pytest.mark.slow
 def test_a_worker_runs_on_its_thread_count_with_the_programs_garbage_collector(
-        isolated, tiny_text, monkeypatch):
+    isolated, tiny_text, monkeypatch
+):
     from zoo.core.process import YOUNG_GC_THRESHOLD
 
     (isolated / "p_probing.py").write_text(PROBING)

@@ -1,5 +1,6 @@
 """`zoo export`: runs as folders transformers loads without zoo, and parity with zoo: logits
 within 1e-4 on validation windows, the same greedy text in a fresh process."""
+
 from __future__ import annotations
 
 import json
@@ -8,11 +9,14 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import TINY_DECODER, run_cli
 
-TINY_ANY = [a for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
-            if not pair[1].startswith("sample_tokens=") for a in pair]  # any task
+TINY_ANY = [
+    a
+    for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
+    if not pair[1].startswith("sample_tokens=")
+    for a in pair
+]  # any task
 
 # Loads an exported folder and generates greedily, in a process where zoo cannot be imported.
 GENERATE = r"""
@@ -40,9 +44,24 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
 
 
 def trained_run(model, dataset, *extra, steps=60) -> str:
-    result = run_cli("run", model, dataset, "--steps", steps, "--json", *TINY_DECODER,
-                     "--set", "block_size=32", "--set", "n_embd=32", "--set", "lr=1e-2",
-                     "--set", "precision=fp32", *extra)
+    result = run_cli(
+        "run",
+        model,
+        dataset,
+        "--steps",
+        steps,
+        "--json",
+        *TINY_DECODER,
+        "--set",
+        "block_size=32",
+        "--set",
+        "n_embd=32",
+        "--set",
+        "lr=1e-2",
+        "--set",
+        "precision=fp32",
+        *extra,
+    )
     assert result.code == 0, result
     return json.loads(result.out)["run_id"]
 
@@ -53,16 +72,20 @@ def export(run_id, folder):
     return result
 
 
-@pytest.mark.parametrize("options", [["--set", "bias=false", "--set", "gelu=tanh"],
-                                     ["--set", "bias=true", "--set", "gelu=exact",
-                                      "--set", "tie_weights=false"]])
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--set", "bias=false", "--set", "gelu=tanh"],
+        ["--set", "bias=true", "--set", "gelu=exact", "--set", "tie_weights=false"],
+    ],
+)
 def test_decoder_logits_match_transformers_on_validation_windows(options, tiny_text, tmp_path):
     import torch
     import transformers
-
-    from zoo.data import datasets
     from zoo.pipelines.language_modeling import encode, split_text, windows
+
     from zoo.core.registry import get_zoo
+    from zoo.data import datasets
     from zoo.records.reload import load_trained
 
     run_id = trained_run("decoder-char", tiny_text, *options, steps=20)
@@ -87,13 +110,17 @@ def test_greedy_text_in_a_fresh_process_without_zoo_equals_zoo_generate(tiny_tex
     export(run_id, folder)
     ours = run_cli("generate", run_id, "--prompt", "line 3", "--tokens", 20, "--temperature", 0)
     assert ours.code == 0, ours
-    done = subprocess.run([sys.executable, "-c", GENERATE, str(folder), "line 3", "20"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", GENERATE, str(folder), "line 3", "20"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     theirs = json.loads(done.stdout.strip().splitlines()[-1])
     assert theirs["class"] == "GPT2LMHeadModel" and theirs["zoo"] is False
     assert theirs["text"] == ours.out.rstrip("\n")
-    assert len(set(theirs["text"][len("line 3"):])) > 2  # varied text, not one repeated token
+    assert len(set(theirs["text"][len("line 3") :])) > 2  # varied text, not one repeated token
 
 
 def test_transformers_runs_export_natively(tiny_text, tmp_path):
@@ -117,20 +144,21 @@ def test_transformers_runs_export_natively(tiny_text, tmp_path):
 def test_classification_exports_to_sequence_classification(tmp_path):
     import transformers
 
-    rows = ["text,label"] + [f"film {i} was {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}"
-                             for i in range(120)]
+    rows = ["text,label"] + [
+        f"film {i} was {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}" for i in range(120)
+    ]
     labelled = tmp_path / "labelled.csv"
     labelled.write_text("\n".join(rows) + "\n")
-    result = run_cli("run", "bert-char", labelled, "--steps", 5, "--json",
-                     *TINY_ANY)
+    result = run_cli("run", "bert-char", labelled, "--steps", 5, "--json", *TINY_ANY)
     assert result.code == 0, result
     run_id = json.loads(result.out)["run_id"]
     export(run_id, tmp_path / "bert")
     hf = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path / "bert")
     assert type(hf).__name__ == "BertForSequenceClassification"
     assert hf.config.id2label == {0: "neg", 1: "pos"}
-    decoder = json.loads(run_cli("run", "decoder-char", labelled, "--steps", 2, "--json",
-                                 *TINY_ANY).out)["run_id"]
+    decoder = json.loads(
+        run_cli("run", "decoder-char", labelled, "--steps", 2, "--json", *TINY_ANY).out
+    )["run_id"]
     refused = run_cli("export", decoder, tmp_path / "decoder")
     assert refused.code == 2 and "score layer has none" in refused.err, refused
     assert not (tmp_path / "decoder").exists()
@@ -138,8 +166,19 @@ def test_classification_exports_to_sequence_classification(tmp_path):
 
 @pytest.mark.slow
 def test_what_cannot_be_exported_exits_2_saying_why(tiny_text, tmp_path):
-    encoder = json.loads(run_cli("run", "encoder-char", tiny_text, "--task", "next-item",
-                                 "--steps", 2, "--json", *TINY_ANY).out)["run_id"]
+    encoder = json.loads(
+        run_cli(
+            "run",
+            "encoder-char",
+            tiny_text,
+            "--task",
+            "next-item",
+            "--steps",
+            2,
+            "--json",
+            *TINY_ANY,
+        ).out
+    )["run_id"]
     refused = run_cli("export", encoder, tmp_path / "encoder")
     assert refused.code == 2 and "encoder runs cannot be exported" in refused.err, refused
     run_id = trained_run("decoder-char", tiny_text, steps=2)
@@ -169,8 +208,14 @@ def test_export_writes_a_model_card_the_hub_reads_and_force_replaces_it(tiny_tex
     metrics = json.loads(run_cli("runs", "--json", "--columns", "val_bpc,test_bpc").out)[0]
     assert results[("val_bpc", "validation")] == pytest.approx(metrics["val_bpc"])
     assert results[("test_bpc", "test")] == pytest.approx(metrics["test_bpc"])
-    for heading in ("## Results", "## Data", "## How it was trained", "## Config",
-                    "## Limitations", "## How to load"):
+    for heading in (
+        "## Results",
+        "## Data",
+        "## How it was trained",
+        "## Config",
+        "## Limitations",
+        "## How to load",
+    ):
         assert heading in card.text
     assert "bits per character" in card.text and "AutoModelForCausalLM" in card.text
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()}

@@ -1,6 +1,7 @@
 """Folders written whole (zoo.io.atomic_folder, which `zoo export` writes through): the
 target is absent or complete, whatever fails or is killed; target problems are one line;
 two exports racing for one folder leave one complete export and one exit 2."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
+
 from zoo.errors import ZooError
 from zoo.io import atomic_folder
 
@@ -68,16 +69,20 @@ def targets(tmp_path):
     (tmp_path / "file").write_text("x")
     (tmp_path / "link").symlink_to(tmp_path / "file")
     (tmp_path / "dirlink").symlink_to(tmp_path, target_is_directory=True)
-    return {"file": (tmp_path / "file", "it is a file"),
-            "link to a file": (tmp_path / "link", "it is a symbolic link"),
-            "link to a folder": (tmp_path / "dirlink", "it is a symbolic link"),
-            "device": ("/dev/null", "it is a device"),
-            "under a file": (tmp_path / "file" / "out", "is a file, not a folder"),
-            "name too long": (tmp_path / ("n" * 300), "longer than 255 bytes")}
+    return {
+        "file": (tmp_path / "file", "it is a file"),
+        "link to a file": (tmp_path / "link", "it is a symbolic link"),
+        "link to a folder": (tmp_path / "dirlink", "it is a symbolic link"),
+        "device": ("/dev/null", "it is a device"),
+        "under a file": (tmp_path / "file" / "out", "is a file, not a folder"),
+        "name too long": (tmp_path / ("n" * 300), "longer than 255 bytes"),
+    }
 
 
-@pytest.mark.parametrize("case", ["file", "link to a file", "link to a folder", "device",
-                                  "under a file", "name too long"])
+@pytest.mark.parametrize(
+    "case",
+    ["file", "link to a file", "link to a folder", "device", "under a file", "name too long"],
+)
 def test_target_problems_are_one_line(tmp_path, case):
     target, reason = targets(tmp_path)[case]
     with pytest.raises(ZooError, match=reason) as caught:
@@ -113,8 +118,9 @@ with atomic_folder(sys.argv[1]) as staging:
 
 def test_a_killed_write_leaves_no_target_and_the_next_write_clears_its_remains(tmp_path):
     target = tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-c", KILLED, str(target)],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(target)], stdout=subprocess.PIPE, text=True
+    )
     assert process.stdout.readline().strip() == "writing"
     assert leftovers(tmp_path)  # a live write's temporary folder and its lock
     with atomic_folder(tmp_path / "other") as staging:  # not beside the same name: kept
@@ -130,8 +136,9 @@ def test_a_killed_write_leaves_no_target_and_the_next_write_clears_its_remains(t
 
 def test_a_live_write_beside_is_not_cleared(tmp_path):
     target = tmp_path / "out"
-    process = subprocess.Popen([sys.executable, "-c", KILLED, str(target)],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(target)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert process.stdout.readline().strip() == "writing"
         with pytest.raises(ZooError):  # this one finishes first; the live one is left alone
@@ -146,15 +153,23 @@ def test_a_live_write_beside_is_not_cleared(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_concurrent_exports_leave_one_complete_export_and_one_exit_2(tiny_text, tmp_path,
-                                                                         one_thread):
+def test_two_concurrent_exports_leave_one_complete_export_and_one_exit_2(
+    tiny_text, tmp_path, one_thread
+):
     result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER, "--json")
     run_id = json.loads(result.out)["run_id"]
     target = tmp_path / "exported"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    exports = [subprocess.Popen([sys.executable, "-m", "zoo", "export", run_id, str(target)],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True) for _ in range(2)]
+    exports = [
+        subprocess.Popen(
+            [sys.executable, "-m", "zoo", "export", run_id, str(target)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outcomes = [(p.wait(timeout=300), p.stderr.read()) for p in exports]
     assert sorted(code for code, _ in outcomes) == [0, 2], outcomes
     (refusal,) = [err for code, err in outcomes if code == 2]
@@ -172,4 +187,5 @@ def test_export_refuses_a_file_target_before_any_work(tiny_text, tmp_path):
     result = run_cli("export", "nosuchrun", tmp_path / "taken")
     assert result.code == 2, result
     assert result.err.strip().splitlines() == [
-        f"zoo: error: cannot export to {tmp_path / 'taken'}: it is a file; name a new folder"]
+        f"zoo: error: cannot export to {tmp_path / 'taken'}: it is a file; name a new folder"
+    ]

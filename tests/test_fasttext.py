@@ -1,24 +1,34 @@
 """The fastText baseline (architecture `fasttext`, tokenizer `wordpunct`) on tiny data."""
+
 import json
 
 import pytest
-
 from conftest import run_cli
 
-TINY = ["--set", "dim=8", "--set", "buckets=97", "--set", "batch_size=8",
-        "--set", "eval_interval=3"]
+TINY = [
+    "--set",
+    "dim=8",
+    "--set",
+    "buckets=97",
+    "--set",
+    "batch_size=8",
+    "--set",
+    "eval_interval=3",
+]
 
 
 def build(ngrams=2, vocab=40):
     import torch
-
-    from zoo.train.model import TaskSpec
     from zoo.plugins.fasttext import FastTextConfig
     from zoo.plugins.fasttext.model import build as build_fasttext
 
+    from zoo.train.model import TaskSpec
+
     torch.manual_seed(0)
-    module = build_fasttext(FastTextConfig(dim=8, ngrams=ngrams, buckets=31, block_size=16),
-                            TaskSpec("classification", vocab, num_classes=2))
+    module = build_fasttext(
+        FastTextConfig(dim=8, ngrams=ngrams, buckets=31, block_size=16),
+        TaskSpec("classification", vocab, num_classes=2),
+    )
     with torch.no_grad():
         for p in module.parameters():
             p.normal_(0.0, 0.5)
@@ -55,9 +65,21 @@ def test_word_order_needs_the_bigrams(negated_reviews):
     """Unigrams cannot tell "not good" from "good" in this set; bigrams can."""
     scores = {}
     for ngrams in (1, 2):
-        result = run_cli("run", "fasttext-wordpunct", negated_reviews, "--steps", 150, "--json",
-                         *TINY, "--set", f"ngrams={ngrams}", "--set", "lr=0.05",
-                         "--set", "patience=0")
+        result = run_cli(
+            "run",
+            "fasttext-wordpunct",
+            negated_reviews,
+            "--steps",
+            150,
+            "--json",
+            *TINY,
+            "--set",
+            f"ngrams={ngrams}",
+            "--set",
+            "lr=0.05",
+            "--set",
+            "patience=0",
+        )
         assert result.code == 0, result
         summary = json.loads(result.out)
         assert summary["architecture"] == "fasttext" and summary["tokenizer"] == "wordpunct"

@@ -1,21 +1,22 @@
 """Generation with a key/value cache: cached logits equal the recomputed ones (torch decoder
 and NumPy reference, one row and left-padded batches, across a slid context), the pipeline
 samples the same text either way, falls back for models without a cache, and streams."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
 from conftest import TINY_DECODER, run_cli
-from zoo.train.torch_model import TorchModel
-from zoo.train.model import TaskSpec
 from zoo.pipelines.language_modeling import Contexts, generate, generate_batch
 from zoo.plugins.decoder import DecoderConfig
 from zoo.plugins.decoder.model import build as build_torch
 from zoo.plugins.numpy import NumpyConfig
 from zoo.plugins.numpy.model import NumpyDecoder
+
+from zoo.train.model import TaskSpec
+from zoo.train.torch_model import TorchModel
 
 SPEC = TaskSpec("language-modeling", vocab_size=23)
 SHAPE = dict(n_layer=2, n_head=2, n_embd=16, block_size=12, gelu="exact")
@@ -47,7 +48,7 @@ def test_cached_logits_equal_recomputed_ones_at_every_position(kind, bias):
     np.testing.assert_allclose(logits[0], uncached(model, ids[:3]), atol=TOL, rtol=0)
     for t in range(3, len(ids)):
         logits, cache = model.decode_step(np.asarray([ids[t]]), cache)
-        np.testing.assert_allclose(logits[0], uncached(model, ids[:t + 1]), atol=TOL, rtol=0)
+        np.testing.assert_allclose(logits[0], uncached(model, ids[: t + 1]), atol=TOL, rtol=0)
 
 
 @pytest.mark.slow
@@ -60,7 +61,7 @@ def test_left_padded_batch_rows_equal_each_row_alone(kind):
     inputs, pads = contexts.padded()
     assert list(pads) == [0, 4, 2]
     logits, cache = model.start_decoding(inputs, pads)
-    for step in range(4):
+    for _step in range(4):
         for b, row in enumerate(rows):
             np.testing.assert_allclose(logits[b], uncached(model, row), atol=TOL, rtol=0)
         nxt = rng.integers(3, SPEC.vocab_size, len(rows))
@@ -80,8 +81,11 @@ def test_cached_and_uncached_generation_sample_the_same_text_past_block_size(kin
     spec = TaskSpec("language-modeling", tokenizer.vocab_size)
     cfg = (DecoderConfig if kind == "torch" else NumpyConfig)(**SHAPE)
     torch.manual_seed(0)
-    model = (TorchModel(build_torch(cfg, spec), loss=F.cross_entropy) if kind == "torch"
-             else NumpyDecoder(cfg, spec, seed=0))
+    model = (
+        TorchModel(build_torch(cfg, spec), loss=F.cross_entropy)
+        if kind == "torch"
+        else NumpyDecoder(cfg, spec, seed=0)
+    )
     steps = []
     original = type(model).decode_step
 
@@ -94,8 +98,9 @@ def test_cached_and_uncached_generation_sample_the_same_text_past_block_size(kin
     options = dict(temperature=1.0, seed=3)
     cached = texts(generate_batch(model, tokenizer, prompts, 40, 12, **options), len(prompts))
     assert steps and max(steps) < 12  # the cache was used and never overflowed
-    recomputed = texts(generate_batch(model, tokenizer, prompts, 40, 12, cache=False, **options),
-                       len(prompts))
+    recomputed = texts(
+        generate_batch(model, tokenizer, prompts, 40, 12, cache=False, **options), len(prompts)
+    )
     assert cached == recomputed
     assert all(len(t) == 40 for t in cached)
 
@@ -111,8 +116,9 @@ def test_a_model_without_incremental_decoding_falls_back_to_recomputing():
     from zoo.plugins.char import CharTokenizer
 
     tokenizer = CharTokenizer.train(["abcdef\n"])
-    inner = NumpyDecoder(NumpyConfig(**SHAPE), TaskSpec("language-modeling", tokenizer.vocab_size),
-                         seed=0)
+    inner = NumpyDecoder(
+        NumpyConfig(**SHAPE), TaskSpec("language-modeling", tokenizer.vocab_size), seed=0
+    )
 
     class LogitsOnly:  # the minimum a language model must have
         def logits(self, inputs, mask=None):
@@ -127,8 +133,9 @@ def test_generation_streams_one_piece_per_token():
     from zoo.plugins.char import CharTokenizer
 
     tokenizer = CharTokenizer.train(["abcdef\n"])
-    model = NumpyDecoder(NumpyConfig(**SHAPE), TaskSpec("language-modeling", tokenizer.vocab_size),
-                         seed=0)
+    model = NumpyDecoder(
+        NumpyConfig(**SHAPE), TaskSpec("language-modeling", tokenizer.vocab_size), seed=0
+    )
     pieces = generate(model, tokenizer, "ab", 25, 12, seed=1)
     first = next(pieces)  # a generator: text arrives before the rest is sampled
     assert len(first) == 1 and len(list(pieces)) == 24

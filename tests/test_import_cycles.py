@@ -1,13 +1,17 @@
 """The core's modules import one another in one direction only: no import circle (such as
 the old comparison -> listing -> runner -> plots -> comparison), counting the imports
 inside functions too. grimp (import-linter's graph builder) reads the imports statically."""
+
 import grimp
 
 
 def core_import_graph() -> dict[str, set[str]]:
     graph = grimp.build_graph("zoo", include_external_packages=False)
-    core = {m for m in graph.modules
-            if m != "zoo" and not m.startswith(("zoo.plugins", "zoo.pipelines"))}
+    core = {
+        m
+        for m in graph.modules
+        if m != "zoo" and not m.startswith(("zoo.plugins", "zoo.pipelines"))
+    }
     return {m: graph.find_modules_directly_imported_by(m) & core for m in core}
 
 
@@ -20,7 +24,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
         stack.append(module)
         for target in sorted(edges.get(module, ())):
             if state.get(target) == 1:
-                return stack[stack.index(target):] + [target]
+                return stack[stack.index(target) :] + [target]
             if target not in state:
                 found = visit(target)
                 if found:
@@ -44,6 +48,8 @@ def test_finds_a_cycle_when_there_is_one():
 
 def test_the_core_has_no_import_cycle():
     edges = core_import_graph()
-    assert {"zoo.core.plan", "zoo.core.registry", "zoo.comparison.table", "zoo.cli.listing"} <= set(edges)
+    assert {"zoo.core.plan", "zoo.core.registry", "zoo.comparison.table", "zoo.cli.listing"} <= set(
+        edges
+    )
     cycle = find_cycle(edges)
     assert cycle is None, " -> ".join(cycle)

@@ -1,5 +1,6 @@
 """`zoo run MODEL DATASET --init RUN_ID`: a run that starts from another run's tokenizer and
 weights, across tasks and datasets, recorded so that reproduce, resume and compare follow it."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,12 @@ from conftest import TINY_DECODER, run_cli
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
 
-TINY = [a for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
-        if not pair[1].startswith("sample_tokens=") for a in pair]
+TINY = [
+    a
+    for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
+    if not pair[1].startswith("sample_tokens=")
+    for a in pair
+]
 
 
 def run_json(*args) -> dict:
@@ -29,8 +34,9 @@ def pretrained_decoder(tiny_text):
 
 @pytest.fixture
 def labelled(tmp_path):
-    rows = ["text,label"] + [f"the {'quick' if i % 2 else 'lazy'} fox {i},{'a' if i % 2 else 'b'}"
-                             for i in range(80)]
+    rows = ["text,label"] + [
+        f"the {'quick' if i % 2 else 'lazy'} fox {i},{'a' if i % 2 else 'b'}" for i in range(80)
+    ]
     path = tmp_path / "labelled.csv"
     path.write_text("\n".join(rows) + "\n")
     return path
@@ -42,8 +48,21 @@ def test_a_language_models_body_starts_a_classifier(pretrained_decoder, labelled
     from zoo.records.store import home
 
     source = pretrained_decoder["run_id"]
-    tuned = run_json("decoder-char", labelled, "--init", source, "--steps", 4, *TINY,
-                     "--set", "lr=1e-12", "--set", "min_lr=1e-12", "--set", "warmup_steps=0")
+    tuned = run_json(
+        "decoder-char",
+        labelled,
+        "--init",
+        source,
+        "--steps",
+        4,
+        *TINY,
+        "--set",
+        "lr=1e-12",
+        "--set",
+        "min_lr=1e-12",
+        "--set",
+        "warmup_steps=0",
+    )
     assert tuned["task"] == "classification"
     init = json.loads((home() / tuned["run_id"] / "config.json").read_text())["init"]
     assert init["run_id"] == source and init["task"] == "language-modeling"
@@ -55,13 +74,15 @@ def test_a_language_models_body_starts_a_classifier(pretrained_decoder, labelled
     before, after = load_trained(source).model.state_dict(), load_trained(tuned["run_id"])
     for name in init["copied"]:
         assert np.allclose(before[name], after.model.state_dict()[name], atol=1e-6), name
-    assert ((home() / tuned["run_id"] / "tokenizer.json").read_text()
-            == (home() / source / "tokenizer.json").read_text())
+    assert (home() / tuned["run_id"] / "tokenizer.json").read_text() == (
+        home() / source / "tokenizer.json"
+    ).read_text()
 
 
 @pytest.mark.slow
-def test_the_source_is_part_of_the_config_hash_and_reproduce_follows_it(pretrained_decoder,
-                                                                          labelled):
+def test_the_source_is_part_of_the_config_hash_and_reproduce_follows_it(
+    pretrained_decoder, labelled
+):
     from zoo.records.store import Store
 
     source = pretrained_decoder["run_id"]
@@ -88,8 +109,21 @@ def test_nothing_matching_or_a_removed_source_is_one_line(pretrained_decoder, la
     from zoo.records.store import home
 
     source = pretrained_decoder["run_id"]
-    other_size = run_cli("run", "decoder-char", labelled, "--init", source, "--steps", 2,
-                         *TINY, "--set", "n_embd=8", "--set", "block_size=8", "--quiet")
+    other_size = run_cli(
+        "run",
+        "decoder-char",
+        labelled,
+        "--init",
+        source,
+        "--steps",
+        2,
+        *TINY,
+        "--set",
+        "n_embd=8",
+        "--set",
+        "block_size=8",
+        "--quiet",
+    )
     assert other_size.code == 2 and "matches a parameter of this model" in other_size.err
     assert len(other_size.err.strip().splitlines()) == 1, other_size.err
     other_tokenizer = run_cli("run", "decoder-bpe", labelled, "--init", source)
@@ -111,8 +145,19 @@ def test_the_python_api_starts_from_a_run(pretrained_decoder, labelled):
     import zoo
 
     source = pretrained_decoder["run_id"]
-    run = zoo.run("decoder-char", str(labelled), init=source, steps=2, n_layer=1, n_head=2,
-                  n_embd=16, block_size=16, batch_size=4, warmup_steps=2, quiet=True)
+    run = zoo.run(
+        "decoder-char",
+        str(labelled),
+        init=source,
+        steps=2,
+        n_layer=1,
+        n_head=2,
+        n_embd=16,
+        block_size=16,
+        batch_size=4,
+        warmup_steps=2,
+        quiet=True,
+    )
     assert run.task == "classification"
     assert json.loads((run.folder / "config.json").read_text())["init"]["run_id"] == source
     with pytest.raises(zoo.ZooError, match="--init"):

@@ -1,15 +1,25 @@
 """decoder-char end to end on tiny configs: train, evaluate, generate, reload."""
+
 import json
 import math
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
 
 
 def tiny_run(dataset, *extra, seed=0):
-    result = run_cli("run", "decoder-char", dataset, "--steps", 10, "--seed", seed, "--json",
-                     *TINY_DECODER, *extra)
+    result = run_cli(
+        "run",
+        "decoder-char",
+        dataset,
+        "--steps",
+        10,
+        "--seed",
+        seed,
+        "--json",
+        *TINY_DECODER,
+        *extra,
+    )
     assert result.code == 0, result
     return json.loads(result.out)
 
@@ -18,7 +28,15 @@ def tiny_run(dataset, *extra, seed=0):
 def test_train_evaluate_generate_round_trip(tiny_text):
     summary = tiny_run(tiny_text)
     metrics = summary["metrics"]
-    for key in ("val_loss", "val_bpc", "val_ppl", "test_loss", "test_bpc", "test_ppl", "tokens_per_s"):
+    for key in (
+        "val_loss",
+        "val_bpc",
+        "val_ppl",
+        "test_loss",
+        "test_bpc",
+        "test_ppl",
+        "tokens_per_s",
+    ):
         assert math.isfinite(metrics[key]), key
     assert metrics["steps"] == 10
     assert summary["status"] == "finished" and summary["task"] == "language-modeling"
@@ -42,9 +60,10 @@ def test_same_seed_same_metrics(tiny_text):
 @pytest.mark.slow
 def test_reloaded_weights_give_the_same_validation_loss(tiny_text):
     from zoo.pipelines.language_modeling import SplitTokens, evaluate, split_metrics, split_text
+
     from zoo.core.registry import get_zoo
-    from zoo.records.reload import load_trained
     from zoo.data import datasets
+    from zoo.records.reload import load_trained
 
     summary = tiny_run(tiny_text)
     trained = load_trained(summary["run_id"])
@@ -52,7 +71,8 @@ def test_reloaded_weights_give_the_same_validation_loss(tiny_text):
     tokens = SplitTokens.from_text(trained.tokenizer, split_text(dataset, "validation"))
     nll, count = evaluate(trained.model, tokens.ids, trained.block_size, 64)
     assert split_metrics("val", nll, count, tokens)["val_loss"] == pytest.approx(
-        summary["metrics"]["val_loss"], rel=1e-6)
+        summary["metrics"]["val_loss"], rel=1e-6
+    )
 
 
 def test_unknown_characters_map_to_unk_and_never_crash():
@@ -83,9 +103,24 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_readable(tiny_text
 
     home = tmp_path / "runs"
     env = {**os.environ, "ZOO_HOME": str(home)}
-    process = subprocess.Popen([sys.executable, "-m", "zoo", "run", "decoder-char", str(tiny_text),
-                                "--steps", "100000", "--quiet", *TINY_DECODER],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "zoo",
+            "run",
+            "decoder-char",
+            str(tiny_text),
+            "--steps",
+            "100000",
+            "--quiet",
+            *TINY_DECODER,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 300  # generous: a loaded machine starts slowly
     while time.time() < deadline:  # wait until training has logged a few steps
         curves = list(home.glob("*/metrics.jsonl"))
@@ -106,8 +141,9 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_readable(tiny_text
 def test_a_time_budget_ends_training_within_it_validation_included(tiny_text, monkeypatch):
     """On a fake clock (the machine's load cannot move it): each step costs 10 ms, each
     validation estimate 500 ms, and the budget is 3 s."""
-    from zoo.train import loop
     from zoo.pipelines import language_modeling
+
+    from zoo.train import loop
 
     class FakeClock:
         now = 0.0
@@ -125,8 +161,19 @@ def test_a_time_budget_ends_training_within_it_validation_included(tiny_text, mo
         return real_estimate(*args)
 
     monkeypatch.setattr(language_modeling, "estimate", estimate)
-    result = run_cli("run", "decoder-char", tiny_text, "--time", 3, "--json", *TINY_DECODER,
-                     "--set", "steps=1000000", "--set", "eval_interval=20")
+    result = run_cli(
+        "run",
+        "decoder-char",
+        tiny_text,
+        "--time",
+        3,
+        "--json",
+        *TINY_DECODER,
+        "--set",
+        "steps=1000000",
+        "--set",
+        "eval_interval=20",
+    )
     assert result.code == 0, result
     metrics = json.loads(result.out)["metrics"]
     assert 0 < metrics["steps"] < 1000000

@@ -2,6 +2,7 @@
 registry, as it reaches third-party ones. The one list that names them is
 `zoo.core.registry.DEFAULT_PLUGINS`, the modules registered at start-up (pytest's
 `default_plugins`)."""
+
 from __future__ import annotations
 
 import ast
@@ -20,7 +21,9 @@ def is_built_in(module: str) -> bool:
 
 
 def module_name(path: Path, core: Path) -> str:
-    return ".".join(("zoo", *path.relative_to(core).with_suffix("").parts)).removesuffix(".__init__")
+    return ".".join(("zoo", *path.relative_to(core).with_suffix("").parts)).removesuffix(
+        ".__init__"
+    )
 
 
 def imports(path: Path, core: Path = CORE) -> list[tuple[int, str]]:
@@ -66,15 +69,18 @@ def test_the_core_imports_no_built_in_plugin_or_pipeline():
     assert violations(CORE) == []
 
 
-@pytest.mark.parametrize("source", [
-    "from zoo.plugins.decoder import DecoderConfig",
-    "import zoo.pipelines.language_modeling as lm",
-    "def f():\n    from zoo.plugins.numpy.model import NumpyDecoder",
-    "from .plugins import decoder",
-    "from . import pipelines",
-    "import importlib\nimportlib.import_module('zoo.plugins.digits')",
-    "TARGET = 'zoo.pipelines.classification:predict'",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from zoo.plugins.decoder import DecoderConfig",
+        "import zoo.pipelines.language_modeling as lm",
+        "def f():\n    from zoo.plugins.numpy.model import NumpyDecoder",
+        "from .plugins import decoder",
+        "from . import pipelines",
+        "import importlib\nimportlib.import_module('zoo.plugins.digits')",
+        "TARGET = 'zoo.pipelines.classification:predict'",
+    ],
+)
 def test_the_layering_check_catches_an_import_that_comes_back(tmp_path, source):
     core = tmp_path / "zoo"
     core.mkdir()

@@ -1,5 +1,6 @@
 """zoo.train.layers, the torch layers the built-in architectures share: the attention precision
 rule, and the parameter names every saved run depends on."""
+
 from __future__ import annotations
 
 import math
@@ -7,9 +8,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-
-from zoo.train import layers
-from zoo.train.model import TaskSpec
 from zoo.plugins.decoder import DecoderConfig
 from zoo.plugins.decoder.model import build as build_decoder
 from zoo.plugins.digits import DigitsConfig
@@ -17,26 +15,85 @@ from zoo.plugins.digits.model import build as build_digits
 from zoo.plugins.encoder import EncoderConfig
 from zoo.plugins.encoder.model import build as build_encoder
 
-BLOCK = ["ln1.weight", "ln1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight",
-         "attn.proj.bias", "ln2.weight", "ln2.bias", "mlp.fc.weight", "mlp.fc.bias",
-         "mlp.proj.weight", "mlp.proj.bias"]
+from zoo.train import layers
+from zoo.train.model import TaskSpec
+
+BLOCK = [
+    "ln1.weight",
+    "ln1.bias",
+    "attn.qkv.weight",
+    "attn.qkv.bias",
+    "attn.proj.weight",
+    "attn.proj.bias",
+    "ln2.weight",
+    "ln2.bias",
+    "mlp.fc.weight",
+    "mlp.fc.bias",
+    "mlp.proj.weight",
+    "mlp.proj.bias",
+]
 MODELS = {
-    "decoder": (lambda: build_decoder(DecoderConfig(n_layer=2, n_head=2, n_embd=8, block_size=4,
-                                                    tie_weights=False),
-                                      TaskSpec("classification", 10, 3)),
-                ["tok_emb.weight", "pos_emb.weight", *(f"blocks.{i}.{n}" for i in (0, 1) for n in BLOCK),
-                 "ln_f.weight", "ln_f.bias", "lm_head.weight", "cls_head.weight", "cls_head.bias"]),
-    "encoder": (lambda: build_encoder(EncoderConfig(n_layer=2, n_head=2, n_embd=8, block_size=4),
-                                      TaskSpec("classification", 10, 3)),
-                ["tok_emb.weight", "pos_emb.weight", "emb_ln.weight", "emb_ln.bias",
-                 *(f"blocks.{i}.{n}" for i in (0, 1) for n in BLOCK),
-                 "ln_f.weight", "ln_f.bias", "head.weight", "head.bias"]),
-    "digits": (lambda: build_digits(DigitsConfig(width=8, blocks=2, heads=2, block_size=4),
-                                    TaskSpec("next-item", 10)),
-               ["embed.weight", *(f"blocks.{i}.{n}" for i in (0, 1) for n in (
-                   "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
-                   "norm1.weight", "norm1.bias", "ff.0.weight", "ff.0.bias", "ff.2.weight",
-                   "ff.2.bias", "norm2.weight", "norm2.bias")), "head.weight", "head.bias"]),
+    "decoder": (
+        lambda: build_decoder(
+            DecoderConfig(n_layer=2, n_head=2, n_embd=8, block_size=4, tie_weights=False),
+            TaskSpec("classification", 10, 3),
+        ),
+        [
+            "tok_emb.weight",
+            "pos_emb.weight",
+            *(f"blocks.{i}.{n}" for i in (0, 1) for n in BLOCK),
+            "ln_f.weight",
+            "ln_f.bias",
+            "lm_head.weight",
+            "cls_head.weight",
+            "cls_head.bias",
+        ],
+    ),
+    "encoder": (
+        lambda: build_encoder(
+            EncoderConfig(n_layer=2, n_head=2, n_embd=8, block_size=4),
+            TaskSpec("classification", 10, 3),
+        ),
+        [
+            "tok_emb.weight",
+            "pos_emb.weight",
+            "emb_ln.weight",
+            "emb_ln.bias",
+            *(f"blocks.{i}.{n}" for i in (0, 1) for n in BLOCK),
+            "ln_f.weight",
+            "ln_f.bias",
+            "head.weight",
+            "head.bias",
+        ],
+    ),
+    "digits": (
+        lambda: build_digits(
+            DigitsConfig(width=8, blocks=2, heads=2, block_size=4), TaskSpec("next-item", 10)
+        ),
+        [
+            "embed.weight",
+            *(
+                f"blocks.{i}.{n}"
+                for i in (0, 1)
+                for n in (
+                    "attn.qkv.weight",
+                    "attn.qkv.bias",
+                    "attn.proj.weight",
+                    "attn.proj.bias",
+                    "norm1.weight",
+                    "norm1.bias",
+                    "ff.0.weight",
+                    "ff.0.bias",
+                    "ff.2.weight",
+                    "ff.2.bias",
+                    "norm2.weight",
+                    "norm2.bias",
+                )
+            ),
+            "head.weight",
+            "head.bias",
+        ],
+    ),
 }
 
 
@@ -67,18 +124,22 @@ def test_attention_runs_in_fp32_under_cpu_bf16_autocast():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = layers.attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), is_causal=True)
     assert out.dtype == torch.float32
-    expected = F.scaled_dot_product_attention(q.bfloat16().float(), k.bfloat16().float(),
-                                              v.bfloat16().float(), is_causal=True)
+    expected = F.scaled_dot_product_attention(
+        q.bfloat16().float(), k.bfloat16().float(), v.bfloat16().float(), is_causal=True
+    )
     assert torch.equal(out, expected)
 
 
 def test_gpt2_init_scales_the_residual_projections_by_depth():
     torch.manual_seed(0)
-    model = build_decoder(DecoderConfig(n_layer=8, n_head=2, n_embd=64, block_size=4),
-                          TaskSpec("language-modeling", 50))
+    model = build_decoder(
+        DecoderConfig(n_layer=8, n_head=2, n_embd=64, block_size=4),
+        TaskSpec("language-modeling", 50),
+    )
     params = dict(model.named_parameters())
-    residual = torch.cat([params[f"blocks.{i}.{n}.proj.weight"].flatten()
-                          for i in range(8) for n in ("attn", "mlp")])
+    residual = torch.cat(
+        [params[f"blocks.{i}.{n}.proj.weight"].flatten() for i in range(8) for n in ("attn", "mlp")]
+    )
     assert residual.std().item() == pytest.approx(0.02 / math.sqrt(16), rel=0.05)
     assert params["blocks.0.attn.qkv.weight"].std().item() == pytest.approx(0.02, rel=0.05)
     assert not params["blocks.0.attn.qkv.bias"].any() and params["ln_f.weight"].eq(1).all()
@@ -113,8 +174,10 @@ def test_the_digits_network_has_the_same_gradients_on_one_thread_and_on_two():
     nn.LayerNorm they differ. (Not every shape is safe: at 256 x 16 tokens the bf16 matmul
     of a weight gradient splits its sum by thread count too.)"""
     torch.manual_seed(0)
-    model = build_digits(DigitsConfig(width=64, blocks=2, heads=1, block_size=32,
-                                      positions="end"), TaskSpec("next-item", 14))
+    model = build_digits(
+        DigitsConfig(width=64, blocks=2, heads=1, block_size=32, positions="end"),
+        TaskSpec("next-item", 14),
+    )
     assert isinstance(model.blocks[0].norm1, layers.ThreadInvariantLayerNorm)
     ids = torch.randint(1, 14, (256, 15))
     mask = (torch.arange(15)[None] < torch.randint(5, 16, (256, 1))).long()

@@ -1,20 +1,30 @@
 """The recurrent baseline (architecture `lstm`, preset `lstm-wordpunct`), on tiny data."""
+
 import json
 
 import pytest
-
 from conftest import run_cli
 
-TINY = ["--set", "n_embd=16", "--set", "hidden=8", "--set", "batch_size=8", "--set", "dropout=0",
-        "--set", "eval_interval=5"]
+TINY = [
+    "--set",
+    "n_embd=16",
+    "--set",
+    "hidden=8",
+    "--set",
+    "batch_size=8",
+    "--set",
+    "dropout=0",
+    "--set",
+    "eval_interval=5",
+]
 
 
 def build(**settings):
     import torch
-
-    from zoo.train.model import TaskSpec
     from zoo.plugins.lstm import LSTMConfig
     from zoo.plugins.lstm.model import build as build_lstm
+
+    from zoo.train.model import TaskSpec
 
     torch.manual_seed(0)
     cfg = LSTMConfig(n_embd=8, hidden=6, n_layer=2, dropout=0.0, block_size=12, **settings)
@@ -35,9 +45,20 @@ def test_padding_never_changes_the_logits():
 
 @pytest.mark.slow
 def test_word_order_is_learned(negated_reviews):
-    """"not good" against "good": a bag of words cannot separate them, the LSTM does."""
-    result = run_cli("run", "lstm-wordpunct", negated_reviews, "--steps", 120, "--json", *TINY,
-                     "--set", "lr=1e-2", "--set", "patience=0")
+    """ "not good" against "good": a bag of words cannot separate them, the LSTM does."""
+    result = run_cli(
+        "run",
+        "lstm-wordpunct",
+        negated_reviews,
+        "--steps",
+        120,
+        "--json",
+        *TINY,
+        "--set",
+        "lr=1e-2",
+        "--set",
+        "patience=0",
+    )
     assert result.code == 0, result
     summary = json.loads(result.out)
     assert summary["architecture"] == "lstm" and summary["tokenizer"] == "wordpunct"

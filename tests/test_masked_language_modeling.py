@@ -1,6 +1,7 @@
 """The masked-language-modeling task: BERT's corruption of the chosen tokens, its declaration,
 runs of the encoder and of transformers' bert on any text (a labelled set's text too), a
 classifier started from such a run, and a SIGKILL and resume that changes nothing."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,12 @@ from conftest import TINY_DECODER, run_cli
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
 
-TINY = [a for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
-        if not pair[1].startswith("sample_tokens=") for a in pair]
+TINY = [
+    a
+    for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
+    if not pair[1].startswith("sample_tokens=")
+    for a in pair
+]
 MLM = ["--task", "masked-language-modeling"]
 
 
@@ -25,8 +30,9 @@ def run_json(*args) -> dict:
 
 @pytest.fixture
 def labelled(tmp_path):
-    rows = ["text,label"] + [f"the {'quick' if i % 2 else 'lazy'} fox {i},{'a' if i % 2 else 'b'}"
-                             for i in range(120)]
+    rows = ["text,label"] + [
+        f"the {'quick' if i % 2 else 'lazy'} fox {i},{'a' if i % 2 else 'b'}" for i in range(120)
+    ]
     path = tmp_path / "labelled.csv"
     path.write_text("\n".join(rows) + "\n")
     return path
@@ -132,7 +138,9 @@ def test_a_run_started_from_another_resumes_bit_identically(labelled, monkeypatc
         stopped = run_cli(*run_args(labelled, 12, model="encoder-char", tiny=tiny))
     assert stopped.code == 130, stopped
     (run_id,) = {row["id"] for row in json.loads(run_cli("runs", "--json").out)} - {
-        source, reference["run_id"]}
+        source,
+        reference["run_id"],
+    }
     resumed = resume_continues(monkeypatch, run_id, 12, "--json")
     assert_same_run(json.loads(resumed.out), reference)
     assert json.loads((home() / run_id / "config.json").read_text())["init"]["run_id"] == source

@@ -1,6 +1,7 @@
 """The NumPy reference against the torch decoder: weights both ways through safetensors,
 logits (float32 and float64), gradients against autograd, AdamW steps, finite differences;
 then the numpy architecture through the pipeline, and `zoo verify`."""
+
 from __future__ import annotations
 
 import json
@@ -15,20 +16,20 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import TINY_DECODER, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import TINY_DECODER, run_cli
-from zoo.train.torch_model import TorchModel
-from zoo.train.losses import cross_entropy
-from zoo.errors import ZooError
-from zoo.train.job import RunFolder
-from zoo.train.model import IGNORE_INDEX, TaskSpec
 from zoo.plugins.decoder import DecoderConfig
 from zoo.plugins.decoder.model import build as build_torch
-from zoo.plugins.numpy.model import NumpyDecoder, cross_entropy, parameter_shapes
 from zoo.plugins.numpy import NumpyConfig
+from zoo.plugins.numpy.model import NumpyDecoder, parameter_shapes
+
+from zoo.errors import ZooError
 from zoo.io import load_safetensors
+from zoo.train.job import RunFolder
+from zoo.train.losses import cross_entropy
+from zoo.train.model import IGNORE_INDEX, TaskSpec
+from zoo.train.torch_model import TorchModel
 
 TASKS = ("language-modeling", "classification", "next-item")
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -57,16 +58,26 @@ def cases(draw, tasks=TASKS):
     # often have a variance near eps), and float32 rounding there swamps any comparison.
     head_dim = draw(st.integers(-(-4 // n_head), 4))
     block = draw(st.integers(1, 8))
-    kwargs = dict(n_layer=draw(st.integers(1, 2)), n_head=n_head, n_embd=n_head * head_dim,
-                  block_size=block, bias=draw(st.booleans()), tie_weights=draw(st.booleans()),
-                  gelu=draw(st.sampled_from(["tanh", "exact"])))
+    kwargs = dict(
+        n_layer=draw(st.integers(1, 2)),
+        n_head=n_head,
+        n_embd=n_head * head_dim,
+        block_size=block,
+        bias=draw(st.booleans()),
+        tie_weights=draw(st.booleans()),
+        gelu=draw(st.sampled_from(["tanh", "exact"])),
+    )
     task = draw(st.sampled_from(tasks))
     vocab = draw(st.integers(3, 12))
     classes = draw(st.integers(2, 4)) if task == "classification" else None
     batch, length = draw(st.integers(1, 3)), draw(st.integers(1, block))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
-    lengths = rng.integers(1, length + 1, size=batch) if task != "language-modeling" else np.full(batch, length)
+    lengths = (
+        rng.integers(1, length + 1, size=batch)
+        if task != "language-modeling"
+        else np.full(batch, length)
+    )
     mask = (np.arange(length)[None, :] < lengths[:, None]).astype(np.int64)
     inputs = np.where(mask == 1, rng.integers(0, vocab, (batch, length)), 0)
     if task == "language-modeling":
@@ -172,8 +183,12 @@ def test_summed_loss_matches_torch(case):
     ours, theirs = paired(case, "float64")
     logits = torch_logits(theirs, case)
     targets = torch.from_numpy(case.targets)
-    expected = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                               ignore_index=IGNORE_INDEX, reduction="sum").item()
+    expected = F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]),
+        targets.reshape(-1),
+        ignore_index=IGNORE_INDEX,
+        reduction="sum",
+    ).item()
     total, count = ours.loss_sum(case.inputs, case.targets, case.mask)
     assert count == int((case.targets != IGNORE_INDEX).sum())
     assert total == pytest.approx(expected, rel=1e-10, abs=1e-12)
@@ -186,8 +201,11 @@ def test_summed_loss_matches_torch(case):
 def test_gradients_agree_with_autograd_in_float64(case):
     ours, theirs = paired(case, "float64")
     logits = torch_logits(theirs, case)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                           torch.from_numpy(case.targets).reshape(-1), ignore_index=IGNORE_INDEX)
+    loss = F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]),
+        torch.from_numpy(case.targets).reshape(-1),
+        ignore_index=IGNORE_INDEX,
+    )
     loss.backward()
     our_loss, grads = ours.loss_and_grads(case.inputs, case.targets, case.mask)
     assert our_loss == pytest.approx(loss.item(), rel=1e-12)
@@ -211,7 +229,7 @@ def test_adamw_steps_match_torch_with_clipping_and_decay():
     theirs.load_state_dict(ours.state_dict())
     ours.configure_optimizer(lr=1e-2, weight_decay=0.1)
     theirs.configure_optimizer(lr=1e-2, weight_decay=0.1)  # the pipeline's decay/no-decay groups
-    for step, lr in enumerate((1e-2, 5e-3, 2e-3)):
+    for lr in (1e-2, 5e-3, 2e-3):
         x, y = rng.integers(0, 9, (3, 6)), rng.integers(0, 9, (3, 6))
         # TorchModel.train_step computes its loss in float32; this is that step in float64.
         for group in theirs.optimizer.param_groups:
@@ -230,6 +248,7 @@ def test_adamw_steps_match_torch_with_clipping_and_decay():
 
 def finite_difference_check(model: NumpyDecoder, inputs, targets, mask=None, eps=1e-6):
     """Every element of every parameter: central differences against the backward pass."""
+
     def loss():  # dropout masks are the same on every call: a fresh generator, same seed
         logits, _ = model.forward(inputs, mask, train=True, rng=np.random.default_rng(5))
         return cross_entropy(logits, targets)[0]
@@ -251,13 +270,16 @@ def finite_difference_check(model: NumpyDecoder, inputs, targets, mask=None, eps
     return checked
 
 
-@pytest.mark.parametrize("task, extra", [
-    ("language-modeling", dict(n_layer=2, tie_weights=False, dropout=0.2)),
-    ("language-modeling", dict(n_layer=1, tie_weights=True, bias=False)),
-    ("language-modeling", dict(n_layer=1, gelu="exact")),
-    ("classification", dict(n_layer=1, tie_weights=True, dropout=0.1)),
-    ("next-item", dict(n_layer=1, tie_weights=False)),
-])
+@pytest.mark.parametrize(
+    "task, extra",
+    [
+        ("language-modeling", dict(n_layer=2, tie_weights=False, dropout=0.2)),
+        ("language-modeling", dict(n_layer=1, tie_weights=True, bias=False)),
+        ("language-modeling", dict(n_layer=1, gelu="exact")),
+        ("classification", dict(n_layer=1, tie_weights=True, dropout=0.1)),
+        ("next-item", dict(n_layer=1, tie_weights=False)),
+    ],
+)
 def test_finite_differences_cover_every_parameter(task, extra):
     rng = np.random.default_rng(11)
     spec = TaskSpec(task, 5, num_classes=3 if task == "classification" else None)
@@ -276,16 +298,16 @@ def test_finite_differences_cover_every_parameter(task, extra):
 
 
 def test_the_numpy_modules_import_no_torch():
-    code = ("import sys, zoo.plugins.numpy.model, zoo.plugins.numpy; "
-            "print('torch' in sys.modules)")
+    code = "import sys, zoo.plugins.numpy.model, zoo.plugins.numpy; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 # -- through the pipeline ----------------------------------------------------------------
 def tiny_run(model, dataset, *extra, seed=0):
-    result = run_cli("run", model, dataset, "--steps", 10, "--seed", seed, "--json",
-                     *TINY_DECODER, *extra)
+    result = run_cli(
+        "run", model, dataset, "--steps", 10, "--seed", seed, "--json", *TINY_DECODER, *extra
+    )
     assert result.code == 0, result
     return json.loads(result.out)
 
@@ -313,15 +335,18 @@ def test_numpy_char_trains_through_the_pipeline_and_reloads_into_torch(tiny_text
 
 @pytest.mark.slow
 def test_numpy_and_torch_start_from_the_same_loss_and_both_learn(tiny_text):
-    from zoo.train.job import RunFolder
     from zoo.records.store import home
+    from zoo.train.job import RunFolder
 
     curves, vocab = {}, None
     for model in ("numpy-char", "decoder-char"):
         summary = tiny_run(model, tiny_text, "--set", "lr=1e-2", seed=5)
         vocab = summary["metrics"]["vocab_size"]
-        curves[model] = [r["train_loss"] for r in RunFolder(home() / summary["run_id"]).curve()
-                         if "train_loss" in r]
+        curves[model] = [
+            r["train_loss"]
+            for r in RunFolder(home() / summary["run_id"]).curve()
+            if "train_loss" in r
+        ]
     for model, curve in curves.items():
         # near-uniform predictions at initialisation: about ln(vocab) on the first batch
         assert curve[0] == pytest.approx(math.log(vocab), abs=0.1), model

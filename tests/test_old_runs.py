@@ -2,12 +2,12 @@
 tests/fixtures/old_runs were written by the code of the commit named in its expected.json
 (see tests/fixtures/make_old_runs.py). Today's code must list, compare, reload, evaluate,
 predict, generate and resume them."""
+
 import json
 import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -58,8 +58,10 @@ def test_old_runs_compare_with_their_recorded_figures():
 
 
 def test_old_language_model_reloads_generates_and_evaluates_as_it_did(mirror):
-    assert ok("generate", LM["run_id"], "--prompt", "ROMEO:", "--tokens", 20,
-              "--seed", 0) == EXPECTED["generated"]
+    assert (
+        ok("generate", LM["run_id"], "--prompt", "ROMEO:", "--tokens", 20, "--seed", 0)
+        == EXPECTED["generated"]
+    )
     scored = json.loads(ok("eval", LM["run_id"], "shakespeare", "--split", "validation", "--json"))
     for key, value in EXPECTED["eval"]["metrics"].items():
         assert scored["metrics"][key] == pytest.approx(value, rel=1e-9), key

@@ -1,6 +1,7 @@
 """What zoo prints is a contract: `--json` is one valid, strict JSON document whatever a
 plugin prints meanwhile (a plugin's stdout goes to stderr) and never holds NaN; a closed
 standard output is an error, not a silent exit 0."""
+
 from __future__ import annotations
 
 import json
@@ -9,11 +10,11 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
+
 from zoo.cli.options import finite
 
-CHATTY = '''
+CHATTY = """
 from zoo.hookspecs import hookimpl
 
 
@@ -28,7 +29,7 @@ def build(config, spec):
 def register_architectures(register):
     register("chatty", build, config="zoo.plugins.decoder:DecoderConfig",
              tasks=("language-modeling",))
-'''
+"""
 
 
 @pytest.fixture
@@ -59,15 +60,26 @@ def test_json_never_holds_nan(tiny_text, one_thread):
 def test_non_finite_numbers_become_null_at_any_depth():
     import numpy as np
 
-    value = {"a": math.nan, "b": [1.0, math.inf, {"c": -math.inf}], "d": np.float32("nan"),
-             "e": "NaN", "f": 2}
-    assert finite(value) == {"a": None, "b": [1.0, None, {"c": None}], "d": None, "e": "NaN",
-                             "f": 2}
+    value = {
+        "a": math.nan,
+        "b": [1.0, math.inf, {"c": -math.inf}],
+        "d": np.float32("nan"),
+        "e": "NaN",
+        "f": 2,
+    }
+    assert finite(value) == {
+        "a": None,
+        "b": [1.0, None, {"c": None}],
+        "d": None,
+        "e": "NaN",
+        "f": 2,
+    }
 
 
 @pytest.mark.slow
 def test_a_closed_stdout_is_an_error_not_exit_0():
-    result = subprocess.run(f"{sys.executable} -m zoo list models >&-", shell=True,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        f"{sys.executable} -m zoo list models >&-", shell=True, capture_output=True, text=True
+    )
     assert result.returncode == 2, result
     assert "standard output is closed" in result.stderr

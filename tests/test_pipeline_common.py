@@ -1,9 +1,16 @@
 """The steps the built-in pipelines share (zoo.pipelines.common)."""
-import numpy as np
 
-from zoo.pipelines.common import (log_softmax, loop_metrics, pad_rows, padded_batch, softmax,
-                                  special_ids)
+import numpy as np
+from zoo.pipelines.common import (
+    log_softmax,
+    loop_metrics,
+    pad_rows,
+    padded_batch,
+    softmax,
+    special_ids,
+)
 from zoo.plugins.char import CharTokenizer
+
 from zoo.data.tokenizer import ragged
 
 
@@ -18,7 +25,11 @@ def test_softmax_is_stable_normalized_and_ignores_masked_entries():
 
 def test_special_ids_are_the_contract_tokens():
     tokenizer = CharTokenizer.train(["abc"], None)
-    assert special_ids(tokenizer) == [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id] == [0, 1, 2]
+    assert (
+        special_ids(tokenizer)
+        == [tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id]
+        == [0, 1, 2]
+    )
 
 
 def test_loop_metrics_are_what_every_task_reports():
@@ -26,8 +37,13 @@ def test_loop_metrics_are_what_every_task_reports():
         steps, best_step, train_loss, tokens_per_s, train_time = 3, 2, 1.5, 100.0, 0.25
         runners_up = []
 
-    assert loop_metrics(Result()) == {"steps": 3, "best_step": 2, "train_loss": 1.5,
-                                      "tokens_per_s": 100.0, "train_time": 0.25}
+    assert loop_metrics(Result()) == {
+        "steps": 3,
+        "best_step": 2,
+        "train_loss": 1.5,
+        "tokens_per_s": 100.0,
+        "train_time": 0.25,
+    }
     Result.runners_up = [(0.8, 3, {}), (0.7, 1, {})]  # average_best: the steps averaged
     assert loop_metrics(Result())["averaged_steps"] == [2, 3, 1]
 

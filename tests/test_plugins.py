@@ -1,13 +1,14 @@
 """Plugin discovery: entry points of real distributions, local modules, broken plugins,
 strict mode, name clashes, and in-process registration."""
+
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, run_cli, run_python, run_zoo
+
 from zoo.core import registry
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
@@ -17,9 +18,22 @@ from zoo.hookspecs import hookimpl
 def bow_site(tmp_path_factory) -> Path:
     """The example third-party package, installed for real into its own folder."""
     target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--target", str(target), str(REPO / "examples" / "zoo-bow")],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(REPO / "examples" / "zoo-bow"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return target
 
 
@@ -45,9 +59,26 @@ def test_third_party_distribution_is_discovered_through_its_entry_point(bow_site
 
 @pytest.mark.slow
 def test_example_plugin_trains_through_zoo_run(bow_site, tiny_text, tmp_path):
-    env = {"PYTHONPATH": str(bow_site), "ZOO_LOAD_PLUGINS": "bow", "ZOO_HOME": str(tmp_path / "runs")}
-    result = run_zoo("run", "bow-words", tiny_text, "--steps", 5, "--json", "--set", "block_size=16",
-                     "--set", "sample_tokens=5", "--set", "vocab_size=100", env=env)
+    env = {
+        "PYTHONPATH": str(bow_site),
+        "ZOO_LOAD_PLUGINS": "bow",
+        "ZOO_HOME": str(tmp_path / "runs"),
+    }
+    result = run_zoo(
+        "run",
+        "bow-words",
+        tiny_text,
+        "--steps",
+        5,
+        "--json",
+        "--set",
+        "block_size=16",
+        "--set",
+        "sample_tokens=5",
+        "--set",
+        "vocab_size=100",
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert '"architecture": "bow"' in result.stdout and '"status": "finished"' in result.stdout
 
@@ -59,13 +90,15 @@ def test_load_plugins_filter_can_exclude_a_distribution(bow_site):
 
 def test_local_module_listed_in_user_registry(isolated, monkeypatch):
     monkeypatch.setenv("ZOO_LOAD_PLUGINS", "my_plugin")
-    (isolated / "my_plugin.py").write_text(textwrap.dedent("""
+    (isolated / "my_plugin.py").write_text(
+        textwrap.dedent("""
         from zoo.hookspecs import hookimpl
 
         @hookimpl
         def register_tokenizers(register):
             register("bytes", "zoo.plugins.char:CharTokenizer", description="local test tokenizer")
-    """))
+    """)
+    )
     (isolated / "registry.toml").write_text('[plugins]\nmodules = ["./my_plugin.py"]\n')
     result = run_cli("list", "tokenizers")
     assert result.code == 0, result
@@ -99,7 +132,10 @@ def test_broken_plugins_are_set_aside_and_named(broken_site):
     assert result.code == 0, result
     warnings = [line for line in result.err.splitlines() if line.startswith("zoo: warning")]
     assert len(warnings) == 2
-    assert any("broken_import" in w and "zoo-broken-import 1.2.3" in w and "frobnicate" in w for w in warnings)
+    assert any(
+        "broken_import" in w and "zoo-broken-import 1.2.3" in w and "frobnicate" in w
+        for w in warnings
+    )
     assert any("broken_hook" in w and "hook exploded" in w for w in warnings)
     assert "SET ASIDE" in result.out
     # Nothing of the half-registered plugin stays, and the built-ins still work.
@@ -158,7 +194,9 @@ def test_in_process_registration_and_lookup():
 
 
 def test_listing_imports_no_torch():
-    probe = "import sys; from zoo.cli.main import main; main(['list']); print('torch' in sys.modules)"
+    probe = (
+        "import sys; from zoo.cli.main import main; main(['list']); print('torch' in sys.modules)"
+    )
     assert run_python(probe)[-1] == "False"
 
 
@@ -175,8 +213,12 @@ class WithoutBlockSize:
             n_embd: int = 16
 
         register("noconfig", "zoo.plugins.decoder.model:build", tasks=("language-modeling",))
-        register("noblock", "zoo.plugins.decoder.model:build", config=WidthOnly,
-                 tasks=("language-modeling",))
+        register(
+            "noblock",
+            "zoo.plugins.decoder.model:build",
+            config=WidthOnly,
+            tasks=("language-modeling",),
+        )
 
 
 def test_an_architecture_without_a_block_size_is_exit_2_naming_its_plugin(tiny_text):
@@ -185,8 +227,10 @@ def test_an_architecture_without_a_block_size_is_exit_2_naming_its_plugin(tiny_t
     zoo = registry.build_zoo(entry_points=False)
     assert zoo.add_plugin(WithoutBlockSize(), registry.PluginInfo("sizeless", "test"))
     registry.reset_zoo(zoo)
-    for name, problem in (("noconfig", "registers no config dataclass"),
-                          ("noblock", "has a config (WidthOnly) with no integer block_size")):
+    for name, problem in (
+        ("noconfig", "registers no config dataclass"),
+        ("noblock", "has a config (WidthOnly) with no integer block_size"),
+    ):
         result = run_cli("run", f"{name}-char", tiny_text, "--steps", 2)
         assert result.code == 2, result
         lines = result.err.strip().splitlines()

@@ -2,6 +2,7 @@
 text to a fixed length, truncates, and adds BERT's [CLS] ... [SEP] in its post-processor.
 zoo turns the padding and truncation off (it pads, cuts and masks itself) and places the
 checkpoint's special tokens once, where the checkpoint expects them."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ WORDS = ["the", "film", "was", "good", "great", "fine", "bad", "awful", "dull", 
 FIXED = 16  # the checkpoint's tokenizer pads every text to this many tokens
 
 
-def save_bert_checkpoint(folder):
+def save_bert_checkpoint(folder, positions: int = 32):
     """A tiny random BERT and a WordPiece tokenizer saved as transformers saves them, whose
     tokenizer.json pads to FIXED, truncates to FIXED and frames texts as [CLS] text [SEP]."""
     import torch
@@ -25,25 +26,40 @@ def save_bert_checkpoint(folder):
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
     from tokenizers.models import WordPiece
 
-    vocab = {token: i for i, token in
-             enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, "##s"])}
+    vocab = {
+        token: i
+        for i, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, "##s"])
+    }
     backend = Tokenizer(WordPiece(vocab, unk_token="[UNK]"))
     backend.normalizer = normalizers.BertNormalizer(lowercase=True)
     backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     backend.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
     backend.enable_truncation(max_length=FIXED)
     backend.enable_padding(length=FIXED, pad_id=0, pad_token="[PAD]")
     tokenizer = transformers.BertTokenizerFast(
-        tokenizer_object=backend, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
-        sep_token="[SEP]", mask_token="[MASK]")
+        tokenizer_object=backend,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
     tokenizer.save_pretrained(folder)
     backend.save(str(folder / "tokenizer.json"))  # as shipped: padding and truncation on
     torch.manual_seed(0)
     config = transformers.BertConfig(
-        vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-        num_attention_heads=2, max_position_embeddings=32, pad_token_id=0)
+        vocab_size=len(vocab),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        max_position_embeddings=positions,
+        pad_token_id=0,
+    )
     transformers.BertForMaskedLM(config).save_pretrained(folder)
     return vocab
 
@@ -84,8 +100,10 @@ def test_the_checkpoints_padding_and_truncation_are_off(checkpoint):
     assert tokenizer.encode("the film") == [vocab["the"], vocab["film"]]  # no [PAD] x 14
     long = " ".join(["film"] * 40)
     assert tokenizer.encode(long) == [vocab["film"]] * 40  # not cut at FIXED
-    assert tokenizer.encode_batch(["good", "the film"]) == [[vocab["good"]],
-                                                            [vocab["the"], vocab["film"]]]
+    assert tokenizer.encode_batch(["good", "the film"]) == [
+        [vocab["good"]],
+        [vocab["the"], vocab["film"]],
+    ]
     assert tokenizer.frame == ((vocab["[CLS]"],), (vocab["[SEP]"],))
     assert tokenizer.pad_id == vocab["[PAD]"] and tokenizer.cls_id == vocab["[CLS]"]
     assert tokenizer.mask_id == vocab["[MASK]"]
@@ -103,9 +121,9 @@ def test_classification_frames_texts_once_as_the_checkpoint_does(checkpoint):
     inputs, mask = encoded.batch(np.arange(3))
     for row, text in enumerate(texts[:2]):  # what the checkpoint's own tokenizer gives
         expected = reference(text, padding=False, truncation=False)["input_ids"]
-        assert inputs[row, :len(expected)].tolist() == expected
-        assert mask[row].sum() == len(expected) and not mask[row, len(expected):].any()
-        assert (inputs[row, len(expected):] == vocab["[PAD]"]).all()
+        assert inputs[row, : len(expected)].tolist() == expected
+        assert mask[row].sum() == len(expected) and not mask[row, len(expected) :].any()
+        assert (inputs[row, len(expected) :] == vocab["[PAD]"]).all()
     # A long text is cut to block_size around its frame: [CLS] 8 tokens [SEP].
     assert inputs[2].tolist() == [vocab["[CLS]"], *[vocab["dull"]] * 8, vocab["[SEP]"]]
     assert encoded.tokens.tolist() == [4, 1, 30]  # each text's own tokens, uncut
@@ -135,9 +153,21 @@ def test_fine_tuned_logits_are_the_checkpoints_whatever_the_padding(checkpoint, 
     from zoo.records.reload import load_trained
 
     folder, _ = checkpoint
-    result = run_cli("run", "bert-pretrained", reviews, "--set", f"pretrained={folder}",
-                     "--set", "block_size=12", "--steps", 3, "--set", "batch_size=8",
-                     "--set", "precision=fp32")
+    result = run_cli(
+        "run",
+        "bert-pretrained",
+        reviews,
+        "--set",
+        f"pretrained={folder}",
+        "--set",
+        "block_size=12",
+        "--steps",
+        3,
+        "--set",
+        "batch_size=8",
+        "--set",
+        "precision=fp32",
+    )
     assert result.code == 0, result
     summary = json.loads(run_cli("runs", "--json").out)[0]
     said = re.search(r"\(([\d.]+) tokens on average, ([\d.]+)% cut to block_size 12\)", result.err)
@@ -170,11 +200,38 @@ def test_a_checkpoint_pretrains_further_with_its_own_mask_token(checkpoint, revi
     inputs, _ = framing.mask(windows, np.random.default_rng(0))
     assert (inputs[:, 0] == vocab["[CLS]"]).all() and (inputs[:, -1] == vocab["[SEP]"]).all()
     assert 0.09 < (inputs[:, 1:-1] == vocab["[MASK]"]).mean() < 0.15  # 80% of the 15% chosen
-    result = run_cli("run", "bert-pretrained", reviews, "--task", "masked-language-modeling",
-                     "--set", f"pretrained={folder}", "--set", "block_size=12", "--steps", 2,
-                     "--set", "batch_size=4", "--set", "eval_batches=1", "--json")
+    result = run_cli(
+        "run",
+        "bert-pretrained",
+        reviews,
+        "--task",
+        "masked-language-modeling",
+        "--set",
+        f"pretrained={folder}",
+        "--set",
+        "block_size=12",
+        "--steps",
+        2,
+        "--set",
+        "batch_size=4",
+        "--set",
+        "eval_batches=1",
+        "--json",
+    )
     assert result.code == 0, result
     source = json.loads(result.out)["run_id"]
-    tuned = run_cli("run", "bert-pretrained", reviews, "--init", source, "--steps", 2,
-                    "--set", f"pretrained={folder}", "--set", "block_size=12", "--json")
+    tuned = run_cli(
+        "run",
+        "bert-pretrained",
+        reviews,
+        "--init",
+        source,
+        "--steps",
+        2,
+        "--set",
+        f"pretrained={folder}",
+        "--set",
+        "block_size=12",
+        "--json",
+    )
     assert tuned.code == 0, tuned

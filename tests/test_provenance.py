@@ -2,15 +2,16 @@
 local module, a hash of its source) goes into the config hash and the provenance, so a sweep
 never reuses cells trained by other plugin code, and a resume across a plugin change is
 refused with the plugin's name."""
+
 import json
 import textwrap
 
 import pytest
-
 from conftest import TINY_DECODER, press_ctrl_c, run_cli
-from zoo.train import checkpoints
+
 from zoo.core import registry
 from zoo.records.store import Store, home
+from zoo.train import checkpoints
 
 PLUGIN = textwrap.dedent("""
     from zoo.plugin import hookimpl
@@ -56,8 +57,11 @@ def test_a_changed_local_plugin_is_a_new_sweep_cell(local_plugin, tiny_text):
     (first,) = finished_runs()
     recorded = first["config"]["plugins"]["my_arch"]
     assert recorded["source"] == "local file" and len(recorded["source_sha256"]) == 16
-    assert first["config"]["plugins"]["char"] == {"distribution": "zoo", "version": "0.1.0",
-                                                     "source": "builtin"}
+    assert first["config"]["plugins"]["char"] == {
+        "distribution": "zoo",
+        "version": "0.1.0",
+        "source": "builtin",
+    }
     registry.reset_zoo()
     assert "0 trained, 1 already finished" in sweep(tiny_text).err  # same code: done
     change(local_plugin)
@@ -70,8 +74,9 @@ def test_a_changed_local_plugin_is_a_new_sweep_cell(local_plugin, tiny_text):
 
 
 @pytest.mark.slow
-def test_resume_refuses_across_a_plugin_change_naming_the_plugin(local_plugin, tiny_text,
-                                                                monkeypatch):
+def test_resume_refuses_across_a_plugin_change_naming_the_plugin(
+    local_plugin, tiny_text, monkeypatch
+):
     original = checkpoints.Checkpointer.save
 
     def save_then_stop(self, elapsed):
@@ -81,8 +86,17 @@ def test_resume_refuses_across_a_plugin_change_naming_the_plugin(local_plugin, t
 
     with monkeypatch.context() as patch:
         patch.setattr(checkpoints.Checkpointer, "save", save_then_stop)
-        stopped = run_cli("run", "localdec-char", tiny_text, "--steps", 4, *TINY_DECODER,
-                          "--set", "checkpoint_every=1", "--json")
+        stopped = run_cli(
+            "run",
+            "localdec-char",
+            tiny_text,
+            "--steps",
+            4,
+            *TINY_DECODER,
+            "--set",
+            "checkpoint_every=1",
+            "--json",
+        )
     assert stopped.code == 130, stopped
     (run_id,) = [p.name for p in home().iterdir() if (p / "config.json").is_file()]
     change(local_plugin)

@@ -1,11 +1,12 @@
 """zoo sweep --executor ray on a local Ray cluster of 2 CPUs: the cells run as Ray tasks,
 the driver alone writes the store, a killed worker fails its cell while the sweep goes on,
 and running the sweep again finishes it. One cluster for the module: Ray starts slowly."""
+
 import os
 
 import pytest
-
 from conftest import TINY_DECODER, kill_a_worker_held_at_a_checkpoint, run_cli
+
 from zoo.records.store import Store, home
 
 ray = pytest.importorskip("ray")
@@ -22,10 +23,25 @@ def cluster():
 
 @pytest.mark.slow
 def test_a_ray_sweep_records_every_cell_from_the_driver_and_finishes_a_killed_one(
-        tiny_text, cluster, monkeypatch, tmp_path):
-    sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 4, "--steps", 150,
-             *TINY_DECODER, "--set", "checkpoint_every=10", "--set", "eval_interval=50",
-             "--executor", "ray"]
+    tiny_text, cluster, monkeypatch, tmp_path
+):
+    sweep = [
+        "sweep",
+        "decoder-char",
+        "--on",
+        tiny_text,
+        "--seeds",
+        4,
+        "--steps",
+        150,
+        *TINY_DECODER,
+        "--set",
+        "checkpoint_every=10",
+        "--set",
+        "eval_interval=50",
+        "--executor",
+        "ray",
+    ]
     # The first two tasks wait after their first checkpoint: one is killed mid-cell.
     thread, killed = kill_a_worker_held_at_a_checkpoint(monkeypatch, tmp_path, workers=2)
     first = run_cli(*sweep)

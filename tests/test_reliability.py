@@ -1,5 +1,6 @@
 """Faults: kill-and-resume bit-exactness, interrupted checkpoint writes, resume refusals,
 read-only and full runs folders, safe loading, divergence, and the results store."""
+
 from __future__ import annotations
 
 import contextlib
@@ -19,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import REPO, TINY_DECODER, press_ctrl_c, run_cli
-from zoo.train import checkpoints as checkpoint
+
 from zoo.records.store import MIGRATIONS, SCHEMA_VERSION, Store, home
+from zoo.train import checkpoints as checkpoint
 
 TIMING = {"train_time", "tokens_per_s", "elapsed"}  # the only figures allowed to differ
 
@@ -31,13 +32,31 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
 
 
 # TINY_DECODER without the language-modeling-only setting, for any task
-TINY_ANY_TASK = [a for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
-                 if not pair[1].startswith("sample_tokens=") for a in pair]
+TINY_ANY_TASK = [
+    a
+    for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
+    if not pair[1].startswith("sample_tokens=")
+    for a in pair
+]
 
 
 def run_args(dataset, steps=12, seed=1, *extra, model="decoder-char", tiny=TINY_DECODER):
-    return ["run", model, dataset, "--steps", steps, "--seed", seed, "--json",
-            *tiny, "--set", "checkpoint_every=1", "--set", "dropout=0.1", *extra]
+    return [
+        "run",
+        model,
+        dataset,
+        "--steps",
+        steps,
+        "--seed",
+        seed,
+        "--json",
+        *tiny,
+        "--set",
+        "checkpoint_every=1",
+        "--set",
+        "dropout=0.1",
+        *extra,
+    ]
 
 
 def curve(run_dir: Path) -> list[dict]:
@@ -128,8 +147,12 @@ class Trial:
     def __init__(self, home_dir: Path, args: list, kill_at: int):
         self.home, self.kill_at, self.killed = home_dir, kill_at, False
         env = {**os.environ, "ZOO_HOME": str(home_dir)}
-        self.proc = subprocess.Popen([sys.executable, "-m", "zoo", *map(str, args), "--quiet"],
-                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "zoo", *map(str, args), "--quiet"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
 
     def lines(self) -> int:
         logs = list(self.home.glob("*/metrics.jsonl"))
@@ -144,8 +167,11 @@ class Trial:
 
     def check_killed(self):
         code = self.proc.wait()
-        assert self.killed and code == -signal.SIGKILL, (self.kill_at, code,
-                                                         self.proc.stderr.read()[-800:])
+        assert self.killed and code == -signal.SIGKILL, (
+            self.kill_at,
+            code,
+            self.proc.stderr.read()[-800:],
+        )
         (run_id,) = run_folders(self.home)
         return run_id
 
@@ -174,8 +200,10 @@ def test_sigkill_at_random_steps_then_resume_is_bit_identical(tiny_text, monkeyp
     reference = reference_run(tiny_text, steps)
     rng = kill_points(3)
     args = run_args(tiny_text, steps)
-    trials = [Trial(home().parent / "trial0", args, rng.randint(2, steps - 20)),
-              Trial(home().parent / "trial1", args, rng.randint(2, steps - 8))]
+    trials = [
+        Trial(home().parent / "trial0", args, rng.randint(2, steps - 20)),
+        Trial(home().parent / "trial1", args, rng.randint(2, steps - 8)),
+    ]
     print(f"killing the two runs at curve lines {[t.kill_at for t in trials]}")
     watch(trials)
     run_ids = [t.check_killed() for t in trials]
@@ -200,15 +228,28 @@ def test_transformers_models_resume_bit_identically_after_sigkill(tiny_text, tmp
     """gpt2 and llama language models and a bert classifier, with dropout, each killed with
     SIGKILL at a random step (side by side) and resumed: the same run as uninterrupted."""
     labelled = tmp_path / "labelled.csv"
-    labelled.write_text("text,label\n" + "".join(f"film {i} was {'good' if i % 2 else 'bad'} "
-                                                 f"{'and fine' * (i % 3)},{i % 2}\n"
-                                                 for i in range(120)))
+    labelled.write_text(
+        "text,label\n"
+        + "".join(
+            f"film {i} was {'good' if i % 2 else 'bad'} {'and fine' * (i % 3)},{i % 2}\n"
+            for i in range(120)
+        )
+    )
     steps, rng = 16, random.SystemRandom()
-    cells = [("gpt2-char", tiny_text, TINY_DECODER), ("llama-char", tiny_text, TINY_DECODER),
-             ("bert-char", labelled, TINY_ANY_TASK)]
+    cells = [
+        ("gpt2-char", tiny_text, TINY_DECODER),
+        ("llama-char", tiny_text, TINY_DECODER),
+        ("bert-char", labelled, TINY_ANY_TASK),
+    ]
     references = [reference_run(data, steps, model=model, tiny=tiny) for model, data, tiny in cells]
-    trials = [Trial(home().parent / f"trial-{model}", run_args(data, steps, model=model, tiny=tiny),
-                    rng.randint(1, steps - 4)) for model, data, tiny in cells]
+    trials = [
+        Trial(
+            home().parent / f"trial-{model}",
+            run_args(data, steps, model=model, tiny=tiny),
+            rng.randint(1, steps - 4),
+        )
+        for model, data, tiny in cells
+    ]
     watch(trials)
     for trial, reference in zip(trials, references):
         run_id = trial.check_killed()
@@ -253,8 +294,10 @@ def test_classification_resumes_bit_identically(tmp_path, monkeypatch, model):
     (average_best, set for encoder-wordpunct)."""
     rng = np.random.default_rng(0)
     words = {"pos": ["good", "great", "fine"], "neg": ["bad", "awful", "dull"]}
-    rows = ["text,label"] + [f"film {i} was {' and '.join(rng.choice(words[label], size=1 + i % 4))},{label}"
-                             for i, label in enumerate(["pos", "neg"] * 60)]
+    rows = ["text,label"] + [
+        f"film {i} was {' and '.join(rng.choice(words[label], size=1 + i % 4))},{label}"
+        for i, label in enumerate(["pos", "neg"] * 60)
+    ]
     labelled = tmp_path / "labelled.csv"
     labelled.write_text("\n".join(rows) + "\n")
     # three validations before the stop, and none of them ends the run early
@@ -282,12 +325,15 @@ def test_resume_without_a_checkpoint_starts_over(tiny_text, monkeypatch):
     assert_same_run(json.loads(result.out), reference_run(tiny_text))
 
 
-@pytest.mark.parametrize("change, message", [
-    ("config", "config differs"),
-    ("dataset", "dataset changed"),
-    ("tokenizer", "tokenizer.json differs"),
-    ("version", "zoo version differs"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ("config", "config differs"),
+        ("dataset", "dataset changed"),
+        ("tokenizer", "tokenizer.json differs"),
+        ("version", "zoo version differs"),
+    ],
+)
 def test_resume_refuses_what_changed(tiny_text, monkeypatch, change, message):
     run_id = interrupted_run(monkeypatch, tiny_text, 4)
     folder = home() / run_id
@@ -346,8 +392,9 @@ def test_interrupted_checkpoint_write_is_never_loaded(tmp_path, monkeypatch):
     assert not list(checkpoint.folder(run).glob(".tmp-*"))
     # 2. renamed, but the process dies before the commit marker lands
     with monkeypatch.context() as patch:
-        patch.setattr(checkpoint, "atomic_write_json",
-                      lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+        patch.setattr(
+            checkpoint, "atomic_write_json", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt())
+        )
         with pytest.raises(KeyboardInterrupt):
             write(4)
     assert (checkpoint.folder(run) / "step-00000004").is_dir()
@@ -387,8 +434,8 @@ def test_checkpoint_holds_every_rng_and_restores_them_in_place(tmp_path):
 def test_optimizer_state_round_trips_bit_exactly():
     import torch
 
-    from zoo.train.torch_model import TorchModel
     from zoo.train.losses import cross_entropy
+    from zoo.train.torch_model import TorchModel
 
     class Net(torch.nn.Module):
         def __init__(self):
@@ -418,7 +465,9 @@ def test_optimizer_state_round_trips_bit_exactly():
 
 
 # -- atomic writes: read-only or full runs folder ------------------------------------
-def test_unwritable_runs_folder_exits_non_zero_and_never_says_saved(tiny_text, tmp_path, monkeypatch):
+def test_unwritable_runs_folder_exits_non_zero_and_never_says_saved(
+    tiny_text, tmp_path, monkeypatch
+):
     runs = tmp_path / "readonly-runs"
     if os.geteuid() != 0:
         runs.mkdir()
@@ -478,10 +527,12 @@ def python_sources():
 
 def test_sources_never_unpickle_or_trust_remote_code():
     offences = []
-    banned = re.compile(r"\bimport\s+(c?pickle|dill|cloudpickle|joblib|shelve|marshal)\b|"
-                        r"\bfrom\s+(c?pickle|dill|cloudpickle|joblib|shelve|marshal)\s+import|"
-                        r"\b(c?pickle|dill|cloudpickle|joblib|marshal)\.\w+\s*\(|read_pickle|allow_pickle\s*=\s*True|"
-                        r"trust_remote_code\s*=\s*True|(?<![\w.])(eval|exec)\s*\(|torch\.jit\.load")
+    banned = re.compile(
+        r"\bimport\s+(c?pickle|dill|cloudpickle|joblib|shelve|marshal)\b|"
+        r"\bfrom\s+(c?pickle|dill|cloudpickle|joblib|shelve|marshal)\s+import|"
+        r"\b(c?pickle|dill|cloudpickle|joblib|marshal)\.\w+\s*\(|read_pickle|allow_pickle\s*=\s*True|"
+        r"trust_remote_code\s*=\s*True|(?<![\w.])(eval|exec)\s*\(|torch\.jit\.load"
+    )
     sources = list(python_sources())
     assert len(sources) > 20
     for path in sources:
@@ -489,7 +540,7 @@ def test_sources_never_unpickle_or_trust_remote_code():
         for match in banned.finditer(text):
             offences.append(f"{path.relative_to(REPO)}: {match.group(0)}")
         for match in re.finditer(r"torch\.load\s*\(", text):
-            call = text[match.end():match.end() + 300].split(")")[0]
+            call = text[match.end() : match.end() + 300].split(")")[0]
             if not re.search(r"weights_only\s*=\s*True", call):
                 offences.append(f"{path.relative_to(REPO)}: torch.load without weights_only=True")
     assert offences == []
@@ -513,12 +564,18 @@ def test_planted_pickles_and_corrupt_files_are_refused(tiny_text, tmp_path):
     marker = tmp_path / "pwned"
     payload = pickle.dumps(_Planted(marker))
     control = tmp_path / "control"  # the payload is live: unpickling it makes the marker
-    subprocess.run([sys.executable, "-c", "import pickle,sys; pickle.loads(sys.stdin.buffer.read())"],
-                   input=pickle.dumps(_Planted(control)), check=True, cwd=REPO / "tests")
+    subprocess.run(
+        [sys.executable, "-c", "import pickle,sys; pickle.loads(sys.stdin.buffer.read())"],
+        input=pickle.dumps(_Planted(control)),
+        check=True,
+        cwd=REPO / "tests",
+    )
     assert control.exists()
 
-    good = {name: (folder / name).read_bytes()
-            for name in ("model.safetensors", "config.json", "tokenizer.json")}
+    good = {
+        name: (folder / name).read_bytes()
+        for name in ("model.safetensors", "config.json", "tokenizer.json")
+    }
     weights = good["model.safetensors"]
     header = int.from_bytes(weights[:8], "little")
     from safetensors.numpy import save
@@ -527,14 +584,29 @@ def test_planted_pickles_and_corrupt_files_are_refused(tiny_text, tmp_path):
         "pickle as weights": ("model.safetensors", payload),
         "pickle as config": ("config.json", payload),
         "pickle as tokenizer": ("tokenizer.json", payload),
-        "truncated weights": ("model.safetensors", weights[:len(weights) // 2]),
+        "truncated weights": ("model.safetensors", weights[: len(weights) // 2]),
         "empty weights": ("model.safetensors", b""),
-        "header longer than file": ("model.safetensors", (10**9).to_bytes(8, "little") + weights[8:]),
-        "header not JSON": ("model.safetensors", header.to_bytes(8, "little") + b"\xff" * header
-                            + weights[8 + header:]),
-        "wrong tensors": ("model.safetensors", save({"tok_emb.weight": np.zeros((3, 3), np.float32)})),
-        "wrong shapes": ("model.safetensors", save({"tok_emb.weight": np.zeros((5, 7), np.float32),
-                                                    "pos_emb.weight": np.zeros((2, 2), np.float32)})),
+        "header longer than file": (
+            "model.safetensors",
+            (10**9).to_bytes(8, "little") + weights[8:],
+        ),
+        "header not JSON": (
+            "model.safetensors",
+            header.to_bytes(8, "little") + b"\xff" * header + weights[8 + header :],
+        ),
+        "wrong tensors": (
+            "model.safetensors",
+            save({"tok_emb.weight": np.zeros((3, 3), np.float32)}),
+        ),
+        "wrong shapes": (
+            "model.safetensors",
+            save(
+                {
+                    "tok_emb.weight": np.zeros((5, 7), np.float32),
+                    "pos_emb.weight": np.zeros((2, 2), np.float32),
+                }
+            ),
+        ),
     }
     (folder / "model.pt").write_bytes(payload)  # decoys a careless loader might try
     (folder / "pytorch_model.bin").write_bytes(payload)
@@ -601,9 +673,9 @@ def test_absurd_learning_rate_diverges_and_keeps_the_last_good_checkpoint(tiny_t
 def test_non_finite_loss_or_gradient_never_reaches_the_weights():
     import torch
 
-    from zoo.train.torch_model import TorchModel
     from zoo.train.losses import cross_entropy
     from zoo.train.model import NonFiniteError
+    from zoo.train.torch_model import TorchModel
 
     class Blow(torch.autograd.Function):
         @staticmethod
@@ -650,8 +722,10 @@ def test_store_migrates_older_databases(tmp_path):
     old = tmp_path / "v1.db"
     conn = sqlite3.connect(old)
     conn.executescript(MIGRATIONS[1] + "; PRAGMA user_version = 1;")
-    conn.execute("INSERT INTO runs (id, status, created, metrics) VALUES ('r1', 'finished', 1.0, "
-                 "'{\"val_loss\": 1.5}')")
+    conn.execute(
+        "INSERT INTO runs (id, status, created, metrics) VALUES ('r1', 'finished', 1.0, "
+        "'{\"val_loss\": 1.5}')"
+    )
     conn.commit()
     conn.close()
     with Store(old) as store:
@@ -682,8 +756,12 @@ with Store(sys.argv[1]) as store:
 def test_concurrent_writers_lose_nothing(tmp_path):
     db = tmp_path / "zoo.db"
     Store(db).close()
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), name], cwd=REPO,
-                              stderr=subprocess.PIPE) for name in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db), name], cwd=REPO, stderr=subprocess.PIPE
+        )
+        for name in ("a", "b")
+    ]
     for proc in procs:
         assert proc.wait(timeout=120) == 0, proc.stderr.read()
     with Store(db) as store:
@@ -695,8 +773,10 @@ def test_concurrent_writers_lose_nothing(tmp_path):
 def test_killed_writer_leaves_a_readable_store_and_stale_rows_are_recovered(tmp_path):
     db = tmp_path / "zoo.db"
     Store(db).close()
-    script = ("import sys\nfrom zoo.records.store import Store\ns = Store(sys.argv[1])\ni = 0\n"
-              "while True:\n    s.insert(f'k{i}', model='x' * 10000)\n    i += 1\n")
+    script = (
+        "import sys\nfrom zoo.records.store import Store\ns = Store(sys.argv[1])\ni = 0\n"
+        "while True:\n    s.insert(f'k{i}', model='x' * 10000)\n    i += 1\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", script, str(db)], cwd=REPO)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -723,9 +803,16 @@ def test_killed_writer_leaves_a_readable_store_and_stale_rows_are_recovered(tmp_
 
 def test_awkward_values_round_trip_through_the_pandas_tables(tmp_path):
     long_text = "ü" * 100_000
-    metrics = {"nan": float("nan"), "inf": float("inf"), "ninf": float("-inf"),
-               "unicode": "naïve café 🦊 ∑", "long": long_text, "f32": np.float32(0.25),
-               "i64": np.int64(2**40), "big": 2**53 + 1}
+    metrics = {
+        "nan": float("nan"),
+        "inf": float("inf"),
+        "ninf": float("-inf"),
+        "unicode": "naïve café 🦊 ∑",
+        "long": long_text,
+        "f32": np.float32(0.25),
+        "i64": np.int64(2**40),
+        "big": 2**53 + 1,
+    }
     with Store(tmp_path / "zoo.db") as store:
         store.insert("r", model="modèle 🦊", dataset=long_text, metrics=metrics)
         frame = store.frame()
@@ -739,8 +826,21 @@ def test_awkward_values_round_trip_through_the_pandas_tables(tmp_path):
 
 
 def test_a_diverged_sweep_cell_is_recorded_and_the_sweep_goes_on(tiny_text):
-    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 12,
-                     *TINY_DECODER, "--set", "lr=30", "--set", "checkpoint_every=1")
+    result = run_cli(
+        "sweep",
+        "decoder-char",
+        "--on",
+        tiny_text,
+        "--seeds",
+        2,
+        "--steps",
+        12,
+        *TINY_DECODER,
+        "--set",
+        "lr=30",
+        "--set",
+        "checkpoint_every=1",
+    )
     rows = Store().rows()
     assert [r["status"] for r in rows] == ["diverged", "diverged"], result
     assert [r["seed"] for r in rows] == [0, 1]  # the second cell ran after the first diverged
@@ -751,8 +851,19 @@ def test_a_diverged_sweep_cell_is_recorded_and_the_sweep_goes_on(tiny_text):
 
 @pytest.mark.slow
 def test_a_sweep_resumes_its_interrupted_cell_from_the_checkpoint(tiny_text, monkeypatch):
-    sweep = ["sweep", "decoder-char", "--on", tiny_text, "--seeds", 2, "--steps", 8,
-             *TINY_DECODER, "--set", "checkpoint_every=2"]
+    sweep = [
+        "sweep",
+        "decoder-char",
+        "--on",
+        tiny_text,
+        "--seeds",
+        2,
+        "--steps",
+        8,
+        *TINY_DECODER,
+        "--set",
+        "checkpoint_every=2",
+    ]
     original = checkpoint.Checkpointer.save
 
     def save_then_stop(self, elapsed):
@@ -787,19 +898,22 @@ def interrupted_at_step(monkeypatch, dataset, stop_at: int, *settings) -> str:
 
     with monkeypatch.context() as patch:
         patch.setattr(RunFolder, "log", log_then_stop)
-        result = run_cli("run", "decoder-char", dataset, "--steps", 12, "--json",
-                         *TINY_DECODER, *settings)
+        result = run_cli(
+            "run", "decoder-char", dataset, "--steps", 12, "--json", *TINY_DECODER, *settings
+        )
     assert result.code == 130, result
     (run_id,) = run_folders(home())
     return run_id
 
 
 def test_checkpoints_off_writes_none_and_resume_starts_over(tiny_text, monkeypatch):
-    run_id = interrupted_at_step(monkeypatch, tiny_text, 6, "--set", "checkpoint_every=0",
-                                 "--set", "checkpoint_seconds=0")
+    run_id = interrupted_at_step(
+        monkeypatch, tiny_text, 6, "--set", "checkpoint_every=0", "--set", "checkpoint_seconds=0"
+    )
     assert checkpoint.latest(home() / run_id) is None
     assert not checkpoint.folder(home() / run_id).exists() or not any(
-        checkpoint.folder(home() / run_id).iterdir())
+        checkpoint.folder(home() / run_id).iterdir()
+    )
     with steps_trained(monkeypatch) as trained:
         result = run_cli("resume", run_id)
     assert result.code == 0 and "from the start" in result.err, result
@@ -810,8 +924,9 @@ def test_checkpoints_off_writes_none_and_resume_starts_over(tiny_text, monkeypat
 def test_checkpoint_seconds_saves_by_time_alone(tiny_text, monkeypatch):
     """checkpoint_every=0 and a checkpoint_seconds shorter than a step: a checkpoint after
     every step, by the clock alone; with checkpoint_seconds=0 too there would be none."""
-    run_id = interrupted_at_step(monkeypatch, tiny_text, 6, "--set", "checkpoint_every=0",
-                                 "--set", "checkpoint_seconds=1e-9")
+    run_id = interrupted_at_step(
+        monkeypatch, tiny_text, 6, "--set", "checkpoint_every=0", "--set", "checkpoint_seconds=1e-9"
+    )
     ckpt = checkpoint.latest(home() / run_id)
     assert ckpt is not None and ckpt.step >= 5
     resume_continues(monkeypatch, run_id, 12)

@@ -1,6 +1,7 @@
 """Run ids and run paths are data: an id from the store or from the user must be a run id,
 and a run's folder must resolve inside ZOO_HOME; anything else is refused with one line by
 every command that opens a run folder, and nothing is read or written outside."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,8 @@ import shutil
 import sqlite3
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
+
 from zoo.errors import ZooError
 from zoo.records.paths import check_run_id, run_folder
 from zoo.records.store import Store, home
@@ -17,8 +18,22 @@ from zoo.records.store import Store, home
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-@pytest.mark.parametrize("bad", ["../x", "../../../../tmp/bw/escape", "/etc", "a/b", ".",
-                                 "..", ".hidden", "a\x00b", "", "x" * 200, 7])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "../x",
+        "../../../../tmp/bw/escape",
+        "/etc",
+        "a/b",
+        ".",
+        "..",
+        ".hidden",
+        "a\x00b",
+        "",
+        "x" * 200,
+        7,
+    ],
+)
 def test_what_is_not_a_run_id_is_refused_in_one_line(bad):
     with pytest.raises(ZooError) as caught:
         check_run_id(bad)
@@ -47,10 +62,11 @@ def escaped(tiny_text, tmp_path):
     assert sorted(p.name for p in outside.iterdir()) == before  # nothing written there
 
 
-@pytest.mark.parametrize("command", [["resume"], ["export", "{tmp}/out"],
-                                     ["generate", "--tokens", "3"], ["predict", "hello"]])
-def test_an_id_leading_out_of_zoo_home_is_refused_by_every_command(escaped, command,
-                                                                     tmp_path):
+@pytest.mark.parametrize(
+    "command",
+    [["resume"], ["export", "{tmp}/out"], ["generate", "--tokens", "3"], ["predict", "hello"]],
+)
+def test_an_id_leading_out_of_zoo_home_is_refused_by_every_command(escaped, command, tmp_path):
     args = [a.format(tmp=tmp_path) for a in command]
     result = run_cli(args[0], escaped, *args[1:])
     assert result.code == 2, result

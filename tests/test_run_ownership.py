@@ -1,6 +1,7 @@
 """One writer per run: sweep workers die with their driver, a run folder is owned through an
 OS lock for the run's life, a rerun never joins a live writer, and two identical sweeps
 started together train each cell once."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
+
 from zoo.records.ownership import RunBusy, own_run, writer_alive
 from zoo.records.store import Store, home
 
@@ -29,8 +30,9 @@ time.sleep(600)
 
 
 def hold_lock(folder: Path) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder)],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(folder)], stdout=subprocess.PIPE, text=True
+    )
     assert process.stdout.readline().strip() == "held"
     return process
 
@@ -41,8 +43,11 @@ def test_a_run_folder_has_one_writer_and_the_lock_ends_with_its_process(tmp_path
     holder = hold_lock(folder)
     try:
         assert writer_alive(folder)
-        with pytest.raises(RunBusy, match=rf"run {folder.name} is being written by another "
-                                          rf"process \(process {holder.pid} on "):
+        with pytest.raises(
+            RunBusy,
+            match=rf"run {folder.name} is being written by another "
+            rf"process \(process {holder.pid} on ",
+        ):
             own_run(folder, wait=0.3)
     finally:
         holder.kill()
@@ -55,8 +60,9 @@ def test_a_run_folder_has_one_writer_and_the_lock_ends_with_its_process(tmp_path
 def test_a_row_whose_pid_is_dead_but_whose_folder_has_a_live_writer_is_not_stale(tmp_path):
     """A sweep's rows carry the driver's pid: when the driver dies and its worker still
     writes the folder, the row must not be taken as stale and resumed alongside it."""
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     with Store() as store:
         for run_id in ("20260101-000000-aaaa", "20260101-000000-bbbb"):
             (home() / run_id).mkdir(parents=True)
@@ -65,8 +71,7 @@ def test_a_row_whose_pid_is_dead_but_whose_folder_has_a_live_writer_is_not_stale
     try:
         with Store() as store:
             status = {r["id"]: r["status"] for r in store.rows()}
-        assert status == {"20260101-000000-aaaa": "running",
-                          "20260101-000000-bbbb": "interrupted"}
+        assert status == {"20260101-000000-aaaa": "running", "20260101-000000-bbbb": "interrupted"}
     finally:
         holder.kill()
         holder.wait()
@@ -76,8 +81,17 @@ def test_a_row_whose_pid_is_dead_but_whose_folder_has_a_live_writer_is_not_stale
 
 def test_resume_refuses_a_folder_whose_writer_is_alive(tiny_text, one_thread, monkeypatch):
     monkeypatch.setenv("ZOO_WRITER_WAIT", "0.5")
-    first = run_cli("run", "decoder-char", tiny_text, "--steps", 4, *TINY_DECODER,
-                    "--set", "checkpoint_every=1", "--json")
+    first = run_cli(
+        "run",
+        "decoder-char",
+        tiny_text,
+        "--steps",
+        4,
+        *TINY_DECODER,
+        "--set",
+        "checkpoint_every=1",
+        "--json",
+    )
     assert first.code == 0, first
     run_id = json.loads(first.out)["run_id"]
     with Store() as store:  # as if it had been interrupted
@@ -91,7 +105,8 @@ def test_resume_refuses_a_folder_whose_writer_is_alive(tiny_text, one_thread, mo
     assert result.code == 2, result
     assert result.err.strip().splitlines() == [
         f"zoo: error: run {run_id} is being written by another process (process "
-        f"{holder.pid} on {os.uname().nodename})"], result.err
+        f"{holder.pid} on {os.uname().nodename})"
+    ], result.err
 
 
 WORKER_CHILD = """
@@ -111,8 +126,7 @@ time.sleep(600)
 
 
 def test_a_worker_ends_when_its_driver_is_killed():
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE,
-                              text=True)
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
     parent.kill()
     parent.wait()
@@ -132,8 +146,21 @@ def _alive(pid: int) -> bool:
 
 
 # -- end to end ----------------------------------------------------------------------
-SWEEP = ["sweep", "decoder-char", "--seeds", "2", "--steps", "200", *TINY_DECODER,
-         "--set", "checkpoint_every=5", "--set", "eval_interval=40", "--jobs", "2"]
+SWEEP = [
+    "sweep",
+    "decoder-char",
+    "--seeds",
+    "2",
+    "--steps",
+    "200",
+    *TINY_DECODER,
+    "--set",
+    "checkpoint_every=5",
+    "--set",
+    "eval_interval=40",
+    "--jobs",
+    "2",
+]
 
 
 def zoo(home_dir: Path, dataset: Path, *extra, popen=False, log_name=None):
@@ -155,8 +182,10 @@ def cells(home_dir: Path) -> dict[int, dict]:
 
 
 def curve(folder: Path) -> list[dict]:
-    return [{k: v for k, v in json.loads(line).items() if k not in TIMING}
-            for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    return [
+        {k: v for k, v in json.loads(line).items() if k not in TIMING}
+        for line in (folder / "metrics.jsonl").read_text().splitlines()
+    ]
 
 
 def sweep_workers(driver: int) -> list[int]:
@@ -180,7 +209,8 @@ def writing_both(home_dir: Path, lines: int) -> bool:
 
 @pytest.mark.slow
 def test_driver_sigkill_then_immediate_rerun_finishes_every_cell_bit_identically(
-        tiny_text, tmp_path):
+    tiny_text, tmp_path
+):
     reference_home, killed_home = tmp_path / "reference", tmp_path / "killed"
     reference = zoo(reference_home, tiny_text, popen=True)  # side by side: one wall clock
     driver = zoo(killed_home, tiny_text, popen=True)
@@ -207,7 +237,8 @@ def test_driver_sigkill_then_immediate_rerun_finishes_every_cell_bit_identically
         assert row["status"] == "finished", row
         mine, theirs = killed_home / row["id"], reference_home / expected[seed]["id"]
         assert (mine / "model.safetensors").read_bytes() == (
-            theirs / "model.safetensors").read_bytes()
+            theirs / "model.safetensors"
+        ).read_bytes()
         steps = [r["step"] for r in curve(mine) if "train_loss" in r]
         assert steps == list(range(1, 201))  # every step once: none lost, none twice
         assert curve(mine) == curve(theirs)
@@ -227,4 +258,5 @@ def test_two_identical_sweeps_started_together_train_each_cell_once(tiny_text, t
     assert sorted(r["seed"] for r in rows) == [0, 1], [(r["id"], r["seed"]) for r in rows]
     assert {r["status"] for r in rows} == {"finished"}
     assert sum(err.count("not trained again") for _, err in results) >= 1 or any(
-        "2 already finished" in err for _, err in results)
+        "2 already finished" in err for _, err in results
+    )

@@ -3,26 +3,30 @@
 A task the core has never heard of, registered in-process, gets its datasets, metric
 directions, primary metric and loss from its declaration; the built-in tasks register
 through the same path; and no core module names a built-in task."""
+
 import os
 import re
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 import zoo
 import zoo.plugin
-from conftest import REPO
-from zoo.plugin import Metric, Task, hookimpl
 from zoo.core import registry
-from zoo.errors import ZooError
 from zoo.core.names import get_task, tasks_for
+from zoo.errors import ZooError
+from zoo.plugin import Metric, Task, hookimpl
 from zoo.tasks import metric_info
 
 SCORE = Task(
     name="scoring",
     loss="zoo.train.losses:mse",
     output="scores [B]",
-    metrics=(Metric("mse", "lower", "squared units"), Metric("r2", "higher", "fraction of variance")),
+    metrics=(
+        Metric("mse", "lower", "squared units"),
+        Metric("r2", "higher", "fraction of variance"),
+    ),
     primary="test_r2",
     curve_metric="val_mse",
     columns=("text", "label"),
@@ -54,12 +58,19 @@ def test_a_new_task_is_known_only_through_its_registration(with_scoring):
 
     assert get_task("scoring") is SCORE
     assert primary_metric("scoring") == "test_r2" and primary_metric("scoring", "eval") == "r2"
-    assert direction("val_mse", "scoring") == "lower" and direction("test_r2", "scoring") == "higher"
+    assert (
+        direction("val_mse", "scoring") == "lower" and direction("test_r2", "scoring") == "higher"
+    )
     assert describe("test_r2", task="scoring") == "test_r2 (fraction of variance, higher is better)"
     assert direction("test_accuracy", "scoring") is None  # not one of its metrics
     # it needs a label column: a text-and-label dataset now serves it after classification
-    assert tasks_for(None, {"text", "label"}) == ("classification", "scoring", "language-modeling",
-                                                  "next-item", "masked-language-modeling")
+    assert tasks_for(None, {"text", "label"}) == (
+        "classification",
+        "scoring",
+        "language-modeling",
+        "next-item",
+        "masked-language-modeling",
+    )
     assert "scoring" not in tasks_for(None, {"text"})
     assert tasks_for("scoring", set()) == ("scoring",)
 
@@ -70,16 +81,22 @@ def test_the_builtin_tasks_register_through_the_same_hook():
         assert isinstance(entry.task, Task) and entry.task.name == entry.name
         assert entry.plugin == "zoo.pipelines"
         assert entry.task.metric(entry.task.primary) is not None
-    assert tasks_for(None, {"text"}) == ("language-modeling", "next-item",
-                                         "masked-language-modeling")
+    assert tasks_for(None, {"text"}) == (
+        "language-modeling",
+        "next-item",
+        "masked-language-modeling",
+    )
     assert tasks_for(None, {"text", "label"})[0] == "classification"
 
 
-@pytest.mark.parametrize("register_args, message", [
-    ({}, "task=zoo.plugin.Task"),
-    ({"task": "scoring"}, "task=zoo.plugin.Task"),
-    ({"task": SCORE, "name": "other"}, "declares task 'scoring'"),
-])
+@pytest.mark.parametrize(
+    "register_args, message",
+    [
+        ({}, "task=zoo.plugin.Task"),
+        ({"task": "scoring"}, "task=zoo.plugin.Task"),
+        ({"task": SCORE, "name": "other"}, "declares task 'scoring'"),
+    ],
+)
 def test_a_pipeline_must_declare_the_task_it_serves(register_args, message):
     name = register_args.pop("name", "scoring")
 
@@ -97,8 +114,14 @@ def test_a_task_declaration_is_checked_when_it_is_made():
     with pytest.raises(ZooError, match="better must be 'lower' or 'higher'"):
         Metric("mse", "smaller")
     with pytest.raises(ZooError, match="'test_mae' is not one of its metrics"):
-        Task("t", "zoo.train.losses:mse", "scores [B]", (Metric("mse", "lower"),), primary="test_mae",
-             curve_metric="val_mse")
+        Task(
+            "t",
+            "zoo.train.losses:mse",
+            "scores [B]",
+            (Metric("mse", "lower"),),
+            primary="test_mae",
+            curve_metric="val_mse",
+        )
     with pytest.raises(ZooError, match="must look like 'module:attr'"):
         Task("t", "mse", "scores [B]", (Metric("mse", "lower"),), primary="mse", curve_metric="mse")
 
@@ -122,7 +145,7 @@ def test_the_engine_trains_with_the_declared_loss():
     x = np.eye(3, dtype=np.float32)
     y = np.array([1.0, 2.0, 3.0], dtype=np.float32)
     first = model.train_step(x, y, lr=0.1)
-    assert first == pytest.approx(np.mean(y ** 2))  # mean squared error at zero weights
+    assert first == pytest.approx(np.mean(y**2))  # mean squared error at zero weights
     for _ in range(200):
         last = model.train_step(x, y, lr=0.1)
     assert last < 1e-3
@@ -154,18 +177,36 @@ def test_no_core_module_names_a_builtin_task():
 
 
 def test_the_author_api_lists_what_a_plugin_needs_and_the_user_api_only_the_users():
-    for name in ("hookimpl", "Task", "Metric", "TaskSpec", "Model", "Tokenizer",
-                 "TokenizersTokenizer", "TrainConfig", "Job", "Batch", "train", "Trained",
-                 "ZooError"):
+    for name in (
+        "hookimpl",
+        "Task",
+        "Metric",
+        "TaskSpec",
+        "Model",
+        "Tokenizer",
+        "TokenizersTokenizer",
+        "TrainConfig",
+        "Job",
+        "Batch",
+        "train",
+        "Trained",
+        "ZooError",
+    ):
         assert name in zoo.plugin.__all__ and getattr(zoo.plugin, name) is not None
 
 
 def test_curves_name_the_declared_units_and_draw_the_task_validation_metric():
     from zoo.comparison.plots import training_curves
 
-    records = [{"step": s, "train_loss": 2.0 - s / 10, "elapsed": s / 10,
-                **({"val_loss": 2.1 - s / 10, "val_accuracy": s / 10} if s % 2 == 0 else {})}
-               for s in range(1, 9)]
+    records = [
+        {
+            "step": s,
+            "train_loss": 2.0 - s / 10,
+            "elapsed": s / 10,
+            **({"val_loss": 2.1 - s / 10, "val_accuracy": s / 10} if s % 2 == 0 else {}),
+        }
+        for s in range(1, 9)
+    ]
     figure = training_curves([{"label": "enc", "records": records}], "loss", task="classification")
     loss_axis, accuracy_axis = figure.axes
     assert loss_axis.get_ylabel() == "loss (nats per example, lower is better)"
@@ -200,14 +241,23 @@ def test_builtins_and_examples_import_only_the_public_api():
     import ast
 
     allowed = ("zoo.plugin", "zoo.pipelines", "zoo.errors")  # "zoo.plugin" covers zoo.plugins.*
-    files = [p for folder in ("plugins", "pipelines", "examples") for p in (REPO / folder).rglob("*.py")
-             if "build" not in p.relative_to(REPO).parts]
+    files = [
+        p
+        for folder in ("plugins", "pipelines", "examples")
+        for p in (REPO / folder).rglob("*.py")
+        if "build" not in p.relative_to(REPO).parts
+    ]
     assert len(files) > 15
     internal = []
     for path in files:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
-                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
             for name in names:
                 if name.startswith("zoo.") and not name.startswith(allowed):
                     internal.append(f"{path.relative_to(REPO)}:{node.lineno} {name}")
@@ -216,21 +266,36 @@ def test_builtins_and_examples_import_only_the_public_api():
 
 def test_a_task_whose_loss_cannot_be_imported_fails_before_a_run_is_recorded(tiny_text):
     from conftest import TINY_DECODER, run_cli
+
     from zoo.records.store import Store
 
-    broken = Task("broken-task", "no_such_module:loss", "logits [B, T, V]",
-                  (Metric("loss", "lower"),), primary="val_loss", columns=("text",))
+    broken = Task(
+        "broken-task",
+        "no_such_module:loss",
+        "logits [B, T, V]",
+        (Metric("loss", "lower"),),
+        primary="val_loss",
+        columns=("text",),
+    )
 
     class Broken:
         @hookimpl
         def register_architectures(self, register):
-            register("brokendec", "zoo.plugins.decoder.model:build",
-                     config="zoo.plugins.decoder:DecoderConfig", tasks=("broken-task",))
+            register(
+                "brokendec",
+                "zoo.plugins.decoder.model:build",
+                config="zoo.plugins.decoder:DecoderConfig",
+                tasks=("broken-task",),
+            )
 
         @hookimpl
         def register_pipelines(self, register):
-            register("broken-task", "zoo.pipelines.language_modeling:LanguageModeling",
-                     task=broken, config="zoo.pipelines.language_modeling:LanguageModelingConfig")
+            register(
+                "broken-task",
+                "zoo.pipelines.language_modeling:LanguageModeling",
+                task=broken,
+                config="zoo.pipelines.language_modeling:LanguageModelingConfig",
+            )
 
     zoo_ = registry.build_zoo(entry_points=False)
     assert zoo_.add_plugin(Broken(), registry.PluginInfo("broken", "test"))

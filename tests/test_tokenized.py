@@ -1,20 +1,21 @@
 """Token arrays of dataset splits: the batched Dataset.map gives the ids the text encodes to,
 in the smallest dtype, memory-mapped; a second run reuses the cache (the flat file, else the
 Arrow file of the map); the final evaluation keeps to its token budget and says so."""
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
-
 from conftest import TINY_DECODER, run_cli
-from zoo.data import datasets as data
-from zoo.data import encoded
 from zoo.plugins.bpe import BPEConfig, BPETokenizer
 from zoo.plugins.char import CharConfig, CharTokenizer
 from zoo.plugins.fasttext.wordpunct import WordPunctTokenizer
+
 from zoo.core.registry import get_zoo
+from zoo.data import datasets as data
+from zoo.data import encoded
 from zoo.data.tokenizer import ragged, unragged
 
 
@@ -34,8 +35,9 @@ def test_split_ids_are_the_text_encoded_in_the_smallest_dtype(text_dataset, role
     monkeypatch.setattr(encoded, "ROWS_PER_BATCH", 37)  # several map batches
     split, column = text_dataset.split(role), text_dataset.text_column
     char = CharTokenizer.train([rows_text(text_dataset.split("train"), column)])
-    bpe = BPETokenizer.train([rows_text(text_dataset.split("train"), column)],
-                             BPEConfig(vocab_size=300))
+    bpe = BPETokenizer.train(
+        [rows_text(text_dataset.split("train"), column)], BPEConfig(vocab_size=300)
+    )
     for tokenizer, dtype in ((char, np.uint8), (bpe, np.uint16)):
         ids = encoded.split_ids(split, column, tokenizer)
         assert isinstance(ids, np.memmap) and ids.dtype == dtype
@@ -56,8 +58,9 @@ def test_a_second_run_reuses_the_token_cache(text_dataset, monkeypatch):
     tokenizer = CharTokenizer.train([rows_text(split, column)])
     calls = []
     original = CharTokenizer.encode_text
-    monkeypatch.setattr(CharTokenizer, "encode_text",
-                        lambda self, text: calls.append(1) or original(self, text))
+    monkeypatch.setattr(
+        CharTokenizer, "encode_text", lambda self, text: calls.append(1) or original(self, text)
+    )
     first = np.array(encoded.split_ids(split, column, tokenizer))
     assert calls
     calls.clear()
@@ -75,11 +78,21 @@ def test_a_second_run_reuses_the_token_cache(text_dataset, monkeypatch):
 @pytest.mark.slow
 def test_final_evaluation_keeps_to_the_token_budget_and_says_so(tiny_text):
     whole = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", *TINY_DECODER)
-    budget = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", *TINY_DECODER,
-                     "--set", "eval_tokens=200")
+    budget = run_cli(
+        "run",
+        "decoder-char",
+        tiny_text,
+        "--steps",
+        2,
+        "--json",
+        *TINY_DECODER,
+        "--set",
+        "eval_tokens=200",
+    )
     assert whole.code == 0 and budget.code == 0, budget
-    said = run_cli("run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER,
-                   "--set", "eval_tokens=200")
+    said = run_cli(
+        "run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER, "--set", "eval_tokens=200"
+    )
     told = said.out + said.err
     assert "validation: scored 192 of" in told and "test: scored 192 of" in told, said
     full, sampled = (json.loads(r.out)["metrics"] for r in (whole, budget))
@@ -108,8 +121,10 @@ def test_row_ids_are_every_row_encoded_on_its_own(text_dataset, role, monkeypatc
     monkeypatch.setattr(encoded, "ROWS_PER_BATCH", 37)  # several map batches
     split, column = text_dataset.split(role), text_dataset.text_column
     train_text = rows_text(text_dataset.split("train"), column)
-    for tokenizer, dtype in ((CharTokenizer.train([train_text]), np.uint8),
-                             (BPETokenizer.train([train_text], BPEConfig(vocab_size=300)), np.uint16)):
+    for tokenizer, dtype in (
+        (CharTokenizer.train([train_text]), np.uint8),
+        (BPETokenizer.train([train_text], BPEConfig(vocab_size=300)), np.uint16),
+    ):
         ids, offsets = encoded.row_ids(split, column, tokenizer)
         assert ids.dtype == dtype and len(offsets) == len(split) + 1
         assert unflatten(ids, offsets) == [tokenizer.encode(text) for text in split[column]]
@@ -125,18 +140,23 @@ def test_row_ids_reuse_the_cache_and_encode_values_as_text(monkeypatch):
     assert unflatten(ids, offsets) == [tokenizer.encode("4"), [], tokenizer.encode("12")]
     calls = []
     original = CharTokenizer.encode_rows
-    monkeypatch.setattr(CharTokenizer, "encode_rows",
-                        lambda self, texts: calls.append(1) or original(self, texts))
+    monkeypatch.setattr(
+        CharTokenizer, "encode_rows", lambda self, texts: calls.append(1) or original(self, texts)
+    )
     again = encoded.row_ids(split, "label", tokenizer)
     assert not calls and unflatten(*again) == unflatten(ids, offsets)
 
 
-@pytest.mark.parametrize("make", [
-    lambda text: CharTokenizer.train([text]),
-    lambda text: CharTokenizer.train([text], CharConfig(lowercase=True)),
-    lambda text: BPETokenizer.train([text], BPEConfig(vocab_size=300)),
-    lambda text: WordPunctTokenizer.train([text]),
-], ids=["char", "char-lowercase", "bpe", "wordpunct"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda text: CharTokenizer.train([text]),
+        lambda text: CharTokenizer.train([text], CharConfig(lowercase=True)),
+        lambda text: BPETokenizer.train([text], BPEConfig(vocab_size=300)),
+        lambda text: WordPunctTokenizer.train([text]),
+    ],
+    ids=["char", "char-lowercase", "bpe", "wordpunct"],
+)
 def test_encode_rows_is_encode_batch_in_one_array(make):
     texts = ["Hello, World!", "", "a\u2603 b\nc", "ZZZ unseen \u00e9", "<pad> text"]
     tokenizer = make("hello, world! a b c\n" * 20)

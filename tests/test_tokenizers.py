@@ -1,20 +1,24 @@
 """The tokenizer contract (char and bpe), the training cache, and bits per character."""
+
 import functools
 import json
 import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from conftest import TINY_DECODER, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from zoo.plugins.bpe import BPEConfig, BPETokenizer
 from zoo.plugins.char import CharConfig, CharTokenizer
+
 from zoo.data.tokenizer import cache_root, train_cached
 
-CORPUS = ["First Citizen:\nBefore we proceed any further, hear me speak.\n",
-          "All:\nSpeak, speak.\r\n\tYou are all resolved rather to die than to famish?\n",
-          "naïve café — ½ ∑ 日本語 🙂 <pad> <cls>\n"] * 20
+CORPUS = [
+    "First Citizen:\nBefore we proceed any further, hear me speak.\n",
+    "All:\nSpeak, speak.\r\n\tYou are all resolved rather to die than to famish?\n",
+    "naïve café — ½ ∑ 日本語 🙂 <pad> <cls>\n",
+] * 20
 HYPOTHESIS = settings(max_examples=150, deadline=None)
 
 
@@ -60,7 +64,8 @@ def test_char_round_trips_every_string_of_seen_characters(text):
 def test_char_fast_path_encodes_like_the_saved_tokenizer(text):
     assert char().encode(text) == char().backend.encode(text, add_special_tokens=False).ids
     assert char().encode_batch([text, text[::-1]]) == [
-        e.ids for e in char().backend.encode_batch([text, text[::-1]], add_special_tokens=False)]
+        e.ids for e in char().backend.encode_batch([text, text[::-1]], add_special_tokens=False)
+    ]
 
 
 def test_char_unseen_characters_are_unknown_and_lowercasing_folds_case():
@@ -109,12 +114,17 @@ def test_saved_and_reloaded_tokenizers_encode_identically(make, tmp_path):
 
 def test_bpe_file_loads_in_transformers(tmp_path):
     import transformers  # a dependency of zoo: this test never skips
+
     path = tmp_path / "tokenizer.json"
     bpe().save(path)
     # split_special_tokens: a literal "<pad>" in the text is text, as in zoo.
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_file=str(path), pad_token="<pad>",
-                                                unk_token="<unk>", cls_token="<cls>",
-                                                split_special_tokens=True)
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_file=str(path),
+        pad_token="<pad>",
+        unk_token="<unk>",
+        cls_token="<cls>",
+        split_special_tokens=True,
+    )
     text = CORPUS[2]
     ids = fast.encode(text, add_special_tokens=False)
     assert ids == bpe().encode(text)
@@ -123,6 +133,7 @@ def test_bpe_file_loads_in_transformers(tmp_path):
 
 
 # --- the training cache ------------------------------------------------------------------
+
 
 class CountingBPE(BPETokenizer):
     trained = 0
@@ -161,8 +172,9 @@ def test_damaged_cache_entry_is_retrained():
     [entry] = [p for p in cache_root().iterdir() if not p.name.startswith(".")]
     (entry / "tokenizer.json").write_text("{ not json", encoding="utf-8")
     messages = []
-    tokenizer = train_cached(CountingBPE, "bpe", BPEConfig(vocab_size=300), lambda: CORPUS,
-                             "data", say=messages.append)
+    tokenizer = train_cached(
+        CountingBPE, "bpe", BPEConfig(vocab_size=300), lambda: CORPUS, "data", say=messages.append
+    )
     assert CountingBPE.trained == 2 and "unreadable" in messages[0]
     assert tokenizer.decode(tokenizer.encode(CORPUS[2])) == CORPUS[2]
     assert BPETokenizer.load(entry / "tokenizer.json").vocab_size == 300  # repaired
@@ -182,8 +194,19 @@ def test_zoo_run_reuses_the_cached_tokenizer_and_show_reports_it(tiny_text, monk
     monkeypatch.setattr(BPETokenizer, "train", classmethod(counting_train))
 
     def run():
-        result = run_cli("run", "decoder-bpe", tiny_text, "--steps", 2, "--json",
-                         "--set", "vocab_size=300", "--set", "samples=1", *TINY_DECODER)
+        result = run_cli(
+            "run",
+            "decoder-bpe",
+            tiny_text,
+            "--steps",
+            2,
+            "--json",
+            "--set",
+            "vocab_size=300",
+            "--set",
+            "samples=1",
+            *TINY_DECODER,
+        )
         assert result.code == 0, result
         return json.loads(result.out)
 
@@ -198,8 +221,10 @@ def test_zoo_run_reuses_the_cached_tokenizer_and_show_reports_it(tiny_text, monk
     assert metrics["vocab_size"] == 300 and metrics["chars_per_token"] > 1.5
     shown = run_cli("show", second["run_id"])
     assert shown.code == 0, shown
-    assert (f"tokenizer bpe: vocabulary 300 tokens, {metrics['chars_per_token']:.3f} "
-            "characters per token on validation") in shown.out
+    assert (
+        f"tokenizer bpe: vocabulary 300 tokens, {metrics['chars_per_token']:.3f} "
+        "characters per token on validation"
+    ) in shown.out
 
 
 def test_show_reads_the_vocabulary_from_tokenizer_json_when_metrics_lack_it():
@@ -209,8 +234,10 @@ def test_show_reads_the_vocabulary_from_tokenizer_json_when_metrics_lack_it():
     (home() / "run-1").mkdir(parents=True)
     char().save(home() / "run-1" / "tokenizer.json")
     line = tokenizer_line({"id": "run-1", "tokenizer": "char", "metrics": {}})
-    assert line == (f"  tokenizer char: vocabulary {char().vocab_size} tokens, "
-                    "characters per token not recorded")
+    assert line == (
+        f"  tokenizer char: vocabulary {char().vocab_size} tokens, "
+        "characters per token not recorded"
+    )
 
 
 def test_bad_bpe_config_fails_with_exit_2_before_training(tiny_text):
@@ -220,6 +247,7 @@ def test_bad_bpe_config_fails_with_exit_2_before_training(tiny_text):
 
 
 # --- bits per character ------------------------------------------------------------------
+
 
 class FixedDistribution:
     """A 'model' that predicts the same next-token distribution everywhere."""
@@ -263,15 +291,20 @@ def test_bits_per_character_counts_characters_not_tokens():
     nll, count = evaluate(FixedDistribution(probs), encode(tokenizer, "ababab"), block=4, batch=8)
     # two predicted tokens at 2 bits each, over six characters
     assert count == 2
-    assert split_metrics("val", nll, count, SplitTokens.from_text(tokenizer, "ababab"))["val_bpc"] == pytest.approx(4 / 6)
+    assert split_metrics("val", nll, count, SplitTokens.from_text(tokenizer, "ababab"))[
+        "val_bpc"
+    ] == pytest.approx(4 / 6)
 
 
 def test_generation_holds_back_a_character_split_across_byte_tokens():
     from zoo.pipelines.language_modeling import generate
 
     tokenizer = BPETokenizer.train(["plain ascii text\n"] * 5, BPEConfig(vocab_size=270))
-    script = tokenizer.encode("caf") + [tokenizer.token_to_id(b) for b in ("Ã", "©")] + \
-        tokenizer.encode("!")  # "é" is the bytes C3 A9, byte-level symbols Ã and ©
+    script = (
+        tokenizer.encode("caf")
+        + [tokenizer.token_to_id(b) for b in ("Ã", "©")]
+        + tokenizer.encode("!")
+    )  # "é" is the bytes C3 A9, byte-level symbols Ã and ©
     assert tokenizer.decode(script) == "café!"
 
     class Scripted:

@@ -1,6 +1,7 @@
 """Trackers (the register_loggers hook): --log-to tensorboard,mlflow sends a run's curves
 and final metrics where TensorBoard's event reader and MlflowClient read back the steps and
 figures of metrics.jsonl; a logger that raises is one warning and never fails the run."""
+
 import json
 import time
 
@@ -18,8 +19,19 @@ def curve_of(run_id: str) -> list[dict]:
 
 
 def train(tiny_text, *extra) -> dict:
-    result = run_cli("run", "decoder-char", tiny_text, "--steps", 12, *TINY_DECODER,
-                     "--device", "cpu", "--json", "--quiet", *extra)
+    result = run_cli(
+        "run",
+        "decoder-char",
+        tiny_text,
+        "--steps",
+        12,
+        *TINY_DECODER,
+        "--device",
+        "cpu",
+        "--json",
+        "--quiet",
+        *extra,
+    )
     assert result.code == 0, result
     return json.loads(result.out) | {"err": result.err}
 
@@ -40,9 +52,11 @@ def test_tensorboard_and_mlflow_hold_the_curves_and_final_metrics(tiny_text, mon
     for name, expected in steps.items():
         assert [e.step for e in events.Scalars(name)] == expected
     assert [e.value for e in events.Scalars("val_loss")] == pytest.approx(
-        [r["val_loss"] for r in curve if "val_loss" in r], rel=1e-6)
+        [r["val_loss"] for r in curve if "val_loss" in r], rel=1e-6
+    )
     assert events.Scalars("final/val_bpc")[-1].value == pytest.approx(
-        run["metrics"]["val_bpc"], rel=1e-6)
+        run["metrics"]["val_bpc"], rel=1e-6
+    )
 
     client = MlflowClient(tracking_uri=f"sqlite:///{home().resolve() / 'mlflow.db'}")
     (found,) = client.search_runs([client.get_experiment_by_name("zoo").experiment_id])
@@ -99,8 +113,7 @@ def with_trackers():
     Slow.calls = []
 
 
-def test_a_failing_logger_warns_once_and_a_slow_one_never_slows_the_run(tiny_text,
-                                                                      with_trackers):
+def test_a_failing_logger_warns_once_and_a_slow_one_never_slows_the_run(tiny_text, with_trackers):
     run = train(tiny_text, "--log-to", "broken,slow")
     assert run["status"] == "finished"
     warnings = [line for line in run["err"].splitlines() if "warning" in line]
@@ -116,8 +129,9 @@ def test_a_failing_logger_warns_once_and_a_slow_one_never_slows_the_run(tiny_tex
     assert run["metrics"]["train_time"] < 0.5 * len(records)
 
 
-def test_trackers_are_chosen_by_environment_and_unknown_ones_refused(tiny_text, with_trackers,
-                                                                     monkeypatch):
+def test_trackers_are_chosen_by_environment_and_unknown_ones_refused(
+    tiny_text, with_trackers, monkeypatch
+):
     monkeypatch.setenv("ZOO_LOG_TO", "slow")
     train(tiny_text)
     assert Slow.calls and Slow.calls[0][0] == "start"
@@ -131,8 +145,20 @@ def test_a_sweep_sends_every_cell_to_its_trackers(tiny_text, with_trackers, monk
     import os
 
     monkeypatch.delenv("ZOO_LOG_TO", raising=False)
-    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--steps", 2, *TINY_DECODER,
-                     "--grid", "lr=1e-3,2e-3", "--log-to", "slow", "--json")
+    result = run_cli(
+        "sweep",
+        "decoder-char",
+        "--on",
+        tiny_text,
+        "--steps",
+        2,
+        *TINY_DECODER,
+        "--grid",
+        "lr=1e-3,2e-3",
+        "--log-to",
+        "slow",
+        "--json",
+    )
     assert result.code == 0, result
     starts = [c for c in Slow.calls if c[0] == "start"]
     assert len(starts) == 2 and "ZOO_LOG_TO" not in os.environ

@@ -1,5 +1,6 @@
 """The transformers architectures (gpt2, llama, bert) and the `pretrained` tokenizer: tiny
 runs of each task, --set checks, fine-tuning from a checkpoint the test saves itself."""
+
 from __future__ import annotations
 
 import json
@@ -9,11 +10,14 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import REPO, TINY_DECODER, run_cli
 
-TINY = [a for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
-        if not pair[1].startswith("sample_tokens=") for a in pair]
+TINY = [
+    a
+    for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
+    if not pair[1].startswith("sample_tokens=")
+    for a in pair
+]
 TINY_BPE = ["--set", "vocab_size=300"]
 
 
@@ -24,8 +28,10 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
 def labelled(tmp_path):
     rng = np.random.default_rng(0)
     words = {"pos": ["good", "great", "fine"], "neg": ["bad", "awful", "dull"]}
-    rows = ["text,label"] + [f"film {i} was {' and '.join(rng.choice(words[label], size=1 + i % 3))},{label}"
-                             for i, label in enumerate(["pos", "neg"] * 60)]
+    rows = ["text,label"] + [
+        f"film {i} was {' and '.join(rng.choice(words[label], size=1 + i % 3))},{label}"
+        for i, label in enumerate(["pos", "neg"] * 60)
+    ]
     path = tmp_path / "labelled.csv"
     path.write_text("\n".join(rows) + "\n")
     return path
@@ -44,16 +50,17 @@ def test_listed_with_their_tasks_and_listing_imports_no_transformers():
     assert "[language-modeling, classification, next-item]" in lines["gpt2"]
     assert "[language-modeling, classification, next-item]" in lines["llama"]
     assert "[classification, next-item, masked-language-modeling]" in lines["bert"]
-    probe = ("import sys; from zoo.cli.main import main; main(['list']); "
-             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    probe = (
+        "import sys; from zoo.cli.main import main; main(['list']); "
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0 and done.stdout.strip().endswith("[]"), done
 
 
 @pytest.mark.parametrize("model, extra", [("llama-char", []), ("gpt2-bpe", TINY_BPE)])
 def test_language_models_train_record_generate_and_compare(model, extra, tiny_text):
-    summary = run_json(model, tiny_text, "--steps", 8, *TINY, *extra,
-                       "--set", "sample_tokens=10")
+    summary = run_json(model, tiny_text, "--steps", 8, *TINY, *extra, "--set", "sample_tokens=10")
     assert summary["architecture"] == model.split("-")[0]
     assert summary["task"] == "language-modeling" and summary["status"] == "finished"
     assert math.isfinite(summary["metrics"]["val_bpc"]) and summary["metrics"]["steps"] == 8
@@ -64,9 +71,10 @@ def test_language_models_train_record_generate_and_compare(model, extra, tiny_te
 
 
 def test_reloaded_run_gives_the_recorded_validation_loss(tiny_text):
-    from zoo.data import datasets
     from zoo.pipelines.language_modeling import encode, evaluate, split_metrics, split_text
+
     from zoo.core.registry import get_zoo
+    from zoo.data import datasets
     from zoo.records.reload import load_trained
 
     summary = run_json("gpt2-char", tiny_text, "--steps", 6, *TINY, "--set", "sample_tokens=5")
@@ -75,7 +83,8 @@ def test_reloaded_run_gives_the_recorded_validation_loss(tiny_text):
     text = split_text(dataset, "validation")
     nll, count = evaluate(trained.model, encode(trained.tokenizer, text), trained.block_size, 64)
     assert split_metrics("val", nll, count, text)["val_loss"] == pytest.approx(
-        summary["metrics"]["val_loss"], rel=1e-6)
+        summary["metrics"]["val_loss"], rel=1e-6
+    )
 
 
 def test_bert_classifies_with_its_pooler_and_predicts(labelled):
@@ -111,10 +120,25 @@ def test_next_item_reads_the_last_real_position(tiny_text):
 
 @pytest.mark.slow
 def test_transformers_fields_are_settable_and_checked(tiny_text):
-    summary = run_json("llama-char", tiny_text, "--steps", 2, *TINY, "--set", "sample_tokens=0",
-                       "--set", "rms_norm_eps=1e-3", "--set", "num_key_value_heads=1")
-    assert summary["params"] < run_json("llama-char", tiny_text, "--steps", 2, *TINY,
-                                        "--set", "sample_tokens=0")["params"]  # grouped KV
+    summary = run_json(
+        "llama-char",
+        tiny_text,
+        "--steps",
+        2,
+        *TINY,
+        "--set",
+        "sample_tokens=0",
+        "--set",
+        "rms_norm_eps=1e-3",
+        "--set",
+        "num_key_value_heads=1",
+    )
+    assert (
+        summary["params"]
+        < run_json("llama-char", tiny_text, "--steps", 2, *TINY, "--set", "sample_tokens=0")[
+            "params"
+        ]
+    )  # grouped KV
     typo = run_cli("run", "llama-char", tiny_text, "--set", "rms_norm_epss=1e-3")
     assert typo.code == 2 and "rms_norm_eps" in typo.err and "Did you mean" in typo.err
     for model in ("gpt2-char", "llama-char"):  # llama: before transformers' own check
@@ -129,11 +153,14 @@ def test_transformers_fields_are_settable_and_checked(tiny_text):
 def test_a_transformers_validation_error_gives_its_reason_not_its_header():
     from zoo.plugins.transformers.configs import _first_line
 
-    error = ValueError("Class validation error for validator 'validate_architecture':\n"
-                       "    ValueError: The hidden size (10) is not a multiple of the number "
-                       "of attention heads (3).\n")
-    assert _first_line(error) == ("ValueError: The hidden size (10) is not a multiple of the "
-                                  "number of attention heads (3).")
+    error = ValueError(
+        "Class validation error for validator 'validate_architecture':\n"
+        "    ValueError: The hidden size (10) is not a multiple of the number "
+        "of attention heads (3).\n"
+    )
+    assert _first_line(error) == (
+        "ValueError: The hidden size (10) is not a multiple of the number of attention heads (3)."
+    )
     assert _first_line(ValueError("one line")) == "one line"
     assert _first_line(ValueError()) == "ValueError"
 
@@ -153,12 +180,19 @@ def save_checkpoint(folder, texts, architecture="llama"):
     backend.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     backend.decoder = decoders.Fuse()
     tokenizer = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=backend, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]")
+        tokenizer_object=backend, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]"
+    )
     tokenizer.save_pretrained(folder)
     torch.manual_seed(0)
     config = transformers.LlamaConfig(
-        vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-        num_attention_heads=2, max_position_embeddings=32, pad_token_id=0)
+        vocab_size=len(vocab),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        max_position_embeddings=32,
+        pad_token_id=0,
+    )
     model = transformers.LlamaForCausalLM(config)
     with torch.no_grad():
         model.lm_head.weight.mul_(40)  # sharper logits: a loss far from log(vocab)
@@ -169,14 +203,14 @@ def save_checkpoint(folder, texts, architecture="llama"):
 @pytest.mark.slow
 def test_fine_tuning_starts_from_the_checkpoint_and_trains(tiny_text, tmp_path):
     import torch
-
-    from zoo.data import datasets
-    from zoo.train.torch_model import TorchModel
-    from zoo.train.losses import cross_entropy
     from zoo.pipelines.language_modeling import encode, evaluate, split_text
     from zoo.plugins.transformers.model import TransformersModel
     from zoo.plugins.transformers.tokenizer import PretrainedTokenizer
+
     from zoo.core.registry import get_zoo
+    from zoo.data import datasets
+    from zoo.train.losses import cross_entropy
+    from zoo.train.torch_model import TorchModel
 
     folder = tmp_path / "checkpoint"
     dataset = datasets.load(datasets.resolve(str(tiny_text), get_zoo()), get_zoo())
@@ -184,15 +218,33 @@ def test_fine_tuning_starts_from_the_checkpoint_and_trains(tiny_text, tmp_path):
     # The checkpoint's own validation loss, with its own tokenizer, computed here.
     tokenizer = PretrainedTokenizer.train([], type("C", (), {"pretrained": str(folder)}))
     ids = encode(tokenizer, split_text(dataset, "validation"))
-    nll, count = evaluate(TorchModel(TransformersModel(hf.eval(), "language-modeling"),
-                                     loss=cross_entropy),
-                          ids, 16, 64)
+    nll, count = evaluate(
+        TorchModel(TransformersModel(hf.eval(), "language-modeling"), loss=cross_entropy),
+        ids,
+        16,
+        64,
+    )
     own = nll / count
     assert abs(own - math.log(tokenizer.vocab_size)) > 0.5  # unlike a fresh model's loss
 
-    args = ["llama-pretrained", tiny_text, "--set", f"pretrained={folder}", "--set",
-            "block_size=16", "--set", "batch_size=4", "--set", "eval_batches=2", "--set",
-            "sample_tokens=5", "--set", "warmup_steps=1", "--set", "precision=fp32"]
+    args = [
+        "llama-pretrained",
+        tiny_text,
+        "--set",
+        f"pretrained={folder}",
+        "--set",
+        "block_size=16",
+        "--set",
+        "batch_size=4",
+        "--set",
+        "eval_batches=2",
+        "--set",
+        "sample_tokens=5",
+        "--set",
+        "warmup_steps=1",
+        "--set",
+        "precision=fp32",
+    ]
     first = run_json(*args, "--steps", 1, "--set", "lr=1e-12", "--set", "min_lr=1e-12")
     assert first["metrics"]["val_loss"] == pytest.approx(own, rel=1e-5)
     assert first["params"] == sum(p.numel() for p in hf.parameters())
@@ -213,15 +265,23 @@ def test_a_checkpoint_of_another_architecture_or_shape_is_refused(tiny_text, tmp
     save_checkpoint(folder, ["abc"])
     other = run_cli("run", "gpt2-pretrained", tiny_text, "--set", f"pretrained={folder}")
     assert other.code == 2 and "is a llama model, not gpt2" in other.err, other
-    shape = run_cli("run", "llama-pretrained", tiny_text, "--set", f"pretrained={folder}",
-                    "--set", "n_layer=3")
+    shape = run_cli(
+        "run", "llama-pretrained", tiny_text, "--set", f"pretrained={folder}", "--set", "n_layer=3"
+    )
     assert shape.code == 2 and "n_layer=3 differs from the checkpoint's" in shape.err, shape
     missing = run_cli("run", "llama-pretrained", tiny_text, "--set", f"pretrained={tmp_path}/none")
     assert missing.code == 2 and "cannot read the checkpoint" in missing.err, missing
     no_path = run_cli("run", "llama-pretrained", tiny_text)
     assert no_path.code == 2 and "--set pretrained=" in no_path.err, no_path
     (folder / "tokenizer.json").unlink()
-    no_tokenizer = run_cli("run", "llama-pretrained", tiny_text, "--set", f"pretrained={folder}",
-                           "--set", "block_size=16")
+    no_tokenizer = run_cli(
+        "run",
+        "llama-pretrained",
+        tiny_text,
+        "--set",
+        f"pretrained={folder}",
+        "--set",
+        "block_size=16",
+    )
     assert no_tokenizer.code == 2 and "has no tokenizer.json" in no_tokenizer.err, no_tokenizer
     assert run_cli("runs", "--json").out.count('"id"') == 0  # nothing started

@@ -1,6 +1,8 @@
 """zoo tune: the search space is checked before anything trains; trials report each
 validation through the training loop's callback and a pruned one is recorded as such;
 trials never read the test split; the study survives a SIGKILL of the command."""
+
+import json
 import os
 import re
 import signal
@@ -18,48 +20,79 @@ from zoo.search.space import parse_space
 
 optuna = pytest.importorskip("optuna")
 
-TINY = ["--set", "dim=8", "--set", "buckets=97", "--set", "batch_size=8",
-        "--set", "eval_interval=5", "--set", "warmup_steps=0"]
+TINY = [
+    "--set",
+    "dim=8",
+    "--set",
+    "buckets=97",
+    "--set",
+    "batch_size=8",
+    "--set",
+    "eval_interval=5",
+    "--set",
+    "warmup_steps=0",
+]
 
 
 def test_a_space_parses_into_typed_dimensions():
-    space = parse_space(["lr=log(1e-4,1e-2) n_layer=int(1,4)",
-                         "pooling=choice(mean,max,cls);dropout=float(0,0.5)"])
-    assert [str(d) for d in space] == ["lr=log(0.0001,0.01)", "n_layer=int(1,4)",
-                                       "pooling=choice(mean,max,cls)", "dropout=float(0.0,0.5)"]
+    space = parse_space(
+        ["lr=log(1e-4,1e-2) n_layer=int(1,4)", "pooling=choice(mean,max,cls);dropout=float(0,0.5)"]
+    )
+    assert [str(d) for d in space] == [
+        "lr=log(0.0001,0.01)",
+        "n_layer=int(1,4)",
+        "pooling=choice(mean,max,cls)",
+        "dropout=float(0.0,0.5)",
+    ]
     assert space[0].distribution().log and space[1].distribution().high == 4
     assert parse_space({"lr": "log(1e-3,1e-1)"})[0].low == 1e-3
 
 
-@pytest.mark.parametrize("text, message", [
-    ("lr=exp(1,2)", "Unknown --space kind 'exp'"),
-    ("lr=log(0,1)", "log needs a positive low end"),
-    ("lr=float(2,1)", "low (2) must be below high (1)"),
-    ("n_layer=int(1,2.5)", "'2.5' is not an integer"),
-    ("pooling=choice(mean)", "choice needs two or more values"),
-    ("lr=log(1e-3,1e-1) lr=log(1e-3,1e-2)", "given twice"),
-    ("lr=__import__('os')", "Unknown --space kind '__import__'"),
-    ("lr=log(1e-3,1e-1)+1", "expects key=kind(args)"),
-    ("lr=float(nan,1)", "not a finite number"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("lr=exp(1,2)", "Unknown --space kind 'exp'"),
+        ("lr=log(0,1)", "log needs a positive low end"),
+        ("lr=float(2,1)", "low (2) must be below high (1)"),
+        ("n_layer=int(1,2.5)", "'2.5' is not an integer"),
+        ("pooling=choice(mean)", "choice needs two or more values"),
+        ("lr=log(1e-3,1e-1) lr=log(1e-3,1e-2)", "given twice"),
+        ("lr=__import__('os')", "Unknown --space kind '__import__'"),
+        ("lr=log(1e-3,1e-1)+1", "expects key=kind(args)"),
+        ("lr=float(nan,1)", "not a finite number"),
+    ],
+)
 def test_a_malformed_space_is_one_clear_error(text, message):
     with pytest.raises(ZooError, match=re.escape(message)):
         parse_space(text)
 
 
-@pytest.mark.parametrize("space, message", [
-    ("dimm=int(4,16)", "--space: Unknown config key 'dimm'. Did you mean: dim?"),
-    ("dim=float(4,16)", "dim must be an integer"),
-    ("lr=choice(fast,slow)", "lr must be a finite number"),
-    ("buckets=int(2,9)", "buckets is both searched (--space) and fixed"),
-])
-def test_a_space_that_does_not_fit_the_model_exits_2_before_training(negated_reviews, space,
-                                                                     message):
-    result = run_cli("tune", "fasttext-wordpunct", "--on", negated_reviews, "--space", space,
-                     "--trials", 2, *TINY[2:])  # all but dim
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        ("dimm=int(4,16)", "--space: Unknown config key 'dimm'. Did you mean: dim?"),
+        ("dim=float(4,16)", "dim must be an integer"),
+        ("lr=choice(fast,slow)", "lr must be a finite number"),
+        ("buckets=int(2,9)", "buckets is both searched (--space) and fixed"),
+    ],
+)
+def test_a_space_that_does_not_fit_the_model_exits_2_before_training(
+    negated_reviews, space, message
+):
+    result = run_cli(
+        "tune",
+        "fasttext-wordpunct",
+        "--on",
+        negated_reviews,
+        "--space",
+        space,
+        "--trials",
+        2,
+        *TINY[2:],
+    )  # all but dim
     assert result.code == 2, result
     assert message in result.err and len(result.err.strip().splitlines()) == 1
-    assert not (home().parent / "runs" / "tune").exists() or not list(home().glob("2*"))
+    assert not list(home().glob("2*"))  # no run folder: nothing trained
     with Store() as store:
         assert store.rows() == []
 
@@ -67,13 +100,19 @@ def test_a_space_that_does_not_fit_the_model_exits_2_before_training(negated_rev
 def _plan(dataset, **overrides):
     from zoo.core.plan import plan_run
 
-    settings = {"dim": 8, "buckets": 97, "batch_size": 8, "eval_interval": 5,
-                "warmup_steps": 0, "steps": 40, **overrides}
+    settings = {
+        "dim": 8,
+        "buckets": 97,
+        "batch_size": 8,
+        "eval_interval": 5,
+        "warmup_steps": 0,
+        "steps": 40,
+        **overrides,
+    }
     return plan_run("fasttext-wordpunct", str(dataset), overrides=settings)
 
 
-def test_the_loop_callback_stops_a_run_which_is_recorded_with_its_status_and_step(
-        negated_reviews):
+def test_the_loop_callback_stops_a_run_which_is_recorded_with_its_status_and_step(negated_reviews):
     from zoo.train.runner import execute
 
     seen = []
@@ -82,8 +121,9 @@ def test_the_loop_callback_stops_a_run_which_is_recorded_with_its_status_and_ste
         seen.append((step, sorted(figures)))
         return "pruned" if len(seen) == 2 else None
 
-    result = execute(_plan(negated_reviews), device="cpu", quiet=True,
-                     on_validate=prune_at_the_second_validation)
+    result = execute(
+        _plan(negated_reviews), device="cpu", quiet=True, on_validate=prune_at_the_second_validation
+    )
     assert [step for step, _ in seen] == [5, 10]
     assert "val_accuracy" in seen[0][1]
     assert result["status"] == "pruned" and result["metrics"]["stopped_step"] == 10
@@ -97,8 +137,12 @@ def test_the_trial_reporter_prunes_a_trial_below_the_median(tmp_path):
     from zoo.search.study import TrialReporter
 
     url = f"sqlite:///{tmp_path / 'studies.db'}"
-    study = optuna.create_study(study_name="s", storage=url, direction="maximize",
-                                pruner=optuna.pruners.MedianPruner(n_startup_trials=3))
+    study = optuna.create_study(
+        study_name="s",
+        storage=url,
+        direction="maximize",
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=3),
+    )
     for value in (0.8, 0.85, 0.9):
         trial = study.ask()
         trial.report(value, 5)
@@ -112,7 +156,8 @@ def test_the_trial_reporter_prunes_a_trial_below_the_median(tmp_path):
 
 
 def test_trials_never_read_the_test_split_and_the_best_is_scored_on_test_once(
-        negated_reviews, monkeypatch):
+    negated_reviews, monkeypatch
+):
     import zoo
     from zoo.data.datasets import LoadedDataset
     from zoo.search import report
@@ -130,9 +175,20 @@ def test_trials_never_read_the_test_split_and_the_best_is_scored_on_test_once(
 
     monkeypatch.setattr(LoadedDataset, "split", watched_split)
     monkeypatch.setattr(report, "test_once", watched_test_once)
-    result = zoo.tune("fasttext-wordpunct", str(negated_reviews), space="lr=log(1e-3,1e-1)",
-                      trials=3, seeds=1, steps=30, progress=False, device="cpu",
-                      dim=8, buckets=97, batch_size=8, eval_interval=10)
+    result = zoo.tune(
+        "fasttext-wordpunct",
+        str(negated_reviews),
+        space="lr=log(1e-3,1e-1)",
+        trials=3,
+        seeds=1,
+        steps=30,
+        progress=False,
+        device="cpu",
+        dim=8,
+        buckets=97,
+        batch_size=8,
+        eval_interval=10,
+    )
     during = [r for r in reads if r[0] == "trials"]
     assert during and all(split != "test" for _, split, _ in during), during
     assert all(held == ("test",) for _, _, held in during)
@@ -162,13 +218,38 @@ def _store_statuses(path) -> list[str]:
 
 @pytest.mark.slow
 def test_a_killed_tune_continues_its_study_without_losing_or_double_counting_trials(
-        negated_reviews, tmp_path):
-    command = [sys.executable, "-m", "zoo", "tune", "fasttext-wordpunct", "--on",
-               str(negated_reviews), "--space", "lr=log(1e-3,1e-1)", "--trials", 4, "--seeds", 1,
-               "--steps", 400, "--pruner", "none", "--device", "cpu", *TINY]
+    negated_reviews, tmp_path
+):
+    command = [
+        sys.executable,
+        "-m",
+        "zoo",
+        "tune",
+        "fasttext-wordpunct",
+        "--on",
+        str(negated_reviews),
+        "--space",
+        "lr=log(1e-3,1e-1)",
+        "--trials",
+        4,
+        "--seeds",
+        1,
+        "--steps",
+        400,
+        "--pruner",
+        "none",
+        "--device",
+        "cpu",
+        *TINY,
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    first = subprocess.Popen([str(c) for c in command], env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [str(c) for c in command],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     store = home() / "zoo.db"
     deadline = time.time() + 240
     while time.time() < deadline:  # one trial finished and the next one training
@@ -182,8 +263,9 @@ def test_a_killed_tune_continues_its_study_without_losing_or_double_counting_tri
     first.send_signal(signal.SIGKILL)
     first.wait()
 
-    second = subprocess.run([str(c) for c in command], env=env, capture_output=True, text=True,
-                            timeout=600, check=False)
+    second = subprocess.run(
+        [str(c) for c in command], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert second.returncode == 0, second.stderr[-3000:]
     assert "was cut off (its process died); its settings are queued again" in second.stderr
     storage = f"sqlite:///{home() / 'tune' / 'studies.db'}"
@@ -204,7 +286,8 @@ def test_a_killed_tune_continues_its_study_without_losing_or_double_counting_tri
 
 @pytest.mark.slow
 def test_a_ray_search_records_every_trial_from_the_driver_and_goes_on_past_a_killed_worker(
-        negated_reviews, monkeypatch, tmp_path):
+    negated_reviews, monkeypatch, tmp_path
+):
     from conftest import kill_a_worker_held_at_a_checkpoint
 
     ray = pytest.importorskip("ray")
@@ -212,10 +295,27 @@ def test_a_ray_search_records_every_trial_from_the_driver_and_goes_on_past_a_kil
     try:
         # The first two trials wait after their first checkpoint: one is killed mid-trial.
         thread, killed = kill_a_worker_held_at_a_checkpoint(monkeypatch, tmp_path, workers=2)
-        result = run_cli("tune", "fasttext-wordpunct", "--on", negated_reviews, "--space",
-                         "lr=log(1e-3,1e-1)", "--trials", 4, "--seeds", 1, "--steps", 60,
-                         "--set", "checkpoint_every=10", "--executor", "ray", "--device", "cpu",
-                         *TINY)
+        result = run_cli(
+            "tune",
+            "fasttext-wordpunct",
+            "--on",
+            negated_reviews,
+            "--space",
+            "lr=log(1e-3,1e-1)",
+            "--trials",
+            4,
+            "--seeds",
+            1,
+            "--steps",
+            60,
+            "--set",
+            "checkpoint_every=10",
+            "--executor",
+            "ray",
+            "--device",
+            "cpu",
+            *TINY,
+        )
         thread.join()
     finally:
         ray.shutdown()
@@ -230,17 +330,30 @@ def test_a_ray_search_records_every_trial_from_the_driver_and_goes_on_past_a_kil
     assert next(r for r in rows if r["status"] == "failed")["error"].startswith("Ray task lost")
     storage = f"sqlite:///{home() / 'tune' / 'studies.db'}"
     (summary,) = optuna.get_all_study_summaries(storage)
-    states = sorted(t.state.name for t in optuna.load_study(
-        study_name=summary.study_name, storage=storage).trials)
+    states = sorted(
+        t.state.name
+        for t in optuna.load_study(study_name=summary.study_name, storage=storage).trials
+    )
     assert states == ["COMPLETE", "COMPLETE", "COMPLETE", "FAIL"]
 
 
 def test_a_time_budget_starts_no_trial_once_the_trial_time_is_spent(negated_reviews):
     import zoo
 
-    result = zoo.tune("fasttext-wordpunct", str(negated_reviews), space="lr=log(1e-3,1e-1)",
-                      time=0.001, seeds=1, steps=10, progress=False, device="cpu",
-                      dim=8, buckets=97, batch_size=8, eval_interval=5)
+    result = zoo.tune(
+        "fasttext-wordpunct",
+        str(negated_reviews),
+        space="lr=log(1e-3,1e-1)",
+        time=0.001,
+        seeds=1,
+        steps=10,
+        progress=False,
+        device="cpu",
+        dim=8,
+        buckets=97,
+        batch_size=8,
+        eval_interval=5,
+    )
     assert result.studies[0]["trials"] == {"COMPLETE": 1}
     assert result.studies[0]["trial_seconds"] > 0.001
     assert "0.001s of trials per model" in result.table
@@ -248,9 +361,25 @@ def test_a_time_budget_starts_no_trial_once_the_trial_time_is_spent(negated_revi
 
 @pytest.mark.slow
 def test_jobs_2_runs_trials_in_workers_and_only_the_driver_writes_the_store(negated_reviews):
-    result = run_cli("tune", "fasttext-wordpunct", "--on", negated_reviews, "--space",
-                     "lr=log(1e-3,1e-1)", "--trials", 3, "--seeds", 1, "--steps", 30,
-                     "--jobs", 2, "--device", "cpu", *TINY)
+    result = run_cli(
+        "tune",
+        "fasttext-wordpunct",
+        "--on",
+        negated_reviews,
+        "--space",
+        "lr=log(1e-3,1e-1)",
+        "--trials",
+        3,
+        "--seeds",
+        1,
+        "--steps",
+        30,
+        "--jobs",
+        2,
+        "--device",
+        "cpu",
+        *TINY,
+    )
     assert result.code == 0, result
     assert "trials run on 2 worker processes" in result.err
     with Store() as store:
@@ -258,3 +387,142 @@ def test_jobs_2_runs_trials_in_workers_and_only_the_driver_writes_the_store(nega
     assert sorted(r["config"]["tune"]["trial"] for r in rows) == [0, 1, 2]
     assert {r["pid"] for r in rows} == {os.getpid()}
     assert len({r["host"] for r in rows}) == 1
+
+
+def test_ctrl_c_keeps_the_study_and_queues_the_cut_off_trial_again(negated_reviews, monkeypatch):
+    from conftest import press_ctrl_c
+
+    from zoo.train import runner
+
+    def interrupted(*args, **kwargs):
+        press_ctrl_c()
+
+    monkeypatch.setattr(runner, "execute", interrupted)
+    result = run_cli(
+        "tune",
+        "fasttext-wordpunct",
+        "--on",
+        negated_reviews,
+        "--space",
+        "lr=log(1e-3,1e-1)",
+        "--trials",
+        2,
+        *TINY,
+    )
+    assert result.code == 130, result
+    assert "run the same zoo tune again to continue" in result.err
+    storage = f"sqlite:///{home() / 'tune' / 'studies.db'}"
+    (summary,) = optuna.get_all_study_summaries(storage)
+    trials = optuna.load_study(study_name=summary.study_name, storage=storage).trials
+    assert [(t.state.name, bool(t.system_attrs.get("zoo_lost"))) for t in trials] == [
+        ("FAIL", True),
+        ("WAITING", False),
+    ]
+    assert trials[1].system_attrs["fixed_params"] == trials[0].params  # queued again
+
+
+def test_a_config_file_holds_what_the_command_line_holds(negated_reviews, tmp_path):
+    config = tmp_path / "tune.toml"
+    config.write_text(
+        f'''models = ["fasttext-wordpunct"]
+on = ["{negated_reviews}"]
+trials = 2
+seeds = 1
+steps = 20
+sampler_seed = 3
+[space]
+lr = "log(1e-3,1e-1)"
+[set]
+dim = 8
+buckets = 97
+batch_size = 8
+eval_interval = 10
+''',
+        encoding="utf-8",
+    )
+    from_file = run_cli("tune", "--config", config, "--json", "--device", "cpu")
+    assert from_file.code == 0, from_file
+    (study,) = json.loads(from_file.out)["studies"]
+    assert study["trials"] == {"COMPLETE": 2}
+    line = run_cli(
+        "tune",
+        "fasttext-wordpunct",
+        "--on",
+        negated_reviews,
+        "--space",
+        "lr=log(1e-3,1e-1)",
+        "--trials",
+        2,
+        "--seeds",
+        1,
+        "--steps",
+        20,
+        "--sampler-seed",
+        3,
+        "--set",
+        "dim=8",
+        "--set",
+        "buckets=97",
+        "--set",
+        "batch_size=8",
+        "--set",
+        "eval_interval=10",
+        "--json",
+        "--device",
+        "cpu",
+    )
+    assert line.code == 0, line
+    (same,) = json.loads(line.out)["studies"]
+    assert same["study"] == study["study"]  # the same search: the study is continued
+    assert same["best"] == study["best"] and same["trials"] == {"COMPLETE": 2}
+
+
+def test_a_config_file_with_an_unknown_key_exits_2_with_a_did_you_mean(tmp_path):
+    config = tmp_path / "tune.toml"
+    config.write_text('models = ["fasttext-wordpunct"]\ntrails = 3\n', encoding="utf-8")
+    result = run_cli("tune", "--config", config)
+    assert result.code == 2 and "'trails'. Did you mean: trials" in result.err, result
+
+
+@pytest.mark.parametrize(
+    "model, task, settings",
+    [
+        ("fasttext-wordpunct", None, {"dim": 8, "buckets": 97, "batch_size": 8}),
+        (
+            "decoder-char",
+            None,
+            {
+                "n_layer": 1,
+                "n_head": 2,
+                "n_embd": 16,
+                "block_size": 16,
+                "batch_size": 4,
+                "sample_tokens": 5,
+            },
+        ),
+        (
+            "encoder-char",
+            "masked-language-modeling",
+            {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16, "batch_size": 4},
+        ),
+        ("digits-char", None, {"batch_size": 4}),
+    ],
+)
+def test_each_task_trains_and_reports_with_the_test_split_held_out(
+    model, task, settings, negated_reviews, tiny_text
+):
+    from zoo.core.plan import plan_run
+    from zoo.train.runner import execute
+
+    dataset = {"fasttext-wordpunct": negated_reviews, "digits-char": "digits"}.get(model, tiny_text)
+    plan = plan_run(
+        model,
+        str(dataset),
+        task=task,
+        held_out=("test",),
+        overrides={**settings, "steps": 4, "eval_interval": 2, "warmup_steps": 0},
+    )
+    result = execute(plan, device="cpu", quiet=True)
+    assert result["status"] == "finished"
+    assert any(k.startswith("val_") for k in result["metrics"])
+    assert not any(k.startswith("test_") for k in result["metrics"]), result["metrics"]

@@ -1,21 +1,30 @@
 """User mistakes that used to be accepted silently or answered with a raw exception: each
 is one clear line and exit 2."""
+
 from __future__ import annotations
 
 import pytest
-
 from conftest import TINY_DECODER, run_cli
 from test_compare import fill_two_models
 
 
-@pytest.mark.parametrize("where", ["params / 0 > 1", "val_bpc // 0 < 5", "seed % 0 == 0",
-                                   "10 ** 400 > params", "params / (seed - seed) > 0"])
+@pytest.mark.parametrize(
+    "where",
+    [
+        "params / 0 > 1",
+        "val_bpc // 0 < 5",
+        "seed % 0 == 0",
+        "10 ** 400 > params",
+        "params / (seed - seed) > 0",
+    ],
+)
 def test_where_with_a_non_finite_result_is_an_error(where):
     fill_two_models()
     result = run_cli("compare", "--where", where)
     assert result.code == 2, result
     assert len(result.err.strip().splitlines()) == 1 and result.err.startswith(
-        "zoo: error: --where"), result.err
+        "zoo: error: --where"
+    ), result.err
 
 
 def test_where_arithmetic_that_stays_finite_still_works():
@@ -26,15 +35,24 @@ def test_where_arithmetic_that_stays_finite_still_works():
 
 @pytest.mark.parametrize("setting", ["temperature=-1", "temperature=nan", "top_k=0"])
 def test_bad_sampling_settings_are_refused_before_training(tiny_text, setting):
-    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER,
-                     "--set", setting)
+    result = run_cli(
+        "run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER, "--set", setting
+    )
     assert result.code == 2, result
     assert setting.split("=")[0] in result.err and len(result.err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("args", [["run", "x" * 100_000, "text.txt"],
-                                  ["run", "decoder-char", "text.txt", "--set", "lr=" + "9" * 100_000],
-                                  ["run", "decoder-char", "text.txt", "--set", "y" * 100_000 + "=1"]])
+LONG = "9" * 100_000
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "x" * 100_000, "text.txt"],
+        ["run", "decoder-char", "text.txt", "--set", f"lr={LONG}"],
+        ["run", "decoder-char", "text.txt", "--set", f"y{LONG}=1"],
+    ],
+)
 def test_a_long_value_is_not_echoed_back_whole(args):
     result = run_cli(*args)
     assert result.code == 2, result.err[:300]
@@ -45,21 +63,24 @@ def test_a_long_value_is_not_echoed_back_whole(args):
 def test_a_partial_is_named_by_its_function_in_messages():
     import functools
 
-    from zoo.core.registry import _describe
+    from zoo.core.entries import describe_target
     from zoo.errors import shown
 
     def build(config, spec, extra):
         return None
 
     target = functools.partial(build, extra=1)
-    assert shown(target) == "a partial of test_a_partial_is_named_by_its_function_in_messages." \
-                            "<locals>.build"
-    assert "functools.partial(" not in _describe(target)
+    assert (
+        shown(target) == "a partial of test_a_partial_is_named_by_its_function_in_messages."
+        "<locals>.build"
+    )
+    assert "functools.partial(" not in describe_target(target)
 
 
 def test_a_long_class_list_is_summarised():
-    from zoo.errors import ZooError
     from zoo.pipelines.classification import class_ids
+
+    from zoo.errors import ZooError
 
     classes = [f"class{i}" for i in range(190)]
     with pytest.raises(ZooError) as caught:
@@ -113,11 +134,15 @@ def test_a_full_disk_leaves_no_run_folder_without_its_row(tiny_text, monkeypatch
     def full(*args, **kwargs):
         raise ZooError("cannot open the results store: database or disk is full")
 
-    monkeypatch.setattr("zoo.train.runner.Store" if failing == "store"
-                        else "zoo.train.runner.own_run", full)
+    monkeypatch.setattr(
+        "zoo.train.runner.Store" if failing == "store" else "zoo.train.runner.own_run", full
+    )
     result = run_cli("run", "decoder-char", tiny_text, "--steps", 1, *TINY_DECODER)
     assert result.code == 2, result
     assert "disk is full" in result.err
-    folders = [p for p in home().iterdir() if p.is_dir() and not p.name.startswith(".")] \
-        if home().exists() else []
+    folders = (
+        [p for p in home().iterdir() if p.is_dir() and not p.name.startswith(".")]
+        if home().exists()
+        else []
+    )
     assert folders == []

@@ -12,6 +12,7 @@ The user's Python API, the same operations as the command line::
 Plugin authors import from ``zoo.plugin``. Names are imported on first use, so ``import zoo``
 (and ``zoo list``) stays light and never imports torch.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -22,6 +22,7 @@ import zoo.plugin
 Config settings are keyword arguments, as ``--set`` takes them: ``n_layer=2``; a key with a
 section is passed as ``**{"train.lr": 1e-3}``.
 """
+
 from __future__ import annotations
 
 import io
@@ -57,10 +58,20 @@ class Run:
 
     @classmethod
     def from_result(cls, result: dict) -> Run:
-        return cls(result["run_id"], result["model"], result["dataset"], result["task"],
-                   result["status"], result["seed"], result.get("params"), result["metrics"],
-                   Path(result["run_dir"]), list(result.get("samples") or []),
-                   result.get("duration"), dict(result))
+        return cls(
+            result["run_id"],
+            result["model"],
+            result["dataset"],
+            result["task"],
+            result["status"],
+            result["seed"],
+            result.get("params"),
+            result["metrics"],
+            Path(result["run_dir"]),
+            list(result.get("samples") or []),
+            result.get("duration"),
+            dict(result),
+        )
 
     def load(self) -> LoadedRun:
         """This run's model and tokenizer, to predict, generate and evaluate with."""
@@ -96,27 +107,43 @@ class LoadedRun:
         ``record()`` is what `zoo predict --json` prints, without the text."""
         predict = getattr(self._pipeline, "predict", None)
         if predict is None:
-            raise ZooError(f"run {self.id} is a {self.task} run, and the {self.task} "
-                           "pipeline offers no prediction")
+            raise ZooError(
+                f"run {self.id} is a {self.task} run, and the {self.task} "
+                "pipeline offers no prediction"
+            )
         texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
         return list(predict(self.trained, texts))
 
-    def generate(self, prompt: str | list[str] = "", tokens: int = 300, *,
-                 temperature: float = 0.8, top_k: int | None = None, seed: int = 0,
-                 cache: bool = True, stream: bool = False):
+    def generate(
+        self,
+        prompt: str | list[str] = "",
+        tokens: int = 300,
+        *,
+        temperature: float = 0.8,
+        top_k: int | None = None,
+        seed: int = 0,
+        cache: bool = True,
+        stream: bool = False,
+    ):
         """The prompt and its continuation: what `zoo generate` prints (without the final
         newline). Several prompts (a list) are sampled side by side and give a list of texts;
         ``stream=True`` yields the continuation of one prompt piece by piece instead.
         ``cache=False`` recomputes the whole context for every token."""
         generate = getattr(self._pipeline, "generate", None)
         if generate is None:
-            raise ZooError(f"run {self.id} is a {self.task} run, and the {self.task} "
-                           "pipeline offers no generation")
+            raise ZooError(
+                f"run {self.id} is a {self.task} run, and the {self.task} "
+                "pipeline offers no generation"
+            )
         _positive("tokens", tokens, int)
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
-                or not (math.isfinite(temperature) and temperature >= 0):
-            raise ZooError(f"temperature must be 0 (greedy) or a positive number, got "
-                           f"{temperature!r}")
+        if (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or not (math.isfinite(temperature) and temperature >= 0)
+        ):
+            raise ZooError(
+                f"temperature must be 0 (greedy) or a positive number, got {temperature!r}"
+            )
         if top_k is not None:
             _positive("top_k", top_k, int)
         options = dict(temperature=temperature, top_k=top_k, seed=seed)
@@ -132,11 +159,23 @@ class LoadedRun:
         pieces = generate(self.trained, prompt, tokens, **options)
         return pieces if stream else prompt + "".join(pieces)
 
-    def evaluate(self, dataset: str, split: str = "test", *, text_column: str | None = None,
-                 label_column: str | None = None) -> Evaluation:
+    def evaluate(
+        self,
+        dataset: str,
+        split: str = "test",
+        *,
+        text_column: str | None = None,
+        label_column: str | None = None,
+    ) -> Evaluation:
         """Score the run on a split of any dataset and record it, as `zoo eval` does."""
-        return evaluate(self.id, dataset, split, text_column=text_column,
-                        label_column=label_column, device=self._device)
+        return evaluate(
+            self.id,
+            dataset,
+            split,
+            text_column=text_column,
+            label_column=label_column,
+            device=self._device,
+        )
 
 
 @dataclass
@@ -153,11 +192,23 @@ class SweepResult:
         return [c for c in self.cells if c["state"] not in ("finished", "reused", "skipped")]
 
 
-def run(model: str, dataset: str, *, steps: int | None = None, time: float | None = None,
-        seed: int = 0, device: str = "auto", task: str | None = None,
-        text_column: str | None = None, label_column: str | None = None, quiet: bool = False,
-        log_to: str | list[str] | None = None, init: str | None = None,
-        settings: dict | None = None, **more_settings) -> Run | Ensemble:
+def run(
+    model: str,
+    dataset: str,
+    *,
+    steps: int | None = None,
+    time: float | None = None,
+    seed: int = 0,
+    device: str = "auto",
+    task: str | None = None,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    quiet: bool = False,
+    log_to: str | list[str] | None = None,
+    init: str | None = None,
+    settings: dict | None = None,
+    **more_settings,
+) -> Run | Ensemble:
     """Train and evaluate MODEL on DATASET and record the run (`zoo run`). Config settings
     are keyword arguments (``n_layer=2``) or a ``settings`` dict, as ``--set`` takes them;
     the dict also holds keys that are named like this function's own arguments. For an
@@ -177,14 +228,36 @@ def run(model: str, dataset: str, *, steps: int | None = None, time: float | Non
     if model in get_zoo().catalogue.ensembles:
         from zoo.records.ensemble import run_preset
 
-        return run_preset(model, dataset, seed=seed, overrides=overrides, device=device,
-                          quiet=quiet, task=task, text_column=text_column,
-                          label_column=label_column)
-    plan = plan_run(model, dataset, overrides=overrides, seed=seed, task=task,
-                    text_column=text_column, label_column=label_column, init=init)
+        return run_preset(
+            model,
+            dataset,
+            seed=seed,
+            overrides=overrides,
+            device=device,
+            quiet=quiet,
+            task=task,
+            text_column=text_column,
+            label_column=label_column,
+        )
+    plan = plan_run(
+        model,
+        dataset,
+        overrides=overrides,
+        seed=seed,
+        task=task,
+        text_column=text_column,
+        label_column=label_column,
+        init=init,
+    )
     try:
-        result = execute(plan, device=device, quiet=quiet, text_column=text_column,
-                         label_column=label_column, log_to=log_to)
+        result = execute(
+            plan,
+            device=device,
+            quiet=quiet,
+            text_column=text_column,
+            label_column=label_column,
+            log_to=log_to,
+        )
     finally:
         distributed.teardown()  # under torchrun: leave the process group cleanly
     return Run.from_result(result)
@@ -218,26 +291,60 @@ def load(run_id: str, *, device: str = "auto") -> LoadedRun:
     return LoadedRun(trained, zoo.pipelines.get(trained.task).load(), device)
 
 
-def evaluate(run_id: str, dataset: str, split: str = "test", *, text_column: str | None = None,
-             label_column: str | None = None, device: str = "auto") -> Evaluation:
+def evaluate(
+    run_id: str,
+    dataset: str,
+    split: str = "test",
+    *,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    device: str = "auto",
+) -> Evaluation:
     """Score a finished run on a split of any dataset and record it as an evaluation row
     linked to the run (`zoo eval`)."""
     from zoo.records.evaluate import evaluate_run
 
-    result = evaluate_run(run_id, dataset, split, text_column=text_column,
-                          label_column=label_column, device=device)
-    return Evaluation(result["run_id"], result["parent_id"], result["dataset"], result["split"],
-                      result["metrics"], dict(result))
+    result = evaluate_run(
+        run_id, dataset, split, text_column=text_column, label_column=label_column, device=device
+    )
+    return Evaluation(
+        result["run_id"],
+        result["parent_id"],
+        result["dataset"],
+        result["split"],
+        result["metrics"],
+        dict(result),
+    )
 
 
-def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
-          steps: int | None = None, time: float | None = None, task: str | None = None,
-          device: str = "auto", progress: bool = True, quiet: bool = True,
-          metric: str | None = None, grid: dict[str, list] | list[str] | None = None,
-          jobs: int = 1, executor: str = "local", address: str | None = None,
-          cell_cpus: int | None = None, cell_gpus: float | None = None, dry_run: bool = False,
-          log=None, by=None, columns=None, baseline=None, better=None, pool=False,
-          settings: dict | None = None, **more_settings) -> SweepResult:
+def sweep(
+    models: str | list[str],
+    on: str | list[str],
+    *,
+    seeds: int = 1,
+    steps: int | None = None,
+    time: float | None = None,
+    task: str | None = None,
+    device: str = "auto",
+    progress: bool = True,
+    quiet: bool = True,
+    metric: str | None = None,
+    grid: dict[str, list] | list[str] | None = None,
+    jobs: int = 1,
+    executor: str = "local",
+    address: str | None = None,
+    cell_cpus: int | None = None,
+    cell_gpus: float | None = None,
+    dry_run: bool = False,
+    log=None,
+    by=None,
+    columns=None,
+    baseline=None,
+    better=None,
+    pool=False,
+    settings: dict | None = None,
+    **more_settings,
+) -> SweepResult:
     """Train every model x dataset x seed cell not finished before (`zoo sweep`); a cell
     that fails is recorded as failed and the sweep goes on.
 
@@ -253,6 +360,7 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     from zoo.errors import UnknownNameError
     from zoo.sweeps import driver
     from zoo.sweeps.executors import make_executor
+    from zoo.sweeps.grid import parse_grid
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
@@ -263,17 +371,23 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     datasets = [on] if isinstance(on, str) else list(on)
     if isinstance(grid, dict):  # as the command's --grid key=v1,v2, checked and labelled alike
         grid = [f"{key}={','.join(str(v) for v in values)}" for key, values in grid.items()]
-    pool_of_workers = make_executor(_positive("jobs", jobs, int), executor, address, cell_cpus,
-                                    cell_gpus, device)  # before planning: no Ray fails now
-    plan = driver.plan_sweep(models, datasets, seeds=_positive("seeds", seeds, int),
-                             overrides=_overrides({**(settings or {}), **more_settings}, steps,
-                                                  time), task=task,
-                             grid=driver.parse_grid(grid))
+    pool_of_workers = make_executor(
+        _positive("jobs", jobs, int), executor, address, cell_cpus, cell_gpus, device
+    )  # before planning: no Ray fails now
+    plan = driver.plan_sweep(
+        models,
+        datasets,
+        seeds=_positive("seeds", seeds, int),
+        overrides=_overrides({**(settings or {}), **more_settings}, steps, time),
+        task=task,
+        grid=parse_grid(grid),
+    )
     for line in driver.describe_plan(plan):
         print(line, file=out)
     if baseline is not None and baseline.split(" (")[0] not in plan.models:
-        raise UnknownNameError("baseline model", baseline, plan.models,
-                               hint="it must be one of the sweep's models")
+        raise UnknownNameError(
+            "baseline model", baseline, plan.models, hint="it must be one of the sweep's models"
+        )
     if not plan.todo and not plan.finished_before:
         raise ZooError(f"no cell of the sweep can run ({driver.unrunnable(plan)})")
     if dry_run:
@@ -282,8 +396,9 @@ def sweep(models: str | list[str], on: str | list[str], *, seeds: int = 1,
     print(driver.summary(plan), file=out)
     table = None
     if any(c.status == "finished" or c.done for c in plan.cells):
-        table = driver.table(plan, metric=metric, by=by, columns=columns, baseline=baseline,
-                             better=better, pool=pool)
+        table = driver.table(
+            plan, metric=metric, by=by, columns=columns, baseline=baseline, better=better, pool=pool
+        )
     return SweepResult(driver.records(plan), table.cells if table is not None else None, table)
 
 
@@ -299,6 +414,8 @@ def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     runs = [runs] if isinstance(runs, str) else list(runs)
     return combine(runs, weights=weights, device=device)
+
+
 @dataclass
 class TuneResult:
     """What `zoo tune` prints: per model and dataset its study, best validation trial and
@@ -310,14 +427,32 @@ class TuneResult:
     presets: str
 
 
-def tune(models: str | list[str], on: str | list[str], *, space, trials: int | None = None,
-         time: float | None = None, seeds: int = 3, steps: int | None = None,
-         pruner: str = "median", sampler: str = "tpe", sampler_seed: int | None = None,
-         storage: str | None = None, study: str | None = None, metric: str | None = None, task: str | None = None,
-         device: str = "auto", jobs: int = 1, executor: str = "local",
-         address: str | None = None, trial_cpus: int | None = None,
-         trial_gpus: float | None = None, plot: str | Path | None = None,
-         progress: bool = True, **settings) -> TuneResult:
+def tune(
+    models: str | list[str],
+    on: str | list[str],
+    *,
+    space,
+    trials: int | None = None,
+    time: float | None = None,
+    seeds: int = 3,
+    steps: int | None = None,
+    pruner: str = "median",
+    sampler: str = "tpe",
+    sampler_seed: int | None = None,
+    storage: str | None = None,
+    study: str | None = None,
+    metric: str | None = None,
+    task: str | None = None,
+    device: str = "auto",
+    jobs: int = 1,
+    executor: str = "local",
+    address: str | None = None,
+    trial_cpus: int | None = None,
+    trial_gpus: float | None = None,
+    plot: str | Path | None = None,
+    progress: bool = True,
+    **settings,
+) -> TuneResult:
     """Search each model's settings under the same budget, then compare them (`zoo tune`).
 
     ``space`` is the command's --space text (``"lr=log(1e-4,1e-2) n_layer=int(1,4)"``), a
@@ -341,22 +476,30 @@ def tune(models: str | list[str], on: str | list[str], *, space, trials: int | N
         raise ZooError("give one budget per model: trials=N or time=SECONDS")
     search = Search(
         [models] if isinstance(models, str) else list(models),
-        [on] if isinstance(on, str) else list(on), parse_space(space),
+        [on] if isinstance(on, str) else list(on),
+        parse_space(space),
         trials=None if trials is None else _positive("trials", trials, int),
         time=None if time is None else _positive("time", time, float),
-        seeds=_positive("seeds", seeds, int), overrides=_overrides(settings, steps, None),
-        task=task, metric=metric, pruner=pruner, sampler=sampler,
+        seeds=_positive("seeds", seeds, int),
+        overrides=_overrides(settings, steps, None),
+        task=task,
+        metric=metric,
+        pruner=pruner,
+        sampler=sampler,
         seed=None if sampler_seed is None else _integer("sampler_seed", sampler_seed),
-        storage=storage, study=study,
-        device=device)
+        storage=storage,
+        study=study,
+        device=device,
+    )
     _positive("jobs", jobs, int)
     make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)  # options checked now
 
     def executors():
         return make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)
 
-    results = run_search(search, make_executor=executors, plot_dir=plot,
-                         out=None if progress else io.StringIO())
+    results = run_search(
+        search, make_executor=executors, plot_dir=plot, out=None if progress else io.StringIO()
+    )
     budget = f"{trials} trials" if trials is not None else f"{time:g}s of trials"
     presets = "\n\n".join(preset_snippet(r) for r in results if r.best)
     return TuneResult([r.record() for r in results], table(results, budget), presets)
@@ -369,12 +512,21 @@ def runs(*, where: str | None = None, sort: str | None = None, n: int | None = N
     `where`, `sort` and `n` mean what `zoo runs --where/--sort/-n` mean."""
     from zoo.comparison.runs import check_limit, run_frame, select
 
-    return select(run_frame(), where=where, sort=sort,
-                  limit=None if n is None else check_limit(n))
+    return select(run_frame(), where=where, sort=sort, limit=None if n is None else check_limit(n))
 
 
-def compare(*, metric=None, where=None, by=None, columns=None, baseline=None, evals=False,
-            status=("finished",), better=None, pool=False):
+def compare(
+    *,
+    metric=None,
+    where=None,
+    by=None,
+    columns=None,
+    baseline=None,
+    evals=False,
+    status=("finished",),
+    better=None,
+    pool=False,
+):
     """The comparison table as a pandas DataFrame, one row per cell (`zoo compare`).
 
     Columns: the row keys (default model) and column keys (default dataset), task, metric,
@@ -383,9 +535,18 @@ def compare(*, metric=None, where=None, by=None, columns=None, baseline=None, ev
     """
     from zoo.comparison.table import load_runs, summarize
 
-    return summarize(load_runs(), metric=metric, where=where, by=by, columns=columns,
-                     baseline=baseline, evals=evals, status=status, better=better,
-                     pool=pool).cells
+    return summarize(
+        load_runs(),
+        metric=metric,
+        where=where,
+        by=by,
+        columns=columns,
+        baseline=baseline,
+        evals=evals,
+        status=status,
+        better=better,
+        pool=pool,
+    ).cells
 
 
 def _overrides(settings: dict, steps, time) -> dict:

@@ -1,4 +1,5 @@
 """Errors the user can fix. The CLI prints them as one line and exits 2."""
+
 from __future__ import annotations
 
 import difflib
@@ -21,7 +22,7 @@ def shown(value, limit: int = MAX_SHOWN) -> str:
     text = repr(value)
     if len(text) <= limit:
         return text
-    return f"{text[:limit - 20]}...{text[-8:]} ({len(text):,} characters)"
+    return f"{text[: limit - 20]}...{text[-8:]} ({len(text):,} characters)"
 
 
 def clip(message, limit: int = 2000) -> str:
@@ -29,7 +30,7 @@ def clip(message, limit: int = 2000) -> str:
     message = str(message)
     if len(message) <= limit:
         return message
-    return f"{message[:limit - 200]} ... {message[-150:]} ({len(message):,} characters)"
+    return f"{message[: limit - 200]} ... {message[-150:]} ({len(message):,} characters)"
 
 
 class UnknownNameError(ZooError):
@@ -68,3 +69,8 @@ class RunInterrupted(KeyboardInterrupt):
 class SweepInterrupted(KeyboardInterrupt):
     """Ctrl-C during a sweep whose cells run in workers: the driver stopped them and marked
     their runs interrupted; running the same sweep again continues them."""
+
+
+class SearchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `zoo tune`: the trials cut off are marked interrupted (their runs) and
+    lost (in the study, their settings queued again); the same command continues."""

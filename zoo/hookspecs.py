@@ -10,9 +10,10 @@ fast) or the object itself; ``config`` names the plugin's config dataclass the s
 The core checks every registration (names, clashes, targets) and sets a broken plugin
 aside with a warning naming it.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pluggy
 

@@ -15,6 +15,7 @@ only from JSON, tokenizers only from tokenizer.json. Nothing here unpickles or r
 every way a file can be broken (missing, truncated, not what it claims) is a ZooError naming
 the file: one line, exit 2.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,8 +39,10 @@ class SaveError(ZooError):
 
 def save_error(path: Path, exc: OSError) -> SaveError:
     reason = exc.strerror or str(exc) or type(exc).__name__
-    error = SaveError(f"cannot save {path}: {reason}; check that the runs folder is writable "
-                      "and the disk has space (ZOO_HOME moves it)")
+    error = SaveError(
+        f"cannot save {path}: {reason}; check that the runs folder is writable "
+        "and the disk has space (ZOO_HOME moves it)"
+    )
     error.reason = reason
     return error
 
@@ -187,6 +190,7 @@ def _error(name: str, exc: OSError) -> ZooError:
 
 # Files from strangers
 
+
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:300]
@@ -205,8 +209,10 @@ def load_safetensors(path: Path) -> dict:
         # crash the process, and the parser sees exactly what was checked.
         return load(path.read_bytes())
     except Exception as exc:
-        raise ZooError(f"{path} is not a valid safetensors file ({_first_line(exc)}); "
-                       "weights are only ever read from safetensors") from None
+        raise ZooError(
+            f"{path} is not a valid safetensors file ({_first_line(exc)}); "
+            "weights are only ever read from safetensors"
+        ) from None
 
 
 def load_json(path: Path):
@@ -299,13 +305,19 @@ def check_new_folder(target, *, force: bool = False, what: str = "write") -> Non
         if stat.S_ISLNK(info.st_mode):
             raise ZooError(f"cannot {what} {shown}: it is a symbolic link; name a new folder")
         if not stat.S_ISDIR(info.st_mode):
-            kind = ("a file" if stat.S_ISREG(info.st_mode) else
-                    "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
-                    else "not a folder")
+            kind = (
+                "a file"
+                if stat.S_ISREG(info.st_mode)
+                else "a device"
+                if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
+                else "not a folder"
+            )
             raise ZooError(f"cannot {what} {shown}: it is {kind}; name a new folder")
         if not force and _has_entries(target):
-            raise ZooError(f"cannot {what} {shown}: it exists and is not empty; name a new "
-                           "folder, or pass --force to replace it whole")
+            raise ZooError(
+                f"cannot {what} {shown}: it exists and is not empty; name a new "
+                "folder, or pass --force to replace it whole"
+            )
     parent = _existing_ancestor(target.parent)
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ZooError(f"cannot {what} {shown}: {parent} is not writable")
@@ -318,8 +330,10 @@ def _move_into_place(staging: Path, target: Path, *, force: bool, what: str) -> 
     except OSError as exc:
         if not (force and exc.errno in (errno.ENOTEMPTY, errno.EEXIST)):
             if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
-                raise ZooError(f"cannot {what} {_shown(target)}: it was written meanwhile "
-                               "(by another process?); nothing was changed") from None
+                raise ZooError(
+                    f"cannot {what} {_shown(target)}: it was written meanwhile "
+                    "(by another process?); nothing was changed"
+                ) from None
             raise
     old = Path(tempfile.mkdtemp(prefix=f".{target.name[:200]}.old-", dir=target.parent))
     os.rename(target, old / "replaced")  # the old folder, out of the way in one step
@@ -334,7 +348,7 @@ def _remove_abandoned(parent: Path, name: str) -> None:
         if fd is None:
             continue  # a live write
         try:
-            shutil.rmtree(Path(str(lock_file)[:-len(".lock")]), ignore_errors=True)
+            shutil.rmtree(Path(str(lock_file)[: -len(".lock")]), ignore_errors=True)
             lock_file.unlink(missing_ok=True)
         finally:
             os.close(fd)
@@ -390,14 +404,17 @@ def _existing_ancestor(folder: Path) -> Path:
 
 def _shown(path: Path, limit: int = 120) -> str:
     text = str(path)
-    return text if len(text) <= limit else text[:limit // 2] + "..." + text[-limit // 2:]
+    return text if len(text) <= limit else text[: limit // 2] + "..." + text[-limit // 2 :]
 
 
 def _folder_error(target: Path, what: str, exc: OSError) -> ZooError:
-    reasons = {errno.ENOTDIR: "a part of the path is a file, not a folder",
-               errno.ENAMETOOLONG: "the name is too long for the file system",
-               errno.EROFS: "the file system is read-only",
-               errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-               errno.ENOSPC: "no space left on the device"}
+    reasons = {
+        errno.ENOTDIR: "a part of the path is a file, not a folder",
+        errno.ENAMETOOLONG: "the name is too long for the file system",
+        errno.EROFS: "the file system is read-only",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+        errno.ENOSPC: "no space left on the device",
+    }
     reason = reasons.get(exc.errno, exc.strerror or type(exc).__name__)
     return ZooError(f"cannot {what} {_shown(target)}: {reason}")

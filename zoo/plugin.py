@@ -10,6 +10,7 @@ plugin needs, and all the built-in plugins and pipelines use.
 Names backed by torch are imported on first use, so a plugin's registration module (and
 ``zoo list``) stays light. The hooks themselves are documented in ``zoo.hookspecs``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -76,7 +77,7 @@ _LAZY = {
     "Trained": "zoo.records.reload",
     "load_trained": "zoo.records.reload",
     # files from strangers, written atomically
-    "natural_key": "zoo.core.registry",
+    "natural_key": "zoo.core.entries",
     "load_json": "zoo.io",
     "load_safetensors": "zoo.io",
     "atomic_write_text": "zoo.io",
@@ -84,8 +85,16 @@ _LAZY = {
     "check_new_folder": "zoo.io",
 }
 
-__all__ = ["hookimpl", "ZooError", "UnknownNameError", "Task", "Metric", "Prediction",
-           "SplitProbabilities", *_LAZY]
+__all__ = [
+    "hookimpl",
+    "ZooError",
+    "UnknownNameError",
+    "Task",
+    "Metric",
+    "Prediction",
+    "SplitProbabilities",
+    *_LAZY,
+]
 
 
 def __getattr__(name: str):

@@ -10,13 +10,15 @@ This module imports nothing heavy: a loss is named as ``"module:attr"`` (or give
 function) and imported on first use (``zoo.core.registry.task_loss``), so listing the zoo stays
 fast.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from zoo.errors import ZooError
 
@@ -41,8 +43,9 @@ class Metric:
 
     def __post_init__(self):
         if self.better not in DIRECTIONS:
-            raise ZooError(f"metric {self.name!r}: better must be 'lower' or 'higher', "
-                           f"not {self.better!r}")
+            raise ZooError(
+                f"metric {self.name!r}: better must be 'lower' or 'higher', not {self.better!r}"
+            )
 
     def matches(self, name: str) -> bool:
         return fnmatch.fnmatchcase(name, self.name)
@@ -89,14 +92,20 @@ class Task:
         object.__setattr__(self, "serves", tuple(self.serves))
         if self.output_shape is not None:
             object.__setattr__(self, "output_shape", tuple(self.output_shape))
-            if not all(isinstance(d, str) or isinstance(d, int) and not isinstance(d, bool)
-                       for d in self.output_shape):
-                raise ZooError(f"task {self.name!r}: output_shape must name dimensions ('B', "
-                               f"'T', a TaskSpec field or a number), not {self.output_shape!r}")
+            if not all(
+                isinstance(d, str) or isinstance(d, int) and not isinstance(d, bool)
+                for d in self.output_shape
+            ):
+                raise ZooError(
+                    f"task {self.name!r}: output_shape must name dimensions ('B', "
+                    f"'T', a TaskSpec field or a number), not {self.output_shape!r}"
+                )
         for name in (self.primary, self.curve_metric):
             if self.metric(name) is None:
-                raise ZooError(f"task {self.name!r}: {name!r} is not one of its metrics "
-                               f"({', '.join(m.name for m in metrics)})")
+                raise ZooError(
+                    f"task {self.name!r}: {name!r} is not one of its metrics "
+                    f"({', '.join(m.name for m in metrics)})"
+                )
         if isinstance(self.loss, str) and ":" not in self.loss:
             raise ZooError(f"task {self.name!r}: loss {self.loss!r} must look like 'module:attr'")
         if not (isinstance(self.loss, str) or callable(self.loss)):
@@ -125,7 +134,7 @@ RUN_METRICS = (
 
 
 def _find(metrics, name: str) -> Metric | None:
-    candidates = [name] + [name[len(p):] for p in SPLIT_PREFIXES if name.startswith(p)]
+    candidates = [name] + [name[len(p) :] for p in SPLIT_PREFIXES if name.startswith(p)]
     for candidate in candidates:  # an exact declaration wins over a pattern
         for metric in metrics:
             if metric.name == candidate:
@@ -147,7 +156,7 @@ def strip_split(metric: str) -> str:
     """'val_bpc' -> 'bpc': an evaluation row may score any split."""
     for prefix in SPLIT_PREFIXES:
         if metric.startswith(prefix):
-            return metric[len(prefix):]
+            return metric[len(prefix) :]
     return metric
 
 
@@ -162,13 +171,17 @@ class Prediction:
 
     def line(self) -> str:
         """The scalar fields, tab-separated, in declaration order (floats to 3 decimals)."""
-        values = [v for v in dataclasses.asdict(self).values()
-                  if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+        values = [
+            v
+            for v in dataclasses.asdict(self).values()
+            if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+        ]
         return "\t".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in values)
 
 
 def prediction_record(prediction) -> dict:
     """A prediction (a dataclass or a dict) as JSON-safe data: non-finite floats become None."""
+
     def clean(value):
         if isinstance(value, float) and not math.isfinite(value):
             return None
@@ -191,9 +204,11 @@ def prediction_line(prediction) -> str:
     if isinstance(prediction, Prediction):
         return prediction.line()
     record = prediction_record(prediction)
-    return "\t".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in record.values()
-                     if isinstance(v, (str, int, float)) and not isinstance(v, bool))
-
+    return "\t".join(
+        f"{v:.3f}" if isinstance(v, float) else str(v)
+        for v in record.values()
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+    )
 
 
 @dataclass

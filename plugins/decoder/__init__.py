@@ -4,6 +4,7 @@ blocks from ``zoo.train.layers``), for language modeling, classification and nex
 This module holds the config and the registration only, so listing the zoo imports no
 torch; ``model.py`` builds the network.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,6 +36,10 @@ class DecoderConfig:
 
 @hookimpl
 def register_architectures(register):
-    register("decoder", "zoo.plugins.decoder.model:build", config=DecoderConfig,
-             tasks=("language-modeling", "classification", "next-item"),
-             description="GPT-style causal transformer (pre-LN, fused QKV, SDPA attention)")
+    register(
+        "decoder",
+        "zoo.plugins.decoder.model:build",
+        config=DecoderConfig,
+        tasks=("language-modeling", "classification", "next-item"),
+        description="GPT-style causal transformer (pre-LN, fused QKV, SDPA attention)",
+    )

@@ -17,14 +17,14 @@ Rows may be left-padded (prompts of different lengths in one batch): padding is 
 of attention and each row's positions count from its first real token, so a padded row's
 logits equal those of the same row alone.
 """
+
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from zoo.plugin import PreLNBlock, attention, check_length, init_gpt2, last_real
-from zoo.plugin import TaskSpec
+from zoo.plugin import PreLNBlock, TaskSpec, attention, check_length, init_gpt2, last_real
 
 
 class KVCache:
@@ -64,9 +64,17 @@ class Decoder(nn.Module):
         self.pos_emb = nn.Embedding(cfg.block_size, cfg.n_embd)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(
-            PreLNBlock(cfg.n_embd, cfg.n_head, 4 * cfg.n_embd, dropout=cfg.dropout,
-                       bias=cfg.bias, causal=True, gelu=cfg.gelu)
-            for _ in range(cfg.n_layer))
+            PreLNBlock(
+                cfg.n_embd,
+                cfg.n_head,
+                4 * cfg.n_embd,
+                dropout=cfg.dropout,
+                bias=cfg.bias,
+                causal=True,
+                gelu=cfg.gelu,
+            )
+            for _ in range(cfg.n_layer)
+        )
         self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
         self.lm_head = nn.Linear(cfg.n_embd, spec.vocab_size, bias=False)
         if cfg.tie_weights:
@@ -93,7 +101,9 @@ class Decoder(nn.Module):
         B, t = input_ids.shape
         cfg = self.cfg
         if cache is None:
-            pads = torch.zeros(B, dtype=torch.long, device=input_ids.device) if pads is None else pads
+            pads = (
+                torch.zeros(B, dtype=torch.long, device=input_ids.device) if pads is None else pads
+            )
             cache = KVCache(cfg, pads, self.tok_emb.weight.dtype, input_ids.device)
             cache.weights = self._decode_weights()
         start, end = cache.length, cache.length + t
@@ -124,10 +134,25 @@ class Decoder(nn.Module):
         def pair(module):
             return module.weight, module.bias
 
-        layers = [(pair(b.ln1), pair(b.attn.qkv), pair(b.attn.proj), pair(b.ln2),
-                   pair(b.mlp.fc), pair(b.mlp.proj), b.mlp.approximate) for b in self.blocks]
-        return (self.tok_emb.weight, self.pos_emb.weight, layers, pair(self.ln_f),
-                self.lm_head.weight)
+        layers = [
+            (
+                pair(b.ln1),
+                pair(b.attn.qkv),
+                pair(b.attn.proj),
+                pair(b.ln2),
+                pair(b.mlp.fc),
+                pair(b.mlp.proj),
+                b.mlp.approximate,
+            )
+            for b in self.blocks
+        ]
+        return (
+            self.tok_emb.weight,
+            self.pos_emb.weight,
+            layers,
+            pair(self.ln_f),
+            self.lm_head.weight,
+        )
 
     def forward(self, input_ids, attention_mask=None):
         h = self.hidden(input_ids)

@@ -6,13 +6,15 @@ norm, feed-forward, add and norm), one attention head by default, and the predic
 at the last real position. The config lives here (no torch import, so listing the zoo stays
 fast); the network is in ``model.py``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-from zoo.plugin import hookimpl
 from zoo.plugins.digits.data import DigitsDataConfig
+
+from zoo.plugin import hookimpl
 
 
 @dataclass
@@ -45,16 +47,25 @@ class DigitsConfig:
 
 @hookimpl
 def register_architectures(register):
-    register("digits", "zoo.plugins.digits.model:build", config=DigitsConfig,
-             tasks=("next-item",),
-             description="minimal transformer (sinusoidal positions, post-LN, one head) that "
-                         "predicts the next item at the last position")
+    register(
+        "digits",
+        "zoo.plugins.digits.model:build",
+        config=DigitsConfig,
+        tasks=("next-item",),
+        description="minimal transformer (sinusoidal positions, post-LN, one head) that "
+        "predicts the next item at the last position",
+    )
 
 
 @hookimpl
 def register_datasets(register):
-    register("digits", "zoo.plugins.digits.data:load", config=DigitsDataConfig,
-             tasks=("next-item",), columns={"text": "text", "label": "target"},
-             description="synthetic digit sequences mod 10 (arithmetic, Fibonacci-like, "
-                         "periodic); predict the next digit (20,000/2,000/2,000, plus 2,000 "
-                         "of held-out rules)")
+    register(
+        "digits",
+        "zoo.plugins.digits.data:load",
+        config=DigitsDataConfig,
+        tasks=("next-item",),
+        columns={"text": "text", "label": "target"},
+        description="synthetic digit sequences mod 10 (arithmetic, Fibonacci-like, "
+        "periodic); predict the next digit (20,000/2,000/2,000, plus 2,000 "
+        "of held-out rules)",
+    )

@@ -25,6 +25,7 @@ sequence Python guarantees across versions.
 
 This module imports no torch and imports ``datasets`` only when data is built.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,7 +34,6 @@ import itertools
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-
 
 FAMILIES = ("arithmetic", "fibonacci", "periodic")
 SPLITS = ("train", "validation", "test", "heldout")
@@ -66,22 +66,28 @@ class DigitsDataConfig:
                 raise ValueError(f"always_train holds digit contexts like '1 2 3', not {context!r}")
         unknown = [f for f in self.families if f not in FAMILIES]
         if unknown or not self.families:
-            raise ValueError(f"families must be a non-empty list of {', '.join(FAMILIES)}; "
-                             f"got {self.families}")
+            raise ValueError(
+                f"families must be a non-empty list of {', '.join(FAMILIES)}; got {self.families}"
+            )
         if len(set(self.families)) != len(self.families):
             raise ValueError(f"families are listed twice: {self.families}")
         if not 2 <= self.min_len <= self.max_len:
             raise ValueError(f"need 2 <= min_len <= max_len, got {self.min_len} and {self.max_len}")
         if "periodic" in self.families and (
-                not self.periods or any(not 2 <= p <= MAX_PERIOD for p in self.periods)):
+            not self.periods or any(not 2 <= p <= MAX_PERIOD for p in self.periods)
+        ):
             raise ValueError(f"periods must be lengths from 2 to {MAX_PERIOD}, got {self.periods}")
         for family in self.families:
-            for size in (self.periods if family == "periodic" else [2]):
+            for size in self.periods if family == "periodic" else [2]:
                 if not self.lengths(family, (0,) * size):
-                    raise ValueError(f"max_len {self.max_len} is too short for {family}"
-                                     + (f" patterns of {size}" if family == "periodic" else ""))
+                    raise ValueError(
+                        f"max_len {self.max_len} is too short for {family}"
+                        + (f" patterns of {size}" if family == "periodic" else "")
+                    )
         if not 0 < self.heldout_fraction < 1:
-            raise ValueError(f"heldout_fraction must be between 0 and 1, got {self.heldout_fraction}")
+            raise ValueError(
+                f"heldout_fraction must be between 0 and 1, got {self.heldout_fraction}"
+            )
         for name in ("train_size", "validation_size", "test_size", "heldout_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
@@ -100,8 +106,12 @@ def rules(family: str, config: DigitsDataConfig) -> list[tuple[int, ...]]:
     if family == "fibonacci":
         return [(a, b) for a in range(10) for b in range(10) if (a, b) != (0, 0)]
     if family == "periodic":
-        return [p for n in sorted(set(config.periods))
-                for p in itertools.product(range(10), repeat=n) if _primitive(p)]
+        return [
+            p
+            for n in sorted(set(config.periods))
+            for p in itertools.product(range(10), repeat=n)
+            if _primitive(p)
+        ]
     raise ValueError(f"unknown family {family!r}")
 
 
@@ -140,7 +150,8 @@ def check_identifiable(config: DigitsDataConfig) -> None:
                     raise ValueError(
                         f"contexts of {length} digits are ambiguous: {_text(context)} continues "
                         f"with {other[0]} ({other[1]} {_text(other[2])}) and with {target} "
-                        f"({family} {_text(params)}); raise min_len")
+                        f"({family} {_text(params)}); raise min_len"
+                    )
 
 
 def split_rules(config: DigitsDataConfig) -> tuple[dict, dict]:
@@ -156,13 +167,15 @@ def split_rules(config: DigitsDataConfig) -> tuple[dict, dict]:
         if count == 0:
             raise ValueError(f"no {family} rule is left to hold out; shorten always_train")
         heldout[family], train[family] = pool[:count], fixed + pool[count:]
-    held_contexts = {context for f, pool in heldout.items() for p in pool
-                     for context in contexts(f, p, config)}
+    held_contexts = {
+        context for f, pool in heldout.items() for p in pool for context in contexts(f, p, config)
+    }
     for family, pool in train.items():
         clear = [p for p in pool if held_contexts.isdisjoint(contexts(family, p, config))]
         if not clear:
-            raise ValueError(f"every {family} rule collides with a held-out one; lower "
-                             "heldout_fraction")
+            raise ValueError(
+                f"every {family} rule collides with a held-out one; lower heldout_fraction"
+            )
         train[family] = clear
     return train, heldout
 
@@ -201,8 +214,12 @@ def generate_rows(config: dict, split: str, source: str = ""):
         lengths = cfg.lengths(family, params)
         length = lengths[_below(rng, len(lengths))]
         items = sequence(family, params, length + 1)
-        yield {"text": _text(items[:-1]), "target": str(items[-1]), "family": family,
-               "rule": _text(params)}
+        yield {
+            "text": _text(items[:-1]),
+            "target": str(items[-1]),
+            "family": family,
+            "rule": _text(params),
+        }
 
 
 def _source_hash() -> str:
@@ -213,37 +230,50 @@ def build(config: DigitsDataConfig, cache_dir: str | None = None):
     """The four splits of a checked config (see ``load``) as a ``datasets.DatasetDict``."""
     import datasets
 
-    features = datasets.Features({name: datasets.Value("string")
-                                  for name in ("text", "target", "family", "rule")})
+    features = datasets.Features(
+        {name: datasets.Value("string") for name in ("text", "target", "family", "rule")}
+    )
     options, source = dataclasses.asdict(config), _source_hash()
-    return datasets.DatasetDict({
-        split: datasets.Dataset.from_generator(
-            generate_rows, features=features, cache_dir=cache_dir, split=datasets.Split(split),
-            gen_kwargs={"config": options, "split": split, "source": source})
-        for split in SPLITS})
+    return datasets.DatasetDict(
+        {
+            split: datasets.Dataset.from_generator(
+                generate_rows,
+                features=features,
+                cache_dir=cache_dir,
+                split=datasets.Split(split),
+                gen_kwargs={"config": options, "split": split, "source": source},
+            )
+            for split in SPLITS
+        }
+    )
 
 
 # What building the splits costs (measured on one core): the rule tables hold every context
 # of every rule (a tuple slot per digit, ~160 bytes per context) and are walked three times
-# at about a microsecond per digit; a row takes ~40 us plus ~1 us per digit, and keeps ~8
-# bytes per token (about two per digit, ~40 of overhead) once encoded.
+# at about a microsecond per digit; a row takes ~40 us plus ~1 us per digit, and ~10 bytes
+# per token (about two per digit, ~40 of overhead) while it is encoded and trained on. At
+# the largest values allowed, a run peaks at about 0.7 GB (max_len) and 1.5 GB (train_size).
 TABLE_BYTES_PER_DIGIT, TABLE_BYTES_PER_CONTEXT, TABLE_SECONDS_PER_DIGIT = 8, 160, 3e-6
-ROW_SECONDS, ROW_SECONDS_PER_DIGIT, ROW_BYTES_PER_TOKEN, ROW_TOKENS = 40e-6, 1e-6, 8, 40
+ROW_SECONDS, ROW_SECONDS_PER_DIGIT, ROW_BYTES_PER_TOKEN, ROW_TOKENS = 40e-6, 1e-6, 10, 40
 
 
 def table_cost(config: DigitsDataConfig, max_len: int, rule_count: int) -> tuple[float, float]:
     """(bytes, seconds) of the rule tables for contexts up to ``max_len`` digits."""
     lengths = range(min(config.min_len, max_len), max_len + 1)
     digits = sum(lengths)
-    return (rule_count * (TABLE_BYTES_PER_DIGIT * digits + TABLE_BYTES_PER_CONTEXT * len(lengths)),
-            rule_count * TABLE_SECONDS_PER_DIGIT * digits)
+    return (
+        rule_count * (TABLE_BYTES_PER_DIGIT * digits + TABLE_BYTES_PER_CONTEXT * len(lengths)),
+        rule_count * TABLE_SECONDS_PER_DIGIT * digits,
+    )
 
 
 def row_cost(config: DigitsDataConfig, rows: int) -> tuple[float, float]:
     """(bytes, seconds) of ``rows`` rows of the configured lengths."""
     mean = (config.min_len + config.max_len) / 2
-    return (rows * ROW_BYTES_PER_TOKEN * (2 * mean + ROW_TOKENS),
-            rows * (ROW_SECONDS + ROW_SECONDS_PER_DIGIT * mean))
+    return (
+        rows * ROW_BYTES_PER_TOKEN * (2 * mean + ROW_TOKENS),
+        rows * (ROW_SECONDS + ROW_SECONDS_PER_DIGIT * mean),
+    )
 
 
 def check_cost(config: DigitsDataConfig) -> None:
@@ -260,19 +290,35 @@ def check_cost(config: DigitsDataConfig) -> None:
         low, high = config.min_len, config.max_len  # the largest max_len that fits
         while low < high:
             middle = (low + high + 1) // 2
-            low, high = (middle, high) if fits(table_cost(config, middle, count)) else (low, middle - 1)
-        check_budget("dataset.max_len", config.max_len, need_bytes=need[0],
-                     need_seconds=need[1], maximum=low, what="digits dataset: ")
-    sizes = {name: getattr(config, name) for name in
-             ("train_size", "validation_size", "test_size", "heldout_size")}
+            if fits(table_cost(config, middle, count)):
+                low = middle
+            else:
+                high = middle - 1
+        check_budget(
+            "dataset.max_len",
+            config.max_len,
+            need_bytes=need[0],
+            need_seconds=need[1],
+            maximum=low,
+            what="digits dataset: ",
+        )
+    sizes = {
+        name: getattr(config, name)
+        for name in ("train_size", "validation_size", "test_size", "heldout_size")
+    }
     rows = sum(sizes.values())
     need = row_cost(config, rows)
     if not fits(need):
         name = max(sizes, key=sizes.get)  # the setting that makes it too big
-        per_row = row_cost(config, 1)
         room = max(n for n in _powers_below(rows) if fits(row_cost(config, n)))
-        check_budget(f"dataset.{name}", sizes[name], need_bytes=need[0], need_seconds=need[1],
-                     maximum=max(1, int(room) - (rows - sizes[name])), what="digits dataset: ")
+        check_budget(
+            f"dataset.{name}",
+            sizes[name],
+            need_bytes=need[0],
+            need_seconds=need[1],
+            maximum=max(1, int(room) - (rows - sizes[name])),
+            what="digits dataset: ",
+        )
 
 
 def _powers_below(limit: int):

@@ -14,6 +14,7 @@ of mixed lengths work. The block is post-LN, unlike the decoder's and encoder's.
 LayerNorms are zoo.train.layers.ThreadInvariantLayerNorm, so a run's metrics do not depend on its
 thread count (a `zoo sweep --jobs 2` cell equals the same cell in a two-thread process).
 """
+
 from __future__ import annotations
 
 import math
@@ -21,9 +22,14 @@ import math
 import torch
 import torch.nn as nn
 
-from zoo.plugin import (SelfAttention, ThreadInvariantLayerNorm, check_length, key_mask,
-                        last_real)
-from zoo.plugin import TaskSpec
+from zoo.plugin import (
+    SelfAttention,
+    TaskSpec,
+    ThreadInvariantLayerNorm,
+    check_length,
+    key_mask,
+    last_real,
+)
 
 
 def sinusoids(length: int, width: int) -> torch.Tensor:
@@ -41,8 +47,11 @@ class PostLNBlock(nn.Module):
         super().__init__()
         self.attn = SelfAttention(cfg.width, cfg.heads, dropout=cfg.dropout)
         self.norm1 = ThreadInvariantLayerNorm(cfg.width)
-        self.ff = nn.Sequential(nn.Linear(cfg.width, cfg.ff_ratio * cfg.width), nn.ReLU(),
-                                nn.Linear(cfg.ff_ratio * cfg.width, cfg.width))
+        self.ff = nn.Sequential(
+            nn.Linear(cfg.width, cfg.ff_ratio * cfg.width),
+            nn.ReLU(),
+            nn.Linear(cfg.ff_ratio * cfg.width, cfg.width),
+        )
         self.norm2 = ThreadInvariantLayerNorm(cfg.width)
         self.drop = nn.Dropout(cfg.dropout)
 
@@ -58,7 +67,7 @@ class DigitsTransformer(nn.Module):
             raise ValueError(f"the digits architecture serves next-item only, not {spec.task}")
         self.cfg = cfg
         self.embed = nn.Embedding(spec.vocab_size, cfg.width)
-        nn.init.normal_(self.embed.weight, std=cfg.width ** -0.5)  # scaled by sqrt(C) in forward
+        nn.init.normal_(self.embed.weight, std=cfg.width**-0.5)  # scaled by sqrt(C) in forward
         self.register_buffer("positions", sinusoids(cfg.block_size, cfg.width), persistent=False)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(PostLNBlock(cfg) for _ in range(cfg.blocks))
@@ -66,13 +75,14 @@ class DigitsTransformer(nn.Module):
 
     def forward(self, input_ids, attention_mask=None):  # [B, T] -> logits [B, V]
         T = check_length(input_ids, self.cfg.block_size)
-        x = self.embed(input_ids) * math.sqrt(self.cfg.width) + self.position_table(attention_mask, T)
+        x = self.embed(input_ids) * math.sqrt(self.cfg.width) + self.position_table(
+            attention_mask, T
+        )
         x = self.drop(x)  # [B, T, C]
         keep = key_mask(attention_mask)
         for block in self.blocks:
             x = block(x, keep)
         return self.head(last_real(x, attention_mask))  # [B, V]
-
 
     def position_table(self, attention_mask, T: int):  # -> [T, C] or [B, T, C]
         if self.cfg.positions == "start":

@@ -3,6 +3,7 @@ pooled head, for classification and next-item.
 
 Config and registration only (torch is imported by ``model.py``, on first use).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,7 +37,11 @@ class EncoderConfig:
 
 @hookimpl
 def register_architectures(register):
-    register("encoder", "zoo.plugins.encoder.model:build", config=EncoderConfig,
-             tasks=("classification", "next-item", "masked-language-modeling"),
-             description="BERT-style bidirectional transformer (pre-LN, padding-masked SDPA, "
-                         "cls, mean or max pooling)")
+    register(
+        "encoder",
+        "zoo.plugins.encoder.model:build",
+        config=EncoderConfig,
+        tasks=("classification", "next-item", "masked-language-modeling"),
+        description="BERT-style bidirectional transformer (pre-LN, padding-masked SDPA, "
+        "cls, mean or max pooling)",
+    )

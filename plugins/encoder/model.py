@@ -19,6 +19,7 @@ leaves every example's output unchanged. Pooling takes the hidden state at posit
 ("cls": the classification pipeline puts <cls> there), the mean over real tokens ("mean") or
 each feature's largest value over them ("max").
 """
+
 from __future__ import annotations
 
 import torch
@@ -40,9 +41,15 @@ class Encoder(nn.Module):
         self.emb_ln = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(
-            PreLNBlock(cfg.n_embd, cfg.n_head, cfg.mlp_ratio * cfg.n_embd, dropout=cfg.dropout,
-                       bias=cfg.bias)
-            for _ in range(cfg.n_layer))
+            PreLNBlock(
+                cfg.n_embd,
+                cfg.n_head,
+                cfg.mlp_ratio * cfg.n_embd,
+                dropout=cfg.dropout,
+                bias=cfg.bias,
+            )
+            for _ in range(cfg.n_layer)
+        )
         self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
         outputs = spec.num_classes if spec.task == "classification" else spec.vocab_size
         self.head = nn.Linear(cfg.n_embd, outputs)

@@ -11,6 +11,7 @@ features are fastText's own.
 Configs live here (no torch import, so listing the zoo stays fast); the network is in
 ``model.py`` and the tokenizer in ``wordpunct.py``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,8 +45,10 @@ class WordPunctConfig:
 
     def __post_init__(self):
         if self.vocab_size < 4:
-            raise ValueError(f"vocab_size must be at least 4 (3 special tokens and a word), "
-                             f"got {self.vocab_size}")
+            raise ValueError(
+                f"vocab_size must be at least 4 (3 special tokens and a word), "
+                f"got {self.vocab_size}"
+            )
         if self.min_frequency < 1:
             raise ValueError(f"min_frequency must be at least 1, got {self.min_frequency}")
 
@@ -58,14 +61,23 @@ def memory(config: FastTextConfig) -> int:
 
 @hookimpl
 def register_architectures(register):
-    register("fasttext", "zoo.plugins.fasttext.model:build", config=FastTextConfig,
-             tasks=("classification",), memory=memory,
-             description="fastText: mean of word and hashed-bigram embeddings, then one "
-                         "linear layer (Joulin et al. 2016)")
+    register(
+        "fasttext",
+        "zoo.plugins.fasttext.model:build",
+        config=FastTextConfig,
+        tasks=("classification",),
+        memory=memory,
+        description="fastText: mean of word and hashed-bigram embeddings, then one "
+        "linear layer (Joulin et al. 2016)",
+    )
 
 
 @hookimpl
 def register_tokenizers(register):
-    register("wordpunct", "zoo.plugins.fasttext.wordpunct:WordPunctTokenizer", config=WordPunctConfig,
-             description="one token per word or punctuation mark seen in training "
-                         "(lowercased); unseen words are <unk>")
+    register(
+        "wordpunct",
+        "zoo.plugins.fasttext.wordpunct:WordPunctTokenizer",
+        config=WordPunctConfig,
+        description="one token per word or punctuation mark seen in training "
+        "(lowercased); unseen words are <unk>",
+    )

@@ -9,6 +9,7 @@ Features of a text: its token ids (``<cls>`` included, padding excluded) and, wi
 head maps the mean to class logits. As in fastText, embeddings start uniform in
 [-1/dim, 1/dim] and the head at zero.
 """
+
 from __future__ import annotations
 
 import torch
@@ -41,8 +42,9 @@ class FastText(nn.Module):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         if input_ids.shape[1] > self.cfg.block_size:
-            raise ValueError(f"sequence of {input_ids.shape[1]} tokens exceeds block_size "
-                             f"{self.cfg.block_size}")
+            raise ValueError(
+                f"sequence of {input_ids.shape[1]} tokens exceeds block_size {self.cfg.block_size}"
+            )
         mean = self.emb(self.features(input_ids, attention_mask))  # [B, dim]
         return self.head(self.drop(mean))
 

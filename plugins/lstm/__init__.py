@@ -3,6 +3,7 @@ beside the transformers.
 
 Config and registration only (torch is imported by ``model.py``, on first use).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,7 +34,12 @@ def memory(config: LSTMConfig) -> int:
 
 @hookimpl
 def register_architectures(register):
-    register("lstm", "zoo.plugins.lstm.model:build", config=LSTMConfig,
-             tasks=("classification",), memory=memory,
-             description="bidirectional LSTM over token embeddings, mean of its states over "
-                         "the real tokens, one linear layer")
+    register(
+        "lstm",
+        "zoo.plugins.lstm.model:build",
+        config=LSTMConfig,
+        tasks=("classification",),
+        memory=memory,
+        description="bidirectional LSTM over token embeddings, mean of its states over "
+        "the real tokens, one linear layer",
+    )

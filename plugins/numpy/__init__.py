@@ -7,15 +7,16 @@ through the same pipelines and is what ``zoo verify`` checks torch runs against.
 The config and the ``zoo verify`` command's options live here (no torch, no heavy imports);
 the network is in ``model.py`` and the command in ``verify.py``.
 """
+
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
 from typing import Literal
 
-from zoo.plugin import hookimpl
 from zoo.plugins.decoder import DecoderConfig
 
+from zoo.plugin import hookimpl
 
 # A float32 torch model against a float64 reference differs by rounding: about 1e-6 on the
 # logits of a trained char model. A wrong op (mask, scale, norm) moves them by far more.
@@ -29,28 +30,42 @@ class NumpyConfig(DecoderConfig):
 
 @hookimpl
 def register_architectures(register):
-    register("numpy", "zoo.plugins.numpy.model:build", config=NumpyConfig,
-             tasks=("language-modeling", "classification", "next-item"),
-             description="the decoder in plain NumPy: hand-written backward and AdamW, no torch")
+    register(
+        "numpy",
+        "zoo.plugins.numpy.model:build",
+        config=NumpyConfig,
+        tasks=("language-modeling", "classification", "next-item"),
+        description="the decoder in plain NumPy: hand-written backward and AdamW, no torch",
+    )
 
 
 @hookimpl
 def register_commands(register):
-    register("verify", "zoo.plugins.numpy.verify:command", arguments=verify_arguments,
-             help="check a decoder run against the NumPy reference",
-             description="Reload a trained decoder run, score a validation batch with it and "
-             "with the NumPy reference (float64, same weights), print the largest logit "
-             "difference and both losses, and exit 1 when the difference exceeds the tolerance.")
+    register(
+        "verify",
+        "zoo.plugins.numpy.verify:command",
+        arguments=verify_arguments,
+        help="check a decoder run against the NumPy reference",
+        description="Reload a trained decoder run, score a validation batch with it and "
+        "with the NumPy reference (float64, same weights), print the largest logit "
+        "difference and both losses, and exit 1 when the difference exceeds the tolerance.",
+    )
 
 
 def verify_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_id", help="run id (or a unique prefix) of a decoder "
-                        "language-modeling run")
-    parser.add_argument("--batch", type=_positive(int), default=8,
-                        help="validation windows (default 8)")
+    parser.add_argument(
+        "run_id", help="run id (or a unique prefix) of a decoder language-modeling run"
+    )
+    parser.add_argument(
+        "--batch", type=_positive(int), default=8, help="validation windows (default 8)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="which windows (default 0)")
-    parser.add_argument("--tolerance", type=_positive(float), default=DEFAULT_TOLERANCE,
-                        help=f"largest allowed logit difference (default {DEFAULT_TOLERANCE:g})")
+    parser.add_argument(
+        "--tolerance",
+        type=_positive(float),
+        default=DEFAULT_TOLERANCE,
+        help=f"largest allowed logit difference (default {DEFAULT_TOLERANCE:g})",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 

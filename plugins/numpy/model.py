@@ -13,6 +13,7 @@ Shapes in comments: B batch, T time, C channels, H heads, D = C // H, V vocabula
 
 The class meets ``zoo.train.model.Model`` directly, so the pipelines train it like a torch model.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,11 @@ def layer_norm_backward(dy, cache):
     dweight = (dy * xhat).sum(axis=axes)
     dbias = dy.sum(axis=axes)
     dxhat = dy * weight
-    dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True)
-                 - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
+    dx = rstd * (
+        dxhat
+        - dxhat.mean(axis=-1, keepdims=True)
+        - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
+    )
     return dx, dweight, dbias
 
 
@@ -100,8 +104,9 @@ def erf(x):
         return _exact_erf(x).astype(np.float64)
     a = np.abs(x)
     t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741
-                                                       + t * (-1.453152027 + t * 1.061405429))))
+    poly = t * (
+        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    )
     return (np.sign(x) * (1.0 - poly * np.exp(-a * a))).astype(x.dtype)
 
 
@@ -150,7 +155,7 @@ def causal_attention(qkv, n_head: int, p_drop: float, rng):
     def heads(t):  # [B, T, C] -> [B, H, T, D]
         return t.reshape(B, T, n_head, D).transpose(0, 2, 1, 3)
 
-    q, k, v = heads(qkv[..., :C]), heads(qkv[..., C:2 * C]), heads(qkv[..., 2 * C:])
+    q, k, v = heads(qkv[..., :C]), heads(qkv[..., C : 2 * C]), heads(qkv[..., 2 * C :])
     scale = qkv.dtype.type(1.0 / math.sqrt(D))
     scores = (q @ k.transpose(0, 1, 3, 2)) * scale  # [B, H, T, T]
     scores += causal_mask(T, scores.dtype)
@@ -315,8 +320,11 @@ class NumpyDecoder:
 
     def optimizer_state(self) -> tuple[dict[str, np.ndarray], dict]:
         """AdamW's moments and step count, and the dropout generator (for resume)."""
-        arrays = {f"{moment}.{name}": value for moment, table in
-                  (("m", self.optimizer.m), ("v", self.optimizer.v)) for name, value in table.items()}
+        arrays = {
+            f"{moment}.{name}": value
+            for moment, table in (("m", self.optimizer.m), ("v", self.optimizer.v))
+            for name, value in table.items()
+        }
         return arrays, {"t": self.optimizer.t, "rng": self.rng.bit_generator.state}
 
     def load_optimizer_state(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
@@ -356,11 +364,16 @@ class NumpyDecoder:
         shapes = parameter_shapes(self.cfg, self.spec)
         missing = sorted(set(shapes) - set(state))
         unexpected = sorted(set(state) - set(shapes))
-        wrong = [f"{k} {tuple(state[k].shape)} (expected {shapes[k]})"
-                 for k in shapes if k in state and tuple(state[k].shape) != shapes[k]]
+        wrong = [
+            f"{k} {tuple(state[k].shape)} (expected {shapes[k]})"
+            for k in shapes
+            if k in state and tuple(state[k].shape) != shapes[k]
+        ]
         if missing or unexpected or wrong:
-            raise ZooError(f"weights do not fit the model: missing {missing[:5]}, "
-                           f"unexpected {unexpected[:5]}, wrong shape {wrong[:5]}")
+            raise ZooError(
+                f"weights do not fit the model: missing {missing[:5]}, "
+                f"unexpected {unexpected[:5]}, wrong shape {wrong[:5]}"
+            )
         # copies in the model's dtype; like torch, the optimizer keeps its moments
         self.params = {k: np.array(state[k], dtype=self.dtype) for k in shapes}
 
@@ -396,8 +409,9 @@ class NumpyDecoder:
             cache["h"] = h
             return linear(h, self._lm_head(), None), cache  # [B, T, V]
         # Causal attention: the last real token has seen the whole (right-padded) input.
-        last = (np.full(B, T - 1) if mask is None
-                else np.asarray(mask).astype(np.int64).sum(axis=1) - 1)
+        last = (
+            np.full(B, T - 1) if mask is None else np.asarray(mask).astype(np.int64).sum(axis=1) - 1
+        )
         pooled = h[np.arange(B), last]  # [B, C]
         cache.update(h_shape=h.shape, last=last, pooled=pooled)
         if self.spec.task == "classification":
@@ -422,8 +436,12 @@ class NumpyDecoder:
             prefix = f"blocks.{i}."
             h1, _ = layer_norm(x, p[prefix + "ln1.weight"], get(prefix + "ln1.bias"))
             qkv = linear(h1, p[prefix + "attn.qkv.weight"], get(prefix + "attn.qkv.bias"))
-            q, k, v = (qkv[..., j * cfg.n_embd:(j + 1) * cfg.n_embd]
-                       .reshape(B, t, H, D).transpose(0, 2, 1, 3) for j in range(3))
+            q, k, v = (
+                qkv[..., j * cfg.n_embd : (j + 1) * cfg.n_embd]
+                .reshape(B, t, H, D)
+                .transpose(0, 2, 1, 3)
+                for j in range(3)
+            )
             kv.k[i][:, :, start:end], kv.v[i][:, :, start:end] = k, v
             scores = (q @ kv.k[i][:, :, :end].transpose(0, 1, 3, 2)) * scale  # [B, H, t, end]
             scores = np.where(allowed, scores, -np.inf)
@@ -434,8 +452,9 @@ class NumpyDecoder:
             x = x + linear(a, p[prefix + "attn.proj.weight"], get(prefix + "attn.proj.bias"))
             h2, _ = layer_norm(x, p[prefix + "ln2.weight"], get(prefix + "ln2.bias"))
             f = linear(h2, p[prefix + "mlp.fc.weight"], get(prefix + "mlp.fc.bias"))
-            x = x + linear(self.gelu(f)[0], p[prefix + "mlp.proj.weight"],
-                           get(prefix + "mlp.proj.bias"))
+            x = x + linear(
+                self.gelu(f)[0], p[prefix + "mlp.proj.weight"], get(prefix + "mlp.proj.bias")
+            )
         kv.length = end
         h, _ = layer_norm(x[:, -1], p["ln_f.weight"], p.get("ln_f.bias"))  # [B, C]
         return linear(h, self._lm_head(), None), kv
@@ -451,7 +470,8 @@ class NumpyDecoder:
         else:
             if self.spec.task == "classification":
                 dpooled, grads["cls_head.weight"], grads["cls_head.bias"] = linear_backward(
-                    dlogits, cache["pooled"], p["cls_head.weight"])
+                    dlogits, cache["pooled"], p["cls_head.weight"]
+                )
             else:
                 grads[head] += dlogits.T @ cache["pooled"]
                 dpooled = dlogits @ self._lm_head()
@@ -465,7 +485,7 @@ class NumpyDecoder:
         dx = dropout_backward(dx, cache["emb_keep"])
         ids = cache["ids"]
         np.add.at(grads["tok_emb.weight"], ids.reshape(-1), dx.reshape(-1, dx.shape[-1]))
-        grads["pos_emb.weight"][:ids.shape[1]] += dx.sum(axis=0)
+        grads["pos_emb.weight"][: ids.shape[1]] += dx.sum(axis=0)
         return grads
 
     def used_parameters(self) -> set[str]:
@@ -547,7 +567,7 @@ class AdamW:
     def step(self, params: dict, grads: dict, lr: float, skip=()) -> None:
         b1, b2 = self.betas
         self.t += 1
-        bc1, bc2 = 1 - b1 ** self.t, 1 - b2 ** self.t
+        bc1, bc2 = 1 - b1**self.t, 1 - b2**self.t
         for name, param in params.items():
             if name in skip:
                 continue

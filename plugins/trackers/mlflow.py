@@ -3,6 +3,7 @@
 of the run folders)
 (``mlflow ui --backend-store-uri sqlite:///$ZOO_HOME/mlflow.db`` shows it). Params are the
 run's settings, metrics carry their steps, and the run folder becomes its artifacts."""
+
 from __future__ import annotations
 
 import math
@@ -40,14 +41,21 @@ class MlflowLogger:
             experiment_id = self.client.create_experiment(name, artifact_location=artifacts)
         else:
             experiment_id = experiment.experiment_id
-        tags = {"zoo.run_id": run["id"], "zoo.model": run["model"],
-                "zoo.dataset": run["dataset"], "zoo.task": run["task"]}
-        self.run_id = self.client.create_run(experiment_id, run_name=run["id"],
-                                             tags=tags).info.run_id
-        params = [Param(key, str(value)[:MAX_PARAM]) for key, value in
-                  {**run["settings"], "seed": run["seed"]}.items()]
+        tags = {
+            "zoo.run_id": run["id"],
+            "zoo.model": run["model"],
+            "zoo.dataset": run["dataset"],
+            "zoo.task": run["task"],
+        }
+        self.run_id = self.client.create_run(
+            experiment_id, run_name=run["id"], tags=tags
+        ).info.run_id
+        params = [
+            Param(key, str(value)[:MAX_PARAM])
+            for key, value in {**run["settings"], "seed": run["seed"]}.items()
+        ]
         for start in range(0, len(params), 100):  # MLflow takes 100 params per batch
-            self.client.log_batch(self.run_id, params=params[start:start + 100])
+            self.client.log_batch(self.run_id, params=params[start : start + 100])
 
     def log(self, record: dict) -> None:
         self.step = int(record.get("step", self.step))
@@ -61,8 +69,12 @@ class MlflowLogger:
 
     def _metrics(self, values: dict, step: int) -> None:
         now = int(time.time() * 1000)
-        batch = [Metric(key, float(value), now, step) for key, value in values.items()
-                 if isinstance(value, (int, float)) and not isinstance(value, bool)
-                 and math.isfinite(value)]
+        batch = [
+            Metric(key, float(value), now, step)
+            for key, value in values.items()
+            if isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+        ]
         for start in range(0, len(batch), 1000):  # MLflow takes 1000 metrics per batch
-            self.client.log_batch(self.run_id, metrics=batch[start:start + 1000])
+            self.client.log_batch(self.run_id, metrics=batch[start : start + 1000])

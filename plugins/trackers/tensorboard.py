@@ -1,5 +1,6 @@
 """TensorBoard: the run's curves as event files in its own folder, so that
 ``tensorboard --logdir $ZOO_HOME`` shows every run under its id."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,11 @@ class TensorBoardLogger:
     def start(self, run: dict) -> None:
         self.writer = SummaryWriter(log_dir=str(run["folder"]))
         settings = json.dumps(run["settings"], indent=1, sort_keys=True, default=str)
-        self.writer.add_text("config", f"{run['model']} on {run['dataset']} (seed "
-                             f"{run['seed']})\n\n    " + settings.replace("\n", "\n    "))
+        self.writer.add_text(
+            "config",
+            f"{run['model']} on {run['dataset']} (seed "
+            f"{run['seed']})\n\n    " + settings.replace("\n", "\n    "),
+        )
 
     def log(self, record: dict) -> None:
         self.step = int(record.get("step", self.step))
@@ -35,6 +39,5 @@ class TensorBoardLogger:
 
 def _numbers(record: dict):
     for key, value in record.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool) \
-                and math.isfinite(value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             yield key, float(value)

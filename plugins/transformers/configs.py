@@ -12,6 +12,7 @@ ids, the number of labels) and non-scalar ones (``rope_parameters``) are not off
 This module imports transformers' configuration classes (and so torch); the plugin's
 ``__init__`` names it as a "module:attr" string, so listing the zoo never imports it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,17 +20,26 @@ import os
 import socket
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import transformers
 
 transformers.logging.set_verbosity_error()  # no advice about Hub usage on every config
 # Fields every transformers config has (from PreTrainedConfig) or that zoo sets from the
 # task and the tokenizer: never offered to --set.
-ZOO_DECIDES = {"vocab_size", "pad_token_id", "bos_token_id", "eos_token_id", "use_cache",
-               "add_cross_attention", "is_decoder", "tie_encoder_decoder"}
+ZOO_DECIDES = {
+    "vocab_size",
+    "pad_token_id",
+    "bos_token_id",
+    "eos_token_id",
+    "use_cache",
+    "add_cross_attention",
+    "is_decoder",
+    "tie_encoder_decoder",
+}
 BASE_FIELDS = {f.name for f in dataclasses.fields(transformers.PreTrainedConfig)}
 NEW_MODEL_SHAPE = {"n_layer": 4, "n_head": 4, "n_embd": 128}  # the decoder's defaults
 
@@ -47,20 +57,33 @@ class Layout:
 
 
 LAYOUTS = {
-    "gpt2": Layout(transformers.GPT2Config,
-                   {"n_layer": "n_layer", "n_head": "n_head", "n_embd": "n_embd",
-                    "block_size": "n_positions"},
-                   ("resid_pdrop", "embd_pdrop", "attn_pdrop")),
-    "llama": Layout(transformers.LlamaConfig,
-                    {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads",
-                     "n_embd": "hidden_size", "block_size": "max_position_embeddings"},
-                    ("attention_dropout",),
-                    {"intermediate_size": lambda cfg: 4 * cfg.n_embd}),
-    "bert": Layout(transformers.BertConfig,
-                   {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads",
-                    "n_embd": "hidden_size", "block_size": "max_position_embeddings"},
-                   ("hidden_dropout_prob", "attention_probs_dropout_prob"),
-                   {"intermediate_size": lambda cfg: 4 * cfg.n_embd}),
+    "gpt2": Layout(
+        transformers.GPT2Config,
+        {"n_layer": "n_layer", "n_head": "n_head", "n_embd": "n_embd", "block_size": "n_positions"},
+        ("resid_pdrop", "embd_pdrop", "attn_pdrop"),
+    ),
+    "llama": Layout(
+        transformers.LlamaConfig,
+        {
+            "n_layer": "num_hidden_layers",
+            "n_head": "num_attention_heads",
+            "n_embd": "hidden_size",
+            "block_size": "max_position_embeddings",
+        },
+        ("attention_dropout",),
+        {"intermediate_size": lambda cfg: 4 * cfg.n_embd},
+    ),
+    "bert": Layout(
+        transformers.BertConfig,
+        {
+            "n_layer": "num_hidden_layers",
+            "n_head": "num_attention_heads",
+            "n_embd": "hidden_size",
+            "block_size": "max_position_embeddings",
+        },
+        ("hidden_dropout_prob", "attention_probs_dropout_prob"),
+        {"intermediate_size": lambda cfg: 4 * cfg.n_embd},
+    ),
 }
 
 
@@ -98,8 +121,11 @@ class TransformersConfig:
     def extra_fields(self) -> dict[str, Any]:
         """The transformers fields set in this config (None: not set)."""
         common = {f.name for f in dataclasses.fields(TransformersConfig)}
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name not in common and getattr(self, f.name) is not None}
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in common and getattr(self, f.name) is not None
+        }
 
     def transformers_config(self, vocab_size: int, **task_fields):
         """The transformers config this describes: the checkpoint's (pretrained) or a new
@@ -111,15 +137,22 @@ class TransformersConfig:
                 value, theirs = getattr(self, name), getattr(config, target)
                 if name == "block_size":
                     if value > theirs:
-                        raise ValueError(f"block_size {value} exceeds the checkpoint's "
-                                         f"{target} ({theirs})")
+                        raise ValueError(
+                            f"block_size {value} exceeds the checkpoint's {target} ({theirs})"
+                        )
                 elif value is not None and value != theirs:
-                    raise ValueError(f"{name}={value} differs from the checkpoint's {target} "
-                                     f"({theirs}); leave it unset to take the checkpoint's")
+                    raise ValueError(
+                        f"{name}={value} differs from the checkpoint's {target} "
+                        f"({theirs}); leave it unset to take the checkpoint's"
+                    )
             values = self.extra_fields()
         else:
-            values = {target: getattr(self, name) if getattr(self, name) is not None
-                      else NEW_MODEL_SHAPE[name] for name, target in layout.shape.items()}
+            values = {
+                target: getattr(self, name)
+                if getattr(self, name) is not None
+                else NEW_MODEL_SHAPE[name]
+                for name, target in layout.shape.items()
+            }
             for name, derive in layout.derived.items():
                 if getattr(self, name) is None:
                     values[name] = derive(_shaped(self, values, layout))
@@ -167,8 +200,12 @@ HUB = ("huggingface.co", 443)
 
 def looks_like_a_path(source: str) -> bool:
     """A folder, not a Hub id (ORG/NAME or NAME): it starts like a path or has more parts."""
-    return (source.startswith(("/", "./", "../", "~", ".\\")) or source.count("/") > 1
-            or os.sep != "/" and os.sep in source)
+    return (
+        source.startswith(("/", "./", "../", "~", ".\\"))
+        or source.count("/") > 1
+        or os.sep != "/"
+        and os.sep in source
+    )
 
 
 def check_source(source: str) -> None:
@@ -177,16 +214,20 @@ def check_source(source: str) -> None:
     if Path(source).expanduser().is_dir():
         return
     if looks_like_a_path(source):
-        raise ValueError(f"cannot read the checkpoint {source!r}: no such folder (pretrained "
-                         "takes a save_pretrained folder or a Hugging Face Hub id, ORG/NAME)")
+        raise ValueError(
+            f"cannot read the checkpoint {source!r}: no such folder (pretrained "
+            "takes a save_pretrained folder or a Hugging Face Hub id, ORG/NAME)"
+        )
     if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0") or _cached(source):
         return
     try:
         socket.create_connection(HUB, timeout=3).close()
     except OSError:
-        raise ValueError(f"cannot fetch {source!r}: the Hugging Face Hub ({HUB[0]}) cannot be "
-                         "reached and no copy is cached here; pass a local folder "
-                         "(save_pretrained) instead") from None
+        raise ValueError(
+            f"cannot fetch {source!r}: the Hugging Face Hub ({HUB[0]}) cannot be "
+            "reached and no copy is cached here; pass a local folder "
+            "(save_pretrained) instead"
+        ) from None
 
 
 def _cached(source: str) -> bool:
@@ -210,20 +251,27 @@ def checkpoint_config(source: str, architecture: str):
     if folder.is_dir() and not any(folder.glob("*.safetensors")):
         pickled = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
         if pickled:
-            raise ValueError(f"checkpoint {source!r} holds only pickled weights ({pickled[0]}); "
-                             "zoo loads safetensors only (pickle runs code): save it with "
-                             "save_pretrained(..., safe_serialization=True)")
+            raise ValueError(
+                f"checkpoint {source!r} holds only pickled weights ({pickled[0]}); "
+                "zoo loads safetensors only (pickle runs code): save it with "
+                "save_pretrained(..., safe_serialization=True)"
+            )
     expected = LAYOUTS[architecture].config_class.model_type
     if config.model_type != expected:
-        raise ValueError(f"checkpoint {source!r} is a {config.model_type} model, not {expected}; "
-                         f"use the architecture of that name")
+        raise ValueError(
+            f"checkpoint {source!r} is a {config.model_type} model, not {expected}; "
+            f"use the architecture of that name"
+        )
     return config
 
 
 def _field_type(annotation) -> type | None:
     """int, float, bool or str for a scalar transformers field (None allowed), else None."""
-    args = set(typing.get_args(annotation)) if typing.get_origin(annotation) in (
-        typing.Union, types.UnionType) else {annotation}
+    args = (
+        set(typing.get_args(annotation))
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType)
+        else {annotation}
+    )
     args.discard(type(None))
     if args <= {int, float} and args:
         return float if float in args else int
@@ -236,8 +284,13 @@ def make_config(architecture: str) -> type:
     """The zoo config dataclass of one architecture: the common fields, then one optional
     field per scalar field of its transformers config class."""
     layout = LAYOUTS[architecture]
-    taken = (BASE_FIELDS | ZOO_DECIDES | set(layout.shape.values()) | set(layout.dropouts)
-             | {f.name for f in dataclasses.fields(TransformersConfig)})
+    taken = (
+        BASE_FIELDS
+        | ZOO_DECIDES
+        | set(layout.shape.values())
+        | set(layout.dropouts)
+        | {f.name for f in dataclasses.fields(TransformersConfig)}
+    )
     extra = []
     for f in dataclasses.fields(layout.config_class):
         kind = _field_type(f.type)
@@ -248,8 +301,10 @@ def make_config(architecture: str) -> type:
     cls = dataclasses.make_dataclass(name, extra, bases=(TransformersConfig,))
     cls.architecture = architecture
     cls.__module__ = __name__
-    cls.__doc__ = (f"zoo config of the {architecture!r} architecture (transformers "
-                   f"{layout.config_class.__name__}); unset fields take transformers' defaults")
+    cls.__doc__ = (
+        f"zoo config of the {architecture!r} architecture (transformers "
+        f"{layout.config_class.__name__}); unset fields take transformers' defaults"
+    )
     return cls
 
 

@@ -16,6 +16,7 @@ installed (``AutoModelForCausalLM`` / ``AutoModelForSequenceClassification`` and
 The tokenizer (any tokenizer backed by Hugging Face ``tokenizers``) is saved as a
 ``PreTrainedTokenizerFast`` with its ``tokenizer.json`` and its special tokens.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,9 +50,11 @@ def export_run(run_id: str, folder: str | Path, force: bool = False) -> dict:
     elif architecture in DECODER_LAYOUT:
         model = decoder_as_gpt2(trained)
     else:
-        raise ZooError(f"{architecture} runs cannot be exported: transformers has no "
-                       f"architecture with the same layout (exportable: "
-                       f"{', '.join(NATIVE + DECODER_LAYOUT)})")
+        raise ZooError(
+            f"{architecture} runs cannot be exported: transformers has no "
+            f"architecture with the same layout (exportable: "
+            f"{', '.join(NATIVE + DECODER_LAYOUT)})"
+        )
     if task == "classification":
         names = class_names(trained)
         model.config.id2label = dict(enumerate(names))
@@ -59,19 +62,27 @@ def export_run(run_id: str, folder: str | Path, force: bool = False) -> dict:
     tokenizer = fast_tokenizer(trained)
     difference = logit_difference(trained, model)
     if not difference <= TOLERANCE:
-        raise ZooError(f"the exported model's logits differ from the run's by {difference:.3g} "
-                       f"(more than {TOLERANCE}); nothing was written")
-    exported_as = ("saved as it is" if architecture in NATIVE
-                   else f"the {architecture} weights in GPT-2's layout")
+        raise ZooError(
+            f"the exported model's logits differ from the run's by {difference:.3g} "
+            f"(more than {TOLERANCE}); nothing was written"
+        )
+    exported_as = (
+        "saved as it is"
+        if architecture in NATIVE
+        else f"the {architecture} weights in GPT-2's layout"
+    )
     card = model_card(trained, type(model).__name__, exported_as=exported_as)
     with atomic_folder(folder, force=force, what="export to") as staging:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         (staging / "README.md").write_text(card, encoding="utf-8")
-    return {"run_id": trained.run_id, "folder": str(folder), "class": type(model).__name__,
-            "tokenizer": type(tokenizer).__name__, "max_logit_difference": difference}
-
-
+    return {
+        "run_id": trained.run_id,
+        "folder": str(folder),
+        "class": type(model).__name__,
+        "tokenizer": type(tokenizer).__name__,
+        "max_logit_difference": difference,
+    }
 
 
 def command(args) -> int:
@@ -82,9 +93,11 @@ def command(args) -> int:
     if args.json:
         print(json.dumps(done))
     else:
-        print(f"exported run {done['run_id']} to {done['folder']} as {done['class']} with a "
-              f"{done['tokenizer']}; largest logit difference on a check batch "
-              f"{done['max_logit_difference']:.2g}")
+        print(
+            f"exported run {done['run_id']} to {done['folder']} as {done['class']} with a "
+            f"{done['tokenizer']}; largest logit difference on a check batch "
+            f"{done['max_logit_difference']:.2g}"
+        )
     return 0
 
 
@@ -102,18 +115,31 @@ def class_names(trained) -> list[str]:
 def decoder_as_gpt2(trained) -> transformers.GPT2PreTrainedModel:
     """The decoder's weights in a GPT2LMHeadModel (see the module docstring)."""
     if trained.task == "classification":
-        raise ZooError("decoder classification runs cannot be exported: the decoder's "
-                       "classification head has a bias, and GPT2ForSequenceClassification's "
-                       "score layer has none")
+        raise ZooError(
+            "decoder classification runs cannot be exported: the decoder's "
+            "classification head has a bias, and GPT2ForSequenceClassification's "
+            "score layer has none"
+        )
     cfg = trained.config["configs"]["model"]
     vocab = trained.config["spec"]["vocab_size"]
     C, n_layer = cfg["n_embd"], cfg["n_layer"]
     config = transformers.GPT2Config(
-        vocab_size=vocab, n_positions=cfg["block_size"], n_embd=C, n_layer=n_layer,
-        n_head=cfg["n_head"], n_inner=4 * C, activation_function=GELU[cfg.get("gelu", "tanh")],
-        resid_pdrop=cfg["dropout"], embd_pdrop=cfg["dropout"], attn_pdrop=cfg["dropout"],
-        layer_norm_epsilon=1e-5, tie_word_embeddings=cfg.get("tie_weights", True),
-        bos_token_id=None, eos_token_id=None, pad_token_id=trained.tokenizer.pad_id)
+        vocab_size=vocab,
+        n_positions=cfg["block_size"],
+        n_embd=C,
+        n_layer=n_layer,
+        n_head=cfg["n_head"],
+        n_inner=4 * C,
+        activation_function=GELU[cfg.get("gelu", "tanh")],
+        resid_pdrop=cfg["dropout"],
+        embd_pdrop=cfg["dropout"],
+        attn_pdrop=cfg["dropout"],
+        layer_norm_epsilon=1e-5,
+        tie_word_embeddings=cfg.get("tie_weights", True),
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=trained.tokenizer.pad_id,
+    )
     weights = {k: np.asarray(v, dtype=np.float32) for k, v in trained.model.state_dict().items()}
 
     def get(name, shape=None):  # a tensor, or zeros where bias=false left it out
@@ -123,26 +149,37 @@ def decoder_as_gpt2(trained) -> transformers.GPT2PreTrainedModel:
             return torch.zeros(shape)
         raise ZooError(f"run {trained.run_id}: its weights have no {name}")
 
-    state = {"transformer.wte.weight": get("tok_emb.weight"),
-             "transformer.wpe.weight": get("pos_emb.weight"),
-             "transformer.ln_f.weight": get("ln_f.weight"),
-             "transformer.ln_f.bias": get("ln_f.bias", C)}
+    state = {
+        "transformer.wte.weight": get("tok_emb.weight"),
+        "transformer.wpe.weight": get("pos_emb.weight"),
+        "transformer.ln_f.weight": get("ln_f.weight"),
+        "transformer.ln_f.bias": get("ln_f.bias", C),
+    }
     for i in range(n_layer):
         ours, theirs = f"blocks.{i}.", f"transformer.h.{i}."
         for a, b in (("ln1", "ln_1"), ("ln2", "ln_2")):
             state[f"{theirs}{b}.weight"] = get(f"{ours}{a}.weight")
             state[f"{theirs}{b}.bias"] = get(f"{ours}{a}.bias", C)
-        for a, b, width in (("attn.qkv", "attn.c_attn", 3 * C), ("attn.proj", "attn.c_proj", C),
-                            ("mlp.fc", "mlp.c_fc", 4 * C), ("mlp.proj", "mlp.c_proj", C)):
-            state[f"{theirs}{b}.weight"] = get(f"{ours}{a}.weight").T.contiguous()  # Conv1D: [in, out]
+        for a, b, width in (
+            ("attn.qkv", "attn.c_attn", 3 * C),
+            ("attn.proj", "attn.c_proj", C),
+            ("mlp.fc", "mlp.c_fc", 4 * C),
+            ("mlp.proj", "mlp.c_proj", C),
+        ):
+            state[f"{theirs}{b}.weight"] = get(
+                f"{ours}{a}.weight"
+            ).T.contiguous()  # Conv1D: [in, out]
             state[f"{theirs}{b}.bias"] = get(f"{ours}{a}.bias", width)
-    state["lm_head.weight"] = get("lm_head.weight") if "lm_head.weight" in weights \
-        else state["transformer.wte.weight"]
+    state["lm_head.weight"] = (
+        get("lm_head.weight") if "lm_head.weight" in weights else state["transformer.wte.weight"]
+    )
     model = transformers.GPT2LMHeadModel(config)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if unexpected or set(missing) - {"lm_head.weight"}:
-        raise ZooError(f"run {trained.run_id}: weights do not map onto GPT-2 "
-                       f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+        raise ZooError(
+            f"run {trained.run_id}: weights do not map onto GPT-2 "
+            f"(missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
     return model.eval()
 
 
@@ -150,18 +187,25 @@ def fast_tokenizer(trained) -> transformers.PreTrainedTokenizerFast:
     """The run's tokenizer as a transformers fast tokenizer, special tokens named."""
     backend = getattr(trained.tokenizer, "backend", None)
     if backend is None:
-        raise ZooError(f"the {trained.config['tokenizer']} tokenizer is not built on Hugging "
-                       "Face tokenizers, so it has no transformers equivalent")
+        raise ZooError(
+            f"the {trained.config['tokenizer']} tokenizer is not built on Hugging "
+            "Face tokenizers, so it has no transformers equivalent"
+        )
     specials = {}
-    for role, token_id in (("pad_token", trained.tokenizer.pad_id),
-                           ("unk_token", trained.tokenizer.unk_id),
-                           ("cls_token", trained.tokenizer.cls_id)):
+    for role, token_id in (
+        ("pad_token", trained.tokenizer.pad_id),
+        ("unk_token", trained.tokenizer.unk_id),
+        ("cls_token", trained.tokenizer.cls_id),
+    ):
         if token_id is not None:
             specials[role] = backend.id_to_token(token_id)
     # split_special_tokens: a literal "<pad>" in a text is text, as zoo encodes it.
     return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=backend, model_max_length=trained.block_size or 1024,
-        split_special_tokens=True, **specials)
+        tokenizer_object=backend,
+        model_max_length=trained.block_size or 1024,
+        split_special_tokens=True,
+        **specials,
+    )
 
 
 @torch.no_grad()
@@ -174,7 +218,9 @@ def logit_difference(trained, model) -> float:
     if task == "classification" and trained.tokenizer.cls_id is not None:
         ids[:, 0] = trained.tokenizer.cls_id
     ours = trained.model.logits(ids)
-    output = model.eval()(input_ids=torch.from_numpy(ids), attention_mask=torch.ones(ids.shape, dtype=torch.long))
+    output = model.eval()(
+        input_ids=torch.from_numpy(ids), attention_mask=torch.ones(ids.shape, dtype=torch.long)
+    )
     theirs = output.logits.float().numpy()
     if task == "next-item":  # the run reads the last position, the exported model every one
         theirs = theirs[:, -1]

@@ -15,6 +15,7 @@ Attention is transformers' SDPA path registered as the attention implementation 
 ``zoo.train.torch_model.attention``'s precision rule (fp32 attention under CPU bf16 autocast), so these
 models compute as zoo's own do.
 """
+
 from __future__ import annotations
 
 import torch
@@ -27,15 +28,21 @@ from zoo.plugin import TaskSpec, ZooError
 
 ATTENTION = "zoo"
 CLASSES = {  # architecture -> task -> transformers model class
-    "gpt2": {"language-modeling": transformers.GPT2LMHeadModel,
-             "classification": transformers.GPT2ForSequenceClassification,
-             "next-item": transformers.GPT2LMHeadModel},
-    "llama": {"language-modeling": transformers.LlamaForCausalLM,
-              "classification": transformers.LlamaForSequenceClassification,
-              "next-item": transformers.LlamaForCausalLM},
-    "bert": {"classification": transformers.BertForSequenceClassification,
-             "next-item": transformers.BertForMaskedLM,
-             "masked-language-modeling": transformers.BertForMaskedLM},
+    "gpt2": {
+        "language-modeling": transformers.GPT2LMHeadModel,
+        "classification": transformers.GPT2ForSequenceClassification,
+        "next-item": transformers.GPT2LMHeadModel,
+    },
+    "llama": {
+        "language-modeling": transformers.LlamaForCausalLM,
+        "classification": transformers.LlamaForSequenceClassification,
+        "next-item": transformers.LlamaForCausalLM,
+    },
+    "bert": {
+        "classification": transformers.BertForSequenceClassification,
+        "next-item": transformers.BertForMaskedLM,
+        "masked-language-modeling": transformers.BertForMaskedLM,
+    },
 }
 
 
@@ -48,8 +55,9 @@ def _zoo_attention(module, query, key, value, attention_mask, **kwargs):
         if attention_mask is not None and attention_mask.is_floating_point():
             attention_mask = attention_mask.float()
         with torch.autocast("cpu", enabled=False):
-            return sdpa_attention_forward(module, query.float(), key.float(), value.float(),
-                                          attention_mask, **kwargs)
+            return sdpa_attention_forward(
+                module, query.float(), key.float(), value.float(), attention_mask, **kwargs
+            )
     return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
 
 
@@ -70,8 +78,9 @@ class TransformersModel(nn.Module):
         options = {"use_cache": False} if self.causal else {}
         if self.task != "next-item":
             return self.hf(input_ids=input_ids, attention_mask=attention_mask, **options).logits
-        hidden = self.hf.base_model(input_ids=input_ids, attention_mask=attention_mask,
-                                    **options).last_hidden_state  # [B, T, C]
+        hidden = self.hf.base_model(
+            input_ids=input_ids, attention_mask=attention_mask, **options
+        ).last_hidden_state  # [B, T, C]
         if attention_mask is None:
             last = torch.full((hidden.shape[0],), hidden.shape[1] - 1, device=hidden.device)
         else:
@@ -95,17 +104,22 @@ def build(cfg, spec: TaskSpec) -> TransformersModel:
     config = cfg.transformers_config(spec.vocab_size, **task_fields)
     if cfg.pretrained:
         try:  # safetensors only: a pickled checkpoint would run code
-            hf = model_class.from_pretrained(cfg.pretrained, config=config, use_safetensors=True,
-                                             attn_implementation=ATTENTION)
+            hf = model_class.from_pretrained(
+                cfg.pretrained, config=config, use_safetensors=True, attn_implementation=ATTENTION
+            )
         except (OSError, ValueError, RuntimeError) as exc:  # mismatched sizes, missing files
             reason = _first_line(exc)
             if "ignore_mismatched_sizes" in reason:  # transformers points at a log above
-                reason = ("some of its weights have other shapes than the model's (a "
-                          "classification head for another number of classes, say)")
-            raise ZooError(f"the checkpoint {cfg.pretrained!r} does not load into a "
-                           f"{cfg.architecture} model of this config: {reason}; "
-                           "set the architecture's sizes as the checkpoint has them (or leave "
-                           "them unset)") from None
+                reason = (
+                    "some of its weights have other shapes than the model's (a "
+                    "classification head for another number of classes, say)"
+                )
+            raise ZooError(
+                f"the checkpoint {cfg.pretrained!r} does not load into a "
+                f"{cfg.architecture} model of this config: {reason}; "
+                "set the architecture's sizes as the checkpoint has them (or leave "
+                "them unset)"
+            ) from None
         if spec.vocab_size > hf.get_input_embeddings().num_embeddings:
             hf.resize_token_embeddings(spec.vocab_size)  # a tokenizer with more tokens
     else:

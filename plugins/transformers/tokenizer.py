@@ -12,19 +12,22 @@ the pipelines place once, so the model reads what it was trained on.
 The run folder keeps ``tokenizer.json`` (the backend, as ``tokenizers`` writes it) and,
 next to it, ``special_tokens_map.json`` with those roles, in transformers' format.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from zoo.plugin import CLS, PAD, UNK, TokenizersTokenizer, ZooError, atomic_write_text, load_json
 
 ROLES = "special_tokens_map.json"
 # zoo role -> the checkpoint's tokens to use for it, first found wins
-FALLBACKS = {PAD: ("pad_token", "eos_token", "unk_token"),
-             UNK: ("unk_token",),
-             CLS: ("cls_token", "bos_token", "eos_token")}
+FALLBACKS = {
+    PAD: ("pad_token", "eos_token", "unk_token"),
+    UNK: ("unk_token",),
+    CLS: ("cls_token", "bos_token", "eos_token"),
+}
 
 
 class PretrainedTokenizer(TokenizersTokenizer):
@@ -38,9 +41,8 @@ class PretrainedTokenizer(TokenizersTokenizer):
         self._frame = post_processor_frame(backend)
 
     @classmethod
-    def train(cls, texts: Iterable[str], config) -> "PretrainedTokenizer":
+    def train(cls, texts: Iterable[str], config) -> PretrainedTokenizer:
         from transformers import AutoTokenizer
-
         from zoo.plugins.transformers.configs import check_source
 
         try:  # a missing folder, or a Hub id with no network: one line, at once
@@ -50,22 +52,36 @@ class PretrainedTokenizer(TokenizersTokenizer):
         try:
             loaded = AutoTokenizer.from_pretrained(config.pretrained)
         except Exception as exc:
-            raise ZooError(f"cannot load the tokenizer of {config.pretrained!r}: "
-                             f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else exc!r}"
-                             ) from None
+            raise ZooError(
+                f"cannot load the tokenizer of {config.pretrained!r}: "
+                f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else exc!r}"
+            ) from None
         backend = getattr(loaded, "backend_tokenizer", None)
         if backend is None:
-            raise ZooError(f"the tokenizer of {config.pretrained!r} has no tokenizer.json "
-                             "(a slow tokenizer); zoo needs a fast one")
+            raise ZooError(
+                f"the tokenizer of {config.pretrained!r} has no tokenizer.json "
+                "(a slow tokenizer); zoo needs a fast one"
+            )
         from zoo.plugin import MAX_VOCAB
 
         size = backend.get_vocab_size(with_added_tokens=True)
         if size > MAX_VOCAB:  # its embedding table alone would not fit in memory
-            raise ZooError(f"the tokenizer of {config.pretrained!r} has {size:,} tokens; at "
-                             f"most {MAX_VOCAB:,} (a model's embedding grows with it)")
-        roles = {name: str(getattr(loaded, name)) for name in
-                 ("pad_token", "unk_token", "cls_token", "bos_token", "eos_token", "mask_token")
-                 if getattr(loaded, name, None) is not None}
+            raise ZooError(
+                f"the tokenizer of {config.pretrained!r} has {size:,} tokens; at "
+                f"most {MAX_VOCAB:,} (a model's embedding grows with it)"
+            )
+        roles = {
+            name: str(getattr(loaded, name))
+            for name in (
+                "pad_token",
+                "unk_token",
+                "cls_token",
+                "bos_token",
+                "eos_token",
+                "mask_token",
+            )
+            if getattr(loaded, name, None) is not None
+        }
         return cls(backend, roles)
 
     def _role(self, role: str) -> int | None:
@@ -107,7 +123,7 @@ class PretrainedTokenizer(TokenizersTokenizer):
         atomic_write_text(Path(path).with_name(ROLES), json.dumps(self.roles, indent=2) + "\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> "PretrainedTokenizer":
+    def load(cls, path: str | Path) -> PretrainedTokenizer:
         from tokenizers import Tokenizer as Backend
 
         roles = load_json(Path(path).with_name(ROLES))
@@ -124,7 +140,9 @@ def post_processor_frame(backend) -> tuple[tuple[int, ...], tuple[int, ...]]:
     plain = backend.encode(probe, add_special_tokens=False).ids
     framed = backend.encode(probe, add_special_tokens=True).ids
     for start in range(len(framed) - len(plain) + 1):
-        if framed[start:start + len(plain)] == plain:
-            return tuple(framed[:start]), tuple(framed[start + len(plain):])
-    raise ValueError("the checkpoint's tokenizer changes a text's own tokens when it adds its "
-                     "special tokens; zoo cannot tell where they go")
+        if framed[start : start + len(plain)] == plain:
+            return tuple(framed[:start]), tuple(framed[start + len(plain) :])
+    raise ValueError(
+        "the checkpoint's tokenizer changes a text's own tokens when it adds its "
+        "special tokens; zoo cannot tell where they go"
+    )

@@ -1,13 +1,19 @@
 """`zoo list` and `zoo show`: what the zoo holds."""
+
 from __future__ import annotations
 
-
 from zoo.cli.options import print_json
-
 from zoo.errors import ZooError
 
-LIST_KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "loggers",
-              "plugins")
+LIST_KINDS = (
+    "architectures",
+    "tokenizers",
+    "datasets",
+    "models",
+    "pipelines",
+    "loggers",
+    "plugins",
+)
 
 
 def cmd_list(args) -> int:
@@ -20,16 +26,16 @@ def cmd_list(args) -> int:
         print_json(table, indent=2) if args.json else print(listing.format_matrix(table))
         return 0
     kinds = [args.kind] if args.kind else [k for k in LIST_KINDS if k != "plugins"]
-    sections = {kind: listing.rows(zoo, kind, args.pattern, all_pairs=args.all)
-                for kind in kinds}
+    sections = {kind: listing.rows(zoo, kind, args.pattern, all_pairs=args.all) for kind in kinds}
     if args.json:
         print_json(sections if len(kinds) > 1 else sections[kinds[0]], indent=2)
         return 0
     for kind, rows in sections.items():
         text = listing.format_section(kind, rows)
         if kind == "models" and not args.all and args.pattern == "*":
-            text = text.rstrip("\n") + ("\n  (presets; any ARCHITECTURE-TOKENIZER pair runs "
-                                        "too: zoo list models --all)\n")
+            text = text.rstrip("\n") + (
+                "\n  (presets; any ARCHITECTURE-TOKENIZER pair runs too: zoo list models --all)\n"
+            )
         print(text)
     return 0
 
@@ -57,9 +63,15 @@ def show_record(zoo, name: str) -> dict:
 
     if name in model_names(zoo):
         spec = resolve_model(name, zoo)
-        return {"type": "model", "name": name, "architecture": spec.architecture.name,
-                "tokenizer": spec.tokenizer.name, "description": spec.description,
-                "preset": name in zoo.catalogue.models, "settings": spec.overrides}
+        return {
+            "type": "model",
+            "name": name,
+            "architecture": spec.architecture.name,
+            "tokenizer": spec.tokenizer.name,
+            "description": spec.description,
+            "preset": name in zoo.catalogue.models,
+            "settings": spec.overrides,
+        }
     text = listing.show(zoo, name)  # an unknown name fails here, with a did-you-mean
     try:
         with Store() as store:
@@ -77,32 +89,51 @@ def show_run_config(args) -> int:
     with Store() as store:
         record = store.get(args.name)
     if record.get("kind") != "train":
-        raise ZooError(f"run {record['id']} is an {record['kind']} row; --config reproduces "
-                       "training runs")
+        raise ZooError(
+            f"run {record['id']} is an {record['kind']} row; --config reproduces training runs"
+        )
     emit_text(for_run(record), args.output)
     return 0
 
 
 def add_commands(commands) -> None:
-    p = commands.add_parser("list", help="list architectures, tokenizers, datasets, models, "
-                            "pipelines (one per task), plugins",
-                            description="List what the zoo holds, with descriptions and the "
-                            "plugin each comes from.")
+    p = commands.add_parser(
+        "list",
+        help="list architectures, tokenizers, datasets, models, pipelines (one per task), plugins",
+        description="List what the zoo holds, with descriptions and the plugin each comes from.",
+    )
     p.add_argument("kind", nargs="?", choices=LIST_KINDS, help="list only this kind")
     p.add_argument("pattern", nargs="?", default="*", help="wildcard filter, e.g. '*-char'")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--all", action="store_true", help="models: every ARCHITECTURE-TOKENIZER "
-                   "pair, not only the presets")
-    p.add_argument("--matrix", action="store_true",
-                   help="for every architecture x dataset, the task that would run or why not")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="models: every ARCHITECTURE-TOKENIZER pair, not only the presets",
+    )
+    p.add_argument(
+        "--matrix",
+        action="store_true",
+        help="for every architecture x dataset, the task that would run or why not",
+    )
     p.set_defaults(handler=cmd_list)
-    p = commands.add_parser("show", help="details of a model, architecture, tokenizer, dataset or run",
-                            description="Show config fields with types and defaults, tasks, "
-                            "and for a run its metrics and provenance.")
+    p = commands.add_parser(
+        "show",
+        help="details of a model, architecture, tokenizer, dataset or run",
+        description="Show config fields with types and defaults, tasks, "
+        "and for a run its metrics and provenance.",
+    )
     p.add_argument("name", help="a model, architecture, tokenizer, dataset or run id")
-    p.add_argument("--config", action="store_true", help="for a run: print a config file "
-                   "(TOML) that trains it again with zoo run --config FILE")
+    p.add_argument(
+        "--config",
+        action="store_true",
+        help="for a run: print a config file "
+        "(TOML) that trains it again with zoo run --config FILE",
+    )
     p.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
-    p.add_argument("--json", action="store_true", help="print one JSON object: a model's "
-                   "architecture, tokenizer and settings, or a run's row, metrics and config")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: a model's "
+        "architecture, tokenizer and settings, or a run's row, metrics and config",
+    )
     p.set_defaults(handler=cmd_show)

@@ -1,5 +1,6 @@
-"""`--config FILE` for `zoo run` and `zoo sweep` (zoo.core.configfile): the file's options
+"""`--config FILE` for `zoo run`, `zoo sweep` and `zoo tune` (zoo.core.configfile): the file's options
 where the command line gave none, its [set] and [grid] beneath the command line's."""
+
 from __future__ import annotations
 
 import contextlib
@@ -9,12 +10,21 @@ from zoo.errors import ZooError
 
 
 def add_config_option(p, command: str) -> None:
-    p.add_argument("--log-to", metavar="NAMES", help="also send the run's config, curves, "
-                   "final metrics and folder to these trackers, comma-separated: tensorboard, "
-                   "mlflow, or a plugin's (default: ZOO_LOG_TO)")
-    p.add_argument("--config", metavar="FILE", help="read options from a TOML (or YAML) file "
-                   f"holding what the command line holds ({command} options by name, [set]"
-                   + (", [grid]" if command == "sweep" else "") + "); options given here win")
+    p.add_argument(
+        "--log-to",
+        metavar="NAMES",
+        help="also send the run's config, curves, "
+        "final metrics and folder to these trackers, comma-separated: tensorboard, "
+        "mlflow, or a plugin's (default: ZOO_LOG_TO)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read options from a TOML (or YAML) file "
+        f"holding what the command line holds ({command} options by name, [set]"
+        + (", [grid]" if command == "sweep" else "")
+        + "); options given here win",
+    )
     p.set_defaults(parser=p)
 
 
@@ -26,11 +36,15 @@ def with_config_file(args, command: str) -> None:
     if command == "run":
         missing = [name for name in ("model", "dataset") if not getattr(args, name)]
         if missing:
-            raise ZooError(f"zoo run: the {' and '.join(missing)} arguments are required (on "
-                           "the command line or in --config FILE)")
+            raise ZooError(
+                f"zoo run: the {' and '.join(missing)} arguments are required (on "
+                "the command line or in --config FILE)"
+            )
     elif not args.models or not args.on:
-        raise ZooError("zoo sweep: MODEL... and --on DATASET... are required (on the command "
-                       "line or as models and on in --config FILE)")
+        raise ZooError(
+            f"zoo {command}: MODEL... and --on DATASET... are required (on the "
+            "command line or as models and on in --config FILE)"
+        )
 
 
 def settings(args) -> dict:
@@ -55,8 +69,9 @@ def grid(args) -> list[str]:
 
     given = args.grid or []
     keys = {_bare(item.partition("=")[0].strip()) for item in given}
-    file_grid = {k: v for k, v in (getattr(args, "file_grid", None) or {}).items()
-                 if _bare(k) not in keys}
+    file_grid = {
+        k: v for k, v in (getattr(args, "file_grid", None) or {}).items() if _bare(k) not in keys
+    }
     return grid_options(file_grid) + given
 
 

@@ -1,11 +1,17 @@
 """`zoo generate`, `zoo predict` and `zoo eval`: commands that use a trained run."""
+
 from __future__ import annotations
 
 import sys
 
-from zoo.cli.options import (RELOAD_DEVICE_HELP, batches_of_texts, positive_int,
-                             print_json,
-                             read_texts, temperature)
+from zoo.cli.options import (
+    RELOAD_DEVICE_HELP,
+    batches_of_texts,
+    positive_int,
+    print_json,
+    read_texts,
+    temperature,
+)
 from zoo.core.bounds import DEVICES, seed_argument
 from zoo.errors import ZooError
 from zoo.tasks import prediction_line, prediction_record
@@ -15,15 +21,26 @@ def cmd_generate(args) -> int:
     from zoo import api
 
     run = api.load(args.run_id, device=args.device)
-    options = dict(temperature=args.temperature, top_k=args.top_k, seed=args.seed,
-                   cache=not args.no_cache)
+    options = dict(
+        temperature=args.temperature, top_k=args.top_k, seed=args.seed, cache=not args.no_cache
+    )
     prompts = args.prompt or [""]
     if args.json:  # one object per prompt: the run, the prompt and the whole text
-        texts = run.generate(prompts, args.tokens, **options) if len(prompts) > 1 else \
-            [run.generate(prompts[0], args.tokens, **options)]
+        texts = (
+            run.generate(prompts, args.tokens, **options)
+            if len(prompts) > 1
+            else [run.generate(prompts[0], args.tokens, **options)]
+        )
         for prompt, text in zip(prompts, texts):
-            print_json({"run_id": run.id, "prompt": prompt, "text": text,
-                        "tokens": args.tokens, "seed": args.seed})
+            print_json(
+                {
+                    "run_id": run.id,
+                    "prompt": prompt,
+                    "text": text,
+                    "tokens": args.tokens,
+                    "seed": args.seed,
+                }
+            )
         return 0
     if len(prompts) == 1:  # one text: print it as it comes
         sys.stdout.write(prompts[0])
@@ -55,13 +72,12 @@ def predict_texts(given: list[str], file: str | None) -> list[str]:
     """The texts of `zoo predict`: TEXT... as given, '-' (as TEXT or --file) for one text per
     line of the standard input, or --file FILE."""
     if bool(given) == (file is not None):
-        raise ZooError("give either TEXT or --file FILE (several texts, or one text per "
-                       "line; '-' reads the standard input)")
-    if file == "-" or given == ["-"]:
-        texts = [line.rstrip("\n") for line in sys.stdin if line.strip()]
-        if not texts:
-            raise ZooError("the standard input has no texts; put one text per line")
-        return texts
+        raise ZooError(
+            "give either TEXT or --file FILE (several texts, or one text per "
+            "line; '-' reads the standard input)"
+        )
+    if given == ["-"]:
+        file = "-"  # one text per line of the standard input, bounded as a file is
     return read_texts(file) if file is not None else list(given)
 
 
@@ -69,52 +85,87 @@ def cmd_eval(args) -> int:
     from zoo import api
     from zoo.cli.listing import format_metrics
 
-    result = api.evaluate(args.run_id, args.dataset, args.split, text_column=args.text_column,
-                          label_column=args.label_column, device=args.device).summary
+    result = api.evaluate(
+        args.run_id,
+        args.dataset,
+        args.split,
+        text_column=args.text_column,
+        label_column=args.label_column,
+        device=args.device,
+    ).summary
     if args.json:
         print_json(result)
         return 0
-    print(f"eval {result['run_id']}: run {result['parent_id']} ({result['model']}, trained on "
-          f"{result['trained_on']}) scored on {result['dataset']} split {result['split']} "
-          f"in {result['duration']:.1f} s")
+    print(
+        f"eval {result['run_id']}: run {result['parent_id']} ({result['model']}, trained on "
+        f"{result['trained_on']}) scored on {result['dataset']} split {result['split']} "
+        f"in {result['duration']:.1f} s"
+    )
     print("\n".join(format_metrics(result["metrics"])))
     return 0
 
 
 def add_commands(commands) -> None:
-    p = commands.add_parser("generate", help="sample text from a trained language model",
-                            description="Reload a run's weights and tokenizer and stream text.")
+    p = commands.add_parser(
+        "generate",
+        help="sample text from a trained language model",
+        description="Reload a run's weights and tokenizer and stream text.",
+    )
     p.add_argument("run_id", help="run id (or a unique prefix)")
-    p.add_argument("--prompt", action="append", default=None,
-                   help="text to continue (repeat for several, sampled as one batch)")
+    p.add_argument(
+        "--prompt",
+        action="append",
+        default=None,
+        help="text to continue (repeat for several, sampled as one batch)",
+    )
     p.add_argument("--tokens", type=positive_int, default=300, help="tokens to generate")
     p.add_argument("--temperature", type=temperature, default=0.8, help="0 means greedy")
     p.add_argument("--top-k", type=positive_int, default=None, help="sample from the k likeliest")
     p.add_argument("--seed", type=seed_argument, default=0, help="sampling seed")
-    p.add_argument("--no-cache", action="store_true",
-                   help="recompute the whole context for every token (no key/value cache)")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="recompute the whole context for every token (no key/value cache)",
+    )
     p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
-    p.add_argument("--json", action="store_true", help="one JSON object per prompt (run_id, "
-                   "prompt, text), printed when each text is done")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per prompt (run_id, prompt, text), printed when each text is done",
+    )
     p.set_defaults(handler=cmd_generate)
-    p = commands.add_parser("predict", help="predict with a trained run whose task offers predict",
-                            description="Print the predicted label (or next item) and its "
-                            "probability, one line per text.")
+    p = commands.add_parser(
+        "predict",
+        help="predict with a trained run whose task offers predict",
+        description="Print the predicted label (or next item) and its "
+        "probability, one line per text.",
+    )
     p.add_argument("run_id", help="run id (or a unique prefix)")
-    p.add_argument("text", nargs="*", help="texts to classify, or items to continue (several "
-                   "are predicted as one batch); '-' reads one text per line from stdin")
+    p.add_argument(
+        "text",
+        nargs="*",
+        help="texts to classify, or items to continue (several "
+        "are predicted as one batch); '-' reads one text per line from stdin",
+    )
     p.add_argument("--file", help="read texts from FILE, one per line ('-': stdin)")
     p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=cmd_predict)
-    p = commands.add_parser("eval", help="score a trained run on another dataset or split",
-                            description="Evaluate a trained run with its task's pipeline on a "
-                            "split of any dataset, and record it as an evaluation row linked to "
-                            "the run (zoo compare --evals shows them).")
+    p = commands.add_parser(
+        "eval",
+        help="score a trained run on another dataset or split",
+        description="Evaluate a trained run with its task's pipeline on a "
+        "split of any dataset, and record it as an evaluation row linked to "
+        "the run (zoo compare --evals shows them).",
+    )
     p.add_argument("run_id", help="run id (or a unique prefix)")
     p.add_argument("dataset", help="a catalogue alias, a Hub id, or a local folder or file")
-    p.add_argument("--split", default="test", help="split to score: train, validation, test "
-                   "or a split name of the dataset (default test)")
+    p.add_argument(
+        "--split",
+        default="test",
+        help="split to score: train, validation, test "
+        "or a split name of the dataset (default test)",
+    )
     p.add_argument("--text-column", help="text column (detected by default)")
     p.add_argument("--label-column", help="label column (detected by default)")
     p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)

@@ -1,50 +1,87 @@
 """What `zoo list`, `zoo show` and `zoo runs` print: plain rows, then text formatting."""
+
 from __future__ import annotations
 
 import dataclasses
 import typing
 
-from zoo.errors import UnknownNameError, ZooError
-from zoo.core.registry import natural_key
+from zoo.core.entries import natural_key
 from zoo.core.names import choose_task, model_names, resolve_model
+from zoo.errors import UnknownNameError, ZooError
 
-KIND_OF = {"architectures": "architecture", "tokenizers": "tokenizer", "datasets": "dataset",
-           "pipelines": "pipeline"}
+KIND_OF = {
+    "architectures": "architecture",
+    "tokenizers": "tokenizer",
+    "datasets": "dataset",
+    "pipelines": "pipeline",
+}
 
 
 def rows(zoo, kind: str, pattern: str = "*", *, all_pairs: bool = False) -> list[dict]:
     import fnmatch
 
-
     if kind == "pipelines":  # one per task: the name is the task's
-        return [{"name": e.name, "description": e.description, "plugin": e.plugin,
-                 "primary": e.task.primary,
-                 "better": e.task.metric(e.task.primary).better}
-                for e in zoo.pipelines.entries(pattern)]
+        return [
+            {
+                "name": e.name,
+                "description": e.description,
+                "plugin": e.plugin,
+                "primary": e.task.primary,
+                "better": e.task.metric(e.task.primary).better,
+            }
+            for e in zoo.pipelines.entries(pattern)
+        ]
     if kind == "loggers":
-        return [{"name": e.name, "description": e.description, "plugin": e.plugin}
-                for e in zoo.loggers.entries(pattern)]
+        return [
+            {"name": e.name, "description": e.description, "plugin": e.plugin}
+            for e in zoo.loggers.entries(pattern)
+        ]
     if kind in ("architectures", "tokenizers"):
-        return [{"name": e.name, "description": e.description, "plugin": e.plugin,
-                 **({"tasks": list(e.tasks)} if kind == "architectures" else {})}
-                for e in zoo.registries[KIND_OF[kind]].entries(pattern)]
+        return [
+            {
+                "name": e.name,
+                "description": e.description,
+                "plugin": e.plugin,
+                **({"tasks": list(e.tasks)} if kind == "architectures" else {}),
+            }
+            for e in zoo.registries[KIND_OF[kind]].entries(pattern)
+        ]
     if kind == "datasets":
         from zoo.data import datasets as data
 
         out = []
         for name, entry in zoo.catalogue.datasets.items():
             source = entry.hub or entry.path or f"plugin dataset {entry.plugin}"
-            tasks = data.tasks_of(data.DatasetRef(name, "plugin" if entry.plugin else "hub",
-                                                  entry.plugin or "", entry), zoo)
-            out.append({"name": name, "description": entry.description, "source": source,
-                        "task": tasks[0] if tasks else "", "plugin": "catalogue"})
+            tasks = data.tasks_of(
+                data.DatasetRef(
+                    name, "plugin" if entry.plugin else "hub", entry.plugin or "", entry
+                ),
+                zoo,
+            )
+            out.append(
+                {
+                    "name": name,
+                    "description": entry.description,
+                    "source": source,
+                    "task": tasks[0] if tasks else "",
+                    "plugin": "catalogue",
+                }
+            )
         for entry in zoo.datasets.entries():
             if entry.name not in zoo.catalogue.datasets:
-                out.append({"name": entry.name, "description": entry.description,
-                            "source": "generated", "task": ", ".join(entry.tasks),
-                            "plugin": entry.plugin})
-        return sorted((r for r in out if fnmatch.fnmatch(r["name"], pattern)),
-                      key=lambda r: natural_key(r["name"]))
+                out.append(
+                    {
+                        "name": entry.name,
+                        "description": entry.description,
+                        "source": "generated",
+                        "task": ", ".join(entry.tasks),
+                        "plugin": entry.plugin,
+                    }
+                )
+        return sorted(
+            (r for r in out if fnmatch.fnmatch(r["name"], pattern)),
+            key=lambda r: natural_key(r["name"]),
+        )
     if kind == "models":  # the presets; with all_pairs or a pattern, every pair too
         out = []
         every = all_pairs or pattern != "*"
@@ -52,23 +89,47 @@ def rows(zoo, kind: str, pattern: str = "*", *, all_pairs: bool = False) -> list
         for name in sorted(fnmatch.filter(names, pattern), key=natural_key):
             if name in zoo.catalogue.ensembles:  # a preset of presets
                 preset = zoo.catalogue.ensembles[name]
-                out.append({"name": name, "architecture": "ensemble", "tokenizer": None,
-                            "preset": True, "description": preset.description,
-                            "plugin": "catalogue", "members": preset.members,
-                            "weights": preset.weights})
+                out.append(
+                    {
+                        "name": name,
+                        "architecture": "ensemble",
+                        "tokenizer": None,
+                        "preset": True,
+                        "description": preset.description,
+                        "plugin": "catalogue",
+                        "members": preset.members,
+                        "weights": preset.weights,
+                    }
+                )
                 continue
             spec = resolve_model(name, zoo)
             plugins = sorted({spec.architecture.plugin, spec.tokenizer.plugin})
-            out.append({"name": name, "architecture": spec.architecture.name,
-                        "tokenizer": spec.tokenizer.name,
-                        "preset": name in zoo.catalogue.models,
-                        "description": spec.description, "plugin": ", ".join(plugins)})
+            out.append(
+                {
+                    "name": name,
+                    "architecture": spec.architecture.name,
+                    "tokenizer": spec.tokenizer.name,
+                    "preset": name in zoo.catalogue.models,
+                    "description": spec.description,
+                    "plugin": ", ".join(plugins),
+                }
+            )
         return out
     if kind == "plugins":
-        return [{"name": i.name, "source": i.source, "distribution": i.distribution,
-                 "version": i.version, "location": i.location, "hooks": i.hooks,
-                 "status": "set aside" if i.error else "loaded", "error": i.error}
-                for i in zoo.plugins.values() if fnmatch.fnmatch(i.name, pattern)]
+        return [
+            {
+                "name": i.name,
+                "source": i.source,
+                "distribution": i.distribution,
+                "version": i.version,
+                "location": i.location,
+                "hooks": i.hooks,
+                "status": "set aside" if i.error else "loaded",
+                "error": i.error,
+            }
+            for i in zoo.plugins.values()
+            if fnmatch.fnmatch(i.name, pattern)
+        ]
     raise ZooError(f"unknown kind {kind!r}")
 
 
@@ -130,13 +191,19 @@ def format_matrix(table: list[dict]) -> str:
     # a pair that cannot run shows a number; each distinct reason is written once, below
     reasons = list(dict.fromkeys(r for t, r in zip(frame["task"], frame["reason"]) if not t))
     number = {reason: i for i, reason in enumerate(reasons, 1)}
-    frame["cell"] = [task or f"- ({number[reason]})"
-                     for task, reason in zip(frame["task"], frame["reason"])]
+    frame["cell"] = [
+        task or f"- ({number[reason]})" for task, reason in zip(frame["task"], frame["reason"])
+    ]
     table = frame.pivot(index="architecture", columns="dataset", values="cell").to_string()
-    notes = [f"({i}) {reason if len(reason) <= 100 else reason[:97] + '...'}"
-             for reason, i in number.items()]
-    return table + ("\n\n" + "\n".join(notes) if notes else "") + \
-        "\n(zoo list --matrix --json gives every reason in full)"
+    notes = [
+        f"({i}) {reason if len(reason) <= 100 else reason[:97] + '...'}"
+        for reason, i in number.items()
+    ]
+    return (
+        table
+        + ("\n\n" + "\n".join(notes) if notes else "")
+        + "\n(zoo list --matrix --json gives every reason in full)"
+    )
 
 
 def describe_fields(cls, overrides: dict | None = None) -> list[str]:
@@ -145,8 +212,15 @@ def describe_fields(cls, overrides: dict | None = None) -> list[str]:
     hints = typing.get_type_hints(cls)
     lines = []
     for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else "(required)")
+        default = (
+            f.default
+            if f.default is not dataclasses.MISSING
+            else (
+                f.default_factory()
+                if f.default_factory is not dataclasses.MISSING
+                else "(required)"
+            )
+        )
         value = (overrides or {}).get(f.name, default)
         note = f"  (default {default!r})" if overrides and f.name in overrides else ""
         hint = hints[f.name]
@@ -158,8 +232,11 @@ def describe_fields(cls, overrides: dict | None = None) -> list[str]:
 def show(zoo, name: str) -> str:
     """Everything `name` names: a model, a plugin entry and a dataset may share one name
     (`digits` is an architecture and a dataset), so each match gets its own section."""
-    sections = [text for text in (_show_model(zoo, name), *_show_entries(zoo, name),
-                                  _show_dataset(zoo, name)) if text]
+    sections = [
+        text
+        for text in (_show_model(zoo, name), *_show_entries(zoo, name), _show_dataset(zoo, name))
+        if text
+    ]
     return "\n\n".join(sections) if sections else show_run(zoo, name)
 
 
@@ -169,30 +246,42 @@ def _show_model(zoo, name: str) -> str | None:
         return None
     if name in zoo.catalogue.ensembles:
         preset = zoo.catalogue.ensembles[name]
-        return "\n".join([f"model {name} (ensemble preset)", f"  {preset.description}",
-                          f"  members: {', '.join(preset.members)} (each its own run)",
-                          f"  weights: {preset.weights}",
-                          f"  zoo run {name} DATASET trains the members (or reuses their "
-                          "finished runs) and records their ensemble (zoo ensemble)"])
+        return "\n".join(
+            [
+                f"model {name} (ensemble preset)",
+                f"  {preset.description}",
+                f"  members: {', '.join(preset.members)} (each its own run)",
+                f"  weights: {preset.weights}",
+                f"  zoo run {name} DATASET trains the members (or reuses their "
+                "finished runs) and records their ensemble (zoo ensemble)",
+            ]
+        )
     spec = resolve_model(name, zoo)
     from zoo.core.config import split_overrides
 
-    sections = {"model": spec.architecture.config_class(),
-                "tokenizer": spec.tokenizer.config_class()}
-    train_entry = next((zoo.pipelines.get(t) for t in spec.architecture.tasks
-                        if t in zoo.pipelines), None)
+    sections = {
+        "model": spec.architecture.config_class(),
+        "tokenizer": spec.tokenizer.config_class(),
+    }
+    train_entry = next(
+        (zoo.pipelines.get(t) for t in spec.architecture.tasks if t in zoo.pipelines), None
+    )
     sections["train"] = train_entry.config_class() if train_entry else None
     values = split_overrides(spec.overrides, sections)
-    lines = [f"model {name}" + (" (preset)" if name in zoo.catalogue.models else ""),
-             f"  {spec.description}",
-             f"  architecture: {spec.architecture.name} ({spec.architecture.plugin})",
-             f"  tokenizer:    {spec.tokenizer.name} ({spec.tokenizer.plugin})",
-             f"  tasks:        {', '.join(spec.architecture.tasks)}"]
+    lines = [
+        f"model {name}" + (" (preset)" if name in zoo.catalogue.models else ""),
+        f"  {spec.description}",
+        f"  architecture: {spec.architecture.name} ({spec.architecture.plugin})",
+        f"  tokenizer:    {spec.tokenizer.name} ({spec.tokenizer.plugin})",
+        f"  tasks:        {', '.join(spec.architecture.tasks)}",
+    ]
     preset = zoo.catalogue.models.get(name)
     if preset is not None and preset.base:
         lines.append(f"  builds on:    {', '.join(preset.base)} (registry.toml base)")
     for section, cls in sections.items():
-        title = section if section != "train" else f"train ({train_entry.name if train_entry else '-'})"
+        title = (
+            section if section != "train" else f"train ({train_entry.name if train_entry else '-'})"
+        )
         lines.append(f"  {title} config (set with --set KEY=VALUE):")
         lines += describe_fields(cls, values[section])
     return "\n".join(lines)
@@ -216,14 +305,23 @@ def _show_entries(zoo, name: str) -> list[str]:
 
 def describe_task(task) -> list[str]:
     """A pipeline's task declaration, as `zoo show TASK` prints it."""
-    loss = task.loss if isinstance(task.loss, str) else getattr(task.loss, "__qualname__", task.loss)
-    prediction = task.prediction if isinstance(task.prediction, (str, type(None))) else \
-        getattr(task.prediction, "__qualname__", task.prediction)
-    lines = [f"  module output: {task.output}", f"  loss: {loss}",
-             f"  primary metric: {task.primary}; training curve: {task.curve_metric}",
-             f"  datasets: with columns {', '.join(task.columns)}"
-             + (f", or of task {', '.join(task.serves)}" if task.serves else ""),
-             f"  prediction: {prediction or 'none (no predict)'}", "  metrics:"]
+    loss = (
+        task.loss if isinstance(task.loss, str) else getattr(task.loss, "__qualname__", task.loss)
+    )
+    prediction = (
+        task.prediction
+        if isinstance(task.prediction, (str, type(None)))
+        else getattr(task.prediction, "__qualname__", task.prediction)
+    )
+    lines = [
+        f"  module output: {task.output}",
+        f"  loss: {loss}",
+        f"  primary metric: {task.primary}; training curve: {task.curve_metric}",
+        f"  datasets: with columns {', '.join(task.columns)}"
+        + (f", or of task {', '.join(task.serves)}" if task.serves else ""),
+        f"  prediction: {prediction or 'none (no predict)'}",
+        "  metrics:",
+    ]
     width = max(len(m.name) for m in task.metrics)
     lines += [f"    {m.name:<{width}}  {m.describe()}" for m in task.metrics]
     return lines
@@ -235,19 +333,26 @@ def _show_dataset(zoo, name: str) -> str | None:
     if not (name in zoo.catalogue.datasets or name in zoo.datasets):
         return None
     ref = data.resolve(name, zoo)
-    lines = [f"dataset {name}", f"  source: {ref.kind} {ref.source}",
-             f"  tasks:  {', '.join(data.tasks_of(ref, zoo)) or 'detected on load'}"]
+    lines = [
+        f"dataset {name}",
+        f"  source: {ref.kind} {ref.source}",
+        f"  tasks:  {', '.join(data.tasks_of(ref, zoo)) or 'detected on load'}",
+    ]
     if ref.kind == "hub":
         mirror = data.find_in_mirrors(ref.source, zoo)
         lines.append(f"  loads from: {mirror or 'the Hub (no mirror holds it)'}")
     plugin = ref.plugin_entry(zoo)
-    description = (ref.entry.description if ref.entry else "") or (plugin.description if plugin else "")
+    description = (ref.entry.description if ref.entry else "") or (
+        plugin.description if plugin else ""
+    )
     if description:
         lines.append(f"  {description}")
     if plugin is not None:
         lines.append(f"  plugin: {plugin.name} ({plugin.plugin})")
-    lines += [f"  text column: {ref.column('text', zoo) or 'detected'}",
-              f"  label column: {ref.column('label', zoo) or 'detected'}"]
+    lines += [
+        f"  text column: {ref.column('text', zoo) or 'detected'}",
+        f"  label column: {ref.column('label', zoo) or 'detected'}",
+    ]
     if ref.entry and ref.entry.splits:
         lines.append(f"  splits: {ref.entry.splits}")
     cls = data.config_class(ref, zoo)
@@ -264,22 +369,37 @@ def show_run(zoo, run_id: str) -> str:
         try:
             row = store.get(run_id)
         except UnknownNameError:
-            names = model_names(zoo) + zoo.architectures.names() + zoo.tokenizers.names() + list(
-                zoo.catalogue.datasets) + zoo.datasets.names()
-            raise UnknownNameError("name", run_id, names,
-                                   hint="not a model, architecture, tokenizer, dataset or run id") from None
+            names = (
+                model_names(zoo)
+                + zoo.architectures.names()
+                + zoo.tokenizers.names()
+                + list(zoo.catalogue.datasets)
+                + zoo.datasets.names()
+            )
+            raise UnknownNameError(
+                "name",
+                run_id,
+                names,
+                hint="not a model, architecture, tokenizer, dataset or run id",
+            ) from None
     config = row["config"]
     kind = row.get("kind") or "train"
-    lines = [f"run {row['id']}  [{row['status']}]" + ("" if kind == "train" else f"  ({kind})"),
-             f"  model {row['model']} ({row['architecture']} + {row['tokenizer']}) on "
-             f"{row['dataset']}, task {row['task']}, seed {row['seed']}",
-             f"  parameters {row['params']}, duration {row['duration'] or 0:.1f} s"]
+    lines = [
+        f"run {row['id']}  [{row['status']}]" + ("" if kind == "train" else f"  ({kind})"),
+        f"  model {row['model']} ({row['architecture']} + {row['tokenizer']}) on "
+        f"{row['dataset']}, task {row['task']}, seed {row['seed']}",
+        f"  parameters {row['params']}, duration {row['duration'] or 0:.1f} s",
+    ]
     if kind == "eval":
-        lines.append(f"  evaluates run {row['parent_id']} (trained on {config.get('trained_on')}) "
-                     f"on split {config.get('split')!r} of {row['dataset']}")
+        lines.append(
+            f"  evaluates run {row['parent_id']} (trained on {config.get('trained_on')}) "
+            f"on split {config.get('split')!r} of {row['dataset']}"
+        )
     for part in config.get("combines") or []:  # an ensemble row (zoo ensemble)
-        lines.append(f"  combines run {part.get('run_id')} ({part.get('model')}) with weight "
-                     f"{part.get('weight')}, {config.get('weighting')} weights")
+        lines.append(
+            f"  combines run {part.get('run_id')} ({part.get('model')}) with weight "
+            f"{part.get('weight')}, {config.get('weighting')} weights"
+        )
     if row.get("error"):
         lines.append(f"  error: {row['error']}")
     if kind == "train":  # an evaluation row has no tokenizer of its own
@@ -288,9 +408,19 @@ def show_run(zoo, run_id: str) -> str:
     lines += format_metrics(row["metrics"], indent="    ")
     lines.append("  provenance:")
     lines.append(f"    seed: {row['seed']}")
-    for key in ("config_hash", "parent_config_hash", "dataset_id", "dataset_location",
-                "dataset_fingerprint", "text_column", "label_column", "git_commit", "git_dirty",
-                "device", "reproduces"):
+    for key in (
+        "config_hash",
+        "parent_config_hash",
+        "dataset_id",
+        "dataset_location",
+        "dataset_fingerprint",
+        "text_column",
+        "label_column",
+        "git_commit",
+        "git_dirty",
+        "device",
+        "reproduces",
+    ):
         if config.get(key) is not None:
             lines.append(f"    {key}: {config[key]}")
     for name, version in (config.get("versions") or {}).items():
@@ -303,8 +433,10 @@ def show_run(zoo, run_id: str) -> str:
     for child in evaluations:
         value = eval_value(child["metrics"], metric, child["config"].get("split"))
         shown = f", {metric} {value:.4f}" if isinstance(value, float) else ""
-        lines.append(f"  evaluation {child['id']} [{child['status']}] on {child['dataset']} "
-                     f"split {child['config'].get('split')!r}{shown}")
+        lines.append(
+            f"  evaluation {child['id']} [{child['status']}] on {child['dataset']} "
+            f"split {child['config'].get('split')!r}{shown}"
+        )
     from zoo.records.paths import run_folder
 
     folder = run_folder(row["id"])
@@ -334,7 +466,8 @@ def format_metrics(metrics: dict, indent: str = "  ") -> list[str]:
             tables += [f"{indent}{key}:"] + _row_table(value, indent + "  ")
         elif _is_grid(value):
             tables += [f"{indent}{key} (rows: true, columns: predicted):"] + _grid(
-                value, names if names and len(names) == len(value) else None, indent + "  ")
+                value, names if names and len(names) == len(value) else None, indent + "  "
+            )
         elif isinstance(value, list) and all(isinstance(v, str) for v in value):
             lines.append(f"{indent}{key:<16} {', '.join(value)}")
         else:
@@ -343,13 +476,20 @@ def format_metrics(metrics: dict, indent: str = "  ") -> list[str]:
 
 
 def _is_row_table(value) -> bool:
-    return (isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values())
-            and len({tuple(v) for v in value.values()}) == 1)
+    return (
+        isinstance(value, dict)
+        and value
+        and all(isinstance(v, dict) for v in value.values())
+        and len({tuple(v) for v in value.values()}) == 1
+    )
 
 
 def _is_grid(value) -> bool:
-    return (isinstance(value, list) and value and all(isinstance(r, list) and len(r) == len(value)
-                                                      for r in value))
+    return (
+        isinstance(value, list)
+        and value
+        and all(isinstance(r, list) and len(r) == len(value) for r in value)
+    )
 
 
 def _cell(value) -> str:
@@ -384,10 +524,14 @@ def tokenizer_line(row: dict) -> str:
     if vocab is None:  # a pipeline that does not report it: read the saved tokenizer
         vocab = saved_vocab_size(row["id"])
     chars_per_token = metrics.get("chars_per_token")
-    parts = [f"vocabulary {vocab:,} tokens" if isinstance(vocab, int)
-             else "vocabulary size not recorded",
-             f"{chars_per_token:.3f} characters per token on validation"
-             if isinstance(chars_per_token, (int, float)) else "characters per token not recorded"]
+    parts = [
+        f"vocabulary {vocab:,} tokens"
+        if isinstance(vocab, int)
+        else "vocabulary size not recorded",
+        f"{chars_per_token:.3f} characters per token on validation"
+        if isinstance(chars_per_token, (int, float))
+        else "characters per token not recorded",
+    ]
     return f"  tokenizer {row['tokenizer']}: " + ", ".join(parts)
 
 

@@ -4,6 +4,7 @@ Errors the user can fix exit 2 with one line; unexpected failures exit 1 with a 
 message (the traceback only with --debug). Each group of commands lives in its own module
 with an ``add_commands(commands)``; plugins add theirs through ``register_commands``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -11,11 +12,11 @@ import difflib
 import os
 import sys
 
-from zoo.cli.options import others_print_to_stderr
 from zoo import __version__
 from zoo.cli import browse, inference, results, search, training
+from zoo.cli.options import others_print_to_stderr
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
-from zoo.errors import PluginError, SweepInterrupted, ZooError, clip
+from zoo.errors import PluginError, SearchInterrupted, SweepInterrupted, ZooError, clip
 
 
 class Parser(argparse.ArgumentParser):
@@ -46,10 +47,14 @@ class VersionAction(argparse.Action):
 def build_parser() -> Parser:
     from zoo.core.registry import get_zoo
 
-    parser = Parser(prog="zoo", description="A model zoo for small transformers: train, "
-                    "evaluate and compare any architecture x tokenizer on any dataset.")
-    parser.add_argument("--version", action=VersionAction, nargs=0,
-                        help="print the version and the loaded plugins")
+    parser = Parser(
+        prog="zoo",
+        description="A model zoo for small transformers: train, "
+        "evaluate and compare any architecture x tokenizer on any dataset.",
+    )
+    parser.add_argument(
+        "--version", action=VersionAction, nargs=0, help="print the version and the loaded plugins"
+    )
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
@@ -59,8 +64,12 @@ def build_parser() -> Parser:
     add_plugin_commands(commands, get_zoo())
     for command in commands.choices.values():  # `zoo run ... --debug` as well as `zoo --debug run`
         try:
-            command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                                 help="show full tracebacks")
+            command.add_argument(
+                "--debug",
+                action="store_true",
+                default=argparse.SUPPRESS,
+                help="show full tracebacks",
+            )
         except argparse.ArgumentError:  # a plugin's command has its own --debug
             pass
     return parser
@@ -69,25 +78,34 @@ def build_parser() -> Parser:
 def add_plugin_commands(commands, zoo) -> None:
     """The commands plugins registered (``register_commands``), after zoo's own. One whose
     name is taken or whose arguments cannot be added is set aside with a warning."""
-    from zoo.core.registry import strict_plugins
     from zoo.core.containment import call_plugin
+    from zoo.core.registry import strict_plugins
 
     for command in zoo.commands.entries():
         try:
             if command.name in commands.choices:
                 raise ZooError("zoo already has a command of that name")
-            call_plugin(command.add_arguments, Parser(prog=f"zoo {command.name}"),  # a dry run
-                        what=f"the arguments of command {command.name!r}", plugin=command.plugin)
+            call_plugin(
+                command.add_arguments,
+                Parser(prog=f"zoo {command.name}"),  # a dry run
+                what=f"the arguments of command {command.name!r}",
+                plugin=command.plugin,
+            )
         except Exception as exc:
-            message = (f"command {command.name!r} from plugin {command.plugin!r} set aside: "
-                       f"{type(exc).__name__}: {exc}")
+            message = (
+                f"command {command.name!r} from plugin {command.plugin!r} set aside: "
+                f"{type(exc).__name__}: {exc}"
+            )
             if strict_plugins():
                 raise PluginError(message + " [ZOO_STRICT_PLUGINS=1]") from None
             print(f"zoo: warning: {message}", file=sys.stderr)
             continue
-        p = commands.add_parser(command.name, help=command.help,
-                                description=command.description or command.help,
-                                epilog=f"(added by plugin {command.plugin})")
+        p = commands.add_parser(
+            command.name,
+            help=command.help,
+            description=command.description or command.help,
+            epilog=f"(added by plugin {command.plugin})",
+        )
         command.add_arguments(p)
         p.set_defaults(handler=_plugin_handler(command))
 
@@ -96,8 +114,9 @@ def _plugin_handler(command):
     def handler(args):
         from zoo.core.containment import call_plugin
 
-        return call_plugin(command.load_handler(), args, what=f"command {command.name!r}",
-                           plugin=command.plugin)
+        return call_plugin(
+            command.load_handler(), args, what=f"command {command.name!r}", plugin=command.plugin
+        )
 
     handler.plugin_command = True
     return handler
@@ -140,11 +159,22 @@ def run_command(argv: list[str]) -> int:
     except KeyboardInterrupt as exc:
         run_id = getattr(exc, "run_id", None)  # zoo.errors.RunInterrupted: a recorded run
         if run_id:
-            print(f"zoo: interrupted; run {run_id} is kept; continue it with: zoo resume {run_id}",
-                  file=sys.stderr)
+            print(
+                f"zoo: interrupted; run {run_id} is kept; continue it with: zoo resume {run_id}",
+                file=sys.stderr,
+            )
+        elif isinstance(exc, SearchInterrupted):
+            print(
+                "zoo: interrupted; the studies and trials are kept; run the same zoo tune "
+                "again to continue",
+                file=sys.stderr,
+            )
         elif isinstance(exc, SweepInterrupted):
-            print("zoo: interrupted; the sweep's runs are kept; run the same zoo sweep again to "
-                  "continue them", file=sys.stderr)
+            print(
+                "zoo: interrupted; the sweep's runs are kept; run the same zoo sweep again to "
+                "continue them",
+                file=sys.stderr,
+            )
         else:
             print("zoo: interrupted", file=sys.stderr)
         return 130
@@ -155,6 +185,9 @@ def run_command(argv: list[str]) -> int:
             import traceback
 
             traceback.print_exc()
-        print(f"zoo: unexpected error: {type(exc).__name__}: {clip(exc)} (run with --debug for the "
-              "traceback)", file=sys.stderr)
+        print(
+            f"zoo: unexpected error: {type(exc).__name__}: {clip(exc)} (run with --debug for the "
+            "traceback)",
+            file=sys.stderr,
+        )
         return 1

@@ -1,4 +1,5 @@
 """Option types and option groups that several commands share."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,12 +11,19 @@ import sys
 
 from zoo.errors import ZooError
 
-RELOAD_DEVICE_HELP = ("where the reloaded run computes: auto (CUDA when present, as zoo run "
-                      "picks; the default), cpu or cuda")
+RELOAD_DEVICE_HELP = (
+    "where the reloaded run computes: auto (CUDA when present, as zoo run "
+    "picks; the default), cpu or cuda"
+)
 
 
-def add_output_options(p, *, quiet_to=None, quiet_help: str = "no progress output",
-                       json_help: str = "print one JSON object on stdout") -> None:
+def add_output_options(
+    p,
+    *,
+    quiet_to=None,
+    quiet_help: str = "no progress output",
+    json_help: str = "print one JSON object on stdout",
+) -> None:
     """--quiet and --json, alike on every command that trains (run, resume, sweep, reproduce)."""
     (quiet_to or p).add_argument("--quiet", action="store_true", help=quiet_help)
     p.add_argument("--json", action="store_true", help=json_help)
@@ -48,8 +56,7 @@ def temperature(text: str) -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"expected 0 (greedy) or a positive number, got "
-                                         f"{text!r}")
+        raise argparse.ArgumentTypeError(f"expected 0 (greedy) or a positive number, got {text!r}")
     return value
 
 
@@ -58,8 +65,12 @@ def read_texts(path: str) -> list[str]:
     line by line, each at most MAX_PREDICT_TEXT_BYTES, and the bytes actually read counted
     against MAX_PREDICT_BYTES, so a pipe or a device (whose size the system reports as 0) is
     bounded as a file is: the first byte too many is exit 2, whatever comes after it."""
-    from zoo.core.bounds import (MAX_PREDICT_BYTES, MAX_PREDICT_LINES, MAX_PREDICT_TEXT_BYTES,
-                                 check_file_size)
+    from zoo.core.bounds import (
+        MAX_PREDICT_BYTES,
+        MAX_PREDICT_LINES,
+        MAX_PREDICT_TEXT_BYTES,
+        check_file_size,
+    )
 
     if path != "-":
         check_file_size(path, MAX_PREDICT_BYTES, "--file")  # a regular file: before reading
@@ -75,29 +86,35 @@ def read_texts(path: str) -> list[str]:
                 break
             total += len(line)
             if total > MAX_PREDICT_BYTES:
-                raise ZooError(f"--file {path} holds more than {MAX_PREDICT_BYTES / 2**20:,.0f} "
-                               "MiB; at most that many: split it")
+                raise ZooError(
+                    f"--file {path} holds more than {MAX_PREDICT_BYTES / 2**20:,.0f} "
+                    "MiB; at most that many: split it"
+                )
             if len(line) > MAX_PREDICT_TEXT_BYTES:
-                raise ZooError(f"--file {path}: line {number:,} is longer than "
-                               f"{MAX_PREDICT_TEXT_BYTES / 2**20:,.0f} MiB; at most that per text")
+                raise ZooError(
+                    f"--file {path}: line {number:,} is longer than "
+                    f"{MAX_PREDICT_TEXT_BYTES / 2**20:,.0f} MiB; at most that per text"
+                )
             try:
                 text = line.decode("utf-8").rstrip("\n")
             except UnicodeDecodeError as exc:
-                raise ZooError(f"cannot read --file {path}: line {number:,} is not UTF-8 text "
-                               f"({exc.reason})") from None
+                raise ZooError(
+                    f"cannot read --file {path}: line {number:,} is not UTF-8 text ({exc.reason})"
+                ) from None
             if text.strip():
                 texts.append(text)
                 if len(texts) > MAX_PREDICT_LINES:
-                    raise ZooError(f"--file {path} has more than {MAX_PREDICT_LINES:,} texts; "
-                                   f"at most {MAX_PREDICT_LINES:,}")
+                    raise ZooError(
+                        f"--file {path} has more than {MAX_PREDICT_LINES:,} texts; "
+                        f"at most {MAX_PREDICT_LINES:,}"
+                    )
     except OSError as exc:
         raise ZooError(f"cannot read --file {path}: {exc.strerror or exc}") from None
     finally:
         if handle is not sys.stdin.buffer:
             handle.close()
     if not texts:
-        raise ZooError(f"--file {path} has no texts (every line is blank); put one text "
-                       "per line")
+        raise ZooError(f"--file {path} has no texts (every line is blank); put one text per line")
     return texts
 
 

@@ -1,5 +1,6 @@
 """`zoo runs`, `zoo compare`, `zoo plot` and `zoo ensemble`: reading the store, and
 combining finished runs into a row of their own."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,8 +21,10 @@ def cmd_runs(args) -> int:
     fmt = "json" if args.json else args.format
     if frame.empty and fmt == "table":
         where = f" match --where {args.where!r}" if args.where else " yet"
-        print(f"no runs{where} in {home()} (zoo run MODEL DATASET starts one; ZOO_HOME moves "
-              "the store)")
+        print(
+            f"no runs{where} in {home()} (zoo run MODEL DATASET starts one; ZOO_HOME moves "
+            "the store)"
+        )
         return 0
     emit_text(render(frame, fmt, columns), args.output)
     return 0
@@ -42,8 +45,11 @@ def cmd_rm(args) -> int:
         if args.where:
             chosen.update(dict.fromkeys(select(run_frame(), where=args.where)["id"]))
         rows = [store.get(run_id) for run_id in chosen]
-        busy = [r["id"] for r in rows if r["status"] == "running" and _alive(r["pid"],
-                                                                             r.get("proc_start"))]
+        busy = [
+            r["id"]
+            for r in rows
+            if r["status"] == "running" and _alive(r["pid"], r.get("proc_start"))
+        ]
         if busy:
             raise ZooError(f"run {busy[0]} is still running; stop it before removing it")
         if not rows:
@@ -51,8 +57,10 @@ def cmd_rm(args) -> int:
             return 0
         if args.dry_run:
             for row in rows:
-                print(f"would remove {row['id']}  {row['model']} on {row['dataset']} "
-                      f"({row['status']})")
+                print(
+                    f"would remove {row['id']}  {row['model']} on {row['dataset']} "
+                    f"({row['status']})"
+                )
             return 0
         store.delete([r["id"] for r in rows])
     for row in rows:  # the rows first: a folder left by a crash here is only disk space
@@ -62,12 +70,19 @@ def cmd_rm(args) -> int:
 
 
 def add_rm_parser(commands) -> None:
-    p = commands.add_parser("rm", help="remove runs from the store and their folders",
-                            description="Remove runs: their store rows (with the evaluation "
-                            "rows that score them) and their run folders.")
+    p = commands.add_parser(
+        "rm",
+        help="remove runs from the store and their folders",
+        description="Remove runs: their store rows (with the evaluation "
+        "rows that score them) and their run folders.",
+    )
     p.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="run ids (or unique prefixes)")
-    p.add_argument("--where", metavar="EXPR", help="also every run for which this condition "
-                   "holds (as zoo runs --where), e.g. \"status == 'failed'\"")
+    p.add_argument(
+        "--where",
+        metavar="EXPR",
+        help="also every run for which this condition "
+        "holds (as zoo runs --where), e.g. \"status == 'failed'\"",
+    )
     p.add_argument("--dry-run", action="store_true", help="list what would be removed")
     p.set_defaults(handler=cmd_rm)
 
@@ -76,20 +91,37 @@ def add_runs_parser(commands) -> None:
     from zoo.cli.options import positive_int
     from zoo.comparison.runs import FORMATS
 
-    p = commands.add_parser("runs", help="list recorded runs, filtered and sorted",
-                            description="List recorded runs: id, status, model, dataset, task, "
-                            "parameters, seed, duration and the task's primary metric (metric, "
-                            "value). Every metric and setting is a column for --where, --sort "
-                            "and --columns (a setting by its name, n_layer, or as "
-                            "section.name where a metric has that name, train.steps).")
-    p.add_argument("-n", type=positive_int, metavar="N",
-                   help="only the newest N runs (the first N with --sort)")
-    p.add_argument("--where", metavar="EXPR", help="a condition over metrics and settings, "
-                   "e.g. \"lr < 1e-3 and n_layer == 2\"")
-    p.add_argument("--sort", metavar="KEYS", help="sort by these columns, comma-separated; "
-                   "write --sort=-val_bpc for descending (default: oldest first)")
-    p.add_argument("--columns", metavar="KEYS", help="more columns to show, comma-separated "
-                   "(settings such as lr,n_layer or metrics)")
+    p = commands.add_parser(
+        "runs",
+        help="list recorded runs, filtered and sorted",
+        description="List recorded runs: id, status, model, dataset, task, "
+        "parameters, seed, duration and the task's primary metric (metric, "
+        "value). Every metric and setting is a column for --where, --sort "
+        "and --columns (a setting by its name, n_layer, or as "
+        "section.name where a metric has that name, train.steps).",
+    )
+    p.add_argument(
+        "-n",
+        type=positive_int,
+        metavar="N",
+        help="only the newest N runs (the first N with --sort)",
+    )
+    p.add_argument(
+        "--where",
+        metavar="EXPR",
+        help='a condition over metrics and settings, e.g. "lr < 1e-3 and n_layer == 2"',
+    )
+    p.add_argument(
+        "--sort",
+        metavar="KEYS",
+        help="sort by these columns, comma-separated; "
+        "write --sort=-val_bpc for descending (default: oldest first)",
+    )
+    p.add_argument(
+        "--columns",
+        metavar="KEYS",
+        help="more columns to show, comma-separated (settings such as lr,n_layer or metrics)",
+    )
     p.add_argument("--format", default="table", choices=FORMATS, help="output format")
     p.add_argument("--json", action="store_true", help="same as --format json")
     p.add_argument("--output", metavar="FILE", help="write the list to FILE instead of stdout")
@@ -109,15 +141,23 @@ def _status_list(text: str) -> tuple[str, ...]:
 def comparison_from_args(args, frame=None):
     from zoo.comparison.table import load_runs, summarize
 
-    return summarize(load_runs() if frame is None else frame, metric=args.metric,
-                     where=args.where, by=args.by, columns=args.columns, baseline=args.baseline,
-                     evals=args.evals, status=_status_list(args.status), better=args.better,
-                     pool=args.pool)
+    return summarize(
+        load_runs() if frame is None else frame,
+        metric=args.metric,
+        where=args.where,
+        by=args.by,
+        columns=args.columns,
+        baseline=args.baseline,
+        evals=args.evals,
+        status=_status_list(args.status),
+        better=args.better,
+        pool=args.pool,
+    )
 
 
 def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) -> None:
     from zoo.cli.options import emit_text
-    from zoo.comparison.table import render
+    from zoo.comparison.render import render
 
     text = render(comparison, fmt)
     if plot:
@@ -135,32 +175,66 @@ def cmd_compare(args) -> int:
 
 
 def add_compare_options(p, *, sweep: bool = False) -> None:
-    from zoo.comparison.table import FORMATS
+    from zoo.comparison.render import FORMATS
 
-    p.add_argument("--metric", help="any recorded metric, or params, duration, tokens_per_s "
-                   "(default: the task's primary metric, val_bpc or test_accuracy)")
-    p.add_argument("--by", metavar="KEYS", help="run columns for the rows, comma-separated "
-                   "(default model; with --evals model,trained_on)")
-    p.add_argument("--columns", metavar="KEYS", help="run columns for the columns "
-                   "(default dataset; with --evals dataset,split)")
-    p.add_argument("--baseline", metavar="MODEL", help="add the difference to this row with "
-                   "a 95%% confidence interval over seeds")
+    p.add_argument(
+        "--metric",
+        help="any recorded metric, or params, duration, tokens_per_s "
+        "(default: the task's primary metric, val_bpc or test_accuracy)",
+    )
+    p.add_argument(
+        "--by",
+        metavar="KEYS",
+        help="run columns for the rows, comma-separated "
+        "(default model; with --evals model,trained_on)",
+    )
+    p.add_argument(
+        "--columns",
+        metavar="KEYS",
+        help="run columns for the columns (default dataset; with --evals dataset,split)",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="MODEL",
+        help="add the difference to this row with a 95%% confidence interval over seeds",
+    )
     p.add_argument("--format", default="table", choices=FORMATS, help="output format")
-    p.add_argument("--output", metavar="FILE", help="write the table to FILE instead of stdout "
-                   "(a symlink's target is written; a device or FIFO is streamed to)")
+    p.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write the table to FILE instead of stdout "
+        "(a symlink's target is written; a device or FIFO is streamed to)",
+    )
     p.add_argument("--plot", metavar="PNG", help="also draw grouped bars with error bars")
-    p.add_argument("--better", choices=("lower", "higher"), help="which direction is best "
-                   "(default: from the metric's name)")
-    p.add_argument("--pool", action="store_true", help="pool runs whose settings differ "
-                   "(by default they are separate rows, labelled by what differs)")
+    p.add_argument(
+        "--better",
+        choices=("lower", "higher"),
+        help="which direction is best (default: from the metric's name)",
+    )
+    p.add_argument(
+        "--pool",
+        action="store_true",
+        help="pool runs whose settings differ "
+        "(by default they are separate rows, labelled by what differs)",
+    )
     if not sweep:
         p.add_argument("--json", action="store_true", help="same as --format json")
-        p.add_argument("--where", metavar="EXPR", help="a condition over metrics and settings, "
-                       "e.g. \"architecture == 'decoder' and lr < 1e-3\"")
-        p.add_argument("--evals", action="store_true", help="compare evaluation rows "
-                       "(zoo eval) instead of training runs")
-        p.add_argument("--status", default="finished", help="statuses to include, "
-                       "comma-separated, or all (default finished)")
+        p.add_argument(
+            "--where",
+            metavar="EXPR",
+            help="a condition over metrics and settings, "
+            "e.g. \"architecture == 'decoder' and lr < 1e-3\"",
+        )
+        p.add_argument(
+            "--evals",
+            action="store_true",
+            help="compare evaluation rows (zoo eval) instead of training runs",
+        )
+        p.add_argument(
+            "--status",
+            default="finished",
+            help="statuses to include, comma-separated, or all (default finished)",
+        )
 
 
 def cmd_plot(args) -> int:
@@ -173,18 +247,24 @@ def cmd_plot(args) -> int:
         rows = [store.get(run_id) for run_id in args.run_ids]
     tasks = {row["task"] for row in rows}
     if len(tasks) > 1:  # one axis, one unit: a loss in bits per character is no accuracy
-        raise ZooError(f"the runs are of different tasks ({', '.join(sorted(map(str, tasks)))}); "
-                       "their curves do not share an axis: plot each task's runs on their own")
+        raise ZooError(
+            f"the runs are of different tasks ({', '.join(sorted(map(str, tasks)))}); "
+            "their curves do not share an axis: plot each task's runs on their own"
+        )
     runs = []
     for row, label in zip(rows, run_labels(rows)):
         records = RunFolder(run_folder(row["id"])).curve()
         if not records:
-            raise ZooError(f"run {row['id']} has no training curve (no metrics.jsonl in "
-                           f"{run_folder(row['id'])})")
+            raise ZooError(
+                f"run {row['id']} has no training curve (no metrics.jsonl in "
+                f"{run_folder(row['id'])})"
+            )
         runs.append({"label": label, "records": records})
     tasks = {row["task"] for row in rows}  # units and validation metric: the task's declaration
-    save(training_curves(runs, args.metric, args.x, task=tasks.pop() if len(tasks) == 1 else None),
-         args.output)
+    save(
+        training_curves(runs, args.metric, args.x, task=tasks.pop() if len(tasks) == 1 else None),
+        args.output,
+    )
     if args.output != "-":
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
@@ -193,8 +273,7 @@ def cmd_plot(args) -> int:
 def cmd_ensemble(args) -> int:
     from zoo import api
 
-    print_ensemble(api.ensemble(args.run_ids, weights=args.weights, device=args.device),
-                   args.json)
+    print_ensemble(api.ensemble(args.run_ids, weights=args.weights, device=args.device), args.json)
     return 0
 
 
@@ -203,12 +282,17 @@ def print_ensemble(combined, as_json: bool) -> None:
     weights and the ensemble's scalar figures, or one JSON object."""
     if as_json:
         record = dataclasses.asdict(combined)
-        record["metrics"] = {k: v for k, v in combined.metrics.items()
-                             if not isinstance(v, (dict, list)) or k == "weights"}
+        record["metrics"] = {
+            k: v
+            for k, v in combined.metrics.items()
+            if not isinstance(v, (dict, list)) or k == "weights"
+        }
         print_json(record)
         return
-    print(f"ensemble {combined.id}  {combined.model} on {combined.dataset} ({combined.task})  "
-          f"{combined.weighting} weights")
+    print(
+        f"ensemble {combined.id}  {combined.model} on {combined.dataset} ({combined.task})  "
+        f"{combined.weighting} weights"
+    )
     for part in combined.runs:
         print(f"  {part.weight:.2f}  {part.model}  (run {part.run_id})")
     for key, value in combined.metrics.items():
@@ -219,35 +303,56 @@ def print_ensemble(combined, as_json: bool) -> None:
 def add_commands(commands) -> None:
     add_runs_parser(commands)
     add_rm_parser(commands)
-    p = commands.add_parser("compare", help="compare runs: models x datasets, mean ± std over seeds",
-                            description="A pivot of the recorded runs: by default rows are models, "
-                            "columns datasets, and each cell the task's primary metric (val_bpc, "
-                            "lower is better; test_accuracy, higher is better) as mean ± std over "
-                            "seeds with the count; the best in each column is marked. Only "
-                            "finished training runs count unless --status or --evals say "
-                            "otherwise. csv and json give one line per cell with numeric "
-                            "mean, std and n, and the ids of the runs behind each number.")
+    p = commands.add_parser(
+        "compare",
+        help="compare runs: models x datasets, mean ± std over seeds",
+        description="A pivot of the recorded runs: by default rows are models, "
+        "columns datasets, and each cell the task's primary metric (val_bpc, "
+        "lower is better; test_accuracy, higher is better) as mean ± std over "
+        "seeds with the count; the best in each column is marked. Only "
+        "finished training runs count unless --status or --evals say "
+        "otherwise. csv and json give one line per cell with numeric "
+        "mean, std and n, and the ids of the runs behind each number.",
+    )
     add_compare_options(p)
     p.set_defaults(handler=cmd_compare)
-    p = commands.add_parser("plot", help="draw training and validation curves of runs",
-                            description="Overlay the training (raw and smoothed) and validation "
-                            "curves of one or more runs from their metrics.jsonl.")
+    p = commands.add_parser(
+        "plot",
+        help="draw training and validation curves of runs",
+        description="Overlay the training (raw and smoothed) and validation "
+        "curves of one or more runs from their metrics.jsonl.",
+    )
     p.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="run ids (or unique prefixes)")
-    p.add_argument("--metric", default="loss", help="curve to draw: loss (train_loss and "
-                   "val_loss), lr, or any key of metrics.jsonl (default loss)")
-    p.add_argument("--x", default="step", choices=("step", "elapsed"),
-                   help="x axis: optimizer step or training time in seconds")
+    p.add_argument(
+        "--metric",
+        default="loss",
+        help="curve to draw: loss (train_loss and "
+        "val_loss), lr, or any key of metrics.jsonl (default loss)",
+    )
+    p.add_argument(
+        "--x",
+        default="step",
+        choices=("step", "elapsed"),
+        help="x axis: optimizer step or training time in seconds",
+    )
     p.add_argument("--output", required=True, metavar="FILE", help="a .png, .svg or .pdf file")
     p.set_defaults(handler=cmd_plot)
-    p = commands.add_parser("ensemble", help="combine finished runs: average their probabilities",
-                            description="Average the class probabilities of finished runs of one "
-                            "task on one dataset (equal weights, or weights fitted on the "
-                            "validation split), score validation and test, and record the "
-                            "ensemble as its own row (zoo runs, zoo compare show it).")
+    p = commands.add_parser(
+        "ensemble",
+        help="combine finished runs: average their probabilities",
+        description="Average the class probabilities of finished runs of one "
+        "task on one dataset (equal weights, or weights fitted on the "
+        "validation split), score validation and test, and record the "
+        "ensemble as its own row (zoo runs, zoo compare show it).",
+    )
     p.add_argument("run_ids", nargs="+", metavar="RUN", help="run ids (or unique prefixes)")
-    p.add_argument("--weights", choices=("equal", "fit"), default="equal",
-                   help="equal (the default), or fit: multiples of 0.1 chosen for the most "
-                   "right answers on the validation split (then the lowest log loss)")
+    p.add_argument(
+        "--weights",
+        choices=("equal", "fit"),
+        default="equal",
+        help="equal (the default), or fit: multiples of 0.1 chosen for the most "
+        "right answers on the validation split (then the lowest log loss)",
+    )
     p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_ensemble)

@@ -1,4 +1,5 @@
 """`zoo run`, `zoo resume`, `zoo sweep` and `zoo reproduce`: commands that train."""
+
 from __future__ import annotations
 
 import json
@@ -17,10 +18,21 @@ def cmd_run(args) -> int:
     settings = configured.settings(args)
     if args.compile:
         settings["train.compile"] = True
-    run = api.run(args.model, args.dataset, steps=args.steps, time=args.time, seed=args.seed,
-                  device=args.device, task=args.task, text_column=args.text_column,
-                  label_column=args.label_column, quiet=args.quiet or args.json,
-                  log_to=args.log_to, init=args.init, settings=settings)
+    run = api.run(
+        args.model,
+        args.dataset,
+        steps=args.steps,
+        time=args.time,
+        seed=args.seed,
+        device=args.device,
+        task=args.task,
+        text_column=args.text_column,
+        label_column=args.label_column,
+        quiet=args.quiet or args.json,
+        log_to=args.log_to,
+        init=args.init,
+        settings=settings,
+    )
     if not isinstance(run, api.Run):  # an ensemble preset: its members' runs, combined
         from zoo.cli.results import print_ensemble
 
@@ -35,7 +47,9 @@ def figure(value) -> str:
     """A metric as a person reads it: four significant digits, thousands separated
     (tokens_per_s 156,370; val_bpc 2.113; train_time 0.06964)."""
     if not isinstance(value, float):
-        return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+        return (
+            f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+        )
     if value != value or value in (float("inf"), float("-inf")):
         return str(value)
     if abs(value) >= 1000:
@@ -44,14 +58,26 @@ def figure(value) -> str:
 
 
 def print_result(result: dict, as_json: bool) -> None:
-    keys = ("run_id", "model", "architecture", "tokenizer", "dataset", "task", "status",
-            "params", "seed", "metrics")
+    keys = (
+        "run_id",
+        "model",
+        "architecture",
+        "tokenizer",
+        "dataset",
+        "task",
+        "status",
+        "params",
+        "seed",
+        "metrics",
+    )
     if as_json:
         print_json({k: result.get(k) for k in keys})
         return
-    print(f"run {result['run_id']}  {result['model']} on {result['dataset']} ({result['task']})  "
-          f"status {result['status']}  {result['params']:,} parameters  "
-          f"{result['duration']:.1f} s")
+    print(
+        f"run {result['run_id']}  {result['model']} on {result['dataset']} ({result['task']})  "
+        f"status {result['status']}  {result['params']:,} parameters  "
+        f"{result['duration']:.1f} s"
+    )
     metrics = result["metrics"]
     shown = [k for k in metrics if not isinstance(metrics[k], (dict, list))]
     for key in shown:
@@ -82,28 +108,47 @@ def cmd_sweep(args) -> int:
     configured.with_config_file(args, "sweep")
     settings = configured.settings(args)
     with configured.log_to_environment(args):  # cells in worker processes read ZOO_LOG_TO
-        result = api.sweep(args.models, args.on, seeds=args.seeds, steps=args.steps,
-                           time=args.time, task=args.task, device=args.device,
-                           grid=configured.grid(args),
-                           progress=not (args.quiet or args.json),  # plan, progress, summary
-                           quiet=not args.verbose or args.json, jobs=args.jobs,
-                           executor=args.executor, address=args.address,
-                           cell_cpus=args.cell_cpus, cell_gpus=args.cell_gpus,
-                           dry_run=args.dry_run, metric=args.metric, by=args.by,
-                           columns=args.columns, baseline=args.baseline, better=args.better,
-                           pool=args.pool, settings=settings)
+        result = api.sweep(
+            args.models,
+            args.on,
+            seeds=args.seeds,
+            steps=args.steps,
+            time=args.time,
+            task=args.task,
+            device=args.device,
+            grid=configured.grid(args),
+            progress=not (args.quiet or args.json),  # plan, progress, summary
+            quiet=not args.verbose or args.json,
+            jobs=args.jobs,
+            executor=args.executor,
+            address=args.address,
+            cell_cpus=args.cell_cpus,
+            cell_gpus=args.cell_gpus,
+            dry_run=args.dry_run,
+            metric=args.metric,
+            by=args.by,
+            columns=args.columns,
+            baseline=args.baseline,
+            better=args.better,
+            pool=args.pool,
+            settings=settings,
+        )
     if args.dry_run:
         if args.json:
             print_json({"cells": result.cells})
             return 0
         for cell in result.cells:
-            state = (f"skip: {cell['reason']}" if cell["state"] == "skipped"
-                     else f"done: run {cell['run_id']}" if cell["state"] == "reused"
-                     else "to run")
+            state = (
+                f"skip: {cell['reason']}"
+                if cell["state"] == "skipped"
+                else f"done: run {cell['run_id']}"
+                if cell["state"] == "reused"
+                else "to run"
+            )
             print(f"{cell['name']}\t{state}")
         return 0
     if args.json:
-        from zoo.comparison.table import render
+        from zoo.comparison.render import render
 
         table = json.loads(render(result.table, "json")) if result.table is not None else []
         print_json({"cells": result.cells, "comparison": table})
@@ -133,87 +178,150 @@ def cmd_reproduce(args) -> int:
 
 
 def add_commands(commands) -> None:
-    p = commands.add_parser("run", help="train and evaluate MODEL on DATASET",
-                            description="Train and evaluate a model on a dataset, record the "
-                            "run in the store, and print a summary.")
-    p.add_argument("model", nargs="?", help="a preset (zoo list models) or "
-                   "ARCHITECTURE-TOKENIZER")
-    p.add_argument("dataset", nargs="?", help="a catalogue alias, a Hub id, or a local folder "
-                   "or file")
+    p = commands.add_parser(
+        "run",
+        help="train and evaluate MODEL on DATASET",
+        description="Train and evaluate a model on a dataset, record the "
+        "run in the store, and print a summary.",
+    )
+    p.add_argument("model", nargs="?", help="a preset (zoo list models) or ARCHITECTURE-TOKENIZER")
+    p.add_argument(
+        "dataset", nargs="?", help="a catalogue alias, a Hub id, or a local folder or file"
+    )
     add_config_option(p, "run")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--steps", type=positive_int, help="number of optimizer steps")
-    budget.add_argument("--time", type=positive_float, metavar="SECONDS",
-                        help="wall-clock training budget in seconds")
+    budget.add_argument(
+        "--time",
+        type=positive_float,
+        metavar="SECONDS",
+        help="wall-clock training budget in seconds",
+    )
     p.add_argument("--seed", type=seed_argument, default=0, help="random seed (default 0)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a config field (repeatable); 'zoo show MODEL' lists them")
-    p.add_argument("--device", default="auto", choices=DEVICES,
-                   help="auto (CUDA when present, the default), cpu or cuda")
-    p.add_argument("--compile", action="store_true",
-                   help="torch.compile the model for training (same as --set compile=true)")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config field (repeatable); 'zoo show MODEL' lists them",
+    )
+    p.add_argument(
+        "--device",
+        default="auto",
+        choices=DEVICES,
+        help="auto (CUDA when present, the default), cpu or cuda",
+    )
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the model for training (same as --set compile=true)",
+    )
     p.add_argument("--task", help="force a task instead of choosing it from model and dataset")
     p.add_argument("--text-column", help="text column (detected by default)")
     p.add_argument("--label-column", help="label column (detected by default)")
-    p.add_argument("--init", metavar="RUN_ID",
-                   help="start from a finished run: its tokenizer and every weight whose name "
-                   "and shape match (other tasks and datasets too); new heads start fresh")
+    p.add_argument(
+        "--init",
+        metavar="RUN_ID",
+        help="start from a finished run: its tokenizer and every weight whose name "
+        "and shape match (other tasks and datasets too); new heads start fresh",
+    )
     add_output_options(p)
     p.set_defaults(handler=cmd_run)
-    p = commands.add_parser("resume", help="continue an interrupted run from its last checkpoint",
-                            description="Continue an interrupted or failed run from its newest "
-                            "good checkpoint, in the same folder and store row; ends with the "
-                            "same summary as zoo run. Refuses if the config, dataset, tokenizer "
-                            "or zoo version changed.")
+    p = commands.add_parser(
+        "resume",
+        help="continue an interrupted run from its last checkpoint",
+        description="Continue an interrupted or failed run from its newest "
+        "good checkpoint, in the same folder and store row; ends with the "
+        "same summary as zoo run. Refuses if the config, dataset, tokenizer "
+        "or zoo version changed.",
+    )
     p.add_argument("run_id", help="run id (or a unique prefix)")
     add_output_options(p)
     p.set_defaults(handler=cmd_resume)
-    p = commands.add_parser("sweep", help="train every model x dataset x seed, then compare",
-                            description="Train every possible cell (in this process, in "
-                            "--jobs worker processes or as Ray tasks), skip "
-                            "impossible ones with their reason and cells already finished with "
-                            "the same config (so a second run resumes), record failures and go "
-                            "on, then print the comparison of the sweep's runs.")
-    p.add_argument("models", nargs="*", metavar="MODEL",
-                   help="model names; wildcards such as '*-char' match the registry")
+    p = commands.add_parser(
+        "sweep",
+        help="train every model x dataset x seed, then compare",
+        description="Train every possible cell (in this process, in "
+        "--jobs worker processes or as Ray tasks), skip "
+        "impossible ones with their reason and cells already finished with "
+        "the same config (so a second run resumes), record failures and go "
+        "on, then print the comparison of the sweep's runs.",
+    )
+    p.add_argument(
+        "models",
+        nargs="*",
+        metavar="MODEL",
+        help="model names; wildcards such as '*-char' match the registry",
+    )
     p.add_argument("--on", nargs="+", metavar="DATASET", help="datasets")
     add_config_option(p, "sweep")
     p.add_argument("--seeds", type=positive_int, default=1, help="seeds 0..N-1 (default 1)")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--steps", type=positive_int, help="optimizer steps per cell")
-    budget.add_argument("--time", type=positive_float, metavar="SECONDS",
-                        help="wall-clock training budget per cell")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a config field in every cell (repeatable)")
-    p.add_argument("--grid", action="append", metavar="KEY=V1,V2",
-                   help="sweep a config field over these values too: every combination of "
-                   "grid values is its own cell and row (repeatable)")
+    budget.add_argument(
+        "--time", type=positive_float, metavar="SECONDS", help="wall-clock training budget per cell"
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config field in every cell (repeatable)",
+    )
+    p.add_argument(
+        "--grid",
+        action="append",
+        metavar="KEY=V1,V2",
+        help="sweep a config field over these values too: every combination of "
+        "grid values is its own cell and row (repeatable)",
+    )
     p.add_argument("--task", help="force a task instead of choosing it per cell")
     p.add_argument("--device", default="auto", choices=DEVICES)
     p.add_argument("--dry-run", action="store_true", help="print the plan and train nothing")
     talk = p.add_mutually_exclusive_group()
     talk.add_argument("--verbose", action="store_true", help="each run's own progress output")
-    add_output_options(p, quiet_to=talk, quiet_help="no plan, progress or summary on stderr: "
-                       "only the comparison", json_help="print one JSON object: every cell "
-                       "(state, run id, reason) and the comparison's cells (as --format json)")
-    p.add_argument("--jobs", type=positive_int, default=1, metavar="N",
-                   help="train N cells at a time in worker processes, each with cores/N "
-                   "threads (default 1: one after another in this process)")
-    p.add_argument("--executor", choices=("local", "ray"), default="local",
-                   help="ray: cells as tasks on a Ray cluster (pip install -e \".[ray]\")")
+    add_output_options(
+        p,
+        quiet_to=talk,
+        quiet_help="no plan, progress or summary on stderr: only the comparison",
+        json_help="print one JSON object: every cell "
+        "(state, run id, reason) and the comparison's cells (as --format json)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="train N cells at a time in worker processes, each with cores/N "
+        "threads (default 1: one after another in this process)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help='ray: cells as tasks on a Ray cluster (pip install -e ".[ray]")',
+    )
     p.add_argument("--address", help="the Ray cluster to use (default: a local one)")
-    p.add_argument("--cell-cpus", type=positive_int, metavar="N",
-                   help="CPUs (threads) each Ray task asks for (default 1)")
-    p.add_argument("--cell-gpus", type=positive_float, metavar="N",
-                   help="GPUs each Ray task asks for (default 1 with --device cuda, else 0)")
+    p.add_argument(
+        "--cell-cpus",
+        type=positive_int,
+        metavar="N",
+        help="CPUs (threads) each Ray task asks for (default 1)",
+    )
+    p.add_argument(
+        "--cell-gpus",
+        type=positive_float,
+        metavar="N",
+        help="GPUs each Ray task asks for (default 1 with --device cuda, else 0)",
+    )
     add_compare_options(p, sweep=True)
     p.set_defaults(handler=cmd_sweep)
-    p = commands.add_parser("reproduce", help="rerun a run's exact config and compare metrics",
-                            description="Rebuild a run's plan from its config.json, train it "
-                            "again, and report whether every metric matches exactly (timing "
-                            "figures excluded). Exit code 0 when they match, 1 when not.")
+    p = commands.add_parser(
+        "reproduce",
+        help="rerun a run's exact config and compare metrics",
+        description="Rebuild a run's plan from its config.json, train it "
+        "again, and report whether every metric matches exactly (timing "
+        "figures excluded). Exit code 0 when they match, 1 when not.",
+    )
     p.add_argument("run_id", help="run id (or a unique prefix)")
-    p.add_argument("--device", choices=DEVICES,
-                   help="device (default: the one the run recorded)")
+    p.add_argument("--device", choices=DEVICES, help="device (default: the one the run recorded)")
     add_output_options(p)
     p.set_defaults(handler=cmd_reproduce)

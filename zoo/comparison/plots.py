@@ -4,15 +4,17 @@ matplotlib is imported only here and only when a plot is drawn. Figures are buil
 `matplotlib.figure.Figure` (no pyplot, so no global state and no display needed) and
 rendered by the Agg canvas; files are written by zoo.io (atomically).
 """
+
 from __future__ import annotations
 
 import io
 import math
 from pathlib import Path
 
-from zoo.comparison.table import Comparison, column_label, describe, number, row_label, settings_of
+from zoo.comparison.render import column_label, number, row_label
+from zoo.comparison.table import Comparison, describe, settings_of
+from zoo.core.entries import natural_key
 from zoo.core.names import get_task
-from zoo.core.registry import natural_key
 from zoo.errors import ZooError
 from zoo.io import kind_of, write_output
 from zoo.tasks import metric_info
@@ -61,8 +63,13 @@ def curve_keys(records: list[dict], metric: str) -> tuple[str | None, str | None
     return train, validation
 
 
-def training_curves(runs: list[dict], metric: str = "loss", x: str = "step",
-                    title: str | None = None, task: str | None = None):
+def training_curves(
+    runs: list[dict],
+    metric: str = "loss",
+    x: str = "step",
+    title: str | None = None,
+    task: str | None = None,
+):
     """Overlay the training (raw and smoothed) and validation curves of several runs.
 
     Each run is {"label": str, "records": list of metrics.jsonl dicts}. With ``task`` (the
@@ -82,28 +89,49 @@ def training_curves(runs: list[dict], metric: str = "loss", x: str = "step",
         records = run["records"]
         train_key, val_key = curve_keys(records, metric)
         if train_key is not None:
-            points = [(r[x], r[train_key]) for r in records
-                      if r.get(train_key) is not None and x in r and _finite(r[train_key])]
+            points = [
+                (r[x], r[train_key])
+                for r in records
+                if r.get(train_key) is not None and x in r and _finite(r[train_key])
+            ]
             if points:
                 xs, ys = zip(*points)
                 if len(ys) >= 20:  # noisy per-step losses: faint raw line, smoothed on top
                     axes.plot(xs, ys, color=color, alpha=0.25, linewidth=0.8)
-                    axes.plot(xs, _smooth(list(ys), max(5, len(ys) // 30)), color=color,
-                              linewidth=1.6, label=f"{run['label']}: train (smoothed)")
+                    axes.plot(
+                        xs,
+                        _smooth(list(ys), max(5, len(ys) // 30)),
+                        color=color,
+                        linewidth=1.6,
+                        label=f"{run['label']}: train (smoothed)",
+                    )
                 else:
                     axes.plot(xs, ys, color=color, linewidth=1.6, label=f"{run['label']}: train")
                 drawn += 1
         if val_key is not None:
-            points = [(r[x], r[val_key]) for r in records
-                      if r.get(val_key) is not None and x in r and _finite(r[val_key])]
+            points = [
+                (r[x], r[val_key])
+                for r in records
+                if r.get(val_key) is not None and x in r and _finite(r[val_key])
+            ]
             if points:
                 xs, ys = zip(*points)
-                axes.plot(xs, ys, color=color, linestyle="--", marker="o", markersize=4,
-                          linewidth=1.4, label=f"{run['label']}: validation")
+                axes.plot(
+                    xs,
+                    ys,
+                    color=color,
+                    linestyle="--",
+                    marker="o",
+                    markersize=4,
+                    linewidth=1.4,
+                    label=f"{run['label']}: validation",
+                )
                 drawn += 1
     if not drawn:
-        raise ZooError(f"no {metric!r} values to plot (metrics.jsonl has: "
-                       f"{', '.join(sorted({k for r in runs for rec in r['records'] for k in rec}))})")
+        raise ZooError(
+            f"no {metric!r} values to plot (metrics.jsonl has: "
+            f"{', '.join(sorted({k for r in runs for rec in r['records'] for k in rec}))})"
+        )
     axes.set_xlabel(X_AXES[x])
     axes.set_ylabel(describe(metric, task=task) if metric != "lr" else "learning rate")
     axes.set_title(title or f"{metric}: training and validation curves")
@@ -117,12 +145,19 @@ def training_curves(runs: list[dict], metric: str = "loss", x: str = "step",
         if not shared:
             figure.subplots_adjust(right=0.88)
         for run, color in zip(runs, palette):
-            points = [(r[x], r[extra]) for r in run["records"]
-                      if x in r and _finite(r.get(extra))]
+            points = [(r[x], r[extra]) for r in run["records"] if x in r and _finite(r.get(extra))]
             if points:
                 xs, ys = zip(*points)
-                second.plot(xs, ys, color=color, linestyle=":", marker="s", markersize=4,
-                            linewidth=1.4, label=f"{run['label']}: {extra}")
+                second.plot(
+                    xs,
+                    ys,
+                    color=color,
+                    linestyle=":",
+                    marker="s",
+                    markersize=4,
+                    linewidth=1.4,
+                    label=f"{run['label']}: {extra}",
+                )
         if not shared:
             second.set_ylabel(describe(extra, task=task))
         handles, labels = axes.get_legend_handles_labels()
@@ -192,8 +227,9 @@ def save_run_curve(folder, row: dict) -> Path | None:
     if not records:
         return None
     title = f"{row['model']} on {row['dataset']}, seed {row['seed']} (run {row['id']})"
-    figure = training_curves([{"label": row["model"], "records": records}], "loss", "step", title,
-                             task=row.get("task"))
+    figure = training_curves(
+        [{"label": row["model"], "records": records}], "loss", "step", title, task=row.get("task")
+    )
     return save(figure, run.file("curve.png"))
 
 
@@ -211,27 +247,54 @@ def comparison_bars(comparison: Comparison):
         palette = colors(len(series))
         for s, name in enumerate(series):
             for g, group in enumerate(groups):
-                cell = next((c for c in cells if row_label(comparison, c) == name
-                             and column_label(comparison, c) == group), None)
+                cell = next(
+                    (
+                        c
+                        for c in cells
+                        if row_label(comparison, c) == name and column_label(comparison, c) == group
+                    ),
+                    None,
+                )
                 if cell is None:
                     continue
                 x = g - 0.4 + width * (s + 0.5)
                 error = cell["std"] if _finite(cell["std"]) else 0.0
-                axes.bar(x, cell["mean"], width * 0.92, yerr=error, capsize=4, color=palette[s],
-                         edgecolor="black" if cell["best"] else "none", linewidth=1.5)
-                axes.annotate(f"{number(cell['mean'])}\nn={cell['n']}" + (" best" if cell["best"] else ""),
-                              (x, cell["mean"] + error), textcoords="offset points", xytext=(0, 3),
-                              ha="center", va="bottom", fontsize="x-small")
+                axes.bar(
+                    x,
+                    cell["mean"],
+                    width * 0.92,
+                    yerr=error,
+                    capsize=4,
+                    color=palette[s],
+                    edgecolor="black" if cell["best"] else "none",
+                    linewidth=1.5,
+                )
+                axes.annotate(
+                    f"{number(cell['mean'])}\nn={cell['n']}" + (" best" if cell["best"] else ""),
+                    (x, cell["mean"] + error),
+                    textcoords="offset points",
+                    xytext=(0, 3),
+                    ha="center",
+                    va="bottom",
+                    fontsize="x-small",
+                )
         axes.set_xticks(range(len(groups)), groups)
         axes.set_xlabel(" / ".join(comparison.columns))
         axes.set_ylabel(describe(metric, cells[0]["better"], cells[0]["task"]))
-        axes.set_title(f"{metric}: mean ± std over seeds (black edge: best in group, where significant)")
+        axes.set_title(
+            f"{metric}: mean ± std over seeds (black edge: best in group, where significant)"
+        )
         axes.margins(y=0.15)
         axes.grid(True, axis="y", alpha=0.3)
         # plain patches: a handle copied from a bar would carry its "best" edge
         from matplotlib.patches import Patch
 
         handles = [Patch(color=palette[s], label=name) for s, name in enumerate(series)]
-        axes.legend(handles=handles, fontsize="small", title=" / ".join(comparison.rows),
-                    loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        axes.legend(
+            handles=handles,
+            fontsize="small",
+            title=" / ".join(comparison.rows),
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+        )
     return figure

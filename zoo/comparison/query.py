@@ -8,6 +8,7 @@ and lists/tuples of them after ``in``), comparisons, ``in``/``not in``, ``and``/
 ``not`` and arithmetic. Anything else (attribute access, calls, subscripts, lambdas,
 comprehensions, ``@`` variables) is refused, naming what was found.
 """
+
 from __future__ import annotations
 
 import ast
@@ -19,11 +20,23 @@ from zoo.errors import UnknownNameError, ZooError
 MAX_LENGTH = 2000  # characters: a condition is a line, not a program
 MAX_DEPTH = 50  # nesting of the syntax tree
 
-ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-              ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv,
-              ast.Mod: operator.mod, ast.Pow: operator.pow}
-COMPARISONS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
-               ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+ARITHMETIC = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+COMPARISONS = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
 LITERALS = (str, int, float, bool, type(None))
 
 
@@ -52,8 +65,10 @@ def condition(frame, text: str):
     if not isinstance(value, pd.Series):
         value = pd.Series(value, index=frame.index)
     if value.dtype != bool:
-        raise ZooError(f"--where {text!r}: is not a condition (true or false for each run), "
-                       "e.g. \"architecture == 'decoder' and params < 1e6\"")
+        raise ZooError(
+            f"--where {text!r}: is not a condition (true or false for each run), "
+            "e.g. \"architecture == 'decoder' and params < 1e6\""
+        )
     return value
 
 
@@ -68,8 +83,9 @@ def parse(text: str) -> ast.Expression:
     except SyntaxError as exc:
         raise ZooError(f"--where {text!r}: not a valid condition ({exc.msg})") from None
     except (RecursionError, MemoryError, ValueError):
-        raise ZooError(f"--where: the condition is nested too deeply (at most {MAX_DEPTH} "
-                       "levels)") from None
+        raise ZooError(
+            f"--where: the condition is nested too deeply (at most {MAX_DEPTH} levels)"
+        ) from None
     try:
         _check(tree.body, 0)
     except _Refused as exc:
@@ -104,8 +120,10 @@ def _check(node: ast.AST, depth: int) -> None:
         _literal(node)
         return
     else:
-        raise _Refused(f"{_describe(node)} is not allowed; use column names, literals, "
-                       "comparisons, in, and/or/not and arithmetic")
+        raise _Refused(
+            f"{_describe(node)} is not allowed; use column names, literals, "
+            "comparisons, in, and/or/not and arithmetic"
+        )
     for child in children:
         _check(child, depth + 1)
 
@@ -117,17 +135,26 @@ def _literal(node: ast.AST):
             raise _Refused("a sign goes before a number")
         return -value if isinstance(node.op, ast.USub) else value
     if not (isinstance(node, ast.Constant) and isinstance(node.value, LITERALS)):
-        raise _Refused(f"{_describe(node)} is not a literal value (a number, a string, "
-                       "true/false or None)")
+        raise _Refused(
+            f"{_describe(node)} is not a literal value (a number, a string, true/false or None)"
+        )
     return node.value
 
 
 def _describe(node: ast.AST) -> str:
-    names = {ast.Attribute: "attribute access ('.')", ast.Call: "a function or method call",
-             ast.Subscript: "indexing ('[...]')", ast.Lambda: "lambda",
-             ast.NamedExpr: "assignment (':=')", ast.IfExp: "if/else",
-             ast.Is: "'is'", ast.IsNot: "'is not'", ast.BitAnd: "'&' (write 'and')",
-             ast.BitOr: "'|' (write 'or')", ast.Invert: "'~' (write 'not')"}
+    names = {
+        ast.Attribute: "attribute access ('.')",
+        ast.Call: "a function or method call",
+        ast.Subscript: "indexing ('[...]')",
+        ast.Lambda: "lambda",
+        ast.NamedExpr: "assignment (':=')",
+        ast.IfExp: "if/else",
+        ast.Is: "'is'",
+        ast.IsNot: "'is not'",
+        ast.BitAnd: "'&' (write 'and')",
+        ast.BitOr: "'|' (write 'or')",
+        ast.Invert: "'~' (write 'not')",
+    }
     for kind, name in names.items():
         if isinstance(node, kind):
             return name
@@ -157,8 +184,11 @@ class _Evaluator:
         name = node.id if isinstance(node, ast.Name) else dotted_name(node)
         if name is not None:
             if name not in self.frame.columns:
-                raise _Refused(UnknownNameError(
-                    "column", name, [str(c) for c in self.frame.columns if c != "settings"]))
+                raise _Refused(
+                    UnknownNameError(
+                        "column", name, [str(c) for c in self.frame.columns if c != "settings"]
+                    )
+                )
             return _plain(self.frame[name])
         if isinstance(node, ast.Constant):
             return node.value
@@ -238,8 +268,9 @@ def _check_finite(result, left, right) -> None:
     def known(value):  # where an operand is a number (a missing metric stays missing)
         if isinstance(value, pd.Series):
             return pd.to_numeric(value, errors="coerce").notna()
-        return isinstance(value, (int, float)) and not (isinstance(value, float)
-                                                         and math.isnan(value))
+        return isinstance(value, (int, float)) and not (
+            isinstance(value, float) and math.isnan(value)
+        )
 
     if isinstance(result, pd.Series):
         numbers = pd.to_numeric(result, errors="coerce")
@@ -247,12 +278,13 @@ def _check_finite(result, left, right) -> None:
             return  # text joined with '+'
         bad = ~np.isfinite(numbers.astype(float)) & known(left) & known(right)
         if bool(np.any(bad)):
-            raise _Refused("the arithmetic gives a non-finite number (a division by zero or an "
-                           "overflow)")
-    elif isinstance(result, float) and not math.isfinite(result) and known(left) \
-            and known(right):
-        raise _Refused("the arithmetic gives a non-finite number (a division by zero or an "
-                       "overflow)")
+            raise _Refused(
+                "the arithmetic gives a non-finite number (a division by zero or an overflow)"
+            )
+    elif isinstance(result, float) and not math.isfinite(result) and known(left) and known(right):
+        raise _Refused(
+            "the arithmetic gives a non-finite number (a division by zero or an overflow)"
+        )
 
 
 def _plain(column):
@@ -262,8 +294,9 @@ def _plain(column):
 
     if isinstance(column.dtype, pd.BooleanDtype):
         return column.astype(object).where(column.notna(), None)
-    if pd.api.types.is_extension_array_dtype(column.dtype) and \
-            pd.api.types.is_numeric_dtype(column.dtype):
+    if pd.api.types.is_extension_array_dtype(column.dtype) and pd.api.types.is_numeric_dtype(
+        column.dtype
+    ):
         return column.astype("float64")
     return column
 
@@ -271,8 +304,11 @@ def _plain(column):
 def _series(value, frame):
     import pandas as pd
 
-    return value if isinstance(value, pd.Series) else pd.Series([value] * len(frame),
-                                                                   index=frame.index)
+    return (
+        value
+        if isinstance(value, pd.Series)
+        else pd.Series([value] * len(frame), index=frame.index)
+    )
 
 
 def _mask(value):
@@ -280,8 +316,10 @@ def _mask(value):
 
     if isinstance(value, pd.Series):
         if value.dtype != bool:
-            raise _Refused("'and', 'or' and 'not' join conditions (comparisons), "
-                           f"not values such as {value.name!r}")
+            raise _Refused(
+                "'and', 'or' and 'not' join conditions (comparisons), "
+                f"not values such as {value.name!r}"
+            )
         return value
     if isinstance(value, bool):
         return value

@@ -1,5 +1,6 @@
 """The run list (`zoo runs`, `zoo.runs()`): every run with its metrics and settings as
 typed columns, filtered by a condition, sorted and cut to the newest N."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,19 @@ import math
 
 from zoo.errors import UnknownNameError, ZooError
 
-SUMMARY = ("id", "kind", "status", "model", "dataset", "task", "params", "seed", "duration",
-           "metric", "value")
+SUMMARY = (
+    "id",
+    "kind",
+    "status",
+    "model",
+    "dataset",
+    "task",
+    "params",
+    "seed",
+    "duration",
+    "metric",
+    "value",
+)
 FORMATS = ("table", "csv", "json", "markdown")
 
 
@@ -22,8 +34,9 @@ def run_frame():
     frame = load_runs()
     if frame.empty:
         return frame.drop(columns=["settings"], errors="ignore")
-    frame["params"] = pd.array([None if pd.isna(v) else int(v) for v in frame["params"]],
-                               dtype="Int64")  # failed rows hold none: still integers
+    frame["params"] = pd.array(
+        [None if pd.isna(v) else int(v) for v in frame["params"]], dtype="Int64"
+    )  # failed rows hold none: still integers
     frame["duration"] = pd.to_numeric(frame["duration"], errors="coerce")
     metrics, values = [], []
     for _, row in frame.iterrows():
@@ -52,8 +65,7 @@ def _primary_value(frame, row, metric):
     return math.nan
 
 
-def select(frame, *, where: str | None = None, sort: str | None = None,
-           limit: int | None = None):
+def select(frame, *, where: str | None = None, sort: str | None = None, limit: int | None = None):
     """The runs for which `where` holds, ordered by `sort` ('val_bpc', '-created': a leading
     minus sorts descending; comma-separated keys) or by creation, the last `limit` of them."""
     from zoo.comparison.query import select as query
@@ -98,10 +110,14 @@ def render(frame, fmt: str = "table", columns: list[str] | None = None) -> str:
         shown["value"] = [("" if math.isnan(v) else f"{v:.4f}") for v in shown["value"]]
     shown = shown.astype(object).where(shown.notna(), "")
     if fmt == "markdown":
-        lines = ["| " + " | ".join(shown.columns) + " |",
-                 "| " + " | ".join("---" for _ in shown.columns) + " |"]
-        lines += ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |"
-                  for row in shown.itertuples(index=False)]
+        lines = [
+            "| " + " | ".join(shown.columns) + " |",
+            "| " + " | ".join("---" for _ in shown.columns) + " |",
+        ]
+        lines += [
+            "| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |"
+            for row in shown.itertuples(index=False)
+        ]
         return "\n".join(lines) + "\n"
     return shown.to_string(index=False) + "\n"
 

@@ -4,6 +4,7 @@ No scipy: the t quantile comes from the distribution function written as an inte
 a bounded angle (t = sqrt(df) tan(theta)), whose integrand cos(theta)^(df-1) is smooth for
 df >= 1, integrated on a fine grid. Accurate to about 1e-8 for the df a comparison meets.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,17 +59,18 @@ class Interval:
         return self.low > 0 or self.high < 0
 
 
-def welch_interval(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int,
-                   level: float = 0.95) -> Interval:
+def welch_interval(
+    mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int, level: float = 0.95
+) -> Interval:
     """Confidence interval for mean(a) - mean(b) without assuming equal variances."""
     diff = mean_a - mean_b
     nan = float("nan")
     if n_a < 2 or n_b < 2 or math.isnan(sd_a) or math.isnan(sd_b):
         return Interval(diff, nan, nan, nan)
-    var_a, var_b = sd_a ** 2 / n_a, sd_b ** 2 / n_b
+    var_a, var_b = sd_a**2 / n_a, sd_b**2 / n_b
     se = math.sqrt(var_a + var_b)
     if se == 0:  # both sides constant: the difference is exact
         return Interval(diff, diff, diff, math.inf)
-    df = (var_a + var_b) ** 2 / (var_a ** 2 / (n_a - 1) + var_b ** 2 / (n_b - 1))
+    df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
     margin = t_quantile(0.5 + level / 2, df) * se
     return Interval(diff, diff - margin, diff + margin, df)

@@ -12,22 +12,32 @@ The same configuration run twice with the same seed counts once (the latest run)
 This module is named `comparison` and not `compare` so that `zoo.compare(...)`, the
 function, is never shadowed by a submodule attribute.
 """
+
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import math
 from dataclasses import dataclass, field
 
-from zoo.errors import UnknownNameError, ZooError
 from zoo.core.names import get_task
+from zoo.errors import UnknownNameError, ZooError
 from zoo.tasks import metric_info, strip_split
 
 SPLIT_PREFIXES = {"validation": ("val", "validation"), "test": ("test",), "train": ("train",)}
-STAT_COLUMNS = ("task", "metric", "better", "mean", "std", "n", "best", "setting", "configs", "runs")
+STAT_COLUMNS = (
+    "task",
+    "metric",
+    "better",
+    "mean",
+    "std",
+    "n",
+    "best",
+    "setting",
+    "configs",
+    "runs",
+)
 BASELINE_COLUMNS = ("baseline", "diff", "ci_low", "ci_high", "df", "significant")
-FORMATS = ("table", "markdown", "csv", "json", "html", "latex")
 
 
 def direction(metric: str, task: str | None = None) -> str | None:
@@ -40,8 +50,12 @@ def direction(metric: str, task: str | None = None) -> str | None:
 def describe(metric: str, better: str | None = None, task: str | None = None) -> str:
     """'val_bpc (bits per character, lower is better)'."""
     info = metric_info(get_task(task), metric)
-    better = better if isinstance(better, str) else (info.better if info else None)  # NaN from pandas
-    notes = [n for n in (info.unit if info else None, f"{better} is better" if better else None) if n]
+    better = (
+        better if isinstance(better, str) else (info.better if info else None)
+    )  # NaN from pandas
+    notes = [
+        n for n in (info.unit if info else None, f"{better} is better" if better else None) if n
+    ]
     return f"{metric} ({', '.join(notes)})" if notes else metric
 
 
@@ -118,10 +132,20 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
 
-def summarize(frame, *, metric: str | None = None, where: str | None = None,
-              by=None, columns=None, baseline: str | None = None,
-              evals: bool = False, status=("finished",), better: str | None = None,
-              pool: bool = False, level: float = 0.95) -> Comparison:
+def summarize(
+    frame,
+    *,
+    metric: str | None = None,
+    where: str | None = None,
+    by=None,
+    columns=None,
+    baseline: str | None = None,
+    evals: bool = False,
+    status=("finished",),
+    better: str | None = None,
+    pool: bool = False,
+    level: float = 0.95,
+) -> Comparison:
     import pandas as pd
 
     # Evaluation rows are told apart by what the model was trained on and the split scored.
@@ -141,11 +165,18 @@ def summarize(frame, *, metric: str | None = None, where: str | None = None,
         data = _query(data, where)
     for key in rows_keys + column_keys:
         if key not in frame.columns:
-            raise UnknownNameError("column", key, [c for c in frame.columns if c != "settings"],
-                                   hint="group by a run column such as model, architecture, "
-                                        "tokenizer, dataset, task, seed")
-    known = metric is None or metric in frame.columns or (
-        evals and any(c.endswith("_" + metric) for c in frame.columns))
+            raise UnknownNameError(
+                "column",
+                key,
+                [c for c in frame.columns if c != "settings"],
+                hint="group by a run column such as model, architecture, "
+                "tokenizer, dataset, task, seed",
+            )
+    known = (
+        metric is None
+        or metric in frame.columns
+        or (evals and any(c.endswith("_" + metric) for c in frame.columns))
+    )
     if not known:
         raise UnknownNameError("metric", metric, _metric_names(frame))
     what = f"{'evaluation' if evals else 'training'} runs with status {', '.join(status) or 'any'}"
@@ -154,8 +185,7 @@ def summarize(frame, *, metric: str | None = None, where: str | None = None,
     data = _latest_per_experiment(data, evals)
     long = _values(data, metric, evals)
     if long.empty:
-        raise ZooError(f"none of the {what} recorded "
-                       + (metric or "their task's primary metric"))
+        raise ZooError(f"none of the {what} recorded " + (metric or "their task's primary metric"))
     long["variant"] = long["settings"].map(_variant_id) if not pool else ""
     for key in rows_keys + column_keys:
         long[key] = long[key].map(_label)
@@ -165,25 +195,36 @@ def summarize(frame, *, metric: str | None = None, where: str | None = None,
         found = dict(zip(group, values))
         numbers = runs["value"].astype(float)
         cell = {k: found[k] for k in rows_keys + column_keys}
-        cell.update(task=found["task"], metric=found["metric"],
-                    better=better or direction(found["metric"], found["task"]),
-                    mean=float(numbers.mean()),
-                    std=float(numbers.std(ddof=1)) if len(numbers) > 1 else float("nan"),
-                    n=int(len(numbers)), configs=int(runs["settings"].map(_variant_id).nunique()),
-                    runs=" ".join(runs["id"]), variant=found["variant"],
-                    _settings=_label_settings(runs))
+        cell.update(
+            task=found["task"],
+            metric=found["metric"],
+            better=better or direction(found["metric"], found["task"]),
+            mean=float(numbers.mean()),
+            std=float(numbers.std(ddof=1)) if len(numbers) > 1 else float("nan"),
+            n=int(len(numbers)),
+            configs=int(runs["settings"].map(_variant_id).nunique()),
+            runs=" ".join(runs["id"]),
+            variant=found["variant"],
+            _settings=_label_settings(runs),
+        )
         cells.append(cell)
     table = pd.DataFrame(cells)
     table["setting"] = _setting_labels(table, rows_keys)
     table["best"], notes = _best(table, rows_keys, column_keys, level)
     if len(long) < len(data):
-        notes.append(f"{len(data) - len(long)} of {len(data)} matching runs recorded no "
-                     f"{metric or 'primary metric'} and are left out")
+        notes.append(
+            f"{len(data) - len(long)} of {len(data)} matching runs recorded no "
+            f"{metric or 'primary metric'} and are left out"
+        )
     if baseline is not None:
         table = _with_baseline(table, rows_keys, column_keys, baseline, level)
     table = table.drop(columns=["_settings", "variant"])
-    order = _unique(rows_keys + column_keys + list(STAT_COLUMNS) + (
-        list(BASELINE_COLUMNS) if baseline is not None else []))
+    order = _unique(
+        rows_keys
+        + column_keys
+        + list(STAT_COLUMNS)
+        + (list(BASELINE_COLUMNS) if baseline is not None else [])
+    )
     table = table[order]
     table = _sorted(table, _unique(rows_keys + column_keys + ["metric", "setting"]))
     if (table["configs"] > 1).any():
@@ -211,9 +252,27 @@ def _query(data, where: str):
 
 
 def _metric_names(frame) -> list[str]:
-    skip = {"id", "kind", "parent_id", "status", "model", "architecture", "tokenizer",
-            "dataset", "task", "config_hash", "error", "pid", "host", "settings",
-            "trained_on", "split", "created", "finished", "seed"}
+    skip = {
+        "id",
+        "kind",
+        "parent_id",
+        "status",
+        "model",
+        "architecture",
+        "tokenizer",
+        "dataset",
+        "task",
+        "config_hash",
+        "error",
+        "pid",
+        "host",
+        "settings",
+        "trained_on",
+        "split",
+        "created",
+        "finished",
+        "seed",
+    }
     return [c for c in frame.columns if c not in skip]
 
 
@@ -236,7 +295,7 @@ def _values(data, metric: str | None, evals: bool):
         if name is None:
             continue
         # an evaluation's metric sits under its split's prefix: report it by the bare name
-        for key in (eval_names(name, row["split"]) if evals else [name]):
+        for key in eval_names(name, row["split"]) if evals else [name]:
             value = row[key] if key in data.columns else None
             if value is not None and not isinstance(value, str) and not pd.isna(value):
                 records.append({**row.to_dict(), "metric": name, "value": float(value)})
@@ -282,13 +341,17 @@ def _setting_labels(table, rows_keys) -> list[str]:
             continue
         settings = list(variants["_settings"])
         keys = sorted({k for s in settings for k in s})
-        differing = [k for k in keys if len({json.dumps(s.get(k), default=str) for s in settings}) > 1]
+        differing = [
+            k for k in keys if len({json.dumps(s.get(k), default=str) for s in settings}) > 1
+        ]
         bare = {k: k.rpartition(".")[2] for k in differing}
         clash = {b for b in bare.values() if list(bare.values()).count(b) > 1}
         by_variant = {}
         for _, row in variants.iterrows():
-            parts = [f"{k if bare[k] in clash else bare[k]}={_short(row['_settings'].get(k, '-'))}"
-                     for k in differing]
+            parts = [
+                f"{k if bare[k] in clash else bare[k]}={_short(row['_settings'].get(k, '-'))}"
+                for k in differing
+            ]
             by_variant[row["variant"]] = ", ".join(parts)
         for index, row in group.iterrows():
             labels[table.index.get_loc(index)] = by_variant[row["variant"]]
@@ -314,19 +377,30 @@ def _best(table, rows_keys, column_keys, level: float) -> tuple[list[bool], list
             continue
         ranked = group.sort_values("mean", ascending=better == "lower")
         first, second = ranked.iloc[0], ranked.iloc[1]
-        interval = welch_interval(first["mean"], first["std"], first["n"], second["mean"],
-                                  second["std"], second["n"], level)
+        interval = welch_interval(
+            first["mean"],
+            first["std"],
+            first["n"],
+            second["mean"],
+            second["std"],
+            second["n"],
+            level,
+        )
         if interval.significant:
             best[table.index.get_loc(ranked.index[0])] = True
         else:
             where = " / ".join(_label(first[k]) for k in column_keys)
-            ties.append(f"{_row_text(first, rows_keys)} and {_row_text(second, rows_keys)} "
-                        f"on {where}")
+            ties.append(
+                f"{_row_text(first, rows_keys)} and {_row_text(second, rows_keys)} on {where}"
+            )
     notes = []
     if ties:
-        notes.append(f"tied (the difference of the two best is not significant at "
-                     f"{level:.0%}; no best marked): " + "; ".join(ties[:5])
-                     + (f"; and {len(ties) - 5} more" if len(ties) > 5 else ""))
+        notes.append(
+            f"tied (the difference of the two best is not significant at "
+            f"{level:.0%}; no best marked): "
+            + "; ".join(ties[:5])
+            + (f"; and {len(ties) - 5} more" if len(ties) > 5 else "")
+        )
     return best, notes
 
 
@@ -347,8 +421,12 @@ def _with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
     labels = table.apply(lambda c: _row_text(c, rows_keys), axis=1)
     exact = baseline in set(labels)
     if not exact and baseline not in set(table[key]):
-        raise UnknownNameError(f"baseline {key}", baseline, sorted(set(table[key]) | set(labels)),
-                               hint="it must be one of the rows of the table")
+        raise UnknownNameError(
+            f"baseline {key}",
+            baseline,
+            sorted(set(table[key]) | set(labels)),
+            hint="it must be one of the rows of the table",
+        )
     is_baseline = labels == baseline if exact else table[key] == baseline
     rows = []
     for index, row in table.iterrows():
@@ -358,191 +436,38 @@ def _with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
         reference = table[same_column & is_baseline]
         if not exact and len(reference) > 1:
             reference = reference[reference["setting"] == row["setting"]]
-        empty = {"baseline": baseline, "diff": math.nan, "ci_low": math.nan, "ci_high": math.nan,
-                 "df": math.nan, "significant": None}
+        empty = {
+            "baseline": baseline,
+            "diff": math.nan,
+            "ci_low": math.nan,
+            "ci_high": math.nan,
+            "df": math.nan,
+            "significant": None,
+        }
         if len(reference) != 1 or bool(is_baseline[index]):
             rows.append(empty)
             continue
         ref = reference.iloc[0]
-        interval = welch_interval(row["mean"], row["std"], row["n"], ref["mean"], ref["std"],
-                                  ref["n"], level)
-        rows.append({"baseline": baseline, "diff": interval.diff, "ci_low": interval.low,
-                     "ci_high": interval.high, "df": interval.df,
-                     "significant": interval.significant})
+        interval = welch_interval(
+            row["mean"], row["std"], row["n"], ref["mean"], ref["std"], ref["n"], level
+        )
+        rows.append(
+            {
+                "baseline": baseline,
+                "diff": interval.diff,
+                "ci_low": interval.low,
+                "ci_high": interval.high,
+                "df": interval.df,
+                "significant": interval.significant,
+            }
+        )
     return pd.concat([table.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
 
 def _sorted(table, keys):
-    from zoo.core.registry import natural_key
+    from zoo.core.entries import natural_key
 
-    order = sorted(range(len(table)), key=lambda i: [natural_key(str(table.iloc[i][k])) for k in keys])
+    order = sorted(
+        range(len(table)), key=lambda i: [natural_key(str(table.iloc[i][k])) for k in keys]
+    )
     return table.iloc[order]
-
-
-# -- display -------------------------------------------------------------------------
-def number(value: float, like: float | None = None) -> str:
-    """Four significant digits or so; thousands get separators; `like` sets the decimals."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    reference = abs(like if like is not None and not math.isnan(like) else value)
-    if reference >= 1000:
-        return f"{value:,.0f}"
-    digits = 4 if reference == 0 else max(0, min(4, 3 - math.floor(math.log10(reference))))
-    return f"{value:.{digits}f}"
-
-
-def cell_text(cell) -> str:
-    text = number(cell["mean"])
-    if cell["n"] > 1:
-        text += f" ± {number(cell['std'], cell['mean'])}"
-    return f"{text} (n={cell['n']})"
-
-
-def diff_text(cell) -> str:
-    if cell.get("baseline") is None or math.isnan(cell["diff"]):
-        return "-"
-    sign = "+" if cell["diff"] >= 0 else ""
-    text = f"{sign}{number(cell['diff'], cell['mean'])}"
-    if math.isnan(cell["ci_low"]):
-        return text + " (no CI: n<2)"
-    low, high = number(cell["ci_low"], cell["mean"]), number(cell["ci_high"], cell["mean"])
-    return text + f" [{low}, {high}]" + (" †" if cell["significant"] else "")
-
-
-def column_label(comparison: Comparison, cell) -> str:
-    """'shakespeare', or 'emotion [test_accuracy]' when the table mixes metrics."""
-    table = comparison.cells
-    pairs = table[["task", "metric"]].drop_duplicates()
-    label = " / ".join(str(cell[k]) for k in comparison.columns)
-    if len(pairs) > 1:
-        mixed_tasks = table["metric"].nunique() < len(pairs)
-        label += f" [{cell['task']} {cell['metric']}]" if mixed_tasks else f" [{cell['metric']}]"
-    return label
-
-
-def row_label(comparison: Comparison, cell) -> str:
-    """'decoder-char', or 'decoder-char (steps=100)' when its runs differ in settings."""
-    return _row_text(cell, comparison.rows)
-
-
-def layout(comparison: Comparison):
-    """Header and rows of display cells: (text, emphasis) pairs, row labels first."""
-    cells = [cell for _, cell in comparison.cells.iterrows()]
-    from zoo.core.registry import natural_key
-
-    columns = sorted({column_label(comparison, c) for c in cells}, key=natural_key)
-    rows = list(dict.fromkeys(row_label(comparison, c) for c in cells))
-    at = {(row_label(comparison, c), column_label(comparison, c)): c for c in cells}
-    header = [" / ".join(comparison.rows)]
-    for label in columns:
-        header.append(label)
-        if comparison.baseline is not None:
-            header.append(f"{label} Δ vs {comparison.baseline}")
-    body = []
-    for row in rows:
-        line = [(row, False)]
-        for column in columns:
-            cell = at.get((row, column))
-            line.append((cell_text(cell), bool(cell["best"])) if cell is not None else ("-", False))
-            if comparison.baseline is not None:
-                line.append((diff_text(cell) if cell is not None else "-", False))
-        body.append(line)
-    return header, body
-
-
-def legend(comparison: Comparison, best_mark: str) -> list[str]:
-    table = comparison.cells
-    lines = []
-    for _, pair in table[["metric", "better", "task"]].drop_duplicates("metric").iterrows():
-        lines.append(f"{describe(pair['metric'], pair['better'], pair['task'])}: mean ± std over seeds (n runs); "
-                     f"{best_mark} best in column, better than the runner-up at 95% (Welch "
-                     "interval over seeds)")
-    if comparison.baseline is not None:
-        lines.append(f"Δ: difference to {comparison.baseline} with a 95% Welch confidence "
-                     "interval over seeds; † the interval excludes 0")
-    return lines + comparison.notes
-
-
-def render(comparison: Comparison, fmt: str = "table") -> str:
-    if fmt not in FORMATS:
-        raise UnknownNameError("format", fmt, FORMATS)
-    if fmt == "csv":
-        return comparison.cells.to_csv(index=False)
-    if fmt == "json":
-        return json.dumps([_jsonable(r) for r in comparison.cells.to_dict("records")], indent=1) + "\n"
-    header, body = layout(comparison)
-    return {"table": _text, "markdown": _markdown, "html": _html, "latex": _latex}[fmt](
-        comparison, header, body)
-
-
-def _jsonable(record: dict) -> dict:
-    out = {}
-    for key, value in record.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            value = None
-        elif hasattr(value, "item"):  # numpy scalars
-            value = value.item()
-        out[key] = value
-    return out
-
-
-def _text(comparison, header, body) -> str:
-    rows = [header] + [[text + (" *" if best else "") for text, best in line] for line in body]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = []
-    for n, row in enumerate(rows):
-        lines.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w)
-                               for i, (v, w) in enumerate(zip(row, widths))).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines + [""] + legend(comparison, "*")) + "\n"
-
-
-def _markdown(comparison, header, body) -> str:
-    def escape(text: str) -> str:
-        return text.replace("|", "\\|")
-
-    lines = ["| " + " | ".join(escape(h) for h in header) + " |",
-             "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |"]
-    for line in body:
-        lines.append("| " + " | ".join(f"**{escape(t)}**" if best else escape(t)
-                                       for t, best in line) + " |")
-    return "\n".join(lines + [""] + [f"{note}  " for note in legend(comparison, "bold:")]) + "\n"
-
-
-def _html(comparison, header, body) -> str:
-    from html import escape
-
-    out = io.StringIO()
-    out.write('<table class="zoo-compare">\n<caption>'
-              + "<br>".join(escape(n) for n in legend(comparison, "bold:")) + "</caption>\n")
-    out.write("<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead>\n<tbody>\n")
-    for line in body:
-        cells = [f"<th>{escape(line[0][0])}</th>"]
-        cells += [f"<td><strong>{escape(t)}</strong></td>" if best else f"<td>{escape(t)}</td>"
-                  for t, best in line[1:]]
-        out.write("<tr>" + "".join(cells) + "</tr>\n")
-    out.write("</tbody>\n</table>\n")
-    return out.getvalue()
-
-
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-          "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
-          "±": r"$\pm$", "Δ": r"$\Delta$", "†": r"$^\dagger$"}
-
-
-def _latex_escape(text: str) -> str:
-    return "".join(_LATEX.get(ch, ch) for ch in text)
-
-
-def _latex(comparison, header, body) -> str:
-    lines = [r"\begin{table}", r"\centering",
-             r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\hline",
-             " & ".join(_latex_escape(h) for h in header) + r" \\", r"\hline"]
-    for line in body:
-        lines.append(" & ".join(r"\textbf{" + _latex_escape(t) + "}" if best else _latex_escape(t)
-                                for t, best in line) + r" \\")
-    lines += [r"\hline", r"\end{tabular}",
-              r"\caption{" + _latex_escape(" ".join(legend(comparison, "bold:"))) + "}",
-              r"\end{table}"]
-    return "\n".join(lines) + "\n"

@@ -4,6 +4,7 @@ A seed too large for NumPy or SQLite, or a size that no machine can allocate (a 
 vocabulary of 10^9 makes the Rust allocator abort the process), is a user error: exit 2
 with one line, before a run folder or store row exists.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,14 +29,32 @@ MAX_PREDICT_LINES = 1_000_000
 # config.json (a tampered one included). Names many architectures share; an architecture's
 # own sizes are bounded by its memory estimate (check_memory).
 SIZE_FIELDS = {
-    "vocab_size": MAX_VOCAB, "block_size": MAX_BLOCK, "max_len": MAX_BLOCK,
-    "n_embd": MAX_WIDTH, "width": MAX_WIDTH, "n_head": MAX_WIDTH, "heads": MAX_WIDTH,
-    "intermediate_size": MAX_MLP_WIDTH, "n_inner": MAX_MLP_WIDTH,
-    "n_layer": MAX_LAYERS, "blocks": MAX_LAYERS, "mlp_ratio": 64, "ff_ratio": 64,
-    "batch_size": MAX_BATCH, "eval_batch_size": MAX_BATCH, "eval_batches": MAX_BATCH,
-    "bucket_batches": MAX_BATCH, "eval_windows": 2**20, "sample_tokens": 2**20,
-    "samples": 10_000, "train_size": 2**24, "validation_size": 2**24, "test_size": 2**24,
-    "heldout_size": 2**24, "buckets": 2**24, "dim": MAX_WIDTH,
+    "vocab_size": MAX_VOCAB,
+    "block_size": MAX_BLOCK,
+    "max_len": MAX_BLOCK,
+    "n_embd": MAX_WIDTH,
+    "width": MAX_WIDTH,
+    "n_head": MAX_WIDTH,
+    "heads": MAX_WIDTH,
+    "intermediate_size": MAX_MLP_WIDTH,
+    "n_inner": MAX_MLP_WIDTH,
+    "n_layer": MAX_LAYERS,
+    "blocks": MAX_LAYERS,
+    "mlp_ratio": 64,
+    "ff_ratio": 64,
+    "batch_size": MAX_BATCH,
+    "eval_batch_size": MAX_BATCH,
+    "eval_batches": MAX_BATCH,
+    "bucket_batches": MAX_BATCH,
+    "eval_windows": 2**20,
+    "sample_tokens": 2**20,
+    "samples": 10_000,
+    "train_size": 2**24,
+    "validation_size": 2**24,
+    "test_size": 2**24,
+    "heldout_size": 2**24,
+    "buckets": 2**24,
+    "dim": MAX_WIDTH,
 }
 # The fields a transformer's size is read from, whichever architecture's names they are
 # (the default estimate, for an architecture registered without its own).
@@ -60,8 +79,7 @@ def seed_argument(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
     if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MAX_SEED}, "
-                                         f"not {text}")
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MAX_SEED}, not {text}")
     return value
 
 
@@ -70,8 +88,9 @@ def check_sizes(config, where: str = "") -> None:
     for name, limit in SIZE_FIELDS.items():
         value = getattr(config, name, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > limit:
-            raise ZooError(f"{where}{name} = {value:,} is more than zoo can allocate "
-                           f"(at most {limit:,})")
+            raise ZooError(
+                f"{where}{name} = {value:,} is more than zoo can allocate (at most {limit:,})"
+            )
 
 
 def check_memory(architecture, config, where: str = "") -> None:
@@ -85,9 +104,11 @@ def check_memory(architecture, config, where: str = "") -> None:
         needed = default_memory(config)
     memory = physical_memory()
     if needed and memory and needed > memory:
-        raise ZooError(f"{where}a {architecture.name} model of this config needs about "
-                       f"{needed / 2**30:,.0f} GiB to train; this machine has "
-                       f"{memory / 2**30:,.0f} GiB")
+        raise ZooError(
+            f"{where}a {architecture.name} model of this config needs about "
+            f"{needed / 2**30:,.0f} GiB to train; this machine has "
+            f"{memory / 2**30:,.0f} GiB"
+        )
 
 
 def default_memory(config) -> int | None:
@@ -135,8 +156,9 @@ def check_file_size(path, limit: int, what: str) -> None:
     except OSError:
         return  # reading it reports the problem
     if size > limit:
-        raise ZooError(f"{what} {path} is {size / 2**20:,.1f} MiB; at most "
-                       f"{limit / 2**20:,.0f} MiB")
+        raise ZooError(
+            f"{what} {path} is {size / 2**20:,.1f} MiB; at most {limit / 2**20:,.0f} MiB"
+        )
 
 
 # What building a dataset (or a tokenizer's vocabulary) may take before training starts. A
@@ -151,8 +173,15 @@ def within_budget(need_bytes: float = 0, need_seconds: float = 0) -> bool:
     return need_bytes <= DATA_MEMORY_BUDGET and need_seconds <= DATA_TIME_BUDGET
 
 
-def check_budget(setting: str, value, *, need_bytes: float = 0, need_seconds: float = 0,
-                 maximum=None, what: str = "") -> None:
+def check_budget(
+    setting: str,
+    value,
+    *,
+    need_bytes: float = 0,
+    need_seconds: float = 0,
+    maximum=None,
+    what: str = "",
+) -> None:
     """Refuse ``setting = value`` when its estimated memory or time is over the budget,
     naming the setting and ``maximum``, the largest value that fits."""
     over = []
@@ -163,8 +192,9 @@ def check_budget(setting: str, value, *, need_bytes: float = 0, need_seconds: fl
     if over:
         most = f"; at most {maximum:,}" if maximum is not None else ""
         shown = f"{value:,}" if isinstance(value, int) else repr(value)
-        raise ZooError(f"{what}{setting} = {shown} needs {' and '.join(over)} before training "
-                       f"starts{most}")
+        raise ZooError(
+            f"{what}{setting} = {shown} needs {' and '.join(over)} before training starts{most}"
+        )
 
 
 def _bytes(count: float) -> str:

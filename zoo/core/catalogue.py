@@ -3,6 +3,7 @@
 The built-in file ships with the package. A registry.toml in the current directory, or the
 file named by ZOO_REGISTRY, extends and overrides it. Paths inside a file are relative to it.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,17 @@ from zoo.errors import UnknownNameError, ZooError
 
 BUILTIN_FILE = Path(__file__).resolve().parent.parent / "registry.toml"
 
-DATASET_KEYS = {"hub", "path", "plugin", "task", "text_column", "label_column", "splits",
-                "description", "config"}
+DATASET_KEYS = {
+    "hub",
+    "path",
+    "plugin",
+    "task",
+    "text_column",
+    "label_column",
+    "splits",
+    "description",
+    "config",
+}
 MODEL_KEYS = {"architecture", "tokenizer", "description", "set", "base", "template"}
 ENSEMBLE_KEYS = {"members", "weights", "description"}  # a preset made of other presets
 ENSEMBLE_WEIGHTS = ("equal", "fit")
@@ -124,8 +134,9 @@ def resolve_bases(catalogue: Catalogue) -> None:
                 cycle = " -> ".join(chain + (name, base))
                 raise ZooError(f"{preset.source}: [models.{name}] base makes a cycle ({cycle})")
             if base not in catalogue.models:
-                raise UnknownNameError(f"base preset of [models.{name}] in {preset.source}",
-                                       base, catalogue.models)
+                raise UnknownNameError(
+                    f"base preset of [models.{name}] in {preset.source}", base, catalogue.models
+                )
             parent = resolve(base, chain + (name,))
             architecture = parent.architecture or architecture
             tokenizer = parent.tokenizer or tokenizer
@@ -147,8 +158,11 @@ def resolve_bases(catalogue: Catalogue) -> None:
         for key in ("architecture", "tokenizer"):
             if not getattr(preset, key):
                 parser = _FileParser(preset.source, preset.source.read_text(encoding="utf-8"))
-                parser.fail(f"[models.{name}] needs {key!r} (or a base preset that gives one; "
-                            "template = true marks values for other presets to build on)", name)
+                parser.fail(
+                    f"[models.{name}] needs {key!r} (or a base preset that gives one; "
+                    "template = true marks values for other presets to build on)",
+                    name,
+                )
 
 
 HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -164,8 +178,9 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ZooError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); TOML "
-                       "files must be UTF-8") from None
+        raise ZooError(
+            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); TOML files must be UTF-8"
+        ) from None
     except OSError as exc:
         raise ZooError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
@@ -199,14 +214,21 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
         parser.check_keys(splits, SPLIT_ROLES, f"{where} splits")
         for role, split in splits.items():
             parser.expect(split, str, f"{where} splits.{role}")
-        entry = DatasetEntry(name=name, source=path, splits=dict(splits),
-                             config=dict(parser.expect(body.get("config", {}), dict, f"{where} config")))
+        entry = DatasetEntry(
+            name=name,
+            source=path,
+            splits=dict(splits),
+            config=dict(parser.expect(body.get("config", {}), dict, f"{where} config")),
+        )
         for key in ("hub", "plugin", "task", "text_column", "label_column", "description"):
             if key in body:
                 setattr(entry, key, parser.expect(body[key], str, f"{where} {key}"))
         if entry.hub is not None and not is_hub_id(entry.hub):
-            parser.fail(f"{where} hub {entry.hub!r} is not a Hub dataset id (NAME or "
-                        "OWNER/NAME: letters, digits, '-', '_', '.'; no '..')", name)
+            parser.fail(
+                f"{where} hub {entry.hub!r} is not a Hub dataset id (NAME or "
+                "OWNER/NAME: letters, digits, '-', '_', '.'; no '..')",
+                name,
+            )
         if "path" in body:
             entry.path = str(parser.resolve_path(base, body["path"], f"{where} path"))
         catalogue.datasets[name] = entry
@@ -231,7 +253,9 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
             tokenizer=parser.expect(body.get("tokenizer", ""), str, f"{where} tokenizer"),
             source=path,
             description=parser.expect(body.get("description", ""), str, f"{where} description"),
-            overrides=own, base=base, own=own,
+            overrides=own,
+            base=base,
+            own=own,
             template=parser.expect(body.get("template", False), bool, f"{where} template"),
         )
 
@@ -244,10 +268,16 @@ def _ensemble_preset(parser, name: str, body: dict, path: Path) -> EnsemblePrese
         parser.fail(f"{where} members must list at least two preset names", name)
     weights = parser.expect(body.get("weights", "equal"), str, f"{where} weights")
     if weights not in ENSEMBLE_WEIGHTS:
-        parser.fail(f"{where} weights must be {' or '.join(ENSEMBLE_WEIGHTS)}, not "
-                    f"{weights!r}", "weights")
-    return EnsemblePreset(name, list(members), path, weights,
-                          parser.expect(body.get("description", ""), str, f"{where} description"))
+        parser.fail(
+            f"{where} weights must be {' or '.join(ENSEMBLE_WEIGHTS)}, not {weights!r}", "weights"
+        )
+    return EnsemblePreset(
+        name,
+        list(members),
+        path,
+        weights,
+        parser.expect(body.get("description", ""), str, f"{where} description"),
+    )
 
 
 class _FileParser:
@@ -270,8 +300,10 @@ class _FileParser:
 
     def expect(self, value, kind, what: str):
         if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-            self.fail(f"{what} must be a {_type_word(kind)}, not {type(value).__name__}",
-                      what.split()[-1].strip("[]").split(".")[-1])
+            self.fail(
+                f"{what} must be a {_type_word(kind)}, not {type(value).__name__}",
+                what.split()[-1].strip("[]").split(".")[-1],
+            )
         return value
 
     def resolve_path(self, base: Path, value, what: str) -> Path:
@@ -291,8 +323,11 @@ class _FileParser:
 
                 close = difflib.get_close_matches(key, allowed, n=1)
                 hint = f" Did you mean: {close[0]}?" if close else ""
-                self.fail(f"unknown key {key!r} in {where}.{hint} Valid keys: "
-                          f"{', '.join(sorted(allowed))}", key)
+                self.fail(
+                    f"unknown key {key!r} in {where}.{hint} Valid keys: "
+                    f"{', '.join(sorted(allowed))}",
+                    key,
+                )
 
 
 def _type_word(kind) -> str:

@@ -4,6 +4,7 @@ A key is checked against the fields of every config section (model, tokenizer, t
 ``section.key`` picks one explicitly (a key several sections mark shared sets them all). Values from the command line are parsed by the
 field's type; unknown keys get a did-you-mean.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,11 +54,17 @@ def split_overrides(overrides: dict[str, Any], sections: dict[str, type | None])
             owners = [name for name, f in fields.items() if bare in f]
         if not owners:
             pool = fields[section] if section else {k for f in fields.values() for k in f}
-            raise UnknownNameError(f"{section} config key" if section else "config key",
-                                   bare, pool, hint="valid keys: " + ", ".join(sorted(pool)))
+            raise UnknownNameError(
+                f"{section} config key" if section else "config key",
+                bare,
+                pool,
+                hint="valid keys: " + ", ".join(sorted(pool)),
+            )
         if len(owners) > 1 and not all(is_shared(sections[o], bare) for o in owners):
-            raise ZooError(f"config key {bare!r} is ambiguous; write one of "
-                           + ", ".join(f"{o}.{bare}" for o in owners))
+            raise ZooError(
+                f"config key {bare!r} is ambiguous; write one of "
+                + ", ".join(f"{o}.{bare}" for o in owners)
+            )
         for owner in owners:
             result[owner][bare] = coerce(value, fields[owner][bare], bare)
     return result
@@ -109,8 +116,10 @@ def check_positive(config, *names: str) -> None:
 def check_divisible(config, width: str, parts: str) -> None:
     """Field `width` splits evenly into `parts` (attention heads, say)."""
     if getattr(config, width) % getattr(config, parts):
-        raise ValueError(f"{width} ({getattr(config, width)}) must be divisible by {parts} "
-                         f"({getattr(config, parts)})")
+        raise ValueError(
+            f"{width} ({getattr(config, width)}) must be divisible by {parts} "
+            f"({getattr(config, parts)})"
+        )
 
 
 def check_probability(config, name: str = "dropout") -> None:
@@ -157,10 +166,13 @@ def coerce(value: Any, annotation: Any, key: str) -> Any:
     if origin is list:  # "2,3" from --set, or a TOML list; each item checked as its type
         items = value.split(",") if isinstance(value, str) else value
         if not isinstance(items, (list, tuple)):
-            raise ZooError(f"{key} must be a list (comma-separated on the command line), "
-                           f"not {value!r}")
-        return [coerce(item.strip() if isinstance(item, str) else item, args[0], key)
-                if args else item for item in items]
+            raise ZooError(
+                f"{key} must be a list (comma-separated on the command line), not {value!r}"
+            )
+        return [
+            coerce(item.strip() if isinstance(item, str) else item, args[0], key) if args else item
+            for item in items
+        ]
     if origin is typing.Literal:
         for choice in args:
             if str(choice) == str(value):
@@ -181,7 +193,11 @@ def coerce(value: Any, annotation: Any, key: str) -> Any:
             if isinstance(value, float) and value.is_integer():
                 return int(value)
             if isinstance(value, str):
-                number = float(value) if any(c in value for c in ".eE") and not value.lstrip("-").isdigit() else int(value)
+                number = (
+                    float(value)
+                    if any(c in value for c in ".eE") and not value.lstrip("-").isdigit()
+                    else int(value)
+                )
                 if isinstance(number, float) and not number.is_integer():
                     raise ValueError
                 return int(number)
@@ -203,5 +219,9 @@ def coerce(value: Any, annotation: Any, key: str) -> Any:
 
 
 def _type_name(annotation) -> str:
-    return {int: "an integer", float: "a finite number", bool: "true or false", str: "a string"}.get(
-        annotation, str(annotation))
+    return {
+        int: "an integer",
+        float: "a finite number",
+        bool: "true or false",
+        str: "a string",
+    }.get(annotation, str(annotation))

@@ -1,4 +1,4 @@
-"""Config files for `zoo run --config FILE` and `zoo sweep --config FILE`.
+"""Config files for `zoo run`, `zoo sweep` and `zoo tune --config FILE`.
 
 A file holds what the command line holds, under the options' names::
 
@@ -16,6 +16,7 @@ TOML (read with tomllib); YAML too where PyYAML is installed. An option given on
 line wins over the file; a --set or --grid key given on both takes the command line's
 value. An unknown key is an error with a did-you-mean, before anything trains.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,46 @@ from zoo.errors import UnknownNameError, ZooError
 COMMON = {"steps", "time", "set", "task", "device", "log_to"}
 KEYS = {
     "run": COMMON | {"model", "dataset", "seed", "text_column", "label_column", "compile"},
-    "sweep": COMMON | {"models", "on", "seeds", "grid", "jobs", "executor", "address",
-                       "cell_cpus", "cell_gpus", "metric", "by", "columns", "baseline",
-                       "format", "pool"},
+    "sweep": COMMON
+    | {
+        "models",
+        "on",
+        "seeds",
+        "grid",
+        "jobs",
+        "executor",
+        "address",
+        "cell_cpus",
+        "cell_gpus",
+        "metric",
+        "by",
+        "columns",
+        "baseline",
+        "format",
+        "pool",
+    },
+    # zoo tune: `time` is the search's budget per model, as --time is; [space] holds
+    # key = "log(1e-4,1e-2)" (or space = "lr=log(1e-4,1e-2) ..." or a list of such texts)
+    "tune": COMMON
+    | {
+        "models",
+        "on",
+        "space",
+        "trials",
+        "seeds",
+        "pruner",
+        "sampler",
+        "sampler_seed",
+        "metric",
+        "storage",
+        "study",
+        "jobs",
+        "executor",
+        "address",
+        "trial_cpus",
+        "trial_gpus",
+        "plot",
+    },
 }
 
 
@@ -43,19 +81,27 @@ def read(path: str | Path, command: str) -> dict:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ZooError(f"cannot read config file {path}: {getattr(exc, 'strerror', None) or exc}"
-                       ) from None
+        raise ZooError(
+            f"cannot read config file {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
     data = _parse(path, text)
     if not isinstance(data, dict):
-        raise ZooError(f"{path}: a config file is a table of options, not a "
-                       f"{type(data).__name__}")
+        raise ZooError(f"{path}: a config file is a table of options, not a {type(data).__name__}")
     for key in data:
         if key not in KEYS[command]:
-            raise UnknownNameError(f"zoo {command} config key (in {path})", key, KEYS[command],
-                                   hint="valid keys: " + ", ".join(sorted(KEYS[command])))
+            raise UnknownNameError(
+                f"zoo {command} config key (in {path})",
+                key,
+                KEYS[command],
+                hint="valid keys: " + ", ".join(sorted(KEYS[command])),
+            )
     values = dict(data)
     if "set" in values:
         values["set"] = _flatten(values["set"], path, "set")
+    if isinstance(values.get("space"), dict):  # [space] lr = "log(1e-4,1e-2)"
+        values["space"] = [
+            f"{key}={value}" for key, value in _flatten(values["space"], path, "space").items()
+        ]
     if "grid" in values:
         grid = _flatten(values["grid"], path, "grid")
         for key, choices in grid.items():
@@ -70,8 +116,9 @@ def _parse(path: Path, text: str):
         try:
             import yaml
         except ImportError:
-            raise ZooError(f"{path}: reading YAML needs PyYAML (pip install pyyaml); or "
-                           "write the file as TOML") from None
+            raise ZooError(
+                f"{path}: reading YAML needs PyYAML (pip install pyyaml); or write the file as TOML"
+            ) from None
         try:
             return yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
@@ -106,7 +153,8 @@ def apply(args, parser, command: str) -> None:
     values = read(args.config, command)
     args.file_set = values.pop("set", {})
     args.file_grid = values.pop("grid", {})
-    for one, other in (("steps", "time"), ("time", "steps")):  # a budget given here wins
+    # a budget given here wins (zoo tune's time is the search's budget, its steps each run's)
+    for one, other in () if command == "tune" else (("steps", "time"), ("time", "steps")):
         if one in values and getattr(args, other, None) is not None:
             del values[one]
     if isinstance(values.get("log_to"), list):
@@ -125,6 +173,7 @@ def apply(args, parser, command: str) -> None:
 
 def _as_option(value, action, key: str, path):
     """A file value checked as the command line checks the option's text."""
+
     def one(item):
         if isinstance(item, (dict, list)):
             raise ZooError(f"{path}: {key} must be a single value, not {item!r}")
@@ -137,7 +186,7 @@ def _as_option(value, action, key: str, path):
             raise UnknownNameError(f"{key} (in {path})", str(converted), action.choices)
         return converted
 
-    if action.nargs in ("+", "*"):
+    if action.nargs in ("+", "*") or isinstance(action, argparse._AppendAction):
         items = value if isinstance(value, list) else [value]
         return [one(item) for item in items]
     if action.const is True and action.nargs == 0:  # a flag such as --compile
@@ -163,11 +212,13 @@ def for_run(record: dict) -> str:
     """TOML for `zoo run --config` that trains the recorded run again: its model, dataset,
     seed and task, and every resolved setting under [set] (section by section)."""
     config = record.get("config") or {}
-    lines = [f"# zoo run --config FILE: reproduces run {record['id']}",
-             f"model = {_toml(record.get('model'))}",
-             f"dataset = {_toml(record.get('dataset'))}",
-             f"seed = {_toml(record.get('seed') or 0)}",
-             f"task = {_toml(record.get('task'))}"]
+    lines = [
+        f"# zoo run --config FILE: reproduces run {record['id']}",
+        f"model = {_toml(record.get('model'))}",
+        f"dataset = {_toml(record.get('dataset'))}",
+        f"seed = {_toml(record.get('seed') or 0)}",
+        f"task = {_toml(record.get('task'))}",
+    ]
     if config.get("device") in ("cpu", "cuda"):
         lines.append(f"device = {_toml(config['device'])}")
     for key in ("text_column", "label_column"):

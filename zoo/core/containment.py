@@ -9,12 +9,12 @@ an interrupt with the note is the user's and goes on up; one without it is the p
 A run's training and a sweep's cells run the same way (``own_interrupts_fail``): a
 KeyboardInterrupt that no SIGINT caused fails that run or cell like any other error.
 """
-from __future__ import annotations
 
-from typing import Callable
+from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 
 from zoo.errors import ZooError
@@ -81,8 +81,9 @@ def own_interrupts_fail(what: str = "the run's code"):
         except KeyboardInterrupt as exc:
             if not is_plugin_failure(exc):
                 raise
-            raise InterruptRaisedByCode(f"{what} raised KeyboardInterrupt itself (no Ctrl-C "
-                                        "from the user)") from None
+            raise InterruptRaisedByCode(
+                f"{what} raised KeyboardInterrupt itself (no Ctrl-C from the user)"
+            ) from None
 
 
 def is_plugin_failure(exc: BaseException) -> bool:
@@ -98,7 +99,9 @@ def is_plugin_failure(exc: BaseException) -> bool:
 def describe(exc: BaseException) -> str:
     """One line for a plugin's failure, without object reprs."""
     if isinstance(exc, SystemExit):
-        return f"it called sys.exit({exc.code!r})" if exc.code is not None else "it called sys.exit()"
+        return (
+            f"it called sys.exit({exc.code!r})" if exc.code is not None else "it called sys.exit()"
+        )
     if isinstance(exc, KeyboardInterrupt):
         return "it raised KeyboardInterrupt (not a Ctrl-C from the user)"
     text = " ".join(str(exc).split())

@@ -1,5 +1,6 @@
 """Names the user types, resolved against the registry: a model (a catalogue preset or an
 ARCHITECTURE-TOKENIZER pair), the tasks a dataset serves, and the task a run will do."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,8 +13,11 @@ from zoo.tasks import Task
 def registered_tasks(zoo=None) -> dict[str, Task]:
     """Every registered task by name, in registration order."""
     zoo = zoo or get_zoo()
-    return {entry.name: entry.task for entry in zoo.pipelines.entries_in_order()
-            if entry.task is not None}
+    return {
+        entry.name: entry.task
+        for entry in zoo.pipelines.entries_in_order()
+        if entry.task is not None
+    }
 
 
 def get_task(name: str | None, zoo=None) -> Task | None:
@@ -51,20 +55,28 @@ def resolve_model(name: str, zoo) -> ModelSpec:
     """A preset from the catalogue, or any ARCHITECTURE-TOKENIZER pair of registered plugins."""
     if name in zoo.catalogue.ensembles:
         members = ", ".join(zoo.catalogue.ensembles[name].members)
-        raise ZooError(f"{name} is an ensemble preset (of {members}): `zoo run {name} DATASET` "
-                       "trains its members and combines them")
+        raise ZooError(
+            f"{name} is an ensemble preset (of {members}): `zoo run {name} DATASET` "
+            "trains its members and combines them"
+        )
     preset = zoo.catalogue.models.get(name)
     if preset is not None:
-        return ModelSpec(name, zoo.architectures.get(preset.architecture),
-                         zoo.tokenizers.get(preset.tokenizer), dict(preset.overrides),
-                         preset.description)
+        return ModelSpec(
+            name,
+            zoo.architectures.get(preset.architecture),
+            zoo.tokenizers.get(preset.tokenizer),
+            dict(preset.overrides),
+            preset.description,
+        )
     arch, sep, tok = name.partition("-")
     if sep and arch in zoo.architectures and tok in zoo.tokenizers:
         entry = zoo.architectures.get(arch)
         return ModelSpec(name, entry, zoo.tokenizers.get(tok), {}, entry.description)
     if name in zoo.catalogue.templates:
-        raise ZooError(f"{name!r} is a template in registry.toml (no architecture or "
-                       "tokenizer): presets build on it with base; it does not train itself")
+        raise ZooError(
+            f"{name!r} is a template in registry.toml (no architecture or "
+            "tokenizer): presets build on it with base; it does not train itself"
+        )
     raise UnknownNameError("model", name, model_names(zoo), hint="zoo list models shows all")
 
 
@@ -79,10 +91,14 @@ def choose_task(architecture, dataset_tasks, wanted: str | None = None) -> str:
     supported = architecture.tasks
     if wanted:
         if wanted not in dataset_tasks:
-            raise ZooError(f"dataset does not serve task {wanted!r}; it serves: "
-                           f"{', '.join(dataset_tasks) or 'nothing known'}")
+            raise ZooError(
+                f"dataset does not serve task {wanted!r}; it serves: "
+                f"{', '.join(dataset_tasks) or 'nothing known'}"
+            )
         if wanted not in supported:
-            raise ZooError(f"{architecture.name} has no {wanted} head; it supports: {', '.join(supported)}")
+            raise ZooError(
+                f"{architecture.name} has no {wanted} head; it supports: {', '.join(supported)}"
+            )
         return wanted
     for task in dataset_tasks:
         if task in supported:
@@ -92,6 +108,8 @@ def choose_task(architecture, dataset_tasks, wanted: str | None = None) -> str:
 
 def task_mismatch(architecture, dataset_tasks) -> str:
     wanted = dataset_tasks[0] if dataset_tasks else "?"
-    return (f"{architecture.name} has no {wanted} head (it supports: "
-            f"{', '.join(architecture.tasks) or 'no task'}; the dataset serves: "
-            f"{', '.join(dataset_tasks) or 'no task'})")
+    return (
+        f"{architecture.name} has no {wanted} head (it supports: "
+        f"{', '.join(architecture.tasks) or 'no task'}; the dataset serves: "
+        f"{', '.join(dataset_tasks) or 'no task'})"
+    )

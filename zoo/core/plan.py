@@ -1,5 +1,6 @@
 """Planning a run: from a model name and a dataset to the task, pipeline and configs, all
 decided (and checked) before anything trains; the config hash that names a plan."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -7,12 +8,12 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from zoo.data import datasets as zoo_data
 from zoo.core.bounds import check_memory, check_seed
 from zoo.core.config import build_config, split_overrides
-from zoo.errors import ZooError
-from zoo.core.registry import get_zoo
 from zoo.core.names import ModelSpec, choose_task, resolve_model, tasks_for
+from zoo.core.registry import get_zoo
+from zoo.data import datasets as zoo_data
+from zoo.errors import ZooError
 
 
 @dataclass
@@ -52,15 +53,30 @@ class Plan:
     def result_values(self) -> dict:
         """config_values() without the incidental fields: what the result depends on."""
         values, skip = self.config_values(), self.incidental()
-        return {section: ({k: v for k, v in config.items() if k not in skip.get(section, ())}
-                          if isinstance(config, dict) else config)
-                for section, config in values.items()}
+        return {
+            section: (
+                {k: v for k, v in config.items() if k not in skip.get(section, ())}
+                if isinstance(config, dict)
+                else config
+            )
+            for section, config in values.items()
+        }
 
 
-def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: int = 0,
-             task: str | None = None, text_column: str | None = None,
-             label_column: str | None = None, init: str | None = None, zoo=None,
-             loaded_cache: dict | None = None, held_out: tuple = ()) -> Plan:
+def plan_run(
+    model: str,
+    dataset: str,
+    *,
+    overrides: dict | None = None,
+    seed: int = 0,
+    task: str | None = None,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    init: str | None = None,
+    zoo=None,
+    loaded_cache: dict | None = None,
+    held_out: tuple = (),
+) -> Plan:
     """``init``: a finished run whose tokenizer and matching weights the run starts from.
     ``loaded_cache``: datasets loaded so far, by name and columns (a sweep plans many cells
     on one dataset and loads it once). ``held_out``: split roles a search must not read."""
@@ -76,9 +92,14 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
         key = (ref.name, ref.source, text_column, label_column, tuple(held_out))
         loaded = (loaded_cache or {}).get(key)
         if loaded is None:
-            loaded = zoo_data.load(ref, zoo, text_column=text_column,
-                                   label_column=label_column, quiet=True,
-                                   held_out=tuple(held_out))
+            loaded = zoo_data.load(
+                ref,
+                zoo,
+                text_column=text_column,
+                label_column=label_column,
+                quiet=True,
+                held_out=tuple(held_out),
+            )
             if loaded_cache is not None:
                 loaded_cache[key] = loaded
         tasks = loaded.tasks
@@ -86,12 +107,15 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     tasks = tasks or tasks_for(None, {"text"}, zoo)
     chosen = choose_task(spec.architecture, tasks, task)
     if chosen not in zoo.pipelines:  # the same reason `zoo list --matrix` gives
-        raise ZooError(f"no pipeline is registered for {chosen} ({spec.architecture.name} "
-                       f"on {ref.name})")
+        raise ZooError(
+            f"no pipeline is registered for {chosen} ({spec.architecture.name} on {ref.name})"
+        )
     pipeline = zoo.pipelines.get(chosen)
-    sections = {"model": spec.architecture.config_class(),
-                "tokenizer": spec.tokenizer.config_class(),
-                "train": pipeline.config_class()}
+    sections = {
+        "model": spec.architecture.config_class(),
+        "tokenizer": spec.tokenizer.config_class(),
+        "train": pipeline.config_class(),
+    }
     merged = {**spec.overrides, **(overrides or {})}
     dataset_class = zoo_data.config_class(ref, zoo)
     if dataset_class is not None:  # a plugin dataset's options: catalogue, then --set
@@ -111,8 +135,18 @@ def plan_run(model: str, dataset: str, *, overrides: dict | None = None, seed: i
     unknown = [role for role in held_out if role not in ("validation", "test")]
     if unknown:
         raise ZooError(f"only the validation or test split can be held out, not {unknown[0]!r}")
-    return Plan(spec, ref, chosen, pipeline, configs, seed, loaded, (text_column, label_column),
-                held_out=held_out, init=source)
+    return Plan(
+        spec,
+        ref,
+        chosen,
+        pipeline,
+        configs,
+        seed,
+        loaded,
+        (text_column, label_column),
+        held_out=held_out,
+        init=source,
+    )
 
 
 def _init_source(run_id: str, spec: ModelSpec):
@@ -121,11 +155,13 @@ def _init_source(run_id: str, spec: ModelSpec):
 
     source = source_run(run_id)
     if source.tokenizer != spec.tokenizer.name:
-        raise ZooError(f"--init {source.run_id}: that run used the {source.tokenizer} "
-                       f"tokenizer and {spec.name} the {spec.tokenizer.name} one; the new run "
-                       f"takes its tokenizer from the run it starts from, so use a model with "
-                       f"the {source.tokenizer} tokenizer ({spec.architecture.name}-"
-                       f"{source.tokenizer})")
+        raise ZooError(
+            f"--init {source.run_id}: that run used the {source.tokenizer} "
+            f"tokenizer and {spec.name} the {spec.tokenizer.name} one; the new run "
+            f"takes its tokenizer from the run it starts from, so use a model with "
+            f"the {source.tokenizer} tokenizer ({spec.architecture.name}-"
+            f"{source.tokenizer})"
+        )
     return source
 
 
@@ -135,11 +171,16 @@ def check_context_length(architecture, config) -> None:
     block = getattr(config, "block_size", None)
     if isinstance(block, int) and not isinstance(block, bool):
         return
-    problem = ("registers no config dataclass" if config is None
-               else f"has a config ({type(config).__name__}) with no integer block_size field")
-    raise ZooError(f"architecture {architecture.name!r} from plugin {architecture.plugin!r} "
-                   f"{problem}; pipelines need its block_size (the longest input in tokens): "
-                   "register it with config=<a dataclass with a block_size field>")
+    problem = (
+        "registers no config dataclass"
+        if config is None
+        else f"has a config ({type(config).__name__}) with no integer block_size field"
+    )
+    raise ZooError(
+        f"architecture {architecture.name!r} from plugin {architecture.plugin!r} "
+        f"{problem}; pipelines need its block_size (the longest input in tokens): "
+        "register it with config=<a dataclass with a block_size field>"
+    )
 
 
 def _min_lr_follows_lr(train: dict, cls, overrides: dict) -> None:
@@ -161,12 +202,20 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
     A record that no longer fits this zoo is a ZooError saying why."""
     try:
         architecture = zoo.architectures.get(record["architecture"])
-        spec = ModelSpec(record["model"], architecture, zoo.tokenizers.get(record["tokenizer"]),
-                         {}, architecture.description)
+        spec = ModelSpec(
+            record["model"],
+            architecture,
+            zoo.tokenizers.get(record["tokenizer"]),
+            {},
+            architecture.description,
+        )
         ref = dataset_ref or recorded_dataset(record["dataset"], record.get("dataset_id"), zoo)
         pipeline = zoo.pipelines.get(record["task"])
-        classes = {"model": architecture.config_class(),
-                   "tokenizer": spec.tokenizer.config_class(), "train": pipeline.config_class()}
+        classes = {
+            "model": architecture.config_class(),
+            "tokenizer": spec.tokenizer.config_class(),
+            "train": pipeline.config_class(),
+        }
         recorded = record["configs"]
         if "dataset" in recorded and dataset_ref is None:  # the options it was generated with
             classes["dataset"] = zoo_data.config_class(ref, zoo)
@@ -182,8 +231,9 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
             try:
                 configs[section] = build_config(cls, {**missing, **values})
             except ZooError as exc:
-                raise ZooError(f"the recorded {section} config no longer fits this zoo "
-                               f"({exc})") from None
+                raise ZooError(
+                    f"the recorded {section} config no longer fits this zoo ({exc})"
+                ) from None
         if "dataset" in configs:
             ref = dataclasses.replace(ref, config=configs["dataset"])
         init = None
@@ -191,11 +241,22 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
             from zoo.train.initialize import source_run
 
             init = source_run(record["init"]["run_id"], used_by=record.get("run_id"))
-        return Plan(spec, ref, record["task"], pipeline, configs, int(record["seed"]),
-                    legacy=legacy, held_out=tuple(record.get("held_out") or ()), init=init)
+        return Plan(
+            spec,
+            ref,
+            record["task"],
+            pipeline,
+            configs,
+            int(record["seed"]),
+            legacy=legacy,
+            held_out=tuple(record.get("held_out") or ()),
+            init=init,
+        )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ZooError(f"the record of run {record.get('run_id', '?')} is incomplete "
-                       f"({type(exc).__name__}: {exc})") from None
+        raise ZooError(
+            f"the record of run {record.get('run_id', '?')} is incomplete "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def recorded_dataset(name: str, source: str | None, zoo):
@@ -229,16 +290,23 @@ def config_hash(plan: Plan, zoo=None) -> str:
     changes the result (not checkpoint cadence or samples: ``Plan.incidental``), and
     which code each plugin is (its version, or its source's hash: ``PluginInfo.identity``),
     so a sweep never reuses a run made by other plugin code."""
-    payload = {"model": plan.spec.name, "architecture": plan.spec.architecture.name,
-               "tokenizer": plan.spec.tokenizer.name, "dataset": plan.dataset_ref.source,
-               "task": plan.task, "seed": plan.seed,
-               "configs": plan.result_values(),
-               "plugins": {e.plugin: e.origin or "unknown" for e in plugin_entries(plan, zoo)}}
+    payload = {
+        "model": plan.spec.name,
+        "architecture": plan.spec.architecture.name,
+        "tokenizer": plan.spec.tokenizer.name,
+        "dataset": plan.dataset_ref.source,
+        "task": plan.task,
+        "seed": plan.seed,
+        "configs": plan.result_values(),
+        "plugins": {e.plugin: e.origin or "unknown" for e in plugin_entries(plan, zoo)},
+    }
     if plan.held_out:  # a run that never read its test split reports other figures
         payload["held_out"] = sorted(plan.held_out)
     if plan.init is not None:  # absent otherwise, so the hashes of other runs stay as they were
         payload["init"] = plan.init.run_id
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[
+        :16
+    ]
 
 
 def _asdict(config):

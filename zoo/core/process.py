@@ -1,11 +1,13 @@
 """Settings of a zoo process that trains (the `zoo` program, sweep workers): its garbage
 collector and its thread count."""
+
 from __future__ import annotations
 
 import gc
 import os
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
 
 def set_threads(threads: int) -> None:
     """Threads for this worker's torch; the variables matter for pools not yet started."""
@@ -61,8 +63,9 @@ def die_with_parent(parent_pid: int) -> None:
     if not armed:
         import threading
 
-        threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True,
-                         name="zoo-parent-watch").start()
+        threading.Thread(
+            target=_watch_parent, args=(parent_pid,), daemon=True, name="zoo-parent-watch"
+        ).start()
 
 
 def _watch_parent(parent_pid: int) -> None:

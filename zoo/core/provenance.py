@@ -1,5 +1,6 @@
 """What a run records about where it came from: versions of zoo, Python, libraries and
 plugins, the git commit of the source tree, and the identity a resume must match."""
+
 from __future__ import annotations
 
 import platform
@@ -27,14 +28,22 @@ def versions(zoo, plan: Plan) -> dict:
 
 def plugin_provenance(zoo, plan: Plan) -> dict:
     """Each of a run's plugins: its distribution and version, or its source's hash."""
-    return {entry.plugin: zoo.plugins[entry.plugin].provenance()
-            for entry in plugin_entries(plan, zoo) if entry.plugin in zoo.plugins}
+    return {
+        entry.plugin: zoo.plugins[entry.plugin].provenance()
+        for entry in plugin_entries(plan, zoo)
+        if entry.plugin in zoo.plugins
+    }
 
 
 def git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, cwd=Path(__file__).resolve().parent)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
@@ -43,9 +52,13 @@ def git_commit() -> str | None:
 def git_dirty() -> bool | None:
     """Whether the working tree has uncommitted changes to tracked files (None: no git)."""
     try:
-        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                             capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parent)
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return bool(out.stdout.strip()) if out.returncode == 0 else None
@@ -55,7 +68,9 @@ def identity(plan: Plan, dataset, zoo) -> dict:
     """What must not change for a run to be resumed: config, dataset, zoo and plugin versions
     (the tokenizer file's checksum is added by each checkpoint)."""
     found = versions(zoo, plan)
-    return {"config_hash": config_hash(plan, zoo),
-            "configs": plan.config_values(),
-            "dataset_fingerprint": dataset.fingerprint,
-            "versions": {k: v for k, v in found.items() if k == "zoo" or k.startswith("plugin:")}}
+    return {
+        "config_hash": config_hash(plan, zoo),
+        "configs": plan.config_values(),
+        "dataset_fingerprint": dataset.fingerprint,
+        "versions": {k: v for k, v in found.items() if k == "zoo" or k.startswith("plugin:")},
+    }

@@ -5,27 +5,45 @@ user's registry.toml all go through the same ``pm.register`` path. A plugin that
 import or raises in a hook is set aside with one warning line; ZOO_STRICT_PLUGINS=1 turns
 that into an error.
 """
+
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
 import os
-import re
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pluggy
 
 from zoo import hookspecs
-from zoo.core.containment import (PluginCodeFailed, call_plugin, contained, describe,
-                                  is_plugin_failure, plugin_code)
-from zoo.errors import PluginError, UnknownNameError, ZooError
+from zoo.core.containment import (
+    PluginCodeFailed,
+    contained,
+    describe,
+    is_plugin_failure,
+    plugin_code,
+)
+from zoo.core.entries import (
+    COLUMN_ROLES,
+    COMMAND_PATTERN,
+    KIND_OF_HOOK,
+    KINDS,
+    NAME_PATTERN,
+    Command,
+    Entry,
+    Registry,
+    describe_target,
+    resolve_target,
+    target_problem,
+)
+from zoo.errors import PluginError, ZooError
 from zoo.tasks import Task
 
 # The built-ins, registered exactly like third-party plugins, in this order. The only place
@@ -44,196 +62,6 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.nbsvm",
     "zoo.pipelines",
 )
-
-KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command", "logger")
-HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
-KIND_OF_HOOK = {hook: kind for kind, hook in HOOK_FOR_KIND.items()}
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
-COMMAND_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
-COLUMN_ROLES = ("text", "label")  # what a dataset's columns are to the tasks
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One registered thing: its name, where its code lives, and which plugin added it."""
-
-    kind: str
-    name: str
-    target: Any  # "module:attr" or the object itself
-    plugin: str
-    description: str = ""
-    config: Any = None  # "module:Dataclass", the dataclass itself, or None
-    tasks: tuple[str, ...] = ()
-    task: Task | None = None  # a pipeline's declaration of the task it serves
-    origin: str = ""  # the plugin's identity (PluginInfo.identity): version or source hash
-    columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
-    memory: Any = None  # an architecture's memory(config) -> bytes to train, or "module:attr"
-
-    def load(self):
-        """Import and return the target (the heavy code), on first use; a target that cannot
-        be what its kind needs is a ZooError naming the plugin."""
-        target = _resolve(self.target, f"{self.kind} {self.name!r}")
-        if isinstance(self.target, str):  # objects were checked when they registered
-            problem = target_problem(self.kind, target)
-            if problem:
-                raise ZooError(f"{self.kind} {self.name!r} from plugin {self.plugin!r}: {problem}")
-        return target
-
-    def memory_estimate(self, config) -> int | None:
-        """Bytes a model of ``config`` needs to train, by the architecture's own estimate
-        (None: it registered none)."""
-        if self.memory is None:
-            return None
-        estimate = _loaded_callable(self.memory, f"memory estimate of {self.name!r}",
-                                    self.plugin)
-        needed = call_plugin(estimate, config, what=f"memory estimate of {self.kind} "
-                             f"{self.name!r}", plugin=self.plugin)
-        if needed is not None and (isinstance(needed, bool) or not isinstance(needed, int)):
-            raise ZooError(f"memory estimate of {self.kind} {self.name!r} from plugin "
-                           f"{self.plugin!r} returned {needed!r}, not a number of bytes")
-        return needed
-
-    def config_class(self):
-        if self.config is None:
-            return None
-        cls = _resolve(self.config, f"config of {self.name!r}")
-        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
-            raise ZooError(f"config of {self.kind} {self.name!r} from plugin {self.plugin!r} is "
-                           f"a {type(cls).__name__}, not a dataclass")
-        return cls
-
-
-@dataclass(frozen=True)
-class Command:
-    """A `zoo` subcommand added by a plugin (the ``register_commands`` hook)."""
-
-    name: str
-    handler: Any  # "module:function" or the function; called with the parsed arguments
-    plugin: str
-    help: str = ""  # one line, shown by `zoo --help`
-    description: str = ""  # shown by `zoo NAME --help`
-    arguments: Any = None  # "module:function", or function(parser) adding the options
-    kind: str = "command"
-
-    def load_handler(self) -> Callable:
-        return _loaded_callable(self.handler, f"handler of command {self.name!r}", self.plugin)
-
-    def add_arguments(self, parser) -> None:
-        if self.arguments is not None:
-            _loaded_callable(self.arguments, f"arguments of command {self.name!r}",
-                             self.plugin)(parser)
-
-
-def _loaded_callable(target, what: str, plugin: str) -> Callable:
-    obj = _resolve(target, what)
-    if not callable(obj):
-        raise ZooError(f"{what} from plugin {plugin!r} is {_describe(obj)}, not a function")
-    return obj
-
-
-def target_problem(kind: str, target) -> str | None:
-    """What is wrong with a registered target for its kind, or None (see zoo.hookspecs)."""
-    import inspect
-
-    if kind == "tokenizer":
-        from zoo.data.tokenizer import Tokenizer
-
-        if not (isinstance(target, type) and issubclass(target, Tokenizer)):
-            return f"target is {_describe(target)}, not a subclass of zoo.data.tokenizer.Tokenizer"
-        return None
-    if kind == "pipeline":
-        if not callable(getattr(target, "run", None)):
-            return f"target is {_describe(target)} without a run(job) method"
-        return None
-    if not callable(target):
-        return f"target is {_describe(target)}, not a class or function"
-    if kind == "architecture":
-        try:
-            signature = inspect.signature(target)
-        except (TypeError, ValueError):  # no signature to inspect: let the call decide
-            return None
-        try:
-            signature.bind(None, None)
-        except TypeError:
-            return f"target must be build(config, spec), but it takes {signature}"
-    return None
-
-
-def _describe(target) -> str:
-    from zoo.errors import shown
-
-    name = getattr(target, "__qualname__", None)
-    if name:
-        return f"{type(target).__name__} {name}"
-    if getattr(target, "func", None) is not None:  # functools.partial: name its function
-        return shown(target)
-    return f"a {type(target).__name__} ({shown(target, 60)})"
-
-
-def _resolve(target, what: str):
-    if not isinstance(target, str):
-        return target
-    module_name, _, attr = target.partition(":")
-    try:
-        with plugin_code():
-            obj = contained(importlib.import_module, module_name)
-        for part in attr.split(".") if attr else ():
-            obj = getattr(obj, part)
-    except PluginCodeFailed as exc:
-        raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from None
-    except AttributeError as exc:
-        raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from None
-    return obj
-
-
-class Registry:
-    """Names of one kind: clashes are errors, unknown names get a did-you-mean."""
-
-    def __init__(self, kind: str):
-        self.kind = kind
-        self._entries: dict[str, Entry] = {}
-
-    def add(self, entry: Entry) -> None:
-        existing = self._entries.get(entry.name)
-        if existing is not None:
-            raise ZooError(
-                f"{self.kind} name {entry.name!r} from plugin {entry.plugin!r} clashes with "
-                f"the one from plugin {existing.plugin!r}"
-            )
-        self._entries[entry.name] = entry
-
-    def get(self, name: str) -> Entry:
-        try:
-            return self._entries[name]
-        except KeyError:
-            raise UnknownNameError(
-                self.kind, name, self._entries, hint=f"zoo list {self.kind}s shows all"
-            ) from None
-
-    def remove(self, name: str) -> Entry:
-        return self._entries.pop(name)
-
-    def __contains__(self, name) -> bool:
-        return name in self._entries
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def names(self, pattern: str = "*") -> list[str]:
-        """Names matching a shell-style wildcard, in natural order (model2 before model10)."""
-        return sorted(fnmatch.filter(self._entries, pattern), key=natural_key)
-
-    def entries(self, pattern: str = "*") -> list[Entry]:
-        return [self._entries[n] for n in self.names(pattern)]
-
-    def entries_in_order(self) -> list[Entry]:
-        """Every entry in the order it was registered (built-ins first)."""
-        return list(self._entries.values())
-
-
-def natural_key(text: str):
-    """A sort key that orders numbers in names by value: ``step-9`` before ``step-10``."""
-    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
 
 
 @dataclass
@@ -257,9 +85,12 @@ class PluginInfo:
         return f"sha256:{self.source_sha256}" if self.source_sha256 else "unknown"
 
     def provenance(self) -> dict:
-        return {"distribution": self.distribution, "version": self.version,
-                **({"source_sha256": self.source_sha256} if self.source_sha256 else {}),
-                "source": self.source}
+        return {
+            "distribution": self.distribution,
+            "version": self.version,
+            **({"source_sha256": self.source_sha256} if self.source_sha256 else {}),
+            "source": self.source,
+        }
 
 
 class Zoo:
@@ -353,8 +184,11 @@ class Zoo:
         self.plugins.pop(name, None)
 
     def set_aside(self, info: PluginInfo, strict: bool) -> None:
-        where = ", ".join(x for x in (info.distribution and f"{info.distribution} {info.version}",
-                                      info.location) if x)
+        where = ", ".join(
+            x
+            for x in (info.distribution and f"{info.distribution} {info.version}", info.location)
+            if x
+        )
         message = f"plugin {info.name!r} ({where}) set aside: {info.error}"
         if strict:
             raise PluginError(message + " [ZOO_STRICT_PLUGINS=1]")
@@ -364,8 +198,11 @@ class Zoo:
 def source_hash(plugin) -> str:
     """sha256 (16 hex digits) of a plugin's source: a module's file, every .py file of a
     package, or the module that defines a plugin object; "" when there is no file to read."""
-    module = plugin if isinstance(plugin, type(sys)) else sys.modules.get(
-        getattr(plugin, "__module__", None) or type(plugin).__module__)
+    module = (
+        plugin
+        if isinstance(plugin, type(sys))
+        else sys.modules.get(getattr(plugin, "__module__", None) or type(plugin).__module__)
+    )
     path = getattr(module, "__file__", None)
     if not path:
         return ""
@@ -382,53 +219,88 @@ def source_hash(plugin) -> str:
 
 
 def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") -> Callable:
-    def register(name, target, *, description="", config=None, tasks=(), task=None,
-                 columns=None, memory=None):
+    def register(
+        name, target, *, description="", config=None, tasks=(), task=None, columns=None, memory=None
+    ):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
         if kind in ("architecture", "tokenizer") and "-" in name:
-            raise ZooError(f"{kind} name {name!r} may not contain '-' (model names are ARCH-TOKENIZER)")
+            raise ZooError(
+                f"{kind} name {name!r} may not contain '-' (model names are ARCH-TOKENIZER)"
+            )
         if isinstance(target, str) and ":" not in target:
             raise ZooError(f"{kind} {name!r}: target {target!r} must look like 'module:attr'")
         if target is None:
             raise ZooError(f"{kind} {name!r}: target is missing")
         if not isinstance(target, str) and (problem := target_problem(kind, target)):
             raise ZooError(f"{kind} {name!r}: {problem}")
-        if not (config is None or isinstance(config, str) and ":" in config
-                or isinstance(config, type) and dataclasses.is_dataclass(config)):
-            raise ZooError(f"{kind} {name!r}: config must be a dataclass or a 'module:Class' "
-                           f"string, not {type(config).__name__}")
+        if not (
+            config is None
+            or isinstance(config, str)
+            and ":" in config
+            or isinstance(config, type)
+            and dataclasses.is_dataclass(config)
+        ):
+            raise ZooError(
+                f"{kind} {name!r}: config must be a dataclass or a 'module:Class' "
+                f"string, not {type(config).__name__}"
+            )
         if not isinstance(tasks, (list, tuple)) or not all(isinstance(t, str) for t in tasks):
-            raise ZooError(f"{kind} {name!r}: tasks must be a list of task names, like "
-                           f"('my-task',), not {tasks!r:.60}")
+            raise ZooError(
+                f"{kind} {name!r}: tasks must be a list of task names, like "
+                f"('my-task',), not {tasks!r:.60}"
+            )
         if not isinstance(description, str):
             raise ZooError(f"{kind} {name!r}: description must be a string")
         if kind == "pipeline":
             if not isinstance(task, Task):
-                raise ZooError(f"pipeline {name!r}: task=zoo.plugin.Task(...) must declare the task it "
-                               f"serves (loss, metrics, primary metric), not {task!r:.60}")
+                raise ZooError(
+                    f"pipeline {name!r}: task=zoo.plugin.Task(...) must declare the task it "
+                    f"serves (loss, metrics, primary metric), not {task!r:.60}"
+                )
             if task.name != name:
-                raise ZooError(f"pipeline {name!r} declares task {task.name!r}; register it "
-                               f"under the task's name")
+                raise ZooError(
+                    f"pipeline {name!r} declares task {task.name!r}; register it "
+                    f"under the task's name"
+                )
         elif task is not None:
             raise ZooError(f"{kind} {name!r}: only pipelines declare a task (use tasks=(...))")
         if memory is not None and kind != "architecture":
             raise ZooError(f"{kind} {name!r}: only architectures declare a memory estimate")
         if not (memory is None or isinstance(memory, str) and ":" in memory or callable(memory)):
-            raise ZooError(f"architecture {name!r}: memory must be a function memory(config) "
-                           f"-> bytes or a 'module:function' string, not {memory!r:.60}")
+            raise ZooError(
+                f"architecture {name!r}: memory must be a function memory(config) "
+                f"-> bytes or a 'module:function' string, not {memory!r:.60}"
+            )
         if columns is not None and kind != "dataset":
             raise ZooError(f"{kind} {name!r}: only datasets declare columns")
         if columns is not None and not (
-                isinstance(columns, dict) and set(columns) <= set(COLUMN_ROLES)
-                and all(isinstance(c, str) and c for c in columns.values())):
-            raise ZooError(f"dataset {name!r}: columns must map roles ({', '.join(COLUMN_ROLES)}) "
-                           f"to column names, like {{'text': 'text', 'label': 'target'}}, not "
-                           f"{columns!r:.60}")
+            isinstance(columns, dict)
+            and set(columns) <= set(COLUMN_ROLES)
+            and all(isinstance(c, str) and c for c in columns.values())
+        ):
+            raise ZooError(
+                f"dataset {name!r}: columns must map roles ({', '.join(COLUMN_ROLES)}) "
+                f"to column names, like {{'text': 'text', 'label': 'target'}}, not "
+                f"{columns!r:.60}"
+            )
         if any(e.name == name and e.kind == kind for e in staged):
             raise ZooError(f"{kind} name {name!r} registered twice by plugin {plugin_name!r}")
-        staged.append(Entry(kind, name, target, plugin_name, description, config,
-                            tuple(tasks), task, origin, tuple((columns or {}).items()), memory))
+        staged.append(
+            Entry(
+                kind,
+                name,
+                target,
+                plugin_name,
+                description,
+                config,
+                tuple(tasks),
+                task,
+                origin,
+                tuple((columns or {}).items()),
+                memory,
+            )
+        )
 
     return register
 
@@ -436,15 +308,21 @@ def _stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") 
 def _command_stager(kind: str, plugin_name: str, staged: list, origin: str = "") -> Callable:
     def register(name, handler, *, help="", description="", arguments=None):
         if not isinstance(name, str) or not COMMAND_PATTERN.match(name):
-            raise ZooError(f"command name {name!r} must be lower-case letters, digits and '-', "
-                           "starting with a letter")
+            raise ZooError(
+                f"command name {name!r} must be lower-case letters, digits and '-', "
+                "starting with a letter"
+            )
         for what, target in (("handler", handler), ("arguments", arguments)):
             if target is None and what == "arguments":
                 continue
             if isinstance(target, str) and ":" not in target:
-                raise ZooError(f"command {name!r}: {what} {target!r} must look like 'module:function'")
+                raise ZooError(
+                    f"command {name!r}: {what} {target!r} must look like 'module:function'"
+                )
             if not isinstance(target, str) and not callable(target):
-                raise ZooError(f"command {name!r}: {what} is {_describe(target)}, not a function")
+                raise ZooError(
+                    f"command {name!r}: {what} is {describe_target(target)}, not a function"
+                )
         if not isinstance(help, str) or not isinstance(description, str):
             raise ZooError(f"command {name!r}: help and description must be strings")
         if any(e.name == name and e.kind == kind for e in staged):
@@ -474,8 +352,9 @@ def strict_plugins() -> bool:
     return os.environ.get("ZOO_STRICT_PLUGINS", "").lower() in ("1", "true", "yes")
 
 
-def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
-              entry_points: bool = True) -> Zoo:
+def build_zoo(
+    catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS, entry_points: bool = True
+) -> Zoo:
     """Load the catalogue and every plugin: built-ins, entry points, local modules."""
     from zoo.core.catalogue import load_catalogue
 
@@ -484,16 +363,30 @@ def build_zoo(catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS,
     strict = strict_plugins()
     for module_name in builtins:
         module = importlib.import_module(module_name)
-        zoo.add_plugin(module, PluginInfo(module_name.removeprefix("zoo.plugins."),
-                                          "builtin", "zoo", _zoo_version(), module_name), strict)
+        zoo.add_plugin(
+            module,
+            PluginInfo(
+                module_name.removeprefix("zoo.plugins."),
+                "builtin",
+                "zoo",
+                _zoo_version(),
+                module_name,
+            ),
+            strict,
+        )
     if entry_points:
         for ep in importlib.metadata.entry_points(group="zoo"):
             dist = getattr(ep, "dist", None)
             dist_name = dist.metadata["Name"] if dist is not None else ""
             if not _wanted([ep.name, dist_name]):
                 continue
-            info = PluginInfo(ep.name, "entry point", dist_name,
-                              dist.version if dist is not None else "", f"{ep.name} = {ep.value}")
+            info = PluginInfo(
+                ep.name,
+                "entry point",
+                dist_name,
+                dist.version if dist is not None else "",
+                f"{ep.name} = {ep.value}",
+            )
             try:
                 with plugin_code():
                     plugin = contained(ep.load)
@@ -536,7 +429,7 @@ def _import_file(path: Path):
 
 def task_loss(task: Task) -> Callable:
     """A task's loss function, imported (as plugin code, contained) on first use."""
-    return _resolve(task.loss, f"loss of task {task.name!r}")
+    return resolve_target(task.loss, f"loss of task {task.name!r}")
 
 
 def _zoo_version() -> str:
@@ -560,5 +453,3 @@ def reset_zoo(zoo: Zoo | None = None) -> None:
     """Replace (or forget) the process-wide zoo; tests use this."""
     global _current
     _current = zoo
-
-

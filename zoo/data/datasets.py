@@ -2,6 +2,7 @@
 dataset plugin. Everything is loaded with ``datasets.load_dataset`` (or built by a plugin
 as a ``datasets.DatasetDict``), so mirrors, the Hub and local files share one code path.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -19,13 +20,18 @@ from typing import Any
 
 from zoo.core.catalogue import DatasetEntry, is_hub_id
 from zoo.core.config import build_config, split_overrides
-from zoo.errors import UnknownNameError, ZooError, shown
 from zoo.core.names import tasks_for
+from zoo.errors import UnknownNameError, ZooError, shown
 
 TEXT_COLUMNS = ("text", "sentence", "content")
 LABEL_COLUMNS = ("label", "labels")
-FILE_BUILDERS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet",
-                 ".txt": "text"}
+FILE_BUILDERS = {
+    ".csv": "csv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".parquet": "parquet",
+    ".txt": "text",
+}
 SPLIT_ROLES = ("train", "validation", "test")
 
 
@@ -95,7 +101,7 @@ class LoadedDataset:
         """The split roles a pipeline trains and reports on: all but the held-out ones."""
         return tuple(role for role in SPLIT_ROLES if role not in self.held_out)
 
-    def holding_out(self, roles) -> "LoadedDataset":
+    def holding_out(self, roles) -> LoadedDataset:
         """This dataset with `roles` out of reach: reading one raises, so a run that
         chooses settings (a search trial) provably never looks at its test split."""
         if not roles:
@@ -107,11 +113,17 @@ class LoadedDataset:
         an unknown one is a ZooError listing the dataset's splits."""
         name = self.split_names.get(role, role)
         if name in {self.split_names.get(r, r) for r in self.held_out}:
-            raise ZooError(f"split {role!r} of dataset {self.ref.name!r} is held out: this "
-                           "run chooses settings and must not read it")
+            raise ZooError(
+                f"split {role!r} of dataset {self.ref.name!r} is held out: this "
+                "run chooses settings and must not read it"
+            )
         if name not in self.splits:
-            raise UnknownNameError("split", name, list(self.splits),
-                                   hint=f"dataset {self.ref.name!r} has: {', '.join(self.splits)}")
+            raise UnknownNameError(
+                "split",
+                name,
+                list(self.splits),
+                hint=f"dataset {self.ref.name!r} has: {', '.join(self.splits)}",
+            )
         return self.splits[name]
 
     @property
@@ -138,32 +150,50 @@ def resolve(name: str, zoo) -> DatasetRef:
     path = Path(name).expanduser()
     if path.exists():
         if not (path.is_file() or path.is_dir()):  # a FIFO, a device, a socket
-            kind = "a named pipe (FIFO)" if stat.S_ISFIFO(path.stat().st_mode) else (
-                "a device" if path.is_char_device() or path.is_block_device() else "not a file")
-            raise ZooError(f"Dataset path {shown(name)} is {kind}: zoo reads a dataset more than "
-                           "once, so it must be a regular file or a folder")
+            kind = (
+                "a named pipe (FIFO)"
+                if stat.S_ISFIFO(path.stat().st_mode)
+                else (
+                    "a device" if path.is_char_device() or path.is_block_device() else "not a file"
+                )
+            )
+            raise ZooError(
+                f"Dataset path {shown(name)} is {kind}: zoo reads a dataset more than "
+                "once, so it must be a regular file or a folder"
+            )
         return DatasetRef(name, "path", str(path.resolve()))
     looks_like_path = name.startswith((".", "/", "~")) or path.suffix.lower() in FILE_BUILDERS
     if looks_like_path:
         raise ZooError(f"Dataset path {shown(name)} does not exist")
     if "/" in name:
         if not is_hub_id(name):
-            raise ZooError(f"Dataset {name!r} is neither an existing path nor a Hub id "
-                           "(OWNER/NAME: letters, digits, '-', '_', '.'; no '..')")
+            raise ZooError(
+                f"Dataset {name!r} is neither an existing path nor a Hub id "
+                "(OWNER/NAME: letters, digits, '-', '_', '.'; no '..')"
+            )
         return DatasetRef(name, "hub", name)
-    names = list(catalogue.datasets) + [n for n in zoo.datasets.names() if n not in catalogue.datasets]
+    names = list(catalogue.datasets) + [
+        n for n in zoo.datasets.names() if n not in catalogue.datasets
+    ]
     raise UnknownNameError("dataset", name, names, hint="zoo list datasets shows all")
 
 
-def load_dataset(name: str, zoo=None, *, text_column: str | None = None,
-                 label_column: str | None = None, quiet: bool = True) -> LoadedDataset:
+def load_dataset(
+    name: str,
+    zoo=None,
+    *,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    quiet: bool = True,
+) -> LoadedDataset:
     """A DATASET argument (catalogue alias, plugin dataset, path or Hub id) resolved and
     loaded, as `zoo run` would: the public way for a plugin to load a dataset by name."""
     from zoo.core.registry import get_zoo
 
     zoo = zoo or get_zoo()
-    return load(resolve(name, zoo), zoo, text_column=text_column, label_column=label_column,
-                quiet=quiet)
+    return load(
+        resolve(name, zoo), zoo, text_column=text_column, label_column=label_column, quiet=quiet
+    )
 
 
 def tasks_of(ref: DatasetRef, zoo) -> tuple[str, ...]:
@@ -172,7 +202,9 @@ def tasks_of(ref: DatasetRef, zoo) -> tuple[str, ...]:
     datasets (see ``zoo.core.names.tasks_for``)."""
     if ref.entry and ref.entry.task:
         return tasks_for(ref.entry.task, set(), zoo)
-    if ref.entry and ref.entry.text_column and ref.kind != "plugin":  # columns named: no load needed
+    if (
+        ref.entry and ref.entry.text_column and ref.kind != "plugin"
+    ):  # columns named: no load needed
         return tasks_for(None, column_roles(ref.entry.text_column, ref.entry.label_column), zoo)
     if ref.kind == "plugin" and ref.source in zoo.datasets:
         declared = zoo.datasets.get(ref.source).tasks
@@ -190,7 +222,9 @@ def column_roles(text_column: str | None, label_column: str | None) -> set[str]:
 
 
 def search_folders(zoo) -> list[Path]:
-    folders = [Path(p).expanduser() for p in os.environ.get("ZOO_DATASETS", "").split(os.pathsep) if p]
+    folders = [
+        Path(p).expanduser() for p in os.environ.get("ZOO_DATASETS", "").split(os.pathsep) if p
+    ]
     return folders + list(zoo.catalogue.mirrors)
 
 
@@ -202,9 +236,15 @@ def find_in_mirrors(hub_id: str, zoo) -> Path | None:
     return None
 
 
-def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
-         label_column: str | None = None, quiet: bool = False,
-         held_out: tuple = ()) -> LoadedDataset:
+def load(
+    ref: DatasetRef,
+    zoo,
+    *,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    quiet: bool = False,
+    held_out: tuple = (),
+) -> LoadedDataset:
     """Load and check a dataset (what every task needs; see ``check``). ``held_out`` roles
     are out of reach from the start (``LoadedDataset.holding_out``): not even checked."""
     import datasets
@@ -223,22 +263,39 @@ def load(ref: DatasetRef, zoo, *, text_column: str | None = None,
         split_names.update(entry.splits)
         for role, name in entry.splits.items():  # named explicitly: it must exist
             if name not in splits:
-                raise UnknownNameError("split", name, list(splits),
-                                       hint=f"[datasets.{ref.name}] splits maps {role} to it; "
-                                       f"the dataset has: {', '.join(splits)}")
+                raise UnknownNameError(
+                    "split",
+                    name,
+                    list(splits),
+                    hint=f"[datasets.{ref.name}] splits maps {role} to it; "
+                    f"the dataset has: {', '.join(splits)}",
+                )
     splits = _carve_missing_splits(splits, split_names, ref.name)
     columns = list(next(iter(splits.values())).column_names)
-    text_column = _pick_column(text_column or ref.column("text", zoo),
-                               TEXT_COLUMNS, columns, "text", ref.name, required=True)
-    label_column = _pick_column(label_column or ref.column("label", zoo),
-                                LABEL_COLUMNS, columns, "label", ref.name, required=False)
+    text_column = _pick_column(
+        text_column or ref.column("text", zoo),
+        TEXT_COLUMNS,
+        columns,
+        "text",
+        ref.name,
+        required=True,
+    )
+    label_column = _pick_column(
+        label_column or ref.column("label", zoo),
+        LABEL_COLUMNS,
+        columns,
+        "label",
+        ref.name,
+        required=False,
+    )
     class_names = None
     if label_column:
         feature = next(iter(splits.values())).features[label_column]
         class_names = list(getattr(feature, "names", None) or []) or None
     tasks = tasks_of(ref, zoo) or tasks_for(None, column_roles(text_column, label_column), zoo)
-    loaded = LoadedDataset(ref, splits, location, text_column, label_column, class_names,
-                           tuple(tasks), split_names).holding_out(held_out)
+    loaded = LoadedDataset(
+        ref, splits, location, text_column, label_column, class_names, tuple(tasks), split_names
+    ).holding_out(held_out)
     check(loaded)
     return loaded
 
@@ -256,13 +313,17 @@ def check(dataset: LoadedDataset) -> None:
         feature = split.features[dataset.text_column]
         if getattr(feature, "dtype", None) not in ("string", "large_string"):
             kind = getattr(feature, "dtype", None) or type(feature).__name__
-            raise ZooError(f"text column {dataset.text_column!r} of dataset {name!r} holds "
-                           f"{kind} values, not text; name a text column with --text-column "
-                           f"(columns: {', '.join(split.column_names)})")
+            raise ZooError(
+                f"text column {dataset.text_column!r} of dataset {name!r} holds "
+                f"{kind} values, not text; name a text column with --text-column "
+                f"(columns: {', '.join(split.column_names)})"
+            )
         empty = split.data.column(dataset.text_column).null_count
         if empty:
-            raise ZooError(f"{where} has {empty} empty (None) rows in text column "
-                           f"{dataset.text_column!r}; every row needs text (drop or fill them)")
+            raise ZooError(
+                f"{where} has {empty} empty (None) rows in text column "
+                f"{dataset.text_column!r}; every row needs text (drop or fill them)"
+            )
 
 
 def _carve_missing_splits(splits, split_names: dict, name: str):
@@ -276,11 +337,17 @@ def _carve_missing_splits(splits, split_names: dict, name: str):
         return splits
     train = splits.get(split_names["train"])
     if train is None:
-        raise UnknownNameError("split", split_names["train"], list(splits),
-                               hint=f"dataset {name!r} has: {', '.join(splits)}")
+        raise UnknownNameError(
+            "split",
+            split_names["train"],
+            list(splits),
+            hint=f"dataset {name!r} has: {', '.join(splits)}",
+        )
     if len(train) < 20:
-        raise ZooError(f"Dataset {name!r} has no {' or '.join(missing)} split and only "
-                       f"{len(train)} rows to carve one from (need at least 20)")
+        raise ZooError(
+            f"Dataset {name!r} has no {' or '.join(missing)} split and only "
+            f"{len(train)} rows to carve one from (need at least 20)"
+        )
     result = dict(splits)
     held = train.train_test_split(test_size=0.05 * len(missing), seed=0, shuffle=True)
     result[split_names["train"]] = held["train"]
@@ -288,22 +355,31 @@ def _carve_missing_splits(splits, split_names: dict, name: str):
         result[split_names[missing[0]]] = held["test"]
     else:
         halves = held["test"].train_test_split(test_size=0.5, seed=0, shuffle=True)
-        result[split_names["validation"]], result[split_names["test"]] = halves["train"], halves["test"]
+        result[split_names["validation"]], result[split_names["test"]] = (
+            halves["train"],
+            halves["test"],
+        )
     return datasets.DatasetDict(result)
 
 
 def _pick_column(chosen, candidates, columns, what, dataset, required):
     if chosen:
         if chosen not in columns:
-            raise UnknownNameError(f"{what} column", chosen, columns,
-                                   hint=f"dataset {dataset!r} has columns: {', '.join(columns)}")
+            raise UnknownNameError(
+                f"{what} column",
+                chosen,
+                columns,
+                hint=f"dataset {dataset!r} has columns: {', '.join(columns)}",
+            )
         return chosen
     for name in candidates:
         if name in columns:
             return name
     if required:
-        raise ZooError(f"Dataset {dataset!r} has no {what} column ({'/'.join(candidates)}); "
-                       f"columns: {', '.join(columns)}. Use --{what}-column NAME")
+        raise ZooError(
+            f"Dataset {dataset!r} has no {what} column ({'/'.join(candidates)}); "
+            f"columns: {', '.join(columns)}. Use --{what}-column NAME"
+        )
     return None
 
 
@@ -323,8 +399,10 @@ def _load_splits(ref: DatasetRef, zoo):
             _check_call(loader, (), options, what)
             splits = loader(**options)
         if not isinstance(splits, (datasets.DatasetDict, dict)):
-            raise ZooError(f"dataset plugin {entry.name!r} (from {entry.plugin}) returned a "
-                           f"{type(splits).__name__}, not a datasets.DatasetDict")
+            raise ZooError(
+                f"dataset plugin {entry.name!r} (from {entry.plugin}) returned a "
+                f"{type(splits).__name__}, not a datasets.DatasetDict"
+            )
         return datasets.DatasetDict(splits), f"plugin {entry.plugin}:{entry.name}"
     if ref.kind == "path":
         path = Path(ref.source)
@@ -333,8 +411,10 @@ def _load_splits(ref: DatasetRef, zoo):
                 return datasets.load_dataset(str(path)), str(path)
             builder = FILE_BUILDERS.get(path.suffix.lower())
             if builder is None:
-                raise ZooError(f"Cannot read {path}: expected a folder or a "
-                               f"{'/'.join(sorted(FILE_BUILDERS))} file")
+                raise ZooError(
+                    f"Cannot read {path}: expected a folder or a "
+                    f"{'/'.join(sorted(FILE_BUILDERS))} file"
+                )
             return datasets.load_dataset(builder, data_files=str(path)), str(path)
         except ZooError:
             raise
@@ -350,13 +430,18 @@ def _load_splits(ref: DatasetRef, zoo):
     except Exception as exc:
         searched = ", ".join(str(f) for f in search_folders(zoo)) or "none"
         offline = os.environ.get("HF_HUB_OFFLINE")
-        why = (f" (HF_HUB_OFFLINE={offline}: only the cache was tried)" if offline
-               else "" if reachable
-               else f"; {hub_endpoint()} cannot be reached, so only the cache was tried")
+        why = (
+            f" (HF_HUB_OFFLINE={offline}: only the cache was tried)"
+            if offline
+            else ""
+            if reachable
+            else f"; {hub_endpoint()} cannot be reached, so only the cache was tried"
+        )
         raise ZooError(
             f"Cannot load dataset {ref.name!r} ({ref.source}): not in any mirror folder "
             f"(searched: {searched}; add one with ZOO_DATASETS) and not from the Hub or its "
-            f"cache{why}: {_short(exc)}") from None
+            f"cache{why}: {_short(exc)}"
+        ) from None
 
 
 def hub_endpoint() -> str:
@@ -407,8 +492,10 @@ def _explain(exc: Exception) -> str:
         chain.append(chain[-1].__cause__ or chain[-1].__context__)
     for error in chain:
         if isinstance(error, UnicodeDecodeError):
-            return (f"the file is not UTF-8 text ({error.reason} at byte {error.start}); "
-                    "save it as UTF-8")
+            return (
+                f"the file is not UTF-8 text ({error.reason} at byte {error.start}); "
+                "save it as UTF-8"
+            )
         if "corresponds to no data" in str(error):
             return f"a split has no rows ({str(error).strip()}); every split needs at least one"
     if type(chain[-1]).__name__ == "SchemaInferenceError":
@@ -430,6 +517,8 @@ def _check_call(function, args: tuple, kwargs: dict, what: str) -> None:
     try:
         inspect.signature(function).bind(*args, **kwargs)
     except TypeError as exc:
-        raise ZooError(f"{what} cannot be called with {', '.join(kwargs) or 'no options'}: {exc}") from None
+        raise ZooError(
+            f"{what} cannot be called with {', '.join(kwargs) or 'no options'}: {exc}"
+        ) from None
     except ValueError:  # no signature to inspect (a builtin): let the call decide
         pass

@@ -16,13 +16,14 @@ Where each row must stay a text of its own (a text to classify, a context and it
 item), ``row_ids`` encodes the rows the same way, one ``Tokenizer.encode_rows`` per batch,
 into one ragged array: all rows' ids and their offsets, cached in the map's Arrow file.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -100,7 +101,9 @@ def fingerprint(split, column: str, tokenizer, kind: str = "") -> str:
         path = Path(folder) / "tokenizer.json"
         tokenizer.save(path)
         digest.update(path.read_bytes())
-    digest.update(f"|{type(tokenizer).__qualname__}|{split._fingerprint}|{column}|{FORMAT}".encode())
+    digest.update(
+        f"|{type(tokenizer).__qualname__}|{split._fingerprint}|{column}|{FORMAT}".encode()
+    )
     if kind:
         digest.update(f"|{kind}".encode())
     return digest.hexdigest()[:32]
@@ -117,8 +120,10 @@ def split_ids(split, column: str, tokenizer, *, say=None) -> np.ndarray:
         if say:
             name = getattr(split, "split", None)  # the split's name, where it keeps one
             where = f" of the {name} split" if name else ""
-            say(f"tokenized {len(split):,} rows{where} ({column!r}): {_count(path, dtype):,} "
-                f"tokens ({dtype.name}, {path})")
+            say(
+                f"tokenized {len(split):,} rows{where} ({column!r}): {_count(path, dtype):,} "
+                f"tokens ({dtype.name}, {path})"
+            )
     if path.stat().st_size == 0:
         return np.zeros(0, dtype=dtype)
     return np.memmap(path, dtype=dtype, mode="r")
@@ -180,14 +185,25 @@ def _map(split, column: str, encode, key: str, *, with_indices: bool = False):
     import datasets
     import pyarrow as pa
 
-    rows = split if split._indices is None else datasets.Dataset(
-        pa.table({column: column_of(split, column)}), fingerprint=f"{split._fingerprint}-rows")
+    rows = (
+        split
+        if split._indices is None
+        else datasets.Dataset(
+            pa.table({column: column_of(split, column)}), fingerprint=f"{split._fingerprint}-rows"
+        )
+    )
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     return rows.with_format("arrow").map(
-        encode, batched=True, with_indices=with_indices, batch_size=ROWS_PER_BATCH,
+        encode,
+        batched=True,
+        with_indices=with_indices,
+        batch_size=ROWS_PER_BATCH,
         remove_columns=rows.column_names,
-        new_fingerprint=key, cache_file_name=str(root / f"{key}.arrow"), desc="tokenizing")
+        new_fingerprint=key,
+        cache_file_name=str(root / f"{key}.arrow"),
+        desc="tokenizing",
+    )
 
 
 def _write(mapped, path: Path, dtype: np.dtype) -> None:
@@ -202,8 +218,12 @@ def _write(mapped, path: Path, dtype: np.dtype) -> None:
         os.fchmod(handle, new_file_mode())  # a shared cache, readable as open() would make it
         with os.fdopen(handle, "wb") as out:
             for chunk in mapped.data.column("ids").chunks:
-                out.write(chunk.flatten().to_numpy(zero_copy_only=False).astype(dtype, copy=False)
-                          .tobytes())
+                out.write(
+                    chunk.flatten()
+                    .to_numpy(zero_copy_only=False)
+                    .astype(dtype, copy=False)
+                    .tobytes()
+                )
         os.replace(staging, path)
     finally:
         if os.path.exists(staging):

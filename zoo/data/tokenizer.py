@@ -44,6 +44,7 @@ renamed into place, so concurrent runs never see half an entry.
 ``compression(tokenizer, texts)`` gives the metrics every pipeline should report for its
 tokenizer (``vocab_size`` and ``chars_per_token``), which ``zoo show RUN_ID`` prints.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -56,10 +57,14 @@ import shutil
 import tempfile
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, ClassVar, Iterable, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 from zoo.errors import ZooError
+
+if TYPE_CHECKING:  # annotations only; numpy is imported where it is used
+    import numpy as np
 
 PAD, UNK, CLS = "<pad>", "<unk>", "<cls>"
 SPECIAL_TOKENS = (PAD, UNK, CLS)
@@ -82,7 +87,7 @@ class Tokenizer(ABC):
 
     @classmethod
     @abstractmethod
-    def train(cls, texts: Iterable[str], config) -> "Tokenizer":
+    def train(cls, texts: Iterable[str], config) -> Tokenizer:
         """Build the vocabulary from an iterable of training texts."""
 
     @abstractmethod
@@ -98,7 +103,7 @@ class Tokenizer(ABC):
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
         return [self.decode(ids) for ids in batch]
 
-    def encode_text(self, text: str) -> "np.ndarray":
+    def encode_text(self, text: str) -> np.ndarray:
         """A long text (many lines) as one array of ids. Lines are encoded as one batch,
         each keeping its newline at its end; tokenizers with a faster way override this."""
         import numpy as np  # not on the path of `zoo list`
@@ -106,7 +111,7 @@ class Tokenizer(ABC):
         ids = self.encode_batch(text.splitlines(keepends=True))
         return np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64)
 
-    def encode_rows(self, texts: Sequence[str]) -> tuple["np.ndarray", "np.ndarray"]:
+    def encode_rows(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Many texts, each encoded on its own, as one ragged array: every text's ids one
         after another, and offsets [N + 1] (text i is ``ids[offsets[i]:offsets[i + 1]]``).
         Built from ``encode_batch`` without a Python step per text; tokenizers with a
@@ -153,7 +158,7 @@ class Tokenizer(ABC):
 
     @classmethod
     @abstractmethod
-    def load(cls, path: str | Path) -> "Tokenizer": ...
+    def load(cls, path: str | Path) -> Tokenizer: ...
 
 
 class TokenizersTokenizer(Tokenizer):
@@ -192,32 +197,35 @@ class TokenizersTokenizer(Tokenizer):
         atomic_write_text(Path(path), self.backend.to_str(pretty=False))
 
     @classmethod
-    def load(cls, path: str | Path) -> "TokenizersTokenizer":
+    def load(cls, path: str | Path) -> TokenizersTokenizer:
         from tokenizers import Tokenizer as Backend
 
         return cls(Backend.from_file(str(path)))
 
 
-def ragged(encoded: Sequence[Sequence[int]]) -> tuple["np.ndarray", "np.ndarray"]:
+def ragged(encoded: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Lists of ids as one flat int64 array and offsets [N + 1] (``map`` and
     ``itertools.chain`` walk the lists in C, not in Python steps)."""
     import numpy as np
 
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-    ids = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int64, count=int(offsets[-1]))
+    ids = np.fromiter(
+        itertools.chain.from_iterable(encoded), dtype=np.int64, count=int(offsets[-1])
+    )
     return ids, offsets
 
 
-def unragged(ids: "np.ndarray", offsets: "np.ndarray") -> list[list[int]]:
+def unragged(ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
     """``ragged``'s inverse: one list of ids per text (sliced out of one flat list by
     ``map``, not in Python steps)."""
     flat = ids.tolist()
     return list(map(flat.__getitem__, map(slice, offsets[:-1].tolist(), offsets[1:].tolist())))
 
 
-def compression(tokenizer: Tokenizer, texts: Sequence[str],
-                encoded: Sequence[Sequence[int]] | None = None) -> dict:
+def compression(
+    tokenizer: Tokenizer, texts: Sequence[str], encoded: Sequence[Sequence[int]] | None = None
+) -> dict:
     """The tokenizer's vocabulary size and characters per token over ``texts``."""
     encoded = tokenizer.encode_batch(list(texts)) if encoded is None else encoded
     chars = sum(map(len, texts))
@@ -226,6 +234,7 @@ def compression(tokenizer: Tokenizer, texts: Sequence[str],
 
 
 # --- the training cache ------------------------------------------------------------------
+
 
 def cache_root() -> Path:
     """Where trained tokenizers are kept: $ZOO_CACHE/tokenizers, else $ZOO_HOME/.cache/tokenizers."""
@@ -253,9 +262,14 @@ def cache_key(tokenizer_cls: type, name: str, config, fingerprint: str) -> dict:
         library = None
     if dataclasses.is_dataclass(config):
         config = dataclasses.asdict(config)
-    return {"format": CACHE_FORMAT, "tokenizer": name,
-            "class": f"{tokenizer_cls.__module__}.{tokenizer_cls.__qualname__}",
-            "config": config, "texts": fingerprint, "tokenizers": library}
+    return {
+        "format": CACHE_FORMAT,
+        "tokenizer": name,
+        "class": f"{tokenizer_cls.__module__}.{tokenizer_cls.__qualname__}",
+        "config": config,
+        "texts": fingerprint,
+        "tokenizers": library,
+    }
 
 
 def cache_folder(key: dict) -> Path:
@@ -263,9 +277,15 @@ def cache_folder(key: dict) -> Path:
     return cache_root() / f"{key['tokenizer']}-{digest[:16]}"
 
 
-def train_cached(tokenizer_cls: type[Tokenizer], name: str, config,
-                 texts_fn: Callable[[], Iterable[str]], fingerprint: str, *,
-                 say: Callable[[str], None] | None = None) -> Tokenizer:
+def train_cached(
+    tokenizer_cls: type[Tokenizer],
+    name: str,
+    config,
+    texts_fn: Callable[[], Iterable[str]],
+    fingerprint: str,
+    *,
+    say: Callable[[str], None] | None = None,
+) -> Tokenizer:
     """``tokenizer_cls.train(texts_fn(), config)``, or the same tokenizer from the cache."""
     say = say or (lambda message: None)
     if not tokenizer_cls.cached:
@@ -285,8 +305,10 @@ def train_cached(tokenizer_cls: type[Tokenizer], name: str, config,
     tokenizer = tokenizer_cls.train(texts_fn(), config)
     seconds = time.perf_counter() - start
     _store(tokenizer, key, folder)
-    say(f"{name} tokenizer: trained in {seconds:.2f} s, {tokenizer.vocab_size:,} tokens "
-        f"(cached in {folder})")
+    say(
+        f"{name} tokenizer: trained in {seconds:.2f} s, {tokenizer.vocab_size:,} tokens "
+        f"(cached in {folder})"
+    )
     return tokenizer
 
 
@@ -295,8 +317,9 @@ def _store(tokenizer: Tokenizer, key: dict, folder: Path) -> None:
     staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
     try:
         tokenizer.save(staging / "tokenizer.json")
-        (staging / "key.json").write_text(json.dumps(key, indent=2, default=str) + "\n",
-                                          encoding="utf-8")
+        (staging / "key.json").write_text(
+            json.dumps(key, indent=2, default=str) + "\n", encoding="utf-8"
+        )
         if folder.exists():  # a damaged entry: make room for the new one
             shutil.rmtree(folder, ignore_errors=True)
         os.rename(staging, folder)  # atomic; fails if another run stored it first

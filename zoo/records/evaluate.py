@@ -1,24 +1,33 @@
 """`zoo eval`: score a trained run on another dataset or split, through its pipeline's
 `evaluate(trained, dataset, split)`, and record it as an evaluation row of the store
 (kind 'eval', parent_id the trained run)."""
+
 from __future__ import annotations
 
 import hashlib
 import time
 
-from zoo.data import datasets as zoo_data
 from zoo.core.containment import own_interrupts_fail
+from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
 
 
-def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column: str | None = None,
-                 label_column: str | None = None, device: str = "auto", zoo=None) -> dict:
-    from zoo.core.registry import get_zoo
+def evaluate_run(
+    run_id: str,
+    dataset: str,
+    split: str = "test",
+    *,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    device: str = "auto",
+    zoo=None,
+) -> dict:
     from zoo.core.plan import plan_from_record
     from zoo.core.provenance import git_commit, git_dirty, versions
-    from zoo.train.runner import new_run_id, seed_everything
+    from zoo.core.registry import get_zoo
     from zoo.records.reload import load_trained
     from zoo.records.store import Store
+    from zoo.train.runner import new_run_id, seed_everything
 
     zoo = zoo or get_zoo()
     trained = load_trained(run_id, zoo, device=device)
@@ -27,8 +36,10 @@ def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column:
     pipeline = zoo.pipelines.get(trained.task).load()
     method = getattr(pipeline, "evaluate", None)
     if method is None:
-        raise ZooError(f"the {trained.task} pipeline has no evaluate(trained, dataset, split); "
-                       "it cannot score a trained run on other data")
+        raise ZooError(
+            f"the {trained.task} pipeline has no evaluate(trained, dataset, split); "
+            "it cannot score a trained run on other data"
+        )
     parent = trained.config
     ref = zoo_data.resolve(dataset, zoo)
     if is_own_dataset(ref, parent):
@@ -36,55 +47,106 @@ def evaluate_run(run_id: str, dataset: str, split: str = "test", *, text_column:
         ref = plan_from_record(parent, zoo).dataset_ref
     served = zoo_data.tasks_of(ref, zoo)
     if served and trained.task not in served:
-        raise ZooError(f"dataset {ref.name!r} does not serve {trained.task} (it serves "
-                       f"{', '.join(served)}); run {trained.run_id} cannot be scored on it")
+        raise ZooError(
+            f"dataset {ref.name!r} does not serve {trained.task} (it serves "
+            f"{', '.join(served)}); run {trained.run_id} cannot be scored on it"
+        )
     loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column)
     if trained.task not in loaded.tasks:
-        raise ZooError(f"dataset {ref.name!r} does not serve {trained.task} (it serves "
-                       f"{', '.join(loaded.tasks)})")
+        raise ZooError(
+            f"dataset {ref.name!r} does not serve {trained.task} (it serves "
+            f"{', '.join(loaded.tasks)})"
+        )
     loaded.split(split)  # an unknown split fails here, before anything is recorded
     plan = plan_from_record(parent, zoo, dataset_ref=ref)  # versions() reads its plugins
     eval_id = new_run_id()
     provenance = {
-        "run_id": eval_id, "parent_id": trained.run_id, "model": parent["model"],
-        "architecture": parent["architecture"], "tokenizer": parent["tokenizer"],
-        "task": trained.task, "seed": parent["seed"], "trained_on": parent["dataset"],
-        "parent_config_hash": parent.get("config_hash"), "dataset": ref.name, "split": split,
-        "dataset_id": ref.source, "dataset_location": loaded.location,
-        "dataset_fingerprint": loaded.fingerprint, "text_column": loaded.text_column,
-        "label_column": loaded.label_column, "configs": parent.get("configs"),
-        "versions": versions(zoo, plan), "git_commit": git_commit(), "git_dirty": git_dirty()}
+        "run_id": eval_id,
+        "parent_id": trained.run_id,
+        "model": parent["model"],
+        "architecture": parent["architecture"],
+        "tokenizer": parent["tokenizer"],
+        "task": trained.task,
+        "seed": parent["seed"],
+        "trained_on": parent["dataset"],
+        "parent_config_hash": parent.get("config_hash"),
+        "dataset": ref.name,
+        "split": split,
+        "dataset_id": ref.source,
+        "dataset_location": loaded.location,
+        "dataset_fingerprint": loaded.fingerprint,
+        "text_column": loaded.text_column,
+        "label_column": loaded.label_column,
+        "configs": parent.get("configs"),
+        "versions": versions(zoo, plan),
+        "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
+    }
     provenance["config_hash"] = hashlib.sha256(
-        f"{parent.get('config_hash')}|{ref.source}|{split}".encode()).hexdigest()[:16]
+        f"{parent.get('config_hash')}|{ref.source}|{split}".encode()
+    ).hexdigest()[:16]
     with Store() as store:
-        store.insert(eval_id, kind="eval", parent_id=trained.run_id, model=parent["model"],
-                     architecture=parent["architecture"], tokenizer=parent["tokenizer"],
-                     dataset=ref.name, task=trained.task, params=trained.row.get("params"),
-                     seed=parent["seed"], config_hash=provenance["config_hash"], config=provenance)
+        store.insert(
+            eval_id,
+            kind="eval",
+            parent_id=trained.run_id,
+            model=parent["model"],
+            architecture=parent["architecture"],
+            tokenizer=parent["tokenizer"],
+            dataset=ref.name,
+            task=trained.task,
+            params=trained.row.get("params"),
+            seed=parent["seed"],
+            config_hash=provenance["config_hash"],
+            config=provenance,
+        )
         start = time.time()
         try:
             seed_everything(int(parent["seed"]))
             with own_interrupts_fail("the evaluation's code"):  # no Ctrl-C behind it: failed
                 metrics = dict(method(trained, loaded, split))
         except KeyboardInterrupt:  # the user's Ctrl-C
-            store.update(eval_id, status="interrupted", finished=time.time(),
-                         duration=time.time() - start, error="interrupted (Ctrl-C)")
+            store.update(
+                eval_id,
+                status="interrupted",
+                finished=time.time(),
+                duration=time.time() - start,
+                error="interrupted (Ctrl-C)",
+            )
             raise
         except BaseException as exc:
-            store.update(eval_id, status="failed", finished=time.time(),
-                         duration=time.time() - start, error=f"{type(exc).__name__}: {exc}"[:2000])
+            store.update(
+                eval_id,
+                status="failed",
+                finished=time.time(),
+                duration=time.time() - start,
+                error=f"{type(exc).__name__}: {exc}"[:2000],
+            )
             raise
         duration = time.time() - start
-        store.update(eval_id, status="finished", finished=time.time(), duration=duration,
-                     metrics=metrics)
-    return {"run_id": eval_id, "parent_id": trained.run_id, "model": parent["model"],
-            "trained_on": parent["dataset"], "dataset": ref.name, "split": split,
-            "task": trained.task, "seed": parent["seed"], "status": "finished",
-            "metrics": metrics, "duration": duration}
+        store.update(
+            eval_id, status="finished", finished=time.time(), duration=duration, metrics=metrics
+        )
+    return {
+        "run_id": eval_id,
+        "parent_id": trained.run_id,
+        "model": parent["model"],
+        "trained_on": parent["dataset"],
+        "dataset": ref.name,
+        "split": split,
+        "task": trained.task,
+        "seed": parent["seed"],
+        "status": "finished",
+        "metrics": metrics,
+        "duration": duration,
+    }
 
 
 def is_own_dataset(ref, record: dict) -> bool:
     """Whether `ref` names the plugin dataset a run was trained on, with a recorded config."""
-    return (ref.kind == "plugin" and ref.name == record.get("dataset")
-            and ref.source == record.get("dataset_id")
-            and "dataset" in (record.get("configs") or {}))
+    return (
+        ref.kind == "plugin"
+        and ref.name == record.get("dataset")
+        and ref.source == record.get("dataset_id")
+        and "dataset" in (record.get("configs") or {})
+    )

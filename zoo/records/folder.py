@@ -2,6 +2,7 @@
 ``metrics.jsonl`` and ``classes.json`` are read only through here. A file that is missing
 keys, holds the wrong types, extra keys or deep nesting is a ZooError naming the file (exit
 2), never a KeyError, TypeError or RecursionError from deep inside."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,15 @@ from zoo.errors import ZooError
 from zoo.io import load_json
 
 # config.json: what reloading, resuming and reproducing a run read, and the types they need.
-CONFIG_KEYS = {"architecture": str, "tokenizer": str, "task": str, "dataset": str,
-               "model": str, "seed": int, "configs": dict}
+CONFIG_KEYS = {
+    "architecture": str,
+    "tokenizer": str,
+    "task": str,
+    "dataset": str,
+    "model": str,
+    "seed": int,
+    "configs": dict,
+}
 SPEC_KEYS = {"task": str, "vocab_size": int, "num_classes": (int, type(None)), "pad_id": int}
 MAX_VALUE_DEPTH = 4  # a config value is a number, a string, or a short list of them
 
@@ -30,8 +38,9 @@ def read_config(path: Path) -> dict:
     configs = config["configs"]
     for section, values in configs.items():  # model, tokenizer, train, dataset, ...
         if values is not None and not isinstance(values, dict):
-            raise ZooError(f"{path}: configs.{section} must be an object or null, not "
-                           f"{_kind(values)}")
+            raise ZooError(
+                f"{path}: configs.{section} must be an object or null, not {_kind(values)}"
+            )
         for key, value in (values or {}).items():
             if _depth(value) > MAX_VALUE_DEPTH:
                 raise ZooError(f"{path}: configs.{section}.{key} is nested too deeply")
@@ -41,12 +50,12 @@ def read_config(path: Path) -> dict:
             raise ZooError(f"{path}: 'spec' must be an object, not {_kind(spec)}")
         for key in spec:
             if key not in SPEC_KEYS:
-                raise ZooError(f"{path}: unknown key {key!r} in 'spec' (expected "
-                               f"{', '.join(SPEC_KEYS)})")
+                raise ZooError(
+                    f"{path}: unknown key {key!r} in 'spec' (expected {', '.join(SPEC_KEYS)})"
+                )
         for key, kind in SPEC_KEYS.items():
             if key in spec and not _is(spec[key], kind):
-                raise ZooError(f"{path}: spec.{key} must be {_name(kind)}, not "
-                               f"{_kind(spec[key])}")
+                raise ZooError(f"{path}: spec.{key} must be {_name(kind)}, not {_kind(spec[key])}")
         if "task" not in spec or "vocab_size" not in spec:
             raise ZooError(f"{path}: 'spec' needs task and vocab_size")
     return config
@@ -83,8 +92,9 @@ def read_classes(path: Path) -> list[str]:
     """classes.json: the class names, a list of strings."""
     classes = load_json(path)
     if not (isinstance(classes, list) and classes and all(isinstance(c, str) for c in classes)):
-        raise ZooError(f"{path}: expected a non-empty list of class names (strings), found "
-                       f"{_kind(classes)}")
+        raise ZooError(
+            f"{path}: expected a non-empty list of class names (strings), found {_kind(classes)}"
+        )
     return classes
 
 
@@ -102,8 +112,15 @@ def _name(kind) -> str:
 
 
 def _kind(value) -> str:
-    words = {dict: "an object", list: "a list", str: "a string", int: "an integer",
-             float: "a number", bool: "true/false", type(None): "null"}
+    words = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "true/false",
+        type(None): "null",
+    }
     return words.get(type(value), type(value).__name__)
 
 

@@ -13,6 +13,7 @@ cell taken, does other cells, and finds it finished when the first lets it go.
 Where ``fcntl`` does not exist (Windows) every lock is granted at once: the pid checks of
 the results store are then all there is.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -63,8 +64,10 @@ class FileLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
         except OSError as exc:
-            raise ZooError(f"cannot lock {self.path}: {exc.strerror or exc}; check that the "
-                           "runs folder is writable (ZOO_HOME moves it)") from None
+            raise ZooError(
+                f"cannot lock {self.path}: {exc.strerror or exc}; check that the "
+                "runs folder is writable (ZOO_HOME moves it)"
+            ) from None
         if fcntl is not None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -79,7 +82,7 @@ class FileLock:
             pass
         return True
 
-    def acquire(self, wait: float, busy: str) -> "FileLock":
+    def acquire(self, wait: float, busy: str) -> FileLock:
         """Take the lock, waiting up to ``wait`` seconds; then RunBusy(``busy`` + holder)."""
         deadline = time.monotonic() + wait
         while not self.try_acquire():
@@ -130,8 +133,10 @@ def own_run(folder: Path, wait: float | None = None) -> FileLock:
     """Become the one writer of a run folder, waiting up to ``wait`` seconds (ZOO_WRITER_WAIT,
     15 by default) for a writer that is ending; RunBusy when one is alive."""
     lock = FileLock(Path(folder) / LOCK_NAME)
-    return lock.acquire(writer_wait() if wait is None else wait,
-                        f"run {Path(folder).name} is being written by another process")
+    return lock.acquire(
+        writer_wait() if wait is None else wait,
+        f"run {Path(folder).name} is being written by another process",
+    )
 
 
 def writer_alive(folder: Path) -> bool:
@@ -155,8 +160,13 @@ def cell_lock(home: Path, config_hash: str) -> FileLock:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ZooError(f"cannot create {folder}: {exc.strerror or exc}; check that the runs "
-                       "folder is writable (ZOO_HOME moves it)") from None
-    name = config_hash if re.fullmatch(r"[0-9A-Za-z_-]{1,128}", config_hash or "") else (
-        hashlib.sha256(str(config_hash).encode()).hexdigest())
+        raise ZooError(
+            f"cannot create {folder}: {exc.strerror or exc}; check that the runs "
+            "folder is writable (ZOO_HOME moves it)"
+        ) from None
+    name = (
+        config_hash
+        if re.fullmatch(r"[0-9A-Za-z_-]{1,128}", config_hash or "")
+        else (hashlib.sha256(str(config_hash).encode()).hexdigest())
+    )
     return FileLock(folder / f"cell-{name}.lock")

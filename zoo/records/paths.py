@@ -7,6 +7,7 @@ typed by a user, names one folder directly under ZOO_HOME: it must match ``RUN_I
 is a link to elsewhere is refused too. Every place that turns an id into a folder goes
 through ``run_folder``.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,10 +24,13 @@ def check_run_id(run_id) -> str:
     """``run_id`` if it is a well-formed run id; a ZooError (one line) otherwise."""
     if isinstance(run_id, str) and RUN_ID.fullmatch(run_id):
         return run_id
-    shown = repr(run_id if not isinstance(run_id, str) or len(run_id) <= SHOWN
-                 else run_id[:SHOWN] + "...")
-    raise ZooError(f"{shown} is not a run id: a run id is letters, digits, '.', '_' and '-' "
-                   "(at most 128, starting with a letter or digit); zoo runs lists them")
+    shown = repr(
+        run_id if not isinstance(run_id, str) or len(run_id) <= SHOWN else run_id[:SHOWN] + "..."
+    )
+    raise ZooError(
+        f"{shown} is not a run id: a run id is letters, digits, '.', '_' and '-' "
+        "(at most 128, starting with a letter or digit); zoo runs lists them"
+    )
 
 
 def zoo_home() -> Path:
@@ -41,6 +45,8 @@ def run_folder(run_id, home: Path | None = None) -> Path:
     folder = base / check_run_id(run_id)
     inside = os.path.realpath(base)
     if os.path.commonpath([inside, os.path.realpath(folder)]) != inside:
-        raise ZooError(f"run {run_id}: its folder {folder} leads outside the runs folder "
-                       f"({base}); refusing to follow it")
+        raise ZooError(
+            f"run {run_id}: its folder {folder} leads outside the runs folder "
+            f"({base}); refusing to follow it"
+        )
     return folder

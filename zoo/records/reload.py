@@ -1,4 +1,5 @@
 """Reloading a finished run: its model and tokenizer from the run folder, without pickle."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -7,14 +8,14 @@ from typing import Any
 
 from zoo.core.bounds import check_memory
 from zoo.core.config import build_config
-from zoo.errors import ZooError
-from zoo.train.job import RunFolder
-from zoo.core.registry import get_zoo, task_loss
-from zoo.core.names import get_task
 from zoo.core.containment import call_plugin
+from zoo.core.names import get_task
+from zoo.core.registry import get_zoo, task_loss
+from zoo.errors import ZooError
 from zoo.io import load_tokenizer
 from zoo.records.paths import run_folder
 from zoo.records.store import Store
+from zoo.train.job import RunFolder
 
 
 @dataclass
@@ -37,13 +38,14 @@ class Trained:
     declared_task: Any = None  # the zoo.plugin.Task the run's pipeline registers
 
 
-def load_trained(run_id: str, zoo=None, device: str = "auto",
-                 precision: str | None = None) -> Trained:
+def load_trained(
+    run_id: str, zoo=None, device: str = "auto", precision: str | None = None
+) -> Trained:
     """A finished run's model and tokenizer, on `device` (auto: CUDA when present, as `zoo run`
     picks, so a run and its reloads compute alike). It evaluates at the precision the run
     trained with (its `precision` setting) unless `precision` says otherwise."""
-    from zoo.train.torch_model import as_model, pick_device
     from zoo.train.model import TaskSpec
+    from zoo.train.torch_model import as_model, pick_device
 
     zoo = zoo or get_zoo()
     with Store() as store:
@@ -57,18 +59,26 @@ def load_trained(run_id: str, zoo=None, device: str = "auto",
     architecture = zoo.architectures.get(config["architecture"])
     tokenizer_entry = zoo.tokenizers.get(config["tokenizer"])
     try:
-        model_config = build_config(architecture.config_class(),
-                                    config["configs"].get("model") or {})
+        model_config = build_config(
+            architecture.config_class(), config["configs"].get("model") or {}
+        )
         check_memory(architecture, model_config)
     except ZooError as exc:  # a tampered or outdated config.json
         raise ZooError(f"{folder.file('config.json')}: {exc}") from None
     tokenizer = load_tokenizer(tokenizer_entry.load(), folder.file("tokenizer.json"))
     task = get_task(config["task"], zoo)
     if task is None:
-        raise ZooError(f"run {row['id']} is a {config['task']} run, and no installed plugin "
-                       f"registers that task (zoo list pipelines shows the tasks)")
-    built = call_plugin(architecture.load(), model_config, TaskSpec(**config["spec"]),
-                        what=f"architecture {architecture.name!r}", plugin=architecture.plugin)
+        raise ZooError(
+            f"run {row['id']} is a {config['task']} run, and no installed plugin "
+            f"registers that task (zoo list pipelines shows the tasks)"
+        )
+    built = call_plugin(
+        architecture.load(),
+        model_config,
+        TaskSpec(**config["spec"]),
+        what=f"architecture {architecture.name!r}",
+        plugin=architecture.plugin,
+    )
     model = as_model(built, pick_device(device), loss=task_loss(task))
     model.load_state_dict(finite_weights(folder.load_weights(), row["id"], folder))
     if hasattr(model, "configure_engine"):
@@ -76,10 +86,20 @@ def load_trained(run_id: str, zoo=None, device: str = "auto",
         model.configure_engine(precision=precision or trained_with)
     configs = config.get("configs") or {}
     pipeline = zoo.pipelines.get(config["task"])
-    return Trained(row["id"], config["task"], row, config, tokenizer, model,
-                   getattr(model_config, "block_size", None), folder, model_config,
-                   _recorded(tokenizer_entry.config_class(), configs.get("tokenizer")),
-                   _recorded(pipeline.config_class(), configs.get("train")), task)
+    return Trained(
+        row["id"],
+        config["task"],
+        row,
+        config,
+        tokenizer,
+        model,
+        getattr(model_config, "block_size", None),
+        folder,
+        model_config,
+        _recorded(tokenizer_entry.config_class(), configs.get("tokenizer")),
+        _recorded(pipeline.config_class(), configs.get("train")),
+        task,
+    )
 
 
 def _recorded(cls, values: dict | None):
@@ -99,12 +119,16 @@ def finite_weights(weights: dict, run_id: str, folder) -> dict:
     edited by hand or a damaged file, which would otherwise fail deep inside sampling."""
     import numpy as np
 
-    bad = [name for name, array in weights.items()
-           if np.issubdtype(np.asarray(array).dtype, np.floating)
-           and not np.isfinite(array).all()]
+    bad = [
+        name
+        for name, array in weights.items()
+        if np.issubdtype(np.asarray(array).dtype, np.floating) and not np.isfinite(array).all()
+    ]
     if bad:
         more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
-        raise ZooError(f"run {run_id}: {folder.file('model.safetensors')} holds NaN or infinite "
-                       f"values ({bad[0]}{more}); the file was changed or damaged: train the "
-                       "run again")
+        raise ZooError(
+            f"run {run_id}: {folder.file('model.safetensors')} holds NaN or infinite "
+            f"values ({bad[0]}{more}); the file was changed or damaged: train the "
+            "run again"
+        )
     return weights

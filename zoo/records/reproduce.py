@@ -4,13 +4,14 @@ The plan is rebuilt from the resolved configs the run recorded (not from today's
 so a changed catalogue does not change what is rerun. On the CPU with the same seed every
 metric should match exactly; timing figures are left out of the comparison.
 """
+
 from __future__ import annotations
 
 import json
 import math
 
-from zoo.errors import ZooError
 from zoo.core.plan import config_hash, plan_from_record
+from zoo.errors import ZooError
 
 TIMING_METRICS = ("tokens_per_s", "train_time", "duration")
 
@@ -21,18 +22,21 @@ def is_timing(name: str) -> bool:
 
 def run_config(run_id: str) -> tuple[dict, dict]:
     """The store row and the run's provenance (config.json, or the row's copy of it)."""
-    from zoo.train.job import RunFolder
     from zoo.records.paths import run_folder
     from zoo.records.store import Store
+    from zoo.train.job import RunFolder
 
     with Store() as store:
         row = store.get(run_id)
     if row["kind"] != "train":
-        raise ZooError(f"run {row['id']} is an evaluation; reproduce its trained run "
-                       f"{row['parent_id']} instead")
+        raise ZooError(
+            f"run {row['id']} is an evaluation; reproduce its trained run "
+            f"{row['parent_id']} instead"
+        )
     if row["status"] != "finished":
-        raise ZooError(f"run {row['id']} is {row['status']}, not finished: there are no "
-                       "metrics to reproduce")
+        raise ZooError(
+            f"run {row['id']} is {row['status']}, not finished: there are no metrics to reproduce"
+        )
     folder = RunFolder(run_folder(row["id"]))
     config = folder.config() if folder.file("config.json").is_file() else row["config"]
     if not config.get("configs"):
@@ -68,34 +72,56 @@ def reproduce(run_id: str, *, device: str | None = None, quiet: bool = True, zoo
     plan = plan_from_record(config, zoo)
     notes = []
     if config_hash(plan) != config.get("config_hash"):
-        notes.append(f"the rebuilt config hashes to {config_hash(plan)}, not "
-                     f"{config.get('config_hash')} (the recorded config no longer resolves "
-                     "to the same values)")
-    result = execute(plan, device=device or config.get("device") or "auto", quiet=quiet,
-                     text_column=config.get("text_column"), label_column=config.get("label_column"),
-                     zoo=zoo, extra={"reproduces": row["id"]})
+        notes.append(
+            f"the rebuilt config hashes to {config_hash(plan)}, not "
+            f"{config.get('config_hash')} (the recorded config no longer resolves "
+            "to the same values)"
+        )
+    result = execute(
+        plan,
+        device=device or config.get("device") or "auto",
+        quiet=quiet,
+        text_column=config.get("text_column"),
+        label_column=config.get("label_column"),
+        zoo=zoo,
+        extra={"reproduces": row["id"]},
+    )
     with_new = _provenance(result["run_id"])
-    dirty = [when for when, flag in (("then", config.get("git_dirty")),
-                                     ("now", with_new.get("git_dirty"))) if flag]
+    dirty = [
+        when
+        for when, flag in (("then", config.get("git_dirty")), ("now", with_new.get("git_dirty")))
+        if flag
+    ]
     if dirty:
         notes.append(f"the working tree had uncommitted changes {' and '.join(dirty)}")
     for key in ("dataset_fingerprint", "git_commit"):
         if config.get(key) != with_new.get(key):
             notes.append(f"{key} differs: {config.get(key)} then, {with_new.get(key)} now")
-    changed = {k: (v, with_new.get("versions", {}).get(k))
-               for k, v in (config.get("versions") or {}).items()
-               if with_new.get("versions", {}).get(k) != v}
+    changed = {
+        k: (v, with_new.get("versions", {}).get(k))
+        for k, v in (config.get("versions") or {}).items()
+        if with_new.get("versions", {}).get(k) != v
+    }
     if changed:
-        notes.append("versions differ: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items()))
+        notes.append(
+            "versions differ: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())
+        )
     lines = compare_metrics(row["metrics"], result["metrics"])
     if row["status"] != result["status"]:
         notes.append(f"status differs: {row['status']} then, {result['status']} now")
     if row.get("params") != result.get("params"):
-        notes.append(f"parameter count differs: {row.get('params')} then, {result.get('params')} now")
+        notes.append(
+            f"parameter count differs: {row.get('params')} then, {result.get('params')} now"
+        )
     same = bool(lines) and all(line["same"] for line in lines) and row["status"] == result["status"]
-    return {"run_id": row["id"], "rerun_id": result["run_id"], "match": same,
-            "metrics": lines, "notes": notes, "excluded": sorted(
-                k for k in set(row["metrics"]) | set(result["metrics"]) if is_timing(k))}
+    return {
+        "run_id": row["id"],
+        "rerun_id": result["run_id"],
+        "match": same,
+        "metrics": lines,
+        "notes": notes,
+        "excluded": sorted(k for k in set(row["metrics"]) | set(result["metrics"]) if is_timing(k)),
+    }
 
 
 def _provenance(run_id: str) -> dict:

@@ -10,6 +10,7 @@ already a run column or metric (``steps``) or two sections share it, by ``sectio
 Settings declared incidental (``zoo.plugin.incidental``: checkpoint cadence, samples) are
 columns too, but they never split comparison rows.
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,8 +38,7 @@ def incidental_of(row: dict) -> set[str]:
     recorded = config.get("incidental")
     if isinstance(recorded, dict):
         return {f"{s}.{k}" for s, keys in recorded.items() for k in keys or ()}
-    return set(_declared_incidental(row.get("architecture"), row.get("tokenizer"),
-                                    row.get("task")))
+    return set(_declared_incidental(row.get("architecture"), row.get("tokenizer"), row.get("task")))
 
 
 @functools.lru_cache(maxsize=64)
@@ -48,9 +48,11 @@ def _declared_incidental(architecture, tokenizer, task) -> tuple[str, ...]:
 
     zoo = get_zoo()
     classes = {}
-    for section, registry, name in (("model", zoo.architectures, architecture),
-                                    ("tokenizer", zoo.tokenizers, tokenizer),
-                                    ("train", zoo.pipelines, task)):
+    for section, registry, name in (
+        ("model", zoo.architectures, architecture),
+        ("tokenizer", zoo.tokenizers, tokenizer),
+        ("train", zoo.pipelines, task),
+    ):
         try:
             classes[section] = registry.get(name).config_class()
         except (ZooError, ImportError, AttributeError):  # a plugin no longer installed
@@ -89,8 +91,7 @@ def typed_column(values: list):
     if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
         return pd.array(values, dtype="Int64")
     if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        return pd.array([float("nan") if v is None else float(v) for v in values],
-                        dtype="float64")
+        return pd.array([float("nan") if v is None else float(v) for v in values], dtype="float64")
     return pd.array([_hashable(v) for v in values], dtype="object")
 
 

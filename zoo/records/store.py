@@ -4,6 +4,7 @@ WAL mode and a busy timeout make concurrent runs safe; every write is one transa
 so a crash leaves the store readable. Rows left 'running' by a process that no longer
 exists are marked 'interrupted' when the store is opened.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,9 +22,30 @@ from zoo.records.paths import check_run_id, run_folder, zoo_home
 
 SCHEMA_VERSION = 2
 STATUSES = ("running", "finished", "failed", "interrupted", "diverged")
-COLUMNS = ("id", "kind", "parent_id", "status", "created", "finished", "duration", "model",
-           "architecture", "tokenizer", "dataset", "task", "params", "seed", "config_hash",
-           "metrics", "config", "error", "pid", "host", "resumed", "proc_start")
+COLUMNS = (
+    "id",
+    "kind",
+    "parent_id",
+    "status",
+    "created",
+    "finished",
+    "duration",
+    "model",
+    "architecture",
+    "tokenizer",
+    "dataset",
+    "task",
+    "params",
+    "seed",
+    "config_hash",
+    "metrics",
+    "config",
+    "error",
+    "pid",
+    "host",
+    "resumed",
+    "proc_start",
+)
 
 # One entry per schema version: the SQL that brings version N-1 up to N.
 MIGRATIONS = {
@@ -72,8 +94,10 @@ class Store:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
-            raise ZooError(f"cannot open the results store {self.path}: {exc}; check that the "
-                           "runs folder is writable (ZOO_HOME moves it)") from None
+            raise ZooError(
+                f"cannot open the results store {self.path}: {exc}; check that the "
+                "runs folder is writable (ZOO_HOME moves it)"
+            ) from None
         try:
             self.conn.row_factory = sqlite3.Row
             self.conn.execute("PRAGMA busy_timeout = 60000")
@@ -86,8 +110,10 @@ class Store:
                 self.recover_stale_rows()
         except sqlite3.DatabaseError as exc:
             self.conn.close()
-            raise ZooError(f"cannot open the results store {self.path}: {exc}; check that the "
-                           "runs folder is writable and the file is a zoo store") from None
+            raise ZooError(
+                f"cannot open the results store {self.path}: {exc}; check that the "
+                "runs folder is writable and the file is a zoo store"
+            ) from None
 
     def close(self) -> None:
         self.conn.close()
@@ -102,8 +128,10 @@ class Store:
     def _check_version(self) -> int:
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise ZooError(f"{self.path} has schema version {version}, newer than this zoo "
-                           f"understands ({SCHEMA_VERSION}); upgrade zoo")
+            raise ZooError(
+                f"{self.path} has schema version {version}, newer than this zoo "
+                f"understands ({SCHEMA_VERSION}); upgrade zoo"
+            )
         return version
 
     def _migrate(self) -> None:
@@ -122,10 +150,14 @@ class Store:
 
     def recover_stale_rows(self) -> None:
         host = socket.gethostname()
-        rows = self.conn.execute("SELECT id, pid, proc_start FROM runs WHERE status = 'running' "
-                                 "AND host = ?", (host,)).fetchall()
-        dead = [row["id"] for row in rows
-                if not _alive(row["pid"], row["proc_start"]) and not self._written(row["id"])]
+        rows = self.conn.execute(
+            "SELECT id, pid, proc_start FROM runs WHERE status = 'running' AND host = ?", (host,)
+        ).fetchall()
+        dead = [
+            row["id"]
+            for row in rows
+            if not _alive(row["pid"], row["proc_start"]) and not self._written(row["id"])
+        ]
         for run_id in dead:
             self.update(run_id, status="interrupted", error="process ended while running")
 
@@ -142,8 +174,14 @@ class Store:
     # -- writes ------------------------------------------------------------------------
     def insert(self, run_id: str, **fields) -> None:
         check_run_id(run_id)
-        fields = {"id": run_id, "created": time.time(), "status": "running",
-                  "pid": os.getpid(), "host": socket.gethostname(), **fields}
+        fields = {
+            "id": run_id,
+            "created": time.time(),
+            "status": "running",
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            **fields,
+        }
         fields.setdefault("proc_start", _proc_start(fields["pid"]))
         fields = _encode(fields)
         names = ", ".join(fields)
@@ -158,12 +196,21 @@ class Store:
     def claim(self, run_id: str, from_statuses: tuple[str, ...], **fields) -> bool:
         """Set the row to 'running' (with ``fields``) only if its status is one of
         ``from_statuses``, atomically: two processes cannot both resume one run."""
-        fields = _encode({"status": "running", "pid": os.getpid(), "host": socket.gethostname(),
-                          "proc_start": _proc_start(os.getpid()), **fields})
+        fields = _encode(
+            {
+                "status": "running",
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "proc_start": _proc_start(os.getpid()),
+                **fields,
+            }
+        )
         sets = ", ".join(f"{name} = ?" for name in fields)
         marks = ", ".join("?" for _ in from_statuses)
-        cursor = self._write(f"UPDATE runs SET {sets} WHERE id = ? AND status IN ({marks})",
-                             (*fields.values(), run_id, *from_statuses))
+        cursor = self._write(
+            f"UPDATE runs SET {sets} WHERE id = ? AND status IN ({marks})",
+            (*fields.values(), run_id, *from_statuses),
+        )
         return cursor.rowcount == 1
 
     def delete(self, run_ids: list[str]) -> int:
@@ -171,16 +218,20 @@ class Store:
         if not run_ids:
             return 0
         marks = ", ".join("?" for _ in run_ids)
-        cursor = self._write(f"DELETE FROM runs WHERE id IN ({marks}) OR parent_id IN ({marks})",
-                             (*run_ids, *run_ids))
+        cursor = self._write(
+            f"DELETE FROM runs WHERE id IN ({marks}) OR parent_id IN ({marks})",
+            (*run_ids, *run_ids),
+        )
         return cursor.rowcount
 
     def _write(self, sql: str, values: tuple):
         """One statement in its own transaction; a store that cannot be written (read-only
         file or folder, a value SQLite cannot hold) is a ZooError naming the file."""
         if self.read_only:
-            raise ZooError(f"cannot write the results store {self.path}: it is read-only "
-                           "(browsing works; set ZOO_HOME to a writable folder to run)")
+            raise ZooError(
+                f"cannot write the results store {self.path}: it is read-only "
+                "(browsing works; set ZOO_HOME to a writable folder to run)"
+            )
         try:
             with self._transaction():
                 return self.conn.execute(sql, values)
@@ -188,8 +239,10 @@ class Store:
             raise ZooError(f"cannot write the results store {self.path}: {exc}") from None
         except sqlite3.OperationalError as exc:
             if "readonly" in str(exc) or "read-only" in str(exc):
-                raise ZooError(f"cannot write the results store {self.path}: it is read-only "
-                               f"({exc}); make it writable or set ZOO_HOME") from None
+                raise ZooError(
+                    f"cannot write the results store {self.path}: it is read-only "
+                    f"({exc}); make it writable or set ZOO_HOME"
+                ) from None
             raise
 
     def _transaction(self):
@@ -212,14 +265,18 @@ class Store:
             raise ZooError("a run id cannot be empty; zoo runs lists them")
         rows = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchall()
         if not rows:
-            rows = self.conn.execute("SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\'",
-                                     (_like_prefix(run_id),)).fetchall()
+            rows = self.conn.execute(
+                "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\'", (_like_prefix(run_id),)
+            ).fetchall()
         if len(rows) > 1:
-            raise ZooError(f"Run id {run_id!r} is ambiguous: "
-                           + ", ".join(r["id"] for r in rows[:5]))
+            raise ZooError(
+                f"Run id {run_id!r} is ambiguous: " + ", ".join(r["id"] for r in rows[:5])
+            )
         if not rows:
-            recent = [r["id"] for r in self.conn.execute(
-                "SELECT id FROM runs ORDER BY created DESC LIMIT 200")]
+            recent = [
+                r["id"]
+                for r in self.conn.execute("SELECT id FROM runs ORDER BY created DESC LIMIT 200")
+            ]
             raise UnknownNameError("run", run_id, recent, hint="zoo runs lists them")
         return _decode(dict(rows[0]))
 
@@ -227,21 +284,29 @@ class Store:
         """config_hash -> id of the latest finished run of that kind (for resuming sweeps)."""
         rows = self.conn.execute(
             "SELECT config_hash, id FROM runs WHERE status = 'finished' AND kind = ? "
-            "AND config_hash IS NOT NULL ORDER BY created", (kind,)).fetchall()
+            "AND config_hash IS NOT NULL ORDER BY created",
+            (kind,),
+        ).fetchall()
         return {row["config_hash"]: row["id"] for row in rows}
 
     def latest(self, *, config_hash: str, since: float = 0.0) -> dict | None:
         """The newest run with this config hash created at or after `since`."""
         row = self.conn.execute(
             "SELECT * FROM runs WHERE config_hash = ? AND created >= ? ORDER BY created DESC "
-            "LIMIT 1", (config_hash, since)).fetchone()
+            "LIMIT 1",
+            (config_hash, since),
+        ).fetchone()
         return _decode(dict(row)) if row else None
 
     def evaluations(self, parent_id: str) -> list[dict]:
         """The evaluation rows that score a trained run, oldest first."""
-        return [_decode(dict(r)) for r in self.conn.execute(
-            "SELECT * FROM runs WHERE kind = 'eval' AND parent_id = ? ORDER BY created",
-            (parent_id,))]
+        return [
+            _decode(dict(r))
+            for r in self.conn.execute(
+                "SELECT * FROM runs WHERE kind = 'eval' AND parent_id = ? ORDER BY created",
+                (parent_id,),
+            )
+        ]
 
     def rows(self) -> list[dict]:
         """Every readable row; one whose JSON is damaged is skipped with a warning naming it."""
@@ -260,8 +325,10 @@ class Store:
         import pandas as pd
 
         rows = self.rows()
-        base = pd.DataFrame([{k: v for k, v in r.items() if k not in ("metrics", "config")}
-                             for r in rows], columns=[c for c in COLUMNS if c not in ("metrics", "config")])
+        base = pd.DataFrame(
+            [{k: v for k, v in r.items() if k not in ("metrics", "config")} for r in rows],
+            columns=[c for c in COLUMNS if c not in ("metrics", "config")],
+        )
         metrics = pd.DataFrame([_scalars(r["metrics"]) for r in rows], index=base.index)
         metrics = metrics[[c for c in metrics.columns if c not in base.columns]]
         return pd.concat([base, metrics], axis=1)
@@ -298,13 +365,16 @@ def _decode(row: dict) -> dict:
             row[key] = json.loads(row.get(key) or "{}")
         except (json.JSONDecodeError, RecursionError, TypeError) as exc:
             reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-            raise ZooError(f"run {row.get('id')} in the results store has invalid JSON in its "
-                           f"{key} column ({reason})") from None
+            raise ZooError(
+                f"run {row.get('id')} in the results store has invalid JSON in its "
+                f"{key} column ({reason})"
+            ) from None
         if not isinstance(row[key], dict):
-            raise ZooError(f"run {row.get('id')} in the results store has a "
-                           f"{type(row[key]).__name__} in its {key} column, not an object")
+            raise ZooError(
+                f"run {row.get('id')} in the results store has a "
+                f"{type(row[key]).__name__} in its {key} column, not an object"
+            )
     return row
-
 
 
 def _not_writable(path: Path) -> bool:

@@ -1,6 +1,7 @@
 """What a search ends with: the equal-budget table (each model at its best validation
 settings, re-run over seeds and reported on test, beside its untuned preset), the winners
 as registry.toml presets, and Optuna's plots of each study."""
+
 from __future__ import annotations
 
 import math
@@ -30,11 +31,21 @@ class StudyResult:
     plots: list = field(default_factory=list)  # paths written
 
     def record(self) -> dict:
-        return {"model": self.model, "dataset": self.dataset, "study": self.study,
-                "objective": self.objective, "test_metric": self.test_metric,
-                "trials": self.trials, "trial_seconds": self.trial_seconds, "best": self.best,
-                "best_test": self.best_test, "settings": self.settings,
-                "tuned": self.tuned, "preset": self.preset, "plots": self.plots}
+        return {
+            "model": self.model,
+            "dataset": self.dataset,
+            "study": self.study,
+            "objective": self.objective,
+            "test_metric": self.test_metric,
+            "trials": self.trials,
+            "trial_seconds": self.trial_seconds,
+            "best": self.best,
+            "best_test": self.best_test,
+            "settings": self.settings,
+            "tuned": self.tuned,
+            "preset": self.preset,
+            "plots": self.plots,
+        }
 
 
 def test_once(result: StudyResult, device: str, out=sys.stderr) -> None:
@@ -47,13 +58,19 @@ def test_once(result: StudyResult, device: str, out=sys.stderr) -> None:
 
     run_id, name = result.best["run_id"], strip_split(result.test_metric)
     with Store() as store:
-        done = [row for row in store.evaluations(run_id) if row.get("status") == "finished"
-                and (row.get("config") or {}).get("split") == "test"]
+        done = [
+            row
+            for row in store.evaluations(run_id)
+            if row.get("status") == "finished" and (row.get("config") or {}).get("split") == "test"
+        ]
     if done:
         metrics = done[-1]["metrics"]
     else:
-        print(f"    {result.model}: best trial {result.best['trial']} (run {run_id}) on test, once",
-              file=out, flush=True)
+        print(
+            f"    {result.model}: best trial {result.best['trial']} (run {run_id}) on test, once",
+            file=out,
+            flush=True,
+        )
         metrics = evaluate_run(run_id, result.dataset, "test", device=device)["metrics"]
     result.best_test = eval_value(metrics, name, "test")
 
@@ -85,23 +102,48 @@ def _mean(values: list[float]) -> str:
 
 def table(results: list[StudyResult], budget: str) -> str:
     """The equal-budget comparison as text."""
-    header = ["model", "dataset", "trials (ok/pruned/failed)", "best val", "its test",
-              "tuned test (seeds)", "preset test (seeds)", "best settings"]
+    header = [
+        "model",
+        "dataset",
+        "trials (ok/pruned/failed)",
+        "best val",
+        "its test",
+        "tuned test (seeds)",
+        "preset test (seeds)",
+        "best settings",
+    ]
     rows = []
     for r in results:
-        counts = f"{r.trials.get('COMPLETE', 0)}/{r.trials.get('PRUNED', 0)}/{r.trials.get('FAIL', 0)}"
+        counts = (
+            f"{r.trials.get('COMPLETE', 0)}/{r.trials.get('PRUNED', 0)}/{r.trials.get('FAIL', 0)}"
+        )
         best = f"{r.best['value']:.4f}" if r.best else "-"
         test = f"{r.best_test:.4f}" if isinstance(r.best_test, float) else "-"
         settings = ", ".join(f"{k}={_short(v)}" for k, v in r.settings.items()) or "-"
-        rows.append([r.model, r.dataset, counts, best, test,
-                     f"{_mean(r.tuned)} (n={len(r.tuned)})", f"{_mean(r.preset)} (n={len(r.preset)})",
-                     settings])
+        rows.append(
+            [
+                r.model,
+                r.dataset,
+                counts,
+                best,
+                test,
+                f"{_mean(r.tuned)} (n={len(r.tuned)})",
+                f"{_mean(r.preset)} (n={len(r.preset)})",
+                settings,
+            ]
+        )
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
-    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    def line(cells) -> str:
+        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
     metric = results[0].test_metric if results else "test"
     objective = results[0].objective if results else "validation"
-    lines = [f"equal budget: {budget} per model; chosen on {objective}, reported as {metric}",
-             line(header), line(["-" * w for w in widths])]
+    lines = [
+        f"equal budget: {budget} per model; chosen on {objective}, reported as {metric}",
+        line(header),
+        line(["-" * w for w in widths]),
+    ]
     return "\n".join(lines + [line(row) for row in rows])
 
 
@@ -120,11 +162,17 @@ def preset_snippet(result: StudyResult) -> str:
     for key, value in {**spec.overrides, **result.fixed, **result.settings}.items():
         values[key.rpartition(".")[2]] = value  # train.steps and steps are one setting
     name = f"{result.model}-tuned"
-    description = (f"{result.model} with the settings `zoo tune` found on {result.dataset} "
-                   f"({result.objective} {result.best['value']:.4f}, study {result.study})")
-    lines = [f"[models.{name}]", f'architecture = "{spec.architecture.name}"',
-             f'tokenizer = "{spec.tokenizer.name}"', f"description = {_toml(description)}",
-             f"[models.{name}.set]"]
+    description = (
+        f"{result.model} with the settings `zoo tune` found on {result.dataset} "
+        f"({result.objective} {result.best['value']:.4f}, study {result.study})"
+    )
+    lines = [
+        f"[models.{name}]",
+        f'architecture = "{spec.architecture.name}"',
+        f'tokenizer = "{spec.tokenizer.name}"',
+        f"description = {_toml(description)}",
+        f"[models.{name}.set]",
+    ]
     lines += [f"{key} = {_toml(value)}" for key, value in values.items()]
     return "\n".join(lines)
 
@@ -156,11 +204,16 @@ def save_plots(study, folder: Path, out=sys.stderr) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     finished = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
-    for name, draw, needs in (("history", ov.plot_optimization_history, 1),
-                              ("importances", ov.plot_param_importances, 2)):
+    for name, draw, needs in (
+        ("history", ov.plot_optimization_history, 1),
+        ("importances", ov.plot_param_importances, 2),
+    ):
         if len(finished) < needs:
-            print(f"    no {name} plot for {study.study_name}: {len(finished)} finished "
-                  f"trial(s), it needs {needs}", file=out)
+            print(
+                f"    no {name} plot for {study.study_name}: {len(finished)} finished "
+                f"trial(s), it needs {needs}",
+                file=out,
+            )
             continue
         try:
             import io
@@ -179,6 +232,7 @@ def save_plots(study, folder: Path, out=sys.stderr) -> list[str]:
             atomic_write_bytes(path, buffer.getvalue())
             written.append(str(path))
         except Exception as exc:  # e.g. importances of a one-value space
-            print(f"    no {name} plot for {study.study_name}: {type(exc).__name__}: {exc}",
-                  file=out)
+            print(
+                f"    no {name} plot for {study.study_name}: {type(exc).__name__}: {exc}", file=out
+            )
     return written

@@ -11,6 +11,7 @@ Several dimensions go in one ``--space`` (separated by spaces or ``;``) or in se
 is any typed setting, as ``--set`` takes it (``train.lr`` picks a section). The space is
 checked against every model's config fields before anything trains (`check_space`).
 """
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,9 @@ class Dimension:
             return optuna.distributions.CategoricalDistribution(list(self.choices))
         if self.kind == "int":
             return optuna.distributions.IntDistribution(int(self.low), int(self.high))
-        return optuna.distributions.FloatDistribution(float(self.low), float(self.high),
-                                                      log=self.kind == "log")
+        return optuna.distributions.FloatDistribution(
+            float(self.low), float(self.high), log=self.kind == "log"
+        )
 
     def samples(self) -> list:
         """The values that span the dimension (its ends, or every choice): each is checked
@@ -102,12 +104,15 @@ def parse_space(texts: list[str] | str | dict) -> list[Dimension]:
 def parse_dimension(text: str) -> Dimension:
     match = _DIMENSION.match(text)
     if match is None:
-        raise ZooError(f"--space expects key=kind(args) with kind one of {', '.join(KINDS)}, "
-                       f"e.g. lr=log(1e-4,1e-2); got {text!r}")
+        raise ZooError(
+            f"--space expects key=kind(args) with kind one of {', '.join(KINDS)}, "
+            f"e.g. lr=log(1e-4,1e-2); got {text!r}"
+        )
     key, kind, body = match.groups()
     if kind not in KINDS:
-        raise UnknownNameError("--space kind", kind, KINDS, hint=f"in {text!r}; kinds: "
-                               + ", ".join(KINDS))
+        raise UnknownNameError(
+            "--space kind", kind, KINDS, hint=f"in {text!r}; kinds: " + ", ".join(KINDS)
+        )
     args = [arg.strip() for arg in body.split(",")]
     if kind == "choice":
         if not all(args) or len(args) < 2:
@@ -149,12 +154,16 @@ def check_space(space: list[Dimension], plans: dict[str, object], overrides: dic
     for dimension in space:
         bare = dimension.key.rpartition(".")[2]
         if any(key.rpartition(".")[2] == bare for key in overrides):
-            raise ZooError(f"{dimension.key} is both searched (--space) and fixed (--set, "
-                           "--steps or a preset option); give it once")
+            raise ZooError(
+                f"{dimension.key} is both searched (--space) and fixed (--set, "
+                "--steps or a preset option); give it once"
+            )
         unknown = None
         for name, plan in plans.items():
-            sections = {section: type(config) if config is not None else None
-                        for section, config in plan.configs.items()}
+            sections = {
+                section: type(config) if config is not None else None
+                for section, config in plan.configs.items()
+            }
             try:
                 for value in dimension.samples():
                     split_overrides({dimension.key: value}, sections)

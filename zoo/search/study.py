@@ -10,6 +10,7 @@ Trials run in this process, in local worker processes (`--jobs N`) or as Ray tas
 workers train and report each validation to the study (Optuna's distributed mode over the
 shared storage); the driver alone asks, tells and writes zoo's store.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,8 +45,10 @@ def open_storage(url: str):
     try:
         return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
     except Exception as exc:  # a bad URL, a driver not installed, a server not reachable
-        raise ZooError(f"cannot open the study storage {url!r}: "
-                       f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}") from None
+        raise ZooError(
+            f"cannot open the study storage {url!r}: "
+            f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+        ) from None
 
 
 def make_pruner(name: str):
@@ -93,8 +96,10 @@ def objective_for(task: str, metric: str | None = None) -> Objective:
     declared = get_task(task)
     name = metric or f"val_{strip_split(declared.primary)}"
     if not name.startswith("val_"):
-        raise ZooError(f"--metric {name}: trials are chosen on validation figures only "
-                       "(val_...), never on test")
+        raise ZooError(
+            f"--metric {name}: trials are chosen on validation figures only "
+            "(val_...), never on test"
+        )
     declared_metric = declared.metric(name)
     if declared_metric is None:
         raise UnknownNameError(f"{task} metric", name, [f"val_{m.name}" for m in declared.metrics])
@@ -122,13 +127,17 @@ class TrialReporter:
     def __call__(self, step: int, figures: dict) -> str | None:
         import optuna
 
-        value = next((figures[k] for k in self.keys if isinstance(figures.get(k), (int, float))),
-                     None)
+        value = next(
+            (figures[k] for k in self.keys if isinstance(figures.get(k), (int, float))), None
+        )
         if value is None or not math.isfinite(value):
             return None
         if self._trial is None:
-            study = optuna.load_study(study_name=self.study, storage=open_storage(self.storage),
-                                      pruner=make_pruner(self.pruner))
+            study = optuna.load_study(
+                study_name=self.study,
+                storage=open_storage(self.storage),
+                pruner=make_pruner(self.pruner),
+            )
             self._trial = optuna.Trial(study, self.trial_id)
         self._trial.report(float(value), step)
         return "pruned" if self._trial.should_prune() else None
@@ -154,10 +163,18 @@ class Search:
     study: str | None = None  # a prefix for the study names
     device: str = "auto"
 
-    def study_name(self, model: str, dataset: str, searched: list) -> str:
-        """Named from what defines the search, so the same command continues its study."""
-        what = {"space": sorted(str(d) for d in searched), "overrides": self.overrides,
-                "metric": self.metric, "task": self.task, "sampler": self.sampler}
+    def study_name(self, model: str, dataset: str, searched: list, fixed: dict) -> str:
+        """Named from what defines the search, so the same command continues its study:
+        `fixed` is the settings of every trial as the configs hold them (typed, by their
+        bare names), so `--set dim=8` and a config file's `dim = 8` name the same study."""
+        fixed = {key.rpartition(".")[2]: value for key, value in fixed.items()}
+        what = {
+            "space": sorted(str(d) for d in searched),
+            "overrides": fixed,
+            "metric": self.metric,
+            "task": self.task,
+            "sampler": self.sampler,
+        }
         digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode())
         return f"{self.study or 'tune'}-{model}-{dataset}-{digest.hexdigest()[:8]}"
 
@@ -165,7 +182,11 @@ class Search:
 def driver_mark() -> dict:
     from zoo.records.store import _proc_start
 
-    return {"host": socket.gethostname(), "pid": os.getpid(), "proc_start": _proc_start(os.getpid())}
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "proc_start": _proc_start(os.getpid()),
+    }
 
 
 def recover_lost_trials(study, out=sys.stderr) -> int:
@@ -183,23 +204,34 @@ def recover_lost_trials(study, out=sys.stderr) -> int:
         storage = study._storage
         storage.set_trial_system_attr(trial._trial_id, LOST, True)
         storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
-        study.enqueue_trial(trial.params, user_attrs={"retry_of": trial.number},
-                            skip_if_exists=False)
+        study.enqueue_trial(
+            trial.params, user_attrs={"retry_of": trial.number}, skip_if_exists=False
+        )
         lost += 1
-        print(f"    trial {trial.number} was cut off (its process died); its settings are "
-              "queued again", file=out, flush=True)
+        print(
+            f"    trial {trial.number} was cut off (its process died); its settings are "
+            "queued again",
+            file=out,
+            flush=True,
+        )
     return lost
 
 
 def counted(study) -> list:
     """The trials that spent the budget: finished, pruned or failed, not lost."""
-    return [t for t in study.get_trials(deepcopy=False)
-            if t.state.name in COUNTED and not t.system_attrs.get(LOST)]
+    return [
+        t
+        for t in study.get_trials(deepcopy=False)
+        if t.state.name in COUNTED and not t.system_attrs.get(LOST)
+    ]
 
 
 def trial_seconds(trials) -> float:
-    return sum((t.datetime_complete - t.datetime_start).total_seconds() for t in trials
-               if t.datetime_complete and t.datetime_start)
+    return sum(
+        (t.datetime_complete - t.datetime_start).total_seconds()
+        for t in trials
+        if t.datetime_complete and t.datetime_start
+    )
 
 
 def budget_left(search: Search, study, running: int) -> bool:

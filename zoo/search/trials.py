@@ -7,6 +7,7 @@ config (they do not change the result, so not its config hash). The driver asks 
 for settings, hands the trial to a worker, replays the worker's store writes, and tells the
 study the outcome; workers report each validation to the study themselves.
 """
+
 from __future__ import annotations
 
 import sys
@@ -14,7 +15,7 @@ import time
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from zoo.errors import ZooError
+from zoo.errors import SearchInterrupted, ZooError
 from zoo.search.study import (
     LOST,
     Objective,
@@ -38,8 +39,16 @@ class Trial:
     reporter: TrialReporter
 
 
-def ask(search: Search, study, storage: str, model: str, dataset: str, searched: list,
-        objective: Objective, out) -> Trial | None:
+def ask(
+    search: Search,
+    study,
+    storage: str,
+    model: str,
+    dataset: str,
+    searched: list,
+    objective: Objective,
+    out,
+) -> Trial | None:
     """The next trial's settings from the study, planned (None when they cannot run: the
     trial is told failed, with the reason printed)."""
     from zoo.core.plan import config_hash, plan_run
@@ -50,16 +59,23 @@ def ask(search: Search, study, storage: str, model: str, dataset: str, searched:
     params = dict(trial.params)
     cell = Cell(model, dataset, 0, params)
     try:
-        cell.plan = plan_run(model, dataset, overrides={**search.overrides, **params}, seed=0,
-                             task=search.task, held_out=HELD_OUT)
+        cell.plan = plan_run(
+            model,
+            dataset,
+            overrides={**search.overrides, **params},
+            seed=0,
+            task=search.task,
+            held_out=HELD_OUT,
+        )
         cell.config_hash = config_hash(cell.plan)
     except ZooError as exc:
         study.tell(trial, state=_state("FAIL"))
         print(f"    trial {trial.number} {cell.label}: cannot run: {exc}", file=out, flush=True)
         return None
     extra = {"tune": {"study": study.study_name, "trial": trial.number}}
-    reporter = TrialReporter(storage, study.study_name, trial._trial_id, search.pruner,
-                             objective.reported)
+    reporter = TrialReporter(
+        storage, study.study_name, trial._trial_id, search.pruner, objective.reported
+    )
     return Trial(trial, cell, extra, reporter)
 
 
@@ -76,14 +92,26 @@ def requeue(study, trial) -> None:
     study.enqueue_trial(trial.params, user_attrs={"retry_of": trial.number})
 
 
-def say_outcome(trial: Trial, status: str, told: str, metrics: dict | None,
-                objective: Objective, run_id: str | None, seconds: float, out) -> None:
+def say_outcome(
+    trial: Trial,
+    status: str,
+    told: str,
+    metrics: dict | None,
+    objective: Objective,
+    run_id: str | None,
+    seconds: float,
+    out,
+) -> None:
     value = (metrics or {}).get(objective.name)
     figure = f"{objective.name} {value:.4f}" if isinstance(value, float) else ""
     step = (metrics or {}).get("stopped_step")
     where = f" at step {step}" if status == "pruned" and step is not None else ""
-    print(f"    trial {trial.optuna_trial.number} {trial.cell.label}: {status}{where} in "
-          f"{seconds:.0f}s {figure} (run {run_id})".replace("  (", " ("), file=out, flush=True)
+    print(
+        f"    trial {trial.optuna_trial.number} {trial.cell.label}: {status}{where} in "
+        f"{seconds:.0f}s {figure} (run {run_id})".replace("  (", " ("),
+        file=out,
+        flush=True,
+    )
 
 
 def run_here(search: Search, study, storage, model, dataset, searched, objective, out) -> None:
@@ -98,12 +126,18 @@ def run_here(search: Search, study, storage, model, dataset, searched, objective
         run_id, began, metrics = new_run_id(), time.time(), None
         trial.optuna_trial.set_user_attr("run_id", run_id)
         try:
-            result = execute(trial.cell.plan, device=search.device, quiet=True, run_id=run_id,
-                             extra=trial.extra, on_validate=trial.reporter)
+            result = execute(
+                trial.cell.plan,
+                device=search.device,
+                quiet=True,
+                run_id=run_id,
+                extra=trial.extra,
+                on_validate=trial.reporter,
+            )
             status, metrics = result["status"], result["metrics"]
         except KeyboardInterrupt:
             requeue(study, trial.optuna_trial)
-            raise
+            raise SearchInterrupted() from None
         except RunDiverged:
             status = "diverged"
         except Exception as exc:  # one bad trial must not stop the search
@@ -122,8 +156,12 @@ class TrialDriver:
 
         self.out = out or sys.stderr
         # the sweep driver records each cell's run; its 'sweep' is only the shared --set
-        self.driver = Driver(SimpleNamespace(overrides=search.overrides), executor,
-                             device=search.device, out=self.out)
+        self.driver = Driver(
+            SimpleNamespace(overrides=search.overrides),
+            executor,
+            device=search.device,
+            out=self.out,
+        )
         self.executor, self.search = executor, search
         self.started = False
 
@@ -138,26 +176,41 @@ class TrialDriver:
         driver, pending = self.driver, {}  # slot -> Trial
         try:
             while True:
-                while (self.executor.free_slot() is not None
-                       and budget_left(self.search, study, len(pending))):
-                    trial = ask(self.search, study, storage, model, dataset, searched,
-                                objective, self.out)
+                while self.executor.free_slot() is not None and budget_left(
+                    self.search, study, len(pending)
+                ):
+                    trial = ask(
+                        self.search, study, storage, model, dataset, searched, objective, self.out
+                    )
                     if trial is None:
                         continue
                     slot = self.executor.free_slot()
-                    task = cell_task(trial.cell, self.search.overrides, device=self.search.device,
-                                     run_id=new_run_id(), resume=None)
-                    task.update(held_out=list(HELD_OUT), extra=trial.extra,
-                                on_validate=trial.reporter)
+                    task = cell_task(
+                        trial.cell,
+                        self.search.overrides,
+                        device=self.search.device,
+                        run_id=new_run_id(),
+                        resume=None,
+                    )
+                    task.update(
+                        held_out=list(HELD_OUT), extra=trial.extra, on_validate=trial.reporter
+                    )
                     trial.optuna_trial.set_user_attr("run_id", task["run_id"])
                     self.executor.submit(slot, task)
-                    driver.running[slot] = {"cell": trial.cell, "task": task,
-                                            "began": time.time(), "claimed": None,
-                                            "refused": False}
+                    driver.running[slot] = {
+                        "cell": trial.cell,
+                        "task": task,
+                        "began": time.time(),
+                        "claimed": None,
+                        "refused": False,
+                    }
                     pending[slot] = trial
-                    print(f"    trial {trial.optuna_trial.number} on "
-                          f"{self.executor.slot_name(slot)}: {trial.cell.label}",
-                          file=self.out, flush=True)
+                    print(
+                        f"    trial {trial.optuna_trial.number} on "
+                        f"{self.executor.slot_name(slot)}: {trial.cell.label}",
+                        file=self.out,
+                        flush=True,
+                    )
                 if not pending:
                     return
                 for kind, slot, payload in self.executor.wait():
@@ -166,19 +219,35 @@ class TrialDriver:
                         continue
                     trial, began = pending.pop(slot), driver.running[slot]["began"]
                     result = (payload or {}).get("result") if kind == "done" else None
-                    driver.settle(slot, payload if kind == "done" else None,
-                                  payload if kind == "lost" else None)
+                    driver.settle(
+                        slot,
+                        payload if kind == "done" else None,
+                        payload if kind == "lost" else None,
+                    )
                     cell = trial.cell
-                    told = tell(study, trial.optuna_trial, cell.status,
-                                result and result.get("metrics"), objective)
-                    say_outcome(trial, cell.status, told, result and result.get("metrics"),
-                                objective, cell.run_id, time.time() - began, self.out)
+                    told = tell(
+                        study,
+                        trial.optuna_trial,
+                        cell.status,
+                        result and result.get("metrics"),
+                        objective,
+                    )
+                    say_outcome(
+                        trial,
+                        cell.status,
+                        told,
+                        result and result.get("metrics"),
+                        objective,
+                        cell.run_id,
+                        time.time() - began,
+                        self.out,
+                    )
         except KeyboardInterrupt:
             self.executor.stop()
             for slot, trial in pending.items():
                 driver.settle(slot, None, "interrupted (Ctrl-C)", status="interrupted")
                 requeue(study, trial.optuna_trial)
-            raise
+            raise SearchInterrupted() from None
 
     def close(self) -> None:
         self.executor.close()

@@ -8,6 +8,7 @@
    preset, re-run over --seeds (a sweep: resumable, reused when already finished); the
    equal-budget table, the winners as registry.toml presets, Optuna's plots.
 """
+
 from __future__ import annotations
 
 import sys
@@ -48,19 +49,27 @@ def plan_search(search: Search) -> dict:
     plans = {}
     for model in search.models:
         for dataset in search.datasets:
-            plans[(model, dataset)] = plan_run(model, dataset, overrides=search.overrides,
-                                               task=search.task, zoo=zoo, held_out=HELD_OUT)
+            plans[(model, dataset)] = plan_run(
+                model,
+                dataset,
+                overrides=search.overrides,
+                task=search.task,
+                zoo=zoo,
+                held_out=HELD_OUT,
+            )
     searched = check_space(search.space, plans, search.overrides)
     for key, plan in plans.items():
         objective_for(plan.task, search.metric)  # an unknown --metric fails now
         if not searched[key]:
-            raise ZooError(f"--space has no setting of {key[0]}: "
-                           + ", ".join(str(d) for d in search.space))
+            raise ZooError(
+                f"--space has no setting of {key[0]}: " + ", ".join(str(d) for d in search.space)
+            )
     return {key: (plan, searched[key]) for key, plan in plans.items()}
 
 
-def run_search(search: Search, *, make_executor=None, plot_dir: str | Path | None = None,
-               out=None) -> list[report.StudyResult]:
+def run_search(
+    search: Search, *, make_executor=None, plot_dir: str | Path | None = None, out=None
+) -> list[report.StudyResult]:
     """Search, then report: see the module's docstring. ``make_executor()`` gives a sweep
     executor (None: trials in this process), called once for the trials and once for the
     seed re-runs."""
@@ -73,34 +82,49 @@ def run_search(search: Search, *, make_executor=None, plot_dir: str | Path | Non
     planned = plan_search(search)
     storage_url = search.storage or default_storage()
     storage = open_storage(storage_url)
-    budget = (f"{search.trials} trials" if search.trials is not None
-              else f"{search.time:g}s of trials")
-    print(f"tune: {len(search.models)} model(s) x {len(search.datasets)} dataset(s), "
-          f"{budget} each, pruner {search.pruner}, studies in {_redact(storage_url)}",
-          file=out, flush=True)
+    budget = (
+        f"{search.trials} trials" if search.trials is not None else f"{search.time:g}s of trials"
+    )
+    print(
+        f"tune: {len(search.models)} model(s) x {len(search.datasets)} dataset(s), "
+        f"{budget} each, pruner {search.pruner}, studies in {_redact(storage_url)}",
+        file=out,
+        flush=True,
+    )
     executor = make_executor() if make_executor else None
     runner = TrialDriver(executor, search, out) if executor is not None else None
     results, studies = [], {}
     try:
         for (model, dataset), (plan, searched) in planned.items():
             objective = objective_for(plan.task, search.metric)
-            name = search.study_name(model, dataset, searched)
-            study = optuna.create_study(study_name=name, storage=storage, load_if_exists=True,
-                                        direction=objective.direction,
-                                        sampler=make_sampler(search.sampler, search.seed),
-                                        pruner=make_pruner(search.pruner))
+            name = search.study_name(model, dataset, searched, _typed(plan, search.overrides))
+            study = optuna.create_study(
+                study_name=name,
+                storage=storage,
+                load_if_exists=True,
+                direction=objective.direction,
+                sampler=make_sampler(search.sampler, search.seed),
+                pruner=make_pruner(search.pruner),
+            )
             recover_lost_trials(study, out)
             done = len(counted(study))
-            print(f"{model} on {dataset}: study {name}, {done} trial(s) recorded, searching "
-                  + ", ".join(str(d) for d in searched) + f" on {objective.name}",
-                  file=out, flush=True)
+            print(
+                f"{model} on {dataset}: study {name}, {done} trial(s) recorded, searching "
+                + ", ".join(str(d) for d in searched)
+                + f" on {objective.name}",
+                file=out,
+                flush=True,
+            )
             began = time.time()
             if runner is None:
                 run_here(search, study, storage_url, model, dataset, searched, objective, out)
             else:
                 runner.run(study, storage_url, model, dataset, searched, objective)
-            print(f"    {model} on {dataset}: search done in {time.time() - began:.0f}s",
-                  file=out, flush=True)
+            print(
+                f"    {model} on {dataset}: search done in {time.time() - began:.0f}s",
+                file=out,
+                flush=True,
+            )
             studies[(model, dataset)] = study
             results.append(_result(study, model, dataset, plan, objective, search.overrides))
     finally:
@@ -138,14 +162,25 @@ def _result(study, model, dataset, plan, objective, overrides) -> report.StudyRe
     states: dict[str, int] = {}
     for trial in trials:
         states[trial.state.name] = states.get(trial.state.name, 0) + 1
-    result = report.StudyResult(model, dataset, study.study_name, objective.name,
-                                get_task(plan.task).primary, states, trial_seconds(trials))
+    result = report.StudyResult(
+        model,
+        dataset,
+        study.study_name,
+        objective.name,
+        get_task(plan.task).primary,
+        states,
+        trial_seconds(trials),
+    )
     result.fixed = _typed(plan, overrides)
     complete = [t for t in trials if t.state.name == "COMPLETE"]
     if complete:
         best = study.best_trial
-        result.best = {"trial": best.number, "value": best.value, "params": dict(best.params),
-                       "run_id": best.user_attrs.get("run_id")}
+        result.best = {
+            "trial": best.number,
+            "value": best.value,
+            "params": dict(best.params),
+            "run_id": best.user_attrs.get("run_id"),
+        }
         result.settings = _typed(plan, best.params)
     return result
 
@@ -176,28 +211,50 @@ def _seed_reruns(search: Search, results, make_executor, out) -> None:
         for _, setting in groups:
             for seed in range(search.seeds):
                 cell = driver.Cell(result.model, result.dataset, seed, dict(setting))
-                cell.plan = plan_run(result.model, result.dataset,
-                                     overrides={**search.overrides, **setting}, seed=seed,
-                                     task=search.task)
+                cell.plan = plan_run(
+                    result.model,
+                    result.dataset,
+                    overrides={**search.overrides, **setting},
+                    seed=seed,
+                    task=search.task,
+                )
                 cell.config_hash = config_hash(cell.plan)
                 cells.append(cell)
     with Store() as store:
         finished = store.finished_by_hash()
     for cell in cells:
         cell.done = finished.get(cell.config_hash)
-    sweep = driver.Sweep(cells, search.models, search.datasets, list(range(search.seeds)),
-                         overrides=dict(search.overrides), task=search.task)
+    sweep = driver.Sweep(
+        cells,
+        search.models,
+        search.datasets,
+        list(range(search.seeds)),
+        overrides=dict(search.overrides),
+        task=search.task,
+    )
     todo = len(sweep.todo)
-    print(f"re-running the winners and the presets over {search.seeds} seed(s): {todo} run(s) "
-          f"to train, {len(cells) - todo} finished before", file=out, flush=True)
+    print(
+        f"re-running the winners and the presets over {search.seeds} seed(s): {todo} run(s) "
+        f"to train, {len(cells) - todo} finished before",
+        file=out,
+        flush=True,
+    )
     if todo:
-        driver.run_sweep(sweep, device=search.device, quiet=True, out=out,
-                         executor=make_executor() if make_executor else None)
+        driver.run_sweep(
+            sweep,
+            device=search.device,
+            quiet=True,
+            out=out,
+            executor=make_executor() if make_executor else None,
+        )
     for result in results:
         for kind, setting in (("preset", {}), ("tuned", result.settings)):
             if kind == "tuned" and not result.best:
                 continue
-            hashes = {c.config_hash for c in cells if c.model == result.model
-                      and c.dataset == result.dataset and c.setting == setting}
+            hashes = {
+                c.config_hash
+                for c in cells
+                if c.model == result.model and c.dataset == result.dataset and c.setting == setting
+            }
             values = [v for h in hashes for v in report.figures(sweep, h, result.test_metric)]
             setattr(result, kind, values)

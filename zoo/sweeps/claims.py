@@ -2,6 +2,7 @@
 held by the sweep's process while the cell trains. Two identical sweeps started together
 then train each cell once: the second finds a cell taken, does the others first, and when
 the lock comes free finds the cell finished and takes that run as its own ("reused")."""
+
 from __future__ import annotations
 
 from collections import deque
@@ -30,8 +31,10 @@ class CellClaims:
                 lock.release()
                 cell.done = finished
                 if say is not None:
-                    say(f"    {cell.name}: finished meanwhile by another process (run "
-                        f"{finished}); not trained again")
+                    say(
+                        f"    {cell.name}: finished meanwhile by another process (run "
+                        f"{finished}); not trained again"
+                    )
                 continue
             self.held[cell.config_hash] = lock
             return cell

@@ -7,20 +7,20 @@ front. `--grid key=v1,v2` adds settings: each combination of grid values is its 
 are skipped too, so running the same sweep again resumes it. A cell that fails is recorded
 as failed and the sweep goes on.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import itertools
-from collections import deque
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
-from zoo.data import datasets as zoo_data
-from zoo.core.config import parse_assignment, split_overrides
 from zoo.core.containment import own_interrupts_fail
-from zoo.errors import UnknownNameError, ZooError
+from zoo.data import datasets as zoo_data
+from zoo.errors import ZooError
+from zoo.sweeps.grid import check_grid, grid_settings, short_value
 
 WILDCARDS = "*?["
 MAX_CELLS = 2_000  # cells one sweep plans (model x dataset x setting x seed): seconds
@@ -46,7 +46,9 @@ class Cell:
         """The model, with its grid setting: 'decoder-char (lr=0.003)'."""
         if not self.setting:
             return self.model
-        return f"{self.model} ({', '.join(f'{k}={_short(v)}' for k, v in self.setting.items())})"
+        return (
+            f"{self.model} ({', '.join(f'{k}={short_value(v)}' for k, v in self.setting.items())})"
+        )
 
     @property
     def name(self) -> str:
@@ -87,7 +89,7 @@ class Sweep:
 
 def expand_models(patterns: list[str], zoo) -> list[str]:
     """Model names, with wildcards matched against every preset and pair in the registry."""
-    from zoo.core.registry import natural_key
+    from zoo.core.entries import natural_key
     from zoo.core.names import model_names, resolve_model
 
     # ensemble presets combine other runs (zoo run NAME); a sweep trains single models
@@ -105,78 +107,18 @@ def expand_models(patterns: list[str], zoo) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def parse_grid(items: list[str] | None) -> dict[str, list[str]]:
-    """`--grid key=v1,v2` options as {key: [v1, v2]}, in the order given."""
-    grid: dict[str, list[str]] = {}
-    for item in items or []:
-        try:
-            key, values = parse_assignment(item)
-        except ZooError:
-            raise ZooError(f"--grid expects key=v1,v2,..., got {item!r}") from None
-        choices = list(dict.fromkeys(v.strip() for v in values.split(",")))
-        if not all(choices):
-            raise ZooError(f"--grid {key}: empty value in {values!r}")
-        if _bare(key) in {_bare(k) for k in grid}:
-            raise ZooError(f"--grid {key} is given twice; put all its values in one --grid")
-        grid[key] = choices
-    return grid
-
-
-def _short(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _bare(key: str) -> str:
-    return key.rpartition(".")[2]
-
-
-def grid_settings(grid: dict[str, list[str]]) -> list[dict[str, str]]:
-    """Every combination of grid values ([{}] without a grid)."""
-    return [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
-
-
-def check_grid(grid: dict[str, list], overrides: dict, pair_sections: list[dict]) -> dict:
-    """Fail before training when a grid key is no config field of any cell (with a
-    did-you-mean), a value does not parse as the field's type, or a key is also --set.
-    Returns the grid with each value of its field's type (typed once: the cells, their
-    labels, the table and the JSON all hold 0.001 for '1e-3')."""
-    for key in grid:
-        clash = [k for k in overrides if _bare(k) == _bare(key)]
-        if clash:
-            raise ZooError(f"{key} is both swept (--grid) and fixed (--set, --steps or --time); "
-                           "give it once")
-    typed = {}
-    for key, values in grid.items():
-        unknown = None
-        for sections in pair_sections:
-            try:
-                typed[key] = [_typed(split_overrides({key: value}, sections))
-                              for value in values]
-            except UnknownNameError as exc:
-                unknown = unknown or exc
-                continue
-            except ZooError as exc:  # the field exists but this value is not of its type
-                raise ZooError(f"--grid {key}: {exc}") from None
-            break  # some cell has this key, and every value parses
-        else:
-            if unknown is not None:
-                raise ZooError(f"--grid: {unknown}")
-            typed[key] = list(values)  # no cell can run: the cells say why
-        unique = {repr(v): v for v in typed[key]}  # 0.001 and 1e-3 are one value, one cell
-        typed[key] = list(unique.values())
-    return typed
-
-
-def _typed(split: dict):
-    """The one value split_overrides placed (in one section, or the same in several)."""
-    return next(value for section in split.values() for value in section.values())
-
-
-def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
-               overrides: dict | None = None, task: str | None = None, zoo=None,
-               grid: dict[str, list[str]] | None = None) -> Sweep:
-    from zoo.core.registry import get_zoo
+def plan_sweep(
+    models: list[str],
+    datasets: list[str],
+    *,
+    seeds: int = 1,
+    overrides: dict | None = None,
+    task: str | None = None,
+    zoo=None,
+    grid: dict[str, list[str]] | None = None,
+) -> Sweep:
     from zoo.core.plan import config_hash, plan_run
+    from zoo.core.registry import get_zoo
     from zoo.records.store import Store
 
     zoo = zoo or get_zoo()
@@ -192,9 +134,11 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
     settings = grid_settings(grid)
     count = len(names) * len(datasets) * len(settings) * seeds
     if count > MAX_CELLS:  # before any is planned: planning is linear, but not free
-        raise ZooError(f"the sweep has {count:,} cells ({len(names)} model(s) x "
-                       f"{len(datasets)} dataset(s) x {len(settings):,} setting(s) x "
-                       f"{seeds:,} seed(s)); at most {MAX_CELLS:,}: split it")
+        raise ZooError(
+            f"the sweep has {count:,} cells ({len(names)} model(s) x "
+            f"{len(datasets)} dataset(s) x {len(settings):,} setting(s) x "
+            f"{seeds:,} seed(s)); at most {MAX_CELLS:,}: split it"
+        )
     cells, loaded = [], {}
     for model in names:
         for dataset in datasets:
@@ -204,8 +148,15 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
                     cell = Cell(model, dataset, seed, setting)
                     try:
                         if first is None:
-                            first = plan_run(model, dataset, overrides={**overrides, **setting},
-                                             seed=seed, task=task, zoo=zoo, loaded_cache=loaded)
+                            first = plan_run(
+                                model,
+                                dataset,
+                                overrides={**overrides, **setting},
+                                seed=seed,
+                                task=task,
+                                zoo=zoo,
+                                loaded_cache=loaded,
+                            )
                         cell.plan = dataclasses.replace(first, seed=seed)
                         cell.config_hash = config_hash(cell.plan, zoo)
                     except ZooError as exc:
@@ -218,12 +169,15 @@ def plan_sweep(models: list[str], datasets: list[str], *, seeds: int = 1,
         if cell.config_hash in finished:
             cell.done = finished[cell.config_hash]
         elif cell.config_hash in first:  # differs only in settings that change no result
-            cell.skip = (f"the same experiment as {first[cell.config_hash].label} (its "
-                         "settings differ only in ones that change no result)")
+            cell.skip = (
+                f"the same experiment as {first[cell.config_hash].label} (its "
+                "settings differ only in ones that change no result)"
+            )
         elif cell.config_hash:
             first[cell.config_hash] = cell
-    return Sweep(cells, names, datasets, list(range(seeds)), grid=grid,
-                 overrides=overrides, task=task)
+    return Sweep(
+        cells, names, datasets, list(range(seeds)), grid=grid, overrides=overrides, task=task
+    )
 
 
 def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
@@ -238,17 +192,23 @@ def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
                 plan = plan_run(model, dataset, overrides=overrides, task=task, zoo=zoo)
             except ZooError:
                 continue  # the cells of this pair are skipped, with their reason
-            found.append({name: type(config) if config is not None else None
-                          for name, config in plan.configs.items()})
+            found.append(
+                {
+                    name: type(config) if config is not None else None
+                    for name, config in plan.configs.items()
+                }
+            )
     return found
 
 
 def describe_plan(sweep: Sweep) -> list[str]:
     settings = len({tuple(sorted(c.setting.items())) for c in sweep.cells})  # after dedupe
     grid = f"{settings} setting(s) x " if sweep.grid else ""
-    lines = [f"sweep: {len(sweep.models)} model(s) x {len(sweep.datasets)} dataset(s) x {grid}"
-             f"{len(sweep.seeds)} seed(s) = {len(sweep.cells)} cells: {len(sweep.todo)} to run, "
-             f"{len(sweep.finished_before)} already finished, {len(sweep.impossible)} impossible"]
+    lines = [
+        f"sweep: {len(sweep.models)} model(s) x {len(sweep.datasets)} dataset(s) x {grid}"
+        f"{len(sweep.seeds)} seed(s) = {len(sweep.cells)} cells: {len(sweep.todo)} to run, "
+        f"{len(sweep.finished_before)} already finished, {len(sweep.impossible)} impossible"
+    ]
     reasons = {}
     for cell in sweep.impossible:  # one line per pair: the reason does not depend on the seed
         reasons.setdefault((cell.label, cell.dataset), cell.skip)
@@ -257,8 +217,9 @@ def describe_plan(sweep: Sweep) -> list[str]:
     return lines
 
 
-def run_sweep(sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=None, zoo=None,
-              executor=None) -> Sweep:
+def run_sweep(
+    sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=None, zoo=None, executor=None
+) -> Sweep:
     """Train the cells still to do; a failure is recorded and the next cell starts. With an
     `executor` (zoo.sweeps.executors.make_executor), cells run in its workers and this process
     records them."""
@@ -288,21 +249,41 @@ def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, out, zoo)
             continue
         index += 1
         try:
-            _run_cell_here(cell, index, total, started, device=device, quiet=quiet, out=out,
-                           zoo=zoo, diverged=RunDiverged)
+            _run_cell_here(
+                cell,
+                index,
+                total,
+                started,
+                device=device,
+                quiet=quiet,
+                out=out,
+                zoo=zoo,
+                diverged=RunDiverged,
+            )
         finally:
             claims.release(cell)
     return sweep
 
 
-def _run_cell_here(cell: Cell, index: int, total: int, started: float, *, device: str,
-                   quiet: bool, out, zoo, diverged) -> None:
+def _run_cell_here(
+    cell: Cell,
+    index: int,
+    total: int,
+    started: float,
+    *,
+    device: str,
+    quiet: bool,
+    out,
+    zoo,
+    diverged,
+) -> None:
     elapsed = time.time() - started
     eta = ""
     if index > 1:
         eta = f", about {clock(elapsed / (index - 1) * (total - index + 1))} left"
-    print(f"[{index}/{total}] {cell.name} (sweep {clock(elapsed)} so far{eta})",
-          file=out, flush=True)
+    print(
+        f"[{index}/{total}] {cell.name} (sweep {clock(elapsed)} so far{eta})", file=out, flush=True
+    )
     began = time.time()
     try:
         # As in a worker, a KeyboardInterrupt that the cell's code raised with no Ctrl-C
@@ -317,13 +298,19 @@ def _run_cell_here(cell: Cell, index: int, total: int, started: float, *, device
         cell.error = _one_line(exc)
         cell.duration = time.time() - began
         cell.run_id = _record_failure(cell, began)
-        print(f"    {cell.status} after {clock(cell.duration)}: {cell.error} "
-              f"(run {cell.run_id})", file=out, flush=True)
+        print(
+            f"    {cell.status} after {clock(cell.duration)}: {cell.error} (run {cell.run_id})",
+            file=out,
+            flush=True,
+        )
         return
     cell.run_id, cell.status = result["run_id"], result["status"]
     cell.duration = time.time() - began
-    print(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} "
-          f"(run {cell.run_id})", file=out, flush=True)
+    print(
+        f"    {cell.status} in {clock(cell.duration)}: {headline(result)} (run {cell.run_id})",
+        file=out,
+        flush=True,
+    )
 
 
 def settled_latest(store, config_hash: str) -> dict | None:
@@ -346,8 +333,8 @@ def settled_latest(store, config_hash: str) -> dict | None:
 def should_resume(latest: dict | None) -> bool:
     """A cell continues its latest run when that was interrupted, or failed with a
     checkpoint kept (its worker process died, say); any other cell starts a new run."""
-    from zoo.train import checkpoints
     from zoo.records.paths import run_folder
+    from zoo.train import checkpoints
 
     if latest is None or latest.get("kind", "train") != "train":
         return False
@@ -359,9 +346,9 @@ def should_resume(latest: dict | None) -> bool:
 def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out) -> dict:
     """A cell whose latest run can go on (should_resume) continues it from its last
     checkpoint (`zoo resume`); any other cell, or one that cannot be resumed, starts anew."""
+    from zoo.records.store import Store
     from zoo.train.resume import ResumeRefused, resume
     from zoo.train.runner import execute
-    from zoo.records.store import Store
 
     with Store() as store:
         latest = settled_latest(store, cell.config_hash)
@@ -391,31 +378,48 @@ def failure_row(cell: Cell, config: dict | None = None) -> dict:
     """Store fields for a cell that failed before its run recorded itself: from the run's
     config.json when it got that far, else from the plan."""
     plan = cell.plan
-    config = config or {"model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
-                        "task": plan.task, "config_hash": cell.config_hash,
-                        "architecture": plan.spec.architecture.name,
-                        "tokenizer": plan.spec.tokenizer.name,
-                        "dataset_id": plan.dataset_ref.source,
-                        "configs": {k: _asdict(v) for k, v in plan.configs.items()}}
-    return {"model": cell.model, "dataset": plan.dataset_ref.name,
-            "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
-            "task": plan.task, "seed": cell.seed, "config_hash": cell.config_hash,
-            "config": config}
+    config = config or {
+        "model": cell.model,
+        "dataset": cell.dataset,
+        "seed": cell.seed,
+        "task": plan.task,
+        "config_hash": cell.config_hash,
+        "architecture": plan.spec.architecture.name,
+        "tokenizer": plan.spec.tokenizer.name,
+        "dataset_id": plan.dataset_ref.source,
+        "configs": {k: _asdict(v) for k, v in plan.configs.items()},
+    }
+    return {
+        "model": cell.model,
+        "dataset": plan.dataset_ref.name,
+        "architecture": plan.spec.architecture.name,
+        "tokenizer": plan.spec.tokenizer.name,
+        "task": plan.task,
+        "seed": cell.seed,
+        "config_hash": cell.config_hash,
+        "config": config,
+    }
 
 
 def _record_failure(cell: Cell, began: float) -> str:
     """The run id holding the failure: the row execute wrote, or a new failed row when the
     cell failed before execute recorded anything (loading the dataset, say)."""
-    from zoo.train.runner import new_run_id
     from zoo.records.store import Store
+    from zoo.train.runner import new_run_id
 
     with Store() as store:
         recorded = store.latest(config_hash=cell.config_hash, since=began)
         if recorded is not None:
             return recorded["id"]
         run_id = new_run_id()
-        store.insert(run_id, status="failed", **failure_row(cell), error=cell.error,
-                     finished=time.time(), duration=time.time() - began)
+        store.insert(
+            run_id,
+            status="failed",
+            **failure_row(cell),
+            error=cell.error,
+            finished=time.time(),
+            duration=time.time() - began,
+        )
         return run_id
 
 
@@ -438,15 +442,23 @@ def clock(seconds: float) -> str:
 
 def summary(sweep: Sweep) -> str:
     ran = [c for c in sweep.cells if c.status == "finished"]
-    parts = [f"{len(ran)} trained", f"{len(sweep.finished_before)} already finished",
-             f"{len(sweep.impossible)} impossible", f"{len(sweep.failed)} failed"]
+    parts = [
+        f"{len(ran)} trained",
+        f"{len(sweep.finished_before)} already finished",
+        f"{len(sweep.impossible)} impossible",
+        f"{len(sweep.failed)} failed",
+    ]
     lines = ["sweep done: " + ", ".join(parts)]
     for cell in sweep.failed[:SHOWN]:
-        lines.append(f"  {cell.status} {cell.name}: {_short_text(cell.error or cell.status)} "
-                     f"(run {cell.run_id})")
+        lines.append(
+            f"  {cell.status} {cell.name}: {_short_text(cell.error or cell.status)} "
+            f"(run {cell.run_id})"
+        )
     if len(sweep.failed) > SHOWN:
-        lines.append(f"  and {len(sweep.failed) - SHOWN} more; zoo runs --where "
-                     "\"status != 'finished'\" lists them all")
+        lines.append(
+            f"  and {len(sweep.failed) - SHOWN} more; zoo runs --where "
+            "\"status != 'finished'\" lists them all"
+        )
     return "\n".join(lines)
 
 
@@ -454,7 +466,7 @@ SHOWN = 5  # failures and reasons listed one by one; the rest are counted
 
 
 def _short_text(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def unrunnable(sweep: Sweep) -> str:
@@ -478,12 +490,21 @@ def records(sweep: Sweep) -> list[dict]:
     before this sweep, to run with --dry-run, or the status it ended with), run and reason."""
     out = []
     for cell in sweep.cells:
-        state = ("skipped" if cell.skip else "reused" if cell.done
-                 else cell.status or "to run")
-        out.append({"name": cell.name, "model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
-                    "setting": cell.setting, "state": state, "run_id": cell.done or cell.run_id,
-                    "config_hash": cell.config_hash, "reason": cell.skip or cell.error,
-                    "duration": cell.duration})
+        state = "skipped" if cell.skip else "reused" if cell.done else cell.status or "to run"
+        out.append(
+            {
+                "name": cell.name,
+                "model": cell.model,
+                "dataset": cell.dataset,
+                "seed": cell.seed,
+                "setting": cell.setting,
+                "state": state,
+                "run_id": cell.done or cell.run_id,
+                "config_hash": cell.config_hash,
+                "reason": cell.skip or cell.error,
+                "duration": cell.duration,
+            }
+        )
     return out
 
 

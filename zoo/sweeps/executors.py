@@ -12,6 +12,7 @@ and running it again resumes the cell from its last checkpoint.
 Neither torch nor ray is imported here at module level: ray only when the Ray executor is
 chosen, torch only in the workers.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -23,14 +24,19 @@ from collections import deque
 from multiprocessing.connection import wait as wait_for
 from pathlib import Path
 
-from zoo.core.process import (THREAD_VARIABLES, die_with_parent, freeze_gc_before_exit,
-                              set_threads, tune_gc_for_training)
-from zoo.sweeps.worker import one_line, run_cell
+from zoo.core.process import (
+    THREAD_VARIABLES,
+    die_with_parent,
+    freeze_gc_before_exit,
+    set_threads,
+    tune_gc_for_training,
+)
 from zoo.errors import SweepInterrupted, ZooError
 from zoo.records.paths import run_folder
 from zoo.records.store import Store, home
 from zoo.sweeps.claims import CellClaims
 from zoo.sweeps.driver import clock, failure_row, headline, settled_latest, should_resume
+from zoo.sweeps.worker import one_line, run_cell
 
 RESUMABLE = ("interrupted", "failed")
 CLAIM_POLL_SECONDS = 0.5  # how often a sweep looks again at cells another sweep trains
@@ -49,10 +55,19 @@ def cell_task(cell, overrides: dict, *, device: str, run_id: str, resume: dict |
     its config hash matches the driver's. The executor adds the worker's thread count."""
     env = {k: v for k, v in os.environ.items() if k.startswith("ZOO_")}
     env["ZOO_HOME"] = str(home().resolve())
-    return {"model": cell.model, "dataset": cell.dataset, "seed": cell.seed,
-            "overrides": {**overrides, **cell.setting}, "task": cell.plan.task,
-            "device": device, "config_hash": cell.config_hash, "run_id": run_id,
-            "resume": resume, "env": env, "cwd": os.getcwd()}
+    return {
+        "model": cell.model,
+        "dataset": cell.dataset,
+        "seed": cell.seed,
+        "overrides": {**overrides, **cell.setting},
+        "task": cell.plan.task,
+        "device": device,
+        "config_hash": cell.config_hash,
+        "run_id": run_id,
+        "resume": resume,
+        "env": env,
+        "cwd": os.getcwd(),
+    }
 
 
 # -- local worker processes ----------------------------------------------------------
@@ -93,8 +108,10 @@ class ProcessExecutor(Executor):
         self.busy: set[int] = set()
 
     def describe(self) -> str:
-        return (f"{self.jobs} worker processes, {self.threads} thread(s) each "
-                f"({available_cores()} cores)")
+        return (
+            f"{self.jobs} worker processes, {self.threads} thread(s) each "
+            f"({available_cores()} cores)"
+        )
 
     def start(self) -> None:
         pass
@@ -119,9 +136,12 @@ class ProcessExecutor(Executor):
         saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
         os.environ.update({name: str(self.threads) for name in THREAD_VARIABLES})
         try:  # a spawned child starts with the environment as it is now
-            process = self.context.Process(target=_worker_main,
-                                           args=(child, self.threads, os.getpid()),
-                                           daemon=True, name="zoo-sweep-worker")
+            process = self.context.Process(
+                target=_worker_main,
+                args=(child, self.threads, os.getpid()),
+                daemon=True,
+                name="zoo-sweep-worker",
+            )
             process.start()
         finally:
             for name, value in saved.items():
@@ -136,7 +156,9 @@ class ProcessExecutor(Executor):
         """Events from busy workers: ('op', slot, op), ('done', slot, outcome) or
         ('lost', slot, reason) when a worker died without finishing its cell."""
         busy = {slot: self.workers[slot] for slot in self.busy}
-        ready = set(wait_for([c for _, c in busy.values()] + [p.sentinel for p, _ in busy.values()]))
+        ready = set(
+            wait_for([c for _, c in busy.values()] + [p.sentinel for p, _ in busy.values()])
+        )
         events = []
         for slot, (process, conn) in busy.items():
             if conn not in ready and process.sentinel not in ready:
@@ -165,7 +187,7 @@ class ProcessExecutor(Executor):
                 process.kill()
 
     def close(self) -> None:
-        for process, conn in self.workers.values():
+        for _process, conn in self.workers.values():
             try:
                 conn.send(None)
             except OSError:
@@ -203,8 +225,10 @@ class RayExecutor(Executor):
         try:
             import ray
         except ImportError:
-            raise ZooError("--executor ray needs Ray, an optional extra: "
-                           "pip install -e \".[ray]\" (or pip install ray)") from None
+            raise ZooError(
+                "--executor ray needs Ray, an optional extra: "
+                'pip install -e ".[ray]" (or pip install ray)'
+            ) from None
         self.ray, self.address, self.cpus, self.gpus = ray, address, cpus, gpus
         self.owned = False
         self.refs: dict[object, int] = {}  # object ref -> slot
@@ -212,30 +236,41 @@ class RayExecutor(Executor):
 
     def describe(self) -> str:
         where = self.address or "a local Ray cluster"
-        return (f"Ray tasks on {where}: {self.slots} at a time, {self.cpus} CPU(s)"
-                + (f" and {self.gpus} GPU(s)" if self.gpus else "") + " each")
+        return (
+            f"Ray tasks on {where}: {self.slots} at a time, {self.cpus} CPU(s)"
+            + (f" and {self.gpus} GPU(s)" if self.gpus else "")
+            + " each"
+        )
 
     def start(self) -> None:
         ray = self.ray
         if not ray.is_initialized():
             try:
-                ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                         logging_level="warning")
+                ray.init(
+                    address=self.address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level="warning",
+                )
             except (ConnectionError, ValueError, RuntimeError) as exc:
-                raise ZooError(f"cannot connect to the Ray cluster at {self.address}: "
-                               f"{one_line(exc)}") from None
+                raise ZooError(
+                    f"cannot connect to the Ray cluster at {self.address}: {one_line(exc)}"
+                ) from None
             self.owned = True
         resources = ray.cluster_resources()
         fits = resources.get("CPU", 0) // self.cpus if self.cpus else float("inf")
         if self.gpus:
             fits = min(fits, resources.get("GPU", 0) // self.gpus)
         if fits < 1:
-            raise ZooError(f"the Ray cluster has {resources.get('CPU', 0):g} CPU(s) and "
-                           f"{resources.get('GPU', 0):g} GPU(s): no room for a cell asking for "
-                           f"{self.cpus} CPU(s) and {self.gpus} GPU(s)")
+            raise ZooError(
+                f"the Ray cluster has {resources.get('CPU', 0):g} CPU(s) and "
+                f"{resources.get('GPU', 0):g} GPU(s): no room for a cell asking for "
+                f"{self.cpus} CPU(s) and {self.gpus} GPU(s)"
+            )
         self.slots = int(min(fits, 1024))
-        self.remote = ray.remote(zoo_sweep_cell).options(num_cpus=self.cpus, num_gpus=self.gpus,
-                                                   max_retries=0)  # the driver records a lost cell
+        self.remote = ray.remote(zoo_sweep_cell).options(
+            num_cpus=self.cpus, num_gpus=self.gpus, max_retries=0
+        )  # the driver records a lost cell
 
     def free_slot(self) -> int | None:
         used = set(self.refs.values())
@@ -304,8 +339,10 @@ class Driver:
                     eta = ""
                     if finished:
                         eta = f", about {clock(elapsed / finished * (total - finished))} left"
-                    self.say(f"[{index}/{total}] {self.executor.slot_name(slot)}: {cell.name} "
-                             f"(sweep {clock(elapsed)} so far{eta})")
+                    self.say(
+                        f"[{index}/{total}] {self.executor.slot_name(slot)}: {cell.name} "
+                        f"(sweep {clock(elapsed)} so far{eta})"
+                    )
                     if note:
                         self.say(note)
                 if not self.running:
@@ -317,8 +354,11 @@ class Driver:
                         self.apply(slot, payload)
                     else:
                         finished += 1
-                        self.settle(slot, payload if kind == "done" else None,
-                                    payload if kind == "lost" else None)
+                        self.settle(
+                            slot,
+                            payload if kind == "done" else None,
+                            payload if kind == "lost" else None,
+                        )
                         self.show_running()
         except KeyboardInterrupt:
             self.executor.stop()
@@ -339,15 +379,25 @@ class Driver:
         claimed, note = None, None
         latest = settled_latest(self.store, cell.config_hash)
         if should_resume(latest) and self.store.claim(
-                latest["id"], RESUMABLE, error=None, finished=None,
-                resumed=int(latest.get("resumed") or 0) + 1):
+            latest["id"],
+            RESUMABLE,
+            error=None,
+            finished=None,
+            resumed=int(latest.get("resumed") or 0) + 1,
+        ):
             claimed = self.store.get(latest["id"])
             note = f"    resuming {latest['status']} run {latest['id']}"
-        task = cell_task(cell, self.sweep.overrides, device=self.device, run_id=new_run_id(),
-                         resume=claimed)
+        task = cell_task(
+            cell, self.sweep.overrides, device=self.device, run_id=new_run_id(), resume=claimed
+        )
         self.executor.submit(slot, task)
-        self.running[slot] = {"cell": cell, "task": task, "began": time.time(),
-                              "claimed": latest if claimed else None, "refused": False}
+        self.running[slot] = {
+            "cell": cell,
+            "task": task,
+            "began": time.time(),
+            "claimed": latest if claimed else None,
+            "refused": False,
+        }
         return note
 
     def apply(self, slot: int, op) -> None:
@@ -355,15 +405,22 @@ class Driver:
         if method == "refused":  # the claimed run cannot resume: give its row back
             self.running[slot]["refused"] = True
             before = self.running[slot]["claimed"]
-            self.store.update(run_id, status=before["status"], error=before["error"],
-                              finished=before["finished"], pid=before["pid"],
-                              proc_start=before["proc_start"], resumed=before["resumed"])
+            self.store.update(
+                run_id,
+                status=before["status"],
+                error=before["error"],
+                finished=before["finished"],
+                pid=before["pid"],
+                proc_start=before["proc_start"],
+                resumed=before["resumed"],
+            )
             self.say(f"    {fields['error']}; starting the cell over")
             return
         getattr(self.store, method)(run_id, **fields)
 
-    def settle(self, slot: int, outcome: dict | None, lost: str | None,
-               status: str | None = None) -> None:
+    def settle(
+        self, slot: int, outcome: dict | None, lost: str | None, status: str | None = None
+    ) -> None:
         """Record a cell's end: the worker's outcome, or (`lost`) a worker that died."""
         entry = self.running.pop(slot)
         try:
@@ -371,21 +428,26 @@ class Driver:
         finally:  # the cell's row is written: another sweep may look at it now
             self.claims.release(entry["cell"])
 
-    def _settle(self, entry: dict, slot: int, outcome: dict | None, lost: str | None,
-                status: str | None) -> None:
+    def _settle(
+        self, entry: dict, slot: int, outcome: dict | None, lost: str | None, status: str | None
+    ) -> None:
         cell, task = entry["cell"], entry["task"]
         cell.duration = time.time() - entry["began"]
         if outcome is not None and outcome.get("result"):
             result = outcome["result"]
             cell.run_id, cell.status = result["run_id"], result["status"]
-            self.say(f"    {self.executor.slot_name(slot)}: {cell.status} {cell.name} in "
-                     f"{clock(cell.duration)}: {headline(result)} (run {cell.run_id})")
+            self.say(
+                f"    {self.executor.slot_name(slot)}: {cell.status} {cell.name} in "
+                f"{clock(cell.duration)}: {headline(result)} (run {cell.run_id})"
+            )
             return
         cell.status = status or (outcome["status"] if outcome else "failed")
         cell.error = outcome["error"] if outcome else lost
         cell.run_id = self.record_end(cell, task, entry)
-        self.say(f"    {self.executor.slot_name(slot)}: {cell.status} {cell.name} after "
-                 f"{clock(cell.duration)}: {cell.error} (run {cell.run_id})")
+        self.say(
+            f"    {self.executor.slot_name(slot)}: {cell.status} {cell.name} after "
+            f"{clock(cell.duration)}: {cell.error} (run {cell.run_id})"
+        )
 
     def record_end(self, cell, task: dict, entry: dict) -> str:
         """The run that holds the cell's failure, with that status: the row the worker
@@ -401,18 +463,31 @@ class Driver:
             except ZooError:
                 continue
             if row["status"] == "running":
-                self.store.update(run_id, status=cell.status, error=cell.error,
-                                  finished=now, duration=now - entry["began"])
+                self.store.update(
+                    run_id,
+                    status=cell.status,
+                    error=cell.error,
+                    finished=now,
+                    duration=now - entry["began"],
+                )
             return run_id
         config = _read_config(run_folder(task["run_id"]))
-        self.store.insert(task["run_id"], **failure_row(cell, config), status=cell.status,
-                          error=cell.error, finished=now, duration=now - entry["began"])
+        self.store.insert(
+            task["run_id"],
+            **failure_row(cell, config),
+            status=cell.status,
+            error=cell.error,
+            finished=now,
+            duration=now - entry["began"],
+        )
         return task["run_id"]
 
     def show_running(self) -> None:
         if self.running:
-            names = ", ".join(f"{self.executor.slot_name(s)} {e['cell'].name}"
-                              for s, e in sorted(self.running.items()))
+            names = ", ".join(
+                f"{self.executor.slot_name(s)} {e['cell'].name}"
+                for s, e in sorted(self.running.items())
+            )
             self.say(f"    running: {names}")
 
 
@@ -425,13 +500,21 @@ def _read_config(folder: Path) -> dict:
         return {}
 
 
-def make_executor(jobs: int, executor: str, address: str | None, cpus: int | None,
-                  gpus: float | None, device: str = "auto"):
+def make_executor(
+    jobs: int,
+    executor: str,
+    address: str | None,
+    cpus: int | None,
+    gpus: float | None,
+    device: str = "auto",
+):
     """The executor the command line asks for, or None: cells in this process."""
     if executor == "ray":
         if jobs > 1:
-            raise ZooError("--jobs is for the local executor; Ray runs as many cells as the "
-                           "cluster has room for (see --cell-cpus)")
+            raise ZooError(
+                "--jobs is for the local executor; Ray runs as many cells as the "
+                "cluster has room for (see --cell-cpus)"
+            )
         if gpus is None:  # Ray hides the GPUs from a task that asks for none
             gpus = 1 if device == "cuda" else 0
         return RayExecutor(address, cpus or 1, gpus)
@@ -442,4 +525,3 @@ def make_executor(jobs: int, executor: str, address: str | None, cpus: int | Non
     if jobs > 1:
         return ProcessExecutor(jobs)
     return None
-

@@ -6,6 +6,7 @@ goes into a Journal that the driver replays onto the store, so there is one writ
 many workers and machines there are. Heavy modules (torch) are imported only here, after
 the thread count is set.
 """
+
 from __future__ import annotations
 
 import os
@@ -48,7 +49,6 @@ class Journal:
         pass
 
 
-
 def run_cell(task: dict, send=None) -> dict:
     """Train one cell (``task`` is plain data, see zoo.sweeps.executors.cell_task) and return its
     outcome: status, error, the run's summary, and the journal of store writes."""
@@ -65,8 +65,10 @@ def run_cell(task: dict, send=None) -> dict:
     except (Exception, KeyboardInterrupt) as exc:  # recorded by the driver; the sweep goes on
         outcome.update(status="failed", error=one_line(exc))
     else:
-        outcome.update(status=result.get("status", "finished"),
-                       result={k: v for k, v in result.items() if k != "samples"})
+        outcome.update(
+            status=result.get("status", "finished"),
+            result={k: v for k, v in result.items() if k != "samples"},
+        )
     outcome.update(ops=journal.ops, duration=time.time() - began)
     return outcome
 
@@ -82,14 +84,22 @@ def _train(task: dict, journal: Journal) -> dict:
         os.chdir(task["cwd"])  # dataset paths mean what they meant on the driver
     registry.reset_zoo()  # a reused worker may have built its zoo under other settings
     zoo = registry.get_zoo()
-    plan = plan_run(task["model"], task["dataset"], overrides=task["overrides"],
-                    seed=task["seed"], task=task["task"], zoo=zoo,
-                    held_out=tuple(task.get("held_out") or ()))
+    plan = plan_run(
+        task["model"],
+        task["dataset"],
+        overrides=task["overrides"],
+        seed=task["seed"],
+        task=task["task"],
+        zoo=zoo,
+        held_out=tuple(task.get("held_out") or ()),
+    )
     found = config_hash(plan, zoo)
     if found != task["config_hash"]:
-        raise ZooError(f"this worker plans the cell differently from the driver (config hash "
-                       f"{found}, not {task['config_hash']}): install the same zoo "
-                       "and plugins on every node")
+        raise ZooError(
+            f"this worker plans the cell differently from the driver (config hash "
+            f"{found}, not {task['config_hash']}): install the same zoo "
+            "and plugins on every node"
+        )
     claimed = task.get("resume")
     if claimed is not None:
         try:
@@ -97,8 +107,16 @@ def _train(task: dict, journal: Journal) -> dict:
         except ResumeRefused as exc:
             journal.refused(claimed["id"], str(exc))
     # A search trial adds its record (extra) and its per-validation callback (on_validate).
-    return execute(plan, device=task["device"], quiet=True, zoo=zoo, run_id=task["run_id"],
-                   store=journal, extra=task.get("extra"), on_validate=task.get("on_validate"))
+    return execute(
+        plan,
+        device=task["device"],
+        quiet=True,
+        zoo=zoo,
+        run_id=task["run_id"],
+        store=journal,
+        extra=task.get("extra"),
+        on_validate=task.get("on_validate"),
+    )
 
 
 def one_line(exc: BaseException) -> str:

@@ -16,6 +16,7 @@ place, and only then is COMMIT written (atomically). ``latest()`` takes the newe
 COMMIT verifies, so a checkpoint interrupted mid-write is never loaded and the previous one
 stays loadable. Nothing is pickled: tensors are safetensors, everything else is JSON.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -65,8 +66,9 @@ class Checkpoint:
 
 
 # -- writing -------------------------------------------------------------------------
-def save(run_dir: Path, step: int, arrays: dict[str, dict[str, np.ndarray]], meta: dict,
-         keep: int = KEEP) -> Path:
+def save(
+    run_dir: Path, step: int, arrays: dict[str, dict[str, np.ndarray]], meta: dict, keep: int = KEEP
+) -> Path:
     """Write a checkpoint for ``step``: ``arrays`` maps a file stem to its tensors, ``meta``
     goes to state.json. Older checkpoints beyond ``keep`` are removed after the commit."""
     from safetensors.numpy import save as to_bytes
@@ -87,8 +89,9 @@ def save(run_dir: Path, step: int, arrays: dict[str, dict[str, np.ndarray]], met
         for stem, tensors in arrays.items():
             data = to_bytes({k: np.ascontiguousarray(v) for k, v in tensors.items()})
             digests[f"{stem}.safetensors"] = _write(tmp / f"{stem}.safetensors", data)
-        state = json.dumps({"format": FORMAT, "step": step, **meta}, allow_nan=True,
-                           sort_keys=True, default=_plain).encode("utf-8")
+        state = json.dumps(
+            {"format": FORMAT, "step": step, **meta}, allow_nan=True, sort_keys=True, default=_plain
+        ).encode("utf-8")
         digests["state.json"] = _write(tmp / "state.json", state)
         fsync_dir(tmp)
         os.replace(tmp, final)
@@ -145,8 +148,9 @@ def _candidates(run_dir: Path) -> list[tuple[int, Path]]:
     root = folder(run_dir)
     if not root.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in root.iterdir()
-             if p.is_dir() and (m := _NAME.match(p.name))]
+    found = [
+        (int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := _NAME.match(p.name))
+    ]
     return sorted(found, reverse=True)
 
 
@@ -205,9 +209,11 @@ def capture_rng(generators: dict[str, np.random.Generator]) -> tuple[dict, dict[
     NumPy generators, and torch's (CPU and CUDA) if torch is in use. JSON plus arrays."""
     version, internal, gauss = random.getstate()
     kind, keys, pos, has_gauss, cached = np.random.get_state()
-    meta = {"python": [version, list(internal), gauss],
-            "numpy_global": [kind, int(pos), int(has_gauss), float(cached)],
-            "generators": {name: g.bit_generator.state for name, g in generators.items()}}
+    meta = {
+        "python": [version, list(internal), gauss],
+        "numpy_global": [kind, int(pos), int(has_gauss), float(cached)],
+        "generators": {name: g.bit_generator.state for name, g in generators.items()},
+    }
     arrays = {"numpy_global_keys": np.asarray(keys, dtype=np.uint32)}
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -218,8 +224,9 @@ def capture_rng(generators: dict[str, np.random.Generator]) -> tuple[dict, dict[
     return meta, arrays
 
 
-def restore_rng(meta: dict, arrays: dict[str, np.ndarray],
-                generators: dict[str, np.random.Generator]) -> None:
+def restore_rng(
+    meta: dict, arrays: dict[str, np.ndarray], generators: dict[str, np.random.Generator]
+) -> None:
     """Put every RNG back as captured; generators are restored in place, so code holding
     a reference to one (a pipeline's closure) continues its stream."""
     version, internal, gauss = meta["python"]
@@ -236,8 +243,13 @@ def restore_rng(meta: dict, arrays: dict[str, np.ndarray],
         import torch
 
         torch.set_rng_state(torch.from_numpy(np.ascontiguousarray(arrays["torch"])))
-        cuda = [arrays[k] for k in sorted((k for k in arrays if k.startswith("torch_cuda.")),
-                                           key=lambda k: int(k.split(".")[1]))]
+        cuda = [
+            arrays[k]
+            for k in sorted(
+                (k for k in arrays if k.startswith("torch_cuda.")),
+                key=lambda k: int(k.split(".")[1]),
+            )
+        ]
         if cuda and torch.cuda.is_available():
             torch.cuda.set_rng_state_all([torch.from_numpy(np.ascontiguousarray(a)) for a in cuda])
 
@@ -247,8 +259,14 @@ class Checkpointer:
     """Saves the training loop's state every ``checkpoint_every`` steps or
     ``checkpoint_seconds`` seconds, and restores it when the job resumes a run."""
 
-    def __init__(self, job, model, result, generators: dict[str, np.random.Generator],
-                 state: dict | None = None):
+    def __init__(
+        self,
+        job,
+        model,
+        result,
+        generators: dict[str, np.random.Generator],
+        state: dict | None = None,
+    ):
         import time
 
         cfg = job.train_config
@@ -262,8 +280,10 @@ class Checkpointer:
         if not distributed.current().is_main:  # under torchrun rank 0 keeps the checkpoints
             self.every = self.seconds = 0
         if (self.every or self.seconds) and not self.supported:
-            job.say(f"note: {type(model).__name__} has no optimizer_state(); this run will not "
-                    "be checkpointed, and `zoo resume` would start it over")
+            job.say(
+                f"note: {type(model).__name__} has no optimizer_state(); this run will not "
+                "be checkpointed, and `zoo resume` would start it over"
+            )
         self.last_step: int | None = None
         self._clock = time.perf_counter
         self._last_save = self._clock()
@@ -275,8 +295,10 @@ class Checkpointer:
         if ckpt is None:
             return 0.0
         if not callable(getattr(self.model, "load_optimizer_state", None)):
-            raise ZooError(f"{type(self.model).__name__} cannot restore optimizer state, so "
-                           "this run cannot be resumed from its checkpoint")
+            raise ZooError(
+                f"{type(self.model).__name__} cannot restore optimizer state, so "
+                "this run cannot be resumed from its checkpoint"
+            )
         meta = ckpt.meta
         self.model.load_state_dict(ckpt.arrays("model"))
         self.model.load_optimizer_state(ckpt.arrays("optimizer"), meta["optimizer"])
@@ -287,13 +309,19 @@ class Checkpointer:
                 raise ZooError(f"checkpoint {ckpt.path} has no state for {name!r}")
             obj.load_state_dict(saved[name])
         loop, result = meta["loop"], self.result
-        result.steps, result.tokens, result.train_loss = loop["steps"], loop["tokens"], loop["train_loss"]
+        result.steps, result.tokens, result.train_loss = (
+            loop["steps"],
+            loop["tokens"],
+            loop["train_loss"],
+        )
         result.best_score, result.best_step = loop["best_score"], loop["best_step"]
         result.curve = list(loop["curve"])
         result.validate_time = float(loop.get("validate_time", 0.0))
         result.best_state = ckpt.arrays("best") or None
-        result.runners_up = [(score, step, ckpt.arrays(f"runner_up{i}"))
-                             for i, (score, step) in enumerate(loop.get("runners_up", []))]
+        result.runners_up = [
+            (score, step, ckpt.arrays(f"runner_up{i}"))
+            for i, (score, step) in enumerate(loop.get("runners_up", []))
+        ]
         self.last_step = ckpt.step
         return float(loop["elapsed"])
 
@@ -302,7 +330,8 @@ class Checkpointer:
             return
         steps = self.result.steps
         due = (self.every and steps % self.every == 0) or (
-            self.seconds and self._clock() - self._last_save >= self.seconds)
+            self.seconds and self._clock() - self._last_save >= self.seconds
+        )
         if due:
             self.save(elapsed)
 
@@ -312,14 +341,23 @@ class Checkpointer:
         rng_meta, rng_arrays = capture_rng(self.generators)
         metrics = run.file("metrics.jsonl")
         meta = {
-            "identity": {**getattr(self.job, "identity", {}),
-                         "tokenizer_sha256": file_sha256(run.file("tokenizer.json"))},
-            "loop": {"steps": result.steps, "tokens": result.tokens,
-                     "train_loss": result.train_loss, "best_score": result.best_score,
-                     "best_step": result.best_step, "curve": result.curve, "elapsed": elapsed,
-                     "validate_time": result.validate_time,
-                     "runners_up": [[score, step] for score, step, _ in result.runners_up]},
-            "optimizer": opt_meta, "rng": rng_meta,
+            "identity": {
+                **getattr(self.job, "identity", {}),
+                "tokenizer_sha256": file_sha256(run.file("tokenizer.json")),
+            },
+            "loop": {
+                "steps": result.steps,
+                "tokens": result.tokens,
+                "train_loss": result.train_loss,
+                "best_score": result.best_score,
+                "best_step": result.best_step,
+                "curve": result.curve,
+                "elapsed": elapsed,
+                "validate_time": result.validate_time,
+                "runners_up": [[score, step] for score, step, _ in result.runners_up],
+            },
+            "optimizer": opt_meta,
+            "rng": rng_meta,
             "state": {name: obj.state_dict() for name, obj in self.state.items()},
             "metrics_bytes": metrics.stat().st_size if metrics.is_file() else 0,
         }

@@ -18,6 +18,7 @@ The first ``WARMUP_STEPS`` steps run eagerly on a side stream (the PyTorch recip
 optimizer's state and cuBLAS's workspaces exist before capture, and ``torch.compile``, if
 on, has compiled). A batch of another shape than the captured one runs eagerly.
 """
+
 from __future__ import annotations
 
 import torch

@@ -5,12 +5,13 @@ RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT set. `setup()` joins t
 process group (gloo on the CPU, NCCL on CUDA). A single-process run never imports
 torch.distributed: every helper here answers from the environment until `setup()` ran.
 """
+
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
-_context: "Context | None" = None
+_context: Context | None = None
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,10 @@ def setup(device: str) -> Context:
     rank, world, local = _int_env("RANK", 0), _int_env("WORLD_SIZE", 1), _int_env("LOCAL_RANK", 0)
     if device.startswith("cuda"):
         if local >= torch.cuda.device_count():
-            raise ZooError(f"LOCAL_RANK {local} has no GPU: torch sees "
-                           f"{torch.cuda.device_count()} (use --nproc_per_node <= GPUs per node)")
+            raise ZooError(
+                f"LOCAL_RANK {local} has no GPU: torch sees "
+                f"{torch.cuda.device_count()} (use --nproc_per_node <= GPUs per node)"
+            )
         torch.cuda.set_device(local)  # "cuda" below then means this rank's GPU
         backend = "nccl"
     else:
@@ -100,7 +103,9 @@ def rank0_flag(flag: bool) -> bool:
     import torch
     import torch.distributed as dist
 
-    device = torch.device("cuda", torch.cuda.current_device()) if current().backend == "nccl" else "cpu"
+    device = (
+        torch.device("cuda", torch.cuda.current_device()) if current().backend == "nccl" else "cpu"
+    )
     box = torch.tensor([1 if flag else 0], dtype=torch.int32, device=device)
     dist.broadcast(box, src=0)
     return bool(box.item())

@@ -11,6 +11,7 @@ config.json: the source's id, model, dataset and task, the SHA-256 of its weight
 which tensors were copied and which are new), so `zoo reproduce` and `zoo resume` start
 from the same weights, and `zoo compare` tells the runs apart.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,9 +42,13 @@ class InitSource:
     def record(self) -> dict:
         """What the new run's provenance keeps about its source."""
         digest = hashlib.sha256((self.folder / WEIGHTS).read_bytes()).hexdigest()
-        return {"run_id": self.run_id, "model": self.config.get("model"),
-                "dataset": self.config.get("dataset"), "task": self.config.get("task"),
-                "weights_sha256": digest}
+        return {
+            "run_id": self.run_id,
+            "model": self.config.get("model"),
+            "dataset": self.config.get("dataset"),
+            "task": self.config.get("task"),
+            "weights_sha256": digest,
+        }
 
     def weights(self) -> dict:
         from zoo.io import load_safetensors
@@ -73,11 +78,13 @@ def source_run(run_id: str, *, used_by: str | None = None) -> InitSource:
         raise ZooError(f"--init: {exc}") from None
     if row["kind"] != "train" or row["status"] != "finished":
         what = "an evaluation" if row["kind"] != "train" else f"{row['status']}, not finished"
-        raise ZooError(f"--init {row['id']}: that run is {what}; start from a finished "
-                       "training run")
+        raise ZooError(
+            f"--init {row['id']}: that run is {what}; start from a finished training run"
+        )
     folder = home() / row["id"]
-    missing = [name for name in ("config.json", WEIGHTS, TOKENIZER)
-               if not (folder / name).is_file()]
+    missing = [
+        name for name in ("config.json", WEIGHTS, TOKENIZER) if not (folder / name).is_file()
+    ]
     if missing:
         where = whose or f"--init {row['id']}: that run"
         raise ZooError(f"{where} has no {' or '.join(missing)} in {folder} (removed?)")
@@ -90,19 +97,25 @@ def initialize(model, source: InitSource, say=None) -> dict:
     say = say or (lambda message: None)
     theirs = source.weights()
     ours = model.state_dict()
-    copied = sorted(k for k, v in ours.items()
-                    if k in theirs and tuple(theirs[k].shape) == tuple(v.shape))
+    copied = sorted(
+        k for k, v in ours.items() if k in theirs and tuple(theirs[k].shape) == tuple(v.shape)
+    )
     fresh = sorted(set(ours) - set(copied))
     if not copied:
         sample = ", ".join(sorted(theirs)[:3])
-        raise ZooError(f"--init {source.run_id}: none of its {len(theirs)} tensors ({sample}, "
-                       f"...) matches a parameter of this model by name and shape; start from "
-                       "a run of the same architecture and size")
-    model.load_state_dict({**ours, **{k: theirs[k].astype(ours[k].dtype, copy=False)
-                                      for k in copied}})
+        raise ZooError(
+            f"--init {source.run_id}: none of its {len(theirs)} tensors ({sample}, "
+            f"...) matches a parameter of this model by name and shape; start from "
+            "a run of the same architecture and size"
+        )
+    model.load_state_dict(
+        {**ours, **{k: theirs[k].astype(ours[k].dtype, copy=False) for k in copied}}
+    )
     numbers = sum(int(ours[k].size) for k in copied)
     total = sum(int(v.size) for v in ours.values())
     new = f"; new: {', '.join(fresh[:6])}{', ...' if len(fresh) > 6 else ''}" if fresh else ""
-    say(f"--init {source.run_id}: {len(copied)} of {len(ours)} tensors copied "
-        f"({numbers:,} of {total:,} numbers){new}")
+    say(
+        f"--init {source.run_id}: {len(copied)} of {len(ours)} tensors copied "
+        f"({numbers:,} of {total:,} numbers){new}"
+    )
     return {"copied": copied, "fresh": fresh}

@@ -1,4 +1,5 @@
 """What a pipeline receives: the resolved model, configs, data and run folder."""
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,15 @@ class TrainConfig:
 
     def __post_init__(self):
         positive = ("steps", "batch_size", "lr", "eval_interval", "eval_batches", "average_best")
-        at_least_zero = ("min_lr", "warmup_steps", "weight_decay", "grad_clip",
-                         "checkpoint_every", "checkpoint_seconds", "patience")
+        at_least_zero = (
+            "min_lr",
+            "warmup_steps",
+            "weight_decay",
+            "grad_clip",
+            "checkpoint_every",
+            "checkpoint_seconds",
+            "patience",
+        )
         for name in positive:
             if name == "eval_interval" and self.eval_interval is None:
                 continue  # a pipeline that picks its own interval (per epoch, say)
@@ -67,8 +75,10 @@ class TrainConfig:
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if self.min_lr > self.lr:
-            raise ValueError(f"min_lr ({self.min_lr:g}) is above lr ({self.lr:g}): the "
-                             "schedule decays from lr down to min_lr; set min_lr to lr or less")
+            raise ValueError(
+                f"min_lr ({self.min_lr:g}) is above lr ({self.lr:g}): the "
+                "schedule decays from lr down to min_lr; set min_lr to lr or less"
+            )
         if self.time is not None and not self.time > 0:
             raise ValueError(f"time must be positive, got {self.time}")
 
@@ -81,7 +91,7 @@ class RunFolder:
         self.id = self.path.name
         self.observer = None  # called with each logged record (zoo.train.tracking)
 
-    def create(self) -> "RunFolder":
+    def create(self) -> RunFolder:
         self.path.mkdir(parents=True, exist_ok=False)
         return self
 
@@ -169,8 +179,12 @@ class Job:
     started: float = field(default_factory=time.time)
     resuming: bool = False  # `zoo resume`: reuse what the run folder holds
     resume_from: Any = None  # zoo.train.checkpoints.Checkpoint the training loop continues, if any
-    identity: dict = field(default_factory=dict)  # config hash, dataset, versions: checked on resume
-    declared_task: Any = None  # the zoo.plugin.Task the pipeline registered (looked up by name if None)
+    identity: dict = field(
+        default_factory=dict
+    )  # config hash, dataset, versions: checked on resume
+    declared_task: Any = (
+        None  # the zoo.plugin.Task the pipeline registered (looked up by name if None)
+    )
     # Called by the training loop after each periodic validation with (step, figures); a
     # status word it returns ("pruned") stops training, kept in `stopped` as (status, step).
     on_validate: Any = None
@@ -181,10 +195,10 @@ class Job:
     def build_model(self, spec):
         """The architecture built for ``spec`` (a ``zoo.plugin.TaskSpec``) on the run's device, as a
         ``zoo.plugin.Model`` that trains with the task's declared loss."""
-        from zoo.train.torch_model import as_model, pick_device
-        from zoo.core.registry import task_loss
-        from zoo.core.names import get_task
         from zoo.core.containment import call_plugin
+        from zoo.core.names import get_task
+        from zoo.core.registry import task_loss
+        from zoo.train.torch_model import as_model, pick_device
 
         task = self.declared_task or get_task(self.task)
         if task is None:
@@ -192,9 +206,13 @@ class Job:
         from zoo.train.losses import check_output
 
         who = f"architecture {self.architecture.name!r} from plugin {self.architecture.plugin!r}"
-        built = call_plugin(self.architecture.load(), self.model_config, spec,
-                            what=f"architecture {self.architecture.name!r}",
-                            plugin=self.architecture.plugin)
+        built = call_plugin(
+            self.architecture.load(),
+            self.model_config,
+            spec,
+            what=f"architecture {self.architecture.name!r}",
+            plugin=self.architecture.plugin,
+        )
         model = as_model(built, pick_device(self.device), loss=task_loss(task))
         check_output(model, task, spec, getattr(self.model_config, "block_size", None), who)
         if self.init is not None and self.resume_from is None:  # a checkpoint has its own
@@ -223,8 +241,14 @@ class Job:
         from tqdm.auto import tqdm
 
         disable = self.quiet or not sys.stderr.isatty()
-        return tqdm(total=total, desc=desc, disable=disable, file=sys.stderr,
-                    dynamic_ncols=True, leave=False)
+        return tqdm(
+            total=total,
+            desc=desc,
+            disable=disable,
+            file=sys.stderr,
+            dynamic_ncols=True,
+            leave=False,
+        )
 
     def say(self, message: str) -> None:
         if not self.quiet:

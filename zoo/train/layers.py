@@ -5,6 +5,7 @@ initialisation, and token + hashed bigram features for bag-of-n-grams models.
 Imported only by model modules (never on the path of `zoo list`). Parameter names are part
 of every saved run: ``attn.qkv``, ``attn.proj``, ``mlp.fc``, ``mlp.proj``, ``ln1``, ``ln2``.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,8 +30,15 @@ class SelfAttention(nn.Module):
     """Multi-head self-attention with one fused projection: ``qkv.weight`` [3C, C] has rows
     [q; k; v], and the heads split C into ``heads`` slices of C // heads."""
 
-    def __init__(self, width: int, heads: int, *, dropout: float = 0.0, bias: bool = True,
-                 causal: bool = False):
+    def __init__(
+        self,
+        width: int,
+        heads: int,
+        *,
+        dropout: float = 0.0,
+        bias: bool = True,
+        causal: bool = False,
+    ):
         super().__init__()
         self.heads, self.dropout, self.causal = heads, dropout, causal
         self.qkv = nn.Linear(width, 3 * width, bias=bias)
@@ -41,16 +49,29 @@ class SelfAttention(nn.Module):
         q, k, v = self.qkv(x).split(C, dim=2)
         # [B, T, C] -> [B, heads, T, C // heads]
         q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        y = attention(q, k, v, attn_mask=keep, is_causal=self.causal,
-                      dropout_p=self.dropout if self.training else 0.0)
+        y = attention(
+            q,
+            k,
+            v,
+            attn_mask=keep,
+            is_causal=self.causal,
+            dropout_p=self.dropout if self.training else 0.0,
+        )
         return self.proj(y.transpose(1, 2).reshape(B, T, C))
 
 
 class MLP(nn.Module):
     """Linear, GELU (exact, or the tanh approximation), Linear, dropout."""
 
-    def __init__(self, width: int, hidden: int, *, bias: bool = True, dropout: float = 0.0,
-                 gelu: str = "exact"):
+    def __init__(
+        self,
+        width: int,
+        hidden: int,
+        *,
+        bias: bool = True,
+        dropout: float = 0.0,
+        gelu: str = "exact",
+    ):
         super().__init__()
         self.fc = nn.Linear(width, hidden, bias=bias)
         self.proj = nn.Linear(hidden, width, bias=bias)
@@ -64,8 +85,17 @@ class MLP(nn.Module):
 class PreLNBlock(nn.Module):
     """x + attention(LayerNorm(x)), then + MLP(LayerNorm(x)): GPT-2's and the encoder's block."""
 
-    def __init__(self, width: int, heads: int, hidden: int, *, dropout: float = 0.0,
-                 bias: bool = True, causal: bool = False, gelu: str = "exact"):
+    def __init__(
+        self,
+        width: int,
+        heads: int,
+        hidden: int,
+        *,
+        dropout: float = 0.0,
+        bias: bool = True,
+        causal: bool = False,
+        gelu: str = "exact",
+    ):
         super().__init__()
         self.ln1 = nn.LayerNorm(width, bias=bias)
         self.attn = SelfAttention(width, heads, dropout=dropout, bias=bias, causal=causal)

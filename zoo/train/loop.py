@@ -10,17 +10,18 @@ torch generators, and the NumPy generators a pipeline passes as ``rngs`` (an eva
 sampler held in a closure, say). Any other state the batches depend on (a queue of the
 epoch's remaining batches) goes in ``state``: objects with ``state_dict()`` (JSON) and
 ``load_state_dict()``."""
+
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
-from zoo.train import distributed
 from zoo.errors import ZooError
+from zoo.train import distributed
 from zoo.train.job import Job, TrainConfig
 from zoo.train.model import NonFiniteError
 
@@ -30,11 +31,17 @@ class Diverged(Exception):
 
     ``checkpoint_step`` is the step of the last good checkpoint, which is kept (or None)."""
 
-    def __init__(self, step: int, loss: float, grad_norm: float | None = None,
-                 checkpoint_step: int | None = None):
+    def __init__(
+        self,
+        step: int,
+        loss: float,
+        grad_norm: float | None = None,
+        checkpoint_step: int | None = None,
+    ):
         what = f"loss {loss}" + (f", gradient norm {grad_norm}" if grad_norm is not None else "")
-        super().__init__(f"training diverged at step {step} ({what}); stopped before the "
-                         "optimizer step")
+        super().__init__(
+            f"training diverged at step {step} ({what}); stopped before the optimizer step"
+        )
         self.step, self.loss, self.grad_norm = step, loss, grad_norm
         self.checkpoint_step = checkpoint_step
 
@@ -94,11 +101,17 @@ class TrainResult:
         return self.tokens / stepping if stepping > 0 else 0.0
 
 
-def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *,
-          validate: Callable[[], dict] | None = None, score_key: str | None = None,
-          higher_is_better: bool = True,
-          rngs: dict[str, np.random.Generator] | None = None,
-          state: dict | None = None) -> TrainResult:
+def train(
+    job: Job,
+    model,
+    next_batch: Callable[[np.random.Generator], Batch],
+    *,
+    validate: Callable[[], dict] | None = None,
+    score_key: str | None = None,
+    higher_is_better: bool = True,
+    rngs: dict[str, np.random.Generator] | None = None,
+    state: dict | None = None,
+) -> TrainResult:
     """Run the optimizer until the step or time budget is spent.
 
     ``validate()`` returns a dict of validation figures, logged every ``eval_interval``
@@ -121,8 +134,12 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
     rng = np.random.default_rng(job.seed + ranks.rank)  # each rank draws its own batches
     configure = getattr(model, "configure_engine", None)
     if configure is not None:
-        configure(precision=getattr(cfg, "precision", "auto"), compile=getattr(cfg, "compile", False),
-                  cuda_graph=getattr(cfg, "cuda_graph", False), distributed=ranks)
+        configure(
+            precision=getattr(cfg, "precision", "auto"),
+            compile=getattr(cfg, "compile", False),
+            cuda_graph=getattr(cfg, "cuda_graph", False),
+            distributed=ranks,
+        )
     elif ranks.active:
         raise ZooError("torchrun training needs a torch model; this architecture has none")
     model.configure_optimizer(cfg.lr, cfg.weight_decay, betas=(cfg.beta1, cfg.beta2))
@@ -147,8 +164,9 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
             try:
                 loss = model.train_step(batch.inputs, batch.targets, lr, batch.mask, cfg.grad_clip)
             except NonFiniteError as exc:
-                raise Diverged(result.steps + 1, exc.loss, exc.grad_norm,
-                               checkpoints.last_step) from None
+                raise Diverged(
+                    result.steps + 1, exc.loss, exc.grad_norm, checkpoints.last_step
+                ) from None
             if not math.isfinite(loss):
                 raise Diverged(result.steps + 1, loss, None, checkpoints.last_step)
             result.steps += 1
@@ -172,12 +190,15 @@ def train(job: Job, model, next_batch: Callable[[np.random.Generator], Batch], *
                 break
     result.train_time = time.perf_counter() - start
     if validate is not None and (not result.curve or result.curve[-1]["step"] != result.steps):
-        record = {"step": result.steps,
-                  **_validate(validate, result, score_key, higher_is_better, model, cfg)}
+        record = {
+            "step": result.steps,
+            **_validate(validate, result, score_key, higher_is_better, model, cfg),
+        }
         job.run.log(record)
     if result.runners_up:  # the final evaluation reports the best weights, or their mean
-        model.load_state_dict(mean_weights([result.best_state,
-                                            *(state for _, _, state in result.runners_up)]))
+        model.load_state_dict(
+            mean_weights([result.best_state, *(state for _, _, state in result.runners_up)])
+        )
     elif result.best_state is not None and result.best_step != result.steps:
         model.load_state_dict(result.best_state)
     return result
@@ -232,17 +253,23 @@ def _validate(validate, result: TrainResult, score_key, higher_is_better, model,
     result.curve.append({"step": result.steps, **figures})
     if score_key is not None:
         score = figures[score_key]
-        better = result.best_score is None or (score > result.best_score if higher_is_better
-                                               else score < result.best_score)
+        better = result.best_score is None or (
+            score > result.best_score if higher_is_better else score < result.best_score
+        )
         keep = cfg is None or cfg.keep_best
         averaged = getattr(cfg, "average_best", 1) if keep else 1
         if averaged > 1:  # the former best, or this validation, may be among the runners-up
-            entry = ((result.best_score, result.best_step, result.best_state) if better
-                     else (score, result.steps, model.state_dict()))
+            entry = (
+                (result.best_score, result.best_step, result.best_state)
+                if better
+                else (score, result.steps, model.state_dict())
+            )
             if entry[2] is not None:  # (the first validation has no former best)
-                ranked = sorted([*result.runners_up, entry],  # best first; on a tie the earlier
-                                key=lambda e: (-e[0] if higher_is_better else e[0], e[1]))
-                result.runners_up = ranked[:averaged - 1]
+                ranked = sorted(
+                    [*result.runners_up, entry],  # best first; on a tie the earlier
+                    key=lambda e: (-e[0] if higher_is_better else e[0], e[1]),
+                )
+                result.runners_up = ranked[: averaged - 1]
         if better:
             result.best_score, result.best_step = score, result.steps
             if keep:

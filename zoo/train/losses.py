@@ -5,6 +5,7 @@ sum of the per-target losses. ``check_output`` holds a newly built model to the 
 its task declares (``zoo.Task.output_shape``), on a tiny batch, before anything trains.
 Imported only when a model trains or evaluates (torch).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,26 +28,36 @@ def check_output(model, task, spec, block_size: int | None, who: str) -> None:
     inputs %= max(1, spec.vocab_size)
     shape = tuple(np.shape(model.logits(inputs, np.ones_like(inputs))))
     sizes = {"B": PROBE_BATCH, "T": length}
-    wanted = tuple(d if isinstance(d, int) else sizes.get(d, getattr(spec, d, None))
-                   for d in task.output_shape)
+    wanted = tuple(
+        d if isinstance(d, int) else sizes.get(d, getattr(spec, d, None)) for d in task.output_shape
+    )
     if shape != wanted:
         names = ", ".join(map(str, task.output_shape))
-        raise ZooError(f"{who} returns outputs of shape [{', '.join(map(str, shape))}] for "
-                       f"{task.name}, which declares [{names}] (here "
-                       f"[{', '.join(map(str, wanted))}]): {task.output}")
+        raise ZooError(
+            f"{who} returns outputs of shape [{', '.join(map(str, shape))}] for "
+            f"{task.name}, which declares [{names}] (here "
+            f"[{', '.join(map(str, wanted))}]): {task.output}"
+        )
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, reduction: str) -> torch.Tensor:
     """Cross entropy in nats of logits [..., C] against class ids [...]; IGNORE_INDEX targets
     count for nothing. Logits of any other shape are an error, not a broadcast."""
     if logits.shape[:-1] != targets.shape:
-        raise ZooError(f"logits of shape {list(logits.shape)} do not fit targets of shape "
-                       f"{list(targets.shape)}: cross entropy needs [..., classes] against [...]")
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                           ignore_index=IGNORE_INDEX, reduction=reduction)
+        raise ZooError(
+            f"logits of shape {list(logits.shape)} do not fit targets of shape "
+            f"{list(targets.shape)}: cross entropy needs [..., classes] against [...]"
+        )
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]),
+        targets.reshape(-1),
+        ignore_index=IGNORE_INDEX,
+        reduction=reduction,
+    )
 
 
 def mse(outputs: torch.Tensor, targets: torch.Tensor, reduction: str) -> torch.Tensor:
     """Squared error of outputs against float targets of the same number of elements."""
-    return F.mse_loss(outputs.reshape(targets.shape), targets.to(outputs.dtype),
-                      reduction=reduction)
+    return F.mse_loss(
+        outputs.reshape(targets.shape), targets.to(outputs.dtype), reduction=reduction
+    )

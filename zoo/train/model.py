@@ -32,6 +32,7 @@ A module is called with ``input_ids`` [B, T] and ``attention_mask`` [B, T] (1 = 
 returns what its task declares (``zoo.Task.output``; ``zoo list pipelines`` shows each);
 the engine trains it with the task's declared loss.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -75,14 +76,21 @@ class Model(Protocol):
 
     def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None: ...
 
-    def train_step(self, inputs: np.ndarray, targets: np.ndarray, lr: float,
-                   mask: np.ndarray | None = None, grad_clip: float = 1.0) -> float:
+    def train_step(
+        self,
+        inputs: np.ndarray,
+        targets: np.ndarray,
+        lr: float,
+        mask: np.ndarray | None = None,
+        grad_clip: float = 1.0,
+    ) -> float:
         """One optimizer step on a batch; returns the mean loss (nats per target).
 
         Raises ``NonFiniteError`` without stepping if the loss or gradient norm is not finite."""
 
-    def loss_sum(self, inputs: np.ndarray, targets: np.ndarray,
-                 mask: np.ndarray | None = None) -> tuple[float, int]:
+    def loss_sum(
+        self, inputs: np.ndarray, targets: np.ndarray, mask: np.ndarray | None = None
+    ) -> tuple[float, int]:
         """Summed negative log-likelihood (nats) and number of targets, without training."""
 
     def logits(self, inputs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray: ...

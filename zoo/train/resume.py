@@ -1,5 +1,6 @@
 """Resuming an interrupted run: check that nothing it depends on changed, rewind its curve
 to the newest good checkpoint, and train on in its own folder and store row."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -7,19 +8,18 @@ import json
 import os
 import sys
 
-from zoo.train import checkpoints
-from zoo.data import datasets as zoo_data
-from zoo.train import distributed
-from zoo.errors import ZooError
-from zoo.io import save_error
-from zoo.train.job import Job, RunFolder
 from zoo.core.plan import plan_from_record
 from zoo.core.provenance import identity
 from zoo.core.registry import get_zoo
-from zoo.train.runner import train_and_record
+from zoo.data import datasets as zoo_data
+from zoo.errors import ZooError
+from zoo.io import save_error
 from zoo.records.ownership import own_run
 from zoo.records.paths import run_folder
 from zoo.records.store import Store
+from zoo.train import checkpoints, distributed
+from zoo.train.job import Job, RunFolder
+from zoo.train.runner import train_and_record
 
 
 class ResumeRefused(ZooError):
@@ -29,8 +29,9 @@ class ResumeRefused(ZooError):
 RESUMABLE = ("interrupted", "failed")
 
 
-def resume(run_id: str, *, quiet: bool = False, zoo=None, claimed: dict | None = None,
-           store=None) -> dict:
+def resume(
+    run_id: str, *, quiet: bool = False, zoo=None, claimed: dict | None = None, store=None
+) -> dict:
     """Continue an interrupted (or failed) run from its newest good checkpoint, or from the
     start if it has none, in its own folder and store row. Returns what ``execute`` returns.
 
@@ -63,43 +64,76 @@ def resume(run_id: str, *, quiet: bool = False, zoo=None, claimed: dict | None =
 def _resume_owned(row: dict, run: RunFolder, zoo, quiet: bool, store) -> dict:
     provenance = run.config()
     if (provenance.get("distributed") or {}).get("world_size", 1) > 1:
-        raise ResumeRefused(f"cannot resume run {row['id']}: it trained under torchrun on "
-                            f"{provenance['distributed']['world_size']} processes, whose other "
-                            "ranks' random states were not checkpointed; start a new run")
+        raise ResumeRefused(
+            f"cannot resume run {row['id']}: it trained under torchrun on "
+            f"{provenance['distributed']['world_size']} processes, whose other "
+            "ranks' random states were not checkpointed; start a new run"
+        )
     try:
         plan = plan_from_record(provenance, zoo)
     except ZooError as exc:
         raise ResumeRefused(f"cannot resume run {row['id']}: {exc}") from None
-    dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=provenance.get("text_column"),
-                            label_column=provenance.get("label_column"), quiet=quiet,
-                            held_out=plan.held_out)
+    dataset = zoo_data.load(
+        plan.dataset_ref,
+        zoo,
+        text_column=provenance.get("text_column"),
+        label_column=provenance.get("label_column"),
+        quiet=quiet,
+        held_out=plan.held_out,
+    )
     warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
     ckpt = checkpoints.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)
-    problems = resume_problems(provenance, ckpt, current, run,
-                               settings_added_since(provenance, plan))
+    problems = resume_problems(
+        provenance, ckpt, current, run, settings_added_since(provenance, plan)
+    )
     if problems:
-        raise ResumeRefused(f"cannot resume run {row['id']}: " + "; ".join(problems)
-                       + ". Start a new run instead (zoo run)")
+        raise ResumeRefused(
+            f"cannot resume run {row['id']}: "
+            + "; ".join(problems)
+            + ". Start a new run instead (zoo run)"
+        )
     pipeline = plan.pipeline.load()
     if store is None:
         store = Store()
-        if not store.claim(row["id"], RESUMABLE, error=None, finished=None,
-                           resumed=int(row.get("resumed") or 0) + 1):
+        if not store.claim(
+            row["id"],
+            RESUMABLE,
+            error=None,
+            finished=None,
+            resumed=int(row.get("resumed") or 0) + 1,
+        ):
             store.close()
-            raise ResumeRefused(f"run {row['id']} was claimed by another process; nothing to "
-                                "resume")
+            raise ResumeRefused(
+                f"run {row['id']} was claimed by another process; nothing to resume"
+            )
     _rewind_curve(run, ckpt)
     if not quiet:
         where = f"step {ckpt.step}" if ckpt else "the start (no checkpoint was written)"
         print(f"zoo: resuming run {row['id']} from {where}", file=sys.stderr)
-    job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
-              plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
-              plan.seed, provenance.get("device", "auto"), run, quiet, resuming=True,
-              resume_from=ckpt, identity=current, declared_task=plan.pipeline.task,
-              init=plan.init)
-    summary = {k: provenance[k] for k in ("run_id", "model", "architecture", "tokenizer",
-                                          "dataset", "task", "seed")}
+    job = Job(
+        plan.spec.name,
+        plan.spec.architecture,
+        plan.spec.tokenizer,
+        plan.task,
+        plan.configs["model"],
+        plan.configs["tokenizer"],
+        plan.configs["train"],
+        dataset,
+        plan.seed,
+        provenance.get("device", "auto"),
+        run,
+        quiet,
+        resuming=True,
+        resume_from=ckpt,
+        identity=current,
+        declared_task=plan.pipeline.task,
+        init=plan.init,
+    )
+    summary = {
+        k: provenance[k]
+        for k in ("run_id", "model", "architecture", "tokenizer", "dataset", "task", "seed")
+    }
     return train_and_record(plan, pipeline, job, store, summary, provenance)
 
 
@@ -110,28 +144,47 @@ def _check_resumable(row: dict) -> None:
     if status == "finished":
         raise ResumeRefused(f"run {row['id']} already finished; nothing to resume")
     if status == "running":
-        raise ResumeRefused(f"run {row['id']} is still running (pid {row['pid']} on {row['host']}); "
-                       "resume it once that process has ended")
+        raise ResumeRefused(
+            f"run {row['id']} is still running (pid {row['pid']} on {row['host']}); "
+            "resume it once that process has ended"
+        )
     if status == "diverged":
-        raise ResumeRefused(f"run {row['id']} diverged ({row['error']}); resuming would diverge "
-                       "again: start a new run with a lower learning rate")
+        raise ResumeRefused(
+            f"run {row['id']} diverged ({row['error']}); resuming would diverge "
+            "again: start a new run with a lower learning rate"
+        )
     if status not in RESUMABLE:
-        raise ResumeRefused(f"run {row['id']} has status {status!r}; only "
-                       f"{' or '.join(RESUMABLE)} runs can be resumed")
+        raise ResumeRefused(
+            f"run {row['id']} has status {status!r}; only "
+            f"{' or '.join(RESUMABLE)} runs can be resumed"
+        )
 
 
-def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder,
-                    added_since: dict[str, set[str]] | None = None) -> list[str]:
+def resume_problems(
+    provenance: dict,
+    ckpt,
+    current: dict,
+    run: RunFolder,
+    added_since: dict[str, set[str]] | None = None,
+) -> list[str]:
     """Why a run cannot be resumed with what is installed now (empty: it can). Settings in
     ``added_since`` (section -> keys; see ``settings_added_since``) are not compared."""
-    saved = ckpt.meta.get("identity", {}) if ckpt is not None else {
-        "config_hash": provenance.get("config_hash"), "configs": provenance.get("configs"),
-        "dataset_fingerprint": provenance.get("dataset_fingerprint"),
-        "versions": provenance.get("versions", {})}
+    saved = (
+        ckpt.meta.get("identity", {})
+        if ckpt is not None
+        else {
+            "config_hash": provenance.get("config_hash"),
+            "configs": provenance.get("configs"),
+            "dataset_fingerprint": provenance.get("dataset_fingerprint"),
+            "versions": provenance.get("versions", {}),
+        }
+    )
     problems = []
     if ckpt is not None and ckpt.meta.get("format") != checkpoints.FORMAT:
-        problems.append(f"its checkpoint has format {ckpt.meta.get('format')}, this zoo reads "
-                        f"format {checkpoints.FORMAT}")
+        problems.append(
+            f"its checkpoint has format {ckpt.meta.get('format')}, this zoo reads "
+            f"format {checkpoints.FORMAT}"
+        )
     # The settings themselves are compared, not the config hashes: a hash also covers the
     # plugins' code (checked below, by name) and its recipe may change between versions.
     # Settings added since the run started, at their defaults, change nothing it did.
@@ -139,21 +192,26 @@ def resume_problems(provenance: dict, ckpt, current: dict, run: RunFolder,
     if changed:
         problems.append("the config differs from the run's (" + ", ".join(changed[:6]) + ")")
     if saved.get("dataset_fingerprint") != current["dataset_fingerprint"]:
-        problems.append(f"the dataset changed (fingerprint {saved.get('dataset_fingerprint')} "
-                        f"then, {current['dataset_fingerprint']} now)")
+        problems.append(
+            f"the dataset changed (fingerprint {saved.get('dataset_fingerprint')} "
+            f"then, {current['dataset_fingerprint']} now)"
+        )
     then = saved.get("versions") or {}
     for key in sorted(set(then) | set(current["versions"])):
         before, now = then.get(key), current["versions"].get(key)
         if key == "zoo" and before != now:
             problems.append(f"zoo version differs ({before} then, {now} now)")
         elif key.startswith("plugin:") and before != now:
-            problems.append(f"plugin {key.removeprefix('plugin:')!r} changed: its version or "
-                            f"source differs ({before or 'absent'} then, {now or 'absent'} now)")
+            problems.append(
+                f"plugin {key.removeprefix('plugin:')!r} changed: its version or "
+                f"source differs ({before or 'absent'} then, {now or 'absent'} now)"
+            )
     if ckpt is not None:
         recorded = saved.get("tokenizer_sha256")
         if recorded and checkpoints.file_sha256(run.file("tokenizer.json")) != recorded:
-            problems.append("the run's tokenizer.json differs from the one its checkpoint "
-                            "was trained with")
+            problems.append(
+                "the run's tokenizer.json differs from the one its checkpoint was trained with"
+            )
     return problems
 
 
@@ -166,9 +224,13 @@ def settings_added_since(provenance: dict, plan) -> dict[str, set[str]]:
         if config is None or not isinstance(then.get(section), dict):
             continue
         for field in dataclasses.fields(config):
-            default = (field.default if field.default is not dataclasses.MISSING
-                       else field.default_factory() if field.default_factory is not dataclasses.MISSING
-                       else dataclasses.MISSING)
+            default = (
+                field.default
+                if field.default is not dataclasses.MISSING
+                else field.default_factory()
+                if field.default_factory is not dataclasses.MISSING
+                else dataclasses.MISSING
+            )
             if field.name not in then[section] and getattr(config, field.name) == default:
                 added.setdefault(section, set()).add(field.name)
     return added

@@ -1,5 +1,6 @@
 """Executing a plan: load the data, create the run folder and store row, train and evaluate
 through the pipeline, and record the outcome (under torchrun, on every rank)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,18 +12,17 @@ import sys
 import time
 from pathlib import Path
 
-from zoo.train import checkpoints
-from zoo.data import datasets as zoo_data
-from zoo.train import distributed
 from zoo.core.containment import own_interrupts_fail
-from zoo.errors import RunInterrupted, ZooError
-from zoo.io import save_error
-from zoo.train.job import Job, RunFolder, RunResult
 from zoo.core.plan import Plan, config_hash
 from zoo.core.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
 from zoo.core.registry import get_zoo, task_loss
+from zoo.data import datasets as zoo_data
+from zoo.errors import RunInterrupted, ZooError
+from zoo.io import save_error
 from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
+from zoo.train import checkpoints, distributed
+from zoo.train.job import Job, RunFolder, RunResult
 
 
 class RunDiverged(ZooError):
@@ -30,8 +30,11 @@ class RunDiverged(ZooError):
     good checkpoint is kept. A sweep records the cell and goes on."""
 
     def __init__(self, run_id: str, exc):  # exc: zoo.train.loop.Diverged
-        kept = (f"; its last good checkpoint (step {exc.checkpoint_step}) is kept"
-                if exc.checkpoint_step is not None else "")
+        kept = (
+            f"; its last good checkpoint (step {exc.checkpoint_step}) is kept"
+            if exc.checkpoint_step is not None
+            else ""
+        )
         super().__init__(f"run {run_id} {exc}{kept}; lower the learning rate (--set lr=...)")
         self.run_id, self.step, self.checkpoint_step = run_id, exc.step, exc.checkpoint_step
 
@@ -52,10 +55,20 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
-            text_column: str | None = None, label_column: str | None = None, zoo=None,
-            extra: dict | None = None, run_id: str | None = None, store=None,
-            on_validate=None, log_to=None) -> dict:
+def execute(
+    plan: Plan,
+    *,
+    device: str = "auto",
+    quiet: bool = False,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    zoo=None,
+    extra: dict | None = None,
+    run_id: str | None = None,
+    store=None,
+    on_validate=None,
+    log_to=None,
+) -> dict:
     """Load the data, train and evaluate through the pipeline, and record the run.
 
     ``extra`` is added to the run's provenance (``zoo reproduce`` names the original run).
@@ -82,9 +95,14 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
         if plan.loaded is not None and plan.columns == (text_column, label_column):
             dataset = plan.loaded  # loaded before the task was known; checked below
         else:
-            dataset = zoo_data.load(plan.dataset_ref, zoo, text_column=text_column,
-                                    label_column=label_column, quiet=quiet,
-                                    held_out=plan.held_out)
+            dataset = zoo_data.load(
+                plan.dataset_ref,
+                zoo,
+                text_column=text_column,
+                label_column=label_column,
+                quiet=quiet,
+                held_out=plan.held_out,
+            )
         dataset = dataset.holding_out(plan.held_out)
         pipeline = plan.pipeline.load()
         check = getattr(pipeline, "check_dataset", None)
@@ -100,26 +118,65 @@ def execute(plan: Plan, *, device: str = "auto", quiet: bool = False,
         shutil.rmtree(run.path, ignore_errors=True)
         raise
     try:
-        return _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet,
-                                 extra, store, on_validate, trackers_named)
+        return _record_and_train(
+            plan,
+            zoo,
+            dataset,
+            pipeline,
+            run,
+            ranks,
+            device,
+            quiet,
+            extra,
+            store,
+            on_validate,
+            trackers_named,
+        )
     finally:
         owner.release()
 
 
-def _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet, extra,
-                      store, on_validate=None, trackers_named=()) -> dict:
-    summary = {"run_id": run.id, "model": plan.spec.name,
-               "architecture": plan.spec.architecture.name, "tokenizer": plan.spec.tokenizer.name,
-               "dataset": plan.dataset_ref.name, "task": plan.task, "seed": plan.seed}
-    provenance = {**summary, "config_hash": config_hash(plan, zoo),
-                  "configs": plan.config_values(), "incidental": plan.incidental(),
-                  "dataset_id": plan.dataset_ref.source, "dataset_location": dataset.location,
-                  "dataset_fingerprint": dataset.fingerprint, "versions": versions(zoo, plan),
-                  "plugins": plugin_provenance(zoo, plan),
-                  "git_commit": git_commit(), "git_dirty": git_dirty(), "device": device,
-                  "text_column": dataset.text_column, "label_column": dataset.label_column,
-                  **({"held_out": list(plan.held_out)} if plan.held_out else {}),
-                  **(extra or {})}
+def _record_and_train(
+    plan,
+    zoo,
+    dataset,
+    pipeline,
+    run,
+    ranks,
+    device,
+    quiet,
+    extra,
+    store,
+    on_validate=None,
+    trackers_named=(),
+) -> dict:
+    summary = {
+        "run_id": run.id,
+        "model": plan.spec.name,
+        "architecture": plan.spec.architecture.name,
+        "tokenizer": plan.spec.tokenizer.name,
+        "dataset": plan.dataset_ref.name,
+        "task": plan.task,
+        "seed": plan.seed,
+    }
+    provenance = {
+        **summary,
+        "config_hash": config_hash(plan, zoo),
+        "configs": plan.config_values(),
+        "incidental": plan.incidental(),
+        "dataset_id": plan.dataset_ref.source,
+        "dataset_location": dataset.location,
+        "dataset_fingerprint": dataset.fingerprint,
+        "versions": versions(zoo, plan),
+        "plugins": plugin_provenance(zoo, plan),
+        "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
+        "device": device,
+        "text_column": dataset.text_column,
+        "label_column": dataset.label_column,
+        **({"held_out": list(plan.held_out)} if plan.held_out else {}),
+        **(extra or {}),
+    }
     if plan.init is not None:
         provenance["init"] = plan.init.record()
     if ranks.active:
@@ -141,10 +198,17 @@ def _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet, e
         if store is None:
             store = Store() if ranks.is_main else _NoStore()
         run.write_json("config.json", provenance)
-        store.insert(run.id, model=plan.spec.name, architecture=plan.spec.architecture.name,
-                     tokenizer=plan.spec.tokenizer.name, dataset=plan.dataset_ref.name,
-                     task=plan.task, seed=plan.seed, config_hash=provenance["config_hash"],
-                     config=provenance)
+        store.insert(
+            run.id,
+            model=plan.spec.name,
+            architecture=plan.spec.architecture.name,
+            tokenizer=plan.spec.tokenizer.name,
+            dataset=plan.dataset_ref.name,
+            task=plan.task,
+            seed=plan.seed,
+            config_hash=provenance["config_hash"],
+            config=provenance,
+        )
     except BaseException:
         if store is not None:
             store.close()
@@ -154,15 +218,34 @@ def _record_and_train(plan, zoo, dataset, pipeline, run, ranks, device, quiet, e
     if trackers:
         from zoo.records.settings import flat_settings
 
-        trackers.start({**summary, "id": run.id, "folder": run.path,
-                        "settings": flat_settings(provenance), "config_hash":
-                        provenance["config_hash"]})
+        trackers.start(
+            {
+                **summary,
+                "id": run.id,
+                "folder": run.path,
+                "settings": flat_settings(provenance),
+                "config_hash": provenance["config_hash"],
+            }
+        )
         run.observer = trackers.log
-    job = Job(plan.spec.name, plan.spec.architecture, plan.spec.tokenizer, plan.task,
-              plan.configs["model"], plan.configs["tokenizer"], plan.configs["train"], dataset,
-              plan.seed, device, run, quiet or not ranks.is_main,
-              identity=identity(plan, dataset, zoo), declared_task=plan.pipeline.task,
-              on_validate=on_validate, init=plan.init)
+    job = Job(
+        plan.spec.name,
+        plan.spec.architecture,
+        plan.spec.tokenizer,
+        plan.task,
+        plan.configs["model"],
+        plan.configs["tokenizer"],
+        plan.configs["train"],
+        dataset,
+        plan.seed,
+        device,
+        run,
+        quiet or not ranks.is_main,
+        identity=identity(plan, dataset, zoo),
+        declared_task=plan.pipeline.task,
+        on_validate=on_validate,
+        init=plan.init,
+    )
     return train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
 
 
@@ -174,8 +257,16 @@ def _create_run_folder(parent: Path, run_id: str) -> RunFolder:
         raise save_error(path, exc) from None
 
 
-def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict,
-                     provenance: dict, ranks=None, trackers=None) -> dict:
+def train_and_record(
+    plan: Plan,
+    pipeline,
+    job: Job,
+    store: Store,
+    summary: dict,
+    provenance: dict,
+    ranks=None,
+    trackers=None,
+) -> dict:
     """Run the pipeline on a prepared job and record the outcome in its store row; the
     trackers (zoo.train.tracking) hear the end of it, whatever the end is."""
     from zoo.train.tracking import NoTrackers
@@ -184,16 +275,20 @@ def train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict
     try:
         result = _train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
     except BaseException as exc:
-        status = "interrupted" if isinstance(exc, KeyboardInterrupt) else (
-            "diverged" if isinstance(exc, RunDiverged) else "failed")
+        status = (
+            "interrupted"
+            if isinstance(exc, KeyboardInterrupt)
+            else ("diverged" if isinstance(exc, RunDiverged) else "failed")
+        )
         trackers.finish({}, job.run.path, status)
         raise
     trackers.finish(result["metrics"], job.run.path, result["status"])
     return result
 
 
-def _train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dict,
-                      provenance: dict, ranks=None) -> dict:
+def _train_and_record(
+    plan: Plan, pipeline, job: Job, store: Store, summary: dict, provenance: dict, ranks=None
+) -> dict:
     from zoo.train.loop import Diverged
 
     run = job.run
@@ -204,8 +299,10 @@ def _train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dic
         with own_interrupts_fail():  # a KeyboardInterrupt with no Ctrl-C behind it: failed
             result = pipeline.run(job)
         if not isinstance(result, RunResult):
-            raise ZooError(f"the {plan.task} pipeline's run(job) returned a "
-                           f"{type(result).__name__}, not a zoo.plugin.RunResult")
+            raise ZooError(
+                f"the {plan.task} pipeline's run(job) returned a "
+                f"{type(result).__name__}, not a zoo.plugin.RunResult"
+            )
         if ranks.active:
             provenance["distributed"]["weight_sha256"] = _same_weights_on_all_ranks(run)
         # what load_trained needs to rebuild the model
@@ -215,19 +312,34 @@ def _train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dic
         if ranks.is_main:
             run.write_json("config.json", provenance)
     except KeyboardInterrupt:  # the user's Ctrl-C: the run can be resumed
-        store.update(run.id, status="interrupted", finished=time.time(),
-                     duration=time.time() - start, error="interrupted (Ctrl-C)")
+        store.update(
+            run.id,
+            status="interrupted",
+            finished=time.time(),
+            duration=time.time() - start,
+            error="interrupted (Ctrl-C)",
+        )
         store.close()
         raise RunInterrupted(run.id) from None
     except Diverged as exc:
-        store.update(run.id, status="diverged", finished=time.time(),
-                     duration=time.time() - start, error=str(exc),
-                     metrics={"diverged_step": exc.step, "checkpoint_step": exc.checkpoint_step})
+        store.update(
+            run.id,
+            status="diverged",
+            finished=time.time(),
+            duration=time.time() - start,
+            error=str(exc),
+            metrics={"diverged_step": exc.step, "checkpoint_step": exc.checkpoint_step},
+        )
         store.close()
         raise RunDiverged(run.id, exc) from None
     except BaseException as exc:
-        store.update(run.id, status="failed", finished=time.time(), duration=time.time() - start,
-                     error=f"{type(exc).__name__}: {exc}"[:2000])
+        store.update(
+            run.id,
+            status="failed",
+            finished=time.time(),
+            duration=time.time() - start,
+            error=f"{type(exc).__name__}: {exc}"[:2000],
+        )
         store.close()
         raise
     finally:
@@ -236,19 +348,36 @@ def _train_and_record(plan: Plan, pipeline, job: Job, store: Store, summary: dic
     duration = time.time() - start
     if job.stopped is not None:  # the per-validation callback stopped it ("pruned")
         status, step = job.stopped
-        result = dataclasses.replace(result, status=status,
-                                     metrics={**result.metrics, "stopped_step": step})
-    store.update(run.id, status=result.status, finished=time.time(),
-                 duration=duration, params=result.params, metrics=result.metrics)
+        result = dataclasses.replace(
+            result, status=status, metrics={**result.metrics, "stopped_step": step}
+        )
+    store.update(
+        run.id,
+        status=result.status,
+        finished=time.time(),
+        duration=duration,
+        params=result.params,
+        metrics=result.metrics,
+    )
     store.close()
     curve, curve_error = None, None
     if ranks.is_main:  # other ranks' scratch folders are gone already
-        checkpoints.remove_all(run.path)  # the run is recorded; its weights are in model.safetensors
+        checkpoints.remove_all(
+            run.path
+        )  # the run is recorded; its weights are in model.safetensors
         curve, curve_error = save_curve(run, summary)
-    return {**summary, "status": result.status, "params": result.params,
-            "metrics": result.metrics, "samples": result.samples,
-            "duration": duration, "run_dir": str(run.path), "curve": curve,
-            "curve_error": curve_error, "rank": ranks.rank}
+    return {
+        **summary,
+        "status": result.status,
+        "params": result.params,
+        "metrics": result.metrics,
+        "samples": result.samples,
+        "duration": duration,
+        "run_dir": str(run.path),
+        "curve": curve,
+        "curve_error": curve_error,
+        "rank": ranks.rank,
+    }
 
 
 def save_curve(run: RunFolder, summary: dict) -> tuple[str | None, str | None]:
@@ -305,4 +434,3 @@ class _NoStore:
 
     def close(self):
         pass
-

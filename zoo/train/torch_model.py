@@ -6,13 +6,13 @@ It owns the optimizer (AdamW, decay on matrices only), gradient clipping, mixed 
 DistributedDataParallel under torchrun, and conversion between NumPy arrays and tensors.
 The training loop sets the speed options with ``configure_engine``.
 """
+
 from __future__ import annotations
 
 import contextlib
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from zoo.core.bounds import DEVICES
 from zoo.errors import ZooError
@@ -82,8 +82,14 @@ class TorchModel:
         self._train_module = self.module  # what train_step calls: maybe compiled, maybe DDP
         self._graphed = None  # zoo.train.cuda_graph.GraphedTrainStep, when steps replay a graph
 
-    def configure_engine(self, *, precision: str = "auto", compile: bool = False,
-                         cuda_graph: bool = False, distributed=None) -> None:
+    def configure_engine(
+        self,
+        *,
+        precision: str = "auto",
+        compile: bool = False,
+        cuda_graph: bool = False,
+        distributed=None,
+    ) -> None:
         """Speed options, set once before training: precision, torch.compile, whole-step
         CUDA graphs, and DDP.
 
@@ -107,8 +113,12 @@ class TorchModel:
             self.distributed = distributed
             torch.manual_seed(torch.initial_seed() + distributed.rank)  # own dropout masks per rank
         self._train_module = module
-        if cuda_graph and self.device.type == "cuda" and self.scaler is None \
-                and self.distributed is None:
+        if (
+            cuda_graph
+            and self.device.type == "cuda"
+            and self.scaler is None
+            and self.distributed is None
+        ):
             from zoo.train.cuda_graph import GraphedTrainStep
 
             self._graphed = GraphedTrainStep(self)
@@ -127,25 +137,31 @@ class TorchModel:
         """The module's ``fit(input_ids, attention_mask, targets, vocabulary)`` on the whole
         training split, without gradients."""
         if not self.fits_training_split:
-            raise ZooError(f"{type(self.module).__name__} is not fitted before training "
-                           "(it has no fits_training_split = True)")
+            raise ZooError(
+                f"{type(self.module).__name__} is not fitted before training "
+                "(it has no fits_training_split = True)"
+            )
         mask = np.ones_like(inputs) if mask is None else mask
         with torch.no_grad():
-            self.module.fit(self._tensor(inputs), self._tensor(mask), self._tensor(targets),
-                            vocabulary)
+            self.module.fit(
+                self._tensor(inputs), self._tensor(mask), self._tensor(targets), vocabulary
+            )
 
     def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
         params = [p for p in self.module.parameters() if p.requires_grad]
-        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        groups = [
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ]
         # The fused kernel does AdamW's whole update in one pass over each tensor.
         self.optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, fused=True)
 
     def train_step(self, inputs, targets, lr: float, mask=None, grad_clip: float = 1.0) -> float:
         if self._graphed is not None:
             return self._graphed.step(inputs, targets, lr, mask, grad_clip)
-        return self._eager_step(self._tensor(inputs), self._tensor(targets), self._mask(mask),
-                                lr, grad_clip)
+        return self._eager_step(
+            self._tensor(inputs), self._tensor(targets), self._mask(mask), lr, grad_clip
+        )
 
     def _eager_step(self, inputs, targets, mask, lr: float, grad_clip: float) -> float:
         self._set_lr(lr)
@@ -174,8 +190,9 @@ class TorchModel:
             else:
                 group["lr"] = lr
 
-    def _loss_and_gradients(self, inputs, targets, mask, grad_clip: float,
-                            cache_casts: bool = True):
+    def _loss_and_gradients(
+        self, inputs, targets, mask, grad_clip: float, cache_casts: bool = True
+    ):
         """Forward and backward of one batch, gradients clipped: the loss and the gradient
         norm, as tensors on the device (no synchronisation: a CUDA graph captures this)."""
         self.module.train()
@@ -192,7 +209,8 @@ class TorchModel:
             norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), grad_clip, foreach=True)
         else:
             norm = torch.nn.utils.get_total_norm(
-                [p.grad for p in self.module.parameters() if p.grad is not None])
+                [p.grad for p in self.module.parameters() if p.grad is not None]
+            )
         return loss, norm
 
     def _mean_over_ranks(self, loss: torch.Tensor) -> float:
@@ -215,8 +233,10 @@ class TorchModel:
                 else:
                     scalars[f"{index}.{key}"] = value
         # A CUDA graph's learning rate is a tensor; the file keeps the number.
-        groups = [{k: v.item() if torch.is_tensor(v) else v for k, v in group.items()}
-                  for group in state["param_groups"]]
+        groups = [
+            {k: v.item() if torch.is_tensor(v) else v for k, v in group.items()}
+            for group in state["param_groups"]
+        ]
         meta = {"param_groups": groups, "scalars": scalars}
         if self.scaler is not None:  # fp16: the loss scale and its growth counter
             meta["scaler"] = self.scaler.state_dict()
@@ -230,10 +250,13 @@ class TorchModel:
                 value = torch.from_numpy(np.ascontiguousarray(value))
             state.setdefault(int(index), {})[key] = value
         groups = []
-        for saved, current in zip(meta["param_groups"], self.optimizer.state_dict()["param_groups"]):
+        for saved, current in zip(
+            meta["param_groups"], self.optimizer.state_dict()["param_groups"]
+        ):
             # JSON turned tuples (betas) into lists; give them back their type.
-            groups.append({k: tuple(v) if isinstance(current.get(k), tuple) else v
-                           for k, v in saved.items()})
+            groups.append(
+                {k: tuple(v) if isinstance(current.get(k), tuple) else v for k, v in saved.items()}
+            )
         if self._graphed is not None:
             self._graphed.reset()  # the graph read the tensors this replaces
         try:
@@ -305,14 +328,18 @@ class TorchModel:
         tied = {k for k in result.missing_keys if self._is_tied(k)}
         missing = set(result.missing_keys) - tied
         if missing or result.unexpected_keys:
-            raise ZooError(f"weights do not fit the model: missing {sorted(missing)[:5]}, "
-                           f"unexpected {sorted(result.unexpected_keys)[:5]} "
-                           f"(model has {len(expected)} tensors)")
+            raise ZooError(
+                f"weights do not fit the model: missing {sorted(missing)[:5]}, "
+                f"unexpected {sorted(result.unexpected_keys)[:5]} "
+                f"(model has {len(expected)} tensors)"
+            )
 
     # -- helpers -----------------------------------------------------------------------
     def _is_tied(self, name: str) -> bool:
         target = self.module.state_dict()[name].data_ptr()
-        return any(t.data_ptr() == target and n != name for n, t in self.module.state_dict().items())
+        return any(
+            t.data_ptr() == target and n != name for n, t in self.module.state_dict().items()
+        )
 
     def _tensor(self, array):
         if isinstance(array, torch.Tensor):
@@ -330,8 +357,9 @@ class TorchModel:
             return torch.autocast(self.device.type, dtype=torch.float16, cache_enabled=cache_casts)
         return contextlib.nullcontext()
 
-    def _task_loss(self, inputs, targets, mask, reduction: str, module=None,
-                   cache_casts: bool = True):
+    def _task_loss(
+        self, inputs, targets, mask, reduction: str, module=None, cache_casts: bool = True
+    ):
         with self._autocast(cache_casts):
             outputs = (self.module if module is None else module)(inputs, mask)
         return self.loss(outputs.float(), targets, reduction)

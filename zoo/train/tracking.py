@@ -6,6 +6,7 @@ The calls run on one thread of their own, in order, so a slow tracker (a databas
 step) never slows training. A logger that raises is its plugin's failure: one warning naming
 it, and no more calls to it; the run goes on and is recorded as it would be without it.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,7 @@ def chosen(log_to) -> list[str]:
     if isinstance(log_to, str):
         log_to = log_to.split(",")
     if not isinstance(log_to, (list, tuple)) or not all(isinstance(n, str) for n in log_to):
-        raise ZooError(f"log_to must be logger names, such as 'tensorboard,mlflow', not "
-                       f"{log_to!r}")
+        raise ZooError(f"log_to must be logger names, such as 'tensorboard,mlflow', not {log_to!r}")
     return list(dict.fromkeys(n.strip() for n in log_to if n.strip()))
 
 
@@ -48,8 +48,9 @@ class Trackers:
             try:
                 self.loggers[name] = entry.load()()
             except ImportError as exc:  # an extra that is not installed: the user's to fix
-                raise ZooError(f"--log-to {name}: {exc}; install it with pip install "
-                               f"'zoo[{name}]'") from None
+                raise ZooError(
+                    f"--log-to {name}: {exc}; install it with pip install 'zoo[{name}]'"
+                ) from None
             except Exception as exc:  # noqa: BLE001 - any failure of plugin code is its own
                 self._warn(name, entry.plugin, "could not start", exc)
                 continue
@@ -101,9 +102,13 @@ class Trackers:
     @staticmethod
     def _warn(name: str, plugin: str, what: str, exc: BaseException) -> None:
         text = str(exc).strip().splitlines()
-        print(f"zoo: warning: logger {name!r} from plugin {plugin!r} {what}: "
-              f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
-              + "; the run goes on without it", file=sys.stderr, flush=True)
+        print(
+            f"zoo: warning: logger {name!r} from plugin {plugin!r} {what}: "
+            f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
+            + "; the run goes on without it",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 class NoTrackers(Trackers):
@@ -117,5 +122,3 @@ def open_trackers(log_to, zoo) -> Trackers:
         return NoTrackers()
     check(names, zoo)
     return Trackers(names, zoo)
-
-

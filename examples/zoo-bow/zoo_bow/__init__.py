@@ -3,10 +3,11 @@
 This module is imported whenever zoo starts, so it stays light: config dataclasses and
 hooks only. The torch network lives in zoo_bow.model and is imported on first use.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from zoo.plugin import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl
 
@@ -31,7 +32,7 @@ class WordsTokenizer(TokenizersTokenizer):
     """Whitespace-separated words (punctuation split off), decoded with single spaces."""
 
     @classmethod
-    def train(cls, texts: Iterable[str], config: WordsConfig | None = None) -> "WordsTokenizer":
+    def train(cls, texts: Iterable[str], config: WordsConfig | None = None) -> WordsTokenizer:
         from tokenizers import Tokenizer, pre_tokenizers
         from tokenizers.models import WordLevel
         from tokenizers.trainers import WordLevelTrainer
@@ -39,20 +40,31 @@ class WordsTokenizer(TokenizersTokenizer):
         config = config or WordsConfig()
         backend = Tokenizer(WordLevel(unk_token=UNK))
         backend.pre_tokenizer = pre_tokenizers.Whitespace()
-        trainer = WordLevelTrainer(vocab_size=config.vocab_size, min_frequency=config.min_frequency,
-                                   special_tokens=list(SPECIAL_TOKENS))
+        trainer = WordLevelTrainer(
+            vocab_size=config.vocab_size,
+            min_frequency=config.min_frequency,
+            special_tokens=list(SPECIAL_TOKENS),
+        )
         backend.train_from_iterator(texts, trainer=trainer)
         return cls(backend)
 
 
 @hookimpl
 def register_architectures(register):
-    register("bow", "zoo_bow.model:build", config=BowConfig,
-             tasks=("language-modeling", "classification", "next-item"),
-             description="bag of embeddings: the mean of the context's token embeddings")
+    register(
+        "bow",
+        "zoo_bow.model:build",
+        config=BowConfig,
+        tasks=("language-modeling", "classification", "next-item"),
+        description="bag of embeddings: the mean of the context's token embeddings",
+    )
 
 
 @hookimpl
 def register_tokenizers(register):
-    register("words", WordsTokenizer, config=WordsConfig,
-             description="whitespace words, the most frequent vocab_size of them")
+    register(
+        "words",
+        WordsTokenizer,
+        config=WordsConfig,
+        description="whitespace words, the most frequent vocab_size of them",
+    )

@@ -1,4 +1,5 @@
 """The bag-of-embeddings network: order-blind, a baseline every transformer should beat."""
+
 import torch
 import torch.nn as nn
 
@@ -13,7 +14,11 @@ class BagOfEmbeddings(nn.Module):
 
     def forward(self, input_ids, attention_mask=None):  # [B, T] -> logits
         x = self.embed(input_ids)  # [B, T, C]
-        mask = (torch.ones_like(input_ids) if attention_mask is None else attention_mask).unsqueeze(-1).to(x.dtype)
+        mask = (
+            (torch.ones_like(input_ids) if attention_mask is None else attention_mask)
+            .unsqueeze(-1)
+            .to(x.dtype)
+        )
         if self.task == "language-modeling":
             # position t sees the mean of tokens 0..t
             running = (x * mask).cumsum(dim=1) / mask.cumsum(dim=1).clamp(min=1)

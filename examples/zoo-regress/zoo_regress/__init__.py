@@ -14,6 +14,7 @@ It registers three things through the public API (``import zoo``) and nothing el
 This module is imported whenever zoo starts, so it stays light: declarations, config
 dataclasses and hooks. torch is imported by ``zoo_regress.model`` on first use.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,9 +25,11 @@ REGRESSION = Task(
     name="regression",
     loss="zoo_regress.model:squared_error",  # imported when a model trains
     output="values [B]: one real number per input",
-    metrics=(Metric("loss", "lower", "squared error", "mean squared error while training"),
-             Metric("mse", "lower", "squared error", "mean squared error"),
-             Metric("r2", "higher", "fraction of variance explained", "coefficient of determination")),
+    metrics=(
+        Metric("loss", "lower", "squared error", "mean squared error while training"),
+        Metric("mse", "lower", "squared error", "mean squared error"),
+        Metric("r2", "higher", "fraction of variance explained", "coefficient of determination"),
+    ),
     primary="test_r2",
     curve_metric="val_mse",
     prediction="zoo_regress.pipeline:ValuePrediction",
@@ -59,19 +62,33 @@ class BitMLPConfig:
 
 @hookimpl
 def register_pipelines(register):
-    register("regression", "zoo_regress.pipeline:Regression", task=REGRESSION,
-             config="zoo_regress.pipeline:RegressionConfig",
-             description="one real number per text; reports mean squared error and R²")
+    register(
+        "regression",
+        "zoo_regress.pipeline:Regression",
+        task=REGRESSION,
+        config="zoo_regress.pipeline:RegressionConfig",
+        description="one real number per text; reports mean squared error and R²",
+    )
 
 
 @hookimpl
 def register_datasets(register):
-    register("bits", "zoo_regress.data:load", config=BitsConfig, tasks=("regression",),
-             columns={"text": "text", "label": "label"},
-             description="random bit strings; the target is their value as a binary fraction")
+    register(
+        "bits",
+        "zoo_regress.data:load",
+        config=BitsConfig,
+        tasks=("regression",),
+        columns={"text": "text", "label": "label"},
+        description="random bit strings; the target is their value as a binary fraction",
+    )
 
 
 @hookimpl
 def register_architectures(register):
-    register("bitmlp", "zoo_regress.model:build", config=BitMLPConfig, tasks=("regression",),
-             description="embeddings of every position, flattened into a one-hidden-layer MLP")
+    register(
+        "bitmlp",
+        "zoo_regress.model:build",
+        config=BitMLPConfig,
+        tasks=("regression",),
+        description="embeddings of every position, flattened into a one-hidden-layer MLP",
+    )

@@ -1,4 +1,5 @@
 """The ``bits`` dataset: random bit strings and their value as a binary fraction."""
+
 from __future__ import annotations
 
 import random
@@ -19,8 +20,14 @@ def load(config):
     texts = ["".join(rng.choice("01") for _ in range(length)) for _ in range(rows)]
     labels = [value(t) for t in texts]
     cut = [0, rows * 8 // 10, rows * 9 // 10, rows]
-    features = datasets.Features({"text": datasets.Value("string"),
-                                  "label": datasets.Value("float32")})
-    return datasets.DatasetDict({
-        role: datasets.Dataset.from_dict({"text": texts[a:b], "label": labels[a:b]}, features=features)
-        for role, a, b in zip(("train", "validation", "test"), cut, cut[1:])})
+    features = datasets.Features(
+        {"text": datasets.Value("string"), "label": datasets.Value("float32")}
+    )
+    return datasets.DatasetDict(
+        {
+            role: datasets.Dataset.from_dict(
+                {"text": texts[a:b], "label": labels[a:b]}, features=features
+            )
+            for role, a, b in zip(("train", "validation", "test"), cut, cut[1:])
+        }
+    )

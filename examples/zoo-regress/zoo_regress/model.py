@@ -1,4 +1,5 @@
 """The ``bitmlp`` network and the task's loss (torch; imported on first use)."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -7,7 +8,9 @@ import torch.nn.functional as F
 def squared_error(outputs: torch.Tensor, targets: torch.Tensor, reduction: str) -> torch.Tensor:
     """The regression task's loss: the mean (or sum) of squared errors, outputs [B] against
     float targets [B]. zoo's engine calls it for every model of the task."""
-    return F.mse_loss(outputs.reshape(targets.shape), targets.to(outputs.dtype), reduction=reduction)
+    return F.mse_loss(
+        outputs.reshape(targets.shape), targets.to(outputs.dtype), reduction=reduction
+    )
 
 
 class BitMLP(nn.Module):
@@ -15,8 +18,11 @@ class BitMLP(nn.Module):
         super().__init__()
         self.token = nn.Embedding(spec.vocab_size, config.n_embd)
         self.position = nn.Parameter(torch.zeros(config.block_size, config.n_embd))
-        self.mlp = nn.Sequential(nn.Linear(config.block_size * config.n_embd, config.hidden),
-                                 nn.ReLU(), nn.Linear(config.hidden, 1))
+        self.mlp = nn.Sequential(
+            nn.Linear(config.block_size * config.n_embd, config.hidden),
+            nn.ReLU(),
+            nn.Linear(config.hidden, 1),
+        )
 
     def forward(self, input_ids, attention_mask=None):  # [B, T] -> values [B]
         x = self.token(input_ids) + self.position[: input_ids.shape[1]]  # [B, T, C]

@@ -4,14 +4,25 @@ Each text becomes its tokens, right-padded to the architecture's ``block_size`` 
 the model maps them to one number, trained on the task's declared loss (squared error).
 Reported: ``val_mse``, ``val_r2``, ``test_mse``, ``test_r2`` (and the loop's figures).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from zoo.plugin import (Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError,
-                 dataset_key, train, train_cached)
+from zoo.plugin import (
+    Batch,
+    Job,
+    Prediction,
+    RunResult,
+    TaskSpec,
+    TrainConfig,
+    ZooError,
+    dataset_key,
+    train,
+    train_cached,
+)
 
 ROLES = {"train": "train", "validation": "val", "test": "test"}
 
@@ -38,12 +49,16 @@ def check_dataset(dataset) -> None:
     """A numeric label column: class labels (a ClassLabel, text) are not numbers to regress."""
     column = dataset.label_column
     if column is None:
-        raise ZooError(f"dataset {dataset.ref.name!r} has no label column to regress on; "
-                       "name one with --label-column")
+        raise ZooError(
+            f"dataset {dataset.ref.name!r} has no label column to regress on; "
+            "name one with --label-column"
+        )
     dtype = str(getattr(dataset.split("train").features[column], "dtype", ""))
     if dataset.class_names or not dtype.startswith(("float", "int")):
-        raise ZooError(f"label column {column!r} of dataset {dataset.ref.name!r} holds classes "
-                       f"({dtype or 'class labels'}), not numbers to regress on")
+        raise ZooError(
+            f"label column {column!r} of dataset {dataset.ref.name!r} holds classes "
+            f"({dtype or 'class labels'}), not numbers to regress on"
+        )
 
 
 def encode(tokenizer, texts: list[str], block: int) -> tuple[np.ndarray, np.ndarray]:
@@ -52,13 +67,17 @@ def encode(tokenizer, texts: list[str], block: int) -> tuple[np.ndarray, np.ndar
     mask = np.zeros((len(texts), block), dtype=np.int64)
     for row, tokens in enumerate(tokenizer.encode_batch(texts)):
         tokens = tokens[:block]
-        ids[row, :len(tokens)], mask[row, :len(tokens)] = tokens, 1
+        ids[row, : len(tokens)], mask[row, : len(tokens)] = tokens, 1
     return ids, mask
 
 
 def predictions(model, ids: np.ndarray, mask: np.ndarray, batch: int = 256) -> np.ndarray:
-    return np.concatenate([model.logits(ids[i:i + batch], mask[i:i + batch]).reshape(-1)
-                           for i in range(0, len(ids), batch)]).astype(np.float64)
+    return np.concatenate(
+        [
+            model.logits(ids[i : i + batch], mask[i : i + batch]).reshape(-1)
+            for i in range(0, len(ids), batch)
+        ]
+    ).astype(np.float64)
 
 
 def scores(y: np.ndarray, predicted: np.ndarray, prefix: str) -> dict:
@@ -66,8 +85,10 @@ def scores(y: np.ndarray, predicted: np.ndarray, prefix: str) -> dict:
     residual = float(np.sum((y - predicted) ** 2))
     total = float(np.sum((y - y.mean()) ** 2))
     head = f"{prefix}_" if prefix else ""
-    return {f"{head}mse": residual / len(y),
-            f"{head}r2": 1.0 - residual / total if total > 0 else float("nan")}
+    return {
+        f"{head}mse": residual / len(y),
+        f"{head}r2": 1.0 - residual / total if total > 0 else float("nan"),
+    }
 
 
 def split_data(dataset, role: str, tokenizer, block: int):
@@ -82,9 +103,14 @@ def run(job: Job) -> RunResult:
     tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
     if tokenizer is None:
         column = job.dataset.text_column
-        tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
-                                 lambda: job.dataset.split("train")[column],
-                                 dataset_key(job.dataset, "train"), say=job.say)
+        tokenizer = train_cached(
+            job.tokenizer.load(),
+            job.tokenizer.name,
+            job.tokenizer_config,
+            lambda: job.dataset.split("train")[column],
+            dataset_key(job.dataset, "train"),
+            say=job.say,
+        )
         tokenizer.save(job.run.file("tokenizer.json"))
     data = {role: split_data(job.dataset, role, tokenizer, block) for role in ROLES}
     spec = TaskSpec("regression", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
@@ -100,8 +126,12 @@ def run(job: Job) -> RunResult:
         return scores(v_y, predictions(model, v_ids, v_mask), "val")
 
     result = train(job, model, next_batch, validate=validate)
-    metrics = {"steps": result.steps, "train_loss": result.train_loss,
-               "tokens_per_s": result.tokens_per_s, "train_time": result.train_time}
+    metrics = {
+        "steps": result.steps,
+        "train_loss": result.train_loss,
+        "tokens_per_s": result.tokens_per_s,
+        "train_time": result.train_time,
+    }
     for role, prefix in ROLES.items():
         if role != "train":
             r_ids, r_mask, r_y = data[role]

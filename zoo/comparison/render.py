@@ -1,0 +1,228 @@
+"""Comparison tables as text, markdown, csv, json, html or latex."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+from zoo.comparison.table import Comparison, _row_text, describe
+from zoo.errors import UnknownNameError
+
+FORMATS = ("table", "markdown", "csv", "json", "html", "latex")
+
+
+# -- display -------------------------------------------------------------------------
+def number(value: float, like: float | None = None) -> str:
+    """Four significant digits or so; thousands get separators; `like` sets the decimals."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    reference = abs(like if like is not None and not math.isnan(like) else value)
+    if reference >= 1000:
+        return f"{value:,.0f}"
+    digits = 4 if reference == 0 else max(0, min(4, 3 - math.floor(math.log10(reference))))
+    return f"{value:.{digits}f}"
+
+
+def cell_text(cell) -> str:
+    text = number(cell["mean"])
+    if cell["n"] > 1:
+        text += f" ± {number(cell['std'], cell['mean'])}"
+    return f"{text} (n={cell['n']})"
+
+
+def diff_text(cell) -> str:
+    if cell.get("baseline") is None or math.isnan(cell["diff"]):
+        return "-"
+    sign = "+" if cell["diff"] >= 0 else ""
+    text = f"{sign}{number(cell['diff'], cell['mean'])}"
+    if math.isnan(cell["ci_low"]):
+        return text + " (no CI: n<2)"
+    low, high = number(cell["ci_low"], cell["mean"]), number(cell["ci_high"], cell["mean"])
+    return text + f" [{low}, {high}]" + (" †" if cell["significant"] else "")
+
+
+def column_label(comparison: Comparison, cell) -> str:
+    """'shakespeare', or 'emotion [test_accuracy]' when the table mixes metrics."""
+    table = comparison.cells
+    pairs = table[["task", "metric"]].drop_duplicates()
+    label = " / ".join(str(cell[k]) for k in comparison.columns)
+    if len(pairs) > 1:
+        mixed_tasks = table["metric"].nunique() < len(pairs)
+        label += f" [{cell['task']} {cell['metric']}]" if mixed_tasks else f" [{cell['metric']}]"
+    return label
+
+
+def row_label(comparison: Comparison, cell) -> str:
+    """'decoder-char', or 'decoder-char (steps=100)' when its runs differ in settings."""
+    return _row_text(cell, comparison.rows)
+
+
+def layout(comparison: Comparison):
+    """Header and rows of display cells: (text, emphasis) pairs, row labels first."""
+    cells = [cell for _, cell in comparison.cells.iterrows()]
+    from zoo.core.entries import natural_key
+
+    columns = sorted({column_label(comparison, c) for c in cells}, key=natural_key)
+    rows = list(dict.fromkeys(row_label(comparison, c) for c in cells))
+    at = {(row_label(comparison, c), column_label(comparison, c)): c for c in cells}
+    header = [" / ".join(comparison.rows)]
+    for label in columns:
+        header.append(label)
+        if comparison.baseline is not None:
+            header.append(f"{label} Δ vs {comparison.baseline}")
+    body = []
+    for row in rows:
+        line = [(row, False)]
+        for column in columns:
+            cell = at.get((row, column))
+            line.append((cell_text(cell), bool(cell["best"])) if cell is not None else ("-", False))
+            if comparison.baseline is not None:
+                line.append((diff_text(cell) if cell is not None else "-", False))
+        body.append(line)
+    return header, body
+
+
+def legend(comparison: Comparison, best_mark: str) -> list[str]:
+    table = comparison.cells
+    lines = []
+    for _, pair in table[["metric", "better", "task"]].drop_duplicates("metric").iterrows():
+        lines.append(
+            f"{describe(pair['metric'], pair['better'], pair['task'])}: mean ± std over seeds (n runs); "
+            f"{best_mark} best in column, better than the runner-up at 95% (Welch "
+            "interval over seeds)"
+        )
+    if comparison.baseline is not None:
+        lines.append(
+            f"Δ: difference to {comparison.baseline} with a 95% Welch confidence "
+            "interval over seeds; † the interval excludes 0"
+        )
+    return lines + comparison.notes
+
+
+def render(comparison: Comparison, fmt: str = "table") -> str:
+    if fmt not in FORMATS:
+        raise UnknownNameError("format", fmt, FORMATS)
+    if fmt == "csv":
+        return comparison.cells.to_csv(index=False)
+    if fmt == "json":
+        return (
+            json.dumps([_jsonable(r) for r in comparison.cells.to_dict("records")], indent=1) + "\n"
+        )
+    header, body = layout(comparison)
+    return {"table": _text, "markdown": _markdown, "html": _html, "latex": _latex}[fmt](
+        comparison, header, body
+    )
+
+
+def _jsonable(record: dict) -> dict:
+    out = {}
+    for key, value in record.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            value = None
+        elif hasattr(value, "item"):  # numpy scalars
+            value = value.item()
+        out[key] = value
+    return out
+
+
+def _text(comparison, header, body) -> str:
+    rows = [header] + [[text + (" *" if best else "") for text, best in line] for line in body]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = []
+    for n, row in enumerate(rows):
+        lines.append(
+            "  ".join(
+                v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths))
+            ).rstrip()
+        )
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines + [""] + legend(comparison, "*")) + "\n"
+
+
+def _markdown(comparison, header, body) -> str:
+    def escape(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    lines = [
+        "| " + " | ".join(escape(h) for h in header) + " |",
+        "| " + " | ".join(["---"] + ["---:"] * (len(header) - 1)) + " |",
+    ]
+    for line in body:
+        lines.append(
+            "| " + " | ".join(f"**{escape(t)}**" if best else escape(t) for t, best in line) + " |"
+        )
+    return "\n".join(lines + [""] + [f"{note}  " for note in legend(comparison, "bold:")]) + "\n"
+
+
+def _html(comparison, header, body) -> str:
+    from html import escape
+
+    out = io.StringIO()
+    out.write(
+        '<table class="zoo-compare">\n<caption>'
+        + "<br>".join(escape(n) for n in legend(comparison, "bold:"))
+        + "</caption>\n"
+    )
+    out.write(
+        "<thead><tr>"
+        + "".join(f"<th>{escape(h)}</th>" for h in header)
+        + "</tr></thead>\n<tbody>\n"
+    )
+    for line in body:
+        cells = [f"<th>{escape(line[0][0])}</th>"]
+        cells += [
+            f"<td><strong>{escape(t)}</strong></td>" if best else f"<td>{escape(t)}</td>"
+            for t, best in line[1:]
+        ]
+        out.write("<tr>" + "".join(cells) + "</tr>\n")
+    out.write("</tbody>\n</table>\n")
+    return out.getvalue()
+
+
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\^{}",
+    "±": r"$\pm$",
+    "Δ": r"$\Delta$",
+    "†": r"$^\dagger$",
+}
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX.get(ch, ch) for ch in text)
+
+
+def _latex(comparison, header, body) -> str:
+    lines = [
+        r"\begin{table}",
+        r"\centering",
+        r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
+        r"\hline",
+        " & ".join(_latex_escape(h) for h in header) + r" \\",
+        r"\hline",
+    ]
+    for line in body:
+        lines.append(
+            " & ".join(
+                r"\textbf{" + _latex_escape(t) + "}" if best else _latex_escape(t)
+                for t, best in line
+            )
+            + r" \\"
+        )
+    lines += [
+        r"\hline",
+        r"\end{tabular}",
+        r"\caption{" + _latex_escape(" ".join(legend(comparison, "bold:"))) + "}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,225 @@
+"""What plugins register: an entry per name and kind (its target imported on first use), and the registry of each kind that holds them, with did-you-mean lookups."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import importlib
+import importlib.metadata
+import importlib.util
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from zoo.core.containment import PluginCodeFailed, call_plugin, contained, plugin_code
+from zoo.errors import UnknownNameError, ZooError
+from zoo.tasks import Task
+
+KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command", "logger")
+
+
+HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
+
+
+KIND_OF_HOOK = {hook: kind for kind, hook in HOOK_FOR_KIND.items()}
+
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+COMMAND_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+COLUMN_ROLES = ("text", "label")  # what a dataset's columns are to the tasks
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered thing: its name, where its code lives, and which plugin added it."""
+
+    kind: str
+    name: str
+    target: Any  # "module:attr" or the object itself
+    plugin: str
+    description: str = ""
+    config: Any = None  # "module:Dataclass", the dataclass itself, or None
+    tasks: tuple[str, ...] = ()
+    task: Task | None = None  # a pipeline's declaration of the task it serves
+    origin: str = ""  # the plugin's identity (PluginInfo.identity): version or source hash
+    columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
+    memory: Any = None  # an architecture's memory(config) -> bytes to train, or "module:attr"
+
+    def load(self):
+        """Import and return the target (the heavy code), on first use; a target that cannot
+        be what its kind needs is a ZooError naming the plugin."""
+        target = resolve_target(self.target, f"{self.kind} {self.name!r}")
+        if isinstance(self.target, str):  # objects were checked when they registered
+            problem = target_problem(self.kind, target)
+            if problem:
+                raise ZooError(f"{self.kind} {self.name!r} from plugin {self.plugin!r}: {problem}")
+        return target
+
+    def memory_estimate(self, config) -> int | None:
+        """Bytes a model of ``config`` needs to train, by the architecture's own estimate
+        (None: it registered none)."""
+        if self.memory is None:
+            return None
+        estimate = loaded_callable(self.memory, f"memory estimate of {self.name!r}", self.plugin)
+        needed = call_plugin(
+            estimate,
+            config,
+            what=f"memory estimate of {self.kind} {self.name!r}",
+            plugin=self.plugin,
+        )
+        if needed is not None and (isinstance(needed, bool) or not isinstance(needed, int)):
+            raise ZooError(
+                f"memory estimate of {self.kind} {self.name!r} from plugin "
+                f"{self.plugin!r} returned {needed!r}, not a number of bytes"
+            )
+        return needed
+
+    def config_class(self):
+        if self.config is None:
+            return None
+        cls = resolve_target(self.config, f"config of {self.name!r}")
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            raise ZooError(
+                f"config of {self.kind} {self.name!r} from plugin {self.plugin!r} is "
+                f"a {type(cls).__name__}, not a dataclass"
+            )
+        return cls
+
+
+@dataclass(frozen=True)
+class Command:
+    """A `zoo` subcommand added by a plugin (the ``register_commands`` hook)."""
+
+    name: str
+    handler: Any  # "module:function" or the function; called with the parsed arguments
+    plugin: str
+    help: str = ""  # one line, shown by `zoo --help`
+    description: str = ""  # shown by `zoo NAME --help`
+    arguments: Any = None  # "module:function", or function(parser) adding the options
+    kind: str = "command"
+
+    def load_handler(self) -> Callable:
+        return loaded_callable(self.handler, f"handler of command {self.name!r}", self.plugin)
+
+    def add_arguments(self, parser) -> None:
+        if self.arguments is not None:
+            loaded_callable(self.arguments, f"arguments of command {self.name!r}", self.plugin)(
+                parser
+            )
+
+
+def loaded_callable(target, what: str, plugin: str) -> Callable:
+    obj = resolve_target(target, what)
+    if not callable(obj):
+        raise ZooError(f"{what} from plugin {plugin!r} is {describe_target(obj)}, not a function")
+    return obj
+
+
+def target_problem(kind: str, target) -> str | None:
+    """What is wrong with a registered target for its kind, or None (see zoo.hookspecs)."""
+    import inspect
+
+    if kind == "tokenizer":
+        from zoo.data.tokenizer import Tokenizer
+
+        if not (isinstance(target, type) and issubclass(target, Tokenizer)):
+            return f"target is {describe_target(target)}, not a subclass of zoo.data.tokenizer.Tokenizer"
+        return None
+    if kind == "pipeline":
+        if not callable(getattr(target, "run", None)):
+            return f"target is {describe_target(target)} without a run(job) method"
+        return None
+    if not callable(target):
+        return f"target is {describe_target(target)}, not a class or function"
+    if kind == "architecture":
+        try:
+            signature = inspect.signature(target)
+        except (TypeError, ValueError):  # no signature to inspect: let the call decide
+            return None
+        try:
+            signature.bind(None, None)
+        except TypeError:
+            return f"target must be build(config, spec), but it takes {signature}"
+    return None
+
+
+def describe_target(target) -> str:
+    from zoo.errors import shown
+
+    name = getattr(target, "__qualname__", None)
+    if name:
+        return f"{type(target).__name__} {name}"
+    if getattr(target, "func", None) is not None:  # functools.partial: name its function
+        return shown(target)
+    return f"a {type(target).__name__} ({shown(target, 60)})"
+
+
+def resolve_target(target, what: str):
+    if not isinstance(target, str):
+        return target
+    module_name, _, attr = target.partition(":")
+    try:
+        with plugin_code():
+            obj = contained(importlib.import_module, module_name)
+        for part in attr.split(".") if attr else ():
+            obj = getattr(obj, part)
+    except PluginCodeFailed as exc:
+        raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from None
+    except AttributeError as exc:
+        raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from None
+    return obj
+
+
+class Registry:
+    """Names of one kind: clashes are errors, unknown names get a did-you-mean."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._entries: dict[str, Entry] = {}
+
+    def add(self, entry: Entry) -> None:
+        existing = self._entries.get(entry.name)
+        if existing is not None:
+            raise ZooError(
+                f"{self.kind} name {entry.name!r} from plugin {entry.plugin!r} clashes with "
+                f"the one from plugin {existing.plugin!r}"
+            )
+        self._entries[entry.name] = entry
+
+    def get(self, name: str) -> Entry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise UnknownNameError(
+                self.kind, name, self._entries, hint=f"zoo list {self.kind}s shows all"
+            ) from None
+
+    def remove(self, name: str) -> Entry:
+        return self._entries.pop(name)
+
+    def __contains__(self, name) -> bool:
+        return name in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def names(self, pattern: str = "*") -> list[str]:
+        """Names matching a shell-style wildcard, in natural order (model2 before model10)."""
+        return sorted(fnmatch.filter(self._entries, pattern), key=natural_key)
+
+    def entries(self, pattern: str = "*") -> list[Entry]:
+        return [self._entries[n] for n in self.names(pattern)]
+
+    def entries_in_order(self) -> list[Entry]:
+        """Every entry in the order it was registered (built-ins first)."""
+        return list(self._entries.values())
+
+
+def natural_key(text: str):
+    """A sort key that orders numbers in names by value: ``step-9`` before ``step-10``."""
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", text)]
