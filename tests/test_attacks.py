@@ -650,6 +650,7 @@ def test_hashed_bigram_tables_that_cannot_be_allocated_are_exit_2_before_a_run(
 SHAPE = {"n_layer": 2, "n_head": 2, "n_embd": 64, "block_size": 16}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "architecture, settings",
     [

@@ -113,6 +113,7 @@ def with_trackers():
     Slow.calls = []
 
 
+@pytest.mark.slow
 def test_a_failing_logger_warns_once_and_a_slow_one_never_slows_the_run(tiny_text, with_trackers):
     run = train(tiny_text, "--log-to", "broken,slow")
     assert run["status"] == "finished"
@@ -129,6 +130,7 @@ def test_a_failing_logger_warns_once_and_a_slow_one_never_slows_the_run(tiny_tex
     assert run["metrics"]["train_time"] < 0.5 * len(records)
 
 
+@pytest.mark.slow
 def test_trackers_are_chosen_by_environment_and_unknown_ones_refused(
     tiny_text, with_trackers, monkeypatch
 ):
@@ -141,6 +143,7 @@ def test_trackers_are_chosen_by_environment_and_unknown_ones_refused(
         assert len(store.rows()) == 1  # the refused run recorded nothing
 
 
+@pytest.mark.slow
 def test_a_sweep_sends_every_cell_to_its_trackers(tiny_text, with_trackers, monkeypatch):
     import os
 

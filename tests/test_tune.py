@@ -155,6 +155,7 @@ def test_the_trial_reporter_prunes_a_trial_below_the_median(tmp_path):
     assert study.trials[3].intermediate_values == {5: 0.5}  # reported to the shared storage
 
 
+@pytest.mark.slow
 def test_trials_never_read_the_test_split_and_the_best_is_scored_on_test_once(
     negated_reviews, monkeypatch
 ):
@@ -421,6 +422,7 @@ def test_ctrl_c_keeps_the_study_and_queues_the_cut_off_trial_again(negated_revie
     assert trials[1].system_attrs["fixed_params"] == trials[0].params  # queued again
 
 
+@pytest.mark.slow
 def test_a_config_file_holds_what_the_command_line_holds(negated_reviews, tmp_path):
     config = tmp_path / "tune.toml"
     config.write_text(
