@@ -186,7 +186,7 @@ def test_plot_output_follows_symlinks_and_streams_to_fifos(isolated):
     target = isolated / "curve.png"
     link = isolated / "link.png"
     link.symlink_to(target)
-    result = run_cli("plot", run_id, "--output", link)
+    result = run_cli("plot", run_id, "--plot", link)
     assert result.code == 0, result
     assert link.is_symlink() and target.read_bytes().startswith(b"\x89PNG")
     fifo = isolated / "curve.pipe"
@@ -194,7 +194,7 @@ def test_plot_output_follows_symlinks_and_streams_to_fifos(isolated):
     received = []
     reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
     reader.start()
-    result = run_cli("plot", run_id, "--output", fifo)
+    result = run_cli("plot", run_id, "--plot", fifo)
     reader.join(timeout=60)
     assert result.code == 0, result
     assert stat.S_ISFIFO(os.stat(fifo).st_mode) and received[0].startswith(b"\x89PNG")
@@ -776,7 +776,7 @@ def test_garbage_metrics_jsonl_is_exit_2_naming_it(trained, content, says):
     home, runs = trained
     path = home / runs["lm"] / "metrics.jsonl"
     path.write_text(content)
-    result = run_cli("plot", runs["lm"], "--output", "curve.png")
+    result = run_cli("plot", runs["lm"], "--plot", "curve.png")
     assert result.code == 2 and str(path) in only_line(result) and says in result.err
 
 

@@ -148,7 +148,7 @@ def test_plots_refuse_mixed_tasks_name_only_shared_differences_and_never_repeat_
     from zoo.comparison.plots import colors, run_labels
 
     lm = train("decoder-char", tiny_text, *TINY_DECODER)
-    mixed = run_cli("plot", lm, classifier, "--output", "mixed.png")
+    mixed = run_cli("plot", lm, classifier, "--plot", "mixed.png")
     assert mixed.code == 2 and "different tasks" in mixed.err
     rows = [
         {

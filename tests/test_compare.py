@@ -321,6 +321,8 @@ def test_compare_plot_writes_a_png(isolated):
     data = (isolated / "chart.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
     assert run_cli("compare", "--plot", "missing/chart.png").code == 2
+    assert run_cli("compare", "--plot", "chart.svg").code == 0
+    assert (isolated / "chart.svg").read_text(encoding="utf-8").lstrip().startswith("<?xml")
 
 
 def test_python_api_returns_the_cells():
@@ -349,12 +351,14 @@ def test_plot_overlays_curves_from_metrics_jsonl(isolated):
                 **({"val_loss": 4.1 - step * 0.05} if step % 10 == 0 else {}),
             }
         )
-    result = run_cli("plot", run_id, "--output", "curves.png")
+    result = run_cli("plot", run_id, "--plot", "curves.png")
     assert result.code == 0, result
     assert (isolated / "curves.png").read_bytes()[:4] == b"\x89PNG"
-    assert run_cli("plot", run_id, "--metric", "accuracy", "--output", "x.png").code == 2
+    # one name for a chart file in every command: --output is the text output's name
+    assert run_cli("plot", run_id, "--output", "curves.png").code == 2
+    assert run_cli("plot", run_id, "--metric", "accuracy", "--plot", "x.png").code == 2
     empty = record("mid-char", "text", 0, {"val_bpc": 1.0})
-    assert run_cli("plot", empty, "--output", "y.png").code == 2  # no metrics.jsonl
+    assert run_cli("plot", empty, "--plot", "y.png").code == 2  # no metrics.jsonl
 
 
 # -- on tiny real runs -----------------------------------------------------------------

@@ -131,7 +131,7 @@ def test_a_new_task_runs_end_to_end_through_the_cli(regress, tmp_path):
     assert all(math.isfinite(p["value"]) for p in predicted)
     assert predicted[0]["value"] > predicted[1]["value"]  # 0.5 against 0.25
 
-    ok("plot", run["run_id"], "--output", tmp_path / "curve.png")
+    ok("plot", run["run_id"], "--plot", tmp_path / "curve.png")
     assert (tmp_path / "curve.png").stat().st_size > 0
 
     reproduced = run_cli("reproduce", run["run_id"], "--quiet")

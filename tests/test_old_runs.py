@@ -65,7 +65,7 @@ def test_old_language_model_reloads_generates_and_evaluates_as_it_did(mirror):
     scored = json.loads(ok("eval", LM["run_id"], "shakespeare", "--split", "validation", "--json"))
     for key, value in EXPECTED["eval"]["metrics"].items():
         assert scored["metrics"][key] == pytest.approx(value, rel=1e-9), key
-    ok("plot", LM["run_id"], "--output", "curve.png")
+    ok("plot", LM["run_id"], "--plot", "curve.png")
 
 
 def test_old_classifier_reloads_and_predicts_as_it_did():

@@ -205,7 +205,11 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
         help="write the table to FILE instead of stdout "
         "(a symlink's target is written; a device or FIFO is streamed to)",
     )
-    p.add_argument("--plot", metavar="PNG", help="also draw grouped bars with error bars")
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw grouped bars with error bars into a .png, .svg or .pdf file",
+    )
     p.add_argument(
         "--better",
         choices=("lower", "higher"),
@@ -263,10 +267,10 @@ def cmd_plot(args) -> int:
     tasks = {row["task"] for row in rows}  # units and validation metric: the task's declaration
     save(
         training_curves(runs, args.metric, args.x, task=tasks.pop() if len(tasks) == 1 else None),
-        args.output,
+        args.plot,
     )
-    if args.output != "-":
-        print(f"wrote {args.output}", file=sys.stderr)
+    if args.plot != "-":
+        print(f"wrote {args.plot}", file=sys.stderr)
     return 0
 
 
@@ -335,7 +339,9 @@ def add_commands(commands) -> None:
         choices=("step", "elapsed"),
         help="x axis: optimizer step or training time in seconds",
     )
-    p.add_argument("--output", required=True, metavar="FILE", help="a .png, .svg or .pdf file")
+    p.add_argument(
+        "--plot", required=True, metavar="FILE", help="the chart: a .png, .svg or .pdf file"
+    )
     p.set_defaults(handler=cmd_plot)
     p = commands.add_parser(
         "ensemble",
