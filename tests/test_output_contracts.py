@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -83,3 +84,18 @@ def test_a_closed_stdout_is_an_error_not_exit_0():
     )
     assert result.returncode == 2, result
     assert "standard output is closed" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_reader_that_goes_away_is_not_exit_0_and_prints_no_traceback():
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader is gone before zoo writes a byte: every write is EPIPE
+    result = subprocess.run(
+        [sys.executable, "-m", "zoo", "list", "models"],
+        stdout=writer,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(writer)
+    assert result.returncode == 141, result  # 128 + SIGPIPE, as a C tool in a pipe reports
+    assert result.stderr == ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import signal
 import sys
 
 from zoo import __version__
@@ -122,6 +123,17 @@ def _plugin_handler(command):
     return handler
 
 
+def discard_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's final flush of what is left
+    in its buffer does not fail a second time on the broken pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real descriptor (tests capture it)
+        pass
+
+
 def main(argv=None) -> int:
     """The `zoo` command. Called with no ``argv`` it is the program (the console script,
     ``python -m zoo``), about to exit when it returns, and tunes the garbage collector for
@@ -179,7 +191,10 @@ def run_command(argv: list[str]) -> int:
             print("zoo: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return 0
+        # the reader went away (`zoo runs | head`): stop quietly, but not with 0, for the
+        # output is incomplete; 141 is what a program killed by SIGPIPE reports
+        discard_stdout()
+        return 128 + signal.SIGPIPE
     except Exception as exc:
         if debug:
             import traceback
