@@ -2,11 +2,16 @@
 the driver alone writes the store, a killed worker fails its cell while the sweep goes on,
 and running the sweep again finishes it. One cluster for the module: Ray starts slowly."""
 
+import json
 import os
+import subprocess
+import sys
+import time
 
 import pytest
 from conftest import TINY_DECODER, kill_a_worker_held_at_a_checkpoint, run_cli
 
+from zoo.records.ownership import writer_alive
 from zoo.records.store import Store, home
 
 ray = pytest.importorskip("ray")
@@ -63,3 +68,66 @@ def test_a_ray_sweep_records_every_cell_from_the_driver_and_finishes_a_killed_on
     assert [r["status"] for r in rows] == ["finished"] * 4
     assert {r["pid"] for r in rows} == {os.getpid()}  # every row written by the driver
     assert all((home() / r["id"] / "model.safetensors").is_file() for r in rows)
+
+
+@pytest.mark.slow
+def test_ray_tasks_end_with_a_killed_driver_and_a_rerun_finishes_the_cells(
+    tiny_text, cluster, tmp_path
+):
+    """A `zoo sweep` process joins this cluster as a second driver, as it would join a
+    cluster started with `ray start`; SIGKILL of it ends its tasks, so nothing writes the
+    run folders when the same sweep runs again."""
+    address = ray.get_runtime_context().gcs_address
+    runs = tmp_path / "runs"
+    env = {**os.environ, "ZOO_HOME": str(runs), "OMP_NUM_THREADS": "1"}
+    sweep = [
+        sys.executable,
+        "-m",
+        "zoo",
+        "sweep",
+        "decoder-char",
+        "--on",
+        str(tiny_text),
+        "--seeds",
+        "2",
+        "--steps",
+        "1000",
+        *map(str, TINY_DECODER),
+        "--set",
+        "checkpoint_every=5",
+        "--set",
+        "eval_interval=100",
+        "--executor",
+        "ray",
+        "--address",
+        address,
+    ]
+    with open(tmp_path / "driver.log", "w") as log:
+        driver = subprocess.Popen(sweep, env=env, stdout=log, stderr=subprocess.STDOUT)
+    folders: list = []
+    deadline = time.time() + 120
+    while time.time() < deadline and not (len(folders) == 2 and all(map(writer_alive, folders))):
+        folders = [m.parent for m in runs.glob("*/metrics.jsonl")]
+        time.sleep(0.1)
+    assert len(folders) == 2 and all(map(writer_alive, folders)), (
+        tmp_path / "driver.log"
+    ).read_text()
+    driver.kill()
+    driver.wait()
+    deadline = time.time() + 30  # Ray ends a dead driver's job and its tasks' workers
+    while time.time() < deadline and any(map(writer_alive, folders)):
+        time.sleep(0.1)
+    assert not any(map(writer_alive, folders)), "a Ray task outlived its driver"
+
+    rerun = subprocess.run(sweep, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    with Store(runs / "zoo.db") as store:
+        rows = store.rows()
+    assert sorted(r["status"] for r in rows) == ["finished", "finished"]
+    for row in rows:
+        steps = [
+            json.loads(line)["step"]
+            for line in (runs / row["id"] / "metrics.jsonl").read_text().splitlines()
+            if "train_loss" in line
+        ]
+        assert steps == list(range(1, 1001))  # every step once: none lost, none twice
