@@ -115,3 +115,29 @@ def test_the_digits_estimate_bounds_what_the_rule_tables_take(max_len):
         tracemalloc.stop()
     estimate = table_cost(config, max_len, count)[0]
     assert peak <= estimate <= 3 * peak, (peak, estimate)
+
+
+def test_generated_tokens_are_bounded_before_generating(run_id):
+    from zoo.core.bounds import MAX_GENERATE_TOKENS
+
+    result = run_cli("generate", run_id, "--tokens", MAX_GENERATE_TOKENS + 1)
+    assert result.code == 2 and f"at most {MAX_GENERATE_TOKENS:,}" in result.err, result
+    assert run_cli("generate", run_id, "--tokens", 5).code == 0
+
+
+def test_more_sweep_workers_than_memory_holds_are_refused_before_planning(tiny_text, monkeypatch):
+    from zoo.sweeps import executors
+
+    monkeypatch.setattr(executors, "physical_memory", lambda: 4 * 2**30)  # any machine: 4 GiB
+    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--jobs", 9, *TINY_DECODER)
+    assert result.code == 2, result
+    assert "--jobs 9 needs about 4 GiB" in result.err and "at most 8" in result.err
+    assert "sweep:" not in result.err  # nothing planned, nothing trained
+
+
+def test_a_sweep_starts_no_more_workers_than_it_has_cells(tiny_text, one_thread):
+    result = run_cli(
+        "sweep", "decoder-char", "--on", tiny_text, "--jobs", 6, "--steps", 2, *TINY_DECODER
+    )
+    assert result.code == 0, result
+    assert "running on 1 worker process, " in result.err

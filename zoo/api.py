@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zoo.core.bounds import DEVICES
+from zoo.core.bounds import DEVICES, MAX_GENERATE_TOKENS
 from zoo.errors import ZooError
 
 if TYPE_CHECKING:
@@ -136,6 +136,8 @@ class LoadedRun:
                 "pipeline offers no generation"
             )
         _positive("tokens", tokens, int)
+        if tokens > MAX_GENERATE_TOKENS:
+            raise ZooError(f"tokens must be at most {MAX_GENERATE_TOKENS:,}, got {tokens:,}")
         if (
             isinstance(temperature, bool)
             or not isinstance(temperature, (int, float))

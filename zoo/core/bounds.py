@@ -23,6 +23,7 @@ MAX_BATCH = 2**16  # sequences in a batch (zoo verify --batch, batch_size)
 MAX_PREDICT_BYTES = 64 * 2**20  # zoo predict --file, counted as read (pipes included)
 MAX_PREDICT_TEXT_BYTES = 2**20  # one text (line) of it: a tokenizer takes ~300 bytes per byte
 MAX_PREDICT_LINES = 1_000_000
+MAX_GENERATE_TOKENS = 1_000_000  # zoo generate --tokens: the text is held whole
 
 # Size-like config fields (model, tokenizer, training and dataset sections) and their
 # limits, enforced on every config however it arrives: --set, a preset, or a run's

@@ -31,6 +31,7 @@ from zoo.core.process import (
     set_threads,
     tune_gc_for_training,
 )
+from zoo.core.bounds import physical_memory
 from zoo.errors import SweepInterrupted, ZooError
 from zoo.records.paths import run_folder
 from zoo.records.store import Store, home
@@ -40,6 +41,21 @@ from zoo.sweeps.worker import one_line, run_cell
 
 RESUMABLE = ("interrupted", "failed")
 CLAIM_POLL_SECONDS = 0.5  # how often a sweep looks again at cells another sweep trains
+
+
+WORKER_MEMORY = 512 * 2**20  # a spawned worker: Python, torch and zoo take about 320 MB
+
+
+def check_jobs(jobs: int) -> None:
+    """Refuse more worker processes than the machine's memory holds, before any starts."""
+    memory = physical_memory()
+    most = max(1, memory // WORKER_MEMORY) if memory else None
+    if most is not None and jobs > most:
+        raise ZooError(
+            f"--jobs {jobs:,} needs about {jobs * WORKER_MEMORY / 2**30:,.0f} GiB of memory "
+            f"for its worker processes alone ({WORKER_MEMORY // 2**20} MiB each), more than "
+            f"this machine's {memory / 2**30:.0f} GiB; at most {most:,}"
+        )
 
 
 def available_cores() -> int:
@@ -91,6 +107,9 @@ def _worker_main(conn, threads: int, driver_pid: int | None = None) -> None:
 
 
 class Executor:
+    def fit(self, cells: int) -> None:
+        """Use no more workers than there are cells to train."""
+
     def run_cells(self, sweep, *, device: str, out=None):
         """Train the sweep's cells still to do in this executor's workers."""
         return Driver(sweep, self, device=device, out=out or sys.stderr).run()
@@ -101,15 +120,21 @@ class ProcessExecutor(Executor):
     each training one cell at a time; a worker that dies is replaced."""
 
     def __init__(self, jobs: int, threads: int | None = None):
-        self.jobs = jobs
+        check_jobs(jobs)
+        self.jobs, self.fixed_threads = jobs, threads
         self.threads = threads or max(1, available_cores() // jobs)
         self.context = multiprocessing.get_context("spawn")
         self.workers: dict[int, tuple] = {}  # slot -> (process, connection)
         self.busy: set[int] = set()
 
+    def fit(self, cells: int) -> None:
+        self.jobs = max(1, min(self.jobs, cells))
+        self.threads = self.fixed_threads or max(1, available_cores() // self.jobs)
+
     def describe(self) -> str:
         return (
-            f"{self.jobs} worker processes, {self.threads} thread(s) each "
+            f"{self.jobs} worker process{'es' if self.jobs > 1 else ''}, "
+            f"{self.threads} thread(s) each "
             f"({available_cores()} cores)"
         )
 
@@ -326,6 +351,7 @@ class Driver:
         index = 0
         try:
             self.executor.start()  # a Ray cluster that cannot be reached fails here (exit 2)
+            self.executor.fit(total)
             self.say(f"running on {self.executor.describe()}")
             while todo or self.running:
                 while todo and self.executor.free_slot() is not None:
