@@ -126,9 +126,9 @@ def test_generated_tokens_are_bounded_before_generating(run_id):
 
 
 def test_more_sweep_workers_than_memory_holds_are_refused_before_planning(tiny_text, monkeypatch):
-    from zoo.sweeps import executors
+    from zoo.sweeps import processes
 
-    monkeypatch.setattr(executors, "physical_memory", lambda: 4 * 2**30)  # any machine: 4 GiB
+    monkeypatch.setattr(processes, "physical_memory", lambda: 4 * 2**30)  # any machine: 4 GiB
     result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--jobs", 9, *TINY_DECODER)
     assert result.code == 2, result
     assert "--jobs 9 needs about 4 GiB" in result.err and "at most 8" in result.err

@@ -131,7 +131,8 @@ def test_a_device_that_is_not_there_records_no_run(tiny_text, monkeypatch):
 
 
 def test_many_failures_are_summarised():
-    from zoo.sweeps.driver import Cell, Sweep, summary
+    from zoo.sweeps.cells import Cell, Sweep
+    from zoo.sweeps.report import summary
 
     cells = [
         Cell("m", "d", seed, status="failed", error="E" * 900, run_id=f"r{seed}")

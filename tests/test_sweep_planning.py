@@ -8,7 +8,7 @@ import time
 
 from conftest import run_cli
 
-from zoo.sweeps.driver import MAX_CELLS, plan_sweep
+from zoo.sweeps.cells import MAX_CELLS, plan_sweep
 from zoo.sweeps.grid import parse_grid
 
 

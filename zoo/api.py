@@ -360,7 +360,7 @@ def sweep(
     import sys
 
     from zoo.errors import UnknownNameError
-    from zoo.sweeps import driver
+    from zoo.sweeps import cells, driver, report
     from zoo.sweeps.executors import make_executor
     from zoo.sweeps.grid import parse_grid
 
@@ -376,7 +376,7 @@ def sweep(
     pool_of_workers = make_executor(
         _positive("jobs", jobs, int), executor, address, cell_cpus, cell_gpus, device
     )  # before planning: no Ray fails now
-    plan = driver.plan_sweep(
+    plan = cells.plan_sweep(
         models,
         datasets,
         seeds=_positive("seeds", seeds, int),
@@ -384,24 +384,24 @@ def sweep(
         task=task,
         grid=parse_grid(grid),
     )
-    for line in driver.describe_plan(plan):
+    for line in cells.describe_plan(plan):
         print(line, file=out)
     if baseline is not None and baseline.split(" (")[0] not in plan.models:
         raise UnknownNameError(
             "baseline model", baseline, plan.models, hint="it must be one of the sweep's models"
         )
     if not plan.todo and not plan.finished_before:
-        raise ZooError(f"no cell of the sweep can run ({driver.unrunnable(plan)})")
+        raise ZooError(f"no cell of the sweep can run ({report.unrunnable(plan)})")
     if dry_run:
-        return SweepResult(driver.records(plan), None)
+        return SweepResult(report.records(plan), None)
     driver.run_sweep(plan, device=device, quiet=quiet, out=out, executor=pool_of_workers)
-    print(driver.summary(plan), file=out)
+    print(report.summary(plan), file=out)
     table = None
     if any(c.status == "finished" or c.done for c in plan.cells):
-        table = driver.table(
+        table = report.table(
             plan, metric=metric, by=by, columns=columns, baseline=baseline, better=better, pool=pool
         )
-    return SweepResult(driver.records(plan), table.cells if table is not None else None, table)
+    return SweepResult(report.records(plan), table.cells if table is not None else None, table)
 
 
 def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto") -> Ensemble:

@@ -34,7 +34,7 @@ class Trial:
     """One asked trial, ready to train."""
 
     optuna_trial: object
-    cell: object  # zoo.sweeps.driver.Cell: model, dataset, seed 0, the settings, the plan
+    cell: object  # zoo.sweeps.cells.Cell: model, dataset, seed 0, the settings, the plan
     extra: dict  # recorded in the run's config: {"tune": {"study": ..., "trial": ...}}
     reporter: TrialReporter
 
@@ -52,7 +52,7 @@ def ask(
     """The next trial's settings from the study, planned (None when they cannot run: the
     trial is told failed, with the reason printed)."""
     from zoo.core.plan import config_hash, plan_run
-    from zoo.sweeps.driver import Cell
+    from zoo.sweeps.cells import Cell
 
     trial = study.ask({d.key: d.distribution() for d in searched})
     trial.set_user_attr("driver", driver_mark())
@@ -148,11 +148,11 @@ def run_here(search: Search, study, storage, model, dataset, searched, objective
 
 
 class TrialDriver:
-    """Trials in an executor's workers (zoo.sweeps.executors): the sweep driver's store
+    """Trials in an executor's workers (zoo.sweeps.dispatch): the sweep driver's store
     replay and failure records, with trials asked of and told to the study."""
 
     def __init__(self, executor, search: Search, out=None):
-        from zoo.sweeps.executors import Driver
+        from zoo.sweeps.dispatch import Driver
 
         self.out = out or sys.stderr
         # the sweep driver records each cell's run; its 'sweep' is only the shared --set
@@ -166,7 +166,7 @@ class TrialDriver:
         self.started = False
 
     def run(self, study, storage, model, dataset, searched, objective) -> None:
-        from zoo.sweeps.executors import cell_task
+        from zoo.sweeps.dispatch import cell_task
         from zoo.train.runner import new_run_id
 
         if not self.started:

@@ -37,7 +37,7 @@ def plan_search(search: Search) -> dict:
     from zoo.core.registry import get_zoo
     from zoo.data import datasets as zoo_data
     from zoo.search.trials import HELD_OUT
-    from zoo.sweeps.driver import expand_models
+    from zoo.sweeps.cells import expand_models
 
     zoo = get_zoo()
     if search.trials is None and search.time is None:
@@ -204,13 +204,14 @@ def _seed_reruns(search: Search, results, make_executor, out) -> None:
     from zoo.core.plan import config_hash, plan_run
     from zoo.records.store import Store
     from zoo.sweeps import driver
+    from zoo.sweeps.cells import Cell, Sweep
 
     cells = []
     for result in results:
         groups = [("preset", {})] + ([("tuned", result.settings)] if result.best else [])
         for _, setting in groups:
             for seed in range(search.seeds):
-                cell = driver.Cell(result.model, result.dataset, seed, dict(setting))
+                cell = Cell(result.model, result.dataset, seed, dict(setting))
                 cell.plan = plan_run(
                     result.model,
                     result.dataset,
@@ -224,7 +225,7 @@ def _seed_reruns(search: Search, results, make_executor, out) -> None:
         finished = store.finished_by_hash()
     for cell in cells:
         cell.done = finished.get(cell.config_hash)
-    sweep = driver.Sweep(
+    sweep = Sweep(
         cells,
         search.models,
         search.datasets,

@@ -1,0 +1,212 @@
+"""A sweep's plan: every model x dataset x setting x seed cell.
+
+Every cell is planned before anything trains, so impossible pairs (no head for the
+dataset's task, a --set key the model does not have) are skipped with their reason up
+front. `--grid key=v1,v2` adds settings: each combination of grid values is its own cell
+(and its own row in the comparison)."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from dataclasses import dataclass, field
+
+from zoo.data import datasets as zoo_data
+from zoo.errors import ZooError
+from zoo.sweeps.grid import check_grid, grid_settings, short_value
+
+WILDCARDS = "*?["
+
+
+MAX_CELLS = 2_000  # cells one sweep plans (model x dataset x setting x seed): seconds
+
+
+@dataclass
+class Cell:
+    model: str
+    dataset: str
+    seed: int
+    setting: dict = field(default_factory=dict)  # this cell's --grid values, of their types
+    plan: object = None  # zoo.core.plan.Plan, when the cell can run
+    config_hash: str | None = None
+    skip: str | None = None  # why the cell cannot run
+    done: str | None = None  # the finished run that already holds this cell
+    run_id: str | None = None
+    status: str | None = None
+    error: str | None = None
+    duration: float | None = None
+
+    @property
+    def label(self) -> str:
+        """The model, with its grid setting: 'decoder-char (lr=0.003)'."""
+        if not self.setting:
+            return self.model
+        return (
+            f"{self.model} ({', '.join(f'{k}={short_value(v)}' for k, v in self.setting.items())})"
+        )
+
+    @property
+    def name(self) -> str:
+        return f"{self.label} on {self.dataset}, seed {self.seed}"
+
+
+@dataclass
+class Sweep:
+    cells: list[Cell]
+    models: list[str]
+    datasets: list[str]
+    seeds: list[int]
+    log: list[str] = field(default_factory=list)
+    grid: dict = field(default_factory=dict)  # key -> the values swept
+    overrides: dict = field(default_factory=dict)  # --set (and --steps, --time) for every cell
+    task: str | None = None  # the task asked for, if any
+
+    @property
+    def impossible(self) -> list[Cell]:
+        return [c for c in self.cells if c.skip]
+
+    @property
+    def finished_before(self) -> list[Cell]:
+        return [c for c in self.cells if c.done]
+
+    @property
+    def todo(self) -> list[Cell]:
+        return [c for c in self.cells if not c.skip and not c.done]
+
+    @property
+    def failed(self) -> list[Cell]:
+        return [c for c in self.cells if c.status not in (None, "finished")]
+
+    @property
+    def hashes(self) -> set[str]:
+        return {c.config_hash for c in self.cells if c.config_hash}
+
+
+def expand_models(patterns: list[str], zoo) -> list[str]:
+    """Model names, with wildcards matched against every preset and pair in the registry."""
+    from zoo.core.entries import natural_key
+    from zoo.core.names import model_names, resolve_model
+
+    # ensemble presets combine other runs (zoo run NAME); a sweep trains single models
+    names = [name for name in model_names(zoo) if name not in zoo.catalogue.ensembles]
+    found = []
+    for pattern in patterns:
+        if any(ch in pattern for ch in WILDCARDS):
+            matched = sorted(fnmatch.filter(names, pattern), key=natural_key)
+            if not matched:
+                raise ZooError(f"no model matches {pattern!r} (zoo list models shows them)")
+            found.extend(matched)
+        else:
+            resolve_model(pattern, zoo)  # an unknown name fails now, with a did-you-mean
+            found.append(pattern)
+    return list(dict.fromkeys(found))
+
+
+def plan_sweep(
+    models: list[str],
+    datasets: list[str],
+    *,
+    seeds: int = 1,
+    overrides: dict | None = None,
+    task: str | None = None,
+    zoo=None,
+    grid: dict[str, list[str]] | None = None,
+) -> Sweep:
+    from zoo.core.plan import config_hash, plan_run
+    from zoo.core.registry import get_zoo
+    from zoo.records.store import Store
+
+    zoo = zoo or get_zoo()
+    if seeds <= 0:
+        raise ZooError(f"--seeds must be positive, got {seeds}")
+    grid, overrides = dict(grid or {}), dict(overrides or {})
+    names = expand_models(models, zoo)
+    datasets = list(dict.fromkeys(datasets))
+    for dataset in datasets:
+        zoo_data.resolve(dataset, zoo)  # an unknown dataset fails now, with a did-you-mean
+    if grid:
+        grid = check_grid(grid, overrides, _pair_sections(names, datasets, overrides, task, zoo))
+    settings = grid_settings(grid)
+    count = len(names) * len(datasets) * len(settings) * seeds
+    if count > MAX_CELLS:  # before any is planned: planning is linear, but not free
+        raise ZooError(
+            f"the sweep has {count:,} cells ({len(names)} model(s) x "
+            f"{len(datasets)} dataset(s) x {len(settings):,} setting(s) x "
+            f"{seeds:,} seed(s)); at most {MAX_CELLS:,}: split it"
+        )
+    cells, loaded = [], {}
+    for model in names:
+        for dataset in datasets:
+            for setting in settings:
+                first = None  # the setting's plan: the same for every seed but the seed
+                for seed in range(seeds):
+                    cell = Cell(model, dataset, seed, setting)
+                    try:
+                        if first is None:
+                            first = plan_run(
+                                model,
+                                dataset,
+                                overrides={**overrides, **setting},
+                                seed=seed,
+                                task=task,
+                                zoo=zoo,
+                                loaded_cache=loaded,
+                            )
+                        cell.plan = dataclasses.replace(first, seed=seed)
+                        cell.config_hash = config_hash(cell.plan, zoo)
+                    except ZooError as exc:
+                        cell.skip = str(exc)
+                    cells.append(cell)
+    with Store() as store:
+        finished = store.finished_by_hash()
+    first: dict[str, Cell] = {}
+    for cell in cells:
+        if cell.config_hash in finished:
+            cell.done = finished[cell.config_hash]
+        elif cell.config_hash in first:  # differs only in settings that change no result
+            cell.skip = (
+                f"the same experiment as {first[cell.config_hash].label} (its "
+                "settings differ only in ones that change no result)"
+            )
+        elif cell.config_hash:
+            first[cell.config_hash] = cell
+    return Sweep(
+        cells, names, datasets, list(range(seeds)), grid=grid, overrides=overrides, task=task
+    )
+
+
+def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
+    """The config classes (model, tokenizer, train) of every model x dataset pair that can
+    run without the grid: what the grid's keys and values are checked against."""
+    from zoo.core.plan import plan_run
+
+    found = []
+    for model in names:
+        for dataset in datasets:
+            try:
+                plan = plan_run(model, dataset, overrides=overrides, task=task, zoo=zoo)
+            except ZooError:
+                continue  # the cells of this pair are skipped, with their reason
+            found.append(
+                {
+                    name: type(config) if config is not None else None
+                    for name, config in plan.configs.items()
+                }
+            )
+    return found
+
+
+def describe_plan(sweep: Sweep) -> list[str]:
+    settings = len({tuple(sorted(c.setting.items())) for c in sweep.cells})  # after dedupe
+    grid = f"{settings} setting(s) x " if sweep.grid else ""
+    lines = [
+        f"sweep: {len(sweep.models)} model(s) x {len(sweep.datasets)} dataset(s) x {grid}"
+        f"{len(sweep.seeds)} seed(s) = {len(sweep.cells)} cells: {len(sweep.todo)} to run, "
+        f"{len(sweep.finished_before)} already finished, {len(sweep.impossible)} impossible"
+    ]
+    reasons = {}
+    for cell in sweep.impossible:  # one line per pair: the reason does not depend on the seed
+        reasons.setdefault((cell.label, cell.dataset), cell.skip)
+    for (label, dataset), reason in reasons.items():
+        lines.append(f"  skip {label} on {dataset}: {reason}")
+    return lines

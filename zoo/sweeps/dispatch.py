@@ -1,0 +1,251 @@
+"""Running a sweep's cells in parallel: the driver and what an executor provides.
+
+One design for local worker processes (zoo.sweeps.processes) and Ray tasks
+(zoo.sweeps.ray_tasks). The driver (the `zoo sweep` or `zoo tune` process) decides each
+cell's run id, claims the run it resumes, and alone writes the SQLite store. A worker trains
+the cell, writes its run folder under ZOO_HOME (which every node must see), and hands its
+store writes back as a journal (zoo.sweeps.worker). A local worker streams the journal as it
+goes, so `zoo runs` shows its cell running; a Ray task returns it with the outcome. A worker
+that dies (killed, out of memory, its node lost) leaves its cell `failed`; the sweep goes
+on, and running it again resumes the cell from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+from zoo.errors import SweepInterrupted, ZooError
+from zoo.records.paths import run_folder
+from zoo.records.store import Store, home
+from zoo.sweeps.claims import CellClaims
+from zoo.sweeps.driver import clock, failure_row, headline, settled_latest, should_resume
+
+RESUMABLE = ("interrupted", "failed")
+CLAIM_POLL_SECONDS = 0.5  # how often a sweep looks again at cells another sweep trains
+
+
+def cell_task(cell, overrides: dict, *, device: str, run_id: str, resume: dict | None) -> dict:
+    """A cell as plain data (names, not objects): the worker plans it again and checks that
+    its config hash matches the driver's. The executor adds the worker's thread count."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("ZOO_")}
+    env["ZOO_HOME"] = str(home().resolve())
+    return {
+        "model": cell.model,
+        "dataset": cell.dataset,
+        "seed": cell.seed,
+        "overrides": {**overrides, **cell.setting},
+        "task": cell.plan.task,
+        "device": device,
+        "config_hash": cell.config_hash,
+        "run_id": run_id,
+        "resume": resume,
+        "env": env,
+        "cwd": os.getcwd(),
+    }
+
+
+class Executor:
+    def fit(self, cells: int) -> None:
+        """Use no more workers than there are cells to train."""
+
+    def run_cells(self, sweep, *, device: str, out=None):
+        """Train the sweep's cells still to do in this executor's workers."""
+        return Driver(sweep, self, device=device, out=out or sys.stderr).run()
+
+
+class Driver:
+    """Hands cells to an executor, replays the workers' store writes, and records every
+    cell's outcome, including those of workers that died."""
+
+    def __init__(self, sweep, executor, *, device: str, out):
+        self.sweep, self.executor, self.device, self.out = sweep, executor, device, out
+        self.store = Store()
+        self.running: dict[int, dict] = {}  # slot -> {cell, task, began, claimed, refused}
+        self.claims = CellClaims()  # the cells this sweep trains now, locked against others
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def run(self):
+        todo = deque(self.sweep.todo)
+        total, started, finished = len(todo), time.time(), 0
+        index = 0
+        try:
+            self.executor.start()  # a Ray cluster that cannot be reached fails here (exit 2)
+            self.executor.fit(total)
+            self.say(f"running on {self.executor.describe()}")
+            while todo or self.running:
+                while todo and self.executor.free_slot() is not None:
+                    slot = self.executor.free_slot()
+                    cell = self.claims.next_cell(todo, self.say)
+                    if cell is None:  # every cell left is another sweep's for now
+                        break
+                    index += 1
+                    note = self.dispatch(slot, cell)
+                    elapsed = time.time() - started
+                    eta = ""
+                    if finished:
+                        eta = f", about {clock(elapsed / finished * (total - finished))} left"
+                    self.say(
+                        f"[{index}/{total}] {self.executor.slot_name(slot)}: {cell.name} "
+                        f"(sweep {clock(elapsed)} so far{eta})"
+                    )
+                    if note:
+                        self.say(note)
+                if not self.running:
+                    if todo:
+                        time.sleep(CLAIM_POLL_SECONDS)
+                    continue
+                for kind, slot, payload in self.executor.wait():
+                    if kind == "op":
+                        self.apply(slot, payload)
+                    else:
+                        finished += 1
+                        self.settle(
+                            slot,
+                            payload if kind == "done" else None,
+                            payload if kind == "lost" else None,
+                        )
+                        self.show_running()
+        except KeyboardInterrupt:
+            self.executor.stop()
+            for slot in list(self.running):
+                self.settle(slot, None, "interrupted (Ctrl-C)", status="interrupted")
+            raise SweepInterrupted() from None
+        finally:
+            self.executor.close()
+            self.claims.release_all()
+            self.store.close()
+        return self.sweep
+
+    def dispatch(self, slot: int, cell) -> str | None:
+        """Send a cell to a worker: a new run with an id chosen here, or the cell's latest
+        run (claimed here, so no other process resumes it too) to go on with."""
+        from zoo.train.runner import new_run_id
+
+        claimed, note = None, None
+        latest = settled_latest(self.store, cell.config_hash)
+        if should_resume(latest) and self.store.claim(
+            latest["id"],
+            RESUMABLE,
+            error=None,
+            finished=None,
+            resumed=int(latest.get("resumed") or 0) + 1,
+        ):
+            claimed = self.store.get(latest["id"])
+            note = f"    resuming {latest['status']} run {latest['id']}"
+        task = cell_task(
+            cell, self.sweep.overrides, device=self.device, run_id=new_run_id(), resume=claimed
+        )
+        self.executor.submit(slot, task)
+        self.running[slot] = {
+            "cell": cell,
+            "task": task,
+            "began": time.time(),
+            "claimed": latest if claimed else None,
+            "refused": False,
+        }
+        return note
+
+    def apply(self, slot: int, op) -> None:
+        method, run_id, fields = op
+        if method == "refused":  # the claimed run cannot resume: give its row back
+            self.running[slot]["refused"] = True
+            before = self.running[slot]["claimed"]
+            self.store.update(
+                run_id,
+                status=before["status"],
+                error=before["error"],
+                finished=before["finished"],
+                pid=before["pid"],
+                proc_start=before["proc_start"],
+                resumed=before["resumed"],
+            )
+            self.say(f"    {fields['error']}; starting the cell over")
+            return
+        getattr(self.store, method)(run_id, **fields)
+
+    def settle(
+        self, slot: int, outcome: dict | None, lost: str | None, status: str | None = None
+    ) -> None:
+        """Record a cell's end: the worker's outcome, or (`lost`) a worker that died."""
+        entry = self.running.pop(slot)
+        try:
+            self._settle(entry, slot, outcome, lost, status)
+        finally:  # the cell's row is written: another sweep may look at it now
+            self.claims.release(entry["cell"])
+
+    def _settle(
+        self, entry: dict, slot: int, outcome: dict | None, lost: str | None, status: str | None
+    ) -> None:
+        cell, task = entry["cell"], entry["task"]
+        cell.duration = time.time() - entry["began"]
+        if outcome is not None and outcome.get("result"):
+            result = outcome["result"]
+            cell.run_id, cell.status = result["run_id"], result["status"]
+            self.say(
+                f"    {self.executor.slot_name(slot)}: {cell.status} {cell.name} in "
+                f"{clock(cell.duration)}: {headline(result)} (run {cell.run_id})"
+            )
+            return
+        cell.status = status or (outcome["status"] if outcome else "failed")
+        cell.error = outcome["error"] if outcome else lost
+        cell.run_id = self.record_end(cell, task, entry)
+        self.say(
+            f"    {self.executor.slot_name(slot)}: {cell.status} {cell.name} after "
+            f"{clock(cell.duration)}: {cell.error} (run {cell.run_id})"
+        )
+
+    def record_end(self, cell, task: dict, entry: dict) -> str:
+        """The run that holds the cell's failure, with that status: the row the worker
+        wrote (still 'running' if it died), the claimed run it was resuming, a row made from
+        its run folder's config.json, or a new row from the plan when it recorded nothing."""
+        ids = [task["run_id"]]
+        if task["resume"] and not entry["refused"]:
+            ids.append(task["resume"]["id"])
+        now = time.time()
+        for run_id in ids:
+            try:
+                row = self.store.get(run_id)
+            except ZooError:
+                continue
+            if row["status"] == "running":
+                self.store.update(
+                    run_id,
+                    status=cell.status,
+                    error=cell.error,
+                    finished=now,
+                    duration=now - entry["began"],
+                )
+            return run_id
+        config = _read_config(run_folder(task["run_id"]))
+        self.store.insert(
+            task["run_id"],
+            **failure_row(cell, config),
+            status=cell.status,
+            error=cell.error,
+            finished=now,
+            duration=now - entry["began"],
+        )
+        return task["run_id"]
+
+    def show_running(self) -> None:
+        if self.running:
+            names = ", ".join(
+                f"{self.executor.slot_name(s)} {e['cell'].name}"
+                for s, e in sorted(self.running.items())
+            )
+            self.say(f"    running: {names}")
+
+
+def _read_config(folder: Path) -> dict:
+    from zoo.io import load_json
+
+    try:
+        return load_json(folder / "config.json") if (folder / "config.json").is_file() else {}
+    except (ZooError, OSError):
+        return {}

@@ -1,0 +1,180 @@
+"""Cells in worker processes on this machine (`--jobs N`): spawned, so torch starts fresh in
+each with its thread count; each worker dies with its driver (one writer per run)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from multiprocessing.connection import wait as wait_for
+
+from zoo.core.bounds import physical_memory
+from zoo.core.process import (
+    THREAD_VARIABLES,
+    die_with_parent,
+    freeze_gc_before_exit,
+    set_threads,
+    tune_gc_for_training,
+)
+from zoo.errors import ZooError
+from zoo.sweeps.dispatch import Executor
+from zoo.sweeps.worker import run_cell
+
+WORKER_MEMORY = 512 * 2**20  # a spawned worker: Python, torch and zoo take about 320 MB
+
+
+def check_jobs(jobs: int) -> None:
+    """Refuse more worker processes than the machine's memory holds, before any starts."""
+    memory = physical_memory()
+    most = max(1, memory // WORKER_MEMORY) if memory else None
+    if most is not None and jobs > most:
+        raise ZooError(
+            f"--jobs {jobs:,} needs about {jobs * WORKER_MEMORY / 2**30:,.0f} GiB of memory "
+            f"for its worker processes alone ({WORKER_MEMORY // 2**20} MiB each), more than "
+            f"this machine's {memory / 2**30:.0f} GiB; at most {most:,}"
+        )
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _worker_main(conn, threads: int, driver_pid: int | None = None) -> None:
+    """A local worker: cells in, journal operations and outcomes out, until told to stop."""
+    if driver_pid is not None:
+        die_with_parent(driver_pid)  # never outlive the driver: one writer per run
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    tune_gc_for_training()  # as in the `zoo` program: the same torch objects
+    set_threads(threads)
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            freeze_gc_before_exit()
+            return
+        outcome = run_cell(task, send=lambda op: conn.send(("op", op)))
+        conn.send(("done", outcome))
+
+
+class ProcessExecutor(Executor):
+    """N worker processes (spawned, so torch starts fresh in each with its thread count),
+    each training one cell at a time; a worker that dies is replaced."""
+
+    def __init__(self, jobs: int, threads: int | None = None):
+        check_jobs(jobs)
+        self.jobs, self.fixed_threads = jobs, threads
+        self.threads = threads or max(1, available_cores() // jobs)
+        self.context = multiprocessing.get_context("spawn")
+        self.workers: dict[int, tuple] = {}  # slot -> (process, connection)
+        self.busy: set[int] = set()
+
+    def fit(self, cells: int) -> None:
+        self.jobs = max(1, min(self.jobs, cells))
+        self.threads = self.fixed_threads or max(1, available_cores() // self.jobs)
+
+    def describe(self) -> str:
+        return (
+            f"{self.jobs} worker process{'es' if self.jobs > 1 else ''}, "
+            f"{self.threads} thread(s) each "
+            f"({available_cores()} cores)"
+        )
+
+    def start(self) -> None:
+        pass
+
+    def free_slot(self) -> int | None:
+        free = [slot for slot in range(1, self.jobs + 1) if slot not in self.busy]
+        return free[0] if free else None
+
+    def slot_name(self, slot: int) -> str:
+        process = self.workers.get(slot, (None,))[0]
+        return f"worker {slot} (pid {process.pid})" if process is not None else f"worker {slot}"
+
+    def submit(self, slot: int, task: dict) -> None:
+        if slot not in self.workers:
+            self.workers[slot] = self._spawn()
+        task = {**task, "threads": self.threads}
+        self.workers[slot][1].send(task)
+        self.busy.add(slot)
+
+    def _spawn(self):
+        parent, child = self.context.Pipe()
+        saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+        os.environ.update({name: str(self.threads) for name in THREAD_VARIABLES})
+        try:  # a spawned child starts with the environment as it is now
+            process = self.context.Process(
+                target=_worker_main,
+                args=(child, self.threads, os.getpid()),
+                daemon=True,
+                name="zoo-sweep-worker",
+            )
+            process.start()
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+        child.close()
+        return process, parent
+
+    def wait(self) -> list[tuple[str, int, object]]:
+        """Events from busy workers: ('op', slot, op), ('done', slot, outcome) or
+        ('lost', slot, reason) when a worker died without finishing its cell."""
+        busy = {slot: self.workers[slot] for slot in self.busy}
+        ready = set(
+            wait_for([c for _, c in busy.values()] + [p.sentinel for p, _ in busy.values()])
+        )
+        events = []
+        for slot, (process, conn) in busy.items():
+            if conn not in ready and process.sentinel not in ready:
+                continue
+            try:
+                while conn.poll():
+                    kind, payload = conn.recv()
+                    events.append((kind, slot, payload))
+                    if kind == "done":
+                        self.busy.discard(slot)
+                        break
+            except (EOFError, OSError):
+                pass
+            if slot in self.busy and not process.is_alive():
+                process.join()
+                events.append(("lost", slot, _exit_reason(process.exitcode)))
+                self.busy.discard(slot)
+                conn.close()
+                del self.workers[slot]
+        return events
+
+    def stop(self) -> None:
+        """Kill every worker now (Ctrl-C): their cells are recorded as interrupted."""
+        for process, _ in self.workers.values():
+            if process.is_alive():
+                process.kill()
+
+    def close(self) -> None:
+        for _process, conn in self.workers.values():
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        for process, conn in self.workers.values():
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+            conn.close()
+        self.workers.clear()
+
+
+def _exit_reason(code) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"worker died (killed by {signal.Signals(-code).name})"
+        except ValueError:
+            return f"worker died (signal {-code})"
+    return f"worker died (exit code {code})"

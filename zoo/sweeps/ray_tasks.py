@@ -1,0 +1,105 @@
+"""Cells as Ray tasks on a cluster (`--executor ray`). Ray ends a driver's tasks when the
+driver dies, so a rerun never meets a task still writing its run folder."""
+
+from __future__ import annotations
+
+from zoo.core.process import set_threads
+from zoo.errors import ZooError
+from zoo.sweeps.dispatch import Executor
+from zoo.sweeps.worker import one_line, run_cell
+
+
+def zoo_sweep_cell(task: dict) -> dict:
+    """A cell as a Ray task (module-level, so workers import it by name)."""
+    set_threads(task["threads"])
+    return run_cell(task)
+
+
+class RayExecutor(Executor):
+    """Cells as Ray tasks on an existing cluster (`address`), or on a local one started
+    here. Each task asks for `cpus` CPUs (its thread count) and `gpus` GPUs; the driver
+    keeps as many in flight as the cluster has room for."""
+
+    def __init__(self, address: str | None = None, cpus: int = 1, gpus: float = 0):
+        try:
+            import ray
+        except ImportError:
+            raise ZooError(
+                "--executor ray needs Ray, an optional extra: "
+                'pip install -e ".[ray]" (or pip install ray)'
+            ) from None
+        self.ray, self.address, self.cpus, self.gpus = ray, address, cpus, gpus
+        self.owned = False
+        self.refs: dict[object, int] = {}  # object ref -> slot
+        self.slots = 1
+
+    def describe(self) -> str:
+        where = self.address or "a local Ray cluster"
+        return (
+            f"Ray tasks on {where}: {self.slots} at a time, {self.cpus} CPU(s)"
+            + (f" and {self.gpus} GPU(s)" if self.gpus else "")
+            + " each"
+        )
+
+    def start(self) -> None:
+        ray = self.ray
+        if not ray.is_initialized():
+            try:
+                ray.init(
+                    address=self.address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level="warning",
+                )
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise ZooError(
+                    f"cannot connect to the Ray cluster at {self.address}: {one_line(exc)}"
+                ) from None
+            self.owned = True
+        resources = ray.cluster_resources()
+        fits = resources.get("CPU", 0) // self.cpus if self.cpus else float("inf")
+        if self.gpus:
+            fits = min(fits, resources.get("GPU", 0) // self.gpus)
+        if fits < 1:
+            raise ZooError(
+                f"the Ray cluster has {resources.get('CPU', 0):g} CPU(s) and "
+                f"{resources.get('GPU', 0):g} GPU(s): no room for a cell asking for "
+                f"{self.cpus} CPU(s) and {self.gpus} GPU(s)"
+            )
+        self.slots = int(min(fits, 1024))
+        self.remote = ray.remote(zoo_sweep_cell).options(
+            num_cpus=self.cpus, num_gpus=self.gpus, max_retries=0
+        )  # the driver records a lost cell
+
+    def free_slot(self) -> int | None:
+        used = set(self.refs.values())
+        free = [slot for slot in range(1, self.slots + 1) if slot not in used]
+        return free[0] if free else None
+
+    def slot_name(self, slot: int) -> str:
+        return f"task {slot}"
+
+    def submit(self, slot: int, task: dict) -> None:
+        self.refs[self.remote.remote({**task, "threads": max(1, int(self.cpus))})] = slot
+
+    def wait(self) -> list[tuple[str, int, object]]:
+        done, _ = self.ray.wait(list(self.refs), num_returns=1)
+        events = []
+        for ref in done:
+            slot = self.refs.pop(ref)
+            try:
+                outcome = self.ray.get(ref)
+            except Exception as exc:  # the worker died, or its node did
+                events.append(("lost", slot, f"Ray task lost: {one_line(exc)}"))
+                continue
+            events.extend(("op", slot, op) for op in outcome.pop("ops"))
+            events.append(("done", slot, outcome))
+        return events
+
+    def stop(self) -> None:
+        for ref in list(self.refs):
+            self.ray.cancel(ref, force=True)
+
+    def close(self) -> None:
+        if self.owned:
+            self.ray.shutdown()

@@ -1,0 +1,83 @@
+"""What a finished sweep tells its user: the one-line summary, the failures and impossible
+cells, and its runs as records and as a comparison table."""
+
+from __future__ import annotations
+
+from zoo.sweeps.cells import Sweep
+
+
+def summary(sweep: Sweep) -> str:
+    ran = [c for c in sweep.cells if c.status == "finished"]
+    parts = [
+        f"{len(ran)} trained",
+        f"{len(sweep.finished_before)} already finished",
+        f"{len(sweep.impossible)} impossible",
+        f"{len(sweep.failed)} failed",
+    ]
+    lines = ["sweep done: " + ", ".join(parts)]
+    for cell in sweep.failed[:SHOWN]:
+        lines.append(
+            f"  {cell.status} {cell.name}: {_short_text(cell.error or cell.status)} "
+            f"(run {cell.run_id})"
+        )
+    if len(sweep.failed) > SHOWN:
+        lines.append(
+            f"  and {len(sweep.failed) - SHOWN} more; zoo runs --where "
+            "\"status != 'finished'\" lists them all"
+        )
+    return "\n".join(lines)
+
+
+SHOWN = 5  # failures and reasons listed one by one; the rest are counted
+
+
+def _short_text(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def unrunnable(sweep: Sweep) -> str:
+    """Why no cell of a sweep can run, in one line: each distinct reason once, the first few
+    of them, and how many pairs each covers."""
+    reasons: dict[str, list[str]] = {}
+    for cell in sweep.impossible:
+        reasons.setdefault(cell.skip, []).append(f"{cell.label} on {cell.dataset}")
+    parts = []
+    for reason, pairs in list(reasons.items())[:3]:
+        pairs = list(dict.fromkeys(pairs))
+        which = pairs[0] + (f" and {len(pairs) - 1} more" if len(pairs) > 1 else "")
+        parts.append(f"{which}: {_short_text(reason)}")
+    if len(reasons) > 3:
+        parts.append(f"and {len(reasons) - 3} more reasons (zoo sweep --dry-run lists them)")
+    return "; ".join(parts)
+
+
+def records(sweep: Sweep) -> list[dict]:
+    """Every cell as plain data (`zoo sweep --json`): its state (skipped, reused: finished
+    before this sweep, to run with --dry-run, or the status it ended with), run and reason."""
+    out = []
+    for cell in sweep.cells:
+        state = "skipped" if cell.skip else "reused" if cell.done else cell.status or "to run"
+        out.append(
+            {
+                "name": cell.name,
+                "model": cell.model,
+                "dataset": cell.dataset,
+                "seed": cell.seed,
+                "setting": cell.setting,
+                "state": state,
+                "run_id": cell.done or cell.run_id,
+                "config_hash": cell.config_hash,
+                "reason": cell.skip or cell.error,
+                "duration": cell.duration,
+            }
+        )
+    return out
+
+
+def table(sweep: Sweep, **options):
+    """The comparison of this sweep's cells only (not other runs of the same models)."""
+    from zoo.comparison.table import load_runs, summarize
+
+    frame = load_runs()
+    frame = frame[frame["config_hash"].isin(sweep.hashes)]
+    return summarize(frame, **options)
