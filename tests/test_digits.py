@@ -12,7 +12,9 @@ from zoo.plugins.digits.data import DigitsDataConfig
 from zoo.core import registry
 from zoo.records.store import Store
 
-SMALL = dict(train_size=300, validation_size=60, test_size=60, heldout_size=60)
+SMALL = dict(
+    train_size=300, validation_size=60, test_size=60, heldout_size=60, heldout_validation_size=60
+)
 
 # Every model field is set, so the tests do not drift with the preset.
 TINY_DIGITS = [
@@ -65,7 +67,7 @@ def test_generator_is_deterministic_with_a_stable_fingerprint(tmp_path):
     first = digits_data.build(config, cache_dir=str(tmp_path / "a"))
     again = digits_data.build(config, cache_dir=str(tmp_path / "b"))  # no shared cache
     other = digits_data.build(DigitsDataConfig(**SMALL, seed=1), cache_dir=str(tmp_path / "a"))
-    assert list(first) == ["train", "validation", "test", "heldout"]
+    assert list(first) == ["train", "validation", "test", "heldout", "heldout_validation"]
     for split in first:
         assert first[split]._fingerprint == again[split]._fingerprint
         assert first[split].to_list() == again[split].to_list()
@@ -110,16 +112,20 @@ def test_heldout_rules_and_contexts_never_appear_in_train():
         for f in __import__("dataclasses").fields(DigitsDataConfig)
     }
     train = list(digits_data.generate_rows(config, "train"))
-    heldout = list(digits_data.generate_rows(config, "heldout"))
-    assert len(train) == 20000 and len(heldout) == 2000
     train_rules = {(r["family"], r["rule"]) for r in train}
-    held_rules = {(r["family"], r["rule"]) for r in heldout}
-    assert train_rules and held_rules and not train_rules & held_rules
     assert {("arithmetic", "1 1"), ("arithmetic", "7 1"), ("arithmetic", "2 2")} <= train_rules
-    assert not {r["text"] for r in train} & {r["text"] for r in heldout}
-    for split in ("validation", "test"):
-        rules = {(r["family"], r["rule"]) for r in digits_data.generate_rows(config, split)}
-        assert not rules & held_rules
+    held = {}
+    for split in ("heldout", "heldout_validation"):  # to report on, to choose on
+        rows = list(digits_data.generate_rows(config, split))
+        assert len(train) == 20000 and len(rows) == 2000
+        held[split] = {(r["family"], r["rule"]) for r in rows}
+        assert {r["family"] for r in rows} == set(digits_data.FAMILIES)
+        assert train_rules and held[split] and not train_rules & held[split]
+        assert not {r["text"] for r in train} & {r["text"] for r in rows}
+        for seen in ("validation", "test"):
+            rules = {(r["family"], r["rule"]) for r in digits_data.generate_rows(config, seen)}
+            assert not rules & held[split]
+    assert not held["heldout"] & held["heldout_validation"]  # choosing never sees a reported rule
 
 
 def test_every_context_has_one_next_item():

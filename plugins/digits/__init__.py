@@ -67,5 +67,6 @@ def register_datasets(register):
         columns={"text": "text", "label": "target"},
         description="synthetic digit sequences mod 10 (arithmetic, Fibonacci-like, "
         "periodic); predict the next digit (20,000/2,000/2,000, plus 2,000 "
-        "of held-out rules)",
+        "each of two disjoint sets of held-out rules: heldout_validation to choose on, "
+        "heldout to report)",
     )

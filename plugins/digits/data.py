@@ -13,8 +13,10 @@ is long enough to single out its next item: at least 3 items for arithmetic ("1 
 Fibonacci-like ("1 2 3" could be either; "1 2 3 5" cannot), and two full periods for periodic
 patterns; `check_identifiable` proves that no context of the configured lengths continues
 two ways. Lengths are drawn uniformly from each rule's allowed range. A seeded
-share of each family's parameters is held out: the `heldout` split uses only those, and
-`train`, `validation` and `test` use only the rest. A training rule whose context equals a
+share of each family's parameters is held out and dealt alternately into two disjoint
+sets: the `heldout_validation` split uses only the first (to choose settings by how well a
+model generalises to rules it never saw), the `heldout` split only the second (to report
+it, once), and `train`, `validation` and `test` use only the rest. A training rule whose context equals a
 held-out one at some length (an arithmetic step of 5 is also a period-2 pattern) is dropped
 from training too, so no held-out context is ever seen in training.
 
@@ -36,7 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FAMILIES = ("arithmetic", "fibonacci", "periodic")
-SPLITS = ("train", "validation", "test", "heldout")
+SPLITS = ("train", "validation", "test", "heldout", "heldout_validation")
+SIZES = tuple(f"{split}_size" for split in SPLITS)
 MAX_PERIOD = 4  # 10**4 patterns; longer periods would make the rule tables huge
 SHORTEST = {"arithmetic": 3, "fibonacci": 4}  # periodic: two full periods
 
@@ -56,6 +59,7 @@ class DigitsDataConfig:
     validation_size: int = 2000
     test_size: int = 2000
     heldout_size: int = 2000
+    heldout_validation_size: int = 2000
 
     def __post_init__(self):
         self.families = list(self.families)
@@ -88,7 +92,7 @@ class DigitsDataConfig:
             raise ValueError(
                 f"heldout_fraction must be between 0 and 1, got {self.heldout_fraction}"
             )
-        for name in ("train_size", "validation_size", "test_size", "heldout_size"):
+        for name in SIZES:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
 
@@ -154,21 +158,30 @@ def check_identifiable(config: DigitsDataConfig) -> None:
                     )
 
 
-def split_rules(config: DigitsDataConfig) -> tuple[dict, dict]:
-    """(training rules, held-out rules) per family, chosen with the seed."""
+def split_rules(config: DigitsDataConfig) -> tuple[dict, dict, dict]:
+    """(training rules, held-out rules to report on, held-out rules to choose on) per
+    family, chosen with the seed."""
     rng = random.Random(f"digits-rules:{config.seed}")
     kept = {tuple(int(i) for i in c.split()) for c in config.always_train}
-    train, heldout = {}, {}
+    train, heldout, choosing = {}, {}, {}
     for family in config.families:
         pool = _shuffled(rules(family, config), rng)
         fixed = [p for p in pool if kept.intersection(contexts(family, p, config))]
         pool = [p for p in pool if p not in fixed]
         count = min(len(pool), max(1, round(config.heldout_fraction * (len(pool) + len(fixed)))))
-        if count == 0:
-            raise ValueError(f"no {family} rule is left to hold out; shorten always_train")
-        heldout[family], train[family] = pool[:count], fixed + pool[count:]
+        if count < 2:
+            raise ValueError(
+                f"fewer than two {family} rules are left to hold out (one to choose on, one "
+                "to report on); raise heldout_fraction or shorten always_train"
+            )
+        choosing[family], heldout[family] = pool[:count:2], pool[1:count:2]
+        train[family] = fixed + pool[count:]
     held_contexts = {
-        context for f, pool in heldout.items() for p in pool for context in contexts(f, p, config)
+        context
+        for held in (heldout, choosing)
+        for f, pool in held.items()
+        for p in pool
+        for context in contexts(f, p, config)
     }
     for family, pool in train.items():
         clear = [p for p in pool if held_contexts.isdisjoint(contexts(family, p, config))]
@@ -177,7 +190,7 @@ def split_rules(config: DigitsDataConfig) -> tuple[dict, dict]:
                 f"every {family} rule collides with a held-out one; lower heldout_fraction"
             )
         train[family] = clear
-    return train, heldout
+    return train, heldout, choosing
 
 
 def contexts(family: str, params: tuple[int, ...], config: DigitsDataConfig) -> list[tuple]:
@@ -205,8 +218,8 @@ def _text(items) -> str:
 def generate_rows(config: dict, split: str, source: str = ""):
     """Yield the rows of one split. ``source`` (a hash of this file) only keys the cache."""
     cfg = DigitsDataConfig(**config)
-    train, heldout = split_rules(cfg)
-    pools = heldout if split == "heldout" else train
+    train, heldout, choosing = split_rules(cfg)
+    pools = {"heldout": heldout, "heldout_validation": choosing}.get(split, train)
     rng = random.Random(f"digits-rows:{cfg.seed}:{split}")
     for _ in range(getattr(cfg, f"{split}_size")):
         family = cfg.families[_below(rng, len(cfg.families))]
@@ -227,7 +240,7 @@ def _source_hash() -> str:
 
 
 def build(config: DigitsDataConfig, cache_dir: str | None = None):
-    """The four splits of a checked config (see ``load``) as a ``datasets.DatasetDict``."""
+    """The five splits of a checked config (see ``load``) as a ``datasets.DatasetDict``."""
     import datasets
 
     features = datasets.Features(
@@ -302,10 +315,7 @@ def check_cost(config: DigitsDataConfig) -> None:
             maximum=low,
             what="digits dataset: ",
         )
-    sizes = {
-        name: getattr(config, name)
-        for name in ("train_size", "validation_size", "test_size", "heldout_size")
-    }
+    sizes = {name: getattr(config, name) for name in SIZES}
     rows = sum(sizes.values())
     need = row_cost(config, rows)
     if not fits(need):

@@ -50,10 +50,6 @@ SIZE_FIELDS = {
     "eval_windows": 2**20,
     "sample_tokens": 2**20,
     "samples": 10_000,
-    "train_size": 2**24,
-    "validation_size": 2**24,
-    "test_size": 2**24,
-    "heldout_size": 2**24,
     "buckets": 2**24,
     "dim": MAX_WIDTH,
 }
@@ -84,9 +80,15 @@ def seed_argument(text: str) -> int:
     return value
 
 
+MAX_SPLIT_ROWS = 2**24  # any other `*_size` field: the rows of a split a dataset builds
+
+
 def check_sizes(config, where: str = "") -> None:
     """Every size-like field of a config dataclass within its limit."""
-    for name, limit in SIZE_FIELDS.items():
+    fields = getattr(config, "__dataclass_fields__", {})
+    limits = {name: MAX_SPLIT_ROWS for name in fields if name.endswith("_size")}
+    limits.update(SIZE_FIELDS)
+    for name, limit in limits.items():
         value = getattr(config, name, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > limit:
             raise ZooError(
