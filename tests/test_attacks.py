@@ -883,9 +883,9 @@ def test_a_time_budget_too_small_for_a_step_still_trains_one(isolated, tiny_text
 def test_an_unknown_hub_id_without_network_fails_fast_with_one_line(isolated, monkeypatch):
     import time
 
-    import zoo.data.datasets
+    import zoo.data.hub
 
-    monkeypatch.setattr(zoo.data.datasets, "hub_reachable", lambda timeout=3.0: False)
+    monkeypatch.setattr(zoo.data.hub, "hub_reachable", lambda timeout=3.0: False)
     start = time.perf_counter()
     result = run_cli("run", "decoder-char", "nobody/nothing-here", "--steps", "1")
     assert time.perf_counter() - start < 15  # not 25 s of retries

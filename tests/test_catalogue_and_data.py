@@ -11,6 +11,7 @@ from zoo.core import registry
 from zoo.core.catalogue import load_catalogue
 from zoo.core.config import coerce, split_overrides
 from zoo.data import datasets as data
+from zoo.data import sources
 from zoo.errors import ZooError
 
 MIRROR = REPO.parent / "shared" / "datasets"
@@ -141,7 +142,7 @@ def test_resolution_order_env_folders_first_then_catalogue_mirrors(tmp_path, mon
     monkeypatch.setenv("ZOO_DATASETS", os.pathsep.join([str(first)]))
     ref = data.resolve("someone/corpus", zoo)
     assert ref.kind == "hub"
-    assert data.find_in_mirrors("someone/corpus", zoo) == first / "someone" / "corpus"
+    assert sources.find_in_mirrors("someone/corpus", zoo) == first / "someone" / "corpus"
     monkeypatch.delenv("ZOO_DATASETS")
     loaded = data.load(ref, zoo)
     assert loaded.location == str(second / "someone" / "corpus")

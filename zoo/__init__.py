@@ -32,13 +32,13 @@ _LAZY = {
     "evaluate": "zoo.api",
     "resume": "zoo.api",
     "reproduce": "zoo.api",
-    "Run": "zoo.api",
-    "LoadedRun": "zoo.api",
-    "Evaluation": "zoo.api",
-    "SweepResult": "zoo.api",
+    "Run": "zoo.results",
+    "LoadedRun": "zoo.results",
+    "Evaluation": "zoo.results",
+    "SweepResult": "zoo.results",
     "Ensemble": "zoo.records.ensemble",
     "tune": "zoo.api",
-    "TuneResult": "zoo.api",
+    "TuneResult": "zoo.results",
 }
 
 __all__ = ["ZooError", "UnknownNameError", *_LAZY]

@@ -5,7 +5,6 @@ where the command exits with code 2 (an unknown name, a setting that cannot work
 anything trains::
 
     import zoo
-import zoo.plugin
 
     run = zoo.run("decoder-char", "shakespeare", steps=200, n_layer=2)   # zoo run
     run.metrics["val_bpc"], run.folder
@@ -26,172 +25,16 @@ section is passed as ``**{"train.lr": 1e-3}``.
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zoo.core.bounds import DEVICES, MAX_GENERATE_TOKENS
+from zoo.core.bounds import DEVICES, integer_argument, positive_argument
 from zoo.errors import ZooError
+from zoo.results import Evaluation, LoadedRun, Run, SweepResult, TuneResult
 
 if TYPE_CHECKING:
     from zoo.records.ensemble import Ensemble
-
-
-@dataclass
-class Run:
-    """A recorded training run: what `zoo run --json` prints, and the run's folder."""
-
-    id: str
-    model: str
-    dataset: str
-    task: str
-    status: str
-    seed: int
-    params: int | None
-    metrics: dict
-    folder: Path
-    samples: list[str] = field(default_factory=list)
-    duration: float | None = None  # seconds, set-up and evaluation included
-    summary: dict = field(default_factory=dict, repr=False)  # everything `zoo run` prints
-
-    @classmethod
-    def from_result(cls, result: dict) -> Run:
-        return cls(
-            result["run_id"],
-            result["model"],
-            result["dataset"],
-            result["task"],
-            result["status"],
-            result["seed"],
-            result.get("params"),
-            result["metrics"],
-            Path(result["run_dir"]),
-            list(result.get("samples") or []),
-            result.get("duration"),
-            dict(result),
-        )
-
-    def load(self) -> LoadedRun:
-        """This run's model and tokenizer, to predict, generate and evaluate with."""
-        return load(self.id)
-
-
-@dataclass
-class Evaluation:
-    """An evaluation row (`zoo eval`): a trained run scored on a split of a dataset."""
-
-    id: str
-    parent_id: str
-    dataset: str
-    split: str
-    metrics: dict
-    summary: dict = field(default_factory=dict, repr=False)  # everything `zoo eval` prints
-
-
-class LoadedRun:
-    """A finished run reloaded from its folder (safetensors, no pickle), as `zoo predict`,
-    `zoo generate` and `zoo eval` reload it."""
-
-    def __init__(self, trained, pipeline, device: str = "auto"):
-        self.trained, self._pipeline, self._device = trained, pipeline, device
-        self.id, self.task = trained.run_id, trained.task
-
-    def __repr__(self) -> str:
-        return f"<zoo run {self.id}: {self.trained.config.get('model')} ({self.task})>"
-
-    def predict(self, texts: str | Iterable[str]) -> list:
-        """One prediction per text (a single string counts as one text), each of the type the
-        task declares (``zoo.plugin.Task.prediction``, a ``zoo.plugin.Prediction`` dataclass); its
-        ``record()`` is what `zoo predict --json` prints, without the text."""
-        predict = getattr(self._pipeline, "predict", None)
-        if predict is None:
-            raise ZooError(
-                f"run {self.id} is a {self.task} run, and the {self.task} "
-                "pipeline offers no prediction"
-            )
-        texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
-        return list(predict(self.trained, texts))
-
-    def generate(
-        self,
-        prompt: str | list[str] = "",
-        tokens: int = 300,
-        *,
-        temperature: float = 0.8,
-        top_k: int | None = None,
-        seed: int = 0,
-        cache: bool = True,
-        stream: bool = False,
-    ):
-        """The prompt and its continuation: what `zoo generate` prints (without the final
-        newline). Several prompts (a list) are sampled side by side and give a list of texts;
-        ``stream=True`` yields the continuation of one prompt piece by piece instead.
-        ``cache=False`` recomputes the whole context for every token."""
-        generate = getattr(self._pipeline, "generate", None)
-        if generate is None:
-            raise ZooError(
-                f"run {self.id} is a {self.task} run, and the {self.task} "
-                "pipeline offers no generation"
-            )
-        _positive("tokens", tokens, int)
-        if tokens > MAX_GENERATE_TOKENS:
-            raise ZooError(f"tokens must be at most {MAX_GENERATE_TOKENS:,}, got {tokens:,}")
-        if (
-            isinstance(temperature, bool)
-            or not isinstance(temperature, (int, float))
-            or not (math.isfinite(temperature) and temperature >= 0)
-        ):
-            raise ZooError(
-                f"temperature must be 0 (greedy) or a positive number, got {temperature!r}"
-            )
-        if top_k is not None:
-            _positive("top_k", top_k, int)
-        options = dict(temperature=temperature, top_k=top_k, seed=seed)
-        if not cache:  # only then: a pipeline's generate need not know the option
-            options["cache"] = False
-        if isinstance(prompt, list):
-            if stream:
-                raise ZooError("stream=True takes one prompt, not a list")
-            texts = list(prompt)
-            for row, piece in generate(self.trained, texts, tokens, **options):
-                texts[row] += piece
-            return texts
-        pieces = generate(self.trained, prompt, tokens, **options)
-        return pieces if stream else prompt + "".join(pieces)
-
-    def evaluate(
-        self,
-        dataset: str,
-        split: str = "test",
-        *,
-        text_column: str | None = None,
-        label_column: str | None = None,
-    ) -> Evaluation:
-        """Score the run on a split of any dataset and record it, as `zoo eval` does."""
-        return evaluate(
-            self.id,
-            dataset,
-            split,
-            text_column=text_column,
-            label_column=label_column,
-            device=self._device,
-        )
-
-
-@dataclass
-class SweepResult:
-    """What `zoo sweep --json` prints: every cell (its state, the run that holds it, or why
-    it was skipped) and the comparison of the sweep's runs, as `zoo compare` gives it."""
-
-    cells: list[dict]
-    comparison: object  # pandas DataFrame, one row per table cell (None: nothing finished)
-    table: object = field(default=None, repr=False)  # the same as zoo.comparison.table renders it
-
-    @property
-    def failed(self) -> list[dict]:
-        return [c for c in self.cells if c["state"] not in ("finished", "reused", "skipped")]
 
 
 def run(
@@ -285,12 +128,7 @@ def reproduce(run_id: str, *, device: str | None = None, quiet: bool = False) ->
 def load(run_id: str, *, device: str = "auto") -> LoadedRun:
     """A finished run (an id or a unique prefix of one), ready to predict, generate and
     evaluate with, on `device` (auto: CUDA when present)."""
-    from zoo.core.registry import get_zoo
-    from zoo.records.reload import load_trained
-
-    zoo = get_zoo()
-    trained = load_trained(run_id, zoo, device=device)
-    return LoadedRun(trained, zoo.pipelines.get(trained.task).load(), device)
+    return LoadedRun.open(run_id, device)
 
 
 def evaluate(
@@ -304,18 +142,8 @@ def evaluate(
 ) -> Evaluation:
     """Score a finished run on a split of any dataset and record it as an evaluation row
     linked to the run (`zoo eval`)."""
-    from zoo.records.evaluate import evaluate_run
-
-    result = evaluate_run(
+    return Evaluation.record(
         run_id, dataset, split, text_column=text_column, label_column=label_column, device=device
-    )
-    return Evaluation(
-        result["run_id"],
-        result["parent_id"],
-        result["dataset"],
-        result["split"],
-        result["metrics"],
-        dict(result),
     )
 
 
@@ -374,12 +202,12 @@ def sweep(
     if isinstance(grid, dict):  # as the command's --grid key=v1,v2, checked and labelled alike
         grid = [f"{key}={','.join(str(v) for v in values)}" for key, values in grid.items()]
     pool_of_workers = make_executor(
-        _positive("jobs", jobs, int), executor, address, cell_cpus, cell_gpus, device
+        positive_argument("jobs", jobs, int), executor, address, cell_cpus, cell_gpus, device
     )  # before planning: no Ray fails now
     plan = cells.plan_sweep(
         models,
         datasets,
-        seeds=_positive("seeds", seeds, int),
+        seeds=positive_argument("seeds", seeds, int),
         overrides=_overrides({**(settings or {}), **more_settings}, steps, time),
         task=task,
         grid=parse_grid(grid),
@@ -416,17 +244,6 @@ def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     runs = [runs] if isinstance(runs, str) else list(runs)
     return combine(runs, weights=weights, device=device)
-
-
-@dataclass
-class TuneResult:
-    """What `zoo tune` prints: per model and dataset its study, best validation trial and
-    settings, the best trial's test figure (measured once), the test figures of those
-    settings and of the untuned preset over the seeds; the table and the presets as text."""
-
-    studies: list[dict]
-    table: str
-    presets: str
 
 
 def tune(
@@ -480,20 +297,20 @@ def tune(
         [models] if isinstance(models, str) else list(models),
         [on] if isinstance(on, str) else list(on),
         parse_space(space),
-        trials=None if trials is None else _positive("trials", trials, int),
-        time=None if time is None else _positive("time", time, float),
-        seeds=_positive("seeds", seeds, int),
+        trials=None if trials is None else positive_argument("trials", trials, int),
+        time=None if time is None else positive_argument("time", time, float),
+        seeds=positive_argument("seeds", seeds, int),
         overrides=_overrides(settings, steps, None),
         task=task,
         metric=metric,
         pruner=pruner,
         sampler=sampler,
-        seed=None if sampler_seed is None else _integer("sampler_seed", sampler_seed),
+        seed=None if sampler_seed is None else integer_argument("sampler_seed", sampler_seed),
         storage=storage,
         study=study,
         device=device,
     )
-    _positive("jobs", jobs, int)
+    positive_argument("jobs", jobs, int)
     make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)  # options checked now
 
     def executors():
@@ -557,24 +374,7 @@ def _overrides(settings: dict, steps, time) -> dict:
     if steps is not None and time is not None:
         raise ZooError("give steps or time, not both")
     if steps is not None:
-        overrides["train.steps"] = _positive("steps", steps, int)
+        overrides["train.steps"] = positive_argument("steps", steps, int)
     if time is not None:
-        overrides["train.time"] = _positive("time", time, float)
+        overrides["train.time"] = positive_argument("time", time, float)
     return overrides
-
-
-def _integer(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ZooError(f"{name} must be an integer, got {value!r}")
-    return value
-
-
-def _positive(name: str, value, kind: type):
-    """A positive int (or finite float), as the command's option parser checks it."""
-    if kind is int:
-        value = _integer(name, value)
-    elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ZooError(f"{name} must be a positive number, got {value!r}")
-    if not value > 0:
-        raise ZooError(f"{name} must be positive, got {value!r}")
-    return value

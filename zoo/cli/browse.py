@@ -41,7 +41,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from zoo.cli import listing
+    from zoo.cli import showing
     from zoo.core.registry import get_zoo
 
     if args.config:
@@ -49,7 +49,7 @@ def cmd_show(args) -> int:
     if args.json:
         print_json(show_record(get_zoo(), args.name))
         return 0
-    print(listing.show(get_zoo(), args.name))
+    print(showing.show(get_zoo(), args.name))
     return 0
 
 
@@ -57,7 +57,7 @@ def show_record(zoo, name: str) -> dict:
     """What `zoo show NAME --json` prints: a model preset or pair (its architecture,
     tokenizer and settings), a run (its store row: status, metrics, config) or, for other
     names, the text `zoo show` prints."""
-    from zoo.cli import listing
+    from zoo.cli import showing
     from zoo.core.names import model_names, resolve_model
     from zoo.records.store import Store
 
@@ -72,7 +72,7 @@ def show_record(zoo, name: str) -> dict:
             "preset": name in zoo.catalogue.models,
             "settings": spec.overrides,
         }
-    text = listing.show(zoo, name)  # an unknown name fails here, with a did-you-mean
+    text = showing.show(zoo, name)  # an unknown name fails here, with a did-you-mean
     try:
         with Store() as store:
             return {"type": "run", **store.get(name)}

@@ -8,6 +8,7 @@ with one line, before a run folder or store row exists.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 from zoo.errors import ZooError
@@ -214,3 +215,22 @@ def _duration(seconds: float) -> str:
     if seconds < 7200:
         return f"{seconds / 60:,.0f} min"
     return f"{seconds / 3600:,.0f} h"
+
+
+def integer_argument(name: str, value) -> int:
+    """An int given to the Python API (not a bool, not a float)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ZooError(f"{name} must be an integer, got {value!r}")
+    return value
+
+
+def positive_argument(name: str, value, kind: type):
+    """A positive int (or finite float) given to the Python API, as the command line's
+    option parser checks it."""
+    if kind is int:
+        value = integer_argument(name, value)
+    elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ZooError(f"{name} must be a positive number, got {value!r}")
+    if not value > 0:
+        raise ZooError(f"{name} must be positive, got {value!r}")
+    return value

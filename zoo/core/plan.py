@@ -13,6 +13,7 @@ from zoo.core.config import build_config, split_overrides
 from zoo.core.names import ModelSpec, choose_task, resolve_model, tasks_for
 from zoo.core.registry import get_zoo
 from zoo.data import datasets as zoo_data
+from zoo.data import sources
 from zoo.errors import ZooError
 
 
@@ -117,10 +118,10 @@ def plan_run(
         "train": pipeline.config_class(),
     }
     merged = {**spec.overrides, **(overrides or {})}
-    dataset_class = zoo_data.config_class(ref, zoo)
+    dataset_class = sources.config_class(ref, zoo)
     if dataset_class is not None:  # a plugin dataset's options: catalogue, then --set
         sections["dataset"] = dataset_class
-        catalogue = {f"dataset.{k}": v for k, v in zoo_data.catalogue_options(ref).items()}
+        catalogue = {f"dataset.{k}": v for k, v in sources.catalogue_options(ref).items()}
         merged = {**catalogue, **merged}
     values = split_overrides(merged, sections)
     _min_lr_follows_lr(values["train"], sections["train"], overrides or {})
@@ -218,7 +219,7 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
         }
         recorded = record["configs"]
         if "dataset" in recorded and dataset_ref is None:  # the options it was generated with
-            classes["dataset"] = zoo_data.config_class(ref, zoo)
+            classes["dataset"] = sources.config_class(ref, zoo)
         configs, legacy = {}, {}
         for section, cls in classes.items():
             values = dict(recorded.get(section) or {})
@@ -271,7 +272,7 @@ def recorded_dataset(name: str, source: str | None, zoo):
         if not source:
             raise ZooError(f"dataset {name!r} of the run cannot be found any more") from None
     found = zoo_data.resolve(source, zoo)
-    return zoo_data.DatasetRef(name, found.kind, found.source, found.entry)
+    return sources.DatasetRef(name, found.kind, found.source, found.entry)
 
 
 def plugin_entries(plan: Plan, zoo=None) -> list:

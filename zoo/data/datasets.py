@@ -5,79 +5,25 @@ as a ``datasets.DatasetDict``), so mirrors, the Hub and local files share one co
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
-import logging
-import os
-import socket
 import stat
 import sys
-import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from zoo.core.catalogue import DatasetEntry, is_hub_id
-from zoo.core.config import build_config, split_overrides
+from zoo.core.catalogue import is_hub_id
 from zoo.core.names import tasks_for
+from zoo.data.sources import (
+    FILE_BUILDERS,
+    DatasetRef,
+    load_splits,
+)
 from zoo.errors import UnknownNameError, ZooError, shown
 
 TEXT_COLUMNS = ("text", "sentence", "content")
 LABEL_COLUMNS = ("label", "labels")
-FILE_BUILDERS = {
-    ".csv": "csv",
-    ".json": "json",
-    ".jsonl": "json",
-    ".parquet": "parquet",
-    ".txt": "text",
-}
 SPLIT_ROLES = ("train", "validation", "test")
-
-
-@dataclass
-class DatasetRef:
-    """What a DATASET argument names, before anything is loaded."""
-
-    name: str
-    kind: str  # "hub", "path" or "plugin"
-    source: str  # Hub id, filesystem path, or plugin dataset name
-    entry: DatasetEntry | None = None
-    config: Any = None  # a plugin dataset's config, as planned (None: from the catalogue)
-
-    def plugin_entry(self, zoo):
-        """The registration of the plugin that makes this dataset, or None."""
-        return zoo.datasets.get(self.source) if self.kind == "plugin" else None
-
-    def column(self, role: str, zoo) -> str | None:
-        """The column with this role ("text", "label") that the catalogue entry, or else the
-        dataset plugin, names (None: detected on load)."""
-        named = getattr(self.entry, f"{role}_column", None) if self.entry else None
-        plugin = self.plugin_entry(zoo)
-        return named or (dict(plugin.columns).get(role) if plugin else None)
-
-
-def config_class(ref: DatasetRef, zoo):
-    """The config dataclass a plugin dataset registered, or None (then there is nothing to
-    set: a config-less plugin gets its catalogue options as keyword arguments)."""
-    plugin = ref.plugin_entry(zoo)
-    return plugin.config_class() if plugin is not None else None
-
-
-def catalogue_options(ref: DatasetRef) -> dict:
-    """The options a catalogue entry's ``config`` table gives a plugin dataset."""
-    return dict(ref.entry.config) if ref.entry else {}
-
-
-def dataset_config(ref: DatasetRef, zoo, overrides: dict | None = None):
-    """A plugin dataset's config: its catalogue options, then ``overrides``, on top of the
-    dataclass defaults; keys and values are checked like any --set (did-you-mean)."""
-    cls = config_class(ref, zoo)
-    values = {**catalogue_options(ref), **(overrides or {})}
-    try:
-        return build_config(cls, split_overrides(values, {"dataset": cls})["dataset"])
-    except ZooError as exc:
-        raise ZooError(f"dataset {ref.name!r}: {exc}") from None
 
 
 @dataclass
@@ -221,21 +167,6 @@ def column_roles(text_column: str | None, label_column: str | None) -> set[str]:
     return {role for role, column in (("text", text_column), ("label", label_column)) if column}
 
 
-def search_folders(zoo) -> list[Path]:
-    folders = [
-        Path(p).expanduser() for p in os.environ.get("ZOO_DATASETS", "").split(os.pathsep) if p
-    ]
-    return folders + list(zoo.catalogue.mirrors)
-
-
-def find_in_mirrors(hub_id: str, zoo) -> Path | None:
-    for folder in search_folders(zoo):
-        candidate = folder / hub_id
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
 def load(
     ref: DatasetRef,
     zoo,
@@ -254,7 +185,7 @@ def load(
         datasets.disable_progress_bars()
     else:
         datasets.enable_progress_bars()
-    splits, location = _load_splits(ref, zoo)
+    splits, location = load_splits(ref, zoo)
     if len(splits) == 0:
         raise ZooError(f"Dataset {ref.name!r} has no splits")
     entry = ref.entry
@@ -381,144 +312,3 @@ def _pick_column(chosen, candidates, columns, what, dataset, required):
             f"columns: {', '.join(columns)}. Use --{what}-column NAME"
         )
     return None
-
-
-def _load_splits(ref: DatasetRef, zoo):
-    import datasets
-
-    if ref.kind == "plugin":
-        entry = zoo.datasets.get(ref.source)
-        loader = entry.load()
-        what = f"dataset plugin {entry.name!r} (from {entry.plugin})"
-        if config_class(ref, zoo) is not None:
-            config = ref.config if ref.config is not None else dataset_config(ref, zoo)
-            _check_call(loader, (config,), {}, what)
-            splits = loader(config)
-        else:
-            options = catalogue_options(ref)
-            _check_call(loader, (), options, what)
-            splits = loader(**options)
-        if not isinstance(splits, (datasets.DatasetDict, dict)):
-            raise ZooError(
-                f"dataset plugin {entry.name!r} (from {entry.plugin}) returned a "
-                f"{type(splits).__name__}, not a datasets.DatasetDict"
-            )
-        return datasets.DatasetDict(splits), f"plugin {entry.plugin}:{entry.name}"
-    if ref.kind == "path":
-        path = Path(ref.source)
-        try:
-            if path.is_dir():
-                return datasets.load_dataset(str(path)), str(path)
-            builder = FILE_BUILDERS.get(path.suffix.lower())
-            if builder is None:
-                raise ZooError(
-                    f"Cannot read {path}: expected a folder or a "
-                    f"{'/'.join(sorted(FILE_BUILDERS))} file"
-                )
-            return datasets.load_dataset(builder, data_files=str(path)), str(path)
-        except ZooError:
-            raise
-        except Exception as exc:
-            raise ZooError(f"Cannot load dataset from {path}: {_explain(exc)}") from None
-    mirror = find_in_mirrors(ref.source, zoo)
-    if mirror is not None:
-        return datasets.load_dataset(str(mirror)), str(mirror)
-    reachable = True
-    try:
-        with hub_access() as reachable:
-            return datasets.load_dataset(ref.source), f"hub:{ref.source}"
-    except Exception as exc:
-        searched = ", ".join(str(f) for f in search_folders(zoo)) or "none"
-        offline = os.environ.get("HF_HUB_OFFLINE")
-        why = (
-            f" (HF_HUB_OFFLINE={offline}: only the cache was tried)"
-            if offline
-            else ""
-            if reachable
-            else f"; {hub_endpoint()} cannot be reached, so only the cache was tried"
-        )
-        raise ZooError(
-            f"Cannot load dataset {ref.name!r} ({ref.source}): not in any mirror folder "
-            f"(searched: {searched}; add one with ZOO_DATASETS) and not from the Hub or its "
-            f"cache{why}: {_short(exc)}"
-        ) from None
-
-
-def hub_endpoint() -> str:
-    return os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-
-
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether a TCP connection to the Hub opens within ``timeout`` seconds."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
-        return False
-    url = urllib.parse.urlparse(hub_endpoint())
-    try:
-        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
-    except (OSError, ValueError, TypeError):
-        return False
-    return True
-
-
-@contextlib.contextmanager
-def hub_access():
-    """Around a Hub call: with no network, the libraries run offline (the cache only), so an
-    unknown id fails at once instead of after 25 s of retries; and their log lines (retries,
-    warnings) stay out of zoo's output, whose own error line says what went wrong.
-    Yields whether the Hub could be reached."""
-    import datasets.config
-    import huggingface_hub.constants
-
-    reachable = hub_reachable()
-    saved = huggingface_hub.constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE
-    loggers = [logging.getLogger(name) for name in ("huggingface_hub", "datasets", "fsspec")]
-    levels = [logger.level for logger in loggers]
-    if not reachable:
-        huggingface_hub.constants.HF_HUB_OFFLINE = datasets.config.HF_HUB_OFFLINE = True
-    for logger in loggers:
-        logger.setLevel(logging.ERROR)
-    try:
-        yield reachable
-    finally:
-        huggingface_hub.constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE = saved
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
-
-
-def _explain(exc: Exception) -> str:
-    """The root cause of a loading failure, in words (datasets wraps it in its own error)."""
-    chain = [exc]
-    while len(chain) < 20 and (chain[-1].__cause__ or chain[-1].__context__) is not None:
-        chain.append(chain[-1].__cause__ or chain[-1].__context__)
-    for error in chain:
-        if isinstance(error, UnicodeDecodeError):
-            return (
-                f"the file is not UTF-8 text ({error.reason} at byte {error.start}); "
-                "save it as UTF-8"
-            )
-        if "corresponds to no data" in str(error):
-            return f"a split has no rows ({str(error).strip()}); every split needs at least one"
-    if type(chain[-1]).__name__ == "SchemaInferenceError":
-        return "the file has no rows"
-    return _short(chain[-1])
-
-
-def _short(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
-
-
-def _check_call(function, args: tuple, kwargs: dict, what: str) -> None:
-    """A ZooError, instead of a TypeError deep inside, if ``function`` cannot take these."""
-    import inspect
-
-    if not callable(function):
-        raise ZooError(f"{what} is a {type(function).__name__}, not something callable")
-    try:
-        inspect.signature(function).bind(*args, **kwargs)
-    except TypeError as exc:
-        raise ZooError(
-            f"{what} cannot be called with {', '.join(kwargs) or 'no options'}: {exc}"
-        ) from None
-    except ValueError:  # no signature to inspect (a builtin): let the call decide
-        pass

@@ -1,0 +1,203 @@
+"""What the Python API returns: a recorded run, an evaluation, a reloaded run to predict and
+generate with, and the results of a sweep and of a search."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zoo.core.bounds import MAX_GENERATE_TOKENS, positive_argument
+from zoo.errors import ZooError
+
+
+@dataclass
+class Run:
+    """A recorded training run: what `zoo run --json` prints, and the run's folder."""
+
+    id: str
+    model: str
+    dataset: str
+    task: str
+    status: str
+    seed: int
+    params: int | None
+    metrics: dict
+    folder: Path
+    samples: list[str] = field(default_factory=list)
+    duration: float | None = None  # seconds, set-up and evaluation included
+    summary: dict = field(default_factory=dict, repr=False)  # everything `zoo run` prints
+
+    @classmethod
+    def from_result(cls, result: dict) -> Run:
+        return cls(
+            result["run_id"],
+            result["model"],
+            result["dataset"],
+            result["task"],
+            result["status"],
+            result["seed"],
+            result.get("params"),
+            result["metrics"],
+            Path(result["run_dir"]),
+            list(result.get("samples") or []),
+            result.get("duration"),
+            dict(result),
+        )
+
+    def load(self) -> LoadedRun:
+        """This run's model and tokenizer, to predict, generate and evaluate with."""
+        return LoadedRun.open(self.id)
+
+
+@dataclass
+class Evaluation:
+    """An evaluation row (`zoo eval`): a trained run scored on a split of a dataset."""
+
+    id: str
+    parent_id: str
+    dataset: str
+    split: str
+    metrics: dict
+    summary: dict = field(default_factory=dict, repr=False)  # everything `zoo eval` prints
+
+    @classmethod
+    def record(cls, run_id: str, dataset: str, split: str, **options) -> Evaluation:
+        """Score a finished run on a split and record the evaluation row (`zoo eval`)."""
+        from zoo.records.evaluate import evaluate_run
+
+        result = evaluate_run(run_id, dataset, split, **options)
+        return cls(
+            result["run_id"],
+            result["parent_id"],
+            result["dataset"],
+            result["split"],
+            result["metrics"],
+            dict(result),
+        )
+
+
+class LoadedRun:
+    """A finished run reloaded from its folder (safetensors, no pickle), as `zoo predict`,
+    `zoo generate` and `zoo eval` reload it."""
+
+    def __init__(self, trained, pipeline, device: str = "auto"):
+        self.trained, self._pipeline, self._device = trained, pipeline, device
+        self.id, self.task = trained.run_id, trained.task
+
+    @classmethod
+    def open(cls, run_id: str, device: str = "auto") -> LoadedRun:
+        """Reload a finished run (an id or a unique prefix of one) from its folder."""
+        from zoo.core.registry import get_zoo
+        from zoo.records.reload import load_trained
+
+        zoo = get_zoo()
+        trained = load_trained(run_id, zoo, device=device)
+        return cls(trained, zoo.pipelines.get(trained.task).load(), device)
+
+    def __repr__(self) -> str:
+        return f"<zoo run {self.id}: {self.trained.config.get('model')} ({self.task})>"
+
+    def predict(self, texts: str | Iterable[str]) -> list:
+        """One prediction per text (a single string counts as one text), each of the type the
+        task declares (``zoo.plugin.Task.prediction``, a ``zoo.plugin.Prediction`` dataclass); its
+        ``record()`` is what `zoo predict --json` prints, without the text."""
+        predict = getattr(self._pipeline, "predict", None)
+        if predict is None:
+            raise ZooError(
+                f"run {self.id} is a {self.task} run, and the {self.task} "
+                "pipeline offers no prediction"
+            )
+        texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
+        return list(predict(self.trained, texts))
+
+    def generate(
+        self,
+        prompt: str | list[str] = "",
+        tokens: int = 300,
+        *,
+        temperature: float = 0.8,
+        top_k: int | None = None,
+        seed: int = 0,
+        cache: bool = True,
+        stream: bool = False,
+    ):
+        """The prompt and its continuation: what `zoo generate` prints (without the final
+        newline). Several prompts (a list) are sampled side by side and give a list of texts;
+        ``stream=True`` yields the continuation of one prompt piece by piece instead.
+        ``cache=False`` recomputes the whole context for every token."""
+        generate = getattr(self._pipeline, "generate", None)
+        if generate is None:
+            raise ZooError(
+                f"run {self.id} is a {self.task} run, and the {self.task} "
+                "pipeline offers no generation"
+            )
+        positive_argument("tokens", tokens, int)
+        if tokens > MAX_GENERATE_TOKENS:
+            raise ZooError(f"tokens must be at most {MAX_GENERATE_TOKENS:,}, got {tokens:,}")
+        if (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or not (math.isfinite(temperature) and temperature >= 0)
+        ):
+            raise ZooError(
+                f"temperature must be 0 (greedy) or a positive number, got {temperature!r}"
+            )
+        if top_k is not None:
+            positive_argument("top_k", top_k, int)
+        options = dict(temperature=temperature, top_k=top_k, seed=seed)
+        if not cache:  # only then: a pipeline's generate need not know the option
+            options["cache"] = False
+        if isinstance(prompt, list):
+            if stream:
+                raise ZooError("stream=True takes one prompt, not a list")
+            texts = list(prompt)
+            for row, piece in generate(self.trained, texts, tokens, **options):
+                texts[row] += piece
+            return texts
+        pieces = generate(self.trained, prompt, tokens, **options)
+        return pieces if stream else prompt + "".join(pieces)
+
+    def evaluate(
+        self,
+        dataset: str,
+        split: str = "test",
+        *,
+        text_column: str | None = None,
+        label_column: str | None = None,
+    ) -> Evaluation:
+        """Score the run on a split of any dataset and record it, as `zoo eval` does."""
+        return Evaluation.record(
+            self.id,
+            dataset,
+            split,
+            text_column=text_column,
+            label_column=label_column,
+            device=self._device,
+        )
+
+
+@dataclass
+class SweepResult:
+    """What `zoo sweep --json` prints: every cell (its state, the run that holds it, or why
+    it was skipped) and the comparison of the sweep's runs, as `zoo compare` gives it."""
+
+    cells: list[dict]
+    comparison: object  # pandas DataFrame, one row per table cell (None: nothing finished)
+    table: object = field(default=None, repr=False)  # the same as zoo.comparison.table renders it
+
+    @property
+    def failed(self) -> list[dict]:
+        return [c for c in self.cells if c["state"] not in ("finished", "reused", "skipped")]
+
+
+@dataclass
+class TuneResult:
+    """What `zoo tune` prints: per model and dataset its study, best validation trial and
+    settings, the best trial's test figure (measured once), the test figures of those
+    settings and of the untuned preset over the seeds; the table and the presets as text."""
+
+    studies: list[dict]
+    table: str
+    presets: str
