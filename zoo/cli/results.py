@@ -36,7 +36,7 @@ def cmd_rm(args) -> int:
 
     from zoo.comparison.runs import run_frame, select
     from zoo.records.paths import run_folder
-    from zoo.records.store import Store, _alive
+    from zoo.records.store import Store
 
     if not args.run_ids and not args.where:
         raise ZooError("name the runs to remove (RUN_ID...) or select them with --where EXPR")
@@ -45,11 +45,7 @@ def cmd_rm(args) -> int:
         if args.where:
             chosen.update(dict.fromkeys(select(run_frame(), where=args.where)["id"]))
         rows = [store.get(run_id) for run_id in chosen]
-        busy = [
-            r["id"]
-            for r in rows
-            if r["status"] == "running" and _alive(r["pid"], r.get("proc_start"))
-        ]
+        busy = [r["id"] for r in rows if store.is_running(r)]
         if busy:
             raise ZooError(f"run {busy[0]} is still running; stop it before removing it")
         if not rows:

@@ -1,10 +1,12 @@
-"""Settings of a zoo process that trains (the `zoo` program, sweep workers): its garbage
-collector and its thread count."""
+"""Processes: the settings of one that trains (the `zoo` program, sweep workers: its
+garbage collector and its thread count), ending with a parent, and whether a recorded
+process still runs."""
 
 from __future__ import annotations
 
 import gc
 import os
+from pathlib import Path
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -74,3 +76,26 @@ def _watch_parent(parent_pid: int) -> None:
     while os.getppid() == parent_pid:
         time.sleep(PARENT_POLL_SECONDS)
     os._exit(1)
+
+
+def process_alive(pid, proc_start=None) -> bool:
+    """Whether the process that wrote a row still runs: its pid exists and, where the start
+    time was recorded, started at that time (so a pid reused by another process is dead)."""
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, OverflowError, ValueError):
+        return False
+    except PermissionError:
+        pass
+    return proc_start is None or process_start_time(pid) in (None, proc_start)
+
+
+def process_start_time(pid) -> str | None:
+    """The process's start time in clock ticks since boot (Linux /proc), or None."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    return stat.rsplit(")", 1)[-1].split()[19]  # field 22; the name before ")" may hold spaces

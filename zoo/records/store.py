@@ -8,7 +8,6 @@ exists are marked 'interrupted' when the store is opened.
 from __future__ import annotations
 
 import json
-import math
 import os
 import socket
 import sqlite3
@@ -17,6 +16,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
+from zoo.core.process import process_alive, process_start_time
 from zoo.errors import UnknownNameError, ZooError
 from zoo.records.paths import check_run_id, run_folder, zoo_home
 
@@ -151,15 +151,23 @@ class Store:
     def recover_stale_rows(self) -> None:
         host = socket.gethostname()
         rows = self.conn.execute(
-            "SELECT id, pid, proc_start FROM runs WHERE status = 'running' AND host = ?", (host,)
+            "SELECT id, status, host, pid, proc_start FROM runs "
+            "WHERE status = 'running' AND host = ?",
+            (host,),
         ).fetchall()
-        dead = [
-            row["id"]
-            for row in rows
-            if not _alive(row["pid"], row["proc_start"]) and not self._written(row["id"])
-        ]
+        dead = [row["id"] for row in rows if not self.is_running(dict(row))]
         for run_id in dead:
             self.update(run_id, status="interrupted", error="process ended while running")
+
+    def is_running(self, row: dict) -> bool:
+        """Whether a row's run is still being written: it is `running` and its process is
+        alive, or some process holds its folder's writer lock. A `running` row recorded on
+        another host counts as running: its process cannot be seen from here."""
+        if row["status"] != "running":
+            return False
+        if row.get("host") not in (None, socket.gethostname()):
+            return True
+        return process_alive(row["pid"], row.get("proc_start")) or self._written(row["id"])
 
     def _written(self, run_id: str) -> bool:
         """Whether a live process holds the run folder's writer lock (a sweep worker whose
@@ -182,7 +190,7 @@ class Store:
             "host": socket.gethostname(),
             **fields,
         }
-        fields.setdefault("proc_start", _proc_start(fields["pid"]))
+        fields.setdefault("proc_start", process_start_time(fields["pid"]))
         fields = _encode(fields)
         names = ", ".join(fields)
         marks = ", ".join("?" for _ in fields)
@@ -201,7 +209,7 @@ class Store:
                 "status": "running",
                 "pid": os.getpid(),
                 "host": socket.gethostname(),
-                "proc_start": _proc_start(os.getpid()),
+                "proc_start": process_start_time(os.getpid()),
                 **fields,
             }
         )
@@ -393,30 +401,3 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     except sqlite3.OperationalError:
         conn.close()
     return sqlite3.connect(f"{uri}?immutable=1", uri=True, timeout=60, isolation_level=None)
-
-
-def _alive(pid, proc_start=None) -> bool:
-    """Whether the process that wrote a row still runs: its pid exists and, where the start
-    time was recorded, started at that time (so a pid reused by another process is dead)."""
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except (ProcessLookupError, OverflowError, ValueError):
-        return False
-    except PermissionError:
-        pass
-    return proc_start is None or _proc_start(pid) in (None, proc_start)
-
-
-def _proc_start(pid) -> str | None:
-    """The process's start time in clock ticks since boot (Linux /proc), or None."""
-    try:
-        stat = Path(f"/proc/{int(pid)}/stat").read_text()
-    except (OSError, ValueError):
-        return None
-    return stat.rsplit(")", 1)[-1].split()[19]  # field 22; the name before ")" may hold spaces
-
-
-def finite_or_none(value: float) -> float | None:
-    return value if isinstance(value, (int, float)) and math.isfinite(value) else None

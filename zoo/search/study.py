@@ -180,12 +180,12 @@ class Search:
 
 
 def driver_mark() -> dict:
-    from zoo.records.store import _proc_start
+    from zoo.core.process import process_start_time
 
     return {
         "host": socket.gethostname(),
         "pid": os.getpid(),
-        "proc_start": _proc_start(os.getpid()),
+        "proc_start": process_start_time(os.getpid()),
     }
 
 
@@ -194,12 +194,12 @@ def recover_lost_trials(study, out=sys.stderr) -> int:
     counted), and their settings queued again. Returns how many."""
     import optuna
 
-    from zoo.records.store import _alive
+    from zoo.core.process import process_alive
 
     host, lost = socket.gethostname(), 0
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         mark = trial.user_attrs.get("driver") or {}
-        if mark.get("host") != host or _alive(mark.get("pid"), mark.get("proc_start")):
+        if mark.get("host") != host or process_alive(mark.get("pid"), mark.get("proc_start")):
             continue
         storage = study._storage
         storage.set_trial_system_attr(trial._trial_id, LOST, True)
