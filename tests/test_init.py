@@ -106,9 +106,11 @@ def test_the_source_is_part_of_the_config_hash_and_reproduce_follows_it(
 
 @pytest.mark.slow
 def test_nothing_matching_or_a_removed_source_is_one_line(pretrained_decoder, labelled, tiny_text):
-    from zoo.records.store import home
+    from zoo.records.store import Store, home
 
     source = pretrained_decoder["run_id"]
+    with Store() as store:
+        before = [r["id"] for r in store.rows()]
     other_size = run_cli(
         "run",
         "decoder-char",
@@ -126,6 +128,9 @@ def test_nothing_matching_or_a_removed_source_is_one_line(pretrained_decoder, la
     )
     assert other_size.code == 2 and "matches a parameter of this model" in other_size.err
     assert len(other_size.err.strip().splitlines()) == 1, other_size.err
+    with Store() as store:  # refused: no failed row, no folder left behind
+        assert [r["id"] for r in store.rows()] == before
+    assert sorted(p.name for p in home().iterdir() if p.name[:1].isdigit()) == sorted(before)
     other_tokenizer = run_cli("run", "decoder-bpe", labelled, "--init", source)
     assert other_tokenizer.code == 2 and "char tokenizer" in other_tokenizer.err, other_tokenizer
     unknown = run_cli("run", "decoder-char", labelled, "--init", "nonexistent")

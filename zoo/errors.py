@@ -57,6 +57,12 @@ class PluginError(ZooError):
     """A plugin failed to load or register (raised only in strict mode)."""
 
 
+class RunRefused(ZooError):
+    """A mistake found once a run had started, before it trained a step (an ``--init`` run
+    none of whose tensors fit the model): the run is removed, row and folder, not kept as
+    failed, as if it had been refused before it started."""
+
+
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C during a recorded run: the run is marked interrupted and `zoo resume` continues
     it. A KeyboardInterrupt still, so whatever stops on Ctrl-C stops on this."""

@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from zoo.errors import ZooError
+from zoo.errors import RunRefused, ZooError
 
 WEIGHTS, TOKENIZER = "model.safetensors", "tokenizer.json"
 
@@ -93,7 +93,7 @@ def source_run(run_id: str, *, used_by: str | None = None) -> InitSource:
 
 def initialize(model, source: InitSource, say=None) -> dict:
     """Copy the source's tensors into ``model`` (a ``zoo.Model``) where name and shape match.
-    Returns ``{"copied": [...], "fresh": [...]}``; a ZooError when nothing matches."""
+    Returns ``{"copied": [...], "fresh": [...]}``; RunRefused when nothing matches."""
     say = say or (lambda message: None)
     theirs = source.weights()
     ours = model.state_dict()
@@ -103,7 +103,7 @@ def initialize(model, source: InitSource, say=None) -> dict:
     fresh = sorted(set(ours) - set(copied))
     if not copied:
         sample = ", ".join(sorted(theirs)[:3])
-        raise ZooError(
+        raise RunRefused(
             f"--init {source.run_id}: none of its {len(theirs)} tensors ({sample}, "
             f"...) matches a parameter of this model by name and shape; start from "
             "a run of the same architecture and size"

@@ -17,7 +17,7 @@ from zoo.core.plan import Plan, config_hash
 from zoo.core.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
 from zoo.core.registry import get_zoo, task_loss
 from zoo.data import datasets as zoo_data
-from zoo.errors import RunInterrupted, ZooError
+from zoo.errors import RunInterrupted, RunRefused, ZooError
 from zoo.io import save_error
 from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
@@ -332,6 +332,11 @@ def _train_and_record(
         )
         store.close()
         raise RunDiverged(run.id, exc) from None
+    except RunRefused:
+        store.delete([run.id])  # nothing was trained: no row and no folder, as if refused
+        store.close()
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
     except BaseException as exc:
         store.update(
             run.id,
