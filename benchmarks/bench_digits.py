@@ -64,10 +64,12 @@ def cpu_seconds() -> float:
 
 def families(metrics: dict, split: str) -> str:
     """'arithmetic 1.0000, ...' from test_arithmetic_accuracy and its kind."""
+    from zoo.plugins.digits.data import FAMILIES
+
     found = {
-        k[len(split) + 1 : -len("_accuracy")]: v
-        for k, v in metrics.items()
-        if k.startswith(split + "_") and k.endswith("_accuracy") and k != f"{split}_accuracy"
+        family: metrics[f"{split}_{family}_accuracy"]
+        for family in FAMILIES
+        if f"{split}_{family}_accuracy" in metrics
     }
     return ", ".join(f"{name} {value:.4f}" for name, value in sorted(found.items()))
 
