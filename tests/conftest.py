@@ -157,6 +157,23 @@ TINY_DECODER = [
 ]
 
 
+def without(settings: list, *keys: str) -> list:
+    """A ``--set`` list without the settings named by ``keys``."""
+    pairs = zip(settings[::2], settings[1::2])
+    return [a for pair in pairs if pair[1].split("=")[0] not in keys for a in pair]
+
+
+TINY_ANY = without(TINY_DECODER, "sample_tokens")  # any task: sample_tokens is the LM's
+# a tiny decoder classifier (32-token texts, 8 per batch), and an encoder without dropout
+TINY_DECODER_CLASSIFIER = [
+    *without(
+        TINY_DECODER, "sample_tokens", "block_size", "batch_size", "eval_interval", "eval_batches"
+    ),
+    *("--set", "block_size=32", "--set", "batch_size=8", "--set", "eval_interval=3"),
+]
+TINY_ENCODER = [*TINY_DECODER_CLASSIFIER, "--set", "dropout=0.0"]
+
+
 MIRROR_DATASETS = (
     "karpathy/tiny_shakespeare",
     "dair-ai/emotion",

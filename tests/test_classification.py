@@ -6,42 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import run_cli
-
-TINY_ENCODER = [
-    "--set",
-    "n_layer=1",
-    "--set",
-    "n_head=2",
-    "--set",
-    "n_embd=16",
-    "--set",
-    "block_size=32",
-    "--set",
-    "batch_size=8",
-    "--set",
-    "eval_interval=3",
-    "--set",
-    "warmup_steps=2",
-    "--set",
-    "dropout=0.0",
-]
-TINY_DECODER = [
-    "--set",
-    "n_layer=1",
-    "--set",
-    "n_head=2",
-    "--set",
-    "n_embd=16",
-    "--set",
-    "block_size=32",
-    "--set",
-    "batch_size=8",
-    "--set",
-    "eval_interval=3",
-    "--set",
-    "warmup_steps=2",
-]
+from conftest import TINY_DECODER_CLASSIFIER, TINY_ENCODER, run_cli
 
 
 @pytest.fixture
@@ -60,7 +25,7 @@ def reviews(tmp_path):
 
 
 def tiny_run(model, dataset, *extra, steps=12):
-    flags = TINY_DECODER if model.startswith("decoder") else TINY_ENCODER
+    flags = TINY_DECODER_CLASSIFIER if model.startswith("decoder") else TINY_ENCODER
     result = run_cli("run", model, dataset, "--steps", steps, "--json", *flags, *extra)
     assert result.code == 0, result
     return json.loads(result.out)

@@ -7,16 +7,9 @@ import json
 import sys
 
 import pytest
-from conftest import TINY_DECODER, run_cli
+from conftest import TINY_ANY, TINY_DECODER, run_cli
 
 from zoo.records.store import Store, home
-
-TINY_ANY = [
-    a
-    for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
-    if not pair[1].startswith("sample_tokens=")
-    for a in pair
-]
 
 
 def ok(*args):

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 
 import pytest
-from conftest import run_cli
+from conftest import TINY_ENCODER, run_cli
 
 from zoo.core import registry
 from zoo.core.plan import config_hash, plan_from_record, plan_run
@@ -73,26 +73,6 @@ def reviews():
     registry.reset_zoo(zoo)
     LOADED.clear()
     return zoo
-
-
-TINY_ENCODER = [
-    "--set",
-    "n_layer=1",
-    "--set",
-    "n_head=2",
-    "--set",
-    "n_embd=16",
-    "--set",
-    "block_size=32",
-    "--set",
-    "batch_size=8",
-    "--set",
-    "eval_interval=3",
-    "--set",
-    "warmup_steps=2",
-    "--set",
-    "dropout=0.0",
-]
 
 
 @pytest.mark.slow

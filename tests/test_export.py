@@ -9,14 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import TINY_DECODER, run_cli
-
-TINY_ANY = [
-    a
-    for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
-    if not pair[1].startswith("sample_tokens=")
-    for a in pair
-]  # any task
+from conftest import TINY_ANY, TINY_DECODER, run_cli
 
 # Loads an exported folder and generates greedily, in a process where zoo cannot be imported.
 GENERATE = r"""

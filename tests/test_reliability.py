@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, TINY_DECODER, press_ctrl_c, run_cli
+from conftest import REPO, TINY_ANY, TINY_DECODER, press_ctrl_c, run_cli
 
 from zoo.records.store import MIGRATIONS, SCHEMA_VERSION, Store, home
 from zoo.train import checkpoints as checkpoint
@@ -32,12 +32,6 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
 
 
 # TINY_DECODER without the language-modeling-only setting, for any task
-TINY_ANY_TASK = [
-    a
-    for pair in zip(TINY_DECODER[::2], TINY_DECODER[1::2])
-    if not pair[1].startswith("sample_tokens=")
-    for a in pair
-]
 
 
 def run_args(dataset, steps=12, seed=1, *extra, model="decoder-char", tiny=TINY_DECODER):
@@ -239,7 +233,7 @@ def test_transformers_models_resume_bit_identically_after_sigkill(tiny_text, tmp
     cells = [
         ("gpt2-char", tiny_text, TINY_DECODER),
         ("llama-char", tiny_text, TINY_DECODER),
-        ("bert-char", labelled, TINY_ANY_TASK),
+        ("bert-char", labelled, TINY_ANY),
     ]
     references = [reference_run(data, steps, model=model, tiny=tiny) for model, data, tiny in cells]
     trials = [
@@ -301,7 +295,7 @@ def test_classification_resumes_bit_identically(tmp_path, monkeypatch, model):
     labelled = tmp_path / "labelled.csv"
     labelled.write_text("\n".join(rows) + "\n")
     # three validations before the stop, and none of them ends the run early
-    tiny = [*TINY_ANY_TASK, "--set", "eval_interval=2", "--set", "patience=0"]
+    tiny = [*TINY_ANY, "--set", "eval_interval=2", "--set", "patience=0"]
     if model == "encoder-wordpunct":
         tiny += ["--set", "average_best=5"]
     run_id = interrupted_run(monkeypatch, labelled, 7, steps=14, tiny=tiny, model=model)
