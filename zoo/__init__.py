@@ -15,9 +15,8 @@ Plugin authors import from ``zoo.plugin``. Names are imported on first use, so `
 
 from __future__ import annotations
 
-import importlib
-
 from zoo.errors import UnknownNameError, ZooError
+from zoo.lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -44,14 +43,4 @@ _LAZY = {
 __all__ = ["ZooError", "UnknownNameError", *_LAZY]
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'zoo' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)

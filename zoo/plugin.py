@@ -13,10 +13,9 @@ Names backed by torch are imported on first use, so a plugin's registration modu
 
 from __future__ import annotations
 
-import importlib
-
 from zoo.errors import UnknownNameError, ZooError
 from zoo.hookspecs import hookimpl
+from zoo.lazy import lazy_names
 from zoo.tasks import Metric, Prediction, SplitProbabilities, Task
 
 # name -> module that defines it, imported on first access (PEP 562)
@@ -97,14 +96,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'zoo.plugin' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)
