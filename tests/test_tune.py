@@ -32,6 +32,38 @@ TINY = [
     "--set",
     "warmup_steps=0",
 ]
+FASTTEXT_TINY = dict(dim=8, buckets=97, batch_size=8)
+
+
+def tune_cli(dataset, *options):
+    """`zoo tune` of fastText's learning rate on ``dataset``, on tiny settings."""
+    return run_cli(
+        "tune",
+        "fasttext-wordpunct",
+        "--on",
+        dataset,
+        "--space",
+        "lr=log(1e-3,1e-1)",
+        *options,
+        *TINY,
+    )
+
+
+def tiny_search(dataset, **options):
+    """A search of fastText's learning rate on ``dataset`` through zoo.tune, on tiny
+    settings; ``options`` give the budget and the rest."""
+    import zoo
+
+    return zoo.tune(
+        "fasttext-wordpunct",
+        str(dataset),
+        space="lr=log(1e-3,1e-1)",
+        seeds=1,
+        progress=False,
+        device="cpu",
+        **FASTTEXT_TINY,
+        **options,
+    )
 
 
 def test_a_space_parses_into_typed_dimensions():
@@ -159,7 +191,6 @@ def test_the_trial_reporter_prunes_a_trial_below_the_median(tmp_path):
 def test_trials_never_read_the_test_split_and_the_best_is_scored_on_test_once(
     negated_reviews, monkeypatch
 ):
-    import zoo
     from zoo.data.datasets import LoadedDataset
     from zoo.search import report
 
@@ -176,20 +207,7 @@ def test_trials_never_read_the_test_split_and_the_best_is_scored_on_test_once(
 
     monkeypatch.setattr(LoadedDataset, "split", watched_split)
     monkeypatch.setattr(report, "test_once", watched_test_once)
-    result = zoo.tune(
-        "fasttext-wordpunct",
-        str(negated_reviews),
-        space="lr=log(1e-3,1e-1)",
-        trials=3,
-        seeds=1,
-        steps=30,
-        progress=False,
-        device="cpu",
-        dim=8,
-        buckets=97,
-        batch_size=8,
-        eval_interval=10,
-    )
+    result = tiny_search(negated_reviews, trials=3, steps=30, eval_interval=10)
     during = [r for r in reads if r[0] == "trials"]
     assert during and all(split != "test" for _, split, _ in during), during
     assert all(held == ("test",) for _, _, held in during)
@@ -296,13 +314,8 @@ def test_a_ray_search_records_every_trial_from_the_driver_and_goes_on_past_a_kil
     try:
         # The first two trials wait after their first checkpoint: one is killed mid-trial.
         thread, killed = kill_a_worker_held_at_a_checkpoint(monkeypatch, tmp_path, workers=2)
-        result = run_cli(
-            "tune",
-            "fasttext-wordpunct",
-            "--on",
+        result = tune_cli(
             negated_reviews,
-            "--space",
-            "lr=log(1e-3,1e-1)",
             "--trials",
             4,
             "--seeds",
@@ -315,7 +328,6 @@ def test_a_ray_search_records_every_trial_from_the_driver_and_goes_on_past_a_kil
             "ray",
             "--device",
             "cpu",
-            *TINY,
         )
         thread.join()
     finally:
@@ -339,22 +351,7 @@ def test_a_ray_search_records_every_trial_from_the_driver_and_goes_on_past_a_kil
 
 
 def test_a_time_budget_starts_no_trial_once_the_trial_time_is_spent(negated_reviews):
-    import zoo
-
-    result = zoo.tune(
-        "fasttext-wordpunct",
-        str(negated_reviews),
-        space="lr=log(1e-3,1e-1)",
-        time=0.001,
-        seeds=1,
-        steps=10,
-        progress=False,
-        device="cpu",
-        dim=8,
-        buckets=97,
-        batch_size=8,
-        eval_interval=5,
-    )
+    result = tiny_search(negated_reviews, time=0.001, steps=10, eval_interval=5)
     assert result.studies[0]["trials"] == {"COMPLETE": 1}
     assert result.studies[0]["trial_seconds"] > 0.001
     assert "0.001s of trials per model" in result.table
@@ -362,13 +359,8 @@ def test_a_time_budget_starts_no_trial_once_the_trial_time_is_spent(negated_revi
 
 @pytest.mark.slow
 def test_jobs_2_runs_trials_in_workers_and_only_the_driver_writes_the_store(negated_reviews):
-    result = run_cli(
-        "tune",
-        "fasttext-wordpunct",
-        "--on",
+    result = tune_cli(
         negated_reviews,
-        "--space",
-        "lr=log(1e-3,1e-1)",
         "--trials",
         3,
         "--seeds",
@@ -379,7 +371,6 @@ def test_jobs_2_runs_trials_in_workers_and_only_the_driver_writes_the_store(nega
         2,
         "--device",
         "cpu",
-        *TINY,
     )
     assert result.code == 0, result
     assert "trials run on 2 worker processes" in result.err
@@ -399,16 +390,10 @@ def test_ctrl_c_keeps_the_study_and_queues_the_cut_off_trial_again(negated_revie
         press_ctrl_c()
 
     monkeypatch.setattr(runner, "execute", interrupted)
-    result = run_cli(
-        "tune",
-        "fasttext-wordpunct",
-        "--on",
+    result = tune_cli(
         negated_reviews,
-        "--space",
-        "lr=log(1e-3,1e-1)",
         "--trials",
         2,
-        *TINY,
     )
     assert result.code == 130, result
     assert "run the same zoo tune again to continue" in result.err
