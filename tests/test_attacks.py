@@ -705,6 +705,7 @@ def test_a_tampered_block_size_is_refused_before_allocation(trained):
     assert result.code == 2 and "block_size = 1,000,000,000" in only_line(result)
 
 
+@pytest.mark.slow
 def test_verify_batch_and_predict_file_are_bounded(trained, isolated):
     home, runs = trained
     result = run_cli("verify", runs["lm"], "--batch", "100000000")

@@ -135,6 +135,7 @@ def test_more_sweep_workers_than_memory_holds_are_refused_before_planning(tiny_t
     assert "sweep:" not in result.err  # nothing planned, nothing trained
 
 
+@pytest.mark.slow
 def test_a_sweep_starts_no_more_workers_than_it_has_cells(tiny_text, one_thread):
     result = run_cli(
         "sweep", "decoder-char", "--on", tiny_text, "--jobs", 6, "--steps", 2, *TINY_DECODER

@@ -138,6 +138,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_keeps_the_store_readable(tiny_text
     assert f"continue it with: zoo resume {rows[0]['id']}" in err  # what to type next
 
 
+@pytest.mark.slow
 def test_a_time_budget_ends_training_within_it_validation_included(tiny_text, monkeypatch):
     """On a fake clock (the machine's load cannot move it): each step costs 10 ms, each
     validation estimate 500 ms, and the budget is 3 s."""
