@@ -142,3 +142,20 @@ def test_a_sweep_starts_no_more_workers_than_it_has_cells(tiny_text, one_thread)
     )
     assert result.code == 0, result
     assert "running on 1 worker process, " in result.err
+
+
+def test_tune_seeds_are_bounded_before_the_search(tiny_text):
+    result = run_cli(
+        "tune",
+        "decoder-char",
+        "--on",
+        tiny_text,
+        "--trials",
+        1,
+        "--seeds",
+        10**6,
+        "--space",
+        "lr=log(1e-4,1e-2)",
+    )
+    assert result.code == 2 and "at most 2,000" in result.err, result
+    assert "study" not in result.err  # refused before any study or trial

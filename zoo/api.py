@@ -285,6 +285,7 @@ def tune(
     from zoo.search.space import parse_space
     from zoo.search.study import Search
     from zoo.search.tuning import run_search
+    from zoo.sweeps.cells import MAX_CELLS
     from zoo.sweeps.executors import make_executor
 
     if device not in DEVICES:
@@ -310,6 +311,12 @@ def tune(
         study=study,
         device=device,
     )
+    reruns = 2 * search.seeds * len(search.models) * len(search.datasets)  # tuned and preset
+    if reruns > MAX_CELLS:
+        raise ZooError(
+            f"seeds={search.seeds:,} re-runs {reruns:,} cells after the search (each model's "
+            f"best settings and its preset, per dataset and seed); at most {MAX_CELLS:,}"
+        )
     positive_argument("jobs", jobs, int)
     make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)  # options checked now
 
