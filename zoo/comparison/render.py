@@ -6,7 +6,8 @@ import io
 import json
 import math
 
-from zoo.comparison.table import Comparison, _row_text, describe
+from zoo.comparison.labels import row_text
+from zoo.comparison.table import Comparison, describe
 from zoo.errors import UnknownNameError
 
 FORMATS = ("table", "markdown", "csv", "json", "html", "latex")
@@ -55,7 +56,7 @@ def column_label(comparison: Comparison, cell) -> str:
 
 def row_label(comparison: Comparison, cell) -> str:
     """'decoder-char', or 'decoder-char (steps=100)' when its runs differ in settings."""
-    return _row_text(cell, comparison.rows)
+    return row_text(cell, comparison.rows)
 
 
 def layout(comparison: Comparison):

@@ -15,11 +15,16 @@ function, is never shadowed by a submodule attribute.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 from dataclasses import dataclass, field
 
+from zoo.comparison.labels import (
+    key_text,
+    label_settings,
+    setting_labels,
+    unique_keys,
+    variant_id,
+)
+from zoo.comparison.significance import best_marks, with_baseline
 from zoo.core.names import get_task
 from zoo.errors import UnknownNameError, ZooError
 from zoo.tasks import metric_info, strip_split
@@ -186,10 +191,10 @@ def summarize(
     long = _values(data, metric, evals)
     if long.empty:
         raise ZooError(f"none of the {what} recorded " + (metric or "their task's primary metric"))
-    long["variant"] = long["settings"].map(_variant_id) if not pool else ""
+    long["variant"] = long["settings"].map(variant_id) if not pool else ""
     for key in rows_keys + column_keys:
-        long[key] = long[key].map(_label)
-    group = _unique(rows_keys + column_keys + ["task", "metric", "variant"])
+        long[key] = long[key].map(key_text)
+    group = unique_keys(rows_keys + column_keys + ["task", "metric", "variant"])
     cells = []
     for values, runs in long.groupby(group, sort=False, dropna=False):
         found = dict(zip(group, values))
@@ -202,38 +207,34 @@ def summarize(
             mean=float(numbers.mean()),
             std=float(numbers.std(ddof=1)) if len(numbers) > 1 else float("nan"),
             n=int(len(numbers)),
-            configs=int(runs["settings"].map(_variant_id).nunique()),
+            configs=int(runs["settings"].map(variant_id).nunique()),
             runs=" ".join(runs["id"]),
             variant=found["variant"],
-            _settings=_label_settings(runs),
+            _settings=label_settings(runs),
         )
         cells.append(cell)
     table = pd.DataFrame(cells)
-    table["setting"] = _setting_labels(table, rows_keys)
-    table["best"], notes = _best(table, rows_keys, column_keys, level)
+    table["setting"] = setting_labels(table, rows_keys)
+    table["best"], notes = best_marks(table, rows_keys, column_keys, level)
     if len(long) < len(data):
         notes.append(
             f"{len(data) - len(long)} of {len(data)} matching runs recorded no "
             f"{metric or 'primary metric'} and are left out"
         )
     if baseline is not None:
-        table = _with_baseline(table, rows_keys, column_keys, baseline, level)
+        table = with_baseline(table, rows_keys, column_keys, baseline, level)
     table = table.drop(columns=["_settings", "variant"])
-    order = _unique(
+    order = unique_keys(
         rows_keys
         + column_keys
         + list(STAT_COLUMNS)
         + (list(BASELINE_COLUMNS) if baseline is not None else [])
     )
     table = table[order]
-    table = _sorted(table, _unique(rows_keys + column_keys + ["metric", "setting"]))
+    table = _sorted(table, unique_keys(rows_keys + column_keys + ["metric", "setting"]))
     if (table["configs"] > 1).any():
         notes.append("some cells pool runs with different settings (--pool)")
     return Comparison(table.reset_index(drop=True), rows_keys, column_keys, baseline, notes)
-
-
-def _unique(keys: list[str]) -> list[str]:
-    return list(dict.fromkeys(keys))
 
 
 def _keys(keys, option: str) -> list[str]:
@@ -301,167 +302,6 @@ def _values(data, metric: str | None, evals: bool):
                 records.append({**row.to_dict(), "metric": name, "value": float(value)})
                 break
     return pd.DataFrame(records)
-
-
-def _variant_id(settings) -> str:
-    payload = json.dumps(settings or {}, sort_keys=True, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()[:10]
-
-
-def _label_settings(runs) -> dict:
-    """The settings a cell's row label shows: a time-budgeted run's `steps` is the number of
-    steps it trained (the mean over the cell's runs), not the step limit it never reached."""
-    settings = dict(runs["settings"].iloc[0])
-    if settings.get("train.time") is not None and "steps" in runs.columns:
-        trained = runs["steps"].dropna()
-        if len(trained):
-            settings["train.steps"] = round(float(trained.astype(float).mean()))
-    return settings
-
-
-def _label(value) -> str:
-    import pandas as pd
-
-    if value is None or (not isinstance(value, (list, tuple, dict)) and pd.isna(value)):
-        return "-"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _setting_labels(table, rows_keys) -> list[str]:
-    """For rows that split into several settings, what tells them apart ('steps=100').
-
-    Settings are compared within one task: each task's pipeline has its own training
-    config, so a model's runs on two tasks differ in fields without differing in intent."""
-    labels = [""] * len(table)
-    for _, group in table.groupby(_unique(rows_keys + ["task"]), sort=False):
-        variants = group.drop_duplicates("variant")
-        if len(variants) < 2:
-            continue
-        settings = list(variants["_settings"])
-        keys = sorted({k for s in settings for k in s})
-        differing = [
-            k for k in keys if len({json.dumps(s.get(k), default=str) for s in settings}) > 1
-        ]
-        bare = {k: k.rpartition(".")[2] for k in differing}
-        clash = {b for b in bare.values() if list(bare.values()).count(b) > 1}
-        by_variant = {}
-        for _, row in variants.iterrows():
-            parts = [
-                f"{k if bare[k] in clash else bare[k]}={_short(row['_settings'].get(k, '-'))}"
-                for k in differing
-            ]
-            by_variant[row["variant"]] = ", ".join(parts)
-        for index, row in group.iterrows():
-            labels[table.index.get_loc(index)] = by_variant[row["variant"]]
-    return labels
-
-
-def _short(value) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
-def _best(table, rows_keys, column_keys, level: float) -> tuple[list[bool], list[str]]:
-    """True for the best mean in each column, only where it beats the runner-up at `level`
-    (Welch's interval of the difference excludes 0); otherwise the column's leaders are
-    tied, and a note names them. Only among two or more cells."""
-    from zoo.comparison.stats import welch_interval
-
-    best, ties = [False] * len(table), []
-    for _, group in table.groupby(_unique(column_keys + ["task", "metric"]), sort=False):
-        better = group["better"].iloc[0]
-        if better not in ("lower", "higher") or len(group) < 2:
-            continue
-        ranked = group.sort_values("mean", ascending=better == "lower")
-        first, second = ranked.iloc[0], ranked.iloc[1]
-        interval = welch_interval(
-            first["mean"],
-            first["std"],
-            first["n"],
-            second["mean"],
-            second["std"],
-            second["n"],
-            level,
-        )
-        if interval.significant:
-            best[table.index.get_loc(ranked.index[0])] = True
-        else:
-            where = " / ".join(_label(first[k]) for k in column_keys)
-            ties.append(
-                f"{_row_text(first, rows_keys)} and {_row_text(second, rows_keys)} on {where}"
-            )
-    notes = []
-    if ties:
-        notes.append(
-            f"tied (the difference of the two best is not significant at "
-            f"{level:.0%}; no best marked): "
-            + "; ".join(ties[:5])
-            + (f"; and {len(ties) - 5} more" if len(ties) > 5 else "")
-        )
-    return best, notes
-
-
-def _row_text(cell, rows_keys) -> str:
-    label = " / ".join(str(cell[k]) for k in rows_keys)
-    return f"{label} ({cell['setting']})" if cell["setting"] else label
-
-
-def _with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
-    """Each cell against the baseline row of its column: the exact row when `baseline` is a
-    full row label ('decoder-char (steps=100)'), else the row with that first key and the
-    same setting, or its only setting in that column."""
-    import pandas as pd
-
-    from zoo.comparison.stats import welch_interval
-
-    key = rows_keys[0]
-    labels = table.apply(lambda c: _row_text(c, rows_keys), axis=1)
-    exact = baseline in set(labels)
-    if not exact and baseline not in set(table[key]):
-        raise UnknownNameError(
-            f"baseline {key}",
-            baseline,
-            sorted(set(table[key]) | set(labels)),
-            hint="it must be one of the rows of the table",
-        )
-    is_baseline = labels == baseline if exact else table[key] == baseline
-    rows = []
-    for index, row in table.iterrows():
-        same_column = pd.Series(True, index=table.index)
-        for k in _unique(column_keys + ["task", "metric"]):
-            same_column &= table[k] == row[k]
-        reference = table[same_column & is_baseline]
-        if not exact and len(reference) > 1:
-            reference = reference[reference["setting"] == row["setting"]]
-        empty = {
-            "baseline": baseline,
-            "diff": math.nan,
-            "ci_low": math.nan,
-            "ci_high": math.nan,
-            "df": math.nan,
-            "significant": None,
-        }
-        if len(reference) != 1 or bool(is_baseline[index]):
-            rows.append(empty)
-            continue
-        ref = reference.iloc[0]
-        interval = welch_interval(
-            row["mean"], row["std"], row["n"], ref["mean"], ref["std"], ref["n"], level
-        )
-        rows.append(
-            {
-                "baseline": baseline,
-                "diff": interval.diff,
-                "ci_low": interval.low,
-                "ci_high": interval.high,
-                "df": interval.df,
-                "significant": interval.significant,
-            }
-        )
-    return pd.concat([table.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
 
 def _sorted(table, keys):
