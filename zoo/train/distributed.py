@@ -126,3 +126,36 @@ def _int_env(name: str, default: int) -> int:
         return int(os.environ.get(name, default))
     except ValueError:
         return default
+
+
+def join_ranks(device: str):
+    """The torchrun process group (gloo on the CPU, NCCL on CUDA), or the single process."""
+    if not launched():
+        return current()
+    from zoo.train.torch_model import pick_device
+
+    return setup(pick_device(device))
+
+
+def rank_scratch():
+    """Where a rank other than 0 keeps the files a pipeline writes (a Path, removed at the
+    end)."""
+    import tempfile
+    from pathlib import Path
+
+    return Path(tempfile.mkdtemp(prefix=f"zoo-rank{current().rank}-"))
+
+
+def same_weights_on_all_ranks(run) -> list[str]:
+    """The SHA-256 of every rank's saved weights (``run``: its RunFolder); DDP keeps them equal, and a run whose
+    ranks disagree is not recorded as finished."""
+    import hashlib
+
+    path = run.file("model.safetensors")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    digests = all_gather_object(digest)
+    if len(set(digests)) != 1:
+        from zoo.errors import ZooError
+
+        raise ZooError(f"ranks ended with different weights: {digests}")
+    return digests

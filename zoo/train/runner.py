@@ -4,7 +4,6 @@ through the pipeline, and record the outcome (under torchrun, on every rank)."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import random
 import secrets
 import shutil
@@ -90,7 +89,7 @@ def execute(
         pick_device(device)
     trackers_named = chosen(log_to)
     check_trackers(trackers_named, zoo)  # an unknown tracker fails before anything loads
-    ranks = _join_ranks(device)
+    ranks = distributed.join_ranks(device)
     with own_interrupts_fail("the run's code (loading its data and plugins)"):
         if plan.loaded is not None and plan.columns == (text_column, label_column):
             dataset = plan.loaded  # loaded before the task was known; checked below
@@ -111,7 +110,7 @@ def execute(
         plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
         task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
     run_id = distributed.broadcast_object(run_id or new_run_id())
-    run = _create_run_folder(home() if ranks.is_main else _scratch(), run_id)
+    run = _create_run_folder(home() if ranks.is_main else distributed.rank_scratch(), run_id)
     try:
         owner = own_run(run.path, wait=0)  # the one writer of this folder until the run ends
     except BaseException:  # a full disk, say: no run folder without its store row
@@ -304,7 +303,7 @@ def _train_and_record(
                 f"{type(result).__name__}, not a zoo.plugin.RunResult"
             )
         if ranks.active:
-            provenance["distributed"]["weight_sha256"] = _same_weights_on_all_ranks(run)
+            provenance["distributed"]["weight_sha256"] = distributed.same_weights_on_all_ranks(run)
         # what load_trained needs to rebuild the model
         provenance["spec"] = dataclasses.asdict(result.spec)
         if job.init_report:  # which tensors came from the --init run, and which are new
@@ -399,33 +398,6 @@ def save_curve(run: RunFolder, summary: dict) -> tuple[str | None, str | None]:
     if path is None:
         return None, "the run logged no training curve (metrics.jsonl is empty)"
     return str(path), None
-
-
-def _join_ranks(device: str):
-    """The torchrun process group (gloo on the CPU, NCCL on CUDA), or the single process."""
-    if not distributed.launched():
-        return distributed.current()
-    from zoo.train.torch_model import pick_device
-
-    return distributed.setup(pick_device(device))
-
-
-def _scratch() -> Path:
-    """Where a rank other than 0 keeps the files a pipeline writes (removed at the end)."""
-    import tempfile
-
-    return Path(tempfile.mkdtemp(prefix=f"zoo-rank{distributed.current().rank}-"))
-
-
-def _same_weights_on_all_ranks(run: RunFolder) -> list[str]:
-    """The SHA-256 of every rank's saved weights; DDP keeps them equal, and a run whose
-    ranks disagree is not recorded as finished."""
-    path = run.file("model.safetensors")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
-    digests = distributed.all_gather_object(digest)
-    if len(set(digests)) != 1:
-        raise ZooError(f"ranks ended with different weights: {digests}")
-    return digests
 
 
 class _NoStore:
