@@ -142,6 +142,10 @@ def test_a_sweep_starts_no_more_workers_than_it_has_cells(tiny_text, one_thread)
     )
     assert result.code == 0, result
     assert "running on 1 worker process, " in result.err
+    # with the thread count --jobs 6 gives a worker, however few cells are left to run
+    from zoo.sweeps.processes import available_cores
+
+    assert f" {max(1, available_cores() // 6)} thread(s) each" in result.err
 
 
 def test_tune_seeds_are_bounded_before_the_search(tiny_text):

@@ -67,15 +67,17 @@ class ProcessExecutor(Executor):
 
     def __init__(self, jobs: int, threads: int | None = None):
         check_jobs(jobs)
-        self.jobs, self.fixed_threads = jobs, threads
+        self.jobs = jobs
         self.threads = threads or max(1, available_cores() // jobs)
         self.context = multiprocessing.get_context("spawn")
         self.workers: dict[int, tuple] = {}  # slot -> (process, connection)
         self.busy: set[int] = set()
 
     def fit(self, cells: int) -> None:
+        # Fewer workers, but each keeps the thread count --jobs gave it: a thread count
+        # changes the order of sums, and a rerun resuming one cell must train it as the
+        # first run did (bit for bit).
         self.jobs = max(1, min(self.jobs, cells))
-        self.threads = self.fixed_threads or max(1, available_cores() // self.jobs)
 
     def describe(self) -> str:
         return (
