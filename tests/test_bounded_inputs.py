@@ -126,9 +126,9 @@ def test_generated_tokens_are_bounded_before_generating(run_id):
 
 
 def test_more_sweep_workers_than_memory_holds_are_refused_before_planning(tiny_text, monkeypatch):
-    from zoo.sweeps import processes
+    from zoo.sweeps import local
 
-    monkeypatch.setattr(processes, "physical_memory", lambda: 4 * 2**30)  # any machine: 4 GiB
+    monkeypatch.setattr(local, "physical_memory", lambda: 4 * 2**30)  # any machine: 4 GiB
     result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--jobs", 9, *TINY_DECODER)
     assert result.code == 2, result
     assert "--jobs 9 needs about 4 GiB" in result.err and "at most 8" in result.err
@@ -143,7 +143,7 @@ def test_a_sweep_starts_no_more_workers_than_it_has_cells(tiny_text, one_thread)
     assert result.code == 0, result
     assert "running on 1 worker process, " in result.err
     # with the thread count --jobs 6 gives a worker, however few cells are left to run
-    from zoo.sweeps.processes import available_cores
+    from zoo.sweeps.local import available_cores
 
     assert f" {max(1, available_cores() // 6)} thread(s) each" in result.err
 

@@ -16,7 +16,7 @@ from conftest import TINY_DECODER, kill_a_worker_held_at_a_checkpoint, run_cli, 
 from zoo.records.store import Store, home
 from zoo.sweeps.cells import plan_sweep
 from zoo.sweeps.executors import make_executor
-from zoo.sweeps.processes import ProcessExecutor, available_cores
+from zoo.sweeps.local import ProcessExecutor, available_cores
 
 TIMING = ("tokens_per_s", "train_time")
 

@@ -1,6 +1,6 @@
 """Running a sweep's cells in parallel: the driver and what an executor provides.
 
-One design for local worker processes (zoo.sweeps.processes) and Ray tasks
+One design for local worker processes (zoo.sweeps.local) and Ray tasks
 (zoo.sweeps.ray_tasks). The driver (the `zoo sweep` or `zoo tune` process) decides each
 cell's run id, claims the run it resumes, and alone writes the SQLite store. A worker trains
 the cell, writes its run folder under ZOO_HOME (which every node must see), and hands its

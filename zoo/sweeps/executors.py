@@ -1,5 +1,5 @@
 """Which executor runs a sweep's or a search's cells: worker processes on this machine
-(`--jobs N`, zoo.sweeps.processes), Ray tasks on a cluster (`--executor ray`,
+(`--jobs N`, zoo.sweeps.local), Ray tasks on a cluster (`--executor ray`,
 zoo.sweeps.ray_tasks), or none (cells in this process). Neither torch nor ray is imported
 until one is chosen."""
 
@@ -33,7 +33,7 @@ def make_executor(
     if cpus is not None or gpus is not None:
         raise ZooError("--cell-cpus and --cell-gpus are for --executor ray")
     if jobs > 1:
-        from zoo.sweeps.processes import ProcessExecutor
+        from zoo.sweeps.local import ProcessExecutor
 
         return ProcessExecutor(jobs)
     return None
