@@ -2,7 +2,7 @@
 linear SVM, on the same splits, over seeds; figures written as JSON.
 
     OMP_NUM_THREADS=1 nice .venv/bin/python benchmarks/bench_classification.py \\
-        [--seeds 3] [--datasets rotten_tomatoes emotion] [--home DIR] [--no-bert]
+        [--seeds 3] [--datasets rotten_tomatoes emotion] [--home DIR] [--no-bert] [--jobs N]
         [--one-seed ARCHITECTURE ...]
         [--output benchmarks/results/classification.json]
 
@@ -52,10 +52,10 @@ FORMER_DEFAULT = {"rotten_tomatoes": 0.7986, "emotion": 0.9170}
 TOLERANCE = 0.005  # the ensemble's acceptance: within half a point of the former default
 
 
-def train_all(models: list[str], datasets: list[str], seeds: int) -> None:
+def train_all(models: list[str], datasets: list[str], seeds: int, jobs: int = 1) -> None:
     import zoo
 
-    zoo.sweep(models, on=datasets, seeds=seeds, progress=True, quiet=True)
+    zoo.sweep(models, on=datasets, seeds=seeds, jobs=jobs, progress=True, quiet=True)
 
 
 def finished_runs(models: list[str], datasets: list[str], seeds: int) -> dict:
@@ -189,6 +189,9 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--no-bert", action="store_true", help="leave out the transformers BERT")
     parser.add_argument(
+        "--jobs", type=int, default=1, help="cells trained at once (worker processes)"
+    )
+    parser.add_argument(
         "--one-seed",
         nargs="*",
         default=[],
@@ -210,7 +213,7 @@ def main(argv=None) -> int:
     )
 
     selecting = min(args.select_seeds, args.seeds)
-    train_all(models, args.datasets, selecting)
+    train_all(models, args.datasets, selecting, args.jobs)
     chosen = choose(
         finished_runs(models, args.datasets, selecting),
         args.datasets,
@@ -218,7 +221,7 @@ def main(argv=None) -> int:
         architectures,
     )
     every_seed = [p for a, (p, _) in chosen.items() if a not in args.one_seed]
-    train_all(every_seed, args.datasets, args.seeds)
+    train_all(every_seed, args.datasets, args.seeds, args.jobs)
     runs = finished_runs(models, args.datasets, args.seeds)
 
     sys.path.insert(0, str(Path(__file__).parent))
