@@ -193,6 +193,7 @@ def test_missing_dataset_path_is_a_clear_error():
     assert result.code == 2 and "does not exist" in result.err
 
 
+@pytest.mark.slow
 def test_every_built_in_preset_plans_on_a_dataset_of_its_task(tmp_path):
     """Preset values are checked against the config dataclasses when a run is planned."""
     from test_pretrained_checkpoint import save_bert_checkpoint

@@ -83,6 +83,7 @@ def test_example_plugin_trains_through_zoo_run(bow_site, tiny_text, tmp_path):
     assert '"architecture": "bow"' in result.stdout and '"status": "finished"' in result.stdout
 
 
+@pytest.mark.slow
 def test_load_plugins_filter_can_exclude_a_distribution(bow_site):
     result = run_zoo("list", "plugins", env={"PYTHONPATH": str(bow_site), "ZOO_LOAD_PLUGINS": ""})
     assert result.returncode == 0 and "zoo-bow" not in result.stdout

@@ -165,6 +165,7 @@ def test_the_loop_callback_stops_a_run_which_is_recorded_with_its_status_and_ste
     assert row["status"] == "pruned" and row["metrics"]["stopped_step"] == 10
 
 
+@pytest.mark.slow
 def test_the_trial_reporter_prunes_a_trial_below_the_median(tmp_path):
     from zoo.search.study import TrialReporter
 
@@ -350,6 +351,7 @@ def test_a_ray_search_records_every_trial_from_the_driver_and_goes_on_past_a_kil
     assert states == ["COMPLETE", "COMPLETE", "COMPLETE", "FAIL"]
 
 
+@pytest.mark.slow
 def test_a_time_budget_starts_no_trial_once_the_trial_time_is_spent(negated_reviews):
     result = tiny_search(negated_reviews, time=0.001, steps=10, eval_interval=5)
     assert result.studies[0]["trials"] == {"COMPLETE": 1}
