@@ -764,6 +764,26 @@ def test_concurrent_writers_lose_nothing(tmp_path):
     assert all(r["status"] == "finished" and r["metrics"]["done"] for r in rows)
 
 
+def _open_store(path: str) -> str:
+    try:
+        Store(Path(path)).close()
+        return "ok"
+    except Exception as exc:  # reported back to the test, which names it
+        return str(exc)
+
+
+def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path):
+    # Switching a new store to WAL is answered 'locked' at once, without the busy
+    # timeout, when another process switches it too: two sweeps started together hit it.
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(6) as pool:
+        for attempt in range(30):
+            path = str(tmp_path / f"zoo-{attempt}.db")
+            answers = pool.map(_open_store, [path] * 6, chunksize=1)
+            assert answers == ["ok"] * 6, answers
+
+
 def test_killed_writer_leaves_a_readable_store_and_stale_rows_are_recovered(tmp_path):
     db = tmp_path / "zoo.db"
     Store(db).close()

@@ -104,7 +104,7 @@ class Store:
             if self.read_only:
                 self._check_version()
             else:
-                self.conn.execute("PRAGMA journal_mode = WAL")
+                _use_wal(self.conn)
                 self.conn.execute("PRAGMA synchronous = NORMAL")
                 self._migrate()
                 self.recover_stale_rows()
@@ -383,6 +383,23 @@ def _decode(row: dict) -> dict:
                 f"{type(row[key]).__name__} in its {key} column, not an object"
             )
     return row
+
+
+def _use_wal(conn: sqlite3.Connection, patience: float = 60.0) -> None:
+    """Switch a connection to WAL. When several processes open a new store at once,
+    SQLite answers the switch 'database is locked' at once, without waiting on the busy
+    timeout (waiting could deadlock), so wait and retry here."""
+    deadline = time.monotonic() + patience
+    delay = 0.01
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
 
 
 def _not_writable(path: Path) -> bool:
