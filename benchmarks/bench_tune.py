@@ -7,9 +7,10 @@ against pruning off on the same search, both arms in this one run.
 1. search: `zoo tune MODELS --on DATASET --trials N --space SPACE --jobs J --seeds S` in a
    fresh ZOO_HOME, with median pruning; its wall time, and per model the best validation figure, the best
    trial's test figure, the tuned and untuned test figures over the seeds.
-2. pruning: the search of 1 runs with `--pruner median`; the same search (the same sampler
-   seed) then runs again with `--pruner none` in the same ZOO_HOME under its own study
-   names, so the seed re-runs it shares are reused; the training time summed over the
+2. pruning: the same search twice in another fresh ZOO_HOME, `--pruner median` then
+   `--pruner none`, with the random sampler and one sampler seed (`--pruning-sampler`), so
+   both arms train the same settings in the same order and differ only in pruning (TPE
+   would draw differently after the first pruned trial); the training time summed over the
    trials (the loop's train_time of every trial run) and the best validation figure of
    each arm.
 """
@@ -34,7 +35,15 @@ SPACE = "lr=log(3e-4,3e-2) dropout=float(0,0.5) batch_size=choice(16,32,64)"
 
 
 def tune(
-    args, home: Path, models: list[str], *, pruner: str, study: str, read_back: bool = False
+    args,
+    home: Path,
+    models: list[str],
+    *,
+    pruner: str,
+    study: str,
+    sampler: str = "tpe",
+    seeds: int | None = None,
+    read_back: bool = False,
 ) -> dict:
     """One `zoo tune` in `home`: its wall time, studies and trial runs. With `read_back`
     the search in `home` has run to the end before (this command trains nothing and reads
@@ -53,13 +62,15 @@ def tune(
         "--trials",
         str(args.trials),
         "--seeds",
-        str(args.seeds),
+        str(seeds or args.seeds),
         "--jobs",
         str(args.jobs),
         "--pruner",
         pruner,
         "--study",
         study,
+        "--sampler",
+        sampler,
         "--sampler-seed",
         str(args.sampler_seed),
         "--device",
@@ -131,6 +142,12 @@ def main():
         "read its results back instead of searching again",
     )
     parser.add_argument(
+        "--pruning-sampler",
+        default="random",
+        choices=["random", "tpe"],
+        help="the sampler of both pruning arms (random: the same settings in both)",
+    )
+    parser.add_argument(
         "--prune-models",
         nargs="+",
         help="compare pruning on against off "
@@ -145,18 +162,22 @@ def main():
     search = tune(
         args, home, args.models, pruner="median", study="pruned", read_back=bool(args.home)
     )
-    arms = {"median": search}
     pruning_models = args.prune_models or args.models
-    if pruning_models == args.models and not args.home:
-        # the same search without pruning, in the same ZOO_HOME (its own studies): the seed
-        # re-runs it shares with the first are reused, not retrained
-        arms["none"] = tune(args, home, args.models, pruner="none", study="unpruned")
-    else:  # both arms on these models, one after the other, in a fresh ZOO_HOME
-        pruning_home = fresh_home()
-        arms = {
-            pruner: tune(args, pruning_home, pruning_models, pruner=pruner, study=study)
-            for pruner, study in (("median", "pruned"), ("none", "unpruned"))
-        }
+    # both arms one after the other in a fresh ZOO_HOME: the seed re-runs the second shares
+    # with the first are reused, not retrained
+    pruning_home = fresh_home()
+    arms = {
+        pruner: tune(
+            args,
+            pruning_home,
+            pruning_models,
+            pruner=pruner,
+            study=study,
+            sampler=args.pruning_sampler,
+            seeds=1,  # the arms are compared on their trials; re-runs only cost time
+        )
+        for pruner, study in (("median", "pruned"), ("none", "unpruned"))
+    }
     rows = []
     for study in search["studies"]:
         best = study["best"] or {}
@@ -213,8 +234,8 @@ def main():
     tables.append(
         table(
             f"Pruning on (median) against off on {', '.join(pruning_models)}, the same search "
-            f"({args.trials} trials per model, "
-            f"sampler seed {args.sampler_seed}, one after the other): training time summed over "
+            f"({args.trials} trials per model, {args.pruning_sampler} sampler with seed "
+            f"{args.sampler_seed}, one after the other): training time summed over "
             "the trials, and the best validation accuracy of each arm:",
             [
                 ("pruner", "pruner"),

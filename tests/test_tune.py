@@ -149,15 +149,15 @@ def test_the_loop_callback_stops_a_run_which_is_recorded_with_its_status_and_ste
 
     seen = []
 
-    def prune_at_the_second_validation(step, figures):
-        seen.append((step, sorted(figures)))
-        return "pruned" if len(seen) == 2 else None
+    def prune_at_the_second_validation(step, validation, figures):
+        seen.append((step, validation, sorted(figures)))
+        return "pruned" if validation == 2 else None
 
     result = execute(
         _plan(negated_reviews), device="cpu", quiet=True, on_validate=prune_at_the_second_validation
     )
-    assert [step for step, _ in seen] == [5, 10]
-    assert "val_accuracy" in seen[0][1]
+    assert [(step, validation) for step, validation, _ in seen] == [(5, 1), (10, 2)]
+    assert "val_accuracy" in seen[0][2]
     assert result["status"] == "pruned" and result["metrics"]["stopped_step"] == 10
     assert result["metrics"]["steps"] == 10
     with Store() as store:
@@ -178,14 +178,18 @@ def test_the_trial_reporter_prunes_a_trial_below_the_median(tmp_path):
     )
     for value in (0.8, 0.85, 0.9):
         trial = study.ask()
-        trial.report(value, 5)
+        for validation in (1, 2):
+            trial.report(value, validation)
         study.tell(trial, value)
     weak, strong = study.ask(), study.ask()
     report = TrialReporter(url, "s", weak._trial_id, "median", ["val_accuracy", "val_loss"])
-    assert report(5, {"val_loss": 0.3, "val_accuracy": 0.5}) == "pruned"
+    # by validation number, not step (a smaller batch takes more steps to the same pass),
+    # and never at the first validation: a slow starter gets a pass
+    assert report(40, 1, {"val_loss": 0.3, "val_accuracy": 0.5}) is None
+    assert report(80, 2, {"val_loss": 0.3, "val_accuracy": 0.5}) == "pruned"
     report = TrialReporter(url, "s", strong._trial_id, "median", ["val_accuracy"])
-    assert report(5, {"val_accuracy": 0.95}) is None
-    assert study.trials[3].intermediate_values == {5: 0.5}  # reported to the shared storage
+    assert report(20, 2, {"val_accuracy": 0.95}) is None
+    assert study.trials[3].intermediate_values == {1: 0.5, 2: 0.5}  # in the shared storage
 
 
 @pytest.mark.slow

@@ -54,8 +54,11 @@ def open_storage(url: str):
 def make_pruner(name: str):
     import optuna
 
-    if name == "median":  # stop a trial whose validation is below the median at that step
-        return optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=0)
+    # Trials report by validation number, not optimizer step: a classification run validates
+    # twice an epoch whatever its batch size, so trials are compared after equal passes.
+    if name == "median":  # stop a trial below the median of the others at that validation,
+        # never before its second one (an epoch, in classification): slow starters get a pass
+        return optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=2)
     if name == "halving":  # successive halving (the rungs of ASHA)
         return optuna.pruners.SuccessiveHalvingPruner()
     if name == "none":
@@ -124,7 +127,7 @@ class TrialReporter:
     def __getstate__(self):
         return {**self.__dict__, "_trial": None}
 
-    def __call__(self, step: int, figures: dict) -> str | None:
+    def __call__(self, step: int, validation: int, figures: dict) -> str | None:
         import optuna
 
         value = next(
@@ -139,7 +142,7 @@ class TrialReporter:
                 pruner=make_pruner(self.pruner),
             )
             self._trial = optuna.Trial(study, self.trial_id)
-        self._trial.report(float(value), step)
+        self._trial.report(float(value), validation)
         return "pruned" if self._trial.should_prune() else None
 
 

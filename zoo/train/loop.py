@@ -123,8 +123,8 @@ def train(
     restored in place), ``state`` further objects with ``state_dict()``/``load_state_dict()``.
     With ``job.resume_from`` set, the loop continues that checkpoint.
 
-    ``job.on_validate(step, figures)``, when set, sees every periodic validation; it returns
-    None to go on, or a status word ("pruned", say) to stop training there: the loop keeps
+    ``job.on_validate(step, validation, figures)``, when set, sees every periodic validation
+    (``validation`` counts them from 1, resumed runs included); it returns None to go on, or a status word ("pruned", say) to stop training there: the loop keeps
     the status and step in ``result.stopped`` and ``job.stopped`` for the run's record.
     """
     from zoo.train.checkpoints import Checkpointer
@@ -230,7 +230,7 @@ def _told_to_stop(job: Job, result: TrainResult, figures: dict) -> bool:
     callback = getattr(job, "on_validate", None)
     if callback is None:
         return False
-    status = callback(result.steps, dict(figures))
+    status = callback(result.steps, len(result.curve), dict(figures))
     if not status:
         return False
     result.stopped, result.stopped_step = str(status), result.steps
