@@ -26,6 +26,7 @@ README_END = "<!-- end of results -->"
 ORDER = [
     "classification",
     "transfer",
+    "finetune_recipe",
     "time_to_quality",
     "train",
     "nanogpt",
