@@ -174,6 +174,23 @@ TINY_DECODER_CLASSIFIER = [
 TINY_ENCODER = [*TINY_DECODER_CLASSIFIER, "--set", "dropout=0.0"]
 
 
+def seed_sweep(text, steps: int, *options, seeds: int = 2) -> list[str]:
+    """`zoo sweep decoder-char --on TEXT --seeds N --steps STEPS` with the tiny decoder and
+    further options: the sweep the executor and fault tests run."""
+    return [
+        "sweep",
+        "decoder-char",
+        "--on",
+        str(text),
+        "--seeds",
+        str(seeds),
+        "--steps",
+        str(steps),
+        *map(str, TINY_DECODER),
+        *map(str, options),
+    ]
+
+
 MIRROR_DATASETS = (
     "karpathy/tiny_shakespeare",
     "dair-ai/emotion",

@@ -11,7 +11,13 @@ import time
 
 import pytest
 import torch
-from conftest import TINY_DECODER, kill_a_worker_held_at_a_checkpoint, run_cli, run_python
+from conftest import (
+    TINY_DECODER,
+    kill_a_worker_held_at_a_checkpoint,
+    run_cli,
+    run_python,
+    seed_sweep,
+)
 
 from zoo.records.store import Store, home
 from zoo.sweeps.cells import plan_sweep
@@ -46,21 +52,7 @@ def sequential_sweep(sweep: list, threads: int) -> dict:
 def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
     tiny_text, monkeypatch, tmp_path
 ):
-    sweep = [
-        "sweep",
-        "decoder-char",
-        "--on",
-        tiny_text,
-        "--seeds",
-        2,
-        "--steps",
-        200,
-        *TINY_DECODER,
-        "--set",
-        "checkpoint_every=10",
-        "--set",
-        "eval_interval=50",
-    ]
+    sweep = seed_sweep(tiny_text, 200, "--set", "checkpoint_every=10", "--set", "eval_interval=50")
     # The reference: one cell after another, in-process, at the workers' thread count (one
     # each on 2 cores): another thread count sums in another order and moves the metrics.
     alone = sequential_sweep(sweep, max(1, available_cores() // 2))
@@ -263,17 +255,7 @@ def test_a_real_ctrl_c_stops_a_sweep_with_workers_and_keeps_its_runs(tiny_text, 
             sys.executable,
             "-m",
             "zoo",
-            "sweep",
-            "decoder-char",
-            "--on",
-            str(tiny_text),
-            "--seeds",
-            "2",
-            "--steps",
-            "100000",
-            *TINY_DECODER,
-            "--jobs",
-            "2",
+            *seed_sweep(tiny_text, 100_000, "--jobs", 2),
         ],
         env={**os.environ, "ZOO_HOME": str(runs), "OMP_NUM_THREADS": "1"},
         stdout=subprocess.PIPE,

@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import TINY_DECODER, kill_a_worker_held_at_a_checkpoint, run_cli
+from conftest import kill_a_worker_held_at_a_checkpoint, run_cli, seed_sweep
 
 from zoo.records.ownership import writer_alive
 from zoo.records.store import Store, home
@@ -30,23 +30,17 @@ def cluster():
 def test_a_ray_sweep_records_every_cell_from_the_driver_and_finishes_a_killed_one(
     tiny_text, cluster, monkeypatch, tmp_path
 ):
-    sweep = [
-        "sweep",
-        "decoder-char",
-        "--on",
+    sweep = seed_sweep(
         tiny_text,
-        "--seeds",
-        4,
-        "--steps",
         150,
-        *TINY_DECODER,
         "--set",
         "checkpoint_every=10",
         "--set",
         "eval_interval=50",
         "--executor",
         "ray",
-    ]
+        seeds=4,
+    )
     # The first two tasks wait after their first checkpoint: one is killed mid-cell.
     thread, killed = kill_a_worker_held_at_a_checkpoint(monkeypatch, tmp_path, workers=2)
     first = run_cli(*sweep)
@@ -80,28 +74,9 @@ def test_ray_tasks_end_with_a_killed_driver_and_a_rerun_finishes_the_cells(
     address = ray.get_runtime_context().gcs_address
     runs = tmp_path / "runs"
     env = {**os.environ, "ZOO_HOME": str(runs), "OMP_NUM_THREADS": "1"}
-    sweep = [
-        sys.executable,
-        "-m",
-        "zoo",
-        "sweep",
-        "decoder-char",
-        "--on",
-        str(tiny_text),
-        "--seeds",
-        "2",
-        "--steps",
-        "1000",
-        *map(str, TINY_DECODER),
-        "--set",
-        "checkpoint_every=5",
-        "--set",
-        "eval_interval=100",
-        "--executor",
-        "ray",
-        "--address",
-        address,
-    ]
+    options = ["--set", "checkpoint_every=5", "--set", "eval_interval=100"]
+    ray_options = ["--executor", "ray", "--address", address]
+    sweep = [sys.executable, "-m", "zoo", *seed_sweep(tiny_text, 1000, *options, *ray_options)]
     with open(tmp_path / "driver.log", "w") as log:
         driver = subprocess.Popen(sweep, env=env, stdout=log, stderr=subprocess.STDOUT)
     folders: list = []

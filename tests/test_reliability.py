@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, TINY_ANY, TINY_DECODER, press_ctrl_c, run_cli
+from conftest import REPO, TINY_ANY, TINY_DECODER, press_ctrl_c, run_cli, seed_sweep
 
 from zoo.records.store import MIGRATIONS, SCHEMA_VERSION, Store, home
 from zoo.train import checkpoints as checkpoint
@@ -840,21 +840,7 @@ def test_awkward_values_round_trip_through_the_pandas_tables(tmp_path):
 
 
 def test_a_diverged_sweep_cell_is_recorded_and_the_sweep_goes_on(tiny_text):
-    result = run_cli(
-        "sweep",
-        "decoder-char",
-        "--on",
-        tiny_text,
-        "--seeds",
-        2,
-        "--steps",
-        12,
-        *TINY_DECODER,
-        "--set",
-        "lr=30",
-        "--set",
-        "checkpoint_every=1",
-    )
+    result = run_cli(*seed_sweep(tiny_text, 12, "--set", "lr=30", "--set", "checkpoint_every=1"))
     rows = Store().rows()
     assert [r["status"] for r in rows] == ["diverged", "diverged"], result
     assert [r["seed"] for r in rows] == [0, 1]  # the second cell ran after the first diverged
@@ -865,19 +851,7 @@ def test_a_diverged_sweep_cell_is_recorded_and_the_sweep_goes_on(tiny_text):
 
 @pytest.mark.slow
 def test_a_sweep_resumes_its_interrupted_cell_from_the_checkpoint(tiny_text, monkeypatch):
-    sweep = [
-        "sweep",
-        "decoder-char",
-        "--on",
-        tiny_text,
-        "--seeds",
-        2,
-        "--steps",
-        8,
-        *TINY_DECODER,
-        "--set",
-        "checkpoint_every=2",
-    ]
+    sweep = seed_sweep(tiny_text, 8, "--set", "checkpoint_every=2")
     original = checkpoint.Checkpointer.save
 
     def save_then_stop(self, elapsed):

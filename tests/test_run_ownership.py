@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TINY_DECODER, run_cli
+from conftest import TINY_DECODER, run_cli, seed_sweep
 
 from zoo.records.ownership import RunBusy, own_run, writer_alive
 from zoo.records.store import Store, home
@@ -146,26 +146,12 @@ def _alive(pid: int) -> bool:
 
 
 # -- end to end ----------------------------------------------------------------------
-SWEEP = [
-    "sweep",
-    "decoder-char",
-    "--seeds",
-    "2",
-    "--steps",
-    "200",
-    *TINY_DECODER,
-    "--set",
-    "checkpoint_every=5",
-    "--set",
-    "eval_interval=40",
-    "--jobs",
-    "2",
-]
+SWEEP_OPTIONS = ["--set", "checkpoint_every=5", "--set", "eval_interval=40", "--jobs", "2"]
 
 
 def zoo(home_dir: Path, dataset: Path, *extra, popen=False, log_name=None):
     env = {**os.environ, "ZOO_HOME": str(home_dir), "OMP_NUM_THREADS": "1"}
-    args = [sys.executable, "-m", "zoo", *SWEEP[:2], "--on", str(dataset), *SWEEP[2:], *extra]
+    args = [sys.executable, "-m", "zoo", *seed_sweep(dataset, 200, *SWEEP_OPTIONS), *extra]
     if popen:  # output to a file: a pipe would stay open as long as any orphaned worker
         log = open(home_dir.parent / f"{log_name or home_dir.name}.log", "w")
         return subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
