@@ -174,6 +174,28 @@ TINY_DECODER_CLASSIFIER = [
 TINY_ENCODER = [*TINY_DECODER_CLASSIFIER, "--set", "dropout=0.0"]
 
 
+def install_example(tmp_path_factory, name: str) -> Path:
+    """The example package examples/NAME, installed for real into a folder of its own."""
+    target = tmp_path_factory.mktemp(name)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(REPO / "examples" / name),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return target
+
+
 def seed_sweep(text, steps: int, *options, seeds: int = 2) -> list[str]:
     """`zoo sweep decoder-char --on TEXT --seeds N --steps STEPS` with the tiny decoder and
     further options: the sweep the executor and fault tests run."""

@@ -9,12 +9,10 @@ import io
 import json
 import math
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import install_example, run_cli
 from test_reliability import Trial, assert_same_run, watch
 
 from zoo.core import registry
@@ -26,24 +24,7 @@ TINY = ["--set", "eval_interval=10"]
 @pytest.fixture(scope="session")
 def regress_site(tmp_path_factory) -> Path:
     """The example package, installed for real into its own folder."""
-    target = tmp_path_factory.mktemp("regress-site")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--target",
-            str(target),
-            str(REPO / "examples" / "zoo-regress"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return target
+    return install_example(tmp_path_factory, "zoo-regress")
 
 
 @pytest.fixture

@@ -1,13 +1,11 @@
 """Plugin discovery: entry points of real distributions, local modules, broken plugins,
 strict mode, name clashes, and in-process registration."""
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli, run_python, run_zoo
+from conftest import install_example, run_cli, run_python, run_zoo
 
 from zoo.core import registry
 from zoo.errors import ZooError
@@ -17,24 +15,7 @@ from zoo.hookspecs import hookimpl
 @pytest.fixture(scope="session")
 def bow_site(tmp_path_factory) -> Path:
     """The example third-party package, installed for real into its own folder."""
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--target",
-            str(target),
-            str(REPO / "examples" / "zoo-bow"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return target
+    return install_example(tmp_path_factory, "zoo-bow")
 
 
 def fake_distribution(site: Path, name: str, module_source: str, entry_name: str | None = None):
