@@ -186,7 +186,8 @@ class Job:
         None  # the zoo.plugin.Task the pipeline registered (looked up by name if None)
     )
     # Called by the training loop after each periodic validation with (step, validation
-    # number, figures); a status word it returns ("pruned") stops training, kept in `stopped` as (status, step).
+    # number, figures); a status word it returns ("pruned") stops training, kept in
+    # `stopped` as (status, step).
     on_validate: Any = None
     stopped: tuple | None = None
     init: Any = None  # zoo.train.initialize.InitSource: a finished run it starts from

@@ -18,8 +18,8 @@ from zoo.records.ownership import own_run
 from zoo.records.paths import run_folder
 from zoo.records.store import Store
 from zoo.train import checkpoints, distributed
-from zoo.train.job import Job, RunFolder
-from zoo.train.runner import train_and_record
+from zoo.train.job import RunFolder
+from zoo.train.runner import plan_job, train_and_record
 
 
 class ResumeRefused(ZooError):
@@ -111,24 +111,15 @@ def _resume_owned(row: dict, run: RunFolder, zoo, quiet: bool, store) -> dict:
     if not quiet:
         where = f"step {ckpt.step}" if ckpt else "the start (no checkpoint was written)"
         print(f"zoo: resuming run {row['id']} from {where}", file=sys.stderr)
-    job = Job(
-        plan.spec.name,
-        plan.spec.architecture,
-        plan.spec.tokenizer,
-        plan.task,
-        plan.configs["model"],
-        plan.configs["tokenizer"],
-        plan.configs["train"],
+    job = plan_job(
+        plan,
         dataset,
-        plan.seed,
         provenance.get("device", "auto"),
         run,
         quiet,
         resuming=True,
         resume_from=ckpt,
         identity=current,
-        declared_task=plan.pipeline.task,
-        init=plan.init,
     )
     summary = {
         k: provenance[k]

@@ -227,7 +227,30 @@ def _record_and_train(
             }
         )
         run.observer = trackers.log
-    job = Job(
+    job = plan_job(
+        plan,
+        dataset,
+        device,
+        run,
+        quiet or not ranks.is_main,
+        identity=identity(plan, dataset, zoo),
+        on_validate=on_validate,
+    )
+    return train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
+
+
+def _create_run_folder(parent: Path, run_id: str) -> RunFolder:
+    path = parent / run_id
+    try:
+        return RunFolder(path).create()
+    except OSError as exc:
+        raise save_error(path, exc) from None
+
+
+def plan_job(plan: Plan, dataset, device: str, run: RunFolder, quiet: bool, **options) -> Job:
+    """The Job a pipeline receives for ``plan`` on ``dataset`` in ``run``: a new run's, or
+    with ``resuming=True`` a resumed one's (``options`` are further Job fields)."""
+    return Job(
         plan.spec.name,
         plan.spec.architecture,
         plan.spec.tokenizer,
@@ -239,21 +262,11 @@ def _record_and_train(
         plan.seed,
         device,
         run,
-        quiet or not ranks.is_main,
-        identity=identity(plan, dataset, zoo),
+        quiet,
         declared_task=plan.pipeline.task,
-        on_validate=on_validate,
         init=plan.init,
+        **options,
     )
-    return train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
-
-
-def _create_run_folder(parent: Path, run_id: str) -> RunFolder:
-    path = parent / run_id
-    try:
-        return RunFolder(path).create()
-    except OSError as exc:
-        raise save_error(path, exc) from None
 
 
 def train_and_record(
