@@ -4,6 +4,9 @@ cell's metrics are identical across the variants (timing figures aside).
 
     python benchmarks/bench_sweep_jobs.py                      # the sweep, 3 rounds
     python benchmarks/bench_sweep_jobs.py --rounds 2 --steps 50
+    python benchmarks/bench_sweep_jobs.py --device cuda --model decoder-char \
+        --dataset shakespeare --seeds 8 --jobs 8 --steps 300 --no-single-thread
+                                            # cells packed onto one GPU (sweep_jobs_cuda)
 
 Variants, timed in alternation in every round (each is the `zoo` program in a subprocess):
   jobs1        --jobs 1 with torch's default threads (one per core: one cell uses the machine)
@@ -63,6 +66,7 @@ def run_sweep(args, jobs: int, threads: str | None) -> tuple[dict, dict]:
         str(jobs),
         "--format",
         "csv",
+        *(["--device", args.device] if args.device else []),
     ]
     started, began = time.time(), time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -105,6 +109,11 @@ def main():
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        help="the sweep's --device; with cuda, --jobs N packs N cells onto the one GPU",
+    )
     parser.add_argument(
         "--no-single-thread",
         action="store_true",
@@ -195,17 +204,35 @@ def main():
             f"{bound / wall[parallel]:.0%} of it. A second worker can only win what one "
             "process leaves idle; on a loaded machine one-thread workers gain much more."
         )
+    notes.append(
+        "Cells per hour: "
+        + ", ".join(
+            f"{labels[name]} {3600 * args.seeds / seconds:,.0f}" for name, seconds in wall.items()
+        )
+        + "."
+    )
     write_results(
-        "sweep_jobs",
+        "sweep_jobs" + (f"_{args.device}" if args.device not in (None, "cpu") else ""),
         title="Parallel sweeps: `--jobs` against one process",
         about=f"`zoo sweep {args.model} --on {args.dataset} --seeds {args.seeds} --steps "
-        f"{args.steps}` in a fresh ZOO_HOME per variant, the variants alternating over "
+        f"{args.steps}{' --device ' + args.device if args.device else ''}` in a fresh ZOO_HOME per variant, the variants alternating over "
         f"{args.rounds} rounds.",
         tables=[
             table(
                 "",
-                [("variant", "variant"), ("wall_s", "wall s (median)", ".1f")],
-                [{"variant": labels[name], "wall_s": seconds} for name, seconds in wall.items()],
+                [
+                    ("variant", "variant"),
+                    ("wall_s", "wall s (median)", ".1f"),
+                    ("per_hour", "cells per hour", ",.0f"),
+                ],
+                [
+                    {
+                        "variant": labels[name],
+                        "wall_s": seconds,
+                        "per_hour": 3600 * args.seeds / seconds,
+                    }
+                    for name, seconds in wall.items()
+                ],
             )
         ],
         notes=notes,

@@ -42,6 +42,7 @@ ORDER = [
     "numpy",
     "layer_norm",
     "sweep_jobs",
+    "sweep_jobs_cuda",
     "list",
 ]
 
