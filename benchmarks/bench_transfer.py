@@ -322,9 +322,9 @@ def save(path: Path, rows: list[dict], meta: dict) -> None:
         if dataset in larger
     ]
     notes.append(
-        "The machine is shared: several agents' jobs ran beside these runs (see the "
-        "load column), so whole-run times here are far above what the same runs "
-        "take on an idle machine."
+        "The load column is the machine's 1-minute load average before and after each run: "
+        "above its 2 cores, other work ran beside the run and its time is longer than on "
+        "an idle machine."
     )
     record = {
         **old,
