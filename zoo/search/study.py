@@ -54,10 +54,10 @@ def open_storage(url: str):
 def make_pruner(name: str):
     import optuna
 
-    # Trials report by validation number, not optimizer step: a classification run validates
-    # twice an epoch whatever its batch size, so trials are compared after equal passes.
+    # Trials report by validation number, not optimizer step: a run that validates by the
+    # epoch does so whatever its batch size, so trials are compared after equal passes.
     if name == "median":  # stop a trial below the median of the others at that validation,
-        # never before its second one (an epoch, in classification): slow starters get a pass
+        # never at its first one: slow starters get a pass
         return optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=2)
     if name == "halving":  # successive halving (the rungs of ASHA)
         return optuna.pruners.SuccessiveHalvingPruner()
