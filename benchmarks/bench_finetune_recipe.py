@@ -21,7 +21,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -31,7 +30,8 @@ from common import REPO, header, load, table, write_results
 SPACE = "lr=log(2e-5,1e-4) epochs=int(1,3)"
 
 
-def search(args, home: Path, checkpoint: Path) -> tuple[dict, float]:
+def search(args, home: Path, checkpoint: Path) -> dict:
+    """The `zoo tune` command in ``home``: its study (the JSON it prints)."""
     command = [
         str(REPO / ".venv/bin/zoo"),
         "tune",
@@ -53,12 +53,11 @@ def search(args, home: Path, checkpoint: Path) -> tuple[dict, float]:
         "--json",
     ]
     print("$", " ".join(command[1:]), f"({load()})", flush=True)
-    began = time.perf_counter()
     env = {**os.environ, "ZOO_HOME": str(home)}
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"zoo tune failed ({done.returncode}): {done.stderr[-3000:]}")
-    return json.loads(done.stdout)["studies"][0], time.perf_counter() - began
+    return json.loads(done.stdout)["studies"][0]
 
 
 def store_wall(home: Path) -> float:
@@ -106,7 +105,7 @@ def main() -> None:
     try:
         checkpoint = args.checkpoint or extract_minilm(scratch)
         home = args.home or scratch / "runs"
-        study, _ = search(args, home, checkpoint)
+        study = search(args, home, checkpoint)
         trials, wall = trial_rows(home), store_wall(home)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -124,8 +124,9 @@ def train(
     With ``job.resume_from`` set, the loop continues that checkpoint.
 
     ``job.on_validate(step, validation, figures)``, when set, sees every periodic validation
-    (``validation`` counts them from 1, resumed runs included); it returns None to go on, or a status word ("pruned", say) to stop training there: the loop keeps
-    the status and step in ``result.stopped`` and ``job.stopped`` for the run's record.
+    (``validation`` counts them from 1, resumed runs included); it returns None to go on,
+    or a status word ("pruned", say) to stop training there: the loop keeps the status and
+    step in ``result.stopped`` and ``job.stopped`` for the run's record.
     """
     from zoo.train.checkpoints import Checkpointer
 
