@@ -212,6 +212,16 @@ def where(record: dict) -> str:
     return f"{record.get('date', 'undated')}; {'; '.join(parts)}; {software}"
 
 
+def caveats(record: dict) -> list[str]:
+    """What a reader needs beside a record's figures: what was measured and how (precision,
+    recipe), its notes, and where carried-over figures come from."""
+    texts = [record.get("about"), *(record.get("notes") or [])]
+    if record.get("provenance"):
+        texts.append(f"Provenance: {record['provenance']}")
+    texts = [text.strip() for text in texts if text]
+    return [" ".join(texts), ""] if texts else []
+
+
 def render_record(record: dict) -> list[str]:
     lines = [f"## {record.get('title') or record.get('name')}", ""]
     if record.get("about"):
@@ -236,18 +246,26 @@ def render_page(records: list[dict]) -> str:
 
 
 def render_readme_section(records: list[dict]) -> str:
+    """The README's tables, each record's followed by its caveats (about, notes,
+    provenance) and where it was measured: a figure never travels without them."""
     lines = [README_START, ""]
     for record in records:
-        for table in tables_of(record):
-            if table.get("readme") or (record["name"] in README_RECORDS and table.get("main")):
-                lines += [
-                    f"**{record.get('title') or record['name']}**"
-                    + (f" ({table['caption']})" if table.get("caption") else ""),
-                    "",
-                ]
-                lines += render_table({**table, "caption": ""})
-                more = "More in the [benchmarks](docs/benchmarks.md)."
-                lines += [f"<sub>{where(record)}. {more}</sub>", ""]
+        tables = [
+            table
+            for table in tables_of(record)
+            if table.get("readme") or (record["name"] in README_RECORDS and table.get("main"))
+        ]
+        for table in tables:
+            lines += [
+                f"**{record.get('title') or record['name']}**"
+                + (f" ({table['caption']})" if table.get("caption") else ""),
+                "",
+            ]
+            lines += render_table({**table, "caption": ""})
+        if tables:
+            lines += caveats(record)
+            more = "More in the [benchmarks](docs/benchmarks.md)."
+            lines += [f"<sub>{where(record)}. {more}</sub>", ""]
     return "\n".join(lines + [README_END])
 
 
