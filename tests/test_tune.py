@@ -16,7 +16,7 @@ from conftest import run_cli
 
 from zoo.errors import ZooError
 from zoo.records.store import Store, home
-from zoo.search.space import parse_space
+from zoo.tune.space import parse_space
 
 optuna = pytest.importorskip("optuna")
 
@@ -130,7 +130,7 @@ def test_a_space_that_does_not_fit_the_model_exits_2_before_training(
 
 
 def _plan(dataset, **overrides):
-    from zoo.core.plan import plan_run
+    from zoo.train.plan import plan_run
 
     settings = {
         "dim": 8,
@@ -167,7 +167,7 @@ def test_the_loop_callback_stops_a_run_which_is_recorded_with_its_status_and_ste
 
 @pytest.mark.slow
 def test_the_trial_reporter_prunes_a_trial_below_the_median(tmp_path):
-    from zoo.search.study import TrialReporter
+    from zoo.tune.study import TrialReporter
 
     url = f"sqlite:///{tmp_path / 'studies.db'}"
     study = optuna.create_study(
@@ -197,7 +197,7 @@ def test_trials_never_read_the_test_split_and_the_best_is_scored_on_test_once(
     negated_reviews, monkeypatch
 ):
     from zoo.data.datasets import LoadedDataset
-    from zoo.search import report
+    from zoo.tune import report
 
     reads, phase = [], ["trials"]
     original_split, original_test_once = LoadedDataset.split, report.test_once
@@ -504,7 +504,7 @@ def test_a_config_file_with_an_unknown_key_exits_2_with_a_did_you_mean(tmp_path)
 def test_each_task_trains_and_reports_with_the_test_split_held_out(
     model, task, settings, negated_reviews, tiny_text
 ):
-    from zoo.core.plan import plan_run
+    from zoo.train.plan import plan_run
     from zoo.train.runner import execute
 
     dataset = {"fasttext-wordpunct": negated_reviews, "digits-char": "digits"}.get(model, tiny_text)

@@ -52,7 +52,7 @@ def test_once(result: StudyResult, device: str, out=sys.stderr) -> None:
     """The best trial's test figure: evaluated once (`zoo eval`), and read back from that
     evaluation when the search runs again."""
     from zoo.comparison.table import eval_value
-    from zoo.records.evaluate import evaluate_run
+    from zoo.operations.evaluate import evaluate_run
     from zoo.records.store import Store
     from zoo.tasks import strip_split
 
@@ -154,8 +154,8 @@ def _short(value) -> str:
 def preset_snippet(result: StudyResult) -> str:
     """The winner as a registry.toml preset: the original preset's options, then the
     settings every trial had (--set, --steps), then the best settings over them."""
+    from zoo.core.loading import get_zoo
     from zoo.core.names import resolve_model
-    from zoo.core.registry import get_zoo
 
     spec = resolve_model(result.model, get_zoo())
     values = {}
