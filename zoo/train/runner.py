@@ -13,6 +13,7 @@ from pathlib import Path
 
 from zoo.core.containment import own_interrupts_fail
 from zoo.core.loading import get_zoo, task_loss
+from zoo.core.threads import settle_threads
 from zoo.data import datasets as zoo_data
 from zoo.errors import RunInterrupted, RunRefused, ZooError
 from zoo.io import save_error
@@ -171,6 +172,7 @@ def _record_and_train(
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),
         "device": device,
+        "threads": settle_threads().record(),
         "text_column": dataset.text_column,
         "label_column": dataset.label_column,
         **({"held_out": list(plan.held_out)} if plan.held_out else {}),
