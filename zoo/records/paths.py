@@ -14,6 +14,7 @@ import os
 import re
 from pathlib import Path
 
+from zoo.core.home import zoo_home
 from zoo.errors import ZooError
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -31,11 +32,6 @@ def check_run_id(run_id) -> str:
         f"{shown} is not a run id: a run id is letters, digits, '.', '_' and '-' "
         "(at most 128, starting with a letter or digit); zoo runs lists them"
     )
-
-
-def zoo_home() -> Path:
-    """The runs folder: ZOO_HOME, or ./runs."""
-    return Path(os.environ.get("ZOO_HOME", "runs")).expanduser()
 
 
 def run_folder(run_id, home: Path | None = None) -> Path:
