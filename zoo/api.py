@@ -281,6 +281,7 @@ def tune(
     ``settings`` apply to every trial and re-run, as ``--steps`` and ``--set`` do. The other
     options mean what the command's options of the same names mean.
     """
+    from zoo.io import check_name_part, check_output_folder, zoo_home
     from zoo.search.report import preset_snippet, table
     from zoo.search.space import parse_space
     from zoo.search.study import Search
@@ -308,9 +309,11 @@ def tune(
         sampler=sampler,
         seed=None if sampler_seed is None else integer_argument("sampler_seed", sampler_seed),
         storage=storage,
-        study=study,
+        study=None if study is None else check_name_part(study, "study"),
         device=device,
     )
+    if plot is not None:  # ZOO_HOME/tune is where they go by default
+        check_output_folder(plot, "write plots into", allowed=[zoo_home() / "tune"])
     reruns = 2 * search.seeds * len(search.models) * len(search.datasets)  # tuned and preset
     if reruns > MAX_CELLS:
         raise ZooError(

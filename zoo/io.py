@@ -8,7 +8,9 @@ Files the user names (``--output``, ``--plot``) are written without surprises: a
 (or a new one) is replaced atomically; a symbolic link is followed and its target written
 atomically, so the link stays a link; a terminal, device or FIFO (``/dev/stdout``, a named
 pipe) is streamed to, and ``-`` means standard output. A folder, a socket or a block device
-is refused with exit 2, as is a write that fails (``/dev/full``: no space left).
+is refused with exit 2, as is a write that fails (``/dev/full``: no space left). Nothing a
+user names is ever written into ZOO_HOME (zoo's own store and run folders): a target that is
+ZOO_HOME, lies inside it or contains it is refused with exit 2.
 
 Files that may come from strangers are read safely: weights only from safetensors, configs
 only from JSON, tokenizers only from tokenizer.json. Nothing here unpickles or runs code, and
@@ -22,6 +24,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -94,6 +97,86 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+# ZOO_HOME: zoo's own folder, which no user-named write may touch
+
+
+def zoo_home() -> Path:
+    """The runs folder: ZOO_HOME, or ./runs. An empty ZOO_HOME is a mistake (it would
+    silently mean the current folder), not a choice."""
+    value = os.environ.get("ZOO_HOME", "runs")
+    if not value.strip():
+        raise ZooError("ZOO_HOME is set but empty; unset it (runs go to ./runs) or name a folder")
+    return Path(value).expanduser()
+
+
+def check_outside_home(target, what: str = "write", allowed=()) -> None:
+    """A ZooError unless ``target`` is clear of ZOO_HOME: not ZOO_HOME itself, not inside it
+    (a run folder, the store) and not a folder that holds it. Paths are compared resolved,
+    so a link or ``..`` cannot get round it. ``allowed``: folders under ZOO_HOME that zoo
+    itself fills with such files (tune's plots)."""
+    home = os.path.realpath(zoo_home())
+    path = os.path.realpath(target)
+    if any(path == os.path.realpath(folder) for folder in allowed):
+        return
+    relation = (
+        "is ZOO_HOME"
+        if path == home
+        else "is inside ZOO_HOME"
+        if _within(path, home)
+        else "holds ZOO_HOME"
+        if _within(home, path)
+        else None
+    )
+    if relation is not None:
+        raise ZooError(
+            f"cannot {what} {_shown(Path(target))}: it {relation} ({home}), where zoo keeps "
+            "its runs and store; name a folder outside it"
+        )
+
+
+def _within(path: str, folder: str) -> bool:
+    return path != folder and os.path.commonpath([path, folder]) == folder
+
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def check_name_part(name, what: str) -> str:
+    """``name`` if it can be part of a file name as it is (letters, digits, '.', '_', '-',
+    starting with a letter or digit, at most 128); a ZooError naming ``what`` otherwise."""
+    if isinstance(name, str) and SAFE_NAME.fullmatch(name):
+        return name
+    shown = repr(name if not isinstance(name, str) or len(name) <= 60 else name[:60] + "...")
+    raise ZooError(
+        f"{what} {shown} cannot be part of a file name: use letters, digits, '.', '_' and "
+        "'-' (at most 128, starting with a letter or digit)"
+    )
+
+
+def safe_name_part(text: str, limit: int = 120) -> str:
+    """``text`` made safe to be part of one file name: every character but letters, digits,
+    '.', '_' and '-' becomes '_', and it starts with a letter or digit (so never '..' or a
+    hidden file). Names from elsewhere (a dataset's file name, a stored study) go through it."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", str(text))[:limit]
+    return safe if safe[:1].isalnum() else f"x{safe}"[:limit]
+
+
+def check_output_folder(target, what: str = "write into", allowed=()) -> None:
+    """A folder the user names for zoo to put files in (``tune --plot``): a ZooError in one
+    line if it is something else (a file, a device) or touches ZOO_HOME. Checked before any
+    work, so a long search never ends on a refusal."""
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise _folder_error(Path(target), what, exc) from None
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        kind = "a file" if stat.S_ISREG(info.st_mode) else "not a folder"
+        raise ZooError(f"cannot {what} {_shown(Path(target))}: it is {kind}; name a folder")
+    check_outside_home(target, what, allowed)
+
+
 # Files the user names
 
 STDOUT = "-"
@@ -117,6 +200,17 @@ def kind_of(name: str) -> str:
     raise ZooError(f"cannot write {name}: it is {what}; name a file")
 
 
+def check_output_file(name: str, what: str = "write") -> None:
+    """Whether ``write_output`` can write ``name``, checked before any work: a ZooError in
+    one line for a folder, a socket, a missing parent folder, or a file in ZOO_HOME."""
+    if kind_of(name) != "file":
+        return
+    target = Path(os.path.realpath(name))
+    check_outside_home(target, what)
+    if not target.parent.is_dir():
+        raise ZooError(f"cannot {what} {name}: folder {target.parent} does not exist")
+
+
 def write_output(name: str, data: bytes | str) -> None:
     """Write ``data`` to the path the user named, as the module docstring says."""
     if isinstance(data, str):
@@ -135,6 +229,7 @@ def write_output(name: str, data: bytes | str) -> None:
         _stream(name, data)
         return
     target = Path(os.path.realpath(name))  # a symlink's target; the path itself otherwise
+    check_outside_home(target)
     if not target.parent.is_dir():
         raise ZooError(f"cannot write {name}: folder {target.parent} does not exist")
     try:
@@ -243,6 +338,8 @@ def load_tokenizer(cls, path: Path):
 # Folders written whole
 
 NAME_MAX = 255  # bytes in one file name on the file systems zoo meets
+MARKER = ".zoo-folder"  # in every folder zoo writes whole: only such a folder --force replaces
+MARKER_TEXT = "written by zoo; zoo may replace this folder whole when asked to (--force)\n"
 
 
 @contextlib.contextmanager
@@ -251,8 +348,9 @@ def atomic_folder(target, *, force: bool = False, what: str = "write"):
     an error, rename it to ``target`` in one step. So ``target`` is either absent or whole:
     an error or Ctrl-C inside removes the temporary folder, and one left by a killed process
     (its lock no longer held) is removed by the next write beside it. An existing ``target``
-    is refused unless it is an empty folder; with ``force`` a folder there is replaced whole.
-    Every problem with the target (a file, a link, a device, a read-only or missing parent,
+    is refused unless it is an empty folder; with ``force`` a folder that zoo wrote (it holds
+    the ``MARKER`` file) is replaced whole, and nothing else ever is. A target that is, holds
+    or lies in ZOO_HOME is refused. Every problem with the target (a file, a link, a device, a read-only or missing parent,
     a name too long, another process that got there first) is a ZooError in one line. What
     the block wrote gets the modes ``open()`` would give it under the umask."""
     target = Path(target)
@@ -262,7 +360,7 @@ def atomic_folder(target, *, force: bool = False, what: str = "write"):
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise _folder_error(target, what, exc) from None
-    _remove_abandoned(parent, target.name)
+    _remove_abandoned(parent)
     stem = f".{target.name}" if len(target.name.encode()) <= NAME_MAX - 40 else ".zoo"
     lock = None
     staging = None
@@ -271,6 +369,7 @@ def atomic_folder(target, *, force: bool = False, what: str = "write"):
         os.chmod(staging, 0o777 & ~current_umask())  # as mkdir would make it
         lock = _hold(Path(f"{staging}.lock"))
         yield staging
+        (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
         umask = current_umask()
         for path in staging.rglob("*"):  # as open() and mkdir make them (safetensors: 0600)
             path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
@@ -313,11 +412,19 @@ def check_new_folder(target, *, force: bool = False, what: str = "write") -> Non
                 else "not a folder"
             )
             raise ZooError(f"cannot {what} {shown}: it is {kind}; name a new folder")
-        if not force and _has_entries(target):
-            raise ZooError(
-                f"cannot {what} {shown}: it exists and is not empty; name a new "
-                "folder, or pass --force to replace it whole"
-            )
+    check_outside_home(target, what)
+    if info is not None:
+        if _has_entries(target):
+            if not force:
+                raise ZooError(
+                    f"cannot {what} {shown}: it exists and is not empty; name a new "
+                    "folder, or pass --force to replace a folder zoo wrote"
+                )
+            if not (target / MARKER).is_file():
+                raise ZooError(
+                    f"cannot {what} {shown}: --force replaces only a folder zoo wrote, and "
+                    "this one was not (it has no .zoo-folder file); name a new folder"
+                )
     parent = _existing_ancestor(target.parent)
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ZooError(f"cannot {what} {shown}: {parent} is not writable")
@@ -335,15 +442,21 @@ def _move_into_place(staging: Path, target: Path, *, force: bool, what: str) -> 
                     "(by another process?); nothing was changed"
                 ) from None
             raise
+    if not (target / MARKER).is_file():  # replaced by something else meanwhile: keep it
+        raise ZooError(
+            f"cannot {what} {_shown(target)}: it was replaced meanwhile by a folder zoo did "
+            "not write; nothing was changed"
+        )
     old = Path(tempfile.mkdtemp(prefix=f".{target.name[:200]}.old-", dir=target.parent))
     os.rename(target, old / "replaced")  # the old folder, out of the way in one step
     os.rename(staging, target)
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _remove_abandoned(parent: Path, name: str) -> None:
-    """Temporary folders beside ``name`` whose writer died (its lock is free)."""
-    for lock_file in parent.glob(f".{glob_escape(name)}.partial-*.lock"):
+def _remove_abandoned(parent: Path) -> None:
+    """Temporary folders in ``parent`` whose writer died (its lock is free), whatever the
+    name they were written for."""
+    for lock_file in parent.glob(".*.partial-*.lock"):
         fd = _try_hold(lock_file)
         if fd is None:
             continue  # a live write
