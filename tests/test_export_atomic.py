@@ -1,4 +1,4 @@
-"""Folders written whole (zoo.io.atomic_folder, which `zoo export` writes through): the
+"""Folders written whole (zoo.atomic_folders.atomic_folder, which `zoo export` writes through): the
 target is absent or complete, whatever fails or is killed; target problems are one line;
 two exports racing for one folder leave one complete export and one exit 2."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import TINY_DECODER, run_cli
 
+from zoo.atomic_folders import MARKER, atomic_folder
 from zoo.errors import ZooError
-from zoo.io import MARKER, atomic_folder
 
 
 def written(folder):
@@ -151,7 +151,7 @@ def test_a_read_only_parent_is_one_line(tmp_path):
 KILLED = """
 import sys, time
 from pathlib import Path
-from zoo.io import atomic_folder
+from zoo.atomic_folders import atomic_folder
 with atomic_folder(sys.argv[1]) as staging:
     (Path(staging) / "half.txt").write_text("half")
     print("writing", flush=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from zoo.io import safe_name_part
+from zoo.home import safe_name_part
 
 SPACE = ["--space", "lr=log(1e-4,1e-2)"]
 

@@ -281,7 +281,8 @@ def tune(
     ``settings`` apply to every trial and re-run, as ``--steps`` and ``--set`` do. The other
     options mean what the command's options of the same names mean.
     """
-    from zoo.io import check_name_part, check_output_folder, zoo_home
+    from zoo.atomic_folders import check_output_folder
+    from zoo.home import check_name_part, zoo_home
     from zoo.search.report import preset_snippet, table
     from zoo.search.space import parse_space
     from zoo.search.study import Search

@@ -16,7 +16,7 @@ from pathlib import PurePath
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from zoo.io import safe_name_part
+from zoo.home import safe_name_part
 
 PIPELINE_TAG = {
     "language-modeling": "text-generation",

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from zoo.errors import ZooError
-from zoo.io import zoo_home  # noqa: F401  (where the runs folder is: io keeps it)
+from zoo.home import zoo_home  # noqa: F401  (where the runs folder is)
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SHOWN = 60  # characters of a bad id echoed back

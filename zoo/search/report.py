@@ -199,7 +199,8 @@ def save_plots(study, folder: Path, out=sys.stderr) -> list[str]:
     import matplotlib.pyplot as plt
     import optuna.visualization.matplotlib as ov
 
-    from zoo.io import atomic_write_bytes, safe_name_part
+    from zoo.home import safe_name_part
+    from zoo.io import atomic_write_bytes
 
     folder.mkdir(parents=True, exist_ok=True)
     written = []
