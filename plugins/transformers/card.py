@@ -16,8 +16,6 @@ from pathlib import PurePath
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from zoo.home import safe_name_part
-
 PIPELINE_TAG = {
     "language-modeling": "text-generation",
     "classification": "text-classification",
@@ -31,7 +29,9 @@ def model_card(trained, model_class: str, *, exported_as: str) -> str:
     config, row = trained.config, trained.row
     metrics = {k: v for k, v in (row.get("metrics") or {}).items() if _number(v)}
     task = trained.declared_task
-    name = safe_name_part(f"zoo-{config['model']}-{config['dataset']}-{trained.run_id}", 200)
+    # the title and model name: letters, digits, '.', '_' and '-' only, whatever the dataset
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", f"zoo-{config['model']}-{config['dataset']}")[:160]
+    name = f"{name}-{trained.run_id}"
     dataset_id = config.get("dataset_id") or config["dataset"]
     hub_dataset = _hub_id(dataset_id)
     results = [
