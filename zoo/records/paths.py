@@ -16,6 +16,7 @@ from pathlib import Path
 
 from zoo.core.home import zoo_home
 from zoo.errors import ZooError
+from zoo.home import zoo_home  # noqa: F401  (where the runs folder is)
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SHOWN = 60  # characters of a bad id echoed back
