@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from zoo.core.home import zoo_home
 from zoo.errors import ZooError
+from zoo.home import zoo_home
 from zoo.tokenizer import Tokenizer
 
 CACHE_FORMAT = 1  # bump when what a cache entry holds changes

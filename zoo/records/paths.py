@@ -14,7 +14,6 @@ import os
 import re
 from pathlib import Path
 
-from zoo.core.home import zoo_home
 from zoo.errors import ZooError
 from zoo.home import zoo_home  # noqa: F401  (where the runs folder is)
 
