@@ -25,11 +25,9 @@ SKIPPED = ("help", "debug")  # every command has them; the page says so once
 def parser() -> argparse.ArgumentParser:
     """zoo's parser with the built-in plugins only (third-party ones installed here would
     add their commands)."""
-    os.environ["ZOO_LOAD_PLUGINS"] = ""
+    os.environ["ZOO_LOAD_PLUGINS"] = ""  # read when zoo first loads its plugins
     from zoo.cli.main import build_parser
-    from zoo.core import registry
 
-    registry.reset_zoo()
     return build_parser()
 
 

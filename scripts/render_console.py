@@ -22,7 +22,8 @@ marker is generated:
 - ``$ COMMAND`` runs and shows a command (bash, in the block's scratch folder, ``zoo`` the
   one of this Python); ``{run}`` is the latest run id printed so far, ``{run1}``,
   ``{run2}``, ... the first, second, ... distinct one; ``$REPO`` is the repository;
-- ``setup: COMMAND`` runs a command without showing it or its output;
+- ``setup: COMMAND`` runs a command without showing it or its output; ``unset: NAME``
+  leaves a variable out of the environment of the commands after it;
 - after a command, ``keep: SPEC`` shows only those lines of its output (``...`` for a gap),
   ``drop: REGEX`` leaves out the lines that match (ones that depend on the machine, such as
   a note on the git tree), ``vary: SPEC`` marks shown lines whose text is free (text a
@@ -76,6 +77,7 @@ class Command:
     drop: str = ""
     vary: str = ""
     exit: int = 0
+    unset: str = ""  # not a command: leave this variable out of the environment from here on
 
 
 @dataclass
@@ -85,11 +87,12 @@ class Block:
     script: str
     start: int  # offsets of the generated text in the file
     end: int
+    source: str = field(repr=False, default="")  # the file's text when the block was read
     commands: list[Command] = field(default_factory=list)
 
     @property
     def name(self) -> str:
-        line = self.path.read_text(encoding="utf-8")[: self.start].count("\n") + 1
+        line = self.source[: self.start].count("\n") + 1
         return f"{self.path.relative_to(REPO)}:{line}"
 
 
@@ -109,6 +112,8 @@ def parse_script(script: str) -> list[Command]:
             commands.append(Command(line[2:].strip()))
         elif line.startswith("setup:"):
             commands.append(Command(line[6:].strip(), shown=False))
+        elif line.startswith("unset:"):
+            commands.append(Command("", shown=False, unset=line[6:].strip()))
         elif line.split(":")[0] in ("keep", "drop", "vary", "exit") and commands:
             key, value = (part.strip() for part in line.split(":", 1))
             setattr(commands[-1], key, int(value) if key == "exit" else value)
@@ -121,17 +126,24 @@ def parse_script(script: str) -> list[Command]:
 
 def find_blocks(path: Path) -> list[Block]:
     text = path.read_text(encoding="utf-8")
-    blocks = []
+    blocks: list[Block] = []
     for match in START.finditer(text):
+        if in_fence(text, match.start()) or any(b.start <= match.start() < b.end for b in blocks):
+            continue  # a marker shown as an example, not a block
         kind = match.group(1)
         end_marker = f"<!-- end {kind} -->"
         end = text.find(end_marker, match.end())
         if end < 0:
             raise ValueError(f"{path}: a {kind} block without {end_marker!r}")
-        block = Block(path, kind, match.group(2), match.end(), end)
+        block = Block(path, kind, match.group(2), match.end(), end, source=text)
         block.commands = parse_script(block.script)
         blocks.append(block)
     return blocks
+
+
+def in_fence(text: str, offset: int) -> bool:
+    """Whether ``offset`` lies inside a fenced code block."""
+    return len(re.findall(r"^```", text[:offset], re.MULTILINE)) % 2 == 1
 
 
 def documents() -> list[Path]:
@@ -247,6 +259,9 @@ def render(block: Block, datasets: list | None = None) -> Rendered:
         scratch = Path(folder)
         env = environment(scratch, datasets)
         for command in block.commands:
+            if command.unset:
+                env.pop(command.unset, None)
+                continue
             text = substitute(command.text, ids, latest)
             result = subprocess.run(
                 ["bash", "-c", text],
@@ -258,7 +273,7 @@ def render(block: Block, datasets: list | None = None) -> Rendered:
                 text=True,
                 timeout=TIMEOUT,
             )
-            output = result.stdout
+            output = result.stdout.replace(f"{scratch}/", "")  # paths as the user's: runs/...
             if result.returncode != command.exit:
                 raise RuntimeError(
                     f"{block.name}: `{text}` exited {result.returncode}, not {command.exit}:\n"
@@ -320,7 +335,7 @@ def same(old: str, new: Rendered) -> bool:
 
 
 def current(block: Block) -> str:
-    return block.path.read_text(encoding="utf-8")[block.start : block.end]
+    return block.source[block.start : block.end]
 
 
 def key(block: Block) -> str:
@@ -339,11 +354,16 @@ def render_all(
 
 
 def write(blocks: list[Block], renderings: dict[str, Rendered | Exception]) -> None:
-    """Put each block's rendering in its file (from the end, so offsets stay right)."""
-    for block in sorted(blocks, key=lambda b: (str(b.path), -b.start)):
-        text = block.path.read_text(encoding="utf-8")
-        new = renderings[key(block)].text
-        block.path.write_text(text[: block.start] + new + text[block.end :], encoding="utf-8")
+    """Put each block's rendering in its file, unless the file changed while the blocks ran."""
+    for path in sorted({block.path for block in blocks}):
+        text = path.read_text(encoding="utf-8")
+        mine = sorted((b for b in blocks if b.path == path), key=lambda b: -b.start)
+        if text != mine[0].source:
+            print(f"not written: {path.relative_to(REPO)} changed meanwhile", file=sys.stderr)
+            continue
+        for block in mine:  # from the end, so the offsets stay right
+            text = text[: block.start] + renderings[key(block)].text + text[block.end :]
+        path.write_text(text, encoding="utf-8")
 
 
 def stale(blocks: list[Block], renderings: dict, force: bool = False) -> list[Block]:
