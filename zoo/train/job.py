@@ -24,6 +24,9 @@ class TrainConfig:
     lr: float = 1e-3
     min_lr: float = 1e-4  # cosine decay ends here
     warmup_steps: int = 100
+    # the warm-up as a share of the step budget (0.1: its first tenth); replaces warmup_steps,
+    # so one recipe warms up alike on a small set and a large one
+    warmup_fraction: float | None = None
     weight_decay: float = 0.1
     beta1: float = 0.9  # AdamW's moment decays
     beta2: float = 0.95  # (nanoGPT's Shakespeare config uses 0.99: few tokens per step)
@@ -71,6 +74,8 @@ class TrainConfig:
         for name in at_least_zero:
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
+        if self.warmup_fraction is not None and not 0 <= self.warmup_fraction < 1:
+            raise ValueError(f"warmup_fraction must be in [0, 1), got {self.warmup_fraction}")
         for name in ("beta1", "beta2"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
