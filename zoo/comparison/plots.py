@@ -168,6 +168,21 @@ def training_curves(
     return figure
 
 
+def _zoom(axes, cells) -> bool:
+    """Bars of a metric that is not a fraction (bits per character, perplexity): the axis
+    spans the data and its error bars, so 3.56 against 3.66 is visible. False when the data
+    sit near 0 anyway."""
+    spans = [(c["mean"] - (c["std"] if _finite(c["std"]) else 0.0), c["mean"]) for c in cells] + [
+        (c["mean"], c["mean"] + (c["std"] if _finite(c["std"]) else 0.0)) for c in cells
+    ]
+    low, high = min(s[0] for s in spans), max(s[1] for s in spans)
+    pad = (high - low) * 0.25 or abs(high) * 0.05 or 1.0
+    if low <= 0 or low - pad <= 0:
+        return False
+    axes.set_ylim(low - pad, high + pad * 1.2)  # room above for the labels
+    return True
+
+
 def _unit(task: str | None, metric: str) -> str | None:
     info = metric_info(get_task(task), metric)
     return info.unit if info else None
@@ -281,10 +296,14 @@ def comparison_bars(comparison: Comparison):
         axes.set_xticks(range(len(groups)), groups)
         axes.set_xlabel(" / ".join(comparison.columns))
         axes.set_ylabel(describe(metric, cells[0]["better"], cells[0]["task"]))
+        fraction = "fraction" in (_unit(cells[0]["task"], metric) or "")
+        zoomed = not fraction and _zoom(axes, cells)
         axes.set_title(
-            f"{metric}: mean ± std over seeds (black edge: best in group, where significant)"
+            f"{metric}: mean ± std over seeds (black edge: best, told apart from every other row)"
+            + ("\naxis does not start at 0" if zoomed else "")
         )
-        axes.margins(y=0.15)
+        if not zoomed:
+            axes.margins(y=0.15)
         axes.grid(True, axis="y", alpha=0.3)
         # plain patches: a handle copied from a bar would carry its "best" edge
         from matplotlib.patches import Patch
