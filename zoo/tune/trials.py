@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from zoo.errors import SearchInterrupted, ZooError
-from zoo.search.study import (
+from zoo.tune.study import (
     LOST,
     Objective,
     Search,
@@ -61,8 +61,8 @@ def ask(
     """The next trial's settings from the study, planned. None when there is nothing to
     train: settings that cannot run (the trial is told failed, with the reason printed), or
     the settings of an earlier trial (told that trial's outcome)."""
-    from zoo.core.plan import config_hash, plan_run
     from zoo.sweeps.cells import Cell
+    from zoo.train.plan import config_hash, plan_run
 
     seed_next_draw(study, search.sampler, search.seed)
     trial = study.ask({d.key: d.distribution() for d in searched})
