@@ -585,8 +585,8 @@ def test_best_settings_equal_to_the_preset_are_one_set_of_runs_counted_once(nega
 
 def _draws(storage, count, sampler="tpe"):
     """Continue (or start) a seeded study of two floats in `storage` up to `count` trials,
-    as zoo.search.trials asks them; returns every trial's settings."""
-    from zoo.search.study import make_sampler, seed_next_draw
+    as zoo.tune.trials asks them; returns every trial's settings."""
+    from zoo.tune.study import make_sampler, seed_next_draw
 
     study = optuna.create_study(
         study_name="s", storage=storage, load_if_exists=True, sampler=make_sampler(sampler, 0)
@@ -636,9 +636,9 @@ def test_a_trial_drawing_an_earlier_trials_settings_is_told_its_outcome_untraine
         return {"status": "finished", "metrics": {"val_accuracy": 0.5 + plan.configs["train"].lr}}
 
     monkeypatch.setattr(runner, "execute", fake_execute)
-    monkeypatch.setattr("zoo.search.tuning._seed_reruns", lambda *args: None)
-    monkeypatch.setattr("zoo.search.report.test_once", lambda *args: None)
-    monkeypatch.setattr("zoo.search.report.save_plots", lambda *args: [])
+    monkeypatch.setattr("zoo.tune.tuning._seed_reruns", lambda *args: None)
+    monkeypatch.setattr("zoo.tune.report.test_once", lambda *args: None)
+    monkeypatch.setattr("zoo.tune.report.save_plots", lambda *args: [])
     result = run_cli(
         "tune",
         "fasttext-wordpunct",
