@@ -25,10 +25,11 @@ def unpooled():
 
     from zoo.core.registry import PluginInfo, get_zoo
     from zoo.hookspecs import hookimpl
+    from zoo.plugin.config import sized
 
     @dataclass
     class Config:
-        block_size: int = 16
+        block_size: int = sized(16, role="context")
 
     class Plugin:
         @hookimpl

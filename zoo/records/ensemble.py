@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zoo.errors import ZooError
+from zoo.pipeline import optional_method
 
 WEIGHTINGS = ("equal", "fit")
 STEPS = 10  # fitted weights are multiples of 1/STEPS
@@ -125,8 +126,7 @@ def ensemble(
     task = rows[0]["task"]
     pipeline = zoo.pipelines.get(task).load()
     if not all(
-        callable(getattr(pipeline, name, None))
-        for name in ("split_probabilities", "score_probabilities")
+        optional_method(pipeline, name) for name in ("split_probabilities", "score_probabilities")
     ):
         raise ZooError(
             f"the {task} pipeline gives no probabilities (split_probabilities and "

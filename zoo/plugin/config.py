@@ -1,0 +1,38 @@
+"""Declaring and checking a plugin's config dataclass.
+
+    from dataclasses import dataclass
+
+    from zoo.plugin.config import check_positive, incidental, sized
+
+    @dataclass
+    class TinyConfig:
+        n_layer: int = sized(4, role="depth")
+        block_size: int = sized(128, role="context")  # required of an architecture
+        buckets: int = sized(200_000, at_most=2**24)
+        samples: int = incidental(3)  # changes no result
+
+        def __post_init__(self):
+            check_positive(self, "n_layer", "block_size", "buckets")
+
+A ``ValueError`` raised in ``__post_init__`` reaches the user as one line (exit 2). Sizes are
+checked against their declared limits before anything is allocated, however a config
+arrives (``--set``, a preset, a recorded run).
+"""
+
+from __future__ import annotations
+
+from zoo.core.bounds import MAX_VOCAB, check_budget, within_budget
+from zoo.core.config import check_divisible, check_positive, check_probability, incidental
+from zoo.core.sizes import ROLES, sized
+
+__all__ = [
+    "sized",
+    "ROLES",
+    "incidental",
+    "check_positive",
+    "check_divisible",
+    "check_probability",
+    "check_budget",
+    "within_budget",
+    "MAX_VOCAB",
+]
