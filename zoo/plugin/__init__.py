@@ -13,7 +13,7 @@ plugin implements, and what a pipeline receives, trains with and returns.
 
     @hookimpl
     def register_architectures(register):
-        register("tiny", "my_package.model:build", config=TinyConfig, tasks=("classification",))
+        register("tiny", "my_package.model:build", config=TinyConfig, tasks=TASKS)
 
 The hooks are documented in ``zoo.hookspecs``. Helpers live in four sub-namespaces:
 ``zoo.plugin.config`` (declaring and checking a config dataclass), ``zoo.plugin.layers``
