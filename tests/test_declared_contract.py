@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from zoo.core import registry
+import zoo as zoo_package
+from zoo.core.loading import get_zoo
 from zoo.errors import ZooError
 
-CORE = Path(registry.__file__).parent.parent  # zoo/
+CORE = Path(zoo_package.__file__).parent  # zoo/
 
 
 # Names a built-in's field shares with something else a core module reads by name.
@@ -59,7 +60,7 @@ def built_in_fields() -> set[str]:
     tokenizers, datasets, pipelines), less the names zoo's own contract declares."""
     from zoo.train.job import TrainConfig
 
-    zoo = registry.get_zoo()
+    zoo = get_zoo()
     names = set()
     for kind in (zoo.architectures, zoo.tokenizers, zoo.datasets, zoo.pipelines):
         for entry in kind.entries():
@@ -117,7 +118,7 @@ def test_the_grep_finds_a_field_named_in_the_core(tmp_path):
 def test_every_built_in_architecture_declares_its_context_length():
     from zoo.core.sizes import context_length, field_for
 
-    zoo = registry.get_zoo()
+    zoo = get_zoo()
     for entry in zoo.architectures.entries():
         cls = entry.config_class()
         assert field_for(cls, "context"), entry.name

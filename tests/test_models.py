@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from zoo.core import registry
+from zoo.core.loading import get_zoo
 
 TEXT = "the cat sat on the mat. a dog ran to the park and the cat sat still. " * 4
 # The size each role gets in a tiny model; fields without one keep their defaults.
@@ -28,7 +28,7 @@ def trainable_tokenizers(zoo) -> list[str]:
 def cases() -> list:
     """(architecture, task, tokenizer) for every registered architecture and task it
     declares, the tokenizers taken in turn so that each is covered too."""
-    zoo = registry.get_zoo()
+    zoo = get_zoo()
     tokenizers = trainable_tokenizers(zoo)
     found = []
     for entry in zoo.architectures.entries():
@@ -71,14 +71,14 @@ def test_every_registered_architecture_builds_trains_saves_and_reloads(
     pytest.importorskip("torch")
     if architecture in ("gpt2", "llama", "bert"):
         pytest.importorskip("transformers")
+    from zoo.core.loading import task_loss
     from zoo.core.names import get_task
-    from zoo.core.registry import task_loss
     from zoo.core.sizes import context_length
     from zoo.plugin import RunFolder, TaskSpec
     from zoo.train.losses import check_output
     from zoo.train.torch_model import as_model
 
-    zoo = registry.get_zoo()
+    zoo = get_zoo()
     entry = zoo.architectures.get(architecture)
     tokenizer_entry = zoo.tokenizers.get(tokenizer_name)
     tokenizer = tokenizer_entry.load().train([TEXT], tokenizer_entry.config_class()())
@@ -120,7 +120,7 @@ def test_every_registered_architecture_builds_trains_saves_and_reloads(
 
 
 def test_the_cases_cover_every_registered_architecture_and_tokenizer():
-    zoo = registry.get_zoo()
+    zoo = get_zoo()
     covered = {(c.values[0], c.values[2]) for c in cases()}
     assert {a for a, _ in covered} == set(zoo.architectures.names())
     assert {t for _, t in covered} == set(trainable_tokenizers(zoo))
@@ -128,7 +128,7 @@ def test_the_cases_cover_every_registered_architecture_and_tokenizer():
 
 
 def test_tiny_configs_come_from_the_declared_sizes():
-    entry = registry.get_zoo().architectures.get("encoder")
+    entry = get_zoo().architectures.get("encoder")
     config = tiny_config(entry)
     assert (config.n_embd, config.n_layer, config.n_head, config.block_size) == (16, 1, 2, 12)
     assert dataclasses.is_dataclass(config) and config.mlp_ratio == 2

@@ -23,7 +23,7 @@ def build_unpooled(config, spec):
 def unpooled():
     from dataclasses import dataclass
 
-    from zoo.core.registry import PluginInfo, get_zoo
+    from zoo.core.loading import PluginInfo, get_zoo
     from zoo.hookspecs import hookimpl
     from zoo.plugin.config import sized
 

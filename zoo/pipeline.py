@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from zoo.data.datasets import LoadedDataset
-    from zoo.records.reload import Trained
+    from zoo.operations.reload import Trained
     from zoo.tasks import Prediction, SplitProbabilities
     from zoo.train.job import Job, RunResult
 

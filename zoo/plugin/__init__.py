@@ -56,8 +56,8 @@ _LAZY = {
     "Batch": "zoo.train.loop",
     "TrainResult": "zoo.train.loop",
     "train": "zoo.train.loop",
-    "Trained": "zoo.records.reload",
-    "load_trained": "zoo.records.reload",
+    "Trained": "zoo.operations.reload",
+    "load_trained": "zoo.operations.reload",
 }
 
 __all__ = [

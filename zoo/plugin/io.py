@@ -10,7 +10,7 @@ _LAZY = {
     "atomic_write_text": "zoo.io",
     "atomic_folder": "zoo.io",
     "check_new_folder": "zoo.io",
-    "natural_key": "zoo.core.entries",
+    "natural_key": "zoo.core.kinds",
 }
 
 __all__ = list(_LAZY)
