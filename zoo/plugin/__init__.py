@@ -42,12 +42,12 @@ _LAZY = {
     "IGNORE_INDEX": "zoo.train.model",
     "NonFiniteError": "zoo.train.model",
     # tokenizers
-    "Tokenizer": "zoo.data.tokenizer",
-    "TokenizersTokenizer": "zoo.data.tokenizer",
-    "SPECIAL_TOKENS": "zoo.data.tokenizer",
-    "PAD": "zoo.data.tokenizer",
-    "UNK": "zoo.data.tokenizer",
-    "CLS": "zoo.data.tokenizer",
+    "Tokenizer": "zoo.tokenizer",
+    "TokenizersTokenizer": "zoo.tokenizer",
+    "SPECIAL_TOKENS": "zoo.tokenizer",
+    "PAD": "zoo.tokenizer",
+    "UNK": "zoo.tokenizer",
+    "CLS": "zoo.tokenizer",
     # what a pipeline receives, trains with and returns
     "TrainConfig": "zoo.train.job",
     "Job": "zoo.train.job",

@@ -21,18 +21,20 @@ arrives (``--set``, a preset, a recorded run).
 
 from __future__ import annotations
 
-from zoo.core.bounds import MAX_VOCAB, check_budget, within_budget
-from zoo.core.config import check_divisible, check_positive, check_probability, incidental
-from zoo.core.sizes import ROLES, sized
+from zoo.lazy import lazy_names
 
-__all__ = [
-    "sized",
-    "ROLES",
-    "incidental",
-    "check_positive",
-    "check_divisible",
-    "check_probability",
-    "check_budget",
-    "within_budget",
-    "MAX_VOCAB",
-]
+_LAZY = {
+    "sized": "zoo.core.sizes",
+    "ROLES": "zoo.core.sizes",
+    "incidental": "zoo.core.config",
+    "check_positive": "zoo.core.config",
+    "check_divisible": "zoo.core.config",
+    "check_probability": "zoo.core.config",
+    "check_budget": "zoo.core.bounds",
+    "within_budget": "zoo.core.bounds",
+    "MAX_VOCAB": "zoo.core.bounds",  # the most tokens a vocabulary may hold
+}
+
+__all__ = list(_LAZY)
+
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)

@@ -16,10 +16,10 @@ _LAZY = {
     "text_batches": "zoo.data.encoded",
     "column_of": "zoo.data.encoded",
     "join_rows": "zoo.data.encoded",
-    "train_cached": "zoo.data.tokenizer",
-    "dataset_key": "zoo.data.tokenizer",
-    "compression": "zoo.data.tokenizer",
-    "unragged": "zoo.data.tokenizer",
+    "train_cached": "zoo.data.tokenizer_cache",
+    "dataset_key": "zoo.data.tokenizer_cache",
+    "compression": "zoo.tokenizer",
+    "unragged": "zoo.tokenizer",
 }
 
 __all__ = list(_LAZY)

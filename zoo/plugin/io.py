@@ -8,8 +8,8 @@ from zoo.lazy import lazy_names
 _LAZY = {
     "load_json": "zoo.io",
     "atomic_write_text": "zoo.io",
-    "atomic_folder": "zoo.io",
-    "check_new_folder": "zoo.io",
+    "atomic_folder": "zoo.atomic_folders",
+    "check_new_folder": "zoo.atomic_folders",
     "natural_key": "zoo.core.kinds",
 }
 
