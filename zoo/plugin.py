@@ -80,8 +80,8 @@ _LAZY = {
     "load_json": "zoo.io",
     "load_safetensors": "zoo.io",
     "atomic_write_text": "zoo.io",
-    "atomic_folder": "zoo.io",
-    "check_new_folder": "zoo.io",
+    "atomic_folder": "zoo.atomic_folders",
+    "check_new_folder": "zoo.atomic_folders",
 }
 
 __all__ = [
