@@ -178,7 +178,7 @@ class Job:
     """The tokenizer's registration: ``.name``, and ``.load()`` for its class (a
     ``zoo.plugin.Tokenizer`` subclass, whose ``train(texts, config)`` builds one)."""
     task: str
-    """The task's name (``classification``)."""
+    """The task's name, as its pipeline registers it."""
     model_config: Any
     """The architecture's config dataclass, as this run sets it."""
     tokenizer_config: Any
