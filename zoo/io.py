@@ -128,8 +128,9 @@ def check_output_file(name: str, what: str = "write") -> None:
         raise ZooError(f"cannot {what} {name}: folder {target.parent} does not exist")
 
 
-def write_output(name: str, data: bytes | str) -> None:
-    """Write ``data`` to the path the user named, as the module docstring says."""
+def write_output(name: str, data: bytes | str, *, in_home: bool = False) -> None:
+    """Write ``data`` to the path the user named, as the module docstring says.
+    ``in_home``: zoo's own file in a run folder (its curve.png), not a name a user gave."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     kind = kind_of(name)
@@ -146,7 +147,8 @@ def write_output(name: str, data: bytes | str) -> None:
         _stream(name, data)
         return
     target = Path(os.path.realpath(name))  # a symlink's target; the path itself otherwise
-    check_outside_home(target)
+    if not in_home:
+        check_outside_home(target)
     if not target.parent.is_dir():
         raise ZooError(f"cannot write {name}: folder {target.parent} does not exist")
     try:
