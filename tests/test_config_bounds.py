@@ -58,11 +58,10 @@ def test_a_config_on_a_pipe_is_read_up_to_the_cap_only():
             pass
     err = process.stderr.read()
     process.wait(timeout=60)
-    *message, last = err.strip().splitlines()
-    code, peak_kib = map(int, last.split())
-    assert code == 2 and "holds more than 1,024 KiB" in message[-1], err
-    assert peak_kib < 400 * 1024  # the interpreter and zoo's imports, not 300 MB of text
-    assert time.monotonic() - began < 30  # imports on a loaded machine; not 300 MB parsed
+    code, peak_kib = map(int, err.strip().splitlines()[-1].split())
+    assert code == 2 and "holds more than 1,024 KiB" in err, err
+    assert peak_kib < 400 * 1024, err  # the interpreter and zoo's imports, not 300 MB of text
+    assert time.monotonic() - began < 60  # imports on a loaded machine; not 300 MB parsed
 
 
 ALIAS_BOMB = """\
