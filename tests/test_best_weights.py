@@ -57,7 +57,20 @@ def make_job(tmp_path, **train) -> Job:
         }
     )
     run = RunFolder(tmp_path / "run").create()
-    return Job("counter", None, None, "test", None, None, cfg, None, 0, "cpu", run, quiet=True)
+    return Job(
+        model_name="counter",
+        architecture=None,
+        tokenizer=None,
+        task="test",
+        model_config=None,
+        tokenizer_config=None,
+        train_config=cfg,
+        dataset=None,
+        seed=0,
+        device="cpu",
+        run=run,
+        quiet=True,
+    )
 
 
 def fit(job, model):
@@ -131,8 +144,8 @@ def test_a_run_resumed_after_patience_ran_out_stops_at_once(tmp_path, monkeypatc
     """Killed right after the checkpoint of the validation that spent the patience: the
     resumed loop must not train on, and must report the best weights from the checkpoints."""
     job = make_job(tmp_path, patience=2, checkpoint_every=1)
-    job.resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
-    assert job.resume_from.step == 8
+    job._resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
+    assert job._resume_from.step == 8
     model = Counter()
     result = fit(job, model)
     assert result.steps == 8 and result.stopped_early and result.best_step == 4
@@ -209,7 +222,7 @@ def test_average_best_ranks_ties_by_the_earlier_validation(tmp_path, monkeypatch
 def test_a_resumed_run_averages_the_same_weights(tmp_path, monkeypatch):
     """Killed after the checkpoint at step 8: the runners-up so far come back from it."""
     job = make_job(tmp_path, average_best=3, checkpoint_every=4)
-    job.resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
+    job._resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
     model = Counter()
     result = fit(job, model)
     assert [step for _, step, _ in result.runners_up] == [4, 6]

@@ -129,12 +129,12 @@ def train(
     them; with ``patience`` it stops after that many validations without improvement.
     ``rngs`` are further NumPy generators the pipeline draws from (checkpointed and
     restored in place), ``state`` further objects with ``state_dict()``/``load_state_dict()``.
-    With ``job.resume_from`` set, the loop continues that checkpoint.
+    With ``job._resume_from`` set, the loop continues that checkpoint.
 
-    ``job.on_validate(step, validation, figures)``, when set, sees every periodic validation
+    ``job._on_validate(step, validation, figures)``, when set, sees every periodic validation
     (``validation`` counts them from 1, resumed runs included); it returns None to go on,
     or a status word ("pruned", say) to stop training there: the loop keeps the status and
-    step in ``result.stopped`` and ``job.stopped`` for the run's record.
+    step in ``result.stopped`` and ``job._stopped`` for the run's record.
     """
     from zoo.train.checkpoints import Checkpointer
 
@@ -239,14 +239,14 @@ def _patience_spent(result: TrainResult, cfg) -> bool:
 
 def _told_to_stop(job: Job, result: TrainResult, figures: dict) -> bool:
     """Ask the job's per-validation callback, if any, whether training goes on."""
-    callback = getattr(job, "on_validate", None)
+    callback = job._on_validate
     if callback is None:
         return False
     status = callback(result.steps, len(result.curve), dict(figures))
     if not status:
         return False
     result.stopped, result.stopped_step = str(status), result.steps
-    job.stopped = (result.stopped, result.steps)
+    job._stopped = (result.stopped, result.steps)
     return True
 
 
