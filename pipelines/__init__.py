@@ -7,7 +7,7 @@ The core knows these tasks only through these declarations.
 
 from zoo.plugin import Metric, Task, hookimpl
 
-LOSS = "zoo.train.losses:cross_entropy"
+LOSS = "zoo.plugin.losses:cross_entropy"
 ACCURACY = Metric("accuracy", "higher", "fraction correct")
 
 LANGUAGE_MODELING = Task(
@@ -70,6 +70,7 @@ MASKED_LANGUAGE_MODELING = Task(
     loss=LOSS,
     output="logits [B, T, vocab_size]: the original token at every position (only the "
     "masked ones are scored)",
+    output_shape=("B", "T", "vocab_size"),
     metrics=(
         Metric("loss", "lower", "nats per masked token"),
         Metric(
