@@ -27,7 +27,9 @@ marker is generated:
 - after a command, ``keep: SPEC`` shows only those lines of its output (``...`` for a gap),
   ``drop: REGEX`` leaves out the lines that match (ones that depend on the machine, such as
   a note on the git tree), ``vary: SPEC`` marks shown lines whose text is free (text a
-  model samples), and ``exit: N`` the exit code it must end with (default 0). SPEC is a comma-separated list
+  model samples), ``exit: N`` the exit code it must end with (default 0), and
+  ``shown-as: TEXT`` what the block shows as the command (where the command run does
+  what a user does by hand, such as pressing Ctrl-C once the run has started). SPEC is a comma-separated list
   of lines or ranges ``A..B``; an end is a line number (negative: from the end, ``-1`` the
   last) or ``/REGEX/`` (the first line that matches) with an optional ``+N`` or ``-N``,
   and ``B`` may be ``+N``, N lines after ``A``.
@@ -78,6 +80,7 @@ class Command:
     vary: str = ""
     exit: int = 0
     unset: str = ""  # not a command: leave this variable out of the environment from here on
+    shown_as: str = ""  # what the block shows for the command, when that differs
 
 
 @dataclass
@@ -114,9 +117,10 @@ def parse_script(script: str) -> list[Command]:
             commands.append(Command(line[6:].strip(), shown=False))
         elif line.startswith("unset:"):
             commands.append(Command("", shown=False, unset=line[6:].strip()))
-        elif line.split(":")[0] in ("keep", "drop", "vary", "exit") and commands:
+        elif line.split(":")[0] in ("keep", "drop", "vary", "exit", "shown-as") and commands:
             key, value = (part.strip() for part in line.split(":", 1))
-            setattr(commands[-1], key, int(value) if key == "exit" else value)
+            value = int(value) if key == "exit" else value
+            setattr(commands[-1], key.replace("-", "_"), value)
         else:
             raise ValueError(f"not a command or option: {line!r}")
     if not any(c.shown for c in commands):
@@ -286,7 +290,7 @@ def render(block: Block, datasets: list | None = None) -> Rendered:
             if not command.shown:
                 continue
             if block.kind == "console":
-                lines.append(f"$ {text}")
+                lines.append(f"$ {substitute(command.shown_as, ids, latest) or text}")
             shown, vary = shown_lines(command, output)
             free |= {len(lines) + i for i in vary}
             lines += shown

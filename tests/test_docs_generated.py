@@ -154,6 +154,8 @@ def test_a_script_is_parsed_into_commands_and_their_options():
         ("cp a b", False, 0, ""),
         ("zoo run x y", True, 2, "1..2"),
     ]
+    (shown,) = console.parse_script("$ sh -c 'zoo run x'\nshown-as: zoo run x  # Ctrl-C\n")
+    assert shown.text == "sh -c 'zoo run x'" and shown.shown_as == "zoo run x  # Ctrl-C"
     with pytest.raises(ValueError):
         console.parse_script("zoo run x y\n")  # neither `$ ` nor an option
     assert console.substitute("zoo predict {run} {run1}", ["a", "b"], "b") == "zoo predict b a"
