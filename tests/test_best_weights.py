@@ -123,6 +123,23 @@ def test_patience_stops_after_that_many_validations_without_improvement(tmp_path
     assert [r["step"] for r in logged] == list(range(1, 9))
 
 
+@pytest.mark.parametrize("warmup", [{"warmup_steps": 9}, {"warmup_fraction": 0.75}])
+def test_patience_never_stops_a_run_inside_its_warm_up(tmp_path, warmup):
+    """The curve above stops at 8 with patience 2; with a warm-up of 9 steps the validations
+    at 6 and 8 fall inside it and do not count, so the run reaches its peak at 12."""
+    result = fit(make_job(tmp_path, patience=2, **warmup), Counter())
+    assert not result.stopped_early and result.steps == 12 and result.best_step == 12
+
+
+def test_a_warm_up_fraction_scales_with_the_budget():
+    cfg = TrainConfig(lr=1.0, min_lr=0.0, warmup_fraction=0.1)
+    assert trainer.warmup_of(cfg, 1000) == 100 and trainer.warmup_of(cfg, 180) == 18
+    assert trainer.lr_at(17, cfg, 180) == pytest.approx(1.0)  # the peak at the warm-up's end
+    assert trainer.lr_at(8, cfg, 180) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="warmup_fraction"):
+        TrainConfig(warmup_fraction=1.0)
+
+
 def test_a_run_resumed_after_patience_ran_out_stops_at_once(tmp_path, monkeypatch):
     """Killed right after the checkpoint of the validation that spent the patience: the
     resumed loop must not train on, and must report the best weights from the checkpoints."""

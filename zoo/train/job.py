@@ -35,6 +35,9 @@ class TrainConfig:
     """Cosine decay ends here."""
     warmup_steps: int = 100
     """Steps of linear warmup from 0 to ``lr``."""
+    warmup_fraction: float | None = None
+    """The warm-up as a share of the step budget (0.1: its first tenth); replaces
+    ``warmup_steps``, so one recipe warms up alike on a small set and a large one."""
     weight_decay: float = 0.1
     """AdamW's decoupled weight decay, on matrices only."""
     beta1: float = 0.9
@@ -92,6 +95,8 @@ class TrainConfig:
         for name in at_least_zero:
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
+        if self.warmup_fraction is not None and not 0 <= self.warmup_fraction < 1:
+            raise ValueError(f"warmup_fraction must be in [0, 1), got {self.warmup_fraction}")
         for name in ("beta1", "beta2"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
