@@ -208,7 +208,7 @@ def test_results_without_tables_render_by_their_shape():
     assert "| encoder | 78.10% ± 0.40% |" in render.render_readme_section([record])
 
 
-@pytest.mark.parametrize("module", ["zoo.plugin"])
+@pytest.mark.parametrize("module", ["zoo", "zoo.plugin"])
 def test_every_public_class_documents_every_field(module):
     """The reference reads the source (griffe): each field of a public dataclass, and each
     attribute a protocol declares, carries its own docstring, so the generated page shows

@@ -59,6 +59,8 @@ if TYPE_CHECKING:  # annotations only; numpy is imported where it is used
 
 PAD, UNK, CLS = "<pad>", "<unk>", "<cls>"
 SPECIAL_TOKENS = (PAD, UNK, CLS)
+"""The special tokens every zoo vocabulary starts with: ``<pad>`` (id 0, padding), ``<unk>``
+(id 1, text outside the vocabulary) and ``<cls>`` (id 2, put before a text read whole)."""
 
 
 class Tokenizer(ABC):

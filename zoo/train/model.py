@@ -40,7 +40,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-IGNORE_INDEX = -100  # targets with this value add nothing to the loss
+IGNORE_INDEX = -100
+"""A target with this value adds nothing to the loss (an unmasked position, padding)."""
 
 
 class NonFiniteError(ArithmeticError):
