@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
+from typing import Any
 
 from zoo.core.names import get_task
 from zoo.errors import ZooError
@@ -20,7 +21,7 @@ from zoo.tasks import describe_metric, metric_info
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
 
 
-def new_figure(width: float, height: float, layout: str | None = "constrained"):
+def new_figure(width: float, height: float, layout: Any = "constrained"):
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout=layout)

@@ -10,6 +10,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zoo.core.containment import own_interrupts_fail
 from zoo.core.loading import get_zoo, task_loss
@@ -24,6 +25,9 @@ from zoo.train import checkpoints, distributed
 from zoo.train.job import Job, RunFolder, RunResult
 from zoo.train.plan import Plan, config_hash
 from zoo.train.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
+
+if TYPE_CHECKING:
+    from zoo.train.tracking import Trackers
 
 
 class RunDiverged(ZooError):
@@ -187,7 +191,7 @@ def _record_and_train(
 
     if trackers_named:
         provenance["log_to"] = trackers_named
-    trackers = NoTrackers()
+    trackers: NoTrackers | Trackers = NoTrackers()
     if trackers_named and ranks.is_main:
         from zoo.train.tracking import Trackers
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from zoo.errors import UnknownNameError, ZooError
 
@@ -143,7 +144,7 @@ def _parse_number(text: str, kind: str, key: str):
     return value
 
 
-def check_space(space: list[Dimension], plans: dict[str, object], overrides: dict) -> dict:
+def check_space(space: list[Dimension], plans: dict[str, Any], overrides: dict) -> dict:
     """Which dimensions each model searches: ``plans`` maps each model to a plan made without
     the space (zoo.train.plan.plan_run). A key no model has is a ZooError with a did-you-mean;
     a value that is not of its field's type, or a key also fixed by --set, is a ZooError too.

@@ -58,7 +58,7 @@ def plan_search(search: Search) -> dict:
                 zoo=zoo,
                 held_out=HELD_OUT,
             )
-    searched = check_space(search.space, plans, search.overrides)
+    searched = check_space(search.space, dict(plans), search.overrides)
     for key, plan in plans.items():
         objective_for(plan.task, search.metric)  # an unknown --metric fails now
         if not searched[key]:
@@ -103,7 +103,7 @@ def run_search(
                 study_name=name,
                 storage=storage,
                 load_if_exists=True,
-                direction=objective.direction,
+                direction=objective.direction,  # type: ignore[arg-type]  # "minimize" or "maximize"
                 sampler=make_sampler(search.sampler, search.seed),
                 pruner=make_pruner(search.pruner),
             )
