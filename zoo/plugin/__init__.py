@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from typing import TYPE_CHECKING
 
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
-from zoo.lazy import lazy_names
+from zoo.lazy import lazy_names as _lazy_names
 from zoo.pipeline import Pipeline
 from zoo.tasks import Metric, Prediction, SplitProbabilities, Task
 
@@ -60,26 +61,55 @@ _LAZY = {
     "load_trained": "zoo.operations.reload",
 }
 
+if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and type checkers
+    from zoo.operations.reload import Trained, load_trained
+    from zoo.tokenizer import CLS, PAD, SPECIAL_TOKENS, UNK, Tokenizer, TokenizersTokenizer
+    from zoo.train.job import Job, RunFolder, RunResult, TrainConfig
+    from zoo.train.loop import Batch, TrainResult, train
+    from zoo.train.model import IGNORE_INDEX, Model, NonFiniteError, TaskSpec
+
 __all__ = [
+    # hooks and declarations
     "hookimpl",
     "ZooError",
     "Task",
     "Metric",
     "Prediction",
     "SplitProbabilities",
+    # what a model is and what it is built for
+    "TaskSpec",
+    "Model",
+    "IGNORE_INDEX",
+    "NonFiniteError",
+    # tokenizers
+    "Tokenizer",
+    "TokenizersTokenizer",
+    "SPECIAL_TOKENS",
+    "PAD",
+    "UNK",
+    "CLS",
+    # what a pipeline implements, receives, trains with and returns
     "Pipeline",
-    *_LAZY,
+    "TrainConfig",
+    "Job",
+    "RunFolder",
+    "RunResult",
+    "Batch",
+    "TrainResult",
+    "train",
+    "Trained",
+    "load_trained",
 ]
 
-SUBMODULES = ("config", "layers", "data", "io")
+_SUBMODULES = ("config", "layers", "data", "io", "losses")
 
-_lazy_getattr, __dir__ = lazy_names(globals(), _LAZY)
+_lazy_getattr, __dir__ = _lazy_names(globals(), _LAZY)
 
 
 def __getattr__(name: str):
-    if name in SUBMODULES:
+    if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
-    for submodule in SUBMODULES:  # names that moved to a sub-namespace still resolve, once warned
+    for submodule in _SUBMODULES:  # names that moved to a sub-namespace still resolve, once warned
         module = importlib.import_module(f"{__name__}.{submodule}")
         if name in module.__all__:
             warnings.warn(
