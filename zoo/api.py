@@ -24,14 +24,17 @@ section is passed as ``**{"train.lr": 1e-3}``.
 
 from __future__ import annotations
 
-import io
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zoo.core.bounds import DEVICES, integer_argument, positive_argument
 from zoo.errors import ZooError
+from zoo.reporting import reporting_to
 from zoo.results import Evaluation, LoadedRun, Run, SweepResult, TuneResult
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from zoo.operations.ensemble import Ensemble
@@ -95,14 +98,15 @@ def run(
         init=init,
     )
     try:
-        result = execute(
-            plan,
-            device=device,
-            quiet=quiet,
-            text_column=text_column,
-            label_column=label_column,
-            log_to=log_to,
-        )
+        with reporting_to(None, progress=not quiet):
+            result = execute(
+                plan,
+                device=device,
+                quiet=quiet,
+                text_column=text_column,
+                label_column=label_column,
+                log_to=log_to,
+            )
     finally:
         distributed.teardown()  # under torchrun: leave the process group cleanly
     return Run.from_result(result)
@@ -112,7 +116,8 @@ def resume(run_id: str, *, quiet: bool = False) -> Run:
     """Continue an interrupted run from its newest good checkpoint (`zoo resume`)."""
     from zoo.train.resume import resume as resume_run
 
-    return Run.from_result(resume_run(run_id, quiet=quiet))
+    with reporting_to(None, progress=not quiet):
+        return Run.from_result(resume_run(run_id, quiet=quiet))
 
 
 def reproduce(run_id: str, *, device: str | None = None, quiet: bool = False) -> dict:
@@ -185,7 +190,6 @@ def sweep(
     as for `run`. `jobs`, `executor`, `address`, `cell_cpus`,
     `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
     `pool` are the options of the same names."""
-    import sys
 
     from zoo.errors import UnknownNameError
     from zoo.sweeps import cells, driver, report
@@ -196,40 +200,46 @@ def sweep(
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     if executor not in ("local", "ray"):
         raise ZooError(f"executor must be local or ray, not {executor!r}")
-    out = (log or sys.stderr) if progress else io.StringIO()
-    models = [models] if isinstance(models, str) else list(models)
-    datasets = [on] if isinstance(on, str) else list(on)
-    if isinstance(grid, dict):  # as the command's --grid key=v1,v2, checked and labelled alike
-        grid = [f"{key}={','.join(str(v) for v in values)}" for key, values in grid.items()]
-    pool_of_workers = make_executor(
-        positive_argument("jobs", jobs, int), executor, address, cell_cpus, cell_gpus, device
-    )  # before planning: no Ray fails now
-    plan = cells.plan_sweep(
-        models,
-        datasets,
-        seeds=positive_argument("seeds", seeds, int),
-        overrides=_overrides({**(settings or {}), **more_settings}, steps, time),
-        task=task,
-        grid=parse_grid(grid),
-    )
-    for line in cells.describe_plan(plan):
-        print(line, file=out)
-    if baseline is not None and baseline.split(" (")[0] not in plan.models:
-        raise UnknownNameError(
-            "baseline model", baseline, plan.models, hint="it must be one of the sweep's models"
+    with reporting_to(log, progress=progress):
+        models = [models] if isinstance(models, str) else list(models)
+        datasets = [on] if isinstance(on, str) else list(on)
+        if isinstance(grid, dict):  # as the command's --grid key=v1,v2, checked and labelled alike
+            grid = [f"{key}={','.join(str(v) for v in values)}" for key, values in grid.items()]
+        pool_of_workers = make_executor(
+            positive_argument("jobs", jobs, int), executor, address, cell_cpus, cell_gpus, device
+        )  # before planning: no Ray fails now
+        plan = cells.plan_sweep(
+            models,
+            datasets,
+            seeds=positive_argument("seeds", seeds, int),
+            overrides=_overrides({**(settings or {}), **more_settings}, steps, time),
+            task=task,
+            grid=parse_grid(grid),
         )
-    if not plan.todo and not plan.finished_before:
-        raise ZooError(f"no cell of the sweep can run ({report.unrunnable(plan)})")
-    if dry_run:
-        return SweepResult(report.records(plan), None)
-    driver.run_sweep(plan, device=device, quiet=quiet, out=out, executor=pool_of_workers)
-    print(report.summary(plan), file=out)
-    table = None
-    if any(c.status == "finished" or c.done for c in plan.cells):
-        table = report.table(
-            plan, metric=metric, by=by, columns=columns, baseline=baseline, better=better, pool=pool
-        )
-    return SweepResult(report.records(plan), table.cells if table is not None else None, table)
+        for line in cells.describe_plan(plan):
+            logger.info(line)
+        if baseline is not None and baseline.split(" (")[0] not in plan.models:
+            raise UnknownNameError(
+                "baseline model", baseline, plan.models, hint="it must be one of the sweep's models"
+            )
+        if not plan.todo and not plan.finished_before:
+            raise ZooError(f"no cell of the sweep can run ({report.unrunnable(plan)})")
+        if dry_run:
+            return SweepResult(report.records(plan), None)
+        driver.run_sweep(plan, device=device, quiet=quiet, executor=pool_of_workers)
+        logger.info(report.summary(plan))
+        table = None
+        if any(c.status == "finished" or c.done for c in plan.cells):
+            table = report.table(
+                plan,
+                metric=metric,
+                by=by,
+                columns=columns,
+                baseline=baseline,
+                better=better,
+                pool=pool,
+            )
+        return SweepResult(report.records(plan), table.cells if table is not None else None, table)
 
 
 def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto") -> Ensemble:
@@ -327,9 +337,8 @@ def tune(
     def executors():
         return make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)
 
-    results = run_search(
-        search, make_executor=executors, plot_dir=plot, out=None if progress else io.StringIO()
-    )
+    with reporting_to(None, progress=progress):
+        results = run_search(search, make_executor=executors, plot_dir=plot)
     budget = f"{trials} trials" if trials is not None else f"{time:g}s of trials"
     presets = "\n\n".join(preset_snippet(r) for r in results if r.best)
     return TuneResult([r.record() for r in results], table(results, budget), presets)

@@ -18,12 +18,15 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from zoo.errors import ZooError
+
+log = logging.getLogger(__name__)
 
 WEIGHTINGS = ("equal", "fit")
 STEPS = 10  # fitted weights are multiples of 1/STEPS
@@ -185,7 +188,6 @@ def check_combinable(rows: list[dict]) -> None:
 def run_probabilities(rows: list[dict], pipeline, device: str, quiet: bool, zoo) -> list[dict]:
     """Each run's SplitProbabilities on validation and test, through its task's pipeline,
     on the dataset the first run was trained on; their classes and targets must agree."""
-    import sys
 
     from zoo.data import datasets as zoo_data
     from zoo.operations.reload import load_trained
@@ -203,11 +205,7 @@ def run_probabilities(rows: list[dict], pipeline, device: str, quiet: bool, zoo)
     out = []
     for row in rows:
         if not quiet:
-            print(
-                f"ensemble: {row['model']} (run {row['id']})",
-                file=sys.stderr,
-                flush=True,
-            )
+            log.info(f"ensemble: {row['model']} (run {row['id']})")
         trained = load_trained(row["id"], zoo, device=device)
         out.append(
             {split: pipeline.split_probabilities(trained, loaded, split) for split in SPLITS}
@@ -333,7 +331,6 @@ def run_preset(
     """`zoo run ENSEMBLE-PRESET DATASET`: every member preset planned (and checked) first,
     then each trained as its own run (a finished run of the same config is reused), then
     combined with the preset's weights."""
-    import sys
 
     from zoo.core.loading import get_zoo
     from zoo.records.store import Store
@@ -375,11 +372,7 @@ def run_preset(
                 zoo=zoo,
             )["run_id"]
         elif not quiet:
-            print(
-                f"{plan.spec.name}: run {done} has this config finished; reused",
-                file=sys.stderr,
-                flush=True,
-            )
+            log.info(f"{plan.spec.name}: run {done} has this config finished; reused")
         run_ids.append(done)
     return ensemble(
         run_ids,

@@ -8,10 +8,10 @@ exists are marked 'interrupted' when the store is opened.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import sqlite3
-import sys
 import time
 import urllib.parse
 from pathlib import Path
@@ -46,6 +46,8 @@ COLUMNS = (
     "resumed",
     "proc_start",
 )
+
+log = logging.getLogger(__name__)
 
 # One entry per schema version: the SQL that brings version N-1 up to N.
 MIGRATIONS = {
@@ -325,7 +327,7 @@ class Store:
             except ZooError as exc:
                 if str(exc) not in self._warned:  # once per store, however often it is read
                     self._warned.add(str(exc))
-                    print(f"zoo: warning: {exc}; skipped", file=sys.stderr)
+                    log.warning(f"{exc}; skipped")
         return rows
 
     def frame(self):

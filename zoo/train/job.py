@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from dataclasses import dataclass, field
@@ -12,6 +13,8 @@ from typing import Any, ClassVar, Literal
 from zoo.core.config import incidental
 from zoo.errors import ZooError
 from zoo.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -253,4 +256,4 @@ class Job:
 
     def say(self, message: str) -> None:
         if not self.quiet:
-            print(message, file=sys.stderr, flush=True)
+            log.info(message)

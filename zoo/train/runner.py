@@ -4,10 +4,10 @@ through the pipeline, and record the outcome (under torchrun, on every rank)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 import secrets
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -23,6 +23,8 @@ from zoo.train import checkpoints, distributed
 from zoo.train.job import Job, RunFolder, RunResult
 from zoo.train.plan import Plan, config_hash
 from zoo.train.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
+
+log = logging.getLogger(__name__)
 
 
 class RunDiverged(ZooError):
@@ -408,7 +410,7 @@ def save_curve(run: RunFolder, summary: dict) -> tuple[str | None, str | None]:
         path = save_run_curve(run.path, {**summary, "id": run.id})
     except Exception as exc:  # matplotlib missing, a font cache problem, a full disk...
         message = f"{type(exc).__name__}: {exc}"
-        print(f"zoo: warning: no training-curve plot for run {run.id}: {message}", file=sys.stderr)
+        log.warning(f"no training-curve plot for run {run.id}: {message}")
         return None, message
     if path is None:
         return None, "the run logged no training curve (metrics.jsonl is empty)"
