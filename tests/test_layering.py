@@ -162,7 +162,7 @@ def prints(path: Path) -> list[int]:
 
 
 def test_only_the_command_line_prints():
-    """The core reports through logging (zoo.reporting), which the CLI shows on stderr."""
+    """The core reports through logging (zoo.messages), which the CLI shows on stderr."""
     found = [
         f"{path.relative_to(CORE.parent)}:{line}"
         for path in sorted(CORE.rglob("*.py"))
@@ -177,7 +177,7 @@ def test_progress_goes_where_the_caller_says_and_warnings_read_as_warnings():
     import io
     import logging
 
-    from zoo.reporting import reporting_to
+    from zoo.messages import reporting_to
 
     log = logging.getLogger("zoo.sweeps.driver")
     stream = io.StringIO()

@@ -38,6 +38,16 @@ _LAZY = {
     "Ensemble": "zoo.operations.ensemble",
     "tune": "zoo.api",
     "TuneResult": "zoo.results",
+    "Reproduction": "zoo.results",
+    "models": "zoo.api",
+    "catalog": "zoo.api",
+    "Catalog": "zoo.results",
+    "show": "zoo.api",
+    "Shown": "zoo.results",
+    "comparison": "zoo.api",
+    "plot": "zoo.api",
+    "rm": "zoo.api",
+    "Removal": "zoo.results",
 }
 
 __all__ = ["ZooError", "UnknownNameError", *_LAZY]

@@ -202,3 +202,47 @@ class TuneResult:
     studies: list[dict]
     table: str
     presets: str
+
+
+@dataclass
+class Reproduction:
+    """What `zoo reproduce` reports: the run trained again from its recorded configs and
+    every metric compared (timing figures, which vary, are left out)."""
+
+    run_id: str  # the original run
+    rerun_id: str  # the run that trained it again
+    match: bool  # every compared metric and the status the same
+    metrics: list[dict]  # per metric: metric, original, rerun, same
+    notes: list[str]  # what else differs: versions, parameter count, status
+    excluded: list[str]  # timing metrics, not compared
+
+
+@dataclass
+class Catalog:
+    """What `zoo list` shows: per kind (architectures, tokenizers, datasets, models,
+    pipelines, loggers, plugins), a row per entry with its name, plugin and description; or,
+    asked for the matrix, which task each dataset serves with which model."""
+
+    sections: dict[str, list[dict]]  # kind -> rows; empty with matrix
+    matrix: list[dict] = field(default_factory=list)  # one row per dataset and task
+    text: str = field(default="", repr=False)  # as the command prints it
+
+
+@dataclass
+class Shown:
+    """What `zoo show NAME` shows: a model (preset or pair), a run, or another entry of the
+    zoo (an architecture, tokenizer, dataset, task, pipeline)."""
+
+    type: str  # "model", "run" or "entry"
+    name: str
+    record: dict  # what `zoo show --json` prints: the model's settings, the run's store row
+    text: str = field(default="", repr=False)  # as the command prints it
+
+
+@dataclass
+class Removal:
+    """What `zoo rm` removed (or, for a dry run, would remove): per run its id, model,
+    dataset and status."""
+
+    runs: list[dict]
+    dry_run: bool = False

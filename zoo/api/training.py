@@ -1,26 +1,5 @@
-"""The Python API, beside the command line, for notebooks and scripts.
-
-Each function takes the names and settings its command takes, and raises ``ZooError``
-where the command exits with code 2 (an unknown name, a setting that cannot work), before
-anything trains::
-
-    import zoo
-
-    run = zoo.run("decoder-char", "shakespeare", steps=200, n_layer=2)   # zoo run
-    run.metrics["val_bpc"], run.folder
-    model = zoo.load(run.id)                                            # a finished run
-    model.generate("ROMEO:", tokens=100)                                # zoo generate
-    model.evaluate("shakespeare", split="validation")                   # zoo eval
-    zoo.load(other_id).predict(["what a film"])                         # zoo predict
-    zoo.sweep(["decoder-char", "digits-char"], on=["digits"], seeds=2)  # zoo sweep
-    zoo.runs(), zoo.compare(metric="val_bpc")                           # zoo runs, compare
-    zoo.ensemble([id1, id2, id3], weights="fit")                        # zoo ensemble
-    zoo.tune(["encoder-bpe", "lstm-wordpunct"], on="rotten_tomatoes",   # zoo tune
-             space="lr=log(1e-4,1e-2) dropout=float(0,0.5)", trials=12)
-
-Config settings are keyword arguments, as ``--set`` takes them: ``n_layer=2``; a key with a
-section is passed as ``**{"train.lr": 1e-3}``.
-"""
+"""The API's commands that train or use trained runs: run, resume, reproduce, load, evaluate,
+sweep, ensemble and tune (see ``zoo.api``)."""
 
 from __future__ import annotations
 
@@ -31,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from zoo.core.bounds import DEVICES, integer_argument, positive_argument
 from zoo.errors import ZooError
-from zoo.reporting import reporting_to
-from zoo.results import Evaluation, LoadedRun, Run, SweepResult, TuneResult
+from zoo.messages import reporting_to
+from zoo.results import Evaluation, LoadedRun, Reproduction, Run, SweepResult, TuneResult
 
 logger = logging.getLogger(__name__)
 
@@ -120,14 +99,15 @@ def resume(run_id: str, *, quiet: bool = False) -> Run:
         return Run.from_result(resume_run(run_id, quiet=quiet))
 
 
-def reproduce(run_id: str, *, device: str | None = None, quiet: bool = False) -> dict:
+def reproduce(run_id: str, *, device: str | None = None, quiet: bool = False) -> Reproduction:
     """Train a run's recorded config again and compare every metric (`zoo reproduce`): a
-    report with ``match``, ``run_id``, ``rerun_id`` and one line per metric."""
+    ``zoo.Reproduction`` with ``match``, ``run_id``, ``rerun_id`` and one line per metric."""
     from zoo.operations.reproduce import reproduce as reproduce_run
 
     if device is not None and device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
-    return reproduce_run(run_id, device=device, quiet=quiet)
+    with reporting_to(None, progress=not quiet):
+        return Reproduction(**reproduce_run(run_id, device=device, quiet=quiet))
 
 
 def load(run_id: str, *, device: str = "auto") -> LoadedRun:
@@ -342,50 +322,6 @@ def tune(
     budget = f"{trials} trials" if trials is not None else f"{time:g}s of trials"
     presets = "\n\n".join(preset_snippet(r) for r in results if r.best)
     return TuneResult([r.record() for r in results], table(results, budget), presets)
-
-
-def runs(*, where: str | None = None, sort: str | None = None, n: int | None = None):
-    """Recorded runs as a pandas DataFrame (`zoo runs`): the store's columns, one column per
-    metric and one per setting, typed (``n_layer`` integers, ``lr`` floats; a setting whose
-    name a metric has is ``train.steps``), and `metric`/`value`, the task's primary metric.
-    `where`, `sort` and `n` mean what `zoo runs --where/--sort/-n` mean."""
-    from zoo.comparison.runs import check_limit, run_frame, select
-
-    return select(run_frame(), where=where, sort=sort, limit=None if n is None else check_limit(n))
-
-
-def compare(
-    *,
-    metric=None,
-    where=None,
-    by=None,
-    columns=None,
-    baseline=None,
-    evals=False,
-    status=("finished",),
-    better=None,
-    pool=False,
-):
-    """The comparison table as a pandas DataFrame, one row per cell (`zoo compare`).
-
-    Columns: the row keys (default model) and column keys (default dataset), task, metric,
-    better, mean, std, n, best, setting, configs, runs; with ``baseline`` also diff, ci_low,
-    ci_high, df and significant. Options mean what `zoo compare`'s options mean.
-    """
-    from zoo.comparison.table import load_runs, summarize
-
-    return summarize(
-        load_runs(),
-        metric=metric,
-        where=where,
-        by=by,
-        columns=columns,
-        baseline=baseline,
-        evals=evals,
-        status=status,
-        better=better,
-        pool=pool,
-    ).cells
 
 
 def _overrides(settings: dict, steps, time) -> dict:

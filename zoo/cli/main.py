@@ -173,7 +173,7 @@ def main(argv=None) -> int:
 def run_command(argv: list[str]) -> int:
     """Run one command; what the core reports while it works (plugins set aside, progress,
     warnings) shows on stderr."""
-    from zoo.reporting import reporting_to
+    from zoo.messages import reporting_to
 
     with reporting_to(None):
         return _command(argv)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from zoo.core.names import get_task
 from zoo.errors import ZooError
-from zoo.io import kind_of, write_output
+from zoo.io import atomic_write_bytes, kind_of, write_output
 from zoo.tasks import describe_metric, metric_info
 
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
@@ -36,10 +36,15 @@ def save(figure, path) -> Path:
         if kind_of(name) == "file":
             raise ZooError(f"plot file {path} must end in .png, .svg or .pdf")
         suffix = ".png"
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format=suffix[1:], dpi=120)
-    write_output(name, buffer.getvalue())
+    write_output(name, image(figure, suffix[1:]))
     return path
+
+
+def image(figure, fmt: str = "png") -> bytes:
+    """The figure as a file of format ``fmt`` (png, svg or pdf)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=fmt, dpi=120)
+    return buffer.getvalue()
 
 
 def _smooth(values: list[float], window: int) -> list[float]:
@@ -205,4 +210,6 @@ def save_run_curve(folder, row: dict) -> Path | None:
     figure = training_curves(
         [{"label": row["model"], "records": records}], "loss", "step", title, task=row.get("task")
     )
-    return save(figure, run.file("curve.png"))
+    path = run.file("curve.png")  # zoo's own file in the run folder, not a user-named output
+    atomic_write_bytes(path, image(figure))
+    return path
