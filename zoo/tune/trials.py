@@ -77,11 +77,9 @@ def ask(
             study.tell(trial, earlier.value)
         else:
             study.tell(trial, state=_state("PRUNED"))
-        print(
+        log.info(
             f"    trial {trial.number}: the settings of trial {earlier.number} again; its "
-            "outcome stands, nothing trained",
-            file=out,
-            flush=True,
+            "outcome stands, nothing trained"
         )
         return None
     cell = Cell(model, dataset, TRIAL_SEED, params)
