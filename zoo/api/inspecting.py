@@ -137,7 +137,7 @@ def comparison(
     returns) with the notes, legend and marks its renderers (``zoo.comparison.render``)
     print. Options as for ``compare``."""
     from zoo.comparison.table import load_runs, summarize
-    from zoo.records.store import STATUSES
+    from zoo.records.database import STATUSES
 
     status = (status,) if isinstance(status, str) else tuple(status)
     for wanted in status:

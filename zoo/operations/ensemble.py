@@ -201,7 +201,7 @@ def record(
     """The ensemble's store row: its name, the runs and weights, and where they came from."""
     from zoo.records.store import Store
     from zoo.train.provenance import git_commit, git_dirty
-    from zoo.train.runner import new_run_id
+    from zoo.train.starting import new_run_id
 
     first = rows[0]
     name = ensemble_name([r["model"] for r in rows], weighting)

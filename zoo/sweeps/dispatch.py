@@ -127,7 +127,7 @@ class Driver:
     def dispatch(self, slot: int, cell) -> str | None:
         """Send a cell to a worker: a new run with an id chosen here, or the cell's latest
         run (claimed here, so no other process resumes it too) to go on with."""
-        from zoo.train.runner import new_run_id
+        from zoo.train.starting import new_run_id
 
         claimed, note = None, None
         latest = settled_latest(self.store, cell.config_hash)

@@ -38,7 +38,7 @@ def run_sweep(
 
 
 def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sweep:
-    from zoo.train.runner import RunDiverged
+    from zoo.errors import RunDiverged
 
     waiting = deque(sweep.todo)
     total = len(waiting)
@@ -197,7 +197,7 @@ def _record_failure(cell: Cell, began: float) -> str:
     """The run id holding the failure: the row execute wrote, or a new failed row when the
     cell failed before execute recorded anything (loading the dataset, say)."""
     from zoo.records.store import Store
-    from zoo.train.runner import new_run_id
+    from zoo.train.starting import new_run_id
 
     with Store() as store:
         recorded = store.latest(config_hash=cell.config_hash, since=began)

@@ -9,6 +9,7 @@ rendered by the Agg canvas; files are written by zoo.io (atomically).
 from __future__ import annotations
 
 import io
+import logging
 import math
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from zoo.core.names import get_task
 from zoo.errors import ZooError
 from zoo.io import atomic_write_bytes, kind_of, write_output
 from zoo.tasks import describe_metric, metric_info
+
+log = logging.getLogger(__name__)
 
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
 
@@ -213,3 +216,17 @@ def save_run_curve(folder, row: dict) -> Path | None:
     path = run.file("curve.png")  # zoo's own file in the run folder, not a user-named output
     atomic_write_bytes(path, image(figure))
     return path
+
+
+def save_curve(run, summary: dict) -> tuple[str | None, str | None]:
+    """curve.png in the run folder. A plotting failure never fails a recorded run, but it
+    is reported (on stderr and in the result), never passed over in silence."""
+    try:
+        path = save_run_curve(run.path, {**summary, "id": run.id})
+    except Exception as exc:  # matplotlib missing, a font cache problem, a full disk...
+        message = f"{type(exc).__name__}: {exc}"
+        log.warning(f"no training-curve plot for run {run.id}: {message}")
+        return None, message
+    if path is None:
+        return None, "the run logged no training curve (metrics.jsonl is empty)"
+    return str(path), None

@@ -138,8 +138,10 @@ def say_outcome(
 
 def run_here(search: Search, study, storage, model, dataset, searched, objective) -> None:
     """Trials one at a time in this process."""
+    from zoo.errors import RunDiverged
     from zoo.sweeps.driver import _one_line
-    from zoo.train.runner import RunDiverged, execute, new_run_id
+    from zoo.train.runner import execute
+    from zoo.train.starting import new_run_id
 
     while budget_left(search, study, 0):
         trial = ask(search, study, storage, model, dataset, searched, objective)
@@ -187,7 +189,7 @@ class TrialDriver:
 
     def run(self, study, storage, model, dataset, searched, objective) -> None:
         from zoo.sweeps.dispatch import cell_task
-        from zoo.train.runner import new_run_id
+        from zoo.train.starting import new_run_id
 
         if not self.started:
             self.executor.start()  # an unreachable Ray cluster fails here (exit 2)
