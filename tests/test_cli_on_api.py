@@ -82,3 +82,15 @@ def test_a_command_calls_one_api_function(argv, recorded):
     result = run_cli(*argv)
     assert recorded == [CALLS.get(argv[0], argv[0])], result
     assert result.code == 1 and "Called" in result.err  # stopped by the stand-in, no further
+
+
+def test_show_gives_a_record_for_every_kind_of_name(isolated):
+    (isolated / "registry.toml").write_text(
+        '[models.pair-mix]\nmembers = ["decoder-char", "encoder-char"]\nweights = "fit"\n'
+    )
+    preset = zoo.api.show("pair-mix")
+    assert (preset.type, preset.record["members"]) == ("model", ["decoder-char", "encoder-char"])
+    assert "decoder-char, encoder-char" in preset.text
+    pair = zoo.api.show("decoder-char")
+    assert (pair.type, pair.record["architecture"]) == ("model", "decoder")
+    assert zoo.api.show("decoder").type == "entry"

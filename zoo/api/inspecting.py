@@ -60,6 +60,17 @@ def show(name: str) -> Shown:
 
     zoo = get_zoo()
     text = describing.show(zoo, name)  # an unknown name fails here, with a did-you-mean
+    if name in zoo.catalogue.ensembles:
+        preset = zoo.catalogue.ensembles[name]
+        record = {
+            "type": "model",
+            "name": name,
+            "members": list(preset.members),
+            "weights": preset.weights,
+            "description": preset.description,
+            "preset": True,
+        }
+        return Shown("model", name, record, text)
     if name in model_names(zoo):
         spec = resolve_model(name, zoo)
         record = {
