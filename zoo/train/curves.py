@@ -15,7 +15,7 @@ from pathlib import Path
 
 from zoo.core.names import get_task
 from zoo.errors import ZooError
-from zoo.io import atomic_write_bytes, kind_of, write_output
+from zoo.io import kind_of, write_output
 from zoo.tasks import describe_metric, metric_info
 
 log = logging.getLogger(__name__)
@@ -29,9 +29,10 @@ def new_figure(width: float, height: float, layout: str | None = "constrained"):
     return Figure(figsize=(width, height), layout=layout)
 
 
-def save(figure, path) -> Path:
+def save(figure, path, *, in_home: bool = False) -> Path:
     """Write the figure to a user-named path (see zoo.io); its suffix picks the format,
-    and standard output (``-``), a device or a FIFO get PNG unless the name says otherwise."""
+    and standard output (``-``), a device or a FIFO get PNG unless the name says otherwise.
+    ``in_home``: a run's own curve.png, which zoo writes in the run folder."""
     name = str(path)
     path = Path(path)
     suffix = path.suffix.lower()
@@ -39,7 +40,7 @@ def save(figure, path) -> Path:
         if kind_of(name) == "file":
             raise ZooError(f"plot file {path} must end in .png, .svg or .pdf")
         suffix = ".png"
-    write_output(name, image(figure, suffix[1:]))
+    write_output(name, image(figure, suffix[1:]), in_home=in_home)
     return path
 
 
@@ -213,9 +214,7 @@ def save_run_curve(folder, row: dict) -> Path | None:
     figure = training_curves(
         [{"label": row["model"], "records": records}], "loss", "step", title, task=row.get("task")
     )
-    path = run.file("curve.png")  # zoo's own file in the run folder, not a user-named output
-    atomic_write_bytes(path, image(figure))
-    return path
+    return save(figure, run.file("curve.png"), in_home=True)
 
 
 def save_curve(run, summary: dict) -> tuple[str | None, str | None]:
