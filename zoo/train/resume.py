@@ -20,7 +20,8 @@ from zoo.train import checkpoints, distributed
 from zoo.train.job import RunFolder
 from zoo.train.plan import plan_from_record
 from zoo.train.provenance import identity
-from zoo.train.runner import plan_job, train_and_record
+from zoo.train.runner import train_and_record
+from zoo.train.starting import plan_job
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 from zoo.train import checkpoints, distributed
 from zoo.train.curves import save_curve
-from zoo.train.job import Job, RunFolder, RunResult
+from zoo.train.job import Job, RunResult
 from zoo.train.plan import Plan, config_hash
 from zoo.train.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
-from zoo.train.starting import create_run_folder, new_run_id, seed_everything
+from zoo.train.starting import create_run_folder, new_run_id, plan_job, seed_everything
 
 log = logging.getLogger(__name__)
 
@@ -212,28 +212,6 @@ def _record_and_train(
     return train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
 
 
-def plan_job(plan: Plan, dataset, device: str, run: RunFolder, quiet: bool, **options) -> Job:
-    """The Job a pipeline receives for ``plan`` on ``dataset`` in ``run``: a new run's, or
-    with ``resuming=True`` a resumed one's (``options`` are further Job fields)."""
-    return Job(
-        plan.spec.name,
-        plan.spec.architecture,
-        plan.spec.tokenizer,
-        plan.task,
-        plan.configs["model"],
-        plan.configs["tokenizer"],
-        plan.configs["train"],
-        dataset,
-        plan.seed,
-        device,
-        run,
-        quiet,
-        declared_task=plan.pipeline.task,
-        init=plan.init,
-        **options,
-    )
-
-
 def train_and_record(
     plan: Plan,
     pipeline,
@@ -284,8 +262,8 @@ def _train_and_record(
             provenance["distributed"]["weight_sha256"] = distributed.same_weights_on_all_ranks(run)
         # what load_trained needs to rebuild the model
         provenance["spec"] = dataclasses.asdict(result.spec)
-        if job.init_report:  # which tensors came from the --init run, and which are new
-            provenance["init"] = {**provenance.get("init", {}), **job.init_report}
+        if job._init_report:  # which tensors came from the --init run, and which are new
+            provenance["init"] = {**provenance.get("init", {}), **job._init_report}
         if ranks.is_main:
             run.write_json("config.json", provenance)
     except KeyboardInterrupt:  # the user's Ctrl-C: the run can be resumed
@@ -328,8 +306,8 @@ def _train_and_record(
         if not ranks.is_main:
             shutil.rmtree(run.path.parent, ignore_errors=True)
     duration = time.time() - start
-    if job.stopped is not None:  # the per-validation callback stopped it ("pruned")
-        status, step = job.stopped
+    if job._stopped is not None:  # the per-validation callback stopped it ("pruned")
+        status, step = job._stopped
         result = dataclasses.replace(
             result, status=status, metrics={**result.metrics, "stopped_step": step}
         )

@@ -1,5 +1,5 @@
-"""What every run starts with: a fresh run id, seeded random number generators and its own
-new run folder."""
+"""What every run starts with: a fresh run id, seeded random number generators, its own
+new run folder, and the Job its pipeline receives."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from zoo.io import save_error
-from zoo.train.job import RunFolder
+from zoo.train.job import Job, RunFolder
+from zoo.train.plan import Plan
 
 
 def new_run_id() -> str:
@@ -37,3 +38,39 @@ def create_run_folder(parent: Path, run_id: str) -> RunFolder:
         return RunFolder(path).create()
     except OSError as exc:
         raise save_error(path, exc) from None
+
+
+def plan_job(
+    plan: Plan,
+    dataset,
+    device: str,
+    run: RunFolder,
+    quiet: bool,
+    *,
+    resuming: bool = False,
+    resume_from=None,
+    identity: dict | None = None,
+    on_validate=None,
+) -> Job:
+    """The Job a pipeline receives for ``plan`` on ``dataset`` in ``run``: a new run's, or
+    with ``resuming=True`` a resumed one's, continuing the checkpoint ``resume_from``."""
+    return Job(
+        model_name=plan.spec.name,
+        architecture=plan.spec.architecture,
+        tokenizer=plan.spec.tokenizer,
+        task=plan.task,
+        model_config=plan.configs["model"],
+        tokenizer_config=plan.configs["tokenizer"],
+        train_config=plan.configs["train"],
+        dataset=dataset,
+        seed=plan.seed,
+        device=device,
+        run=run,
+        quiet=quiet,
+        resuming=resuming,
+        init=plan.init,
+        declared_task=plan.pipeline.task,
+        _resume_from=resume_from,
+        _identity=identity or {},
+        _on_validate=on_validate,
+    )
