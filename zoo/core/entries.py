@@ -16,7 +16,8 @@ from zoo.core.containment import PluginCodeFailed, call_plugin, contained, plugi
 from zoo.errors import UnknownNameError, ZooError
 from zoo.tasks import Task
 
-KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command", "logger")
+KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command", "logger", "exporter")
+EXPORTER_FUNCTIONS = ("unsupported", "write", "check")  # zoo.hookspecs.register_exporters
 
 
 HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
@@ -49,6 +50,7 @@ class Entry:
     origin: str = ""  # the plugin's identity (PluginInfo.identity): version or source hash
     columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
     memory: Any = None  # an architecture's memory(config) -> bytes to train, or "module:attr"
+    architectures: tuple[str, ...] = ()  # an exporter's architectures ("*": any)
 
     def load(self):
         """Import and return the target (the heavy code), on first use; a target that cannot
@@ -129,6 +131,11 @@ def target_problem(kind: str, target) -> str | None:
 
         if not (isinstance(target, type) and issubclass(target, Tokenizer)):
             return f"target is {describe_target(target)}, not a subclass of zoo.data.tokenizer.Tokenizer"
+        return None
+    if kind == "exporter":
+        missing = [f for f in EXPORTER_FUNCTIONS if not callable(getattr(target, f, None))]
+        if missing:
+            return f"target is {describe_target(target)} without {', '.join(missing)}()"
         return None
     if kind == "pipeline":
         if not callable(getattr(target, "run", None)):

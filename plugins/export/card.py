@@ -1,0 +1,348 @@
+"""The model card (README.md) of an exported run, in the Hugging Face Hub's layout: YAML
+metadata (library, pipeline tag, tags, Hub datasets, base model, license and the results as a
+model-index with standard metric types and splits, which ``huggingface_hub.ModelCard``
+parses and validates), then what the model is, its intended use, how it was trained, its
+results, its labels, its limitations and a snippet that runs it without zoo.
+
+No path of the machine that trained the run is written: a local checkpoint or dataset is
+named by its folder's or file's name."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from zoo.plugin import load_json
+
+SHOWN_SECTIONS = ("model", "tokenizer", "train")
+# zoo's metric names -> the Hub's standard metric types (and their arguments)
+METRIC_TYPES = {
+    "macro_f1": ("f1", {"average": "macro"}),
+    "ppl": ("perplexity", None),
+    "bpc": ("bits_per_character", None),
+    "bpb": ("bits_per_byte", None),
+}
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def model_card(
+    trained,
+    facts: dict,
+    checked: dict,
+    *,
+    format: str,
+    folder_name: str,
+    license: str | None = None,
+    base_model: str | None = None,
+) -> str:
+    """README.md text for the export of ``trained`` (zoo.plugin.Trained) in ``format``;
+    ``facts`` is what its exporter's ``write`` returned, ``checked`` its ``check``."""
+    config, row = trained.config, trained.row
+    metrics = {k: v for k, v in (row.get("metrics") or {}).items() if _number(v)}
+    task = trained.declared_task
+    name = f"zoo-{config['model']}-{config['dataset']}-{trained.run_id}"
+    hub_dataset = hub_id(config.get("dataset_id"))
+    base = base_checkpoint(trained, base_model)
+    license = license or base.get("license") or "unknown"
+    pipeline_tag = facts.get("pipeline_tag")
+    results = [
+        EvalResult(
+            task_type=pipeline_tag or trained.task,
+            dataset_type=hub_dataset or str(config["dataset"]),
+            dataset_name=str(config["dataset"]),
+            dataset_split=_split(metric),
+            metric_type=_metric_type(metric)[0],
+            metric_args=_metric_type(metric)[1],
+            metric_value=float(value),
+            metric_name=_describe(task, metric),
+        )
+        for metric, value in metrics.items()
+        if _split(metric)
+    ]
+    data = ModelCardData(
+        library_name=facts.get("library_name"),
+        pipeline_tag=pipeline_tag,
+        license=license,
+        base_model=base.get("id"),
+        tags=[
+            "zoo",
+            format,
+            trained.task,
+            config["architecture"],
+            f"tokenizer-{config['tokenizer']}",
+        ],
+        datasets=[hub_dataset] if hub_dataset else None,
+        metrics=sorted({_metric_type(m)[0] for m in metrics if _split(m)}) or None,
+        model_name=name,
+        eval_results=results or None,
+    )
+    sections = [
+        f"# {name}",
+        _what(trained, facts, base),
+        "## Intended use\n\n" + _intended(trained),
+        "## How to use it\n\n" + _usage(facts, folder_name),
+        "## Results\n\n" + _metrics_table(task, metrics),
+        "## Labels\n\n" + _labels(trained),
+        "## Data\n\n" + _data(config),
+        "## How it was trained\n\n" + _training(config, row),
+        "## Checked on export\n\n" + _checked(checked, format),
+        "## Limitations\n\n" + _limitations(trained),
+        "## License\n\n" + _license(license, base),
+        "## Config\n\n" + _config(config),
+    ]
+    body = "\n\n".join(s for s in sections if not s.endswith("\n\n"))
+    card = ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}\n")
+    return str(card)
+
+
+def hub_id(text) -> str | None:
+    """``text`` when it reads as a Hub id (``owner/name``), not a local file or folder."""
+    text = str(text or "")
+    if not HUB_ID.match(text) or Path(text).expanduser().exists():
+        return None
+    return text
+
+
+def base_checkpoint(trained, given: str | None) -> dict:
+    """The checkpoint a fine-tuned run started from (its ``pretrained`` setting): ``name``
+    (a Hub id, or a local folder's name), ``id`` (its Hub id, where known: ``given``, the
+    setting itself, or what the folder's own card or config names), ``license`` (from the
+    folder's card) and ``source`` (where the id was read)."""
+    pretrained = str(
+        ((trained.config.get("configs") or {}).get("model") or {}).get("pretrained") or ""
+    )
+    if not pretrained:
+        return {"id": given, "source": "--base-model"} if given else {}
+    folder = Path(pretrained).expanduser()
+    base = {"name": folder.name if folder.is_dir() else pretrained}
+    if not folder.is_dir():
+        base.update(id=hub_id(pretrained), source="the run's pretrained setting")
+    else:
+        card = _folder_card(folder)
+        named = card.get("base_model") or card.get("model_id")
+        if isinstance(named, list):
+            named = named[0] if named else None
+        config = _json(folder / "config.json")
+        from_config = hub_id(config.get("_name_or_path"))
+        if hub_id(named):
+            base.update(id=named, source="the checkpoint's model card")
+        elif from_config:
+            base.update(id=from_config, source="the checkpoint's config.json (_name_or_path)")
+        if isinstance(card.get("license"), str):
+            base["license"] = card["license"]
+    if given:
+        base.update(id=given, source="--base-model")
+    return base
+
+
+def _folder_card(folder: Path) -> dict:
+    path = folder / "README.md"
+    if not path.is_file():
+        return {}
+    try:
+        return ModelCard.load(path).data.to_dict()
+    except Exception:  # noqa: BLE001 - a checkpoint's card is a stranger's file
+        return {}
+
+
+def _json(path: Path) -> dict:
+    try:
+        loaded = load_json(path)
+    except Exception:  # noqa: BLE001 - absent or broken: it names nothing
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _split(metric: str) -> str | None:
+    for prefix, split in (("val_", "validation"), ("test_", "test")):
+        if metric.startswith(prefix):
+            return split
+    return None
+
+
+def _metric_type(metric: str) -> tuple[str, dict | None]:
+    bare = metric.split("_", 1)[1] if _split(metric) else metric
+    return METRIC_TYPES.get(bare, (bare, None))
+
+
+def _describe(task, metric: str) -> str:
+    declared = task.metric(metric) if task is not None else None
+    return f"{metric} ({declared.describe()})" if declared is not None else metric
+
+
+def _what(trained, facts: dict, base: dict) -> str:
+    config = trained.config
+    started = ""
+    if base.get("name"):
+        started = f", fine-tuned from the checkpoint `{base['name']}`" + (
+            f" (`{base['id']}` on the Hub, as {base['source']} names it)" if base.get("id") else ""
+        )
+    return (
+        f"A {trained.task} model: zoo's `{config['architecture']}` architecture with a "
+        f"`{config['tokenizer']}` tokenizer{started}, trained by zoo as run "
+        f"`{trained.run_id}` (`{config['model']}` on `{config['dataset']}`). This folder "
+        f"holds {facts.get('summary', 'the exported model')}."
+    )
+
+
+def _intended(trained) -> str:
+    what = {
+        "classification": "labelling short texts like those of its dataset",
+        "next-item": "predicting the next item of sequences like those of its dataset",
+        "language-modeling": "generating and scoring text in the style of its dataset",
+        "masked-language-modeling": "filling in masked tokens, or as a start for fine-tuning",
+    }.get(trained.task, f"the {trained.task} task on data like its dataset's")
+    return (
+        f"Research and comparison: {what} (`{trained.config['dataset']}`), as a baseline "
+        "against other models, and as an example of a small model deployed without its "
+        "training code. It is not meant for decisions about people."
+    )
+
+
+def _usage(facts: dict, folder_name: str) -> str:
+    usage = facts.get("usage")
+    if not usage:
+        return ""
+    return (
+        f"Run from the folder that holds `{folder_name}` (or set `folder` to its Hub id once "
+        "uploaded); zoo is not needed.\n\n```python\n"
+        + usage.replace("FOLDER", folder_name).rstrip()
+        + "\n```"
+    )
+
+
+def _metrics_table(task, metrics: dict) -> str:
+    if not metrics:
+        return "The run recorded no figures."
+    lines = ["| metric | value | unit | better |", "| --- | ---: | --- | --- |"]
+    for metric, value in metrics.items():
+        declared = task.metric(metric) if task is not None else None
+        unit = declared.unit if declared else ""
+        better = declared.better if declared else ""
+        shown = f"{value:,}" if isinstance(value, int) else f"{value:.4f}"
+        lines.append(f"| {metric} | {shown} | {unit} | {better} |")
+    return (
+        "Validation figures chose the kept weights; test figures were measured once, at "
+        "the end.\n\n" + "\n".join(lines)
+    )
+
+
+def _labels(trained) -> str:
+    names = (trained.row.get("metrics") or {}).get("class_names")
+    path = trained.folder.file("classes.json")
+    if not names and path.is_file():
+        names = load_json(path)
+    if not names:
+        return ""
+    return "Class ids and names, in the order of the model's outputs:\n\n" + "\n".join(
+        f"- {i}: `{name}`" for i, name in enumerate(names)
+    )
+
+
+def _data(config: dict) -> str:
+    where = hub_id(config.get("dataset_id"))
+    parts = [
+        f"Dataset `{config['dataset']}`"
+        + (f" (`{where}` on the Hub)" if where else "")
+        + f", text column `{config.get('text_column')}`"
+        + (f", label column `{config['label_column']}`" if config.get("label_column") else "")
+        + ": trained on its train split, validated on validation, tested on test."
+    ]
+    if config.get("dataset_fingerprint"):
+        parts.append(f"Fingerprint of the data: `{config['dataset_fingerprint']}`.")
+    return " ".join(parts)
+
+
+def _training(config: dict, row: dict) -> str:
+    train = (config.get("configs") or {}).get("train") or {}
+    versions = config.get("versions") or {}
+    lines = [
+        f"- recipe: the `{config['model']}` preset (`{config['architecture']}` + "
+        f"`{config['tokenizer']}`) on `{config['dataset']}`, task {config['task']}",
+        f"- seed {config.get('seed')}, device {config.get('device')}",
+        f"- {train.get('steps')} steps at most"
+        + (f", {train['time']} s at most" if train.get("time") else "")
+        + f", batch size {train.get('batch_size')}, AdamW at lr {train.get('lr')} "
+        f"(cosine to {train.get('min_lr')} after {train.get('warmup_steps')} warmup "
+        f"steps), weight decay {train.get('weight_decay')}",
+    ]
+    metrics = row.get("metrics") or {}
+    if "steps" in metrics:
+        lines.append(
+            f"- trained {metrics['steps']} steps; best validation at step "
+            f"{metrics.get('best_step')}"
+        )
+    if config.get("dataset_fingerprint"):
+        lines.append(f"- data fingerprint `{config['dataset_fingerprint']}`")
+    if row.get("duration") is not None:
+        lines.append(f"- {row['duration']:.1f} s in all; {row.get('params') or 0:,} parameters")
+    if versions:
+        lines.append(
+            "- versions: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if isinstance(v, str))
+        )
+    lines.append(
+        f"- config hash `{config.get('config_hash')}`; `zoo show {row.get('id')} "
+        "--config` prints a file that trains it again"
+    )
+    return "\n".join(lines)
+
+
+def _checked(checked: dict, format: str) -> str:
+    return (
+        f"Before it was written, this folder was loaded as above and its predictions on "
+        f"{checked.get('compared')} validation texts compared with zoo's: the same labels, "
+        f"largest probability difference {checked.get('max_difference', math.nan):.2g} "
+        f"({format} format, fp32)."
+    )
+
+
+def _limitations(trained) -> str:
+    return (
+        f"A small model trained for research and comparison on one dataset "
+        f"(`{trained.config['dataset']}`): it reflects that data's language, topics and "
+        "biases, is not tuned for safety or factuality, and should not be used for "
+        "decisions about people. Figures hold for that dataset's splits only. Texts longer "
+        f"than {trained.block_size or 'the model'}'s tokens are cut, as in training."
+    )
+
+
+def _license(license: str, base: dict) -> str:
+    if license != "unknown":
+        return f"`{license}`."
+    if base.get("name"):
+        return (
+            f"Unknown: the checkpoint `{base['name']}` names no license in its folder; it "
+            "applies to this model too. Check its source, and export with --license."
+        )
+    return "Unknown: none was given (zoo export --license NAME sets it)."
+
+
+def _config(config: dict) -> str:
+    sections = {k: v for k, v in (config.get("configs") or {}).items() if k in SHOWN_SECTIONS and v}
+    return (
+        "```json\n"
+        + json.dumps(_local_names(sections), indent=1, sort_keys=True, default=str)
+        + "\n```"
+    )
+
+
+def _local_names(value):
+    """Settings with every absolute path replaced by its last part."""
+    if isinstance(value, dict):
+        return {k: _local_names(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_local_names(v) for v in value]
+    if isinstance(value, str) and (
+        value.startswith(("/", "~")) or re.match(r"^[A-Za-z]:\\", value)
+    ):
+        return Path(value).name
+    return value
