@@ -48,10 +48,9 @@ tokenizer = Tokenizer.from_file(f"{folder}/tokenizer.json")  # frames, cuts and 
 session = onnxruntime.InferenceSession(f"{folder}/model.onnx")
 texts = TEXTS
 batch = tokenizer.encode_batch(texts)
-feed = {
-    "input_ids": np.array([e.ids for e in batch], dtype=np.int64),
-    "attention_mask": np.array([e.attention_mask for e in batch], dtype=np.int64),
-}
+ids = np.array([e.ids for e in batch], dtype=np.int64)
+mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
+feed = {"input_ids": ids, "attention_mask": mask}
 feed = {i.name: feed[i.name] for i in session.get_inputs()}  # the inputs the graph reads
 probabilities = session.run(["probabilities"], feed)[0]
 """
@@ -162,7 +161,7 @@ def _usage(trained) -> str:
         )
     else:  # one distribution per position
         text += (
-            "last = feed['attention_mask'].sum(axis=1) - 1  # each text's last real token\n"
+            "last = mask.sum(axis=1) - 1  # each text's last real token\n"
             "for text, row, at in zip(texts, probabilities, last):\n"
             "    print(text, '->', tokenizer.id_to_token(int(row[at].argmax())))\n"
         )

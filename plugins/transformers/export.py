@@ -123,7 +123,8 @@ def auto_class(trained) -> str:
 
 def usage(trained, auto: str) -> str:
     lines = [
-        f"from transformers import AutoTokenizer, {auto}, pipeline",
+        f"from transformers import AutoTokenizer, {auto}"
+        + (", pipeline" if trained.task == "classification" else ""),
         "",
         'folder = "FOLDER"',
         "tokenizer = AutoTokenizer.from_pretrained(folder)",
@@ -136,8 +137,16 @@ def usage(trained, auto: str) -> str:
         ]
     elif trained.task == "language-modeling":
         lines += [
-            'generate = pipeline("text-generation", model=model, tokenizer=tokenizer)',
-            'print(generate("ROMEO:", max_new_tokens=40, do_sample=False)[0]["generated_text"])',
+            'prompt = tokenizer("ROMEO:", return_tensors="pt")',
+            "room = tokenizer.model_max_length - prompt.input_ids.shape[1]  # the context's end",
+            "out = model.generate(",
+            "    **prompt,",
+            "    max_new_tokens=min(40, room),",
+            "    do_sample=False,",
+            "    suppress_tokens=tokenizer.all_special_ids,  # as zoo generates",
+            "    pad_token_id=tokenizer.pad_token_id,",
+            ")",
+            "print(tokenizer.decode(out[0], skip_special_tokens=True))",
         ]
     else:
         lines += [
