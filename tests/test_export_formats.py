@@ -21,7 +21,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
 # cannot be imported, and prints the probabilities it predicts with (per text, or per
 # position for a language model), read from the objects the snippet made.
 NO_ZOO = r"""
-import importlib.abc, json, re, sys
+import importlib.abc, json, re, runpy, sys
 class NoZoo(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name == "zoo" or name.startswith("zoo."):
@@ -30,8 +30,9 @@ sys.meta_path.insert(0, NoZoo())
 readme, texts_file = sys.argv[1], sys.argv[2]
 snippet = re.search(r"## How to use it.*?```python\n(.*?)```", open(readme).read(), re.S).group(1)
 snippet = re.sub(r"^texts = .*$", f"texts = json.load(open({texts_file!r}))", snippet, flags=re.M)
-scope = {"json": json}
-exec(snippet, scope)
+with open("snippet.py", "w") as f:
+    f.write("import json\n" + snippet)
+scope = runpy.run_path("snippet.py")
 if "session" in scope:  # onnxruntime: the snippet computed them
     probabilities = scope["probabilities"]
 else:  # transformers: the snippet loaded the model and its tokenizer
@@ -90,8 +91,7 @@ def without_zoo(folder: Path, texts: list[str]) -> np.ndarray:
 
 
 def check_texts(run_id) -> list[str]:
-    from zoo.plugins.export.reading import validation_texts
-
+    from zoo.records.export import validation_texts
     from zoo.records.reload import load_trained
 
     texts = validation_texts(load_trained(run_id, device="cpu", precision="fp32"))

@@ -1,6 +1,6 @@
 """How an exported model reads text and what zoo predicts from it, per task: the exported
 ``tokenizer.json`` (the frame, the cut and the padding zoo applies, built into the file), zoo's
-own probabilities on some texts, the validation texts to compare on, and the comparison.
+own probabilities on some texts, and the comparison of an export's with them.
 
 Every exporter writes the same ``tokenizer.json``, so the folder encodes a text exactly as
 zoo does with nothing but the ``tokenizers`` library:
@@ -21,11 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.plugin import ZooError, load_dataset
-
-CHECK_TEXTS = 32  # validation texts every export is checked on
-TOLERANCE = 1e-4  # largest probability difference an export may show against zoo
-PIECE_CHARS = 400  # a long text (a whole book in one row) is cut into pieces this long
+from zoo.plugin import ZooError
 
 
 @dataclass(frozen=True)
@@ -118,17 +114,9 @@ def probabilities(trained, logits: np.ndarray) -> np.ndarray:
 
 
 def zoo_probabilities(trained, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """zoo's own predictions on texts, read as zoo reads them: the probabilities (per text,
-    or per real position) and the attention mask they were read with. Classification's
-    come from the pipeline's own ``predict``."""
+    """zoo's own predictions on texts, read as its pipelines read them: the probabilities
+    (per text, or per real position) and the attention mask they were read with."""
     inputs, mask = zoo_encoded(trained, texts)
-    if trained.task == "classification":
-        from zoo.core.registry import get_zoo
-
-        pipeline = get_zoo().pipelines.get(trained.task).load()
-        predicted = pipeline.predict(trained, texts)
-        names = list(predicted[0].probabilities) if predicted else []
-        return np.array([[p.probabilities[n] for n in names] for p in predicted]), mask
     return probabilities(trained, trained.model.logits(inputs, mask)), mask
 
 
@@ -164,33 +152,3 @@ def compare(trained, ours, our_mask, theirs, their_mask) -> dict:
         "agree": bool(np.array_equal(ours.argmax(axis=-1), theirs.argmax(axis=-1))),
         "compared": len(our_mask),
     }
-
-
-def validation_texts(trained, count: int = CHECK_TEXTS) -> list[str]:
-    """``count`` texts to check an export on: the run's validation texts (a long text, such
-    as a whole book in one row, cut into pieces), topped up from its training texts where
-    validation has fewer; never its test texts."""
-    config = trained.config
-    where = config.get("dataset_location") or config.get("dataset_id") or config["dataset"]
-    try:
-        dataset = load_dataset(
-            str(where if Path(str(where)).exists() else config["dataset"]),
-            text_column=config.get("text_column"),
-            label_column=config.get("label_column"),
-        )
-    except ZooError as exc:
-        raise ZooError(
-            f"run {trained.run_id}: its dataset is needed to check the export: {exc}"
-        ) from None
-    texts: list[str] = []
-    for role in ("validation", "train"):
-        split = dataset.split(role)
-        for text in split.select(range(min(len(split), count)))[dataset.text_column]:
-            text = str(text or "")
-            texts += [text[i : i + PIECE_CHARS] for i in range(0, len(text), PIECE_CHARS)]
-            texts = [t for t in texts if t.strip()]
-            if len(texts) >= count:
-                return texts[:count]
-    if not texts:
-        raise ZooError(f"run {trained.run_id}: its dataset has no text to check the export on")
-    return texts

@@ -2,20 +2,27 @@
 zoo, checked against zoo's own predictions before it is moved into place.
 
 The format is the one ``--format`` names, else the first registered format that names the
-run's architecture and accepts the run (``transformers`` for decoder, numpy, gpt2, llama
-and bert runs it can map), else ``onnx`` (any network that traces). Every format is a
-``register_exporters`` registration (zoo.hookspecs), the built-in ones included.
+run's architecture and accepts the run, else one registered for any architecture (``"*"``).
+Every format is a ``register_exporters`` registration (zoo.hookspecs), built-in or not: the
+exporter writes the folder and compares its predictions on validation texts with zoo's; zoo
+refuses a difference above ``TOLERANCE`` or a different label, writes the model card and
+moves the folder into place.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from zoo.plugins.export.card import model_card
-from zoo.plugins.export.reading import TOLERANCE, validation_texts
+from zoo.core.containment import call_plugin
+from zoo.core.registry import get_zoo
+from zoo.errors import ZooError
+from zoo.io import atomic_folder, check_new_folder
+from zoo.records.card import model_card
+from zoo.records.reload import load_trained
 
-from zoo.plugin import ZooError, atomic_folder, check_new_folder, load_trained
+CHECK_TEXTS = 32  # validation texts every export is checked on
+TOLERANCE = 1e-4  # largest probability difference an export may show against zoo
+PIECE_CHARS = 400  # a long text (a whole book in one row) is checked in pieces this long
 
 
 def export_run(
@@ -30,8 +37,6 @@ def export_run(
     """Write the run to ``folder`` (new or empty; replaced whole with ``force``), all at once:
     a failed, refused or killed export leaves nothing there. Returns what was written and how
     far the folder's predictions on validation texts are from zoo's."""
-    from zoo.core.registry import get_zoo
-
     folder = Path(folder)
     zoo = get_zoo()
     chosen = zoo.exporters.get(format) if format else None  # an unknown name: did-you-mean
@@ -103,8 +108,6 @@ def formats_for(zoo, architecture: str) -> list[str]:
 
 
 def _call(entry, function, *args):
-    from zoo.core.containment import call_plugin
-
     return call_plugin(function, *args, what=f"exporter {entry.name!r}", plugin=entry.plugin)
 
 
@@ -123,22 +126,33 @@ def _refusal(checked: dict, name: str) -> str | None:
     return None
 
 
-def command(args) -> int:
-    """`zoo export RUN_ID DIR`."""
-    done = export_run(
-        args.run_id,
-        args.folder,
-        format=args.format,
-        force=args.force,
-        license=args.license,
-        base_model=args.base_model,
-    )
-    if args.json:
-        print(json.dumps(done))
-        return 0
-    print(
-        f"exported run {done['run_id']} to {done['folder']} as {done['format']}: "
-        f"{done['summary']}\nchecked on {done['compared']} validation texts: the same "
-        f"labels as zoo, largest probability difference {done['max_difference']:.2g}"
-    )
-    return 0
+def validation_texts(trained, count: int = CHECK_TEXTS) -> list[str]:
+    """``count`` texts to check an export on: the run's validation texts (a long text, such
+    as a whole book in one row, cut into pieces), topped up from its training texts where
+    validation has fewer; never its test texts."""
+    from zoo.data.datasets import load_dataset
+
+    config = trained.config
+    where = config.get("dataset_location") or config.get("dataset_id") or config["dataset"]
+    try:
+        dataset = load_dataset(
+            str(where if Path(str(where)).exists() else config["dataset"]),
+            text_column=config.get("text_column"),
+            label_column=config.get("label_column"),
+        )
+    except ZooError as exc:
+        raise ZooError(
+            f"run {trained.run_id}: its dataset is needed to check the export: {exc}"
+        ) from None
+    texts: list[str] = []
+    for role in ("validation", "train"):
+        split = dataset.split(role)
+        for text in split.select(range(min(len(split), count)))[dataset.text_column]:
+            text = str(text or "")
+            texts += [text[i : i + PIECE_CHARS] for i in range(0, len(text), PIECE_CHARS)]
+            texts = [t for t in texts if t.strip()]
+            if len(texts) >= count:
+                return texts[:count]
+    if not texts:
+        raise ZooError(f"run {trained.run_id}: its dataset has no text to check the export on")
+    return texts

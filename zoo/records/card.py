@@ -16,7 +16,7 @@ from pathlib import Path
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from zoo.plugin import load_json
+from zoo.io import load_json
 
 SHOWN_SECTIONS = ("model", "tokenizer", "train")
 # zoo's metric names -> the Hub's standard metric types (and their arguments)
@@ -194,16 +194,13 @@ def _what(trained, facts: dict, base: dict) -> str:
 
 
 def _intended(trained) -> str:
-    what = {
-        "classification": "labelling short texts like those of its dataset",
-        "next-item": "predicting the next item of sequences like those of its dataset",
-        "language-modeling": "generating and scoring text in the style of its dataset",
-        "masked-language-modeling": "filling in masked tokens, or as a start for fine-tuning",
-    }.get(trained.task, f"the {trained.task} task on data like its dataset's")
+    task = trained.declared_task
+    what = (task.description if task is not None and task.description else trained.task).rstrip(".")
     return (
-        f"Research and comparison: {what} (`{trained.config['dataset']}`), as a baseline "
-        "against other models, and as an example of a small model deployed without its "
-        "training code. It is not meant for decisions about people."
+        f"Research and comparison on data like its dataset's (`{trained.config['dataset']}`): "
+        f"{what[:1].lower() + what[1:]}; a baseline against other models, and an example of a "
+        "small model deployed without its training code. It is not meant for decisions about "
+        "people."
     )
 
 
