@@ -14,7 +14,7 @@ import signal
 import sys
 
 from zoo import __version__
-from zoo.cli import browse, exporting, inference, results, search, training
+from zoo.cli import browse, inference, results, search, training
 from zoo.cli.options import others_print_to_stderr
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
 from zoo.errors import PluginError, SearchInterrupted, SweepInterrupted, ZooError, clip
@@ -59,7 +59,7 @@ def build_parser() -> Parser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    for group in (browse, training, inference, exporting, results, search):
+    for group in (browse, training, inference, results, search):
         group.add_commands(commands)
 
     add_plugin_commands(commands, get_zoo())
