@@ -91,8 +91,8 @@ def without_zoo(folder: Path, texts: list[str]) -> np.ndarray:
 
 
 def check_texts(run_id) -> list[str]:
-    from zoo.records.export import validation_texts
-    from zoo.records.reload import load_trained
+    from zoo.operations.export import validation_texts
+    from zoo.operations.reload import load_trained
 
     texts = validation_texts(load_trained(run_id, device="cpu", precision="fp32"))
     assert len(texts) == 32
@@ -100,8 +100,8 @@ def check_texts(run_id) -> list[str]:
 
 
 def assert_same_classes(run_id, folder):
-    from zoo.core.registry import get_zoo
-    from zoo.records.reload import load_trained
+    from zoo.core.loading import get_zoo
+    from zoo.operations.reload import load_trained
 
     texts = check_texts(run_id)
     trained_run = load_trained(run_id, device="cpu", precision="fp32")
@@ -147,9 +147,9 @@ def test_classifiers_export_to_onnx_and_predict_as_zoo_without_it(
 
 @pytest.mark.slow
 def test_digits_export_to_onnx_predicts_the_next_item_as_zoo(tmp_path):
-    from zoo.core import registry
-    from zoo.core.registry import get_zoo
-    from zoo.records.reload import load_trained
+    from zoo.core import loading as registry
+    from zoo.core.loading import get_zoo
+    from zoo.operations.reload import load_trained
 
     sizes = "train_size = 300, validation_size = 60, test_size = 60, heldout_size = 60, "
     (tmp_path / "work" / "registry.toml").write_text(
@@ -174,7 +174,7 @@ def test_digits_export_to_onnx_predicts_the_next_item_as_zoo(tmp_path):
 def test_decoder_language_model_exports_both_ways_and_predicts_as_zoo(format, tiny_text, tmp_path):
     from zoo.plugins.export.reading import probabilities, zoo_encoded
 
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
 
     run_id = trained("decoder-char", tiny_text, *TINY_DECODER)
     folder = tmp_path / format
@@ -195,7 +195,7 @@ def test_decoder_language_model_exports_both_ways_and_predicts_as_zoo(format, ti
 
 @pytest.mark.slow
 def test_a_third_party_architecture_exports_to_onnx_by_default(reviews, monkeypatch, tmp_path):
-    from zoo.core import registry
+    from zoo.core import loading as registry
 
     example = Path(__file__).parent.parent / "examples" / "meanbag.py"
     (tmp_path / "work" / "meanbag.py").write_text(example.read_text(), encoding="utf-8")

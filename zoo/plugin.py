@@ -34,16 +34,16 @@ _LAZY = {
     "within_budget": "zoo.core.bounds",
     "MAX_VOCAB": "zoo.core.bounds",  # the most tokens a vocabulary may hold
     # tokenizers
-    "Tokenizer": "zoo.data.tokenizer",
-    "TokenizersTokenizer": "zoo.data.tokenizer",
-    "SPECIAL_TOKENS": "zoo.data.tokenizer",
-    "PAD": "zoo.data.tokenizer",
-    "UNK": "zoo.data.tokenizer",
-    "CLS": "zoo.data.tokenizer",
-    "train_cached": "zoo.data.tokenizer",
-    "dataset_key": "zoo.data.tokenizer",
-    "compression": "zoo.data.tokenizer",
-    "unragged": "zoo.data.tokenizer",
+    "Tokenizer": "zoo.tokenizer",
+    "TokenizersTokenizer": "zoo.tokenizer",
+    "SPECIAL_TOKENS": "zoo.tokenizer",
+    "PAD": "zoo.tokenizer",
+    "UNK": "zoo.tokenizer",
+    "CLS": "zoo.tokenizer",
+    "train_cached": "zoo.data.tokenizer_cache",
+    "dataset_key": "zoo.data.tokenizer_cache",
+    "compression": "zoo.tokenizer",
+    "unragged": "zoo.tokenizer",
     # dataset splits as token ids and texts
     "split_ids": "zoo.data.encoded",
     "row_ids": "zoo.data.encoded",
@@ -73,15 +73,15 @@ _LAZY = {
     "Batch": "zoo.train.loop",
     "TrainResult": "zoo.train.loop",
     "train": "zoo.train.loop",
-    "Trained": "zoo.records.reload",
-    "load_trained": "zoo.records.reload",
+    "Trained": "zoo.operations.reload",
+    "load_trained": "zoo.operations.reload",
     # files from strangers, written atomically
-    "natural_key": "zoo.core.entries",
+    "natural_key": "zoo.core.kinds",
     "load_json": "zoo.io",
     "load_safetensors": "zoo.io",
     "atomic_write_text": "zoo.io",
-    "atomic_folder": "zoo.io",
-    "check_new_folder": "zoo.io",
+    "atomic_folder": "zoo.atomic_folders",
+    "check_new_folder": "zoo.atomic_folders",
 }
 
 __all__ = [

@@ -7,7 +7,7 @@ direction and unit, the primary metric, the datasets the task can use, the predi
 and the validation metric the training curve draws.
 
 This module imports nothing heavy: a loss is named as ``"module:attr"`` (or given as the
-function) and imported on first use (``zoo.core.registry.task_loss``), so listing the zoo stays
+function) and imported on first use (``zoo.core.loading.task_loss``), so listing the zoo stays
 fast.
 """
 
@@ -150,6 +150,19 @@ def metric_info(task: Task | None, name: str) -> Metric | None:
     """What is declared about a metric of a task's runs: by the task, else by the core."""
     found = task.metric(name) if task is not None else None
     return found or _find(RUN_METRICS, name)
+
+
+def describe_metric(metric: str, task: Task | None, better: str | None = None) -> str:
+    """'val_bpc (bits per character, lower is better)': the unit and direction declared for
+    the metric (``better`` given overrides the declared direction)."""
+    info = metric_info(task, metric)
+    better = (
+        better if isinstance(better, str) else (info.better if info else None)
+    )  # NaN from pandas
+    notes = [
+        n for n in (info.unit if info else None, f"{better} is better" if better else None) if n
+    ]
+    return f"{metric} ({', '.join(notes)})" if notes else metric
 
 
 def strip_split(metric: str) -> str:

@@ -106,7 +106,7 @@ def cmd_eval(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from zoo.records.export import export_run
+    from zoo.operations.export import export_run
 
     done = export_run(
         args.run_id,

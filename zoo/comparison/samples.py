@@ -15,7 +15,7 @@ import json
 def settings_of(row: dict, rows: dict | None = None) -> tuple[dict, str | None, str | None]:
     """(settings, trained_on, split) of a store row: the settings that change its result
     (an ensemble's: its members'), and for an evaluation what it scores."""
-    from zoo.records.settings import result_settings
+    from zoo.records.columns import result_settings
 
     config = row.get("config") or {}
     flat = ensemble_settings(config, rows or {}) if is_ensemble(row) else result_settings(row)
@@ -34,11 +34,13 @@ def ensemble_settings(config: dict, rows: dict) -> dict:
     """'member.setting' -> value for each combined run (a member recorded without its row,
     by its config hash), and the weighting. A member's seed is not a setting: ensembles of
     the same members at other seeds are the same configuration."""
-    from zoo.records.settings import result_settings
+    from zoo.records.columns import result_settings
 
     members = config.get("combines") or []
     names = [m.get("model") or "run" for m in members]
     flat: dict[str, object] = {"weighting": config.get("weighting")}
+    if config.get("weights_rule"):  # recorded since fitted weights minimise log loss
+        flat["weights_rule"] = config["weights_rule"]
     for index, member in enumerate(members):
         prefix = names[index] if names.count(names[index]) == 1 else f"{names[index]}#{index}"
         row = rows.get(member.get("run_id"))

@@ -12,9 +12,7 @@ import time
 from pathlib import Path
 
 from zoo.core.containment import own_interrupts_fail
-from zoo.core.plan import Plan, config_hash
-from zoo.core.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
-from zoo.core.registry import get_zoo, task_loss
+from zoo.core.loading import get_zoo, task_loss
 from zoo.core.threads import settle_threads
 from zoo.data import datasets as zoo_data
 from zoo.errors import RunInterrupted, RunRefused, ZooError
@@ -23,6 +21,8 @@ from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 from zoo.train import checkpoints, distributed
 from zoo.train.job import Job, RunFolder, RunResult
+from zoo.train.plan import Plan, config_hash
+from zoo.train.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
 
 
 class RunDiverged(ZooError):
@@ -217,7 +217,7 @@ def _record_and_train(
         shutil.rmtree(run.path, ignore_errors=True)  # no run folder without its store row
         raise
     if trackers:
-        from zoo.records.settings import flat_settings
+        from zoo.records.columns import flat_settings
 
         trackers.start(
             {
@@ -403,7 +403,7 @@ def save_curve(run: RunFolder, summary: dict) -> tuple[str | None, str | None]:
     """curve.png in the run folder. A plotting failure never fails a recorded run, but it
     is reported (on stderr and in the result), never passed over in silence."""
     try:
-        from zoo.comparison.plots import save_run_curve
+        from zoo.train.curves import save_run_curve
 
         path = save_run_curve(run.path, {**summary, "id": run.id})
     except Exception as exc:  # matplotlib missing, a font cache problem, a full disk...

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zoo.atomic_folders import atomic_folder, check_new_folder
 from zoo.core.containment import call_plugin
-from zoo.core.registry import get_zoo
+from zoo.core.loading import get_zoo
 from zoo.errors import ZooError
-from zoo.io import atomic_folder, check_new_folder
-from zoo.records.card import model_card
-from zoo.records.reload import load_trained
+from zoo.operations.card import model_card
+from zoo.operations.reload import load_trained
 
 CHECK_TEXTS = 32  # validation texts every export is checked on
 TOLERANCE = 1e-4  # largest probability difference an export may show against zoo

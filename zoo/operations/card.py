@@ -5,14 +5,16 @@ parses and validates), then what the model is, its intended use, how it was trai
 results, its labels, its limitations and a snippet that runs it without zoo.
 
 No path of the machine that trained the run is written: a local checkpoint or dataset is
-named by its folder's or file's name."""
+named by its folder's or file's name. Names that came from the user (a dataset's file name, a
+column, a label) are data in the card, never markdown: shown as one-line code spans, and in
+the title as a safe file-name part."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
@@ -44,7 +46,9 @@ def model_card(
     config, row = trained.config, trained.row
     metrics = {k: v for k, v in (row.get("metrics") or {}).items() if _number(v)}
     task = trained.declared_task
-    name = f"zoo-{config['model']}-{config['dataset']}-{trained.run_id}"
+    # the title and model name: letters, digits, '.', '_' and '-' only, whatever the dataset
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", f"zoo-{config['model']}-{config['dataset']}")[:160]
+    name = f"{name}-{trained.run_id}"
     hub_dataset = hub_id(config.get("dataset_id"))
     base = base_checkpoint(trained, base_model)
     license = license or base.get("license") or "unknown"
@@ -182,13 +186,15 @@ def _what(trained, facts: dict, base: dict) -> str:
     config = trained.config
     started = ""
     if base.get("name"):
-        started = f", fine-tuned from the checkpoint `{base['name']}`" + (
-            f" (`{base['id']}` on the Hub, as {base['source']} names it)" if base.get("id") else ""
+        started = f", fine-tuned from the checkpoint {_code(base['name'])}" + (
+            f" ({_code(base['id'])} on the Hub, as {base['source']} names it)"
+            if base.get("id")
+            else ""
         )
     return (
         f"A {trained.task} model: zoo's `{config['architecture']}` architecture with a "
         f"`{config['tokenizer']}` tokenizer{started}, trained by zoo as run "
-        f"`{trained.run_id}` (`{config['model']}` on `{config['dataset']}`). This folder "
+        f"`{trained.run_id}` ({_code(config['model'])} on {_code(config['dataset'])}). This folder "
         f"holds {facts.get('summary', 'the exported model')}."
     )
 
@@ -197,7 +203,7 @@ def _intended(trained) -> str:
     task = trained.declared_task
     what = (task.description if task is not None and task.description else trained.task).rstrip(".")
     return (
-        f"Research and comparison on data like its dataset's (`{trained.config['dataset']}`): "
+        f"Research and comparison on data like its dataset's ({_code(trained.config['dataset'])}): "
         f"{what[:1].lower() + what[1:]}; a baseline against other models, and an example of a "
         "small model deployed without its training code. It is not meant for decisions about "
         "people."
@@ -209,9 +215,9 @@ def _usage(facts: dict, folder_name: str) -> str:
     if not usage:
         return ""
     return (
-        f"Run from the folder that holds `{folder_name}` (or set `folder` to its Hub id once "
+        f"Run from the folder that holds {_code(folder_name)} (or set `folder` to its Hub id once "
         "uploaded); zoo is not needed.\n\n```python\n"
-        + usage.replace("FOLDER", folder_name).rstrip()
+        + usage.replace('"FOLDER"', json.dumps(folder_name)).rstrip()
         + "\n```"
     )
 
@@ -240,17 +246,18 @@ def _labels(trained) -> str:
     if not names:
         return ""
     return "Class ids and names, in the order of the model's outputs:\n\n" + "\n".join(
-        f"- {i}: `{name}`" for i, name in enumerate(names)
+        f"- {i}: {_code(name)}" for i, name in enumerate(names)
     )
 
 
 def _data(config: dict) -> str:
     where = hub_id(config.get("dataset_id"))
+    local = "" if where else PurePath(str(config.get("dataset_id") or config["dataset"])).name
     parts = [
-        f"Dataset `{config['dataset']}`"
-        + (f" (`{where}` on the Hub)" if where else "")
-        + f", text column `{config.get('text_column')}`"
-        + (f", label column `{config['label_column']}`" if config.get("label_column") else "")
+        f"Dataset {_code(config['dataset'])}"
+        + (f" ({_code(where)} on the Hub)" if where else f" (a local file, {_code(local)})")
+        + f", text column {_code(config.get('text_column'))}"
+        + (f", label column {_code(config['label_column'])}" if config.get("label_column") else "")
         + ": trained on its train split, validated on validation, tested on test."
     ]
     if config.get("dataset_fingerprint"):
@@ -262,8 +269,8 @@ def _training(config: dict, row: dict) -> str:
     train = (config.get("configs") or {}).get("train") or {}
     versions = config.get("versions") or {}
     lines = [
-        f"- recipe: the `{config['model']}` preset (`{config['architecture']}` + "
-        f"`{config['tokenizer']}`) on `{config['dataset']}`, task {config['task']}",
+        f"- recipe: the {_code(config['model'])} preset (`{config['architecture']}` + "
+        f"`{config['tokenizer']}`) on {_code(config['dataset'])}, task {config['task']}",
         f"- seed {config.get('seed')}, device {config.get('device')}",
         f"- {train.get('steps')} steps at most"
         + (f", {train['time']} s at most" if train.get("time") else "")
@@ -305,7 +312,7 @@ def _checked(checked: dict, format: str) -> str:
 def _limitations(trained) -> str:
     return (
         f"A small model trained for research and comparison on one dataset "
-        f"(`{trained.config['dataset']}`): it reflects that data's language, topics and "
+        f"({_code(trained.config['dataset'])}): it reflects that data's language, topics and "
         "biases, is not tuned for safety or factuality, and should not be used for "
         "decisions about people. Figures hold for that dataset's splits only. Texts longer "
         f"than {trained.block_size or 'the model'}'s tokens are cut, as in training."
@@ -314,10 +321,10 @@ def _limitations(trained) -> str:
 
 def _license(license: str, base: dict) -> str:
     if license != "unknown":
-        return f"`{license}`."
+        return f"{_code(license)}."
     if base.get("name"):
         return (
-            f"Unknown: the checkpoint `{base['name']}` names no license in its folder; it "
+            f"Unknown: the checkpoint {_code(base['name'])} names no license in its folder; it "
             "applies to this model too. Check its source, and export with --license."
         )
     return "Unknown: none was given (zoo export --license NAME sets it)."
@@ -330,6 +337,13 @@ def _config(config: dict) -> str:
         + json.dumps(_local_names(sections), indent=1, sort_keys=True, default=str)
         + "\n```"
     )
+
+
+def _code(value, limit: int = 200) -> str:
+    """``value`` as a one-line markdown code span: no line breaks or backticks, so it can
+    start no heading, rule, link or HTML, and end no span."""
+    text = re.sub(r"[\x00-\x1f\x7f`]+", " ", str(value)).strip()[:limit]
+    return f"`{text}`" if text else "``"
 
 
 def _local_names(value):
