@@ -165,7 +165,7 @@ def register_exporters(register: Register) -> None:
         without zoo (its tokenizer included) into ``folder``, a new empty folder. Returns
         what the model card says about it: ``library_name`` (the Hub's library tag),
         ``summary`` (one sentence: what the folder holds) and ``usage`` (a Python snippet
-        that loads the folder, named ``FOLDER``, without zoo and predicts).
+        that loads the folder, named by the string ``"FOLDER"``, without zoo and predicts).
       - ``check(trained, folder, texts) -> dict``: load the written folder as a user without
         zoo would, predict on ``texts`` (validation texts of the run's dataset) and compare
         with zoo's own predictions; returns ``max_difference`` (the largest difference of a
