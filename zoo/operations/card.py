@@ -270,7 +270,7 @@ def _training(config: dict, row: dict) -> str:
     versions = config.get("versions") or {}
     lines = [
         f"- recipe: the {_code(config['model'])} preset (`{config['architecture']}` + "
-        f"`{config['tokenizer']}`) on {_code(config['dataset'])}, task {config['task']}",
+        f"`{config['tokenizer']}`) on {_code(config['dataset'])}, task {config.get('task')}",
         f"- seed {config.get('seed')}, device {config.get('device')}",
         f"- {train.get('steps')} steps at most"
         + (f", {train['time']} s at most" if train.get("time") else "")
