@@ -85,7 +85,7 @@ class OnnxExporter:
             "task": trained.task,
             "inputs": list(INPUTS),
             "outputs": list(OUTPUTS),
-            "max_length": trained.block_size,
+            "max_length": trained.context_length,
             "never_predicted": _never_tokens(trained),
         }
         names = _class_names(trained)
@@ -132,7 +132,7 @@ def _never_tokens(trained) -> list[str]:
 def _class_names(trained) -> list[str]:
     if trained.task != "classification":
         return []
-    from zoo.plugin import load_json
+    from zoo.plugin.io import load_json
 
     names = (trained.row.get("metrics") or {}).get("class_names")
     path = trained.folder.file("classes.json")
@@ -202,7 +202,7 @@ def trace(trained, path: Path) -> str:
     network = _network(trained)
     wrapped = Outputs.wrap(trained, network)
     vocab = trained.config["spec"]["vocab_size"]
-    longest = trained.block_size or 64
+    longest = trained.context_length or 64
     length = max(2, min(longest, 16))
     rng = np.random.default_rng(0)
     ids = torch.from_numpy(rng.integers(3, vocab, size=(3, length)))

@@ -80,9 +80,9 @@ def exported_tokenizer(trained):
     exported.post_processor = processors.TemplateProcessing(
         single=template, special_tokens=sorted({(n, backend.token_to_id(n)) for n in names})
     )
-    if trained.block_size:
+    if trained.context_length:
         exported.enable_truncation(
-            trained.block_size, direction="right" if reading.keep == "start" else "left"
+            trained.context_length, direction="right" if reading.keep == "start" else "left"
         )
     pad = trained.tokenizer.pad_id
     exported.enable_padding(pad_id=pad, pad_token=backend.id_to_token(pad))
@@ -124,7 +124,7 @@ def zoo_encoded(trained, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Texts as zoo's pipelines encode them for the run's task: right-padded ids and mask."""
     reading = reading_of(trained)
     before, after = trained.tokenizer.frame if reading.frame else ((), ())
-    body = (trained.block_size or 10**9) - len(before) - len(after)
+    body = (trained.context_length or 10**9) - len(before) - len(after)
     rows = []
     for ids in trained.tokenizer.encode_batch(texts):
         ids = list(ids[-body:] if reading.keep == "end" else ids[:body])

@@ -29,7 +29,8 @@ import numpy as np
 import torch
 import transformers
 
-from zoo.plugin import ZooError, load_json
+from zoo.plugin import ZooError
+from zoo.plugin.io import load_json
 
 DECODER_LAYOUT = ("decoder", "numpy")  # architectures with the decoder's weight names
 NATIVE = ("gpt2", "llama", "bert")
@@ -261,7 +262,7 @@ def fast_tokenizer(trained) -> transformers.PreTrainedTokenizerFast:
     keep = reading_of(trained).keep
     return transformers.PreTrainedTokenizerFast(
         tokenizer_object=exported_tokenizer(trained),
-        model_max_length=trained.block_size or 1024,
+        model_max_length=trained.context_length or 1024,
         split_special_tokens=True,
         truncation_side="right" if keep == "start" else "left",
         **specials,
@@ -273,7 +274,7 @@ def logit_difference(trained, model) -> float:
     """Largest |logit| difference between the run and the exported model on a random batch
     of real tokens (fp32 both)."""
     task, vocab = trained.task, trained.config["spec"]["vocab_size"]
-    length = min(trained.block_size or 16, 32)
+    length = min(trained.context_length or 16, 32)
     ids = np.random.default_rng(0).integers(3, vocab, size=(4, length))
     if task == "classification" and trained.tokenizer.cls_id is not None:
         ids[:, 0] = trained.tokenizer.cls_id

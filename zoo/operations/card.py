@@ -315,7 +315,7 @@ def _limitations(trained) -> str:
         f"({_code(trained.config['dataset'])}): it reflects that data's language, topics and "
         "biases, is not tuned for safety or factuality, and should not be used for "
         "decisions about people. Figures hold for that dataset's splits only. Texts longer "
-        f"than {trained.block_size or 'the model'}'s tokens are cut, as in training."
+        f"than {trained.context_length or 'its context'} tokens are cut, as in training."
     )
 
 
