@@ -118,7 +118,7 @@ def test_a_dataset_name_is_data_in_an_export_card_and_its_local_path_stays_priva
         declared_task=None,
         run_id="r1",
         task="language-modeling",
-        block_size=16,
+        context_length=16,
         folder=SimpleNamespace(file=lambda name: Path("/nonexistent") / name),
     )
     facts = {"library_name": "onnx", "summary": "a graph", "usage": 'folder = "FOLDER"\n'}
