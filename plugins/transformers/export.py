@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from zoo.plugins.transformers.base import base_checkpoint
 
 from zoo.plugin import ZooError
 from zoo.plugin.io import load_json
@@ -92,6 +93,7 @@ class TransformersExporter:
             "tokenizer, for from_pretrained",
             "usage": usage(trained, auto_class(trained)),
             "class": type(model).__name__,
+            "base": base_checkpoint(trained),
         }
 
     @staticmethod

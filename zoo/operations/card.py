@@ -47,17 +47,19 @@ def model_card(
     metrics = {k: v for k, v in (row.get("metrics") or {}).items() if _number(v)}
     task = trained.declared_task
     # the title and model name: letters, digits, '.', '_' and '-' only, whatever the dataset
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", f"zoo-{config['model']}-{config['dataset']}")[:160]
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", f"zoo-{config['model']}-{_dataset(config)}")[:160]
     name = f"{name}-{trained.run_id}"
     hub_dataset = hub_id(config.get("dataset_id"))
-    base = base_checkpoint(trained, base_model)
+    base = dict(facts.get("base") or {})  # the checkpoint it started from, as its exporter read it
+    if base_model:
+        base.update(id=base_model, source="--base-model")
     license = license or base.get("license") or "unknown"
     pipeline_tag = facts.get("pipeline_tag")
     results = [
         EvalResult(
             task_type=pipeline_tag or trained.task,
-            dataset_type=hub_dataset or str(config["dataset"]),
-            dataset_name=str(config["dataset"]),
+            dataset_type=hub_dataset or _dataset(config),
+            dataset_name=_dataset(config),
             dataset_split=_split(metric),
             metric_type=_metric_type(metric)[0],
             metric_args=_metric_type(metric)[1],
@@ -111,54 +113,13 @@ def hub_id(text) -> str | None:
     return text
 
 
-def base_checkpoint(trained, given: str | None) -> dict:
-    """The checkpoint a fine-tuned run started from (its ``pretrained`` setting): ``name``
-    (a Hub id, or a local folder's name), ``id`` (its Hub id, where known: ``given``, the
-    setting itself, or what the folder's own card or config names), ``license`` (from the
-    folder's card) and ``source`` (where the id was read)."""
-    pretrained = str(
-        ((trained.config.get("configs") or {}).get("model") or {}).get("pretrained") or ""
-    )
-    if not pretrained:
-        return {"id": given, "source": "--base-model"} if given else {}
-    folder = Path(pretrained).expanduser()
-    base = {"name": folder.name if folder.is_dir() else pretrained}
-    if not folder.is_dir():
-        base.update(id=hub_id(pretrained), source="the run's pretrained setting")
-    else:
-        card = _folder_card(folder)
-        named = card.get("base_model") or card.get("model_id")
-        if isinstance(named, list):
-            named = named[0] if named else None
-        config = _json(folder / "config.json")
-        from_config = hub_id(config.get("_name_or_path"))
-        if hub_id(named):
-            base.update(id=named, source="the checkpoint's model card")
-        elif from_config:
-            base.update(id=from_config, source="the checkpoint's config.json (_name_or_path)")
-        if isinstance(card.get("license"), str):
-            base["license"] = card["license"]
-    if given:
-        base.update(id=given, source="--base-model")
-    return base
-
-
-def _folder_card(folder: Path) -> dict:
-    path = folder / "README.md"
-    if not path.is_file():
-        return {}
-    try:
-        return ModelCard.load(path).data.to_dict()
-    except Exception:  # noqa: BLE001 - a checkpoint's card is a stranger's file
-        return {}
-
-
-def _json(path: Path) -> dict:
-    try:
-        loaded = load_json(path)
-    except Exception:  # noqa: BLE001 - absent or broken: it names nothing
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
+def _dataset(config: dict) -> str:
+    """The run's dataset as the card names it: its catalogue name or Hub id, or a local
+    file's or folder's name without where it lives."""
+    name = str(config["dataset"])
+    if name.startswith(("/", "~", "./", "../")) or re.match(r"^[A-Za-z]:[\\/]", name):
+        return PurePath(name.replace("\\", "/")).name
+    return name
 
 
 def _number(value) -> bool:
@@ -194,7 +155,7 @@ def _what(trained, facts: dict, base: dict) -> str:
     return (
         f"A {trained.task} model: zoo's `{config['architecture']}` architecture with a "
         f"`{config['tokenizer']}` tokenizer{started}, trained by zoo as run "
-        f"`{trained.run_id}` ({_code(config['model'])} on {_code(config['dataset'])}). This folder "
+        f"`{trained.run_id}` ({_code(config['model'])} on {_code(_dataset(config))}). This folder "
         f"holds {facts.get('summary', 'the exported model')}."
     )
 
@@ -203,7 +164,7 @@ def _intended(trained) -> str:
     task = trained.declared_task
     what = (task.description if task is not None and task.description else trained.task).rstrip(".")
     return (
-        f"Research and comparison on data like its dataset's ({_code(trained.config['dataset'])}): "
+        f"Research and comparison on data like its dataset's ({_code(_dataset(trained.config))}): "
         f"{what[:1].lower() + what[1:]}; a baseline against other models, and an example of a "
         "small model deployed without its training code. It is not meant for decisions about "
         "people."
@@ -254,7 +215,7 @@ def _data(config: dict) -> str:
     where = hub_id(config.get("dataset_id"))
     local = "" if where else PurePath(str(config.get("dataset_id") or config["dataset"])).name
     parts = [
-        f"Dataset {_code(config['dataset'])}"
+        f"Dataset {_code(_dataset(config))}"
         + (f" ({_code(where)} on the Hub)" if where else f" (a local file, {_code(local)})")
         + f", text column {_code(config.get('text_column'))}"
         + (f", label column {_code(config['label_column'])}" if config.get("label_column") else "")
@@ -270,7 +231,7 @@ def _training(config: dict, row: dict) -> str:
     versions = config.get("versions") or {}
     lines = [
         f"- recipe: the {_code(config['model'])} preset (`{config['architecture']}` + "
-        f"`{config['tokenizer']}`) on {_code(config['dataset'])}, task {config.get('task')}",
+        f"`{config['tokenizer']}`) on {_code(_dataset(config))}, task {config.get('task')}",
         f"- seed {config.get('seed')}, device {config.get('device')}",
         f"- {train.get('steps')} steps at most"
         + (f", {train['time']} s at most" if train.get("time") else "")
@@ -312,7 +273,7 @@ def _checked(checked: dict, format: str) -> str:
 def _limitations(trained) -> str:
     return (
         f"A small model trained for research and comparison on one dataset "
-        f"({_code(trained.config['dataset'])}): it reflects that data's language, topics and "
+        f"({_code(_dataset(trained.config))}): it reflects that data's language, topics and "
         "biases, is not tuned for safety or factuality, and should not be used for "
         "decisions about people. Figures hold for that dataset's splits only. Texts longer "
         f"than {trained.context_length or 'its context'} tokens are cut, as in training."
