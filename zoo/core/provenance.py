@@ -65,12 +65,40 @@ def git_dirty() -> bool | None:
 
 
 def identity(plan: Plan, dataset, zoo) -> dict:
-    """What must not change for a run to be resumed: config, dataset, zoo and plugin versions
-    (the tokenizer file's checksum is added by each checkpoint)."""
+    """What must not change for a run to be resumed: config, dataset, zoo's version and which
+    code each plugin is (the tokenizer file's checksum is added by each checkpoint).
+    ``plugin_versions`` holds the plugins' version numbers, for runs recorded before code
+    was identified by its source (``same_code``)."""
     found = versions(zoo, plan)
     return {
         "config_hash": config_hash(plan, zoo),
         "configs": plan.config_values(),
         "dataset_fingerprint": dataset.fingerprint,
         "versions": {k: v for k, v in found.items() if k == "zoo" or k.startswith("plugin:")},
+        "plugin_versions": {
+            f"plugin:{entry.plugin}": zoo.plugins[entry.plugin].version
+            for entry in plugin_entries(plan, zoo)
+            if entry.plugin in zoo.plugins
+        },
     }
+
+
+def same_code(recorded: str | None, now: str | None, version_now: str | None) -> bool:
+    """Whether a plugin identity a run recorded names the code installed now. A recorded
+    source hash must equal today's; a recorded version number, today's version: a run that
+    zoo recorded before it identified built-in and editable code by its source holds only
+    the version, and is judged by what it recorded."""
+    if recorded == now:
+        return True
+    return bool(recorded) and not recorded.startswith("sha256:") and recorded == version_now
+
+
+def code_changes(recorded: dict, now: dict) -> list[str]:
+    """The plugins whose code differs between a run's recorded identities and today's
+    (``versions`` keys "plugin:NAME"), as "NAME (THEN then, NOW now)"."""
+    return [
+        f"{key.removeprefix('plugin:')} ({recorded.get(key) or 'absent'} then, "
+        f"{now.get(key) or 'absent'} now)"
+        for key in sorted(set(recorded) | set(now))
+        if key.startswith("plugin:") and recorded.get(key) != now.get(key)
+    ]

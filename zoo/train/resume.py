@@ -9,7 +9,7 @@ import os
 import sys
 
 from zoo.core.plan import plan_from_record
-from zoo.core.provenance import identity
+from zoo.core.provenance import identity, same_code
 from zoo.core.registry import get_zoo
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
@@ -192,7 +192,9 @@ def resume_problems(
         before, now = then.get(key), current["versions"].get(key)
         if key == "zoo" and before != now:
             problems.append(f"zoo version differs ({before} then, {now} now)")
-        elif key.startswith("plugin:") and before != now:
+        elif key.startswith("plugin:") and not same_code(
+            before, now, current.get("plugin_versions", {}).get(key)
+        ):
             problems.append(
                 f"plugin {key.removeprefix('plugin:')!r} changed: its version or "
                 f"source differs ({before or 'absent'} then, {now or 'absent'} now)"
