@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, TINY_DECODER, press_ctrl_c, run_cli
 
-from zoo.core import registry
+from zoo.core import loading
 from zoo.records.store import Store, home
 from zoo.train import checkpoints
 
@@ -43,7 +43,7 @@ def change(path):
     """Edit the plugin's source (its behaviour stays, its code does not) and start afresh,
     as a new `zoo` process would."""
     path.write_text(path.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
-    registry.reset_zoo()
+    loading.reset_zoo()
 
 
 def sweep(dataset):
@@ -65,7 +65,7 @@ def test_a_changed_local_plugin_is_a_new_sweep_cell(local_plugin, tiny_text):
     assert recorded["source"] == "local file" and len(recorded["source_sha256"]) == 16
     builtin = first["config"]["plugins"]["char"]
     assert builtin["source"] == "builtin" and len(builtin["source_sha256"]) == 16
-    registry.reset_zoo()
+    loading.reset_zoo()
     assert "0 trained, 1 already finished" in sweep(tiny_text).err  # same code: done
     change(local_plugin)
     sweep(tiny_text)
@@ -107,7 +107,7 @@ def test_resume_refuses_across_a_plugin_change_naming_the_plugin(
     assert refused.code == 2, refused
     assert "plugin 'my_arch' changed" in refused.err and run_id in refused.err
     assert len(refused.err.strip().splitlines()) == 1
-    registry.reset_zoo()
+    loading.reset_zoo()
     local_plugin.write_text(PLUGIN, encoding="utf-8")  # the code it started with: resumable
     resumed = run_cli("resume", run_id, "--json")
     assert resumed.code == 0, resumed
@@ -116,7 +116,7 @@ def test_resume_refuses_across_a_plugin_change_naming_the_plugin(
 
 def test_a_changed_local_plugin_makes_the_dry_run_plan_its_cell_as_new(local_plugin, tiny_text):
     sweep(tiny_text)
-    registry.reset_zoo()
+    loading.reset_zoo()
     dry = run_cli(*[tiny_text if a is None else a for a in SWEEP[:-2]], "--dry-run")
     assert dry.code == 0 and dry.out.rstrip().endswith("done: run " + finished_runs()[0]["id"])
     change(local_plugin)
@@ -168,8 +168,8 @@ def installed_plugin(tmp_path, monkeypatch, editable: bool) -> Path:
 
 
 def edplug_identity() -> str:
-    registry.reset_zoo()
-    return registry.get_zoo().plugins["edplug"].identity
+    loading.reset_zoo()
+    return loading.get_zoo().plugins["edplug"].identity
 
 
 def test_an_editable_plugin_is_its_source_and_a_released_one_its_version(
@@ -177,7 +177,7 @@ def test_an_editable_plugin_is_its_source_and_a_released_one_its_version(
 ):
     model = installed_plugin(tmp_path, monkeypatch, editable=True)
     before = edplug_identity()
-    assert before.startswith("sha256:") and registry.get_zoo().plugins["edplug"].editable
+    assert before.startswith("sha256:") and loading.get_zoo().plugins["edplug"].editable
     model.write_text(EDITABLE_MODEL + "# a change to a module the hooks do not define\n")
     assert edplug_identity() not in (before, "unknown")
     (tmp_path / "site" / "edplug-1.0.dist-info" / "direct_url.json").unlink()  # released
@@ -185,7 +185,7 @@ def test_an_editable_plugin_is_its_source_and_a_released_one_its_version(
 
 
 def test_a_recorded_hash_must_match_and_a_recorded_version_is_judged_as_a_version():
-    from zoo.core.provenance import same_code
+    from zoo.train.provenance import same_code
 
     assert same_code("sha256:a", "sha256:a", "0.1.0")
     assert not same_code("sha256:a", "sha256:b", "0.1.0")  # the code changed
@@ -204,10 +204,10 @@ def test_zoo_list_reads_no_source_and_the_builtins_are_their_source(monkeypatch)
         assert calls == []  # hashes are computed when a run needs them, not when plugins load
     finally:
         code_identity.builtin_source_hash.cache_clear()
-    info = registry.get_zoo().plugins["decoder"]
-    expected = code_identity.builtin_source_hash(registry.ZOO_PACKAGES)
+    info = loading.get_zoo().plugins["decoder"]
+    expected = code_identity.builtin_source_hash(loading.ZOO_PACKAGES)
     assert info.identity == f"sha256:{expected}" and info.version
-    assert registry.ZOO_PACKAGES == ("zoo", "zoo.pipelines", "zoo.plugins")
+    assert loading.ZOO_PACKAGES == ("zoo", "zoo.pipelines", "zoo.plugins")
 
 
 @pytest.mark.slow
@@ -217,10 +217,10 @@ def test_an_edited_editable_plugin_makes_the_dry_run_plan_its_cell_as_new(
     model = installed_plugin(tmp_path, monkeypatch, editable=True)
     args = ["sweep", "editdec-char", "--on", tiny_text, "--steps", 2, *TINY_DECODER]
     assert run_cli(*args).code == 0
-    registry.reset_zoo()
+    loading.reset_zoo()
     assert "done: run" in run_cli(*args, "--dry-run").out
     model.write_text(EDITABLE_MODEL + "# edited\n")
-    registry.reset_zoo()
+    loading.reset_zoo()
     dry = run_cli(*args, "--dry-run")
     assert "to run: plugin code changed" in dry.out and "edplug (sha256:" in dry.out, dry
 

@@ -34,7 +34,7 @@ from zoo.errors import ZooError
 from zoo.results import Evaluation, LoadedRun, Run, SweepResult, TuneResult
 
 if TYPE_CHECKING:
-    from zoo.records.ensemble import Ensemble
+    from zoo.operations.ensemble import Ensemble
 
 
 def run(
@@ -62,16 +62,16 @@ def run(
     names trackers (``"tensorboard,mlflow"``; default ZOO_LOG_TO) that also get its figures.
     ``init`` names a finished run whose tokenizer and matching weights it starts from
     (`--init`)."""
-    from zoo.core.plan import plan_run
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.train import distributed
+    from zoo.train.plan import plan_run
     from zoo.train.runner import execute
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     overrides = _overrides({**(settings or {}), **more_settings}, steps, time)
     if model in get_zoo().catalogue.ensembles:
-        from zoo.records.ensemble import run_preset
+        from zoo.operations.ensemble import run_preset
 
         return run_preset(
             model,
@@ -118,7 +118,7 @@ def resume(run_id: str, *, quiet: bool = False) -> Run:
 def reproduce(run_id: str, *, device: str | None = None, quiet: bool = False) -> dict:
     """Train a run's recorded config again and compare every metric (`zoo reproduce`): a
     report with ``match``, ``run_id``, ``rerun_id`` and one line per metric."""
-    from zoo.records.reproduce import reproduce as reproduce_run
+    from zoo.operations.reproduce import reproduce as reproduce_run
 
     if device is not None and device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
@@ -238,7 +238,7 @@ def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto
     (``weights="fit"``), score validation and test, and record the ensemble as a row of its
     own (`zoo ensemble`). Returns a ``zoo.Ensemble``: its id, name, the runs with their
     weights, and its metrics."""
-    from zoo.records.ensemble import ensemble as combine
+    from zoo.operations.ensemble import ensemble as combine
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
@@ -281,12 +281,12 @@ def tune(
     ``settings`` apply to every trial and re-run, as ``--steps`` and ``--set`` do. The other
     options mean what the command's options of the same names mean.
     """
-    from zoo.search.report import preset_snippet, table
-    from zoo.search.space import parse_space
-    from zoo.search.study import Search
-    from zoo.search.tuning import run_search
     from zoo.sweeps.cells import MAX_CELLS
     from zoo.sweeps.executors import make_executor
+    from zoo.tune.report import preset_snippet, table
+    from zoo.tune.space import parse_space
+    from zoo.tune.study import Search
+    from zoo.tune.tuning import run_search
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")

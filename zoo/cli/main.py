@@ -14,7 +14,7 @@ import signal
 import sys
 
 from zoo import __version__
-from zoo.cli import browse, inference, results, search, training
+from zoo.cli import browse, inference, runs, training, tune
 from zoo.cli.options import others_print_to_stderr
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
 from zoo.errors import PluginError, SearchInterrupted, SweepInterrupted, ZooError, clip
@@ -36,7 +36,7 @@ class Parser(argparse.ArgumentParser):
 
 class VersionAction(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
-        from zoo.core.registry import get_zoo
+        from zoo.core.loading import get_zoo
 
         print(f"zoo {__version__}")
         for info in get_zoo().plugins.values():
@@ -46,7 +46,7 @@ class VersionAction(argparse.Action):
 
 
 def build_parser() -> Parser:
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
 
     parser = Parser(
         prog="zoo",
@@ -59,10 +59,12 @@ def build_parser() -> Parser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    for group in (browse, training, inference, results, search):
+    for group in (browse, training, inference, runs, tune):
         group.add_commands(commands)
 
     add_plugin_commands(commands, get_zoo())
+    for name in THREADED_COMMANDS:
+        add_thread_options(commands.choices[name])
     for command in commands.choices.values():  # `zoo run ... --debug` as well as `zoo --debug run`
         try:
             command.add_argument(
@@ -76,11 +78,32 @@ def build_parser() -> Parser:
     return parser
 
 
+# The commands that train or evaluate in this process: zoo chooses their threads before torch
+# loads (zoo.core.threads). `zoo resume` trains on the count its run recorded.
+THREADED_COMMANDS = ("run", "sweep", "tune", "reproduce", "ensemble", "eval")
+
+
+def add_thread_options(parser) -> None:
+    from zoo.cli.options import positive_int
+
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        metavar="N",
+        help="torch threads per training process (default: the idle CPUs among those this "
+        "process may use; OMP_NUM_THREADS is honoured too)",
+    )
+    if not any("--verbose" in action.option_strings for action in parser._actions):
+        parser.add_argument(
+            "--verbose", action="store_true", help="say how many threads train, and why"
+        )
+
+
 def add_plugin_commands(commands, zoo) -> None:
     """The commands plugins registered (``register_commands``), after zoo's own. One whose
     name is taken or whose arguments cannot be added is set aside with a warning."""
     from zoo.core.containment import call_plugin
-    from zoo.core.registry import strict_plugins
+    from zoo.core.loading import strict_plugins
 
     for command in zoo.commands.entries():
         try:
@@ -156,6 +179,12 @@ def run_command(argv: list[str]) -> int:
             return 0
         if sys.stdout is None:  # started with standard output closed (`zoo runs >&-`)
             raise ZooError("standard output is closed; nothing zoo prints could be read")
+        if args.command in THREADED_COMMANDS:  # before torch starts its thread pools
+            from zoo.core.threads import settle_threads
+
+            choice = settle_threads(args.threads)
+            if args.verbose:
+                print(f"zoo: {choice.describe()}", file=sys.stderr)
         own = not getattr(args.handler, "plugin_command", False)  # a plugin's prints its own
         with others_print_to_stderr(own and getattr(args, "json", False) is True):
             code = args.handler(args) or 0

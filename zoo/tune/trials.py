@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from zoo.errors import SearchInterrupted, ZooError
-from zoo.search.study import (
+from zoo.tune.study import (
     LOST,
     Objective,
     Search,
@@ -27,6 +27,13 @@ from zoo.search.study import (
 )
 
 HELD_OUT = ("test",)
+TRIAL_SEED = 0  # every trial's seed; the re-runs after the search use others
+
+
+def rerun_seeds(count: int) -> list[int]:
+    """The seeds the best settings and the preset are re-run at: never the trials' seed, so
+    no reported figure is the selected trial again (the winner's curse)."""
+    return [TRIAL_SEED + 1 + i for i in range(count)]
 
 
 @dataclass
@@ -51,19 +58,19 @@ def ask(
 ) -> Trial | None:
     """The next trial's settings from the study, planned (None when they cannot run: the
     trial is told failed, with the reason printed)."""
-    from zoo.core.plan import config_hash, plan_run
     from zoo.sweeps.cells import Cell
+    from zoo.train.plan import config_hash, plan_run
 
     trial = study.ask({d.key: d.distribution() for d in searched})
     trial.set_user_attr("driver", driver_mark())
     params = dict(trial.params)
-    cell = Cell(model, dataset, 0, params)
+    cell = Cell(model, dataset, TRIAL_SEED, params)
     try:
         cell.plan = plan_run(
             model,
             dataset,
             overrides={**search.overrides, **params},
-            seed=0,
+            seed=TRIAL_SEED,
             task=search.task,
             held_out=HELD_OUT,
         )
