@@ -14,11 +14,19 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
-import pytest
+# Tiny models train fastest on one torch thread on any machine (more threads spin on
+# microsecond-sized ops: 16 of them make a test several times slower), and one count for
+# this process and every subprocess a test starts (they inherit these variables) keeps their
+# figures comparable bit for bit. A test about threads sets its own count.
+TEST_THREADS = 1
+for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_variable] = str(TEST_THREADS)  # zoo.core.threads.THREAD_VARIABLES
 
-from zoo.cli.main import main
-from zoo.core import loading
+import numpy as np  # noqa: E402  (after the thread variables: BLAS pools read them once)
+import pytest  # noqa: E402
+
+from zoo.cli.main import main  # noqa: E402
+from zoo.core import loading  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 # Where the tests find the catalogue's Hub datasets: ZOO_DATASETS as the environment sets it,
@@ -41,12 +49,19 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch, request):
+    import torch
+
+    from zoo.core import threads
+
+    # whatever a test before this one set or chose: torch's, the variables, zoo's choice
+    torch.set_num_threads(TEST_THREADS)
+    for variable in threads.THREAD_VARIABLES:
+        monkeypatch.setenv(variable, str(TEST_THREADS))
+    monkeypatch.setattr(threads, "_chosen", None)
     if request.node.get_closest_marker("cuda") is None:
         # Every other test computes on the CPU whatever the machine has: its expectations
         # (bit-identical reloads, figures recorded on the CPU) are the CPU's. Subprocesses see
         # no GPU either.
-        import torch
-
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
         monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     home = tmp_path / "home"
