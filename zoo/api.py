@@ -281,6 +281,8 @@ def tune(
     ``settings`` apply to every trial and re-run, as ``--steps`` and ``--set`` do. The other
     options mean what the command's options of the same names mean.
     """
+    from zoo.atomic_folders import check_output_folder
+    from zoo.home import check_name_part, zoo_home
     from zoo.sweeps.cells import MAX_CELLS
     from zoo.sweeps.executors import make_executor
     from zoo.tune.report import preset_snippet, table
@@ -308,9 +310,11 @@ def tune(
         sampler=sampler,
         seed=None if sampler_seed is None else integer_argument("sampler_seed", sampler_seed),
         storage=storage,
-        study=study,
+        study=None if study is None else check_name_part(study, "study"),
         device=device,
     )
+    if plot is not None:  # ZOO_HOME/tune is where they go by default
+        check_output_folder(plot, "write plots into", allowed=[zoo_home() / "tune"])
     reruns = 2 * search.seeds * len(search.models) * len(search.datasets)  # tuned and preset
     if reruns > MAX_CELLS:
         raise ZooError(

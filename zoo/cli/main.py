@@ -15,7 +15,7 @@ import sys
 
 from zoo import __version__
 from zoo.cli import browse, inference, runs, training, tune
-from zoo.cli.options import others_print_to_stderr
+from zoo.cli.options import check_output_options, others_print_to_stderr
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
 from zoo.errors import PluginError, SearchInterrupted, SweepInterrupted, ZooError, clip
 
@@ -186,6 +186,8 @@ def run_command(argv: list[str]) -> int:
             if args.verbose:
                 print(f"zoo: {choice.describe()}", file=sys.stderr)
         own = not getattr(args.handler, "plugin_command", False)  # a plugin's prints its own
+        if own:
+            check_output_options(args)
         with others_print_to_stderr(own and getattr(args, "json", False) is True):
             code = args.handler(args) or 0
         sys.stdout.flush()  # a write that fails (closed or full output) is an error, not 0

@@ -125,6 +125,7 @@ def add_commands(commands) -> None:
         help="folder for the optimisation-history and "
         "parameter-importance plots (default ZOO_HOME/tune)",
     )
+    p.set_defaults(plot_folder=True)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument(
         "--json",

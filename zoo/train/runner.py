@@ -17,6 +17,7 @@ from zoo.core.threads import settle_threads
 from zoo.data import datasets as zoo_data
 from zoo.errors import RunInterrupted, RunRefused, ZooError
 from zoo.io import save_error
+from zoo.pipeline import optional_method
 from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 from zoo.train import checkpoints, distributed
@@ -105,7 +106,7 @@ def execute(
             )
         dataset = dataset.holding_out(plan.held_out)
         pipeline = plan.pipeline.load()
-        check = getattr(pipeline, "check_dataset", None)
+        check = optional_method(pipeline, "check_dataset")
         if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
             check(dataset)
         plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
@@ -403,7 +404,7 @@ def save_curve(run: RunFolder, summary: dict) -> tuple[str | None, str | None]:
     """curve.png in the run folder. A plotting failure never fails a recorded run, but it
     is reported (on stderr and in the result), never passed over in silence."""
     try:
-        from zoo.comparison.plots import save_run_curve
+        from zoo.train.curves import save_run_curve
 
         path = save_run_curve(run.path, {**summary, "id": run.id})
     except Exception as exc:  # matplotlib missing, a font cache problem, a full disk...

@@ -268,6 +268,7 @@ def save_plots(study, folder: Path, out=sys.stderr) -> list[str]:
     import matplotlib.pyplot as plt
     import optuna.visualization.matplotlib as ov
 
+    from zoo.home import safe_name_part
     from zoo.io import atomic_write_bytes
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -297,7 +298,7 @@ def save_plots(study, folder: Path, out=sys.stderr) -> list[str]:
             buffer = io.BytesIO()
             figure.savefig(buffer, format="png", dpi=100)
             plt.close(figure)
-            path = folder / f"{study.study_name}-{name}.png"
+            path = folder / f"{safe_name_part(study.study_name)}-{name}.png"
             atomic_write_bytes(path, buffer.getvalue())
             written.append(str(path))
         except Exception as exc:  # e.g. importances of a one-value space
