@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import signal
 import subprocess
@@ -140,6 +141,10 @@ def tiny_text(tmp_path) -> Path:
 @pytest.fixture
 def negated_reviews(tmp_path) -> Path:
     """Sentiment carried by word order only: "not good" is negative, "good" positive."""
+    return write_negated_reviews(tmp_path / "reviews.csv")
+
+
+def write_negated_reviews(path: Path) -> Path:
     rng = np.random.default_rng(0)
     rows = ["text,label"]
     for i in range(300):
@@ -149,7 +154,6 @@ def negated_reviews(tmp_path) -> Path:
         rows.append(
             f"the film was {'not ' if negated else ''}{word},{'pos' if positive else 'neg'}"
         )
-    path = tmp_path / "reviews.csv"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
 
@@ -306,3 +310,26 @@ def one_thread(monkeypatch):
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+def train_once(base: Path, commands: dict[str, list]) -> dict[str, dict]:
+    """For a module-scoped fixture: each `zoo ARGS --json` of ``commands`` (name -> ARGS) run
+    into a store of its own, base/"runs", as a test would (built-ins only, the tests' threads);
+    name -> the JSON each printed. Tests copy the folder into their own ZOO_HOME."""
+    import torch
+
+    saved = {k: os.environ.get(k) for k in ("ZOO_HOME", "ZOO_LOAD_PLUGINS")}
+    os.environ.update(ZOO_HOME=str(base / "runs"), ZOO_LOAD_PLUGINS="")
+    torch.set_num_threads(TEST_THREADS)
+    loading.reset_zoo()
+    try:
+        printed = {}
+        for name, args in commands.items():
+            result = run_cli(*args, "--json")
+            assert result.code == 0, result
+            printed[name] = json.loads(result.out)
+        return printed
+    finally:
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+        loading.reset_zoo()

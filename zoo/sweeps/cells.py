@@ -201,13 +201,8 @@ def explain_new_cells(cells: list[Cell], rows: list[dict], zoo) -> None:
             if key not in tried:
                 tried[key] = config_hash(cell.plan, zoo, plugins=then)
             if tried[key] == row.get("config_hash"):
-                changes = code_changes(
-                    {f"plugin:{k}": v for k, v in then.items()},
-                    {f"plugin:{k}": v for k, v in now.items()},
-                )
-                cell.new_because = f"plugin code changed since run {row['id']}: " + ", ".join(
-                    changes
-                )
+                changes = code_changes(then, now)
+                cell.new_because = f"plugin code changed since run {row['id']}: {changes}"
                 break
 
 
@@ -245,7 +240,10 @@ def describe_plan(sweep: Sweep) -> list[str]:
         reasons.setdefault((cell.label, cell.dataset), cell.skip)
     for (label, dataset), reason in reasons.items():
         lines.append(f"  skip {label} on {dataset}: {reason}")
+    new: dict[tuple[str, str], list[Cell]] = {}  # one line per pair, as for skipped cells
     for cell in sweep.todo:
         if cell.new_because:
-            lines.append(f"  new: {cell.name}: {cell.new_because}")
+            new.setdefault((cell.label, cell.dataset), []).append(cell)
+    for (label, dataset), again in new.items():
+        lines.append(f"  new {label} on {dataset} ({len(again)} cell(s)): {again[0].new_because}")
     return lines

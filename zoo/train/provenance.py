@@ -93,12 +93,13 @@ def same_code(recorded: str | None, now: str | None, version_now: str | None) ->
     return bool(recorded) and not recorded.startswith("sha256:") and recorded == version_now
 
 
-def code_changes(recorded: dict, now: dict) -> list[str]:
-    """The plugins whose code differs between a run's recorded identities and today's
-    (``versions`` keys "plugin:NAME"), as "NAME (THEN then, NOW now)"."""
-    return [
-        f"{key.removeprefix('plugin:')} ({recorded.get(key) or 'absent'} then, "
-        f"{now.get(key) or 'absent'} now)"
-        for key in sorted(set(recorded) | set(now))
-        if key.startswith("plugin:") and recorded.get(key) != now.get(key)
-    ]
+def code_changes(then: dict[str, str], now: dict[str, str]) -> str:
+    """The plugins whose code differs between the identities a run recorded and today's
+    (plugin name -> identity), those with the same change together:
+    "char, decoder (sha256:ab then, sha256:cd now)"."""
+    changed: dict[tuple[str, str], list[str]] = {}
+    for name in sorted(set(then) | set(now)):
+        if then.get(name) != now.get(name):
+            pair = (then.get(name) or "absent", now.get(name) or "absent")
+            changed.setdefault(pair, []).append(name)
+    return "; ".join(f"{', '.join(names)} ({a} then, {b} now)" for (a, b), names in changed.items())
