@@ -59,8 +59,8 @@ def builtin_source_hash(packages: tuple[str, ...]) -> str:
     files: dict[Path, Path] = {}
     for name in packages:
         spec = importlib.util.find_spec(name)
-        for folder in spec.submodule_search_locations or []:
-            folder = Path(folder)
+        for location in (spec.submodule_search_locations if spec else None) or []:
+            folder = Path(location)
             for file in package_files(folder):
                 # the built-ins' packages sit apart from zoo in a checkout; their files
                 # are named as installed, so a wheel and its checkout hash alike

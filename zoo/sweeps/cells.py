@@ -182,21 +182,24 @@ def explain_new_cells(cells: list[Cell], rows: list[dict], zoo) -> None:
     """A cell whose experiment finished before under other plugin code (a run with the
     same config hash once its plugins' identities are those that run recorded) says so:
     "plugin code changed", naming the plugins."""
-    from zoo.train.plan import config_hash, plugin_identities
+    from zoo.train.plan import Plan, config_hash, plugin_identities
     from zoo.train.provenance import code_changes
 
     by_model: dict[str, list[dict]] = {}
     for row in rows:
         if row.get("status") == "finished" and row.get("kind", "train") == "train":
-            by_model.setdefault(row.get("model"), []).append(row)
+            by_model.setdefault(str(row.get("model")), []).append(row)
     for cell in cells:
+        if not isinstance(cell.plan, Plan):
+            continue
         now = plugin_identities(cell.plan, zoo)
         tried: dict[str, str] = {}  # recorded identities -> the cell's hash under them
         for row in reversed(by_model.get(cell.model, [])):  # the latest first
             recorded = (row.get("config") or {}).get("versions") or {}
-            then = {name: recorded.get(f"plugin:{name}") for name in now}
-            if then == now or None in then.values():
-                continue
+            found = {name: recorded.get(f"plugin:{name}") for name in now}
+            if found == now or not all(isinstance(v, str) for v in found.values()):
+                continue  # the same code, or a run that recorded no identity for one
+            then = {name: str(value) for name, value in found.items()}
             key = repr(sorted(then.items()))
             if key not in tried:
                 tried[key] = config_hash(cell.plan, zoo, plugins=then)

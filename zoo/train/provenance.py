@@ -90,7 +90,9 @@ def same_code(recorded: str | None, now: str | None, version_now: str | None) ->
     the version, and is judged by what it recorded."""
     if recorded == now:
         return True
-    return bool(recorded) and not recorded.startswith("sha256:") and recorded == version_now
+    if not recorded or recorded.startswith("sha256:"):
+        return False
+    return recorded == version_now
 
 
 def code_changes(then: dict[str, str], now: dict[str, str]) -> str:
