@@ -12,6 +12,7 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -64,6 +65,8 @@ DEFAULT_PLUGINS = (
 )
 # zoo's own code, which identifies every built-in: the core and the built-ins' packages.
 ZOO_PACKAGES = ("zoo", *sorted({".".join(m.split(".")[:2]) for m in DEFAULT_PLUGINS}))
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -206,7 +209,7 @@ class Zoo:
         message = f"plugin {info.name!r} ({where}) set aside: {info.error}"
         if strict:
             raise PluginError(message + " [ZOO_STRICT_PLUGINS=1]")
-        print(f"zoo: warning: {message}", file=sys.stderr)
+        log.warning(f"{message}")
 
 
 def _one_line(exc: BaseException) -> str:
