@@ -2,7 +2,6 @@
 the only writer of the store, a killed worker recorded as a failed cell, and a rerun that
 resumes it from its checkpoint (tiny configs)."""
 
-import io
 import os
 import signal
 import subprocess
@@ -314,7 +313,7 @@ def test_a_worker_runs_on_its_thread_count_with_the_programs_garbage_collector(
     monkeypatch.setenv("ZOO_LOAD_PLUGINS", "p_probing")
     sweep = plan_sweep(["probing-char"], [str(tiny_text)], overrides={"train.steps": 1})
     assert torch.get_num_threads() != 3 and os.environ.get("OMP_NUM_THREADS") != "3"
-    ProcessExecutor(1, threads=3).run_cells(sweep, device="cpu", out=io.StringIO())
+    ProcessExecutor(1, threads=3).run_cells(sweep, device="cpu")
     [cell] = sweep.cells
     assert cell.status == "failed"
     assert cell.error == f"RuntimeError: threads 3, OMP_NUM_THREADS 3, gc {YOUNG_GC_THRESHOLD}"

@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -56,6 +57,8 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.nbsvm",
     "zoo.pipelines",
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -186,7 +189,7 @@ class Zoo:
         message = f"plugin {info.name!r} ({where}) set aside: {info.error}"
         if strict:
             raise PluginError(message + " [ZOO_STRICT_PLUGINS=1]")
-        print(f"zoo: warning: {message}", file=sys.stderr)
+        log.warning(f"{message}")
 
 
 def source_hash(plugin) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from zoo.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 if TYPE_CHECKING:
     from zoo.core.kinds import Entry
     from zoo.data.datasets import LoadedDataset
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -310,4 +313,4 @@ class Job:
 
     def say(self, message: str) -> None:
         if not self.quiet:
-            print(message, file=sys.stderr, flush=True)
+            log.info(message)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
-import sys
 
 from zoo.core.loading import get_zoo
 from zoo.core.threads import use_recorded_threads
@@ -20,7 +20,10 @@ from zoo.train import checkpoints, distributed
 from zoo.train.job import RunFolder
 from zoo.train.plan import plan_from_record
 from zoo.train.provenance import identity
-from zoo.train.runner import plan_job, train_and_record
+from zoo.train.runner import train_and_record
+from zoo.train.starting import plan_job
+
+log = logging.getLogger(__name__)
 
 
 class ResumeRefused(ZooError):
@@ -83,7 +86,7 @@ def _resume_owned(row: dict, run: RunFolder, zoo, quiet: bool, store) -> dict:
         quiet=quiet,
         held_out=plan.held_out,
     )
-    warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
+    warn = None if quiet else (lambda m: log.warning(f"{m}"))
     ckpt = checkpoints.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)
     problems = resume_problems(
@@ -112,7 +115,7 @@ def _resume_owned(row: dict, run: RunFolder, zoo, quiet: bool, store) -> dict:
     _rewind_curve(run, ckpt)
     if not quiet:
         where = f"step {ckpt.step}" if ckpt else "the start (no checkpoint was written)"
-        print(f"zoo: resuming run {row['id']} from {where}", file=sys.stderr)
+        log.info(f"zoo: resuming run {row['id']} from {where}")
     job = plan_job(
         plan,
         dataset,
