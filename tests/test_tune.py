@@ -674,4 +674,4 @@ def test_no_module_of_zoo_shadows_a_function_of_its_api():
         p.name for p in folder.iterdir() if p.is_dir()
     }
     assert not modules & set(zoo.__all__) - {"ZooError"}, modules & set(zoo.__all__)
-    assert callable(zoo.tune) and zoo.tune.__module__ == "zoo.api"
+    assert callable(zoo.tune) and zoo.tune.__module__.startswith("zoo.api")
