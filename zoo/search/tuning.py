@@ -60,7 +60,19 @@ def plan_search(search: Search) -> dict:
                 zoo=zoo,
                 held_out=HELD_OUT,
             )
-    searched = check_space(search.space, plans, search.overrides)
+    cache: dict = {}
+
+    def replan(key, overrides):  # a trial's plan, with one end of a searched range
+        return plan_run(
+            *key,
+            overrides=overrides,
+            task=search.task,
+            zoo=zoo,
+            held_out=HELD_OUT,
+            loaded_cache=cache,
+        )
+
+    searched = check_space(search.space, plans, search.overrides, replan)
     for key, plan in plans.items():
         objective_for(plan.task, search.metric)  # an unknown --metric fails now
         if not searched[key]:
