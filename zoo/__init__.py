@@ -15,6 +15,8 @@ Plugin authors import from ``zoo.plugin``. Names are imported on first use, so `
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from zoo.errors import UnknownNameError, ZooError
 from zoo.lazy import lazy_names as _lazy_names
 
@@ -38,9 +40,84 @@ _LAZY = {
     "Ensemble": "zoo.operations.ensemble",
     "tune": "zoo.api",
     "TuneResult": "zoo.results",
+    "Reproduction": "zoo.results",
+    "models": "zoo.api",
+    "catalog": "zoo.api",
+    "Catalog": "zoo.results",
+    "show": "zoo.api",
+    "Shown": "zoo.results",
+    "comparison_table": "zoo.api",
+    "plot": "zoo.api",
+    "rm": "zoo.api",
+    "export": "zoo.api",
+    "Removal": "zoo.results",
 }
 
-__all__ = ["ZooError", "UnknownNameError", *_LAZY]
+if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and type checkers
+    from zoo.api import (
+        catalog,
+        compare,
+        comparison_table,
+        ensemble,
+        evaluate,
+        export,
+        load,
+        models,
+        plot,
+        reproduce,
+        resume,
+        rm,
+        run,
+        runs,
+        show,
+        sweep,
+        tune,
+    )
+    from zoo.operations.ensemble import Ensemble
+    from zoo.results import (
+        Catalog,
+        Evaluation,
+        LoadedRun,
+        Removal,
+        Reproduction,
+        Run,
+        Shown,
+        SweepResult,
+        TuneResult,
+    )
+
+# Spelled out (not built from _LAZY) so the reference, read from the source, lists them.
+__all__ = [
+    "ZooError",
+    "UnknownNameError",
+    "run",
+    "load",
+    "sweep",
+    "runs",
+    "compare",
+    "ensemble",
+    "evaluate",
+    "resume",
+    "reproduce",
+    "tune",
+    "Run",
+    "LoadedRun",
+    "Evaluation",
+    "SweepResult",
+    "Ensemble",
+    "TuneResult",
+    "Reproduction",
+    "models",
+    "catalog",
+    "Catalog",
+    "show",
+    "Shown",
+    "comparison_table",
+    "plot",
+    "rm",
+    "Removal",
+    "export",
+]
 
 
 __getattr__, __dir__ = _lazy_names(globals(), _LAZY)

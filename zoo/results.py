@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from zoo.core.bounds import MAX_GENERATE_TOKENS, positive_argument
 from zoo.errors import ZooError
@@ -18,17 +19,29 @@ class Run:
     """A recorded training run: what `zoo run --json` prints, and the run's folder."""
 
     id: str
+    """The run's id (its folder's name)."""
     model: str
+    """The model, ``ARCHITECTURE-TOKENIZER`` (or a preset's name)."""
     dataset: str
+    """The dataset's name."""
     task: str
+    """The task the run trained for."""
     status: str
+    """``finished``, ``failed``, ``diverged``, ``interrupted``, ``pruned``, ..."""
     seed: int
+    """The run's seed."""
     params: int | None
+    """Trainable parameters (None when unknown)."""
     metrics: dict
+    """Every figure, named as the task declares them (``val_*``, ``test_*``, ...)."""
     folder: Path
+    """The run's folder (config.json, weights, tokenizer, curve)."""
     samples: list[str] = field(default_factory=list)
-    duration: float | None = None  # seconds, set-up and evaluation included
-    summary: dict = field(default_factory=dict, repr=False)  # everything `zoo run` prints
+    """Example outputs printed after the run."""
+    duration: float | None = None
+    """Seconds, set-up and evaluation included."""
+    summary: dict = field(default_factory=dict, repr=False)
+    """Everything `zoo run` prints."""
 
     @classmethod
     def from_result(cls, result: dict) -> Run:
@@ -57,11 +70,17 @@ class Evaluation:
     """An evaluation row (`zoo eval`): a trained run scored on a split of a dataset."""
 
     id: str
+    """The evaluation row's id."""
     parent_id: str
+    """The trained run it scored."""
     dataset: str
+    """The dataset it was scored on."""
     split: str
+    """The split it was scored on."""
     metrics: dict
-    summary: dict = field(default_factory=dict, repr=False)  # everything `zoo eval` prints
+    """The task's figures on that split."""
+    summary: dict = field(default_factory=dict, repr=False)
+    """Everything `zoo eval` prints."""
 
     @classmethod
     def record(cls, run_id: str, dataset: str, split: str, **options) -> Evaluation:
@@ -185,8 +204,11 @@ class SweepResult:
     it was skipped) and the comparison of the sweep's runs, as `zoo compare` gives it."""
 
     cells: list[dict]
-    comparison: object  # pandas DataFrame, one row per table cell (None: nothing finished)
-    table: object = field(default=None, repr=False)  # the same as zoo.comparison.table renders it
+    """Every cell of the grid: its state, the run that holds it, or why it was skipped."""
+    comparison: Any
+    """Pandas DataFrame, one row per table cell (None: nothing finished)"""
+    table: Any = field(default=None, repr=False)
+    """The same as zoo.comparison.table renders it."""
 
     @property
     def failed(self) -> list[dict]:
@@ -200,5 +222,67 @@ class TuneResult:
     settings and of the untuned preset over the seeds; the table and the presets as text."""
 
     studies: list[dict]
+    """Per model and dataset: its study, best trial, settings and test figures."""
     table: str
+    """The equal-budget table, as `zoo tune` prints it."""
     presets: str
+    """The winners as registry.toml presets."""
+
+
+@dataclass
+class Reproduction:
+    """What `zoo reproduce` reports: the run trained again from its recorded configs and
+    every metric compared (timing figures, which vary, are left out)."""
+
+    run_id: str
+    """The original run."""
+    rerun_id: str
+    """The run that trained it again."""
+    match: bool
+    """Every compared metric and the status the same."""
+    metrics: list[dict]
+    """Per metric: ``metric``, ``original``, ``rerun``, ``same``."""
+    notes: list[str]
+    """What else differs: versions, parameter count, status."""
+    excluded: list[str]
+    """Timing metrics, which vary, not compared."""
+
+
+@dataclass
+class Catalog:
+    """What `zoo list` shows: per kind (architectures, tokenizers, datasets, models,
+    pipelines, loggers, plugins), a row per entry with its name, plugin and description; or,
+    asked for the matrix, which task each dataset serves with which model."""
+
+    sections: dict[str, list[dict]]
+    """Kind -> its rows (name, plugin, description, the kind's own fields); empty for the matrix."""
+    matrix: list[dict] = field(default_factory=list)
+    """With ``matrix=True``: for every architecture and dataset, the task that would run, or why none can."""
+    text: str = field(default="", repr=False)
+    """As the command prints it."""
+
+
+@dataclass
+class Shown:
+    """What `zoo show NAME` shows: a model (preset or pair), a run, or another entry of the
+    zoo (an architecture, tokenizer, dataset, task, pipeline)."""
+
+    type: str
+    """``"model"``, ``"run"`` or ``"entry"``."""
+    name: str
+    """The name shown (a run's full id)."""
+    record: dict
+    """What `zoo show --json` prints: the model's settings, the run's store row."""
+    text: str = field(default="", repr=False)
+    """As the command prints it."""
+
+
+@dataclass
+class Removal:
+    """What `zoo rm` removed (or, for a dry run, would remove): per run its id, model,
+    dataset and status."""
+
+    runs: list[dict]
+    """Per run removed: ``id``, ``model``, ``dataset``, ``status``."""
+    dry_run: bool = False
+    """Nothing was removed: the runs are what would be."""

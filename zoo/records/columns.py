@@ -14,13 +14,14 @@ columns too, but they never split comparison rows.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from zoo.errors import ZooError
 
 SECTIONS = ("model", "tokenizer", "train", "dataset")
 
 
-def flat_settings(config: dict) -> dict[str, object]:
+def flat_settings(config: dict) -> dict[str, Any]:
     """'section.key' -> value for every recorded setting of a run's provenance."""
     flat = {}
     for section, values in (config.get("configs") or {}).items():
@@ -60,7 +61,7 @@ def _declared_incidental(architecture, tokenizer, task) -> tuple[str, ...]:
     return tuple(f"{s}.{k}" for s, keys in incidental_keys(classes).items() for k in keys)
 
 
-def result_settings(row: dict) -> dict[str, object]:
+def result_settings(row: dict) -> dict[str, Any]:
     """The settings that change a run's result ('section.key' -> value)."""
     skip = incidental_of(row)
     return {k: v for k, v in flat_settings(row.get("config") or {}).items() if k not in skip}
@@ -80,6 +81,10 @@ def column_names(keys: set[str], taken: set[str]) -> dict[str, str]:
     return names
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+FLOAT_INT_MAX = 2**1000  # an integer float() takes without overflow
+
+
 def typed_column(values: list):
     """A pandas column that keeps the settings' types: integers stay integers (nullable
     where a run lacks the setting), booleans booleans, numbers floats, the rest objects."""
@@ -89,9 +94,15 @@ def typed_column(values: list):
     if present and all(isinstance(v, bool) for v in present):
         return pd.array(values, dtype="boolean")
     if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-        return pd.array(values, dtype="Int64")
-    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        return pd.array([float("nan") if v is None else float(v) for v in values], dtype="float64")
+        if all(INT64_MIN <= v <= INT64_MAX for v in present):
+            return pd.array(values, dtype="Int64")
+    elif present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        if all(isinstance(v, float) or abs(v) <= FLOAT_INT_MAX for v in present):
+            return pd.array(
+                [float("nan") if v is None else float(v) for v in values], dtype="float64"
+            )
+    # text, lists, or a number too large for a column of numbers (a row edited by hand, or
+    # written before zoo bounded its settings): shown as it is, never an error
     return pd.array([_hashable(v) for v in values], dtype="object")
 
 

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import socket
-import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from zoo.errors import UnknownNameError, ZooError
+
+log = logging.getLogger(__name__)
 
 PRUNERS = ("median", "halving", "none")
 COUNTED = ("COMPLETE", "PRUNED", "FAIL")  # trial states that spend the budget (not lost ones)
@@ -145,7 +148,7 @@ class TrialReporter:
     def __init__(self, storage: str, study: str, trial_id: int, pruner: str, keys: list[str]):
         self.storage, self.study, self.trial_id, self.pruner = storage, study, trial_id, pruner
         self.keys = keys  # the figures to report, the first one found
-        self._trial = None
+        self._trial: Any = None
 
     def __getstate__(self):
         return {**self.__dict__, "_trial": None}
@@ -175,7 +178,7 @@ class Search:
 
     models: list[str]
     datasets: list[str]
-    space: list  # zoo.tune.space.Dimension
+    space: list  # zoo.search.space.Dimension
     trials: int | None = None
     time: float | None = None  # seconds of trial time per model and dataset
     seeds: int = 3
@@ -215,7 +218,7 @@ def driver_mark() -> dict:
     }
 
 
-def recover_lost_trials(study, out=sys.stderr) -> int:
+def recover_lost_trials(study) -> int:
     """Trials still RUNNING whose driver on this host has died: failed, marked lost (not
     counted), and their settings queued again. Returns how many."""
     import optuna
@@ -234,11 +237,9 @@ def recover_lost_trials(study, out=sys.stderr) -> int:
             trial.params, user_attrs={"retry_of": trial.number}, skip_if_exists=False
         )
         lost += 1
-        print(
+        log.info(
             f"    trial {trial.number} was cut off (its process died); its settings are "
-            "queued again",
-            file=out,
-            flush=True,
+            "queued again"
         )
     return lost
 
