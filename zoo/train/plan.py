@@ -85,7 +85,7 @@ def plan_run(
     zoo = zoo or get_zoo()
     check_seed(seed, "seed")  # before anything is loaded, written or recorded
     spec = resolve_model(model, zoo)
-    source = _init_source(init, spec) if init else None
+    source = _init_source(init, spec) if init is not None else None  # '' is refused
     ref = zoo_data.resolve(dataset, zoo)
     tasks, loaded = zoo_data.tasks_of(ref, zoo), None
     if not tasks and ref.kind != "plugin":
