@@ -774,6 +774,7 @@ def _open_store(path: str) -> str:
         return str(exc)
 
 
+@pytest.mark.slow
 def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path):
     # Switching a new store to WAL is answered 'locked' at once, without the busy
     # timeout, when another process switches it too: two sweeps started together hit it.

@@ -46,9 +46,10 @@ _LAZY = {
     "Catalog": "zoo.results",
     "show": "zoo.api",
     "Shown": "zoo.results",
-    "comparison": "zoo.api",
+    "comparison_table": "zoo.api",
     "plot": "zoo.api",
     "rm": "zoo.api",
+    "export": "zoo.api",
     "Removal": "zoo.results",
 }
 
@@ -56,9 +57,10 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
     from zoo.api import (
         catalog,
         compare,
-        comparison,
+        comparison_table,
         ensemble,
         evaluate,
+        export,
         load,
         models,
         plot,
@@ -110,10 +112,11 @@ __all__ = [
     "Catalog",
     "show",
     "Shown",
-    "comparison",
+    "comparison_table",
     "plot",
     "rm",
     "Removal",
+    "export",
 ]
 
 

@@ -17,6 +17,7 @@ anything trains::
     zoo.models(), zoo.show("decoder-char")                              # zoo list, show
     zoo.plot([run.id], "curves.png"), zoo.rm([run.id])                  # zoo plot, rm
     zoo.ensemble([id1, id2, id3], weights="fit")                        # zoo ensemble
+    zoo.export(run.id, "exported")                                      # zoo export
     zoo.tune(["encoder-bpe", "lstm-wordpunct"], on="rotten_tomatoes",   # zoo tune
              space="lr=log(1e-4,1e-2) dropout=float(0,0.5)", trials=12)
 
@@ -24,7 +25,17 @@ Config settings are keyword arguments, as ``--set`` takes them: ``n_layer=2``; a
 section is passed as ``**{"train.lr": 1e-3}``.
 """
 
-from zoo.api.inspecting import catalog, compare, comparison, models, plot, rm, runs, show
+from zoo.api.inspecting import (
+    catalog,
+    compare,
+    comparison_table,
+    models,
+    plot,
+    rm,
+    runs,
+    show,
+)
+from zoo.api.sharing import export
 from zoo.api.training import ensemble, evaluate, load, reproduce, resume, run, sweep, tune
 
 __all__ = [
@@ -41,7 +52,8 @@ __all__ = [
     "show",
     "runs",
     "compare",
-    "comparison",
+    "comparison_table",
     "plot",
     "rm",
+    "export",
 ]

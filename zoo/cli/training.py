@@ -145,6 +145,8 @@ def cmd_sweep(args) -> int:
                 if cell["state"] == "skipped"
                 else f"done: run {cell['run_id']}"
                 if cell["state"] == "reused"
+                else f"to run: {cell['reason']}"
+                if cell["reason"]
                 else "to run"
             )
             print(f"{cell['name']}\t{state}")

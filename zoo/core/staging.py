@@ -19,9 +19,18 @@ from zoo.errors import ZooError
 from zoo.tasks import Task
 
 
-def entry_stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") -> Callable:
+def entry_stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
     def register(
-        name, target, *, description="", config=None, tasks=(), task=None, columns=None, memory=None
+        name,
+        target,
+        *,
+        description="",
+        config=None,
+        tasks=(),
+        task=None,
+        columns=None,
+        memory=None,
+        architectures=(),
     ):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
@@ -73,6 +82,17 @@ def entry_stager(kind: str, plugin_name: str, staged: list[Entry], origin: str =
                 f"architecture {name!r}: memory must be a function memory(config, vocab_size) "
                 f"-> bytes or a 'module:function' string, not {memory!r:.60}"
             )
+        if architectures and kind != "exporter":
+            raise ZooError(f"{kind} {name!r}: only exporters declare architectures")
+        if kind == "exporter" and not (
+            isinstance(architectures, (list, tuple))
+            and architectures
+            and all(isinstance(a, str) and a for a in architectures)
+        ):
+            raise ZooError(
+                f"exporter {name!r}: architectures must name the architectures it "
+                f"exports, like ('decoder',), or ('*',) for any, not {architectures!r:.60}"
+            )
         if columns is not None and kind != "dataset":
             raise ZooError(f"{kind} {name!r}: only datasets declare columns")
         if columns is not None and not (
@@ -97,16 +117,16 @@ def entry_stager(kind: str, plugin_name: str, staged: list[Entry], origin: str =
                 config,
                 tuple(tasks),
                 task,
-                origin,
                 tuple((columns or {}).items()),
                 memory,
+                tuple(architectures),
             )
         )
 
     return register
 
 
-def command_stager(kind: str, plugin_name: str, staged: list, origin: str = "") -> Callable:
+def command_stager(kind: str, plugin_name: str, staged: list) -> Callable:
     def register(name, handler, *, help="", description="", arguments=None):
         if not isinstance(name, str) or not COMMAND_PATTERN.match(name):
             raise ZooError(

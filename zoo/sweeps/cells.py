@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 from dataclasses import dataclass, field
+from typing import Any
 
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
@@ -27,10 +28,11 @@ class Cell:
     dataset: str
     seed: int
     setting: dict = field(default_factory=dict)  # this cell's --grid values, of their types
-    plan: object = None  # zoo.train.plan.Plan, when the cell can run
+    plan: Any = None  # zoo.train.plan.Plan, when the cell can run
     config_hash: str | None = None
     skip: str | None = None  # why the cell cannot run
     done: str | None = None  # the finished run that already holds this cell
+    new_because: str | None = None  # why a cell that ran before runs again
     run_id: str | None = None
     status: str | None = None
     error: str | None = None
@@ -134,16 +136,17 @@ def plan_sweep(
             f"{len(datasets)} dataset(s) x {len(settings):,} setting(s) x "
             f"{seeds:,} seed(s)); at most {MAX_CELLS:,}: split it"
         )
-    cells, loaded = [], {}
+    cells: list[Cell] = []
+    loaded: dict = {}
     for model in names:
         for dataset in datasets:
             for setting in settings:
-                first = None  # the setting's plan: the same for every seed but the seed
+                plan = None  # the setting's plan: the same for every seed but the seed
                 for seed in range(seeds):
                     cell = Cell(model, dataset, seed, setting)
                     try:
-                        if first is None:
-                            first = plan_run(
+                        if plan is None:
+                            plan = plan_run(
                                 model,
                                 dataset,
                                 overrides={**overrides, **setting},
@@ -152,13 +155,14 @@ def plan_sweep(
                                 zoo=zoo,
                                 loaded_cache=loaded,
                             )
-                        cell.plan = dataclasses.replace(first, seed=seed)
+                        cell.plan = dataclasses.replace(plan, seed=seed)
                         cell.config_hash = config_hash(cell.plan, zoo)
                     except ZooError as exc:
                         cell.skip = str(exc)
                     cells.append(cell)
     with Store() as store:
         finished = store.finished_by_hash()
+        rows = store.rows() if any(c.config_hash not in finished for c in cells) else []
     first: dict[str, Cell] = {}
     for cell in cells:
         if cell.config_hash in finished:
@@ -170,9 +174,41 @@ def plan_sweep(
             )
         elif cell.config_hash:
             first[cell.config_hash] = cell
+    explain_new_cells([c for c in first.values() if not c.done], rows, zoo)
     return Sweep(
         cells, names, datasets, list(range(seeds)), grid=grid, overrides=overrides, task=task
     )
+
+
+def explain_new_cells(cells: list[Cell], rows: list[dict], zoo) -> None:
+    """A cell whose experiment finished before under other plugin code (a run with the
+    same config hash once its plugins' identities are those that run recorded) says so:
+    "plugin code changed", naming the plugins."""
+    from zoo.train.plan import Plan, config_hash, plugin_identities
+    from zoo.train.provenance import code_changes
+
+    by_model: dict[str, list[dict]] = {}
+    for row in rows:
+        if row.get("status") == "finished" and row.get("kind", "train") == "train":
+            by_model.setdefault(str(row.get("model")), []).append(row)
+    for cell in cells:
+        if not isinstance(cell.plan, Plan):
+            continue
+        now = plugin_identities(cell.plan, zoo)
+        tried: dict[str, str] = {}  # recorded identities -> the cell's hash under them
+        for row in reversed(by_model.get(cell.model, [])):  # the latest first
+            recorded = (row.get("config") or {}).get("versions") or {}
+            found = {name: recorded.get(f"plugin:{name}") for name in now}
+            if found == now or not all(isinstance(v, str) for v in found.values()):
+                continue  # the same code, or a run that recorded no identity for one
+            then = {name: str(value) for name, value in found.items()}
+            key = repr(sorted(then.items()))
+            if key not in tried:
+                tried[key] = config_hash(cell.plan, zoo, plugins=then)
+            if tried[key] == row.get("config_hash"):
+                changes = code_changes(then, now)
+                cell.new_because = f"plugin code changed since run {row['id']}: {changes}"
+                break
 
 
 def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
@@ -204,9 +240,15 @@ def describe_plan(sweep: Sweep) -> list[str]:
         f"{len(sweep.seeds)} seed(s) = {len(sweep.cells)} cells: {len(sweep.todo)} to run, "
         f"{len(sweep.finished_before)} already finished, {len(sweep.impossible)} impossible"
     ]
-    reasons = {}
+    reasons: dict = {}
     for cell in sweep.impossible:  # one line per pair: the reason does not depend on the seed
         reasons.setdefault((cell.label, cell.dataset), cell.skip)
     for (label, dataset), reason in reasons.items():
         lines.append(f"  skip {label} on {dataset}: {reason}")
+    new: dict[tuple[str, str], list[Cell]] = {}  # one line per pair, as for skipped cells
+    for cell in sweep.todo:
+        if cell.new_because:
+            new.setdefault((cell.label, cell.dataset), []).append(cell)
+    for (label, dataset), again in new.items():
+        lines.append(f"  new {label} on {dataset} ({len(again)} cell(s)): {again[0].new_because}")
     return lines

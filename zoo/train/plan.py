@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from zoo.core.bounds import check_seed
 from zoo.core.config import build_config, field_types, split_overrides
@@ -23,12 +24,12 @@ class Plan:
     """Everything decided before training starts."""
 
     spec: ModelSpec
-    dataset_ref: object
+    dataset_ref: Any
     task: str
-    pipeline: object  # Entry
+    pipeline: Any  # Entry
     configs: dict  # section -> config dataclass instance
     seed: int
-    loaded: object = None  # the LoadedDataset, when planning had to load it to learn its tasks
+    loaded: Any = None  # the LoadedDataset, when planning had to load it to learn its tasks
     columns: tuple = (None, None)  # the (text, label) column choices it was loaded with
     # section -> config keys a run recorded by an older zoo lacks: they hold the value that
     # reproduces its behaviour (the config class's LEGACY), and stay out of its record and hash
@@ -36,7 +37,7 @@ class Plan:
     # split roles the run never reads ("test" while a search chooses settings): it trains
     # and reports on the others only
     held_out: tuple = ()
-    init: object = None  # zoo.train.initialize.InitSource: the run whose weights it starts from
+    init: Any = None  # zoo.train.initialize.InitSource: the run whose weights it starts from
 
     def config_values(self) -> dict:
         """The configs as plain dicts (section -> values), as recorded in config.json."""
@@ -304,11 +305,21 @@ def plugin_entries(plan: Plan, zoo=None) -> list:
     return entries
 
 
-def config_hash(plan: Plan, zoo=None) -> str:
+def plugin_identities(plan: Plan, zoo=None) -> dict[str, str]:
+    """Which code each of a run's plugins is (``PluginInfo.identity``)."""
+    plugins = (zoo or get_zoo()).plugins
+    return {
+        e.plugin: plugins[e.plugin].identity if e.plugin in plugins else "unknown"
+        for e in plugin_entries(plan, zoo)
+    }
+
+
+def config_hash(plan: Plan, zoo=None, plugins: dict[str, str] | None = None) -> str:
     """Everything a run's result depends on: names, seed, every resolved config value that
     changes the result (not checkpoint cadence or samples: ``Plan.incidental``), and
     which code each plugin is (its version, or its source's hash: ``PluginInfo.identity``),
-    so a sweep never reuses a run made by other plugin code."""
+    so a sweep never reuses a run made by other plugin code. ``plugins`` replaces the
+    identities of the code installed now (to recognise a run made by other code)."""
     payload = {
         "model": plan.spec.name,
         "architecture": plan.spec.architecture.name,
@@ -317,7 +328,7 @@ def config_hash(plan: Plan, zoo=None) -> str:
         "task": plan.task,
         "seed": plan.seed,
         "configs": plan.result_values(),
-        "plugins": {e.plugin: e.origin or "unknown" for e in plugin_entries(plan, zoo)},
+        "plugins": plugins if plugins is not None else plugin_identities(plan, zoo),
     }
     if plan.held_out:  # a run that never read its test split reports other figures
         payload["held_out"] = sorted(plan.held_out)

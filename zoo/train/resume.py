@@ -19,7 +19,7 @@ from zoo.records.store import Store
 from zoo.train import checkpoints, distributed
 from zoo.train.job import RunFolder
 from zoo.train.plan import plan_from_record
-from zoo.train.provenance import identity
+from zoo.train.provenance import identity, same_code
 from zoo.train.runner import train_and_record
 from zoo.train.starting import plan_job
 
@@ -197,7 +197,9 @@ def resume_problems(
         before, now = then.get(key), current["versions"].get(key)
         if key == "zoo" and before != now:
             problems.append(f"zoo version differs ({before} then, {now} now)")
-        elif key.startswith("plugin:") and before != now:
+        elif key.startswith("plugin:") and not same_code(
+            before, now, current.get("plugin_versions", {}).get(key)
+        ):
             problems.append(
                 f"plugin {key.removeprefix('plugin:')!r} changed: its version or "
                 f"source differs ({before or 'absent'} then, {now or 'absent'} now)"

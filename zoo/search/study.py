@@ -20,6 +20,7 @@ import math
 import os
 import socket
 from dataclasses import dataclass, field
+from typing import Any
 
 from zoo.errors import UnknownNameError, ZooError
 
@@ -184,7 +185,7 @@ class TrialReporter:
     def __init__(self, storage: str, study: str, trial_id: int, pruner: str, keys: list[str]):
         self.storage, self.study, self.trial_id, self.pruner = storage, study, trial_id, pruner
         self.keys = keys  # the figures to report, the first one found
-        self._trial = None
+        self._trial: Any = None
 
     def __getstate__(self):
         return {**self.__dict__, "_trial": None}
@@ -214,7 +215,7 @@ class Search:
 
     models: list[str]
     datasets: list[str]
-    space: list  # zoo.tune.space.Dimension
+    space: list  # zoo.search.space.Dimension
     trials: int | None = None
     time: float | None = None  # seconds of trial time per model and dataset
     seeds: int = 3
