@@ -70,3 +70,40 @@ def test_a_tunes_storage_cannot_be_zoos_own_store(tiny_text):
     )
     one_line(result, "that is zoo's own store")
     nothing_recorded()
+
+
+def loud_plugin(work, monkeypatch):
+    """A plugin that prints as it loads and as it registers."""
+    from zoo.core import loading
+
+    (work / "loud.py").write_text(
+        "from zoo.hookspecs import hookimpl\nprint('hello from a plugin')\n"
+        "@hookimpl\ndef register_architectures(register):\n    print('registering')\n",
+        encoding="utf-8",
+    )
+    (work / "registry.toml").write_text('[plugins]\nmodules = ["loud.py"]\n')
+    monkeypatch.setenv("ZOO_LOAD_PLUGINS", "loud")
+    loading.reset_zoo()
+
+
+@pytest.mark.parametrize("command", [["runs", "--json"], ["list", "models", "--json"]])
+def test_json_output_is_zoos_alone_whatever_a_plugin_prints(isolated, monkeypatch, command):
+    import json
+
+    loud_plugin(isolated, monkeypatch)
+    result = run_cli(*command)
+    assert result.code == 0, result
+    json.loads(result.out)  # nothing else on standard output
+    assert "hello from a plugin" in result.err or "registering" in result.err
+
+
+@pytest.mark.slow
+def test_json_output_of_a_run_is_zoos_alone_whatever_a_plugin_prints(
+    isolated, monkeypatch, tiny_text
+):
+    import json
+
+    loud_plugin(isolated, monkeypatch)
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER, "--json")
+    assert result.code == 0, result
+    assert json.loads(result.out)["run_id"]

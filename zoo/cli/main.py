@@ -182,7 +182,8 @@ def run_command(argv: list[str]) -> int:
 def _command(argv: list[str]) -> int:
     debug = "--debug" in argv or os.environ.get("ZOO_DEBUG") == "1"
     try:
-        args = build_parser().parse_args(argv)
+        with others_print_to_stderr("--json" in argv):  # a plugin printing as it loads
+            args = build_parser().parse_args(argv)
         if not getattr(args, "handler", None):
             build_parser().print_help()
             return 0
