@@ -107,3 +107,35 @@ def test_json_output_of_a_run_is_zoos_alone_whatever_a_plugin_prints(
     result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, *TINY_DECODER, "--json")
     assert result.code == 0, result
     assert json.loads(result.out)["run_id"]
+
+
+def sparse_file(path, size: int) -> None:
+    with open(path, "wb") as handle:
+        handle.truncate(size)  # as large as a 2M-token tokenizer, without writing it
+
+
+def test_a_huge_pretrained_tokenizer_file_is_refused_before_it_is_parsed(tmp_path):
+    from types import SimpleNamespace
+
+    from zoo.plugins.transformers.tokenizer import PretrainedTokenizer
+
+    from zoo.errors import ZooError
+
+    sparse_file(tmp_path / "tokenizer.json", 300 * 2**20)
+    with pytest.raises(ZooError, match="tokenizer.json is 300 MiB; at most 128 MiB"):
+        PretrainedTokenizer.train([], SimpleNamespace(pretrained=str(tmp_path)))
+
+
+def test_a_huge_tokenizer_file_in_a_run_folder_is_refused_before_it_is_parsed(tmp_path):
+    from zoo.errors import ZooError
+    from zoo.io import load_tokenizer
+
+    sparse_file(tmp_path / "tokenizer.json", 300 * 2**20)
+
+    class Never:
+        @classmethod
+        def load(cls, path):
+            raise AssertionError("parsed")
+
+    with pytest.raises(ZooError, match="a tokenizer file is at most 128 MiB"):
+        load_tokenizer(Never, tmp_path / "tokenizer.json")
