@@ -139,3 +139,12 @@ def test_a_huge_tokenizer_file_in_a_run_folder_is_refused_before_it_is_parsed(tm
 
     with pytest.raises(ZooError, match="a tokenizer file is at most 128 MiB"):
         load_tokenizer(Never, tmp_path / "tokenizer.json")
+
+
+@pytest.mark.parametrize("args", [["-"], ["--file", "-"]])
+def test_predict_from_a_closed_standard_input_is_exit_2(monkeypatch, args):
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", None)  # what `zoo predict RUN - <&-` starts with
+    result = run_cli("predict", "some-run", *args)
+    one_line(result, "standard input is closed")
