@@ -148,3 +148,21 @@ def test_predict_from_a_closed_standard_input_is_exit_2(monkeypatch, args):
     monkeypatch.setattr(sys, "stdin", None)  # what `zoo predict RUN - <&-` starts with
     result = run_cli("predict", "some-run", *args)
     one_line(result, "standard input is closed")
+
+
+def test_a_cluster_address_nothing_answers_at_is_given_up_after_a_bounded_wait():
+    import socket
+    import time
+
+    from zoo.errors import ZooError
+    from zoo.sweeps.ray_tasks import CONNECT_TIMEOUT, wait_for_address
+
+    assert CONNECT_TIMEOUT <= 60
+    began = time.monotonic()
+    with pytest.raises(ZooError, match="nothing answered in 2 s"):
+        wait_for_address("127.0.0.1:1", timeout=2)
+    assert time.monotonic() - began < 10
+    with socket.socket() as listening:  # an address that answers: no wait
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        wait_for_address(f"127.0.0.1:{listening.getsockname()[1]}", timeout=2)
