@@ -14,6 +14,7 @@ import os
 import queue
 import threading
 from pathlib import Path
+from typing import Any
 
 from zoo.errors import ZooError
 
@@ -43,7 +44,7 @@ class Trackers:
     """The chosen loggers of one run, fed from a queue by a thread of their own."""
 
     def __init__(self, names: list[str], zoo):
-        self.loggers: dict[str, object] = {}
+        self.loggers: dict[str, Any] = {}
         self.plugins: dict[str, str] = {}
         for name in names:
             entry = zoo.loggers.get(name)
