@@ -28,6 +28,8 @@ class Run:
     samples: list[str] = field(default_factory=list)
     duration: float | None = None  # seconds, set-up and evaluation included
     summary: dict = field(default_factory=dict, repr=False)  # everything `zoo run` prints
+    # Where each tracker (--log-to) wrote: {"mlflow": {"tracking_uri": ..., "run_id": ...}}
+    trackers: dict = field(default_factory=dict)
 
     @classmethod
     def from_result(cls, result: dict) -> Run:
@@ -44,6 +46,7 @@ class Run:
             list(result.get("samples") or []),
             result.get("duration"),
             dict(result),
+            dict(result.get("trackers") or {}),
         )
 
     def load(self) -> LoadedRun:

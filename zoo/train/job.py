@@ -192,6 +192,10 @@ class Job:
     stopped: tuple | None = None
     init: Any = None  # zoo.train.initialize.InitSource: a finished run it starts from
     init_report: dict = field(default_factory=dict)  # tensors copied from it and new ones
+    # Progress: which run this is in a larger whole ("member 2/3 lstm-wordpunct"), and how
+    # often a redirected output gets a line (steps as an int, seconds as a float; None: default)
+    label: str | None = None
+    log_every: int | float | None = None
 
     def build_model(self, spec):
         """The architecture built for ``spec`` (a ``zoo.plugin.TaskSpec``) on the run's device, as a
@@ -237,18 +241,18 @@ class Job:
 
         return load_tokenizer(self.tokenizer.load(), path)
 
-    def progress(self, total: int | None, desc: str):
-        """A progress bar on stderr, quiet when stderr is not a terminal or with --quiet."""
-        from tqdm.auto import tqdm
+    def progress(self, total: int, desc: str = "train"):
+        """Training progress (zoo.train.progress): a bar on a terminal, a line every
+        ``log_every`` steps or seconds when the output is redirected, nothing with --quiet."""
+        from zoo.train.progress import Progress
 
-        disable = self.quiet or not sys.stderr.isatty()
-        return tqdm(
-            total=total,
+        return Progress(
+            total,
             desc=desc,
-            disable=disable,
-            file=sys.stderr,
-            dynamic_ncols=True,
-            leave=False,
+            quiet=self.quiet,
+            label=self.label,
+            log_every=self.log_every,
+            time_budget=getattr(self.train_config, "time", None),
         )
 
     def say(self, message: str) -> None:

@@ -147,8 +147,8 @@ def train(
     result = TrainResult()
     checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})}, state)
     start = time.perf_counter() - checkpoints.restore()
-    with job.progress(cfg.steps, "train") as bar:
-        bar.update(result.steps)
+    with job.progress(cfg.steps, "train") as progress:
+        progress.skip(result.steps)
         while result.steps < cfg.steps:
             if _patience_spent(result, cfg):  # resumed from the checkpoint of the last validation
                 result.stopped_early = True
@@ -184,8 +184,11 @@ def train(
             if figures is not None and _told_to_stop(job, result, figures):
                 break
             checkpoints.maybe_save(time.perf_counter() - start)
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{result.tokens / max(elapsed, 1e-9):,.0f}")
+            elapsed = time.perf_counter() - start  # validation and checkpoint included
+            stepping = elapsed - result.validate_time  # throughput without validation
+            progress.step(
+                result.steps, loss, lr, result.tokens / max(stepping, 1e-9), elapsed, figures
+            )
             if _patience_spent(result, cfg):
                 result.stopped_early = True
                 break

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import secrets
 import shutil
 import sys
@@ -67,6 +68,8 @@ def execute(
     store=None,
     on_validate=None,
     log_to=None,
+    label: str | None = None,
+    log_every: int | float | None = None,
 ) -> dict:
     """Load the data, train and evaluate through the pipeline, and record the run.
 
@@ -78,6 +81,8 @@ def execute(
     ``on_validate`` is the training loop's per-validation callback (``Job.on_validate``); a
     plan with ``held_out`` roles trains and reports without ever reading those splits.
     ``log_to`` names the trackers the run reports to (zoo.train.tracking; default ZOO_LOG_TO).
+    ``label`` starts each progress line (which member or cell this is), and ``log_every``
+    spaces them (zoo.train.progress).
     """
     from zoo.train.tracking import check as check_trackers
     from zoo.train.tracking import chosen
@@ -130,6 +135,7 @@ def execute(
             store,
             on_validate,
             trackers_named,
+            progress={"label": label, "log_every": log_every},
         )
     finally:
         owner.release()
@@ -148,6 +154,7 @@ def _record_and_train(
     store,
     on_validate=None,
     trackers_named=(),
+    progress=None,
 ) -> dict:
     summary = {
         "run_id": run.id,
@@ -224,6 +231,7 @@ def _record_and_train(
                 "folder": run.path,
                 "settings": flat_settings(provenance),
                 "config_hash": provenance["config_hash"],
+                "group": tracker_group(provenance),
             }
         )
         run.observer = trackers.log
@@ -235,6 +243,7 @@ def _record_and_train(
         quiet or not ranks.is_main,
         identity=identity(plan, dataset, zoo),
         on_validate=on_validate,
+        **(progress or {}),
     )
     return train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
 
@@ -285,7 +294,7 @@ def train_and_record(
 
     trackers = trackers or NoTrackers()
     try:
-        result = _train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
+        result = _train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
     except BaseException as exc:
         status = (
             "interrupted"
@@ -298,8 +307,26 @@ def train_and_record(
     return result
 
 
+def tracker_group(provenance: dict) -> str | None:
+    """What trackers group a run under: its sweep, its search's study or its ensemble preset
+    (letters, digits, '.', '_' and '-' only, as a folder name and a query take it)."""
+    group = provenance.get("group") or (
+        f"tune-{provenance['tune']['study']}" if isinstance(provenance.get("tune"), dict) else None
+    )
+    if not group:
+        return None
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(group))[:100].strip(".-") or None
+
+
 def _train_and_record(
-    plan: Plan, pipeline, job: Job, store: Store, summary: dict, provenance: dict, ranks=None
+    plan: Plan,
+    pipeline,
+    job: Job,
+    store: Store,
+    summary: dict,
+    provenance: dict,
+    ranks=None,
+    trackers=None,
 ) -> dict:
     from zoo.train.loop import Diverged
 
@@ -321,6 +348,8 @@ def _train_and_record(
         provenance["spec"] = dataclasses.asdict(result.spec)
         if job.init_report:  # which tensors came from the --init run, and which are new
             provenance["init"] = {**provenance.get("init", {}), **job.init_report}
+        if trackers:  # where they write, kept with the run (zoo show lists it)
+            provenance["trackers"] = trackers.where()
         if ranks.is_main:
             run.write_json("config.json", provenance)
     except KeyboardInterrupt:  # the user's Ctrl-C: the run can be resumed
@@ -375,6 +404,7 @@ def _train_and_record(
         duration=duration,
         params=result.params,
         metrics=result.metrics,
+        **({"config": provenance} if "trackers" in provenance else {}),
     )
     store.close()
     curve, curve_error = None, None
@@ -394,6 +424,7 @@ def _train_and_record(
         "curve": curve,
         "curve_error": curve_error,
         "rank": ranks.rank,
+        "trackers": provenance.get("trackers", {}),
     }
 
 

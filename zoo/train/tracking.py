@@ -3,7 +3,8 @@ record of metrics.jsonl, and its final metrics and folder at the end, sent to ev
 the user chose (``--log-to``, ``log_to`` in a config file, or ``ZOO_LOG_TO``).
 
 The calls run on one thread of their own, in order, so a slow tracker (a database write per
-step) never slows training. A logger that raises is its plugin's failure: one warning naming
+step) never slows training. What a tracker's ``start`` returns says where it writes (a log
+folder; a tracking URI and run id): the run records it, and the command prints it. A logger that raises is its plugin's failure: one warning naming
 it, and no more calls to it; the run goes on and is recorded as it would be without it.
 """
 
@@ -55,6 +56,8 @@ class Trackers:
                 self._warn(name, entry.plugin, "could not start", exc)
                 continue
             self.plugins[name] = entry.plugin
+        self.locations: dict[str, dict] = {}  # name -> where it writes, from start()
+        self._started = threading.Event()
         self._queue: queue.Queue = queue.Queue()
         self._thread = None
         if self.loggers:
@@ -69,6 +72,13 @@ class Trackers:
 
     def log(self, record: dict) -> None:
         self._put("log", dict(record))
+
+    def where(self, timeout: float = FINISH_TIMEOUT) -> dict[str, dict]:
+        """Where each tracker writes, once every start() has run (waited for, at most
+        ``timeout``): {"mlflow": {"tracking_uri": ..., "run_id": ...}, ...}."""
+        if self._thread is not None:
+            self._started.wait(timeout)
+        return {name: dict(place) for name, place in self.locations.items()}
 
     def finish(self, metrics: dict, folder: Path, status: str) -> None:
         """Send the end of the run and wait (at most FINISH_TIMEOUT) for every call to be
@@ -94,10 +104,15 @@ class Trackers:
             method, args = item
             for name, logger in list(self.loggers.items()):
                 try:
-                    getattr(logger, method)(*args)
+                    answer = getattr(logger, method)(*args)
                 except Exception as exc:  # noqa: BLE001 - a tracker never fails the run
                     self._warn(name, self.plugins[name], f"failed in {method}()", exc)
                     del self.loggers[name]  # one warning, then no more calls
+                    continue
+                if method == "start" and isinstance(answer, dict):
+                    self.locations[name] = {str(k): str(v) for k, v in answer.items()}
+            if method == "start":
+                self._started.set()
 
     @staticmethod
     def _warn(name: str, plugin: str, what: str, exc: BaseException) -> None:
@@ -113,7 +128,7 @@ class Trackers:
 
 class NoTrackers(Trackers):
     def __init__(self):
-        self.loggers, self.plugins, self._thread = {}, {}, None
+        self.loggers, self.plugins, self._thread, self.locations = {}, {}, None, {}
 
 
 def open_trackers(log_to, zoo) -> Trackers:
