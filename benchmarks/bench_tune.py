@@ -122,7 +122,7 @@ def figure(values: list[float]) -> str:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--models", nargs="+", default=MODELS)
     parser.add_argument("--dataset", default="rotten_tomatoes")
     parser.add_argument("--space", default=SPACE)

@@ -240,7 +240,8 @@ def sweep(
         table = report.table(
             plan, metric=metric, by=by, columns=columns, baseline=baseline, better=better, pool=pool
         )
-    return SweepResult(report.records(plan), table.cells if table is not None else None, table)
+    comparison = report.comparison_frame(plan, table.cells) if table is not None else None
+    return SweepResult(report.records(plan), comparison, table)
 
 
 def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto") -> Ensemble:

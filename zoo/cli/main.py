@@ -21,7 +21,12 @@ from zoo.errors import PluginError, SearchInterrupted, SweepInterrupted, ZooErro
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line with a did-you-mean, and exit code 2."""
+    """argparse, but a usage error is one line with a did-you-mean, and exit code 2, and an
+    option is only ever its whole name (``--step 5`` is an error, never ``--steps 5``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         if "invalid choice" in message:

@@ -54,6 +54,20 @@ def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
     return cfg.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
 
 
+def warmup_outlasts_training(cfg) -> str | None:
+    """Why a step budget that ends inside the learning-rate warm-up trains poorly (the rate
+    never reaches ``lr``, nor decays), or None when the schedule runs its course."""
+    steps, warmup = getattr(cfg, "steps", None), getattr(cfg, "warmup_steps", 0)
+    if getattr(cfg, "time", None) is not None or not steps or not warmup or steps > warmup:
+        return None
+    peak = getattr(cfg, "lr", 0) * steps / warmup
+    return (
+        f"training ends at step {steps:,}, inside the {warmup:,}-step learning-rate "
+        f"warm-up: the rate climbs only to {peak:.2g} of lr {cfg.lr:g} and never decays; "
+        f"train longer or shorten the warm-up (--set warmup_steps={max(1, steps // 10)})"
+    )
+
+
 @dataclass
 class Batch:
     """One training batch, as a pipeline's ``next_batch(rng)`` returns it to ``train``:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import re
 import secrets
 import shutil
 import sys
@@ -84,6 +83,7 @@ def execute(
     ``label`` starts each progress line (which member or cell this is), and ``log_every``
     spaces them (zoo.train.progress).
     """
+    from zoo.train.loop import warmup_outlasts_training
     from zoo.train.tracking import check as check_trackers
     from zoo.train.tracking import chosen
 
@@ -95,6 +95,9 @@ def execute(
     trackers_named = chosen(log_to)
     check_trackers(trackers_named, zoo)  # an unknown tracker fails before anything loads
     ranks = distributed.join_ranks(device)
+    short = warmup_outlasts_training(plan.configs.get("train"))  # said, not refused
+    if short and not quiet and ranks.is_main:
+        print(f"zoo: warning: {short}", file=sys.stderr, flush=True)
     with own_interrupts_fail("the run's code (loading its data and plugins)"):
         if plan.loaded is not None and plan.columns == (text_column, label_column):
             dataset = plan.loaded  # loaded before the task was known; checked below
@@ -223,6 +226,7 @@ def _record_and_train(
         raise
     if trackers:
         from zoo.records.settings import flat_settings
+        from zoo.train.tracking import tracker_group
 
         trackers.start(
             {
@@ -305,17 +309,6 @@ def train_and_record(
         raise
     trackers.finish(result["metrics"], job.run.path, result["status"])
     return result
-
-
-def tracker_group(provenance: dict) -> str | None:
-    """What trackers group a run under: its sweep, its search's study or its ensemble preset
-    (letters, digits, '.', '_' and '-' only, as a folder name and a query take it)."""
-    group = provenance.get("group") or (
-        f"tune-{provenance['tune']['study']}" if isinstance(provenance.get("tune"), dict) else None
-    )
-    if not group:
-        return None
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(group))[:100].strip(".-") or None
 
 
 def _train_and_record(

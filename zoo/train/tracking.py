@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import sys
 import threading
 from pathlib import Path
@@ -36,6 +37,17 @@ def check(names: list[str], zoo) -> None:
     """Every name is a registered logger (with a did-you-mean), before anything trains."""
     for name in names:
         zoo.loggers.get(name)
+
+
+def tracker_group(provenance: dict) -> str | None:
+    """What trackers group a run under: its sweep, its search's study or its ensemble preset
+    (letters, digits, '.', '_' and '-' only, as a folder name and a query take it)."""
+    group = provenance.get("group") or (
+        f"tune-{provenance['tune']['study']}" if isinstance(provenance.get("tune"), dict) else None
+    )
+    if not group:
+        return None
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(group))[:100].strip(".-") or None
 
 
 class Trackers:
