@@ -43,6 +43,7 @@ ORDER = [
     "layer_norm",
     "sweep_jobs",
     "sweep_jobs_cuda",
+    "contention",
     "list",
 ]
 

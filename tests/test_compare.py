@@ -212,7 +212,7 @@ def test_only_finished_train_runs_count_by_default_and_repeats_count_once():
     record("odd-char", "text", 0, {"train_loss": 1.0})  # finished, but without val_bpc
     comparison = summarize(loaded())
     assert "odd-char" not in set(comparison.cells["model"])
-    assert "1 of 9 matching runs recorded no primary metric and are left out" in comparison.notes
+    assert "1 of 10 matching runs recorded no primary metric and are left out" in comparison.notes
 
 
 def test_runs_with_different_settings_are_separate_rows():

@@ -54,11 +54,10 @@ def tiny_search(dataset, **options):
     settings; ``options`` give the budget and the rest."""
     import zoo
 
+    options = {"space": "lr=log(1e-3,1e-1)", "seeds": 1, **options}
     return zoo.tune(
         "fasttext-wordpunct",
         str(dataset),
-        space="lr=log(1e-3,1e-1)",
-        seeds=1,
         progress=False,
         device="cpu",
         **FASTTEXT_TINY,
@@ -519,3 +518,66 @@ def test_each_task_trains_and_reports_with_the_test_split_held_out(
     assert result["status"] == "finished"
     assert any(k.startswith("val_") for k in result["metrics"])
     assert not any(k.startswith("test_") for k in result["metrics"]), result["metrics"]
+
+
+def _study_result(tuned, preset, seeds=(1, 2, 3), **fields):
+    from zoo.search.report import StudyResult
+
+    result = StudyResult(
+        "m-word", "reviews", "s", "val_accuracy", "test_accuracy", {"COMPLETE": 3}, 1.0
+    )
+    result.best = {"trial": 0, "value": 0.8, "params": {"lr": 0.01}, "run_id": "r"}
+    result.settings = {"lr": 0.01}
+    result.tuned, result.preset = list(tuned), list(preset)
+    result.tuned_seeds = result.preset_seeds = list(seeds)
+    for key, value in fields.items():
+        setattr(result, key, value)
+    return result
+
+
+def test_the_tune_table_prints_tuned_minus_preset_paired_by_seed_with_its_t_interval():
+    from zoo.search.report import table
+
+    # differences 0.01, 0.02, 0.03: mean 0.02, sd 0.01, t(0.975, 2) = 4.302653:
+    # 0.02 ± 4.302653 * 0.01 / sqrt(3) = [-0.00484, 0.04484]
+    result = _study_result([0.71, 0.62, 0.83], [0.70, 0.60, 0.80])
+    text = table([result], "3 trials")
+    line = next(x for x in text.splitlines() if x.startswith("m-word"))
+    assert "+0.0200 [-0.0048, 0.0448]" in line and "†" not in line
+    assert "(n=3)" in line
+    assert result.record()["paired"]["ci_low"] == pytest.approx(-0.004841, abs=1e-6)
+    clear = _study_result([0.71, 0.61, 0.81], [0.70, 0.60, 0.80])  # +0.01 on every seed
+    assert "(no seed variance)" in table([clear], "3 trials")
+    lift = _study_result([0.75, 0.66, 0.84], [0.70, 0.60, 0.80])
+    assert "†" in next(x for x in table([lift], "3").splitlines() if x.startswith("m-word"))
+    same = _study_result([0.7, 0.6, 0.8], [0.7, 0.6, 0.8], same_as_preset=True)
+    assert "0 (the preset's settings)" in table([same], "3 trials")
+    assert "never a trial's seed" in text
+
+
+def test_reruns_are_on_seeds_other_than_the_trials():
+    from zoo.search.trials import TRIAL_SEED, rerun_seeds
+
+    assert TRIAL_SEED not in rerun_seeds(5) and len(set(rerun_seeds(5))) == 5
+
+
+@pytest.mark.slow
+def test_best_settings_equal_to_the_preset_are_one_set_of_runs_counted_once(negated_reviews):
+    # both choices are the preset's own learning rate, written two ways: tuned == preset
+    from zoo.core.names import resolve_model
+    from zoo.core.registry import get_zoo
+
+    lr = float(resolve_model("fasttext-wordpunct", get_zoo()).overrides["lr"])
+    space = f"lr=choice({lr!r},{lr:.6e})"
+    result = tiny_search(negated_reviews, trials=1, steps=5, seeds=3, space=space)
+    (study,) = result.studies
+    assert study["same_as_preset"] and study["tuned_seeds"] == [1, 2, 3]
+    assert len(study["tuned"]) == 3 and len(study["preset"]) == 3
+    line = next(x for x in result.table.splitlines() if x.startswith("fasttext"))
+    assert line.count("(n=3)") == 2 and "(n=6)" not in line, line
+    with Store() as store:
+        rows = [r for r in store.rows() if r["kind"] == "train"]
+    trials = [r for r in rows if (r.get("config") or {}).get("tune")]
+    reruns = [r for r in rows if not (r.get("config") or {}).get("tune")]
+    assert [r["seed"] for r in trials] == [0]
+    assert sorted(r["seed"] for r in reruns) == [1, 2, 3]  # 3 runs, not 6; never seed 0

@@ -68,6 +68,8 @@ def build_parser() -> Parser:
         group.add_commands(commands)
 
     add_plugin_commands(commands, get_zoo())
+    for name in THREADED_COMMANDS:
+        add_thread_options(commands.choices[name])
     for command in commands.choices.values():  # `zoo run ... --debug` as well as `zoo --debug run`
         try:
             command.add_argument(
@@ -79,6 +81,27 @@ def build_parser() -> Parser:
         except argparse.ArgumentError:  # a plugin's command has its own --debug
             pass
     return parser
+
+
+# The commands that train or evaluate in this process: zoo chooses their threads before torch
+# loads (zoo.core.threads). `zoo resume` trains on the count its run recorded.
+THREADED_COMMANDS = ("run", "sweep", "tune", "reproduce", "ensemble", "eval")
+
+
+def add_thread_options(parser) -> None:
+    from zoo.cli.options import positive_int
+
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        metavar="N",
+        help="torch threads per training process (default: the idle CPUs among those this "
+        "process may use; OMP_NUM_THREADS is honoured too)",
+    )
+    if not any("--verbose" in action.option_strings for action in parser._actions):
+        parser.add_argument(
+            "--verbose", action="store_true", help="say how many threads train, and why"
+        )
 
 
 def add_plugin_commands(commands, zoo) -> None:
@@ -161,6 +184,12 @@ def run_command(argv: list[str]) -> int:
             return 0
         if sys.stdout is None:  # started with standard output closed (`zoo runs >&-`)
             raise ZooError("standard output is closed; nothing zoo prints could be read")
+        if args.command in THREADED_COMMANDS:  # before torch starts its thread pools
+            from zoo.core.threads import settle_threads
+
+            choice = settle_threads(args.threads)
+            if args.verbose:
+                print(f"zoo: {choice.describe()}", file=sys.stderr)
         own = not getattr(args.handler, "plugin_command", False)  # a plugin's prints its own
         with others_print_to_stderr(own and getattr(args, "json", False) is True):
             code = args.handler(args) or 0

@@ -14,22 +14,42 @@ FORMATS = ("table", "markdown", "csv", "json", "html", "latex")
 
 
 # -- display -------------------------------------------------------------------------
-def number(value: float, like: float | None = None) -> str:
-    """Four significant digits or so; thousands get separators; `like` sets the decimals."""
+def decimals(value: float, spread: float | None = None) -> int:
+    """Decimals that show about four significant digits of `value` and two of `spread` (a
+    standard deviation or an interval's width), whichever needs more: 0.000127 ± 0.0000208
+    keeps its digits, 0.7655 ± 0.0108 four decimals."""
+    wanted = [0]
+    for reference, digits in ((value, 4), (spread, 2)):
+        if isinstance(reference, (int, float)) and math.isfinite(reference) and reference != 0:
+            wanted.append(digits - 1 - math.floor(math.log10(abs(reference))))
+    if len(wanted) == 1:
+        return 4
+    return min(10, max(wanted))
+
+
+def number(value: float, like: float | None = None, spread: float | None = None) -> str:
+    """`value` with the decimals of `like` (default itself) and `spread`; thousands get
+    separators."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    reference = abs(like if like is not None and not math.isnan(like) else value)
-    if reference >= 1000:
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    reference = like if like is not None and not math.isnan(like) else value
+    places = decimals(reference, spread)
+    if abs(reference) >= 1000 and places == 0:
         return f"{value:,.0f}"
-    digits = 4 if reference == 0 else max(0, min(4, 3 - math.floor(math.log10(reference))))
-    return f"{value:.{digits}f}"
+    return f"{value:.{places}f}"
+
+
+def mean_std_text(mean: float, std: float, n: int) -> str:
+    """'0.7655 ± 0.0108 (n=3)': both at the precision the spread allows; no ± for n=1."""
+    if n > 1 and not math.isnan(std):
+        return f"{number(mean, spread=std)} ± {number(std, mean, spread=std)} (n={n})"
+    return f"{number(mean)} (n={n})"
 
 
 def cell_text(cell) -> str:
-    text = number(cell["mean"])
-    if cell["n"] > 1:
-        text += f" ± {number(cell['std'], cell['mean'])}"
-    return f"{text} (n={cell['n']})"
+    return mean_std_text(cell["mean"], cell["std"], cell["n"])
 
 
 def diff_text(cell) -> str:

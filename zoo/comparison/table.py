@@ -15,6 +15,8 @@ function, is never shadowed by a submodule attribute.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 
 from zoo.comparison.labels import (
@@ -23,6 +25,13 @@ from zoo.comparison.labels import (
     setting_labels,
     unique_keys,
     variant_id,
+)
+from zoo.comparison.samples import (
+    left_out_by_status,
+    non_finite_note,
+    one_per_sample,
+    sample_key,
+    settings_of,
 )
 from zoo.comparison.significance import best_marks, with_baseline
 from zoo.core.names import get_task
@@ -106,23 +115,16 @@ def load_runs():
 
 
 def add_settings(frame, rows: dict):
+    """`frame` with each run's `settings`, `trained_on`, `split` and `sample` (equal for the
+    same configuration at the same seed: zoo.comparison.samples)."""
     frame = frame.copy()
-    derived = {run_id: settings_of(row) for run_id, row in rows.items()}
+    derived = {run_id: settings_of(row, rows) for run_id, row in rows.items()}
+    samples = {run_id: sample_key(row, rows) for run_id, row in rows.items()}
     frame["settings"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[0])
     frame["trained_on"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[1])
     frame["split"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[2])
+    frame["sample"] = frame["id"].map(lambda i: samples.get(i, i))
     return frame
-
-
-def settings_of(row: dict) -> tuple[dict, str | None, str | None]:
-    from zoo.records.settings import result_settings
-
-    config = row.get("config") or {}
-    flat = result_settings(row)
-    trained_on = config.get("trained_on") if row.get("kind") == "eval" else None
-    if trained_on is not None:
-        flat["trained_on"] = trained_on
-    return flat, trained_on, config.get("split") if row.get("kind") == "eval" else None
 
 
 # -- the table -----------------------------------------------------------------------
@@ -162,12 +164,16 @@ def summarize(
         raise ZooError("no runs recorded yet (zoo run or zoo sweep records some)")
     if "settings" not in frame.columns:
         frame = frame.assign(settings=[{}] * len(frame), trained_on=None, split=None)
+    if "sample" not in frame.columns:  # no settings known: a run is its config hash
+        frame = frame.assign(sample=frame["config_hash"].fillna(frame["id"]))
     # a model's own rows (trained runs, ensembles of them), or evaluations on other data
     data = frame[(frame["kind"] == "eval") == evals]
-    if status and "all" not in status:
-        data = data[data["status"].isin(list(status))]
     if where:
         data = _query(data, where)
+    notes = []
+    if status and "all" not in status:
+        notes += left_out_by_status(data, status)
+        data = data[data["status"].isin(list(status))]
     for key in rows_keys + column_keys:
         if key not in frame.columns:
             raise UnknownNameError(
@@ -187,10 +193,15 @@ def summarize(
     what = f"{'evaluation' if evals else 'training'} runs with status {', '.join(status) or 'any'}"
     if data.empty:
         raise ZooError(f"no {what} match" + (f" --where {where!r}" if where else ""))
-    data = _latest_per_experiment(data, evals)
     long = _values(data, metric, evals)
     if long.empty:
         raise ZooError(f"none of the {what} recorded " + (metric or "their task's primary metric"))
+    missing = len(data) - long["id"].nunique()
+    finite = long["value"].map(math.isfinite)
+    notes += non_finite_note(long[~finite])
+    long, merged = one_per_sample(long[finite])
+    if long.empty:
+        raise ZooError(f"none of the {what} recorded a finite " + (metric or "primary metric"))
     long["variant"] = long["settings"].map(variant_id) if not pool else ""
     for key in rows_keys + column_keys:
         long[key] = long[key].map(key_text)
@@ -215,11 +226,17 @@ def summarize(
         cells.append(cell)
     table = pd.DataFrame(cells)
     table["setting"] = setting_labels(table, rows_keys)
-    table["best"], notes = best_marks(table, rows_keys, column_keys, level)
-    if len(long) < len(data):
+    table["best"], marks = best_marks(table, rows_keys, column_keys, level)
+    notes += marks
+    if missing:
         notes.append(
-            f"{len(data) - len(long)} of {len(data)} matching runs recorded no "
+            f"{missing} of {len(data)} matching runs recorded no "
             f"{metric or 'primary metric'} and are left out"
+        )
+    if merged:
+        notes.append(
+            f"{merged} duplicate run(s) of the same configuration and seed merged (a tune "
+            "trial and its re-run, a repeat): each sample counts once, the latest run kept"
         )
     if baseline is not None:
         table = with_baseline(table, rows_keys, column_keys, baseline, level)
@@ -234,7 +251,9 @@ def summarize(
     table = _sorted(table, unique_keys(rows_keys + column_keys + ["metric", "setting"]))
     if (table["configs"] > 1).any():
         notes.append("some cells pool runs with different settings (--pool)")
-    return Comparison(table.reset_index(drop=True), rows_keys, column_keys, baseline, notes)
+    table = table.reset_index(drop=True)
+    table.attrs["notes"] = notes  # zoo.compare() returns the cells: the notes travel with them
+    return Comparison(table, rows_keys, column_keys, baseline, notes)
 
 
 def _keys(keys, option: str) -> list[str]:
@@ -277,17 +296,9 @@ def _metric_names(frame) -> list[str]:
     return [c for c in frame.columns if c not in skip]
 
 
-def _latest_per_experiment(data, evals: bool):
-    """The same experiment recorded twice (a rerun, a reproduction) counts once."""
-    key = ["parent_id", "dataset", "split"] if evals else ["config_hash"]
-    data = data.sort_values("created")
-    keyed = data[key].apply(lambda row: "|".join(map(str, row)), axis=1)
-    missing = data[key].isna().all(axis=1)  # rows without a hash stay as they are
-    return data[missing | ~keyed.duplicated(keep="last")]
-
-
 def _values(data, metric: str | None, evals: bool):
     """One row per run: the value of the chosen (or the task's primary) metric."""
+    import numpy as np
     import pandas as pd
 
     records = []
@@ -298,7 +309,9 @@ def _values(data, metric: str | None, evals: bool):
         # an evaluation's metric sits under its split's prefix: report it by the bare name
         for key in eval_names(name, row["split"]) if evals else [name]:
             value = row[key] if key in data.columns else None
-            if value is not None and not isinstance(value, str) and not pd.isna(value):
+            if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+                if math.isnan(value):  # a NaN in a frame is a metric not recorded
+                    continue
                 records.append({**row.to_dict(), "metric": name, "value": float(value)})
                 break
     return pd.DataFrame(records)

@@ -8,13 +8,13 @@ import gc
 import os
 from pathlib import Path
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+from zoo.core.threads import THREAD_VARIABLES, settle_threads  # noqa: F401 (re-exported)
 
 
 def set_threads(threads: int) -> None:
-    """Threads for this worker's torch; the variables matter for pools not yet started."""
-    for name in THREAD_VARIABLES:
-        os.environ[name] = str(threads)
+    """Threads for this worker's torch (the count its driver gave it); the variables matter
+    for pools not yet started."""
+    settle_threads(threads, source="sweep worker")
     import torch
 
     torch.set_num_threads(threads)

@@ -28,7 +28,19 @@ class StudyResult:
     fixed: dict = field(default_factory=dict)  # --set and --steps of every trial, typed alike
     tuned: list = field(default_factory=list)  # test figures of the best settings, per seed
     preset: list = field(default_factory=list)  # test figures of the untuned preset, per seed
+    tuned_seeds: list = field(default_factory=list)  # the seed of each figure in `tuned`
+    preset_seeds: list = field(default_factory=list)
+    same_as_preset: bool = False  # the best settings are the preset's: one set of runs
     plots: list = field(default_factory=list)  # paths written
+
+    def paired(self, level: float = 0.95):
+        """tuned - preset over the seeds both have (zoo.comparison.stats.Interval)."""
+        from zoo.comparison.stats import paired_interval
+
+        preset = dict(zip(self.preset_seeds, self.preset))
+        shared = [s for s in self.tuned_seeds if s in preset]
+        tuned = dict(zip(self.tuned_seeds, self.tuned))
+        return paired_interval([tuned[s] for s in shared], [preset[s] for s in shared], level)
 
     def record(self) -> dict:
         return {
@@ -44,8 +56,26 @@ class StudyResult:
             "settings": self.settings,
             "tuned": self.tuned,
             "preset": self.preset,
+            "tuned_seeds": self.tuned_seeds,
+            "preset_seeds": self.preset_seeds,
+            "same_as_preset": self.same_as_preset,
+            "paired": _interval_record(self.paired()) if self.best else None,
             "plots": self.plots,
         }
+
+
+def _interval_record(interval) -> dict:
+    def finite(x):
+        return x if isinstance(x, float) and math.isfinite(x) else None
+
+    return {
+        "diff": finite(interval.diff),
+        "ci_low": finite(interval.low),
+        "ci_high": finite(interval.high),
+        "df": finite(interval.df),
+        "p": finite(interval.p),
+        "significant": interval.significant,
+    }
 
 
 def test_once(result: StudyResult, device: str, out=sys.stderr) -> None:
@@ -75,29 +105,59 @@ def test_once(result: StudyResult, device: str, out=sys.stderr) -> None:
     result.best_test = eval_value(metrics, name, "test")
 
 
-def figures(sweep, config_hash: str, metric: str) -> list[float]:
-    """The test figure of each finished cell of `sweep` with this config hash's settings."""
+def figures(sweep, config_hashes: set[str], metric: str) -> dict:
+    """seed -> test figure of each finished run of `sweep` with one of these config hashes;
+    each run read once, however many cells name it."""
     from zoo.records.store import Store
 
-    values = []
+    runs = {}
+    for cell in sweep.cells:
+        run_id = cell.done or cell.run_id
+        if cell.config_hash in config_hashes and run_id is not None:
+            runs[run_id] = cell.seed
+    values = {}
     with Store() as store:
-        for cell in sweep.cells:
-            run_id = cell.done or cell.run_id
-            if cell.config_hash != config_hash or run_id is None:
-                continue
+        for run_id, seed in sorted(runs.items(), key=lambda item: item[1]):
             row = store.get(run_id)
             value = (row.get("metrics") or {}).get(metric)
-            if row["status"] == "finished" and isinstance(value, (int, float)):
-                values.append(float(value))
+            finite = isinstance(value, (int, float)) and math.isfinite(value)
+            if row["status"] == "finished" and finite and seed not in values:
+                values[seed] = float(value)
     return values
 
 
 def _mean(values: list[float]) -> str:
+    from zoo.comparison.render import mean_std_text
+
     if not values:
+        return "- (n=0)"
+    std = statistics.stdev(values) if len(values) > 1 else math.nan
+    return mean_std_text(statistics.mean(values), std, len(values))
+
+
+def paired_text(result: StudyResult) -> str:
+    """tuned - preset over their shared seeds, with its t interval, or why there is none."""
+    from zoo.comparison.render import number
+
+    if not result.best:
         return "-"
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+    if result.same_as_preset:
+        return "0 (the preset's settings)"
+    interval = result.paired()
+    if math.isnan(interval.diff):
+        return "- (no shared seeds)"
+    width, like = interval.high - interval.low, statistics.mean(result.preset)
+
+    def shown(value):
+        return number(value, like, width)
+
+    text = f"{'+' if interval.diff >= 0 else ''}{shown(interval.diff)}"
+    if math.isnan(interval.low):
+        return text + " (cannot test: n<2)"
+    if width == 0:
+        return text + " (no seed variance)"
+    low, high = shown(interval.low), shown(interval.high)
+    return text + f" [{low}, {high}]" + (" †" if interval.significant else "")
 
 
 def table(results: list[StudyResult], budget: str) -> str:
@@ -110,6 +170,7 @@ def table(results: list[StudyResult], budget: str) -> str:
         "its test",
         "tuned test (seeds)",
         "preset test (seeds)",
+        "tuned - preset (paired)",
         "best settings",
     ]
     rows = []
@@ -127,8 +188,9 @@ def table(results: list[StudyResult], budget: str) -> str:
                 counts,
                 best,
                 test,
-                f"{_mean(r.tuned)} (n={len(r.tuned)})",
-                f"{_mean(r.preset)} (n={len(r.preset)})",
+                _mean(r.tuned) if r.best else "-",
+                _mean(r.preset),
+                paired_text(r),
                 settings,
             ]
         )
@@ -144,7 +206,14 @@ def table(results: list[StudyResult], budget: str) -> str:
         line(header),
         line(["-" * w for w in widths]),
     ]
-    return "\n".join(lines + [line(row) for row in rows])
+    legend = [
+        "",
+        "tuned, preset: mean ± std over the re-run seeds (n runs), which are never a trial's seed;",
+        "tuned - preset: mean difference over the seeds both have, with a 95% t interval "
+        "(paired by seed); † the interval excludes 0.",
+        "Only seed variance is counted: the test set's own sampling noise is not.",
+    ]
+    return "\n".join(lines + [line(row) for row in rows] + legend)
 
 
 def _short(value) -> str:

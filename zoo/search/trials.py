@@ -27,6 +27,13 @@ from zoo.search.study import (
 )
 
 HELD_OUT = ("test",)
+TRIAL_SEED = 0  # every trial's seed; the re-runs after the search use others
+
+
+def rerun_seeds(count: int) -> list[int]:
+    """The seeds the best settings and the preset are re-run at: never the trials' seed, so
+    no reported figure is the selected trial again (the winner's curse)."""
+    return [TRIAL_SEED + 1 + i for i in range(count)]
 
 
 @dataclass
@@ -57,13 +64,13 @@ def ask(
     trial = study.ask({d.key: d.distribution() for d in searched})
     trial.set_user_attr("driver", driver_mark())
     params = dict(trial.params)
-    cell = Cell(model, dataset, 0, params)
+    cell = Cell(model, dataset, TRIAL_SEED, params)
     try:
         cell.plan = plan_run(
             model,
             dataset,
             overrides={**search.overrides, **params},
-            seed=0,
+            seed=TRIAL_SEED,
             task=search.task,
             held_out=HELD_OUT,
         )

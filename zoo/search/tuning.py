@@ -29,6 +29,7 @@ from zoo.search.study import (
     recover_lost_trials,
     trial_seconds,
 )
+from zoo.search.trials import TRIAL_SEED
 
 
 def plan_search(search: Search) -> dict:
@@ -199,18 +200,24 @@ def _typed(plan, params: dict) -> dict:
 
 
 def _seed_reruns(search: Search, results, make_executor, out) -> None:
-    """Each winner's settings and each untuned preset, over --seeds: ordinary sweep cells
-    (reused when already finished, resumed when cut off), reported on test."""
+    """Each winner's settings and each untuned preset, over --seeds seeds other than the
+    trials' (so no reported seed is the selected trial again): ordinary sweep cells (reused
+    when already finished, resumed when cut off), reported on test. Settings equal to the
+    preset's are one set of cells, counted once."""
     from zoo.core.plan import config_hash, plan_run
     from zoo.records.store import Store
+    from zoo.search.trials import rerun_seeds
     from zoo.sweeps import driver
     from zoo.sweeps.cells import Cell, Sweep
 
-    cells = []
+    seeds = rerun_seeds(search.seeds)
+    cells: dict[str, Cell] = {}  # config hash -> cell
+    groups: dict[tuple, set[str]] = {}  # (model, dataset, "tuned" or "preset") -> hashes
     for result in results:
-        groups = [("preset", {})] + ([("tuned", result.settings)] if result.best else [])
-        for _, setting in groups:
-            for seed in range(search.seeds):
+        kinds = [("preset", {})] + ([("tuned", result.settings)] if result.best else [])
+        for kind, setting in kinds:
+            hashes = groups.setdefault((result.model, result.dataset, kind), set())
+            for seed in seeds:
                 cell = Cell(result.model, result.dataset, seed, dict(setting))
                 cell.plan = plan_run(
                     result.model,
@@ -220,22 +227,24 @@ def _seed_reruns(search: Search, results, make_executor, out) -> None:
                     task=search.task,
                 )
                 cell.config_hash = config_hash(cell.plan)
-                cells.append(cell)
+                hashes.add(cell.config_hash)
+                cells.setdefault(cell.config_hash, cell)
     with Store() as store:
         finished = store.finished_by_hash()
-    for cell in cells:
+    for cell in cells.values():
         cell.done = finished.get(cell.config_hash)
     sweep = Sweep(
-        cells,
+        list(cells.values()),
         search.models,
         search.datasets,
-        list(range(search.seeds)),
+        seeds,
         overrides=dict(search.overrides),
         task=search.task,
     )
     todo = len(sweep.todo)
     print(
-        f"re-running the winners and the presets over {search.seeds} seed(s): {todo} run(s) "
+        f"re-running the winners and the presets over {search.seeds} seed(s) "
+        f"({', '.join(map(str, seeds))}; the trials ran at seed {TRIAL_SEED}): {todo} run(s) "
         f"to train, {len(cells) - todo} finished before",
         file=out,
         flush=True,
@@ -249,13 +258,13 @@ def _seed_reruns(search: Search, results, make_executor, out) -> None:
             executor=make_executor() if make_executor else None,
         )
     for result in results:
-        for kind, setting in (("preset", {}), ("tuned", result.settings)):
-            if kind == "tuned" and not result.best:
+        for kind in ("preset", "tuned"):
+            hashes = groups.get((result.model, result.dataset, kind))
+            if not hashes:
                 continue
-            hashes = {
-                c.config_hash
-                for c in cells
-                if c.model == result.model and c.dataset == result.dataset and c.setting == setting
-            }
-            values = [v for h in hashes for v in report.figures(sweep, h, result.test_metric)]
-            setattr(result, kind, values)
+            by_seed = report.figures(sweep, hashes, result.test_metric)
+            setattr(result, kind, list(by_seed.values()))
+            setattr(result, f"{kind}_seeds", list(by_seed))
+        result.same_as_preset = groups.get((result.model, result.dataset, "tuned")) == groups.get(
+            (result.model, result.dataset, "preset")
+        )

@@ -16,6 +16,7 @@ from zoo.core.process import (
     set_threads,
     tune_gc_for_training,
 )
+from zoo.core.threads import settle_threads
 from zoo.errors import ZooError
 from zoo.sweeps.dispatch import Executor
 from zoo.sweeps.worker import run_cell
@@ -36,10 +37,9 @@ def check_jobs(jobs: int) -> None:
 
 
 def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+    """The CPUs the workers share: those idle among the ones this process may use (or the
+    user's --threads/OMP_NUM_THREADS), as the `zoo` program chose for itself."""
+    return settle_threads().threads
 
 
 def _worker_main(conn, threads: int, driver_pid: int | None = None) -> None:
@@ -83,7 +83,7 @@ class ProcessExecutor(Executor):
         return (
             f"{self.jobs} worker process{'es' if self.jobs > 1 else ''}, "
             f"{self.threads} thread(s) each "
-            f"({available_cores()} cores)"
+            f"({settle_threads().describe()})"
         )
 
     def start(self) -> None:

@@ -11,6 +11,7 @@ import sys
 from zoo.core.plan import plan_from_record
 from zoo.core.provenance import identity
 from zoo.core.registry import get_zoo
+from zoo.core.threads import use_recorded_threads
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
 from zoo.io import save_error
@@ -63,6 +64,7 @@ def resume(
 
 def _resume_owned(row: dict, run: RunFolder, zoo, quiet: bool, store) -> dict:
     provenance = run.config()
+    use_recorded_threads(provenance.get("threads"))  # the sums as the run started them
     if (provenance.get("distributed") or {}).get("world_size", 1) > 1:
         raise ResumeRefused(
             f"cannot resume run {row['id']}: it trained under torchrun on "

@@ -15,6 +15,7 @@ from zoo.core.containment import own_interrupts_fail
 from zoo.core.plan import Plan, config_hash
 from zoo.core.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
 from zoo.core.registry import get_zoo, task_loss
+from zoo.core.threads import settle_threads
 from zoo.data import datasets as zoo_data
 from zoo.errors import RunInterrupted, RunRefused, ZooError
 from zoo.io import save_error
@@ -181,6 +182,7 @@ def _record_and_train(
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),
         "device": device,
+        "threads": settle_threads().record(),
         "text_column": dataset.text_column,
         "label_column": dataset.label_column,
         **({"held_out": list(plan.held_out)} if plan.held_out else {}),

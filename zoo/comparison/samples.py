@@ -1,0 +1,117 @@
+"""What one sample of a comparison is: a configuration (the settings that change the result)
+at one seed. A tune trial and its re-run, a run and its repeat, a resumed run: each counts
+once, whatever else differs in their config hashes (held-out splits, plugin code, run ids).
+
+An ensemble's configuration is each member's configuration and the weighting, so ensembles
+whose members differ in any setting are different rows; its seed is its members' seeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+
+def settings_of(row: dict, rows: dict | None = None) -> tuple[dict, str | None, str | None]:
+    """(settings, trained_on, split) of a store row: the settings that change its result
+    (an ensemble's: its members'), and for an evaluation what it scores."""
+    from zoo.records.settings import result_settings
+
+    config = row.get("config") or {}
+    flat = ensemble_settings(config, rows or {}) if is_ensemble(row) else result_settings(row)
+    evaluation = row.get("kind") == "eval"
+    trained_on = config.get("trained_on") if evaluation else None
+    if trained_on is not None:
+        flat["trained_on"] = trained_on
+    return flat, trained_on, config.get("split") if evaluation else None
+
+
+def is_ensemble(row: dict) -> bool:
+    return row.get("kind") == "ensemble" or bool((row.get("config") or {}).get("combines"))
+
+
+def ensemble_settings(config: dict, rows: dict) -> dict:
+    """'member.setting' -> value for each combined run (a member recorded without its row,
+    by its config hash), and the weighting. A member's seed is not a setting: ensembles of
+    the same members at other seeds are the same configuration."""
+    from zoo.records.settings import result_settings
+
+    members = config.get("combines") or []
+    names = [m.get("model") or "run" for m in members]
+    flat: dict[str, object] = {"weighting": config.get("weighting")}
+    for index, member in enumerate(members):
+        prefix = names[index] if names.count(names[index]) == 1 else f"{names[index]}#{index}"
+        row = rows.get(member.get("run_id"))
+        if row is None:
+            flat[f"{prefix}.config_hash"] = member.get("config_hash")
+            continue
+        settings = result_settings(row)
+        bare = [key.rpartition(".")[2] for key in settings]
+        for key, value in settings.items():
+            field = key.rpartition(".")[2]
+            flat[f"{prefix}.{field if bare.count(field) == 1 else key}"] = value
+    return flat
+
+
+def seed_of(row: dict):
+    """The seed a sample was drawn at: the run's, or an ensemble's members' (one seed when
+    they share it, else their seeds in order)."""
+    config = row.get("config") or {}
+    if is_ensemble(row):
+        seeds = [m.get("seed") for m in config.get("combines") or []]
+        return seeds[0] if len(set(map(str, seeds))) == 1 else tuple(seeds)
+    return row.get("seed")
+
+
+def sample_key(row: dict, rows: dict) -> str:
+    """Equal for two rows that are the same configuration at the same seed (for an
+    evaluation: on the same data and split). A row that records no settings at all is
+    known only by its config hash."""
+    settings, trained_on, split = settings_of(row, rows)
+    config = row.get("config") or {}
+    known = "configs" in config or is_ensemble(row)
+    identity = [
+        row.get("kind") == "eval",
+        row.get("model"),
+        row.get("dataset"),
+        row.get("task"),
+        trained_on,
+        split,
+        settings if known else row.get("config_hash") or row.get("id"),
+        seed_of(row),
+    ]
+    text = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def one_per_sample(long):
+    """`long` (one row per run and metric, with 'sample' and 'created') cut to one run per
+    sample and metric, the latest; and how many were merged."""
+    ordered = long.sort_values("created", kind="stable")
+    kept = ordered.drop_duplicates(["sample", "metric"], keep="last")
+    return kept.sort_index(), len(long) - len(kept)
+
+
+def left_out_by_status(data, status) -> list[str]:
+    """A note for the matching runs a status filter leaves out (failed, interrupted, ...)."""
+    out = data[~data["status"].isin(list(status))]
+    if out.empty:
+        return []
+    counts = out["status"].value_counts()
+    listed = ", ".join(f"{count} {name}" for name, count in counts.items())
+    return [
+        f"{len(out)} matching run(s) not {' or '.join(status)} are left out ({listed}); "
+        "--status all counts them"
+    ]
+
+
+def non_finite_note(bad) -> list[str]:
+    """A note for runs whose figure is infinite: left out of every statistic."""
+    if bad.empty:
+        return []
+    names = ", ".join(sorted(set(bad["metric"])))
+    return [
+        f"{len(bad)} run(s) with a non-finite {names} left out: "
+        + " ".join(f"{i} ({v:g})" for i, v in zip(bad["id"][:5], bad["value"][:5]))
+        + (" ..." if len(bad) > 5 else "")
+    ]
