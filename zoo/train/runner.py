@@ -314,14 +314,7 @@ def train_and_record(
 
 
 def _train_and_record(
-    plan: Plan,
-    pipeline,
-    job: Job,
-    store: Store,
-    summary: dict,
-    provenance: dict,
-    ranks=None,
-    trackers=None,
+    plan: Plan, pipeline, job: Job, store: Store, summary, provenance, ranks=None, trackers=None
 ) -> dict:
     from zoo.train.loop import Diverged
 
