@@ -158,6 +158,9 @@ def train(
     elif ranks.active:
         raise ZooError("torchrun training needs a torch model; this architecture has none")
     model.configure_optimizer(cfg.lr, cfg.weight_decay, betas=(cfg.beta1, cfg.beta2))
+    short = warmup_outlasts_training(cfg)  # said as training starts, after every refusal
+    if short and job.resume_from is None:
+        job.say(f"zoo: warning: {short}")
     result = TrainResult()
     checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})}, state)
     start = time.perf_counter() - checkpoints.restore()

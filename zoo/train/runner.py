@@ -84,7 +84,6 @@ def execute(
     ``label`` starts each progress line (which member or cell this is), and ``log_every``
     spaces them (zoo.train.progress).
     """
-    from zoo.train.loop import warmup_outlasts_training
     from zoo.train.tracking import check as check_trackers
     from zoo.train.tracking import chosen
 
@@ -96,9 +95,6 @@ def execute(
     trackers_named = chosen(log_to)
     check_trackers(trackers_named, zoo)  # an unknown tracker fails before anything loads
     ranks = distributed.join_ranks(device)
-    short = warmup_outlasts_training(plan.configs.get("train"))  # said, not refused
-    if short and not quiet and ranks.is_main:
-        print(f"zoo: warning: {short}", file=sys.stderr, flush=True)
     with own_interrupts_fail("the run's code (loading its data and plugins)"):
         if plan.loaded is not None and plan.columns == (text_column, label_column):
             dataset = plan.loaded  # loaded before the task was known; checked below
