@@ -46,6 +46,7 @@ def test_no_option_is_ever_abbreviated():
     assert len(parsers) > 10 and all(p.allow_abbrev is False for p in parsers)
     result = run_cli("run", "decoder-char", "shakespeare", "--step", 5)
     assert result.code == 2 and "unrecognized arguments: --step" in result.err
+    assert "Did you mean: --steps?" in result.err
     # the benchmark and script parsers too
     for path in [*ROOT.glob("benchmarks/*.py"), *ROOT.glob("scripts/*.py")]:
         text = path.read_text(encoding="utf-8")
