@@ -44,7 +44,7 @@ def load_splits(name: str, text_column: str | None, label_column: str | None):
     """Texts and labels of train, validation and test, exactly as zoo's pipeline sees them."""
     from zoo.pipelines.classification import check_dataset, label_names, texts_of
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets as data
 
     zoo = get_zoo()

@@ -35,8 +35,8 @@ def main() -> None:
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build
 
+    from zoo.core.loading import task_loss
     from zoo.core.names import get_task
-    from zoo.core.registry import task_loss
     from zoo.train import checkpoints as checkpoint
     from zoo.train.job import RunFolder, TrainConfig
     from zoo.train.loop import TrainResult

@@ -81,8 +81,8 @@ def step_time() -> None:
     from zoo.plugins.digits import DigitsConfig
     from zoo.plugins.digits.model import build
 
+    from zoo.core.loading import task_loss
     from zoo.core.names import get_task
-    from zoo.core.registry import task_loss
     from zoo.train.model import TaskSpec
     from zoo.train.torch_model import TorchModel
 

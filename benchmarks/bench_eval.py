@@ -31,11 +31,11 @@ def main(argv=None) -> int:
     import torch
     from zoo.pipelines.language_modeling import encode, evaluate, generate, split_text
 
+    from zoo.core.loading import get_zoo, task_loss
     from zoo.core.names import get_task
-    from zoo.core.plan import plan_run
-    from zoo.core.registry import get_zoo, task_loss
     from zoo.data import datasets
     from zoo.train.model import TaskSpec
+    from zoo.train.plan import plan_run
     from zoo.train.torch_model import as_model
 
     if args.threads:

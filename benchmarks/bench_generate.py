@@ -76,7 +76,7 @@ def main() -> None:
 
     header("generation at batch 1: key/value cache vs recomputing the context")
     run_id = args.run or train_run(args.steps)
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
 
     trained = load_trained(run_id)
     print(

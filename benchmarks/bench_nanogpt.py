@@ -83,7 +83,7 @@ ITERATION = re.compile(r"^iter (\d+): loss [\d.]+, time ([\d.]+)ms")
 
 def shakespeare_text() -> str:
     """Tiny Shakespeare whole (1,115,394 characters) from zoo's mirror: its splits, in order."""
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets
     from zoo.data.encoded import column_of
 

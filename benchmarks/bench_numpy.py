@@ -29,8 +29,8 @@ MODELS = ("numpy-char", "decoder-char")
 
 def lm_loss():
     """The language-modeling task's loss, which a TorchModel trains and evaluates with."""
+    from zoo.core.loading import task_loss
     from zoo.core.names import get_task
-    from zoo.core.registry import task_loss
 
     return task_loss(get_task("language-modeling"))
 
@@ -47,9 +47,9 @@ def parse_args():
 
 
 def pipeline_runs(args) -> dict:
-    from zoo.core.plan import plan_run
     from zoo.records.store import home
     from zoo.train.job import RunFolder
+    from zoo.train.plan import plan_run
     from zoo.train.runner import execute
 
     runs = {}
@@ -99,7 +99,7 @@ def shakespeare():
     """The char tokenizer trained on Tiny Shakespeare, and each split's token ids."""
     from zoo.pipelines.language_modeling import encode, split_text
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets
 
     zoo = get_zoo()
@@ -123,7 +123,7 @@ def initial_losses(args, seeds: int = 10) -> None:
     from zoo.plugins.numpy import NumpyConfig
     from zoo.plugins.numpy.model import build as build_numpy
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.train.model import TaskSpec
     from zoo.train.torch_model import TorchModel
 
@@ -163,9 +163,9 @@ def same_start(args) -> None:
     from zoo.plugins.numpy import NumpyConfig
     from zoo.plugins.numpy.model import NumpyDecoder
 
-    from zoo.core.plan import plan_run
     from zoo.train.loop import lr_at
     from zoo.train.model import TaskSpec
+    from zoo.train.plan import plan_run
     from zoo.train.torch_model import TorchModel
 
     tokenizer, ids = shakespeare()
@@ -220,7 +220,7 @@ def speed(args) -> None:
     from zoo.plugins.numpy import NumpyConfig
     from zoo.plugins.numpy.model import NumpyDecoder
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.train.model import TaskSpec
     from zoo.train.torch_model import TorchModel
 

@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dataset", default="shakespeare")
     args = parser.parse_args(argv)
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets
     from zoo.data.tokenizer import dataset_key, train_cached
 

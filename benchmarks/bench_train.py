@@ -27,7 +27,7 @@ from common import NANOGPT_TOKENS_PER_S, header, load, parse_sets, percentile, t
 def prepare_data(dataset: str):
     from zoo.pipelines.language_modeling import encode, split_text
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets
 
     zoo = get_zoo()
@@ -55,10 +55,10 @@ class Variant:
         import numpy as np
         import torch
 
+        from zoo.core.loading import task_loss
         from zoo.core.names import get_task
-        from zoo.core.plan import plan_run
-        from zoo.core.registry import task_loss
         from zoo.train.model import TaskSpec
+        from zoo.train.plan import plan_run
         from zoo.train.torch_model import as_model
 
         overrides = dict(overrides)

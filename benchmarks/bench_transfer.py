@@ -110,7 +110,7 @@ def larger_text(dataset: str, folder: Path) -> tuple[Path, str]:
     """A text file: Tiny Shakespeare's training split and the other set's training texts."""
     from zoo.pipelines.language_modeling import split_text
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets as data
 
     zoo = get_zoo()

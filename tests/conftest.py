@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from zoo.cli.main import main
-from zoo.core import registry
+from zoo.core import loading
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,11 +54,11 @@ def isolated(tmp_path, monkeypatch, request):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    registry.reset_zoo()
+    loading.reset_zoo()
     try:
         yield work
     finally:
-        registry.reset_zoo()
+        loading.reset_zoo()
 
 
 class Result:
@@ -225,7 +225,7 @@ def mirror():
     """The dataset mirror the built-in catalogue names (registry.toml: mirrors); a test that
     loads shakespeare, emotion or rotten_tomatoes takes this fixture and is skipped, with the
     reason, where the mirror is absent (the Hub is not reachable from the test machines)."""
-    from zoo.core.catalogue import load_catalogue
+    from zoo.core.registry_file import load_catalogue
 
     folders = [Path(p) for p in os.environ.get("ZOO_DATASETS", "").split(os.pathsep) if p]
     folders += list(load_catalogue().mirrors)

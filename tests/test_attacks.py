@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from conftest import TINY_DECODER, run_cli
 
-from zoo.core import registry
+from zoo.core import loading
 from zoo.records.store import Store
 
 
@@ -207,7 +207,7 @@ def local_plugin(work, monkeypatch, stem: str, body: str, strict: bool = False):
     monkeypatch.setenv("ZOO_LOAD_PLUGINS", stem)
     if strict:
         monkeypatch.setenv("ZOO_STRICT_PLUGINS", "1")
-    registry.reset_zoo()
+    loading.reset_zoo()
 
 
 HOOK = "@hookimpl\ndef register_architectures(register):\n    {}\n"
@@ -406,7 +406,7 @@ def trained_home(tmp_path_factory):
     )
     saved = {k: os.environ.get(k) for k in ("ZOO_HOME", "ZOO_LOAD_PLUGINS")}
     os.environ.update(ZOO_HOME=str(base / "runs"), ZOO_LOAD_PLUGINS="")
-    registry.reset_zoo()
+    loading.reset_zoo()
     try:
         runs = {}
         for name, args in (
@@ -456,7 +456,7 @@ def trained_home(tmp_path_factory):
     finally:
         for key, value in saved.items():
             os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
-        registry.reset_zoo()
+        loading.reset_zoo()
     return base / "runs", runs
 
 
@@ -491,8 +491,8 @@ def test_a_seed_out_of_range_is_exit_2_before_anything_is_written(isolated, tiny
 
 
 def test_the_python_api_checks_the_seed_too(isolated, tiny_text):
-    from zoo.core.plan import plan_run
     from zoo.errors import ZooError
+    from zoo.train.plan import plan_run
 
     with pytest.raises(ZooError, match="seed must be a whole number"):
         plan_run("decoder-char", str(tiny_text), seed=2**64)
@@ -685,7 +685,7 @@ def test_the_memory_estimate_is_near_the_built_models_parameter_count(architectu
 
     if architecture in ("gpt2", "bert"):
         pytest.importorskip("transformers")
-    entry = registry.get_zoo().architectures.get(architecture)
+    entry = loading.get_zoo().architectures.get(architecture)
     config = entry.config_class()(**settings)
     task = "next-item" if architecture == "digits" else "classification"
     model = entry.load()(config, TaskSpec(task, vocab_size=12, num_classes=3))

@@ -17,7 +17,7 @@ from conftest import TINY_DECODER, run_cli
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from zoo.core import registry
+from zoo.core import loading
 from zoo.records.store import Store
 
 GOOD = [f"line {i}: the quick brown fox jumps over the lazy dog." for i in range(60)]
@@ -590,7 +590,7 @@ def test_bad_input_exits_2_with_one_line(case, isolated, monkeypatch):
     env = (case.setup(isolated) if case.setup else None) or {}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    registry.reset_zoo()
+    loading.reset_zoo()
     with Store() as store:
         before = {r["id"] for r in store.rows()}
     result = run_cli(*case.args)
@@ -781,7 +781,7 @@ def to_toml(data: dict) -> str:
     {"models": {"m": {"architecture": "decoder", "tokenizer": "char", "set": {"lr": math.inf}}}}
 )
 def test_registry_toml_documents_load_or_fail_with_one_line(tmp_path, document):
-    from zoo.core.catalogue import Catalogue, merge_file
+    from zoo.core.registry_file import Catalogue, merge_file
     from zoo.errors import ZooError
 
     path = tmp_path / "registry.toml"
@@ -806,7 +806,7 @@ def test_registry_toml_documents_load_or_fail_with_one_line(tmp_path, document):
 )
 @given(st.one_of(st.binary(max_size=200), st.text(max_size=200).map(str.encode)))
 def test_registry_toml_of_any_bytes_loads_or_fails_with_one_line(tmp_path, data):
-    from zoo.core.catalogue import Catalogue, merge_file
+    from zoo.core.registry_file import Catalogue, merge_file
     from zoo.errors import ZooError
 
     path = tmp_path / "registry.toml"

@@ -7,9 +7,9 @@ import pytest
 from conftest import REPO, run_cli
 from zoo.plugins.decoder import DecoderConfig
 
-from zoo.core import registry
-from zoo.core.catalogue import load_catalogue
+from zoo.core import loading
 from zoo.core.config import coerce, split_overrides
+from zoo.core.registry_file import load_catalogue
 from zoo.data import datasets as data
 from zoo.data import sources
 from zoo.errors import ZooError
@@ -126,7 +126,7 @@ def test_help_and_version():
 
 @needs_mirror
 def test_catalogue_alias_loads_from_the_mirror_with_nothing_set(mirror):
-    zoo = registry.get_zoo()
+    zoo = loading.get_zoo()
     loaded = data.load(data.resolve("shakespeare", zoo), zoo)
     assert loaded.location == str((MIRROR / "karpathy" / "tiny_shakespeare").resolve())
     assert loaded.text_column == "text" and set(loaded.splits) == {"train", "validation", "test"}
@@ -137,7 +137,7 @@ def test_resolution_order_env_folders_first_then_catalogue_mirrors(tmp_path, mon
     for folder, text in ((first, "from first"), (second, "from second")):
         (folder / "someone" / "corpus").mkdir(parents=True)
         (folder / "someone" / "corpus" / "train.txt").write_text(f"{text}\n" * 40)
-    zoo = registry.get_zoo()
+    zoo = loading.get_zoo()
     zoo.catalogue.mirrors.insert(0, second)
     monkeypatch.setenv("ZOO_DATASETS", os.pathsep.join([str(first)]))
     ref = data.resolve("someone/corpus", zoo)
@@ -164,7 +164,7 @@ def test_local_files_load_with_detected_columns(tmp_path):
     csv.write_text(
         "sentence,labels\n" + "".join(f"good film {i},1\nbad film {i},0\n" for i in range(30))
     )
-    zoo = registry.get_zoo()
+    zoo = loading.get_zoo()
     loaded = data.load(data.resolve(str(csv), zoo), zoo)
     assert (loaded.text_column, loaded.label_column) == ("sentence", "labels")
     assert loaded.tasks[0] == "classification"
@@ -181,7 +181,7 @@ def test_a_folder_with_train_and_test_only_gets_validation_from_train_and_drops_
 
     (folder / "train.jsonl").write_text(rows(200, "train"))
     (folder / "test.jsonl").write_text(rows(40, "test"))
-    zoo = registry.get_zoo()
+    zoo = loading.get_zoo()
     loaded = data.load(data.resolve(str(folder), zoo), zoo)
     sizes = {role: len(loaded.split(role)) for role in ("train", "validation", "test")}
     assert sizes == {"train": 190, "validation": 10, "test": 40}
@@ -198,8 +198,8 @@ def test_every_built_in_preset_plans_on_a_dataset_of_its_task(tmp_path):
     """Preset values are checked against the config dataclasses when a run is planned."""
     from test_pretrained_checkpoint import save_bert_checkpoint
 
-    from zoo.core.plan import plan_run
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
+    from zoo.train.plan import plan_run
 
     zoo = get_zoo()
     by_task = {

@@ -180,9 +180,9 @@ def test_train_show_predict_and_evaluate_round_trip(reviews):
     # predictions from the saved run reproduce the recorded test accuracy
     from zoo.pipelines.classification import evaluate, predict
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets as data
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
 
     trained = load_trained(summary["run_id"])
     dataset = data.load(data.resolve(str(reviews), get_zoo()), get_zoo())
@@ -239,9 +239,9 @@ def test_the_decoder_classifies_through_the_pipeline(reviews):
 # -- which task runs -------------------------------------------------------------------
 def test_every_cell_of_the_matrix_plans_the_task_it_shows():
     from zoo.cli import listing
-    from zoo.core.plan import plan_run
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.errors import ZooError
+    from zoo.train.plan import plan_run
 
     zoo = get_zoo()
     table = listing.matrix(zoo)
@@ -272,7 +272,7 @@ def test_matrix_is_printed_and_forcing_a_missing_head_exits_2():
 @pytest.fixture
 def oddity():
     """An architecture for a task no dataset serves, registered in-process and removed after."""
-    from zoo.core.registry import PluginInfo, get_zoo
+    from zoo.core.loading import PluginInfo, get_zoo
     from zoo.hookspecs import hookimpl
 
     class Oddity:
@@ -317,7 +317,7 @@ def test_a_labelled_file_is_classified_and_an_unlabelled_one_is_not(reviews, tmp
     assert tiny_run("encoder-char", reviews, steps=2)["task"] == "classification"
     plain = tmp_path / "plain.csv"
     plain.write_text("text,stars\n" + "".join(f"review {i},{i % 5}\n" for i in range(60)))
-    from zoo.core.plan import plan_run
+    from zoo.train.plan import plan_run
 
     assert plan_run("decoder-char", str(plain)).task == "language-modeling"
 

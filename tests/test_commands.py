@@ -11,7 +11,7 @@ import pytest
 from conftest import run_cli, run_python
 
 from zoo.cli.main import main
-from zoo.core import registry
+from zoo.core import loading
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
 from zoo.tasks import Metric, Task
@@ -58,10 +58,10 @@ def help_text(*args) -> str:
 
 
 def zoo_with(*plugins):
-    zoo = registry.build_zoo(entry_points=False)
+    zoo = loading.build_zoo(entry_points=False)
     for i, plugin in enumerate(plugins):
-        zoo.add_plugin(plugin, registry.PluginInfo(f"plugin{i}", "test"))
-    registry.reset_zoo(zoo)
+        zoo.add_plugin(plugin, loading.PluginInfo(f"plugin{i}", "test"))
+    loading.reset_zoo(zoo)
     return zoo
 
 
@@ -126,14 +126,14 @@ def test_a_bad_command_registration_sets_the_plugin_aside(call, problem):
         def register_commands(self, register):
             call(register)
 
-    zoo = registry.build_zoo(entry_points=False)
-    assert not zoo.add_plugin(Bad(), registry.PluginInfo("bad", "test"))
+    zoo = loading.build_zoo(entry_points=False)
+    assert not zoo.add_plugin(Bad(), loading.PluginInfo("bad", "test"))
     assert problem in zoo.plugins["bad"].error
     assert "ok" not in zoo.commands
 
 
 def test_the_numpy_plugin_adds_verify_and_help_imports_no_torch():
-    zoo = registry.build_zoo(entry_points=False)
+    zoo = loading.build_zoo(entry_points=False)
     assert zoo.commands.get("verify").plugin == "numpy"
     probe = (
         "import sys\nfrom zoo.cli.main import main\n"
@@ -184,12 +184,12 @@ class Pipelines:
 
 
 def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):
-    import zoo.records.reload
+    import zoo.operations.reload
 
     zoo_with(Pipelines())
     runs = {"e1": "echo-task", "s1": "silent-task"}
     monkeypatch.setattr(
-        zoo.records.reload,
+        zoo.operations.reload,
         "load_trained",
         lambda run_id, zoo=None, device="auto": SimpleNamespace(run_id=run_id, task=runs[run_id]),
     )

@@ -456,7 +456,7 @@ def summary_hash(run_id):
 
 
 def test_reproduce_compares_every_metric_but_timing_exactly():
-    from zoo.records.reproduce import compare_metrics
+    from zoo.operations.reproduce import compare_metrics
 
     lines = {
         line["metric"]: line

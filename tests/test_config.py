@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import TINY_DECODER, run_cli
 
-from zoo.core.plan import plan_run
+from zoo.train.plan import plan_run
 
 
 def train_config(model, dataset, **overrides):

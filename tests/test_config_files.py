@@ -8,7 +8,7 @@ import pytest
 import tomllib
 from conftest import TINY_DECODER, run_cli
 
-from zoo.core.catalogue import BUILTIN_FILE, load_catalogue
+from zoo.core.registry_file import BUILTIN_FILE, load_catalogue
 
 TIMING = {"tokens_per_s", "train_time"}
 SETTINGS = dict(pair.split("=") for pair in TINY_DECODER[1::2])
@@ -227,7 +227,7 @@ def test_the_builtin_presets_say_each_value_once():
 
 
 def test_a_yaml_config_file_reads_as_toml_does(tmp_path):
-    from zoo.core.configfile import read
+    from zoo.cli.config_file import read
 
     path = tmp_path / "run.yaml"
     path.write_text(

@@ -15,8 +15,8 @@ def tiny_decoder(device: str, cuda_graph: bool, dropout: float = 0.0):
     from zoo.plugins.decoder import DecoderConfig
     from zoo.plugins.decoder.model import build
 
+    from zoo.core.loading import task_loss
     from zoo.core.names import get_task
-    from zoo.core.registry import task_loss
     from zoo.train.model import TaskSpec
     from zoo.train.torch_model import TorchModel
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import pytest
 from conftest import TINY_ENCODER, run_cli
 
-from zoo.core import registry
-from zoo.core.plan import config_hash, plan_from_record, plan_run
+from zoo.core import loading
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
 from zoo.records.store import home
+from zoo.train.plan import config_hash, plan_from_record, plan_run
 
 LOADED = []  # the configs the loader was called with
 
@@ -68,9 +68,9 @@ class ReviewsPlugin:
 
 @pytest.fixture
 def reviews():
-    zoo = registry.build_zoo(entry_points=False)
-    assert zoo.add_plugin(ReviewsPlugin(), registry.PluginInfo("reviews", "test"))
-    registry.reset_zoo(zoo)
+    zoo = loading.build_zoo(entry_points=False)
+    assert zoo.add_plugin(ReviewsPlugin(), loading.PluginInfo("reviews", "test"))
+    loading.reset_zoo(zoo)
     LOADED.clear()
     return zoo
 
@@ -125,18 +125,18 @@ def test_catalogue_options_come_before_set_and_both_are_checked(reviews, tmp_pat
         '[datasets.short-reviews]\nplugin = "reviews"\nconfig = { rows = 12, lengths = [1] }\n',
         encoding="utf-8",
     )
-    registry.reset_zoo()
-    zoo = registry.get_zoo()
-    assert zoo.add_plugin(ReviewsPlugin(), registry.PluginInfo("reviews", "test"))
+    loading.reset_zoo()
+    zoo = loading.get_zoo()
+    assert zoo.add_plugin(ReviewsPlugin(), loading.PluginInfo("reviews", "test"))
     plan = plan_run("encoder-char", "short-reviews", overrides={"rows": "15"}, zoo=zoo)
     assert plan.configs["dataset"] == ReviewsConfig(rows=15, lengths=[1])
     assert plan.task == "classification"
     (tmp_path / "work" / "registry.toml").write_text(
         '[datasets.bad-reviews]\nplugin = "reviews"\nconfig = { rowz = 12 }\n', encoding="utf-8"
     )
-    registry.reset_zoo()
-    zoo = registry.get_zoo()
-    assert zoo.add_plugin(ReviewsPlugin(), registry.PluginInfo("reviews", "test"))
+    loading.reset_zoo()
+    zoo = loading.get_zoo()
+    assert zoo.add_plugin(ReviewsPlugin(), loading.PluginInfo("reviews", "test"))
     with pytest.raises(ZooError, match="Unknown dataset config key .rowz.. Did you mean: rows"):
         plan_run("encoder-char", "bad-reviews", zoo=zoo)
 
@@ -175,6 +175,6 @@ def test_bad_declared_columns_set_the_plugin_aside(columns):
         def register_datasets(self, register):
             register("bad", load_reviews, columns=columns)
 
-    zoo = registry.build_zoo(entry_points=False)
-    assert not zoo.add_plugin(Bad(), registry.PluginInfo("bad", "test"))
+    zoo = loading.build_zoo(entry_points=False)
+    assert not zoo.add_plugin(Bad(), loading.PluginInfo("bad", "test"))
     assert "columns must map roles" in zoo.plugins["bad"].error

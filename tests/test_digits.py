@@ -9,7 +9,7 @@ from conftest import TINY_DECODER, run_cli
 from zoo.plugins.digits import data as digits_data
 from zoo.plugins.digits.data import DigitsDataConfig
 
-from zoo.core import registry
+from zoo.core import loading
 from zoo.records.store import Store
 
 SMALL = dict(
@@ -58,7 +58,7 @@ def catalogue(tmp_path, name: str, **config) -> None:
         f'label_column = "target"\nconfig = {{ {options} }}\n',
         encoding="utf-8",
     )
-    registry.reset_zoo()  # the process-wide zoo read the old catalogue
+    loading.reset_zoo()  # the process-wide zoo read the old catalogue
 
 
 # -- the generator -------------------------------------------------------------------------
@@ -257,9 +257,9 @@ def test_tiny_model_learns_one_progression_family_exactly(tmp_path):
 def test_evaluate_on_a_reloaded_run_matches_the_recorded_metrics(tmp_path):
     from zoo.pipelines.next_item import evaluate
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets as data
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
 
     catalogue(tmp_path, "mixed", **SMALL)
     result = run_cli("run", "digits-char", "mixed", "--json", "--steps", 8, *TINY_DIGITS)
@@ -352,7 +352,7 @@ def test_empty_context_is_a_clear_error(tmp_path):
 
 
 def test_catalogue_names_the_digits_dataset_and_preset(cli):
-    from zoo.core.plan import plan_run
+    from zoo.train.plan import plan_run
 
     listed = cli("list", "datasets", "--json")
     digits = next(row for row in json.loads(listed.out) if row["name"] == "digits")

@@ -75,13 +75,13 @@ def test_the_readme_plugin_is_the_example_file_and_under_50_lines():
 
 def test_the_readme_plugin_trains_a_classifier(negated_reviews, one_thread, monkeypatch):
     """The plugin exactly as the README prints it, listed in a registry.toml as it says."""
-    from zoo.core import registry
+    from zoo.core import loading
 
     monkeypatch.setenv("ZOO_LOAD_PLUGINS", "meanbag")  # the suite loads built-ins only
 
     Path("meanbag.py").write_text(readme_plugin(), encoding="utf-8")
     Path("registry.toml").write_text('[plugins]\nmodules = ["./meanbag.py"]\n', encoding="utf-8")
-    registry.reset_zoo()
+    loading.reset_zoo()
     listed = run_cli("list", "architectures")
     assert "meanbag" in listed.out, listed
     result = run_cli(

@@ -80,7 +80,7 @@ def test_evaluate_sums_the_loss_of_every_window():
 
 @pytest.mark.slow
 def test_reloaded_run_evaluates_at_its_training_precision(tiny_text):
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
 
     result = run_cli(
         "run",

@@ -20,7 +20,7 @@ def probs(*rows):
 
 
 def test_the_grid_is_every_split_into_tenths():
-    from zoo.records.ensemble import weight_grid
+    from zoo.operations.ensemble import weight_grid
 
     grid = weight_grid(3)
     assert grid.shape == (66, 3)  # C(12, 2)
@@ -30,7 +30,7 @@ def test_the_grid_is_every_split_into_tenths():
 
 
 def test_a_mix_that_answers_more_rows_beats_either_run_alone():
-    from zoo.records.ensemble import fit_weights
+    from zoo.operations.ensemble import fit_weights
 
     # class 0 is right everywhere; each run alone answers two of the three rows
     weights = fit_weights(
@@ -42,7 +42,7 @@ def test_a_mix_that_answers_more_rows_beats_either_run_alone():
 
 
 def test_right_answers_first_then_the_lower_log_loss():
-    from zoo.records.ensemble import fit_weights
+    from zoo.operations.ensemble import fit_weights
 
     targets = np.array([0, 1])
     one_wrong = probs([[0.9, 0.1], [0.1, 0.9]], [[0.2, 0.8], [0.8, 0.2]])  # the second is wrong
@@ -188,6 +188,6 @@ def test_an_ensemble_preset_trains_its_members_then_reuses_them(
 
 def test_zoo_ensemble_stays_the_api_function_once_its_module_is_imported():
     import zoo
-    import zoo.records.ensemble
+    import zoo.operations.ensemble
 
     assert callable(zoo.ensemble) and zoo.ensemble.__module__ == "zoo.api"

@@ -15,7 +15,7 @@ import pytest
 from conftest import install_example, run_cli
 from test_reliability import Trial, assert_same_run, watch
 
-from zoo.core import registry
+from zoo.core import loading
 from zoo.records.store import home
 
 TINY = ["--set", "eval_interval=10"]
@@ -34,8 +34,8 @@ def regress(regress_site, monkeypatch):
     monkeypatch.syspath_prepend(str(regress_site))
     monkeypatch.setenv("PYTHONPATH", str(regress_site))
     monkeypatch.setenv("ZOO_LOAD_PLUGINS", "regress")
-    registry.reset_zoo()
-    assert registry.get_zoo().plugins["regress"].distribution == "zoo-regress"
+    loading.reset_zoo()
+    assert loading.get_zoo().plugins["regress"].distribution == "zoo-regress"
 
 
 def ok(*args) -> str:

@@ -77,9 +77,9 @@ def test_decoder_logits_match_transformers_on_validation_windows(options, tiny_t
     import transformers
     from zoo.pipelines.language_modeling import encode, split_text, windows
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
 
     run_id = trained_run("decoder-char", tiny_text, *options, steps=20)
     export(run_id, tmp_path / "out")
@@ -120,7 +120,7 @@ def test_transformers_runs_export_natively(tiny_text, tmp_path):
     import torch
     import transformers
 
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
 
     run_id = trained_run("llama-char", tiny_text, steps=5)
     export(run_id, tmp_path / "llama")

@@ -1,4 +1,4 @@
-"""Folders written whole (zoo.io.atomic_folder, which `zoo export` writes through): the
+"""Folders written whole (zoo.atomic_folders.atomic_folder, which `zoo export` writes through): the
 target is absent or complete, whatever fails or is killed; target problems are one line;
 two exports racing for one folder leave one complete export and one exit 2."""
 
@@ -8,12 +8,19 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import TINY_DECODER, run_cli
 
+from zoo.atomic_folders import MARKER, atomic_folder
 from zoo.errors import ZooError
-from zoo.io import atomic_folder
+
+
+def written(folder):
+    """What a write put in ``folder``, less the marker that says zoo wrote it."""
+    assert (folder / MARKER).is_file()
+    return sorted(p.name for p in folder.iterdir() if p.name != MARKER)
 
 
 def fill(folder, text="whole"):
@@ -30,7 +37,7 @@ def test_the_folder_appears_whole_and_only_at_the_end(tmp_path):
     with atomic_folder(target) as staging:
         fill(staging)
         assert not target.exists()
-    assert sorted(p.name for p in target.iterdir()) == ["a.txt", "b.txt"]
+    assert written(target) == ["a.txt", "b.txt"]
     assert leftovers(tmp_path) == []
 
 
@@ -46,16 +53,52 @@ def test_a_failed_write_leaves_nothing(tmp_path, error):
 
 def test_an_existing_folder_is_refused_or_replaced_whole_with_force(tmp_path):
     target = tmp_path / "out"
-    target.mkdir()
-    (target / "old.txt").write_text("old")
+    with atomic_folder(target) as staging:
+        (staging / "old.txt").write_text("old")
     with pytest.raises(ZooError, match="exists and is not empty.*--force"):
         with atomic_folder(target) as staging:
             fill(staging)
-    assert sorted(p.name for p in target.iterdir()) == ["old.txt"]
+    assert written(target) == ["old.txt"]
     with atomic_folder(target, force=True) as staging:
         fill(staging)
-    assert sorted(p.name for p in target.iterdir()) == ["a.txt", "b.txt"]
+    assert written(target) == ["a.txt", "b.txt"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # old one gone
+
+
+def test_force_never_replaces_a_folder_zoo_did_not_write(tmp_path):
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "thesis.tex").write_text("years of work")
+    with pytest.raises(ZooError, match="--force replaces only a folder zoo wrote") as caught:
+        with atomic_folder(target, force=True, what="export to") as staging:
+            fill(staging)
+    assert "\n" not in str(caught.value)
+    assert sorted(p.name for p in target.iterdir()) == ["thesis.tex"]
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("where", ["home", "inside", "run folder", "holds home", "via link"])
+def test_a_target_that_is_in_or_holds_zoo_home_is_refused_even_with_force(isolated, where):
+    home = Path(os.environ["ZOO_HOME"])
+    (home / "run-1").mkdir(parents=True)
+    (home / "run-1" / "config.json").write_text("{}")
+    (home / "zoo.db").write_text("store")
+    (isolated / "link").symlink_to(home, target_is_directory=True)
+    target = {
+        "home": home,
+        "inside": home / "export",
+        "run folder": home / "run-1",
+        "holds home": home.parent,
+        "via link": isolated / "link" / "export",
+    }[where]
+    for force in (False, True):
+        with pytest.raises(ZooError, match="ZOO_HOME") as caught:
+            with atomic_folder(target, force=force, what="export to") as staging:
+                fill(staging)
+        assert "\n" not in str(caught.value)
+    assert (home / "zoo.db").read_text() == "store"
+    assert (home / "run-1" / "config.json").read_text() == "{}"
+    assert sorted(p.name for p in home.iterdir()) == ["run-1", "zoo.db"]
 
 
 def test_an_empty_folder_is_filled(tmp_path):
@@ -108,7 +151,7 @@ def test_a_read_only_parent_is_one_line(tmp_path):
 KILLED = """
 import sys, time
 from pathlib import Path
-from zoo.io import atomic_folder
+from zoo.atomic_folders import atomic_folder
 with atomic_folder(sys.argv[1]) as staging:
     (Path(staging) / "half.txt").write_text("half")
     print("writing", flush=True)
@@ -130,8 +173,22 @@ def test_a_killed_write_leaves_no_target_and_the_next_write_clears_its_remains(t
     assert not target.exists()
     with atomic_folder(target) as staging:
         fill(staging)
-    assert sorted(p.name for p in target.iterdir()) == ["a.txt", "b.txt"]
+    assert written(target) == ["a.txt", "b.txt"]
     assert leftovers(tmp_path) == []
+
+
+def test_the_next_write_into_the_same_parent_clears_remains_of_any_name(tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(tmp_path / "killed")], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout.readline().strip() == "writing"
+    process.kill()
+    process.wait()
+    assert leftovers(tmp_path)  # the killed write's folder and lock
+    with atomic_folder(tmp_path / "another") as staging:
+        fill(staging)
+    assert leftovers(tmp_path) == []
+    assert not (tmp_path / "killed").exists() and (tmp_path / "another").is_dir()
 
 
 def test_a_live_write_beside_is_not_cleared(tmp_path):
@@ -189,3 +246,23 @@ def test_export_refuses_a_file_target_before_any_work(tiny_text, tmp_path):
     assert result.err.strip().splitlines() == [
         f"zoo: error: cannot export to {tmp_path / 'taken'}: it is a file; name a new folder"
     ]
+
+
+@pytest.mark.parametrize("where", ["home", "run folder", "holds home"])
+def test_export_into_zoo_home_is_exit_2_and_the_store_is_intact(isolated, where):
+    from zoo.records.store import Store
+
+    home = Path(os.environ["ZOO_HOME"])
+    with Store() as store:
+        store.insert("run-1", model="decoder-char", dataset="text", seed=0, status="finished")
+    (home / "run-1").mkdir(parents=True, exist_ok=True)
+    (home / "run-1" / "config.json").write_text("{}")
+    target = {"home": home, "run folder": home / "run-1", "holds home": home.parent}[where]
+    before = sorted(p.name for p in home.iterdir())
+    result = run_cli("export", "run-1", target, "--force")
+    assert result.code == 2, result
+    assert len(result.err.strip().splitlines()) == 1 and "ZOO_HOME" in result.err, result
+    assert sorted(p.name for p in home.iterdir()) == before
+    assert (home / "run-1" / "config.json").read_text() == "{}"
+    listed = run_cli("runs", "--json")
+    assert listed.code == 0 and "run-1" in listed.out, listed

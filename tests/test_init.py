@@ -37,7 +37,7 @@ def labelled(tmp_path):
 
 @pytest.mark.slow
 def test_a_language_models_body_starts_a_classifier(pretrained_decoder, labelled):
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
     from zoo.records.store import home
 
     source = pretrained_decoder["run_id"]

@@ -61,9 +61,9 @@ def test_same_seed_same_metrics(tiny_text):
 def test_reloaded_weights_give_the_same_validation_loss(tiny_text):
     from zoo.pipelines.language_modeling import SplitTokens, evaluate, split_metrics, split_text
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
 
     summary = tiny_run(tiny_text)
     trained = load_trained(summary["run_id"])

@@ -1,6 +1,6 @@
 """The core (`zoo/`) knows no built-in plugin or pipeline: it reaches them only through the
 registry, as it reaches third-party ones. The one list that names them is
-`zoo.core.registry.DEFAULT_PLUGINS`, the modules registered at start-up (pytest's
+`zoo.core.loading.DEFAULT_PLUGINS`, the modules registered at start-up (pytest's
 `default_plugins`)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from zoo.core import registry
+from zoo.core import loading
 
-CORE = Path(registry.__file__).parent.parent  # zoo/, every sub-package included
+CORE = Path(loading.__file__).parent.parent  # zoo/, every sub-package included
 BUILT_INS = ("zoo.plugins", "zoo.pipelines")
 
 
@@ -56,8 +56,8 @@ def violations(core: Path) -> list[str]:
     bad = []
     for path in sorted(core.rglob("*.py")):
         allowed = set()
-        if path == core / "core" / "registry.py":  # the list, and the prefix its plugin names drop
-            allowed = {*registry.DEFAULT_PLUGINS, "zoo.plugins."}
+        if path == core / "core" / "loading.py":  # the list, and the prefix its plugin names drop
+            allowed = {*loading.DEFAULT_PLUGINS, "zoo.plugins."}
         for line, module in imports(path, core):
             if is_built_in(module) and module not in allowed:
                 bad.append(f"{path.relative_to(core.parent)}:{line} imports {module}")
@@ -86,12 +86,12 @@ def test_the_layering_check_catches_an_import_that_comes_back(tmp_path, source):
     core.mkdir()
     (core / "cli.py").write_text(source + "\n", encoding="utf-8")
     (core / "core").mkdir()
-    (core / "core" / "registry.py").write_text(f"DEFAULT_PLUGINS = {registry.DEFAULT_PLUGINS!r}\n")
+    (core / "core" / "loading.py").write_text(f"DEFAULT_PLUGINS = {loading.DEFAULT_PLUGINS!r}\n")
     where = {line.split(" imports ")[0] for line in violations(core)}
     assert where == {f"zoo/cli.py:{source.count(chr(10)) + 1}"}, source
 
 
 def test_only_the_registry_lists_the_built_ins_and_only_as_plugins_to_register():
-    registry_file = Path(registry.__file__)
+    registry_file = Path(loading.__file__)
     listed = {module for _, module in imports(registry_file) if is_built_in(module)}
-    assert listed == {*registry.DEFAULT_PLUGINS, "zoo.plugins."}
+    assert listed == {*loading.DEFAULT_PLUGINS, "zoo.plugins."}

@@ -312,7 +312,7 @@ def tiny_run(model, dataset, *extra, seed=0):
 
 
 def test_numpy_char_trains_through_the_pipeline_and_reloads_into_torch(tiny_text):
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
     from zoo.records.store import home
 
     summary = tiny_run("numpy-char", tiny_text)

@@ -23,7 +23,7 @@ def build_unpooled(config, spec):
 def unpooled():
     from dataclasses import dataclass
 
-    from zoo.core.registry import PluginInfo, get_zoo
+    from zoo.core.loading import PluginInfo, get_zoo
     from zoo.hookspecs import hookimpl
 
     @dataclass
@@ -83,8 +83,8 @@ def test_cross_entropy_refuses_logits_that_do_not_fit_the_targets():
 def test_every_built_in_architecture_meets_its_tasks_declared_shape(model):
     """The probe itself on every built-in pair of architecture and task."""
     from zoo.core.config import build_config
+    from zoo.core.loading import get_zoo
     from zoo.core.names import get_task, resolve_model
-    from zoo.core.registry import get_zoo
     from zoo.train.losses import check_output
     from zoo.train.model import TaskSpec
     from zoo.train.torch_model import as_model

@@ -53,7 +53,7 @@ def test_wheel_holds_namespaced_packages_and_the_catalogue(tmp_path):
     )
     probe = (
         "import zoo, zoo.plugins.decoder, zoo.pipelines.language_modeling;"
-        "from zoo.core.catalogue import load_catalogue;"
+        "from zoo.core.registry_file import load_catalogue;"
         "print(zoo.__file__); print(sorted(load_catalogue([]).models))"
     )
     result = subprocess.run(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import install_example, run_cli, run_python, run_zoo
 
-from zoo.core import registry
+from zoo.core import loading
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
 
@@ -121,7 +121,7 @@ def test_broken_plugins_are_set_aside_and_named(broken_site):
     assert any("broken_hook" in w and "hook exploded" in w for w in warnings)
     assert "SET ASIDE" in result.out
     # Nothing of the half-registered plugin stays, and the built-ins still work.
-    zoo = registry.get_zoo()
+    zoo = loading.get_zoo()
     assert "half" not in zoo.architectures and "decoder" in zoo.architectures
 
 
@@ -140,13 +140,13 @@ class Clashing:
 
 
 def test_a_name_clash_is_an_error_never_an_overwrite(capsys):
-    zoo = registry.build_zoo(entry_points=False)
+    zoo = loading.build_zoo(entry_points=False)
     original = zoo.architectures.get("decoder")
-    assert not zoo.add_plugin(Clashing(), registry.PluginInfo("clashing", "test"))
+    assert not zoo.add_plugin(Clashing(), loading.PluginInfo("clashing", "test"))
     assert "clashes" in capsys.readouterr().err
     assert zoo.architectures.get("decoder") is original
     with pytest.raises(ZooError, match="clashes with the one from plugin 'decoder'"):
-        zoo.add_plugin(Clashing(), registry.PluginInfo("clashing2", "test"), strict=True)
+        zoo.add_plugin(Clashing(), loading.PluginInfo("clashing2", "test"), strict=True)
 
 
 class Misspelled:
@@ -156,8 +156,8 @@ class Misspelled:
 
 
 def test_a_misspelled_hook_fails_loudly():
-    zoo = registry.build_zoo(entry_points=False)
-    assert not zoo.add_plugin(Misspelled(), registry.PluginInfo("misspelled", "test"))
+    zoo = loading.build_zoo(entry_points=False)
+    assert not zoo.add_plugin(Misspelled(), loading.PluginInfo("misspelled", "test"))
     assert "register_architecture" in zoo.plugins["misspelled"].error
 
 
@@ -168,8 +168,8 @@ def test_in_process_registration_and_lookup():
             register("tiny2", "zoo.plugins.decoder.model:build", tasks=("language-modeling",))
             register("tiny10", "zoo.plugins.decoder.model:build", tasks=("language-modeling",))
 
-    zoo = registry.build_zoo(entry_points=False)
-    assert zoo.add_plugin(Extra(), registry.PluginInfo("extra", "test"))
+    zoo = loading.build_zoo(entry_points=False)
+    assert zoo.add_plugin(Extra(), loading.PluginInfo("extra", "test"))
     assert zoo.architectures.names("tiny*") == ["tiny2", "tiny10"]  # natural sort
     with pytest.raises(ZooError, match="Did you mean: decoder"):
         zoo.architectures.get("decodr")
@@ -206,9 +206,9 @@ class WithoutBlockSize:
 def test_an_architecture_without_a_block_size_is_exit_2_naming_its_plugin(tiny_text):
     from zoo.records.store import Store
 
-    zoo = registry.build_zoo(entry_points=False)
-    assert zoo.add_plugin(WithoutBlockSize(), registry.PluginInfo("sizeless", "test"))
-    registry.reset_zoo(zoo)
+    zoo = loading.build_zoo(entry_points=False)
+    assert zoo.add_plugin(WithoutBlockSize(), loading.PluginInfo("sizeless", "test"))
+    loading.reset_zoo(zoo)
     for name, problem in (
         ("noconfig", "registers no config dataclass"),
         ("noblock", "has a config (WidthOnly) with no integer block_size"),

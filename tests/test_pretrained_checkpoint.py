@@ -150,7 +150,7 @@ def test_fine_tuned_logits_are_the_checkpoints_whatever_the_padding(checkpoint, 
     import transformers
     from zoo.pipelines.classification import predict
 
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
 
     folder, _ = checkpoint
     result = run_cli(

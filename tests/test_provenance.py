@@ -9,7 +9,7 @@ import textwrap
 import pytest
 from conftest import TINY_DECODER, press_ctrl_c, run_cli
 
-from zoo.core import registry
+from zoo.core import loading
 from zoo.records.store import Store, home
 from zoo.train import checkpoints
 
@@ -37,7 +37,7 @@ def change(path):
     """Edit the plugin's source (its behaviour stays, its code does not) and start afresh,
     as a new `zoo` process would."""
     path.write_text(path.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
-    registry.reset_zoo()
+    loading.reset_zoo()
 
 
 def sweep(dataset):
@@ -62,7 +62,7 @@ def test_a_changed_local_plugin_is_a_new_sweep_cell(local_plugin, tiny_text):
         "version": "0.1.0",
         "source": "builtin",
     }
-    registry.reset_zoo()
+    loading.reset_zoo()
     assert "0 trained, 1 already finished" in sweep(tiny_text).err  # same code: done
     change(local_plugin)
     sweep(tiny_text)
@@ -104,7 +104,7 @@ def test_resume_refuses_across_a_plugin_change_naming_the_plugin(
     assert refused.code == 2, refused
     assert "plugin 'my_arch' changed" in refused.err and run_id in refused.err
     assert len(refused.err.strip().splitlines()) == 1
-    registry.reset_zoo()
+    loading.reset_zoo()
     local_plugin.write_text(PLUGIN, encoding="utf-8")  # the code it started with: resumable
     resumed = run_cli("resume", run_id, "--json")
     assert resumed.code == 0, resumed

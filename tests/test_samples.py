@@ -42,7 +42,7 @@ def record(model, seed, value, *, steps=100, held_out=None, kind="train", create
 
 
 def ensemble_row(members: list[str], seed, value) -> str:
-    """An ensemble row as zoo.records.ensemble records it."""
+    """An ensemble row as zoo.operations.ensemble records it."""
     with Store() as store:
         rows = {r["id"]: r for r in store.rows()}
         run_id = f"e{next(_ids)}"

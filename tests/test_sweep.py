@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from conftest import TINY_DECODER, run_cli
 
-from zoo.core import registry
+from zoo.core import loading
 from zoo.hookspecs import hookimpl
 from zoo.records.store import Store
 
@@ -30,9 +30,9 @@ class HeadlessPlugin:
 
 @pytest.fixture
 def with_headless():
-    zoo = registry.build_zoo(entry_points=False)
-    assert zoo.add_plugin(HeadlessPlugin(), registry.PluginInfo("headless", "test"))
-    registry.reset_zoo(zoo)
+    zoo = loading.build_zoo(entry_points=False)
+    assert zoo.add_plugin(HeadlessPlugin(), loading.PluginInfo("headless", "test"))
+    loading.reset_zoo(zoo)
     return zoo
 
 

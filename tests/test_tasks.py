@@ -13,7 +13,7 @@ from conftest import REPO
 
 import zoo
 import zoo.plugin
-from zoo.core import registry
+from zoo.core import loading
 from zoo.core.names import get_task, tasks_for
 from zoo.errors import ZooError
 from zoo.plugin import Metric, Task, hookimpl
@@ -47,9 +47,9 @@ class ScoringPlugin:
 
 @pytest.fixture
 def with_scoring():
-    zoo_ = registry.build_zoo(entry_points=False)
-    assert zoo_.add_plugin(ScoringPlugin(), registry.PluginInfo("scoring", "test"))
-    registry.reset_zoo(zoo_)
+    zoo_ = loading.build_zoo(entry_points=False)
+    assert zoo_.add_plugin(ScoringPlugin(), loading.PluginInfo("scoring", "test"))
+    loading.reset_zoo(zoo_)
     return zoo_
 
 
@@ -76,7 +76,7 @@ def test_a_new_task_is_known_only_through_its_registration(with_scoring):
 
 
 def test_the_builtin_tasks_register_through_the_same_hook():
-    zoo_ = registry.get_zoo()
+    zoo_ = loading.get_zoo()
     for entry in zoo_.pipelines.entries():
         assert isinstance(entry.task, Task) and entry.task.name == entry.name
         assert entry.plugin == "zoo.pipelines"
@@ -105,8 +105,8 @@ def test_a_pipeline_must_declare_the_task_it_serves(register_args, message):
         def register_pipelines(self, register):
             register(name, Scoring, **register_args)
 
-    zoo_ = registry.build_zoo(entry_points=False)
-    assert not zoo_.add_plugin(Undeclared(), registry.PluginInfo("undeclared", "test"))
+    zoo_ = loading.build_zoo(entry_points=False)
+    assert not zoo_.add_plugin(Undeclared(), loading.PluginInfo("undeclared", "test"))
     assert message in zoo_.plugins["undeclared"].error
 
 
@@ -140,7 +140,7 @@ def test_the_engine_trains_with_the_declared_loss():
         def forward(self, x, mask=None):
             return x.float() @ self.weight  # scores [B]
 
-    model = TorchModel(Linear(), loss=registry.task_loss(SCORE))
+    model = TorchModel(Linear(), loss=loading.task_loss(SCORE))
     model.configure_optimizer(0.1, 0.0)
     x = np.eye(3, dtype=np.float32)
     y = np.array([1.0, 2.0, 3.0], dtype=np.float32)
@@ -161,7 +161,7 @@ def test_run_figures_are_declared_by_the_core():
 def test_no_core_module_names_a_builtin_task():
     """As `grep -rn` of zoo/ sees it: every file of the core (not following links: the
     catalogue, registry.toml, is data linked in from the repository's root)."""
-    names = [entry.name for entry in registry.get_zoo().pipelines.entries()]
+    names = [entry.name for entry in loading.get_zoo().pipelines.entries()]
     pattern = re.compile("|".join(re.escape(n) for n in names))
     found = []
     for folder, dirs, files in os.walk(REPO / "zoo"):
@@ -297,9 +297,9 @@ def test_a_task_whose_loss_cannot_be_imported_fails_before_a_run_is_recorded(tin
                 config="zoo.pipelines.language_modeling:LanguageModelingConfig",
             )
 
-    zoo_ = registry.build_zoo(entry_points=False)
-    assert zoo_.add_plugin(Broken(), registry.PluginInfo("broken", "test"))
-    registry.reset_zoo(zoo_)
+    zoo_ = loading.build_zoo(entry_points=False)
+    assert zoo_.add_plugin(Broken(), loading.PluginInfo("broken", "test"))
+    loading.reset_zoo(zoo_)
     result = run_cli("run", "brokendec-char", tiny_text, "--steps", 2, *TINY_DECODER)
     assert result.code == 2 and "Cannot load loss of task 'broken-task'" in result.err, result
     with Store() as store:

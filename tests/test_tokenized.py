@@ -13,7 +13,7 @@ from zoo.plugins.bpe import BPEConfig, BPETokenizer
 from zoo.plugins.char import CharConfig, CharTokenizer
 from zoo.plugins.fasttext.wordpunct import WordPunctTokenizer
 
-from zoo.core.registry import get_zoo
+from zoo.core.loading import get_zoo
 from zoo.data import datasets as data
 from zoo.data import encoded
 from zoo.data.tokenizer import ragged, unragged

@@ -10,7 +10,7 @@ import time
 import pytest
 from conftest import TINY_DECODER, run_cli
 
-from zoo.core import registry
+from zoo.core import loading
 from zoo.hookspecs import hookimpl
 from zoo.records.store import Store, home
 
@@ -189,9 +189,9 @@ class TrackerPlugin:
 
 @pytest.fixture
 def with_trackers():
-    zoo = registry.build_zoo(entry_points=False)
-    assert zoo.add_plugin(TrackerPlugin(), registry.PluginInfo("test-trackers", "test"))
-    registry.reset_zoo(zoo)
+    zoo = loading.build_zoo(entry_points=False)
+    assert zoo.add_plugin(TrackerPlugin(), loading.PluginInfo("test-trackers", "test"))
+    loading.reset_zoo(zoo)
     Slow.calls = []
 
 

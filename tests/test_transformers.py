@@ -69,9 +69,9 @@ def test_language_models_train_record_generate_and_compare(model, extra, tiny_te
 def test_reloaded_run_gives_the_recorded_validation_loss(tiny_text):
     from zoo.pipelines.language_modeling import encode, evaluate, split_metrics, split_text
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
 
     summary = run_json("gpt2-char", tiny_text, "--steps", 6, *TINY_ANY, "--set", "sample_tokens=5")
     trained = load_trained(summary["run_id"])
@@ -96,7 +96,7 @@ def test_decoders_classify_at_the_last_real_token_whatever_the_padding(model, la
     """Right padding must not change a text's logits: the head reads its last real token."""
     import torch
 
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
 
     summary = run_json(model, labelled, "--steps", 4, *TINY_ANY)
     assert summary["task"] == "classification"
@@ -203,7 +203,7 @@ def test_fine_tuning_starts_from_the_checkpoint_and_trains(tiny_text, tmp_path):
     from zoo.plugins.transformers.model import TransformersModel
     from zoo.plugins.transformers.tokenizer import PretrainedTokenizer
 
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets
     from zoo.train.losses import cross_entropy
     from zoo.train.torch_model import TorchModel
@@ -249,7 +249,7 @@ def test_fine_tuning_starts_from_the_checkpoint_and_trains(tiny_text, tmp_path):
     generated = run_cli("generate", tuned["run_id"], "--prompt", "line", "--tokens", 5)
     assert generated.code == 0 and generated.out.startswith("line"), generated
     with torch.no_grad():  # the run's tokenizer is the checkpoint's, roles included
-        from zoo.records.reload import load_trained
+        from zoo.operations.reload import load_trained
 
         reloaded = load_trained(tuned["run_id"]).tokenizer
         assert reloaded.encode("line 1") == tokenizer.encode("line 1")

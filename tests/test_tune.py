@@ -16,7 +16,7 @@ from conftest import run_cli
 
 from zoo.errors import ZooError
 from zoo.records.store import Store, home
-from zoo.search.space import parse_space
+from zoo.tune.space import parse_space
 
 optuna = pytest.importorskip("optuna")
 
@@ -129,7 +129,7 @@ def test_a_space_that_does_not_fit_the_model_exits_2_before_training(
 
 
 def _plan(dataset, **overrides):
-    from zoo.core.plan import plan_run
+    from zoo.train.plan import plan_run
 
     settings = {
         "dim": 8,
@@ -166,7 +166,7 @@ def test_the_loop_callback_stops_a_run_which_is_recorded_with_its_status_and_ste
 
 @pytest.mark.slow
 def test_the_trial_reporter_prunes_a_trial_below_the_median(tmp_path):
-    from zoo.search.study import TrialReporter
+    from zoo.tune.study import TrialReporter
 
     url = f"sqlite:///{tmp_path / 'studies.db'}"
     study = optuna.create_study(
@@ -196,7 +196,7 @@ def test_trials_never_read_the_test_split_and_the_best_is_scored_on_test_once(
     negated_reviews, monkeypatch
 ):
     from zoo.data.datasets import LoadedDataset
-    from zoo.search import report
+    from zoo.tune import report
 
     reads, phase = [], ["trials"]
     original_split, original_test_once = LoadedDataset.split, report.test_once
@@ -503,7 +503,7 @@ def test_a_config_file_with_an_unknown_key_exits_2_with_a_did_you_mean(tmp_path)
 def test_each_task_trains_and_reports_with_the_test_split_held_out(
     model, task, settings, negated_reviews, tiny_text
 ):
-    from zoo.core.plan import plan_run
+    from zoo.train.plan import plan_run
     from zoo.train.runner import execute
 
     dataset = {"fasttext-wordpunct": negated_reviews, "digits-char": "digits"}.get(model, tiny_text)
@@ -521,7 +521,7 @@ def test_each_task_trains_and_reports_with_the_test_split_held_out(
 
 
 def _study_result(tuned, preset, seeds=(1, 2, 3), **fields):
-    from zoo.search.report import StudyResult
+    from zoo.tune.report import StudyResult
 
     result = StudyResult(
         "m-word", "reviews", "s", "val_accuracy", "test_accuracy", {"COMPLETE": 3}, 1.0
@@ -536,7 +536,7 @@ def _study_result(tuned, preset, seeds=(1, 2, 3), **fields):
 
 
 def test_the_tune_table_prints_tuned_minus_preset_paired_by_seed_with_its_t_interval():
-    from zoo.search.report import table
+    from zoo.tune.report import table
 
     # differences 0.01, 0.02, 0.03: mean 0.02, sd 0.01, t(0.975, 2) = 4.302653:
     # 0.02 ± 4.302653 * 0.01 / sqrt(3) = [-0.00484, 0.04484]
@@ -556,7 +556,7 @@ def test_the_tune_table_prints_tuned_minus_preset_paired_by_seed_with_its_t_inte
 
 
 def test_reruns_are_on_seeds_other_than_the_trials():
-    from zoo.search.trials import TRIAL_SEED, rerun_seeds
+    from zoo.tune.trials import TRIAL_SEED, rerun_seeds
 
     assert TRIAL_SEED not in rerun_seeds(5) and len(set(rerun_seeds(5))) == 5
 
@@ -564,8 +564,8 @@ def test_reruns_are_on_seeds_other_than_the_trials():
 @pytest.mark.slow
 def test_best_settings_equal_to_the_preset_are_one_set_of_runs_counted_once(negated_reviews):
     # both choices are the preset's own learning rate, written two ways: tuned == preset
+    from zoo.core.loading import get_zoo
     from zoo.core.names import resolve_model
-    from zoo.core.registry import get_zoo
 
     lr = float(resolve_model("fasttext-wordpunct", get_zoo()).overrides["lr"])
     space = f"lr=choice({lr!r},{lr:.6e})"

@@ -63,7 +63,7 @@ def test_a_long_value_is_not_echoed_back_whole(args):
 def test_a_partial_is_named_by_its_function_in_messages():
     import functools
 
-    from zoo.core.entries import describe_target
+    from zoo.core.kinds import describe_target
     from zoo.errors import shown
 
     def build(config, spec, extra):

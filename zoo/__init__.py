@@ -35,7 +35,7 @@ _LAZY = {
     "LoadedRun": "zoo.results",
     "Evaluation": "zoo.results",
     "SweepResult": "zoo.results",
-    "Ensemble": "zoo.records.ensemble",
+    "Ensemble": "zoo.operations.ensemble",
     "tune": "zoo.api",
     "TuneResult": "zoo.results",
 }

@@ -34,7 +34,7 @@ from zoo.errors import ZooError
 from zoo.results import Evaluation, LoadedRun, Run, SweepResult, TuneResult
 
 if TYPE_CHECKING:
-    from zoo.records.ensemble import Ensemble
+    from zoo.operations.ensemble import Ensemble
 
 
 def run(
@@ -65,9 +65,9 @@ def run(
     (`--init`). When the output is not a terminal, a progress line comes every
     ``log_every`` steps (``50``) or seconds (``"30s"``; default: about ten a run, at least
     every 30 s, and one per validation); ``quiet`` prints no progress."""
-    from zoo.core.plan import plan_run
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.train import distributed
+    from zoo.train.plan import plan_run
     from zoo.train.progress import parse_log_every
     from zoo.train.runner import execute
 
@@ -79,7 +79,7 @@ def run(
     except ValueError as exc:
         raise ZooError(str(exc)) from None
     if model in get_zoo().catalogue.ensembles:
-        from zoo.records.ensemble import run_preset
+        from zoo.operations.ensemble import run_preset
 
         return run_preset(
             model,
@@ -129,7 +129,7 @@ def resume(run_id: str, *, quiet: bool = False) -> Run:
 def reproduce(run_id: str, *, device: str | None = None, quiet: bool = False) -> dict:
     """Train a run's recorded config again and compare every metric (`zoo reproduce`): a
     report with ``match``, ``run_id``, ``rerun_id`` and one line per metric."""
-    from zoo.records.reproduce import reproduce as reproduce_run
+    from zoo.operations.reproduce import reproduce as reproduce_run
 
     if device is not None and device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
@@ -250,7 +250,7 @@ def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto
     (``weights="fit"``), score validation and test, and record the ensemble as a row of its
     own (`zoo ensemble`). Returns a ``zoo.Ensemble``: its id, name, the runs with their
     weights, and its metrics."""
-    from zoo.records.ensemble import ensemble as combine
+    from zoo.operations.ensemble import ensemble as combine
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
@@ -293,12 +293,14 @@ def tune(
     ``settings`` apply to every trial and re-run, as ``--steps`` and ``--set`` do. The other
     options mean what the command's options of the same names mean.
     """
-    from zoo.search.report import preset_snippet, table
-    from zoo.search.space import parse_space
-    from zoo.search.study import Search
-    from zoo.search.tuning import run_search
+    from zoo.atomic_folders import check_output_folder
+    from zoo.home import check_name_part, zoo_home
     from zoo.sweeps.cells import MAX_CELLS
     from zoo.sweeps.executors import make_executor
+    from zoo.tune.report import preset_snippet, table
+    from zoo.tune.space import parse_space
+    from zoo.tune.study import Search
+    from zoo.tune.tuning import run_search
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
@@ -320,9 +322,11 @@ def tune(
         sampler=sampler,
         seed=None if sampler_seed is None else integer_argument("sampler_seed", sampler_seed),
         storage=storage,
-        study=study,
+        study=None if study is None else check_name_part(study, "study"),
         device=device,
     )
+    if plot is not None:  # ZOO_HOME/tune is where they go by default
+        check_output_folder(plot, "write plots into", allowed=[zoo_home() / "tune"])
     reruns = 2 * search.seeds * len(search.models) * len(search.datasets)  # tuned and preset
     if reruns > MAX_CELLS:
         raise ZooError(

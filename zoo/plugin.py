@@ -73,15 +73,15 @@ _LAZY = {
     "Batch": "zoo.train.loop",
     "TrainResult": "zoo.train.loop",
     "train": "zoo.train.loop",
-    "Trained": "zoo.records.reload",
-    "load_trained": "zoo.records.reload",
+    "Trained": "zoo.operations.reload",
+    "load_trained": "zoo.operations.reload",
     # files from strangers, written atomically
-    "natural_key": "zoo.core.entries",
+    "natural_key": "zoo.core.kinds",
     "load_json": "zoo.io",
     "load_safetensors": "zoo.io",
     "atomic_write_text": "zoo.io",
-    "atomic_folder": "zoo.io",
-    "check_new_folder": "zoo.io",
+    "atomic_folder": "zoo.atomic_folders",
+    "check_new_folder": "zoo.atomic_folders",
 }
 
 __all__ = [

@@ -68,7 +68,7 @@ class Evaluation:
     @classmethod
     def record(cls, run_id: str, dataset: str, split: str, **options) -> Evaluation:
         """Score a finished run on a split and record the evaluation row (`zoo eval`)."""
-        from zoo.records.evaluate import evaluate_run
+        from zoo.operations.evaluate import evaluate_run
 
         result = evaluate_run(run_id, dataset, split, **options)
         return cls(
@@ -92,8 +92,8 @@ class LoadedRun:
     @classmethod
     def open(cls, run_id: str, device: str = "auto") -> LoadedRun:
         """Reload a finished run (an id or a unique prefix of one) from its folder."""
-        from zoo.core.registry import get_zoo
-        from zoo.records.reload import load_trained
+        from zoo.core.loading import get_zoo
+        from zoo.operations.reload import load_trained
 
         zoo = get_zoo()
         trained = load_trained(run_id, zoo, device=device)

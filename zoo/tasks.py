@@ -7,7 +7,7 @@ direction and unit, the primary metric, the datasets the task can use, the predi
 and the validation metric the training curve draws.
 
 This module imports nothing heavy: a loss is named as ``"module:attr"`` (or given as the
-function) and imported on first use (``zoo.core.registry.task_loss``), so listing the zoo stays
+function) and imported on first use (``zoo.core.loading.task_loss``), so listing the zoo stays
 fast.
 """
 

@@ -1,12 +1,18 @@
 """The model card (README.md) of an exported run, in Hugging Face's layout: a YAML metadata
 header (library, tags, datasets, metrics and the results as a model-index, which
 ``huggingface_hub.ModelCard.load`` reads back), then the run's config, its metrics with
-units, its data, how it was trained, its limitations and how to load it."""
+units, its data, how it was trained, its limitations and how to load it.
+
+Names that came from the user (a dataset's file name, a column) are data in the card, never
+markdown: shown as one-line code spans, in the title as a safe file-name part, and a local
+file is named without the folder it lives in (a card is published; the path is private)."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
+from pathlib import PurePath
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
@@ -23,7 +29,9 @@ def model_card(trained, model_class: str, *, exported_as: str) -> str:
     config, row = trained.config, trained.row
     metrics = {k: v for k, v in (row.get("metrics") or {}).items() if _number(v)}
     task = trained.declared_task
-    name = f"zoo-{config['model']}-{config['dataset']}-{trained.run_id}"
+    # the title and model name: letters, digits, '.', '_' and '-' only, whatever the dataset
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", f"zoo-{config['model']}-{config['dataset']}")[:160]
+    name = f"{name}-{trained.run_id}"
     dataset_id = config.get("dataset_id") or config["dataset"]
     hub_dataset = _hub_id(dataset_id)
     results = [
@@ -53,7 +61,7 @@ def model_card(trained, model_class: str, *, exported_as: str) -> str:
             f"# {name}",
             f"A {config['architecture']} model with a {config['tokenizer']} tokenizer, trained by "
             f"zoo as run `{trained.run_id}` ({config['model']} on "
-            f"{config['dataset']}, {trained.task}) and exported as a transformers "
+            f"{_code(config['dataset'])}, {trained.task}) and exported as a transformers "
             f"`{model_class}` ({exported_as}).",
             "## Results\n\n" + _metrics_table(task, metrics),
             "## Data\n\n" + _data(config),
@@ -106,11 +114,13 @@ def _metrics_table(task, metrics: dict) -> str:
 
 
 def _data(config: dict) -> str:
-    where = config.get("dataset_id") or config["dataset"]
+    where = str(config.get("dataset_id") or config["dataset"])
+    if _hub_id(where) is None:  # a local file or folder: its name, not where it lives
+        where = f"a local file, {PurePath(where).name}"
     parts = [
-        f"Dataset `{config['dataset']}` (`{where}`), text column "
-        f"`{config.get('text_column')}`"
-        + (f", label column `{config['label_column']}`" if config.get("label_column") else "")
+        f"Dataset {_code(config['dataset'])} ({_code(where)}), text column "
+        f"{_code(config.get('text_column'))}"
+        + (f", label column {_code(config['label_column'])}" if config.get("label_column") else "")
         + ": trained on its train split, validated on validation, tested on "
         "test."
     ]
@@ -158,7 +168,7 @@ def _config(config: dict) -> str:
 def _limitations(trained) -> str:
     return (
         f"A small model trained for research and comparison on one dataset "
-        f"(`{trained.config['dataset']}`): it reflects that data's language, topics and "
+        f"({_code(trained.config['dataset'])}): it reflects that data's language, topics and "
         "biases, is not tuned for safety or factuality, and should not be used for "
         "decisions about people. Figures hold for that dataset's splits only."
     )
@@ -175,6 +185,13 @@ def _loading(task: str) -> str:
         f'model = {auto}.from_pretrained("PATH")\n'
         "```"
     )
+
+
+def _code(value, limit: int = 200) -> str:
+    """``value`` as a one-line markdown code span: no line breaks or backticks, so it can
+    start no heading, rule, link or HTML, and end no span."""
+    text = re.sub(r"[\x00-\x1f\x7f`]+", " ", str(value)).strip()[:limit]
+    return f"`{text}`" if text else "``"
 
 
 def _hub_id(dataset_id: str) -> str | None:

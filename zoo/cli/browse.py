@@ -18,7 +18,7 @@ LIST_KINDS = (
 
 def cmd_list(args) -> int:
     from zoo.cli import listing
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
 
     zoo = get_zoo()
     if args.matrix:
@@ -42,7 +42,7 @@ def cmd_list(args) -> int:
 
 def cmd_show(args) -> int:
     from zoo.cli import showing
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
 
     if args.config:
         return show_run_config(args)
@@ -82,8 +82,8 @@ def show_record(zoo, name: str) -> dict:
 
 def show_run_config(args) -> int:
     """zoo show RUN --config: a config file that trains the run again."""
+    from zoo.cli.config_file import for_run
     from zoo.cli.options import emit_text
-    from zoo.core.configfile import for_run
     from zoo.records.store import Store
 
     with Store() as store:

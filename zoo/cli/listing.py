@@ -3,7 +3,7 @@ formatting."""
 
 from __future__ import annotations
 
-from zoo.core.entries import natural_key
+from zoo.core.kinds import natural_key
 from zoo.core.names import choose_task, model_names, resolve_model
 from zoo.errors import ZooError
 

@@ -14,8 +14,8 @@ import signal
 import sys
 
 from zoo import __version__
-from zoo.cli import browse, inference, results, search, training
-from zoo.cli.options import others_print_to_stderr
+from zoo.cli import browse, inference, runs, training, tune
+from zoo.cli.options import check_output_options, others_print_to_stderr
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
 from zoo.errors import PluginError, SearchInterrupted, SweepInterrupted, ZooError, clip, close_names
 
@@ -53,7 +53,7 @@ class Parser(argparse.ArgumentParser):
 
 class VersionAction(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
-        from zoo.core.registry import get_zoo
+        from zoo.core.loading import get_zoo
 
         print(f"zoo {__version__}")
         for info in get_zoo().plugins.values():
@@ -63,7 +63,7 @@ class VersionAction(argparse.Action):
 
 
 def build_parser() -> Parser:
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
 
     parser = Parser(
         prog="zoo",
@@ -76,7 +76,7 @@ def build_parser() -> Parser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    for group in (browse, training, inference, results, search):
+    for group in (browse, training, inference, runs, tune):
         group.add_commands(commands)
 
     add_plugin_commands(commands, get_zoo())
@@ -120,7 +120,7 @@ def add_plugin_commands(commands, zoo) -> None:
     """The commands plugins registered (``register_commands``), after zoo's own. One whose
     name is taken or whose arguments cannot be added is set aside with a warning."""
     from zoo.core.containment import call_plugin
-    from zoo.core.registry import strict_plugins
+    from zoo.core.loading import strict_plugins
 
     for command in zoo.commands.entries():
         try:
@@ -203,6 +203,8 @@ def run_command(argv: list[str]) -> int:
             if args.verbose:
                 print(f"zoo: {choice.describe()}", file=sys.stderr)
         own = not getattr(args.handler, "plugin_command", False)  # a plugin's prints its own
+        if own:
+            check_output_options(args)
         with others_print_to_stderr(own and getattr(args, "json", False) is True):
             code = args.handler(args) or 0
         sys.stdout.flush()  # a write that fails (closed or full output) is an error, not 0

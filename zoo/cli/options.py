@@ -183,6 +183,20 @@ def finite(value):
     return value
 
 
+def check_output_options(args) -> None:
+    """The files a zoo command's --output and --plot name, checked before it does any work
+    (a long sweep never ends on a refused target). A command whose --plot is a folder
+    (tune) checks it itself."""
+    from zoo.io import check_output_file
+
+    for option in ("output", "plot"):
+        value = getattr(args, option, None)
+        if option == "plot" and getattr(args, "plot_folder", False):
+            continue
+        if isinstance(value, str) and value:
+            check_output_file(value)
+
+
 def emit_text(text: str, output: str | None) -> None:
     """Print `text`, or write it to the file --output names ('-': stdout)."""
     if output and output != "-":

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 
-from zoo.cli.configured import add_config_option
 from zoo.cli.options import add_output_options, positive_float, positive_int, print_json
-from zoo.cli.results import add_compare_options, emit_comparison
+from zoo.cli.runs import add_compare_options, emit_comparison
+from zoo.cli.training_options import add_config_option
 from zoo.core.bounds import DEVICES, seed_argument
 from zoo.train.progress import log_every_argument
 
 
 def cmd_run(args) -> int:
     from zoo import api
-    from zoo.cli import configured
+    from zoo.cli import training_options
 
-    configured.with_config_file(args, "run")
-    settings = configured.settings(args)
+    training_options.with_config_file(args, "run")
+    settings = training_options.settings(args)
     if args.compile:
         settings["train.compile"] = True
     run = api.run(
@@ -36,7 +36,7 @@ def cmd_run(args) -> int:
         settings=settings,
     )
     if not isinstance(run, api.Run):  # an ensemble preset: its members' runs, combined
-        from zoo.cli.results import print_ensemble
+        from zoo.cli.runs import print_ensemble
 
         print_ensemble(run, args.json)
         return 0
@@ -119,11 +119,11 @@ def cmd_resume(args) -> int:
 
 def cmd_sweep(args) -> int:
     from zoo import api
-    from zoo.cli import configured
+    from zoo.cli import training_options
 
-    configured.with_config_file(args, "sweep")
-    settings = configured.settings(args)
-    with configured.log_to_environment(args):  # cells in worker processes read ZOO_LOG_TO
+    training_options.with_config_file(args, "sweep")
+    settings = training_options.settings(args)
+    with training_options.log_to_environment(args):  # cells in worker processes read ZOO_LOG_TO
         result = api.sweep(
             args.models,
             args.on,
@@ -132,7 +132,7 @@ def cmd_sweep(args) -> int:
             time=args.time,
             task=args.task,
             device=args.device,
-            grid=configured.grid(args),
+            grid=training_options.grid(args),
             progress=not (args.quiet or args.json),  # plan, progress, summary
             quiet=not args.verbose or args.json,
             jobs=args.jobs,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from zoo.comparison.render import column_label, number, row_label
 from zoo.comparison.table import Comparison, describe, settings_of
-from zoo.core.entries import natural_key
+from zoo.core.kinds import natural_key
 from zoo.core.names import get_task
 from zoo.errors import ZooError
 from zoo.io import kind_of, write_output

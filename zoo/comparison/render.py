@@ -82,7 +82,7 @@ def row_label(comparison: Comparison, cell) -> str:
 def layout(comparison: Comparison):
     """Header and rows of display cells: (text, emphasis) pairs, row labels first."""
     cells = [cell for _, cell in comparison.cells.iterrows()]
-    from zoo.core.entries import natural_key
+    from zoo.core.kinds import natural_key
 
     columns = sorted({column_label(comparison, c) for c in cells}, key=natural_key)
     rows = list(dict.fromkeys(row_label(comparison, c) for c in cells))

@@ -26,7 +26,7 @@ FORMATS = ("table", "csv", "json", "markdown")
 
 def run_frame():
     """All runs: the store's columns, one per scalar metric and one per setting
-    (zoo.records.settings), `metric` and `value` (the task's primary metric and its value)."""
+    (zoo.records.columns), `metric` and `value` (the task's primary metric and its value)."""
     import pandas as pd
 
     from zoo.comparison.table import load_runs, primary_metric

@@ -15,7 +15,7 @@ import json
 def settings_of(row: dict, rows: dict | None = None) -> tuple[dict, str | None, str | None]:
     """(settings, trained_on, split) of a store row: the settings that change its result
     (an ensemble's: its members'), and for an evaluation what it scores."""
-    from zoo.records.settings import result_settings
+    from zoo.records.columns import result_settings
 
     config = row.get("config") or {}
     flat = ensemble_settings(config, rows or {}) if is_ensemble(row) else result_settings(row)
@@ -34,7 +34,7 @@ def ensemble_settings(config: dict, rows: dict) -> dict:
     """'member.setting' -> value for each combined run (a member recorded without its row,
     by its config hash), and the weighting. A member's seed is not a setting: ensembles of
     the same members at other seeds are the same configuration."""
-    from zoo.records.settings import result_settings
+    from zoo.records.columns import result_settings
 
     members = config.get("combines") or []
     names = [m.get("model") or "run" for m in members]

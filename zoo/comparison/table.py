@@ -102,10 +102,10 @@ def eval_value(metrics: dict, name: str, split: str | None):
 
 # -- loading -------------------------------------------------------------------------
 def load_runs():
-    """Every run, one column per scalar metric and per setting (zoo.records.settings), plus
+    """Every run, one column per scalar metric and per setting (zoo.records.columns), plus
     what comparisons need from the config: `settings` (the settings that change the result,
     without the seed), `trained_on` and `split` (eval rows)."""
-    from zoo.records.settings import with_setting_columns
+    from zoo.records.columns import with_setting_columns
     from zoo.records.store import Store
 
     with Store() as store:
@@ -318,7 +318,7 @@ def _values(data, metric: str | None, evals: bool):
 
 
 def _sorted(table, keys):
-    from zoo.core.entries import natural_key
+    from zoo.core.kinds import natural_key
 
     order = sorted(
         range(len(table)), key=lambda i: [natural_key(str(table.iloc[i][k])) for k in keys]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zoo.core.registry import get_zoo
+from zoo.core.loading import get_zoo
 from zoo.errors import UnknownNameError, ZooError
 from zoo.tasks import Task
 

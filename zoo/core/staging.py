@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from zoo.core.entries import (
+from zoo.core.kinds import (
     COLUMN_ROLES,
     COMMAND_PATTERN,
     NAME_PATTERN,

@@ -12,8 +12,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zoo.core.catalogue import is_hub_id
 from zoo.core.names import tasks_for
+from zoo.core.registry_file import is_hub_id
 from zoo.data.sources import (
     FILE_BUILDERS,
     DatasetRef,
@@ -134,7 +134,7 @@ def load_dataset(
 ) -> LoadedDataset:
     """A DATASET argument (catalogue alias, plugin dataset, path or Hub id) resolved and
     loaded, as `zoo run` would: the public way for a plugin to load a dataset by name."""
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
 
     zoo = zoo or get_zoo()
     return load(

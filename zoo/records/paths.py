@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from zoo.errors import ZooError
+from zoo.home import zoo_home  # noqa: F401  (where the runs folder is)
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SHOWN = 60  # characters of a bad id echoed back
@@ -31,11 +32,6 @@ def check_run_id(run_id) -> str:
         f"{shown} is not a run id: a run id is letters, digits, '.', '_' and '-' "
         "(at most 128, starting with a letter or digit); zoo runs lists them"
     )
-
-
-def zoo_home() -> Path:
-    """The runs folder: ZOO_HOME, or ./runs."""
-    return Path(os.environ.get("ZOO_HOME", "runs")).expanduser()
 
 
 def run_folder(run_id, home: Path | None = None) -> Path:

@@ -28,7 +28,7 @@ class Cell:
     dataset: str
     seed: int
     setting: dict = field(default_factory=dict)  # this cell's --grid values, of their types
-    plan: object = None  # zoo.core.plan.Plan, when the cell can run
+    plan: object = None  # zoo.train.plan.Plan, when the cell can run
     config_hash: str | None = None
     skip: str | None = None  # why the cell cannot run
     done: str | None = None  # the finished run that already holds this cell
@@ -87,7 +87,7 @@ class Sweep:
 
 def expand_models(patterns: list[str], zoo) -> list[str]:
     """Model names, with wildcards matched against every preset and pair in the registry."""
-    from zoo.core.entries import natural_key
+    from zoo.core.kinds import natural_key
     from zoo.core.names import model_names, resolve_model
 
     # ensemble presets combine other runs (zoo run NAME); a sweep trains single models
@@ -115,9 +115,9 @@ def plan_sweep(
     zoo=None,
     grid: dict[str, list[str]] | None = None,
 ) -> Sweep:
-    from zoo.core.plan import config_hash, plan_run
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.records.store import Store
+    from zoo.train.plan import config_hash, plan_run
 
     zoo = zoo or get_zoo()
     if seeds <= 0:
@@ -181,7 +181,7 @@ def plan_sweep(
 def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
     """The config classes (model, tokenizer, train) of every model x dataset pair that can
     run without the grid: what the grid's keys and values are checked against."""
-    from zoo.core.plan import plan_run
+    from zoo.train.plan import plan_run
 
     found = []
     for model in names:

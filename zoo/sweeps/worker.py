@@ -74,16 +74,16 @@ def run_cell(task: dict, send=None) -> dict:
 
 
 def _train(task: dict, journal: Journal) -> dict:
-    from zoo.core import registry
-    from zoo.core.plan import config_hash, plan_run
+    from zoo.core import loading
+    from zoo.train.plan import config_hash, plan_run
     from zoo.train.resume import ResumeRefused, resume
     from zoo.train.runner import execute
 
     os.environ.update(task["env"])  # the driver's ZOO_HOME, registry and plugin settings
     if task.get("cwd") and os.path.isdir(task["cwd"]):
         os.chdir(task["cwd"])  # dataset paths mean what they meant on the driver
-    registry.reset_zoo()  # a reused worker may have built its zoo under other settings
-    zoo = registry.get_zoo()
+    loading.reset_zoo()  # a reused worker may have built its zoo under other settings
+    zoo = loading.get_zoo()
     plan = plan_run(
         task["model"],
         task["dataset"],

@@ -201,8 +201,8 @@ class Job:
         """The architecture built for ``spec`` (a ``zoo.plugin.TaskSpec``) on the run's device, as a
         ``zoo.plugin.Model`` that trains with the task's declared loss."""
         from zoo.core.containment import call_plugin
+        from zoo.core.loading import task_loss
         from zoo.core.names import get_task
-        from zoo.core.registry import task_loss
         from zoo.train.torch_model import as_model, pick_device
 
         task = self.declared_task or get_task(self.task)

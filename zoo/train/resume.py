@@ -8,9 +8,7 @@ import json
 import os
 import sys
 
-from zoo.core.plan import plan_from_record
-from zoo.core.provenance import identity
-from zoo.core.registry import get_zoo
+from zoo.core.loading import get_zoo
 from zoo.core.threads import use_recorded_threads
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
@@ -20,6 +18,8 @@ from zoo.records.paths import run_folder
 from zoo.records.store import Store
 from zoo.train import checkpoints, distributed
 from zoo.train.job import RunFolder
+from zoo.train.plan import plan_from_record
+from zoo.train.provenance import identity
 from zoo.train.runner import plan_job, train_and_record
 
 

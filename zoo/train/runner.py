@@ -12,9 +12,7 @@ import time
 from pathlib import Path
 
 from zoo.core.containment import own_interrupts_fail
-from zoo.core.plan import Plan, config_hash
-from zoo.core.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
-from zoo.core.registry import get_zoo, task_loss
+from zoo.core.loading import get_zoo, task_loss
 from zoo.core.threads import settle_threads
 from zoo.data import datasets as zoo_data
 from zoo.errors import RunInterrupted, RunRefused, ZooError
@@ -23,6 +21,8 @@ from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 from zoo.train import checkpoints, distributed
 from zoo.train.job import Job, RunFolder, RunResult
+from zoo.train.plan import Plan, config_hash
+from zoo.train.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
 
 
 class RunDiverged(ZooError):
@@ -223,7 +223,7 @@ def _record_and_train(
         shutil.rmtree(run.path, ignore_errors=True)  # no run folder without its store row
         raise
     if trackers:
-        from zoo.records.settings import flat_settings
+        from zoo.records.columns import flat_settings
         from zoo.train.tracking import tracker_group
 
         trackers.start(

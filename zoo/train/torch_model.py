@@ -32,7 +32,7 @@ def pick_device(device: str = "auto") -> str:
 
 def as_model(built, device: str = "cpu", *, loss) -> Model:
     """The protocol object for whatever an architecture's build() returned; a torch module
-    trains and evaluates with ``loss``, the task's (``zoo.core.registry.task_loss``)."""
+    trains and evaluates with ``loss``, the task's (``zoo.core.loading.task_loss``)."""
     if isinstance(built, torch.nn.Module):
         return TorchModel(built, device, loss=loss)
     return built

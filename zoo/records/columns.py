@@ -44,7 +44,7 @@ def incidental_of(row: dict) -> set[str]:
 @functools.lru_cache(maxsize=64)
 def _declared_incidental(architecture, tokenizer, task) -> tuple[str, ...]:
     from zoo.core.config import incidental_keys
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
 
     zoo = get_zoo()
     classes = {}

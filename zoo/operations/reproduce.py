@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import math
 
-from zoo.core.plan import config_hash, plan_from_record
 from zoo.errors import ZooError
+from zoo.train.plan import config_hash, plan_from_record
 
 TIMING_METRICS = ("tokens_per_s", "train_time", "duration")
 
@@ -64,7 +64,7 @@ def _identical(a, b) -> bool:
 
 
 def reproduce(run_id: str, *, device: str | None = None, quiet: bool = True, zoo=None) -> dict:
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.train.runner import execute
 
     zoo = zoo or get_zoo()

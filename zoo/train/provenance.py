@@ -8,7 +8,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from zoo.core.plan import Plan, config_hash, plugin_entries
+from zoo.train.plan import Plan, config_hash, plugin_entries
 
 
 def versions(zoo, plan: Plan) -> dict:

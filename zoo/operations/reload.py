@@ -9,8 +9,8 @@ from typing import Any
 from zoo.core.bounds import check_memory
 from zoo.core.config import build_config
 from zoo.core.containment import call_plugin
+from zoo.core.loading import get_zoo, task_loss
 from zoo.core.names import get_task
-from zoo.core.registry import get_zoo, task_loss
 from zoo.errors import ZooError
 from zoo.io import load_tokenizer
 from zoo.records.paths import run_folder

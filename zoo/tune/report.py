@@ -82,7 +82,7 @@ def test_once(result: StudyResult, device: str, out=sys.stderr) -> None:
     """The best trial's test figure: evaluated once (`zoo eval`), and read back from that
     evaluation when the search runs again."""
     from zoo.comparison.table import eval_value
-    from zoo.records.evaluate import evaluate_run
+    from zoo.operations.evaluate import evaluate_run
     from zoo.records.store import Store
     from zoo.tasks import strip_split
 
@@ -226,8 +226,8 @@ BUDGET = ("steps", "time")  # settings that size a search's trials
 def preset_snippet(result: StudyResult) -> str:
     """The winner as a registry.toml preset: the original preset's options, then the
     settings every trial had (--set, --steps), then the best settings over them."""
+    from zoo.core.loading import get_zoo
     from zoo.core.names import resolve_model
-    from zoo.core.registry import get_zoo
 
     spec = resolve_model(result.model, get_zoo())
     # The trials' --steps/--time is the search's budget, not the recipe: left out
@@ -279,6 +279,7 @@ def save_plots(study, folder: Path, out=sys.stderr) -> list[str]:
     import matplotlib.pyplot as plt
     import optuna.visualization.matplotlib as ov
 
+    from zoo.home import safe_name_part
     from zoo.io import atomic_write_bytes
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -308,7 +309,7 @@ def save_plots(study, folder: Path, out=sys.stderr) -> list[str]:
             buffer = io.BytesIO()
             figure.savefig(buffer, format="png", dpi=100)
             plt.close(figure)
-            path = folder / f"{study.study_name}-{name}.png"
+            path = folder / f"{safe_name_part(study.study_name)}-{name}.png"
             atomic_write_bytes(path, buffer.getvalue())
             written.append(str(path))
         except Exception as exc:  # e.g. importances of a one-value space

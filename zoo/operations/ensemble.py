@@ -108,7 +108,7 @@ def ensemble(
 ) -> Ensemble:
     """Combine finished runs of one task and dataset and record the ensemble (see the
     module docstring). ``preset`` names the ensemble preset it was made for, if any."""
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.records.store import Store
 
     if weights not in WEIGHTINGS:
@@ -187,9 +187,9 @@ def run_probabilities(rows: list[dict], pipeline, device: str, quiet: bool, zoo)
     on the dataset the first run was trained on; their classes and targets must agree."""
     import sys
 
-    from zoo.core.plan import plan_from_record
     from zoo.data import datasets as zoo_data
-    from zoo.records.reload import load_trained
+    from zoo.operations.reload import load_trained
+    from zoo.train.plan import plan_from_record
 
     config = rows[0]["config"]
     ref = plan_from_record(config, zoo).dataset_ref
@@ -236,8 +236,8 @@ def record(
     duration: float,
 ) -> Ensemble:
     """The ensemble's store row: its name, the runs and weights, and where they came from."""
-    from zoo.core.provenance import git_commit, git_dirty
     from zoo.records.store import Store
+    from zoo.train.provenance import git_commit, git_dirty
     from zoo.train.runner import new_run_id
 
     first = rows[0]
@@ -337,9 +337,9 @@ def run_preset(
     combined with the preset's weights."""
     import sys
 
-    from zoo.core.plan import config_hash, plan_run
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.records.store import Store
+    from zoo.train.plan import config_hash, plan_run
     from zoo.train.runner import execute
 
     zoo = zoo or get_zoo()

@@ -1,4 +1,4 @@
-"""`--config FILE` for `zoo run`, `zoo sweep` and `zoo tune` (zoo.core.configfile): the file's options
+"""`--config FILE` for `zoo run`, `zoo sweep` and `zoo tune` (zoo.cli.config_file): the file's options
 where the command line gave none, its [set] and [grid] beneath the command line's."""
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ def add_config_option(p, command: str) -> None:
 
 def with_config_file(args, command: str) -> None:
     """Fill `args` from --config; then the names the command needs must be there."""
-    from zoo.core import configfile
+    from zoo.cli import config_file
 
-    configfile.apply(args, args.parser, command)
+    config_file.apply(args, args.parser, command)
     if command == "run":
         missing = [name for name in ("model", "dataset") if not getattr(args, name)]
         if missing:
@@ -65,7 +65,7 @@ def settings(args) -> dict:
 
 def grid(args) -> list[str]:
     """--grid options after the config file's [grid], a key given on both taken from here."""
-    from zoo.core.configfile import grid_options
+    from zoo.cli.config_file import grid_options
 
     given = args.grid or []
     keys = {_bare(item.partition("=")[0].strip()) for item in given}
@@ -83,7 +83,7 @@ def _bare(key: str) -> str:
 def log_to_environment(args):
     """A sweep's --log-to reaches every cell, in this process or a worker's, as ZOO_LOG_TO
     while the sweep runs (and ZOO_LOG_TO is as it was afterwards)."""
-    from zoo.core.registry import get_zoo
+    from zoo.core.loading import get_zoo
     from zoo.train.tracking import check, chosen
 
     if args.log_to is None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from zoo.errors import SearchInterrupted, ZooError
-from zoo.search.study import (
+from zoo.tune.study import (
     LOST,
     Objective,
     Search,
@@ -58,8 +58,8 @@ def ask(
 ) -> Trial | None:
     """The next trial's settings from the study, planned (None when they cannot run: the
     trial is told failed, with the reason printed)."""
-    from zoo.core.plan import config_hash, plan_run
     from zoo.sweeps.cells import Cell
+    from zoo.train.plan import config_hash, plan_run
 
     trial = study.ask({d.key: d.distribution() for d in searched})
     trial.set_user_attr("driver", driver_mark())

@@ -22,11 +22,11 @@ def evaluate_run(
     device: str = "auto",
     zoo=None,
 ) -> dict:
-    from zoo.core.plan import plan_from_record
-    from zoo.core.provenance import git_commit, git_dirty, versions
-    from zoo.core.registry import get_zoo
-    from zoo.records.reload import load_trained
+    from zoo.core.loading import get_zoo
+    from zoo.operations.reload import load_trained
     from zoo.records.store import Store
+    from zoo.train.plan import plan_from_record
+    from zoo.train.provenance import git_commit, git_dirty, versions
     from zoo.train.runner import new_run_id, seed_everything
 
     zoo = zoo or get_zoo()

@@ -29,7 +29,7 @@ from zoo.core.containment import (
     is_plugin_failure,
     plugin_code,
 )
-from zoo.core.entries import (
+from zoo.core.kinds import (
     KIND_OF_HOOK,
     KINDS,
     Entry,
@@ -236,7 +236,7 @@ def build_zoo(
     catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS, entry_points: bool = True
 ) -> Zoo:
     """Load the catalogue and every plugin: built-ins, entry points, local modules."""
-    from zoo.core.catalogue import load_catalogue
+    from zoo.core.registry_file import load_catalogue
 
     catalogue = catalogue if catalogue is not None else load_catalogue()
     zoo = Zoo(catalogue)

@@ -145,7 +145,7 @@ def _parse_number(text: str, kind: str, key: str):
 
 def check_space(space: list[Dimension], plans: dict[str, object], overrides: dict) -> dict:
     """Which dimensions each model searches: ``plans`` maps each model to a plan made without
-    the space (zoo.core.plan.plan_run). A key no model has is a ZooError with a did-you-mean;
+    the space (zoo.train.plan.plan_run). A key no model has is a ZooError with a did-you-mean;
     a value that is not of its field's type, or a key also fixed by --set, is a ZooError too.
     A key only some models have is searched for those (the others return without it)."""
     from zoo.core.config import split_overrides

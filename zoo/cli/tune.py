@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import sys
 
-from zoo.cli.configured import add_config_option
 from zoo.cli.options import positive_float, positive_int, print_json
+from zoo.cli.training_options import add_config_option
 from zoo.core.bounds import DEVICES
 
 DESCRIPTION = (
@@ -125,6 +125,7 @@ def add_commands(commands) -> None:
         help="folder for the optimisation-history and "
         "parameter-importance plots (default ZOO_HOME/tune)",
     )
+    p.set_defaults(plot_folder=True)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument(
         "--json",
@@ -136,10 +137,10 @@ def add_commands(commands) -> None:
 
 
 def cmd_tune(args) -> int:
-    from zoo.cli import configured
+    from zoo.cli import training_options
     from zoo.errors import ZooError
 
-    configured.with_config_file(args, "tune")
+    training_options.with_config_file(args, "tune")
     if not args.space:
         raise ZooError(
             "zoo tune: --space is required (on the command line or as space in --config FILE)"
@@ -150,8 +151,8 @@ def cmd_tune(args) -> int:
             "(on the command line or in --config FILE)"
         )
     # --set time=60 is each run's training time (train.time); --time is the search's budget
-    settings = configured.settings(args)
-    with configured.log_to_environment(args):  # trials in worker processes read ZOO_LOG_TO
+    settings = training_options.settings(args)
+    with training_options.log_to_environment(args):  # trials in worker processes read ZOO_LOG_TO
         result = _tune(args, settings)
     return _print(args, result)
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 from zoo.core.bounds import check_memory, check_seed
 from zoo.core.config import build_config, split_overrides
+from zoo.core.loading import get_zoo
 from zoo.core.names import ModelSpec, choose_task, resolve_model, tasks_for
-from zoo.core.registry import get_zoo
 from zoo.data import datasets as zoo_data
 from zoo.data import sources
 from zoo.errors import ZooError
