@@ -7,7 +7,7 @@ text column exactly as the language-modeling pipeline does (through the registry
 iterator, no cache), `--repeats` times, and prints the median and best training time, the
 vocabulary size, characters per token on validation, encoding throughput, and whether
 decoding gives back the validation text exactly. Then it times a cache hit
-(``zoo.data.tokenizer.train_cached`` loading an entry trained once). The target: bpe trains in
+(``zoo.data.tokenizer_cache.train_cached`` loading an entry trained once). The target: bpe trains in
 under 2 s (median) at the default 512 tokens.
 """
 
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
 
     from zoo.core.loading import get_zoo
     from zoo.data import datasets
-    from zoo.data.tokenizer import dataset_key, train_cached
+    from zoo.data.tokenizer_cache import dataset_key, train_cached
 
     zoo = get_zoo()
     dataset = datasets.load(datasets.resolve(args.dataset, zoo), zoo)

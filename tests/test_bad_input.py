@@ -481,7 +481,7 @@ CASES = [
     Case(
         "plugin-not-a-class",
         ["list"],
-        ("junk", "not a subclass of zoo.data.tokenizer.Tokenizer"),
+        ("junk", "not a subclass of zoo.plugin.Tokenizer"),
         plugin(
             "p_notclass",
             "@hookimpl\ndef register_tokenizers(register):\n    register('junk', 42)\n",
@@ -490,7 +490,7 @@ CASES = [
     Case(
         "plugin-function-as-tokenizer",
         ["list"],
-        ("not a subclass of zoo.data.tokenizer.Tokenizer",),
+        ("not a subclass of zoo.plugin.Tokenizer",),
         plugin(
             "p_func", "@hookimpl\ndef register_tokenizers(register):\n    register('junk', len)\n"
         ),

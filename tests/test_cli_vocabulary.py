@@ -139,7 +139,8 @@ def test_many_failures_are_summarised():
 def test_plots_refuse_mixed_tasks_name_only_shared_differences_and_never_repeat_colours(
     tiny_text, classifier
 ):
-    from zoo.comparison.plots import colors, run_labels
+    from zoo.comparison.plots import run_labels
+    from zoo.train.curves import colors
 
     lm = train("decoder-char", tiny_text, *TINY_DECODER)
     mixed = run_cli("plot", lm, classifier, "--plot", "mixed.png")

@@ -421,15 +421,15 @@ def test_eval_rows_show_and_compare(tiny_text, mirror):
 
 @pytest.mark.slow
 def test_reproduce_matches_exactly(tiny_text, monkeypatch):
-    from zoo.comparison import plots
     from zoo.records.store import home
+    from zoo.train import curves
 
     summary = tiny_run(tiny_text, seed=2)
 
     def broken(*args):
         raise RuntimeError("no fonts")
 
-    monkeypatch.setattr(plots, "save_run_curve", broken)  # the rerun's plot fails: said, not fatal
+    monkeypatch.setattr(curves, "save_run_curve", broken)  # the rerun's plot fails: said, not fatal
     result = run_cli("reproduce", summary["run_id"], "--json")
     assert result.code == 0, result
     report = json.loads(result.out)

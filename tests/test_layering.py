@@ -6,6 +6,7 @@ registry, as it reaches third-party ones. The one list that names them is
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,52 @@ def test_only_the_registry_lists_the_built_ins_and_only_as_plugins_to_register()
     registry_file = Path(loading.__file__)
     listed = {module for _, module in imports(registry_file) if is_built_in(module)}
     assert listed == {*loading.DEFAULT_PLUGINS, "zoo.plugins."}
+
+
+# -- one direction of flow -----------------------------------------------------------------
+PYPROJECT = CORE.parent / "pyproject.toml"
+
+
+def layers_contract() -> dict:
+    import tomllib
+
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    return next(c for c in config["contracts"] if c["type"] == "layers")
+
+
+def test_each_layer_imports_only_from_the_layers_below_it():
+    """import-linter's layers contract (pyproject.toml): storage imports nothing that
+    trains, training nothing that compares, the core no dataset, and so on up to the CLI."""
+    from importlinter.cli import lint_imports
+
+    assert lint_imports(str(PYPROJECT), no_cache=True, no_logo=True) == 0
+
+
+def test_every_part_of_zoo_has_a_place_in_the_layers():
+    """A new sub-package or module joins the contract, or the contract checks nothing of it."""
+    named = {part.strip() for layer in layers_contract()["layers"] for part in layer.split("|")}
+    parts = {
+        p.stem if p.is_file() else p.name
+        for p in CORE.iterdir()
+        if (p.suffix == ".py" or (p / "__init__.py").exists()) and not p.name.startswith("__")
+    }
+    assert parts - named == set()
+    assert named - parts == set()
+
+
+def test_the_layers_contract_catches_an_import_that_runs_up(tmp_path, monkeypatch):
+    """The same contract on a copy of zoo where the store imports the runner fails."""
+    import shutil
+
+    from importlinter.cli import lint_imports
+
+    copy = tmp_path / "zoo"
+    shutil.copytree(CORE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    store = copy / "records" / "store.py"
+    store.write_text(store.read_text(encoding="utf-8") + "\nfrom zoo.train import runner\n")
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT.read_text(encoding="utf-8"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    for name in [m for m in sys.modules if m == "zoo" or m.startswith("zoo.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert lint_imports(str(tmp_path / "pyproject.toml"), no_cache=True, no_logo=True) == 1

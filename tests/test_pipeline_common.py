@@ -11,7 +11,7 @@ from zoo.pipelines.common import (
 )
 from zoo.plugins.char import CharTokenizer
 
-from zoo.data.tokenizer import ragged
+from zoo.tokenizer import ragged
 
 
 def test_softmax_is_stable_normalized_and_ignores_masked_entries():

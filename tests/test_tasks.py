@@ -196,7 +196,7 @@ def test_the_author_api_lists_what_a_plugin_needs_and_the_user_api_only_the_user
 
 
 def test_curves_name_the_declared_units_and_draw_the_task_validation_metric():
-    from zoo.comparison.plots import training_curves
+    from zoo.train.curves import training_curves
 
     records = [
         {

@@ -16,7 +16,7 @@ from zoo.plugins.fasttext.wordpunct import WordPunctTokenizer
 from zoo.core.loading import get_zoo
 from zoo.data import datasets as data
 from zoo.data import encoded
-from zoo.data.tokenizer import ragged, unragged
+from zoo.tokenizer import ragged, unragged
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from zoo.plugins.bpe import BPEConfig, BPETokenizer
 from zoo.plugins.char import CharConfig, CharTokenizer
 
-from zoo.data.tokenizer import cache_root, train_cached
+from zoo.data.tokenizer_cache import cache_root, train_cached
 
 CORPUS = [
     "First Citizen:\nBefore we proceed any further, hear me speak.\n",

@@ -152,6 +152,19 @@ def metric_info(task: Task | None, name: str) -> Metric | None:
     return found or _find(RUN_METRICS, name)
 
 
+def describe_metric(metric: str, task: Task | None, better: str | None = None) -> str:
+    """'val_bpc (bits per character, lower is better)': the unit and direction declared for
+    the metric (``better`` given overrides the declared direction)."""
+    info = metric_info(task, metric)
+    better = (
+        better if isinstance(better, str) else (info.better if info else None)
+    )  # NaN from pandas
+    notes = [
+        n for n in (info.unit if info else None, f"{better} is better" if better else None) if n
+    ]
+    return f"{metric} ({', '.join(notes)})" if notes else metric
+
+
 def strip_split(metric: str) -> str:
     """'val_bpc' -> 'bpc': an evaluation row may score any split."""
     for prefix in SPLIT_PREFIXES:

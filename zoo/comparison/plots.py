@@ -1,186 +1,17 @@
-"""Plots: training curves from metrics.jsonl and comparison tables as grouped bars.
+"""Plots of compared runs: comparison tables as grouped bars, and the legend labels of runs
+drawn together (their training curves are drawn by zoo.train.curves).
 
-matplotlib is imported only here and only when a plot is drawn. Figures are built with
-`matplotlib.figure.Figure` (no pyplot, so no global state and no display needed) and
-rendered by the Agg canvas; files are written by zoo.io (atomically).
+matplotlib is imported only when a plot is drawn (see zoo.train.curves).
 """
 
 from __future__ import annotations
 
-import io
-import math
-from pathlib import Path
-
 from zoo.comparison.render import column_label, number, row_label
 from zoo.comparison.table import Comparison, describe, settings_of
 from zoo.core.kinds import natural_key
-from zoo.core.names import get_task
-from zoo.errors import ZooError
-from zoo.io import kind_of, write_output
-from zoo.tasks import metric_info
+from zoo.train.curves import colors, finite, new_figure, save, training_curves
 
-X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
-
-
-def _figure(width: float, height: float, layout: str | None = "constrained"):
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), layout=layout)
-
-
-def save(figure, path) -> Path:
-    """Write the figure to a user-named path (see zoo.io); its suffix picks the format,
-    and standard output (``-``), a device or a FIFO get PNG unless the name says otherwise."""
-    name = str(path)
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".png", ".svg", ".pdf"):
-        if kind_of(name) == "file":
-            raise ZooError(f"plot file {path} must end in .png, .svg or .pdf")
-        suffix = ".png"
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format=suffix[1:], dpi=120)
-    write_output(name, buffer.getvalue())
-    return path
-
-
-def _smooth(values: list[float], window: int) -> list[float]:
-    """Exponential moving average with bias correction (no lag at the start)."""
-    alpha = 2 / (window + 1)
-    out, average, weight = [], 0.0, 0.0
-    for value in values:
-        average = (1 - alpha) * average + alpha * value
-        weight = (1 - alpha) * weight + alpha
-        out.append(average / weight)
-    return out
-
-
-def curve_keys(records: list[dict], metric: str) -> tuple[str | None, str | None]:
-    """The training and validation keys of a metric in metrics.jsonl records."""
-    keys = {k for r in records for k in r}
-    train = next((k for k in (f"train_{metric}", metric) if k in keys), None)
-    validation = f"val_{metric}" if f"val_{metric}" in keys else None
-    return train, validation
-
-
-def training_curves(
-    runs: list[dict],
-    metric: str = "loss",
-    x: str = "step",
-    title: str | None = None,
-    task: str | None = None,
-):
-    """Overlay the training (raw and smoothed) and validation curves of several runs.
-
-    Each run is {"label": str, "records": list of metrics.jsonl dicts}. With ``task`` (the
-    runs' task), the y axis names the unit the task declares for the metric, and the loss
-    plot also draws the task's validation metric (``Task.curve_metric``, e.g. val_accuracy)
-    on a second axis when it is not the loss itself.
-    """
-    if x not in X_AXES:
-        raise ZooError(f"x axis must be one of {', '.join(X_AXES)}, not {x!r}")
-    # fixed margins: a layout engine would double the time of the plot saved after every run
-    figure = _figure(8, 4.8, layout=None)
-    figure.subplots_adjust(left=0.1, right=0.97, bottom=0.11, top=0.92)
-    axes = figure.add_subplot()
-    palette = colors(len(runs))
-    drawn = 0
-    for run, color in zip(runs, palette):
-        records = run["records"]
-        train_key, val_key = curve_keys(records, metric)
-        if train_key is not None:
-            points = [
-                (r[x], r[train_key])
-                for r in records
-                if r.get(train_key) is not None and x in r and _finite(r[train_key])
-            ]
-            if points:
-                xs, ys = zip(*points)
-                if len(ys) >= 20:  # noisy per-step losses: faint raw line, smoothed on top
-                    axes.plot(xs, ys, color=color, alpha=0.25, linewidth=0.8)
-                    axes.plot(
-                        xs,
-                        _smooth(list(ys), max(5, len(ys) // 30)),
-                        color=color,
-                        linewidth=1.6,
-                        label=f"{run['label']}: train (smoothed)",
-                    )
-                else:
-                    axes.plot(xs, ys, color=color, linewidth=1.6, label=f"{run['label']}: train")
-                drawn += 1
-        if val_key is not None:
-            points = [
-                (r[x], r[val_key])
-                for r in records
-                if r.get(val_key) is not None and x in r and _finite(r[val_key])
-            ]
-            if points:
-                xs, ys = zip(*points)
-                axes.plot(
-                    xs,
-                    ys,
-                    color=color,
-                    linestyle="--",
-                    marker="o",
-                    markersize=4,
-                    linewidth=1.4,
-                    label=f"{run['label']}: validation",
-                )
-                drawn += 1
-    if not drawn:
-        raise ZooError(
-            f"no {metric!r} values to plot (metrics.jsonl has: "
-            f"{', '.join(sorted({k for r in runs for rec in r['records'] for k in rec}))})"
-        )
-    axes.set_xlabel(X_AXES[x])
-    axes.set_ylabel(describe(metric, task=task) if metric != "lr" else "learning rate")
-    axes.set_title(title or f"{metric}: training and validation curves")
-    axes.grid(True, alpha=0.3)
-    handles, labels = axes.get_legend_handles_labels()
-    extra = validation_metric(task) if metric == "loss" else None
-    if extra is not None and extra != f"val_{metric}":
-        # the same unit shares the loss's axis; another (accuracy, say) gets its own
-        shared = _unit(task, extra) == _unit(task, metric)
-        second = axes if shared else axes.twinx()
-        if not shared:
-            figure.subplots_adjust(right=0.88)
-        for run, color in zip(runs, palette):
-            points = [(r[x], r[extra]) for r in run["records"] if x in r and _finite(r.get(extra))]
-            if points:
-                xs, ys = zip(*points)
-                second.plot(
-                    xs,
-                    ys,
-                    color=color,
-                    linestyle=":",
-                    marker="s",
-                    markersize=4,
-                    linewidth=1.4,
-                    label=f"{run['label']}: {extra}",
-                )
-        if not shared:
-            second.set_ylabel(describe(extra, task=task))
-        handles, labels = axes.get_legend_handles_labels()
-        if not shared:
-            more_handles, more_labels = second.get_legend_handles_labels()
-            handles, labels = handles + more_handles, labels + more_labels
-    axes.legend(handles, labels, fontsize="small")
-    return figure
-
-
-def _unit(task: str | None, metric: str) -> str | None:
-    info = metric_info(get_task(task), metric)
-    return info.unit if info else None
-
-
-def validation_metric(task: str | None) -> str | None:
-    """The validation figure a task declares for its training curve (e.g. val_accuracy)."""
-    declared = get_task(task)
-    return declared.curve_metric if declared else None
-
-
-def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
+__all__ = ["comparison_bars", "run_labels", "save", "training_curves"]  # what `zoo plot` draws with
 
 
 def run_label(row: dict, differing: list[str] = ()) -> str:
@@ -206,38 +37,11 @@ def run_labels(rows: list[dict]) -> list[str]:
     return labels
 
 
-def colors(count: int) -> list:
-    """`count` distinct colours: matplotlib's ten, then tab20's twenty, then as many as
-    needed spaced along a continuous map, never one twice."""
-    import matplotlib
-
-    if count <= 10:
-        return [f"C{i}" for i in range(count)]
-    if count <= 20:
-        return [matplotlib.colormaps["tab20"](i) for i in range(count)]
-    return [matplotlib.colormaps["turbo"](i / (count - 1)) for i in range(count)]
-
-
-def save_run_curve(folder, row: dict) -> Path | None:
-    """curve.png in a run folder from its metrics.jsonl; None when there is no curve."""
-    from zoo.train.job import RunFolder
-
-    run = RunFolder(folder)
-    records = run.curve()
-    if not records:
-        return None
-    title = f"{row['model']} on {row['dataset']}, seed {row['seed']} (run {row['id']})"
-    figure = training_curves(
-        [{"label": row["model"], "records": records}], "loss", "step", title, task=row.get("task")
-    )
-    return save(figure, run.file("curve.png"))
-
-
 def comparison_bars(comparison: Comparison):
     """Grouped bars: one group per column of the table, one bar per row, error bars = std."""
     table = comparison.cells
     metrics = list(dict.fromkeys(table["metric"]))
-    figure = _figure(max(7.5, 3.5 + 0.9 * len(table)), 4.2 * len(metrics))
+    figure = new_figure(max(7.5, 3.5 + 0.9 * len(table)), 4.2 * len(metrics))
     for index, metric in enumerate(metrics):
         axes = figure.add_subplot(len(metrics), 1, index + 1)
         cells = [c for _, c in table[table["metric"] == metric].iterrows()]
@@ -258,7 +62,7 @@ def comparison_bars(comparison: Comparison):
                 if cell is None:
                     continue
                 x = g - 0.4 + width * (s + 0.5)
-                error = cell["std"] if _finite(cell["std"]) else 0.0
+                error = cell["std"] if finite(cell["std"]) else 0.0
                 axes.bar(
                     x,
                     cell["mean"],

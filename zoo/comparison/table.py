@@ -36,7 +36,7 @@ from zoo.comparison.samples import (
 from zoo.comparison.significance import best_marks, with_baseline
 from zoo.core.names import get_task
 from zoo.errors import UnknownNameError, ZooError
-from zoo.tasks import metric_info, strip_split
+from zoo.tasks import describe_metric, metric_info, strip_split
 
 SPLIT_PREFIXES = {"validation": ("val", "validation"), "test": ("test",), "train": ("train",)}
 STAT_COLUMNS = (
@@ -63,14 +63,7 @@ def direction(metric: str, task: str | None = None) -> str | None:
 
 def describe(metric: str, better: str | None = None, task: str | None = None) -> str:
     """'val_bpc (bits per character, lower is better)'."""
-    info = metric_info(get_task(task), metric)
-    better = (
-        better if isinstance(better, str) else (info.better if info else None)
-    )  # NaN from pandas
-    notes = [
-        n for n in (info.unit if info else None, f"{better} is better" if better else None) if n
-    ]
-    return f"{metric} ({', '.join(notes)})" if notes else metric
+    return describe_metric(metric, get_task(task), better)
 
 
 def primary_metric(task: str | None, kind: str = "train") -> str | None:

@@ -125,10 +125,10 @@ def target_problem(kind: str, target) -> str | None:
     import inspect
 
     if kind == "tokenizer":
-        from zoo.data.tokenizer import Tokenizer
+        from zoo.tokenizer import Tokenizer
 
         if not (isinstance(target, type) and issubclass(target, Tokenizer)):
-            return f"target is {describe_target(target)}, not a subclass of zoo.data.tokenizer.Tokenizer"
+            return f"target is {describe_target(target)}, not a subclass of zoo.plugin.Tokenizer"
         return None
     if kind == "pipeline":
         if not callable(getattr(target, "run", None)):

@@ -88,7 +88,7 @@ def split_size(split, column: str) -> tuple[int, int]:
 
 
 def cache_root() -> Path:
-    from zoo.data.tokenizer import cache_root as tokenizer_cache
+    from zoo.data.tokenizer_cache import cache_root as tokenizer_cache
 
     return tokenizer_cache().parent / "tokens"
 

@@ -416,7 +416,7 @@ def save_curve(run: RunFolder, summary: dict) -> tuple[str | None, str | None]:
     """curve.png in the run folder. A plotting failure never fails a recorded run, but it
     is reported (on stderr and in the result), never passed over in silence."""
     try:
-        from zoo.comparison.plots import save_run_curve
+        from zoo.train.curves import save_run_curve
 
         path = save_run_curve(run.path, {**summary, "id": run.id})
     except Exception as exc:  # matplotlib missing, a font cache problem, a full disk...

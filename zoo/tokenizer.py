@@ -26,7 +26,7 @@ special id.
 Pipelines train tokenizers through the cache, so a sweep over models trains each tokenizer
 once per dataset and config::
 
-    from zoo.data.tokenizer import dataset_key, train_cached
+    from zoo.plugin import dataset_key, train_cached
 
     tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
                              lambda: train_split[column], dataset_key(job.dataset, "train", column),
@@ -47,28 +47,18 @@ tokenizer (``vocab_size`` and ``chars_per_token``), which ``zoo show RUN_ID`` pr
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import itertools
-import json
 import operator
-import os
-import shutil
-import tempfile
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
-
-from zoo.errors import ZooError
 
 if TYPE_CHECKING:  # annotations only; numpy is imported where it is used
     import numpy as np
 
 PAD, UNK, CLS = "<pad>", "<unk>", "<cls>"
 SPECIAL_TOKENS = (PAD, UNK, CLS)
-CACHE_FORMAT = 1  # bump when what a cache entry holds changes
 
 
 class Tokenizer(ABC):
@@ -231,99 +221,3 @@ def compression(
     chars = sum(map(len, texts))
     tokens = sum(map(len, encoded))
     return {"vocab_size": tokenizer.vocab_size, "chars_per_token": chars / max(1, tokens)}
-
-
-# --- the training cache ------------------------------------------------------------------
-
-
-def cache_root() -> Path:
-    """Where trained tokenizers are kept: $ZOO_CACHE/tokenizers, else $ZOO_HOME/.cache/tokenizers."""
-    from zoo.records.store import home
-
-    base = os.environ.get("ZOO_CACHE")
-    if base and Path(base).expanduser().exists() and not Path(base).expanduser().is_dir():
-        raise ZooError(f"ZOO_CACHE={base} is not a folder; point it at a folder (or unset it)")
-    return (Path(base).expanduser() if base else home() / ".cache") / "tokenizers"
-
-
-def dataset_key(dataset, role: str = "train", column: str | None = None) -> str:
-    """A fingerprint of one text column of one split of a ``zoo.data.datasets.LoadedDataset``."""
-    column = column or dataset.text_column
-    return f"{dataset.fingerprint}/{dataset.split_names.get(role, role)}/{column}"
-
-
-def cache_key(tokenizer_cls: type, name: str, config, fingerprint: str) -> dict:
-    """Everything a trained tokenizer depends on, as plain JSON data."""
-    from importlib import metadata
-
-    try:
-        library = metadata.version("tokenizers")
-    except metadata.PackageNotFoundError:
-        library = None
-    if dataclasses.is_dataclass(config):
-        config = dataclasses.asdict(config)
-    return {
-        "format": CACHE_FORMAT,
-        "tokenizer": name,
-        "class": f"{tokenizer_cls.__module__}.{tokenizer_cls.__qualname__}",
-        "config": config,
-        "texts": fingerprint,
-        "tokenizers": library,
-    }
-
-
-def cache_folder(key: dict) -> Path:
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
-    return cache_root() / f"{key['tokenizer']}-{digest[:16]}"
-
-
-def train_cached(
-    tokenizer_cls: type[Tokenizer],
-    name: str,
-    config,
-    texts_fn: Callable[[], Iterable[str]],
-    fingerprint: str,
-    *,
-    say: Callable[[str], None] | None = None,
-) -> Tokenizer:
-    """``tokenizer_cls.train(texts_fn(), config)``, or the same tokenizer from the cache."""
-    say = say or (lambda message: None)
-    if not tokenizer_cls.cached:
-        return tokenizer_cls.train(texts_fn(), config)
-    key = cache_key(tokenizer_cls, name, config, fingerprint)
-    folder = cache_folder(key)
-    path = folder / "tokenizer.json"
-    if path.is_file():
-        try:
-            tokenizer = tokenizer_cls.load(path)
-        except Exception as exc:  # a damaged entry is retrained, never fatal
-            say(f"{name} tokenizer: cache entry {folder} unreadable ({exc}); training again")
-        else:
-            say(f"{name} tokenizer: reused from the cache ({folder})")
-            return tokenizer
-    start = time.perf_counter()
-    tokenizer = tokenizer_cls.train(texts_fn(), config)
-    seconds = time.perf_counter() - start
-    _store(tokenizer, key, folder)
-    say(
-        f"{name} tokenizer: trained in {seconds:.2f} s, {tokenizer.vocab_size:,} tokens "
-        f"(cached in {folder})"
-    )
-    return tokenizer
-
-
-def _store(tokenizer: Tokenizer, key: dict, folder: Path) -> None:
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
-    try:
-        tokenizer.save(staging / "tokenizer.json")
-        (staging / "key.json").write_text(
-            json.dumps(key, indent=2, default=str) + "\n", encoding="utf-8"
-        )
-        if folder.exists():  # a damaged entry: make room for the new one
-            shutil.rmtree(folder, ignore_errors=True)
-        os.rename(staging, folder)  # atomic; fails if another run stored it first
-    except OSError:
-        pass  # that other run's entry is as good as ours; the cache is only a shortcut
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
