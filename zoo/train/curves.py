@@ -14,7 +14,7 @@ from pathlib import Path
 
 from zoo.core.names import get_task
 from zoo.errors import ZooError
-from zoo.io import kind_of, write_output
+from zoo.io import atomic_write_bytes, kind_of, write_output
 from zoo.tasks import describe_metric, metric_info
 
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
@@ -205,4 +205,9 @@ def save_run_curve(folder, row: dict) -> Path | None:
     figure = training_curves(
         [{"label": row["model"], "records": records}], "loss", "step", title, task=row.get("task")
     )
-    return save(figure, run.file("curve.png"))
+    # zoo's own file in the run's folder, not a user-named output (which zoo.io keeps
+    # out of ZOO_HOME): written as the folder's other files are
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120)
+    atomic_write_bytes(run.file("curve.png"), buffer.getvalue())
+    return run.file("curve.png")
