@@ -19,36 +19,41 @@ def probs(*rows):
     return [np.asarray(run, dtype=np.float64) for run in zip(*rows)]  # R arrays [N, K]
 
 
-def test_the_grid_is_every_split_into_tenths():
-    from zoo.operations.ensemble import weight_grid
+def test_fitted_weights_reach_the_log_loss_minimum():
+    from zoo.operations.weights import log_loss_weights, mean_log_loss
 
-    grid = weight_grid(3)
-    assert grid.shape == (66, 3)  # C(12, 2)
-    assert np.allclose(grid.sum(axis=1), 1.0)
-    assert np.array_equal((grid * 10).round(), grid * 10)
-    assert len({tuple(row) for row in grid}) == 66
+    rng = np.random.default_rng(1)
+    right = rng.uniform(0.05, 1.0, size=(300, 3)) * np.array([1.0, 0.6, 0.8])
+    weights = log_loss_weights(right)
+    assert weights.min() >= 0 and weights.sum() == pytest.approx(1.0)
+    grid = [(a, b, 100 - a - b) for a in range(101) for b in range(101 - a)]  # every 0.01 split
+    best_on_grid = min(mean_log_loss(right, np.array(split) / 100) for split in grid)
+    assert mean_log_loss(right, weights) <= best_on_grid + 1e-12
 
 
-def test_a_mix_that_answers_more_rows_beats_either_run_alone():
-    from zoo.operations.ensemble import fit_weights
+def test_a_run_that_only_adds_noise_gets_shrunk_toward_equal_not_trusted_blindly():
+    from zoo.operations.weights import chosen_shrinkage, fit_weights
 
-    # class 0 is right everywhere; each run alone answers two of the three rows
+    rng = np.random.default_rng(0)
+    targets = rng.integers(0, 2, 400)
+    good = np.where(targets[:, None] == np.arange(2), 0.8, 0.2)  # right 80% sure, always
+    runs = [good, good.copy()]  # two equally good runs: no fit can tell them apart
+    weights = fit_weights(runs, targets)
+    assert weights == pytest.approx([0.5, 0.5])
+    # a useless run is fitted away: shrinkage only where held-out folds ask for it
+    useless = np.full((400, 2), 0.5)
+    right = np.stack([good[np.arange(400), targets], useless[np.arange(400), targets]], 1)
+    assert chosen_shrinkage(right) == 0.0
+    assert fit_weights([good, useless], targets)[0] > 0.99
+
+
+def test_too_few_validation_rows_give_equal_weights():
+    from zoo.operations.weights import fit_weights
+
     weights = fit_weights(
-        probs([[0.9, 0.1], [0.4, 0.6]], [[0.9, 0.1], [0.9, 0.1]], [[0.4, 0.6], [1.0, 0.0]]),
-        np.array([0, 0, 0]),
+        probs([[0.9, 0.1], [0.4, 0.6]], [[0.9, 0.1], [0.9, 0.1]]), np.array([0, 0])
     )
-    assert 0.2 - 1e-9 <= weights[1] <= 0.7 + 1e-9, weights
-    assert weights.sum() == pytest.approx(1.0)
-
-
-def test_right_answers_first_then_the_lower_log_loss():
-    from zoo.operations.ensemble import fit_weights
-
-    targets = np.array([0, 1])
-    one_wrong = probs([[0.9, 0.1], [0.1, 0.9]], [[0.2, 0.8], [0.8, 0.2]])  # the second is wrong
-    assert fit_weights(one_wrong, targets).tolist() == [1.0, 0.0]
-    both_right = probs([[0.6, 0.4], [0.9, 0.1]], [[0.4, 0.6], [0.1, 0.9]])  # the second surer
-    assert fit_weights(both_right, targets).tolist() == [0.0, 1.0]
+    assert weights.tolist() == [0.5, 0.5]
 
 
 def train(model, data) -> dict:
@@ -77,7 +82,11 @@ def test_equal_and_fitted_weights_are_recorded_beside_the_runs(three_runs):
     assert fitted["model"].startswith("ensemble-fit(")
     weights = [part["weight"] for part in fitted["runs"]]
     assert sum(weights) == pytest.approx(1.0)
-    assert all(round(w * 10, 9).is_integer() for w in weights)
+    assert all(w >= 0 for w in weights)
+    from zoo.records.store import Store
+
+    with Store() as store:  # the rule is part of the ensemble's configuration
+        assert store.get(fitted["id"])["config"]["weights_rule"].startswith("log-loss")
     for ensemble in (equal, fitted):
         assert {"val_accuracy", "test_accuracy", "test_loss"} <= ensemble["metrics"].keys()
 

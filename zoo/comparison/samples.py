@@ -39,6 +39,8 @@ def ensemble_settings(config: dict, rows: dict) -> dict:
     members = config.get("combines") or []
     names = [m.get("model") or "run" for m in members]
     flat: dict[str, object] = {"weighting": config.get("weighting")}
+    if config.get("weights_rule"):  # recorded since fitted weights minimise log loss
+        flat["weights_rule"] = config["weights_rule"]
     for index, member in enumerate(members):
         prefix = names[index] if names.count(names[index]) == 1 else f"{names[index]}#{index}"
         row = rows.get(member.get("run_id"))

@@ -7,16 +7,14 @@ Works for any task whose pipeline gives probabilities (``split_probabilities`` a
 ``score_probabilities``, zoo.hookspecs): each run is reloaded (``load_trained``) and asked
 for its probabilities through its task's pipeline, so no architecture needs code for it.
 
-Weights: ``equal``, or ``fit``: multiples of 1/10 summing to 1, chosen on the validation
-split alone. Every such split of the weights is tried; the one whose average answers the most
-validation rows right wins, the lowest validation log loss breaking ties (then the first
-tried). The test split is scored once, with the weights chosen.
+Weights: ``equal``, or ``fit``: fitted on the validation split alone, the log-loss minimum
+shrunk toward equal weights by cross-fitting (zoo.operations.weights). The test split is
+scored once, with the weights chosen.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import time
 from dataclasses import dataclass
@@ -24,11 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from zoo.errors import ZooError
+from zoo.operations.weights import FIT_RULE, fit_weights
 
 WEIGHTINGS = ("equal", "fit")
-STEPS = 10  # fitted weights are multiples of 1/STEPS
-MAX_FITTED = 8  # runs whose weights can be fitted (the grid grows as STEPS ** (runs - 1))
-CHUNK = 64  # candidate weightings scored at once (memory: CHUNK x rows x classes)
 SPLITS = ("validation", "test")
 
 
@@ -65,33 +61,6 @@ def ensemble_name(models: list[str], weighting: str) -> str:
     return f"{prefix}({'+'.join(models)})"
 
 
-def weight_grid(count: int, steps: int = STEPS) -> np.ndarray:
-    """Every split of 1 into ``count`` non-negative multiples of 1/steps: [C, count]."""
-    splits = [
-        split for split in itertools.product(range(steps + 1), repeat=count) if sum(split) == steps
-    ]
-    return np.asarray(splits, dtype=np.float64) / steps
-
-
-def fit_weights(
-    probabilities: list[np.ndarray], targets: np.ndarray, steps: int = STEPS
-) -> np.ndarray:
-    """The weights [R] of the runs' validation probabilities (R arrays [N, K]) whose average
-    answers the most rows right; among equals, the lowest mean log loss, then the first."""
-    stacked = np.stack(probabilities, axis=1)  # [N, R, K]
-    grid = weight_grid(len(probabilities), steps)
-    rows = np.arange(len(targets))
-    right, loss = [], []
-    for start in range(0, len(grid), CHUNK):
-        mix = np.einsum("nrk,cr->cnk", stacked, grid[start : start + CHUNK])  # [C, N, K]
-        right.append((mix.argmax(axis=-1) == targets).sum(axis=-1))
-        chosen = mix[:, rows, targets]  # [C, N]
-        loss.append(-np.log(np.clip(chosen, 1e-12, None)).mean(axis=-1))
-    right, loss = np.concatenate(right), np.concatenate(loss)
-    best = np.where(right == right.max(), loss, np.inf).argmin()
-    return grid[best]
-
-
 def average(probabilities: list[np.ndarray], weights: np.ndarray) -> np.ndarray:
     """The weighted mean of the runs' probabilities [N, K]."""
     return np.einsum("rnk,r->nk", np.stack(probabilities), weights)
@@ -118,10 +87,6 @@ def ensemble(
         rows = [store.get(run_id) for run_id in run_ids]
     rows = sorted({row["id"]: row for row in rows}.values(), key=lambda r: (r["model"], r["id"]))
     check_combinable(rows)
-    if weights == "fit" and len(rows) > MAX_FITTED:
-        raise ZooError(
-            f"fitted weights take at most {MAX_FITTED} runs, not {len(rows)}; use --weights equal"
-        )
     task = rows[0]["task"]
     pipeline = zoo.pipelines.get(task).load()
     if not all(
@@ -247,7 +212,8 @@ def record(
     params = [r.get("params") for r in rows]
     total = sum(params) if all(isinstance(p, int) for p in params) else None
     combined = [Combined(r["id"], r["model"], float(w)) for r, w in zip(rows, chosen)]
-    identity = json.dumps([[r.get("config_hash"), r["id"]] for r in rows] + [weighting])
+    rule = FIT_RULE if weighting == "fit" else None  # a new fitting rule is a new configuration
+    identity = json.dumps([[r.get("config_hash"), r["id"]] for r in rows] + [weighting, rule])
     ensemble_id = new_run_id()
     config = {
         "run_id": ensemble_id,
@@ -257,6 +223,7 @@ def record(
         "dataset": first["dataset"],
         "seed": seed,
         "weighting": weighting,
+        **({"weights_rule": rule} if rule else {}),
         "preset": preset,
         "combines": [
             {
