@@ -2,13 +2,14 @@
 
 from dataclasses import dataclass
 
-from zoo.plugin import check_positive, hookimpl
+from zoo.plugin import hookimpl
+from zoo.plugin.config import check_positive, sized
 
 
 @dataclass
 class MeanBagConfig:
-    n_embd: int = 64
-    block_size: int = 128  # the longest input, in tokens
+    n_embd: int = sized(64, role="width")
+    block_size: int = sized(128, role="context")  # the longest input, in tokens
 
     def __post_init__(self):
         check_positive(self, "n_embd", "block_size")

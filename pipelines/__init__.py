@@ -70,6 +70,7 @@ MASKED_LANGUAGE_MODELING = Task(
     loss=LOSS,
     output="logits [B, T, vocab_size]: the original token at every position (only the "
     "masked ones are scored)",
+    output_shape=("B", "T", "vocab_size"),
     metrics=(
         Metric("loss", "lower", "nats per masked token"),
         Metric(

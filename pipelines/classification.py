@@ -33,13 +33,11 @@ from zoo.plugin import (
     TaskSpec,
     TrainConfig,
     ZooError,
-    column_of,
-    dataset_key,
-    natural_key,
-    row_ids,
-    text_batches,
     train,
 )
+from zoo.plugin.config import sized
+from zoo.plugin.data import column_of, dataset_key, row_ids, text_batches
+from zoo.plugin.io import natural_key
 
 ROLES = ("train", "validation", "test")
 PREFIX = {"train": "train", "validation": "val", "test": "test"}
@@ -56,8 +54,9 @@ class ClassificationConfig(TrainConfig):
     patience: int = 4  # two epochs without improvement, at the default eval_interval
     # steps between validations on the whole validation split; none: twice per epoch
     eval_interval: int | None = None
-    eval_batch_size: int = 128
-    bucket_batches: int = 50  # batches drawn together and grouped by length (1: no grouping)
+    eval_batch_size: int = sized(128, role="batch")
+    # batches drawn together and grouped by length (1: no grouping)
+    bucket_batches: int = sized(50, role="batch")
 
     # Classification kept its best validation weights before keep_best existed.
     LEGACY: ClassVar[dict] = {"keep_best": True, "patience": 0}
@@ -217,7 +216,7 @@ def encode(tokenizer, texts: list[str], block: int) -> Encoded:
 
 
 def encode_split(tokenizer, dataset, role: str, block: int) -> Encoded:
-    """A split's texts encoded through the cached, batched ``Dataset.map`` (zoo.plugin.row_ids)."""
+    """A split's texts encoded through the cached, batched ``Dataset.map`` (zoo.plugin.data.row_ids)."""
     ids = row_ids(dataset.split(role), dataset.text_column, tokenizer)
     return Encoded.from_ragged(*ids, tokenizer, block)
 
@@ -333,7 +332,7 @@ def run(job: Job) -> RunResult:
 
     check_dataset(job.dataset)
     cfg: ClassificationConfig = job.train_config
-    block = job.model_config.block_size
+    block = job.context_length
     roles = job.dataset.roles  # all three, but for a split held out while tuning
     names = {role: label_names(job.dataset, role) for role in roles}
     classes = class_list(job.dataset, names["train"])
@@ -443,7 +442,7 @@ def predict(trained, texts: list[str], batch_size: int = 128) -> list[ClassPredi
     if not texts:
         return []
     classes = trained_classes(trained)
-    encoded = encode(trained.tokenizer, list(map(str, texts)), trained.block_size)
+    encoded = encode(trained.tokenizer, list(map(str, texts)), trained.context_length)
     probs = probabilities(trained.model, encoded, batch_size)
     out = []
     for row in probs:
@@ -462,7 +461,7 @@ def split_probabilities(trained, dataset, split: str, batch_size: int = 128) -> 
     check_dataset(dataset)
     classes = trained_classes(trained)
     y_true = class_ids(label_names(dataset, split), classes, f"split {split!r}")
-    encoded = encode_split(trained.tokenizer, dataset, split, trained.block_size)
+    encoded = encode_split(trained.tokenizer, dataset, split, trained.context_length)
     return SplitProbabilities(probabilities(trained.model, encoded, batch_size), y_true, classes)
 
 

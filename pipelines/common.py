@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from zoo.plugin import Job, train_cached
+from zoo.plugin import Job
+from zoo.plugin.data import train_cached
 
 TOKENIZER_FILE = "tokenizer.json"
 
@@ -18,7 +19,7 @@ def run_tokenizer(job: Job, texts: Callable[[], Iterable[str]], key: str):
     """The tokenizer a run trains with. Resuming, it is the one the run saved, so the run
     keeps exactly the vocabulary it started with (a cache or a retrained one might differ);
     starting from another run (--init), it is that run's; otherwise it is trained on
-    ``texts()`` through the shared cache under ``key`` (``zoo.plugin.dataset_key``). It is
+    ``texts()`` through the shared cache under ``key`` (``zoo.plugin.data.dataset_key``). It is
     saved in the run folder."""
     tokenizer = job.saved_tokenizer()  # resuming, or the --init run's
     if tokenizer is None:

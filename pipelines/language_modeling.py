@@ -15,22 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 from zoo.pipelines.common import loop_metrics, run_tokenizer, special_ids
 
-from zoo.plugin import (
-    Batch,
-    Job,
-    RunResult,
-    TaskSpec,
-    TrainConfig,
-    ZooError,
-    column_of,
-    dataset_key,
-    incidental,
-    join_rows,
-    split_ids,
-    split_size,
-    text_batches,
-    train,
-)
+from zoo.plugin import Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, train
+from zoo.plugin.config import incidental, sized
+from zoo.plugin.data import column_of, dataset_key, join_rows, split_ids, split_size, text_batches
 
 LN2 = math.log(2)
 REPLACEMENT = "\ufffd"  # what decoding gives for incomplete UTF-8
@@ -42,11 +29,11 @@ class LanguageModelingConfig(TrainConfig):
     batch_size: int = 12
     # The samples generated at the end (after every figure is measured): their length, how
     # many, and how they are drawn
-    sample_tokens: int = incidental(300)
-    samples: int = incidental(2)
+    sample_tokens: int = sized(300, at_most=2**20, incidental=True)
+    samples: int = sized(2, at_most=10_000, incidental=True)
     temperature: float = incidental(0.8)
     top_k: int | None = incidental(None)
-    eval_batch_size: int = 64
+    eval_batch_size: int = sized(64, role="batch")
     # The final evaluation scores every token of validation and test up to this many per
     # split; beyond it, evenly spaced windows of it. Every catalogue dataset stays whole:
     # the largest split, emotion's test, is 195,172 characters (and bytes).
@@ -337,7 +324,7 @@ def generate(
 def run(job: Job) -> RunResult:
 
     cfg: LanguageModelingConfig = job.train_config
-    block = job.model_config.block_size
+    block = job.context_length
     column = job.dataset.text_column
     tokenizer = run_tokenizer(
         job,
@@ -439,7 +426,7 @@ def evaluate_trained(trained, dataset, split: str = "test") -> dict:
     nll, count = score_split(
         trained.model,
         tokens,
-        trained.block_size,
+        trained.context_length,
         cfg,
         split,
         lambda message: print(message, file=sys.stderr),
@@ -472,10 +459,10 @@ def generate_trained(
     options = dict(temperature=temperature, top_k=top_k, seed=seed, cache=cache)
     if isinstance(prompt, str):
         return generate(
-            trained.model, trained.tokenizer, prompt, tokens, trained.block_size, **options
+            trained.model, trained.tokenizer, prompt, tokens, trained.context_length, **options
         )
     return generate_batch(
-        trained.model, trained.tokenizer, list(prompt), tokens, trained.block_size, **options
+        trained.model, trained.tokenizer, list(prompt), tokens, trained.context_length, **options
     )
 
 

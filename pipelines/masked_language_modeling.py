@@ -22,19 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 from zoo.pipelines.common import log_softmax, loop_metrics, run_tokenizer
 
-from zoo.plugin import (
-    IGNORE_INDEX,
-    Batch,
-    Job,
-    RunResult,
-    TaskSpec,
-    TrainConfig,
-    ZooError,
-    dataset_key,
-    split_ids,
-    text_batches,
-    train,
-)
+from zoo.plugin import IGNORE_INDEX, Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, train
+from zoo.plugin.config import sized
+from zoo.plugin.data import dataset_key, split_ids, text_batches
 
 EVAL_SEED = 0  # the masks of validation and test: the same for every run on a split
 PREFIX = {"validation": "val", "test": "test"}
@@ -45,9 +35,9 @@ class MaskedLanguageModelingConfig(TrainConfig):
     steps: int = 2000
     batch_size: int = 32
     mask_rate: float = 0.15  # share of each window's tokens the model must predict
-    eval_batch_size: int = 16
+    eval_batch_size: int = sized(16, role="batch")
     # The final evaluation scores at most this many windows per split (evenly spaced).
-    eval_windows: int = 2000
+    eval_windows: int = sized(2000, at_most=2**20)
 
     def __post_init__(self):
         super().__post_init__()
@@ -152,7 +142,7 @@ def figures(prefix: str, nll: float, right: int, count: int) -> dict:
 
 def run(job: Job) -> RunResult:
     cfg: MaskedLanguageModelingConfig = job.train_config
-    block = job.model_config.block_size
+    block = job.context_length
     column = job.dataset.text_column
     tokenizer = run_tokenizer(
         job,

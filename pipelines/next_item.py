@@ -33,23 +33,9 @@ from zoo.pipelines.common import (
     special_ids,
 )
 
-from zoo.plugin import (
-    Batch,
-    Job,
-    Prediction,
-    RunResult,
-    TaskSpec,
-    TrainConfig,
-    ZooError,
-    column_of,
-    compression,
-    dataset_key,
-    incidental,
-    row_ids,
-    row_texts,
-    train,
-    unragged,
-)
+from zoo.plugin import Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, train
+from zoo.plugin.config import sized
+from zoo.plugin.data import column_of, compression, dataset_key, row_ids, row_texts, unragged
 
 GROUP_COLUMN = "family"  # rows that name a family get accuracy per family
 PREFIXES = {"validation": "val", "test": "test"}
@@ -58,11 +44,11 @@ PREFIXES = {"validation": "val", "test": "test"}
 @dataclass
 class NextItemConfig(TrainConfig):
     batch_size: int = 64
-    eval_batch_size: int = 256
-    eval_windows: int = (
-        4000  # text datasets: evenly spaced windows per split in the final evaluation
-    )
-    samples: int = incidental(5)  # example predictions from the test split, shown at the end
+    eval_batch_size: int = sized(256, role="batch")
+    # text datasets: evenly spaced windows per split in the final evaluation
+    eval_windows: int = sized(4000, at_most=2**20)
+    # example predictions from the test split, shown at the end
+    samples: int = sized(5, at_most=10_000, incidental=True)
 
 
 # -- examples ------------------------------------------------------------------------------
@@ -128,7 +114,7 @@ def has_rows(dataset) -> bool:
 
 def row_examples(dataset, split, tokenizer, block: int) -> Rows:
     """A rows dataset's contexts and targets, each row encoded on its own through the
-    cached, batched ``Dataset.map`` (zoo.plugin.row_ids) and padded by NumPy."""
+    cached, batched ``Dataset.map`` (zoo.plugin.data.row_ids) and padded by NumPy."""
     texts = row_texts(column_of(split, dataset.text_column))
     inputs, lengths = contexts(
         *row_ids(split, dataset.text_column, tokenizer), block, tokenizer.pad_id, texts
@@ -237,7 +223,7 @@ def tokenizer_for(job: Job):
 def run(job: Job) -> RunResult:
 
     cfg: NextItemConfig = job.train_config
-    block = job.model_config.block_size
+    block = job.context_length
     tokenizer = tokenizer_for(job)
     data = {
         role: examples_for(job.dataset, role, tokenizer, block) for role in job.dataset.roles
@@ -346,7 +332,7 @@ class ItemPrediction(Prediction):
 def predict(trained, texts: list[str], top: int = 3) -> list[ItemPrediction]:
     """The likeliest next item of each text and its probability, plus the runners-up."""
     tokenizer = trained.tokenizer
-    inputs, lengths = encode_contexts(tokenizer, list(map(str, texts)), trained.block_size)
+    inputs, lengths = encode_contexts(tokenizer, list(map(str, texts)), trained.context_length)
     specials = special_ids(tokenizer)
     out = []
     for begin in range(0, len(texts), 256):
@@ -367,7 +353,7 @@ def evaluate(trained, dataset, split: str = "test") -> dict:
     """Accuracy and loss of a trained run on one split of a dataset (a role or a split name),
     for `zoo eval`: the names carry no split prefix (the evaluation row records the split)."""
     cfg = trained.train_config or NextItemConfig()  # the run's eval settings
-    examples = examples_for(dataset, split, trained.tokenizer, trained.block_size)
+    examples = examples_for(dataset, split, trained.tokenizer, trained.context_length)
     if isinstance(examples, Windows):
         examples = examples.spread(cfg.eval_windows)
     correct, nll = score(

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from zoo.plugin import SPECIAL_TOKENS, TokenizersTokenizer, hookimpl
+from zoo.plugin.config import sized
 
 BYTES = 256
 MIN_VOCAB = BYTES + len(SPECIAL_TOKENS)
@@ -22,7 +23,9 @@ MIN_VOCAB = BYTES + len(SPECIAL_TOKENS)
 
 @dataclass
 class BPEConfig:
-    vocab_size: int = 512  # special tokens + 256 bytes + merges; 259 means bytes only
+    vocab_size: int = sized(
+        512, role="vocabulary"
+    )  # special tokens + 256 bytes + merges; 259 means bytes only
     min_frequency: int = 2  # a pair must occur this often in training to be merged
 
     def __post_init__(self):

@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zoo.plugin import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl, unragged
+from zoo.plugin import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl
+from zoo.plugin.data import unragged
 
 if TYPE_CHECKING:  # annotations only; numpy is imported where it is used
     import numpy as np

@@ -21,6 +21,10 @@ from zoo.cli.main import main
 from zoo.core import loading
 
 REPO = Path(__file__).resolve().parents[1]
+# Where the tests find the catalogue's Hub datasets: ZOO_DATASETS as the environment sets it,
+# or the mirror of the development layout beside the repository. zoo itself names no such
+# folder (its registry.toml has no mirrors); without one a test that needs it is skipped.
+DATASETS = os.environ.get("ZOO_DATASETS") or str(REPO.parent / "shared" / "datasets")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -50,7 +54,7 @@ def isolated(tmp_path, monkeypatch, request):
     monkeypatch.setenv("ZOO_LOAD_PLUGINS", "")  # built-ins only, unless a test sets it
     monkeypatch.delenv("ZOO_REGISTRY", raising=False)
     monkeypatch.delenv("ZOO_STRICT_PLUGINS", raising=False)
-    monkeypatch.delenv("ZOO_DATASETS", raising=False)
+    monkeypatch.setenv("ZOO_DATASETS", DATASETS)
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -222,8 +226,8 @@ MIRROR_DATASETS = (
 
 @pytest.fixture
 def mirror():
-    """The dataset mirror the built-in catalogue names (registry.toml: mirrors); a test that
-    loads shakespeare, emotion or rotten_tomatoes takes this fixture and is skipped, with the
+    """The dataset mirror folders (ZOO_DATASETS, see DATASETS); a test that loads
+    shakespeare, emotion or rotten_tomatoes takes this fixture and is skipped, with the
     reason, where the mirror is absent (the Hub is not reachable from the test machines)."""
     from zoo.core.registry_file import load_catalogue
 

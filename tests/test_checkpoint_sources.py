@@ -100,9 +100,9 @@ def test_a_pretrained_vocabulary_beyond_the_bound_is_refused_before_a_model(
 ):
     folder = tmp_path / "checkpoint"
     save_checkpoint(folder, ["abcdefghijklmnopqrstuvwxyz"])
-    import zoo.plugin
+    import zoo.plugin.config
 
-    monkeypatch.setattr(zoo.plugin, "MAX_VOCAB", 10, raising=False)  # 29 tokens: "too big"
+    monkeypatch.setattr(zoo.plugin.config, "MAX_VOCAB", 10)  # 29 tokens: "too big"
     result = run_cli(
         "run",
         "llama-pretrained",

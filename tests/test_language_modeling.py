@@ -69,7 +69,7 @@ def test_reloaded_weights_give_the_same_validation_loss(tiny_text):
     trained = load_trained(summary["run_id"])
     dataset = datasets.load(datasets.resolve(str(tiny_text), get_zoo()), get_zoo())
     tokens = SplitTokens.from_text(trained.tokenizer, split_text(dataset, "validation"))
-    nll, count = evaluate(trained.model, tokens.ids, trained.block_size, 64)
+    nll, count = evaluate(trained.model, tokens.ids, trained.context_length, 64)
     assert split_metrics("val", nll, count, tokens)["val_loss"] == pytest.approx(
         summary["metrics"]["val_loss"], rel=1e-6
     )

@@ -25,10 +25,11 @@ def unpooled():
 
     from zoo.core.loading import PluginInfo, get_zoo
     from zoo.hookspecs import hookimpl
+    from zoo.plugin.config import sized
 
     @dataclass
     class Config:
-        block_size: int = 16
+        block_size: int = sized(16, role="context")
 
     class Plugin:
         @hookimpl
@@ -65,40 +66,3 @@ def test_cross_entropy_refuses_logits_that_do_not_fit_the_targets():
     assert cross_entropy(
         torch.zeros(4, 2), torch.zeros(4, dtype=torch.long), "mean"
     ).item() == pytest.approx(0.6931, abs=1e-4)
-
-
-@pytest.mark.parametrize(
-    "model",
-    [
-        "encoder-wordpunct",
-        "lstm-wordpunct",
-        "fasttext-wordpunct",
-        "nbsvm-wordpunct",
-        "decoder-char",
-        "digits-char",
-        "numpy-char",
-        "encoder-char",
-    ],
-)
-def test_every_built_in_architecture_meets_its_tasks_declared_shape(model):
-    """The probe itself on every built-in pair of architecture and task."""
-    from zoo.core.config import build_config
-    from zoo.core.loading import get_zoo
-    from zoo.core.names import get_task, resolve_model
-    from zoo.train.losses import check_output
-    from zoo.train.model import TaskSpec
-    from zoo.train.torch_model import as_model
-
-    zoo = get_zoo()
-    spec = resolve_model(model, zoo)
-    for task_name in spec.architecture.tasks:
-        task = get_task(task_name, zoo)
-        config = build_config(spec.architecture.config_class(), {})
-        built = spec.architecture.load()(config, TaskSpec(task_name, 20, num_classes=3))
-        check_output(
-            as_model(built, "cpu", loss=None),
-            task,
-            TaskSpec(task_name, 20, 3),
-            config.block_size,
-            model,
-        )

@@ -77,7 +77,9 @@ def test_reloaded_run_gives_the_recorded_validation_loss(tiny_text):
     trained = load_trained(summary["run_id"])
     dataset = datasets.load(datasets.resolve(str(tiny_text), get_zoo()), get_zoo())
     text = split_text(dataset, "validation")
-    nll, count = evaluate(trained.model, encode(trained.tokenizer, text), trained.block_size, 64)
+    nll, count = evaluate(
+        trained.model, encode(trained.tokenizer, text), trained.context_length, 64
+    )
     assert split_metrics("val", nll, count, text)["val_loss"] == pytest.approx(
         summary["metrics"]["val_loss"], rel=1e-6
     )

@@ -581,3 +581,81 @@ def test_best_settings_equal_to_the_preset_are_one_set_of_runs_counted_once(nega
     reruns = [r for r in rows if not (r.get("config") or {}).get("tune")]
     assert [r["seed"] for r in trials] == [0]
     assert sorted(r["seed"] for r in reruns) == [1, 2, 3]  # 3 runs, not 6; never seed 0
+
+
+def _draws(storage, count, sampler="tpe"):
+    """Continue (or start) a seeded study of two floats in `storage` up to `count` trials,
+    as zoo.tune.trials asks them; returns every trial's settings."""
+    from zoo.tune.study import make_sampler, seed_next_draw
+
+    study = optuna.create_study(
+        study_name="s", storage=storage, load_if_exists=True, sampler=make_sampler(sampler, 0)
+    )
+    space = {
+        "lr": optuna.distributions.FloatDistribution(1e-3, 3e-2, log=True),
+        "dropout": optuna.distributions.FloatDistribution(0, 0.5),
+    }
+    while len(study.trials) < count:
+        seed_next_draw(study, sampler, 0)
+        trial = study.ask(space)
+        study.tell(trial, trial.params["lr"])
+    return [tuple(sorted(t.params.items())) for t in study.trials]
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random"])
+def test_a_seeded_study_continued_from_3_to_5_trials_draws_5_distinct_settings(tmp_path, sampler):
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    continued = f"sqlite:///{tmp_path / 'continued.db'}"
+    _draws(continued, 3, sampler)
+    resumed = _draws(continued, 5, sampler)
+    assert len(set(resumed)) == 5, resumed
+    assert resumed == _draws(f"sqlite:///{tmp_path / 'one-go.db'}", 5, sampler)  # repeatable
+
+
+@pytest.mark.slow
+def test_a_resumed_tune_trains_5_distinct_settings_and_never_retrains_a_drawn_point(
+    negated_reviews,
+):
+    tiny_search(negated_reviews, trials=3, steps=5, sampler_seed=0)
+    tiny_search(negated_reviews, trials=5, steps=5, sampler_seed=0)
+    with Store() as store:
+        trials = [r for r in store.rows() if (r.get("config") or {}).get("tune")]
+    lrs = [r["config"]["configs"]["train"]["lr"] for r in trials]
+    assert len(trials) == 5 and len(set(lrs)) == 5, lrs
+
+
+def test_a_trial_drawing_an_earlier_trials_settings_is_told_its_outcome_untrained(
+    negated_reviews, monkeypatch
+):
+    from zoo.train import runner
+
+    trained = []
+
+    def fake_execute(plan, **kwargs):
+        trained.append(plan.configs["train"].lr)
+        return {"status": "finished", "metrics": {"val_accuracy": 0.5 + plan.configs["train"].lr}}
+
+    monkeypatch.setattr(runner, "execute", fake_execute)
+    monkeypatch.setattr("zoo.tune.tuning._seed_reruns", lambda *args: None)
+    monkeypatch.setattr("zoo.tune.report.test_once", lambda *args: None)
+    monkeypatch.setattr("zoo.tune.report.save_plots", lambda *args: [])
+    result = run_cli(
+        "tune",
+        "fasttext-wordpunct",
+        "--on",
+        negated_reviews,
+        "--space",
+        "lr=choice(0.01,0.02)",
+        "--trials",
+        6,
+        "--sampler",
+        "random",
+        "--sampler-seed",
+        0,
+        "--steps",
+        2,
+        *TINY,
+    )
+    assert result.code == 0, result
+    assert sorted(trained) == [0.01, 0.02], trained  # 6 trials, each setting trained once
+    assert result.err.count("nothing trained") == 4

@@ -38,12 +38,17 @@ def register_architectures(register: Register) -> None:
           (``zoo.Task.output``; the engine trains it with the task's loss), or any object
           with the methods of ``zoo.plugin.Model``.
         - ``config``: the architecture's config dataclass (``--set`` keys are its fields).
+          It declares its context length, the longest input in tokens that pipelines cut
+          to, with ``zoo.plugin.config.sized(..., role="context")``, and its other sizes
+          with their limits (``sized``).
         - ``tasks``: names of the registered tasks it has a head for.
-        - ``memory``: optional ``memory(config) -> int``, the bytes a model of that config
-          needs to train (weights, gradients, optimizer state), before anything is built;
-          zoo refuses a config this machine cannot hold. Without it, zoo estimates a
-          transformer from the common field names (``n_embd``/``width``,
-          ``n_layer``/``blocks``, ``mlp_ratio``, ...).
+        - ``memory``: optional ``memory(config, vocab_size) -> int``, the bytes a model of
+          that config needs to train (weights, gradients, optimizer state), before anything
+          is built; ``vocab_size`` is the vocabulary's size when known (a reloaded run's),
+          the most the tokenizer's config allows before training, or None. zoo refuses a
+          config this machine cannot hold. Without it, zoo estimates a transformer from the
+          fields the config declares with the roles ``width``, ``depth``, ``mlp_width`` or
+          ``mlp_ratio`` and ``context``.
     """
 
 
@@ -89,17 +94,10 @@ def register_pipelines(register: Register) -> None:
           direction and unit, the primary metric, the datasets it can use, the prediction
           type and the validation metric of the training curve. The core knows the task
           only through this declaration.
-        - ``target``: a class or object with ``run(job: zoo.plugin.Job) -> zoo.plugin.RunResult`` and,
-          optionally, ``predict(trained: zoo.plugin.Trained, texts: list[str]) -> list[P]`` (``P``
-          the task's ``prediction`` type), ``evaluate(trained, dataset, split) -> dict`` of
-          metrics, ``generate(trained, prompt, tokens, **options)`` yielding text, and
-          ``check_dataset(dataset)`` (called on the loaded dataset before a run is
-          recorded; raises ``zoo.ZooError`` when the pipeline cannot use it). A task whose
-          predictions are probabilities over classes may also offer
-          ``split_probabilities(trained, dataset, split) -> zoo.plugin.SplitProbabilities``
-          and ``score_probabilities(probabilities, split) -> dict`` (the split's metrics,
-          named as ``run`` names them: ``val_*``, ``test_*``); with both, ``zoo ensemble``
-          combines its runs.
+        - ``target``: a class or object implementing ``zoo.plugin.Pipeline``: ``run(job)``
+          and any of its optional methods (``check_dataset``, ``predict``, ``evaluate``,
+          ``generate``, ``split_probabilities`` with ``score_probabilities``), each of
+          which enables the commands that need it.
         - ``config``: its training config dataclass, a subclass of ``zoo.plugin.TrainConfig``.
     """
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from zoo.core.bounds import MAX_GENERATE_TOKENS, positive_argument
 from zoo.errors import ZooError
+from zoo.pipeline import optional_method
 
 
 @dataclass
@@ -106,7 +107,7 @@ class LoadedRun:
         """One prediction per text (a single string counts as one text), each of the type the
         task declares (``zoo.plugin.Task.prediction``, a ``zoo.plugin.Prediction`` dataclass); its
         ``record()`` is what `zoo predict --json` prints, without the text."""
-        predict = getattr(self._pipeline, "predict", None)
+        predict = optional_method(self._pipeline, "predict")
         if predict is None:
             raise ZooError(
                 f"run {self.id} is a {self.task} run, and the {self.task} "
@@ -130,7 +131,7 @@ class LoadedRun:
         newline). Several prompts (a list) are sampled side by side and give a list of texts;
         ``stream=True`` yields the continuation of one prompt piece by piece instead.
         ``cache=False`` recomputes the whole context for every token."""
-        generate = getattr(self._pipeline, "generate", None)
+        generate = optional_method(self._pipeline, "generate")
         if generate is None:
             raise ZooError(
                 f"run {self.id} is a {self.task} run, and the {self.task} "

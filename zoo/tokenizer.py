@@ -26,7 +26,7 @@ special id.
 Pipelines train tokenizers through the cache, so a sweep over models trains each tokenizer
 once per dataset and config::
 
-    from zoo.plugin import dataset_key, train_cached
+    from zoo.plugin.data import dataset_key, train_cached
 
     tokenizer = train_cached(job.tokenizer.load(), job.tokenizer.name, job.tokenizer_config,
                              lambda: train_split[column], dataset_key(job.dataset, "train", column),

@@ -10,15 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from zoo.plugin import check_divisible, check_positive, check_probability, hookimpl
+from zoo.plugin import hookimpl
+from zoo.plugin.config import check_divisible, check_positive, check_probability, sized
 
 
 @dataclass
 class DecoderConfig:
-    n_layer: int = 4
-    n_head: int = 4
-    n_embd: int = 128
-    block_size: int = 128  # context length in tokens (size of the position table)
+    n_layer: int = sized(4, role="depth")
+    n_head: int = sized(4, role="heads")
+    n_embd: int = sized(128, role="width")
+    block_size: int = sized(
+        128, role="context"
+    )  # context length in tokens (size of the position table)
     dropout: float = 0.0
     bias: bool = True  # biases in Linear and LayerNorm layers
     tie_weights: bool = True  # the LM head shares the token embedding matrix

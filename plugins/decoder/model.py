@@ -24,7 +24,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from zoo.plugin import PreLNBlock, TaskSpec, attention, check_length, init_gpt2, last_real
+from zoo.plugin import TaskSpec
+from zoo.plugin.layers import PreLNBlock, attention, check_length, init_gpt2, last_real
 
 
 class KVCache:

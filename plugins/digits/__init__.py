@@ -15,16 +15,19 @@ from typing import Literal
 from zoo.plugins.digits.data import DigitsDataConfig
 
 from zoo.plugin import hookimpl
+from zoo.plugin.config import sized
 
 
 @dataclass
 class DigitsConfig:
-    width: int = 64  # model dimension (embedding and attention width)
-    blocks: int = 2  # post-LN transformer blocks
-    heads: int = 1  # attention heads; width must divide evenly among them
-    ff_ratio: int = 4  # feed-forward hidden width = ff_ratio * width
+    width: int = sized(64, role="width")  # model dimension (embedding and attention width)
+    blocks: int = sized(2, role="depth")  # post-LN transformer blocks
+    heads: int = sized(1, role="heads")  # attention heads; width must divide evenly among them
+    ff_ratio: int = sized(4, role="mlp_ratio")  # feed-forward hidden width = ff_ratio * width
     dropout: float = 0.0
-    block_size: int = 32  # longest context in tokens; longer contexts keep their last tokens
+    block_size: int = sized(
+        32, role="context"
+    )  # longest context in tokens; longer contexts keep their last tokens
     # Where the sinusoidal positions count from: "start" (token 0 is position 0) or "end"
     # (the last real token is position 0, the one before it 1, ...). The next item depends on
     # the last few items, so counting from the end lets attention find them at fixed

@@ -37,6 +37,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zoo.plugin.config import sized
+
 FAMILIES = ("arithmetic", "fibonacci", "periodic")
 SPLITS = ("train", "validation", "test", "heldout", "heldout_validation")
 SIZES = tuple(f"{split}_size" for split in SPLITS)
@@ -49,17 +51,17 @@ class DigitsDataConfig:
     seed: int = 0  # chooses the held-out rules and draws every row
     families: list[str] = field(default_factory=lambda: list(FAMILIES))
     min_len: int = 3  # context lengths in digits; each family also has its own shortest
-    max_len: int = 8
+    max_len: int = sized(8, at_most=2**16)
     periods: list[int] = field(default_factory=lambda: [2, 3])  # pattern lengths of `periodic`
     heldout_fraction: float = 0.2  # share of each family's rule parameters kept out of training
     # Contexts whose rules are never held out (where a rule of these families and lengths
     # shows them): the documentation's examples, so a trained model can demonstrate them.
     always_train: list[str] = field(default_factory=lambda: ["1 2 3", "7 8 9", "2 4 6"])
-    train_size: int = 20000
-    validation_size: int = 2000
-    test_size: int = 2000
-    heldout_size: int = 2000
-    heldout_validation_size: int = 2000
+    train_size: int = sized(20000, role="rows")
+    validation_size: int = sized(2000, role="rows")
+    test_size: int = sized(2000, role="rows")
+    heldout_size: int = sized(2000, role="rows")
+    heldout_validation_size: int = sized(2000, role="rows")
 
     def __post_init__(self):
         self.families = list(self.families)
@@ -292,7 +294,7 @@ def row_cost(config: DigitsDataConfig, rows: int) -> tuple[float, float]:
 def check_cost(config: DigitsDataConfig) -> None:
     """max_len and the split sizes within zoo's budget for building a dataset (exit 2 with
     the largest value that fits), before any table or row exists."""
-    from zoo.plugin import check_budget, within_budget
+    from zoo.plugin.config import check_budget, within_budget
 
     def fits(cost):
         return within_budget(*cost)

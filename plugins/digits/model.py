@@ -22,9 +22,9 @@ import math
 import torch
 import torch.nn as nn
 
-from zoo.plugin import (
+from zoo.plugin import TaskSpec
+from zoo.plugin.layers import (
     SelfAttention,
-    TaskSpec,
     ThreadInvariantLayerNorm,
     check_length,
     key_mask,

@@ -9,16 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from zoo.plugin import check_divisible, check_positive, check_probability, hookimpl
+from zoo.plugin import hookimpl
+from zoo.plugin.config import check_divisible, check_positive, check_probability, sized
 
 
 @dataclass
 class EncoderConfig:
-    n_layer: int = 4
-    n_head: int = 4
-    n_embd: int = 128
-    mlp_ratio: int = 4  # MLP hidden width = mlp_ratio * n_embd
-    block_size: int = 128  # longest input in tokens, <cls> included (inputs are truncated to it)
+    n_layer: int = sized(4, role="depth")
+    n_head: int = sized(4, role="heads")
+    n_embd: int = sized(128, role="width")
+    mlp_ratio: int = sized(4, role="mlp_ratio")  # MLP hidden width = mlp_ratio * n_embd
+    block_size: int = sized(
+        128, role="context"
+    )  # longest input in tokens, <cls> included (inputs are truncated to it)
     dropout: float = 0.1  # on embeddings, attention weights, residual branches and the head input
     bias: bool = True  # biases in Linear and LayerNorm layers
     # How a sequence becomes one vector for the head: the hidden state of the <cls> token the

@@ -25,7 +25,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from zoo.plugin import PreLNBlock, TaskSpec, check_length, init_gpt2, key_mask
+from zoo.plugin import TaskSpec
+from zoo.plugin.layers import PreLNBlock, check_length, init_gpt2, key_mask
 
 
 class Encoder(nn.Module):

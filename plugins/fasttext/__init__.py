@@ -17,15 +17,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zoo.plugin import hookimpl
+from zoo.plugin.config import sized
 
 
 @dataclass
 class FastTextConfig:
-    dim: int = 64  # embedding width (fastText's default for supervised learning is 100)
+    dim: int = sized(
+        64, role="width"
+    )  # embedding width (fastText's default for supervised learning is 100)
     ngrams: int = 2  # 1: words only; 2: words and word bigrams (fastText's -wordNgrams 2)
-    buckets: int = 200_000  # hashed bigram rows (fastText's default is 2M; small sets need few)
+    buckets: int = sized(
+        200_000, at_most=2**24
+    )  # hashed bigram rows (fastText's default is 2M; small sets need few)
     dropout: float = 0.0  # on the averaged vector, before the linear layer
-    block_size: int = 256  # longest input in tokens, <cls> included (inputs are truncated to it)
+    block_size: int = sized(
+        256, role="context"
+    )  # longest input in tokens, <cls> included (inputs are truncated to it)
 
     def __post_init__(self):
         for name in ("dim", "buckets", "block_size"):
@@ -39,7 +46,9 @@ class FastTextConfig:
 
 @dataclass
 class WordPunctConfig:
-    vocab_size: int = 30_000  # at most this many tokens (the special tokens included)
+    vocab_size: int = sized(
+        30_000, role="vocabulary"
+    )  # at most this many tokens (the special tokens included)
     min_frequency: int = 1  # a word must occur this often in training to get its own id
     lowercase: bool = True
 
@@ -53,10 +62,10 @@ class WordPunctConfig:
             raise ValueError(f"min_frequency must be at least 1, got {self.min_frequency}")
 
 
-def memory(config: FastTextConfig) -> int:
-    """Bytes to train (16 per parameter): the hashed bigram table, buckets x dim (the
-    vocabulary's rows are not known yet)."""
-    return 16 * (config.buckets if config.ngrams == 2 else 0) * config.dim
+def memory(config: FastTextConfig, vocab_size: int | None) -> int:
+    """Bytes to train (16 per parameter): the embedding table, (the vocabulary's rows when
+    known + the hashed bigram buckets) x dim."""
+    return 16 * ((vocab_size or 0) + (config.buckets if config.ngrams == 2 else 0)) * config.dim
 
 
 @hookimpl

@@ -15,7 +15,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from zoo.plugin import TaskSpec, token_bigram_ids
+from zoo.plugin import TaskSpec
+from zoo.plugin.layers import token_bigram_ids
 
 
 class FastText(nn.Module):

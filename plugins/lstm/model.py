@@ -15,7 +15,8 @@ import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from zoo.plugin import TaskSpec, check_length
+from zoo.plugin import TaskSpec
+from zoo.plugin.layers import check_length
 
 
 class BiLSTM(nn.Module):

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zoo.plugin import check_positive, hookimpl
+from zoo.plugin import hookimpl
+from zoo.plugin.config import check_positive, sized
 
 
 @dataclass
 class NBSVMConfig:
-    buckets: int = 262_144  # hashed token-bigram rows (0: tokens only)
+    buckets: int = sized(262_144, at_most=2**24)  # hashed token-bigram rows (0: tokens only)
     char_buckets: int = 0  # hashed character 2- to 5-gram rows of each word (0: none)
     c: float = 1.0  # inverse L2 strength of the regressions, as scikit-learn's C
-    block_size: int = 256  # longest input in tokens, <cls> included (inputs are truncated to it)
+    block_size: int = sized(
+        256, role="context"
+    )  # longest input in tokens, <cls> included (inputs are truncated to it)
 
     def __post_init__(self):
         check_positive(self, "c", "block_size")
@@ -32,10 +35,11 @@ class NBSVMConfig:
                 raise ValueError(f"{name} must be 0 (none) or positive, got {getattr(self, name)}")
 
 
-def memory(config: NBSVMConfig) -> int:
+def memory(config: NBSVMConfig, vocab_size: int | None) -> int:
     """Bytes to fit: the feature table's float64 weights and the fit's working copies
-    (about 8 per row and class, for at most a few classes: 64 bytes per row)."""
-    return 64 * (config.buckets + config.char_buckets)
+    (about 8 per row and class, for at most a few classes: 64 bytes per row); its rows are
+    the vocabulary's (when known), the bigram buckets and the character-gram buckets."""
+    return 64 * ((vocab_size or 0) + config.buckets + config.char_buckets)
 
 
 @hookimpl

@@ -27,7 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.plugin import TaskSpec, check_length, token_bigram_ids
+from zoo.plugin import TaskSpec
+from zoo.plugin.layers import check_length, token_bigram_ids
 
 SMOOTHING = 1.0  # add-one counts in the log-count ratios
 CHAR_NGRAMS = range(2, 6)  # character n-gram lengths

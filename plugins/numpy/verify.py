@@ -22,7 +22,8 @@ from zoo.plugins.decoder import DecoderConfig
 from zoo.plugins.numpy import DEFAULT_TOLERANCE, NumpyConfig
 from zoo.plugins.numpy.model import NumpyDecoder
 
-from zoo.plugin import TaskSpec, ZooError, load_dataset, load_trained
+from zoo.plugin import TaskSpec, ZooError, load_trained
+from zoo.plugin.data import load_dataset
 
 MAX_VERIFY_TOKENS = 2**18
 
@@ -70,7 +71,7 @@ def verify(
     )
     reference.load_state_dict(trained.folder.load_weights())
 
-    block = trained.block_size
+    block = trained.context_length
     if batch * block > MAX_VERIFY_TOKENS:  # float64 logits for both models: bound them first
         raise ZooError(
             f"--batch {batch} windows of {block} tokens is {batch * block:,} tokens; "

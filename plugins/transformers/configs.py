@@ -27,6 +27,8 @@ from typing import Any
 
 import transformers
 
+from zoo.plugin.config import sized
+
 transformers.logging.set_verbosity_error()  # no advice about Hub usage on every config
 # Fields every transformers config has (from PreTrainedConfig) or that zoo sets from the
 # task and the tokenizer: never offered to --set.
@@ -54,6 +56,7 @@ class Layout:
     # transformers fields whose unset value zoo derives from its own config rather than
     # taking transformers' default (an MLP width of 11008 would swamp a 128-wide model)
     derived: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
+    mlp_width: str = "intermediate_size"  # the transformers field of the MLP's hidden width
 
 
 LAYOUTS = {
@@ -61,6 +64,7 @@ LAYOUTS = {
         transformers.GPT2Config,
         {"n_layer": "n_layer", "n_head": "n_head", "n_embd": "n_embd", "block_size": "n_positions"},
         ("resid_pdrop", "embd_pdrop", "attn_pdrop"),
+        mlp_width="n_inner",
     ),
     "llama": Layout(
         transformers.LlamaConfig,
@@ -93,10 +97,12 @@ class TransformersConfig:
 
     # None: 4, 4 and 128 for a new model (the decoder's defaults); the checkpoint's when
     # pretrained (a value that differs from the checkpoint's is an error)
-    n_layer: int | None = None
-    n_head: int | None = None
-    n_embd: int | None = None
-    block_size: int = 128  # longest input in tokens; a new model's position table has this size
+    n_layer: int | None = sized(None, role="depth")
+    n_head: int | None = sized(None, role="heads")
+    n_embd: int | None = sized(None, role="width")
+    block_size: int = sized(
+        128, role="context"
+    )  # longest input in tokens; a new model's position table has this size
     dropout: float = 0.0  # every dropout of the transformers config
     # a save_pretrained folder or Hub id to start from (weights, and with the `pretrained`
     # tokenizer its tokenizer); "" builds a new model. The `pretrained` tokenizer reads the
@@ -296,7 +302,10 @@ def make_config(architecture: str) -> type:
         kind = _field_type(f.type)
         if f.name in taken or f.name.startswith("_") or kind is None:
             continue
-        extra.append((f.name, kind | None, field(default=None)))
+        if f.name == layout.mlp_width:  # bounded, and read by zoo's memory estimate
+            extra.append((f.name, kind | None, sized(None, role="mlp_width")))
+        else:
+            extra.append((f.name, kind | None, field(default=None)))
     name = f"{architecture.title()}Config"
     cls = dataclasses.make_dataclass(name, extra, bases=(TransformersConfig,))
     cls.architecture = architecture

@@ -27,7 +27,8 @@ import torch
 import transformers
 from zoo.plugins.transformers.card import model_card
 
-from zoo.plugin import ZooError, atomic_folder, check_new_folder, load_json, load_trained
+from zoo.plugin import ZooError, load_trained
+from zoo.plugin.io import atomic_folder, check_new_folder, load_json
 
 DECODER_LAYOUT = ("decoder", "numpy")  # architectures with the decoder's weight names
 NATIVE = ("gpt2", "llama", "bert")
@@ -202,7 +203,7 @@ def fast_tokenizer(trained) -> transformers.PreTrainedTokenizerFast:
     # split_special_tokens: a literal "<pad>" in a text is text, as zoo encodes it.
     return transformers.PreTrainedTokenizerFast(
         tokenizer_object=backend,
-        model_max_length=trained.block_size or 1024,
+        model_max_length=trained.context_length or 1024,
         split_special_tokens=True,
         **specials,
     )
@@ -213,7 +214,7 @@ def logit_difference(trained, model) -> float:
     """Largest |logit| difference between the run and the exported model on a random batch
     of real tokens (fp32 both)."""
     task, vocab = trained.task, trained.config["spec"]["vocab_size"]
-    length = min(trained.block_size or 16, 32)
+    length = min(trained.context_length or 16, 32)
     ids = np.random.default_rng(0).integers(3, vocab, size=(4, length))
     if task == "classification" and trained.tokenizer.cls_id is not None:
         ids[:, 0] = trained.tokenizer.cls_id

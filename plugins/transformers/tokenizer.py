@@ -19,7 +19,8 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from zoo.plugin import CLS, PAD, UNK, TokenizersTokenizer, ZooError, atomic_write_text, load_json
+from zoo.plugin import CLS, PAD, UNK, TokenizersTokenizer, ZooError
+from zoo.plugin.io import atomic_write_text, load_json
 
 ROLES = "special_tokens_map.json"
 # zoo role -> the checkpoint's tokens to use for it, first found wins
@@ -62,7 +63,7 @@ class PretrainedTokenizer(TokenizersTokenizer):
                 f"the tokenizer of {config.pretrained!r} has no tokenizer.json "
                 "(a slow tokenizer); zoo needs a fast one"
             )
-        from zoo.plugin import MAX_VOCAB
+        from zoo.plugin.config import MAX_VOCAB
 
         size = backend.get_vocab_size(with_added_tokens=True)
         if size > MAX_VOCAB:  # its embedding table alone would not fit in memory

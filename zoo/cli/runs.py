@@ -156,6 +156,9 @@ def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) 
     from zoo.comparison.render import render
 
     text = render(comparison, fmt)
+    if fmt in ("csv", "json"):  # the table's notes, which these formats cannot hold
+        for note in comparison.notes:
+            print(f"zoo: note: {note}", file=sys.stderr)
     if plot:
         from zoo.comparison.plots import comparison_bars, save
 

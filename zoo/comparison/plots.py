@@ -85,10 +85,13 @@ def comparison_bars(comparison: Comparison):
         axes.set_xticks(range(len(groups)), groups)
         axes.set_xlabel(" / ".join(comparison.columns))
         axes.set_ylabel(describe(metric, cells[0]["better"], cells[0]["task"]))
+        zoomed = not _fraction(cells[0]["task"], metric) and _zoom(axes, cells)
         axes.set_title(
-            f"{metric}: mean ± std over seeds (black edge: best in group, where significant)"
+            f"{metric}: mean ± std over seeds (black edge: best, told apart from every other row)"
+            + ("\naxis does not start at 0" if zoomed else "")
         )
-        axes.margins(y=0.15)
+        if not zoomed:
+            axes.margins(y=0.15)
         axes.grid(True, axis="y", alpha=0.3)
         # plain patches: a handle copied from a bar would carry its "best" edge
         from matplotlib.patches import Patch
@@ -102,3 +105,25 @@ def comparison_bars(comparison: Comparison):
             bbox_to_anchor=(1.01, 1.0),
         )
     return figure
+
+
+def _fraction(task: str | None, metric: str) -> bool:
+    from zoo.core.names import get_task
+    from zoo.tasks import metric_info
+
+    info = metric_info(get_task(task), metric)
+    return "fraction" in ((info.unit if info else None) or "")
+
+
+def _zoom(axes, cells) -> bool:
+    """Bars of a metric that is not a fraction (bits per character, perplexity): the axis
+    spans the data and their error bars, so 3.56 against 3.66 is visible. False (the axis
+    starts at 0) where the data reach 0 or below."""
+    errors = [c["std"] if finite(c["std"]) else 0.0 for c in cells]
+    low = min(c["mean"] - e for c, e in zip(cells, errors))
+    high = max(c["mean"] + e for c, e in zip(cells, errors))
+    pad = (high - low) * 0.25 or abs(high) * 0.05 or 1.0
+    if low - pad <= 0:
+        return False
+    axes.set_ylim(low - pad, high + pad * 1.2)  # room above for the labels
+    return True

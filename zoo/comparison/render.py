@@ -7,6 +7,7 @@ import json
 import math
 
 from zoo.comparison.labels import row_text
+from zoo.comparison.significance import NO_VARIANCE, ONE_SEED
 from zoo.comparison.table import Comparison, describe
 from zoo.errors import UnknownNameError
 
@@ -53,14 +54,19 @@ def cell_text(cell) -> str:
 
 
 def diff_text(cell) -> str:
+    """'+0.0200 [-0.0048, 0.0448] †', or the difference and why there is no test."""
     if cell.get("baseline") is None or math.isnan(cell["diff"]):
         return "-"
-    sign = "+" if cell["diff"] >= 0 else ""
-    text = f"{sign}{number(cell['diff'], cell['mean'])}"
-    if math.isnan(cell["ci_low"]):
-        return text + " (no CI: n<2)"
-    low, high = number(cell["ci_low"], cell["mean"]), number(cell["ci_high"], cell["mean"])
-    return text + f" [{low}, {high}]" + (" †" if cell["significant"] else "")
+    width = cell["ci_high"] - cell["ci_low"]
+
+    def shown(value):
+        return number(value, cell["mean"], width if width > 0 else None)
+
+    text = ("+" if cell["diff"] >= 0 else "") + shown(cell["diff"])
+    if cell.get("test") not in (None, "Welch") or math.isnan(cell["ci_low"]):
+        return text + f" ({cell.get('test') or ONE_SEED})"
+    low, high = shown(cell["ci_low"]), shown(cell["ci_high"])
+    return text + f" [{low}, {high}]" + (" †" if cell["significant"] is True else "")
 
 
 def column_label(comparison: Comparison, cell) -> str:
@@ -105,20 +111,40 @@ def layout(comparison: Comparison):
 
 
 def legend(comparison: Comparison, best_mark: str) -> list[str]:
+    """One line per task and metric of the table (each column's own unit, direction and
+    split), the baseline's marks, then the notes."""
     table = comparison.cells
+    pairs = table[["task", "metric", "better"]].drop_duplicates(["task", "metric"])
     lines = []
-    for _, pair in table[["metric", "better", "task"]].drop_duplicates("metric").iterrows():
+    for _, pair in pairs.iterrows():
+        where = f"[{pair['task']} {pair['metric']}] " if len(pairs) > 1 else ""
         lines.append(
-            f"{describe(pair['metric'], pair['better'], pair['task'])}: mean ± std over seeds (n runs); "
-            f"{best_mark} best in column, better than the runner-up at 95% (Welch "
-            "interval over seeds)"
+            f"{where}{describe(pair['metric'], pair['better'], pair['task'])}{_split(pair)}: "
+            f"mean ± std over seeds (n distinct seeds); {best_mark} best in its column, told "
+            "apart from every other row (Welch tests at 95%, Holm-adjusted)"
         )
     if comparison.baseline is not None:
         lines.append(
-            f"Δ: difference to {comparison.baseline} with a 95% Welch confidence "
-            "interval over seeds; † the interval excludes 0"
+            f"Δ: difference to {comparison.baseline} with its 95% Welch interval over seeds; "
+            "† differs at 95% after Holm's adjustment over the column's comparisons; "
+            f"'{ONE_SEED}': a side has one seed; '{NO_VARIANCE}': both sides are constant "
+            "over seeds, so nothing is tested"
         )
+    lines.append(
+        "Only seed-to-seed variance is counted: the sampling noise of the evaluation set "
+        "is not (see the statistics page of the docs)"
+    )
     return lines + comparison.notes
+
+
+def _split(pair) -> str:
+    """Which split a figure is on: a test figure reports, it does not choose."""
+    metric = str(pair["metric"])
+    if metric.startswith("test_"):
+        return ", test split: report it, never choose by it (zoo tune chooses on validation)"
+    if metric.startswith("val_"):
+        return ", validation split"
+    return ""
 
 
 def render(comparison: Comparison, fmt: str = "table") -> str:

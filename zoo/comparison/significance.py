@@ -1,105 +1,172 @@
-"""Which cell is best, and by how much: a best mark only where Welch's interval of the
-difference to the runner-up excludes 0 (else the leaders are tied, and named), and the
-difference to a baseline row with its interval."""
+"""Which cell is best, and by how much, with marks that mean what they say.
+
+Best: the leading row of a column is marked only when Welch's test tells it apart from
+every other row of the column, the k-1 tests Holm-adjusted; otherwise a note names the rows
+that cannot be told apart. Baseline: each row's difference to the baseline row of its
+column with Welch's interval; its mark is Holm-adjusted over the column's comparisons.
+
+A comparison that cannot be tested (a side with one seed, or no seed variance on either
+side: a zero-width interval tests nothing) never gets a mark and says why."""
 
 from __future__ import annotations
 
 import math
+import re
 
-from zoo.comparison.labels import key_text, row_text, unique_keys
-from zoo.errors import UnknownNameError
+from zoo.comparison.labels import key_text, row_text, short_value, unique_keys
+from zoo.errors import UnknownNameError, ZooError
+
+NO_VARIANCE = "no seed variance"
+ONE_SEED = "cannot test: n<2"
+
+
+def untestable(interval) -> str | None:
+    """Why a Welch comparison has no test, or None when it has one."""
+    if math.isnan(interval.low):
+        return ONE_SEED
+    if interval.low == interval.high:
+        return NO_VARIANCE
+    return None
+
+
+def _compare(a, b, level: float):
+    from zoo.comparison.stats import welch_interval
+
+    return welch_interval(a["mean"], a["std"], a["n"], b["mean"], b["std"], b["n"], level)
+
+
+def _columns(table, column_keys):
+    return table.groupby(unique_keys(column_keys + ["task", "metric"]), sort=False)
 
 
 def best_marks(table, rows_keys, column_keys, level: float) -> tuple[list[bool], list[str]]:
-    """True for the best mean in each column, only where it beats the runner-up at `level`
-    (Welch's interval of the difference excludes 0); otherwise the column's leaders are
-    tied, and a note names them. Only among two or more cells."""
-    from zoo.comparison.stats import welch_interval
+    """True for a column's leading row where it beats every other row of the column
+    (Welch, Holm-adjusted over the k-1 tests, at `level`); otherwise a note names the rows
+    that cannot be told apart from it, and which comparisons cannot be tested at all."""
+    from zoo.comparison.stats import holm
 
-    best, ties = [False] * len(table), []
-    for _, group in table.groupby(unique_keys(column_keys + ["task", "metric"]), sort=False):
+    best, unclear = [False] * len(table), []
+    for _, group in _columns(table, column_keys):
         better = group["better"].iloc[0]
         if better not in ("lower", "higher") or len(group) < 2:
             continue
-        ranked = group.sort_values("mean", ascending=better == "lower")
-        first, second = ranked.iloc[0], ranked.iloc[1]
-        interval = welch_interval(
-            first["mean"],
-            first["std"],
-            first["n"],
-            second["mean"],
-            second["std"],
-            second["n"],
-            level,
-        )
-        if interval.significant:
+        ranked = group.sort_values("mean", ascending=better == "lower", kind="stable")
+        leader, others = ranked.iloc[0], [row for _, row in ranked.iloc[1:].iterrows()]
+        tests = [_compare(leader, other, level) for other in others]
+        adjusted = holm([t.p for t in tests])
+        apart = [not math.isnan(p) and p < 1 - level for p in adjusted]
+        if all(apart):
             best[table.index.get_loc(ranked.index[0])] = True
-        else:
-            where = " / ".join(key_text(first[k]) for k in column_keys)
-            ties.append(
-                f"{row_text(first, rows_keys)} and {row_text(second, rows_keys)} on {where}"
-            )
+            continue
+        tied = [
+            f"{row_text(o, rows_keys)} ({untestable(t) or f'Holm-adjusted p={p:.2g}'})"
+            for o, a, t, p in zip(others, apart, tests, adjusted)
+            if not a
+        ]
+        where = " / ".join(key_text(leader[k]) for k in column_keys)
+        unclear.append(
+            f"on {where}, {row_text(leader, rows_keys)} leads but is not told apart from "
+            + ", ".join(tied)
+        )
     notes = []
-    if ties:
+    if unclear:
         notes.append(
-            f"tied (the difference of the two best is not significant at "
-            f"{level:.0%}; no best marked): "
-            + "; ".join(ties[:5])
-            + (f"; and {len(ties) - 5} more" if len(ties) > 5 else "")
+            f"no best marked (the leader must differ from every other row: Welch tests at "
+            f"{level:.0%}, Holm-adjusted): "
+            + "; ".join(unclear[:5])
+            + (f"; and {len(unclear) - 5} more" if len(unclear) > 5 else "")
         )
     return best, notes
 
 
 def with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
-    """Each cell against the baseline row of its column: the exact row when `baseline` is a
-    full row label ('decoder-char (steps=100)'), else the row with that first key and the
-    same setting, or its only setting in that column."""
+    """Each cell against the baseline row of its column: `baseline` is a full row label
+    ('decoder-char (steps=100)'), or a first key with settings that pick one row
+    ('encoder-bpe (steps=270)'), or a first key alone, paired by setting where it names
+    several rows. Marks are Holm-adjusted over each column's comparisons."""
     import pandas as pd
 
-    from zoo.comparison.stats import welch_interval
+    from zoo.comparison.stats import holm
 
-    key = rows_keys[0]
+    is_baseline = _matching(table, rows_keys, baseline)
+    empty = dict(diff=math.nan, ci_low=math.nan, ci_high=math.nan, df=math.nan, p=math.nan)
+    results = {
+        index: {**empty, "p_holm": math.nan, "significant": None, "test": None}
+        for index in table.index
+    }
+    ambiguous = set()
+    for _, group in _columns(table, column_keys):
+        candidates = group[is_baseline[group.index]]
+        tested = []
+        for index, row in group.iterrows():
+            if bool(is_baseline[index]):
+                continue
+            reference = candidates
+            if len(reference) > 1:
+                reference = reference[reference["setting"] == row["setting"]]
+            if len(reference) != 1:
+                if len(candidates) > 1:
+                    ambiguous.update(row_text(c, rows_keys) for _, c in candidates.iterrows())
+                continue
+            interval = _compare(row, reference.iloc[0], level)
+            reason = untestable(interval)
+            results[index].update(
+                diff=interval.diff,
+                ci_low=interval.low,
+                ci_high=interval.high,
+                df=interval.df,
+                p=interval.p,
+                test=reason or "Welch",
+            )
+            if reason is None:
+                tested.append(index)
+        for index, p in zip(tested, holm([results[i]["p"] for i in tested])):
+            results[index].update(p_holm=p, significant=bool(p < 1 - level))
+    if ambiguous:
+        raise ZooError(
+            f"--baseline {baseline!r} names several rows of a column; name one: "
+            + "; ".join(sorted(ambiguous))
+        )
+    if all(math.isnan(r["diff"]) for r in results.values()):
+        labels = sorted({row_text(c, rows_keys) for _, c in table.iterrows()})
+        raise ZooError(
+            f"--baseline {baseline!r}: no row of the table has a baseline to compare with "
+            "(it matches every row, or none shares a column with it); rows: " + "; ".join(labels)
+        )
+    added = pd.DataFrame([results[i] for i in table.index])
+    added.insert(0, "baseline", baseline)
+    return pd.concat([table.reset_index(drop=True), added], axis=1)
+
+
+_LABEL = re.compile(r"^(?P<name>.*?) \((?P<settings>[^()]*)\)$")
+
+
+def _matching(table, rows_keys, baseline: str):
+    """Which rows `baseline` names (see with_baseline); an unknown one is exit 2 with a
+    did-you-mean over the table's row labels."""
     labels = table.apply(lambda c: row_text(c, rows_keys), axis=1)
-    exact = baseline in set(labels)
-    if not exact and baseline not in set(table[key]):
+    if baseline in set(labels):
+        return labels == baseline
+    names = table.apply(lambda c: " / ".join(str(c[k]) for k in rows_keys), axis=1)
+    match = _LABEL.match(baseline)
+    name, wanted = (match["name"], match["settings"]) if match else (baseline, "")
+    chosen = names == name
+    for part in filter(None, (p.strip() for p in wanted.split(","))):
+        key, _, value = part.partition("=")
+        chosen &= table["_settings"].map(lambda s, k=key, v=value: _has_setting(s, k, v))
+    if not chosen.any():
         raise UnknownNameError(
-            f"baseline {key}",
+            f"baseline {rows_keys[0]}",
             baseline,
-            sorted(set(table[key]) | set(labels)),
+            sorted(set(names) | set(labels)),
             hint="it must be one of the rows of the table",
         )
-    is_baseline = labels == baseline if exact else table[key] == baseline
-    rows = []
-    for index, row in table.iterrows():
-        same_column = pd.Series(True, index=table.index)
-        for k in unique_keys(column_keys + ["task", "metric"]):
-            same_column &= table[k] == row[k]
-        reference = table[same_column & is_baseline]
-        if not exact and len(reference) > 1:
-            reference = reference[reference["setting"] == row["setting"]]
-        empty = {
-            "baseline": baseline,
-            "diff": math.nan,
-            "ci_low": math.nan,
-            "ci_high": math.nan,
-            "df": math.nan,
-            "significant": None,
-        }
-        if len(reference) != 1 or bool(is_baseline[index]):
-            rows.append(empty)
-            continue
-        ref = reference.iloc[0]
-        interval = welch_interval(
-            row["mean"], row["std"], row["n"], ref["mean"], ref["std"], ref["n"], level
-        )
-        rows.append(
-            {
-                "baseline": baseline,
-                "diff": interval.diff,
-                "ci_low": interval.low,
-                "ci_high": interval.high,
-                "df": interval.df,
-                "significant": interval.significant,
-            }
-        )
-    return pd.concat([table.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
+    return chosen
+
+
+def _has_setting(settings: dict, key: str, value: str) -> bool:
+    key, value = key.strip(), value.strip()
+    found = [v for k, v in settings.items() if k == key or k.rpartition(".")[2] == key]
+    if not found:
+        return value == "-"
+    return any(short_value(v) == value or str(v) == value for v in found)

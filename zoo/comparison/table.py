@@ -51,7 +51,17 @@ STAT_COLUMNS = (
     "configs",
     "runs",
 )
-BASELINE_COLUMNS = ("baseline", "diff", "ci_low", "ci_high", "df", "significant")
+BASELINE_COLUMNS = (
+    "baseline",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "df",
+    "p",
+    "p_holm",
+    "significant",
+    "test",
+)
 
 
 def direction(metric: str, task: str | None = None) -> str | None:
@@ -199,8 +209,10 @@ def summarize(
     for key in rows_keys + column_keys:
         long[key] = long[key].map(key_text)
     group = unique_keys(rows_keys + column_keys + ["task", "metric", "variant"])
-    cells = []
+    cells, mixed = [], set()
     for values, runs in long.groupby(group, sort=False, dropna=False):
+        if runs["status"].nunique() > 1:
+            mixed.update(runs["status"])
         found = dict(zip(group, values))
         numbers = runs["value"].astype(float)
         cell = {k: found[k] for k in rows_keys + column_keys}
@@ -225,6 +237,11 @@ def summarize(
         notes.append(
             f"{missing} of {len(data)} matching runs recorded no "
             f"{metric or 'primary metric'} and are left out"
+        )
+    if mixed:
+        notes.append(
+            f"some cells pool runs of several statuses ({', '.join(sorted(mixed))}); "
+            "--status finished counts finished runs only"
         )
     if merged:
         notes.append(

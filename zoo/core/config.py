@@ -14,7 +14,7 @@ import types
 import typing
 from typing import Any
 
-from zoo.core.bounds import check_sizes
+from zoo.core.sizes import check_sizes
 from zoo.errors import UnknownNameError, ZooError
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -122,10 +122,11 @@ def check_divisible(config, width: str, parts: str) -> None:
         )
 
 
-def check_probability(config, name: str = "dropout") -> None:
-    """Field `name` is a probability of dropping, in [0, 1)."""
-    if not 0 <= getattr(config, name) < 1:
-        raise ValueError(f"{name} must be in [0, 1), got {getattr(config, name)}")
+def check_probability(config, *names: str) -> None:
+    """Each named field is a probability of dropping, in [0, 1)."""
+    for name in names:
+        if not 0 <= getattr(config, name) < 1:
+            raise ValueError(f"{name} must be in [0, 1), got {getattr(config, name)}")
 
 
 def build_config(cls, values: dict[str, Any]):

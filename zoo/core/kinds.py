@@ -48,7 +48,8 @@ class Entry:
     task: Task | None = None  # a pipeline's declaration of the task it serves
     origin: str = ""  # the plugin's identity (PluginInfo.identity): version or source hash
     columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
-    memory: Any = None  # an architecture's memory(config) -> bytes to train, or "module:attr"
+    # an architecture's memory(config, vocab_size) -> bytes to train, or "module:attr"
+    memory: Any = None
 
     def load(self):
         """Import and return the target (the heavy code), on first use; a target that cannot
@@ -60,15 +61,17 @@ class Entry:
                 raise ZooError(f"{self.kind} {self.name!r} from plugin {self.plugin!r}: {problem}")
         return target
 
-    def memory_estimate(self, config) -> int | None:
-        """Bytes a model of ``config`` needs to train, by the architecture's own estimate
-        (None: it registered none)."""
+    def memory_estimate(self, config, vocab_size: int | None = None) -> int | None:
+        """Bytes a model of ``config`` needs to train with a vocabulary of ``vocab_size``
+        tokens (None: not known yet), by the architecture's own estimate (None: it
+        registered none)."""
         if self.memory is None:
             return None
         estimate = loaded_callable(self.memory, f"memory estimate of {self.name!r}", self.plugin)
         needed = call_plugin(
             estimate,
             config,
+            vocab_size,
             what=f"memory estimate of {self.kind} {self.name!r}",
             plugin=self.plugin,
         )

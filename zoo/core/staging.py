@@ -70,7 +70,7 @@ def entry_stager(kind: str, plugin_name: str, staged: list[Entry], origin: str =
             raise ZooError(f"{kind} {name!r}: only architectures declare a memory estimate")
         if not (memory is None or isinstance(memory, str) and ":" in memory or callable(memory)):
             raise ZooError(
-                f"architecture {name!r}: memory must be a function memory(config) "
+                f"architecture {name!r}: memory must be a function memory(config, vocab_size) "
                 f"-> bytes or a 'module:function' string, not {memory!r:.60}"
             )
         if columns is not None and kind != "dataset":

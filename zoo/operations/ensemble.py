@@ -23,6 +23,7 @@ import numpy as np
 
 from zoo.errors import ZooError
 from zoo.operations.weights import FIT_RULE, fit_weights
+from zoo.pipeline import optional_method
 
 WEIGHTINGS = ("equal", "fit")
 SPLITS = ("validation", "test")
@@ -90,8 +91,7 @@ def ensemble(
     task = rows[0]["task"]
     pipeline = zoo.pipelines.get(task).load()
     if not all(
-        callable(getattr(pipeline, name, None))
-        for name in ("split_probabilities", "score_probabilities")
+        optional_method(pipeline, name) for name in ("split_probabilities", "score_probabilities")
     ):
         raise ZooError(
             f"the {task} pipeline gives no probabilities (split_probabilities and "

@@ -10,6 +10,7 @@ import time
 from zoo.core.containment import own_interrupts_fail
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
+from zoo.pipeline import optional_method
 
 
 def evaluate_run(
@@ -34,7 +35,7 @@ def evaluate_run(
     if trained.row["kind"] != "train":
         raise ZooError(f"run {trained.run_id} is an evaluation, not a trained run")
     pipeline = zoo.pipelines.get(trained.task).load()
-    method = getattr(pipeline, "evaluate", None)
+    method = optional_method(pipeline, "evaluate")
     if method is None:
         raise ZooError(
             f"the {trained.task} pipeline has no evaluate(trained, dataset, split); "

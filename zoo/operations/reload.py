@@ -6,11 +6,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from zoo.core.bounds import check_memory
 from zoo.core.config import build_config
 from zoo.core.containment import call_plugin
 from zoo.core.loading import get_zoo, task_loss
 from zoo.core.names import get_task
+from zoo.core.sizes import check_memory, context_length
 from zoo.errors import ZooError
 from zoo.io import load_tokenizer
 from zoo.records.paths import run_folder
@@ -30,7 +30,7 @@ class Trained:
     config: dict  # config.json: provenance and the resolved configs as recorded
     tokenizer: Any  # zoo.plugin.Tokenizer, loaded from the run's tokenizer.json
     model: Any  # zoo.plugin.Model with the run's weights
-    block_size: int | None
+    context_length: int | None  # the longest input in tokens, as the architecture declares it
     folder: RunFolder  # the run folder (files a pipeline saved there, e.g. classes.json)
     model_config: Any = None  # the architecture's config dataclass, as the run used it
     tokenizer_config: Any = None  # the tokenizer's config dataclass (None when it has none)
@@ -44,7 +44,7 @@ def load_trained(
     """A finished run's model and tokenizer, on `device` (auto: CUDA when present, as `zoo run`
     picks, so a run and its reloads compute alike). It evaluates at the precision the run
     trained with (its `precision` setting) unless `precision` says otherwise."""
-    from zoo.train.model import TaskSpec
+    from zoo.train.model import TaskSpec, optional_member
     from zoo.train.torch_model import as_model, pick_device
 
     zoo = zoo or get_zoo()
@@ -62,10 +62,13 @@ def load_trained(
         model_config = build_config(
             architecture.config_class(), config["configs"].get("model") or {}
         )
-        check_memory(architecture, model_config)
     except ZooError as exc:  # a tampered or outdated config.json
         raise ZooError(f"{folder.file('config.json')}: {exc}") from None
     tokenizer = load_tokenizer(tokenizer_entry.load(), folder.file("tokenizer.json"))
+    try:
+        check_memory(architecture, model_config, vocab_size=tokenizer.vocab_size)
+    except ZooError as exc:
+        raise ZooError(f"{folder.file('config.json')}: {exc}") from None
     task = get_task(config["task"], zoo)
     if task is None:
         raise ZooError(
@@ -81,9 +84,10 @@ def load_trained(
     )
     model = as_model(built, pick_device(device), loss=task_loss(task))
     model.load_state_dict(finite_weights(folder.load_weights(), row["id"], folder))
-    if hasattr(model, "configure_engine"):
+    configure = optional_member(model, "configure_engine")
+    if configure is not None:
         trained_with = (config["configs"].get("train") or {}).get("precision", "auto")
-        model.configure_engine(precision=precision or trained_with)
+        configure(precision=precision or trained_with)
     configs = config.get("configs") or {}
     pipeline = zoo.pipelines.get(config["task"])
     return Trained(
@@ -93,7 +97,7 @@ def load_trained(
         config,
         tokenizer,
         model,
-        getattr(model_config, "block_size", None),
+        context_length(model_config),
         folder,
         model_config,
         _recorded(tokenizer_entry.config_class(), configs.get("tokenizer")),

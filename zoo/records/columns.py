@@ -7,7 +7,7 @@ ask ``val_bpc < 5``. A column is named by the bare field (``lr``); where that na
 already a run column or metric (``steps``) or two sections share it, by ``section.field``
 (``train.steps``), which conditions write as they read.
 
-Settings declared incidental (``zoo.plugin.incidental``: checkpoint cadence, samples) are
+Settings declared incidental (``zoo.plugin.config.incidental``: checkpoint cadence, samples) are
 columns too, but they never split comparison rows.
 """
 

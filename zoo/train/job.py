@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from zoo.core.config import incidental
+from zoo.core.sizes import sized
 from zoo.errors import ZooError
 from zoo.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 
@@ -20,7 +21,7 @@ class TrainConfig:
 
     steps: int = 1000  # optimizer steps; with `time` set, the loop stops at whichever comes first
     time: float | None = None  # wall-clock budget in seconds, for comparisons at equal compute
-    batch_size: int = 32
+    batch_size: int = sized(32, role="batch")
     lr: float = 1e-3
     min_lr: float = 1e-4  # cosine decay ends here
     warmup_steps: int = 100
@@ -29,7 +30,9 @@ class TrainConfig:
     beta2: float = 0.95  # (nanoGPT's Shakespeare config uses 0.99: few tokens per step)
     grad_clip: float = 1.0
     eval_interval: int = 250  # steps between validation estimates during training
-    eval_batches: int = 20  # batches per periodic estimate; the final evaluation uses whole splits
+    eval_batches: int = sized(
+        20, role="batch"
+    )  # batches per periodic estimate; the final evaluation uses whole splits
     # Report the validation and test splits with the weights of the best validation score
     # (the step is recorded as best_step), not those of the last step.
     keep_best: bool = True
@@ -171,7 +174,7 @@ class Job:
     model_config: Any
     tokenizer_config: Any
     train_config: TrainConfig
-    dataset: Any  # zoo.plugin.LoadedDataset
+    dataset: Any  # zoo.plugin.data.LoadedDataset
     seed: int
     device: str
     run: RunFolder
@@ -197,6 +200,17 @@ class Job:
     label: str | None = None
     log_every: int | float | None = None
 
+    @property
+    def context_length(self) -> int:
+        """The longest input in tokens: the context length the architecture's config declares
+        (``sized(..., role="context")``); pipelines cut inputs to it."""
+        from zoo.core.sizes import context_length
+
+        length = context_length(self.model_config)
+        if length is None:  # the plan refuses such an architecture before a job exists
+            raise ZooError(f"architecture {self.architecture.name!r} declares no context length")
+        return length
+
     def build_model(self, spec):
         """The architecture built for ``spec`` (a ``zoo.plugin.TaskSpec``) on the run's device, as a
         ``zoo.plugin.Model`` that trains with the task's declared loss."""
@@ -219,7 +233,7 @@ class Job:
             plugin=self.architecture.plugin,
         )
         model = as_model(built, pick_device(self.device), loss=task_loss(task))
-        check_output(model, task, spec, getattr(self.model_config, "block_size", None), who)
+        check_output(model, task, spec, self.context_length, who)
         if self.init is not None and self.resume_from is None:  # a checkpoint has its own
             from zoo.train.initialize import initialize
 

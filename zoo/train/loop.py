@@ -23,7 +23,7 @@ import numpy as np
 from zoo.errors import ZooError
 from zoo.train import distributed
 from zoo.train.job import Job, TrainConfig
-from zoo.train.model import NonFiniteError
+from zoo.train.model import NonFiniteError, optional_member
 
 
 class Diverged(Exception):
@@ -147,7 +147,7 @@ def train(
     cfg = job.train_config
     ranks = distributed.current()
     rng = np.random.default_rng(job.seed + ranks.rank)  # each rank draws its own batches
-    configure = getattr(model, "configure_engine", None)
+    configure = optional_member(model, "configure_engine")
     if configure is not None:
         configure(
             precision=getattr(cfg, "precision", "auto"),

@@ -18,12 +18,12 @@ from zoo.train.model import IGNORE_INDEX
 PROBE_BATCH, PROBE_LENGTH = 2, 3  # the tiny batch check_output runs
 
 
-def check_output(model, task, spec, block_size: int | None, who: str) -> None:
+def check_output(model, task, spec, context_length: int | None, who: str) -> None:
     """Run ``model`` (a zoo.Model) on a tiny batch and raise a ZooError naming ``who`` (the
     architecture and its plugin) when its output's shape is not the one ``task`` declares."""
     if task.output_shape is None:
         return
-    length = max(1, min(PROBE_LENGTH, block_size or PROBE_LENGTH))
+    length = max(1, min(PROBE_LENGTH, context_length or PROBE_LENGTH))
     inputs = np.arange(PROBE_BATCH * length, dtype=np.int64).reshape(PROBE_BATCH, length)
     inputs %= max(1, spec.vocab_size)
     shape = tuple(np.shape(model.logits(inputs, np.ones_like(inputs))))

@@ -36,7 +36,7 @@ the engine trains it with the task's declared loss.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -62,19 +62,24 @@ class TaskSpec:
     pad_id: int = 0
 
 
-@runtime_checkable
 class Model(Protocol):
     """What zoo trains, evaluates, saves and reloads. A ``torch.nn.Module`` that an
     architecture's ``build`` returns is wrapped into one by zoo (trained with the task's
     declared loss); a model written without torch, such as the ``numpy`` architecture,
     implements these methods itself. Inputs and outputs are NumPy arrays: ``inputs`` and
     ``targets`` token or class ids, ``mask`` 1 for real tokens and 0 for padding.
-    ``optimizer_state`` and ``load_optimizer_state`` are needed for checkpoints; incremental
-    decoding (``start_decoding``, ``decode_step``) is optional, see below."""
 
-    def num_parameters(self) -> int: ...
+    The members marked *Optional* may be left out; zoo asks for one only through
+    ``optional_member``, which knows the names declared here (``OPTIONAL_MEMBERS``)."""
 
-    def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None: ...
+    def num_parameters(self) -> int:
+        """The number of trainable parameters (the ``params`` of a run's row)."""
+        ...
+
+    def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
+        """Create the optimizer (AdamW for zoo's torch models) before the first
+        ``train_step``; the learning rate of each step is passed to ``train_step``."""
+        ...
 
     def train_step(
         self,
@@ -87,34 +92,103 @@ class Model(Protocol):
         """One optimizer step on a batch; returns the mean loss (nats per target).
 
         Raises ``NonFiniteError`` without stepping if the loss or gradient norm is not finite."""
+        ...
 
     def loss_sum(
         self, inputs: np.ndarray, targets: np.ndarray, mask: np.ndarray | None = None
     ) -> tuple[float, int]:
         """Summed negative log-likelihood (nats) and number of targets, without training."""
+        ...
 
-    def logits(self, inputs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray: ...
+    def logits(self, inputs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        """The model's output for a batch, without training: what its task declares
+        (``zoo.plugin.Task.output``), e.g. [B, T, V] per-token logits or [B, C] class
+        logits, as float32."""
+        ...
 
-    def state_dict(self) -> dict[str, np.ndarray]: ...
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Every weight (and whatever ``fit`` fitted) by name, as arrays: what the run folder
+        saves as ``model.safetensors``."""
+        ...
 
-    # Incremental decoding, optional (see the module docstring):
-    #   start_decoding(inputs [B, T], pads [B] | None) -> (logits [B, V], cache)
-    #       the logits after each row's last token; row b's first pads[b] positions are
-    #       padding (left-padded prompts), which nothing attends to;
-    #   decode_step(next_ids [B], cache) -> (logits [B, V], cache)
-    #       one more token per row. The cache never holds more than block_size positions:
-    #       the caller starts again on a shorter context before it would.
-
-    # Fitting before training, optional (see the module docstring):
-    #   fits_training_split: bool = True
-    #   fit(inputs [N, T], targets [N], mask [N, T] | None, vocabulary: list[str] | None)
-    #       the whole training split at once; vocabulary is each token id's text ("" for
-    #       special tokens), for models that read inside tokens.
-
-    def load_state_dict(self, state: dict[str, np.ndarray]) -> None: ...
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Load weights that ``state_dict`` returned (the same names and shapes)."""
+        ...
 
     def optimizer_state(self) -> tuple[dict[str, np.ndarray], dict]:
         """Training state beyond the weights: (arrays for safetensors, JSON-able meta)."""
+        ...
 
     def load_optimizer_state(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
         """Restore what ``optimizer_state`` returned (after ``configure_optimizer``)."""
+        ...
+
+    def configure_engine(
+        self,
+        *,
+        precision: str = "auto",
+        compile: bool = False,
+        cuda_graph: bool = False,
+        distributed: Any = None,
+    ) -> None:
+        """Optional. Speed options, set once before training (from the pipeline's
+        ``TrainConfig``: ``precision``, ``compile``, ``cuda_graph``; ``distributed`` under
+        torchrun) and when a run is reloaded (its ``precision``). A model without it runs
+        as it is."""
+        ...
+
+    #: Optional. True for a language model that generates without recomputing its whole
+    #: context each token: it has ``start_decoding`` and ``decode_step``.
+    decodes_incrementally: bool
+
+    def start_decoding(
+        self, inputs: np.ndarray, pads: np.ndarray | None = None
+    ) -> tuple[np.ndarray, Any]:
+        """Optional (with ``decodes_incrementally``). The logits [B, V] after each row's last
+        token of ``inputs`` [B, T], and a cache; row b's first ``pads[b]`` positions are
+        padding (left-padded prompts), which nothing attends to."""
+        ...
+
+    def decode_step(self, next_ids: np.ndarray, cache: Any) -> tuple[np.ndarray, Any]:
+        """Optional (with ``decodes_incrementally``). The logits [B, V] after one more token
+        per row (``next_ids`` [B]), and the cache. The cache never holds more than the
+        context length: the caller starts again on a shorter context before it would."""
+        ...
+
+    #: Optional. True for a model fitted on the whole training split before the training
+    #: loop (it has ``fit``); pipelines never call ``fit`` on a model without it.
+    fits_training_split: bool
+
+    def fit(
+        self,
+        inputs: np.ndarray,
+        targets: np.ndarray,
+        mask: np.ndarray | None = None,
+        vocabulary: list[str] | None = None,
+    ) -> None:
+        """Optional (with ``fits_training_split``). Fit on the whole training split at once
+        (inputs [N, T], targets [N]); ``vocabulary`` is each token id's text ("" for special
+        tokens), for models that read inside tokens. What it fits is part of
+        ``state_dict``."""
+        ...
+
+
+OPTIONAL_MEMBERS = (
+    "configure_engine",
+    "decodes_incrementally",
+    "start_decoding",
+    "decode_step",
+    "fits_training_split",
+    "fit",
+)
+
+
+def optional_member(model: Any, name: str) -> Any:
+    """The model's optional member ``name`` (one of ``OPTIONAL_MEMBERS``): the method, or the
+    flag's value; None (False for a flag) when the model does not have it."""
+    if name not in OPTIONAL_MEMBERS:
+        raise ValueError(f"{name!r} is not an optional Model member")
+    value = getattr(model, name, None)
+    if name in ("decodes_incrementally", "fits_training_split"):
+        return value is True
+    return value if callable(value) else None

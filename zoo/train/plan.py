@@ -8,10 +8,11 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from zoo.core.bounds import check_memory, check_seed
+from zoo.core.bounds import check_seed
 from zoo.core.config import build_config, split_overrides
 from zoo.core.loading import get_zoo
 from zoo.core.names import ModelSpec, choose_task, resolve_model, tasks_for
+from zoo.core.sizes import check_memory, context_length, value_of
 from zoo.data import datasets as zoo_data
 from zoo.data import sources
 from zoo.errors import ZooError
@@ -131,7 +132,8 @@ def plan_run(
         values["tokenizer"] = source.tokenizer_config
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
     check_context_length(spec.architecture, configs["model"])
-    check_memory(spec.architecture, configs["model"], f"invalid {spec.name}: ")
+    vocabulary = value_of(configs["tokenizer"], "vocabulary")  # its most, when it declares one
+    check_memory(spec.architecture, configs["model"], f"invalid {spec.name}: ", vocabulary)
     if "dataset" in configs:
         ref = dataclasses.replace(ref, config=configs["dataset"])
     held_out = tuple(held_out)
@@ -169,20 +171,19 @@ def _init_source(run_id: str, spec: ModelSpec):
 
 
 def check_context_length(architecture, config) -> None:
-    """Pipelines cut inputs to the architecture config's ``block_size`` (zoo.hookspecs): an
-    architecture registered without a config that has one cannot run."""
-    block = getattr(config, "block_size", None)
-    if isinstance(block, int) and not isinstance(block, bool):
+    """Pipelines cut inputs to the context length the architecture's config declares
+    (``sized(..., role="context")``): an architecture without one cannot run."""
+    if context_length(config) is not None:
         return
     problem = (
         "registers no config dataclass"
         if config is None
-        else f"has a config ({type(config).__name__}) with no integer block_size field"
+        else f"has a config ({type(config).__name__}) with no positive context-length field"
     )
     raise ZooError(
         f"architecture {architecture.name!r} from plugin {architecture.plugin!r} "
-        f"{problem}; pipelines need its block_size (the longest input in tokens): "
-        "register it with config=<a dataclass with a block_size field>"
+        f"{problem}; pipelines need the longest input in tokens: declare it in the config, "
+        'e.g. block_size: int = sized(128, role="context") (zoo.plugin.config)'
     )
 
 

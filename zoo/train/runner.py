@@ -17,6 +17,7 @@ from zoo.core.threads import settle_threads
 from zoo.data import datasets as zoo_data
 from zoo.errors import RunInterrupted, RunRefused, ZooError
 from zoo.io import save_error
+from zoo.pipeline import optional_method
 from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 from zoo.train import checkpoints, distributed
@@ -109,7 +110,7 @@ def execute(
             )
         dataset = dataset.holding_out(plan.held_out)
         pipeline = plan.pipeline.load()
-        check = getattr(pipeline, "check_dataset", None)
+        check = optional_method(pipeline, "check_dataset")
         if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
             check(dataset)
         plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here

@@ -76,6 +76,29 @@ def make_sampler(name: str, seed: int | None):
     raise ZooError(f"--sampler must be tpe or random, not {name!r}")
 
 
+def seed_next_draw(study, name: str, seed: int | None) -> None:
+    """Seed the sampler for the trial about to be asked from (`seed`, its trial number), so
+    a seeded search draws the same settings whether it runs in one go or is continued, and
+    a continued one never replays the draws of its first run."""
+    import numpy as np
+
+    if seed is None:
+        return
+    number = len(study.get_trials(deepcopy=False))
+    derived = int(np.random.SeedSequence([seed, number]).generate_state(1)[0])
+    study.sampler = make_sampler(name, derived)
+
+
+def same_settings(study, trial):
+    """An earlier trial with exactly these settings that finished or was pruned (its
+    outcome stands for this one), or None."""
+    for earlier in study.get_trials(deepcopy=False):
+        done = earlier.state.name in ("COMPLETE", "PRUNED") and not earlier.system_attrs.get(LOST)
+        if done and earlier.number != trial.number and earlier.params == trial.params:
+            return earlier
+    return None
+
+
 @dataclass
 class Objective:
     """The validation figure a study optimises, and the figure the training loop reports

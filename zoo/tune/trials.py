@@ -23,6 +23,8 @@ from zoo.tune.study import (
     TrialReporter,
     budget_left,
     driver_mark,
+    same_settings,
+    seed_next_draw,
     tell,
 )
 
@@ -56,14 +58,31 @@ def ask(
     objective: Objective,
     out,
 ) -> Trial | None:
-    """The next trial's settings from the study, planned (None when they cannot run: the
-    trial is told failed, with the reason printed)."""
+    """The next trial's settings from the study, planned. None when there is nothing to
+    train: settings that cannot run (the trial is told failed, with the reason printed), or
+    the settings of an earlier trial (told that trial's outcome)."""
     from zoo.sweeps.cells import Cell
     from zoo.train.plan import config_hash, plan_run
 
+    seed_next_draw(study, search.sampler, search.seed)
     trial = study.ask({d.key: d.distribution() for d in searched})
     trial.set_user_attr("driver", driver_mark())
     params = dict(trial.params)
+    earlier = same_settings(study, trial)
+    if earlier is not None:  # the same settings at the same seed: the same run, not retrained
+        trial.set_user_attr("same_as", earlier.number)
+        trial.set_user_attr("run_id", earlier.user_attrs.get("run_id"))
+        if earlier.state.name == "COMPLETE":
+            study.tell(trial, earlier.value)
+        else:
+            study.tell(trial, state=_state("PRUNED"))
+        print(
+            f"    trial {trial.number}: the settings of trial {earlier.number} again; its "
+            "outcome stands, nothing trained",
+            file=out,
+            flush=True,
+        )
+        return None
     cell = Cell(model, dataset, TRIAL_SEED, params)
     try:
         cell.plan = plan_run(

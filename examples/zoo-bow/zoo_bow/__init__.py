@@ -10,12 +10,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from zoo.plugin import SPECIAL_TOKENS, UNK, TokenizersTokenizer, hookimpl
+from zoo.plugin.config import sized
 
 
 @dataclass
 class BowConfig:
-    n_embd: int = 64
-    block_size: int = 64  # longest input, in tokens
+    n_embd: int = sized(64, role="width")
+    block_size: int = sized(64, role="context")  # longest input, in tokens
 
     def __post_init__(self):
         if self.n_embd <= 0 or self.block_size <= 0:
@@ -24,7 +25,7 @@ class BowConfig:
 
 @dataclass
 class WordsConfig:
-    vocab_size: int = 5000  # the most frequent words; the rest are <unk>
+    vocab_size: int = sized(5000, role="vocabulary")  # the most frequent words; the rest are <unk>
     min_frequency: int = 1
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zoo.plugin import Metric, Task, hookimpl
+from zoo.plugin.config import sized
 
 REGRESSION = Task(
     name="regression",
@@ -40,7 +41,8 @@ REGRESSION = Task(
 
 @dataclass
 class BitsConfig:
-    rows: int = 1200  # strings in all, split 80/10/10 into train, validation and test
+    # strings in all, split 80/10/10 into train, validation and test
+    rows: int = sized(1200, role="rows")
     length: int = 10  # bits per string
     seed: int = 0
 
@@ -51,9 +53,9 @@ class BitsConfig:
 
 @dataclass
 class BitMLPConfig:
-    n_embd: int = 8  # width of each position's embedding
-    hidden: int = 32  # width of the hidden layer
-    block_size: int = 16  # longest input in tokens; shorter ones are padded
+    n_embd: int = sized(8, role="width")  # width of each position's embedding
+    hidden: int = sized(32, at_most=2**15)  # width of the hidden layer
+    block_size: int = sized(16, role="context")  # longest input in tokens; shorter ones are padded
 
     def __post_init__(self):
         if min(self.n_embd, self.hidden, self.block_size) <= 0:

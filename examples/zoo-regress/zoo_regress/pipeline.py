@@ -11,18 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo.plugin import (
-    Batch,
-    Job,
-    Prediction,
-    RunResult,
-    TaskSpec,
-    TrainConfig,
-    ZooError,
-    dataset_key,
-    train,
-    train_cached,
-)
+from zoo.plugin import Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, train
+from zoo.plugin.data import dataset_key, train_cached
 
 ROLES = {"train": "train", "validation": "val", "test": "test"}
 
@@ -99,7 +89,7 @@ def split_data(dataset, role: str, tokenizer, block: int):
 
 def run(job: Job) -> RunResult:
     cfg = job.train_config
-    block = job.model_config.block_size
+    block = job.context_length
     tokenizer = job.saved_tokenizer()  # resuming: the run keeps the vocabulary it started with
     if tokenizer is None:
         column = job.dataset.text_column
@@ -141,14 +131,14 @@ def run(job: Job) -> RunResult:
 
 
 def predict(trained, texts: list[str]) -> list[ValuePrediction]:
-    ids, mask = encode(trained.tokenizer, [str(t) for t in texts], trained.block_size)
+    ids, mask = encode(trained.tokenizer, [str(t) for t in texts], trained.context_length)
     return [ValuePrediction(float(v)) for v in predictions(trained.model, ids, mask)]
 
 
 def evaluate(trained, dataset, split: str = "test") -> dict:
     """``zoo eval``: mse and r2 of a trained run on one split (names without a split prefix)."""
     check_dataset(dataset)
-    ids, mask, y = split_data(dataset, split, trained.tokenizer, trained.block_size)
+    ids, mask, y = split_data(dataset, split, trained.tokenizer, trained.context_length)
     return {**scores(y, predictions(trained.model, ids, mask), ""), "examples": len(y)}
 
 

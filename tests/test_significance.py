@@ -1,0 +1,217 @@
+"""Marks that mean what they say, from synthetic stores: "best" only where the leader is
+told apart from every other row (Holm-adjusted), baseline marks Holm-adjusted within a
+column, no mark from a zero-width interval or one seed, non-finite figures left out with a
+note, numbers at their precision, one legend per task and metric, --baseline by label."""
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import run_cli
+
+from zoo.comparison.render import render
+from zoo.comparison.significance import best_marks, with_baseline
+from zoo.comparison.stats import holm, t_quantile, t_two_sided_p
+from zoo.comparison.table import load_runs, summarize
+from zoo.records.store import Store
+
+_ids = itertools.count()
+
+
+def record(model, seed, metrics, *, task="classification", dataset="reviews", **train):
+    run_id = f"r{next(_ids)}"
+    with Store() as store:
+        store.insert(
+            run_id,
+            model=model,
+            architecture=model.partition("-")[0],
+            tokenizer=model.rpartition("-")[2],
+            dataset=dataset,
+            task=task,
+            seed=seed,
+            kind="train",
+            status="finished",
+            config_hash=f"hash-{run_id}",
+            config={"configs": {"model": {"dim": 8}, "train": {"steps": 100, **train}}},
+            metrics=metrics,
+        )
+    return run_id
+
+
+def fill(model, values, metric="test_accuracy", **options):
+    for seed, value in enumerate(values):
+        record(model, seed, {metric: value}, **options)
+
+
+# -- the numbers behind the marks --------------------------------------------------------
+def test_t_tail_probabilities_invert_the_quantiles():
+    for df in (1, 2, 3.7, 10, 30):
+        assert t_two_sided_p(t_quantile(0.975, df), df) == pytest.approx(0.05, abs=1e-10)
+    assert t_two_sided_p(0.0, 4) == pytest.approx(1.0)
+    assert t_two_sided_p(1.0, 1) == pytest.approx(0.5)  # Cauchy: P(|T| > 1) = 1/2
+
+
+def test_holm_adjusts_step_down_and_leaves_untestable_comparisons_out():
+    # p sorted 0.01, 0.02, 0.04 of three tests: 3 * 0.01, max(0.03, 2 * 0.02), max(0.04, 0.04)
+    assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+    assert holm([0.030, 0.039]) == pytest.approx([0.06, 0.06])  # neither survives at 5%
+    adjusted = holm([0.01, math.nan])
+    assert adjusted[0] == pytest.approx(0.01) and math.isnan(adjusted[1])
+
+
+# -- best marks ------------------------------------------------------------------------
+def test_no_best_mark_when_the_leader_cannot_be_told_apart_from_one_row():
+    fill("a-word", [0.59, 0.60, 0.61])  # 0.6000 ± 0.0100
+    fill("b-word", [0.30, 0.31, 0.32])  # far behind
+    fill("c-word", [0.05, 0.70, 0.74])  # 0.4967 ± 0.3874: not told apart from a-word
+    comparison = summarize(load_runs())
+    assert not comparison.cells["best"].any()
+    text = render(comparison, "table")
+    assert "on reviews, a-word leads but is not told apart from c-word (Holm-adjusted p=" in text
+    assert "b-word (" not in text.split("no best marked")[1]  # b-word is told apart
+    # without c-word, a-word beats every other row: marked
+    clear = summarize(load_runs(), where="model != 'c-word'").cells.set_index("model")
+    assert clear["best"].to_dict() == {"a-word": True, "b-word": False}
+
+
+def test_no_mark_from_zero_seed_variance_or_one_seed():
+    fill("a-word", [0.5, 0.5, 0.5])
+    fill("b-word", [0.5000001] * 3)
+    comparison = summarize(load_runs(), baseline="a-word")
+    cells = comparison.cells.set_index("model")
+    assert not cells["best"].any()
+    assert cells.loc["b-word", "significant"] is None
+    assert cells.loc["b-word", "test"] == "no seed variance"
+    text = render(comparison, "table")
+    body = text.split("\n\n")[0]
+    assert "(no seed variance)" in body and "†" not in body and " *" not in body
+    assert "sampling noise of the evaluation set is not" in text
+    record("c-word", 0, {"test_accuracy": 0.9})  # one seed: cannot test, not "not significant"
+    text = render(summarize(load_runs(), baseline="a-word"), "table")
+    assert "(cannot test: n<2)" in text
+
+
+def _equal_rows_table(rng, rows=10, n=3):
+    cells = []
+    for r in range(rows):
+        values = rng.normal(0.5, 0.01, n)
+        cells.append(
+            {
+                "model": f"m{r}",
+                "dataset": "d",
+                "task": "classification",
+                "metric": "test_accuracy",
+                "better": "higher",
+                "mean": float(values.mean()),
+                "std": float(values.std(ddof=1)),
+                "n": n,
+                "setting": "",
+                "_settings": {},
+            }
+        )
+    return pd.DataFrame(cells)
+
+
+def test_a_baseline_mark_is_holm_adjusted_over_the_columns_comparisons():
+    fill("base-word", [0.49, 0.50, 0.51])
+    fill("b-word", [0.52, 0.53, 0.54])  # alone against the baseline: p = 0.021
+    fill("c-word", [0.49, 0.50, 0.51])
+    fill("d-word", [0.48, 0.50, 0.52])
+    cells = summarize(load_runs(), baseline="base-word").cells.set_index("model")
+    b = cells.loc["b-word"]
+    assert b["ci_low"] > 0 and b["p"] == pytest.approx(0.0213, abs=1e-3)
+    assert b["p_holm"] == pytest.approx(3 * b["p"]) and b["significant"] is False
+    alone = summarize(load_runs(), baseline="base-word", where="model in ['base-word', 'b-word']")
+    assert alone.cells.set_index("model").loc["b-word", "significant"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [2, 5])
+def test_ten_equal_rows_get_a_mark_in_at_most_5_percent_of_tables(n):
+    rng = np.random.default_rng(0)
+    tables = 400
+    marked = best = 0
+    for _ in range(tables):
+        table = _equal_rows_table(rng, n=n)
+        compared = with_baseline(table, ["model"], ["dataset"], "m0", 0.95)
+        marked += bool((compared["significant"] == True).any())  # noqa: E712 (None stays out)
+        best += any(best_marks(table, ["model"], ["dataset"], 0.95)[0])
+    assert marked / tables <= 0.05, marked
+    assert best / tables <= 0.05, best
+
+
+# -- values and notes ------------------------------------------------------------------
+def test_an_infinite_figure_is_left_out_with_a_note():
+    fill("a-word", [0.5, 0.6])
+    record("a-word", 2, {"test_accuracy": math.inf})
+    comparison = summarize(load_runs())
+    (cell,) = comparison.cells.itertuples()
+    assert cell.n == 2 and cell.mean == pytest.approx(0.55)
+    assert any("1 run(s) with a non-finite test_accuracy left out" in n for n in comparison.notes)
+    import zoo
+
+    assert any("non-finite" in note for note in zoo.compare().attrs["notes"])
+
+
+def test_small_figures_keep_their_significant_digits():
+    fill("a-word", [0.000127 - 0.0000208, 0.000127, 0.000127 + 0.0000208], metric="val_unk_rate")
+    text = render(summarize(load_runs(), metric="val_unk_rate"), "table")
+    assert "0.0001270 ± 0.0000208 (n=3)" in text
+
+
+def test_unfinished_runs_left_out_are_noted_and_mixed_statuses_are_noted():
+    fill("a-word", [0.5, 0.6])
+    with Store() as store:
+        store.update(record("a-word", 5, {"test_accuracy": 0.1}), status="failed")
+    comparison = summarize(load_runs())
+    assert any("1 failed" in note and "--status all" in note for note in comparison.notes)
+    pooled = summarize(load_runs(), status=("all",))
+    assert any("statuses" in note for note in pooled.notes)
+
+
+# -- baseline by label, ambiguity -----------------------------------------------------
+def test_baseline_by_full_label_or_setting_filter_and_ambiguity_is_exit_2():
+    fill("a-word", [0.50, 0.52, 0.51], steps=270)
+    fill("a-word", [0.60, 0.62, 0.61], steps=9000)
+    fill("b-word", [0.55, 0.56, 0.57])
+    ambiguous = run_cli("compare", "--baseline", "a-word")
+    assert ambiguous.code == 2
+    assert "a-word (steps=270)" in ambiguous.err and "a-word (steps=9000)" in ambiguous.err
+    for name in ("a-word (steps=270)", "a-word (train.steps=270)"):
+        chosen = run_cli("compare", "--baseline", name)
+        assert chosen.code == 0, chosen
+        line = next(x for x in chosen.out.splitlines() if x.startswith("a-word (steps=9000)"))
+        assert "+0.1000 [" in line
+    unknown = run_cli("compare", "--baseline", "c-word")
+    assert unknown.code == 2 and "c-word" in unknown.err
+
+
+def test_a_baseline_that_is_every_row_is_exit_2():
+    fill("a-word", [0.5, 0.6])
+    result = run_cli("compare", "--baseline", "a-word")
+    assert result.code == 2 and "no row of the table has a baseline" in result.err
+
+
+# -- legends -----------------------------------------------------------------------------
+def test_each_task_and_metric_of_a_table_has_its_own_legend_line():
+    fill("enc-bpe", [0.7, 0.72])
+    fill("enc-bpe", [0.3, 0.31], task="masked-language-modeling")
+    text = render(summarize(load_runs()), "table")
+    legend = text.split("\n\n", 1)[1]
+    assert "[classification test_accuracy] test_accuracy (fraction correct" in legend
+    assert "[masked-language-modeling test_accuracy] test_accuracy (fraction of masked" in legend
+    assert legend.count("test split") == 2
+
+
+def test_bars_of_a_metric_that_is_not_a_fraction_start_near_the_data():
+    from zoo.comparison.plots import comparison_bars
+
+    fill("a-char", [3.55, 3.57], metric="val_bpc", task="language-modeling")
+    fill("b-char", [3.65, 3.67], metric="val_bpc", task="language-modeling")
+    low, high = comparison_bars(summarize(load_runs())).axes[0].get_ylim()
+    assert 3.0 < low < 3.55 and high < 4.0
+    fill("c-word", [0.7, 0.72])
+    accuracy = [ax for ax in comparison_bars(summarize(load_runs())).axes if ax.get_ylim()]
+    assert min(ax.get_ylim()[0] for ax in accuracy) == 0

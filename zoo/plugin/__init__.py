@@ -1,0 +1,91 @@
+"""The plugin author's API: the contract an architecture, tokenizer, dataset, task or command
+plugin implements, and what a pipeline receives, trains with and returns.
+
+    from dataclasses import dataclass
+
+    from zoo.plugin import hookimpl
+    from zoo.plugin.config import sized
+
+    @dataclass
+    class TinyConfig:
+        n_embd: int = sized(64, role="width")
+        block_size: int = sized(128, role="context")
+
+    @hookimpl
+    def register_architectures(register):
+        register("tiny", "my_package.model:build", config=TinyConfig, tasks=TASKS)
+
+The hooks are documented in ``zoo.hookspecs``. Helpers live in four sub-namespaces:
+``zoo.plugin.config`` (declaring and checking a config dataclass), ``zoo.plugin.layers``
+(torch building blocks of the built-in architectures), ``zoo.plugin.data`` (datasets and
+their splits as token ids and texts) and ``zoo.plugin.io`` (files written atomically, read
+safely). Names backed by torch are imported on first use, so a plugin's registration module
+(and ``zoo list``) stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+
+from zoo.errors import ZooError
+from zoo.hookspecs import hookimpl
+from zoo.lazy import lazy_names
+from zoo.pipeline import Pipeline
+from zoo.tasks import Metric, Prediction, SplitProbabilities, Task
+
+# name -> module that defines it, imported on first access (PEP 562)
+_LAZY = {
+    # what a model is and what it is built for
+    "TaskSpec": "zoo.train.model",
+    "Model": "zoo.train.model",
+    "IGNORE_INDEX": "zoo.train.model",
+    "NonFiniteError": "zoo.train.model",
+    # tokenizers
+    "Tokenizer": "zoo.tokenizer",
+    "TokenizersTokenizer": "zoo.tokenizer",
+    "SPECIAL_TOKENS": "zoo.tokenizer",
+    "PAD": "zoo.tokenizer",
+    "UNK": "zoo.tokenizer",
+    "CLS": "zoo.tokenizer",
+    # what a pipeline receives, trains with and returns
+    "TrainConfig": "zoo.train.job",
+    "Job": "zoo.train.job",
+    "RunFolder": "zoo.train.job",
+    "RunResult": "zoo.train.job",
+    "Batch": "zoo.train.loop",
+    "TrainResult": "zoo.train.loop",
+    "train": "zoo.train.loop",
+    "Trained": "zoo.operations.reload",
+    "load_trained": "zoo.operations.reload",
+}
+
+__all__ = [
+    "hookimpl",
+    "ZooError",
+    "Task",
+    "Metric",
+    "Prediction",
+    "SplitProbabilities",
+    "Pipeline",
+    *_LAZY,
+]
+
+SUBMODULES = ("config", "layers", "data", "io")
+
+_lazy_getattr, __dir__ = lazy_names(globals(), _LAZY)
+
+
+def __getattr__(name: str):
+    if name in SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    for submodule in SUBMODULES:  # names that moved to a sub-namespace still resolve, once warned
+        module = importlib.import_module(f"{__name__}.{submodule}")
+        if name in module.__all__:
+            warnings.warn(
+                f"zoo.plugin.{name} is zoo.plugin.{submodule}.{name}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(module, name)
+    return _lazy_getattr(name)

@@ -1,0 +1,26 @@
+"""Torch building blocks of the built-in architectures, for an architecture plugin's
+``model.py`` (this namespace imports torch on first use of a name)."""
+
+from __future__ import annotations
+
+from zoo.lazy import lazy_names
+
+_LAZY = {
+    name: "zoo.train.layers"
+    for name in (
+        "attention",
+        "SelfAttention",
+        "MLP",
+        "PreLNBlock",
+        "ThreadInvariantLayerNorm",
+        "check_length",
+        "key_mask",
+        "last_real",
+        "init_gpt2",
+        "token_bigram_ids",
+    )
+}
+
+__all__ = list(_LAZY)
+
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)
