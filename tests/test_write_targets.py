@@ -136,3 +136,16 @@ def test_a_dataset_name_is_data_in_an_export_card_and_its_local_path_stays_priva
     outside_code = re.sub(r"`[^`\n]*`", "", "\n".join(lines[1:]))
     assert "pwned" not in outside_code and "<img" not in outside_code
     assert "/home/someone" not in card and "private" not in card
+
+
+@pytest.mark.slow
+def test_a_run_still_draws_its_own_curve_in_its_folder(tiny_text):
+    import json
+
+    from conftest import TINY_DECODER
+
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 6, *TINY_DECODER, "--json")
+    assert result.code == 0 and "not drawn" not in result.err, result
+    run_id = json.loads(result.out)["run_id"]
+    curve = Path(os.environ["ZOO_HOME"]) / run_id / "curve.png"
+    assert curve.read_bytes()[:4] == b"\x89PNG"

@@ -128,8 +128,9 @@ def check_output_file(name: str, what: str = "write") -> None:
         raise ZooError(f"cannot {what} {name}: folder {target.parent} does not exist")
 
 
-def write_output(name: str, data: bytes | str) -> None:
-    """Write ``data`` to the path the user named, as the module docstring says."""
+def write_output(name: str, data: bytes | str, *, in_home: bool = False) -> None:
+    """Write ``data`` to the path the user named, as the module docstring says.
+    ``in_home``: zoo's own file in a run folder (its curve.png), not a name a user gave."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     kind = kind_of(name)
@@ -146,7 +147,8 @@ def write_output(name: str, data: bytes | str) -> None:
         _stream(name, data)
         return
     target = Path(os.path.realpath(name))  # a symlink's target; the path itself otherwise
-    check_outside_home(target)
+    if not in_home:
+        check_outside_home(target)
     if not target.parent.is_dir():
         raise ZooError(f"cannot write {name}: folder {target.parent} does not exist")
     try:
@@ -239,6 +241,66 @@ def load_json(path: Path):
         raise ZooError(f"{path} is not valid JSON ({_first_line(exc)})") from None
     except RecursionError:
         raise ZooError(f"{path} is nested too deeply to be a zoo file") from None
+
+
+MAX_CONFIG_BYTES = 2**20  # a config file is a page of settings, never a data set
+
+
+def read_config_text(path, what: str = "config file", limit: int = MAX_CONFIG_BYTES) -> str:
+    """The UTF-8 text of a small file the user names (a config file, a registry): at most
+    ``limit`` bytes are ever read, counted as read, so a pipe (``/dev/stdin``) is bounded
+    too; a device (``/dev/zero``), a folder or a socket is refused before reading. Every
+    problem is a ZooError naming the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ZooError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            kind = (
+                "a folder"
+                if stat.S_ISDIR(mode)
+                else "a device"
+                if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "not a regular file"
+            )
+            raise ZooError(f"{what} {path} is {kind}; name a file (or a pipe)")
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(2**16, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise ZooError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if total > limit:
+        raise ZooError(f"{what} {path} holds more than {limit // 1024:,} KiB; a config is smaller")
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ZooError(
+            f"{what} {path} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
+
+
+MAX_CONFIG_DEPTH = 32  # tables within tables in a config file
+
+
+def check_depth(data, what: str, limit: int = MAX_CONFIG_DEPTH) -> None:
+    """A ZooError if ``data`` (parsed JSON, TOML or YAML) nests tables or lists deeper than
+    ``limit``: walked without recursion, so no depth can overflow the stack."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > limit:
+                raise ZooError(f"{what} nests tables or lists more than {limit} deep")
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items)
 
 
 def load_tokenizer(cls, path: Path):

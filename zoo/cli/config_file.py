@@ -12,7 +12,9 @@ A file holds what the command line holds, under the options' names::
     [grid]                        # zoo sweep --grid
     lr = [1e-3, 3e-3]
 
-TOML (read with tomllib); YAML too where PyYAML is installed. An option given on the command
+TOML (read with tomllib); YAML too where PyYAML is installed, without aliases. A file is
+plain, bounded data: at most 1 MiB is read (a pipe included), a device is refused, and
+tables nest at most 32 deep. An option given on the command
 line wins over the file; a --set or --grid key given on both takes the command line's
 value. An unknown key is an error with a did-you-mean, before anything trains.
 """
@@ -27,6 +29,7 @@ from pathlib import Path
 import tomllib
 
 from zoo.errors import UnknownNameError, ZooError
+from zoo.io import check_depth, read_config_text
 
 COMMON = {"steps", "time", "set", "task", "device", "log_to"}
 KEYS = {
@@ -78,13 +81,8 @@ def read(path: str | Path, command: str) -> dict:
     """The file's options for `command` ('run' or 'sweep'): keys checked, `set` flattened
     to 'section.key' -> value, `grid` to key -> list of values."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ZooError(
-            f"cannot read config file {path}: {getattr(exc, 'strerror', None) or exc}"
-        ) from None
-    data = _parse(path, text)
+    data = _parse(path, read_config_text(path))
+    check_depth(data, f"config file {path}")
     if not isinstance(data, dict):
         raise ZooError(f"{path}: a config file is a table of options, not a {type(data).__name__}")
     for key in data:
@@ -120,13 +118,34 @@ def _parse(path: Path, text: str):
                 f"{path}: reading YAML needs PyYAML (pip install pyyaml); or write the file as TOML"
             ) from None
         try:
-            return yaml.safe_load(text) or {}
+            return yaml.load(text, Loader=_loader(yaml)) or {}
         except yaml.YAMLError as exc:
             raise ZooError(f"{path}: malformed YAML: {str(exc).splitlines()[0]}") from None
+        except RecursionError:
+            raise ZooError(f"{path}: malformed YAML: nested too deeply") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ZooError(f"{path}: malformed TOML: {exc}") from None
+    except RecursionError:
+        raise ZooError(f"{path}: malformed TOML: nested too deeply") from None
+
+
+def _loader(yaml):
+    """PyYAML's safe loader without aliases: an alias (``*name``) repeats a node without
+    writing it out, so nine levels of nine aliases are 9**9 values from a few lines (an
+    "alias bomb"). A config file has no use for them; they are refused where they stand."""
+
+    class NoAliases(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, "aliases (*name) are not allowed in a config file", event.start_mark
+                )
+            return super().compose_node(parent, index)
+
+    return NoAliases
 
 
 def _flatten(table, path: Path, name: str, prefix: str = "") -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 import tomllib
 
 from zoo.errors import UnknownNameError, ZooError
+from zoo.io import check_depth, read_config_text
 
 BUILTIN_FILE = Path(__file__).resolve().parent.parent / "registry.toml"
 
@@ -115,6 +116,16 @@ def load_catalogue(files: list[Path] | None = None) -> Catalogue:
     return catalogue
 
 
+MAX_BASE_DEPTH = 32  # presets in one chain of bases: deeper is a mistake, not a design
+
+
+def too_deep(preset: Preset, first: str, link: str):
+    raise ZooError(
+        f"{preset.source}: [models.{first}] builds on more than {MAX_BASE_DEPTH} presets in "
+        f"a chain (through {link}); at most {MAX_BASE_DEPTH}"
+    )
+
+
 def resolve_bases(catalogue: Catalogue) -> None:
     """A preset with `base = "NAME"` (or a list of names) takes those presets' architecture,
     tokenizer and settings, in order, then its own (which win). Bases resolve after every
@@ -125,11 +136,15 @@ def resolve_bases(catalogue: Catalogue) -> None:
     described by what it builds on ("built on deep-char + bpe-512"), never by a base's
     words, which describe another model."""
     done: set[str] = set()
+    depth: dict[str, int] = {}  # the longest chain of bases below each resolved preset
 
     def resolve(name: str, chain: tuple[str, ...]) -> Preset:
         preset = catalogue.models[name]
         if name in done:
             return preset
+        depth.setdefault(name, 0)
+        if len(chain) >= MAX_BASE_DEPTH:  # before going deeper: no chain overflows the stack
+            too_deep(preset, chain[0], f"{chain[-1]} -> {name}")
         architecture, tokenizer, values = "", "", {}
         for base in preset.base:
             if base in chain + (name,):
@@ -140,6 +155,9 @@ def resolve_bases(catalogue: Catalogue) -> None:
                     f"base preset of [models.{name}] in {preset.source}", base, catalogue.models
                 )
             parent = resolve(base, chain + (name,))
+            depth[name] = max(depth.get(name, 0), depth[base] + 1)
+            if depth[name] + len(chain) > MAX_BASE_DEPTH:
+                too_deep(preset, (chain or (name,))[0], f"{name} -> {base}")
             architecture = parent.architecture or architecture
             tokenizer = parent.tokenizer or tokenizer
             values.update(parent.overrides)
@@ -177,20 +195,14 @@ def is_hub_id(text: str) -> bool:
 
 def merge_file(catalogue: Catalogue, path: Path) -> None:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ZooError(
-            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); TOML files must be UTF-8"
-        ) from None
-    except OSError as exc:
-        raise ZooError(f"cannot read {path}: {exc.strerror or exc}") from None
+    text = read_config_text(path, "registry file")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ZooError(f"{path}: malformed TOML: {exc}") from None
     except RecursionError:
         raise ZooError(f"{path}: malformed TOML: nested too deeply") from None
+    check_depth(data, str(path))
     parser = _FileParser(path, text)
     parser.check_keys(data, TOP_KEYS, "top level")
     base = path.resolve().parent

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from zoo.core.names import get_task
 from zoo.errors import ZooError
-from zoo.io import atomic_write_bytes, kind_of, write_output
+from zoo.io import kind_of, write_output
 from zoo.tasks import describe_metric, metric_info
 
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
@@ -26,9 +26,10 @@ def new_figure(width: float, height: float, layout: str | None = "constrained"):
     return Figure(figsize=(width, height), layout=layout)
 
 
-def save(figure, path) -> Path:
+def save(figure, path, *, in_home: bool = False) -> Path:
     """Write the figure to a user-named path (see zoo.io); its suffix picks the format,
-    and standard output (``-``), a device or a FIFO get PNG unless the name says otherwise."""
+    and standard output (``-``), a device or a FIFO get PNG unless the name says otherwise.
+    ``in_home``: a run's own curve.png, which zoo writes in the run folder."""
     name = str(path)
     path = Path(path)
     suffix = path.suffix.lower()
@@ -38,7 +39,7 @@ def save(figure, path) -> Path:
         suffix = ".png"
     buffer = io.BytesIO()
     figure.savefig(buffer, format=suffix[1:], dpi=120)
-    write_output(name, buffer.getvalue())
+    write_output(name, buffer.getvalue(), in_home=in_home)
     return path
 
 
@@ -205,9 +206,4 @@ def save_run_curve(folder, row: dict) -> Path | None:
     figure = training_curves(
         [{"label": row["model"], "records": records}], "loss", "step", title, task=row.get("task")
     )
-    # zoo's own file in the run's folder, not a user-named output (which zoo.io keeps
-    # out of ZOO_HOME): written as the folder's other files are
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=120)
-    atomic_write_bytes(run.file("curve.png"), buffer.getvalue())
-    return run.file("curve.png")
+    return save(figure, run.file("curve.png"), in_home=True)
