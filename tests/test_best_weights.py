@@ -57,7 +57,20 @@ def make_job(tmp_path, **train) -> Job:
         }
     )
     run = RunFolder(tmp_path / "run").create()
-    return Job("counter", None, None, "test", None, None, cfg, None, 0, "cpu", run, quiet=True)
+    return Job(
+        model_name="counter",
+        architecture=None,
+        tokenizer=None,
+        task="test",
+        model_config=None,
+        tokenizer_config=None,
+        train_config=cfg,
+        dataset=None,
+        seed=0,
+        device="cpu",
+        run=run,
+        quiet=True,
+    )
 
 
 def fit(job, model):
@@ -110,12 +123,29 @@ def test_patience_stops_after_that_many_validations_without_improvement(tmp_path
     assert [r["step"] for r in logged] == list(range(1, 9))
 
 
+@pytest.mark.parametrize("warmup", [{"warmup_steps": 9}, {"warmup_fraction": 0.75}])
+def test_patience_never_stops_a_run_inside_its_warm_up(tmp_path, warmup):
+    """The curve above stops at 8 with patience 2; with a warm-up of 9 steps the validations
+    at 6 and 8 fall inside it and do not count, so the run reaches its peak at 12."""
+    result = fit(make_job(tmp_path, patience=2, **warmup), Counter())
+    assert not result.stopped_early and result.steps == 12 and result.best_step == 12
+
+
+def test_a_warm_up_fraction_scales_with_the_budget():
+    cfg = TrainConfig(lr=1.0, min_lr=0.0, warmup_fraction=0.1)
+    assert trainer.warmup_of(cfg, 1000) == 100 and trainer.warmup_of(cfg, 180) == 18
+    assert trainer.lr_at(17, cfg, 180) == pytest.approx(1.0)  # the peak at the warm-up's end
+    assert trainer.lr_at(8, cfg, 180) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="warmup_fraction"):
+        TrainConfig(warmup_fraction=1.0)
+
+
 def test_a_run_resumed_after_patience_ran_out_stops_at_once(tmp_path, monkeypatch):
     """Killed right after the checkpoint of the validation that spent the patience: the
     resumed loop must not train on, and must report the best weights from the checkpoints."""
     job = make_job(tmp_path, patience=2, checkpoint_every=1)
-    job.resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
-    assert job.resume_from.step == 8
+    job._resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
+    assert job._resume_from.step == 8
     model = Counter()
     result = fit(job, model)
     assert result.steps == 8 and result.stopped_early and result.best_step == 4
@@ -192,7 +222,7 @@ def test_average_best_ranks_ties_by_the_earlier_validation(tmp_path, monkeypatch
 def test_a_resumed_run_averages_the_same_weights(tmp_path, monkeypatch):
     """Killed after the checkpoint at step 8: the runners-up so far come back from it."""
     job = make_job(tmp_path, average_best=3, checkpoint_every=4)
-    job.resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
+    job._resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
     model = Counter()
     result = fit(job, model)
     assert [step for _, step, _ in result.runners_up] == [4, 6]

@@ -156,6 +156,10 @@ def test_epochs_set_the_step_budget_and_steps_cap_it():
     assert step_budget(ClassificationConfig(epochs=2.5), 40) == 100
     assert step_budget(ClassificationConfig(epochs=2.5, steps=30), 40) == 30
     assert step_budget(ClassificationConfig(epochs=None, steps=30), 40) == 30
+    # a small training split gets at least min_steps updates; steps still caps them
+    assert step_budget(ClassificationConfig(epochs=2, min_steps=534), 90) == 534
+    assert step_budget(ClassificationConfig(epochs=2, min_steps=534), 500) == 1000
+    assert step_budget(ClassificationConfig(epochs=2, min_steps=534, steps=300), 90) == 300
 
 
 # -- end to end ------------------------------------------------------------------------

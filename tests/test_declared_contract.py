@@ -178,3 +178,16 @@ def test_optional_methods_are_declared_on_the_protocols():
     assert optional_member(Runs(), "fits_training_split") is False
     with pytest.raises(ValueError, match="not an optional Model member"):
         optional_member(Runs(), "run")
+
+
+def test_set_parses_tuples_as_it_parses_lists():
+    from zoo.core.config import coerce
+
+    assert coerce("2, 3", tuple[int, ...], "sizes") == (2, 3)
+    assert coerce([1, 2], tuple[int, ...], "sizes") == (1, 2)
+    assert coerce("4,x", tuple[int, str], "pair") == (4, "x")
+    assert coerce("2,3", list[int], "periods") == [2, 3]
+    with pytest.raises(ZooError, match="pair takes 2 comma-separated values"):
+        coerce("1,2,3", tuple[int, str], "pair")
+    with pytest.raises(ZooError, match="sizes must be an integer"):
+        coerce("2,b", tuple[int, ...], "sizes")

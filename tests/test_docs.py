@@ -156,6 +156,14 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     reference = (tmp_path / "site" / "reference" / "plugin" / "index.html").read_text()
     assert 'id="zoo.plugin.TaskSpec"' in reference  # the reference is generated, not empty
+    assert "lazy_names" not in reference  # internals stay out of the table of contents
+    # The tutorial shows the example file itself (a snippet included when the site builds)
+    tutorial = (tmp_path / "site" / "plugins" / "tutorial" / "index.html").read_text()
+    text = re.sub(r"<[^>]+>", "", tutorial)
+    example = (REPO / "examples" / "meanbag.py").read_text(encoding="utf-8")
+    for line in ("class MeanBagConfig:", "def register_architectures(register):"):
+        assert line in example and line in text
+    assert "--8" not in text
 
 
 @pytest.mark.parametrize("module", ["zoo", "zoo.plugin"])

@@ -235,3 +235,32 @@ def test_a_checkpoint_pretrains_further_with_its_own_mask_token(checkpoint, revi
         "--json",
     )
     assert tuned.code == 0, tuned
+
+
+def test_a_presets_recipe_for_another_task_does_not_stop_a_chosen_task():
+    from zoo.pipelines.classification import ClassificationConfig
+
+    from zoo.train.job import TrainConfig
+    from zoo.train.plan import for_sections
+
+    preset = {"epochs": 2, "min_steps": 534, "lr": 5e-5, "train.patience": 2}
+    kept = for_sections(preset, {"train": TrainConfig})  # a pipeline without epochs
+    assert kept == {"lr": 5e-5, "train.patience": 2}
+    assert for_sections(preset, {"train": ClassificationConfig}) == preset
+
+
+@pytest.mark.slow
+def test_bert_finetune_continues_pretraining_on_the_task_text_then_fine_tunes(checkpoint, reviews):
+    """Task-adaptive pretraining as the docs give it: the fine-tuning preset, told
+    --task masked-language-modeling, continues the checkpoint's MLM; --init fine-tunes."""
+    folder, _ = checkpoint
+    common = ["--set", f"pretrained={folder}", "--set", "block_size=12", "--steps", 2, "--json"]
+    adapted = run_cli(
+        "run", "bert-finetune", reviews, "--task", "masked-language-modeling", *common
+    )
+    assert adapted.code == 0, adapted
+    source = json.loads(adapted.out)
+    assert source["task"] == "masked-language-modeling"
+    tuned = run_cli("run", "bert-finetune", reviews, "--init", source["run_id"], *common)
+    assert tuned.code == 0, tuned
+    assert json.loads(tuned.out)["task"] == "classification"

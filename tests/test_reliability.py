@@ -918,3 +918,20 @@ def test_checkpoint_seconds_saves_by_time_alone(tiny_text, monkeypatch):
     ckpt = checkpoint.latest(home() / run_id)
     assert ckpt is not None and ckpt.step >= 5
     resume_continues(monkeypatch, run_id, 12)
+
+
+def test_a_run_draws_its_own_curve_inside_zoo_home_where_user_outputs_may_not_go(tmp_path):
+    """ZOO_HOME is closed to files a user names (--output, --plot); zoo's own files in a run
+    folder are not such outputs."""
+    import json
+    import os
+    from pathlib import Path
+
+    from conftest import run_cli
+
+    result = run_cli("run", "digits-char", "digits", "--steps", 2, "--json", "--quiet")
+    assert result.code == 0, result
+    run_id = json.loads(result.out)["run_id"]
+    assert (Path(os.environ["ZOO_HOME"]) / run_id / "curve.png").stat().st_size > 0
+    refused = run_cli("plot", run_id, "--plot", str(Path(os.environ["ZOO_HOME"]) / "mine.png"))
+    assert refused.code == 2 and "ZOO_HOME" in refused.err

@@ -215,3 +215,16 @@ def test_bars_of_a_metric_that_is_not_a_fraction_start_near_the_data():
     fill("c-word", [0.7, 0.72])
     accuracy = [ax for ax in comparison_bars(summarize(load_runs())).axes if ax.get_ylim()]
     assert min(ax.get_ylim()[0] for ax in accuracy) == 0
+
+
+def test_the_statistics_page_says_what_each_mark_means_and_which_noise_is_counted():
+    from pathlib import Path
+
+    from zoo.comparison.significance import NO_VARIANCE, ONE_SEED
+
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "guide" / "statistics.md").read_text(encoding="utf-8")
+    assert "guide/statistics.md" in (root / "mkdocs.yml").read_text(encoding="utf-8")
+    for words in ("`*`", "`†`", ONE_SEED, NO_VARIANCE, "Holm", "seed-to-seed variance"):
+        assert words in page, words
+    assert "sampling noise is not counted" in page

@@ -16,7 +16,7 @@ Plugin authors import from ``zoo.plugin``. Names are imported on first use, so `
 from __future__ import annotations
 
 from zoo.errors import UnknownNameError, ZooError
-from zoo.lazy import lazy_names
+from zoo.lazy import lazy_names as _lazy_names
 
 __version__ = "0.1.0"
 
@@ -43,4 +43,4 @@ _LAZY = {
 __all__ = ["ZooError", "UnknownNameError", *_LAZY]
 
 
-__getattr__, __dir__ = lazy_names(globals(), _LAZY)
+__getattr__, __dir__ = _lazy_names(globals(), _LAZY)

@@ -40,8 +40,9 @@ class Pipeline(Protocol):
         """Train and evaluate one model: tokenize ``job.dataset`` (``job.tokenizer``, or
         ``job.saved_tokenizer()`` when resuming), build the model (``job.build_model``),
         train it (``zoo.plugin.train``), save the tokenizer and weights in ``job.run`` and
-        return the figures. Validation figures are named ``val_*``, test figures ``test_*``
-        (the test split is scored once, at the end, and only when the plan allows it)."""
+        return the figures. Validation figures are named ``val_*``, test figures ``test_*``.
+        Read only the splits ``job.dataset.roles`` names: a run that chooses settings
+        (``zoo tune``'s trials) holds the test split out, and reading it is an error."""
         ...
 
     def check_dataset(self, dataset: LoadedDataset) -> None:

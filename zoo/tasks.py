@@ -62,8 +62,8 @@ class Task:
     ``loss(outputs, targets, reduction)`` takes the module's outputs (float32 tensors) and
     the batch targets and returns the mean (``reduction="mean"``) or the sum
     (``reduction="sum"``) of the per-target losses as a scalar tensor; integer targets equal
-    to ``zoo.plugin.IGNORE_INDEX`` count for nothing. ``zoo.train.losses`` has cross entropy and mean
-    squared error ready to name.
+    to ``zoo.plugin.IGNORE_INDEX`` count for nothing. ``zoo.plugin.losses`` has cross entropy and
+    mean squared error ready to name (``"zoo.plugin.losses:cross_entropy"``).
     """
 
     name: str
@@ -76,7 +76,7 @@ class Task:
     serves: tuple[str, ...] = ()  # other tasks whose datasets this task can use as well
     curve_metric: str = "val_loss"  # the validation figure logged while training (plots draw it)
     description: str = ""
-    # The output's dimensions, checked on a tiny batch when a model is built (zoo.train.losses):
+    # The output's dimensions, checked on a tiny batch when a model is built:
     # "B" (the batch), "T" (the input length), a zoo.TaskSpec field ("num_classes",
     # "vocab_size") or a number. None: not checked.
     output_shape: tuple | None = None

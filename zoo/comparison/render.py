@@ -116,8 +116,10 @@ def legend(comparison: Comparison, best_mark: str) -> list[str]:
     table = comparison.cells
     pairs = table[["task", "metric", "better"]].drop_duplicates(["task", "metric"])
     lines = []
+    mixed_tasks = table["metric"].nunique() < len(pairs)  # as column_label names them
     for _, pair in pairs.iterrows():
-        where = f"[{pair['task']} {pair['metric']}] " if len(pairs) > 1 else ""
+        name = f"{pair['task']} {pair['metric']}" if mixed_tasks else pair["metric"]
+        where = f"[{name}] " if len(pairs) > 1 else ""
         lines.append(
             f"{where}{describe(pair['metric'], pair['better'], pair['task'])}{_split(pair)}: "
             f"mean ± std over seeds (n distinct seeds); {best_mark} best in its column, told "

@@ -1,8 +1,9 @@
 """Typed config dataclasses and ``key=value`` overrides (from --set and presets).
 
 A key is checked against the fields of every config section (model, tokenizer, train);
-``section.key`` picks one explicitly (a key several sections mark shared sets them all). Values from the command line are parsed by the
-field's type; unknown keys get a did-you-mean.
+``section.key`` picks one explicitly (a key several sections mark shared sets them all).
+Values from the command line are parsed by the field's annotation (int, float, bool, str,
+Literal, X | None, list[X], tuple[X, ...], tuple[X, Y]); unknown keys get a did-you-mean.
 """
 
 from __future__ import annotations
@@ -164,16 +165,24 @@ def coerce(value: Any, annotation: Any, key: str) -> Any:
             except ZooError as exc:
                 errors.append(str(exc))
         raise ZooError(errors[0] if errors else f"{key}: cannot be {value!r}")
-    if origin is list:  # "2,3" from --set, or a TOML list; each item checked as its type
+    if origin in (list, tuple):  # "2,3" from --set, or a TOML list; each item as its type
         items = value.split(",") if isinstance(value, str) else value
         if not isinstance(items, (list, tuple)):
             raise ZooError(
                 f"{key} must be a list (comma-separated on the command line), not {value!r}"
             )
-        return [
-            coerce(item.strip() if isinstance(item, str) else item, args[0], key) if args else item
-            for item in items
-        ]
+        items = [item.strip() if isinstance(item, str) else item for item in items]
+        if origin is list or (len(args) == 2 and args[1] is Ellipsis):
+            return (list if origin is list else tuple)(
+                coerce(item, args[0], key) if args else item for item in items
+            )
+        if args and len(items) != len(args):  # tuple[int, str]: one value per position
+            raise ZooError(f"{key} takes {len(args)} comma-separated values, not {value!r}")
+        return (
+            tuple(coerce(item, arg, key) for item, arg in zip(items, args))
+            if args
+            else tuple(items)
+        )
     if origin is typing.Literal:
         for choice in args:
             if str(choice) == str(value):

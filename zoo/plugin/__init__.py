@@ -30,7 +30,7 @@ import warnings
 
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
-from zoo.lazy import lazy_names
+from zoo.lazy import lazy_names as _lazy_names
 from zoo.pipeline import Pipeline
 from zoo.tasks import Metric, Prediction, SplitProbabilities, Task
 
@@ -71,15 +71,15 @@ __all__ = [
     *_LAZY,
 ]
 
-SUBMODULES = ("config", "layers", "data", "io")
+_SUBMODULES = ("config", "layers", "data", "io", "losses")
 
-_lazy_getattr, __dir__ = lazy_names(globals(), _LAZY)
+_lazy_getattr, __dir__ = _lazy_names(globals(), _LAZY)
 
 
 def __getattr__(name: str):
-    if name in SUBMODULES:
+    if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
-    for submodule in SUBMODULES:  # names that moved to a sub-namespace still resolve, once warned
+    for submodule in _SUBMODULES:  # names that moved to a sub-namespace still resolve, once warned
         module = importlib.import_module(f"{__name__}.{submodule}")
         if name in module.__all__:
             warnings.warn(

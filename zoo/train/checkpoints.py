@@ -289,9 +289,9 @@ class Checkpointer:
         self._last_save = self._clock()
 
     def restore(self) -> float:
-        """Load ``job.resume_from`` into the model, optimizer, RNGs and loop counters;
+        """Load ``job._resume_from`` into the model, optimizer, RNGs and loop counters;
         returns the training time already spent (0 when not resuming)."""
-        ckpt = getattr(self.job, "resume_from", None)
+        ckpt = getattr(self.job, "_resume_from", None)
         if ckpt is None:
             return 0.0
         if not callable(getattr(self.model, "load_optimizer_state", None)):
@@ -342,7 +342,7 @@ class Checkpointer:
         metrics = run.file("metrics.jsonl")
         meta = {
             "identity": {
-                **getattr(self.job, "identity", {}),
+                **getattr(self.job, "_identity", {}),
                 "tokenizer_sha256": file_sha256(run.file("tokenizer.json")),
             },
             "loop": {

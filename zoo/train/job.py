@@ -7,12 +7,16 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from zoo.core.config import incidental
 from zoo.core.sizes import sized
 from zoo.errors import ZooError
 from zoo.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+
+if TYPE_CHECKING:
+    from zoo.core.kinds import Entry
+    from zoo.data.datasets import LoadedDataset
 
 
 @dataclass
@@ -25,6 +29,9 @@ class TrainConfig:
     lr: float = 1e-3
     min_lr: float = 1e-4  # cosine decay ends here
     warmup_steps: int = 100
+    # the warm-up as a share of the step budget (0.1: its first tenth); replaces warmup_steps,
+    # so one recipe warms up alike on a small set and a large one
+    warmup_fraction: float | None = None
     weight_decay: float = 0.1
     beta1: float = 0.9  # AdamW's moment decays
     beta2: float = 0.95  # (nanoGPT's Shakespeare config uses 0.99: few tokens per step)
@@ -74,6 +81,8 @@ class TrainConfig:
         for name in at_least_zero:
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be zero or more, got {getattr(self, name)}")
+        if self.warmup_fraction is not None and not 0 <= self.warmup_fraction < 1:
+            raise ValueError(f"warmup_fraction must be in [0, 1), got {self.warmup_fraction}")
         for name in ("beta1", "beta2"):
             if not 0 <= getattr(self, name) < 1:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
@@ -158,47 +167,61 @@ class RunResult:
     status: str = "finished"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Job:
-    """What a pipeline's ``run(job)`` receives: the model's name, its architecture and
-    tokenizer registrations, the task, the typed configs (``model_config``,
-    ``tokenizer_config``, ``train_config``), the loaded dataset (``dataset.split(role)``,
-    ``text_column``, ``label_column``, ``class_names``), the seed, the device and the run
-    folder (``run``). ``build_model(spec)`` builds the architecture; ``saved_tokenizer()``
-    gives the run's own tokenizer when it is resumed; ``say`` prints progress unless quiet."""
+    """What a pipeline's ``run(job)`` receives: one run to train, with everything it is
+    trained with. ``build_model(spec)`` builds the architecture; ``saved_tokenizer()``
+    gives the run's own tokenizer when it is resumed (or the tokenizer of the run it starts
+    from); ``context_length`` is the longest input; ``say`` reports progress unless quiet.
+    zoo creates it (keyword arguments only); what the runner keeps on it is private."""
 
     model_name: str
-    architecture: Any  # registry Entry
-    tokenizer: Any  # registry Entry
+    """The model's name, ``ARCHITECTURE-TOKENIZER`` (``decoder-char``)."""
+    architecture: Entry
+    """The architecture's registration (``.name``, ``.plugin``); ``build_model`` builds it."""
+    tokenizer: Entry
+    """The tokenizer's registration: ``.name``, and ``.load()`` for its class (a
+    ``zoo.plugin.Tokenizer`` subclass, whose ``train(texts, config)`` builds one)."""
     task: str
+    """The task's name, as its pipeline registers it."""
     model_config: Any
+    """The architecture's config dataclass, as this run sets it."""
     tokenizer_config: Any
+    """The tokenizer's config dataclass (None when it registers none)."""
     train_config: TrainConfig
-    dataset: Any  # zoo.plugin.data.LoadedDataset
+    """The pipeline's ``TrainConfig`` subclass, as this run sets it."""
+    dataset: LoadedDataset
+    """The loaded dataset: ``split(role)``, ``roles`` (the splits this run may read),
+    ``text_column``, ``label_column``, ``class_names``."""
     seed: int
+    """The run's seed (zoo seeds Python, NumPy and torch with it before ``run``)."""
     device: str
+    """Where the model trains: ``cpu``, ``cuda`` or ``auto``."""
     run: RunFolder
+    """The run's folder: save the tokenizer, weights and any files there."""
     quiet: bool = False
-    started: float = field(default_factory=time.time)
-    resuming: bool = False  # `zoo resume`: reuse what the run folder holds
-    resume_from: Any = None  # zoo.train.checkpoints.Checkpoint the training loop continues, if any
-    identity: dict = field(
-        default_factory=dict
-    )  # config hash, dataset, versions: checked on resume
-    declared_task: Any = (
-        None  # the zoo.plugin.Task the pipeline registered (looked up by name if None)
-    )
+    """No progress output (``say`` and ``progress`` stay silent)."""
+    resuming: bool = False
+    """``zoo resume``: reuse what the run folder holds (``saved_tokenizer``)."""
+    init: Any = None
+    """The finished run this one starts from (``--init``), if any."""
+    declared_task: Any = None
+    """The ``zoo.plugin.Task`` the pipeline registered (looked up by ``task`` if None)."""
+
+    # The runner's own state, not the pipeline's business.
+    _started: float = field(default_factory=time.time, repr=False)
+    _resume_from: Any = field(default=None, repr=False)  # the Checkpoint the loop continues
+    _identity: dict = field(default_factory=dict, repr=False)  # checked on resume
     # Called by the training loop after each periodic validation with (step, validation
     # number, figures); a status word it returns ("pruned") stops training, kept in
-    # `stopped` as (status, step).
-    on_validate: Any = None
-    stopped: tuple | None = None
-    init: Any = None  # zoo.train.initialize.InitSource: a finished run it starts from
-    init_report: dict = field(default_factory=dict)  # tensors copied from it and new ones
+    # `_stopped` as (status, step).
+    _on_validate: Any = field(default=None, repr=False)
+    _stopped: tuple | None = field(default=None, repr=False)
+    _init_report: dict = field(default_factory=dict, repr=False)  # tensors copied, new ones
     # Progress: which run this is in a larger whole ("member 2/3 lstm-wordpunct"), and how
     # often a redirected output gets a line (steps as an int, seconds as a float; None: default)
-    label: str | None = None
-    log_every: int | float | None = None
+    _label: str | None = field(default=None, repr=False)
+    _log_every: int | float | None = field(default=None, repr=False)
 
     @property
     def context_length(self) -> int:
@@ -234,10 +257,10 @@ class Job:
         )
         model = as_model(built, pick_device(self.device), loss=task_loss(task))
         check_output(model, task, spec, self.context_length, who)
-        if self.init is not None and self.resume_from is None:  # a checkpoint has its own
+        if self.init is not None and self._resume_from is None:  # a checkpoint has its own
             from zoo.train.initialize import initialize
 
-            self.init_report = initialize(model, self.init, self.say)
+            self._init_report = initialize(model, self.init, self.say)
         return model
 
     def saved_tokenizer(self):
@@ -264,8 +287,8 @@ class Job:
             total,
             desc=desc,
             quiet=self.quiet,
-            label=self.label,
-            log_every=self.log_every,
+            label=self._label,
+            log_every=self._log_every,
             time_budget=getattr(self.train_config, "time", None),
         )
 

@@ -46,11 +46,19 @@ class Diverged(Exception):
         self.checkpoint_step = checkpoint_step
 
 
+def warmup_of(cfg: TrainConfig, total: int) -> int:
+    """The warm-up's steps: ``warmup_fraction`` of the budget ``total`` where set, else
+    ``warmup_steps``."""
+    fraction = getattr(cfg, "warmup_fraction", None)
+    return cfg.warmup_steps if fraction is None else round(fraction * total)
+
+
 def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
     """Linear warm-up, then cosine decay from lr to min_lr over the remaining steps."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    progress = min(1.0, (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps))
+    warmup = warmup_of(cfg, total)
+    if step < warmup:
+        return cfg.lr * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
     return cfg.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
 
 
@@ -135,12 +143,12 @@ def train(
     them; with ``patience`` it stops after that many validations without improvement.
     ``rngs`` are further NumPy generators the pipeline draws from (checkpointed and
     restored in place), ``state`` further objects with ``state_dict()``/``load_state_dict()``.
-    With ``job.resume_from`` set, the loop continues that checkpoint.
+    With ``job._resume_from`` set, the loop continues that checkpoint.
 
-    ``job.on_validate(step, validation, figures)``, when set, sees every periodic validation
+    ``job._on_validate(step, validation, figures)``, when set, sees every periodic validation
     (``validation`` counts them from 1, resumed runs included); it returns None to go on,
     or a status word ("pruned", say) to stop training there: the loop keeps the status and
-    step in ``result.stopped`` and ``job.stopped`` for the run's record.
+    step in ``result.stopped`` and ``job._stopped`` for the run's record.
     """
     from zoo.train.checkpoints import Checkpointer
 
@@ -159,7 +167,7 @@ def train(
         raise ZooError("torchrun training needs a torch model; this architecture has none")
     model.configure_optimizer(cfg.lr, cfg.weight_decay, betas=(cfg.beta1, cfg.beta2))
     short = warmup_outlasts_training(cfg)  # said as training starts, after every refusal
-    if short and job.resume_from is None:
+    if short and job._resume_from is None:
         job.say(f"zoo: warning: {short}")
     result = TrainResult()
     checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})}, state)
@@ -243,19 +251,22 @@ def _patience_spent(result: TrainResult, cfg) -> bool:
     patience = getattr(cfg, "patience", 0)
     if not patience or result.best_step is None:
         return False
-    return sum(1 for point in result.curve if point["step"] > result.best_step) >= patience
+    # Validations inside the warm-up do not count: the learning rate is still rising there,
+    # and a run stopped before it reached its peak has not been trained by its recipe.
+    after = max(result.best_step, warmup_of(cfg, cfg.steps))
+    return sum(1 for point in result.curve if point["step"] > after) >= patience
 
 
 def _told_to_stop(job: Job, result: TrainResult, figures: dict) -> bool:
     """Ask the job's per-validation callback, if any, whether training goes on."""
-    callback = getattr(job, "on_validate", None)
+    callback = job._on_validate
     if callback is None:
         return False
     status = callback(result.steps, len(result.curve), dict(figures))
     if not status:
         return False
     result.stopped, result.stopped_step = str(status), result.steps
-    job.stopped = (result.stopped, result.steps)
+    job._stopped = (result.stopped, result.steps)
     return True
 
 

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 
 from zoo.core.bounds import check_seed
-from zoo.core.config import build_config, split_overrides
+from zoo.core.config import build_config, field_types, split_overrides
 from zoo.core.loading import get_zoo
 from zoo.core.names import ModelSpec, choose_task, resolve_model, tasks_for
 from zoo.core.sizes import check_memory, context_length, value_of
@@ -120,7 +120,8 @@ def plan_run(
         "tokenizer": spec.tokenizer.config_class(),
         "train": pipeline.config_class(),
     }
-    merged = {**spec.overrides, **(overrides or {})}
+    preset = spec.overrides if task is None else for_sections(spec.overrides, sections)
+    merged = {**preset, **(overrides or {})}
     dataset_class = sources.config_class(ref, zoo)
     if dataset_class is not None:  # a plugin dataset's options: catalogue, then --set
         sections["dataset"] = dataset_class
@@ -315,3 +316,11 @@ def config_hash(plan: Plan, zoo=None) -> str:
 
 def _asdict(config):
     return dataclasses.asdict(config) if config is not None else None
+
+
+def for_sections(settings: dict, sections: dict) -> dict:
+    """The settings some section has a field for. A preset's recipe for its usual task (a
+    classifier's epochs, say) leaves out what another task's pipeline lacks when the user
+    chooses that task with --task; what the user sets is never left out."""
+    fields = {name for cls in sections.values() if cls for name in field_types(cls)}
+    return {key: value for key, value in settings.items() if key.rpartition(".")[2] in fields}

@@ -259,25 +259,43 @@ def _create_run_folder(parent: Path, run_id: str) -> RunFolder:
         raise save_error(path, exc) from None
 
 
-def plan_job(plan: Plan, dataset, device: str, run: RunFolder, quiet: bool, **options) -> Job:
+def plan_job(
+    plan: Plan,
+    dataset,
+    device: str,
+    run: RunFolder,
+    quiet: bool,
+    *,
+    resuming: bool = False,
+    resume_from=None,
+    identity: dict | None = None,
+    on_validate=None,
+    label: str | None = None,
+    log_every: int | float | None = None,
+) -> Job:
     """The Job a pipeline receives for ``plan`` on ``dataset`` in ``run``: a new run's, or
-    with ``resuming=True`` a resumed one's (``options`` are further Job fields)."""
+    with ``resuming=True`` a resumed one's, continuing the checkpoint ``resume_from``."""
     return Job(
-        plan.spec.name,
-        plan.spec.architecture,
-        plan.spec.tokenizer,
-        plan.task,
-        plan.configs["model"],
-        plan.configs["tokenizer"],
-        plan.configs["train"],
-        dataset,
-        plan.seed,
-        device,
-        run,
-        quiet,
-        declared_task=plan.pipeline.task,
+        model_name=plan.spec.name,
+        architecture=plan.spec.architecture,
+        tokenizer=plan.spec.tokenizer,
+        task=plan.task,
+        model_config=plan.configs["model"],
+        tokenizer_config=plan.configs["tokenizer"],
+        train_config=plan.configs["train"],
+        dataset=dataset,
+        seed=plan.seed,
+        device=device,
+        run=run,
+        quiet=quiet,
+        resuming=resuming,
         init=plan.init,
-        **options,
+        declared_task=plan.pipeline.task,
+        _resume_from=resume_from,
+        _identity=identity or {},
+        _on_validate=on_validate,
+        _label=label,
+        _log_every=log_every,
     )
 
 
@@ -331,8 +349,8 @@ def _train_and_record(
             provenance["distributed"]["weight_sha256"] = distributed.same_weights_on_all_ranks(run)
         # what load_trained needs to rebuild the model
         provenance["spec"] = dataclasses.asdict(result.spec)
-        if job.init_report:  # which tensors came from the --init run, and which are new
-            provenance["init"] = {**provenance.get("init", {}), **job.init_report}
+        if job._init_report:  # which tensors came from the --init run, and which are new
+            provenance["init"] = {**provenance.get("init", {}), **job._init_report}
         if trackers:  # where they write, kept with the run (zoo show lists it)
             provenance["trackers"] = trackers.where()
         if ranks.is_main:
@@ -377,8 +395,8 @@ def _train_and_record(
         if not ranks.is_main:
             shutil.rmtree(run.path.parent, ignore_errors=True)
     duration = time.time() - start
-    if job.stopped is not None:  # the per-validation callback stopped it ("pruned")
-        status, step = job.stopped
+    if job._stopped is not None:  # the per-validation callback stopped it ("pruned")
+        status, step = job._stopped
         result = dataclasses.replace(
             result, status=status, metrics={**result.metrics, "stopped_step": step}
         )

@@ -102,7 +102,9 @@ def run(job: Job) -> RunResult:
             say=job.say,
         )
         tokenizer.save(job.run.file("tokenizer.json"))
-    data = {role: split_data(job.dataset, role, tokenizer, block) for role in ROLES}
+    # the splits this run may read: `zoo tune` holds the test split out of its trials
+    roles = job.dataset.roles
+    data = {role: split_data(job.dataset, role, tokenizer, block) for role in roles}
     spec = TaskSpec("regression", tokenizer.vocab_size, pad_id=tokenizer.pad_id)
     model = job.build_model(spec)  # trains with the task's declared loss
     ids, mask, y = data["train"]
@@ -122,10 +124,10 @@ def run(job: Job) -> RunResult:
         "tokens_per_s": result.tokens_per_s,
         "train_time": result.train_time,
     }
-    for role, prefix in ROLES.items():
+    for role in roles:
         if role != "train":
             r_ids, r_mask, r_y = data[role]
-            metrics.update(scores(r_y, predictions(model, r_ids, r_mask), prefix))
+            metrics.update(scores(r_y, predictions(model, r_ids, r_mask), ROLES[role]))
     job.run.save_weights(model.state_dict())
     return RunResult(model.num_parameters(), metrics, spec)
 
