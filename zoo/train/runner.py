@@ -224,20 +224,7 @@ def _record_and_train(
         shutil.rmtree(run.path, ignore_errors=True)  # no run folder without its store row
         raise
     if trackers:
-        from zoo.records.columns import flat_settings
-        from zoo.train.tracking import tracker_group
-
-        trackers.start(
-            {
-                **summary,
-                "id": run.id,
-                "folder": run.path,
-                "settings": flat_settings(provenance),
-                "config_hash": provenance["config_hash"],
-                "group": tracker_group(provenance),
-            }
-        )
-        run.observer = trackers.log
+        trackers.begin(run, summary, provenance)
     job = plan_job(
         plan,
         dataset,

@@ -82,6 +82,23 @@ class Trackers:
     def start(self, run: dict) -> None:
         self._put("start", run)
 
+    def begin(self, folder, summary: dict, provenance: dict) -> None:
+        """Start every tracker on a recorded run (its RunFolder, the summary and provenance
+        of its record), and send them each record of its curve from then on."""
+        from zoo.records.columns import flat_settings
+
+        self.start(
+            {
+                **summary,
+                "id": folder.id,
+                "folder": folder.path,
+                "settings": flat_settings(provenance),
+                "config_hash": provenance["config_hash"],
+                "group": tracker_group(provenance),
+            }
+        )
+        folder.observer = self.log
+
     def log(self, record: dict) -> None:
         self._put("log", dict(record))
 
