@@ -191,3 +191,27 @@ def test_set_parses_tuples_as_it_parses_lists():
         coerce("1,2,3", tuple[int, str], "pair")
     with pytest.raises(ZooError, match="sizes must be an integer"):
         coerce("2,b", tuple[int, ...], "sizes")
+
+
+def test_the_public_names_are_spelled_out_and_fit_on_a_page():
+    """zoo and zoo.plugin list their names literally (the reference reads the source); each
+    lazily imported name is listed, and the author's API holds at most 35 names."""
+    import zoo
+    import zoo.plugin
+
+    eager = {"hookimpl", "ZooError", "Task", "Metric", "Prediction", "SplitProbabilities"}
+    assert set(zoo.plugin.__all__) == eager | {"Pipeline"} | set(zoo.plugin._LAZY)
+    assert set(zoo.__all__) == {"ZooError", "UnknownNameError"} | set(zoo._LAZY)
+    assert len(zoo.plugin.__all__) <= 35 and len(set(zoo.plugin.__all__)) == len(zoo.plugin.__all__)
+    for name in zoo.plugin.__all__:
+        assert getattr(zoo.plugin, name) is not None
+    for sub in ("config", "layers", "data", "io", "losses"):
+        module = getattr(zoo.plugin, sub)
+        assert module.__doc__ and all(getattr(module, name) is not None for name in module.__all__)
+
+
+def test_a_moved_name_still_resolves_with_a_warning():
+    import zoo.plugin
+
+    with pytest.warns(DeprecationWarning, match="zoo.plugin.config.check_positive"):
+        assert zoo.plugin.check_positive is zoo.plugin.config.check_positive

@@ -77,6 +77,7 @@ def test_a_step_budget_inside_the_warmup_is_said(tiny_text):
     assert warmup_outlasts_training(TrainConfig(steps=400, warmup_steps=100)) is None
     assert warmup_outlasts_training(TrainConfig(steps=40, warmup_steps=100, time=60)) is None
     assert warmup_outlasts_training(TrainConfig(steps=40, warmup_steps=0)) is None
+    assert warmup_outlasts_training(TrainConfig(steps=40, warmup_fraction=0.1)) is None
 
 
 @pytest.mark.slow

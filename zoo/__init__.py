@@ -15,6 +15,8 @@ Plugin authors import from ``zoo.plugin``. Names are imported on first use, so `
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from zoo.errors import UnknownNameError, ZooError
 from zoo.lazy import lazy_names as _lazy_names
 
@@ -40,7 +42,32 @@ _LAZY = {
     "TuneResult": "zoo.results",
 }
 
-__all__ = ["ZooError", "UnknownNameError", *_LAZY]
+if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and type checkers
+    from zoo.api import compare, ensemble, evaluate, load, reproduce, resume, run, runs, sweep, tune
+    from zoo.operations.ensemble import Ensemble
+    from zoo.results import Evaluation, LoadedRun, Run, SweepResult, TuneResult
+
+# Spelled out (not built from _LAZY) so the reference, read from the source, lists them.
+__all__ = [
+    "ZooError",
+    "UnknownNameError",
+    "run",
+    "load",
+    "sweep",
+    "runs",
+    "compare",
+    "ensemble",
+    "evaluate",
+    "resume",
+    "reproduce",
+    "tune",
+    "Run",
+    "LoadedRun",
+    "Evaluation",
+    "SweepResult",
+    "Ensemble",
+    "TuneResult",
+]
 
 
 __getattr__, __dir__ = _lazy_names(globals(), _LAZY)

@@ -19,6 +19,7 @@ import pluggy
 
 hookspec = pluggy.HookspecMarker("zoo")
 hookimpl = pluggy.HookimplMarker("zoo")
+"""Marks a plugin's hook implementations: ``@hookimpl def register_architectures(register)``."""
 
 Register = Callable[..., None]
 

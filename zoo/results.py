@@ -18,19 +18,32 @@ class Run:
     """A recorded training run: what `zoo run --json` prints, and the run's folder."""
 
     id: str
+    """The run's id (its folder's name)."""
     model: str
+    """The model, ``ARCHITECTURE-TOKENIZER`` (or a preset's name)."""
     dataset: str
+    """The dataset's name."""
     task: str
+    """The task the run trained for."""
     status: str
+    """``finished``, ``failed``, ``diverged``, ``interrupted``, ``pruned``, ..."""
     seed: int
+    """The run's seed."""
     params: int | None
+    """Trainable parameters (None when unknown)."""
     metrics: dict
+    """Every figure, named as the task declares them (``val_*``, ``test_*``, ...)."""
     folder: Path
+    """The run's folder (config.json, weights, tokenizer, curve)."""
     samples: list[str] = field(default_factory=list)
-    duration: float | None = None  # seconds, set-up and evaluation included
-    summary: dict = field(default_factory=dict, repr=False)  # everything `zoo run` prints
-    # Where each tracker (--log-to) wrote: {"mlflow": {"tracking_uri": ..., "run_id": ...}}
+    """Example outputs printed after the run."""
+    duration: float | None = None
+    """Seconds, set-up and evaluation included."""
+    summary: dict = field(default_factory=dict, repr=False)
+    """Everything `zoo run` prints."""
     trackers: dict = field(default_factory=dict)
+    """Where each tracker (``log_to``) wrote: ``{"mlflow": {"tracking_uri": ..., "run_id":
+    ...}, "tensorboard": {"log_dir": ...}}``."""
 
     @classmethod
     def from_result(cls, result: dict) -> Run:
@@ -60,11 +73,17 @@ class Evaluation:
     """An evaluation row (`zoo eval`): a trained run scored on a split of a dataset."""
 
     id: str
+    """The evaluation row's id."""
     parent_id: str
+    """The trained run it scored."""
     dataset: str
+    """The dataset it was scored on."""
     split: str
+    """The split it was scored on."""
     metrics: dict
-    summary: dict = field(default_factory=dict, repr=False)  # everything `zoo eval` prints
+    """The task's figures on that split."""
+    summary: dict = field(default_factory=dict, repr=False)
+    """Everything `zoo eval` prints."""
 
     @classmethod
     def record(cls, run_id: str, dataset: str, split: str, **options) -> Evaluation:
@@ -188,8 +207,11 @@ class SweepResult:
     it was skipped) and the comparison of the sweep's runs, as `zoo compare` gives it."""
 
     cells: list[dict]
-    comparison: object  # pandas DataFrame, one row per table cell (None: nothing finished)
-    table: object = field(default=None, repr=False)  # the same as zoo.comparison.table renders it
+    """Every cell of the grid: its state, the run that holds it, or why it was skipped."""
+    comparison: object
+    """Pandas DataFrame, one row per table cell (None: nothing finished)"""
+    table: object = field(default=None, repr=False)
+    """The same as zoo.comparison.table renders it."""
 
     @property
     def failed(self) -> list[dict]:
@@ -203,5 +225,8 @@ class TuneResult:
     settings and of the untuned preset over the seeds; the table and the presets as text."""
 
     studies: list[dict]
+    """Per model and dataset: its study, best trial, settings and test figures."""
     table: str
+    """The equal-budget table, as `zoo tune` prints it."""
     presets: str
+    """The winners as registry.toml presets."""

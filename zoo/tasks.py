@@ -37,9 +37,14 @@ class Metric:
     """
 
     name: str
-    better: Direction  # which direction is better: "lower" or "higher"
-    unit: str = ""  # e.g. "bits per character"; shown on tables and plot axes
+    """The name without its split prefix (``accuracy`` covers ``val_accuracy`` and
+    ``test_accuracy``); a shell-style pattern (``*_accuracy``) covers per-group figures."""
+    better: Direction
+    """Which direction is better: "lower" or "higher"."""
+    unit: str = ""
+    """The unit, e.g. "bits per character"; shown on tables and plot axes."""
     description: str = ""
+    """What the figure measures, shown by ``zoo show`` and in legends."""
 
     def __post_init__(self):
         if self.better not in DIRECTIONS:
@@ -67,19 +72,29 @@ class Task:
     """
 
     name: str
-    loss: str | Callable  # "module:attr" of loss(outputs, targets, reduction), or the function
-    output: str  # the module output build(config, spec) returns, e.g. "logits [B, num_classes]"
-    metrics: tuple[Metric, ...]  # every metric the pipeline records
-    primary: str  # the headline metric of `zoo runs`, `zoo compare` and `zoo sweep`
-    prediction: Any = None  # the dataclass predict() returns one of per input (or "module:Class")
-    columns: tuple[str, ...] = ("text",)  # column roles a dataset needs: "text", "label"
-    serves: tuple[str, ...] = ()  # other tasks whose datasets this task can use as well
-    curve_metric: str = "val_loss"  # the validation figure logged while training (plots draw it)
+    """The task's name: the pipeline's registration name and ``--task``."""
+    loss: str | Callable
+    """``"module:attr"`` of ``loss(outputs, targets, reduction)``(outputs, targets, reduction), or the function."""
+    output: str
+    """The module output build(config, spec) returns, e.g. "logits [B, num_classes]"."""
+    metrics: tuple[Metric, ...]
+    """Every metric the pipeline records."""
+    primary: str
+    """The headline metric of `zoo runs`, `zoo compare` and `zoo sweep`."""
+    prediction: Any = None
+    """The dataclass predict() returns one of per input (or "module:Class")."""
+    columns: tuple[str, ...] = ("text",)
+    """Column roles a dataset needs: "text", "label"."""
+    serves: tuple[str, ...] = ()
+    """Other tasks whose datasets this task can use as well."""
+    curve_metric: str = "val_loss"
+    """The validation figure logged while training (plots draw it)."""
     description: str = ""
-    # The output's dimensions, checked on a tiny batch when a model is built:
-    # "B" (the batch), "T" (the input length), a zoo.TaskSpec field ("num_classes",
-    # "vocab_size") or a number. None: not checked.
+    """One line for ``zoo list`` and ``zoo show``."""
     output_shape: tuple | None = None
+    """The output's dimensions, checked on a tiny batch when a model is built: "B" (the batch),
+    "T" (the input length), a zoo.TaskSpec field ("num_classes", "vocab_size") or a number.
+    None: not checked."""
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str):
@@ -232,6 +247,9 @@ class SplitProbabilities:
     (``zoo ensemble``) average these and score the average with the pipeline's
     ``score_probabilities``."""
 
-    probabilities: Any  # [N, K] float array, each row summing to 1
-    targets: Any  # [N] int array: the right class of each row
-    classes: list[str]  # the K class names, in column order
+    probabilities: Any
+    """[N, K] float array, each row summing to 1."""
+    targets: Any
+    """[N] int array: the right class of each row."""
+    classes: list[str]
+    """The K class names, in column order."""

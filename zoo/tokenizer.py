@@ -59,6 +59,8 @@ if TYPE_CHECKING:  # annotations only; numpy is imported where it is used
 
 PAD, UNK, CLS = "<pad>", "<unk>", "<cls>"
 SPECIAL_TOKENS = (PAD, UNK, CLS)
+"""The special tokens every zoo vocabulary starts with: ``<pad>`` (id 0, padding), ``<unk>``
+(id 1, text outside the vocabulary) and ``<cls>`` (id 2, put before a text read whole)."""
 
 
 class Tokenizer(ABC):
@@ -71,9 +73,10 @@ class Tokenizer(ABC):
     ids 0, 1 and 2; text that spells one is encoded as ordinary text."""
 
     special_tokens: ClassVar[tuple[str, ...]] = SPECIAL_TOKENS
-    # False for tokenizers that are loaded rather than trained (a checkpoint's own): the
-    # training cache then never stores or serves them
+    """The special tokens a trained vocabulary starts with (ids 0, 1, 2)."""
     cached: ClassVar[bool] = True
+    """False for tokenizers that are loaded rather than trained (a checkpoint's own): the
+    training cache then never stores or serves them."""
 
     @classmethod
     @abstractmethod
@@ -81,7 +84,8 @@ class Tokenizer(ABC):
         """Build the vocabulary from an iterable of training texts."""
 
     @abstractmethod
-    def encode(self, text: str) -> list[int]: ...
+    def encode(self, text: str) -> list[int]:
+        """The ids of ``text`` (no special tokens added)."""
 
     @abstractmethod
     def decode(self, ids: Sequence[int]) -> str:
@@ -110,25 +114,32 @@ class Tokenizer(ABC):
 
     @property
     @abstractmethod
-    def vocab_size(self) -> int: ...
+    def vocab_size(self) -> int:
+        """The number of ids (a property): every id is below it; it sizes the embedding."""
 
     @abstractmethod
-    def token_to_id(self, token: str) -> int | None: ...
+    def token_to_id(self, token: str) -> int | None:
+        """The id of one token of the vocabulary (a special token included), None when the
+        vocabulary does not hold it."""
 
     @property
     def pad_id(self) -> int:
+        """The id of ``<pad>`` (a property), what padded positions hold."""
         return self.token_to_id(PAD)
 
     @property
     def unk_id(self) -> int:
+        """The id of ``<unk>`` (a property), what text outside the vocabulary becomes."""
         return self.token_to_id(UNK)
 
     @property
     def cls_id(self) -> int:
+        """The id of ``<cls>`` (a property), which pipelines put before a text read whole."""
         return self.token_to_id(CLS)
 
     @property
     def special_ids(self) -> dict[str, int]:
+        """Each special token's id."""
         return {token: self.token_to_id(token) for token in self.special_tokens}
 
     @property
@@ -144,11 +155,14 @@ class Tokenizer(ABC):
         return (self.cls_id,), ()
 
     @abstractmethod
-    def save(self, path: str | Path) -> None: ...
+    def save(self, path: str | Path) -> None:
+        """Write the whole tokenizer to one file, ``path`` (a run's ``tokenizer.json``),
+        atomically (``zoo.plugin.io.atomic_write_text``)."""
 
     @classmethod
     @abstractmethod
-    def load(cls, path: str | Path) -> Tokenizer: ...
+    def load(cls, path: str | Path) -> Tokenizer:
+        """The tokenizer ``save`` wrote to ``path``; a damaged file raises."""
 
 
 class TokenizersTokenizer(Tokenizer):

@@ -44,15 +44,25 @@ class Ensemble:
     weights, and its metrics (val_*, test_*, as its task names them)."""
 
     id: str
+    """The ensemble's store row id."""
     model: str
+    """Its name: ``ensemble(a+b)`` or ``ensemble-fit(a+b)``."""
     dataset: str
+    """The dataset its runs share."""
     task: str
+    """The task its runs share."""
     seed: int | None
-    weighting: str  # "equal" or "fit"
+    """The seed its runs share (None when they differ)."""
+    weighting: str
+    """"equal" or "fit"."""
     runs: list[Combined]
+    """The runs it combines, each with its weight."""
     metrics: dict
+    """Its figures (``val_*``, ``test_*``) and the weights."""
     params: int | None = None
+    """The runs' parameters together (None when unknown)."""
     duration: float = 0.0
+    """Seconds it took to combine the runs."""
 
 
 def ensemble_name(models: list[str], weighting: str) -> str:

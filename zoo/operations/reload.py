@@ -25,17 +25,29 @@ class Trained:
     What a pipeline's ``predict``, ``evaluate`` and ``generate`` receive."""
 
     run_id: str
+    """The run's id."""
     task: str
-    row: dict  # the run's store row (metrics included)
-    config: dict  # config.json: provenance and the resolved configs as recorded
-    tokenizer: Any  # zoo.plugin.Tokenizer, loaded from the run's tokenizer.json
-    model: Any  # zoo.plugin.Model with the run's weights
-    context_length: int | None  # the longest input in tokens, as the architecture declares it
-    folder: RunFolder  # the run folder (files a pipeline saved there, e.g. classes.json)
-    model_config: Any = None  # the architecture's config dataclass, as the run used it
-    tokenizer_config: Any = None  # the tokenizer's config dataclass (None when it has none)
-    train_config: Any = None  # the pipeline's TrainConfig subclass, as the run used it
-    declared_task: Any = None  # the zoo.plugin.Task the run's pipeline registers
+    """The run's task."""
+    row: dict
+    """The run's store row (metrics included)."""
+    config: dict
+    """``config.json``: provenance and the resolved configs as recorded."""
+    tokenizer: Any
+    """The ``zoo.plugin.Tokenizer``, loaded from the run's tokenizer.json."""
+    model: Any
+    """The ``zoo.plugin.Model`` with the run's weights."""
+    context_length: int | None
+    """The longest input in tokens, as the architecture declares it."""
+    folder: RunFolder
+    """The run folder (files a pipeline saved there, e.g. classes.json)."""
+    model_config: Any = None
+    """The architecture's config dataclass, as the run used it."""
+    tokenizer_config: Any = None
+    """The tokenizer's config dataclass (None when it has none)."""
+    train_config: Any = None
+    """The pipeline's TrainConfig subclass, as the run used it."""
+    declared_task: Any = None
+    """The zoo.plugin.Task the run's pipeline registers."""
 
 
 def load_trained(

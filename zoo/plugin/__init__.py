@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from typing import TYPE_CHECKING
 
 from zoo.errors import ZooError
 from zoo.hookspecs import hookimpl
@@ -60,15 +61,44 @@ _LAZY = {
     "load_trained": "zoo.operations.reload",
 }
 
+if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and type checkers
+    from zoo.operations.reload import Trained, load_trained
+    from zoo.tokenizer import CLS, PAD, SPECIAL_TOKENS, UNK, Tokenizer, TokenizersTokenizer
+    from zoo.train.job import Job, RunFolder, RunResult, TrainConfig
+    from zoo.train.loop import Batch, TrainResult, train
+    from zoo.train.model import IGNORE_INDEX, Model, NonFiniteError, TaskSpec
+
 __all__ = [
+    # hooks and declarations
     "hookimpl",
     "ZooError",
     "Task",
     "Metric",
     "Prediction",
     "SplitProbabilities",
+    # what a model is and what it is built for
+    "TaskSpec",
+    "Model",
+    "IGNORE_INDEX",
+    "NonFiniteError",
+    # tokenizers
+    "Tokenizer",
+    "TokenizersTokenizer",
+    "SPECIAL_TOKENS",
+    "PAD",
+    "UNK",
+    "CLS",
+    # what a pipeline implements, receives, trains with and returns
     "Pipeline",
-    *_LAZY,
+    "TrainConfig",
+    "Job",
+    "RunFolder",
+    "RunResult",
+    "Batch",
+    "TrainResult",
+    "train",
+    "Trained",
+    "load_trained",
 ]
 
 _SUBMODULES = ("config", "layers", "data", "io", "losses")

@@ -23,44 +23,58 @@ if TYPE_CHECKING:
 class TrainConfig:
     """Training settings every pipeline shares; pipelines subclass it to add their own."""
 
-    steps: int = 1000  # optimizer steps; with `time` set, the loop stops at whichever comes first
-    time: float | None = None  # wall-clock budget in seconds, for comparisons at equal compute
+    steps: int = 1000
+    """Optimizer steps; with `time` set, the loop stops at whichever comes first."""
+    time: float | None = None
+    """Wall-clock budget in seconds, for comparisons at equal compute."""
     batch_size: int = sized(32, role="batch")
+    """Sequences (or texts) per training batch."""
     lr: float = 1e-3
-    min_lr: float = 1e-4  # cosine decay ends here
+    """The peak learning rate, reached after ``warmup_steps``."""
+    min_lr: float = 1e-4
+    """Cosine decay ends here."""
     warmup_steps: int = 100
-    # the warm-up as a share of the step budget (0.1: its first tenth); replaces warmup_steps,
-    # so one recipe warms up alike on a small set and a large one
+    """Steps of linear warmup from 0 to ``lr``."""
     warmup_fraction: float | None = None
+    """The warm-up as a share of the step budget (0.1: its first tenth); replaces
+    ``warmup_steps``, so one recipe warms up alike on a small set and a large one."""
     weight_decay: float = 0.1
-    beta1: float = 0.9  # AdamW's moment decays
-    beta2: float = 0.95  # (nanoGPT's Shakespeare config uses 0.99: few tokens per step)
+    """AdamW's decoupled weight decay, on matrices only."""
+    beta1: float = 0.9
+    """AdamW's first-moment decay."""
+    beta2: float = 0.95
+    """AdamW's second-moment decay (nanoGPT's Shakespeare config uses 0.99: few tokens per
+    step)."""
     grad_clip: float = 1.0
-    eval_interval: int = 250  # steps between validation estimates during training
-    eval_batches: int = sized(
-        20, role="batch"
-    )  # batches per periodic estimate; the final evaluation uses whole splits
-    # Report the validation and test splits with the weights of the best validation score
-    # (the step is recorded as best_step), not those of the last step.
+    """The largest gradient norm; larger gradients are scaled down to it (0: no clipping)."""
+    eval_interval: int = 250
+    """Steps between validation estimates during training."""
+    eval_batches: int = sized(20, role="batch")
+    """Batches per periodic validation estimate; the final evaluation uses whole splits."""
     keep_best: bool = True
-    # With keep_best: report the mean of the weights of this many best validations (1: the
-    # best one's). Snapshots of one run, so their mean is a model too (as in weight averaging).
+    """Report the validation and test splits with the weights of the best validation score (the
+    step is recorded as best_step), not those of the last step."""
     average_best: int = 1
-    patience: int = 0  # stop after this many validations without improvement (0: never)
-    # Checkpoints for `zoo resume` change nothing a run learns (incidental): steps between them
-    # (0: not by steps) and seconds between them (0: not by time)
+    """With keep_best: report the mean of the weights of this many best validations (1: the best
+    one's). Snapshots of one run, so their mean is a model too (as in weight averaging)."""
+    patience: int = 0
+    """Stop after this many validations without improvement (0: never)."""
     checkpoint_every: int = incidental(500)
+    """Steps between checkpoints for ``zoo resume`` (0: not by steps); changes no result."""
     checkpoint_seconds: float = incidental(600.0)
-    # auto: bf16 autocast on CUDA (fp16 + gradient scaling without bf16) and on CPUs with
-    # native bf16 (AVX512-BF16, AMX), fp32 on other CPUs
+    """Seconds between checkpoints for ``zoo resume`` (0: not by time); changes no result."""
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
-    compile: bool = False  # torch.compile the training forward (pays back only on long runs)
-    # On CUDA, capture the whole step once and replay it (zoo.train.cuda_graph); no effect elsewhere
+    """``auto``: bf16 autocast on CUDA (fp16 + gradient scaling without bf16) and on CPUs with
+    native bf16 (AVX512-BF16, AMX), fp32 on other CPUs."""
+    compile: bool = False
+    """``torch.compile`` the training forward (pays back only on long runs)."""
     cuda_graph: bool = False
+    """On CUDA, capture the whole step once and replay it (zoo.train.cuda_graph); no effect
+    elsewhere."""
 
-    # What a run recorded before a field existed did, for fields added since (a resumed old
-    # run continues as it started): no best weights kept, no early stop.
     LEGACY: ClassVar[dict] = {"keep_best": False, "patience": 0}
+    """What a run recorded before a field existed did, for fields added since (a resumed old run
+    continues as it started): no best weights kept, no early stop."""
 
     def __post_init__(self):
         positive = ("steps", "batch_size", "lr", "eval_interval", "eval_batches", "average_best")
@@ -160,11 +174,17 @@ class RunFolder:
 class RunResult:
     """What a pipeline's ``run(job)`` returns; the core records it in the store."""
 
-    params: int  # trainable parameters of the model
-    metrics: dict[str, Any]  # every figure, named as the task declares them (val_*, test_*, ...)
-    spec: Any  # the zoo.plugin.TaskSpec the model was built with: reloading the run rebuilds it from this
-    samples: list[str] = field(default_factory=list)  # example outputs printed after the run
+    params: int
+    """Trainable parameters of the model."""
+    metrics: dict[str, Any]
+    """Every figure, named as the task declares them (val_*, test_*, ...)"""
+    spec: Any
+    """The zoo.plugin.TaskSpec the model was built with: reloading the run rebuilds it from
+    this."""
+    samples: list[str] = field(default_factory=list)
+    """Example outputs printed after the run."""
     status: str = "finished"
+    """``finished``, or the status word that stopped training early (``pruned``)."""
 
 
 @dataclass(kw_only=True)

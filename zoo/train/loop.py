@@ -65,14 +65,17 @@ def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
 def warmup_outlasts_training(cfg) -> str | None:
     """Why a step budget that ends inside the learning-rate warm-up trains poorly (the rate
     never reaches ``lr``, nor decays), or None when the schedule runs its course."""
-    steps, warmup = getattr(cfg, "steps", None), getattr(cfg, "warmup_steps", 0)
-    if getattr(cfg, "time", None) is not None or not steps or not warmup or steps > warmup:
+    steps = getattr(cfg, "steps", None)
+    if getattr(cfg, "time", None) is not None or not steps:
         return None
-    peak = getattr(cfg, "lr", 0) * steps / warmup
+    warmup = warmup_of(cfg, steps)
+    if not warmup or steps > warmup:
+        return None
+    shorter = f"warmup_steps={max(1, steps // 10)}"  # (a warmup_fraction is below 1)
     return (
         f"training ends at step {steps:,}, inside the {warmup:,}-step learning-rate "
-        f"warm-up: the rate climbs only to {peak:.2g} of lr {cfg.lr:g} and never decays; "
-        f"train longer or shorten the warm-up (--set warmup_steps={max(1, steps // 10)})"
+        f"warm-up: the rate climbs only to {cfg.lr * steps / warmup:.2g} of lr {cfg.lr:g} and "
+        f"never decays; train longer or shorten the warm-up (--set {shorter})"
     )
 
 
@@ -84,9 +87,13 @@ class Batch:
     the real tokens in the batch, for the throughput figure."""
 
     inputs: np.ndarray
+    """Token ids [B, T] (NumPy)."""
     targets: np.ndarray
+    """What the task's loss scores the output against: token ids [B, T], class ids [B], ..."""
     mask: np.ndarray | None = None
-    tokens: int = 0  # tokens in the batch, for throughput
+    """1 for real tokens, 0 for padding [B, T] (None: no padding)."""
+    tokens: int = 0
+    """Tokens in the batch, for throughput."""
 
 
 @dataclass
@@ -98,23 +105,35 @@ class TrainResult:
     optimizer steps, validation excluded."""
 
     steps: int = 0
+    """Optimizer steps taken (a resumed run counts its earlier ones)."""
     train_loss: float = float("nan")
+    """The mean training loss of the last steps (nats per target)."""
     tokens: int = 0
-    train_time: float = 0.0  # wall time of the loop, validation estimates included
-    validate_time: float = 0.0  # the part of it spent in validation estimates
-    last_validate_time: float = 0.0  # the newest estimate's duration
+    """Tokens trained on (the batches' ``tokens``)."""
+    train_time: float = 0.0
+    """Wall time of the loop, validation estimates included."""
+    validate_time: float = 0.0
+    """The part of it spent in validation estimates."""
+    last_validate_time: float = 0.0
+    """The newest estimate's duration."""
     best_score: float | None = None
+    """The best periodic validation figure (the task's curve metric), if any."""
     best_step: int | None = None
-    best_state: dict | None = None  # the best weights, when the loop keeps them
-    # With average_best = k > 1: the next k - 1 best validations, best first, as
-    # (score, step, weights); the reported weights are the mean of these and best_state.
+    """The step of ``best_score``."""
+    best_state: dict | None = None
+    """The best weights, when the loop keeps them."""
     runners_up: list = field(default_factory=list)
+    """With average_best = k > 1: the next k - 1 best validations, best first, as (score, step,
+    weights); the reported weights are the mean of these and best_state."""
     curve: list = field(default_factory=list)
-    stopped_early: bool = False  # patience ran out before the budget
-    # Set when the job's per-validation callback stopped training: the status it gave
-    # ("pruned", say) and the step it stopped at.
+    """Every periodic validation: ``step`` and its figures."""
+    stopped_early: bool = False
+    """Patience ran out before the budget."""
     stopped: str | None = None
+    """Set when the job's per-validation callback stopped training: the status it gave
+    ("pruned", say) and the step it stopped at."""
     stopped_step: int | None = None
+    """The step at which training stopped early, if it did."""
 
     @property
     def tokens_per_s(self) -> float:

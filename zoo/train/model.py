@@ -40,7 +40,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-IGNORE_INDEX = -100  # targets with this value add nothing to the loss
+IGNORE_INDEX = -100
+"""A target with this value adds nothing to the loss (an unmasked position, padding)."""
 
 
 class NonFiniteError(ArithmeticError):
@@ -57,9 +58,13 @@ class TaskSpec:
     """What a model must fit: the task, the vocabulary, and the classes if any."""
 
     task: str
+    """The task's name."""
     vocab_size: int
+    """The trained tokenizer's vocabulary size (the embedding's rows)."""
     num_classes: int | None = None
+    """The number of classes a classifier's head predicts (None for tasks without classes)."""
     pad_id: int = 0
+    """The padding token's id (padded positions have mask 0)."""
 
 
 class Model(Protocol):
@@ -137,9 +142,9 @@ class Model(Protocol):
         as it is."""
         ...
 
-    #: Optional. True for a language model that generates without recomputing its whole
-    #: context each token: it has ``start_decoding`` and ``decode_step``.
     decodes_incrementally: bool
+    """Optional. True for a language model that generates without recomputing its whole
+    context each token: it has ``start_decoding`` and ``decode_step``."""
 
     def start_decoding(
         self, inputs: np.ndarray, pads: np.ndarray | None = None
@@ -155,9 +160,9 @@ class Model(Protocol):
         context length: the caller starts again on a shorter context before it would."""
         ...
 
-    #: Optional. True for a model fitted on the whole training split before the training
-    #: loop (it has ``fit``); pipelines never call ``fit`` on a model without it.
     fits_training_split: bool
+    """Optional. True for a model fitted on the whole training split before the training
+    loop (it has ``fit``); pipelines never call ``fit`` on a model without it."""
 
     def fit(
         self,
