@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import signal
 import subprocess
@@ -14,11 +15,19 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
-import pytest
+# Tiny models train fastest on one torch thread on any machine (more threads spin on
+# microsecond-sized ops: 16 of them make a test several times slower), and one count for
+# this process and every subprocess a test starts (they inherit these variables) keeps their
+# figures comparable bit for bit. A test about threads sets its own count.
+TEST_THREADS = 1
+for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_variable] = str(TEST_THREADS)  # zoo.core.threads.THREAD_VARIABLES
 
-from zoo.cli.main import main
-from zoo.core import loading
+import numpy as np  # noqa: E402  (after the thread variables: BLAS pools read them once)
+import pytest  # noqa: E402
+
+from zoo.cli.main import main  # noqa: E402
+from zoo.core import loading  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 # Where the tests find the catalogue's Hub datasets: ZOO_DATASETS as the environment sets it,
@@ -41,12 +50,19 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch, request):
+    import torch
+
+    from zoo.core import threads
+
+    # whatever a test before this one set or chose: torch's, the variables, zoo's choice
+    torch.set_num_threads(TEST_THREADS)
+    for variable in threads.THREAD_VARIABLES:
+        monkeypatch.setenv(variable, str(TEST_THREADS))
+    monkeypatch.setattr(threads, "_chosen", None)
     if request.node.get_closest_marker("cuda") is None:
         # Every other test computes on the CPU whatever the machine has: its expectations
         # (bit-identical reloads, figures recorded on the CPU) are the CPU's. Subprocesses see
         # no GPU either.
-        import torch
-
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
         monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     home = tmp_path / "home"
@@ -125,6 +141,10 @@ def tiny_text(tmp_path) -> Path:
 @pytest.fixture
 def negated_reviews(tmp_path) -> Path:
     """Sentiment carried by word order only: "not good" is negative, "good" positive."""
+    return write_negated_reviews(tmp_path / "reviews.csv")
+
+
+def write_negated_reviews(path: Path) -> Path:
     rng = np.random.default_rng(0)
     rows = ["text,label"]
     for i in range(300):
@@ -134,7 +154,6 @@ def negated_reviews(tmp_path) -> Path:
         rows.append(
             f"the film was {'not ' if negated else ''}{word},{'pos' if positive else 'neg'}"
         )
-    path = tmp_path / "reviews.csv"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
 
@@ -291,3 +310,26 @@ def one_thread(monkeypatch):
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+def train_once(base: Path, commands: dict[str, list]) -> dict[str, dict]:
+    """For a module-scoped fixture: each `zoo ARGS --json` of ``commands`` (name -> ARGS) run
+    into a store of its own, base/"runs", as a test would (built-ins only, the tests' threads);
+    name -> the JSON each printed. Tests copy the folder into their own ZOO_HOME."""
+    import torch
+
+    saved = {k: os.environ.get(k) for k in ("ZOO_HOME", "ZOO_LOAD_PLUGINS")}
+    os.environ.update(ZOO_HOME=str(base / "runs"), ZOO_LOAD_PLUGINS="")
+    torch.set_num_threads(TEST_THREADS)
+    loading.reset_zoo()
+    try:
+        printed = {}
+        for name, args in commands.items():
+            result = run_cli(*args, "--json")
+            assert result.code == 0, result
+            printed[name] = json.loads(result.out)
+        return printed
+    finally:
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+        loading.reset_zoo()

@@ -523,7 +523,7 @@ def test_a_read_only_store_is_exit_2_naming_it_and_leaves_no_folder(
 
     with Store():
         pass  # the store exists
-    monkeypatch.setattr(zoo.records.store, "_not_writable", lambda path: True)
+    monkeypatch.setattr(zoo.records.store, "not_writable", lambda path: True)
     result = run_cli("run", "decoder-char", tiny_text, "--steps", "1", "--quiet", *TINY_DECODER)
     assert result.code == 2, result
     line = only_line(result)
@@ -849,7 +849,7 @@ def test_a_read_only_home_can_be_browsed(trained, monkeypatch, isolated):
         for path in [home / "zoo.db", home]:
             path.chmod(0o555)
     else:
-        monkeypatch.setattr(zoo.records.store, "_not_writable", lambda path: path.is_file())
+        monkeypatch.setattr(zoo.records.store, "not_writable", lambda path: path.is_file())
     before = {p: p.stat().st_mtime_ns for p in home.rglob("*") if p.is_file()}
     try:
         for command in (

@@ -100,7 +100,7 @@ def test_unknown_names_get_exit_2_and_a_suggestion(tiny_text):
 
 
 def test_unexpected_failures_exit_1_with_a_short_message(monkeypatch):
-    from zoo.cli import listing
+    from zoo.api import listing
 
     monkeypatch.setattr(listing, "rows", lambda *a, **k: 1 / 0)
     result = run_cli("list")

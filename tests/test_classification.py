@@ -242,7 +242,7 @@ def test_the_decoder_classifies_through_the_pipeline(reviews):
 
 # -- which task runs -------------------------------------------------------------------
 def test_every_cell_of_the_matrix_plans_the_task_it_shows():
-    from zoo.cli import listing
+    from zoo.api import listing
     from zoo.core.loading import get_zoo
     from zoo.errors import ZooError
     from zoo.train.plan import plan_run

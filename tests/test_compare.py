@@ -282,7 +282,10 @@ def test_csv_and_json_parse_back_to_the_same_numbers(fmt):
     result = run_cli("compare", "--baseline", "base-char", "--format", fmt)
     assert result.code == 0, result
     text = io.StringIO(result.out)
-    back = pd.read_csv(text) if fmt == "csv" else pd.read_json(text, precise_float=True)
+    # each parser's exact mode: zoo writes every float in its shortest exact form, which the
+    # default CSV float parser of pandas before 3.0 may read back one unit in the last place off
+    exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+    back = pd.read_csv(text, **exact) if fmt == "csv" else pd.read_json(text, precise_float=True)
     assert list(back.columns) == list(expected.columns)
     for column in ("mean", "std", "n", "diff", "ci_low", "ci_high", "df"):
         assert pd.api.types.is_numeric_dtype(back[column]), column

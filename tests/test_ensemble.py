@@ -3,10 +3,11 @@ equal weights or weights fitted on the validation split alone, recorded as a row
 own beside the runs they combine; ensemble presets train their members and combine them."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import run_cli, train_once, write_negated_reviews
 
 TINY = {
     "encoder-wordpunct": ["n_embd=16", "n_head=2", "batch_size=8", "eval_interval=10"],
@@ -57,15 +58,33 @@ def test_too_few_validation_rows_give_equal_weights():
 
 
 def train(model, data) -> dict:
-    sets = [part for setting in TINY[model] for part in ("--set", setting)]
-    result = run_cli("run", model, data, "--steps", 20, "--json", "--quiet", *sets)
+    result = run_cli(*run_args(model, data), "--json")
     assert result.code == 0, result
     return json.loads(result.out)
 
 
+def run_args(model, data) -> list:
+    sets = [part for setting in TINY[model] for part in ("--set", setting)]
+    return ["run", model, data, "--steps", 20, "--quiet", *sets]
+
+
+@pytest.fixture(scope="module")
+def trained_home(tmp_path_factory):
+    """The three runs of TINY on the negated reviews, trained once for the module."""
+    base = tmp_path_factory.mktemp("ensemble")
+    reviews = write_negated_reviews(base / "reviews.csv")
+    printed = train_once(base, {model: run_args(model, reviews) for model in TINY})
+    return base / "runs", [printed[model] for model in TINY]
+
+
 @pytest.fixture
-def three_runs(negated_reviews, one_thread):
-    return [train(model, negated_reviews) for model in TINY]
+def three_runs(trained_home, isolated):
+    """The three runs, in a copy of their store that is this test's ZOO_HOME."""
+    from zoo.records.store import home
+
+    source, runs = trained_home
+    shutil.copytree(source, home())
+    return runs
 
 
 def combine(runs, *options) -> dict:
@@ -197,6 +216,7 @@ def test_an_ensemble_preset_trains_its_members_then_reuses_them(
 
 def test_zoo_ensemble_stays_the_api_function_once_its_module_is_imported():
     import zoo
+    import zoo.api
     import zoo.operations.ensemble
 
-    assert callable(zoo.ensemble) and zoo.ensemble.__module__ == "zoo.api"
+    assert callable(zoo.ensemble) and zoo.ensemble is zoo.api.ensemble

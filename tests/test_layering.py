@@ -112,9 +112,10 @@ def layers_contract() -> dict:
 def test_each_layer_imports_only_from_the_layers_below_it():
     """import-linter's layers contract (pyproject.toml): storage imports nothing that
     trains, training nothing that compares, the core no dataset, and so on up to the CLI."""
-    from importlinter.cli import lint_imports
+    import importlinter.cli  # noqa: F401  (sets import-linter up, without its lint_imports
+    from importlinter.application.use_cases import lint_imports  # that resets logging)
 
-    assert lint_imports(str(PYPROJECT), no_cache=True, no_logo=True) == 0
+    assert lint_imports(str(PYPROJECT), cache_dir=None, no_logo=True) is True
 
 
 def test_every_part_of_zoo_has_a_place_in_the_layers():
@@ -133,7 +134,8 @@ def test_the_layers_contract_catches_an_import_that_runs_up(tmp_path, monkeypatc
     """The same contract on a copy of zoo where the store imports the runner fails."""
     import shutil
 
-    from importlinter.cli import lint_imports
+    import importlinter.cli  # noqa: F401  (sets import-linter up, without its lint_imports
+    from importlinter.application.use_cases import lint_imports  # that resets logging)
 
     copy = tmp_path / "zoo"
     shutil.copytree(CORE, copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -144,4 +146,48 @@ def test_the_layers_contract_catches_an_import_that_runs_up(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     for name in [m for m in sys.modules if m == "zoo" or m.startswith("zoo.")]:
         monkeypatch.delitem(sys.modules, name)
-    assert lint_imports(str(tmp_path / "pyproject.toml"), no_cache=True, no_logo=True) == 1
+    assert lint_imports(str(tmp_path / "pyproject.toml"), cache_dir=None, no_logo=True) is False
+
+
+# -- only the command line prints ----------------------------------------------------------
+def prints(path: Path) -> list[int]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "print"
+    ]
+
+
+def test_only_the_command_line_prints():
+    """The core reports through logging (zoo.messages), which the CLI shows on stderr."""
+    found = [
+        f"{path.relative_to(CORE.parent)}:{line}"
+        for path in sorted(CORE.rglob("*.py"))
+        if "cli" not in path.relative_to(CORE).parts[:1]
+        for line in prints(path)
+    ]
+    assert len(prints(CORE / "cli" / "main.py")) > 0  # the check sees a print where there is one
+    assert found == []
+
+
+def test_progress_goes_where_the_caller_says_and_warnings_read_as_warnings():
+    import io
+    import logging
+
+    from zoo.messages import reporting_to
+
+    log = logging.getLogger("zoo.sweeps.driver")
+    stream = io.StringIO()
+    with reporting_to(stream):
+        log.info("[1/2] a cell")
+        log.warning("a plugin failed")
+    log.info("after the block: not on the stream")
+    assert stream.getvalue() == "[1/2] a cell\nzoo: warning: a plugin failed\n"
+    quiet = io.StringIO()
+    with reporting_to(quiet, progress=False):
+        log.info("progress")
+        log.warning("kept")
+    assert quiet.getvalue() == "zoo: warning: kept\n"

@@ -8,7 +8,8 @@ from pathlib import Path
 import zoo
 
 CORE = Path(zoo.__file__).parent
-MAX_LINES = 450  # "about 400": a module past this is two modules
+MAX_LINES = 400  # "about 400": a module past this is two modules
+HEADROOM = 20  # the largest module stays this far below the limit: the limit is not its size
 BUILT_INS = {"plugins", "pipelines"}  # installed under zoo/ in a wheel, not core modules
 
 
@@ -24,6 +25,16 @@ def test_no_core_module_is_over_about_400_lines():
     }
     assert len(sizes) > 40
     assert {str(p): n for p, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def test_the_limit_is_no_tailored_fit():
+    """No module sits just under the limit: one that does is split before it needs to be,
+    and the limit is never raised to the size of the largest module."""
+    sizes = {
+        str(p.relative_to(CORE)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in core_modules()
+    }
+    assert {p: n for p, n in sizes.items() if n > MAX_LINES - HEADROOM} == {}
 
 
 def test_no_two_core_module_names_differ_by_a_suffix():

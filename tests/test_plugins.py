@@ -139,11 +139,11 @@ class Clashing:
         register("decoder", "x:y", description="an impostor")
 
 
-def test_a_name_clash_is_an_error_never_an_overwrite(capsys):
+def test_a_name_clash_is_an_error_never_an_overwrite(caplog):
     zoo = loading.build_zoo(entry_points=False)
     original = zoo.architectures.get("decoder")
     assert not zoo.add_plugin(Clashing(), loading.PluginInfo("clashing", "test"))
-    assert "clashes" in capsys.readouterr().err
+    assert [r.levelname for r in caplog.records if "clashes" in r.getMessage()] == ["WARNING"]
     assert zoo.architectures.get("decoder") is original
     with pytest.raises(ZooError, match="clashes with the one from plugin 'decoder'"):
         zoo.add_plugin(Clashing(), loading.PluginInfo("clashing2", "test"), strict=True)

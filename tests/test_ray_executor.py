@@ -14,11 +14,10 @@ from conftest import kill_a_worker_held_at_a_checkpoint, run_cli, seed_sweep
 from zoo.records.ownership import writer_alive
 from zoo.records.store import Store, home
 
-ray = pytest.importorskip("ray")
-
 
 @pytest.fixture(scope="module")
 def cluster():
+    ray = pytest.importorskip("ray")  # here, not at collection: importing Ray takes seconds
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="error")
     try:
         yield
@@ -71,6 +70,8 @@ def test_ray_tasks_end_with_a_killed_driver_and_a_rerun_finishes_the_cells(
     """A `zoo sweep` process joins this cluster as a second driver, as it would join a
     cluster started with `ray start`; SIGKILL of it ends its tasks, so nothing writes the
     run folders when the same sweep runs again."""
+    import ray
+
     address = ray.get_runtime_context().gcs_address
     runs = tmp_path / "runs"
     env = {**os.environ, "ZOO_HOME": str(runs), "OMP_NUM_THREADS": "1"}

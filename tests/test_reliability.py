@@ -414,14 +414,16 @@ def test_interrupted_checkpoint_write_is_never_loaded(tmp_path, monkeypatch):
 def test_checkpoint_holds_every_rng_and_restores_them_in_place(tmp_path):
     import torch
 
+    from zoo.train import generators
+
     generator = np.random.default_rng(7)
     random.seed(3), np.random.seed(4), torch.manual_seed(5)
-    meta, arrays = checkpoint.capture_rng({"g": generator})
+    meta, arrays = generators.capture_rng({"g": generator})
     expected = (random.random(), np.random.rand(), torch.rand(1).item(), generator.random())
     checkpoint.save(tmp_path, 1, {"rng": arrays}, {"rng": meta})
     random.seed(0), np.random.seed(0), torch.manual_seed(0), generator.random()
     ckpt = checkpoint.latest(tmp_path)
-    checkpoint.restore_rng(ckpt.meta["rng"], ckpt.arrays("rng"), {"g": generator})
+    generators.restore_rng(ckpt.meta["rng"], ckpt.arrays("rng"), {"g": generator})
     assert (random.random(), np.random.rand(), torch.rand(1).item(), generator.random()) == expected
 
 
@@ -772,6 +774,7 @@ def _open_store(path: str) -> str:
         return str(exc)
 
 
+@pytest.mark.slow
 def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path):
     # Switching a new store to WAL is answered 'locked' at once, without the busy
     # timeout, when another process switches it too: two sweeps started together hit it.

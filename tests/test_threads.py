@@ -80,6 +80,7 @@ def test_the_choice_respects_an_affinity_mask_and_the_users_variable():
     assert out.stdout.split() == ["1", "5"], out.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("taskset") is None, reason="no taskset")
 def test_zoo_run_under_taskset_trains_on_one_thread_and_records_it(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}

@@ -228,7 +228,7 @@ def test_zoo_run_reuses_the_cached_tokenizer_and_show_reports_it(tiny_text, monk
 
 
 def test_show_reads_the_vocabulary_from_tokenizer_json_when_metrics_lack_it():
-    from zoo.cli.showing import tokenizer_line
+    from zoo.api.describing import tokenizer_line
     from zoo.records.store import home
 
     (home() / "run-1").mkdir(parents=True)

@@ -40,12 +40,49 @@ _LAZY = {
     "Ensemble": "zoo.operations.ensemble",
     "tune": "zoo.api",
     "TuneResult": "zoo.results",
+    "Reproduction": "zoo.results",
+    "models": "zoo.api",
+    "catalog": "zoo.api",
+    "Catalog": "zoo.results",
+    "show": "zoo.api",
+    "Shown": "zoo.results",
+    "comparison": "zoo.api",
+    "plot": "zoo.api",
+    "rm": "zoo.api",
+    "Removal": "zoo.results",
 }
 
 if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and type checkers
-    from zoo.api import compare, ensemble, evaluate, load, reproduce, resume, run, runs, sweep, tune
+    from zoo.api import (
+        catalog,
+        compare,
+        comparison,
+        ensemble,
+        evaluate,
+        load,
+        models,
+        plot,
+        reproduce,
+        resume,
+        rm,
+        run,
+        runs,
+        show,
+        sweep,
+        tune,
+    )
     from zoo.operations.ensemble import Ensemble
-    from zoo.results import Evaluation, LoadedRun, Run, SweepResult, TuneResult
+    from zoo.results import (
+        Catalog,
+        Evaluation,
+        LoadedRun,
+        Removal,
+        Reproduction,
+        Run,
+        Shown,
+        SweepResult,
+        TuneResult,
+    )
 
 # Spelled out (not built from _LAZY) so the reference, read from the source, lists them.
 __all__ = [
@@ -67,6 +104,16 @@ __all__ = [
     "SweepResult",
     "Ensemble",
     "TuneResult",
+    "Reproduction",
+    "models",
+    "catalog",
+    "Catalog",
+    "show",
+    "Shown",
+    "comparison",
+    "plot",
+    "rm",
+    "Removal",
 ]
 
 

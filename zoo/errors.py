@@ -100,3 +100,17 @@ class SweepInterrupted(KeyboardInterrupt):
 class SearchInterrupted(KeyboardInterrupt):
     """Ctrl-C during `zoo tune`: the trials cut off are marked interrupted (their runs) and
     lost (in the study, their settings queued again); the same command continues."""
+
+
+class RunDiverged(ZooError):
+    """A run stopped on a non-finite loss or gradient; its row says 'diverged' and its last
+    good checkpoint is kept. A sweep records the cell and goes on."""
+
+    def __init__(self, run_id: str, exc):  # exc: zoo.train.loop.Diverged
+        kept = (
+            f"; its last good checkpoint (step {exc.checkpoint_step}) is kept"
+            if exc.checkpoint_step is not None
+            else ""
+        )
+        super().__init__(f"run {run_id} {exc}{kept}; lower the learning rate (--set lr=...)")
+        self.run_id, self.step, self.checkpoint_step = run_id, exc.step, exc.checkpoint_step

@@ -254,7 +254,7 @@ def read_config_text(path, what: str = "config file", limit: int = MAX_CONFIG_BY
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise ZooError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+        raise ZooError(f"{path}: cannot read this {what}: {exc.strerror or exc}") from None
     try:
         mode = os.fstat(fd).st_mode
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
@@ -265,7 +265,7 @@ def read_config_text(path, what: str = "config file", limit: int = MAX_CONFIG_BY
                 if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
                 else "not a regular file"
             )
-            raise ZooError(f"{what} {path} is {kind}; name a file (or a pipe)")
+            raise ZooError(f"{path} is {kind}; a {what} is a file (or a pipe)")
         chunks, total = [], 0
         while total <= limit:
             chunk = os.read(fd, min(2**16, limit + 1 - total))
@@ -274,16 +274,16 @@ def read_config_text(path, what: str = "config file", limit: int = MAX_CONFIG_BY
             chunks.append(chunk)
             total += len(chunk)
     except OSError as exc:
-        raise ZooError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+        raise ZooError(f"{path}: cannot read this {what}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
     if total > limit:
-        raise ZooError(f"{what} {path} holds more than {limit // 1024:,} KiB; a config is smaller")
+        raise ZooError(f"{path} holds more than {limit // 1024:,} KiB; too much for a {what}")
     try:
         return b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ZooError(
-            f"{what} {path} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); a {what} is UTF-8"
         ) from None
 
 

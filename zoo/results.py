@@ -230,3 +230,62 @@ class TuneResult:
     """The equal-budget table, as `zoo tune` prints it."""
     presets: str
     """The winners as registry.toml presets."""
+
+
+@dataclass
+class Reproduction:
+    """What `zoo reproduce` reports: the run trained again from its recorded configs and
+    every metric compared (timing figures, which vary, are left out)."""
+
+    run_id: str
+    """The original run."""
+    rerun_id: str
+    """The run that trained it again."""
+    match: bool
+    """Every compared metric and the status the same."""
+    metrics: list[dict]
+    """Per metric: ``metric``, ``original``, ``rerun``, ``same``."""
+    notes: list[str]
+    """What else differs: versions, parameter count, status."""
+    excluded: list[str]
+    """Timing metrics, which vary, not compared."""
+
+
+@dataclass
+class Catalog:
+    """What `zoo list` shows: per kind (architectures, tokenizers, datasets, models,
+    pipelines, loggers, plugins), a row per entry with its name, plugin and description; or,
+    asked for the matrix, which task each dataset serves with which model."""
+
+    sections: dict[str, list[dict]]
+    """Kind -> its rows (name, plugin, description, the kind's own fields); empty for the matrix."""
+    matrix: list[dict] = field(default_factory=list)
+    """With ``matrix=True``: for every architecture and dataset, the task that would run, or why none can."""
+    text: str = field(default="", repr=False)
+    """As the command prints it."""
+
+
+@dataclass
+class Shown:
+    """What `zoo show NAME` shows: a model (preset or pair), a run, or another entry of the
+    zoo (an architecture, tokenizer, dataset, task, pipeline)."""
+
+    type: str
+    """``"model"``, ``"run"`` or ``"entry"``."""
+    name: str
+    """The name shown (a run's full id)."""
+    record: dict
+    """What `zoo show --json` prints: the model's settings, the run's store row."""
+    text: str = field(default="", repr=False)
+    """As the command prints it."""
+
+
+@dataclass
+class Removal:
+    """What `zoo rm` removed (or, for a dry run, would remove): per run its id, model,
+    dataset and status."""
+
+    runs: list[dict]
+    """Per run removed: ``id``, ``model``, ``dataset``, ``status``."""
+    dry_run: bool = False
+    """Nothing was removed: the runs are what would be."""

@@ -188,6 +188,15 @@ def main(argv=None) -> int:
 
 
 def run_command(argv: list[str]) -> int:
+    """Run one command; what the core reports while it works (plugins set aside, progress,
+    warnings) shows on stderr."""
+    from zoo.messages import reporting_to
+
+    with reporting_to(None):
+        return _command(argv)
+
+
+def _command(argv: list[str]) -> int:
     debug = "--debug" in argv or os.environ.get("ZOO_DEBUG") == "1"
     try:
         args = build_parser().parse_args(argv)

@@ -8,21 +8,21 @@ import sys
 
 from zoo.cli.options import RELOAD_DEVICE_HELP, print_json
 from zoo.core.bounds import DEVICES
-from zoo.errors import ZooError
 
 
 def cmd_runs(args) -> int:
+    from zoo import api
     from zoo.cli.options import emit_text
-    from zoo.comparison.runs import render, run_frame, select
-    from zoo.records.store import home
+    from zoo.comparison.runs import render
+    from zoo.home import zoo_home
 
-    frame = select(run_frame(), where=args.where, sort=args.sort, limit=args.n)
+    frame = api.runs(where=args.where, sort=args.sort, n=args.n)
     columns = [c.strip() for c in (args.columns or "").split(",") if c.strip()]
     fmt = "json" if args.json else args.format
     if frame.empty and fmt == "table":
         where = f" match --where {args.where!r}" if args.where else " yet"
         print(
-            f"no runs{where} in {home()} (zoo run MODEL DATASET starts one; ZOO_HOME moves "
+            f"no runs{where} in {zoo_home()} (zoo run MODEL DATASET starts one; ZOO_HOME moves "
             "the store)"
         )
         return 0
@@ -32,36 +32,14 @@ def cmd_runs(args) -> int:
 
 def cmd_rm(args) -> int:
     """zoo rm RUN... / --where EXPR: runs out of the store, then their folders."""
-    import shutil
+    from zoo import api
 
-    from zoo.comparison.runs import run_frame, select
-    from zoo.records.paths import run_folder
-    from zoo.records.store import Store
-
-    if not args.run_ids and not args.where:
-        raise ZooError("name the runs to remove (RUN_ID...) or select them with --where EXPR")
-    with Store() as store:
-        chosen = {store.get(run_id)["id"]: None for run_id in args.run_ids}
-        if args.where:
-            chosen.update(dict.fromkeys(select(run_frame(), where=args.where)["id"]))
-        rows = [store.get(run_id) for run_id in chosen]
-        busy = [r["id"] for r in rows if store.is_running(r)]
-        if busy:
-            raise ZooError(f"run {busy[0]} is still running; stop it before removing it")
-        if not rows:
-            print(f"no runs match --where {args.where!r}; nothing removed")
-            return 0
-        if args.dry_run:
-            for row in rows:
-                print(
-                    f"would remove {row['id']}  {row['model']} on {row['dataset']} "
-                    f"({row['status']})"
-                )
-            return 0
-        store.delete([r["id"] for r in rows])
-    for row in rows:  # the rows first: a folder left by a crash here is only disk space
-        shutil.rmtree(run_folder(row["id"]), ignore_errors=True)
-        print(f"removed {row['id']}  {row['model']} on {row['dataset']} ({row['status']})")
+    removal = api.rm(args.run_ids, where=args.where, dry_run=args.dry_run)
+    if not removal.runs:
+        print(f"no runs match --where {args.where!r}; nothing removed")
+    for row in removal.runs:
+        done = "would remove" if removal.dry_run else "removed"
+        print(f"{done} {row['id']}  {row['model']} on {row['dataset']} ({row['status']})")
     return 0
 
 
@@ -124,28 +102,17 @@ def add_runs_parser(commands) -> None:
     p.set_defaults(handler=cmd_runs)
 
 
-def _status_list(text: str) -> tuple[str, ...]:
-    from zoo.records.store import STATUSES
+def comparison_from_args(args):
+    from zoo import api
 
-    wanted = tuple(s.strip() for s in text.split(",") if s.strip())
-    for status in wanted:
-        if status != "all" and status not in STATUSES:
-            raise ZooError(f"--status {status!r}: expected any of {', '.join(STATUSES)} or all")
-    return wanted
-
-
-def comparison_from_args(args, frame=None):
-    from zoo.comparison.table import load_runs, summarize
-
-    return summarize(
-        load_runs() if frame is None else frame,
+    return api.comparison(
         metric=args.metric,
         where=args.where,
         by=args.by,
         columns=args.columns,
         baseline=args.baseline,
         evals=args.evals,
-        status=_status_list(args.status),
+        status=tuple(s.strip() for s in args.status.split(",") if s.strip()),
         better=args.better,
         pool=args.pool,
     )
@@ -241,33 +208,9 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
 
 
 def cmd_plot(args) -> int:
-    from zoo.comparison.plots import run_labels, save, training_curves
-    from zoo.records.paths import run_folder
-    from zoo.records.store import Store
-    from zoo.train.job import RunFolder
+    from zoo import api
 
-    with Store() as store:
-        rows = [store.get(run_id) for run_id in args.run_ids]
-    tasks = {row["task"] for row in rows}
-    if len(tasks) > 1:  # one axis, one unit: a loss in bits per character is no accuracy
-        raise ZooError(
-            f"the runs are of different tasks ({', '.join(sorted(map(str, tasks)))}); "
-            "their curves do not share an axis: plot each task's runs on their own"
-        )
-    runs = []
-    for row, label in zip(rows, run_labels(rows)):
-        records = RunFolder(run_folder(row["id"])).curve()
-        if not records:
-            raise ZooError(
-                f"run {row['id']} has no training curve (no metrics.jsonl in "
-                f"{run_folder(row['id'])})"
-            )
-        runs.append({"label": label, "records": records})
-    tasks = {row["task"] for row in rows}  # units and validation metric: the task's declaration
-    save(
-        training_curves(runs, args.metric, args.x, task=tasks.pop() if len(tasks) == 1 else None),
-        args.plot,
-    )
+    api.plot(args.run_ids, args.plot, metric=args.metric, x=args.x)
     if args.plot != "-":
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0

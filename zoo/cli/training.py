@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from zoo.cli.options import add_output_options, positive_float, positive_int, print_json
@@ -14,6 +15,7 @@ from zoo.train.progress import log_every_argument
 def cmd_run(args) -> int:
     from zoo import api
     from zoo.cli import training_options
+    from zoo.results import Run
 
     training_options.with_config_file(args, "run")
     settings = training_options.settings(args)
@@ -35,7 +37,7 @@ def cmd_run(args) -> int:
         init=args.init,
         settings=settings,
     )
-    if not isinstance(run, api.Run):  # an ensemble preset: its members' runs, combined
+    if not isinstance(run, Run):  # an ensemble preset: its members' runs, combined
         from zoo.cli.runs import print_ensemble
 
         print_ensemble(run, args.json)
@@ -159,6 +161,8 @@ def cmd_sweep(args) -> int:
                 if cell["state"] == "skipped"
                 else f"done: run {cell['run_id']}"
                 if cell["state"] == "reused"
+                else f"to run: {cell['reason']}"
+                if cell["reason"]
                 else "to run"
             )
             print(f"{cell['name']}\t{state}")
@@ -178,19 +182,19 @@ def cmd_reproduce(args) -> int:
 
     report = api.reproduce(args.run_id, device=args.device, quiet=args.quiet or args.json)
     if args.json:
-        print_json(report)
-        return 0 if report["match"] else 1
-    print(f"reproduced run {report['run_id']} as run {report['rerun_id']}")
-    width = max([len(line["metric"]) for line in report["metrics"]] + [6])
-    for line in report["metrics"]:
+        print_json(dataclasses.asdict(report))
+        return 0 if report.match else 1
+    print(f"reproduced run {report.run_id} as run {report.rerun_id}")
+    width = max([len(line["metric"]) for line in report.metrics] + [6])
+    for line in report.metrics:
         mark = "same" if line["same"] else "DIFFERENT"
         print(f"  {line['metric']:<{width}}  {line['original']!s:<22} {line['rerun']!s:<22} {mark}")
-    if report["excluded"]:
-        print(f"  (timing, not compared: {', '.join(report['excluded'])})")
-    for note in report["notes"]:
+    if report.excluded:
+        print(f"  (timing, not compared: {', '.join(report.excluded)})")
+    for note in report.notes:
         print(f"  note: {note}")
-    print("metrics match exactly" if report["match"] else "metrics DIFFER")
-    return 0 if report["match"] else 1
+    print("metrics match exactly" if report.match else "metrics DIFFER")
+    return 0 if report.match else 1
 
 
 def add_commands(commands) -> None:

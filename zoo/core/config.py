@@ -15,6 +15,7 @@ import types
 import typing
 from typing import Any
 
+from zoo.core.ranges import check_integer_ranges
 from zoo.core.sizes import check_sizes
 from zoo.errors import UnknownNameError, ZooError
 
@@ -145,6 +146,7 @@ def build_config(cls, values: dict[str, Any]):
     except (ValueError, TypeError) as exc:
         raise ZooError(f"invalid {cls.__name__}: {exc}") from None
     check_sizes(config, f"invalid {cls.__name__}: ")  # before anything is allocated
+    check_integer_ranges(cls, values, f"invalid {cls.__name__}: ")  # nothing the store cannot hold
     return config
 
 

@@ -46,7 +46,6 @@ class Entry:
     config: Any = None  # "module:Dataclass", the dataclass itself, or None
     tasks: tuple[str, ...] = ()
     task: Task | None = None  # a pipeline's declaration of the task it serves
-    origin: str = ""  # the plugin's identity (PluginInfo.identity): version or source hash
     columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
     # an architecture's memory(config, vocab_size) -> bytes to train, or "module:attr"
     memory: Any = None

@@ -8,10 +8,11 @@ that into an error.
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -22,6 +23,12 @@ from typing import Any
 import pluggy
 
 from zoo import hookspecs
+from zoo.core.code_identity import (
+    builtin_source_hash,
+    editable_project,
+    module_source_hash,
+    top_package_hash,
+)
 from zoo.core.containment import (
     PluginCodeFailed,
     contained,
@@ -56,6 +63,10 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.nbsvm",
     "zoo.pipelines",
 )
+# zoo's own code, which identifies every built-in: the core and the built-ins' packages.
+ZOO_PACKAGES = ("zoo", *sorted({".".join(m.split(".")[:2]) for m in DEFAULT_PLUGINS}))
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -67,22 +78,34 @@ class PluginInfo:
     location: str = ""  # module name, entry point value or file path
     hooks: list[str] = field(default_factory=list)
     error: str = ""
-    source_sha256: str = ""  # of its source files, for a plugin that no distribution versions
+    source_sha256: str = ""  # of its source files, once known (code_identity)
+    editable: str | None = None  # an editable install's project (PEP 610 url), else None
+    hash_source: Callable[[], str] | None = field(default=None, repr=False)
+
+    @property
+    def by_source(self) -> bool:
+        """Whether the code is identified by its source (built-in, editable or local) rather
+        than by a released distribution's version."""
+        return self.source != "entry point" or self.editable is not None or not self.version
 
     @property
     def identity(self) -> str:
-        """What says which code this plugin is: its distribution's version, or for a local
-        module (no distribution) a hash of its source. Part of every run's config hash, so a
-        changed plugin never reuses an old run's results."""
-        if self.version:
+        """Which code this plugin is: a released distribution's version, otherwise a hash
+        of its source (built-ins, editable installs, local modules). Part of every run's
+        config hash, so a changed plugin never reuses an old run's results."""
+        if not self.by_source:
             return self.version
+        if not self.source_sha256 and self.hash_source is not None:
+            self.source_sha256 = self.hash_source()
         return f"sha256:{self.source_sha256}" if self.source_sha256 else "unknown"
 
     def provenance(self) -> dict:
+        identity = self.identity
         return {
             "distribution": self.distribution,
             "version": self.version,
-            **({"source_sha256": self.source_sha256} if self.source_sha256 else {}),
+            **({"source_sha256": self.source_sha256} if identity.startswith("sha256:") else {}),
+            **({"editable": self.editable} if self.editable is not None else {}),
             "source": self.source,
         }
 
@@ -125,8 +148,8 @@ class Zoo:
     def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:
         """Register one plugin object and run its hooks; set it aside if anything fails
         (``sys.exit()`` and a KeyboardInterrupt it raises included: zoo.core.containment)."""
-        if not info.version and not info.source_sha256:
-            info.source_sha256 = source_hash(plugin)
+        if info.by_source and info.hash_source is None:
+            info.hash_source = lambda: module_source_hash(plugin)
         with plugin_code():
             try:
                 self._register(plugin, info)
@@ -162,7 +185,7 @@ class Zoo:
             for impl in caller.get_hookimpls():
                 if impl.plugin is plugin:
                     stager = command_stager if kind == "command" else entry_stager
-                    register = stager(kind, info.name, staged, info.identity)
+                    register = stager(kind, info.name, staged)
                     impl.function(**{arg: register for arg in impl.argnames})
         return staged
 
@@ -186,30 +209,7 @@ class Zoo:
         message = f"plugin {info.name!r} ({where}) set aside: {info.error}"
         if strict:
             raise PluginError(message + " [ZOO_STRICT_PLUGINS=1]")
-        print(f"zoo: warning: {message}", file=sys.stderr)
-
-
-def source_hash(plugin) -> str:
-    """sha256 (16 hex digits) of a plugin's source: a module's file, every .py file of a
-    package, or the module that defines a plugin object; "" when there is no file to read."""
-    module = (
-        plugin
-        if isinstance(plugin, type(sys))
-        else sys.modules.get(getattr(plugin, "__module__", None) or type(plugin).__module__)
-    )
-    path = getattr(module, "__file__", None)
-    if not path:
-        return ""
-    path = Path(path)
-    files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
-    digest = hashlib.sha256()
-    for file in files:
-        try:
-            digest.update(file.relative_to(path.parent).as_posix().encode() + b"\0")
-            digest.update(file.read_bytes())
-        except OSError:
-            return ""
-    return digest.hexdigest()[:16]
+        log.warning(f"{message}")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -251,6 +251,7 @@ def build_zoo(
                 "zoo",
                 _zoo_version(),
                 module_name,
+                hash_source=functools.partial(builtin_source_hash, ZOO_PACKAGES),
             ),
             strict,
         )
@@ -266,6 +267,8 @@ def build_zoo(
                 dist_name,
                 dist.version if dist is not None else "",
                 f"{ep.name} = {ep.value}",
+                editable=editable_project(dist),
+                hash_source=functools.partial(top_package_hash, ep.module),
             )
             try:
                 with plugin_code():

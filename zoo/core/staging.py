@@ -19,7 +19,7 @@ from zoo.errors import ZooError
 from zoo.tasks import Task
 
 
-def entry_stager(kind: str, plugin_name: str, staged: list[Entry], origin: str = "") -> Callable:
+def entry_stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
     def register(
         name, target, *, description="", config=None, tasks=(), task=None, columns=None, memory=None
     ):
@@ -97,7 +97,6 @@ def entry_stager(kind: str, plugin_name: str, staged: list[Entry], origin: str =
                 config,
                 tuple(tasks),
                 task,
-                origin,
                 tuple((columns or {}).items()),
                 memory,
             )
@@ -106,7 +105,7 @@ def entry_stager(kind: str, plugin_name: str, staged: list[Entry], origin: str =
     return register
 
 
-def command_stager(kind: str, plugin_name: str, staged: list, origin: str = "") -> Callable:
+def command_stager(kind: str, plugin_name: str, staged: list) -> Callable:
     def register(name, handler, *, help="", description="", arguments=None):
         if not isinstance(name, str) or not COMMAND_PATTERN.match(name):
             raise ZooError(

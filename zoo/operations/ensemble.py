@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from dataclasses import dataclass
 
@@ -24,6 +25,8 @@ import numpy as np
 from zoo.errors import ZooError
 from zoo.operations.weights import FIT_RULE, fit_weights
 from zoo.pipeline import optional_method
+
+log = logging.getLogger(__name__)
 
 WEIGHTINGS = ("equal", "fit")
 SPLITS = ("validation", "test")
@@ -160,7 +163,6 @@ def check_combinable(rows: list[dict]) -> None:
 def run_probabilities(rows: list[dict], pipeline, device: str, quiet: bool, zoo) -> list[dict]:
     """Each run's SplitProbabilities on validation and test, through its task's pipeline,
     on the dataset the first run was trained on; their classes and targets must agree."""
-    import sys
 
     from zoo.data import datasets as zoo_data
     from zoo.operations.reload import load_trained
@@ -178,11 +180,7 @@ def run_probabilities(rows: list[dict], pipeline, device: str, quiet: bool, zoo)
     out = []
     for row in rows:
         if not quiet:
-            print(
-                f"ensemble: {row['model']} (run {row['id']})",
-                file=sys.stderr,
-                flush=True,
-            )
+            log.info(f"ensemble: {row['model']} (run {row['id']})")
         trained = load_trained(row["id"], zoo, device=device)
         out.append(
             {split: pipeline.split_probabilities(trained, loaded, split) for split in SPLITS}
@@ -213,7 +211,7 @@ def record(
     """The ensemble's store row: its name, the runs and weights, and where they came from."""
     from zoo.records.store import Store
     from zoo.train.provenance import git_commit, git_dirty
-    from zoo.train.runner import new_run_id
+    from zoo.train.starting import new_run_id
 
     first = rows[0]
     name = ensemble_name([r["model"] for r in rows], weighting)
@@ -312,7 +310,6 @@ def run_preset(
     """`zoo run ENSEMBLE-PRESET DATASET`: every member preset planned (and checked) first,
     then each trained as its own run (a finished run of the same config is reused), then
     combined with the preset's weights."""
-    import sys
 
     from zoo.core.loading import get_zoo
     from zoo.records.store import Store
@@ -358,11 +355,7 @@ def run_preset(
                 extra={"group": f"ensemble-{name}"},
             )["run_id"]
         elif not quiet:
-            print(
-                f"{plan.spec.name}: run {done} has this config finished; reused",
-                file=sys.stderr,
-                flush=True,
-            )
+            log.info(f"{plan.spec.name}: run {done} has this config finished; reused")
         run_ids.append(done)
     return ensemble(
         run_ids,

@@ -28,7 +28,7 @@ def evaluate_run(
     from zoo.records.store import Store
     from zoo.train.plan import plan_from_record
     from zoo.train.provenance import git_commit, git_dirty, versions
-    from zoo.train.runner import new_run_id, seed_everything
+    from zoo.train.starting import new_run_id, seed_everything
 
     zoo = zoo or get_zoo()
     trained = load_trained(run_id, zoo, device=device)

@@ -80,6 +80,10 @@ def column_names(keys: set[str], taken: set[str]) -> dict[str, str]:
     return names
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+FLOAT_INT_MAX = 2**1000  # an integer float() takes without overflow
+
+
 def typed_column(values: list):
     """A pandas column that keeps the settings' types: integers stay integers (nullable
     where a run lacks the setting), booleans booleans, numbers floats, the rest objects."""
@@ -89,9 +93,15 @@ def typed_column(values: list):
     if present and all(isinstance(v, bool) for v in present):
         return pd.array(values, dtype="boolean")
     if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-        return pd.array(values, dtype="Int64")
-    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        return pd.array([float("nan") if v is None else float(v) for v in values], dtype="float64")
+        if all(INT64_MIN <= v <= INT64_MAX for v in present):
+            return pd.array(values, dtype="Int64")
+    elif present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        if all(isinstance(v, float) or abs(v) <= FLOAT_INT_MAX for v in present):
+            return pd.array(
+                [float("nan") if v is None else float(v) for v in values], dtype="float64"
+            )
+    # text, lists, or a number too large for a column of numbers (a row edited by hand, or
+    # written before zoo bounded its settings): shown as it is, never an error
     return pd.array([_hashable(v) for v in values], dtype="object")
 
 

@@ -32,6 +32,7 @@ class Cell:
     config_hash: str | None = None
     skip: str | None = None  # why the cell cannot run
     done: str | None = None  # the finished run that already holds this cell
+    new_because: str | None = None  # why a cell that ran before runs again
     run_id: str | None = None
     status: str | None = None
     error: str | None = None
@@ -162,6 +163,7 @@ def plan_sweep(
                     cells.append(cell)
     with Store() as store:
         finished = store.finished_by_hash()
+        rows = store.rows() if any(c.config_hash not in finished for c in cells) else []
     first: dict[str, Cell] = {}
     for cell in cells:
         if cell.config_hash in finished:
@@ -173,9 +175,41 @@ def plan_sweep(
             )
         elif cell.config_hash:
             first[cell.config_hash] = cell
+    explain_new_cells([c for c in first.values() if not c.done], rows, zoo)
     return Sweep(
         cells, names, datasets, list(range(seeds)), grid=grid, overrides=overrides, task=task
     )
+
+
+def explain_new_cells(cells: list[Cell], rows: list[dict], zoo) -> None:
+    """A cell whose experiment finished before under other plugin code (a run with the
+    same config hash once its plugins' identities are those that run recorded) says so:
+    "plugin code changed", naming the plugins."""
+    from zoo.train.plan import Plan, config_hash, plugin_identities
+    from zoo.train.provenance import code_changes
+
+    by_model: dict[str, list[dict]] = {}
+    for row in rows:
+        if row.get("status") == "finished" and row.get("kind", "train") == "train":
+            by_model.setdefault(str(row.get("model")), []).append(row)
+    for cell in cells:
+        if not isinstance(cell.plan, Plan):
+            continue
+        now = plugin_identities(cell.plan, zoo)
+        tried: dict[str, str] = {}  # recorded identities -> the cell's hash under them
+        for row in reversed(by_model.get(cell.model, [])):  # the latest first
+            recorded = (row.get("config") or {}).get("versions") or {}
+            found = {name: recorded.get(f"plugin:{name}") for name in now}
+            if found == now or not all(isinstance(v, str) for v in found.values()):
+                continue  # the same code, or a run that recorded no identity for one
+            then = {name: str(value) for name, value in found.items()}
+            key = repr(sorted(then.items()))
+            if key not in tried:
+                tried[key] = config_hash(cell.plan, zoo, plugins=then)
+            if tried[key] == row.get("config_hash"):
+                changes = code_changes(then, now)
+                cell.new_because = f"plugin code changed since run {row['id']}: {changes}"
+                break
 
 
 def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
@@ -212,4 +246,10 @@ def describe_plan(sweep: Sweep) -> list[str]:
         reasons.setdefault((cell.label, cell.dataset), cell.skip)
     for (label, dataset), reason in reasons.items():
         lines.append(f"  skip {label} on {dataset}: {reason}")
+    new: dict[tuple[str, str], list[Cell]] = {}  # one line per pair, as for skipped cells
+    for cell in sweep.todo:
+        if cell.new_because:
+            new.setdefault((cell.label, cell.dataset), []).append(cell)
+    for (label, dataset), again in new.items():
+        lines.append(f"  new {label} on {dataset} ({len(again)} cell(s)): {again[0].new_because}")
     return lines

@@ -12,8 +12,8 @@ on, and running it again resumes the cell from its last checkpoint.
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -23,6 +23,8 @@ from zoo.records.paths import run_folder
 from zoo.records.store import Store, home
 from zoo.sweeps.claims import CellClaims
 from zoo.sweeps.driver import clock, failure_row, headline, settled_latest, should_resume
+
+log = logging.getLogger(__name__)
 
 RESUMABLE = ("interrupted", "failed")
 CLAIM_POLL_SECONDS = 0.5  # how often a sweep looks again at cells another sweep trains
@@ -52,23 +54,23 @@ class Executor:
     def fit(self, cells: int) -> None:
         """Use no more workers than there are cells to train."""
 
-    def run_cells(self, sweep, *, device: str, out=None):
+    def run_cells(self, sweep, *, device: str):
         """Train the sweep's cells still to do in this executor's workers."""
-        return Driver(sweep, self, device=device, out=out or sys.stderr).run()
+        return Driver(sweep, self, device=device).run()
 
 
 class Driver:
     """Hands cells to an executor, replays the workers' store writes, and records every
     cell's outcome, including those of workers that died."""
 
-    def __init__(self, sweep, executor, *, device: str, out):
-        self.sweep, self.executor, self.device, self.out = sweep, executor, device, out
+    def __init__(self, sweep, executor, *, device: str):
+        self.sweep, self.executor, self.device = sweep, executor, device
         self.store = Store()
         self.running: dict[int, dict] = {}  # slot -> {cell, task, began, claimed, refused}
         self.claims = CellClaims()  # the cells this sweep trains now, locked against others
 
     def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        log.info(text)
 
     def run(self):
         todo = deque(self.sweep.todo)
@@ -125,7 +127,7 @@ class Driver:
     def dispatch(self, slot: int, cell) -> str | None:
         """Send a cell to a worker: a new run with an id chosen here, or the cell's latest
         run (claimed here, so no other process resumes it too) to go on with."""
-        from zoo.train.runner import new_run_id
+        from zoo.train.starting import new_run_id
 
         claimed, note = None, None
         latest = settled_latest(self.store, cell.config_hash)

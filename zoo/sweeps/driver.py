@@ -9,7 +9,7 @@ checkpoint. A cell that fails is recorded as failed and the sweep goes on.
 from __future__ import annotations
 
 import dataclasses
-import sys
+import logging
 import time
 from collections import deque
 
@@ -17,34 +17,35 @@ from zoo.core.containment import own_interrupts_fail
 from zoo.errors import ZooError
 from zoo.sweeps.cells import Cell, Sweep
 
+log = logging.getLogger(__name__)
+
 
 def run_sweep(
-    sweep: Sweep, *, device: str = "auto", quiet: bool = True, out=None, zoo=None, executor=None
+    sweep: Sweep, *, device: str = "auto", quiet: bool = True, zoo=None, executor=None
 ) -> Sweep:
     """Train the cells still to do; a failure is recorded and the next cell starts. With an
     `executor` (zoo.sweeps.executors.make_executor), cells run in its workers and this process
     records them."""
-    out = out or sys.stderr
     if executor is not None:
-        return executor.run_cells(sweep, device=device, out=out)
+        return executor.run_cells(sweep, device=device)
     from zoo.sweeps.claims import CellClaims
 
     claims = CellClaims()  # each cell locked while it trains here: another sweep skips it
     try:
-        return _run_in_process(sweep, claims, device=device, quiet=quiet, out=out, zoo=zoo)
+        return _run_in_process(sweep, claims, device=device, quiet=quiet, zoo=zoo)
     finally:
         claims.release_all()
 
 
-def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, out, zoo) -> Sweep:
-    from zoo.train.runner import RunDiverged
+def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sweep:
+    from zoo.errors import RunDiverged
 
     waiting = deque(sweep.todo)
     total = len(waiting)
     started = time.time()
     index = 0
     while waiting:
-        cell = claims.next_cell(waiting, lambda text: print(text, file=out, flush=True))
+        cell = claims.next_cell(waiting, lambda text: log.info(text))
         if cell is None:  # every cell left is another sweep's for now
             time.sleep(0.5)
             continue
@@ -57,7 +58,6 @@ def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, out, zoo)
                 started,
                 device=device,
                 quiet=quiet,
-                out=out,
                 zoo=zoo,
                 diverged=RunDiverged,
                 group=sweep.id,
@@ -75,7 +75,6 @@ def _run_cell_here(
     *,
     device: str,
     quiet: bool,
-    out,
     zoo,
     diverged,
     group=None,
@@ -84,17 +83,13 @@ def _run_cell_here(
     eta = ""
     if index > 1:
         eta = f", about {clock(elapsed / (index - 1) * (total - index + 1))} left"
-    print(
-        f"[{index}/{total}] {cell.name} (sweep {clock(elapsed)} so far{eta})", file=out, flush=True
-    )
+    log.info(f"[{index}/{total}] {cell.name} (sweep {clock(elapsed)} so far{eta})")
     began = time.time()
     try:
         # As in a worker, a KeyboardInterrupt that the cell's code raised with no Ctrl-C
         # from the user fails only this cell.
         with own_interrupts_fail("the cell's code"):
-            result = _resume_or_execute(
-                cell, device=device, quiet=quiet, zoo=zoo, out=out, group=group
-            )
+            result = _resume_or_execute(cell, device=device, quiet=quiet, zoo=zoo, group=group)
     except KeyboardInterrupt:  # the user's Ctrl-C
         raise  # the run is marked interrupted; the next sweep resumes from it
     except Exception as exc:  # one bad cell must not stop the others
@@ -103,19 +98,13 @@ def _run_cell_here(
         cell.error = _one_line(exc)
         cell.duration = time.time() - began
         cell.run_id = _record_failure(cell, began)
-        print(
-            f"    {cell.status} after {clock(cell.duration)}: {cell.error} (run {cell.run_id})",
-            file=out,
-            flush=True,
+        log.info(
+            f"    {cell.status} after {clock(cell.duration)}: {cell.error} (run {cell.run_id})"
         )
         return
     cell.run_id, cell.status = result["run_id"], result["status"]
     cell.duration = time.time() - began
-    print(
-        f"    {cell.status} in {clock(cell.duration)}: {headline(result)} (run {cell.run_id})",
-        file=out,
-        flush=True,
-    )
+    log.info(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} (run {cell.run_id})")
 
 
 def settled_latest(store, config_hash: str) -> dict | None:
@@ -148,7 +137,7 @@ def should_resume(latest: dict | None) -> bool:
     return latest["status"] == "failed" and checkpoints.latest(run_folder(latest["id"])) is not None
 
 
-def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out, group=None) -> dict:
+def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, group=None) -> dict:
     """A cell whose latest run can go on (should_resume) continues it from its last
     checkpoint (`zoo resume`); any other cell, or one that cannot be resumed, starts anew."""
     from zoo.records.store import Store
@@ -158,11 +147,11 @@ def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, out, group=
     with Store() as store:
         latest = settled_latest(store, cell.config_hash)
     if should_resume(latest):
-        print(f"    resuming {latest['status']} run {latest['id']}", file=out, flush=True)
+        log.info(f"    resuming {latest['status']} run {latest['id']}")
         try:
             return resume(latest["id"], quiet=quiet, zoo=zoo)
         except ResumeRefused as exc:
-            print(f"    {exc}; starting the cell over", file=out, flush=True)
+            log.info(f"    {exc}; starting the cell over")
     return execute(
         cell.plan, device=device, quiet=quiet, zoo=zoo, label=cell.name, extra={"group": group}
     )
@@ -212,7 +201,7 @@ def _record_failure(cell: Cell, began: float) -> str:
     """The run id holding the failure: the row execute wrote, or a new failed row when the
     cell failed before execute recorded anything (loading the dataset, say)."""
     from zoo.records.store import Store
-    from zoo.train.runner import new_run_id
+    from zoo.train.starting import new_run_id
 
     with Store() as store:
         recorded = store.latest(config_hash=cell.config_hash, since=began)

@@ -67,7 +67,7 @@ def records(sweep: Sweep) -> list[dict]:
                 "state": state,
                 "run_id": cell.done or cell.run_id,
                 "config_hash": cell.config_hash,
-                "reason": cell.skip or cell.error,
+                "reason": cell.skip or cell.error or cell.new_because,
                 "duration": cell.duration,
             }
         )

@@ -52,7 +52,7 @@ class Journal:
 def run_cell(task: dict, send=None) -> dict:
     """Train one cell (``task`` is plain data, see zoo.sweeps.executors.cell_task) and return its
     outcome: status, error, the run's summary, and the journal of store writes."""
-    from zoo.train.runner import RunDiverged
+    from zoo.errors import RunDiverged
 
     journal = Journal(send)
     began = time.time()

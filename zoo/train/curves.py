@@ -9,6 +9,7 @@ rendered by the Agg canvas; files are written by zoo.io (atomically).
 from __future__ import annotations
 
 import io
+import logging
 import math
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from zoo.core.names import get_task
 from zoo.errors import ZooError
 from zoo.io import kind_of, write_output
 from zoo.tasks import describe_metric, metric_info
+
+log = logging.getLogger(__name__)
 
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
 
@@ -37,10 +40,15 @@ def save(figure, path, *, in_home: bool = False) -> Path:
         if kind_of(name) == "file":
             raise ZooError(f"plot file {path} must end in .png, .svg or .pdf")
         suffix = ".png"
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format=suffix[1:], dpi=120)
-    write_output(name, buffer.getvalue(), in_home=in_home)
+    write_output(name, image(figure, suffix[1:]), in_home=in_home)
     return path
+
+
+def image(figure, fmt: str = "png") -> bytes:
+    """The figure as a file of format ``fmt`` (png, svg or pdf)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=fmt, dpi=120)
+    return buffer.getvalue()
 
 
 def _smooth(values: list[float], window: int) -> list[float]:
@@ -207,3 +215,17 @@ def save_run_curve(folder, row: dict) -> Path | None:
         [{"label": row["model"], "records": records}], "loss", "step", title, task=row.get("task")
     )
     return save(figure, run.file("curve.png"), in_home=True)
+
+
+def save_curve(run, summary: dict) -> tuple[str | None, str | None]:
+    """curve.png in the run folder. A plotting failure never fails a recorded run, but it
+    is reported (on stderr and in the result), never passed over in silence."""
+    try:
+        path = save_run_curve(run.path, {**summary, "id": run.id})
+    except Exception as exc:  # matplotlib missing, a font cache problem, a full disk...
+        message = f"{type(exc).__name__}: {exc}"
+        log.warning(f"no training-curve plot for run {run.id}: {message}")
+        return None, message
+    if path is None:
+        return None, "the run logged no training curve (metrics.jsonl is empty)"
+    return str(path), None

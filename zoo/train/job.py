@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +17,8 @@ from zoo.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 if TYPE_CHECKING:
     from zoo.core.kinds import Entry
     from zoo.data.datasets import LoadedDataset
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -314,4 +316,4 @@ class Job:
 
     def say(self, message: str) -> None:
         if not self.quiet:
-            print(message, file=sys.stderr, flush=True)
+            log.info(message)

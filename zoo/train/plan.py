@@ -290,11 +290,21 @@ def plugin_entries(plan: Plan, zoo=None) -> list:
     return entries
 
 
-def config_hash(plan: Plan, zoo=None) -> str:
+def plugin_identities(plan: Plan, zoo=None) -> dict[str, str]:
+    """Which code each of a run's plugins is (``PluginInfo.identity``)."""
+    plugins = (zoo or get_zoo()).plugins
+    return {
+        e.plugin: plugins[e.plugin].identity if e.plugin in plugins else "unknown"
+        for e in plugin_entries(plan, zoo)
+    }
+
+
+def config_hash(plan: Plan, zoo=None, plugins: dict[str, str] | None = None) -> str:
     """Everything a run's result depends on: names, seed, every resolved config value that
     changes the result (not checkpoint cadence or samples: ``Plan.incidental``), and
     which code each plugin is (its version, or its source's hash: ``PluginInfo.identity``),
-    so a sweep never reuses a run made by other plugin code."""
+    so a sweep never reuses a run made by other plugin code. ``plugins`` replaces the
+    identities of the code installed now (to recognise a run made by other code)."""
     payload = {
         "model": plan.spec.name,
         "architecture": plan.spec.architecture.name,
@@ -303,7 +313,7 @@ def config_hash(plan: Plan, zoo=None) -> str:
         "task": plan.task,
         "seed": plan.seed,
         "configs": plan.result_values(),
-        "plugins": {e.plugin: e.origin or "unknown" for e in plugin_entries(plan, zoo)},
+        "plugins": plugins if plugins is not None else plugin_identities(plan, zoo),
     }
     if plan.held_out:  # a run that never read its test split reports other figures
         payload["held_out"] = sorted(plan.held_out)

@@ -65,12 +65,43 @@ def git_dirty() -> bool | None:
 
 
 def identity(plan: Plan, dataset, zoo) -> dict:
-    """What must not change for a run to be resumed: config, dataset, zoo and plugin versions
-    (the tokenizer file's checksum is added by each checkpoint)."""
+    """What must not change for a run to be resumed: config, dataset, zoo's version and which
+    code each plugin is (the tokenizer file's checksum is added by each checkpoint).
+    ``plugin_versions`` holds the plugins' version numbers, for runs recorded before code
+    was identified by its source (``same_code``)."""
     found = versions(zoo, plan)
     return {
         "config_hash": config_hash(plan, zoo),
         "configs": plan.config_values(),
         "dataset_fingerprint": dataset.fingerprint,
         "versions": {k: v for k, v in found.items() if k == "zoo" or k.startswith("plugin:")},
+        "plugin_versions": {
+            f"plugin:{entry.plugin}": zoo.plugins[entry.plugin].version
+            for entry in plugin_entries(plan, zoo)
+            if entry.plugin in zoo.plugins
+        },
     }
+
+
+def same_code(recorded: str | None, now: str | None, version_now: str | None) -> bool:
+    """Whether a plugin identity a run recorded names the code installed now. A recorded
+    source hash must equal today's; a recorded version number, today's version: a run that
+    zoo recorded before it identified built-in and editable code by its source holds only
+    the version, and is judged by what it recorded."""
+    if recorded == now:
+        return True
+    if not recorded or recorded.startswith("sha256:"):
+        return False
+    return recorded == version_now
+
+
+def code_changes(then: dict[str, str], now: dict[str, str]) -> str:
+    """The plugins whose code differs between the identities a run recorded and today's
+    (plugin name -> identity), those with the same change together:
+    "char, decoder (sha256:ab then, sha256:cd now)"."""
+    changed: dict[tuple[str, str], list[str]] = {}
+    for name in sorted(set(then) | set(now)):
+        if then.get(name) != now.get(name):
+            pair = (then.get(name) or "absent", now.get(name) or "absent")
+            changed.setdefault(pair, []).append(name)
+    return "; ".join(f"{', '.join(names)} ({a} then, {b} now)" for (a, b), names in changed.items())

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
-import sys
 
 from zoo.core.loading import get_zoo
 from zoo.core.threads import use_recorded_threads
@@ -19,8 +19,11 @@ from zoo.records.store import Store
 from zoo.train import checkpoints, distributed
 from zoo.train.job import RunFolder
 from zoo.train.plan import plan_from_record
-from zoo.train.provenance import identity
-from zoo.train.runner import plan_job, train_and_record
+from zoo.train.provenance import identity, same_code
+from zoo.train.runner import train_and_record
+from zoo.train.starting import plan_job
+
+log = logging.getLogger(__name__)
 
 
 class ResumeRefused(ZooError):
@@ -83,7 +86,7 @@ def _resume_owned(row: dict, run: RunFolder, zoo, quiet: bool, store) -> dict:
         quiet=quiet,
         held_out=plan.held_out,
     )
-    warn = None if quiet else (lambda m: print(f"zoo: warning: {m}", file=sys.stderr))
+    warn = None if quiet else (lambda m: log.warning(f"{m}"))
     ckpt = checkpoints.latest(run.path, warn=warn)
     current = identity(plan, dataset, zoo)
     problems = resume_problems(
@@ -112,7 +115,7 @@ def _resume_owned(row: dict, run: RunFolder, zoo, quiet: bool, store) -> dict:
     _rewind_curve(run, ckpt)
     if not quiet:
         where = f"step {ckpt.step}" if ckpt else "the start (no checkpoint was written)"
-        print(f"zoo: resuming run {row['id']} from {where}", file=sys.stderr)
+        log.info(f"zoo: resuming run {row['id']} from {where}")
     job = plan_job(
         plan,
         dataset,
@@ -194,7 +197,9 @@ def resume_problems(
         before, now = then.get(key), current["versions"].get(key)
         if key == "zoo" and before != now:
             problems.append(f"zoo version differs ({before} then, {now} now)")
-        elif key.startswith("plugin:") and before != now:
+        elif key.startswith("plugin:") and not same_code(
+            before, now, current.get("plugin_versions", {}).get(key)
+        ):
             problems.append(
                 f"plugin {key.removeprefix('plugin:')!r} changed: its version or "
                 f"source differs ({before or 'absent'} then, {now or 'absent'} now)"

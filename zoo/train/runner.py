@@ -4,56 +4,26 @@ through the pipeline, and record the outcome (under torchrun, on every rank)."""
 from __future__ import annotations
 
 import dataclasses
-import random
-import secrets
+import logging
 import shutil
-import sys
 import time
-from pathlib import Path
 
 from zoo.core.containment import own_interrupts_fail
 from zoo.core.loading import get_zoo, task_loss
 from zoo.core.threads import settle_threads
 from zoo.data import datasets as zoo_data
-from zoo.errors import RunInterrupted, RunRefused, ZooError
-from zoo.io import save_error
+from zoo.errors import RunDiverged, RunInterrupted, RunRefused, ZooError
 from zoo.pipeline import optional_method
 from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 from zoo.train import checkpoints, distributed
-from zoo.train.job import Job, RunFolder, RunResult
+from zoo.train.curves import save_curve
+from zoo.train.job import Job, RunResult
 from zoo.train.plan import Plan, config_hash
 from zoo.train.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
+from zoo.train.starting import create_run_folder, new_run_id, plan_job, seed_everything
 
-
-class RunDiverged(ZooError):
-    """A run stopped on a non-finite loss or gradient; its row says 'diverged' and its last
-    good checkpoint is kept. A sweep records the cell and goes on."""
-
-    def __init__(self, run_id: str, exc):  # exc: zoo.train.loop.Diverged
-        kept = (
-            f"; its last good checkpoint (step {exc.checkpoint_step}) is kept"
-            if exc.checkpoint_step is not None
-            else ""
-        )
-        super().__init__(f"run {run_id} {exc}{kept}; lower the learning rate (--set lr=...)")
-        self.run_id, self.step, self.checkpoint_step = run_id, exc.step, exc.checkpoint_step
-
-
-def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
-
-
-def seed_everything(seed: int) -> None:
-    import numpy as np
-
-    random.seed(seed)
-    np.random.seed(seed)
-    try:
-        import torch
-    except ImportError:
-        return
-    torch.manual_seed(seed)
+log = logging.getLogger(__name__)
 
 
 def execute(
@@ -116,7 +86,7 @@ def execute(
         plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
         task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
     run_id = distributed.broadcast_object(run_id or new_run_id())
-    run = _create_run_folder(home() if ranks.is_main else distributed.rank_scratch(), run_id)
+    run = create_run_folder(home() if ranks.is_main else distributed.rank_scratch(), run_id)
     try:
         owner = own_run(run.path, wait=0)  # the one writer of this folder until the run ends
     except BaseException:  # a full disk, say: no run folder without its store row
@@ -236,54 +206,6 @@ def _record_and_train(
         **(progress or {}),
     )
     return train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
-
-
-def _create_run_folder(parent: Path, run_id: str) -> RunFolder:
-    path = parent / run_id
-    try:
-        return RunFolder(path).create()
-    except OSError as exc:
-        raise save_error(path, exc) from None
-
-
-def plan_job(
-    plan: Plan,
-    dataset,
-    device: str,
-    run: RunFolder,
-    quiet: bool,
-    *,
-    resuming: bool = False,
-    resume_from=None,
-    identity: dict | None = None,
-    on_validate=None,
-    label: str | None = None,
-    log_every: int | float | None = None,
-) -> Job:
-    """The Job a pipeline receives for ``plan`` on ``dataset`` in ``run``: a new run's, or
-    with ``resuming=True`` a resumed one's, continuing the checkpoint ``resume_from``."""
-    return Job(
-        model_name=plan.spec.name,
-        architecture=plan.spec.architecture,
-        tokenizer=plan.spec.tokenizer,
-        task=plan.task,
-        model_config=plan.configs["model"],
-        tokenizer_config=plan.configs["tokenizer"],
-        train_config=plan.configs["train"],
-        dataset=dataset,
-        seed=plan.seed,
-        device=device,
-        run=run,
-        quiet=quiet,
-        resuming=resuming,
-        init=plan.init,
-        declared_task=plan.pipeline.task,
-        _resume_from=resume_from,
-        _identity=identity or {},
-        _on_validate=on_validate,
-        _label=label,
-        _log_every=log_every,
-    )
 
 
 def train_and_record(
@@ -416,22 +338,6 @@ def _train_and_record(
         "rank": ranks.rank,
         "trackers": provenance.get("trackers", {}),
     }
-
-
-def save_curve(run: RunFolder, summary: dict) -> tuple[str | None, str | None]:
-    """curve.png in the run folder. A plotting failure never fails a recorded run, but it
-    is reported (on stderr and in the result), never passed over in silence."""
-    try:
-        from zoo.train.curves import save_run_curve
-
-        path = save_run_curve(run.path, {**summary, "id": run.id})
-    except Exception as exc:  # matplotlib missing, a font cache problem, a full disk...
-        message = f"{type(exc).__name__}: {exc}"
-        print(f"zoo: warning: no training-curve plot for run {run.id}: {message}", file=sys.stderr)
-        return None, message
-    if path is None:
-        return None, "the run logged no training curve (metrics.jsonl is empty)"
-    return str(path), None
 
 
 class _NoStore:

@@ -10,14 +10,16 @@ it, and no more calls to it; the run goes on and is recorded as it would be with
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import re
-import sys
 import threading
 from pathlib import Path
 
 from zoo.errors import ZooError
+
+log = logging.getLogger(__name__)
 
 FINISH_TIMEOUT = 600.0  # seconds to wait for trackers to take the last records and artifacts
 
@@ -146,12 +148,10 @@ class Trackers:
     @staticmethod
     def _warn(name: str, plugin: str, what: str, exc: BaseException) -> None:
         text = str(exc).strip().splitlines()
-        print(
-            f"zoo: warning: logger {name!r} from plugin {plugin!r} {what}: "
+        log.warning(
+            f"logger {name!r} from plugin {plugin!r} {what}: "
             f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
-            + "; the run goes on without it",
-            file=sys.stderr,
-            flush=True,
+            + "; the run goes on without it"
         )
 
 

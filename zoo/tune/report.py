@@ -4,11 +4,13 @@ as registry.toml presets, and Optuna's plots of each study."""
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -78,7 +80,7 @@ def _interval_record(interval) -> dict:
     }
 
 
-def test_once(result: StudyResult, device: str, out=sys.stderr) -> None:
+def test_once(result: StudyResult, device: str) -> None:
     """The best trial's test figure: evaluated once (`zoo eval`), and read back from that
     evaluation when the search runs again."""
     from zoo.comparison.table import eval_value
@@ -96,10 +98,8 @@ def test_once(result: StudyResult, device: str, out=sys.stderr) -> None:
     if done:
         metrics = done[-1]["metrics"]
     else:
-        print(
-            f"    {result.model}: best trial {result.best['trial']} (run {run_id}) on test, once",
-            file=out,
-            flush=True,
+        log.info(
+            f"    {result.model}: best trial {result.best['trial']} (run {run_id}) on test, once"
         )
         metrics = evaluate_run(run_id, result.dataset, "test", device=device)["metrics"]
     result.best_test = eval_value(metrics, name, "test")
@@ -270,7 +270,7 @@ def _toml(value) -> str:
     return f'"{text}"'
 
 
-def save_plots(study, folder: Path, out=sys.stderr) -> list[str]:
+def save_plots(study, folder: Path) -> list[str]:
     """Optuna's optimisation history and parameter importances (matplotlib) as PNGs. A plot
     that cannot be drawn (too few finished trials) is skipped with a note, never fatal."""
     import matplotlib
@@ -290,10 +290,9 @@ def save_plots(study, folder: Path, out=sys.stderr) -> list[str]:
         ("importances", ov.plot_param_importances, 2),
     ):
         if len(finished) < needs:
-            print(
+            log.info(
                 f"    no {name} plot for {study.study_name}: {len(finished)} finished "
-                f"trial(s), it needs {needs}",
-                file=out,
+                f"trial(s), it needs {needs}"
             )
             continue
         try:
@@ -313,7 +312,5 @@ def save_plots(study, folder: Path, out=sys.stderr) -> list[str]:
             atomic_write_bytes(path, buffer.getvalue())
             written.append(str(path))
         except Exception as exc:  # e.g. importances of a one-value space
-            print(
-                f"    no {name} plot for {study.study_name}: {type(exc).__name__}: {exc}", file=out
-            )
+            log.info(f"    no {name} plot for {study.study_name}: {type(exc).__name__}: {exc}")
     return written

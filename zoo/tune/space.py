@@ -143,11 +143,16 @@ def _parse_number(text: str, kind: str, key: str):
     return value
 
 
-def check_space(space: list[Dimension], plans: dict[str, object], overrides: dict) -> dict:
+def check_space(
+    space: list[Dimension], plans: dict[str, object], overrides: dict, replan=None
+) -> dict:
     """Which dimensions each model searches: ``plans`` maps each model to a plan made without
     the space (zoo.train.plan.plan_run). A key no model has is a ZooError with a did-you-mean;
     a value that is not of its field's type, or a key also fixed by --set, is a ZooError too.
-    A key only some models have is searched for those (the others return without it)."""
+    A key only some models have is searched for those (the others return without it).
+    ``replan(name, overrides)`` plans a model as a trial would: each end of a range (and each
+    choice) is planned with the other settings, so a value a trial could not run
+    (``batch_size=int(0,4)``, ``n_layer`` past its limit) is refused before the first one."""
     from zoo.core.config import split_overrides
 
     searched: dict[str, list[Dimension]] = {name: [] for name in plans}
@@ -167,6 +172,8 @@ def check_space(space: list[Dimension], plans: dict[str, object], overrides: dic
             try:
                 for value in dimension.samples():
                     split_overrides({dimension.key: value}, sections)
+                    if replan is not None:
+                        replan(name, {**overrides, dimension.key: value})
             except UnknownNameError as exc:
                 unknown = unknown or exc
                 continue

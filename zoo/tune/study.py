@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import socket
-import sys
 from dataclasses import dataclass, field
 
 from zoo.errors import UnknownNameError, ZooError
+
+log = logging.getLogger(__name__)
 
 PRUNERS = ("median", "halving", "none")
 COUNTED = ("COMPLETE", "PRUNED", "FAIL")  # trial states that spend the budget (not lost ones)
@@ -215,7 +217,7 @@ def driver_mark() -> dict:
     }
 
 
-def recover_lost_trials(study, out=sys.stderr) -> int:
+def recover_lost_trials(study) -> int:
     """Trials still RUNNING whose driver on this host has died: failed, marked lost (not
     counted), and their settings queued again. Returns how many."""
     import optuna
@@ -234,11 +236,9 @@ def recover_lost_trials(study, out=sys.stderr) -> int:
             trial.params, user_attrs={"retry_of": trial.number}, skip_if_exists=False
         )
         lost += 1
-        print(
+        log.info(
             f"    trial {trial.number} was cut off (its process died); its settings are "
-            "queued again",
-            file=out,
-            flush=True,
+            "queued again"
         )
     return lost
 

@@ -10,7 +10,7 @@ study the outcome; workers report each validation to the study themselves.
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -27,6 +27,8 @@ from zoo.tune.study import (
     seed_next_draw,
     tell,
 )
+
+log = logging.getLogger(__name__)
 
 HELD_OUT = ("test",)
 TRIAL_SEED = 0  # every trial's seed; the re-runs after the search use others
@@ -56,7 +58,6 @@ def ask(
     dataset: str,
     searched: list,
     objective: Objective,
-    out,
 ) -> Trial | None:
     """The next trial's settings from the study, planned. None when there is nothing to
     train: settings that cannot run (the trial is told failed, with the reason printed), or
@@ -76,11 +77,9 @@ def ask(
             study.tell(trial, earlier.value)
         else:
             study.tell(trial, state=_state("PRUNED"))
-        print(
+        log.info(
             f"    trial {trial.number}: the settings of trial {earlier.number} again; its "
-            "outcome stands, nothing trained",
-            file=out,
-            flush=True,
+            "outcome stands, nothing trained"
         )
         return None
     cell = Cell(model, dataset, TRIAL_SEED, params)
@@ -96,7 +95,7 @@ def ask(
         cell.config_hash = config_hash(cell.plan)
     except ZooError as exc:
         study.tell(trial, state=_state("FAIL"))
-        print(f"    trial {trial.number} {cell.label}: cannot run: {exc}", file=out, flush=True)
+        log.info(f"    trial {trial.number} {cell.label}: cannot run: {exc}")
         return None
     extra = {"tune": {"study": study.study_name, "trial": trial.number}}
     reporter = TrialReporter(
@@ -126,27 +125,26 @@ def say_outcome(
     objective: Objective,
     run_id: str | None,
     seconds: float,
-    out,
 ) -> None:
     value = (metrics or {}).get(objective.name)
     figure = f"{objective.name} {value:.4f}" if isinstance(value, float) else ""
     step = (metrics or {}).get("stopped_step")
     where = f" at step {step}" if status == "pruned" and step is not None else ""
-    print(
+    log.info(
         f"    trial {trial.optuna_trial.number} {trial.cell.label}: {status}{where} in "
-        f"{seconds:.0f}s {figure} (run {run_id})".replace("  (", " ("),
-        file=out,
-        flush=True,
+        f"{seconds:.0f}s {figure} (run {run_id})".replace("  (", " (")
     )
 
 
-def run_here(search: Search, study, storage, model, dataset, searched, objective, out) -> None:
+def run_here(search: Search, study, storage, model, dataset, searched, objective) -> None:
     """Trials one at a time in this process."""
+    from zoo.errors import RunDiverged
     from zoo.sweeps.driver import _one_line
-    from zoo.train.runner import RunDiverged, execute, new_run_id
+    from zoo.train.runner import execute
+    from zoo.train.starting import new_run_id
 
     while budget_left(search, study, 0):
-        trial = ask(search, study, storage, model, dataset, searched, objective, out)
+        trial = ask(search, study, storage, model, dataset, searched, objective)
         if trial is None:
             continue
         run_id, began, metrics = new_run_id(), time.time(), None
@@ -168,36 +166,34 @@ def run_here(search: Search, study, storage, model, dataset, searched, objective
             status = "diverged"
         except Exception as exc:  # one bad trial must not stop the search
             status = "failed"
-            print(f"    trial {trial.optuna_trial.number}: {_one_line(exc)}", file=out, flush=True)
+            log.info(f"    trial {trial.optuna_trial.number}: {_one_line(exc)}")
         told = tell(study, trial.optuna_trial, status, metrics, objective)
-        say_outcome(trial, status, told, metrics, objective, run_id, time.time() - began, out)
+        say_outcome(trial, status, told, metrics, objective, run_id, time.time() - began)
 
 
 class TrialDriver:
     """Trials in an executor's workers (zoo.sweeps.dispatch): the sweep driver's store
     replay and failure records, with trials asked of and told to the study."""
 
-    def __init__(self, executor, search: Search, out=None):
+    def __init__(self, executor, search: Search):
         from zoo.sweeps.dispatch import Driver
 
-        self.out = out or sys.stderr
         # the sweep driver records each cell's run; its 'sweep' is only the shared --set
         self.driver = Driver(
             SimpleNamespace(overrides=search.overrides),
             executor,
             device=search.device,
-            out=self.out,
         )
         self.executor, self.search = executor, search
         self.started = False
 
     def run(self, study, storage, model, dataset, searched, objective) -> None:
         from zoo.sweeps.dispatch import cell_task
-        from zoo.train.runner import new_run_id
+        from zoo.train.starting import new_run_id
 
         if not self.started:
             self.executor.start()  # an unreachable Ray cluster fails here (exit 2)
-            print(f"    trials run on {self.executor.describe()}", file=self.out, flush=True)
+            log.info(f"    trials run on {self.executor.describe()}")
             self.started = True
         driver, pending = self.driver, {}  # slot -> Trial
         try:
@@ -205,9 +201,7 @@ class TrialDriver:
                 while self.executor.free_slot() is not None and budget_left(
                     self.search, study, len(pending)
                 ):
-                    trial = ask(
-                        self.search, study, storage, model, dataset, searched, objective, self.out
-                    )
+                    trial = ask(self.search, study, storage, model, dataset, searched, objective)
                     if trial is None:
                         continue
                     slot = self.executor.free_slot()
@@ -231,11 +225,9 @@ class TrialDriver:
                         "refused": False,
                     }
                     pending[slot] = trial
-                    print(
+                    log.info(
                         f"    trial {trial.optuna_trial.number} on "
-                        f"{self.executor.slot_name(slot)}: {trial.cell.label}",
-                        file=self.out,
-                        flush=True,
+                        f"{self.executor.slot_name(slot)}: {trial.cell.label}"
                     )
                 if not pending:
                     return
@@ -266,7 +258,6 @@ class TrialDriver:
                         objective,
                         cell.run_id,
                         time.time() - began,
-                        self.out,
                     )
         except KeyboardInterrupt:
             self.executor.stop()

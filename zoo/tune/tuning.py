@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from pathlib import Path
 
@@ -30,6 +30,8 @@ from zoo.tune.study import (
     trial_seconds,
 )
 from zoo.tune.trials import TRIAL_SEED
+
+log = logging.getLogger(__name__)
 
 
 def plan_search(search: Search) -> dict:
@@ -58,7 +60,19 @@ def plan_search(search: Search) -> dict:
                 zoo=zoo,
                 held_out=HELD_OUT,
             )
-    searched = check_space(search.space, plans, search.overrides)
+    cache: dict = {}
+
+    def replan(key, overrides):  # a trial's plan, with one end of a searched range
+        return plan_run(
+            *key,
+            overrides=overrides,
+            task=search.task,
+            zoo=zoo,
+            held_out=HELD_OUT,
+            loaded_cache=cache,
+        )
+
+    searched = check_space(search.space, plans, search.overrides, replan)
     for key, plan in plans.items():
         objective_for(plan.task, search.metric)  # an unknown --metric fails now
         if not searched[key]:
@@ -69,7 +83,7 @@ def plan_search(search: Search) -> dict:
 
 
 def run_search(
-    search: Search, *, make_executor=None, plot_dir: str | Path | None = None, out=None
+    search: Search, *, make_executor=None, plot_dir: str | Path | None = None
 ) -> list[report.StudyResult]:
     """Search, then report: see the module's docstring. ``make_executor()`` gives a sweep
     executor (None: trials in this process), called once for the trials and once for the
@@ -78,7 +92,6 @@ def run_search(
 
     from zoo.tune.trials import TrialDriver, run_here
 
-    out = out or sys.stderr
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     planned = plan_search(search)
     storage_url = search.storage or default_storage()
@@ -86,14 +99,12 @@ def run_search(
     budget = (
         f"{search.trials} trials" if search.trials is not None else f"{search.time:g}s of trials"
     )
-    print(
+    log.info(
         f"tune: {len(search.models)} model(s) x {len(search.datasets)} dataset(s), "
-        f"{budget} each, pruner {search.pruner}, studies in {_redact(storage_url)}",
-        file=out,
-        flush=True,
+        f"{budget} each, pruner {search.pruner}, studies in {_redact(storage_url)}"
     )
     executor = make_executor() if make_executor else None
-    runner = TrialDriver(executor, search, out) if executor is not None else None
+    runner = TrialDriver(executor, search) if executor is not None else None
     results, studies = [], {}
     try:
         for (model, dataset), (plan, searched) in planned.items():
@@ -107,25 +118,19 @@ def run_search(
                 sampler=make_sampler(search.sampler, search.seed),
                 pruner=make_pruner(search.pruner),
             )
-            recover_lost_trials(study, out)
+            recover_lost_trials(study)
             done = len(counted(study))
-            print(
+            log.info(
                 f"{model} on {dataset}: study {name}, {done} trial(s) recorded, searching "
                 + ", ".join(str(d) for d in searched)
-                + f" on {objective.name}",
-                file=out,
-                flush=True,
+                + f" on {objective.name}"
             )
             began = time.time()
             if runner is None:
-                run_here(search, study, storage_url, model, dataset, searched, objective, out)
+                run_here(search, study, storage_url, model, dataset, searched, objective)
             else:
                 runner.run(study, storage_url, model, dataset, searched, objective)
-            print(
-                f"    {model} on {dataset}: search done in {time.time() - began:.0f}s",
-                file=out,
-                flush=True,
-            )
+            log.info(f"    {model} on {dataset}: search done in {time.time() - began:.0f}s")
             studies[(model, dataset)] = study
             results.append(_result(study, model, dataset, plan, objective, search.overrides))
     finally:
@@ -133,11 +138,11 @@ def run_search(
             runner.close()
     for result in results:
         if result.best is not None:
-            report.test_once(result, search.device, out)
-    _seed_reruns(search, results, make_executor, out)
+            report.test_once(result, search.device)
+    _seed_reruns(search, results, make_executor)
     for result, study in zip(results, studies.values()):
         folder = Path(plot_dir) if plot_dir else _study_folder(storage_url)
-        result.plots = report.save_plots(study, folder, out)
+        result.plots = report.save_plots(study, folder)
     return results
 
 
@@ -199,7 +204,7 @@ def _typed(plan, params: dict) -> dict:
     return typed
 
 
-def _seed_reruns(search: Search, results, make_executor, out) -> None:
+def _seed_reruns(search: Search, results, make_executor) -> None:
     """Each winner's settings and each untuned preset, over --seeds seeds other than the
     trials' (so no reported seed is the selected trial again): ordinary sweep cells (reused
     when already finished, resumed when cut off), reported on test. Settings equal to the
@@ -242,19 +247,16 @@ def _seed_reruns(search: Search, results, make_executor, out) -> None:
         task=search.task,
     )
     todo = len(sweep.todo)
-    print(
+    log.info(
         f"re-running the winners and the presets over {search.seeds} seed(s) "
         f"({', '.join(map(str, seeds))}; the trials ran at seed {TRIAL_SEED}): {todo} run(s) "
-        f"to train, {len(cells) - todo} finished before",
-        file=out,
-        flush=True,
+        f"to train, {len(cells) - todo} finished before"
     )
     if todo:
         driver.run_sweep(
             sweep,
             device=search.device,
             quiet=True,
-            out=out,
             executor=make_executor() if make_executor else None,
         )
     for result in results:

@@ -1,37 +1,19 @@
-"""The Python API, beside the command line, for notebooks and scripts.
-
-Each function takes the names and settings its command takes, and raises ``ZooError``
-where the command exits with code 2 (an unknown name, a setting that cannot work), before
-anything trains::
-
-    import zoo
-
-    run = zoo.run("decoder-char", "shakespeare", steps=200, n_layer=2)   # zoo run
-    run.metrics["val_bpc"], run.folder
-    model = zoo.load(run.id)                                            # a finished run
-    model.generate("ROMEO:", tokens=100)                                # zoo generate
-    model.evaluate("shakespeare", split="validation")                   # zoo eval
-    zoo.load(other_id).predict(["what a film"])                         # zoo predict
-    zoo.sweep(["decoder-char", "digits-char"], on=["digits"], seeds=2)  # zoo sweep
-    zoo.runs(), zoo.compare(metric="val_bpc")                           # zoo runs, compare
-    zoo.ensemble([id1, id2, id3], weights="fit")                        # zoo ensemble
-    zoo.tune(["encoder-bpe", "lstm-wordpunct"], on="rotten_tomatoes",   # zoo tune
-             space="lr=log(1e-4,1e-2) dropout=float(0,0.5)", trials=12)
-
-Config settings are keyword arguments, as ``--set`` takes them: ``n_layer=2``; a key with a
-section is passed as ``**{"train.lr": 1e-3}``.
-"""
+"""The API's commands that train or use trained runs: run, resume, reproduce, load, evaluate,
+sweep, ensemble and tune (see ``zoo.api``)."""
 
 from __future__ import annotations
 
-import io
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zoo.core.bounds import DEVICES, integer_argument, positive_argument
 from zoo.errors import ZooError
-from zoo.results import Evaluation, LoadedRun, Run, SweepResult, TuneResult
+from zoo.messages import reporting_to
+from zoo.results import Evaluation, LoadedRun, Reproduction, Run, SweepResult, TuneResult
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from zoo.operations.ensemble import Ensemble
@@ -105,15 +87,16 @@ def run(
         init=init,
     )
     try:
-        result = execute(
-            plan,
-            device=device,
-            quiet=quiet,
-            text_column=text_column,
-            label_column=label_column,
-            log_to=log_to,
-            log_every=log_every,
-        )
+        with reporting_to(None, progress=not quiet):
+            result = execute(
+                plan,
+                device=device,
+                quiet=quiet,
+                text_column=text_column,
+                label_column=label_column,
+                log_to=log_to,
+                log_every=log_every,
+            )
     finally:
         distributed.teardown()  # under torchrun: leave the process group cleanly
     return Run.from_result(result)
@@ -123,17 +106,19 @@ def resume(run_id: str, *, quiet: bool = False) -> Run:
     """Continue an interrupted run from its newest good checkpoint (`zoo resume`)."""
     from zoo.train.resume import resume as resume_run
 
-    return Run.from_result(resume_run(run_id, quiet=quiet))
+    with reporting_to(None, progress=not quiet):
+        return Run.from_result(resume_run(run_id, quiet=quiet))
 
 
-def reproduce(run_id: str, *, device: str | None = None, quiet: bool = False) -> dict:
+def reproduce(run_id: str, *, device: str | None = None, quiet: bool = False) -> Reproduction:
     """Train a run's recorded config again and compare every metric (`zoo reproduce`): a
-    report with ``match``, ``run_id``, ``rerun_id`` and one line per metric."""
+    ``zoo.Reproduction`` with ``match``, ``run_id``, ``rerun_id`` and one line per metric."""
     from zoo.operations.reproduce import reproduce as reproduce_run
 
     if device is not None and device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
-    return reproduce_run(run_id, device=device, quiet=quiet)
+    with reporting_to(None, progress=not quiet):
+        return Reproduction(**reproduce_run(run_id, device=device, quiet=quiet))
 
 
 def load(run_id: str, *, device: str = "auto") -> LoadedRun:
@@ -196,7 +181,6 @@ def sweep(
     as for `run`. `jobs`, `executor`, `address`, `cell_cpus`,
     `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
     `pool` are the options of the same names."""
-    import sys
 
     from zoo.errors import UnknownNameError
     from zoo.sweeps import cells, driver, report
@@ -207,41 +191,47 @@ def sweep(
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     if executor not in ("local", "ray"):
         raise ZooError(f"executor must be local or ray, not {executor!r}")
-    out = (log or sys.stderr) if progress else io.StringIO()
-    models = [models] if isinstance(models, str) else list(models)
-    datasets = [on] if isinstance(on, str) else list(on)
-    if isinstance(grid, dict):  # as the command's --grid key=v1,v2, checked and labelled alike
-        grid = [f"{key}={','.join(str(v) for v in values)}" for key, values in grid.items()]
-    pool_of_workers = make_executor(
-        positive_argument("jobs", jobs, int), executor, address, cell_cpus, cell_gpus, device
-    )  # before planning: no Ray fails now
-    plan = cells.plan_sweep(
-        models,
-        datasets,
-        seeds=positive_argument("seeds", seeds, int),
-        overrides=_overrides({**(settings or {}), **more_settings}, steps, time),
-        task=task,
-        grid=parse_grid(grid),
-    )
-    for line in cells.describe_plan(plan):
-        print(line, file=out)
-    if baseline is not None and baseline.split(" (")[0] not in plan.models:
-        raise UnknownNameError(
-            "baseline model", baseline, plan.models, hint="it must be one of the sweep's models"
+    with reporting_to(log, progress=progress):
+        models = [models] if isinstance(models, str) else list(models)
+        datasets = [on] if isinstance(on, str) else list(on)
+        if isinstance(grid, dict):  # as the command's --grid key=v1,v2, checked and labelled alike
+            grid = [f"{key}={','.join(str(v) for v in values)}" for key, values in grid.items()]
+        pool_of_workers = make_executor(
+            positive_argument("jobs", jobs, int), executor, address, cell_cpus, cell_gpus, device
+        )  # before planning: no Ray fails now
+        plan = cells.plan_sweep(
+            models,
+            datasets,
+            seeds=positive_argument("seeds", seeds, int),
+            overrides=_overrides({**(settings or {}), **more_settings}, steps, time),
+            task=task,
+            grid=parse_grid(grid),
         )
-    if not plan.todo and not plan.finished_before:
-        raise ZooError(f"no cell of the sweep can run ({report.unrunnable(plan)})")
-    if dry_run:
-        return SweepResult(report.records(plan), None)
-    driver.run_sweep(plan, device=device, quiet=quiet, out=out, executor=pool_of_workers)
-    print(report.summary(plan), file=out)
-    table = None
-    if any(c.status == "finished" or c.done for c in plan.cells):
-        table = report.table(
-            plan, metric=metric, by=by, columns=columns, baseline=baseline, better=better, pool=pool
-        )
-    comparison = report.comparison_frame(plan, table.cells) if table is not None else None
-    return SweepResult(report.records(plan), comparison, table)
+        for line in cells.describe_plan(plan):
+            logger.info(line)
+        if baseline is not None and baseline.split(" (")[0] not in plan.models:
+            raise UnknownNameError(
+                "baseline model", baseline, plan.models, hint="it must be one of the sweep's models"
+            )
+        if not plan.todo and not plan.finished_before:
+            raise ZooError(f"no cell of the sweep can run ({report.unrunnable(plan)})")
+        if dry_run:
+            return SweepResult(report.records(plan), None)
+        driver.run_sweep(plan, device=device, quiet=quiet, executor=pool_of_workers)
+        logger.info(report.summary(plan))
+        table = None
+        if any(c.status == "finished" or c.done for c in plan.cells):
+            table = report.table(
+                plan,
+                metric=metric,
+                by=by,
+                columns=columns,
+                baseline=baseline,
+                better=better,
+                pool=pool,
+            )
+        comparison = report.comparison_frame(plan, table.cells) if table is not None else None
+        return SweepResult(report.records(plan), comparison, table)
 
 
 def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto") -> Ensemble:
@@ -339,58 +329,11 @@ def tune(
     def executors():
         return make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)
 
-    results = run_search(
-        search, make_executor=executors, plot_dir=plot, out=None if progress else io.StringIO()
-    )
+    with reporting_to(None, progress=progress):
+        results = run_search(search, make_executor=executors, plot_dir=plot)
     budget = f"{trials} trials" if trials is not None else f"{time:g}s of trials"
     presets = "\n\n".join(preset_snippet(r) for r in results if r.best)
     return TuneResult([r.record() for r in results], table(results, budget), presets)
-
-
-def runs(*, where: str | None = None, sort: str | None = None, n: int | None = None):
-    """Recorded runs as a pandas DataFrame (`zoo runs`): the store's columns, one column per
-    metric and one per setting, typed (``n_layer`` integers, ``lr`` floats; a setting whose
-    name a metric has is ``train.steps``), and `metric`/`value`, the task's primary metric.
-    `where`, `sort` and `n` mean what `zoo runs --where/--sort/-n` mean."""
-    from zoo.comparison.runs import check_limit, run_frame, select
-
-    return select(run_frame(), where=where, sort=sort, limit=None if n is None else check_limit(n))
-
-
-def compare(
-    *,
-    metric=None,
-    where=None,
-    by=None,
-    columns=None,
-    baseline=None,
-    evals=False,
-    status=("finished",),
-    better=None,
-    pool=False,
-):
-    """The comparison table as a pandas DataFrame, one row per cell (`zoo compare`).
-
-    Columns: the row keys (default model) and column keys (default dataset), task, metric,
-    better, mean, std, n (distinct seeds), best, setting, configs, runs; with ``baseline``
-    also diff, ci_low, ci_high, df, p, p_holm, significant (None where there is no test)
-    and test. The notes printed under the table (merged duplicates, runs left out, rows not
-    told apart) are in ``.attrs["notes"]``. Options mean what `zoo compare`'s options mean.
-    """
-    from zoo.comparison.table import load_runs, summarize
-
-    return summarize(
-        load_runs(),
-        metric=metric,
-        where=where,
-        by=by,
-        columns=columns,
-        baseline=baseline,
-        evals=evals,
-        status=status,
-        better=better,
-        pool=pool,
-    ).cells
 
 
 def _overrides(settings: dict, steps, time) -> dict:

@@ -1,0 +1,234 @@
+"""The API's commands that read what the zoo holds and what it recorded: the catalogue of
+plugins, datasets and models (`zoo list`), one entry or run (`zoo show`), the recorded runs
+(`zoo runs`), their comparison (`zoo compare`), training curves (`zoo plot`), and removing
+runs (`zoo rm`). Nothing here trains."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from zoo.errors import UnknownNameError, ZooError
+from zoo.results import Catalog, Removal, Shown
+
+KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "loggers", "plugins")
+
+
+def catalog(
+    kind: str | None = None, pattern: str = "*", *, all_pairs: bool = False, matrix: bool = False
+) -> Catalog:
+    """What the zoo holds (`zoo list`): the entries of one kind (all but plugins when none
+    is named) whose names match the glob ``pattern``; models are the presets, and every
+    ARCHITECTURE-TOKENIZER pair too with ``all_pairs``. ``matrix``: which task each dataset
+    serves with which model, instead."""
+    from zoo.api import listing
+    from zoo.core.loading import get_zoo
+
+    zoo = get_zoo()
+    if matrix:
+        table = listing.matrix(zoo)
+        return Catalog({}, table, listing.format_matrix(table))
+    if kind is not None and kind not in KINDS:
+        raise UnknownNameError("kind", kind, KINDS)
+    kinds = [kind] if kind else [k for k in KINDS if k != "plugins"]
+    sections = {k: listing.rows(zoo, k, pattern, all_pairs=all_pairs) for k in kinds}
+    texts = []
+    for name, rows in sections.items():
+        text = listing.format_section(name, rows)
+        if name == "models" and not all_pairs and pattern == "*":
+            text = text.rstrip("\n") + (
+                "\n  (presets; any ARCHITECTURE-TOKENIZER pair runs too: zoo list models --all)\n"
+            )
+        texts.append(text)
+    return Catalog(sections, [], "\n".join(texts))
+
+
+def models(pattern: str = "*", *, all_pairs: bool = False) -> list[dict]:
+    """The models `zoo run` takes, as `zoo list models` lists them: the presets (every
+    ARCHITECTURE-TOKENIZER pair too with ``all_pairs``) whose names match ``pattern``."""
+    return catalog("models", pattern, all_pairs=all_pairs).sections["models"]
+
+
+def show(name: str) -> Shown:
+    """One model (a preset or a pair: its architecture, tokenizer and settings), a run (its
+    store row: status, metrics, config) or another entry of the zoo (`zoo show NAME`). An
+    unknown name is a ZooError with a did-you-mean."""
+    from zoo.api import describing
+    from zoo.core.loading import get_zoo
+    from zoo.core.names import model_names, resolve_model
+    from zoo.records.store import Store
+
+    zoo = get_zoo()
+    text = describing.show(zoo, name)  # an unknown name fails here, with a did-you-mean
+    if name in zoo.catalogue.ensembles:
+        preset = zoo.catalogue.ensembles[name]
+        record = {
+            "type": "model",
+            "name": name,
+            "members": list(preset.members),
+            "weights": preset.weights,
+            "description": preset.description,
+            "preset": True,
+        }
+        return Shown("model", name, record, text)
+    if name in model_names(zoo):
+        spec = resolve_model(name, zoo)
+        record = {
+            "type": "model",
+            "name": name,
+            "architecture": spec.architecture.name,
+            "tokenizer": spec.tokenizer.name,
+            "description": spec.description,
+            "preset": name in zoo.catalogue.models,
+            "settings": spec.overrides,
+        }
+        return Shown("model", name, record, text)
+    try:
+        with Store() as store:
+            row = store.get(name)
+    except ZooError:
+        return Shown("entry", name, {"type": "entry", "name": name, "text": text}, text)
+    return Shown("run", row["id"], {"type": "run", **row}, text)
+
+
+def runs(*, where: str | None = None, sort: str | None = None, n: int | None = None):
+    """Recorded runs as a pandas DataFrame (`zoo runs`): the store's columns, one column per
+    metric and one per setting, typed (``n_layer`` integers, ``lr`` floats; a setting whose
+    name a metric has is ``train.steps``), and `metric`/`value`, the task's primary metric.
+    `where`, `sort` and `n` mean what `zoo runs --where/--sort/-n` mean."""
+    from zoo.comparison.runs import check_limit, run_frame, select
+
+    return select(run_frame(), where=where, sort=sort, limit=None if n is None else check_limit(n))
+
+
+def compare(
+    *,
+    metric=None,
+    where=None,
+    by=None,
+    columns=None,
+    baseline=None,
+    evals=False,
+    status=("finished",),
+    better=None,
+    pool=False,
+):
+    """The comparison table as a pandas DataFrame, one row per cell (`zoo compare`).
+
+    Columns: the row keys (default model) and column keys (default dataset), task, metric,
+    better, mean, std, n (distinct seeds), best, setting, configs, runs; with ``baseline``
+    also diff, ci_low, ci_high, df, p, p_holm, significant (None where there is no test)
+    and test. The notes printed under the table (merged duplicates, runs left out, rows not
+    told apart) are in ``.attrs["notes"]``. Options mean what `zoo compare`'s options mean.
+    """
+    return comparison(
+        metric=metric,
+        where=where,
+        by=by,
+        columns=columns,
+        baseline=baseline,
+        evals=evals,
+        status=status,
+        better=better,
+        pool=pool,
+    ).cells
+
+
+def comparison(
+    *,
+    metric=None,
+    where=None,
+    by=None,
+    columns=None,
+    baseline=None,
+    evals=False,
+    status=("finished",),
+    better=None,
+    pool=False,
+):
+    """The comparison as `zoo compare` renders it: ``.cells`` (the DataFrame ``compare``
+    returns) with the notes, legend and marks its renderers (``zoo.comparison.render``)
+    print. Options as for ``compare``."""
+    from zoo.comparison.table import load_runs, summarize
+    from zoo.records.database import STATUSES
+
+    status = (status,) if isinstance(status, str) else tuple(status)
+    for wanted in status:
+        if wanted != "all" and wanted not in STATUSES:
+            raise ZooError(f"--status {wanted!r}: expected any of {', '.join(STATUSES)} or all")
+    return summarize(
+        load_runs(),
+        metric=metric,
+        where=where,
+        by=by,
+        columns=columns,
+        baseline=baseline,
+        evals=evals,
+        status=status,
+        better=better,
+        pool=pool,
+    )
+
+
+def rm(
+    run_ids: str | Iterable[str] = (), *, where: str | None = None, dry_run: bool = False
+) -> Removal:
+    """Remove runs (ids or unique prefixes, and every run ``where`` selects, as `zoo runs
+    --where`): their store rows, with the evaluation rows that score them, then their run
+    folders (`zoo rm`). A run still training is refused. ``dry_run``: only say which."""
+    import shutil
+
+    from zoo.comparison.runs import run_frame, select
+    from zoo.records.paths import run_folder
+    from zoo.records.store import Store
+
+    run_ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
+    if not run_ids and not where:
+        raise ZooError("name the runs to remove (RUN_ID...) or select them with --where EXPR")
+    with Store() as store:
+        chosen = {store.get(run_id)["id"]: None for run_id in run_ids}
+        if where:
+            chosen.update(dict.fromkeys(select(run_frame(), where=where)["id"]))
+        rows = [store.get(run_id) for run_id in chosen]
+        busy = [r["id"] for r in rows if store.is_running(r)]
+        if busy:
+            raise ZooError(f"run {busy[0]} is still running; stop it before removing it")
+        removed = [{k: r[k] for k in ("id", "model", "dataset", "status")} for r in rows]
+        if dry_run or not rows:
+            return Removal(removed, dry_run)
+        store.delete([r["id"] for r in rows])
+    for row in rows:  # the rows first: a folder left by a crash here is only disk space
+        shutil.rmtree(run_folder(row["id"]), ignore_errors=True)
+    return Removal(removed)
+
+
+def plot(
+    run_ids: str | Iterable[str], output: str | Path, *, metric: str = "loss", x: str = "step"
+) -> Path:
+    """Draw the training (and validation) curves of runs of one task in one figure and write
+    it to ``output`` (.png, .svg or .pdf; ``-`` is standard output) (`zoo plot`)."""
+    from zoo.comparison.plots import run_labels, save, training_curves
+    from zoo.records.paths import run_folder
+    from zoo.records.store import Store
+    from zoo.train.job import RunFolder
+
+    run_ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
+    with Store() as store:
+        rows = [store.get(run_id) for run_id in run_ids]
+    tasks = {row["task"] for row in rows}
+    if len(tasks) > 1:  # one axis, one unit: a loss in bits per character is no accuracy
+        raise ZooError(
+            f"the runs are of different tasks ({', '.join(sorted(map(str, tasks)))}); "
+            "their curves do not share an axis: plot each task's runs on their own"
+        )
+    curves = []
+    for row, label in zip(rows, run_labels(rows)):
+        records = RunFolder(run_folder(row["id"])).curve()
+        if not records:
+            raise ZooError(
+                f"run {row['id']} has no training curve (no metrics.jsonl in "
+                f"{run_folder(row['id'])})"
+            )
+        curves.append({"label": label, "records": records})
+    task = tasks.pop() if len(tasks) == 1 else None  # units and validation metric: the task's
+    return save(training_curves(curves, metric, x, task=task), output)
