@@ -11,6 +11,7 @@ import sys
 import pytest
 from conftest import TINY_DECODER, run_cli, without
 
+from zoo.messages import reporting_to
 from zoo.train.progress import Progress, parse_log_every
 
 LINE = re.compile(
@@ -25,12 +26,16 @@ class Terminal(io.StringIO):
 
 
 def steps_reported(total, *, stdout=None, stderr=None, validate_at=(), **options) -> list[str]:
-    stdout = stdout if stdout is not None else io.StringIO()
-    with Progress(total, stdout=stdout, stderr=stderr or io.StringIO(), **options) as progress:
-        for step in range(1, total + 1):
-            figures = {"val_loss": 1.5} if step in validate_at else None
-            progress.step(step, 2.0, 1e-3, 1000.0, step * 0.1, figures)
-    return stdout.getvalue().splitlines()
+    """The progress lines a run of ``total`` steps reports on zoo.train.progress's logger."""
+    lines = io.StringIO()
+    with reporting_to(lines):
+        with Progress(
+            total, stdout=stdout or io.StringIO(), stderr=stderr or io.StringIO(), **options
+        ) as progress:
+            for step in range(1, total + 1):
+                figures = {"val_loss": 1.5} if step in validate_at else None
+                progress.step(step, 2.0, 1e-3, 1000.0, step * 0.1, figures)
+    return lines.getvalue().splitlines()
 
 
 def test_redirected_output_gets_about_ten_lines_and_one_per_validation():

@@ -232,7 +232,7 @@ def show_run(zoo, run_id: str) -> str:
         lines.append(f"    version {name}: {version}")
     trackers = config.get("trackers")
     if isinstance(trackers, dict) and trackers:  # where --log-to sent the run
-        from zoo.cli.training import tracker_lines
+        from zoo.train.tracking import tracker_lines
 
         lines.append("  trackers:")
         lines += [f"    {line}" for line in tracker_lines(trackers)]

@@ -8,7 +8,9 @@ with an ``add_commands(commands)``; plugins add theirs through ``register_comman
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import logging
 import os
 import signal
 import sys
@@ -192,8 +194,32 @@ def run_command(argv: list[str]) -> int:
     warnings) shows on stderr."""
     from zoo.messages import reporting_to
 
-    with reporting_to(None):
+    with reporting_to(None), progress_lines_on_stdout():
         return _command(argv)
+
+
+class _Stdout(logging.StreamHandler):
+    """Writes to whatever ``sys.stdout`` is when a line comes (tests and --json swap it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stdout
+        super().emit(record)
+
+
+@contextlib.contextmanager
+def progress_lines_on_stdout():
+    """Training's progress lines (zoo.train.progress, written only when the output is not a
+    terminal) on standard output, before the result: a redirected run's log holds them."""
+    logger = logging.getLogger("zoo.train.progress")
+    handler = _Stdout()
+    saved = logger.handlers[:], logger.propagate, logger.level
+    logger.handlers, logger.propagate = [handler], False
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.handlers, logger.propagate = saved[0], saved[1]
+        logger.setLevel(saved[2])
 
 
 def _command(argv: list[str]) -> int:

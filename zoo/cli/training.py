@@ -10,6 +10,7 @@ from zoo.cli.runs import add_compare_options, emit_comparison
 from zoo.cli.training_options import add_config_option
 from zoo.core.bounds import DEVICES, seed_argument
 from zoo.train.progress import log_every_argument
+from zoo.train.tracking import tracker_lines
 
 
 def cmd_run(args) -> int:
@@ -100,15 +101,6 @@ def print_result(result: dict, as_json: bool, *, quiet: bool = False) -> None:
         print(f"training curve: {result['curve']}")
     elif result.get("curve_error"):
         print(f"training curve: not drawn ({result['curve_error']})")
-
-
-def tracker_lines(trackers: dict | None) -> list[str]:
-    """One line per tracker, saying where it wrote: 'mlflow: tracking_uri ..., run_id ...'."""
-    return [
-        f"{name}: " + ", ".join(f"{key} {value}" for key, value in place.items())
-        for name, place in (trackers or {}).items()
-        if isinstance(place, dict)  # a record edited by hand: what can be read of it
-    ]
 
 
 def cmd_resume(args) -> int:

@@ -1,8 +1,9 @@
 """Training progress wherever the output goes: a bar on a terminal, and lines in a log.
 
 On a terminal (standard error) the tqdm bar shows. When the output is kept instead
-(standard output redirected to a file, a pipe, ``nohup``, CI), the loop writes one line at a
-time to standard output, before the run's result::
+(standard output redirected to a file, a pipe, ``nohup``, CI), the loop reports one line at
+a time on this module's logger, which the command line shows on standard output, before the
+run's result (in a script, where ``logging`` is set up to show zoo's progress)::
 
     step 40/200  loss 2.871  lr 9.6e-04  tokens/s 12,345  elapsed 5s  eta 20s
 
@@ -15,10 +16,13 @@ starts each line, so a log says which one is training.
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import re
 import sys
 import time
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SECONDS = 30.0  # the longest a log goes without a line, by default
 DEFAULT_LINES = 10  # lines a run writes by default, besides validations and the 30 s ones
@@ -88,9 +92,9 @@ class Progress:
             dynamic_ncols=True,
             leave=False,
         )
-        # Lines go where the output is kept: standard output when it is not a terminal, or
-        # when standard error is not one either (no bar can show there).
-        self.out = None if quiet or (_isatty(stdout) and _isatty(stderr)) else stdout
+        # Lines when the output is kept: standard output is not a terminal, or standard
+        # error is not one either (no bar can show there).
+        self.lines = not quiet and not (_isatty(stdout) and _isatty(stderr))
         if isinstance(log_every, float):
             self.every_steps, self.every_seconds = None, log_every
         elif isinstance(log_every, int):
@@ -123,7 +127,7 @@ class Progress:
         since the start, and the validation figures if this step validated."""
         self.bar.update(1)
         self.bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tokens_per_s:,.0f}")
-        if self.out is None or not self._due(step, validation):
+        if not self.lines or not self._due(step, validation):
             return
         self.last_line = time.perf_counter()
         parts = [
@@ -140,7 +144,7 @@ class Progress:
         line = "  ".join(parts)
         if self.label:
             line = f"[{self.label}] {line}"
-        print(line, file=self.out, flush=True)
+        log.info(line)
 
     def _due(self, step: int, validation) -> bool:
         if validation is not None or step == self.total:

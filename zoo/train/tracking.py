@@ -52,6 +52,15 @@ def tracker_group(provenance: dict) -> str | None:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", str(group))[:100].strip(".-") or None
 
 
+def tracker_lines(trackers: dict | None) -> list[str]:
+    """One line per tracker, saying where it wrote: 'mlflow: tracking_uri ..., run_id ...'."""
+    return [
+        f"{name}: " + ", ".join(f"{key} {value}" for key, value in place.items())
+        for name, place in (trackers or {}).items()
+        if isinstance(place, dict)  # a record edited by hand: what can be read of it
+    ]
+
+
 class Trackers:
     """The chosen loggers of one run, fed from a queue by a thread of their own."""
 
