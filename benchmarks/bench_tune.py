@@ -117,8 +117,24 @@ def figure(values: list[float]) -> str:
     if not values:
         return "-"
     if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+        return f"{values[0]:.4f} (n=1)"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f} (n={len(values)})"
+
+
+def paired(study: dict) -> str:
+    """tuned - preset over their shared seeds with its 95% t interval, as zoo tune prints it."""
+    interval = study.get("paired")
+    if study.get("same_as_preset"):
+        return "0 (the preset's settings)"
+    if not interval or interval.get("diff") is None:
+        return "-"
+    text = f"{interval['diff']:+.4f}"
+    if interval.get("ci_low") is None:
+        return text + " (cannot test: n<2)"
+    if interval["ci_low"] == interval["ci_high"]:
+        return text + " (no seed variance)"
+    mark = " †" if interval.get("significant") else ""
+    return text + f" [{interval['ci_low']:.4f}, {interval['ci_high']:.4f}]{mark}"
 
 
 def main():
@@ -191,6 +207,7 @@ def main():
                 "best_test": study["best_test"],
                 "tuned": figure(study["tuned"]),
                 "preset": figure(study["preset"]),
+                "paired": paired(study),
                 "settings": ", ".join(
                     f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                     for k, v in study["settings"].items()
@@ -204,7 +221,8 @@ def main():
             + "".join(f" --set {item}" for item in args.set or [])
             + "` (median pruning): "
             f"{search['wall'] / 60:.1f} minutes wall time. Trials finished/pruned/failed; "
-            "test accuracy over the seeds (mean ± sd):",
+            "test accuracy over the re-run seeds, which are never a trial's seed (mean ± sd), "
+            "and tuned - preset paired by seed with its 95% t interval († excludes 0):",
             [
                 ("model", "model"),
                 ("trials", "trials"),
@@ -212,6 +230,7 @@ def main():
                 ("best_test", "its test acc", ".4f"),
                 ("tuned", "tuned, test"),
                 ("preset", "preset, test"),
+                ("paired", "tuned - preset (paired)"),
                 ("settings", "best settings"),
             ],
             rows,

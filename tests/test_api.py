@@ -181,3 +181,37 @@ def test_import_zoo_and_the_api_names_import_no_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_run_flows_down_the_layers_once(tiny_text):
+    """zoo.run's model name goes API -> plan -> runner -> store: planned once, never through
+    the operations on trained runs (an ensemble preset is told apart by the catalogue), and
+    no lower layer calls back up into the API or the command line."""
+    import zoo.train.plan
+
+    entered, plans = [], []
+    planned = zoo.train.plan.plan_run
+
+    def plan_once(*args, **kwargs):
+        plans.append(args[0])
+        return planned(*args, **kwargs)
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_name != "<module>":  # calls, not imports
+            name = frame.f_globals.get("__name__", "")
+            if name.startswith("zoo.") and (not entered or entered[-1][0] != name):
+                entered.append((name, frame.f_code.co_name))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(zoo.train.plan, "plan_run", plan_once)
+        sys.setprofile(profile)
+        try:
+            zoo.run("decoder-char", str(tiny_text), steps=2, quiet=True, **TINY)
+        finally:
+            sys.setprofile(None)
+    assert plans == ["decoder-char"]
+    modules = [module for module, _ in entered]
+    assert "zoo.records.store" in modules
+    assert not [m for m in modules if m.startswith("zoo.operations")]
+    trains = entered.index(("zoo.train.runner", "execute"))
+    assert not [m for m in modules[trains:] if m.startswith(("zoo.api", "zoo.cli"))]

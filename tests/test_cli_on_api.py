@@ -36,7 +36,7 @@ CALLS = {  # the API function each command calls
     "generate": "load",
     "predict": "load",
     "eval": "evaluate",
-    "compare": "comparison",
+    "compare": "comparison_table",
 }
 
 

@@ -152,9 +152,11 @@ def test_classification_exports_to_sequence_classification(tmp_path):
     decoder = json.loads(
         run_cli("run", "decoder-char", labelled, "--steps", 2, "--json", *TINY_ANY).out
     )["run_id"]
-    refused = run_cli("export", decoder, tmp_path / "decoder")
+    refused = run_cli("export", decoder, tmp_path / "decoder", "--format", "transformers")
     assert refused.code == 2 and "score layer has none" in refused.err, refused
     assert not (tmp_path / "decoder").exists()
+    assert run_cli("export", decoder, tmp_path / "decoder").code == 0  # onnx by default
+    assert (tmp_path / "decoder" / "model.onnx").is_file()
 
 
 @pytest.mark.slow
@@ -172,8 +174,12 @@ def test_what_cannot_be_exported_exits_2_saying_why(tiny_text, tmp_path):
             *TINY_ANY,
         ).out
     )["run_id"]
-    refused = run_cli("export", encoder, tmp_path / "encoder")
-    assert refused.code == 2 and "encoder runs cannot be exported" in refused.err, refused
+    refused = run_cli("export", encoder, tmp_path / "encoder", "--format", "transformers")
+    assert refused.code == 2 and "does not export encoder runs" in refused.err, refused
+    assert "formats for it: onnx" in refused.err
+    unknown = run_cli("export", encoder, tmp_path / "encoder", "--format", "onx")
+    assert unknown.code == 2 and "onnx" in unknown.err, unknown
+    assert not (tmp_path / "encoder").exists()
     run_id = trained_run("decoder-char", tiny_text, steps=2)
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
@@ -199,17 +205,21 @@ def test_export_writes_a_model_card_the_hub_reads_and_force_replaces_it(tiny_tex
     assert card.data.pipeline_tag == "text-generation"
     results = {(r.metric_type, r.dataset_split): r.metric_value for r in card.data.eval_results}
     metrics = json.loads(run_cli("runs", "--json", "--columns", "val_bpc,test_bpc").out)[0]
-    assert results[("val_bpc", "validation")] == pytest.approx(metrics["val_bpc"])
-    assert results[("test_bpc", "test")] == pytest.approx(metrics["test_bpc"])
+    assert results[("bits_per_character", "validation")] == pytest.approx(metrics["val_bpc"])
+    assert results[("bits_per_character", "test")] == pytest.approx(metrics["test_bpc"])
+    assert results[("perplexity", "test")] > 1
     for heading in (
+        "## Intended use",
+        "## How to use it",
         "## Results",
         "## Data",
         "## How it was trained",
         "## Config",
         "## Limitations",
-        "## How to load",
+        "## License",
     ):
         assert heading in card.text
+    assert card.data.license == "unknown" and "Unknown: none was given" in card.text
     assert "bits per character" in card.text and "AutoModelForCausalLM" in card.text
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()}
     assert modes and set(modes.values()) == {0o644}, modes

@@ -99,7 +99,8 @@ def test_a_dataset_name_is_data_in_an_export_card_and_its_local_path_stays_priva
     from types import SimpleNamespace
 
     from huggingface_hub import ModelCard
-    from zoo.plugins.transformers.card import model_card
+
+    from zoo.operations.card import model_card
 
     evil = "x.txt\n---\nlicense: evil\n---\n# pwned <img src=x>[a](http://e)`"
     config = {
@@ -117,19 +118,26 @@ def test_a_dataset_name_is_data_in_an_export_card_and_its_local_path_stays_priva
         declared_task=None,
         run_id="r1",
         task="language-modeling",
+        context_length=16,
+        folder=SimpleNamespace(file=lambda name: Path("/nonexistent") / name),
     )
-    card = model_card(trained, "GPT2LMHeadModel", exported_as="as is")
+    facts = {"library_name": "onnx", "summary": "a graph", "usage": 'folder = "FOLDER"\n'}
+    checked = {"max_difference": 0.0, "agree": True, "compared": 32}
+    card = model_card(trained, facts, checked, format="onnx", folder_name="exported")
     parsed = ModelCard(card)
-    assert parsed.data.to_dict().get("license") is None
+    assert parsed.data.to_dict().get("license") == "unknown"
     lines = parsed.text.strip().splitlines()
     assert [line for line in lines if line.startswith("#")] == [
         lines[0],
+        "## Intended use",
+        "## How to use it",
         "## Results",
         "## Data",
         "## How it was trained",
-        "## Config",
+        "## Checked on export",
         "## Limitations",
-        "## How to load",
+        "## License",
+        "## Config",
     ]
     assert "/" not in lines[0] and "pwned" in lines[0]  # the title: one safe name
     assert "---" not in lines

@@ -145,3 +145,36 @@ def register_loggers(register: Register) -> None:
     the run goes on. An ImportError when it is created (a missing extra) stops the run
     before it trains.
     """
+
+
+@hookspec
+def register_exporters(register: Register) -> None:
+    """Add formats that ``zoo export RUN DIR --format NAME`` writes a trained run in.
+
+    :param register: ``register(name, target, *, description="", architectures=())``.
+
+    - ``name``: the format, as ``--format`` names it (``onnx``, ``transformers``, ...).
+    - ``architectures``: the architecture names it exports, or ``("*",)`` for any whose
+      network it can convert. Without ``--format``, a run is exported by the first format
+      that names its architecture and accepts the run, else by a ``"*"`` format (the
+      built-in ``onnx``, for any network that traces).
+    - ``target``: an object (a class, module or instance; ``"module:attr"`` imports it on
+      first use) with three functions:
+
+      - ``unsupported(trained) -> str | None``: why this run cannot be written in the
+        format (``trained``: a ``zoo.plugin.Trained`` on the CPU in fp32), or None.
+      - ``write(trained, folder) -> dict``: write the model and everything needed to use it
+        without zoo (its tokenizer included) into ``folder``, a new empty folder. Returns
+        what the model card says about it: ``library_name`` (the Hub's library tag),
+        ``summary`` (one sentence: what the folder holds) and ``usage`` (a Python snippet
+        that loads the folder, named by the string ``"FOLDER"``, without zoo and predicts).
+      - ``check(trained, folder, texts) -> dict``: load the written folder as a user without
+        zoo would, predict on ``texts`` (validation texts of the run's dataset) and compare
+        with zoo's own predictions; returns ``max_difference`` (the largest difference of a
+        predicted probability, or of an output where the task has none), ``agree``
+        (whether every predicted label is the same) and ``compared`` (the texts compared).
+
+    zoo writes everything into a staging folder, refuses (exit 2, nothing written) an
+    export whose check differs by more than 1e-4 or disagrees on a label, adds the model
+    card (``README.md``) and only then moves the folder into place.
+    """

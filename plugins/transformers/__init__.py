@@ -4,12 +4,11 @@ the `pretrained` tokenizer that uses a checkpoint's own tokenizer.
 
 Nothing here imports transformers or torch, so listing the zoo stays fast: the configs
 (``configs.py``, made from transformers' config classes), the networks (``model.py``), the
-tokenizer (``tokenizer.py``) and the ``zoo export`` command (``export.py``) load on first use.
+tokenizer (``tokenizer.py``) and the ``transformers`` export format (``export.py``) load on first use.
 """
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,27 +70,11 @@ def register_tokenizers(register):
 
 
 @hookimpl
-def register_commands(register):
+def register_exporters(register):
     register(
-        "export",
-        "zoo.plugins.transformers.export:command",
-        arguments=export_arguments,
-        help="write a run as a folder transformers loads (from_pretrained)",
-        description="Write a trained run as a Hugging Face transformers folder: weights "
-        "(safetensors), config.json and a fast tokenizer, which "
-        "AutoModelForCausalLM (or AutoModelForSequenceClassification) and AutoTokenizer "
-        ".from_pretrained(DIR) load with no zoo installed. Decoder runs map onto GPT-2; "
-        "gpt2, llama and bert runs are saved as they are. What has no transformers "
-        "counterpart exits 2 saying why.",
+        "transformers",
+        "zoo.plugins.transformers.export:TransformersExporter",
+        architectures=("decoder", "numpy", "gpt2", "llama", "bert"),
+        description="a folder transformers loads with from_pretrained (decoder and numpy "
+        "runs in GPT-2's layout)",
     )
-
-
-def export_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_id", help="run id (or a unique prefix)")
-    parser.add_argument(
-        "folder", help="where to write it (new or empty); written whole or not at all"
-    )
-    parser.add_argument(
-        "--force", action="store_true", help="replace an existing folder there, whole"
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")

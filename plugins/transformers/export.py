@@ -1,6 +1,7 @@
-"""``zoo export RUN_ID DIR``: a trained run as a folder transformers loads with no zoo
-installed (``AutoModelForCausalLM`` / ``AutoModelForSequenceClassification`` and
-``AutoTokenizer.from_pretrained(DIR)``).
+"""The ``transformers`` export format (``zoo export RUN DIR --format transformers``, the
+default for the architectures below): a trained run as a folder transformers loads with no
+zoo installed (``AutoModelForCausalLM`` / ``AutoModelForSequenceClassification`` /
+``AutoModelForMaskedLM`` and ``AutoTokenizer.from_pretrained(DIR)``).
 
 - gpt2, llama, bert runs are transformers models already: saved with ``save_pretrained``.
 - decoder (and numpy, its NumPy twin) language-modeling and next-item runs map onto GPT-2's
@@ -9,12 +10,14 @@ installed (``AutoModelForCausalLM`` / ``AutoModelForSequenceClassification`` and
   they are transposed; its fused qkv rows [q; k; v] are GPT-2's c_attn columns in the same
   order. GELU "exact" is GPT-2's "gelu", "tanh" its "gelu_new". GPT-2 always has biases; a
   run with ``bias=false`` gets zero biases, which compute exactly what no bias does.
-- what has no transformers counterpart (a decoder classification head has a bias, GPT-2's
-  ``score`` layer has none; the pre-LN, mean-pooling encoder; the digits model) is a
-  ZooError saying why: exit 2.
+- what has no transformers counterpart is left to the ``onnx`` format: a decoder
+  classification head has a bias, GPT-2's ``score`` layer has none; the encoder is pre-LN
+  with its own embedding LayerNorm and pooling, where BERT is post-LN with a tanh pooler, so
+  no BERT config computes it; the digits model is post-LN with sinusoidal positions.
 
 The tokenizer (any tokenizer backed by Hugging Face ``tokenizers``) is saved as a
-``PreTrainedTokenizerFast`` with its ``tokenizer.json`` and its special tokens.
+``PreTrainedTokenizerFast`` with its ``tokenizer.json`` (which frames and cuts a text as zoo
+does) and its special tokens.
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from zoo.plugins.transformers.card import model_card
+from zoo.plugins.transformers.base import base_checkpoint
 
-from zoo.plugin import ZooError, load_trained
-from zoo.plugin.io import atomic_folder, check_new_folder, load_json
+from zoo.plugin import ZooError
+from zoo.plugin.io import load_json
 
 DECODER_LAYOUT = ("decoder", "numpy")  # architectures with the decoder's weight names
 NATIVE = ("gpt2", "llama", "bert")
@@ -38,68 +41,122 @@ TOLERANCE = 1e-4  # largest logit difference an export may show against the run
 transformers.utils.logging.disable_progress_bar()  # no bar for writing a tiny model
 
 
-def export_run(run_id: str, folder: str | Path, force: bool = False) -> dict:
-    """Write the run to ``folder`` (new or empty; replaced whole with ``force``), all at once:
-    a failed or killed export leaves nothing there. Returns what was written and the
-    measured logit difference between the exported model and the run on a random batch."""
-    folder = Path(folder)
-    check_new_folder(folder, force=force, what="export to")  # before any work
-    trained = load_trained(run_id, device="cpu", precision="fp32")  # saved from the CPU
-    architecture, task = trained.config["architecture"], trained.task
-    if architecture in NATIVE:
-        model = trained.model.module.hf
-    elif architecture in DECODER_LAYOUT:
-        model = decoder_as_gpt2(trained)
+class TransformersExporter:
+    """The ``transformers`` exporter (``zoo.hookspecs.register_exporters``)."""
+
+    @staticmethod
+    def unsupported(trained) -> str | None:
+        architecture = trained.config["architecture"]
+        if architecture in DECODER_LAYOUT and trained.task == "classification":
+            return (
+                "the decoder's classification head has a bias, and "
+                "GPT2ForSequenceClassification's score layer has none"
+            )
+        if architecture in DECODER_LAYOUT and trained.task not in (
+            "language-modeling",
+            "next-item",
+        ):
+            return f"GPT-2 has no {trained.task} head of the decoder's layout"
+        if architecture not in NATIVE + DECODER_LAYOUT:
+            return f"transformers has no architecture with the {architecture} layout"
+        if getattr(trained.tokenizer, "backend", None) is None:
+            return f"the {trained.config['tokenizer']} tokenizer has no transformers equivalent"
+        return None
+
+    @staticmethod
+    def write(trained, folder: Path) -> dict:
+        from zoo.plugins.export.reading import reading_of
+
+        architecture = trained.config["architecture"]
+        model = trained.model.module.hf if architecture in NATIVE else decoder_as_gpt2(trained)
+        if trained.task == "classification":
+            names = class_names(trained)
+            model.config.id2label = dict(enumerate(names))
+            model.config.label2id = {name: i for i, name in enumerate(names)}
+        difference = logit_difference(trained, model)
+        if not difference <= TOLERANCE:
+            raise ZooError(
+                f"the exported model's logits differ from the run's by {difference:.3g} "
+                f"(more than {TOLERANCE}); nothing was written"
+            )
+        model.save_pretrained(folder)
+        fast_tokenizer(trained).save_pretrained(folder)
+        how = (
+            "saved as it is"
+            if architecture in NATIVE
+            else f"the {architecture} weights in GPT-2's layout"
+        )
+        return {
+            "library_name": "transformers",
+            "pipeline_tag": reading_of(trained).pipeline_tag,
+            "summary": f"a transformers `{type(model).__name__}` ({how}) with its fast "
+            "tokenizer, for from_pretrained",
+            "usage": usage(trained, auto_class(trained)),
+            "class": type(model).__name__,
+            "base": base_checkpoint(trained),
+        }
+
+    @staticmethod
+    @torch.no_grad()
+    def check(trained, folder: Path, texts: list[str]) -> dict:
+        from zoo.plugins.export.reading import compare, probabilities, zoo_probabilities
+
+        model = getattr(transformers, auto_class(trained)).from_pretrained(folder).eval()
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+        batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
+        logits = model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+        ).logits.float()
+        mask = batch["attention_mask"].numpy()
+        if trained.task == "next-item":  # zoo reads the last real position
+            logits = logits[torch.arange(len(logits)), batch["attention_mask"].sum(dim=1) - 1]
+        theirs = probabilities(trained, logits.numpy())
+        ours, our_mask = zoo_probabilities(trained, texts)
+        return compare(trained, ours, our_mask, theirs, mask)
+
+
+def auto_class(trained) -> str:
+    """The transformers Auto class that loads the export."""
+    if trained.task == "classification":
+        return "AutoModelForSequenceClassification"
+    if trained.task == "masked-language-modeling" or trained.config["architecture"] == "bert":
+        return "AutoModelForMaskedLM"
+    return "AutoModelForCausalLM"
+
+
+def usage(trained, auto: str) -> str:
+    lines = [
+        f"from transformers import AutoTokenizer, {auto}"
+        + (", pipeline" if trained.task == "classification" else ""),
+        "",
+        'folder = "FOLDER"',
+        "tokenizer = AutoTokenizer.from_pretrained(folder)",
+        f"model = {auto}.from_pretrained(folder)",
+    ]
+    if trained.task == "classification":
+        lines += [
+            'classify = pipeline("text-classification", model=model, tokenizer=tokenizer)',
+            'print(classify(["the film was a delight"], truncation=True, top_k=None))',
+        ]
+    elif trained.task == "language-modeling":
+        lines += [
+            'prompt = tokenizer("ROMEO:", return_tensors="pt")',
+            "room = tokenizer.model_max_length - prompt.input_ids.shape[1]  # the context's end",
+            "out = model.generate(",
+            "    **prompt,",
+            "    max_new_tokens=min(40, room),",
+            "    do_sample=False,",
+            "    suppress_tokens=tokenizer.all_special_ids,  # as zoo generates",
+            "    pad_token_id=tokenizer.pad_token_id,",
+            ")",
+            "print(tokenizer.decode(out[0], skip_special_tokens=True))",
+        ]
     else:
-        raise ZooError(
-            f"{architecture} runs cannot be exported: transformers has no "
-            f"architecture with the same layout (exportable: "
-            f"{', '.join(NATIVE + DECODER_LAYOUT)})"
-        )
-    if task == "classification":
-        names = class_names(trained)
-        model.config.id2label = dict(enumerate(names))
-        model.config.label2id = {name: i for i, name in enumerate(names)}
-    tokenizer = fast_tokenizer(trained)
-    difference = logit_difference(trained, model)
-    if not difference <= TOLERANCE:
-        raise ZooError(
-            f"the exported model's logits differ from the run's by {difference:.3g} "
-            f"(more than {TOLERANCE}); nothing was written"
-        )
-    exported_as = (
-        "saved as it is"
-        if architecture in NATIVE
-        else f"the {architecture} weights in GPT-2's layout"
-    )
-    card = model_card(trained, type(model).__name__, exported_as=exported_as)
-    with atomic_folder(folder, force=force, what="export to") as staging:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        (staging / "README.md").write_text(card, encoding="utf-8")
-    return {
-        "run_id": trained.run_id,
-        "folder": str(folder),
-        "class": type(model).__name__,
-        "tokenizer": type(tokenizer).__name__,
-        "max_logit_difference": difference,
-    }
-
-
-def command(args) -> int:
-    """`zoo export RUN_ID DIR`."""
-    import json
-
-    done = export_run(args.run_id, args.folder, force=args.force)
-    if args.json:
-        print(json.dumps(done))
-    else:
-        print(
-            f"exported run {done['run_id']} to {done['folder']} as {done['class']} with a "
-            f"{done['tokenizer']}; largest logit difference on a check batch "
-            f"{done['max_logit_difference']:.2g}"
-        )
-    return 0
+        lines += [
+            'batch = tokenizer(["1 2 3"], padding=True, truncation=True, return_tensors="pt")',
+            "logits = model(**batch).logits",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 def class_names(trained) -> list[str]:
@@ -192,6 +249,8 @@ def fast_tokenizer(trained) -> transformers.PreTrainedTokenizerFast:
             f"the {trained.config['tokenizer']} tokenizer is not built on Hugging "
             "Face tokenizers, so it has no transformers equivalent"
         )
+    from zoo.plugins.export.reading import exported_tokenizer, reading_of
+
     specials = {}
     for role, token_id in (
         ("pad_token", trained.tokenizer.pad_id),
@@ -200,11 +259,14 @@ def fast_tokenizer(trained) -> transformers.PreTrainedTokenizerFast:
     ):
         if token_id is not None:
             specials[role] = backend.id_to_token(token_id)
-    # split_special_tokens: a literal "<pad>" in a text is text, as zoo encodes it.
+    # split_special_tokens: a literal "<pad>" in a text is text, as zoo encodes it. The
+    # tokenizer frames and cuts as zoo does for the task (zoo.plugins.export.reading).
+    keep = reading_of(trained).keep
     return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=backend,
+        tokenizer_object=exported_tokenizer(trained),
         model_max_length=trained.context_length or 1024,
         split_special_tokens=True,
+        truncation_side="right" if keep == "start" else "left",
         **specials,
     )
 

@@ -24,7 +24,16 @@ Config settings are keyword arguments, as ``--set`` takes them: ``n_layer=2``; a
 section is passed as ``**{"train.lr": 1e-3}``.
 """
 
-from zoo.api.inspecting import catalog, compare, comparison, models, plot, rm, runs, show
+from zoo.api.inspecting import (
+    catalog,
+    compare,
+    comparison_table,
+    models,
+    plot,
+    rm,
+    runs,
+    show,
+)
 from zoo.api.training import ensemble, evaluate, load, reproduce, resume, run, sweep, tune
 
 __all__ = [
@@ -41,7 +50,7 @@ __all__ = [
     "show",
     "runs",
     "compare",
-    "comparison",
+    "comparison_table",
     "plot",
     "rm",
 ]

@@ -121,7 +121,7 @@ def compare(
     and test. The notes printed under the table (merged duplicates, runs left out, rows not
     told apart) are in ``.attrs["notes"]``. Options mean what `zoo compare`'s options mean.
     """
-    return comparison(
+    return comparison_table(
         metric=metric,
         where=where,
         by=by,
@@ -134,7 +134,7 @@ def compare(
     ).cells
 
 
-def comparison(
+def comparison_table(
     *,
     metric=None,
     where=None,

@@ -105,7 +105,7 @@ def add_runs_parser(commands) -> None:
 def comparison_from_args(args):
     from zoo import api
 
-    return api.comparison(
+    return api.comparison_table(
         metric=args.metric,
         where=args.where,
         by=args.by,

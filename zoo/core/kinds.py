@@ -16,7 +16,8 @@ from zoo.core.containment import PluginCodeFailed, call_plugin, contained, plugi
 from zoo.errors import UnknownNameError, ZooError
 from zoo.tasks import Task
 
-KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command", "logger")
+KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command", "logger", "exporter")
+EXPORTER_FUNCTIONS = ("unsupported", "write", "check")  # zoo.hookspecs.register_exporters
 
 
 HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
@@ -49,6 +50,7 @@ class Entry:
     columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
     # an architecture's memory(config, vocab_size) -> bytes to train, or "module:attr"
     memory: Any = None
+    architectures: tuple[str, ...] = ()  # an exporter's architectures ("*": any)
 
     def load(self):
         """Import and return the target (the heavy code), on first use; a target that cannot
@@ -131,6 +133,11 @@ def target_problem(kind: str, target) -> str | None:
 
         if not (isinstance(target, type) and issubclass(target, Tokenizer)):
             return f"target is {describe_target(target)}, not a subclass of zoo.plugin.Tokenizer"
+        return None
+    if kind == "exporter":
+        missing = [f for f in EXPORTER_FUNCTIONS if not callable(getattr(target, f, None))]
+        if missing:
+            return f"target is {describe_target(target)} without {', '.join(missing)}()"
         return None
     if kind == "pipeline":
         if not callable(getattr(target, "run", None)):

@@ -61,6 +61,7 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.trackers",
     "zoo.plugins.lstm",
     "zoo.plugins.nbsvm",
+    "zoo.plugins.export",
     "zoo.pipelines",
 )
 # zoo's own code, which identifies every built-in: the core and the built-ins' packages.
@@ -143,6 +144,10 @@ class Zoo:
     @property
     def loggers(self) -> Registry:
         return self.registries["logger"]
+
+    @property
+    def exporters(self) -> Registry:
+        return self.registries["exporter"]
 
     # -- loading ---------------------------------------------------------------------
     def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:

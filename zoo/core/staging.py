@@ -21,7 +21,16 @@ from zoo.tasks import Task
 
 def entry_stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
     def register(
-        name, target, *, description="", config=None, tasks=(), task=None, columns=None, memory=None
+        name,
+        target,
+        *,
+        description="",
+        config=None,
+        tasks=(),
+        task=None,
+        columns=None,
+        memory=None,
+        architectures=(),
     ):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
@@ -73,6 +82,17 @@ def entry_stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
                 f"architecture {name!r}: memory must be a function memory(config, vocab_size) "
                 f"-> bytes or a 'module:function' string, not {memory!r:.60}"
             )
+        if architectures and kind != "exporter":
+            raise ZooError(f"{kind} {name!r}: only exporters declare architectures")
+        if kind == "exporter" and not (
+            isinstance(architectures, (list, tuple))
+            and architectures
+            and all(isinstance(a, str) and a for a in architectures)
+        ):
+            raise ZooError(
+                f"exporter {name!r}: architectures must name the architectures it "
+                f"exports, like ('decoder',), or ('*',) for any, not {architectures!r:.60}"
+            )
         if columns is not None and kind != "dataset":
             raise ZooError(f"{kind} {name!r}: only datasets declare columns")
         if columns is not None and not (
@@ -99,6 +119,7 @@ def entry_stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
                 task,
                 tuple((columns or {}).items()),
                 memory,
+                tuple(architectures),
             )
         )
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from zoo.errors import SearchInterrupted, ZooError
-from zoo.tune.study import (
+from zoo.search.study import (
     LOST,
     Objective,
     Search,

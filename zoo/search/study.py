@@ -177,7 +177,7 @@ class Search:
 
     models: list[str]
     datasets: list[str]
-    space: list  # zoo.tune.space.Dimension
+    space: list  # zoo.search.space.Dimension
     trials: int | None = None
     time: float | None = None  # seconds of trial time per model and dataset
     seeds: int = 3

@@ -1,0 +1,158 @@
+"""``zoo export RUN_ID DIR [--format NAME]``: a trained run as a folder that loads without
+zoo, checked against zoo's own predictions before it is moved into place.
+
+The format is the one ``--format`` names, else the first registered format that names the
+run's architecture and accepts the run, else one registered for any architecture (``"*"``).
+Every format is a ``register_exporters`` registration (zoo.hookspecs), built-in or not: the
+exporter writes the folder and compares its predictions on validation texts with zoo's; zoo
+refuses a difference above ``TOLERANCE`` or a different label, writes the model card and
+moves the folder into place.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zoo.atomic_folders import atomic_folder, check_new_folder
+from zoo.core.containment import call_plugin
+from zoo.core.loading import get_zoo
+from zoo.errors import ZooError
+from zoo.operations.card import model_card
+from zoo.operations.reload import load_trained
+
+CHECK_TEXTS = 32  # validation texts every export is checked on
+TOLERANCE = 1e-4  # largest probability difference an export may show against zoo
+PIECE_CHARS = 400  # a long text (a whole book in one row) is checked in pieces this long
+
+
+def export_run(
+    run_id: str,
+    folder: str | Path,
+    *,
+    format: str | None = None,
+    force: bool = False,
+    license: str | None = None,
+    base_model: str | None = None,
+) -> dict:
+    """Write the run to ``folder`` (new or empty; replaced whole with ``force``), all at once:
+    a failed, refused or killed export leaves nothing there. Returns what was written and how
+    far the folder's predictions on validation texts are from zoo's."""
+    folder = Path(folder)
+    zoo = get_zoo()
+    chosen = zoo.exporters.get(format) if format else None  # an unknown name: did-you-mean
+    check_new_folder(folder, force=force, what="export to")  # before any work
+    trained = load_trained(run_id, device="cpu", precision="fp32")  # exported from the CPU
+    entry, exporter = pick(zoo, trained, chosen)
+    texts = validation_texts(trained)
+    with atomic_folder(folder, force=force, what="export to") as staging:
+        facts = _call(entry, exporter.write, trained, staging)
+        checked = _call(entry, exporter.check, trained, staging, texts)
+        refused = _refusal(checked, entry.name)
+        if refused:
+            raise ZooError(refused)
+        card = model_card(
+            trained,
+            facts,
+            checked,
+            format=entry.name,
+            folder_name=folder.name,
+            license=license,
+            base_model=base_model,
+        )
+        (staging / "README.md").write_text(card, encoding="utf-8")
+    return {
+        "run_id": trained.run_id,
+        "folder": str(folder),
+        "format": entry.name,
+        "summary": facts.get("summary", ""),
+        "max_difference": checked["max_difference"],
+        "compared": checked["compared"],
+        "labels_agree": checked["agree"],
+    }
+
+
+def pick(zoo, trained, chosen=None):
+    """The exporter entry and its loaded target for the run (see the module docstring)."""
+    architecture = trained.config["architecture"]
+    if chosen is not None:
+        candidates = [chosen]
+        if not ({architecture, "*"} & set(chosen.architectures)):
+            raise ZooError(
+                f"the {chosen.name} format does not export {architecture} runs (it exports "
+                f"{', '.join(chosen.architectures)}); formats for it: "
+                f"{', '.join(formats_for(zoo, architecture)) or 'none'}"
+            )
+    else:
+        candidates = [
+            e for e in zoo.exporters.entries_in_order() if architecture in e.architectures
+        ]
+        candidates += [e for e in zoo.exporters.entries_in_order() if "*" in e.architectures]
+    reasons = []
+    for entry in candidates:
+        exporter = entry.load()
+        reason = _call(entry, exporter.unsupported, trained)
+        if reason is None:
+            return entry, exporter
+        reasons.append(f"{entry.name}: {reason}")
+    if not reasons:
+        raise ZooError(f"no installed format exports {architecture} runs")
+    raise ZooError(f"run {trained.run_id} cannot be exported ({'; '.join(reasons)})")
+
+
+def formats_for(zoo, architecture: str) -> list[str]:
+    return [
+        e.name
+        for e in zoo.exporters.entries_in_order()
+        if {architecture, "*"} & set(e.architectures)
+    ]
+
+
+def _call(entry, function, *args):
+    return call_plugin(function, *args, what=f"exporter {entry.name!r}", plugin=entry.plugin)
+
+
+def _refusal(checked: dict, name: str) -> str | None:
+    difference, agree = checked.get("max_difference"), checked.get("agree")
+    if not isinstance(difference, (int, float)) or not difference <= TOLERANCE:
+        return (
+            f"the {name} export's predictions on {checked.get('compared')} validation texts "
+            f"differ from zoo's by {difference:.3g} (more than {TOLERANCE}); nothing was written"
+        )
+    if agree is not True:
+        return (
+            f"the {name} export predicts other labels than zoo on validation texts; "
+            "nothing was written"
+        )
+    return None
+
+
+def validation_texts(trained, count: int = CHECK_TEXTS) -> list[str]:
+    """``count`` texts to check an export on: the run's validation texts (a long text, such
+    as a whole book in one row, cut into pieces), topped up from its training texts where
+    validation has fewer; never its test texts."""
+    from zoo.data.datasets import load_dataset
+
+    config = trained.config
+    where = config.get("dataset_location") or config.get("dataset_id") or config["dataset"]
+    try:
+        dataset = load_dataset(
+            str(where if Path(str(where)).exists() else config["dataset"]),
+            text_column=config.get("text_column"),
+            label_column=config.get("label_column"),
+        )
+    except ZooError as exc:
+        raise ZooError(
+            f"run {trained.run_id}: its dataset is needed to check the export: {exc}"
+        ) from None
+    texts: list[str] = []
+    for role in ("validation", "train"):
+        split = dataset.split(role)
+        for text in split.select(range(min(len(split), count)))[dataset.text_column]:
+            text = str(text or "")
+            texts += [text[i : i + PIECE_CHARS] for i in range(0, len(text), PIECE_CHARS)]
+            texts = [t for t in texts if t.strip()]
+            if len(texts) >= count:
+                return texts[:count]
+    if not texts:
+        raise ZooError(f"run {trained.run_id}: its dataset has no text to check the export on")
+    return texts
