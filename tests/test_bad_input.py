@@ -790,7 +790,7 @@ def test_registry_toml_documents_load_or_fail_with_one_line(tmp_path, document):
     try:
         merge_file(catalogue, path)
     except ZooError as exc:
-        assert str(exc).startswith(str(path)) and "\n" not in str(exc)
+        assert str(path) in str(exc) and "\n" not in str(exc)
         return
     for entry in catalogue.datasets.values():
         assert sum(x is not None for x in (entry.hub, entry.path, entry.plugin)) == 1
@@ -814,4 +814,4 @@ def test_registry_toml_of_any_bytes_loads_or_fails_with_one_line(tmp_path, data)
     try:
         merge_file(Catalogue(), path)
     except ZooError as exc:
-        assert str(exc).startswith(str(path)) and "\n" not in str(exc)
+        assert str(path) in str(exc) and "\n" not in str(exc)

@@ -28,6 +28,7 @@ COMMANDS = {
     "compare": [("compare", "--status", "all")],
     "plot": [("plot", "r1", "r2", "--plot", "curves.png")],
     "ensemble": [("ensemble", "r1", "r2")],
+    "export": [("export", "r1", "folder")],
     "tune": [("tune", "m1", "--on", "d1", "--space", "lr=log(1e-4,1e-2)", "--trials", "2")],
 }
 CALLS = {  # the API function each command calls

@@ -49,6 +49,7 @@ _LAZY = {
     "comparison_table": "zoo.api",
     "plot": "zoo.api",
     "rm": "zoo.api",
+    "export": "zoo.api",
     "Removal": "zoo.results",
 }
 
@@ -59,6 +60,7 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
         comparison_table,
         ensemble,
         evaluate,
+        export,
         load,
         models,
         plot,
@@ -114,6 +116,7 @@ __all__ = [
     "plot",
     "rm",
     "Removal",
+    "export",
 ]
 
 

@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from zoo.core.bounds import MAX_GENERATE_TOKENS, positive_argument
 from zoo.errors import ZooError
@@ -208,9 +209,9 @@ class SweepResult:
 
     cells: list[dict]
     """Every cell of the grid: its state, the run that holds it, or why it was skipped."""
-    comparison: object
+    comparison: Any
     """Pandas DataFrame, one row per table cell (None: nothing finished)"""
-    table: object = field(default=None, repr=False)
+    table: Any = field(default=None, repr=False)
     """The same as zoo.comparison.table renders it."""
 
     @property

@@ -17,6 +17,7 @@ anything trains::
     zoo.models(), zoo.show("decoder-char")                              # zoo list, show
     zoo.plot([run.id], "curves.png"), zoo.rm([run.id])                  # zoo plot, rm
     zoo.ensemble([id1, id2, id3], weights="fit")                        # zoo ensemble
+    zoo.export(run.id, "exported")                                      # zoo export
     zoo.tune(["encoder-bpe", "lstm-wordpunct"], on="rotten_tomatoes",   # zoo tune
              space="lr=log(1e-4,1e-2) dropout=float(0,0.5)", trials=12)
 
@@ -34,6 +35,7 @@ from zoo.api.inspecting import (
     runs,
     show,
 )
+from zoo.api.sharing import export
 from zoo.api.training import ensemble, evaluate, load, reproduce, resume, run, sweep, tune
 
 __all__ = [
@@ -53,4 +55,5 @@ __all__ = [
     "comparison_table",
     "plot",
     "rm",
+    "export",
 ]

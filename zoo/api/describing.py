@@ -273,9 +273,9 @@ def format_metrics(metrics: dict, indent: str = "  ") -> list[str]:
             lines.append(f"{indent}{key:<16} {value:.4f}")
         elif not isinstance(value, (dict, list)):
             lines.append(f"{indent}{key:<16} {value}")
-        elif _is_row_table(value):
+        elif isinstance(value, dict) and _is_row_table(value):
             tables += [f"{indent}{key}:"] + _row_table(value, indent + "  ")
-        elif _is_grid(value):
+        elif isinstance(value, list) and _is_grid(value):
             tables += [f"{indent}{key} (rows: true, columns: predicted):"] + _grid(
                 value, names if names and len(names) == len(value) else None, indent + "  "
             )
@@ -287,7 +287,7 @@ def format_metrics(metrics: dict, indent: str = "  ") -> list[str]:
 
 
 def _is_row_table(value) -> bool:
-    return (
+    return bool(
         isinstance(value, dict)
         and value
         and all(isinstance(v, dict) for v in value.values())
@@ -296,7 +296,7 @@ def _is_row_table(value) -> bool:
 
 
 def _is_grid(value) -> bool:
-    return (
+    return bool(
         isinstance(value, list)
         and value
         and all(isinstance(r, list) and len(r) == len(value) for r in value)

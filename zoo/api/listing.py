@@ -203,13 +203,13 @@ def format_matrix(table: list[dict]) -> str:
     frame["cell"] = [
         task or f"- ({number[reason]})" for task, reason in zip(frame["task"], frame["reason"])
     ]
-    table = frame.pivot(index="architecture", columns="dataset", values="cell").to_string()
+    text = frame.pivot(index="architecture", columns="dataset", values="cell").to_string()
     notes = [
         f"({i}) {reason if len(reason) <= 100 else reason[:97] + '...'}"
         for reason, i in number.items()
     ]
     return (
-        table
+        text
         + ("\n\n" + "\n".join(notes) if notes else "")
         + "\n(zoo list --matrix --json gives every reason in full)"
     )

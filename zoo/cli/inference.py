@@ -118,9 +118,9 @@ def cmd_eval(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from zoo.operations.export import export_run
+    from zoo import api
 
-    done = export_run(
+    done = api.export(
         args.run_id,
         args.folder,
         format=args.format,

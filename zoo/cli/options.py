@@ -121,7 +121,8 @@ def read_texts(path: str) -> list[str]:
 def batches_of_texts(texts: list[str], max_bytes: int = 2**20, max_texts: int = 1024):
     """Texts in groups of at most ``max_bytes`` and ``max_texts``: predictions are made a
     group at a time, so memory follows the group, not the whole input."""
-    group, size = [], 0
+    group: list[str] = []
+    size = 0
     for text in texts:
         length = len(text.encode("utf-8", errors="replace"))
         if group and (size + length > max_bytes or len(group) >= max_texts):

@@ -14,7 +14,7 @@ from zoo.train.curves import colors, finite, new_figure, save, training_curves
 __all__ = ["comparison_bars", "run_labels", "save", "training_curves"]  # what `zoo plot` draws with
 
 
-def run_label(row: dict, differing: list[str] = ()) -> str:
+def run_label(row: dict, differing: list[str] | tuple[str, ...] = ()) -> str:
     settings = settings_of(row)[0]
     extra = "".join(f", {key.rpartition('.')[2]}={settings.get(key)}" for key in differing)
     return f"{row['id']} {row['model']} on {row['dataset']} (seed {row['seed']}{extra})"

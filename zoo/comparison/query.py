@@ -218,7 +218,7 @@ class _Evaluator:
             raise _Refused("'in' cannot be chained with other comparisons; join them with 'and'")
         for op, right_node in zip(node.ops, node.comparators):
             if isinstance(op, (ast.In, ast.NotIn)):
-                values = [_literal(e) for e in right_node.elts]
+                values = [_literal(e) for e in getattr(right_node, "elts", ())]
                 step = _series(left, self.frame).isin(values)
                 step = ~step if isinstance(op, ast.NotIn) else step
                 right = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 
 def settings_of(row: dict, rows: dict | None = None) -> tuple[dict, str | None, str | None]:
@@ -38,7 +39,7 @@ def ensemble_settings(config: dict, rows: dict) -> dict:
 
     members = config.get("combines") or []
     names = [m.get("model") or "run" for m in members]
-    flat: dict[str, object] = {"weighting": config.get("weighting")}
+    flat: dict[str, Any] = {"weighting": config.get("weighting")}
     if config.get("weights_rule"):  # recorded since fitted weights minimise log loss
         flat["weights_rule"] = config["weights_rule"]
     for index, member in enumerate(members):

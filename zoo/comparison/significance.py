@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from zoo.comparison.labels import key_text, row_text, short_value, unique_keys
 from zoo.errors import UnknownNameError, ZooError
@@ -90,11 +91,11 @@ def with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
 
     is_baseline = _matching(table, rows_keys, baseline)
     empty = dict(diff=math.nan, ci_low=math.nan, ci_high=math.nan, df=math.nan, p=math.nan)
-    results = {
+    results: dict[Any, dict[str, Any]] = {
         index: {**empty, "p_holm": math.nan, "significant": None, "test": None}
         for index in table.index
     }
-    ambiguous = set()
+    ambiguous: set[str] = set()
     for _, group in _columns(table, column_keys):
         candidates = group[is_baseline[group.index]]
         tested = []

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
+from typing import Any
 
 from zoo.comparison.labels import (
     key_text,
@@ -135,7 +136,7 @@ def add_settings(frame, rows: dict):
 class Comparison:
     """The cells (one row each, numeric) and how to lay them out."""
 
-    cells: object  # pandas DataFrame
+    cells: Any  # pandas DataFrame
     rows: list[str]
     columns: list[str]
     baseline: str | None = None

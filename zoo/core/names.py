@@ -4,6 +4,7 @@ ARCHITECTURE-TOKENIZER pair), the tasks a dataset serves, and the task a run wil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from zoo.core.loading import get_zoo
 from zoo.errors import UnknownNameError, ZooError
@@ -34,9 +35,8 @@ def tasks_for(dataset_task: str | None, roles: set[str], zoo=None) -> tuple[str,
     whose column roles it has, the most specific (most roles) first."""
     tasks = registered_tasks(zoo)
     if dataset_task is not None:
-        usable = [t.name for t in tasks.values() if t.usable_with(dataset_task, roles)]
-        head = [dataset_task]
-        return tuple(head + [n for n in usable if n != dataset_task])
+        named = [t.name for t in tasks.values() if t.usable_with(dataset_task, roles)]
+        return tuple([dataset_task] + [n for n in named if n != dataset_task])
     usable = [t for t in tasks.values() if t.usable_with(None, roles)]
     usable.sort(key=lambda t: -len(t.columns))  # stable: registration order among equals
     return tuple(t.name for t in usable)
@@ -45,8 +45,8 @@ def tasks_for(dataset_task: str | None, roles: set[str], zoo=None) -> tuple[str,
 @dataclass
 class ModelSpec:
     name: str
-    architecture: object  # Entry
-    tokenizer: object  # Entry
+    architecture: Any  # Entry
+    tokenizer: Any  # Entry
     overrides: dict = field(default_factory=dict)
     description: str = ""
 

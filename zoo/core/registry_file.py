@@ -10,6 +10,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import tomllib
 
@@ -256,9 +257,9 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
             continue
         catalogue.ensembles.pop(name, None)
         parser.check_keys(body, MODEL_KEYS, where)
-        base = body.get("base", [])
-        base = [base] if isinstance(base, str) else parser.expect(base, list, f"{where} base")
-        for item in base:
+        given = body.get("base", [])
+        bases = [given] if isinstance(given, str) else parser.expect(given, list, f"{where} base")
+        for item in bases:
             parser.expect(item, str, f"{where} base")
         own = dict(parser.expect(body.get("set", {}), dict, f"{where} set"))
         catalogue.models[name] = Preset(
@@ -268,7 +269,7 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
             source=path,
             description=parser.expect(body.get("description", ""), str, f"{where} description"),
             overrides=own,
-            base=base,
+            base=bases,
             own=own,
             template=parser.expect(body.get("template", False), bool, f"{where} template"),
         )
@@ -307,7 +308,7 @@ class _FileParser:
                 return number
         return None
 
-    def fail(self, message: str, needle: str | None = None):
+    def fail(self, message: str, needle: str | None = None) -> NoReturn:
         line = self.line_of(needle) if needle else None
         where = f"{self.path}, line {line}" if line else str(self.path)
         raise ZooError(f"{where}: {message}")

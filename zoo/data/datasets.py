@@ -11,6 +11,7 @@ import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from zoo.core.names import tasks_for
 from zoo.core.registry_file import is_hub_id
@@ -33,7 +34,7 @@ class LoadedDataset:
     of a labelled dataset, and the tasks it serves, best first."""
 
     ref: DatasetRef
-    splits: object  # datasets.DatasetDict
+    splits: Any  # datasets.DatasetDict
     location: str  # where it was loaded from
     text_column: str
     label_column: str | None

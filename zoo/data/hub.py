@@ -53,7 +53,7 @@ def hub_access():
 
 def explain_error(exc: Exception) -> str:
     """The root cause of a loading failure, in words (datasets wraps it in its own error)."""
-    chain = [exc]
+    chain: list[BaseException] = [exc]
     while len(chain) < 20 and (chain[-1].__cause__ or chain[-1].__context__) is not None:
         chain.append(chain[-1].__cause__ or chain[-1].__context__)
     for error in chain:
@@ -66,7 +66,7 @@ def explain_error(exc: Exception) -> str:
             return f"a split has no rows ({str(error).strip()}); every split needs at least one"
     if type(chain[-1]).__name__ == "SchemaInferenceError":
         return "the file has no rows"
-    return short_error(chain[-1])
+    return short_error(chain[-1])  # type: ignore[arg-type]  # a cause is an Exception here
 
 
 def short_error(exc: Exception) -> str:

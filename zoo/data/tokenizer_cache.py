@@ -44,7 +44,7 @@ def cache_key(tokenizer_cls: type, name: str, config, fingerprint: str) -> dict:
         library = metadata.version("tokenizers")
     except metadata.PackageNotFoundError:
         library = None
-    if dataclasses.is_dataclass(config):
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
         config = dataclasses.asdict(config)
     return {
         "format": CACHE_FORMAT,

@@ -14,13 +14,14 @@ columns too, but they never split comparison rows.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from zoo.errors import ZooError
 
 SECTIONS = ("model", "tokenizer", "train", "dataset")
 
 
-def flat_settings(config: dict) -> dict[str, object]:
+def flat_settings(config: dict) -> dict[str, Any]:
     """'section.key' -> value for every recorded setting of a run's provenance."""
     flat = {}
     for section, values in (config.get("configs") or {}).items():
@@ -60,7 +61,7 @@ def _declared_incidental(architecture, tokenizer, task) -> tuple[str, ...]:
     return tuple(f"{s}.{k}" for s, keys in incidental_keys(classes).items() for k in keys)
 
 
-def result_settings(row: dict) -> dict[str, object]:
+def result_settings(row: dict) -> dict[str, Any]:
     """The settings that change a run's result ('section.key' -> value)."""
     skip = incidental_of(row)
     return {k: v for k, v in flat_settings(row.get("config") or {}).items() if k not in skip}

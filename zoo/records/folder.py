@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from zoo.errors import ZooError
 from zoo.io import load_json
@@ -21,7 +22,12 @@ CONFIG_KEYS = {
     "seed": int,
     "configs": dict,
 }
-SPEC_KEYS = {"task": str, "vocab_size": int, "num_classes": (int, type(None)), "pad_id": int}
+SPEC_KEYS: dict[str, Any] = {
+    "task": str,
+    "vocab_size": int,
+    "num_classes": (int, type(None)),
+    "pad_id": int,
+}
 MAX_VALUE_DEPTH = 4  # a config value is a number, a string, or a short list of them
 
 

@@ -9,6 +9,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -301,8 +302,8 @@ def save_plots(study, folder: Path) -> list[str]:
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # Optuna marks its matplotlib plots experimental
-                axes = draw(study)
-            figure = axes.figure if hasattr(axes, "figure") else axes.flat[0].figure
+                axes: Any = draw(study)
+            figure: Any = axes.figure if hasattr(axes, "figure") else axes.flat[0].figure
             figure.set_size_inches(7, 4.5)
             figure.tight_layout()
             buffer = io.BytesIO()

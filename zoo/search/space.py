@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from zoo.errors import UnknownNameError, ZooError
 
@@ -144,7 +145,7 @@ def _parse_number(text: str, kind: str, key: str):
 
 
 def check_space(
-    space: list[Dimension], plans: dict[str, object], overrides: dict, replan=None
+    space: list[Dimension], plans: dict[Any, Any], overrides: dict, replan=None
 ) -> dict:
     """Which dimensions each model searches: ``plans`` maps each model to a plan made without
     the space (zoo.train.plan.plan_run). A key no model has is a ZooError with a did-you-mean;

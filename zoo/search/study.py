@@ -20,6 +20,7 @@ import math
 import os
 import socket
 from dataclasses import dataclass, field
+from typing import Any
 
 from zoo.errors import UnknownNameError, ZooError
 
@@ -147,7 +148,7 @@ class TrialReporter:
     def __init__(self, storage: str, study: str, trial_id: int, pruner: str, keys: list[str]):
         self.storage, self.study, self.trial_id, self.pruner = storage, study, trial_id, pruner
         self.keys = keys  # the figures to report, the first one found
-        self._trial = None
+        self._trial: Any = None
 
     def __getstate__(self):
         return {**self.__dict__, "_trial": None}

@@ -14,6 +14,7 @@ import logging
 import time
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 from zoo.errors import SearchInterrupted, ZooError
 from zoo.search.study import (
@@ -44,8 +45,8 @@ def rerun_seeds(count: int) -> list[int]:
 class Trial:
     """One asked trial, ready to train."""
 
-    optuna_trial: object
-    cell: object  # zoo.sweeps.cells.Cell: model, dataset, seed 0, the settings, the plan
+    optuna_trial: Any
+    cell: Any  # zoo.sweeps.cells.Cell: model, dataset, seed 0, the settings, the plan
     extra: dict  # recorded in the run's config: {"tune": {"study": ..., "trial": ...}}
     reporter: TrialReporter
 
@@ -195,7 +196,8 @@ class TrialDriver:
             self.executor.start()  # an unreachable Ray cluster fails here (exit 2)
             log.info(f"    trials run on {self.executor.describe()}")
             self.started = True
-        driver, pending = self.driver, {}  # slot -> Trial
+        driver = self.driver
+        pending: dict = {}  # slot -> Trial
         try:
             while True:
                 while self.executor.free_slot() is not None and budget_left(

@@ -114,7 +114,7 @@ def run_search(
                 study_name=name,
                 storage=storage,
                 load_if_exists=True,
-                direction=objective.direction,
+                direction=objective.direction,  # type: ignore[arg-type]  # "minimize" or "maximize"
                 sampler=make_sampler(search.sampler, search.seed),
                 pruner=make_pruner(search.pruner),
             )

@@ -11,6 +11,7 @@ import dataclasses
 import fnmatch
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
@@ -28,7 +29,7 @@ class Cell:
     dataset: str
     seed: int
     setting: dict = field(default_factory=dict)  # this cell's --grid values, of their types
-    plan: object = None  # zoo.train.plan.Plan, when the cell can run
+    plan: Any = None  # zoo.train.plan.Plan, when the cell can run
     config_hash: str | None = None
     skip: str | None = None  # why the cell cannot run
     done: str | None = None  # the finished run that already holds this cell
@@ -138,16 +139,17 @@ def plan_sweep(
             f"{len(datasets)} dataset(s) x {len(settings):,} setting(s) x "
             f"{seeds:,} seed(s)); at most {MAX_CELLS:,}: split it"
         )
-    cells, loaded = [], {}
+    cells: list[Cell] = []
+    loaded: dict = {}
     for model in names:
         for dataset in datasets:
             for setting in settings:
-                first = None  # the setting's plan: the same for every seed but the seed
+                plan = None  # the setting's plan: the same for every seed but the seed
                 for seed in range(seeds):
                     cell = Cell(model, dataset, seed, setting)
                     try:
-                        if first is None:
-                            first = plan_run(
+                        if plan is None:
+                            plan = plan_run(
                                 model,
                                 dataset,
                                 overrides={**overrides, **setting},
@@ -156,7 +158,7 @@ def plan_sweep(
                                 zoo=zoo,
                                 loaded_cache=loaded,
                             )
-                        cell.plan = dataclasses.replace(first, seed=seed)
+                        cell.plan = dataclasses.replace(plan, seed=seed)
                         cell.config_hash = config_hash(cell.plan, zoo)
                     except ZooError as exc:
                         cell.skip = str(exc)
@@ -241,7 +243,7 @@ def describe_plan(sweep: Sweep) -> list[str]:
         f"{len(sweep.seeds)} seed(s) = {len(sweep.cells)} cells: {len(sweep.todo)} to run, "
         f"{len(sweep.finished_before)} already finished, {len(sweep.impossible)} impossible"
     ]
-    reasons = {}
+    reasons: dict = {}
     for cell in sweep.impossible:  # one line per pair: the reason does not depend on the seed
         reasons.setdefault((cell.label, cell.dataset), cell.skip)
     for (label, dataset), reason in reasons.items():

@@ -6,6 +6,7 @@ the lock comes free finds the cell finished and takes that run as its own ("reus
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from zoo.records.ownership import cell_lock
 from zoo.records.store import Store, home
@@ -13,7 +14,7 @@ from zoo.records.store import Store, home
 
 class CellClaims:
     def __init__(self):
-        self.held: dict[str, object] = {}  # config hash -> FileLock
+        self.held: dict[str, Any] = {}  # config hash -> FileLock
 
     def next_cell(self, todo: deque, say=None):
         """The first cell of ``todo`` that no other process trains, removed from it and

@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 from multiprocessing.connection import wait as wait_for
+from typing import Any
 
 from zoo.core.bounds import physical_memory
 from zoo.core.process import (
@@ -125,7 +126,7 @@ class ProcessExecutor(Executor):
         child.close()
         return process, parent
 
-    def wait(self) -> list[tuple[str, int, object]]:
+    def wait(self) -> list[tuple[str, int, Any]]:
         """Events from busy workers: ('op', slot, op), ('done', slot, outcome) or
         ('lost', slot, reason) when a worker died without finishing its cell."""
         busy = {slot: self.workers[slot] for slot in self.busy}

@@ -3,6 +3,8 @@ driver dies, so a rerun never meets a task still writing its run folder."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from zoo.core.process import set_threads
 from zoo.errors import ZooError
 from zoo.sweeps.dispatch import Executor
@@ -82,7 +84,7 @@ class RayExecutor(Executor):
     def submit(self, slot: int, task: dict) -> None:
         self.refs[self.remote.remote({**task, "threads": max(1, int(self.cpus))})] = slot
 
-    def wait(self) -> list[tuple[str, int, object]]:
+    def wait(self) -> list[tuple[str, int, Any]]:
         done, _ = self.ray.wait(list(self.refs), num_returns=1)
         events = []
         for ref in done:

@@ -219,7 +219,7 @@ class Checkpointer:
 
         cfg = job.train_config
         self.job, self.model, self.result, self.generators = job, model, result, generators
-        self.state = state or {}  # name -> object with state_dict() / load_state_dict()
+        self.state = state or {}  # name -> Any with state_dict() / load_state_dict()
         self.every = getattr(cfg, "checkpoint_every", 0) or 0
         self.seconds = getattr(cfg, "checkpoint_seconds", 0) or 0
         self.supported = callable(getattr(model, "optimizer_state", None))

@@ -21,6 +21,8 @@ on, has compiled). A batch of another shape than the captured one runs eagerly.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from zoo.train.model import NonFiniteError
@@ -41,7 +43,7 @@ class GraphedTrainStep:
 
     def reset(self) -> None:
         """Forget the graph (the optimizer's state was replaced, say): capture again."""
-        self.graph = None
+        self.graph: Any = None
         self.key = None
         self.warm_steps = 0
 

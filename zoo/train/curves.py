@@ -12,6 +12,7 @@ import io
 import logging
 import math
 from pathlib import Path
+from typing import Any
 
 from zoo.core.names import get_task
 from zoo.errors import ZooError
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 X_AXES = {"step": "optimizer step", "elapsed": "training time (seconds)"}
 
 
-def new_figure(width: float, height: float, layout: str | None = "constrained"):
+def new_figure(width: float, height: float, layout: Any = "constrained"):
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout=layout)

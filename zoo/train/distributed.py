@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 _context: Context | None = None
 
@@ -69,7 +70,9 @@ def setup(device: str) -> Context:
         backend = "gloo"
     if not dist.is_initialized():
         # device_id binds NCCL to this rank's GPU at init, as the PyTorch docs advise.
-        extra = {"device_id": torch.device("cuda", local)} if backend == "nccl" else {}
+        extra: dict[str, Any] = (
+            {"device_id": torch.device("cuda", local)} if backend == "nccl" else {}
+        )
         dist.init_process_group(backend=backend, **extra)
     _context = Context(rank, world, local, backend)
     return _context

@@ -142,9 +142,12 @@ class Model(Protocol):
         as it is."""
         ...
 
-    decodes_incrementally: bool
-    """Optional. True for a language model that generates without recomputing its whole
-    context each token: it has ``start_decoding`` and ``decode_step``."""
+    @property
+    def decodes_incrementally(self) -> bool:
+        """Optional. True for a language model that generates without recomputing its whole
+        context each token: it has ``start_decoding`` and ``decode_step`` (a class attribute
+        ``decodes_incrementally = True`` will do)."""
+        ...
 
     def start_decoding(
         self, inputs: np.ndarray, pads: np.ndarray | None = None
@@ -160,9 +163,12 @@ class Model(Protocol):
         context length: the caller starts again on a shorter context before it would."""
         ...
 
-    fits_training_split: bool
-    """Optional. True for a model fitted on the whole training split before the training
-    loop (it has ``fit``); pipelines never call ``fit`` on a model without it."""
+    @property
+    def fits_training_split(self) -> bool:
+        """Optional. True for a model fitted on the whole training split before the training
+        loop (it has ``fit``); pipelines never call ``fit`` on a model without it (a class
+        attribute ``fits_training_split = True`` will do)."""
+        ...
 
     def fit(
         self,

@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from zoo.core.bounds import check_seed
 from zoo.core.config import build_config, field_types, split_overrides
@@ -23,12 +24,12 @@ class Plan:
     """Everything decided before training starts."""
 
     spec: ModelSpec
-    dataset_ref: object
+    dataset_ref: Any
     task: str
-    pipeline: object  # Entry
+    pipeline: Any  # Entry
     configs: dict  # section -> config dataclass instance
     seed: int
-    loaded: object = None  # the LoadedDataset, when planning had to load it to learn its tasks
+    loaded: Any = None  # the LoadedDataset, when planning had to load it to learn its tasks
     columns: tuple = (None, None)  # the (text, label) column choices it was loaded with
     # section -> config keys a run recorded by an older zoo lacks: they hold the value that
     # reproduces its behaviour (the config class's LEGACY), and stay out of its record and hash
@@ -36,7 +37,7 @@ class Plan:
     # split roles the run never reads ("test" while a search chooses settings): it trains
     # and reports on the others only
     held_out: tuple = ()
-    init: object = None  # zoo.train.initialize.InitSource: the run whose weights it starts from
+    init: Any = None  # zoo.train.initialize.InitSource: the run whose weights it starts from
 
     def config_values(self) -> dict:
         """The configs as plain dicts (section -> values), as recorded in config.json."""

@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import shutil
 import time
+from typing import TYPE_CHECKING
 
 from zoo.core.containment import own_interrupts_fail
 from zoo.core.loading import get_zoo, task_loss
@@ -22,6 +23,9 @@ from zoo.train.job import Job, RunResult
 from zoo.train.plan import Plan, config_hash
 from zoo.train.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
 from zoo.train.starting import create_run_folder, new_run_id, plan_job, seed_everything
+
+if TYPE_CHECKING:
+    from zoo.train.tracking import Trackers
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +167,7 @@ def _record_and_train(
 
     if trackers_named:
         provenance["log_to"] = trackers_named
-    trackers = NoTrackers()
+    trackers: NoTrackers | Trackers = NoTrackers()
     if trackers_named and ranks.is_main:
         from zoo.train.tracking import Trackers
 

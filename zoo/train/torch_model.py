@@ -10,6 +10,7 @@ The training loop sets the speed options with ``configure_engine``.
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import numpy as np
 import torch
@@ -75,12 +76,14 @@ class TorchModel:
         self.device = torch.device(device)
         self.module = module.to(self.device)
         self.loss = loss
-        self.optimizer = None
+        self.optimizer: Any = None
         self.precision = "fp32"  # until configure_engine picks the precision to run at
-        self.scaler = None  # torch.amp.GradScaler, for fp16 only
-        self.distributed = None  # zoo.train.distributed.Context when training under torchrun
-        self._train_module = self.module  # what train_step calls: maybe compiled, maybe DDP
-        self._graphed = None  # zoo.train.cuda_graph.GraphedTrainStep, when steps replay a graph
+        self.scaler: Any = None  # torch.amp.GradScaler, for fp16 only
+        self.distributed: Any = None  # zoo.train.distributed.Context when training under torchrun
+        self._train_module: Any = self.module  # what train_step calls: maybe compiled, maybe DDP
+        self._graphed: Any = (
+            None  # zoo.train.cuda_graph.GraphedTrainStep, when steps replay a graph
+        )
 
     def configure_engine(
         self,
@@ -102,7 +105,7 @@ class TorchModel:
         self.precision = resolve_precision(precision, self.device)
         if self.precision == "fp16":
             self.scaler = torch.amp.GradScaler(self.device.type)
-        module = self.module
+        module: Any = self.module
         if compile:  # a compiled wrapper for training only; weights stay on self.module
             module = torch.compile(module)
         if distributed is not None and distributed.active:
@@ -142,10 +145,9 @@ class TorchModel:
                 "(it has no fits_training_split = True)"
             )
         mask = np.ones_like(inputs) if mask is None else mask
+        fit: Any = self.module.fit  # declared by the module (fits_training_split)
         with torch.no_grad():
-            self.module.fit(
-                self._tensor(inputs), self._tensor(mask), self._tensor(targets), vocabulary
-            )
+            fit(self._tensor(inputs), self._tensor(mask), self._tensor(targets), vocabulary)
 
     def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
         params = [p for p in self.module.parameters() if p.requires_grad]

@@ -16,6 +16,7 @@ import queue
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from zoo.errors import ZooError
 
@@ -65,7 +66,7 @@ class Trackers:
     """The chosen loggers of one run, fed from a queue by a thread of their own."""
 
     def __init__(self, names: list[str], zoo):
-        self.loggers: dict[str, object] = {}
+        self.loggers: dict[str, Any] = {}
         self.plugins: dict[str, str] = {}
         for name in names:
             entry = zoo.loggers.get(name)
