@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zoo.core.bounds import DEVICES, integer_argument, positive_argument
+from zoo.core.bounds import DEVICES, check_seed, positive_argument
 from zoo.errors import ZooError
 from zoo.messages import reporting_to
 from zoo.results import Evaluation, LoadedRun, Reproduction, Run, SweepResult, TuneResult
@@ -310,7 +310,7 @@ def tune(
         metric=metric,
         pruner=pruner,
         sampler=sampler,
-        seed=None if sampler_seed is None else integer_argument("sampler_seed", sampler_seed),
+        seed=None if sampler_seed is None else check_seed(sampler_seed, "sampler seed"),
         storage=storage,
         study=None if study is None else check_name_part(study, "study"),
         device=device,
