@@ -113,7 +113,9 @@ def plan_run(
         tasks = loaded.tasks
     # A plugin dataset that declares no task: whatever tasks need only text.
     tasks = tasks or tasks_for(None, {"text"}, zoo)
-    chosen = choose_task(spec.architecture, tasks, task)
+    chosen = choose_task(
+        spec.architecture, tasks, task, dataset=ref.name, known=zoo.pipelines.names()
+    )
     if chosen not in zoo.pipelines:  # the same reason `zoo list --matrix` gives
         raise ZooError(
             f"no pipeline is registered for {chosen} ({spec.architecture.name} on {ref.name})"
