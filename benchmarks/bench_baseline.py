@@ -228,7 +228,7 @@ def recorded_run(run_id: str) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("datasets", nargs="+")
     parser.add_argument("--model", default="encoder-wordpunct")
     parser.add_argument(

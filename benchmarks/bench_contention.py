@@ -60,7 +60,7 @@ def timed_run(args, extra_env: dict) -> tuple[float, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--model", default="digits-char")
     parser.add_argument("--dataset", default="digits")
     parser.add_argument("--steps", type=int, default=300)

@@ -50,7 +50,7 @@ def timed_run(path: Path, env: dict) -> tuple[float, float, float]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument(
         "--copies",
         type=int,

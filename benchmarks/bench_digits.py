@@ -109,7 +109,7 @@ def step_time() -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument(
         "--also",

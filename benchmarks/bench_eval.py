@@ -18,7 +18,7 @@ from common import header, load, parse_sets, table, write_results  # noqa: E402
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--model", default="decoder-char-nanogpt", help="a char decoder preset")
     parser.add_argument("--dataset", default="shakespeare")
     parser.add_argument("--set", action="append", help="overrides on the preset (as zoo run --set)")

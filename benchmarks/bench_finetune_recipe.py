@@ -93,7 +93,7 @@ def trial_rows(home: Path) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--dataset", default="rotten_tomatoes")
     parser.add_argument("--space", default=SPACE)
     parser.add_argument("--trials", type=int, default=6)

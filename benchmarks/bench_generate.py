@@ -64,7 +64,7 @@ def timed(trained, tokens: int, cache: bool, seed: int) -> tuple[float, float, s
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--run", help="an existing decoder-char run id (default: train one)")
     parser.add_argument("--steps", type=int, default=50, help="training steps for the run")
     parser.add_argument("--tokens", type=int, default=2000, help="tokens per cached round")

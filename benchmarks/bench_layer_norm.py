@@ -92,7 +92,7 @@ def median(values):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--steps", type=int, default=40)
     args = parser.parse_args()

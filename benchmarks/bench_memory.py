@@ -23,7 +23,7 @@ from common import REPO, header, load, table, write_results  # noqa: E402
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("model", nargs="?", default="decoder-char")
     parser.add_argument("--dataset", default="shakespeare")
     parser.add_argument("--steps", help="passed to zoo run")

@@ -264,7 +264,7 @@ def profile_zoo(shape: str, compile: bool, steps: int = 20) -> tuple[str, float 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument(
         "--nanogpt",
         default=os.environ.get("NANOGPT_DIR"),

@@ -36,7 +36,7 @@ def lm_loss():
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--steps", type=int, default=200, help="training steps of each run")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval-interval", type=int, default=50)

@@ -102,7 +102,7 @@ def median(values):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--model", default="digits-char")
     parser.add_argument("--dataset", default="digits")
     parser.add_argument("--seeds", type=int, default=4)

@@ -57,7 +57,7 @@ def launch(model: str, dataset: str, extra: list[str], torchrun: int, home: Path
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("model", nargs="?", default="decoder-char")
     parser.add_argument("--dataset", default="shakespeare")
     parser.add_argument("--target", type=float, default=1.88, help="val_loss to reach (nats)")

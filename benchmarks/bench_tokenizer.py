@@ -24,7 +24,7 @@ TARGET_SECONDS = 2.0
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--vocab", type=int, nargs="+", default=[512, 1024, 2048])
     parser.add_argument("--dataset", default="shakespeare")

@@ -119,7 +119,7 @@ def alternate(variants: list[Variant], steps: int, windows: int) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--model", default="decoder-char-nanogpt", help="a decoder preset")
     parser.add_argument("--dataset", default="shakespeare")
     parser.add_argument("--set", action="append", help="override on top of the reference config")

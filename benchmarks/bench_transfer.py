@@ -375,7 +375,7 @@ def save(path: Path, rows: list[dict], meta: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--datasets", nargs="+", default=["rotten_tomatoes", "emotion"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)

@@ -25,7 +25,7 @@ from common import header, load, parse_sets, percentile, table, write_results  #
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--models", nargs="+", default=["decoder-char", "gpt2-char", "llama-char"])
     parser.add_argument("--dataset", default="shakespeare")
     parser.add_argument("--set", action="append", help="override for every model")

@@ -138,7 +138,7 @@ def paired(study: dict) -> str:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--models", nargs="+", default=MODELS)
     parser.add_argument("--dataset", default="rotten_tomatoes")
     parser.add_argument("--space", default=SPACE)

@@ -89,7 +89,7 @@ def optuna_tasks(trials: int, cpus: int, folder: str) -> float:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--trials", type=int, default=8)
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)

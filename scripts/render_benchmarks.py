@@ -288,7 +288,7 @@ def rendered(records: list[dict] | None = None) -> dict[Path, str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument(
         "--check",
         action="store_true",

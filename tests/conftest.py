@@ -298,9 +298,8 @@ def kill_a_worker_held_at_a_checkpoint(
 
 @pytest.fixture
 def one_thread(monkeypatch):
-    """Tiny models on a shared 2-core machine: one torch thread here and in subprocesses
-    (several threads spin for microsecond-sized ops and cost 10-30x the CPU). Every process
-    of a comparison then runs with the same thread count."""
+    """One torch thread here and in subprocesses: every test has it already (TEST_THREADS);
+    a test that names this fixture says it depends on it."""
     import torch
 
     threads = torch.get_num_threads()

@@ -207,8 +207,9 @@ def test_train_show_predict_and_evaluate_round_trip(reviews):
 
     one = run_cli("predict", summary["run_id"], test["text"][0])
     assert one.code == 0, one
-    label, probability = one.out.strip().split("\t")
+    label, probability, text = one.out.rstrip("\n").split("\t")
     assert label == predicted[0] and 0.5 <= float(probability) <= 1.0
+    assert text == test["text"][0].replace("\t", "\\t")
     texts = reviews.parent / "texts.txt"
     texts.write_text("\n".join(test["text"][:3]) + "\n", encoding="utf-8")
     many = run_cli("predict", summary["run_id"], "--file", texts, "--json")

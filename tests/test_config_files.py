@@ -153,7 +153,8 @@ def _file(folder, text):
 def test_a_preset_builds_on_its_bases_and_a_users_file_may_build_on_builtins(tmp_path, monkeypatch):
     (tmp_path / "registry.toml").write_text(
         '[models.deep-char]\nbase = "decoder-char"\n[models.deep-char.set]\nn_layer = 4\n'
-        '[models.deep-bpe]\nbase = ["deep-char", "bpe-512"]\n',
+        '[models.deep-bpe]\nbase = ["deep-char", "bpe-512"]\n'
+        '[models.own-words]\nbase = ["deep-char", "bpe-512"]\ndescription = "my words"\n',
         encoding="utf-8",
     )
     monkeypatch.chdir(tmp_path)
@@ -168,6 +169,10 @@ def test_a_preset_builds_on_its_bases_and_a_users_file_may_build_on_builtins(tmp
         "min_frequency": 2,
     }
     assert "gpt-small" in catalogue.templates and "gpt-small" not in catalogue.models
+    # a description is the preset's own, never a base's (the tokenizer template's, say)
+    assert catalogue.models["own-words"].description == "my words"
+    assert deep.description == "built on deep-char + bpe-512"
+    assert catalogue.models["deep-char"].description == "built on decoder-char"
     result = run_cli("run", "gpt-small", "shakespeare")
     assert result.code == 2 and "template" in result.err
 

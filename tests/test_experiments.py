@@ -5,10 +5,11 @@ best is marked only when it beats the runner-up significantly."""
 
 import io
 import json
+import shutil
 
 import pandas as pd
 import pytest
-from conftest import TINY_DECODER, run_cli
+from conftest import TINY_DECODER, run_cli, train_once
 
 from zoo.records.store import Store
 
@@ -24,29 +25,29 @@ def ok(*args):
     return result
 
 
+@pytest.fixture(scope="module")
+def grid_sweep_home(tmp_path_factory):
+    """A 2x2 grid: lr 1e-3 and 5e-3 x n_layer 1 and 2, one seed, three steps; swept once
+    for the module."""
+    base = tmp_path_factory.mktemp("grid")
+    text = base / "tiny.txt"
+    text.write_text("".join(f"line {i}: the quick brown fox {i % 7}.\n" for i in range(400)))
+    grid = ["--grid", "lr=1e-3,5e-3", "--grid", "n_layer=1,2"]
+    sweep = ["sweep", "decoder-char", "--on", text, *grid, "--steps", 3, *TINY, "--device", "cpu"]
+    return base / "runs", train_once(base, {"grid": sweep})["grid"]
+
+
 @pytest.fixture
-def grid_sweep(tiny_text):
-    """A 2x2 grid: lr 1e-3 and 5e-3 x n_layer 1 and 2, one seed, three steps."""
-    result = ok(
-        "sweep",
-        "decoder-char",
-        "--on",
-        tiny_text,
-        "--grid",
-        "lr=1e-3,5e-3",
-        "--grid",
-        "n_layer=1,2",
-        "--steps",
-        3,
-        *TINY,
-        "--json",
-        "--device",
-        "cpu",
-    )
-    return json.loads(result.out)
+def grid_sweep(grid_sweep_home, isolated):
+    """The grid's cells, their runs in a copy of the store that is this test's ZOO_HOME."""
+    from zoo.records.store import home
+
+    source, printed = grid_sweep_home
+    shutil.copytree(source, home())
+    return printed
 
 
-def test_grid_sweep_queried_by_settings_through_compare_and_runs(grid_sweep, tiny_text):
+def test_grid_sweep_queried_by_settings_through_compare_and_runs(grid_sweep):
     import zoo
 
     cells = grid_sweep["cells"]

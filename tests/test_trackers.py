@@ -1,6 +1,8 @@
 """Trackers (the register_loggers hook): --log-to tensorboard,mlflow sends a run's curves
 and final metrics where TensorBoard's event reader and MlflowClient read back the steps and
-figures of metrics.jsonl; a logger that raises is one warning and never fails the run."""
+figures of metrics.jsonl; the run says where each wrote, and keeps it; the settings reach
+TensorBoard's HParams dashboard; a sweep's runs are grouped; a logger that raises is one
+warning and never fails the run."""
 
 import json
 import time
@@ -47,7 +49,10 @@ def test_tensorboard_and_mlflow_hold_the_curves_and_final_metrics(tiny_text, mon
     steps = {name: [r["step"] for r in curve if name in r] for name in ("train_loss", "val_loss")}
     assert len(steps["val_loss"]) >= 2
 
-    events = EventAccumulator(str(home() / run["run_id"]))
+    assert run["trackers"]["tensorboard"]["log_dir"] == str(
+        (home() / "tensorboard" / run["run_id"]).resolve()
+    )
+    events = EventAccumulator(run["trackers"]["tensorboard"]["log_dir"])
     events.Reload()
     for name, expected in steps.items():
         assert [e.step for e in events.Scalars(name)] == expected
@@ -58,9 +63,19 @@ def test_tensorboard_and_mlflow_hold_the_curves_and_final_metrics(tiny_text, mon
         run["metrics"]["val_bpc"], rel=1e-6
     )
 
+    session = hparams_session(run["trackers"]["tensorboard"]["log_dir"])
+    assert session["hparams"]["model.n_layer"] == 1 and session["hparams"]["seed"] == 0
+    assert session["hparams"]["model"] == "decoder-char"
+    assert "final/val_bpc" in session["metrics"]
+
     client = MlflowClient(tracking_uri=f"sqlite:///{home().resolve() / 'mlflow.db'}")
     (found,) = client.search_runs([client.get_experiment_by_name("zoo").experiment_id])
     assert found.data.tags["zoo.run_id"] == run["run_id"]
+    assert run["trackers"]["mlflow"] == {
+        "tracking_uri": f"sqlite:///{home().resolve() / 'mlflow.db'}",
+        "experiment": "zoo",
+        "run_id": found.info.run_id,
+    }
     assert found.data.params["model.n_layer"] == "1" and found.data.params["train.lr"]
     history = client.get_metric_history(found.info.run_id, "val_loss")
     # the curve's steps, then the final figure (whole splits) at the last step: the run's
@@ -70,7 +85,74 @@ def test_tensorboard_and_mlflow_hold_the_curves_and_final_metrics(tiny_text, mon
     assert found.data.metrics["val_bpc"] == pytest.approx(run["metrics"]["val_bpc"], rel=1e-9)
     artifacts = {a.path for a in client.list_artifacts(found.info.run_id)}
     assert {"metrics.jsonl", "config.json", "model.safetensors"} <= artifacts
+    assert not [a for a in artifacts if a.startswith(".") or a.endswith((".lock", ".tmp"))]
+    assert (home() / run["run_id"] / ".writer.lock").exists()  # there, and not sent
     assert found.info.status == "FINISHED"
+
+    shown = run_cli("show", run["run_id"])
+    assert shown.code == 0
+    assert f"tensorboard: log_dir {run['trackers']['tensorboard']['log_dir']}" in shown.out
+    assert f"run_id {found.info.run_id}" in shown.out
+
+
+def hparams_session(log_dir: str) -> dict:
+    """What TensorBoard's HParams dashboard reads from a run's folder: the settings of its
+    session and the metric tags the experiment declares."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    events = EventAccumulator(log_dir)
+    events.Reload()
+    data = {
+        tag: plugin_data_pb2.HParamsPluginData.FromString(content)
+        for tag, content in events.PluginTagToContent("hparams").items()
+    }
+    start = data["_hparams_/session_start_info"].session_start_info
+    experiment = data["_hparams_/experiment"].experiment
+    hparams = {}
+    for key, value in start.hparams.items():
+        kind = value.WhichOneof("kind")
+        hparams[key] = getattr(value, kind)
+        if kind == "number_value" and float(hparams[key]).is_integer():
+            hparams[key] = int(hparams[key])
+    return {"hparams": hparams, "metrics": [m.name.tag for m in experiment.metric_infos]}
+
+
+@pytest.mark.slow
+def test_a_run_prints_where_each_tracker_wrote(tiny_text, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    result = run_cli(
+        "run", "decoder-char", tiny_text, "--steps", 4, *TINY_DECODER, "--device", "cpu",
+        "--quiet", "--log-to", "tensorboard,mlflow",
+    )  # fmt: skip
+    assert result.code == 0, result
+    lines = result.out.splitlines()
+    (board,) = [line for line in lines if line.startswith("tensorboard: log_dir ")]
+    (mlflow,) = [line for line in lines if line.startswith("mlflow: tracking_uri sqlite:///")]
+    assert str(home().resolve() / "tensorboard") in board and "run_id " in mlflow
+
+
+@pytest.mark.slow
+def test_a_sweep_groups_its_runs_in_each_tracker(tiny_text, monkeypatch):
+    from mlflow import MlflowClient
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    result = run_cli(
+        "sweep", "decoder-char", "--on", tiny_text, "--steps", 2, *TINY_DECODER,
+        "--grid", "lr=1e-3,2e-3", "--log-to", "tensorboard,mlflow", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result
+    run_ids = {cell["run_id"] for cell in json.loads(result.out)["cells"]}
+    (group,) = (home() / "tensorboard").iterdir()  # one folder for the sweep
+    assert group.name.startswith("sweep-")
+    assert {p.name for p in group.iterdir()} == run_ids
+    client = MlflowClient(tracking_uri=f"sqlite:///{home().resolve() / 'mlflow.db'}")
+    found = client.search_runs([client.get_experiment_by_name("zoo").experiment_id])
+    children = [r for r in found if "zoo.run_id" in r.data.tags]
+    (parent,) = [r for r in found if "zoo.run_id" not in r.data.tags]
+    assert {r.data.tags["zoo.run_id"] for r in children} == run_ids
+    assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parent.info.run_id}
+    assert parent.info.run_name == group.name
 
 
 class Broken:

@@ -33,6 +33,26 @@ def clip(message, limit: int = 2000) -> str:
     return f"{message[: limit - 200]} ... {message[-150:]} ({len(message):,} characters)"
 
 
+def close_names(name: str, available, n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """The names in ``available`` closest to ``name``, best first: near spellings
+    (difflib's ratio), and names that one starts with the other, an abbreviation or a
+    longer spelling ('lrate' for 'lr'), which count as 0.8."""
+    name = name[:200]
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(name)
+    scored = []
+    for candidate in available:
+        matcher.set_seq1(candidate)
+        score = matcher.ratio()
+        shorter, longer = sorted((candidate.lower(), name.lower()), key=len)
+        if len(shorter) >= 2 and longer.startswith(shorter) and shorter != longer:
+            score = max(score, 0.8)
+        if score >= cutoff:
+            scored.append((score, candidate))
+    scored.sort(key=lambda pair: -pair[0])
+    return [candidate for _, candidate in scored[:n]]
+
+
 class UnknownNameError(ZooError):
     """A name that matches nothing registered: the message names the ``kind`` and the
     ``name``, suggests the closest of ``available`` ("Did you mean: ...?"), and lists them
@@ -40,7 +60,7 @@ class UnknownNameError(ZooError):
 
     def __init__(self, kind: str, name: str, available, hint: str | None = None):
         available = sorted(available)
-        close = difflib.get_close_matches(str(name)[:200], available, n=3, cutoff=0.6)
+        close = close_names(str(name), available)
         message = f"Unknown {kind} {shown(name)}."
         if close:
             message += f" Did you mean: {', '.join(close)}?"

@@ -132,8 +132,11 @@ def register_loggers(register: Register) -> None:
     - ``target``: ``"module:Class"`` (imported only when chosen) or the class; called with no
       arguments when a run starts, it returns an object with three methods:
       ``start(run)`` (``run``: a dict with ``id``, ``folder``, ``model``, ``dataset``,
-      ``task``, ``seed`` and ``settings``, the resolved config as ``"section.key"`` ->
-      value), ``log(record)`` (each record of metrics.jsonl: ``step``, ``train_loss``,
+      ``task``, ``seed``, ``settings``, the resolved config as ``"section.key"`` ->
+      value, and ``group``, the sweep, study or ensemble preset the run belongs to, or
+      None; it may return a dict of strings saying where it writes, such as
+      ``{"log_dir": ...}``, which zoo prints and keeps in the run's record),
+      ``log(record)`` (each record of metrics.jsonl: ``step``, ``train_loss``,
       ``lr``, validation figures...) and ``finish(metrics, folder, status)`` (the final
       metrics, the run folder with every artifact, the run's status).
 

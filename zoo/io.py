@@ -303,11 +303,20 @@ def check_depth(data, what: str, limit: int = MAX_CONFIG_DEPTH) -> None:
             stack.extend((item, depth + 1) for item in items)
 
 
+MAX_TOKENIZER_BYTES = 128 * 2**20  # a vocabulary of 2^20 tokens and its merges, with room
+
+
 def load_tokenizer(cls, path: Path):
     """``cls.load(path)`` for a tokenizer file, with a broken file as a ZooError."""
     path = Path(path)
     if not path.is_file():
         raise ZooError(f"No tokenizer at {path}")
+    size = path.stat().st_size
+    if size > MAX_TOKENIZER_BYTES:  # checked before parsing: a huge file takes minutes and GBs
+        raise ZooError(
+            f"{path} is {size / 2**20:,.0f} MiB; a tokenizer file is at most "
+            f"{MAX_TOKENIZER_BYTES // 2**20} MiB"
+        )
     try:
         return cls.load(path)
     except Exception as exc:

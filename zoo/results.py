@@ -42,6 +42,9 @@ class Run:
     """Seconds, set-up and evaluation included."""
     summary: dict = field(default_factory=dict, repr=False)
     """Everything `zoo run` prints."""
+    trackers: dict = field(default_factory=dict)
+    """Where each tracker (``log_to``) wrote: ``{"mlflow": {"tracking_uri": ..., "run_id":
+    ...}, "tensorboard": {"log_dir": ...}}``."""
 
     @classmethod
     def from_result(cls, result: dict) -> Run:
@@ -58,6 +61,7 @@ class Run:
             list(result.get("samples") or []),
             result.get("duration"),
             dict(result),
+            dict(result.get("trackers") or {}),
         )
 
     def load(self) -> LoadedRun:

@@ -2,7 +2,9 @@
 (default "zoo"), at MLFLOW_TRACKING_URI or else a SQLite store in ZOO_HOME (the folder
 of the run folders)
 (``mlflow ui --backend-store-uri sqlite:///$ZOO_HOME/mlflow.db`` shows it). Params are the
-run's settings, metrics carry their steps, and the run folder becomes its artifacts."""
+run's settings, metrics carry their steps, and the run folder's files become its artifacts
+(not its lock and temporary files). A sweep's or a search's runs are children of one parent
+run named after it, as MLflow shows nested runs."""
 
 from __future__ import annotations
 
@@ -47,6 +49,9 @@ class MlflowLogger:
             "zoo.dataset": run["dataset"],
             "zoo.task": run["task"],
         }
+        if run.get("group"):
+            tags["zoo.group"] = run["group"]
+            tags["mlflow.parentRunId"] = self._parent(experiment_id, run["group"])
         self.run_id = self.client.create_run(
             experiment_id, run_name=run["id"], tags=tags
         ).info.run_id
@@ -56,6 +61,28 @@ class MlflowLogger:
         ]
         for start in range(0, len(params), 100):  # MLflow takes 100 params per batch
             self.client.log_batch(self.run_id, params=params[start : start + 100])
+        return {
+            "tracking_uri": self.client.tracking_uri,
+            "experiment": name,
+            "run_id": self.run_id,
+        }
+
+    def _parent(self, experiment_id: str, group: str) -> str:
+        """The group's parent run, made by the first of its runs. Parallel workers may
+        make one each at once: each then takes the oldest and removes its own spare."""
+        query = f"tags.`zoo.parent` = '{group}'"
+        found = self.client.search_runs([experiment_id], query, order_by=["start_time ASC"])
+        if found:
+            return found[0].info.run_id
+        mine = self.client.create_run(
+            experiment_id, run_name=group, tags={"zoo.parent": group}
+        ).info.run_id
+        self.client.set_terminated(mine, "FINISHED")
+        found = self.client.search_runs([experiment_id], query, order_by=["start_time ASC"])
+        oldest = min(found, key=lambda r: (r.info.start_time, r.info.run_id)).info.run_id
+        if oldest != mine:
+            self.client.delete_run(mine)
+        return oldest
 
     def log(self, record: dict) -> None:
         self.step = int(record.get("step", self.step))
@@ -63,7 +90,9 @@ class MlflowLogger:
 
     def finish(self, metrics: dict, folder: Path, status: str) -> None:
         self._metrics(metrics, self.step)  # the final figures at the last step
-        self.client.log_artifacts(self.run_id, str(folder))
+        for path in _artifacts(Path(folder)):
+            where = path.parent.relative_to(folder).as_posix()
+            self.client.log_artifact(self.run_id, str(path), None if where == "." else where)
         self.client.set_tag(self.run_id, "zoo.status", status)
         self.client.set_terminated(self.run_id, "FINISHED" if status == "finished" else "FAILED")
 
@@ -78,3 +107,15 @@ class MlflowLogger:
         ]
         for start in range(0, len(batch), 1000):  # MLflow takes 1000 metrics per batch
             self.client.log_batch(self.run_id, metrics=batch[start : start + 1000])
+
+
+def _artifacts(folder: Path):
+    """The run folder's files, without what only a live run needs: the writer's lock,
+    hidden files and the temporary files of atomic writes."""
+    for path in sorted(folder.rglob("*")):
+        parts = path.relative_to(folder).parts
+        if not path.is_file() or any(part.startswith(".") for part in parts):
+            continue
+        if path.suffix in (".lock", ".tmp", ".part"):
+            continue
+        yield path

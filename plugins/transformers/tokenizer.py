@@ -50,6 +50,7 @@ class PretrainedTokenizer(TokenizersTokenizer):
             check_source(config.pretrained)
         except ValueError as exc:
             raise ZooError(str(exc)) from None
+        check_file_sizes(config.pretrained)
         try:
             loaded = AutoTokenizer.from_pretrained(config.pretrained)
         except Exception as exc:
@@ -147,3 +148,21 @@ def post_processor_frame(backend) -> tuple[tuple[int, ...], tuple[int, ...]]:
         "the checkpoint's tokenizer changes a text's own tokens when it adds its "
         "special tokens; zoo cannot tell where they go"
     )
+
+
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model")
+MAX_TOKENIZER_BYTES = 128 * 2**20  # a vocabulary of 2^20 tokens and its merges, with room
+
+
+def check_file_sizes(source: str) -> None:
+    """A local checkpoint's tokenizer files, by size, before any is parsed: one too large
+    for a vocabulary zoo accepts is refused at once, not after minutes and gigabytes."""
+    folder = Path(str(source)).expanduser()
+    for name in TOKENIZER_FILES:
+        path = folder / name
+        size = path.stat().st_size if path.is_file() else 0
+        if size > MAX_TOKENIZER_BYTES:
+            raise ZooError(
+                f"the tokenizer of {source!r}: {name} is {size / 2**20:,.0f} MiB; at most "
+                f"{MAX_TOKENIZER_BYTES // 2**20} MiB (a vocabulary of at most 2^20 tokens)"
+            )

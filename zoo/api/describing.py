@@ -230,6 +230,12 @@ def show_run(zoo, run_id: str) -> str:
             lines.append(f"    {key}: {config[key]}")
     for name, version in (config.get("versions") or {}).items():
         lines.append(f"    version {name}: {version}")
+    trackers = config.get("trackers")
+    if isinstance(trackers, dict) and trackers:  # where --log-to sent the run
+        from zoo.train.tracking import tracker_lines
+
+        lines.append("  trackers:")
+        lines += [f"    {line}" for line in tracker_lines(trackers)]
     with Store() as store:
         evaluations = store.evaluations(row["id"])
     from zoo.comparison.table import eval_value, primary_metric

@@ -15,8 +15,18 @@ KIND_OF = {
 }
 
 
+def as_glob(pattern: str | None) -> str:
+    """A name filter as typed: a wildcard pattern ('*-char') as it is, any other text as a
+    part of the name ('char' matches 'encoder-char' and 'char')."""
+    if not pattern:
+        return "*"
+    return pattern if any(c in pattern for c in "*?[") else f"*{pattern}*"
+
+
 def rows(zoo, kind: str, pattern: str = "*", *, all_pairs: bool = False) -> list[dict]:
     import fnmatch
+
+    pattern = as_glob(pattern)
 
     if kind == "pipelines":  # one per task: the name is the task's
         return [

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zoo.core.bounds import DEVICES, integer_argument, positive_argument
+from zoo.core.bounds import DEVICES, check_seed, positive_argument
 from zoo.errors import ZooError
 from zoo.messages import reporting_to
 from zoo.results import Evaluation, LoadedRun, Reproduction, Run, SweepResult, TuneResult
@@ -32,6 +32,7 @@ def run(
     label_column: str | None = None,
     quiet: bool = False,
     log_to: str | list[str] | None = None,
+    log_every: int | float | str | None = None,
     init: str | None = None,
     settings: dict | None = None,
     **more_settings,
@@ -43,15 +44,22 @@ def run(
     is recorded: the result is then an ``Ensemble`` (as ``zoo.ensemble`` returns). `log_to`
     names trackers (``"tensorboard,mlflow"``; default ZOO_LOG_TO) that also get its figures.
     ``init`` names a finished run whose tokenizer and matching weights it starts from
-    (`--init`)."""
+    (`--init`). When the output is not a terminal, a progress line comes every
+    ``log_every`` steps (``50``) or seconds (``"30s"``; default: about ten a run, at least
+    every 30 s, and one per validation); ``quiet`` prints no progress."""
     from zoo.core.loading import get_zoo
     from zoo.train import distributed
     from zoo.train.plan import plan_run
+    from zoo.train.progress import parse_log_every
     from zoo.train.runner import execute
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
     overrides = _overrides({**(settings or {}), **more_settings}, steps, time)
+    try:
+        log_every = parse_log_every(log_every)
+    except ValueError as exc:
+        raise ZooError(str(exc)) from None
     if model in get_zoo().catalogue.ensembles:
         from zoo.operations.ensemble import run_preset
 
@@ -65,6 +73,8 @@ def run(
             task=task,
             text_column=text_column,
             label_column=label_column,
+            log_to=log_to,
+            log_every=log_every,
         )
     plan = plan_run(
         model,
@@ -85,6 +95,7 @@ def run(
                 text_column=text_column,
                 label_column=label_column,
                 log_to=log_to,
+                log_every=log_every,
             )
     finally:
         distributed.teardown()  # under torchrun: leave the process group cleanly
@@ -219,7 +230,8 @@ def sweep(
                 better=better,
                 pool=pool,
             )
-        return SweepResult(report.records(plan), table.cells if table is not None else None, table)
+        comparison = report.comparison_frame(plan, table.cells) if table is not None else None
+        return SweepResult(report.records(plan), comparison, table)
 
 
 def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto") -> Ensemble:
@@ -298,7 +310,7 @@ def tune(
         metric=metric,
         pruner=pruner,
         sampler=sampler,
-        seed=None if sampler_seed is None else integer_argument("sampler_seed", sampler_seed),
+        seed=None if sampler_seed is None else check_seed(sampler_seed, "sampler seed"),
         storage=storage,
         study=None if study is None else check_name_part(study, "study"),
         device=device,

@@ -57,7 +57,12 @@ def add_commands(commands) -> None:
         description="List what the zoo holds, with descriptions and the plugin each comes from.",
     )
     p.add_argument("kind", nargs="?", choices=KINDS, help="list only this kind")
-    p.add_argument("pattern", nargs="?", default="*", help="wildcard filter, e.g. '*-char'")
+    p.add_argument(
+        "pattern",
+        nargs="?",
+        default="*",
+        help="a part of the name ('char') or a wildcard filter ('*-char')",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument(
         "--all",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import unicodedata
 
 from zoo.cli.options import (
     RELOAD_DEVICE_HELP,
@@ -63,9 +64,20 @@ def cmd_predict(args) -> int:
         for text, prediction in zip(group, run.predict(group)):
             if args.json:  # strict JSON: NaN and infinities are null
                 print_json({"text": text, **prediction_record(prediction)})
-            else:
-                print(prediction_line(prediction))
+            else:  # the prediction's fields, then the text it answers
+                print(f"{prediction_line(prediction)}\t{one_line(text)}")
     return 0
+
+
+def one_line(text: str) -> str:
+    """A text on one line of a tab-separated output: control characters (tabs, newlines,
+    terminal escapes) written as escapes, so each text stays one line, one last column."""
+    return "".join(
+        char.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(char) == "Cc"
+        else char
+        for char in text
+    )
 
 
 def predict_texts(given: list[str], file: str | None) -> list[str]:
@@ -159,8 +171,9 @@ def add_commands(commands) -> None:
     p = commands.add_parser(
         "predict",
         help="predict with a trained run whose task offers predict",
-        description="Print the predicted label (or next item) and its "
-        "probability, one line per text.",
+        description="Print the predicted label (or next item), its "
+        "probability and the text, tab-separated, one line per text "
+        "(--json: one object per text, with the text).",
     )
     p.add_argument("run_id", help="run id (or a unique prefix)")
     p.add_argument(

@@ -8,7 +8,9 @@ with an ``add_commands(commands)``; plugins add theirs through ``register_comman
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import logging
 import os
 import signal
 import sys
@@ -17,11 +19,22 @@ from zoo import __version__
 from zoo.cli import browse, inference, runs, training, tune
 from zoo.cli.options import check_output_options, others_print_to_stderr
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
-from zoo.errors import PluginError, SearchInterrupted, SweepInterrupted, ZooError, clip
+from zoo.errors import PluginError, SearchInterrupted, SweepInterrupted, ZooError, clip, close_names
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line with a did-you-mean, and exit code 2."""
+    """argparse, but a usage error is one line with a did-you-mean, and exit code 2, and an
+    option is only ever its whole name (``--step 5`` is an error, never ``--steps 5``)."""
+
+    innermost = None  # the last (sub)command parser that parsed: a typo is near its options
+
+    def __init__(self, *args, **kwargs):
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        Parser.innermost = self
+        return super().parse_known_args(args, namespace)
 
     def error(self, message):
         if "invalid choice" in message:
@@ -29,6 +42,12 @@ class Parser(argparse.ArgumentParser):
             choices = message.split("choose from")[-1]
             names = [c.strip(" '),") for c in choices.split(",")]
             close = difflib.get_close_matches(bad, names, n=1)
+            if close:
+                message += f". Did you mean: {close[0]}?"
+        if message.startswith("unrecognized arguments:") and Parser.innermost is not None:
+            typed = [word for word in message.split()[2:] if word.startswith("--")]
+            options = [o for a in Parser.innermost._actions for o in a.option_strings]
+            close = close_names(typed[0].split("=")[0], options, n=1) if typed else []
             if close:
                 message += f". Did you mean: {close[0]}?"
         raise ZooError(message if self.prog == "zoo" else f"{self.prog}: {message}")
@@ -175,14 +194,39 @@ def run_command(argv: list[str]) -> int:
     warnings) shows on stderr."""
     from zoo.messages import reporting_to
 
-    with reporting_to(None):
+    with reporting_to(None), progress_lines_on_stdout():
         return _command(argv)
+
+
+class _Stdout(logging.StreamHandler):
+    """Writes to whatever ``sys.stdout`` is when a line comes (tests and --json swap it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stdout
+        super().emit(record)
+
+
+@contextlib.contextmanager
+def progress_lines_on_stdout():
+    """Training's progress lines (zoo.train.progress, written only when the output is not a
+    terminal) on standard output, before the result: a redirected run's log holds them."""
+    logger = logging.getLogger("zoo.train.progress")
+    handler = _Stdout()
+    saved = logger.handlers[:], logger.propagate, logger.level
+    logger.handlers, logger.propagate = [handler], False
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.handlers, logger.propagate = saved[0], saved[1]
+        logger.setLevel(saved[2])
 
 
 def _command(argv: list[str]) -> int:
     debug = "--debug" in argv or os.environ.get("ZOO_DEBUG") == "1"
     try:
-        args = build_parser().parse_args(argv)
+        with others_print_to_stderr("--json" in argv):  # a plugin printing as it loads
+            args = build_parser().parse_args(argv)
         if not getattr(args, "handler", None):
             build_parser().print_help()
             return 0

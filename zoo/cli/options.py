@@ -75,6 +75,8 @@ def read_texts(path: str) -> list[str]:
     if path != "-":
         check_file_size(path, MAX_PREDICT_BYTES, "--file")  # a regular file: before reading
     texts, total = [], 0
+    if path == "-" and getattr(sys.stdin, "buffer", None) is None:  # started with `<&-`
+        raise ZooError("--file -: standard input is closed; pipe the texts in, or name a file")
     try:
         handle = sys.stdin.buffer if path == "-" else open(path, "rb")
     except OSError as exc:

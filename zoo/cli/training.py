@@ -9,6 +9,8 @@ from zoo.cli.options import add_output_options, positive_float, positive_int, pr
 from zoo.cli.runs import add_compare_options, emit_comparison
 from zoo.cli.training_options import add_config_option
 from zoo.core.bounds import DEVICES, seed_argument
+from zoo.train.progress import log_every_argument
+from zoo.train.tracking import tracker_lines
 
 
 def cmd_run(args) -> int:
@@ -32,6 +34,7 @@ def cmd_run(args) -> int:
         label_column=args.label_column,
         quiet=args.quiet or args.json,
         log_to=args.log_to,
+        log_every=args.log_every,
         init=args.init,
         settings=settings,
     )
@@ -41,7 +44,7 @@ def cmd_run(args) -> int:
         print_ensemble(run, args.json)
         return 0
     if run.summary.get("rank", 0) == 0:  # under torchrun, rank 0 speaks for the run
-        print_result(run.summary, args.json)
+        print_result(run.summary, args.json, quiet=args.quiet)
     return 0
 
 
@@ -59,7 +62,8 @@ def figure(value) -> str:
     return f"{value:.4g}"
 
 
-def print_result(result: dict, as_json: bool) -> None:
+def print_result(result: dict, as_json: bool, *, quiet: bool = False) -> None:
+    """A finished run: its figures, samples (not with --quiet), folder and curve."""
     keys = (
         "run_id",
         "model",
@@ -71,6 +75,7 @@ def print_result(result: dict, as_json: bool) -> None:
         "params",
         "seed",
         "metrics",
+        "trackers",
     )
     if as_json:
         print_json({k: result.get(k) for k in keys})
@@ -85,11 +90,13 @@ def print_result(result: dict, as_json: bool) -> None:
     for key in shown:
         value = metrics[key]
         print(f"  {key:<16} {figure(value)}")
-    for i, sample in enumerate(result.get("samples") or []):
+    for i, sample in enumerate([] if quiet else result.get("samples") or []):
         lines = sample.strip("\n").splitlines()[:8]
         print(f"--- sample {i + 1} ---")
         print("\n".join(lines))
     print(f"saved in {result['run_dir']}")
+    for line in tracker_lines(result.get("trackers")):
+        print(line)
     if result.get("curve"):
         print(f"training curve: {result['curve']}")
     elif result.get("curve_error"):
@@ -99,7 +106,8 @@ def print_result(result: dict, as_json: bool) -> None:
 def cmd_resume(args) -> int:
     from zoo import api
 
-    print_result(api.resume(args.run_id, quiet=args.quiet or args.json).summary, args.json)
+    run = api.resume(args.run_id, quiet=args.quiet or args.json)
+    print_result(run.summary, args.json, quiet=args.quiet)
     return 0
 
 
@@ -222,6 +230,13 @@ def add_commands(commands) -> None:
     p.add_argument("--task", help="force a task instead of choosing it from model and dataset")
     p.add_argument("--text-column", help="text column (detected by default)")
     p.add_argument("--label-column", help="label column (detected by default)")
+    p.add_argument(
+        "--log-every",
+        type=log_every_argument,
+        metavar="N|Ns",
+        help="when the output is not a terminal, a progress line every N steps or N "
+        "seconds (30s); default: about ten a run, at least every 30 s, and each validation",
+    )
     p.add_argument(
         "--init",
         metavar="RUN_ID",

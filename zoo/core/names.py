@@ -86,13 +86,25 @@ def model_names(zoo) -> list[str]:
     return sorted(names)
 
 
-def choose_task(architecture, dataset_tasks, wanted: str | None = None) -> str:
-    """The first task the dataset serves that the architecture supports (or `wanted`)."""
+def choose_task(
+    architecture, dataset_tasks, wanted: str | None = None, *, dataset: str = "", known=()
+) -> str:
+    """The first task the dataset serves that the architecture supports (or `wanted`).
+    ``dataset`` names the dataset in messages; ``known`` is every task a pipeline serves,
+    for a did-you-mean when `wanted` is none of them."""
     supported = architecture.tasks
     if wanted:
+        which = f"dataset {dataset}" if dataset else "the dataset"
+        if known and wanted not in known:
+            raise UnknownNameError(
+                "task",
+                wanted,
+                known,
+                hint=f"{which} serves: {', '.join(dataset_tasks) or 'no known task'}",
+            )
         if wanted not in dataset_tasks:
             raise ZooError(
-                f"dataset does not serve task {wanted!r}; it serves: "
+                f"{which} does not serve task {wanted!r}; it serves: "
                 f"{', '.join(dataset_tasks) or 'nothing known'}"
             )
         if wanted not in supported:

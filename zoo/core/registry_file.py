@@ -133,7 +133,9 @@ def resolve_bases(catalogue: Catalogue) -> None:
     file is read, so a user's preset may build on a built-in one; an unknown base or a cycle
     is an error naming the file. A preset marked `template = true` holds values for others
     to build on and is not a model; any other preset needs an architecture and a tokenizer,
-    its own or its bases'."""
+    its own or its bases'. A preset's description is its own: one that writes none is
+    described by what it builds on ("built on deep-char + bpe-512"), never by a base's
+    words, which describe another model."""
     done: set[str] = set()
     depth: dict[str, int] = {}  # the longest chain of bases below each resolved preset
 
@@ -144,7 +146,7 @@ def resolve_bases(catalogue: Catalogue) -> None:
         depth.setdefault(name, 0)
         if len(chain) >= MAX_BASE_DEPTH:  # before going deeper: no chain overflows the stack
             too_deep(preset, chain[0], f"{chain[-1]} -> {name}")
-        architecture, tokenizer, description, values = "", "", "", {}
+        architecture, tokenizer, values = "", "", {}
         for base in preset.base:
             if base in chain + (name,):
                 cycle = " -> ".join(chain + (name, base))
@@ -159,11 +161,11 @@ def resolve_bases(catalogue: Catalogue) -> None:
                 too_deep(preset, (chain or (name,))[0], f"{name} -> {base}")
             architecture = parent.architecture or architecture
             tokenizer = parent.tokenizer or tokenizer
-            description = parent.description or description
             values.update(parent.overrides)
         preset.architecture = preset.architecture or architecture
         preset.tokenizer = preset.tokenizer or tokenizer
-        preset.description = preset.description or description
+        if not preset.description and preset.base:
+            preset.description = "built on " + " + ".join(preset.base)
         preset.overrides = {**values, **preset.own}
         done.add(name)
         return preset

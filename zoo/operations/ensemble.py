@@ -304,6 +304,8 @@ def run_preset(
     text_column: str | None = None,
     label_column: str | None = None,
     zoo=None,
+    log_to=None,
+    log_every: int | float | None = None,
 ) -> Ensemble:
     """`zoo run ENSEMBLE-PRESET DATASET`: every member preset planned (and checked) first,
     then each trained as its own run (a finished run of the same config is reused), then
@@ -336,7 +338,7 @@ def run_preset(
         for member in preset.members
     ]
     run_ids = []
-    for plan in plans:
+    for number, plan in enumerate(plans, 1):
         with Store() as store:
             done = store.finished_by_hash().get(config_hash(plan, zoo))
         if done is None:
@@ -347,6 +349,10 @@ def run_preset(
                 text_column=text_column,
                 label_column=label_column,
                 zoo=zoo,
+                log_to=log_to,
+                label=f"member {number}/{len(plans)} {plan.spec.name}",
+                log_every=log_every,
+                extra={"group": f"ensemble-{name}"},
             )["run_id"]
         elif not quiet:
             log.info(f"{plan.spec.name}: run {done} has this config finished; reused")

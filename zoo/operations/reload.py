@@ -62,6 +62,14 @@ def load_trained(
     zoo = zoo or get_zoo()
     with Store() as store:
         row = store.get(run_id)
+    if row.get("kind") in ("eval", "ensemble"):
+        what = (
+            f"an evaluation of run {row.get('parent_id')}; use that run"
+            if row["kind"] == "eval"
+            else "an ensemble (its members' predictions combined) with no model of its own; "
+            "use one of its members (zoo show lists them)"
+        )
+        raise ZooError(f"run {row['id']} is {what}")
     folder = RunFolder(run_folder(row["id"]))
     if not folder.file("config.json").is_file():
         raise ZooError(f"run {row['id']} has no config.json in {folder.path}")

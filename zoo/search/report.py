@@ -221,6 +221,9 @@ def _short(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
+BUDGET = ("steps", "time")  # settings that size a search's trials
+
+
 def preset_snippet(result: StudyResult) -> str:
     """The winner as a registry.toml preset: the original preset's options, then the
     settings every trial had (--set, --steps), then the best settings over them."""
@@ -228,8 +231,11 @@ def preset_snippet(result: StudyResult) -> str:
     from zoo.core.names import resolve_model
 
     spec = resolve_model(result.model, get_zoo())
+    # The trials' --steps/--time is the search's budget, not the recipe: left out
+    budget = {k: v for k, v in result.fixed.items() if k.rpartition(".")[2] in BUDGET}
+    fixed = {k: v for k, v in result.fixed.items() if k not in budget}
     values = {}
-    for key, value in {**spec.overrides, **result.fixed, **result.settings}.items():
+    for key, value in {**spec.overrides, **fixed, **result.settings}.items():
         values[key.rpartition(".")[2]] = value  # train.steps and steps are one setting
     name = f"{result.model}-tuned"
     description = (
@@ -241,6 +247,11 @@ def preset_snippet(result: StudyResult) -> str:
         f'architecture = "{spec.architecture.name}"',
         f'tokenizer = "{spec.tokenizer.name}"',
         f"description = {_toml(description)}",
+        *(
+            f"# each trial trained {key.rpartition('.')[2]} = {_toml(value)}: the search's "
+            "budget, not part of the preset"
+            for key, value in budget.items()
+        ),
         f"[models.{name}.set]",
     ]
     lines += [f"{key} = {_toml(value)}" for key, value in values.items()]

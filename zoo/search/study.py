@@ -45,13 +45,50 @@ def open_storage(url: str):
     kwargs = {}
     if url.startswith("sqlite"):  # several processes report to one file: wait for its lock
         kwargs = {"connect_args": {"timeout": 60}}
+    check_not_zoo_store(url)
     try:
         return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
     except Exception as exc:  # a bad URL, a driver not installed, a server not reachable
+        reason = str(exc).splitlines()[0][:300] if str(exc) else ""
+        password = _password(url)
+        if password:  # a driver's message may echo the URL whole
+            reason = reason.replace(password, "***")
         raise ZooError(
-            f"cannot open the study storage {url!r}: "
-            f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+            f"cannot open the study storage {redact(url)!r}: {type(exc).__name__}: {reason}"
         ) from None
+
+
+def redact(url: str) -> str:
+    """A storage URL without its password, for printing anywhere."""
+    head, at, tail = url.rpartition("@")
+    if not at or "://" not in head:
+        return url
+    scheme, _, credentials = head.partition("://")
+    return f"{scheme}://{credentials.partition(':')[0]}:***@{tail}"
+
+
+def _password(url: str) -> str | None:
+    head, at, _ = url.rpartition("@")
+    if not at or "://" not in head:
+        return None
+    return head.partition("://")[2].partition(":")[2] or None
+
+
+def check_not_zoo_store(url: str) -> None:
+    """Optuna's tables never go into zoo's own store (ZOO_HOME/zoo.db)."""
+    import os
+
+    from zoo.records.store import home
+
+    if not url.startswith("sqlite:///"):
+        return
+    path = url[len("sqlite:///") :].partition("?")[0]
+    store = home() / "zoo.db"
+    if path and os.path.realpath(path) == os.path.realpath(store):
+        raise ZooError(
+            f"--storage {url}: that is zoo's own store; keep studies elsewhere (by default "
+            f"{home() / 'tune' / 'studies.db'})"
+        )
 
 
 def make_pruner(name: str):

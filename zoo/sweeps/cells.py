@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,8 @@ class Sweep:
     grid: dict = field(default_factory=dict)  # key -> the values swept
     overrides: dict = field(default_factory=dict)  # --set (and --steps, --time) for every cell
     task: str | None = None  # the task asked for, if any
+    # What trackers group this sweep's runs under (an MLflow parent run, a TensorBoard folder)
+    id: str = field(default_factory=lambda: "sweep-" + time.strftime("%Y%m%d-%H%M%S"))
 
     @property
     def impossible(self) -> list[Cell]:

@@ -143,6 +143,7 @@ class Driver:
         task = cell_task(
             cell, self.sweep.overrides, device=self.device, run_id=new_run_id(), resume=claimed
         )
+        task["extra"] = {"group": self.sweep.id}  # the trackers' group for the sweep's runs
         self.executor.submit(slot, task)
         self.running[slot] = {
             "cell": cell,

@@ -60,6 +60,7 @@ def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> S
                 quiet=quiet,
                 zoo=zoo,
                 diverged=RunDiverged,
+                group=sweep.id,
             )
         finally:
             claims.release(cell)
@@ -76,6 +77,7 @@ def _run_cell_here(
     quiet: bool,
     zoo,
     diverged,
+    group=None,
 ) -> None:
     elapsed = time.time() - started
     eta = ""
@@ -87,7 +89,7 @@ def _run_cell_here(
         # As in a worker, a KeyboardInterrupt that the cell's code raised with no Ctrl-C
         # from the user fails only this cell.
         with own_interrupts_fail("the cell's code"):
-            result = _resume_or_execute(cell, device=device, quiet=quiet, zoo=zoo)
+            result = _resume_or_execute(cell, device=device, quiet=quiet, zoo=zoo, group=group)
     except KeyboardInterrupt:  # the user's Ctrl-C
         raise  # the run is marked interrupted; the next sweep resumes from it
     except Exception as exc:  # one bad cell must not stop the others
@@ -135,7 +137,7 @@ def should_resume(latest: dict | None) -> bool:
     return latest["status"] == "failed" and checkpoints.latest(run_folder(latest["id"])) is not None
 
 
-def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo) -> dict:
+def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, group=None) -> dict:
     """A cell whose latest run can go on (should_resume) continues it from its last
     checkpoint (`zoo resume`); any other cell, or one that cannot be resumed, starts anew."""
     from zoo.records.store import Store
@@ -150,7 +152,9 @@ def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo) -> dict:
             return resume(latest["id"], quiet=quiet, zoo=zoo)
         except ResumeRefused as exc:
             log.info(f"    {exc}; starting the cell over")
-    return execute(cell.plan, device=device, quiet=quiet, zoo=zoo)
+    return execute(
+        cell.plan, device=device, quiet=quiet, zoo=zoo, label=cell.name, extra={"group": group}
+    )
 
 
 def headline(result: dict) -> str:

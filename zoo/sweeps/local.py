@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 from multiprocessing.connection import wait as wait_for
 from typing import Any
 
@@ -43,11 +44,23 @@ def available_cores() -> int:
     return settle_threads().threads
 
 
+def stdout_to_stderr() -> None:
+    """Whatever a worker prints (a plugin, a library) goes to standard error, descriptor and
+    all, so the driver's standard output holds only what the driver writes."""
+    sys.stdout.flush()
+    try:
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    sys.stdout = sys.stderr
+
+
 def _worker_main(conn, threads: int, driver_pid: int | None = None) -> None:
     """A local worker: cells in, journal operations and outcomes out, until told to stop."""
     if driver_pid is not None:
         die_with_parent(driver_pid)  # never outlive the driver: one writer per run
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
+    stdout_to_stderr()  # the driver's standard output is its own (--json): a plugin's print
     tune_gc_for_training()  # as in the `zoo` program: the same torch objects
     set_threads(threads)
     while True:

@@ -46,6 +46,7 @@ class RayExecutor(Executor):
     def start(self) -> None:
         ray = self.ray
         if not ray.is_initialized():
+            wait_for_address(self.address)
             try:
                 ray.init(
                     address=self.address,
@@ -105,3 +106,40 @@ class RayExecutor(Executor):
     def close(self) -> None:
         if self.owned:
             self.ray.shutdown()
+
+
+CONNECT_TIMEOUT = 30.0  # seconds to reach a cluster's address (ZOO_CONNECT_TIMEOUT changes it)
+
+
+def wait_for_address(address: str | None, timeout: float | None = None) -> None:
+    """Give up on a cluster address nothing answers at within ``timeout`` seconds, with one
+    line, rather than let Ray retry for minutes. A local cluster (no address, or "auto") is
+    Ray's to find."""
+    import os
+    import socket
+    import time
+
+    if not address or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # a form Ray reads itself
+    if timeout is None:
+        try:
+            timeout = float(os.environ.get("ZOO_CONNECT_TIMEOUT", CONNECT_TIMEOUT))
+        except ValueError:
+            raise ZooError("ZOO_CONNECT_TIMEOUT must be a number of seconds") from None
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            socket.create_connection((host, int(port)), timeout=max(0.1, min(left, 5.0))).close()
+            return
+        except OSError as exc:
+            if time.monotonic() + 1.0 > deadline:
+                raise ZooError(
+                    f"cannot connect to the Ray cluster at {address}: nothing answered in "
+                    f"{timeout:g} s ({exc.strerror or exc}); check the address, or set "
+                    "ZOO_CONNECT_TIMEOUT to wait longer"
+                ) from None
+            time.sleep(1.0)

@@ -81,3 +81,31 @@ def table(sweep: Sweep, **options):
     frame = load_runs()
     frame = frame[frame["config_hash"].isin(sweep.hashes)]
     return summarize(frame, **options)
+
+
+def comparison_frame(sweep: Sweep, cells):
+    """The comparison's rows (``SweepResult.comparison``) with one typed column per --grid
+    key, as ``zoo.runs()`` has them (``lr`` 0.003, not the text 'lr=0.003'), in the order
+    the grid gave the keys, right after the columns that name the row."""
+    if cells is None or not sweep.grid or "runs" not in cells.columns:
+        return cells
+    setting_of = {c.done or c.run_id: c.setting for c in sweep.cells if c.done or c.run_id}
+    bare = {key: key.rpartition(".")[2] for key in sweep.grid}
+    names = {
+        key: key if list(bare.values()).count(name) > 1 or name in cells.columns else name
+        for key, name in bare.items()
+    }
+    frame = cells.copy()
+    first_runs = frame["runs"].map(lambda runs: str(runs).split()[0] if runs else None)
+    at = list(frame.columns).index("metric") if "metric" in frame.columns else 0
+    for offset, (key, name) in enumerate(names.items()):
+        values = [setting_of.get(run, {}).get(key) for run in first_runs]
+        frame.insert(at + offset, name, pd_series(values, frame.index))
+    return frame
+
+
+def pd_series(values: list, index):
+    """A column of the values' own type (ints stay ints, floats floats, text text)."""
+    import pandas as pd
+
+    return pd.Series(values, index=index, dtype=object).infer_objects()

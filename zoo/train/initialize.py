@@ -21,6 +21,7 @@ from pathlib import Path
 from zoo.errors import RunRefused, ZooError
 
 WEIGHTS, TOKENIZER = "model.safetensors", "tokenizer.json"
+NEEDS = "a finished training run (its weights and tokenizer) of a model with the same tokenizer"
 
 
 @dataclass(frozen=True)
@@ -66,9 +67,12 @@ def source_run(run_id: str, *, used_by: str | None = None) -> InitSource:
     tokenizer on disk; a ZooError in one line otherwise. ``used_by`` names the run that
     started from it, for the message when it has been removed since."""
     from zoo.records.folder import read_config
-    from zoo.records.store import Store, home
+    from zoo.records.paths import run_folder
+    from zoo.records.store import Store
 
     whose = f"run {used_by} started from run {run_id} (--init), which" if used_by else None
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise ZooError(f"--init needs a run id: {NEEDS}; zoo runs lists them")
     try:
         with Store() as store:
             row = store.get(run_id)
@@ -77,11 +81,13 @@ def source_run(run_id: str, *, used_by: str | None = None) -> InitSource:
             raise ZooError(f"{whose} was removed; it cannot be rerun or resumed") from None
         raise ZooError(f"--init: {exc}") from None
     if row["kind"] != "train" or row["status"] != "finished":
-        what = "an evaluation" if row["kind"] != "train" else f"{row['status']}, not finished"
-        raise ZooError(
-            f"--init {row['id']}: that run is {what}; start from a finished training run"
-        )
-    folder = home() / row["id"]
+        what = {
+            "eval": f"an evaluation of run {row.get('parent_id')}, with no weights of its own",
+            "ensemble": "an ensemble (its members' predictions combined), with no weights of "
+            "its own",
+        }.get(row["kind"], f"{row['status']}, not finished")
+        raise ZooError(f"--init {row['id']}: that run is {what}; --init needs {NEEDS}")
+    folder = run_folder(row["id"])  # its id checked, and its folder inside ZOO_HOME
     missing = [
         name for name in ("config.json", WEIGHTS, TOKENIZER) if not (folder / name).is_file()
     ]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,6 +240,10 @@ class Job:
     _on_validate: Any = field(default=None, repr=False)
     _stopped: tuple | None = field(default=None, repr=False)
     _init_report: dict = field(default_factory=dict, repr=False)  # tensors copied, new ones
+    # Progress: which run this is in a larger whole ("member 2/3 lstm-wordpunct"), and how
+    # often a redirected output gets a line (steps as an int, seconds as a float; None: default)
+    _label: str | None = field(default=None, repr=False)
+    _log_every: int | float | None = field(default=None, repr=False)
 
     @property
     def context_length(self) -> int:
@@ -297,18 +300,18 @@ class Job:
 
         return load_tokenizer(self.tokenizer.load(), path)
 
-    def progress(self, total: int | None, desc: str):
-        """A progress bar on stderr, quiet when stderr is not a terminal or with --quiet."""
-        from tqdm.auto import tqdm
+    def progress(self, total: int, desc: str = "train"):
+        """Training progress (zoo.train.progress): a bar on a terminal, a line every
+        ``log_every`` steps or seconds when the output is redirected, nothing with --quiet."""
+        from zoo.train.progress import Progress
 
-        disable = self.quiet or not sys.stderr.isatty()
-        return tqdm(
-            total=total,
+        return Progress(
+            total,
             desc=desc,
-            disable=disable,
-            file=sys.stderr,
-            dynamic_ncols=True,
-            leave=False,
+            quiet=self.quiet,
+            label=self._label,
+            log_every=self._log_every,
+            time_budget=getattr(self.train_config, "time", None),
         )
 
     def say(self, message: str) -> None:

@@ -62,6 +62,23 @@ def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
     return cfg.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
 
 
+def warmup_outlasts_training(cfg) -> str | None:
+    """Why a step budget that ends inside the learning-rate warm-up trains poorly (the rate
+    never reaches ``lr``, nor decays), or None when the schedule runs its course."""
+    steps = getattr(cfg, "steps", None)
+    if getattr(cfg, "time", None) is not None or not steps:
+        return None
+    warmup = warmup_of(cfg, steps)
+    if not warmup or steps > warmup:
+        return None
+    shorter = f"warmup_steps={max(1, steps // 10)}"  # (a warmup_fraction is below 1)
+    return (
+        f"training ends at step {steps:,}, inside the {warmup:,}-step learning-rate "
+        f"warm-up: the rate climbs only to {cfg.lr * steps / warmup:.2g} of lr {cfg.lr:g} and "
+        f"never decays; train longer or shorten the warm-up (--set {shorter})"
+    )
+
+
 @dataclass
 class Batch:
     """One training batch, as a pipeline's ``next_batch(rng)`` returns it to ``train``:
@@ -168,11 +185,14 @@ def train(
     elif ranks.active:
         raise ZooError("torchrun training needs a torch model; this architecture has none")
     model.configure_optimizer(cfg.lr, cfg.weight_decay, betas=(cfg.beta1, cfg.beta2))
+    short = warmup_outlasts_training(cfg)  # said as training starts, after every refusal
+    if short and job._resume_from is None:
+        job.say(f"zoo: warning: {short}")
     result = TrainResult()
     checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})}, state)
     start = time.perf_counter() - checkpoints.restore()
-    with job.progress(cfg.steps, "train") as bar:
-        bar.update(result.steps)
+    with job.progress(cfg.steps, "train") as progress:
+        progress.skip(result.steps)
         while result.steps < cfg.steps:
             if _patience_spent(result, cfg):  # resumed from the checkpoint of the last validation
                 result.stopped_early = True
@@ -208,8 +228,11 @@ def train(
             if figures is not None and _told_to_stop(job, result, figures):
                 break
             checkpoints.maybe_save(time.perf_counter() - start)
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{result.tokens / max(elapsed, 1e-9):,.0f}")
+            elapsed = time.perf_counter() - start  # validation and checkpoint included
+            stepping = elapsed - result.validate_time  # throughput without validation
+            progress.step(
+                result.steps, loss, lr, result.tokens / max(stepping, 1e-9), elapsed, figures
+            )
             if _patience_spent(result, cfg):
                 result.stopped_early = True
                 break

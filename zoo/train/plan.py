@@ -16,7 +16,7 @@ from zoo.core.names import ModelSpec, choose_task, resolve_model, tasks_for
 from zoo.core.sizes import check_memory, context_length, value_of
 from zoo.data import datasets as zoo_data
 from zoo.data import sources
-from zoo.errors import ZooError
+from zoo.errors import UnknownNameError, ZooError
 
 
 @dataclass
@@ -85,8 +85,13 @@ def plan_run(
     on one dataset and loads it once). ``held_out``: split roles a search must not read."""
     zoo = zoo or get_zoo()
     check_seed(seed, "seed")  # before anything is loaded, written or recorded
+    for option, value in (("--task", task), ("--text-column", text_column)):
+        if value is not None and not str(value).strip():
+            raise ZooError(f"{option} is empty; name one, or leave the option out")
+    if label_column is not None and not str(label_column).strip():
+        raise ZooError("--label-column is empty; name one, or leave the option out")
     spec = resolve_model(model, zoo)
-    source = _init_source(init, spec) if init else None
+    source = _init_source(init, spec) if init is not None else None  # '' is refused
     ref = zoo_data.resolve(dataset, zoo)
     tasks, loaded = zoo_data.tasks_of(ref, zoo), None
     if not tasks and ref.kind != "plugin":
@@ -108,7 +113,9 @@ def plan_run(
         tasks = loaded.tasks
     # A plugin dataset that declares no task: whatever tasks need only text.
     tasks = tasks or tasks_for(None, {"text"}, zoo)
-    chosen = choose_task(spec.architecture, tasks, task)
+    chosen = choose_task(
+        spec.architecture, tasks, task, dataset=ref.name, known=zoo.pipelines.names()
+    )
     if chosen not in zoo.pipelines:  # the same reason `zoo list --matrix` gives
         raise ZooError(
             f"no pipeline is registered for {chosen} ({spec.architecture.name} on {ref.name})"
@@ -126,7 +133,18 @@ def plan_run(
         sections["dataset"] = dataset_class
         catalogue = {f"dataset.{k}": v for k, v in sources.catalogue_options(ref).items()}
         merged = {**catalogue, **merged}
-    values = split_overrides(merged, sections)
+    try:
+        values = split_overrides(merged, sections)
+    except UnknownNameError as exc:  # a preset's key: say whose, not as if the user gave it
+        given = {key.rpartition(".")[2] for key in overrides or {}}
+        preset = {key.rpartition(".")[2] for key in spec.overrides}
+        if exc.name in preset and exc.name not in given:
+            raise ZooError(
+                f"preset {spec.name} sets {exc.name!r}, which {chosen} with "
+                f"{spec.architecture.name} on {ref.name} does not have: the preset is "
+                "made for another task (--task, or a model without this preset)"
+            ) from None
+        raise
     _min_lr_follows_lr(values["train"], sections["train"], overrides or {})
     if source is not None:  # the source run's tokenizer, as it was configured
         values["tokenizer"] = source.tokenizer_config

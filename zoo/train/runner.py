@@ -43,6 +43,8 @@ def execute(
     store=None,
     on_validate=None,
     log_to=None,
+    label: str | None = None,
+    log_every: int | float | None = None,
 ) -> dict:
     """Load the data, train and evaluate through the pipeline, and record the run.
 
@@ -54,6 +56,8 @@ def execute(
     ``on_validate`` is the training loop's per-validation callback (``Job.on_validate``); a
     plan with ``held_out`` roles trains and reports without ever reading those splits.
     ``log_to`` names the trackers the run reports to (zoo.train.tracking; default ZOO_LOG_TO).
+    ``label`` starts each progress line (which member or cell this is), and ``log_every``
+    spaces them (zoo.train.progress).
     """
     from zoo.train.tracking import check as check_trackers
     from zoo.train.tracking import chosen
@@ -106,6 +110,7 @@ def execute(
             store,
             on_validate,
             trackers_named,
+            progress={"label": label, "log_every": log_every},
         )
     finally:
         owner.release()
@@ -124,6 +129,7 @@ def _record_and_train(
     store,
     on_validate=None,
     trackers_named=(),
+    progress=None,
 ) -> dict:
     summary = {
         "run_id": run.id,
@@ -192,18 +198,7 @@ def _record_and_train(
         shutil.rmtree(run.path, ignore_errors=True)  # no run folder without its store row
         raise
     if trackers:
-        from zoo.records.columns import flat_settings
-
-        trackers.start(
-            {
-                **summary,
-                "id": run.id,
-                "folder": run.path,
-                "settings": flat_settings(provenance),
-                "config_hash": provenance["config_hash"],
-            }
-        )
-        run.observer = trackers.log
+        trackers.begin(run, summary, provenance)
     job = plan_job(
         plan,
         dataset,
@@ -212,6 +207,7 @@ def _record_and_train(
         quiet or not ranks.is_main,
         identity=identity(plan, dataset, zoo),
         on_validate=on_validate,
+        **(progress or {}),
     )
     return train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
 
@@ -232,7 +228,7 @@ def train_and_record(
 
     trackers = trackers or NoTrackers()
     try:
-        result = _train_and_record(plan, pipeline, job, store, summary, provenance, ranks)
+        result = _train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
     except BaseException as exc:
         status = (
             "interrupted"
@@ -246,7 +242,7 @@ def train_and_record(
 
 
 def _train_and_record(
-    plan: Plan, pipeline, job: Job, store: Store, summary: dict, provenance: dict, ranks=None
+    plan: Plan, pipeline, job: Job, store: Store, summary, provenance, ranks=None, trackers=None
 ) -> dict:
     from zoo.train.loop import Diverged
 
@@ -268,6 +264,8 @@ def _train_and_record(
         provenance["spec"] = dataclasses.asdict(result.spec)
         if job._init_report:  # which tensors came from the --init run, and which are new
             provenance["init"] = {**provenance.get("init", {}), **job._init_report}
+        if trackers:  # where they write, kept with the run (zoo show lists it)
+            provenance["trackers"] = trackers.where()
         if ranks.is_main:
             run.write_json("config.json", provenance)
     except KeyboardInterrupt:  # the user's Ctrl-C: the run can be resumed
@@ -322,6 +320,7 @@ def _train_and_record(
         duration=duration,
         params=result.params,
         metrics=result.metrics,
+        **({"config": provenance} if "trackers" in provenance else {}),
     )
     store.close()
     curve, curve_error = None, None
@@ -341,6 +340,7 @@ def _train_and_record(
         "curve": curve,
         "curve_error": curve_error,
         "rank": ranks.rank,
+        "trackers": provenance.get("trackers", {}),
     }
 
 

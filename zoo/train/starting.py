@@ -51,6 +51,8 @@ def plan_job(
     resume_from=None,
     identity: dict | None = None,
     on_validate=None,
+    label: str | None = None,
+    log_every: int | float | None = None,
 ) -> Job:
     """The Job a pipeline receives for ``plan`` on ``dataset`` in ``run``: a new run's, or
     with ``resuming=True`` a resumed one's, continuing the checkpoint ``resume_from``."""
@@ -73,4 +75,6 @@ def plan_job(
         _resume_from=resume_from,
         _identity=identity or {},
         _on_validate=on_validate,
+        _label=label,
+        _log_every=log_every,
     )

@@ -3,7 +3,8 @@ record of metrics.jsonl, and its final metrics and folder at the end, sent to ev
 the user chose (``--log-to``, ``log_to`` in a config file, or ``ZOO_LOG_TO``).
 
 The calls run on one thread of their own, in order, so a slow tracker (a database write per
-step) never slows training. A logger that raises is its plugin's failure: one warning naming
+step) never slows training. What a tracker's ``start`` returns says where it writes (a log
+folder; a tracking URI and run id): the run records it, and the command prints it. A logger that raises is its plugin's failure: one warning naming
 it, and no more calls to it; the run goes on and is recorded as it would be without it.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,26 @@ def check(names: list[str], zoo) -> None:
         zoo.loggers.get(name)
 
 
+def tracker_group(provenance: dict) -> str | None:
+    """What trackers group a run under: its sweep, its search's study or its ensemble preset
+    (letters, digits, '.', '_' and '-' only, as a folder name and a query take it)."""
+    group = provenance.get("group") or (
+        f"tune-{provenance['tune']['study']}" if isinstance(provenance.get("tune"), dict) else None
+    )
+    if not group:
+        return None
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(group))[:100].strip(".-") or None
+
+
+def tracker_lines(trackers: dict | None) -> list[str]:
+    """One line per tracker, saying where it wrote: 'mlflow: tracking_uri ..., run_id ...'."""
+    return [
+        f"{name}: " + ", ".join(f"{key} {value}" for key, value in place.items())
+        for name, place in (trackers or {}).items()
+        if isinstance(place, dict)  # a record edited by hand: what can be read of it
+    ]
+
+
 class Trackers:
     """The chosen loggers of one run, fed from a queue by a thread of their own."""
 
@@ -58,6 +80,8 @@ class Trackers:
                 self._warn(name, entry.plugin, "could not start", exc)
                 continue
             self.plugins[name] = entry.plugin
+        self.locations: dict[str, dict] = {}  # name -> where it writes, from start()
+        self._started = threading.Event()
         self._queue: queue.Queue = queue.Queue()
         self._thread = None
         if self.loggers:
@@ -70,8 +94,32 @@ class Trackers:
     def start(self, run: dict) -> None:
         self._put("start", run)
 
+    def begin(self, folder, summary: dict, provenance: dict) -> None:
+        """Start every tracker on a recorded run (its RunFolder, the summary and provenance
+        of its record), and send them each record of its curve from then on."""
+        from zoo.records.columns import flat_settings
+
+        self.start(
+            {
+                **summary,
+                "id": folder.id,
+                "folder": folder.path,
+                "settings": flat_settings(provenance),
+                "config_hash": provenance["config_hash"],
+                "group": tracker_group(provenance),
+            }
+        )
+        folder.observer = self.log
+
     def log(self, record: dict) -> None:
         self._put("log", dict(record))
+
+    def where(self, timeout: float = FINISH_TIMEOUT) -> dict[str, dict]:
+        """Where each tracker writes, once every start() has run (waited for, at most
+        ``timeout``): {"mlflow": {"tracking_uri": ..., "run_id": ...}, ...}."""
+        if self._thread is not None:
+            self._started.wait(timeout)
+        return {name: dict(place) for name, place in self.locations.items()}
 
     def finish(self, metrics: dict, folder: Path, status: str) -> None:
         """Send the end of the run and wait (at most FINISH_TIMEOUT) for every call to be
@@ -97,10 +145,15 @@ class Trackers:
             method, args = item
             for name, logger in list(self.loggers.items()):
                 try:
-                    getattr(logger, method)(*args)
+                    answer = getattr(logger, method)(*args)
                 except Exception as exc:  # noqa: BLE001 - a tracker never fails the run
                     self._warn(name, self.plugins[name], f"failed in {method}()", exc)
                     del self.loggers[name]  # one warning, then no more calls
+                    continue
+                if method == "start" and isinstance(answer, dict):
+                    self.locations[name] = {str(k): str(v) for k, v in answer.items()}
+            if method == "start":
+                self._started.set()
 
     @staticmethod
     def _warn(name: str, plugin: str, what: str, exc: BaseException) -> None:
@@ -114,7 +167,7 @@ class Trackers:
 
 class NoTrackers(Trackers):
     def __init__(self):
-        self.loggers, self.plugins, self._thread = {}, {}, None
+        self.loggers, self.plugins, self._thread, self.locations = {}, {}, None, {}
 
 
 def open_trackers(log_to, zoo) -> Trackers:
