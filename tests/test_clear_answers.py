@@ -166,3 +166,14 @@ def test_a_cluster_address_nothing_answers_at_is_given_up_after_a_bounded_wait()
         listening.bind(("127.0.0.1", 0))
         listening.listen()
         wait_for_address(f"127.0.0.1:{listening.getsockname()[1]}", timeout=2)
+
+
+def test_a_dataset_file_whose_name_has_brackets_is_read_as_a_file_not_a_pattern(tiny_text):
+    from zoo.core.loading import get_zoo
+    from zoo.data.datasets import resolve
+    from zoo.data.sources import load_splits
+
+    odd = tiny_text.parent / "<img src=x>[a](b).txt"
+    odd.write_bytes(tiny_text.read_bytes())
+    splits, _ = load_splits(resolve(str(odd), get_zoo()), get_zoo())
+    assert sum(split.num_rows for split in splits.values()) == 400
