@@ -166,3 +166,33 @@ def test_a_cluster_address_nothing_answers_at_is_given_up_after_a_bounded_wait()
         listening.bind(("127.0.0.1", 0))
         listening.listen()
         wait_for_address(f"127.0.0.1:{listening.getsockname()[1]}", timeout=2)
+
+
+def test_a_dataset_file_whose_name_has_brackets_is_read_as_a_file_not_a_pattern(tiny_text):
+    from zoo.core.loading import get_zoo
+    from zoo.data.datasets import resolve
+    from zoo.data.sources import load_splits
+
+    odd = tiny_text.parent / "<img src=x>[a](b).txt"
+    odd.write_bytes(tiny_text.read_bytes())
+    splits, _ = load_splits(resolve(str(odd), get_zoo()), get_zoo())
+    assert sum(split.num_rows for split in splits.values()) == 400
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_standard_output_on_a_full_disk_is_exit_2_with_one_line():
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "zoo", "list", "models", "--json"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "zoo: error: cannot write: No space left on device (is the disk full?)"
+    ]

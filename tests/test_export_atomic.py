@@ -266,3 +266,18 @@ def test_export_into_zoo_home_is_exit_2_and_the_store_is_intact(isolated, where)
     assert (home / "run-1" / "config.json").read_text() == "{}"
     listed = run_cli("runs", "--json")
     assert listed.code == 0 and "run-1" in listed.out, listed
+
+
+def test_a_full_disk_inside_a_writer_that_is_not_python_is_one_line(tmp_path):
+    class SafetensorError(Exception):  # what safetensors raises on a full disk
+        pass
+
+    with pytest.raises(ZooError, match="no space left on the device") as caught:
+        with atomic_folder(tmp_path / "out", what="export to") as staging:
+            fill(staging)
+            raise SafetensorError(
+                "Error while serializing: IoError(Os { code: 28, kind: "
+                'StorageFull, message: "No space left on device" })'
+            )
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []

@@ -55,6 +55,12 @@ def atomic_folder(target, *, force: bool = False, what: str = "write"):
         _move_into_place(staging, target, force=force, what=what)
     except OSError as exc:
         raise _folder_error(target, what, exc) from None
+    except Exception as exc:
+        # a writer that is no Python file object (safetensors' Rust one) reports a full
+        # disk as its own exception, with the system's words in it
+        if "No space left on device" in str(exc) or "os error 28" in str(exc):
+            raise _folder_error(target, what, OSError(errno.ENOSPC, "no space")) from None
+        raise
     finally:
         if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import errno
 import logging
 import os
 import signal
@@ -279,14 +280,24 @@ def _command(argv: list[str]) -> int:
         # output is incomplete; 141 is what a program killed by SIGPIPE reports
         discard_stdout()
         return 128 + signal.SIGPIPE
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            return unexpected(exc, debug)
+        discard_stdout()  # standard output on a full disk: the user's to fix, not a crash
+        print(f"zoo: error: cannot write: {exc.strerror} (is the disk full?)", file=sys.stderr)
+        return 2
     except Exception as exc:
-        if debug:
-            import traceback
+        return unexpected(exc, debug)
 
-            traceback.print_exc()
-        print(
-            f"zoo: unexpected error: {type(exc).__name__}: {clip(exc)} (run with --debug for the "
-            "traceback)",
-            file=sys.stderr,
-        )
-        return 1
+
+def unexpected(exc: BaseException, debug: bool) -> int:
+    if debug:
+        import traceback
+
+        traceback.print_exception(exc)
+    print(
+        f"zoo: unexpected error: {type(exc).__name__}: {clip(exc)} (run with --debug for the "
+        "traceback)",
+        file=sys.stderr,
+    )
+    return 1

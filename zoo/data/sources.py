@@ -3,6 +3,7 @@ folder (ZOO_DATASETS, registry.toml's mirrors), or the Hugging Face Hub."""
 
 from __future__ import annotations
 
+import glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,7 +115,8 @@ def load_splits(ref: DatasetRef, zoo):
                     f"Cannot read {path}: expected a folder or a "
                     f"{'/'.join(sorted(FILE_BUILDERS))} file"
                 )
-            return datasets.load_dataset(builder, data_files=str(path)), str(path)
+            # data_files is a pattern: '[' in a file's name is a character class unless escaped
+            return datasets.load_dataset(builder, data_files=glob.escape(str(path))), str(path)
         except ZooError:
             raise
         except Exception as exc:

@@ -137,8 +137,8 @@ def plan_run(
         values = split_overrides(merged, sections)
     except UnknownNameError as exc:  # a preset's key: say whose, not as if the user gave it
         given = {key.rpartition(".")[2] for key in overrides or {}}
-        preset = {key.rpartition(".")[2] for key in spec.overrides}
-        if exc.name in preset and exc.name not in given:
+        from_preset = {key.rpartition(".")[2] for key in spec.overrides}
+        if exc.name in from_preset and exc.name not in given:
             raise ZooError(
                 f"preset {spec.name} sets {exc.name!r}, which {chosen} with "
                 f"{spec.architecture.name} on {ref.name} does not have: the preset is "
