@@ -196,3 +196,39 @@ def test_standard_output_on_a_full_disk_is_exit_2_with_one_line():
     assert done.stderr.strip().splitlines() == [
         "zoo: error: cannot write: No space left on device (is the disk full?)"
     ]
+
+
+def test_a_trial_that_finished_before_its_driver_died_is_kept_not_trained_again(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    import optuna
+
+    from zoo.search.study import Objective, recover_lost_trials
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
+    mark = {"host": socket.gethostname(), "pid": int(dead), "proc_start": 1}
+    with Store() as store:
+        store.insert(
+            "finished-run",
+            model="m",
+            dataset="d",
+            seed=0,
+            status="finished",
+            metrics={"val_accuracy": 0.75},
+        )
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", direction="maximize")
+    finished, cut_off = study.ask(), study.ask()
+    for trial, run_id in ((finished, "finished-run"), (cut_off, "never-recorded")):
+        trial.suggest_float("lr", 1e-3, 1e-1, log=True)
+        trial.set_user_attr("driver", mark)
+        trial.set_user_attr("run_id", run_id)
+    queued = recover_lost_trials(study, Objective("val_accuracy", True, ["val_accuracy"]))
+    states = {t.number: (t.state.name, t.value) for t in study.get_trials(deepcopy=False)}
+    assert queued == 1
+    assert states[finished.number] == ("COMPLETE", 0.75)  # kept: never trained again
+    assert states[cut_off.number][0] == "FAIL"  # lost: its settings queued again
+    assert [t.state.name for t in study.get_trials(deepcopy=False)].count("WAITING") == 1

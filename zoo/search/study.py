@@ -255,9 +255,11 @@ def driver_mark() -> dict:
     }
 
 
-def recover_lost_trials(study) -> int:
-    """Trials still RUNNING whose driver on this host has died: failed, marked lost (not
-    counted), and their settings queued again. Returns how many."""
+def recover_lost_trials(study, objective: Objective | None = None) -> int:
+    """Trials still RUNNING whose driver on this host has died: one whose run was recorded
+    finished (the driver died after recording it, before telling the study) is told its
+    figure, so it is never trained again; any other is failed, marked lost (not counted),
+    and its settings queued again. Returns how many were queued again."""
     import optuna
 
     from zoo.core.process import process_alive
@@ -268,6 +270,13 @@ def recover_lost_trials(study) -> int:
         if mark.get("host") != host or process_alive(mark.get("pid"), mark.get("proc_start")):
             continue
         storage = study._storage
+        value = _recorded_figure(trial.user_attrs.get("run_id"), objective)
+        if value is not None:
+            storage.set_trial_state_values(
+                trial._trial_id, optuna.trial.TrialState.COMPLETE, [value]
+            )
+            log.info(f"    trial {trial.number} had finished before its driver died: kept")
+            continue
         storage.set_trial_system_attr(trial._trial_id, LOST, True)
         storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
         study.enqueue_trial(
@@ -279,6 +288,25 @@ def recover_lost_trials(study) -> int:
             "queued again"
         )
     return lost
+
+
+def _recorded_figure(run_id, objective: Objective | None) -> float | None:
+    """The objective's figure of a finished run recorded in the store, or None."""
+    if not run_id or objective is None:
+        return None
+    from zoo.records.store import Store
+
+    try:
+        with Store() as store:
+            row = store.get(run_id)
+    except ZooError:  # not recorded (the driver died first), or a store that cannot be read
+        return None
+    value = (row.get("metrics") or {}).get(objective.name)
+    if row.get("id") != run_id or row.get("status") != "finished":
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 def counted(study) -> list:

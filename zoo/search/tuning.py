@@ -118,7 +118,7 @@ def run_search(
                 sampler=make_sampler(search.sampler, search.seed),
                 pruner=make_pruner(search.pruner),
             )
-            recover_lost_trials(study)
+            recover_lost_trials(study, objective)
             done = len(counted(study))
             log.info(
                 f"{model} on {dataset}: study {name}, {done} trial(s) recorded, searching "
