@@ -376,7 +376,7 @@ def stale(blocks: list[Block], renderings: dict, force: bool = False) -> list[Bl
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("files", nargs="*", type=Path, help="these pages only")
     parser.add_argument("--check", action="store_true", help="exit 1 if a block has drifted")
     parser.add_argument("--force", action="store_true", help="rewrite every block")
