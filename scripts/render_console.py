@@ -65,6 +65,10 @@ TIMINGS = [
     re.compile(r"(?<=\bsamples_per_s)(\s+)\S+"),
     re.compile(r"(?<=\btrain_time)(\s+)\S+"),
     re.compile(r"(?<=\bduration)(\s+)\S+"),
+    # progress lines: "tokens/s 47,881  elapsed 2s  eta 1m23s"
+    re.compile(r"(?<=\btokens/s)(\s+)\S+"),
+    re.compile(r"(?<=\belapsed)(\s+)\S+"),
+    re.compile(r"(?<=\beta)(\s+)\S+"),
 ]
 NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
 RTOL = 0.02
