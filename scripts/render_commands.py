@@ -138,7 +138,7 @@ def rendered() -> str:
 
 
 def main(argv=None) -> int:
-    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     cli.add_argument("--check", action="store_true", help="exit 1 if the page is out of date")
     args = cli.parse_args(argv)
     text = rendered()

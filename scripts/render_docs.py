@@ -19,7 +19,7 @@ import render_console
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--check", action="store_true", help="exit 1 if anything is stale")
     args = parser.parse_args(argv)
     flags = ["--check"] if args.check else []
