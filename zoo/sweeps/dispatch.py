@@ -43,6 +43,7 @@ def cell_task(cell, overrides: dict, *, device: str, run_id: str, resume: dict |
         "task": cell.plan.task,
         "device": device,
         "config_hash": cell.config_hash,
+        "stacked": getattr(cell.plan, "stacked", None),  # part of the config hash
         "run_id": run_id,
         "resume": resume,
         "env": env,
@@ -83,10 +84,10 @@ class Driver:
             while todo or self.running:
                 while todo and self.executor.free_slot() is not None:
                     slot = self.executor.free_slot()
-                    cell = self.claims.next_cell(todo, self.say)
+                    cell = self.next_cell(todo)
                     if cell is None:  # every cell left is another sweep's for now
                         break
-                    index += 1
+                    index += len(getattr(cell, "cells", [cell]))
                     note = self.dispatch(slot, cell)
                     elapsed = time.time() - started
                     eta = ""
@@ -106,7 +107,7 @@ class Driver:
                     if kind == "op":
                         self.apply(slot, payload)
                     else:
-                        finished += 1
+                        finished += len(getattr(self.running[slot]["cell"], "cells", [0]))
                         self.settle(
                             slot,
                             payload if kind == "done" else None,
@@ -124,10 +125,26 @@ class Driver:
             self.store.close()
         return self.sweep
 
+    def next_cell(self, todo: deque):
+        """The next cell to train, or with --stack-seeds the cells to train together."""
+        if not self.sweep.stacked:
+            return self.claims.next_cell(todo, self.say)
+        from zoo.sweeps.stacking import next_unit
+
+        def resumes(cell) -> bool:
+            return should_resume(settled_latest(self.store, cell.config_hash))
+
+        return next_unit(self.claims, todo, self.say, resumes)
+
     def dispatch(self, slot: int, cell) -> str | None:
         """Send a cell to a worker: a new run with an id chosen here, or the cell's latest
-        run (claimed here, so no other process resumes it too) to go on with."""
+        run (claimed here, so no other process resumes it too) to go on with; or seeds
+        to train together (zoo.sweeps.stacking)."""
+        from zoo.sweeps.stacking import CellStack, dispatch_stack
         from zoo.train.starting import new_run_id
+
+        if isinstance(cell, CellStack):
+            return dispatch_stack(self, slot, cell)
 
         claimed, note = None, None
         latest = settled_latest(self.store, cell.config_hash)
@@ -176,11 +193,13 @@ class Driver:
         self, slot: int, outcome: dict | None, lost: str | None, status: str | None = None
     ) -> None:
         """Record a cell's end: the worker's outcome, or (`lost`) a worker that died."""
-        entry = self.running.pop(slot)
-        try:
-            self._settle(entry, slot, outcome, lost, status)
-        finally:  # the cell's row is written: another sweep may look at it now
-            self.claims.release(entry["cell"])
+        from zoo.sweeps.stacking import per_cell
+
+        for entry, result in per_cell(self.running.pop(slot), outcome):
+            try:
+                self._settle(entry, slot, result, lost, status)
+            finally:  # the cell's row is written: another sweep may look at it now
+                self.claims.release(entry["cell"])
 
     def _settle(
         self, entry: dict, slot: int, outcome: dict | None, lost: str | None, status: str | None

@@ -16,6 +16,7 @@ from collections import deque
 from zoo.core.containment import own_interrupts_fail
 from zoo.errors import ZooError
 from zoo.sweeps.cells import Cell, Sweep
+from zoo.sweeps.stacking import CellStack, next_unit, run_stack_here
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +46,18 @@ def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> S
     started = time.time()
     index = 0
     while waiting:
-        cell = claims.next_cell(waiting, lambda text: log.info(text))
+        cell = _next_cell(sweep, claims, waiting)
         if cell is None:  # every cell left is another sweep's for now
             time.sleep(0.5)
+            continue
+        if isinstance(cell, CellStack):  # seeds trained together
+            index += len(cell.cells)
+            log.info(f"[{index}/{total}] {cell.name} (sweep {clock(time.time() - started)} so far)")
+            try:
+                run_stack_here(cell, device=device, quiet=quiet, zoo=zoo, group=sweep.id)
+            finally:
+                for one in cell.cells:
+                    claims.release(one)
             continue
         index += 1
         try:
@@ -65,6 +75,19 @@ def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> S
         finally:
             claims.release(cell)
     return sweep
+
+
+def _next_cell(sweep: Sweep, claims, waiting: deque):
+    """The next cell to train here, or with --stack-seeds the cells to train together."""
+    if not sweep.stacked:
+        return claims.next_cell(waiting, lambda text: log.info(text))
+    from zoo.records.store import Store
+
+    def resumes(cell) -> bool:
+        with Store() as store:
+            return should_resume(settled_latest(store, cell.config_hash))
+
+    return next_unit(claims, waiting, lambda text: log.info(text), resumes)
 
 
 def _run_cell_here(

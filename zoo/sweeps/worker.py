@@ -9,6 +9,7 @@ the thread count is set.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import time
@@ -54,6 +55,10 @@ def run_cell(task: dict, send=None) -> dict:
     outcome: status, error, the run's summary, and the journal of store writes."""
     from zoo.errors import RunDiverged
 
+    if "stack" in task:  # seeds trained together (zoo.sweeps.stacking)
+        from zoo.sweeps.stacking import run_stack_task
+
+        return run_stack_task(task, send)
     journal = Journal(send)
     began = time.time()
     outcome = {"host": socket.gethostname(), "pid": os.getpid()}
@@ -93,6 +98,8 @@ def _train(task: dict, journal: Journal) -> dict:
         zoo=zoo,
         held_out=tuple(task.get("held_out") or ()),
     )
+    if task.get("stacked"):  # seeds trained together: part of the config hash
+        plan = dataclasses.replace(plan, stacked=task["stacked"])
     found = config_hash(plan, zoo)
     if found != task["config_hash"]:
         raise ZooError(
