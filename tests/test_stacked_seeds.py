@@ -76,7 +76,9 @@ def test_stacked_seeds_start_from_the_weights_each_seed_has_alone(tiny_digits):
         assert a.keys() == b.keys()
         for name in a:
             assert np.array_equal(a[name], b[name]), name
-    assert not np.array_equal(weights(stacked[0])["embed.weight"], weights(stacked[1])["embed.weight"])
+    assert not np.array_equal(
+        weights(stacked[0])["embed.weight"], weights(stacked[1])["embed.weight"]
+    )
 
 
 def test_each_stacked_seed_is_an_ordinary_run_and_a_configuration_of_its_own(tiny_digits):
@@ -133,7 +135,10 @@ def test_plans_differ_only_in_stacking_so_neither_reuses_the_other(tiny_digits):
     stacked = plan_sweep(["digits-char"], ["tiny-digits"], seeds=4, stack_seeds=2)
     assert {c.plan.stacked for c in stacked.cells} == {2}
     assert not plain.hashes & stacked.hashes
-    assert stacked.hashes == plan_sweep(["digits-char"], ["tiny-digits"], seeds=4, stack_seeds=2).hashes
+    assert (
+        stacked.hashes
+        == plan_sweep(["digits-char"], ["tiny-digits"], seeds=4, stack_seeds=2).hashes
+    )
 
 
 def test_a_stacked_run_resumes_alone_from_its_checkpoint(tiny_digits, monkeypatch):

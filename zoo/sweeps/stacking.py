@@ -204,11 +204,10 @@ def per_cell(entry: dict, outcome: dict | None):
 def train_together(plans, run_ids, *, device, quiet, zoo, stores=None, extras=None, label=None):
     """Train plans that differ only in their seed as one stack, each recorded as its own
     run (zoo.train.runner.execute); each run's ("result", summary) or ("error", exception)."""
+    from zoo.core.loading import get_zoo
     from zoo.data import datasets as zoo_data
     from zoo.train.runner import execute
     from zoo.train.stacked import SeedStack
-
-    from zoo.core.loading import get_zoo
 
     zoo = zoo or get_zoo()
     seeds = [plan.seed for plan in plans]
