@@ -53,8 +53,9 @@ def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> S
         if isinstance(cell, CellStack):  # seeds trained together
             index += len(cell.cells)
             log.info(f"[{index}/{total}] {cell.name} (sweep {clock(time.time() - started)} so far)")
-            try:
-                run_stack_here(cell, device=device, quiet=quiet, zoo=zoo, group=sweep.id)
+            try:  # as for one cell: an interrupt with no Ctrl-C behind it fails a run only
+                with own_interrupts_fail("the cell's code"):
+                    run_stack_here(cell, device=device, quiet=quiet, zoo=zoo, group=sweep.id)
             finally:
                 for one in cell.cells:
                     claims.release(one)
