@@ -126,7 +126,8 @@ def main() -> None:
             f"`zoo run {args.model} {args.dataset} --steps {args.steps}`, whole-program wall "
             f"time, median of {args.rounds} round(s) with the variants' order rotated; a neighbour "
             "is a Python busy loop. torch's default is a thread per core with OpenMP's active "
-            "waiting; zoo's choice gives torch the CPUs found idle in a 0.1 s sample."
+            "waiting; zoo's choice gives torch the CPUs found idle in a 0.2 s sample (the most idle of four "
+            "windows)."
         ),
         tables=[table("Wall seconds by busy neighbours", columns, rows)],
         notes=[
