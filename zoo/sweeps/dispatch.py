@@ -140,11 +140,11 @@ class Driver:
         """Send a cell to a worker: a new run with an id chosen here, or the cell's latest
         run (claimed here, so no other process resumes it too) to go on with; or seeds
         to train together (zoo.sweeps.stacking)."""
-        from zoo.sweeps.stacking import CellStack, dispatch_stack
+        from zoo.sweeps.stacking import CellStack
         from zoo.train.starting import new_run_id
 
         if isinstance(cell, CellStack):
-            return dispatch_stack(self, slot, cell)
+            return self.dispatch_stack(slot, cell)
 
         claimed, note = None, None
         latest = settled_latest(self.store, cell.config_hash)
@@ -170,6 +170,20 @@ class Driver:
             "refused": False,
         }
         return note
+
+    def dispatch_stack(self, slot: int, stack) -> None:
+        """Send seeds to train together (a CellStack) to one worker: each a new run."""
+        from zoo.sweeps.stacking import new_run_ids
+
+        tasks = []
+        for cell, run_id in zip(stack.cells, new_run_ids(len(stack.cells))):
+            task = cell_task(
+                cell, self.sweep.overrides, device=self.device, run_id=run_id, resume=None
+            )
+            task["extra"] = {"group": self.sweep.id}
+            tasks.append(task)
+        self.executor.submit(slot, {"stack": tasks})
+        self.running[slot] = {"cell": stack, "tasks": tasks, "began": time.time()}
 
     def apply(self, slot: int, op) -> None:
         method, run_id, fields = op

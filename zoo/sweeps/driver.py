@@ -16,7 +16,7 @@ from collections import deque
 from zoo.core.containment import own_interrupts_fail
 from zoo.errors import ZooError
 from zoo.sweeps.cells import Cell, Sweep
-from zoo.sweeps.stacking import CellStack, next_unit, run_stack_here
+from zoo.sweeps.stacking import CellStack, next_unit
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> S
             log.info(f"[{index}/{total}] {cell.name} (sweep {clock(time.time() - started)} so far)")
             try:  # as for one cell: an interrupt with no Ctrl-C behind it fails a run only
                 with own_interrupts_fail("the cell's code"):
-                    run_stack_here(cell, device=device, quiet=quiet, zoo=zoo, group=sweep.id)
+                    _run_stack_here(cell, device=device, quiet=quiet, zoo=zoo, group=sweep.id)
             finally:
                 for one in cell.cells:
                     claims.release(one)
@@ -129,6 +129,45 @@ def _run_cell_here(
     cell.run_id, cell.status = result["run_id"], result["status"]
     cell.duration = time.time() - began
     log.info(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} (run {cell.run_id})")
+
+
+def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None) -> None:
+    """Train seeds together in this process (zoo.train.stacked_runs) and settle each cell
+    as _run_cell_here settles one."""
+    from zoo.errors import RunDiverged, RunInterrupted
+    from zoo.sweeps.stacking import new_run_ids
+    from zoo.train.stacked_runs import train_together
+
+    began = time.time()
+    cells = stack.cells
+    outcomes = train_together(
+        [c.plan for c in cells],
+        new_run_ids(len(cells)),
+        device=device,
+        quiet=quiet,
+        zoo=zoo,
+        extras=[{"group": group}] * len(cells),
+        label=cells[0].label,
+    )
+    for cell, (kind, value) in zip(cells, outcomes):
+        cell.duration = time.time() - began
+        if kind == "result":
+            cell.run_id, cell.status = value["run_id"], value["status"]
+            log.info(
+                f"    {cell.status} {cell.name} in {clock(cell.duration)}: {headline(value)} "
+                f"(run {cell.run_id})"
+            )
+            continue
+        if isinstance(value, RunInterrupted):
+            cell.status = "interrupted"
+        else:
+            cell.status = "diverged" if isinstance(value, RunDiverged) else "failed"
+        cell.error = _one_line(value)
+        cell.run_id = _record_failure(cell, began)
+        log.info(
+            f"    {cell.status} {cell.name} after {clock(cell.duration)}: {cell.error} "
+            f"(run {cell.run_id})"
+        )
 
 
 def settled_latest(store, config_hash: str) -> dict | None:

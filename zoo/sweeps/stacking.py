@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 import logging
-import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -108,7 +106,7 @@ def why_not_batched(plan) -> str | None:
             )
         return None
     finally:
-        restore_rng(*saved, {})
+        restore_rng(saved[0], saved[1], {})
 
 
 def _one_line(exc: BaseException) -> str:
@@ -162,23 +160,6 @@ def next_unit(claims, todo: deque, say=None, resumes=None):
     return CellStack(together)
 
 
-def dispatch_stack(driver, slot: int, stack: CellStack) -> str | None:
-    """Send a CellStack to one of a Driver's (zoo.sweeps.dispatch) workers: each cell a new
-    run with an id chosen here."""
-    from zoo.sweeps.dispatch import cell_task
-
-    tasks = []
-    for cell, run_id in zip(stack.cells, new_run_ids(len(stack.cells))):
-        task = cell_task(
-            cell, driver.sweep.overrides, device=driver.device, run_id=run_id, resume=None
-        )
-        task["extra"] = {"group": driver.sweep.id}
-        tasks.append(task)
-    driver.executor.submit(slot, {"stack": tasks})
-    driver.running[slot] = {"cell": stack, "tasks": tasks, "began": time.time()}
-    return None
-
-
 def per_cell(entry: dict, outcome: dict | None):
     """A Driver's running entry and its outcome, cell by cell: a CellStack's cells each
     with its own task and outcome (all lost if its worker died)."""
@@ -200,85 +181,6 @@ def per_cell(entry: dict, outcome: dict | None):
     ]
 
 
-# -- training a stack ----------------------------------------------------------------------
-def train_together(plans, run_ids, *, device, quiet, zoo, stores=None, extras=None, label=None):
-    """Train plans that differ only in their seed as one stack, each recorded as its own
-    run (zoo.train.runner.execute); each run's ("result", summary) or ("error", exception)."""
-    from zoo.core.loading import get_zoo
-    from zoo.data import datasets as zoo_data
-    from zoo.train.runner import execute
-    from zoo.train.stacked import SeedStack
-
-    zoo = zoo or get_zoo()
-    seeds = [plan.seed for plan in plans]
-    first = plans[0]
-    if first.loaded is None:  # one dataset for every seed, loaded once
-        try:
-            dataset = zoo_data.load(
-                first.dataset_ref, zoo, quiet=quiet, held_out=tuple(first.held_out)
-            )
-        except Exception as exc:
-            return [("error", exc)] * len(plans)
-        plans = [dataclasses.replace(p, loaded=dataset, columns=(None, None)) for p in plans]
-    digest = hashlib.sha256(repr(sorted(seeds)).encode()).hexdigest()
-    stack = SeedStack(seed=int(digest[:8], 16))
-    record = {"seeds": seeds, "runs": list(run_ids)}
-
-    def one(slot):
-        return lambda: execute(
-            plans[slot],
-            device=device,
-            quiet=quiet,
-            zoo=zoo,
-            run_id=run_ids[slot],
-            store=None if stores is None else stores[slot],
-            extra={**((extras or [{}] * len(plans))[slot] or {}), "stack": record},
-            label=None if label is None else f"{label}, seed {plans[slot].seed}",
-            stack=stack.slot(slot),
-        )
-
-    return stack.turns.run([one(slot) for slot in range(len(plans))])
-
-
-def run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None) -> None:
-    """Train a CellStack in this process (`zoo sweep` without --jobs) and settle each cell
-    as zoo.sweeps.driver settles one; a Ctrl-C goes on up once every run is recorded."""
-    from zoo.errors import RunDiverged, RunInterrupted
-    from zoo.sweeps.driver import _one_line as cell_line
-    from zoo.sweeps.driver import _record_failure, clock, headline
-
-    began = time.time()
-    cells = stack.cells
-    outcomes = train_together(
-        [c.plan for c in cells],
-        new_run_ids(len(cells)),
-        device=device,
-        quiet=quiet,
-        zoo=zoo,
-        extras=[{"group": group}] * len(cells),
-        label=cells[0].label,
-    )
-    for cell, (kind, value) in zip(cells, outcomes):
-        cell.duration = time.time() - began
-        if kind == "result":
-            cell.run_id, cell.status = value["run_id"], value["status"]
-            log.info(
-                f"    {cell.status} {cell.name} in {clock(cell.duration)}: {headline(value)} "
-                f"(run {cell.run_id})"
-            )
-            continue
-        if isinstance(value, RunInterrupted):
-            cell.status = "interrupted"
-        else:
-            cell.status = "diverged" if isinstance(value, RunDiverged) else "failed"
-        cell.error = cell_line(value)
-        cell.run_id = _record_failure(cell, began)
-        log.info(
-            f"    {cell.status} {cell.name} after {clock(cell.duration)}: {cell.error} "
-            f"(run {cell.run_id})"
-        )
-
-
 def new_run_ids(count: int) -> list[str]:
     """Ids for runs that start together, none the same."""
     from zoo.train.starting import new_run_id
@@ -289,86 +191,3 @@ def new_run_ids(count: int) -> list[str]:
         if run_id not in ids:
             ids.append(run_id)
     return ids
-
-
-def plan_cell(task: dict, zoo=None) -> tuple:
-    """A stacked cell's plan, made again in a worker from its names under the driver's
-    settings (or in ``zoo``, set up so for an earlier cell of the stack), checked against
-    the driver's config hash; and the zoo it was planned in."""
-    import os
-
-    from zoo.core import loading
-    from zoo.train.plan import config_hash, plan_run
-
-    if zoo is None:
-        os.environ.update(task["env"])  # the driver's ZOO_HOME, registry and plugin settings
-        if task.get("cwd") and os.path.isdir(task["cwd"]):
-            os.chdir(task["cwd"])  # dataset paths mean what they meant on the driver
-        loading.reset_zoo()  # a reused worker may have built its zoo under other settings
-        zoo = loading.get_zoo()
-    plan = plan_run(
-        task["model"],
-        task["dataset"],
-        overrides=task["overrides"],
-        seed=task["seed"],
-        task=task["task"],
-        zoo=zoo,
-        held_out=tuple(task.get("held_out") or ()),
-    )
-    plan = dataclasses.replace(plan, stacked=task["stacked"])
-    if config_hash(plan, zoo) != task["config_hash"]:
-        raise ZooError(
-            "this worker plans the cell differently from the driver: install the same zoo "
-            "and plugins on every node"
-        )
-    return plan, zoo
-
-
-def run_stack_task(task: dict, send=None) -> dict:
-    """A worker's part (zoo.sweeps.worker): plan each cell of ``task["stack"]`` again,
-    train them together, and return each cell's outcome as run_cell returns one."""
-    import os
-    import socket
-
-    from zoo.core.containment import no_ctrl_c
-    from zoo.errors import RunDiverged
-    from zoo.sweeps.worker import Journal, one_line
-
-    tasks = task["stack"]
-    began = time.time()
-    journals = [Journal(send) for _ in tasks]
-    outcomes = [{"host": socket.gethostname(), "pid": os.getpid()} for _ in tasks]
-    plans, failed, zoo = [], {}, None
-    for i, one in enumerate(tasks):
-        try:
-            plan, zoo = plan_cell(one, zoo)
-        except Exception as exc:  # recorded by the driver
-            plan, failed[i] = None, exc
-        plans.append(plan)
-    todo = [i for i in range(len(tasks)) if i not in failed]
-    results = []
-    if todo:
-        with no_ctrl_c():
-            results = train_together(
-                [plans[i] for i in todo],
-                [tasks[i]["run_id"] for i in todo],
-                device=tasks[0]["device"],
-                quiet=True,
-                zoo=zoo,
-                stores=[journals[i] for i in todo],
-                extras=[tasks[i].get("extra") for i in todo],
-            )
-    for i, (kind, value) in zip(todo, results):
-        if kind == "result":
-            outcomes[i].update(
-                status=value.get("status", "finished"),
-                result={k: v for k, v in value.items() if k != "samples"},
-            )
-        else:
-            failed[i] = value
-    for i, exc in failed.items():
-        status = "diverged" if isinstance(exc, RunDiverged) else "failed"
-        outcomes[i].update(status=status, error=one_line(exc))
-    for i, outcome in enumerate(outcomes):
-        outcome.update(ops=journals[i].ops, duration=time.time() - began)
-    return {"stack": outcomes}

@@ -56,9 +56,7 @@ def run_cell(task: dict, send=None) -> dict:
     from zoo.errors import RunDiverged
 
     if "stack" in task:  # seeds trained together (zoo.sweeps.stacking)
-        from zoo.sweeps.stacking import run_stack_task
-
-        return run_stack_task(task, send)
+        return run_stack(task["stack"], send)
     journal = Journal(send)
     began = time.time()
     outcome = {"host": socket.gethostname(), "pid": os.getpid()}
@@ -124,6 +122,79 @@ def _train(task: dict, journal: Journal) -> dict:
         extra=task.get("extra"),
         on_validate=task.get("on_validate"),
     )
+
+
+def run_stack(tasks: list[dict], send=None) -> dict:
+    """Train cells that differ only in their seed together (zoo.train.stacked_runs) and
+    return each one's outcome as run_cell returns one, under ``stack``."""
+    from zoo.errors import RunDiverged
+    from zoo.train.stacked_runs import train_together
+
+    began = time.time()
+    journals = [Journal(send) for _ in tasks]
+    outcomes = [{"host": socket.gethostname(), "pid": os.getpid()} for _ in tasks]
+    plans, failed, zoo = {}, {}, None
+    for i, task in enumerate(tasks):
+        try:
+            plans[i], zoo = _plan(task, zoo)
+        except Exception as exc:  # recorded by the driver
+            failed[i] = exc
+    results = []
+    if plans:
+        with no_ctrl_c():
+            results = train_together(
+                list(plans.values()),
+                [tasks[i]["run_id"] for i in plans],
+                device=tasks[0]["device"],
+                quiet=True,
+                zoo=zoo,
+                stores=[journals[i] for i in plans],
+                extras=[tasks[i].get("extra") for i in plans],
+            )
+    for i, (kind, value) in zip(plans, results):
+        if kind == "result":
+            outcomes[i].update(
+                status=value.get("status", "finished"),
+                result={k: v for k, v in value.items() if k != "samples"},
+            )
+        else:
+            failed[i] = value
+    for i, error in failed.items():
+        status = "diverged" if isinstance(error, RunDiverged) else "failed"
+        outcomes[i].update(status=status, error=one_line(error))
+    for i, outcome in enumerate(outcomes):
+        outcome.update(ops=journals[i].ops, duration=time.time() - began)
+    return {"stack": outcomes}
+
+
+def _plan(task: dict, zoo=None) -> tuple:
+    """A stacked cell's plan, made again here under the driver's settings (set up once, for
+    the stack's first cell), checked against the driver's config hash; and its zoo."""
+    from zoo.core import loading
+    from zoo.train.plan import config_hash, plan_run
+
+    if zoo is None:
+        os.environ.update(task["env"])
+        if task.get("cwd") and os.path.isdir(task["cwd"]):
+            os.chdir(task["cwd"])
+        loading.reset_zoo()
+        zoo = loading.get_zoo()
+    plan = plan_run(
+        task["model"],
+        task["dataset"],
+        overrides=task["overrides"],
+        seed=task["seed"],
+        task=task["task"],
+        zoo=zoo,
+        held_out=tuple(task.get("held_out") or ()),
+    )
+    plan = dataclasses.replace(plan, stacked=task["stacked"])
+    if config_hash(plan, zoo) != task["config_hash"]:
+        raise ZooError(
+            "this worker plans the cell differently from the driver: install the same zoo "
+            "and plugins on every node"
+        )
+    return plan, zoo
 
 
 def one_line(exc: BaseException) -> str:

@@ -21,6 +21,12 @@ from zoo.train.generators import capture_rng, restore_rng
 COORDINATOR = -1  # whose turn it is between the runs' turns: the one that runs the steps
 
 
+def _put_back(saved: tuple) -> None:
+    """Put back the random generators as ``capture_rng({})`` captured them."""
+    meta, arrays = saved
+    restore_rng(meta, arrays, {})
+
+
 class Turns:
     """Runs ``functions`` (one per slot) taking turns, and ``step(requests)`` whenever every
     run still going waits in ``wait_for_step``: ``requests`` maps a slot to what it asked,
@@ -65,7 +71,7 @@ class Turns:
         finally:
             for thread in threads:
                 thread.join(timeout=60)
-            restore_rng(*outer, {})
+            _put_back(outer)
         return outcomes
 
     # -- the coordinator -------------------------------------------------------------------
@@ -98,7 +104,7 @@ class Turns:
                 self._changed.wait()
 
     def _run_step(self, requests: dict[int, Any]) -> dict[int, Any]:
-        restore_rng(*self._rngs[COORDINATOR], {})
+        _put_back(self._rngs[COORDINATOR])
         try:
             answers = self._step(requests)
         except Exception as exc:  # the step failed for every run in it
@@ -114,7 +120,7 @@ class Turns:
         saved = capture_rng({})
         torch.manual_seed(self._seed)
         self._rngs[COORDINATOR] = capture_rng({})
-        restore_rng(*saved, {})
+        _put_back(saved)
 
     # -- a run's thread --------------------------------------------------------------------
     def _thread(self, slot: int, function, outcomes: list, alive: set[int]) -> None:
@@ -151,4 +157,4 @@ class Turns:
         with self._changed:
             while self._turn != slot:
                 self._changed.wait()
-        restore_rng(*self._rngs[slot], {})
+        _put_back(self._rngs[slot])
