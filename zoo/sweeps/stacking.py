@@ -76,7 +76,9 @@ def why_not_batched(plan) -> str | None:
     from zoo.train.generators import capture_rng, restore_rng
     from zoo.train.model import TaskSpec
 
-    spec = TaskSpec(plan.task, 32, 2 if plan.task == "classification" else None, 0)
+    declared = plan.pipeline.task  # its output names num_classes where it has classes
+    classes = 2 if declared is not None and "num_classes" in declared.output else None
+    spec = TaskSpec(plan.task, 32, classes, 0)
     saved = capture_rng({})
     try:
         try:
