@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from zoo.core.bounds import DEVICES
+from zoo.core.phases import phase
 from zoo.errors import ZooError
 from zoo.train.layers import attention  # noqa: F401  (its old home: plugins may import it from here)
 from zoo.train.model import IGNORE_INDEX, Model, NonFiniteError
@@ -84,6 +85,7 @@ class TorchModel:
         self._graphed: Any = (
             None  # zoo.train.cuda_graph.GraphedTrainStep, when steps replay a graph
         )
+        self._compiling = False  # the next step compiles the module (torch.compile is lazy)
 
     def configure_engine(
         self,
@@ -108,6 +110,7 @@ class TorchModel:
         module: Any = self.module
         if compile:  # a compiled wrapper for training only; weights stay on self.module
             module = torch.compile(module)
+            self._compiling = True
         if distributed is not None and distributed.active:
             from torch.nn.parallel import DistributedDataParallel
 
@@ -159,6 +162,10 @@ class TorchModel:
         self.optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, fused=True)
 
     def train_step(self, inputs, targets, lr: float, mask=None, grad_clip: float = 1.0) -> float:
+        if self._compiling:  # the first step compiles: its time is the compile phase's
+            self._compiling = False
+            with phase("compile"):
+                return self.train_step(inputs, targets, lr, mask, grad_clip)
         if self._graphed is not None:
             return self._graphed.step(inputs, targets, lr, mask, grad_clip)
         return self._eager_step(
