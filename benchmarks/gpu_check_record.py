@@ -14,14 +14,14 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402
+from common import RESULTS, table, write_results  # noqa: E402
 
 NAME = "gpu_check"
 COLUMNS = [("step", "step"), ("status", "status"), ("seconds", "s", ",.0f"), ("note", "note")]
 
 
 def recorded_steps() -> list[dict]:
-    path = common.RESULTS / f"{NAME}.json"
+    path = RESULTS / f"{NAME}.json"
     try:
         return json.loads(path.read_text(encoding="utf-8"))["tables"][0]["rows"]
     except (OSError, ValueError, KeyError, IndexError):
@@ -65,13 +65,13 @@ def main(argv: list[str]) -> int:
     rows = [r for r in recorded_steps() if r.get("step") != row["step"]] + [row]
     if row["step"] == "environment":  # a new check starts: the last one's steps go
         rows = [row]
-    common.write_results(
+    write_results(
         NAME,
         title="Device checks (benchmarks/gpu_check.sh): how each step ended",
         about="The steps of one run of `bash benchmarks/gpu_check.sh`; their figures are in "
         "the sections of their own benchmarks.",
         command="bash benchmarks/gpu_check.sh",
-        tables=[common.table("", COLUMNS, rows)],
+        tables=[table("", COLUMNS, rows)],
     )
     return 0
 

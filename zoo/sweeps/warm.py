@@ -37,6 +37,14 @@ class WarmWorker:
         self.datasets: OrderedDict[tuple, object] = OrderedDict()
         self.reused = {"registry": 0, "dataset": 0}  # cells that found one here
 
+    @classmethod
+    def here(cls) -> WarmWorker:
+        """What a sweep keeps across the cells it trains in its own process."""
+        warm = cls()
+        zoo_settings = {k: v for k, v in os.environ.items() if k.startswith("ZOO_")}
+        warm.settings = (tuple(sorted(zoo_settings.items())), os.getcwd())
+        return warm
+
     def clock(self) -> PhaseClock:
         """A new cell's phase clock; the first cell's holds the process's start."""
         clock = PhaseClock()

@@ -82,9 +82,7 @@ class TorchModel:
         self.scaler: Any = None  # torch.amp.GradScaler, for fp16 only
         self.distributed: Any = None  # zoo.train.distributed.Context when training under torchrun
         self._train_module: Any = self.module  # what train_step calls: maybe compiled, maybe DDP
-        self._graphed: Any = (
-            None  # zoo.train.cuda_graph.GraphedTrainStep, when steps replay a graph
-        )
+        self._graphed: Any = None  # a zoo.train.cuda_graph.GraphedTrainStep replaying steps
         self._compiling = False  # the next step compiles the module (torch.compile is lazy)
 
     def configure_engine(
@@ -109,8 +107,7 @@ class TorchModel:
             self.scaler = torch.amp.GradScaler(self.device.type)
         module: Any = self.module
         if compile:  # a compiled wrapper for training only; weights stay on self.module
-            module = torch.compile(module)
-            self._compiling = True
+            module, self._compiling = torch.compile(module), True
         if distributed is not None and distributed.active:
             from torch.nn.parallel import DistributedDataParallel
 
