@@ -1,7 +1,7 @@
 """A `zoo run` on a busy machine: zoo's own thread choice against fixed thread settings,
 on a quiet machine and beside one and two busy neighbours (a Python busy loop each).
 
-    python benchmarks/bench_contention.py                 # digits-char, 300 steps, 3 rounds
+    python benchmarks/bench_contention.py                 # digits-char, 300 steps, 4 rounds
     python benchmarks/bench_contention.py --rounds 1 --steps 100
 
 Variants (the `zoo` program in a subprocess, timed from start to exit):
@@ -9,8 +9,9 @@ Variants (the `zoo` program in a subprocess, timed from start to exit):
   all-active     OMP_NUM_THREADS=<cores>: torch's default (a thread per core, active waiting)
   all-passive    OMP_NUM_THREADS=<cores> OMP_WAIT_POLICY=PASSIVE
   one            OMP_NUM_THREADS=1
-Every round runs every (neighbours, variant) pair once, variants in alternation, so slow
-drifts of the machine fall on all of them alike. The figures are medians over rounds; the
+Every round runs every (neighbours, variant) pair once, after one untimed run beside the
+freshly started neighbours, in an order that rotates from round to round, so slow drifts of
+the machine and the place in the order fall on all variants alike. The figures are medians over rounds; the
 ratio column divides by the best fixed variant of the same row.
 """
 
@@ -64,7 +65,7 @@ def main() -> None:
     parser.add_argument("--model", default="digits-char")
     parser.add_argument("--dataset", default="digits")
     parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--neighbours", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     header("zoo run beside busy neighbours")
@@ -81,7 +82,11 @@ def main() -> None:
                 process.start()
             time.sleep(1.0)  # let the neighbours show in the scheduler's view
             try:
-                order = list(named) if round_ % 2 == 0 else list(reversed(named))
+                # The first run after the neighbours start ran slower whatever its variant
+                # (caches, the scheduler settling): one untimed run takes that place, and the
+                # order rotates so each variant takes each place once every len(named) rounds.
+                timed_run(args, named["one"])
+                order = list(named)[round_ % len(named) :] + list(named)[: round_ % len(named)]
                 for name in order:
                     seconds, threads = timed_run(args, named[name])
                     times[neighbours, name].append(seconds)
@@ -119,9 +124,10 @@ def main() -> None:
         title="A zoo run beside busy neighbours",
         about=(
             f"`zoo run {args.model} {args.dataset} --steps {args.steps}`, whole-program wall "
-            f"time, median of {args.rounds} round(s) with the variants alternated; a neighbour "
+            f"time, median of {args.rounds} round(s) with the variants' order rotated; a neighbour "
             "is a Python busy loop. torch's default is a thread per core with OpenMP's active "
-            "waiting; zoo's choice gives torch the CPUs found idle in a 0.1 s sample."
+            "waiting; zoo's choice gives torch the CPUs found idle in a 0.2 s sample (the most idle of four "
+            "windows)."
         ),
         tables=[table("Wall seconds by busy neighbours", columns, rows)],
         notes=[

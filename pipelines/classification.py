@@ -352,7 +352,7 @@ def run(job: Job) -> RunResult:
     framing = sum(map(len, tokenizer.frame))
     if block < framing + 1:
         raise ZooError(
-            f"block_size must be at least {framing + 1} for classification (the "
+            f"the context length must be at least {framing + 1} for classification (the "
             f"tokenizer's {framing} special tokens and a token), got {block}"
         )
     job.run.write_json(CLASSES_FILE, classes)

@@ -339,7 +339,7 @@ def run(job: Job) -> RunResult:
         if len(array) <= block + 1:
             raise ZooError(
                 f"split {role!r} has {len(array)} tokens; it needs more than "
-                f"block_size + 1 = {block + 1}"
+                f"the context length + 1 = {block + 1}"
             )
 
     spec = TaskSpec("language-modeling", tokenizer.vocab_size, pad_id=tokenizer.pad_id)

@@ -153,7 +153,7 @@ def run(job: Job) -> RunResult:
     length = block - framing.body
     if length < 1:
         raise ZooError(
-            f"block_size must be at least {framing.body + 1} for masked language "
+            f"the context length must be at least {framing.body + 1} for masked language "
             f"modeling (the tokenizer's {framing.body} special tokens and a token), "
             f"got {block}"
         )

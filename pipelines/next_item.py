@@ -155,7 +155,7 @@ def window_examples(dataset, role: str, tokenizer, block: int) -> Windows:
     if len(ids) <= block:
         raise ZooError(
             f"split {role!r} has {len(ids)} tokens; next-item windows need more than "
-            f"block_size = {block}"
+            f"the context length {block}"
         )
     return Windows(ids, block)
 

@@ -267,7 +267,7 @@ CASES = [
     Case(
         "set-block-longer-than-data",
         [*RUN, "tiny.txt", "--steps", "1", "--quiet", *TINY, "--set", "block_size=60000"],
-        ("needs more than", "block_size"),
+        ("needs more than", "the context length + 1 = 60001"),
         tiny,
         started=True,
     ),

@@ -205,7 +205,7 @@ def test_a_trial_that_finished_before_its_driver_died_is_kept_not_trained_again(
 
     import optuna
 
-    from zoo.search.study import Objective, recover_lost_trials
+    from zoo.tuning.study import Objective, recover_lost_trials
 
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True

@@ -176,7 +176,7 @@ def test_digits_model_reads_the_last_real_position_whatever_the_padding(position
     assert torch.allclose(alone[0], batched[0], atol=1e-5)
     assert not torch.allclose(batched[0], batched[1], atol=1e-3)
     assert "positions" not in model.state_dict()  # fixed sinusoids are not weights
-    with pytest.raises(ValueError, match="block_size"):
+    with pytest.raises(ValueError, match="exceeds the context length 12"):
         model(torch.zeros((1, 13), dtype=torch.long))
 
 

@@ -90,7 +90,7 @@ def test_a_run_inside_the_warmup_warns_before_training(tiny_text):
 
 
 def test_a_tuned_preset_leaves_out_the_search_budget():
-    from zoo.search.report import StudyResult, preset_snippet
+    from zoo.tuning.report import StudyResult, preset_snippet
 
     result = StudyResult(
         "decoder-char", "shakespeare", "s1", "val_bpc", "test_bpc", {}, 1.0,

@@ -65,6 +65,34 @@ def test_cpu_times_count_only_the_cpus_of_the_affinity_mask():
     assert threads._cpu_times(stat, {0}) == (60, 70)
 
 
+def test_a_passing_command_is_not_taken_for_a_busy_neighbour(monkeypatch):
+    # cumulative (busy, idle) ticks of each CPU at the sample's five reads: CPU 0 is busy in
+    # every window (a neighbour), CPU 1 only in the first two (a passing command)
+    reads = [
+        ((0, 0), (0, 0)),
+        ((5, 0), (5, 0)),
+        ((10, 0), (10, 0)),
+        ((15, 0), (10, 5)),
+        ((20, 0), (10, 10)),
+    ]
+    texts = iter(
+        "".join(f"cpu{i} {busy} 0 0 {idle} 0 0 0 0\n" for i, (busy, idle) in enumerate(read))
+        for read in reads
+    )
+
+    class FakeStat:
+        def __init__(self, path):
+            pass
+
+        def read_text(self):
+            return next(texts)
+
+    monkeypatch.setattr(threads, "Path", FakeStat)
+    monkeypatch.setattr(threads.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert threads.idle_cpus(windows=4) == 1.0  # one CPU idle in the quietest window, not 0.5
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no affinity masks here")
 def test_the_choice_respects_an_affinity_mask_and_the_users_variable():
     code = (

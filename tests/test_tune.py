@@ -16,7 +16,7 @@ from conftest import run_cli
 
 from zoo.errors import ZooError
 from zoo.records.store import Store, home
-from zoo.search.space import parse_space
+from zoo.tuning.space import parse_space
 
 optuna = pytest.importorskip("optuna")
 
@@ -166,7 +166,7 @@ def test_the_loop_callback_stops_a_run_which_is_recorded_with_its_status_and_ste
 
 @pytest.mark.slow
 def test_the_trial_reporter_prunes_a_trial_below_the_median(tmp_path):
-    from zoo.search.study import TrialReporter
+    from zoo.tuning.study import TrialReporter
 
     url = f"sqlite:///{tmp_path / 'studies.db'}"
     study = optuna.create_study(
@@ -196,7 +196,7 @@ def test_trials_never_read_the_test_split_and_the_best_is_scored_on_test_once(
     negated_reviews, monkeypatch
 ):
     from zoo.data.datasets import LoadedDataset
-    from zoo.search import report
+    from zoo.tuning import report
 
     reads, phase = [], ["trials"]
     original_split, original_test_once = LoadedDataset.split, report.test_once
@@ -521,7 +521,7 @@ def test_each_task_trains_and_reports_with_the_test_split_held_out(
 
 
 def _study_result(tuned, preset, seeds=(1, 2, 3), **fields):
-    from zoo.search.report import StudyResult
+    from zoo.tuning.report import StudyResult
 
     result = StudyResult(
         "m-word", "reviews", "s", "val_accuracy", "test_accuracy", {"COMPLETE": 3}, 1.0
@@ -536,7 +536,7 @@ def _study_result(tuned, preset, seeds=(1, 2, 3), **fields):
 
 
 def test_the_tune_table_prints_tuned_minus_preset_paired_by_seed_with_its_t_interval():
-    from zoo.search.report import table
+    from zoo.tuning.report import table
 
     # differences 0.01, 0.02, 0.03: mean 0.02, sd 0.01, t(0.975, 2) = 4.302653:
     # 0.02 ± 4.302653 * 0.01 / sqrt(3) = [-0.00484, 0.04484]
@@ -556,7 +556,7 @@ def test_the_tune_table_prints_tuned_minus_preset_paired_by_seed_with_its_t_inte
 
 
 def test_reruns_are_on_seeds_other_than_the_trials():
-    from zoo.search.trials import TRIAL_SEED, rerun_seeds
+    from zoo.tuning.trials import TRIAL_SEED, rerun_seeds
 
     assert TRIAL_SEED not in rerun_seeds(5) and len(set(rerun_seeds(5))) == 5
 
@@ -585,8 +585,8 @@ def test_best_settings_equal_to_the_preset_are_one_set_of_runs_counted_once(nega
 
 def _draws(storage, count, sampler="tpe"):
     """Continue (or start) a seeded study of two floats in `storage` up to `count` trials,
-    as zoo.search.trials asks them; returns every trial's settings."""
-    from zoo.search.study import make_sampler, seed_next_draw
+    as zoo.tuning.trials asks them; returns every trial's settings."""
+    from zoo.tuning.study import make_sampler, seed_next_draw
 
     study = optuna.create_study(
         study_name="s", storage=storage, load_if_exists=True, sampler=make_sampler(sampler, 0)
@@ -636,9 +636,9 @@ def test_a_trial_drawing_an_earlier_trials_settings_is_told_its_outcome_untraine
         return {"status": "finished", "metrics": {"val_accuracy": 0.5 + plan.configs["train"].lr}}
 
     monkeypatch.setattr(runner, "execute", fake_execute)
-    monkeypatch.setattr("zoo.search.tuning._seed_reruns", lambda *args: None)
-    monkeypatch.setattr("zoo.search.report.test_once", lambda *args: None)
-    monkeypatch.setattr("zoo.search.report.save_plots", lambda *args: [])
+    monkeypatch.setattr("zoo.tuning.search._seed_reruns", lambda *args: None)
+    monkeypatch.setattr("zoo.tuning.report.test_once", lambda *args: None)
+    monkeypatch.setattr("zoo.tuning.report.save_plots", lambda *args: [])
     result = run_cli(
         "tune",
         "fasttext-wordpunct",
@@ -667,7 +667,7 @@ def test_no_module_of_zoo_shadows_a_function_of_its_api():
     from pathlib import Path
 
     import zoo
-    import zoo.search.tuning  # noqa: F401 (what zoo.tune imports when it runs)
+    import zoo.tuning.search  # noqa: F401 (what zoo.tune imports when it runs)
 
     folder = Path(zoo.__file__).parent
     modules = {p.stem for p in folder.glob("*.py")} | {

@@ -291,12 +291,12 @@ def tune(
     """
     from zoo.atomic_folders import check_output_folder
     from zoo.home import check_name_part, zoo_home
-    from zoo.search.report import preset_snippet, table
-    from zoo.search.space import parse_space
-    from zoo.search.study import Search
-    from zoo.search.tuning import run_search
     from zoo.sweeps.cells import MAX_CELLS
     from zoo.sweeps.executors import make_executor
+    from zoo.tuning.report import preset_snippet, table
+    from zoo.tuning.search import run_search
+    from zoo.tuning.space import parse_space
+    from zoo.tuning.study import Search
 
     if device not in DEVICES:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")

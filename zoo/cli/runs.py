@@ -71,7 +71,7 @@ def add_runs_parser(commands) -> None:
         description="List recorded runs: id, status, model, dataset, task, "
         "parameters, seed, duration and the task's primary metric (metric, "
         "value). Every metric and setting is a column for --where, --sort "
-        "and --columns (a setting by its name, n_layer, or as "
+        "and --columns (a setting by its name, lr, or as "
         "section.name where a metric has that name, train.steps).",
     )
     p.add_argument(
@@ -83,7 +83,7 @@ def add_runs_parser(commands) -> None:
     p.add_argument(
         "--where",
         metavar="EXPR",
-        help='a condition over metrics and settings, e.g. "lr < 1e-3 and n_layer == 2"',
+        help='a condition over metrics and settings, e.g. "lr < 1e-3 and batch_size == 32"',
     )
     p.add_argument(
         "--sort",
@@ -94,7 +94,7 @@ def add_runs_parser(commands) -> None:
     p.add_argument(
         "--columns",
         metavar="KEYS",
-        help="more columns to show, comma-separated (settings such as lr,n_layer or metrics)",
+        help="more columns to show, comma-separated (settings such as lr,batch_size or metrics)",
     )
     p.add_argument("--format", default="table", choices=FORMATS, help="output format")
     p.add_argument("--json", action="store_true", help="same as --format json")

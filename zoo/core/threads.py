@@ -5,7 +5,7 @@ torch's default (one intra-op thread per core, OpenMP waiting actively) is the f
 quiet machine and loses more than half its speed as soon as one other busy process shares the
 cores: its threads spin waiting for a thread that the scheduler has put aside. So zoo counts
 the CPUs this process may use (its affinity mask and a cgroup quota), samples how busy they
-are for a tenth of a second, and gives torch the idle ones; when it shares the CPUs with
+are over a fifth of a second, and gives torch the idle ones; when it shares the CPUs with
 others, OpenMP waits passively. A user's `--threads N` or `OMP_NUM_THREADS` wins.
 
 Nothing here imports torch: the choice is made before torch loads (the wait policy is read
@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-SAMPLE_SECONDS = 0.1
+SAMPLE_SECONDS = 0.2  # in SAMPLE_WINDOWS windows: /proc/stat counts in 10 ms ticks
+SAMPLE_WINDOWS = 4
 # Below this many idle CPUs out of those usable, the CPUs count as shared: threads that wait
 # for each other sleep instead of spinning (OMP_WAIT_POLICY=PASSIVE).
 SHARED_MARGIN = 0.5
@@ -92,23 +93,30 @@ def _cpu_times(stat: str, cpus: set[int]) -> tuple[int, int]:
     return idle, total
 
 
-def idle_cpus(seconds: float = SAMPLE_SECONDS) -> float | None:
-    """How many of this process's CPUs were idle over a short sample of /proc/stat (stolen
-    time counts as busy); the load average where /proc is missing; None if neither."""
+def idle_cpus(windows: int = SAMPLE_WINDOWS, seconds: float = SAMPLE_SECONDS) -> float | None:
+    """How many of this process's CPUs were idle: the most idle of ``windows`` short windows
+    of /proc/stat (stolen time counts as busy). A neighbour that keeps a CPU busy is busy in
+    every window; a passing command (a shell, an editor's linter) in one or two, and a single
+    sample would take it for a neighbour. The load average where /proc is missing; None if
+    neither."""
     try:
         cpus = os.sched_getaffinity(0)
         before = _cpu_times(Path("/proc/stat").read_text(), cpus)
-        time.sleep(seconds)
-        after = _cpu_times(Path("/proc/stat").read_text(), cpus)
+        most = None
+        for _ in range(windows):
+            time.sleep(seconds / windows)
+            after = _cpu_times(Path("/proc/stat").read_text(), cpus)
+            total = after[1] - before[1]
+            if total > 0:
+                idle = len(cpus) * (after[0] - before[0]) / total
+                most = idle if most is None else max(most, idle)
+            before = after
+        return most
     except (OSError, AttributeError, ValueError, IndexError):
         try:
             return max(0.0, (os.cpu_count() or 1) - os.getloadavg()[0])
         except (OSError, AttributeError):
             return None
-    total = after[1] - before[1]
-    if total <= 0:
-        return None
-    return len(cpus) * (after[0] - before[0]) / total
 
 
 def choose_threads(

@@ -26,7 +26,6 @@ safely). Names backed by torch are imported on first use, so a plugin's registra
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import TYPE_CHECKING
 
 from zoo.errors import ZooError
@@ -109,13 +108,9 @@ _lazy_getattr, __dir__ = _lazy_names(globals(), _LAZY)
 def __getattr__(name: str):
     if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
-    for submodule in _SUBMODULES:  # names that moved to a sub-namespace still resolve, once warned
-        module = importlib.import_module(f"{__name__}.{submodule}")
-        if name in module.__all__:
-            warnings.warn(
-                f"zoo.plugin.{name} is zoo.plugin.{submodule}.{name}",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            return getattr(module, name)
-    return _lazy_getattr(name)
+    if name in _LAZY:
+        return _lazy_getattr(name)
+    # a helper lives in one sub-namespace only; the error says which
+    home = [s for s in _SUBMODULES if name in importlib.import_module(f"{__name__}.{s}").__all__]
+    hint = f"; it is zoo.plugin.{home[0]}.{name}" if home else ""
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}{hint}")

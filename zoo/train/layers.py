@@ -143,11 +143,12 @@ def token_bigram_ids(input_ids, attention_mask, vocab: int, buckets: int, pad_id
     return torch.cat([ids, bigrams.masked_fill(~both, pad_id)], dim=1)
 
 
-def check_length(input_ids, block_size: int) -> int:
-    """The sequence length T of [B, T] input ids, which the position table must cover."""
+def check_length(input_ids, context: int) -> int:
+    """The sequence length T of [B, T] input ids, at most ``context`` (the architecture's
+    context length, which its position table covers)."""
     T = input_ids.shape[1]
-    if T > block_size:
-        raise ValueError(f"sequence of {T} tokens exceeds block_size {block_size}")
+    if T > context:
+        raise ValueError(f"sequence of {T} tokens exceeds the context length {context}")
     return T
 
 
@@ -168,14 +169,15 @@ def last_real(h, attention_mask):
     return h[torch.arange(B, device=h.device), last]
 
 
-def init_gpt2(model: nn.Module, n_layer: int) -> None:
+def init_gpt2(model: nn.Module, depth: int) -> None:
     """GPT-2's initialisation: Linear and Embedding weights N(0, 0.02), zero biases, and the
-    residual projections (``*proj.weight``) N(0, 0.02 / sqrt(2 n_layer)), so the residual
-    stream's variance does not grow with depth. LayerNorms keep their unit gains."""
+    residual projections (``*proj.weight``) N(0, 0.02 / sqrt(2 depth)), where ``depth`` is
+    the number of blocks, so the residual stream's variance does not grow with depth.
+    LayerNorms keep their unit gains."""
     model.apply(_init_gpt2_module)
     for name, p in model.named_parameters():
         if name.endswith("proj.weight"):
-            nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))
+            nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * depth))
 
 
 def _init_gpt2_module(module: nn.Module) -> None:

@@ -200,8 +200,8 @@ def check_context_length(architecture, config) -> None:
     )
     raise ZooError(
         f"architecture {architecture.name!r} from plugin {architecture.plugin!r} "
-        f"{problem}; pipelines need the longest input in tokens: declare it in the config, "
-        'e.g. block_size: int = sized(128, role="context") (zoo.plugin.config)'
+        f"{problem}; pipelines need the longest input in tokens: declare it as a field "
+        'of the config with sized(..., role="context") from zoo.plugin.config'
     )
 
 

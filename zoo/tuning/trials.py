@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from zoo.errors import SearchInterrupted, ZooError
-from zoo.search.study import (
+from zoo.tuning.study import (
     LOST,
     Objective,
     Search,

@@ -215,7 +215,7 @@ class Search:
 
     models: list[str]
     datasets: list[str]
-    space: list  # zoo.search.space.Dimension
+    space: list  # zoo.tuning.space.Dimension
     trials: int | None = None
     time: float | None = None  # seconds of trial time per model and dataset
     seeds: int = 3

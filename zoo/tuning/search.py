@@ -2,7 +2,7 @@
 
 1. Plan: every model x dataset planned with the user's settings, the space checked against
    each model's config fields (did-you-mean) before anything trains.
-2. Search: one Optuna study per model and dataset (zoo.search.study), trials until the
+2. Search: one Optuna study per model and dataset (zoo.tuning.study), trials until the
    budget (--trials, or --time of trial time) is spent; each trial chosen on validation.
 3. Report: each study's best trial scored on test once; its settings, and the untuned
    preset, re-run over --seeds (a sweep: resumable, reused when already finished); the
@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from zoo.errors import ZooError
-from zoo.search import report
-from zoo.search.space import check_space
-from zoo.search.study import (
+from zoo.tuning import report
+from zoo.tuning.space import check_space
+from zoo.tuning.study import (
     Search,
     counted,
     default_storage,
@@ -29,7 +29,7 @@ from zoo.search.study import (
     recover_lost_trials,
     trial_seconds,
 )
-from zoo.search.trials import TRIAL_SEED
+from zoo.tuning.trials import TRIAL_SEED
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +38,9 @@ def plan_search(search: Search) -> dict:
     """{(model, dataset): (plan, searched dimensions)}; every problem is a ZooError now."""
     from zoo.core.loading import get_zoo
     from zoo.data import datasets as zoo_data
-    from zoo.search.trials import HELD_OUT
     from zoo.sweeps.cells import expand_models
     from zoo.train.plan import plan_run
+    from zoo.tuning.trials import HELD_OUT
 
     zoo = get_zoo()
     if search.trials is None and search.time is None:
@@ -90,7 +90,7 @@ def run_search(
     seed re-runs."""
     import optuna
 
-    from zoo.search.trials import TrialDriver, run_here
+    from zoo.tuning.trials import TrialDriver, run_here
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     planned = plan_search(search)
@@ -210,10 +210,10 @@ def _seed_reruns(search: Search, results, make_executor) -> None:
     when already finished, resumed when cut off), reported on test. Settings equal to the
     preset's are one set of cells, counted once."""
     from zoo.records.store import Store
-    from zoo.search.trials import rerun_seeds
     from zoo.sweeps import driver
     from zoo.sweeps.cells import Cell, Sweep
     from zoo.train.plan import config_hash, plan_run
+    from zoo.tuning.trials import rerun_seeds
 
     seeds = rerun_seeds(search.seeds)
     cells: dict[str, Cell] = {}  # config hash -> cell
