@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 # The phases, in the order a run meets them.
 PHASES = (
@@ -30,20 +31,29 @@ PHASES = (
 )
 
 
+@dataclass
+class _Open:
+    """A phase open now: when it began, and the seconds of the phases inside it so far."""
+
+    name: str
+    began: float
+    inner: float = 0.0
+
+
 class PhaseClock:
     """Seconds by phase for one run."""
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
         self.began = time.perf_counter()
-        self._open: list[list] = []  # per open phase: [name, began, seconds of phases inside]
+        self._open: list[_Open] = []  # the phases open now, outermost first
 
     def add(self, name: str, seconds: float) -> None:
         self.seconds[name] = self.seconds.get(name, 0.0) + seconds
 
     def open_phases(self) -> list[str]:
         """The phases open now, outermost first (another thread may ask)."""
-        return [frame[0] for frame in list(self._open)]
+        return [frame.name for frame in list(self._open)]
 
     def record(self) -> dict:
         """The seconds by phase so far, the open phases' included (rounded to microseconds),
@@ -51,9 +61,12 @@ class PhaseClock:
         now = time.perf_counter()
         seconds = dict(self.seconds)
         opened_inside = 0.0  # the time of the open phase inside this one
-        for name, began, inner in reversed(self._open):
-            seconds[name] = seconds.get(name, 0.0) + (now - began) - inner - opened_inside
-            opened_inside = now - began
+        for frame in reversed(self._open):
+            elapsed = now - frame.began
+            seconds[frame.name] = (
+                seconds.get(frame.name, 0.0) + elapsed - frame.inner - opened_inside
+            )
+            opened_inside = elapsed
         named = {name: round(seconds[name], 6) for name in PHASES if name in seconds}
         named.update({k: round(v, 6) for k, v in seconds.items() if k not in named})
         return {"phases": named, "measured": round(now - self.began, 6)}
@@ -101,13 +114,13 @@ def phase(name: str) -> Iterator[None]:
     if clock is None:
         yield
         return
-    frame = [name, time.perf_counter(), 0.0]
+    frame = _Open(name, time.perf_counter())
     clock._open.append(frame)
     try:
         yield
     finally:
         clock._open.pop()
-        elapsed = time.perf_counter() - frame[1]
-        clock.add(name, elapsed - frame[2])
+        elapsed = time.perf_counter() - frame.began
+        clock.add(name, elapsed - frame.inner)
         if clock._open:
-            clock._open[-1][2] += elapsed
+            clock._open[-1].inner += elapsed

@@ -19,7 +19,7 @@ def make_executor(
     """The executor the command line asks for, or None: cells in this process. ``jobs``
     is a number, or "auto" (zoo.sweeps.auto_jobs)."""
     if executor == "ray":
-        if jobs == "auto" or jobs > 1:
+        if jobs == "auto" or int(jobs) > 1:
             raise ZooError(
                 "--jobs is for the local executor; Ray runs as many cells as the "
                 "cluster has room for (see --cell-cpus)"
@@ -33,7 +33,7 @@ def make_executor(
         raise ZooError("--address is for --executor ray")
     if cpus is not None or gpus is not None:
         raise ZooError("--cell-cpus and --cell-gpus are for --executor ray")
-    if jobs == "auto" or jobs > 1:
+    if jobs == "auto" or int(jobs) > 1:
         from zoo.sweeps.local import ProcessExecutor
 
         return ProcessExecutor(jobs, device=device)

@@ -90,14 +90,16 @@ class ProcessExecutor(Executor):
         self.choice: dict | None = None  # what --jobs auto chose, and why
         self.probing = False  # --jobs auto on a GPU: the first cell runs alone and measures
         if jobs == "auto":
-            jobs, threads = self._auto(device), 1
-        check_jobs(jobs)
-        self.jobs = jobs
-        self.threads = threads or max(1, available_cores() // jobs)
+            count, threads = self._auto(device), 1
+        else:
+            count = int(jobs)
+        check_jobs(count)
+        self.jobs = count
+        self.threads = threads or max(1, available_cores() // count)
         self.context = multiprocessing.get_context("spawn")
         self.workers: dict[int, tuple] = {}  # slot -> (process, connection)
         self.busy: set[int] = set()
-        self.cells = None  # cells to train, once known
+        self.cells: int | None = None  # cells to train, once known
 
     def _auto(self, device: str) -> int:
         from zoo.sweeps.auto_jobs import cuda_device_wanted

@@ -17,6 +17,7 @@ import dataclasses
 import os
 import time
 from collections import OrderedDict
+from collections.abc import MutableMapping
 from pathlib import Path
 
 from zoo.core.phases import PhaseClock, phase
@@ -108,7 +109,7 @@ class WarmWorker:
             self.datasets.popitem(last=False)
 
 
-class PlanningCache:
+class PlanningCache(MutableMapping):
     """``plan_run``'s cache of loaded datasets (keyed by name, source, columns and held-out
     roles), kept with the settings and the files' stamp added to each key."""
 
@@ -118,11 +119,23 @@ class PlanningCache:
     def _key(self, key: tuple) -> tuple:
         return ("planned", key, self.warm.settings, files_stamp(key[1]))
 
-    def get(self, key: tuple):
-        return self.warm.kept(self._key(key))
+    def __getitem__(self, key: tuple):
+        loaded = self.warm.kept(self._key(key))
+        if loaded is None:
+            raise KeyError(key)
+        return loaded
 
     def __setitem__(self, key: tuple, loaded) -> None:
         self.warm.keep(self._key(key), loaded)
+
+    def __delitem__(self, key: tuple) -> None:
+        del self.warm.datasets[self._key(key)]
+
+    def __iter__(self):
+        return (key[1] for key in self.warm.datasets if key[0] == "planned")
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def dataset_identity(plan, settings) -> tuple:
