@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +35,31 @@ REPO = Path(__file__).resolve().parents[1]
 # or the mirror of the development layout beside the repository. zoo itself names no such
 # folder (its registry.toml has no mirrors); without one a test that needs it is skipped.
 DATASETS = os.environ.get("ZOO_DATASETS") or str(REPO.parent / "shared" / "datasets")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Spread the test files over one worker process per CPU with pytest-xdist (the test
+    extra), each file whole in one worker so its module fixtures are made once. Not where
+    the command line chooses (`-n N`, `-n 0`, `-p no:xdist`), under `--pdb`, inside a worker,
+    without xdist, or with a single CPU: there the tests run in this process."""
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    if config.option.numprocesses is not None or config.getoption("usepdb"):
+        return
+    if config.getoption("collectonly"):
+        return
+    # xdist's count (PYTEST_XDIST_AUTO_NUM_WORKERS, else the cores), within the CPUs this
+    # process may use (taskset, a container's cpuset)
+    workers = config.hook.pytest_xdist_auto_num_workers(config=config)
+    if hasattr(os, "sched_getaffinity"):
+        workers = min(workers, len(os.sched_getaffinity(0)))
+    if workers < 2:
+        return
+    config.option.numprocesses = workers
+    config.option.tx = ["popen"] * workers
+    if config.option.dist == "no":
+        config.option.dist = "loadfile"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -198,8 +224,14 @@ TINY_ENCODER = [*TINY_DECODER_CLASSIFIER, "--set", "dropout=0.0"]
 
 
 def install_example(tmp_path_factory, name: str) -> Path:
-    """The example package examples/NAME, installed for real into a folder of its own."""
+    """The example package examples/NAME, installed for real into a folder of its own. pip
+    builds from a copy: it builds in the source folder, which test processes running beside
+    each other (pytest-xdist) would otherwise share."""
     target = tmp_path_factory.mktemp(name)
+    source = tmp_path_factory.mktemp(f"{name}-source") / name
+    shutil.copytree(
+        REPO / "examples" / name, source, ignore=shutil.ignore_patterns("build", "*.egg-info")
+    )
     subprocess.run(
         [
             sys.executable,
@@ -211,7 +243,7 @@ def install_example(tmp_path_factory, name: str) -> Path:
             "--no-build-isolation",
             "--target",
             str(target),
-            str(REPO / "examples" / name),
+            str(source),
         ],
         check=True,
         capture_output=True,
