@@ -156,7 +156,7 @@ def sweep(
     quiet: bool = True,
     metric: str | None = None,
     grid: dict[str, list] | list[str] | None = None,
-    jobs: int = 1,
+    jobs: int | str = 1,
     executor: str = "local",
     address: str | None = None,
     cell_cpus: int | None = None,
@@ -180,8 +180,9 @@ def sweep(
     2]}` is `--grid n_layer=1,2` (the command's ``"KEY=V1,V2"`` strings are taken too);
     `dry_run` plans and trains nothing. `stack_seeds` trains up to that many seeds of a cell
     together as one batched model (True: all of them; `--stack-seeds`), each still its own
-    run, and a configuration of its own. Settings are keyword arguments or a ``settings`` dict,
-    as for `run`. `jobs`, `executor`, `address`, `cell_cpus`,
+    run, and a configuration of its own. Settings are keyword arguments or a ``settings``
+    dict, as for `run`. `jobs` is a number or ``"auto"`` (as many workers as the GPU or the
+    cores take). `jobs`, `executor`, `address`, `cell_cpus`,
     `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
     `pool` are the options of the same names."""
 
@@ -200,7 +201,12 @@ def sweep(
         if isinstance(grid, dict):  # as the command's --grid key=v1,v2, checked and labelled alike
             grid = [f"{key}={','.join(str(v) for v in values)}" for key, values in grid.items()]
         pool_of_workers = make_executor(
-            positive_argument("jobs", jobs, int), executor, address, cell_cpus, cell_gpus, device
+            jobs if jobs == "auto" else positive_argument("jobs", jobs, int),
+            executor,
+            address,
+            cell_cpus,
+            cell_gpus,
+            device,
         )  # before planning: no Ray fails now
         plan = cells.plan_sweep(
             models,

@@ -9,13 +9,16 @@ the thread count is set.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
 import time
 
 from zoo.core.containment import no_ctrl_c
+from zoo.core.phases import measuring, phase
 from zoo.errors import ZooError
+from zoo.sweeps.warm import WarmWorker
 
 # What torch's and the BLAS libraries' thread pools read when they start.
 
@@ -50,19 +53,24 @@ class Journal:
         pass
 
 
-def run_cell(task: dict, send=None) -> dict:
+def run_cell(task: dict, send=None, warm: WarmWorker | None = None) -> dict:
     """Train one cell (``task`` is plain data, see zoo.sweeps.executors.cell_task) and return its
-    outcome: status, error, the run's summary, and the journal of store writes."""
+    outcome: status, error, the run's summary, and the journal of store writes. ``warm`` is
+    what the worker kept from its earlier cells (zoo.sweeps.warm); None: nothing."""
     from zoo.errors import RunDiverged
 
+    warm = warm or WarmWorker()
     if "stack" in task:  # seeds trained together (zoo.sweeps.stacking)
-        return run_stack(task["stack"], send)
+        return run_stack(task["stack"], send, warm)
     journal = Journal(send)
     began = time.time()
     outcome = {"host": socket.gethostname(), "pid": os.getpid()}
     try:
-        with no_ctrl_c():  # the driver takes Ctrl-C: an interrupt here is the cell's own code
-            result = _train(task, journal)
+        # the driver takes Ctrl-C: an interrupt here is the cell's own code
+        with no_ctrl_c(), measuring(warm.clock()) as clock, _probed(task, clock) as probe:
+            result = _train(task, journal, warm)
+        if probe:  # what --jobs auto decides from (zoo.sweeps.auto_jobs)
+            outcome["gpu"] = probe
     except RunDiverged as exc:
         outcome.update(status="diverged", error=one_line(exc))
     except (Exception, KeyboardInterrupt) as exc:  # recorded by the driver; the sweep goes on
@@ -76,41 +84,18 @@ def run_cell(task: dict, send=None) -> dict:
     return outcome
 
 
-def _train(task: dict, journal: Journal) -> dict:
-    from zoo.core import loading
-    from zoo.train.plan import config_hash, plan_run
+def _train(task: dict, journal: Journal, warm: WarmWorker) -> dict:
     from zoo.train.resume import ResumeRefused, resume
     from zoo.train.runner import execute
 
-    os.environ.update(task["env"])  # the driver's ZOO_HOME, registry and plugin settings
-    if task.get("cwd") and os.path.isdir(task["cwd"]):
-        os.chdir(task["cwd"])  # dataset paths mean what they meant on the driver
-    loading.reset_zoo()  # a reused worker may have built its zoo under other settings
-    zoo = loading.get_zoo()
-    plan = plan_run(
-        task["model"],
-        task["dataset"],
-        overrides=task["overrides"],
-        seed=task["seed"],
-        task=task["task"],
-        zoo=zoo,
-        held_out=tuple(task.get("held_out") or ()),
-    )
-    if task.get("stacked"):  # seeds trained together: part of the config hash
-        plan = dataclasses.replace(plan, stacked=task["stacked"])
-    found = config_hash(plan, zoo)
-    if found != task["config_hash"]:
-        raise ZooError(
-            f"this worker plans the cell differently from the driver (config hash "
-            f"{found}, not {task['config_hash']}): install the same zoo "
-            "and plugins on every node"
-        )
+    plan, zoo = _plan(task, warm)
     claimed = task.get("resume")
     if claimed is not None:
         try:
             return resume(claimed["id"], quiet=True, zoo=zoo, claimed=claimed, store=journal)
         except ResumeRefused as exc:
             journal.refused(claimed["id"], str(exc))
+    plan = warm.dataset_for(plan, zoo)  # loaded here, or kept from an earlier cell
     # A search trial adds its record (extra) and its per-validation callback (on_validate).
     return execute(
         plan,
@@ -124,26 +109,64 @@ def _train(task: dict, journal: Journal) -> dict:
     )
 
 
-def run_stack(tasks: list[dict], send=None) -> dict:
+def _plan(task: dict, warm: WarmWorker) -> tuple:
+    """The cell's plan, made again here from its names under the driver's settings and
+    checked against the driver's config hash; and the zoo it was planned in."""
+    warm.import_once()
+    from zoo.train.plan import config_hash, plan_run
+
+    os.environ.update(task["env"])  # the driver's ZOO_HOME, registry and plugin settings
+    if task.get("cwd") and os.path.isdir(task["cwd"]):
+        os.chdir(task["cwd"])  # dataset paths mean what they meant on the driver
+    zoo = warm.zoo(task)  # kept while the settings are the same
+    with phase("plan"):
+        plan = plan_run(
+            task["model"],
+            task["dataset"],
+            overrides=task["overrides"],
+            seed=task["seed"],
+            task=task["task"],
+            zoo=zoo,
+            held_out=tuple(task.get("held_out") or ()),
+            loaded_cache=warm.planning_cache(),
+        )
+        if task.get("stacked"):  # seeds trained together: part of the config hash
+            plan = dataclasses.replace(plan, stacked=task["stacked"])
+        found = config_hash(plan, zoo)
+    if found != task["config_hash"]:
+        raise ZooError(
+            f"this worker plans the cell differently from the driver (config hash "
+            f"{found}, not {task['config_hash']}): install the same zoo "
+            "and plugins on every node"
+        )
+    return plan, zoo
+
+
+def run_stack(tasks: list[dict], send=None, warm: WarmWorker | None = None) -> dict:
     """Train cells that differ only in their seed together (zoo.train.stacked_runs) and
     return each one's outcome as run_cell returns one, under ``stack``."""
     from zoo.errors import RunDiverged
     from zoo.train.stacked_runs import train_together
 
+    warm = warm or WarmWorker()
     began = time.time()
     journals = [Journal(send) for _ in tasks]
     outcomes = [{"host": socket.gethostname(), "pid": os.getpid()} for _ in tasks]
     plans, failed, zoo = {}, {}, None
     for i, task in enumerate(tasks):
         try:
-            plans[i], zoo = _plan(task, zoo)
+            plans[i], zoo = _plan(task, warm)
         except Exception as exc:  # recorded by the driver
             failed[i] = exc
     results = []
     if plans:
+        first = warm.dataset_for(next(iter(plans.values())), zoo)  # loaded once for all
         with no_ctrl_c():
             results = train_together(
-                list(plans.values()),
+                [
+                    dataclasses.replace(p, loaded=first.loaded, columns=first.columns)
+                    for p in plans.values()
+                ],
                 [tasks[i]["run_id"] for i in plans],
                 device=tasks[0]["device"],
                 quiet=True,
@@ -167,34 +190,21 @@ def run_stack(tasks: list[dict], send=None) -> dict:
     return {"stack": outcomes}
 
 
-def _plan(task: dict, zoo=None) -> tuple:
-    """A stacked cell's plan, made again here under the driver's settings (set up once, for
-    the stack's first cell), checked against the driver's config hash; and its zoo."""
-    from zoo.core import loading
-    from zoo.train.plan import config_hash, plan_run
+@contextlib.contextmanager
+def _probed(task: dict, clock):
+    """The GPU's figures for the cell inside, when the driver asks (``probe_gpu``)."""
+    if not task.get("probe_gpu"):
+        yield {}
+        return
+    import torch
 
-    if zoo is None:
-        os.environ.update(task["env"])
-        if task.get("cwd") and os.path.isdir(task["cwd"]):
-            os.chdir(task["cwd"])
-        loading.reset_zoo()
-        zoo = loading.get_zoo()
-    plan = plan_run(
-        task["model"],
-        task["dataset"],
-        overrides=task["overrides"],
-        seed=task["seed"],
-        task=task["task"],
-        zoo=zoo,
-        held_out=tuple(task.get("held_out") or ()),
-    )
-    plan = dataclasses.replace(plan, stacked=task["stacked"])
-    if config_hash(plan, zoo) != task["config_hash"]:
-        raise ZooError(
-            "this worker plans the cell differently from the driver: install the same zoo "
-            "and plugins on every node"
-        )
-    return plan, zoo
+    if not torch.cuda.is_available():
+        yield {}
+        return
+    from zoo.sweeps.auto_jobs import gpu_probe
+
+    with gpu_probe(clock) as report:
+        yield report
 
 
 def one_line(exc: BaseException) -> str:
