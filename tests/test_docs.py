@@ -173,7 +173,8 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
 
 @pytest.mark.parametrize("module", PUBLIC_MODULES)
 def test_every_public_class_and_function_has_a_docstring(module):
-    """The reference is generated from docstrings: an undocumented name is an empty entry."""
+    """The reference is generated from docstrings: an undocumented name, or method of a
+    public class, is an empty entry."""
     import inspect
 
     namespace = importlib.import_module(module)
@@ -184,6 +185,12 @@ def test_every_public_class_and_function_has_a_docstring(module):
             doc = value.__dict__.get("__doc__")  # not inherited, nor dataclass's signature
             if not doc or doc.startswith(f"{value.__name__}("):
                 missing.append(name)
+            for attribute, member in vars(value).items():  # its own methods and properties
+                function = getattr(member, "fget", None) or getattr(member, "__func__", member)
+                if attribute.startswith("_") or not inspect.isfunction(function):
+                    continue
+                if not function.__doc__:
+                    missing.append(f"{name}.{attribute}")
         elif inspect.isfunction(value) and not value.__doc__:
             missing.append(name)
     assert not missing, f"{module}: public names without a docstring: {missing}"
