@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo.core.names import tasks_for
+from zoo.core.phases import phase
 from zoo.core.registry_file import is_hub_id
 from zoo.data.sources import (
     FILE_BUILDERS,
@@ -177,6 +178,7 @@ def column_roles(text_column: str | None, label_column: str | None) -> set[str]:
     return {role for role, column in (("text", text_column), ("label", label_column)) if column}
 
 
+@phase("data")
 def load(
     ref: DatasetRef,
     zoo,

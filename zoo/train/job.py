@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from zoo.core.config import incidental
+from zoo.core.phases import phase
 from zoo.core.sizes import sized
 from zoo.errors import ZooError
 from zoo.io import atomic_write_bytes, atomic_write_json, atomic_write_text
@@ -267,6 +268,10 @@ class Job:
     def build_model(self, spec):
         """The architecture built for ``spec`` (a ``zoo.plugin.TaskSpec``) on the run's device, as a
         ``zoo.plugin.Model`` that trains with the task's declared loss."""
+        with phase("build"):
+            return self._build_model(spec)
+
+    def _build_model(self, spec):
         from zoo.core.containment import call_plugin
         from zoo.core.loading import task_loss
         from zoo.core.names import get_task
