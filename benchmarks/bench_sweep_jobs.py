@@ -1,28 +1,33 @@
 """Wall time of a whole `zoo sweep` with --jobs 1 against --jobs N, alternating, each in a
-fresh ZOO_HOME; where each sweep's time goes; the best --jobs N could do; and whether every
-cell's metrics are identical across the variants (timing figures aside).
+fresh ZOO_HOME, for one or more sweep sizes; where each cell's time goes, phase by phase;
+the best --jobs N could do; and whether every cell's metrics are identical across the
+variants (timing figures aside).
 
-    python benchmarks/bench_sweep_jobs.py                      # the issue's sweep, 3 rounds
-    python benchmarks/bench_sweep_jobs.py --rounds 2 --steps 50
-    python benchmarks/bench_sweep_jobs.py --device cuda --model decoder-char \
-        --dataset shakespeare --seeds 8 --jobs 8 --steps 300 --no-single-thread
+    python benchmarks/bench_sweep_jobs.py --seeds 8 32 --rounds 2   # digits-char, 150 steps
+    python benchmarks/bench_sweep_jobs.py --seeds 4 --rounds 1 --steps 5    # a smoke run
+    python benchmarks/bench_sweep_jobs.py --device cuda --model decoder-char \\
+        --dataset shakespeare --seeds 8 32 --jobs auto --steps 300 --no-single-thread
                                             # cells packed onto one GPU (sweep_jobs_cuda)
 
-Variants, timed in alternation in every round (each is the `zoo` program in a subprocess):
+Variants, timed in alternation in every round (each is the `zoo` program in a subprocess;
+``--variants`` picks some of them, VARIANTS lists them all):
   jobs1        --jobs 1 with torch's default threads (one per core: one cell uses the machine)
   jobs1-1t     --jobs 1 with OMP_NUM_THREADS=1 (the work of one cell on one core)
-  jobsN        --jobs N (cores / N threads per worker)
+  jobsN        --jobs N (cores / N threads per worker); N is --jobs, a number or auto
 
-Where the time goes, from the store's rows (the medians over rounds):
+Where a sweep's time goes, from the store's rows (medians over rounds):
   set-up   from the program's start to the first cell's run row: interpreter and imports,
-           planning, starting the workers, loading and tokenizing the data
-  cells    the cells' own durations (building the model, training, evaluating), summed over
-           cells; `training` is the training loops' part. With N workers they overlap.
-  tail     from the last cell's end to the program's exit: its curve, stopping the workers,
-           the comparison table, the interpreter's exit
+           planning, starting the workers, loading the data
+  cells    the cells' own durations (training and evaluating), summed over cells; with N
+           workers they overlap
+  tail     from the last cell's end to the program's exit: stopping the workers, the
+           comparison table, the interpreter's exit
+Where a cell's time goes: the phases every run records with its provenance (`timing`, see
+zoo.core.phases): its worker's start and imports (first cell of a worker only), planning,
+data (loading, tokenizer, tokenizing), model build, compile or graph capture, training,
+evaluation and recording; `other` is the rest of the run's measured time.
 The bound for --jobs N: the one-thread sweep's set-up and tail once, and its remaining time
-split evenly over N workers that slow each other down not at all. --jobs N cannot beat it,
-so its ratio to --jobs 1 is the most any way of starting workers could give on this machine.
+split evenly over N workers that slow each other down not at all.
 """
 
 from __future__ import annotations
@@ -38,34 +43,43 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, header, load, table, write_results  # noqa: E402
+from common import header, load, table, write_results  # noqa: E402
 
 TIMING = {"tokens_per_s", "train_time"}
 PARTS = ("wall", "setup", "cells", "training", "tail")
+PHASES = ("start", "imports", "plan", "data", "build", "compile", "train", "evaluate", "record")
+
+# name -> (label, the sweep's extra options, OMP_NUM_THREADS or None); "N" is --jobs
+VARIANTS = {
+    "jobs1": ("--jobs 1 (torch's default threads)", ["--jobs", "1"], None),
+    "jobs1-1t": ("--jobs 1, 1 thread", ["--jobs", "1"], "1"),
+    "jobsN": ("--jobs N (cores / N threads each)", ["--jobs", "N"], None),
+}
 
 
-def run_sweep(args, jobs: int, threads: str | None) -> tuple[dict, dict]:
-    """One sweep in a fresh ZOO_HOME: its time split into PARTS, and every cell's status and
-    metrics by seed."""
+def run_sweep(args, seeds: int, options: list[str], threads: str | None) -> tuple[dict, dict]:
+    """One sweep in a fresh ZOO_HOME: its time split into PARTS, each cell's phases summed
+    (``phase:NAME``), and every cell's status and metrics by seed."""
     home = tempfile.mkdtemp(prefix="zoo-bench-jobs-")
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     env["ZOO_HOME"] = str(Path(home) / "runs")
     if threads:
         env["OMP_NUM_THREADS"] = threads
     command = [
-        str(REPO / ".venv/bin/zoo"),
+        sys.executable,  # the interpreter this script runs on, and its zoo
+        "-m",
+        "zoo",
         "sweep",
         args.model,
         "--on",
         args.dataset,
         "--seeds",
-        str(args.seeds),
+        str(seeds),
         "--steps",
         str(args.steps),
-        "--jobs",
-        str(jobs),
         "--format",
         "csv",
+        *[str(args.jobs) if option == "N" else option for option in options],
         *(["--device", args.device] if args.device else []),
     ]
     started, began = time.time(), time.perf_counter()
@@ -75,15 +89,22 @@ def run_sweep(args, jobs: int, threads: str | None) -> tuple[dict, dict]:
         raise SystemExit(f"sweep failed ({done.returncode}): {done.stderr[-2000:]}")
     db = sqlite3.connect(Path(env["ZOO_HOME"]) / "zoo.db")
     cells, created, finished, durations, training = {}, [], [], [], []
-    for seed, metrics, status, made, ended, duration in db.execute(
-        "SELECT seed, metrics, status, created, finished, duration FROM runs"
+    phases = dict.fromkeys([*PHASES, "other"], 0.0)
+    for seed, metrics, config, status, made, ended, duration in db.execute(
+        "SELECT seed, metrics, config, status, created, finished, duration FROM runs"
     ):
-        metrics = json.loads(metrics)
+        metrics, config = json.loads(metrics), json.loads(config)
         cells[seed] = (status, {k: v for k, v in metrics.items() if k not in TIMING})
         created.append(made)
         finished.append(ended)
         durations.append(duration or 0.0)
         training.append(metrics.get("train_time") or 0.0)
+        timing = config.get("timing") or {"phases": {}, "measured": 0.0}
+        for name, value in timing["phases"].items():
+            phases[name] = phases.get(name, 0.0) + value
+        # the run's own clock began after its worker's start; all else it measured is here
+        named = sum(v for k, v in timing["phases"].items() if k != "start")
+        phases["other"] += max(0.0, timing["measured"] - named)
     db.close()
     parts = {
         "wall": seconds,
@@ -91,6 +112,7 @@ def run_sweep(args, jobs: int, threads: str | None) -> tuple[dict, dict]:
         "cells": sum(durations),
         "training": sum(training),
         "tail": started + seconds - max(finished),
+        **{f"phase:{name}": value for name, value in phases.items()},
     }
     return parts, cells
 
@@ -101,14 +123,22 @@ def median(values):
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def main():
+def jobs_option(text: str) -> str:
+    if text != "auto" and not (text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"a positive number or auto, not {text!r}")
+    return text
+
+
+def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--model", default="digits-char")
     parser.add_argument("--dataset", default="digits")
-    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[8, 32], help="cells per sweep (one or more)"
+    )
     parser.add_argument("--steps", type=int, default=150)
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jobs", type=jobs_option, default="2", help="N: a number or auto")
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
         "--device",
         choices=["cpu", "cuda"],
@@ -119,121 +149,156 @@ def main():
         action="store_true",
         help="leave out the jobs1-1t variant (and the bound it gives)",
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--variants",
+        help=f"comma-separated, of {', '.join(VARIANTS)} (default: all but those left out)",
+    )
+    parser.add_argument("--name", help="the results file's name (default sweep_jobs[_cuda])")
+    args = parser.parse_args(argv)
+    chosen = args.variants.split(",") if args.variants else list(VARIANTS)
+    if args.no_single_thread and "jobs1-1t" in chosen:
+        chosen.remove("jobs1-1t")
+    unknown = [name for name in chosen if name not in VARIANTS]
+    if unknown or "jobs1" not in chosen:
+        parser.error(f"--variants: jobs1 and any of {', '.join(VARIANTS)}, not {unknown}")
+    args.variants = chosen
+    return args
+
+
+def main(argv=None):
+    args = parse(argv)
     header(
-        f"zoo sweep {args.model} --on {args.dataset} --seeds {args.seeds} "
-        f"--steps {args.steps}: --jobs 1 against --jobs {args.jobs}"
+        f"zoo sweep {args.model} --on {args.dataset} --seeds {'/'.join(map(str, args.seeds))}"
+        f" --steps {args.steps}: {', '.join(args.variants)} (N = {args.jobs})"
     )
-    parallel = f"jobs{args.jobs}"
-    variants = {"jobs1": (1, None), parallel: (args.jobs, None)}
-    if not args.no_single_thread:
-        variants["jobs1-1t"] = (1, "1")
-    parts = {name: {part: [] for part in PARTS} for name in variants}
-    metrics = {}  # variant -> the cells' metrics of its first sweep
+    measured = {}  # (variant, seeds) -> part -> [seconds per round]
+    metrics = {}  # (variant, seeds) -> the cells' metrics of its first sweep
     for round_ in range(1, args.rounds + 1):
-        order = list(variants) if round_ % 2 else list(reversed(variants))
-        for name in order:
-            measured, cells = run_sweep(args, *variants[name])
-            for part, seconds in measured.items():
-                parts[name][part].append(seconds)
-            if any(status != "finished" for status, _ in cells.values()):
-                raise SystemExit(f"{name}: not every cell finished: {cells}")
-            if metrics.setdefault(name, cells) != cells:
-                print(f"# round {round_} {name}: metrics differ from its own first sweep's")
-            print(f"round {round_} {name:9s} {measured['wall']:7.1f} s   ({load()})", flush=True)
-    print()
-    for name, values in parts.items():
-        print(
-            f"{name:9s} median {median(values['wall']):7.1f} s  over {len(values['wall'])} "
-            "runs: " + ", ".join(f"{v:.1f}" for v in values["wall"])
-        )
-    print(f"\nwhere the time goes (s, medians): {'  '.join(f'{p:>8s}' for p in PARTS)}")
-    for name, values in parts.items():
-        print(f"  {name:31s}" + "  ".join(f"{median(values[p]):8.1f}" for p in PARTS))
-    wall = {name: median(values["wall"]) for name, values in parts.items()}
-    print(
-        f"\nspeed-up of --jobs {args.jobs} over --jobs 1: "
-        f"{wall['jobs1'] / wall[parallel]:.2f}x (ratio of medians)"
-    )
-    if "jobs1-1t" in wall:
-        print(
-            f"speed-up of --jobs {args.jobs} over --jobs 1 with one thread: "
-            f"{wall['jobs1-1t'] / wall[parallel]:.2f}x"
-        )
-        alone = {part: median(parts["jobs1-1t"][part]) for part in PARTS}
-        fixed = alone["setup"] + alone["tail"]
-        bound = fixed + (alone["wall"] - fixed) / args.jobs
-        print(
-            f"bound for --jobs {args.jobs}: {bound:.1f} s (the one-thread sweep's set-up and "
-            f"tail, {fixed:.1f} s, once, and the rest split over {args.jobs} workers), at most "
-            f"{wall['jobs1'] / bound:.2f}x over --jobs 1; --jobs {args.jobs} reaches "
-            f"{bound / wall[parallel]:.0%} of it"
-        )
-        one, all_ = median(parts["jobs1-1t"]["cells"]), median(parts["jobs1"]["cells"])
-        print(
-            f"the cells' durations, summed: {one:.1f} s on one thread, {all_:.1f} s on "
-            f"torch's default threads ({one / all_:.2f}x); --jobs {args.jobs} can gain at "
-            f"most {args.jobs}x over a one-thread cell, so at most about "
-            f"{args.jobs * all_ / one:.2f}x over --jobs 1 before any set-up"
-        )
-    names = list(metrics)
-    for i, first in enumerate(names):
-        for second in names[i + 1 :]:
-            same = metrics[first] == metrics[second]
-            print(
-                f"metrics of every cell identical, {first} and {second}: {same}"
-                + (
-                    ""
-                    if same
-                    else f" (largest relative difference "
-                    f"{largest_difference(metrics[first], metrics[second]):.2e})"
+        for seeds in args.seeds:
+            order = args.variants if round_ % 2 else list(reversed(args.variants))
+            for name in order:
+                _, options, threads = VARIANTS[name]
+                parts, cells = run_sweep(args, seeds, options, threads)
+                for part, seconds in parts.items():
+                    measured.setdefault((name, seeds), {}).setdefault(part, []).append(seconds)
+                if any(status != "finished" for status, _ in cells.values()):
+                    raise SystemExit(f"{name}: not every cell finished: {cells}")
+                if metrics.setdefault((name, seeds), cells) != cells:
+                    print(f"# round {round_} {name}: metrics differ from its own first sweep's")
+                print(
+                    f"round {round_} {seeds:3d} cells {name:9s} {parts['wall']:7.1f} s   "
+                    f"({load()})",
+                    flush=True,
                 )
-            )
-    labels = {
-        "jobs1": "--jobs 1 (torch's default threads)",
-        parallel: f"--jobs {args.jobs} (cores / {args.jobs} threads each)",
-        "jobs1-1t": "--jobs 1, 1 thread",
+    report(args, measured, metrics)
+
+
+def label(name: str, args) -> str:
+    if name != "jobsN":
+        return VARIANTS[name][0]
+    if args.jobs == "auto":
+        return "--jobs auto (zoo chooses the workers)"
+    return f"--jobs {args.jobs} (cores / {args.jobs} threads each)"
+
+
+def report(args, measured: dict, metrics: dict) -> None:
+    mid = {
+        key: {part: median(values) for part, values in parts.items()}
+        for key, parts in measured.items()
     }
-    notes = [
-        f"`--jobs {args.jobs}` is {wall['jobs1'] / wall[parallel]:.2f}x as fast as `--jobs 1` here."
-    ]
-    if "jobs1-1t" in wall:
-        notes.append(
-            f"Bound for `--jobs {args.jobs}` from the one-thread sweep: "
-            f"{wall['jobs1'] / bound:.2f}x over `--jobs 1`; reached "
-            f"{bound / wall[parallel]:.0%} of it. A second worker can only win what one "
-            "process leaves idle; on a loaded machine one-thread workers gain much more."
+    rows, phase_rows, notes = [], [], []
+    print(f"\nwhere the time goes (s, medians): {'  '.join(f'{p:>8s}' for p in PARTS)}")
+    for (name, seeds), parts in mid.items():
+        print(f"  {seeds:3d} cells {name:9s}" + "  ".join(f"{parts[p]:8.1f}" for p in PARTS))
+        base = mid[("jobs1", seeds)]["wall"]
+        rows.append(
+            {
+                "variant": label(name, args),
+                "cells": seeds,
+                "wall_s": parts["wall"],
+                "per_hour": 3600 * seeds / parts["wall"],
+                "speedup": base / parts["wall"],
+                "setup_s": parts["setup"],
+                "tail_s": parts["tail"],
+            }
         )
-    notes.append(
-        "Cells per hour: "
-        + ", ".join(
-            f"{labels[name]} {3600 * args.seeds / seconds:,.0f}" for name, seconds in wall.items()
+        per_cell = {p: parts[f"phase:{p}"] / seeds for p in (*PHASES, "other")}
+        phase_rows.append(
+            {
+                "variant": label(name, args),
+                "cells": seeds,
+                **per_cell,
+                "total": sum(per_cell.values()),
+            }
         )
-        + "."
-    )
+    print(f"\nper cell (s, medians): {'  '.join(f'{p[:7]:>7s}' for p in (*PHASES, 'other'))}")
+    for row in phase_rows:
+        print(
+            f"  {row['cells']:3d} cells {row['variant'][:24]:24s}"
+            + "  ".join(f"{row[p]:7.3f}" for p in (*PHASES, "other"))
+        )
+    for seeds in args.seeds:
+        for name in args.variants:
+            if name != "jobs1":
+                ratio = mid[("jobs1", seeds)]["wall"] / mid[(name, seeds)]["wall"]
+                notes.append(
+                    f"{seeds} cells: {label(name, args)} is {ratio:.2f}x as fast as --jobs 1."
+                )
+        if "jobs1-1t" in args.variants and "jobsN" in args.variants and args.jobs != "auto":
+            alone = mid[("jobs1-1t", seeds)]
+            fixed = alone["setup"] + alone["tail"]
+            bound = fixed + (alone["wall"] - fixed) / int(args.jobs)
+            notes.append(
+                f"{seeds} cells: the bound for --jobs {args.jobs} from the one-thread sweep is "
+                f"{mid[('jobs1', seeds)]['wall'] / bound:.2f}x over --jobs 1; --jobs "
+                f"{args.jobs} reached {bound / mid[('jobsN', seeds)]['wall']:.0%} of it."
+            )
+    keys = list(metrics)
+    for i, first in enumerate(keys):
+        for second in keys[i + 1 :]:
+            if first[1] == second[1]:
+                same = metrics[first] == metrics[second]
+                text = f"{first[1]} cells: every cell's metrics identical, {first[0]} and {second[0]}: {same}"
+                if not same:
+                    text += f" (largest relative difference {largest_difference(metrics[first], metrics[second]):.2e})"
+                print(text)
+                notes.append(text.replace(": True", ": yes").replace(": False", ": no") + ".")
+    for note in notes:
+        print(note)
+    device = f" --device {args.device}" if args.device else ""
     write_results(
-        "sweep_jobs" + (f"_{args.device}" if args.device not in (None, "cpu") else ""),
-        title="Parallel sweeps: `--jobs` against one process",
-        about=f"`zoo sweep {args.model} --on {args.dataset} --seeds {args.seeds} --steps "
-        f"{args.steps}{' --device ' + args.device if args.device else ''}` in a fresh ZOO_HOME per variant, the variants alternating over "
-        f"{args.rounds} rounds.",
+        args.name
+        or ("sweep_jobs" + (f"_{args.device}" if args.device not in (None, "cpu") else "")),
+        title="Parallel sweeps: `--jobs` against one process, and where a cell's time goes",
+        about=f"`zoo sweep {args.model} --on {args.dataset} --seeds N --steps {args.steps}"
+        f"{device}` for N = {', '.join(map(str, args.seeds))} cells, in a fresh ZOO_HOME per "
+        f"variant, the variants alternating over {args.rounds} round(s); medians.",
         tables=[
             table(
                 "",
                 [
                     ("variant", "variant"),
-                    ("wall_s", "wall s (median)", ".1f"),
+                    ("cells", "cells"),
+                    ("wall_s", "wall s", ".1f"),
                     ("per_hour", "cells per hour", ",.0f"),
+                    ("speedup", "x --jobs 1", ".2f"),
+                    ("setup_s", "set-up s", ".1f"),
+                    ("tail_s", "tail s", ".1f"),
                 ],
+                rows,
+            ),
+            table(
+                "Where a cell's time goes: seconds per cell by phase (summed over the sweep's "
+                "cells, over the number of cells); start and imports are a worker's first "
+                "cell's, so they spread over the cells a worker runs",
                 [
-                    {
-                        "variant": labels[name],
-                        "wall_s": seconds,
-                        "per_hour": 3600 * args.seeds / seconds,
-                    }
-                    for name, seconds in wall.items()
+                    ("variant", "variant"),
+                    ("cells", "cells"),
+                    *[(p, p, ".3f") for p in (*PHASES, "other")],
+                    ("total", "total", ".3f"),
                 ],
-            )
+                phase_rows,
+            ),
         ],
         notes=notes,
     )

@@ -69,7 +69,8 @@ def percentile(values: list[float], q: float) -> float:
 # -- results as data: benchmarks/results/NAME.json, rendered into the docs by
 #    scripts/render_benchmarks.py (the docs show only what these files hold) --
 
-RESULTS = REPO / "benchmarks" / "results"
+# ZOO_BENCH_RESULTS writes them elsewhere (a smoke run's figures must not replace real ones)
+RESULTS = Path(os.environ.get("ZOO_BENCH_RESULTS") or REPO / "benchmarks" / "results")
 
 
 def machine() -> dict:

@@ -31,6 +31,8 @@ ORDER = [
     "train",
     "nanogpt",
     "nanogpt_gpu",
+    "nanogpt_gpu_eager",
+    "nanogpt_gpu_compile",
     "transformers",
     "digits",
     "tokenizer",
@@ -43,6 +45,7 @@ ORDER = [
     "layer_norm",
     "sweep_jobs",
     "sweep_jobs_cuda",
+    "gpu_check",
     "contention",
     "list",
 ]

@@ -104,6 +104,25 @@ def register_pipelines(register: Register) -> None:
 
 
 @hookspec
+def register_presets(register: Register) -> None:
+    """Add model presets: what a ``[models.NAME]`` table of a registry.toml says, shipped
+    with the plugin.
+
+    :param register: ``register(name, **table)``, the keys of a ``[models.NAME]`` table as
+        keyword arguments: ``architecture``, ``tokenizer``, ``set`` (a dict, the meaning of
+        ``--set``), ``base`` (presets it builds on: built-in ones or this plugin's own),
+        ``template``, ``description``; or ``members`` and ``weights`` for a preset of
+        presets. ``register("bow-small", architecture="bow", tokenizer="words",
+        set={"n_embd": 32})``.
+
+    The presets show in ``zoo list`` beside the built-in ones, naming the plugin's
+    distribution, and run like them (``zoo run bow-small DATASET``). A name that a built-in
+    preset or another plugin's preset has is a clash (the plugin is set aside); a preset of
+    the same name in the user's own registry.toml wins over the plugin's.
+    """
+
+
+@hookspec
 def register_commands(register: Register) -> None:
     """Add `zoo` subcommands.
 

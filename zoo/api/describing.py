@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 
+from zoo.api.listing import preset_origin
 from zoo.core.names import model_names, resolve_model
 from zoo.errors import UnknownNameError
 
@@ -52,7 +53,7 @@ def _show_model(zoo, name: str) -> str | None:
         preset = zoo.catalogue.ensembles[name]
         return "\n".join(
             [
-                f"model {name} (ensemble preset)",
+                f"model {name} (ensemble {_preset_words(preset_origin(zoo, preset))})",
                 f"  {preset.description}",
                 f"  members: {', '.join(preset.members)} (each its own run)",
                 f"  weights: {preset.weights}",
@@ -72,8 +73,9 @@ def _show_model(zoo, name: str) -> str | None:
     )
     sections["train"] = train_entry.config_class() if train_entry else None
     values = split_overrides(spec.overrides, sections)
+    origin = preset_origin(zoo, zoo.catalogue.models.get(name))
     lines = [
-        f"model {name}" + (" (preset)" if name in zoo.catalogue.models else ""),
+        f"model {name}" + (f" ({_preset_words(origin)})" if origin else ""),
         f"  {spec.description}",
         f"  architecture: {spec.architecture.name} ({spec.architecture.plugin})",
         f"  tokenizer:    {spec.tokenizer.name} ({spec.tokenizer.plugin})",
@@ -89,6 +91,11 @@ def _show_model(zoo, name: str) -> str | None:
         lines.append(f"  {title} config (set with --set KEY=VALUE):")
         lines += describe_fields(cls, values[section])
     return "\n".join(lines)
+
+
+def _preset_words(origin: str | None) -> str:
+    """'preset' for a built-in one, else where it comes from: 'preset from zoo-bow 0.1.0'."""
+    return "preset" if origin == "zoo" else f"preset from {origin}"
 
 
 def _show_entries(zoo, name: str) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from zoo.core.kinds import natural_key
 from zoo.core.names import choose_task, model_names, resolve_model
+from zoo.core.registry_file import BUILTIN_FILE
 from zoo.errors import ZooError
 
 KIND_OF = {
@@ -106,6 +107,7 @@ def rows(zoo, kind: str, pattern: str = "*", *, all_pairs: bool = False) -> list
                         "preset": True,
                         "description": preset.description,
                         "plugin": "catalogue",
+                        "from": preset_origin(zoo, preset),
                         "members": preset.members,
                         "weights": preset.weights,
                     }
@@ -121,6 +123,7 @@ def rows(zoo, kind: str, pattern: str = "*", *, all_pairs: bool = False) -> list
                     "preset": name in zoo.catalogue.models,
                     "description": spec.description,
                     "plugin": ", ".join(plugins),
+                    "from": preset_origin(zoo, zoo.catalogue.models.get(name)),
                 }
             )
         return out
@@ -142,6 +145,22 @@ def rows(zoo, kind: str, pattern: str = "*", *, all_pairs: bool = False) -> list
     raise ZooError(f"unknown kind {kind!r}")
 
 
+def preset_origin(zoo, preset) -> str | None:
+    """Where a preset comes from: "zoo" (the built-in catalogue), the distribution (and
+    version) of the plugin that registered it, or the user's registry.toml; None for a
+    name that is no preset (an ARCHITECTURE-TOKENIZER pair)."""
+    if preset is None:
+        return None
+    if preset.plugin:
+        info = zoo.plugins.get(preset.plugin)
+        if info is not None and info.distribution:
+            return f"{info.distribution} {info.version}".strip()
+        return f"plugin {preset.plugin}"
+    if preset.name in zoo.catalogue.builtin_presets and preset.source == BUILTIN_FILE:
+        return "zoo"
+    return str(preset.source)
+
+
 def format_section(kind: str, items: list[dict]) -> str:
     lines = [f"{kind} ({len(items)})"]
     if not items:
@@ -161,6 +180,8 @@ def format_section(kind: str, items: list[dict]) -> str:
         extra = ""
         if kind == "models":
             extra = " [preset]" if r["preset"] else ""
+            if r["from"] not in (None, "zoo"):  # a plugin's preset, or the user's own
+                extra = f" [preset from {r['from']}]"
         if kind == "datasets":
             extra = f" [{r['task']}; {r['source']}]"
         if kind == "architectures":

@@ -156,7 +156,7 @@ def sweep(
     quiet: bool = True,
     metric: str | None = None,
     grid: dict[str, list] | list[str] | None = None,
-    jobs: int = 1,
+    jobs: int | str = 1,
     executor: str = "local",
     address: str | None = None,
     cell_cpus: int | None = None,
@@ -178,7 +178,8 @@ def sweep(
     `quiet=False` adds each run's own progress (`zoo sweep --verbose`). `grid={"n_layer": [1,
     2]}` is `--grid n_layer=1,2` (the command's ``"KEY=V1,V2"`` strings are taken too);
     `dry_run` plans and trains nothing. Settings are keyword arguments or a ``settings`` dict,
-    as for `run`. `jobs`, `executor`, `address`, `cell_cpus`,
+    as for `run`. `jobs` is a number or ``"auto"`` (as many workers as the GPU or the
+    cores take). `jobs`, `executor`, `address`, `cell_cpus`,
     `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
     `pool` are the options of the same names."""
 
@@ -197,7 +198,12 @@ def sweep(
         if isinstance(grid, dict):  # as the command's --grid key=v1,v2, checked and labelled alike
             grid = [f"{key}={','.join(str(v) for v in values)}" for key, values in grid.items()]
         pool_of_workers = make_executor(
-            positive_argument("jobs", jobs, int), executor, address, cell_cpus, cell_gpus, device
+            jobs if jobs == "auto" else positive_argument("jobs", jobs, int),
+            executor,
+            address,
+            cell_cpus,
+            cell_gpus,
+            device,
         )  # before planning: no Ray fails now
         plan = cells.plan_sweep(
             models,

@@ -39,6 +39,18 @@ def positive_int(text: str) -> int:
     return value
 
 
+def jobs_count(text: str) -> int | str:
+    """--jobs: a positive integer, or auto."""
+    if text == "auto":
+        return text
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer or auto, got {text!r}"
+        ) from None
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from zoo.cli.options import add_output_options, positive_float, positive_int, print_json
+from zoo.cli.options import (
+    add_output_options,
+    jobs_count,
+    positive_float,
+    positive_int,
+    print_json,
+)
 from zoo.cli.runs import add_compare_options, emit_comparison
 from zoo.cli.training_options import add_config_option
 from zoo.core.bounds import DEVICES, seed_argument
@@ -306,11 +312,12 @@ def add_commands(commands) -> None:
     )
     p.add_argument(
         "--jobs",
-        type=positive_int,
+        type=jobs_count,
         default=1,
         metavar="N",
         help="train N cells at a time in worker processes, each with cores/N "
-        "threads (default 1: one after another in this process)",
+        "threads (default 1: one after another in this process); auto: as many as "
+        "one cell's measured GPU memory and use allow on a GPU, one per idle core on a CPU",
     )
     p.add_argument(
         "--executor",

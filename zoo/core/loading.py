@@ -43,6 +43,14 @@ from zoo.core.kinds import (
     Registry,
     resolve_target,
 )
+from zoo.core.plugin_presets import (
+    StagedPreset,
+    add_presets,
+    check_presets,
+    preset_stager,
+    remove_presets,
+)
+from zoo.core.registry_file import resolve_bases
 from zoo.core.staging import command_stager, entry_stager
 from zoo.errors import PluginError
 from zoo.tasks import Task
@@ -118,6 +126,7 @@ class Zoo:
         self.catalogue = catalogue
         self.registries = {kind: Registry(kind) for kind in KINDS}
         self.plugins: dict[str, PluginInfo] = {}
+        self.loaded = False  # build_zoo has loaded every plugin and resolved presets' bases
         self.pm = pluggy.PluginManager("zoo")
         self.pm.add_hookspecs(hookspecs)
 
@@ -172,27 +181,42 @@ class Zoo:
         self.pm.register(plugin, name=info.name)
         try:
             self.pm.check_pending()
-            staged = self._collect(plugin, info)
+            staged, presets = self._collect(plugin, info)
             for entry in staged:
                 if entry.name in self.registries[entry.kind]:
                     self.registries[entry.kind].add(entry)  # raises the clash error
+            if presets:
+                ours = {(entry.kind, entry.name) for entry in staged}
+
+                def known(kind: str, name: str) -> bool:
+                    return (kind, name) in ours or name in self.registries[kind]
+
+                check_presets(self.catalogue, info.name, presets, known)
             for entry in staged:
                 self.registries[entry.kind].add(entry)
+            add_presets(self.catalogue, presets)
+            if presets and self.loaded:  # registered in-process, after build_zoo
+                resolve_bases(self.catalogue)
         except BaseException:
             self.pm.unregister(plugin)
             raise
 
-    def _collect(self, plugin, info: PluginInfo) -> list[Entry]:
+    def _collect(self, plugin, info: PluginInfo) -> tuple[list[Entry], list[StagedPreset]]:
         staged: list[Entry] = []
+        presets: list[StagedPreset] = []
         for caller in self.pm.get_hookcallers(plugin) or []:
-            kind = KIND_OF_HOOK[caller.name]
             info.hooks.append(caller.name)
             for impl in caller.get_hookimpls():
-                if impl.plugin is plugin:
+                if impl.plugin is not plugin:
+                    continue
+                if caller.name == "register_presets":
+                    register = preset_stager(info.name, presets)
+                else:
+                    kind = KIND_OF_HOOK[caller.name]
                     stager = command_stager if kind == "command" else entry_stager
                     register = stager(kind, info.name, staged)
-                    impl.function(**{arg: register for arg in impl.argnames})
-        return staged
+                impl.function(**{arg: register for arg in impl.argnames})
+        return staged, presets
 
     def remove_plugin(self, name: str) -> None:
         """Unregister a plugin and everything it registered (tests register in-process)."""
@@ -203,6 +227,7 @@ class Zoo:
             for entry in registry.entries():
                 if entry.plugin == name:
                     registry.remove(entry.name)
+        remove_presets(self.catalogue, name)
         self.plugins.pop(name, None)
 
     def set_aside(self, info: PluginInfo, strict: bool) -> None:
@@ -243,7 +268,8 @@ def build_zoo(
     """Load the catalogue and every plugin: built-ins, entry points, local modules."""
     from zoo.core.registry_file import load_catalogue
 
-    catalogue = catalogue if catalogue is not None else load_catalogue()
+    # bases resolve once plugins have added their presets: a user's may build on them
+    catalogue = catalogue if catalogue is not None else load_catalogue(resolve=False)
     zoo = Zoo(catalogue)
     strict = strict_plugins()
     for module_name in builtins:
@@ -297,6 +323,8 @@ def build_zoo(
             zoo.set_aside(info, strict)
             continue
         zoo.add_plugin(plugin, info, strict)
+    resolve_bases(catalogue)
+    zoo.loaded = True
     return zoo
 
 

@@ -10,10 +10,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn
 
 import tomllib
 
+from zoo.core.file_checks import FileParser
 from zoo.errors import UnknownNameError, ZooError
 from zoo.io import check_depth, read_config_text
 
@@ -57,12 +57,15 @@ class Preset:
     name: str
     architecture: str
     tokenizer: str
-    source: Path
+    source: Path | str  # the registry.toml that defined it, or the plugin that registered it
     description: str = ""
     overrides: dict = field(default_factory=dict)  # same meaning as --set key=value
     base: list[str] = field(default_factory=list)  # presets it builds on, in order
     own: dict = field(default_factory=dict)  # the overrides this preset writes itself
     template: bool = False  # values for other presets to build on, not a model to train
+    plugin: str = ""  # the plugin that registered it (register_presets), "" for a file
+    resolved: bool = False  # its bases applied (resolve_bases)
+    depth: int = 0  # the longest chain of bases below it
 
 
 @dataclass
@@ -71,9 +74,10 @@ class EnsemblePreset:
 
     name: str
     members: list[str]  # preset names, each trained (or reused) as its own run
-    source: Path
+    source: Path | str
     weights: str = "equal"  # "equal", or "fit" on the validation split
     description: str = ""
+    plugin: str = ""  # the plugin that registered it (register_presets), "" for a file
 
 
 @dataclass
@@ -86,6 +90,8 @@ class Catalogue:
     mirrors: list[Path] = field(default_factory=list)
     plugin_modules: list[Path] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    builtin_presets: set[str] = field(default_factory=set)  # names the built-in file defines
+    plugin_presets: dict[str, str] = field(default_factory=dict)  # name -> plugin registering it
 
     def dataset(self, name: str) -> DatasetEntry:
         try:
@@ -109,11 +115,16 @@ def user_files() -> list[Path]:
     return files
 
 
-def load_catalogue(files: list[Path] | None = None) -> Catalogue:
+def load_catalogue(files: list[Path] | None = None, *, resolve: bool = True) -> Catalogue:
+    """The built-in file, then ``files`` (the user's by default). ``resolve=False`` leaves
+    the presets' bases to resolve once plugins have added their presets (build_zoo)."""
     catalogue = Catalogue()
-    for path in [BUILTIN_FILE, *(user_files() if files is None else files)]:
+    merge_file(catalogue, BUILTIN_FILE)
+    catalogue.builtin_presets = {*catalogue.models, *catalogue.ensembles}
+    for path in user_files() if files is None else files:
         merge_file(catalogue, path)
-    resolve_bases(catalogue)
+    if resolve:
+        resolve_bases(catalogue)
     return catalogue
 
 
@@ -130,20 +141,20 @@ def too_deep(preset: Preset, first: str, link: str):
 def resolve_bases(catalogue: Catalogue) -> None:
     """A preset with `base = "NAME"` (or a list of names) takes those presets' architecture,
     tokenizer and settings, in order, then its own (which win). Bases resolve after every
-    file is read, so a user's preset may build on a built-in one; an unknown base or a cycle
-    is an error naming the file. A preset marked `template = true` holds values for others
-    to build on and is not a model; any other preset needs an architecture and a tokenizer,
-    its own or its bases'. A preset's description is its own: one that writes none is
-    described by what it builds on ("built on deep-char + bpe-512"), never by a base's
-    words, which describe another model."""
-    done: set[str] = set()
-    depth: dict[str, int] = {}  # the longest chain of bases below each resolved preset
+    file is read and every plugin has registered its presets, so a user's preset may build
+    on a built-in or a plugin's one; an unknown base or a cycle is an error naming the file.
+    A preset marked `template = true` holds values for others to build on and is not a
+    model; any other preset needs an architecture and a tokenizer, its own or its bases'.
+    A preset's description is its own: one that writes none is described by what it builds
+    on ("built on deep-char + bpe-512"), never by a base's words, which describe another
+    model. Presets already resolved are left as they are, so resolving again adds only
+    what was added since."""
+    presets = {**catalogue.templates, **catalogue.models}
 
     def resolve(name: str, chain: tuple[str, ...]) -> Preset:
-        preset = catalogue.models[name]
-        if name in done:
+        preset = presets[name]
+        if preset.resolved:
             return preset
-        depth.setdefault(name, 0)
         if len(chain) >= MAX_BASE_DEPTH:  # before going deeper: no chain overflows the stack
             too_deep(preset, chain[0], f"{chain[-1]} -> {name}")
         architecture, tokenizer, values = "", "", {}
@@ -151,13 +162,13 @@ def resolve_bases(catalogue: Catalogue) -> None:
             if base in chain + (name,):
                 cycle = " -> ".join(chain + (name, base))
                 raise ZooError(f"{preset.source}: [models.{name}] base makes a cycle ({cycle})")
-            if base not in catalogue.models:
+            if base not in presets:
                 raise UnknownNameError(
-                    f"base preset of [models.{name}] in {preset.source}", base, catalogue.models
+                    f"base preset of [models.{name}] in {preset.source}", base, presets
                 )
             parent = resolve(base, chain + (name,))
-            depth[name] = max(depth.get(name, 0), depth[base] + 1)
-            if depth[name] + len(chain) > MAX_BASE_DEPTH:
+            preset.depth = max(preset.depth, parent.depth + 1)
+            if preset.depth + len(chain) > MAX_BASE_DEPTH:
                 too_deep(preset, (chain or (name,))[0], f"{name} -> {base}")
             architecture = parent.architecture or architecture
             tokenizer = parent.tokenizer or tokenizer
@@ -167,10 +178,10 @@ def resolve_bases(catalogue: Catalogue) -> None:
         if not preset.description and preset.base:
             preset.description = "built on " + " + ".join(preset.base)
         preset.overrides = {**values, **preset.own}
-        done.add(name)
+        preset.resolved = True
         return preset
 
-    for name in list(catalogue.models):
+    for name in presets:
         resolve(name, ())
     for name, preset in list(catalogue.models.items()):
         if preset.template:
@@ -178,12 +189,18 @@ def resolve_bases(catalogue: Catalogue) -> None:
             continue
         for key in ("architecture", "tokenizer"):
             if not getattr(preset, key):
-                parser = _FileParser(preset.source, preset.source.read_text(encoding="utf-8"))
-                parser.fail(
+                _parser_for(preset.source).fail(
                     f"[models.{name}] needs {key!r} (or a base preset that gives one; "
                     "template = true marks values for other presets to build on)",
                     name,
                 )
+
+
+def _parser_for(source: Path | str) -> FileParser:
+    """The parser of a preset's file, to name its line; a plugin's preset has no file."""
+    if isinstance(source, Path):
+        return FileParser(source, source.read_text(encoding="utf-8"))
+    return FileParser(source, "")
 
 
 HUB_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -204,7 +221,7 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
     except RecursionError:
         raise ZooError(f"{path}: malformed TOML: nested too deeply") from None
     check_depth(data, str(path))
-    parser = _FileParser(path, text)
+    parser = FileParser(path, text)
     parser.check_keys(data, TOP_KEYS, "top level")
     base = path.resolve().parent
     catalogue.files.append(path)
@@ -249,33 +266,46 @@ def merge_file(catalogue: Catalogue, path: Path) -> None:
         catalogue.datasets[name] = entry
 
     for name, body in parser.expect(data.get("models", {}), dict, "[models]").items():
-        where = f"[models.{name}]"
-        parser.expect(body, dict, where)
-        if "members" in body:
-            catalogue.ensembles[name] = _ensemble_preset(parser, name, body, path)
+        preset = parse_preset(parser, name, body, path)
+        if isinstance(preset, EnsemblePreset):
+            catalogue.ensembles[name] = preset
             catalogue.models.pop(name, None)
-            continue
-        catalogue.ensembles.pop(name, None)
-        parser.check_keys(body, MODEL_KEYS, where)
-        given = body.get("base", [])
-        bases = [given] if isinstance(given, str) else parser.expect(given, list, f"{where} base")
-        for item in bases:
-            parser.expect(item, str, f"{where} base")
-        own = dict(parser.expect(body.get("set", {}), dict, f"{where} set"))
-        catalogue.models[name] = Preset(
-            name=name,
-            architecture=parser.expect(body.get("architecture", ""), str, f"{where} architecture"),
-            tokenizer=parser.expect(body.get("tokenizer", ""), str, f"{where} tokenizer"),
-            source=path,
-            description=parser.expect(body.get("description", ""), str, f"{where} description"),
-            overrides=own,
-            base=bases,
-            own=own,
-            template=parser.expect(body.get("template", False), bool, f"{where} template"),
-        )
+        else:
+            catalogue.models[name] = preset
+            catalogue.ensembles.pop(name, None)
 
 
-def _ensemble_preset(parser, name: str, body: dict, path: Path) -> EnsemblePreset:
+def parse_preset(
+    parser: FileParser, name: str, body, source: Path | str, plugin: str = ""
+) -> Preset | EnsemblePreset:
+    """One ``[models.NAME]`` table: a preset, or a preset of presets (``members``)."""
+    where = f"[models.{name}]"
+    parser.expect(body, dict, where)
+    if "members" in body:
+        ensemble = _ensemble_preset(parser, name, body, source)
+        ensemble.plugin = plugin
+        return ensemble
+    parser.check_keys(body, MODEL_KEYS, where)
+    given = body.get("base", [])
+    bases = [given] if isinstance(given, str) else parser.expect(given, list, f"{where} base")
+    for item in bases:
+        parser.expect(item, str, f"{where} base")
+    own = dict(parser.expect(body.get("set", {}), dict, f"{where} set"))
+    return Preset(
+        name=name,
+        architecture=parser.expect(body.get("architecture", ""), str, f"{where} architecture"),
+        tokenizer=parser.expect(body.get("tokenizer", ""), str, f"{where} tokenizer"),
+        source=source,
+        description=parser.expect(body.get("description", ""), str, f"{where} description"),
+        overrides=own,
+        base=list(bases),
+        own=own,
+        template=parser.expect(body.get("template", False), bool, f"{where} template"),
+        plugin=plugin,
+    )
+
+
+def _ensemble_preset(parser, name: str, body: dict, path: Path | str) -> EnsemblePreset:
     where = f"[models.{name}]"
     parser.check_keys(body, ENSEMBLE_KEYS, where)
     members = parser.expect(body["members"], list, f"{where} members")
@@ -293,57 +323,3 @@ def _ensemble_preset(parser, name: str, body: dict, path: Path) -> EnsemblePrese
         weights,
         parser.expect(body.get("description", ""), str, f"{where} description"),
     )
-
-
-class _FileParser:
-    """Validation helpers that name the file and, where it can be found, the line."""
-
-    def __init__(self, path: Path, text: str):
-        self.path, self.lines = path, text.splitlines()
-
-    def line_of(self, needle: str) -> int | None:
-        pattern = re.compile(rf"^\s*\[?[^#]*\b{re.escape(needle)}\b")
-        for number, line in enumerate(self.lines, 1):
-            if pattern.search(line):
-                return number
-        return None
-
-    def fail(self, message: str, needle: str | None = None) -> NoReturn:
-        line = self.line_of(needle) if needle else None
-        where = f"{self.path}, line {line}" if line else str(self.path)
-        raise ZooError(f"{where}: {message}")
-
-    def expect(self, value, kind, what: str):
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-            self.fail(
-                f"{what} must be a {_type_word(kind)}, not {type(value).__name__}",
-                what.split()[-1].strip("[]").split(".")[-1],
-            )
-        return value
-
-    def resolve_path(self, base: Path, value, what: str) -> Path:
-        """A path in the file, relative to it; one a filesystem cannot hold is an error."""
-        text = self.expect(value, str, what)
-        try:
-            if "\x00" in text:
-                raise ValueError("embedded null byte")
-            return (base / text).resolve()
-        except (ValueError, OSError) as exc:
-            self.fail(f"{what} {text!r} is not a usable path ({exc})", what.split()[-1])
-
-    def check_keys(self, table: dict, allowed: set[str], where: str) -> None:
-        for key in table:
-            if key not in allowed:
-                import difflib
-
-                close = difflib.get_close_matches(key, allowed, n=1)
-                hint = f" Did you mean: {close[0]}?" if close else ""
-                self.fail(
-                    f"unknown key {key!r} in {where}.{hint} Valid keys: "
-                    f"{', '.join(sorted(allowed))}",
-                    key,
-                )
-
-
-def _type_word(kind) -> str:
-    return {list: "list", dict: "table", str: "string"}.get(kind, kind.__name__)

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from zoo.core.phases import phase
+
 FORMAT = 2  # bump when what a cached token file holds changes
 ROWS_PER_BATCH = 10_000  # rows per map batch: one text each, encoded at once
 
@@ -109,6 +111,7 @@ def fingerprint(split, column: str, tokenizer, kind: str = "") -> str:
     return digest.hexdigest()[:32]
 
 
+@phase("data")
 def split_ids(split, column: str, tokenizer, *, say=None) -> np.ndarray:
     """The split's token ids as one memory-mapped array of the smallest fitting dtype."""
     dtype = token_dtype(tokenizer.vocab_size)
@@ -144,6 +147,7 @@ def tokenize(split, column: str, tokenizer, dtype: np.dtype, key: str):
     return _map(split, column, encode, key, with_indices=True)
 
 
+@phase("data")
 def row_ids(split, column: str, tokenizer) -> tuple[np.ndarray, np.ndarray]:
     """Every row of the split encoded on its own (a text to classify, a context, a target),
     as one ragged array: all rows' ids one after another, in the smallest dtype, and

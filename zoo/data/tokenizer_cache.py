@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from zoo.core.phases import phase
 from zoo.errors import ZooError
 from zoo.home import zoo_home
 from zoo.tokenizer import Tokenizer
@@ -61,6 +62,7 @@ def cache_folder(key: dict) -> Path:
     return cache_root() / f"{key['tokenizer']}-{digest[:16]}"
 
 
+@phase("data")
 def train_cached(
     tokenizer_cls: type[Tokenizer],
     name: str,

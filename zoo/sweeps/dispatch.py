@@ -21,6 +21,7 @@ from pathlib import Path
 from zoo.errors import SweepInterrupted, ZooError
 from zoo.records.paths import run_folder
 from zoo.records.store import Store, home
+from zoo.sweeps.affinity import affinity_key, bring_forward
 from zoo.sweeps.claims import CellClaims
 from zoo.sweeps.driver import clock, failure_row, headline, settled_latest, should_resume
 
@@ -54,6 +55,15 @@ class Executor:
     def fit(self, cells: int) -> None:
         """Use no more workers than there are cells to train."""
 
+    def learn(self, outcome: dict) -> str | None:
+        """Hear a cell's outcome (its measured figures); a line to say when the executor
+        changes how it runs (--jobs auto)."""
+        return None
+
+    def record(self) -> dict | None:
+        """How the workers were chosen, recorded with each cell's run (``workers``)."""
+        return None
+
     def run_cells(self, sweep, *, device: str):
         """Train the sweep's cells still to do in this executor's workers."""
         return Driver(sweep, self, device=device).run()
@@ -68,6 +78,7 @@ class Driver:
         self.store = Store()
         self.running: dict[int, dict] = {}  # slot -> {cell, task, began, claimed, refused}
         self.claims = CellClaims()  # the cells this sweep trains now, locked against others
+        self.last_key: dict[int, tuple] = {}  # slot -> its last cell's data and shapes
 
     def say(self, text: str) -> None:
         log.info(text)
@@ -83,9 +94,13 @@ class Driver:
             while todo or self.running:
                 while todo and self.executor.free_slot() is not None:
                     slot = self.executor.free_slot()
+                    # cells sharing data and shapes go to the same worker (zoo.sweeps.affinity)
+                    taken = {self.last_key[s] for s in self.running if s in self.last_key}
+                    bring_forward(todo, self.last_key.get(slot), taken)
                     cell = self.claims.next_cell(todo, self.say)
                     if cell is None:  # every cell left is another sweep's for now
                         break
+                    self.last_key[slot] = affinity_key(cell)
                     index += 1
                     note = self.dispatch(slot, cell)
                     elapsed = time.time() - started
@@ -107,6 +122,9 @@ class Driver:
                         self.apply(slot, payload)
                     else:
                         finished += 1
+                        note = self.executor.learn(payload) if kind == "done" else None
+                        if note:
+                            self.say(note)
                         self.settle(
                             slot,
                             payload if kind == "done" else None,
@@ -144,6 +162,10 @@ class Driver:
             cell, self.sweep.overrides, device=self.device, run_id=new_run_id(), resume=claimed
         )
         task["extra"] = {"group": self.sweep.id}  # the trackers' group for the sweep's runs
+        workers = self.executor.record()
+        if workers is not None:
+            task["extra"]["workers"] = workers
+            task["probe_gpu"] = bool(workers.get("probe"))
         self.executor.submit(slot, task)
         self.running[slot] = {
             "cell": cell,

@@ -39,7 +39,9 @@ def run_sweep(
 
 def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sweep:
     from zoo.errors import RunDiverged
+    from zoo.sweeps.warm import WarmWorker
 
+    kept = WarmWorker.here()  # datasets loaded once for the cells on them (zoo.sweeps.warm)
     waiting = deque(sweep.todo)
     total = len(waiting)
     started = time.time()
@@ -61,6 +63,7 @@ def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> S
                 zoo=zoo,
                 diverged=RunDiverged,
                 group=sweep.id,
+                kept=kept,
             )
         finally:
             claims.release(cell)
@@ -78,6 +81,7 @@ def _run_cell_here(
     zoo,
     diverged,
     group=None,
+    kept=None,
 ) -> None:
     elapsed = time.time() - started
     eta = ""
@@ -89,7 +93,9 @@ def _run_cell_here(
         # As in a worker, a KeyboardInterrupt that the cell's code raised with no Ctrl-C
         # from the user fails only this cell.
         with own_interrupts_fail("the cell's code"):
-            result = _resume_or_execute(cell, device=device, quiet=quiet, zoo=zoo, group=group)
+            result = _resume_or_execute(
+                cell, device=device, quiet=quiet, zoo=zoo, group=group, kept=kept
+            )
     except KeyboardInterrupt:  # the user's Ctrl-C
         raise  # the run is marked interrupted; the next sweep resumes from it
     except Exception as exc:  # one bad cell must not stop the others
@@ -137,9 +143,10 @@ def should_resume(latest: dict | None) -> bool:
     return latest["status"] == "failed" and checkpoints.latest(run_folder(latest["id"])) is not None
 
 
-def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, group=None) -> dict:
+def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, group=None, kept=None) -> dict:
     """A cell whose latest run can go on (should_resume) continues it from its last
     checkpoint (`zoo resume`); any other cell, or one that cannot be resumed, starts anew."""
+    from zoo.core.loading import get_zoo
     from zoo.records.store import Store
     from zoo.train.resume import ResumeRefused, resume
     from zoo.train.runner import execute
@@ -152,8 +159,9 @@ def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, group=None)
             return resume(latest["id"], quiet=quiet, zoo=zoo)
         except ResumeRefused as exc:
             log.info(f"    {exc}; starting the cell over")
+    plan = cell.plan if kept is None else kept.dataset_for(cell.plan, zoo or get_zoo())
     return execute(
-        cell.plan, device=device, quiet=quiet, zoo=zoo, label=cell.name, extra={"group": group}
+        plan, device=device, quiet=quiet, zoo=zoo, label=cell.name, extra={"group": group}
     )
 
 

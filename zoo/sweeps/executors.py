@@ -9,16 +9,17 @@ from zoo.errors import ZooError
 
 
 def make_executor(
-    jobs: int,
+    jobs: int | str,
     executor: str,
     address: str | None,
     cpus: int | None,
     gpus: float | None,
     device: str = "auto",
 ):
-    """The executor the command line asks for, or None: cells in this process."""
+    """The executor the command line asks for, or None: cells in this process. ``jobs``
+    is a number, or "auto" (zoo.sweeps.auto_jobs)."""
     if executor == "ray":
-        if jobs > 1:
+        if jobs == "auto" or int(jobs) > 1:
             raise ZooError(
                 "--jobs is for the local executor; Ray runs as many cells as the "
                 "cluster has room for (see --cell-cpus)"
@@ -32,8 +33,8 @@ def make_executor(
         raise ZooError("--address is for --executor ray")
     if cpus is not None or gpus is not None:
         raise ZooError("--cell-cpus and --cell-gpus are for --executor ray")
-    if jobs > 1:
+    if jobs == "auto" or int(jobs) > 1:
         from zoo.sweeps.local import ProcessExecutor
 
-        return ProcessExecutor(jobs)
+        return ProcessExecutor(jobs, device=device)
     return None

@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import time
 from multiprocessing.connection import wait as wait_for
 from typing import Any
 
@@ -21,6 +22,7 @@ from zoo.core.process import (
 from zoo.core.threads import settle_threads
 from zoo.errors import ZooError
 from zoo.sweeps.dispatch import Executor
+from zoo.sweeps.warm import WarmWorker
 from zoo.sweeps.worker import run_cell
 
 WORKER_MEMORY = 512 * 2**20  # a spawned worker: Python, torch and zoo take about 320 MB
@@ -55,8 +57,12 @@ def stdout_to_stderr() -> None:
     sys.stdout = sys.stderr
 
 
-def _worker_main(conn, threads: int, driver_pid: int | None = None) -> None:
-    """A local worker: cells in, journal operations and outcomes out, until told to stop."""
+def _worker_main(
+    conn, threads: int, driver_pid: int | None = None, spawned: float | None = None
+) -> None:
+    """A local worker: cells in, journal operations and outcomes out, until told to stop.
+    ``spawned`` is when the driver started it (its start-up is its first cell's ``start``)."""
+    warm = WarmWorker(None if spawned is None else max(0.0, time.time() - spawned))
     if driver_pid is not None:
         die_with_parent(driver_pid)  # never outlive the driver: one writer per run
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
@@ -71,33 +77,85 @@ def _worker_main(conn, threads: int, driver_pid: int | None = None) -> None:
         if task is None:
             freeze_gc_before_exit()
             return
-        outcome = run_cell(task, send=lambda op: conn.send(("op", op)))
+        outcome = run_cell(task, send=lambda op: conn.send(("op", op)), warm=warm)
         conn.send(("done", outcome))
 
 
 class ProcessExecutor(Executor):
     """N worker processes (spawned, so torch starts fresh in each with its thread count),
-    each training one cell at a time; a worker that dies is replaced."""
+    each training one cell at a time; a worker that dies is replaced. ``jobs="auto"``:
+    as many as the GPU (or the cores) take, one thread each (zoo.sweeps.auto_jobs)."""
 
-    def __init__(self, jobs: int, threads: int | None = None):
-        check_jobs(jobs)
-        self.jobs = jobs
-        self.threads = threads or max(1, available_cores() // jobs)
+    def __init__(self, jobs: int | str, threads: int | None = None, device: str = "auto"):
+        self.choice: dict | None = None  # what --jobs auto chose, and why
+        self.probing = False  # --jobs auto on a GPU: the first cell runs alone and measures
+        if jobs == "auto":
+            count, threads = self._auto(device), 1
+        else:
+            count = int(jobs)
+        check_jobs(count)
+        self.jobs = count
+        self.threads = threads or max(1, available_cores() // count)
         self.context = multiprocessing.get_context("spawn")
         self.workers: dict[int, tuple] = {}  # slot -> (process, connection)
         self.busy: set[int] = set()
+        self.cells: int | None = None  # cells to train, once known
+
+    def _auto(self, device: str) -> int:
+        from zoo.sweeps.auto_jobs import cuda_device_wanted
+
+        cores = available_cores()
+        if cuda_device_wanted(device):
+            self.probing = True
+            return 1
+        most = physical_memory() // WORKER_MEMORY if physical_memory() else cores
+        self.choice = {"jobs": max(1, min(cores, most)), "bound_by": "cores", "cores": cores}
+        return self.choice["jobs"]
 
     def fit(self, cells: int) -> None:
         # Fewer workers, but each keeps the thread count --jobs gave it: a thread count
         # changes the order of sums, and a rerun resuming one cell must train it as the
         # first run did (bit for bit).
         self.jobs = max(1, min(self.jobs, cells))
+        self.cells = cells
+        if self.choice and self.choice["jobs"] > self.jobs:
+            self.choice = {**self.choice, "jobs": self.jobs, "bound_by": "cells"}
+
+    def learn(self, outcome: dict) -> str | None:
+        """After a cell: --jobs auto on a GPU grows to the workers its figures allow."""
+        if not (self.probing and outcome.get("gpu")):
+            return None
+        from zoo.sweeps.auto_jobs import choose_gpu_workers, describe_choice
+
+        memory = physical_memory()
+        self.probing = False
+        self.jobs, self.choice = choose_gpu_workers(
+            outcome["gpu"],
+            cores=available_cores(),
+            cells=self.cells or 1,
+            host_most=max(1, memory // WORKER_MEMORY) if memory else None,
+        )
+        return describe_choice(self.choice)
+
+    def record(self) -> dict | None:
+        if self.probing:
+            return {"jobs": "auto", "probe": True}
+        return {**self.choice, "chosen_by": "--jobs auto"} if self.choice else None
 
     def describe(self) -> str:
+        if self.probing:
+            return (
+                "1 worker process, 1 thread, measuring one cell's GPU memory and use first "
+                "(--jobs auto)"
+            )
         return (
             f"{self.jobs} worker process{'es' if self.jobs > 1 else ''}, "
             f"{self.threads} thread(s) each "
-            f"({settle_threads().describe()})"
+            + (
+                f"(--jobs auto: one per idle core; {settle_threads().describe()})"
+                if self.choice
+                else f"({settle_threads().describe()})"
+            )
         )
 
     def start(self) -> None:
@@ -125,7 +183,7 @@ class ProcessExecutor(Executor):
         try:  # a spawned child starts with the environment as it is now
             process = self.context.Process(
                 target=_worker_main,
-                args=(child, self.threads, os.getpid()),
+                args=(child, self.threads, os.getpid(), time.time()),
                 daemon=True,
                 name="zoo-sweep-worker",
             )

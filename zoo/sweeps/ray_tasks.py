@@ -8,13 +8,16 @@ from typing import Any
 from zoo.core.process import set_threads
 from zoo.errors import ZooError
 from zoo.sweeps.dispatch import Executor
+from zoo.sweeps.warm import WarmWorker
 from zoo.sweeps.worker import one_line, run_cell
+
+_warm = WarmWorker()  # what a Ray worker process keeps from cell to cell (zoo.sweeps.warm)
 
 
 def zoo_sweep_cell(task: dict) -> dict:
     """A cell as a Ray task (module-level, so workers import it by name)."""
     set_threads(task["threads"])
-    return run_cell(task)
+    return run_cell(task, warm=_warm)
 
 
 class RayExecutor(Executor):

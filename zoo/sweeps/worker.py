@@ -9,12 +9,15 @@ the thread count is set.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
 
 from zoo.core.containment import no_ctrl_c
+from zoo.core.phases import measuring, phase
 from zoo.errors import ZooError
+from zoo.sweeps.warm import WarmWorker
 
 # What torch's and the BLAS libraries' thread pools read when they start.
 
@@ -49,17 +52,22 @@ class Journal:
         pass
 
 
-def run_cell(task: dict, send=None) -> dict:
+def run_cell(task: dict, send=None, warm: WarmWorker | None = None) -> dict:
     """Train one cell (``task`` is plain data, see zoo.sweeps.executors.cell_task) and return its
-    outcome: status, error, the run's summary, and the journal of store writes."""
+    outcome: status, error, the run's summary, and the journal of store writes. ``warm`` is
+    what the worker kept from its earlier cells (zoo.sweeps.warm); None: nothing."""
     from zoo.errors import RunDiverged
 
+    warm = warm or WarmWorker()
     journal = Journal(send)
     began = time.time()
     outcome = {"host": socket.gethostname(), "pid": os.getpid()}
     try:
-        with no_ctrl_c():  # the driver takes Ctrl-C: an interrupt here is the cell's own code
-            result = _train(task, journal)
+        # the driver takes Ctrl-C: an interrupt here is the cell's own code
+        with no_ctrl_c(), measuring(warm.clock()) as clock, _probed(task, clock) as probe:
+            result = _train(task, journal, warm)
+        if probe:  # what --jobs auto decides from (zoo.sweeps.auto_jobs)
+            outcome["gpu"] = probe
     except RunDiverged as exc:
         outcome.update(status="diverged", error=one_line(exc))
     except (Exception, KeyboardInterrupt) as exc:  # recorded by the driver; the sweep goes on
@@ -73,8 +81,8 @@ def run_cell(task: dict, send=None) -> dict:
     return outcome
 
 
-def _train(task: dict, journal: Journal) -> dict:
-    from zoo.core import loading
+def _train(task: dict, journal: Journal, warm: WarmWorker) -> dict:
+    warm.import_once()
     from zoo.train.plan import config_hash, plan_run
     from zoo.train.resume import ResumeRefused, resume
     from zoo.train.runner import execute
@@ -82,18 +90,19 @@ def _train(task: dict, journal: Journal) -> dict:
     os.environ.update(task["env"])  # the driver's ZOO_HOME, registry and plugin settings
     if task.get("cwd") and os.path.isdir(task["cwd"]):
         os.chdir(task["cwd"])  # dataset paths mean what they meant on the driver
-    loading.reset_zoo()  # a reused worker may have built its zoo under other settings
-    zoo = loading.get_zoo()
-    plan = plan_run(
-        task["model"],
-        task["dataset"],
-        overrides=task["overrides"],
-        seed=task["seed"],
-        task=task["task"],
-        zoo=zoo,
-        held_out=tuple(task.get("held_out") or ()),
-    )
-    found = config_hash(plan, zoo)
+    zoo = warm.zoo(task)  # kept while the settings are the same
+    with phase("plan"):
+        plan = plan_run(
+            task["model"],
+            task["dataset"],
+            overrides=task["overrides"],
+            seed=task["seed"],
+            task=task["task"],
+            zoo=zoo,
+            held_out=tuple(task.get("held_out") or ()),
+            loaded_cache=warm.planning_cache(),
+        )
+        found = config_hash(plan, zoo)
     if found != task["config_hash"]:
         raise ZooError(
             f"this worker plans the cell differently from the driver (config hash "
@@ -106,6 +115,7 @@ def _train(task: dict, journal: Journal) -> dict:
             return resume(claimed["id"], quiet=True, zoo=zoo, claimed=claimed, store=journal)
         except ResumeRefused as exc:
             journal.refused(claimed["id"], str(exc))
+    plan = warm.dataset_for(plan, zoo)  # loaded here, or kept from an earlier cell
     # A search trial adds its record (extra) and its per-validation callback (on_validate).
     return execute(
         plan,
@@ -117,6 +127,23 @@ def _train(task: dict, journal: Journal) -> dict:
         extra=task.get("extra"),
         on_validate=task.get("on_validate"),
     )
+
+
+@contextlib.contextmanager
+def _probed(task: dict, clock):
+    """The GPU's figures for the cell inside, when the driver asks (``probe_gpu``)."""
+    if not task.get("probe_gpu"):
+        yield {}
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        yield {}
+        return
+    from zoo.sweeps.auto_jobs import gpu_probe
+
+    with gpu_probe(clock) as report:
+        yield report
 
 
 def one_line(exc: BaseException) -> str:

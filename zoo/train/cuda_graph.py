@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from zoo.core.phases import phase
 from zoo.train.model import NonFiniteError
 
 WARMUP_STEPS = 3
@@ -60,7 +61,8 @@ class GraphedTrainStep:
             torch.cuda.current_stream(model.device).wait_stream(side)
             return loss
         if self.graph is None:
-            self._capture(x, y, m, grad_clip, key)
+            with phase("compile"):  # the capture is the graph's one-off cost
+                self._capture(x, y, m, grad_clip, key)
         elif key != self.key:  # another shape (a last, shorter batch, say)
             return model._eager_step(x, y, m, lr, grad_clip)
         else:

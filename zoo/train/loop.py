@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from zoo.core.phases import phase
 from zoo.errors import ZooError
 from zoo.train import distributed
 from zoo.train.job import Job, TrainConfig
@@ -191,7 +192,7 @@ def train(
     result = TrainResult()
     checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})}, state)
     start = time.perf_counter() - checkpoints.restore()
-    with job.progress(cfg.steps, "train") as progress:
+    with job.progress(cfg.steps, "train") as progress, phase("train"):
         progress.skip(result.steps)
         while result.steps < cfg.steps:
             if _patience_spent(result, cfg):  # resumed from the checkpoint of the last validation
@@ -298,7 +299,8 @@ def _out_of_time(start: float, budget: float, ranks) -> bool:
 
 def _validate(validate, result: TrainResult, score_key, higher_is_better, model, cfg=None) -> dict:
     start = time.perf_counter()
-    figures = validate()
+    with phase("evaluate"):
+        figures = validate()
     result.last_validate_time = time.perf_counter() - start
     result.validate_time += result.last_validate_time
     result.curve.append({"step": result.steps, **figures})

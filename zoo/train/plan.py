@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +78,7 @@ def plan_run(
     label_column: str | None = None,
     init: str | None = None,
     zoo=None,
-    loaded_cache: dict | None = None,
+    loaded_cache: MutableMapping | None = None,
     held_out: tuple = (),
 ) -> Plan:
     """``init``: a finished run whose tokenizer and matching weights the run starts from.
@@ -98,7 +99,7 @@ def plan_run(
         # A file, folder or Hub id the catalogue does not describe: load it to learn whether
         # it has a label column (tasks that need one come first).
         key = (ref.name, ref.source, text_column, label_column, tuple(held_out))
-        loaded = (loaded_cache or {}).get(key)
+        loaded = loaded_cache.get(key) if loaded_cache is not None else None
         if loaded is None:
             loaded = zoo_data.load(
                 ref,

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from zoo.core.containment import own_interrupts_fail
 from zoo.core.loading import get_zoo, task_loss
+from zoo.core.phases import current as current_clock
+from zoo.core.phases import measured, measuring, phase
 from zoo.core.threads import settle_threads
 from zoo.data import datasets as zoo_data
 from zoo.errors import RunDiverged, RunInterrupted, RunRefused, ZooError
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@measured  # where the run's time goes, recorded with it (zoo.core.phases)
 def execute(
     plan: Plan,
     *,
@@ -57,7 +60,8 @@ def execute(
     plan with ``held_out`` roles trains and reports without ever reading those splits.
     ``log_to`` names the trackers the run reports to (zoo.train.tracking; default ZOO_LOG_TO).
     ``label`` starts each progress line (which member or cell this is), and ``log_every``
-    spaces them (zoo.train.progress).
+    spaces them (zoo.train.progress). Where the run's time goes (``zoo.core.phases``) is
+    recorded with its provenance as ``timing``.
     """
     from zoo.train.tracking import check as check_trackers
     from zoo.train.tracking import chosen
@@ -71,47 +75,53 @@ def execute(
     check_trackers(trackers_named, zoo)  # an unknown tracker fails before anything loads
     ranks = distributed.join_ranks(device)
     with own_interrupts_fail("the run's code (loading its data and plugins)"):
-        if plan.loaded is not None and plan.columns == (text_column, label_column):
-            dataset = plan.loaded  # loaded before the task was known; checked below
-        else:
-            dataset = zoo_data.load(
-                plan.dataset_ref,
-                zoo,
-                text_column=text_column,
-                label_column=label_column,
-                quiet=quiet,
-                held_out=plan.held_out,
-            )
-        dataset = dataset.holding_out(plan.held_out)
-        pipeline = plan.pipeline.load()
+        with phase("data"):
+            if plan.loaded is not None and plan.columns == (text_column, label_column):
+                dataset = plan.loaded  # loaded before the task was known; checked below
+            else:
+                dataset = zoo_data.load(
+                    plan.dataset_ref,
+                    zoo,
+                    text_column=text_column,
+                    label_column=label_column,
+                    quiet=quiet,
+                    held_out=plan.held_out,
+                )
+            dataset = dataset.holding_out(plan.held_out)
+        with phase("imports"):
+            pipeline = plan.pipeline.load()
         check = optional_method(pipeline, "check_dataset")
         if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
-            check(dataset)
-        plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
-        task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
-    run_id = distributed.broadcast_object(run_id or new_run_id())
-    run = create_run_folder(home() if ranks.is_main else distributed.rank_scratch(), run_id)
+            with phase("data"):
+                check(dataset)
+        with phase("imports"):
+            plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
+            task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
+    with phase("record"):
+        run_id = distributed.broadcast_object(run_id or new_run_id())
+        run = create_run_folder(home() if ranks.is_main else distributed.rank_scratch(), run_id)
+        try:
+            owner = own_run(run.path, wait=0)  # the one writer of this folder until the run ends
+        except BaseException:  # a full disk, say: no run folder without its store row
+            shutil.rmtree(run.path, ignore_errors=True)
+            raise
     try:
-        owner = own_run(run.path, wait=0)  # the one writer of this folder until the run ends
-    except BaseException:  # a full disk, say: no run folder without its store row
-        shutil.rmtree(run.path, ignore_errors=True)
-        raise
-    try:
-        return _record_and_train(
-            plan,
-            zoo,
-            dataset,
-            pipeline,
-            run,
-            ranks,
-            device,
-            quiet,
-            extra,
-            store,
-            on_validate,
-            trackers_named,
-            progress={"label": label, "log_every": log_every},
-        )
+        with phase("record"):  # what the phases inside leave is the recording's
+            return _record_and_train(
+                plan,
+                zoo,
+                dataset,
+                pipeline,
+                run,
+                ranks,
+                device,
+                quiet,
+                extra,
+                store,
+                on_validate,
+                trackers_named,
+                progress={"label": label, "log_every": log_every},
+            )
     finally:
         owner.release()
 
@@ -228,7 +238,10 @@ def train_and_record(
 
     trackers = trackers or NoTrackers()
     try:
-        result = _train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
+        with measuring(), phase("record"):
+            result = _train_and_record(
+                plan, pipeline, job, store, summary, provenance, ranks, trackers
+            )
     except BaseException as exc:
         status = (
             "interrupted"
@@ -251,8 +264,8 @@ def _train_and_record(
     start = time.time()
     try:
         seed_everything(plan.seed)
-        with own_interrupts_fail():  # a KeyboardInterrupt with no Ctrl-C behind it: failed
-            result = pipeline.run(job)
+        with own_interrupts_fail(), phase("evaluate"):  # what its inner phases leave
+            result = pipeline.run(job)  # (a KeyboardInterrupt with no Ctrl-C behind it: failed)
         if not isinstance(result, RunResult):
             raise ZooError(
                 f"the {plan.task} pipeline's run(job) returned a "
@@ -266,6 +279,12 @@ def _train_and_record(
             provenance["init"] = {**provenance.get("init", {}), **job._init_report}
         if trackers:  # where they write, kept with the run (zoo show lists it)
             provenance["trackers"] = trackers.where()
+        curve, curve_error = None, None
+        if ranks.is_main:  # other ranks' scratch folders are gone already
+            curve, curve_error = save_curve(run, summary)
+        clock = current_clock()
+        if clock is not None:  # this session's phases (a resumed run's last session's)
+            provenance["timing"] = clock.record()
         if ranks.is_main:
             run.write_json("config.json", provenance)
     except KeyboardInterrupt:  # the user's Ctrl-C: the run can be resumed
@@ -320,15 +339,11 @@ def _train_and_record(
         duration=duration,
         params=result.params,
         metrics=result.metrics,
-        **({"config": provenance} if "trackers" in provenance else {}),
+        **({"config": provenance} if "trackers" in provenance or "timing" in provenance else {}),
     )
     store.close()
-    curve, curve_error = None, None
-    if ranks.is_main:  # other ranks' scratch folders are gone already
-        checkpoints.remove_all(
-            run.path
-        )  # the run is recorded; its weights are in model.safetensors
-        curve, curve_error = save_curve(run, summary)
+    if ranks.is_main:  # the run is recorded; its weights are in model.safetensors
+        checkpoints.remove_all(run.path)
     return {
         **summary,
         "status": result.status,

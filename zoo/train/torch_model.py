@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from zoo.core.bounds import DEVICES
+from zoo.core.phases import phase
 from zoo.errors import ZooError
 from zoo.train.layers import attention  # noqa: F401  (its old home: plugins may import it from here)
 from zoo.train.model import IGNORE_INDEX, Model, NonFiniteError
@@ -81,9 +82,8 @@ class TorchModel:
         self.scaler: Any = None  # torch.amp.GradScaler, for fp16 only
         self.distributed: Any = None  # zoo.train.distributed.Context when training under torchrun
         self._train_module: Any = self.module  # what train_step calls: maybe compiled, maybe DDP
-        self._graphed: Any = (
-            None  # zoo.train.cuda_graph.GraphedTrainStep, when steps replay a graph
-        )
+        self._graphed: Any = None  # a zoo.train.cuda_graph.GraphedTrainStep replaying steps
+        self._compiling = False  # the next step compiles the module (torch.compile is lazy)
 
     def configure_engine(
         self,
@@ -107,7 +107,7 @@ class TorchModel:
             self.scaler = torch.amp.GradScaler(self.device.type)
         module: Any = self.module
         if compile:  # a compiled wrapper for training only; weights stay on self.module
-            module = torch.compile(module)
+            module, self._compiling = torch.compile(module), True
         if distributed is not None and distributed.active:
             from torch.nn.parallel import DistributedDataParallel
 
@@ -159,6 +159,10 @@ class TorchModel:
         self.optimizer = torch.optim.AdamW(groups, lr=lr, betas=betas, fused=True)
 
     def train_step(self, inputs, targets, lr: float, mask=None, grad_clip: float = 1.0) -> float:
+        if self._compiling:  # the first step compiles: its time is the compile phase's
+            self._compiling = False
+            with phase("compile"):
+                return self.train_step(inputs, targets, lr, mask, grad_clip)
         if self._graphed is not None:
             return self._graphed.step(inputs, targets, lr, mask, grad_clip)
         return self._eager_step(

@@ -1,4 +1,4 @@
-"""zoo-bow: registers the `bow` architecture and the `words` tokenizer.
+"""zoo-bow: registers the `bow` architecture, the `words` tokenizer and the `bow-small` preset.
 
 This module is imported whenever zoo starts, so it stays light: config dataclasses and
 hooks only. The torch network lives in zoo_bow.model and is imported on first use.
@@ -68,4 +68,16 @@ def register_tokenizers(register):
         WordsTokenizer,
         config=WordsConfig,
         description="whitespace words, the most frequent vocab_size of them",
+    )
+
+
+@hookimpl
+def register_presets(register):
+    # what a [models.NAME] table of registry.toml says, shipped with the package
+    register(
+        "bow-small",
+        architecture="bow",
+        tokenizer="words",
+        description="a small bag of words: 32-wide embeddings of the 2,000 most frequent words",
+        set={"n_embd": 32, "vocab_size": 2000},
     )
