@@ -148,7 +148,6 @@ def test_plans_differ_only_in_stacking_so_neither_reuses_the_other(tiny_digits):
     )
 
 
-@pytest.mark.slow
 def test_a_stacked_run_resumes_alone_from_its_checkpoint(tiny_digits, monkeypatch):
     from zoo.records.paths import run_folder
     from zoo.train import checkpoints

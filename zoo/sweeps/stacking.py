@@ -89,7 +89,8 @@ def why_not_batched(plan) -> str | None:
             return "it is not a torch module (only torch models train stacked)"
         if getattr(built[0], "fits_training_split", False) is True:
             return "it is fitted on the training split, not trained step by step"
-        params, buffers = stack_module_state(built)
+        params, _ = stack_module_state(built)
+        buffers = dict(built[0].named_buffers())  # shared, as the stacked step shares them
         base = copy.deepcopy(built[0]).train()
         length = min(8, context_length(plan.configs["model"]) or 8)
         inputs = torch.randint(1, 32, (2, 2, length))
@@ -98,7 +99,7 @@ def why_not_batched(plan) -> str | None:
             return functional_call(base, (p, b), (x, m))
 
         try:
-            out = vmap(forward, randomness="different")(
+            out = vmap(forward, in_dims=(0, None, 0, 0), randomness="different")(
                 params, buffers, inputs, torch.ones_like(inputs)
             )
             out.float().sum().backward()

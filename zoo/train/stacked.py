@@ -38,7 +38,8 @@ class SeedStack:
         self.members: dict[int, StackMember] = {}  # slot -> its run's model
         self.settings: dict[int, tuple] = {}  # slot -> (weight decay, betas)
         self.params: dict[str, torch.Tensor] | None = None  # name -> [K, ...] (a leaf)
-        self.buffers: dict[str, torch.Tensor] = {}
+        self.buffers: dict[str, torch.Tensor] = {}  # name -> [K, ...], or one shared copy
+        self.shared_buffers = True
         self.position: dict[int, int] = {}  # slot -> its index in the stacked tensors
         self.optimizer: Any = None
         self.base: Any = None  # a copy of one member's module, which functional_call runs
@@ -74,12 +75,22 @@ class SeedStack:
         self.position = {slot: i for i, slot in enumerate(slots)}
         self.base = copy.deepcopy(modules[0])
         params, buffers = stack_module_state(modules)
-        self.params, self.buffers = params, buffers
+        self.params = params
         for i, module in enumerate(modules):
             for name, p in module.named_parameters():
                 p.data = params[name].detach()[i]
-            for name, b in module.named_buffers():
-                b.data = buffers[name][i]
+        self.shared_buffers = all(  # constants (a position table): one copy, not batched
+            torch.equal(b, dict(m.named_buffers())[name])
+            for name, b in modules[0].named_buffers()
+            for m in modules[1:]
+        )
+        if self.shared_buffers:
+            self.buffers = dict(modules[0].named_buffers())
+        else:
+            self.buffers = buffers
+            for i, module in enumerate(modules):
+                for name, b in module.named_buffers():
+                    b.data = buffers[name][i]
         decay_settings = {self.settings[s] for s in slots if s in self.settings}
         if len(decay_settings) != 1:
             raise ZooError("the stacked seeds' optimizers are configured differently")
@@ -112,7 +123,8 @@ class SeedStack:
         if not every:  # some seeds have stopped: train the others only
             index = torch.tensor([self.position[s] for s in slots], device=first.device)
             params = {n: p.index_select(0, index) for n, p in self.params.items()}
-            buffers = {n: b.index_select(0, index) for n, b in self.buffers.items()}
+            if not self.shared_buffers:
+                buffers = {n: b.index_select(0, index) for n, b in self.buffers.items()}
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.base.train()
@@ -121,7 +133,9 @@ class SeedStack:
             return functional_call(self.base, (p, b), (x, m))
 
         batched = vmap(
-            forward, in_dims=(0, 0, 0, None if mask is None else 0), randomness="different"
+            forward,
+            in_dims=(0, None if self.shared_buffers else 0, 0, None if mask is None else 0),
+            randomness="different",
         )
         with first._autocast():
             outputs = batched(params, buffers, inputs, mask)
