@@ -219,6 +219,7 @@ def test_the_public_names_are_spelled_out_and_fit_on_a_page():
     for sub in ("config", "layers", "data", "io", "losses"):
         module = getattr(zoo.plugin, sub)
         assert module.__doc__ and all(getattr(module, name) is not None for name in module.__all__)
+        assert sorted(module.__all__) == sorted(module._LAZY), sub  # each lazy name listed
 
 
 def test_a_helper_has_one_name_in_its_sub_namespace():

@@ -18,6 +18,9 @@ from conftest import REPO, run_cli
 
 DOCS = REPO / "docs"
 README = REPO / "README.md"
+# every namespace the reference renders: the user's API, the author's and its helpers
+SUB_NAMESPACES = ("config", "layers", "data", "io", "losses")
+PUBLIC_MODULES = ["zoo", "zoo.plugin", *(f"zoo.plugin.{name}" for name in SUB_NAMESPACES)]
 
 
 def docs_text() -> str:
@@ -156,6 +159,8 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     reference = (tmp_path / "site" / "reference" / "plugin" / "index.html").read_text()
     assert 'id="zoo.plugin.TaskSpec"' in reference  # the reference is generated, not empty
+    for name in ("data.LoadedDataset.split_names", "layers.check_length", "config.sized"):
+        assert f'id="zoo.plugin.{name}"' in reference  # and so are the sub-namespaces'
     assert "lazy_names" not in reference  # internals stay out of the table of contents
     # The tutorial shows the example file itself (a snippet included when the site builds)
     tutorial = (tmp_path / "site" / "plugins" / "tutorial" / "index.html").read_text()
@@ -166,9 +171,10 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
     assert "--8" not in text
 
 
-@pytest.mark.parametrize("module", ["zoo", "zoo.plugin"])
+@pytest.mark.parametrize("module", PUBLIC_MODULES)
 def test_every_public_class_and_function_has_a_docstring(module):
-    """The reference is generated from docstrings: an undocumented name is an empty entry."""
+    """The reference is generated from docstrings: an undocumented name, or method of a
+    public class, is an empty entry."""
     import inspect
 
     namespace = importlib.import_module(module)
@@ -179,6 +185,12 @@ def test_every_public_class_and_function_has_a_docstring(module):
             doc = value.__dict__.get("__doc__")  # not inherited, nor dataclass's signature
             if not doc or doc.startswith(f"{value.__name__}("):
                 missing.append(name)
+            for attribute, member in vars(value).items():  # its own methods and properties
+                function = getattr(member, "fget", None) or getattr(member, "__func__", member)
+                if attribute.startswith("_") or not inspect.isfunction(function):
+                    continue
+                if not function.__doc__:
+                    missing.append(f"{name}.{attribute}")
         elif inspect.isfunction(value) and not value.__doc__:
             missing.append(name)
     assert not missing, f"{module}: public names without a docstring: {missing}"
@@ -208,7 +220,7 @@ def test_results_without_tables_render_by_their_shape():
     assert "| encoder | 78.10% ± 0.40% |" in render.render_readme_section([record])
 
 
-@pytest.mark.parametrize("module", ["zoo", "zoo.plugin"])
+@pytest.mark.parametrize("module", PUBLIC_MODULES)
 def test_every_public_class_documents_every_field(module):
     """The reference reads the source (griffe): each field of a public dataclass, and each
     attribute a protocol declares, carries its own docstring, so the generated page shows

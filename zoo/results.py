@@ -48,6 +48,7 @@ class Run:
 
     @classmethod
     def from_result(cls, result: dict) -> Run:
+        """A Run from the dict a training run returns (``run_id``, ``model``, ...)."""
         return cls(
             result["run_id"],
             result["model"],
@@ -216,6 +217,7 @@ class SweepResult:
 
     @property
     def failed(self) -> list[dict]:
+        """The cells that did not finish (and were not reused or skipped)."""
         return [c for c in self.cells if c["state"] not in ("finished", "reused", "skipped")]
 
 

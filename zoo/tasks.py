@@ -53,6 +53,8 @@ class Metric:
             )
 
     def matches(self, name: str) -> bool:
+        """Whether a figure's name without its split prefix is this metric (or matches its
+        pattern, ``*_accuracy``)."""
         return fnmatch.fnmatchcase(name, self.name)
 
     def describe(self) -> str:
@@ -195,6 +197,7 @@ class Prediction:
     with ``--json`` the fields (``record()``), with NaN and infinities as null."""
 
     def record(self) -> dict:
+        """The prediction as a JSON-ready dict (``zoo predict --json`` prints it)."""
         return prediction_record(self)
 
     def line(self) -> str:

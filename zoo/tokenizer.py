@@ -92,9 +92,11 @@ class Tokenizer(ABC):
         """The text of ``ids``; special tokens are left out."""
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """The ids of each text, as ``encode`` gives them (override it to batch faster)."""
         return [self.encode(t) for t in texts]
 
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
+        """The text of each list of ids, as ``decode`` gives it."""
         return [self.decode(ids) for ids in batch]
 
     def encode_text(self, text: str) -> np.ndarray:
@@ -175,33 +177,41 @@ class TokenizersTokenizer(Tokenizer):
         self.backend = backend
 
     def encode(self, text: str) -> list[int]:
+        """The ids of ``text``; a special token written in the text is text, not the token."""
         return self.backend.encode(text, add_special_tokens=False).ids
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """The ids of each text, encoded by the backend in one call."""
         # encode_batch_fast (tokenizers >= 0.20) skips the offsets nobody here reads.
         batch = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)
         return list(map(operator.attrgetter("ids"), batch(list(texts), add_special_tokens=False)))
 
     def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids``; special tokens are left out."""
         return self.backend.decode(list(ids), skip_special_tokens=True)
 
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
+        """The text of each list of ids, decoded by the backend in one call."""
         return self.backend.decode_batch(list(map(list, batch)), skip_special_tokens=True)
 
     @property
     def vocab_size(self) -> int:
+        """Tokens in the vocabulary, the special tokens included (a property)."""
         return self.backend.get_vocab_size(with_added_tokens=True)
 
     def token_to_id(self, token: str) -> int | None:
+        """The id of ``token`` (a special token such as ``<pad>`` included), None if absent."""
         return self.backend.token_to_id(token)
 
     def save(self, path: str | Path) -> None:
+        """The backend's tokenizer.json at ``path``, written atomically."""
         from zoo.io import atomic_write_text
 
         atomic_write_text(Path(path), self.backend.to_str(pretty=False))
 
     @classmethod
     def load(cls, path: str | Path) -> TokenizersTokenizer:
+        """The tokenizer saved at ``path`` (a tokenizer.json)."""
         from tokenizers import Tokenizer as Backend
 
         return cls(Backend.from_file(str(path)))

@@ -35,14 +35,23 @@ class LoadedDataset:
     of a labelled dataset, and the tasks it serves, best first."""
 
     ref: DatasetRef
-    splits: Any  # datasets.DatasetDict
-    location: str  # where it was loaded from
+    """Which dataset: ``.name`` (as the user named it), ``.kind`` and ``.source``."""
+    splits: Any
+    """Every split, a ``datasets.DatasetDict``; read a role's with ``split(role)``."""
+    location: str
+    """Where it was loaded from (a mirror folder, the Hub cache, a file)."""
     text_column: str
+    """The column that holds the text."""
     label_column: str | None
+    """The column that holds the label; None for unlabelled text."""
     class_names: list[str] | None
+    """The label's class names, when the dataset declares them; else None."""
     tasks: tuple[str, ...]
-    split_names: dict[str, str] = field(default_factory=dict)  # role -> split name
-    held_out: frozenset = frozenset()  # roles this run must never read (see holding_out)
+    """The tasks it serves, best first."""
+    split_names: dict[str, str] = field(default_factory=dict)
+    """Role (``train``, ``validation``, ``test``) -> the split's name, where they differ."""
+    held_out: frozenset = frozenset()
+    """Roles this run must never read (``holding_out``): reading one raises."""
 
     @property
     def roles(self) -> tuple[str, ...]:

@@ -21,6 +21,8 @@ arrives (``--set``, a preset, a recorded run).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from zoo.lazy import lazy_names
 
 _LAZY = {
@@ -35,6 +37,21 @@ _LAZY = {
     "MAX_VOCAB": "zoo.core.bounds",  # the most tokens a vocabulary may hold
 }
 
-__all__ = list(_LAZY)
+if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and the reference
+    from zoo.core.bounds import MAX_VOCAB, check_budget, within_budget
+    from zoo.core.config import check_divisible, check_positive, check_probability, incidental
+    from zoo.core.sizes import ROLES, sized
+
+__all__ = [
+    "sized",
+    "ROLES",
+    "incidental",
+    "check_positive",
+    "check_divisible",
+    "check_probability",
+    "check_budget",
+    "within_budget",
+    "MAX_VOCAB",
+]
 
 __getattr__, __dir__ = lazy_names(globals(), _LAZY)

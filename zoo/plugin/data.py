@@ -4,6 +4,8 @@ cache, and a tokenizer's vocabulary trained once per dataset and settings."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from zoo.lazy import lazy_names
 
 _LAZY = {
@@ -22,6 +24,34 @@ _LAZY = {
     "unragged": "zoo.tokenizer",
 }
 
-__all__ = list(_LAZY)
+if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and the reference
+    from zoo.data.datasets import LoadedDataset, load_dataset
+    from zoo.data.encoded import (
+        column_of,
+        join_rows,
+        row_ids,
+        row_texts,
+        split_ids,
+        split_size,
+        text_batches,
+    )
+    from zoo.data.tokenizer_cache import dataset_key, train_cached
+    from zoo.tokenizer import compression, unragged
+
+__all__ = [
+    "load_dataset",
+    "LoadedDataset",
+    "split_ids",
+    "row_ids",
+    "row_texts",
+    "split_size",
+    "text_batches",
+    "column_of",
+    "join_rows",
+    "train_cached",
+    "dataset_key",
+    "compression",
+    "unragged",
+]
 
 __getattr__, __dir__ = lazy_names(globals(), _LAZY)

@@ -3,6 +3,8 @@ checks (a damaged or hostile file is one ``ZooError`` line, never a traceback)."
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from zoo.lazy import lazy_names
 
 _LAZY = {
@@ -13,6 +15,17 @@ _LAZY = {
     "natural_key": "zoo.core.kinds",
 }
 
-__all__ = list(_LAZY)
+if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and the reference
+    from zoo.atomic_folders import atomic_folder, check_new_folder
+    from zoo.core.kinds import natural_key
+    from zoo.io import atomic_write_text, load_json
+
+__all__ = [
+    "load_json",
+    "atomic_write_text",
+    "atomic_folder",
+    "check_new_folder",
+    "natural_key",
+]
 
 __getattr__, __dir__ = lazy_names(globals(), _LAZY)

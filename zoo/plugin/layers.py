@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from zoo.lazy import lazy_names
 
 _LAZY = {
@@ -21,6 +23,31 @@ _LAZY = {
     )
 }
 
-__all__ = list(_LAZY)
+if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and the reference
+    from zoo.train.layers import (
+        MLP,
+        PreLNBlock,
+        SelfAttention,
+        ThreadInvariantLayerNorm,
+        attention,
+        check_length,
+        init_gpt2,
+        key_mask,
+        last_real,
+        token_bigram_ids,
+    )
+
+__all__ = [
+    "attention",
+    "SelfAttention",
+    "MLP",
+    "PreLNBlock",
+    "ThreadInvariantLayerNorm",
+    "check_length",
+    "key_mask",
+    "last_real",
+    "init_gpt2",
+    "token_bigram_ids",
+]
 
 __getattr__, __dir__ = lazy_names(globals(), _LAZY)

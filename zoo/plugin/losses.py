@@ -4,6 +4,8 @@ or "sum"; integer targets equal to ``zoo.plugin.IGNORE_INDEX`` count for nothing
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from zoo.lazy import lazy_names
 
 _LAZY = {
@@ -11,6 +13,12 @@ _LAZY = {
     "mse": "zoo.train.losses",  # mean squared error of real-valued outputs
 }
 
-__all__ = list(_LAZY)
+if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and the reference
+    from zoo.train.losses import cross_entropy, mse
+
+__all__ = [
+    "cross_entropy",
+    "mse",
+]
 
 __getattr__, __dir__ = lazy_names(globals(), _LAZY)

@@ -121,21 +121,26 @@ class RunFolder:
         self.observer = None  # called with each logged record (zoo.train.tracking)
 
     def create(self) -> RunFolder:
+        """Make the folder (it must not exist yet); returns itself."""
         self.path.mkdir(parents=True, exist_ok=False)
         return self
 
     def file(self, name: str) -> Path:
+        """The path of the run's file ``name`` (``"classes.json"``), to read or write."""
         return self.path / name
 
     def write_json(self, name: str, data) -> None:
+        """``data`` as the JSON file ``name``, written atomically (whole or not at all)."""
         atomic_write_json(self.file(name), data)
 
     def read_json(self, name: str):
+        """The JSON file ``name``, read with checks (a damaged file is a ZooError)."""
         from zoo.io import load_json
 
         return load_json(self.file(name))
 
     def write_text(self, name: str, text: str) -> None:
+        """``text`` as the file ``name``, written atomically."""
         atomic_write_text(self.file(name), text)
 
     def log(self, record: dict) -> None:
@@ -146,6 +151,7 @@ class RunFolder:
             self.observer(record)
 
     def curve(self) -> list[dict]:
+        """The training curve so far: the records of metrics.jsonl, oldest first."""
         from zoo.records.folder import read_curve
 
         return read_curve(self.file("metrics.jsonl"))
@@ -163,11 +169,13 @@ class RunFolder:
         return read_config(self.file("config.json"))
 
     def save_weights(self, state: dict, name: str = "model.safetensors") -> None:
+        """``state`` (name -> NumPy array) as a safetensors file, written atomically."""
         from safetensors.numpy import save
 
         atomic_write_bytes(self.file(name), save(state))
 
     def load_weights(self, name: str = "model.safetensors") -> dict:
+        """The safetensors file ``name`` as name -> NumPy array, read with checks."""
         from zoo.io import load_safetensors
 
         return load_safetensors(self.file(name))
@@ -320,5 +328,6 @@ class Job:
         )
 
     def say(self, message: str) -> None:
+        """Report a line of progress (``zoo run`` shows it on stderr) unless ``quiet``."""
         if not self.quiet:
             log.info(message)

@@ -45,6 +45,8 @@ class SelfAttention(nn.Module):
         self.proj = nn.Linear(width, width, bias=bias)
 
     def forward(self, x, keep=None):  # x: [B, T, C]; keep: [B, 1, 1, T] bool, True = a real key
+        """[B, T, C] -> [B, T, C]: each position attends to the kept keys (and, when
+        causal, to no later one)."""
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)
         # [B, T, C] -> [B, heads, T, C // heads]
@@ -79,6 +81,7 @@ class MLP(nn.Module):
         self.approximate = "tanh" if gelu == "tanh" else "none"
 
     def forward(self, x):
+        """[B, T, C] -> [B, T, C]."""
         return self.drop(self.proj(F.gelu(self.fc(x), approximate=self.approximate)))
 
 
@@ -103,7 +106,9 @@ class PreLNBlock(nn.Module):
         self.mlp = MLP(width, hidden, bias=bias, dropout=dropout, gelu=gelu)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x, keep=None):  # [B, T, C] -> [B, T, C]
+    def forward(self, x, keep=None):
+        """[B, T, C] -> [B, T, C]: attention then the MLP, each on the layer-normed input
+        and added to the residual stream; ``keep`` as for ``SelfAttention``."""
         x = x + self.drop(self.attn(self.ln1(x), keep))
         return x + self.mlp(self.ln2(x))
 
@@ -118,6 +123,7 @@ class ThreadInvariantLayerNorm(nn.LayerNorm):
     13 to 15% more time per training step (benchmarks/bench_layer_norm.py)."""
 
     def forward(self, x):
+        """Layer norm over the last dimension, then the weight and bias."""
         x = F.layer_norm(x, self.normalized_shape, None, None, self.eps)
         if self.weight is not None:
             x = x * self.weight
