@@ -49,11 +49,13 @@ def pytest_cmdline_main(config):
         return
     if config.getoption("collectonly"):
         return
-    # xdist's count (PYTEST_XDIST_AUTO_NUM_WORKERS, else the cores), within the CPUs this
-    # process may use (taskset, a container's cpuset)
+    from zoo.core.threads import usable_cpus
+
+    # PYTEST_XDIST_AUTO_NUM_WORKERS as given; else xdist's count of cores, within the CPUs
+    # this process may use (taskset, a container's cpuset or CPU quota)
     workers = config.hook.pytest_xdist_auto_num_workers(config=config)
-    if hasattr(os, "sched_getaffinity"):
-        workers = min(workers, len(os.sched_getaffinity(0)))
+    if not os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        workers = min(workers, usable_cpus())
     if workers < 2:
         return
     config.option.numprocesses = workers
