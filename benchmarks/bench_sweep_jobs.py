@@ -14,6 +14,10 @@ Variants, timed in alternation in every round (each is the `zoo` program in a su
   jobs1        --jobs 1 with torch's default threads (one per core: one cell uses the machine)
   jobs1-1t     --jobs 1 with OMP_NUM_THREADS=1 (the work of one cell on one core)
   jobsN        --jobs N (cores / N threads per worker); N is --jobs, a number or auto
+  stacked      --jobs N --stack-seeds K: each worker trains K seeds as one batched model,
+               K = cells / N (all cells in one stack with --jobs auto); its metrics differ
+               from the others' by the stacked training's rounding, reported as the largest
+               |difference| of each seed's validation and test figures
 
 Where a sweep's time goes, from the store's rows (medians over rounds):
   set-up   from the program's start to the first cell's run row: interpreter and imports,
@@ -54,6 +58,7 @@ VARIANTS = {
     "jobs1": ("--jobs 1 (torch's default threads)", ["--jobs", "1"], None),
     "jobs1-1t": ("--jobs 1, 1 thread", ["--jobs", "1"], "1"),
     "jobsN": ("--jobs N (cores / N threads each)", ["--jobs", "N"], None),
+    "stacked": ("--jobs N, seeds stacked", ["--jobs", "N", "--stack-seeds", "K"], None),
 }
 
 
@@ -79,7 +84,14 @@ def run_sweep(args, seeds: int, options: list[str], threads: str | None) -> tupl
         str(args.steps),
         "--format",
         "csv",
-        *[str(args.jobs) if option == "N" else option for option in options],
+        *[
+            str(args.jobs)
+            if option == "N"
+            else stack_size(seeds, args.jobs)
+            if option == "K"
+            else option
+            for option in options
+        ],
         *(["--device", args.device] if args.device else []),
     ]
     started, began = time.time(), time.perf_counter()
@@ -115,6 +127,14 @@ def run_sweep(args, seeds: int, options: list[str], threads: str | None) -> tupl
         **{f"phase:{name}": value for name, value in phases.items()},
     }
     return parts, cells
+
+
+def stack_size(seeds: int, jobs: str) -> str:
+    """The stacked variant's K: the cells split evenly over the --jobs N workers (every
+    cell in one stack with --jobs auto)."""
+    if jobs == "auto":
+        return str(seeds)
+    return str(max(2, -(-seeds // int(jobs))))
 
 
 def median(values):
@@ -194,6 +214,8 @@ def main(argv=None):
 
 
 def label(name: str, args) -> str:
+    if name == "stacked":
+        return f"--jobs {args.jobs} --stack-seeds (cells / {args.jobs} seeds per stack)"
     if name != "jobsN":
         return VARIANTS[name][0]
     if args.jobs == "auto":
@@ -253,6 +275,12 @@ def report(args, measured: dict, metrics: dict) -> None:
                 f"{mid[('jobs1', seeds)]['wall'] / bound:.2f}x over --jobs 1; --jobs "
                 f"{args.jobs} reached {bound / mid[('jobsN', seeds)]['wall']:.0%} of it."
             )
+    if "stacked" in args.variants:
+        notes.append(
+            "Stacked seeds' runs take turns in one process, each recording its phases on its "
+            "own clock, so a stack's phases overlap: per cell they add up to more than the "
+            "time the stack took."
+        )
     keys = list(metrics)
     for i, first in enumerate(keys):
         for second in keys[i + 1 :]:
@@ -261,6 +289,8 @@ def report(args, measured: dict, metrics: dict) -> None:
                 text = f"{first[1]} cells: every cell's metrics identical, {first[0]} and {second[0]}: {same}"
                 if not same:
                     text += f" (largest relative difference {largest_difference(metrics[first], metrics[second]):.2e})"
+                if "stacked" in (first[0], second[0]):
+                    text += stacked_differences(metrics[first], metrics[second])
                 print(text)
                 notes.append(text.replace(": True", ": yes").replace(": False", ": no") + ".")
     for note in notes:
@@ -302,6 +332,24 @@ def report(args, measured: dict, metrics: dict) -> None:
         ],
         notes=notes,
     )
+
+
+STACKED_FIGURES = ("val_loss", "test_loss", "test_accuracy", "val_bpc", "test_bpc")
+
+
+def stacked_differences(a: dict, b: dict) -> str:
+    """The largest |difference| over seeds of each validation and test figure, stacked
+    seeds against the same seeds trained alone."""
+    parts = []
+    for key in STACKED_FIGURES:
+        gaps = [
+            abs(values[key] - b[seed][1][key])
+            for seed, (_, values) in a.items()
+            if isinstance(values.get(key), float) and isinstance(b[seed][1].get(key), float)
+        ]
+        if gaps:
+            parts.append(f"{key} {max(gaps):.4f}")
+    return f"; largest |difference| over seeds: {', '.join(parts)}" if parts else ""
 
 
 def largest_difference(a: dict, b: dict) -> float:

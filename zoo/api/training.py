@@ -162,6 +162,7 @@ def sweep(
     cell_cpus: int | None = None,
     cell_gpus: float | None = None,
     dry_run: bool = False,
+    stack_seeds: int | bool = False,
     log=None,
     by=None,
     columns=None,
@@ -177,8 +178,10 @@ def sweep(
     `progress` prints the plan, a line per cell and a summary on `log` (default stderr);
     `quiet=False` adds each run's own progress (`zoo sweep --verbose`). `grid={"n_layer": [1,
     2]}` is `--grid n_layer=1,2` (the command's ``"KEY=V1,V2"`` strings are taken too);
-    `dry_run` plans and trains nothing. Settings are keyword arguments or a ``settings`` dict,
-    as for `run`. `jobs` is a number or ``"auto"`` (as many workers as the GPU or the
+    `dry_run` plans and trains nothing. `stack_seeds` trains up to that many seeds of a cell
+    together as one batched model (True: all of them; `--stack-seeds`), each still its own
+    run, and a configuration of its own. Settings are keyword arguments or a ``settings``
+    dict, as for `run`. `jobs` is a number or ``"auto"`` (as many workers as the GPU or the
     cores take). `jobs`, `executor`, `address`, `cell_cpus`,
     `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
     `pool` are the options of the same names."""
@@ -212,7 +215,12 @@ def sweep(
             overrides=_overrides({**(settings or {}), **more_settings}, steps, time),
             task=task,
             grid=parse_grid(grid),
+            stack_seeds=stack_seeds,
         )
+        if plan.stacked:  # what cannot train stacked is refused before anything trains
+            from zoo.sweeps.stacking import check_plans
+
+            check_plans(plan.todo, pool_of_workers)
         for line in cells.describe_plan(plan):
             logger.info(line)
         if baseline is not None and baseline.split(" (")[0] not in plan.models:

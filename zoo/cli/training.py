@@ -141,6 +141,7 @@ def cmd_sweep(args) -> int:
             cell_cpus=args.cell_cpus,
             cell_gpus=args.cell_gpus,
             dry_run=args.dry_run,
+            stack_seeds=args.stack_seeds,
             metric=args.metric,
             by=args.by,
             columns=args.columns,
@@ -318,6 +319,16 @@ def add_commands(commands) -> None:
         help="train N cells at a time in worker processes, each with cores/N "
         "threads (default 1: one after another in this process); auto: as many as "
         "one cell's measured GPU memory and use allow on a GPU, one per idle core on a CPU",
+    )
+    p.add_argument(
+        "--stack-seeds",
+        type=positive_int,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="K",
+        help="train up to K seeds of a cell together as one batched model (default: all "
+        "of them), each recorded as its own run; a configuration of its own (stacked=K)",
     )
     p.add_argument(
         "--executor",

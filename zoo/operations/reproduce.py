@@ -7,6 +7,7 @@ metric should match exactly; timing figures are left out of the comparison.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -76,6 +77,13 @@ def reproduce(run_id: str, *, device: str | None = None, quiet: bool = True, zoo
             f"the rebuilt config hashes to {config_hash(plan)}, not "
             f"{config.get('config_hash')} (the recorded config no longer resolves "
             "to the same values)"
+        )
+    if plan.stacked:  # the rerun trains alone: a configuration of its own, labelled so
+        plan = dataclasses.replace(plan, stacked=None)
+        notes.append(
+            f"run {row['id']} was trained with other seeds as one batched model "
+            f"(stacked={config['stacked']}); the rerun trains it alone, so its metrics "
+            "differ by the stacked training's rounding"
         )
     result = execute(
         plan,

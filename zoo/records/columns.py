@@ -29,6 +29,8 @@ def flat_settings(config: dict) -> dict[str, Any]:
             flat[f"{section}.{key}"] = value
     if config.get("init"):  # started from another run's weights: a setting of its own
         flat["init"] = config["init"].get("run_id")
+    if config.get("stacked"):  # trained with other seeds as one batched model: its own row
+        flat["stacked"] = config["stacked"]
     return flat
 
 

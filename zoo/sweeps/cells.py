@@ -16,6 +16,7 @@ from typing import Any
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
 from zoo.sweeps.grid import check_grid, grid_settings, short_value
+from zoo.sweeps.stacking import stack_size
 
 WILDCARDS = "*?["
 
@@ -63,6 +64,7 @@ class Sweep:
     grid: dict = field(default_factory=dict)  # key -> the values swept
     overrides: dict = field(default_factory=dict)  # --set (and --steps, --time) for every cell
     task: str | None = None  # the task asked for, if any
+    stacked: int | None = None  # --stack-seeds: the most seeds trained together
     # What trackers group this sweep's runs under (an MLflow parent run, a TensorBoard folder)
     id: str = field(default_factory=lambda: "sweep-" + time.strftime("%Y%m%d-%H%M%S"))
 
@@ -116,7 +118,10 @@ def plan_sweep(
     task: str | None = None,
     zoo=None,
     grid: dict[str, list[str]] | None = None,
+    stack_seeds: int | bool | None = None,
 ) -> Sweep:
+    """Every cell planned; ``stack_seeds`` (zoo.sweeps.stacking) trains up to that many
+    seeds of a cell together (True: all of them), a configuration of its own."""
     from zoo.core.loading import get_zoo
     from zoo.records.store import Store
     from zoo.train.plan import config_hash, plan_run
@@ -124,6 +129,7 @@ def plan_sweep(
     zoo = zoo or get_zoo()
     if seeds <= 0:
         raise ZooError(f"--seeds must be positive, got {seeds}")
+    stacked = stack_size(stack_seeds, seeds)
     grid, overrides = dict(grid or {}), dict(overrides or {})
     names = expand_models(models, zoo)
     datasets = list(dict.fromkeys(datasets))
@@ -158,7 +164,7 @@ def plan_sweep(
                                 zoo=zoo,
                                 loaded_cache=loaded,
                             )
-                        cell.plan = dataclasses.replace(plan, seed=seed)
+                        cell.plan = dataclasses.replace(plan, seed=seed, stacked=stacked)
                         cell.config_hash = config_hash(cell.plan, zoo)
                     except ZooError as exc:
                         cell.skip = str(exc)
@@ -179,7 +185,14 @@ def plan_sweep(
             first[cell.config_hash] = cell
     explain_new_cells([c for c in first.values() if not c.done], rows, zoo)
     return Sweep(
-        cells, names, datasets, list(range(seeds)), grid=grid, overrides=overrides, task=task
+        cells,
+        names,
+        datasets,
+        list(range(seeds)),
+        grid=grid,
+        overrides=overrides,
+        task=task,
+        stacked=stacked,
     )
 
 

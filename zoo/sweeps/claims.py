@@ -22,24 +22,32 @@ class CellClaims:
         when every remaining cell is taken by another process (wait, then ask again)."""
         for _ in range(len(todo)):
             cell = todo.popleft()
-            lock = cell_lock(home(), cell.config_hash)
-            if not lock.try_acquire():
+            claimed = self.claim(cell, say)
+            if claimed is None:
                 todo.append(cell)  # another sweep trains it: come back to it later
-                continue
-            with Store() as store:
-                finished = store.finished_by_hash().get(cell.config_hash)
-            if finished is not None:  # trained by another sweep since this one planned
-                lock.release()
-                cell.done = finished
-                if say is not None:
-                    say(
-                        f"    {cell.name}: finished meanwhile by another process (run "
-                        f"{finished}); not trained again"
-                    )
-                continue
-            self.held[cell.config_hash] = lock
-            return cell
+            elif claimed:
+                return cell
         return None
+
+    def claim(self, cell, say=None) -> bool | None:
+        """Claim one cell: True, or None when another process trains it now, or False
+        when another process finished it since this sweep planned (``cell.done`` is set)."""
+        lock = cell_lock(home(), cell.config_hash)
+        if not lock.try_acquire():
+            return None
+        with Store() as store:
+            finished = store.finished_by_hash().get(cell.config_hash)
+        if finished is not None:  # trained by another sweep since this one planned
+            lock.release()
+            cell.done = finished
+            if say is not None:
+                say(
+                    f"    {cell.name}: finished meanwhile by another process (run "
+                    f"{finished}); not trained again"
+                )
+            return False
+        self.held[cell.config_hash] = lock
+        return True
 
     def release(self, cell) -> None:
         lock = self.held.pop(cell.config_hash, None)

@@ -44,6 +44,7 @@ def cell_task(cell, overrides: dict, *, device: str, run_id: str, resume: dict |
         "task": cell.plan.task,
         "device": device,
         "config_hash": cell.config_hash,
+        "stacked": getattr(cell.plan, "stacked", None),  # part of the config hash
         "run_id": run_id,
         "resume": resume,
         "env": env,
@@ -97,11 +98,12 @@ class Driver:
                     # cells sharing data and shapes go to the same worker (zoo.sweeps.affinity)
                     taken = {self.last_key[s] for s in self.running if s in self.last_key}
                     bring_forward(todo, self.last_key.get(slot), taken)
-                    cell = self.claims.next_cell(todo, self.say)
+                    cell = self.next_cell(todo)
                     if cell is None:  # every cell left is another sweep's for now
                         break
-                    self.last_key[slot] = affinity_key(cell)
-                    index += 1
+                    together = getattr(cell, "cells", [cell])  # seeds trained together
+                    self.last_key[slot] = affinity_key(together[0])
+                    index += len(together)
                     note = self.dispatch(slot, cell)
                     elapsed = time.time() - started
                     eta = ""
@@ -121,7 +123,7 @@ class Driver:
                     if kind == "op":
                         self.apply(slot, payload)
                     else:
-                        finished += 1
+                        finished += len(getattr(self.running[slot]["cell"], "cells", [0]))
                         note = self.executor.learn(payload) if kind == "done" else None
                         if note:
                             self.say(note)
@@ -142,10 +144,26 @@ class Driver:
             self.store.close()
         return self.sweep
 
+    def next_cell(self, todo: deque):
+        """The next cell to train, or with --stack-seeds the cells to train together."""
+        if not self.sweep.stacked:
+            return self.claims.next_cell(todo, self.say)
+        from zoo.sweeps.stacking import next_unit
+
+        def resumes(cell) -> bool:
+            return should_resume(settled_latest(self.store, cell.config_hash))
+
+        return next_unit(self.claims, todo, self.say, resumes)
+
     def dispatch(self, slot: int, cell) -> str | None:
         """Send a cell to a worker: a new run with an id chosen here, or the cell's latest
-        run (claimed here, so no other process resumes it too) to go on with."""
+        run (claimed here, so no other process resumes it too) to go on with; or seeds
+        to train together (zoo.sweeps.stacking)."""
+        from zoo.sweeps.stacking import CellStack
         from zoo.train.starting import new_run_id
+
+        if isinstance(cell, CellStack):
+            return self.dispatch_stack(slot, cell)
 
         claimed, note = None, None
         latest = settled_latest(self.store, cell.config_hash)
@@ -176,6 +194,20 @@ class Driver:
         }
         return note
 
+    def dispatch_stack(self, slot: int, stack) -> None:
+        """Send seeds to train together (a CellStack) to one worker: each a new run."""
+        from zoo.sweeps.stacking import new_run_ids
+
+        tasks = []
+        for cell, run_id in zip(stack.cells, new_run_ids(len(stack.cells))):
+            task = cell_task(
+                cell, self.sweep.overrides, device=self.device, run_id=run_id, resume=None
+            )
+            task["extra"] = {"group": self.sweep.id}
+            tasks.append(task)
+        self.executor.submit(slot, {"stack": tasks})
+        self.running[slot] = {"cell": stack, "tasks": tasks, "began": time.time()}
+
     def apply(self, slot: int, op) -> None:
         method, run_id, fields = op
         if method == "refused":  # the claimed run cannot resume: give its row back
@@ -198,11 +230,13 @@ class Driver:
         self, slot: int, outcome: dict | None, lost: str | None, status: str | None = None
     ) -> None:
         """Record a cell's end: the worker's outcome, or (`lost`) a worker that died."""
-        entry = self.running.pop(slot)
-        try:
-            self._settle(entry, slot, outcome, lost, status)
-        finally:  # the cell's row is written: another sweep may look at it now
-            self.claims.release(entry["cell"])
+        from zoo.sweeps.stacking import per_cell
+
+        for entry, result in per_cell(self.running.pop(slot), outcome):
+            try:
+                self._settle(entry, slot, result, lost, status)
+            finally:  # the cell's row is written: another sweep may look at it now
+                self.claims.release(entry["cell"])
 
     def _settle(
         self, entry: dict, slot: int, outcome: dict | None, lost: str | None, status: str | None

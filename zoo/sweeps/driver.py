@@ -16,6 +16,7 @@ from collections import deque
 from zoo.core.containment import own_interrupts_fail
 from zoo.errors import ZooError
 from zoo.sweeps.cells import Cell, Sweep
+from zoo.sweeps.stacking import CellStack, next_unit
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +48,19 @@ def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> S
     started = time.time()
     index = 0
     while waiting:
-        cell = claims.next_cell(waiting, lambda text: log.info(text))
+        cell = _next_cell(sweep, claims, waiting)
         if cell is None:  # every cell left is another sweep's for now
             time.sleep(0.5)
+            continue
+        if isinstance(cell, CellStack):  # seeds trained together
+            index += len(cell.cells)
+            log.info(f"[{index}/{total}] {cell.name} (sweep {clock(time.time() - started)} so far)")
+            try:  # as for one cell: an interrupt with no Ctrl-C behind it fails a run only
+                with own_interrupts_fail("the cell's code"):
+                    _run_stack_here(cell, device=device, quiet=quiet, zoo=zoo, group=sweep.id)
+            finally:
+                for one in cell.cells:
+                    claims.release(one)
             continue
         index += 1
         try:
@@ -68,6 +79,19 @@ def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> S
         finally:
             claims.release(cell)
     return sweep
+
+
+def _next_cell(sweep: Sweep, claims, waiting: deque):
+    """The next cell to train here, or with --stack-seeds the cells to train together."""
+    if not sweep.stacked:
+        return claims.next_cell(waiting, lambda text: log.info(text))
+    from zoo.records.store import Store
+
+    def resumes(cell) -> bool:
+        with Store() as store:
+            return should_resume(settled_latest(store, cell.config_hash))
+
+    return next_unit(claims, waiting, lambda text: log.info(text), resumes)
 
 
 def _run_cell_here(
@@ -111,6 +135,45 @@ def _run_cell_here(
     cell.run_id, cell.status = result["run_id"], result["status"]
     cell.duration = time.time() - began
     log.info(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} (run {cell.run_id})")
+
+
+def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None) -> None:
+    """Train seeds together in this process (zoo.train.stacked_runs) and settle each cell
+    as _run_cell_here settles one."""
+    from zoo.errors import RunDiverged, RunInterrupted
+    from zoo.sweeps.stacking import new_run_ids
+    from zoo.train.stacked_runs import train_together
+
+    began = time.time()
+    cells = stack.cells
+    outcomes = train_together(
+        [c.plan for c in cells],
+        new_run_ids(len(cells)),
+        device=device,
+        quiet=quiet,
+        zoo=zoo,
+        extras=[{"group": group}] * len(cells),
+        label=cells[0].label,
+    )
+    for cell, (kind, value) in zip(cells, outcomes):
+        cell.duration = time.time() - began
+        if kind == "result":
+            cell.run_id, cell.status = value["run_id"], value["status"]
+            log.info(
+                f"    {cell.status} {cell.name} in {clock(cell.duration)}: {headline(value)} "
+                f"(run {cell.run_id})"
+            )
+            continue
+        if isinstance(value, RunInterrupted):
+            cell.status = "interrupted"
+        else:
+            cell.status = "diverged" if isinstance(value, RunDiverged) else "failed"
+        cell.error = _one_line(value)
+        cell.run_id = _record_failure(cell, began)
+        log.info(
+            f"    {cell.status} {cell.name} after {clock(cell.duration)}: {cell.error} "
+            f"(run {cell.run_id})"
+        )
 
 
 def settled_latest(store, config_hash: str) -> dict | None:

@@ -10,6 +10,7 @@ the thread count is set.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import socket
 import time
@@ -59,6 +60,8 @@ def run_cell(task: dict, send=None, warm: WarmWorker | None = None) -> dict:
     from zoo.errors import RunDiverged
 
     warm = warm or WarmWorker()
+    if "stack" in task:  # seeds trained together (zoo.sweeps.stacking)
+        return run_stack(task["stack"], send, warm)
     journal = Journal(send)
     began = time.time()
     outcome = {"host": socket.gethostname(), "pid": os.getpid()}
@@ -82,33 +85,10 @@ def run_cell(task: dict, send=None, warm: WarmWorker | None = None) -> dict:
 
 
 def _train(task: dict, journal: Journal, warm: WarmWorker) -> dict:
-    warm.import_once()
-    from zoo.train.plan import config_hash, plan_run
     from zoo.train.resume import ResumeRefused, resume
     from zoo.train.runner import execute
 
-    os.environ.update(task["env"])  # the driver's ZOO_HOME, registry and plugin settings
-    if task.get("cwd") and os.path.isdir(task["cwd"]):
-        os.chdir(task["cwd"])  # dataset paths mean what they meant on the driver
-    zoo = warm.zoo(task)  # kept while the settings are the same
-    with phase("plan"):
-        plan = plan_run(
-            task["model"],
-            task["dataset"],
-            overrides=task["overrides"],
-            seed=task["seed"],
-            task=task["task"],
-            zoo=zoo,
-            held_out=tuple(task.get("held_out") or ()),
-            loaded_cache=warm.planning_cache(),
-        )
-        found = config_hash(plan, zoo)
-    if found != task["config_hash"]:
-        raise ZooError(
-            f"this worker plans the cell differently from the driver (config hash "
-            f"{found}, not {task['config_hash']}): install the same zoo "
-            "and plugins on every node"
-        )
+    plan, zoo = _plan(task, warm)
     claimed = task.get("resume")
     if claimed is not None:
         try:
@@ -127,6 +107,87 @@ def _train(task: dict, journal: Journal, warm: WarmWorker) -> dict:
         extra=task.get("extra"),
         on_validate=task.get("on_validate"),
     )
+
+
+def _plan(task: dict, warm: WarmWorker) -> tuple:
+    """The cell's plan, made again here from its names under the driver's settings and
+    checked against the driver's config hash; and the zoo it was planned in."""
+    warm.import_once()
+    from zoo.train.plan import config_hash, plan_run
+
+    os.environ.update(task["env"])  # the driver's ZOO_HOME, registry and plugin settings
+    if task.get("cwd") and os.path.isdir(task["cwd"]):
+        os.chdir(task["cwd"])  # dataset paths mean what they meant on the driver
+    zoo = warm.zoo(task)  # kept while the settings are the same
+    with phase("plan"):
+        plan = plan_run(
+            task["model"],
+            task["dataset"],
+            overrides=task["overrides"],
+            seed=task["seed"],
+            task=task["task"],
+            zoo=zoo,
+            held_out=tuple(task.get("held_out") or ()),
+            loaded_cache=warm.planning_cache(),
+        )
+        if task.get("stacked"):  # seeds trained together: part of the config hash
+            plan = dataclasses.replace(plan, stacked=task["stacked"])
+        found = config_hash(plan, zoo)
+    if found != task["config_hash"]:
+        raise ZooError(
+            f"this worker plans the cell differently from the driver (config hash "
+            f"{found}, not {task['config_hash']}): install the same zoo "
+            "and plugins on every node"
+        )
+    return plan, zoo
+
+
+def run_stack(tasks: list[dict], send=None, warm: WarmWorker | None = None) -> dict:
+    """Train cells that differ only in their seed together (zoo.train.stacked_runs) and
+    return each one's outcome as run_cell returns one, under ``stack``."""
+    from zoo.errors import RunDiverged
+    from zoo.train.stacked_runs import train_together
+
+    warm = warm or WarmWorker()
+    began = time.time()
+    journals = [Journal(send) for _ in tasks]
+    outcomes = [{"host": socket.gethostname(), "pid": os.getpid()} for _ in tasks]
+    plans, failed, zoo = {}, {}, None
+    for i, task in enumerate(tasks):
+        try:
+            plans[i], zoo = _plan(task, warm)
+        except Exception as exc:  # recorded by the driver
+            failed[i] = exc
+    results = []
+    if plans:
+        first = warm.dataset_for(next(iter(plans.values())), zoo)  # loaded once for all
+        with no_ctrl_c():
+            results = train_together(
+                [
+                    dataclasses.replace(p, loaded=first.loaded, columns=first.columns)
+                    for p in plans.values()
+                ],
+                [tasks[i]["run_id"] for i in plans],
+                device=tasks[0]["device"],
+                quiet=True,
+                zoo=zoo,
+                stores=[journals[i] for i in plans],
+                extras=[tasks[i].get("extra") for i in plans],
+            )
+    for i, (kind, value) in zip(plans, results):
+        if kind == "result":
+            outcomes[i].update(
+                status=value.get("status", "finished"),
+                result={k: v for k, v in value.items() if k != "samples"},
+            )
+        else:
+            failed[i] = value
+    for i, error in failed.items():
+        status = "diverged" if isinstance(error, RunDiverged) else "failed"
+        outcomes[i].update(status=status, error=one_line(error))
+    for i, outcome in enumerate(outcomes):
+        outcome.update(ops=journals[i].ops, duration=time.time() - began)
+    return {"stack": outcomes}
 
 
 @contextlib.contextmanager

@@ -253,6 +253,9 @@ class Job:
     # often a redirected output gets a line (steps as an int, seconds as a float; None: default)
     _label: str | None = field(default=None, repr=False)
     _log_every: int | float | None = field(default=None, repr=False)
+    # Seeds trained together (zoo.train.stacked): this run's StackSlot; its model trains
+    # through the stack's batched step
+    _stack: Any = field(default=None, repr=False)
 
     @property
     def context_length(self) -> int:
@@ -291,6 +294,8 @@ class Job:
             plugin=self.architecture.plugin,
         )
         model = as_model(built, pick_device(self.device), loss=task_loss(task))
+        if self._stack is not None:
+            model = self._stack.join(model)
         check_output(model, task, spec, self.context_length, who)
         if self.init is not None and self._resume_from is None:  # a checkpoint has its own
             from zoo.train.initialize import initialize

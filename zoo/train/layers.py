@@ -22,8 +22,40 @@ def attention(q, k, v, **options):
     (measured with benchmarks/bench_train.py), and autocast would otherwise run them in bf16."""
     if q.device.type == "cpu" and q.dtype == torch.bfloat16:
         with torch.autocast("cpu", enabled=False):
-            return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), **options)
+            return attention(q.float(), k.float(), v.float(), **options)
+    if q.device.type == "cpu" and _batched_over_seeds(q):
+        return _attention_in_matrix_products(q, k, v, **options)
     return F.scaled_dot_product_attention(q, k, v, **options)
+
+
+def _batched_over_seeds(q) -> bool:
+    """Whether ``q`` is batched by ``torch.func.vmap`` (seeds trained together,
+    zoo.train.stacked): the CPU's SDPA kernel has no batching rule, so vmap would run it
+    once per seed."""
+    try:
+        return bool(torch._C._functorch.is_batchedtensor(q))
+    except AttributeError:  # a torch without this probe: SDPA it is
+        return False
+
+
+def _attention_in_matrix_products(
+    q, k, v, attn_mask=None, is_causal=False, dropout_p=0.0, scale=None
+):
+    """SDPA's math, in operations vmap batches over seeds in one call each."""
+    scores = (q @ k.transpose(-2, -1)) * (scale or q.shape[-1] ** -0.5)
+    if is_causal:
+        T, S = scores.shape[-2:]
+        causal = torch.ones(T, S, dtype=torch.bool, device=q.device).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = scores.softmax(dim=-1)
+    if dropout_p:
+        weights = F.dropout(weights, dropout_p)
+    return weights @ v
 
 
 class SelfAttention(nn.Module):

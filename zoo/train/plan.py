@@ -39,6 +39,9 @@ class Plan:
     # and reports on the others only
     held_out: tuple = ()
     init: Any = None  # zoo.train.initialize.InitSource: the run whose weights it starts from
+    # trained together with other seeds as one batched model (zoo.train.stacked): the most
+    # seeds in its stack; None when trained alone
+    stacked: int | None = None
 
     def config_values(self) -> dict:
         """The configs as plain dicts (section -> values), as recorded in config.json."""
@@ -274,6 +277,7 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
             legacy=legacy,
             held_out=tuple(record.get("held_out") or ()),
             init=init,
+            stacked=record.get("stacked"),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ZooError(
@@ -337,6 +341,8 @@ def config_hash(plan: Plan, zoo=None, plugins: dict[str, str] | None = None) -> 
         payload["held_out"] = sorted(plan.held_out)
     if plan.init is not None:  # absent otherwise, so the hashes of other runs stay as they were
         payload["init"] = plan.init.run_id
+    if plan.stacked:  # seeds trained together are a configuration of their own
+        payload["stacked"] = plan.stacked
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[
         :16
     ]

@@ -48,6 +48,7 @@ def execute(
     log_to=None,
     label: str | None = None,
     log_every: int | float | None = None,
+    stack=None,
 ) -> dict:
     """Load the data, train and evaluate through the pipeline, and record the run.
 
@@ -61,7 +62,8 @@ def execute(
     ``log_to`` names the trackers the run reports to (zoo.train.tracking; default ZOO_LOG_TO).
     ``label`` starts each progress line (which member or cell this is), and ``log_every``
     spaces them (zoo.train.progress). Where the run's time goes (``zoo.core.phases``) is
-    recorded with its provenance as ``timing``.
+    recorded with its provenance as ``timing``. ``stack`` is the run's place among seeds
+    trained together (zoo.train.stacked.StackSlot), for a plan with ``stacked``.
     """
     from zoo.train.tracking import check as check_trackers
     from zoo.train.tracking import chosen
@@ -121,6 +123,7 @@ def execute(
                 on_validate,
                 trackers_named,
                 progress={"label": label, "log_every": log_every},
+                stack=stack,
             )
     finally:
         owner.release()
@@ -140,6 +143,7 @@ def _record_and_train(
     on_validate=None,
     trackers_named=(),
     progress=None,
+    stack=None,
 ) -> dict:
     summary = {
         "run_id": run.id,
@@ -171,6 +175,8 @@ def _record_and_train(
     }
     if plan.init is not None:
         provenance["init"] = plan.init.record()
+    if plan.stacked:  # trained with other seeds as one batched model (zoo.train.stacked)
+        provenance["stacked"] = plan.stacked
     if ranks.active:
         provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
     from zoo.train.tracking import NoTrackers
@@ -217,6 +223,7 @@ def _record_and_train(
         quiet or not ranks.is_main,
         identity=identity(plan, dataset, zoo),
         on_validate=on_validate,
+        stack=stack,
         **(progress or {}),
     )
     return train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)

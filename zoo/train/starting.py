@@ -53,6 +53,7 @@ def plan_job(
     on_validate=None,
     label: str | None = None,
     log_every: int | float | None = None,
+    stack=None,
 ) -> Job:
     """The Job a pipeline receives for ``plan`` on ``dataset`` in ``run``: a new run's, or
     with ``resuming=True`` a resumed one's, continuing the checkpoint ``resume_from``."""
@@ -77,4 +78,5 @@ def plan_job(
         _on_validate=on_validate,
         _label=label,
         _log_every=log_every,
+        _stack=stack,
     )

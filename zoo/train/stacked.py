@@ -1,0 +1,246 @@
+"""Seeds trained together: runs of one plan that differ only in their seed, trained as one
+batched model with ``torch.func`` (``stack_module_state``, ``functional_call`` and
+``vmap(..., randomness="different")``).
+
+Each seed's run is an ordinary run (zoo.train.runner.execute) in a thread of its own, taking
+turns with the others (zoo.train.turns): it builds its model from its own seed, draws its
+own batches, validates, checkpoints, and records its run folder and store rows itself. Its
+model is a StackMember: a TorchModel whose weights, once training starts, are views into
+the stacked weights, and whose ``train_step`` waits for the other seeds' steps; then one
+vmapped forward and backward trains every seed at once, with each seed's own loss, its
+own gradient clipping (by its own gradient norm) and AdamW on the stacked tensors (AdamW is
+element-wise, so one optimizer over stacked tensors is each seed's own optimizer).
+
+What differs from training each seed alone: dropout masks (drawn by the batched step from a
+stream of the stack's own) and the order of floating-point sums in batched kernels. The
+initial weights and every seed's data order are those of the run alone.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+
+from zoo.errors import ZooError
+from zoo.train.model import IGNORE_INDEX, NonFiniteError
+from zoo.train.torch_model import TorchModel, resolve_precision
+from zoo.train.turns import Turns
+
+
+class SeedStack:
+    """The batched model of the seeds trained together, and the step that trains them."""
+
+    def __init__(self, seed: int = 0):
+        self.turns = Turns(self._step, seed)
+        self.members: dict[int, StackMember] = {}  # slot -> its run's model
+        self.settings: dict[int, tuple] = {}  # slot -> (weight decay, betas)
+        self.params: dict[str, torch.Tensor] | None = None  # name -> [K, ...] (a leaf)
+        self.buffers: dict[str, torch.Tensor] = {}
+        self.position: dict[int, int] = {}  # slot -> its index in the stacked tensors
+        self.optimizer: Any = None
+        self.base: Any = None  # a copy of one member's module, which functional_call runs
+
+    def slot(self, slot: int) -> StackSlot:
+        return StackSlot(self, slot)
+
+    def join(self, slot: int, model) -> StackMember:
+        """Run ``slot``'s model as a member of the stack."""
+        if not isinstance(model, TorchModel):
+            raise ZooError(
+                f"seeds can be trained together only as torch modules, not as a "
+                f"{type(model).__name__}"
+            )
+        if model.fits_training_split:
+            raise ZooError("a model fitted on the training split cannot be trained stacked")
+        member = StackMember(model.module, str(model.device), loss=model.loss)
+        member.stack, member.slot = self, slot
+        self.members[slot] = member
+        return member
+
+    # -- the batched model -----------------------------------------------------------------
+    def _build(self) -> None:
+        """Stack every member's weights (as each was built from its seed) and point each
+        member's parameters at its slice, so validation and saving see the trained ones."""
+        from torch.func import stack_module_state
+
+        slots = sorted(self.members)
+        modules = [self.members[s].module for s in slots]
+        shapes = {tuple((n, tuple(p.shape)) for n, p in m.state_dict().items()) for m in modules}
+        if len(shapes) > 1:
+            raise ZooError("the stacked seeds' models differ in their tensors' names or shapes")
+        self.position = {slot: i for i, slot in enumerate(slots)}
+        self.base = copy.deepcopy(modules[0])
+        params, buffers = stack_module_state(modules)
+        self.params, self.buffers = params, buffers
+        for i, module in enumerate(modules):
+            for name, p in module.named_parameters():
+                p.data = params[name].detach()[i]
+            for name, b in module.named_buffers():
+                b.data = buffers[name][i]
+        decay_settings = {self.settings[s] for s in slots if s in self.settings}
+        if len(decay_settings) != 1:
+            raise ZooError("the stacked seeds' optimizers are configured differently")
+        weight_decay, betas = decay_settings.pop()
+        trained = [p for p in params.values() if p.requires_grad]
+        groups = [  # as TorchModel: decay on each seed's matrices only
+            {"params": [p for p in trained if p.dim() >= 3], "weight_decay": weight_decay},
+            {"params": [p for p in trained if p.dim() < 3], "weight_decay": 0.0},
+        ]
+        self.optimizer = torch.optim.AdamW(groups, lr=0.0, betas=betas, fused=True)
+
+    def _step(self, requests: dict[int, tuple]) -> dict[int, Any]:
+        """One optimizer step for every seed that asked: (inputs, targets, mask, lr, clip)."""
+        from torch.func import functional_call, vmap
+
+        if self.params is None:
+            self._build()
+        slots = sorted(requests)
+        lrs = {requests[s][3] for s in slots}
+        clips = {requests[s][4] for s in slots}
+        if len(lrs) > 1 or len(clips) > 1:
+            raise ZooError("the stacked seeds asked for different learning rates or clipping")
+        lr, clip = lrs.pop(), clips.pop()
+        first = self.members[slots[0]]
+        inputs, targets, mask = _batched([requests[s][:3] for s in slots], first.device)
+        every = len(slots) == len(self.position) and all(
+            self.position[s] == i for i, s in enumerate(slots)
+        )
+        params, buffers = self.params, self.buffers
+        if not every:  # some seeds have stopped: train the others only
+            index = torch.tensor([self.position[s] for s in slots], device=first.device)
+            params = {n: p.index_select(0, index) for n, p in self.params.items()}
+            buffers = {n: b.index_select(0, index) for n, b in self.buffers.items()}
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.base.train()
+
+        def forward(p, b, x, m):
+            return functional_call(self.base, (p, b), (x, m))
+
+        batched = vmap(
+            forward, in_dims=(0, 0, 0, None if mask is None else 0), randomness="different"
+        )
+        with first._autocast():
+            outputs = batched(params, buffers, inputs, mask)
+        losses = torch.stack(
+            [first.loss(outputs[i].float(), targets[i], "mean") for i in range(len(slots))]
+        )
+        self.optimizer.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        norms = self._clip(clip)
+        norms = norms[[self.position[s] for s in slots]]
+        finite = (torch.isfinite(losses) & torch.isfinite(norms)).tolist()
+        values, norm_values = losses.detach().tolist(), norms.tolist()
+        answers: dict[int, Any] = {}
+        for i, slot in enumerate(slots):
+            if finite[i]:
+                answers[slot] = values[i]
+            else:  # that seed's run stops before the step; the others go on
+                answers[slot] = NonFiniteError(values[i], norm_values[i])
+                for p in self.params.values():
+                    if p.grad is not None:
+                        p.grad[self.position[slot]].zero_()
+        if any(finite):
+            self.optimizer.step()
+        return answers
+
+    def _clip(self, clip: float) -> torch.Tensor:
+        """Each seed's gradient norm [K]; with ``clip``, each seed's gradients scaled down
+        to it as torch.nn.utils.clip_grad_norm_ scales one model's."""
+        grads = [p.grad for p in self.params.values() if p.grad is not None]
+        count = next(iter(self.params.values())).shape[0]
+        squares = torch.zeros(count, device=grads[0].device if grads else "cpu")
+        for g in grads:
+            squares += g.float().pow(2).reshape(count, -1).sum(1)
+        norms = squares.sqrt()
+        if clip:
+            scale = (clip / (norms + 1e-6)).clamp(max=1.0)
+            for g in grads:
+                g.mul_(scale.to(g.dtype).reshape(-1, *([1] * (g.dim() - 1))))
+        return norms
+
+    def optimizer_state(self, slot: int) -> tuple[dict[str, np.ndarray], dict]:
+        """One seed's AdamW state, laid out as TorchModel.optimizer_state lays out a model
+        trained alone's (so the run resumes alone)."""
+        if self.optimizer is None:
+            return {}, {"param_groups": [], "scalars": {}}
+        state = self.optimizer.state_dict()
+        position = self.position[slot]
+        arrays = {}
+        for index, values in state["state"].items():
+            for key, value in values.items():
+                one = value[position] if value.dim() > 0 else value
+                arrays[f"{index}.{key}"] = one.detach().cpu().contiguous().numpy().copy()
+        return arrays, {"param_groups": state["param_groups"], "scalars": {}}
+
+
+class StackSlot:
+    """What a stacked run's Job holds: its slot in the stack."""
+
+    def __init__(self, stack: SeedStack, slot: int):
+        self.stack, self.slot = stack, slot
+
+    def join(self, model):
+        return self.stack.join(self.slot, model)
+
+
+class StackMember(TorchModel):
+    """One seed's model in a stack: evaluates and saves like a TorchModel; trains through
+    the stack's batched step."""
+
+    stack: SeedStack
+    slot: int
+
+    def configure_engine(
+        self, *, precision="auto", compile=False, cuda_graph=False, distributed=None
+    ):
+        if compile or cuda_graph or (distributed is not None and distributed.active):
+            raise ZooError(
+                "seeds trained together run eager on one process: no compile, "
+                "cuda_graph or torchrun"
+            )
+        self.precision = resolve_precision(precision, self.device)
+
+    def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
+        self.stack.settings[self.slot] = (weight_decay, tuple(betas))
+
+    def train_step(self, inputs, targets, lr: float, mask=None, grad_clip: float = 1.0) -> float:
+        return self.stack.turns.wait_for_step(self.slot, (inputs, targets, mask, lr, grad_clip))
+
+    def optimizer_state(self):
+        return self.stack.optimizer_state(self.slot)
+
+    def load_optimizer_state(self, arrays, meta) -> None:
+        raise ZooError("a run trained with other seeds resumes alone, not in a stack")
+
+
+def _batched(batches: list[tuple], device) -> tuple[torch.Tensor, list, torch.Tensor | None]:
+    """Each seed's batch (inputs, targets, mask) as one [K, B, T] tensor of inputs and mask
+    (right-padded to the longest T, padding masked out and its targets ignored) and a list
+    of targets."""
+    inputs = [np.asarray(b[0]) for b in batches]
+    targets = [np.asarray(b[1]) for b in batches]
+    masks = [None if b[2] is None else np.asarray(b[2]) for b in batches]
+    if len({x.shape for x in inputs}) > 1:
+        if len({x.shape[0] for x in inputs}) > 1 or inputs[0].ndim != 2:
+            raise ZooError("the stacked seeds' batches differ in size; train them alone")
+        width = max(x.shape[1] for x in inputs)
+        for i, x in enumerate(inputs):
+            more = width - x.shape[1]
+            if masks[i] is None:
+                masks[i] = np.ones_like(x)
+            if targets[i].shape == x.shape:  # a target per token: padding counts for nothing
+                targets[i] = np.pad(targets[i], ((0, 0), (0, more)), constant_values=IGNORE_INDEX)
+            inputs[i] = np.pad(x, ((0, 0), (0, more)))
+            masks[i] = np.pad(masks[i], ((0, 0), (0, more)))
+    elif any(m is None for m in masks) and not all(m is None for m in masks):
+        masks = [np.ones_like(x) if m is None else m for x, m in zip(inputs, masks)]
+    mask = None if masks[0] is None else torch.as_tensor(np.stack(masks), device=device)
+    return (
+        torch.as_tensor(np.stack(inputs), device=device),
+        [torch.as_tensor(t, device=device) for t in targets],
+        mask,
+    )
