@@ -105,7 +105,7 @@ export -f tests
 export TESTS SHARDS PYTHON LOGS
 step tests "$(left)" bash -c tests
 # the suite's counts, from the shards' reports (a shard stopped by the limit writes its own)
-record --junit "$LOGS"/tests-*.xml
+if compgen -G "$LOGS/tests-*.xml" >/dev/null; then record --junit "$LOGS"/tests-*.xml; fi
 
 if [ "${GPU_CHECK_RENDER:-1}" = 1 ]; then
     "$PYTHON" scripts/render_benchmarks.py

@@ -72,6 +72,7 @@ def main(argv: list[str]) -> int:
         "the sections of their own benchmarks.",
         command="bash benchmarks/gpu_check.sh",
         tables=[table("", COLUMNS, rows)],
+        folder=RESULTS,
     )
     return 0
 

@@ -38,7 +38,7 @@ def with_headless():
 
 @pytest.fixture
 def small_text(tmp_path):
-    """Too little text for block_size 16: every run on it fails inside the pipeline."""
+    """Too little text for a context length of 16: every run on it fails inside the pipeline."""
     path = tmp_path / "small.txt"
     path.write_text("\n".join(f"l{i}" for i in range(24)) + "\n", encoding="utf-8")
     return path
@@ -83,7 +83,7 @@ def test_sweep_skips_impossible_records_failures_resumes_and_prints_the_table(
     with Store() as store:
         failed = [r for r in store.rows() if r["status"] == "failed"]
     assert len(failed) == 2 and all(r["dataset"] == str(small_text) for r in failed)
-    assert all("block_size" in r["error"] for r in failed)
+    assert all("context length" in r["error"] for r in failed)
 
     second = run_cli(*args)  # resumes: the finished cells are not trained again
     assert "2 to run, 2 already finished, 4 impossible" in second.err

@@ -130,3 +130,23 @@ def test_phases_inside_others_are_counted_once():
     with phase("train"):  # no clock running: nothing measured, nothing fails
         pass
     assert clock.seconds.keys() == seconds["phases"].keys()
+
+
+def test_a_tokenizers_fingerprint_reads_what_its_save_writes(tmp_path):
+    """The token cache's key hashes the tokenizer's saved form without saving it to a file
+    (one sync per call) when its class saves as zoo.plugin's TokenizersTokenizer does."""
+    from zoo.plugins.char import CharTokenizer
+
+    from zoo.data.encoded import saved_form
+
+    tokenizer = CharTokenizer.train(["the quick brown fox"])
+    tokenizer.save(tmp_path / "tokenizer.json")
+    assert saved_form(tokenizer) == (tmp_path / "tokenizer.json").read_bytes()
+
+    class Renamed(CharTokenizer):  # saves its own way: read back from the file it writes
+        def save(self, path):
+            super().save(path)
+            path.write_text(path.read_text(encoding="utf-8").replace("<unk>", "<UNK>"))
+
+    renamed = Renamed(tokenizer.backend)
+    assert saved_form(renamed) != saved_form(tokenizer)

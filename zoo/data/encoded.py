@@ -98,17 +98,26 @@ def cache_root() -> Path:
 def fingerprint(split, column: str, tokenizer, kind: str = "") -> str:
     """What the token array depends on: the split's rows, the column, the tokenizer (and
     the ``kind`` of array: "" for the joined text, "rows" for rows encoded one by one)."""
-    digest = hashlib.sha256()
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "tokenizer.json"
-        tokenizer.save(path)
-        digest.update(path.read_bytes())
+    digest = hashlib.sha256(saved_form(tokenizer))
     digest.update(
         f"|{type(tokenizer).__qualname__}|{split._fingerprint}|{column}|{FORMAT}".encode()
     )
     if kind:
         digest.update(f"|{kind}".encode())
     return digest.hexdigest()[:32]
+
+
+def saved_form(tokenizer) -> bytes:
+    """The bytes ``tokenizer.save`` writes: a tokenizers-backed one's JSON straight from
+    its backend (saving through a file costs a sync per call), any other through a file."""
+    from zoo.tokenizer import TokenizersTokenizer
+
+    if type(tokenizer).save is TokenizersTokenizer.save:
+        return tokenizer.backend.to_str(pretty=False).encode("utf-8")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tokenizer.json"
+        tokenizer.save(path)
+        return path.read_bytes()
 
 
 @phase("data")

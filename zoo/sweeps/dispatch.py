@@ -163,7 +163,8 @@ class Driver:
         from zoo.train.starting import new_run_id
 
         if isinstance(cell, CellStack):
-            return self.dispatch_stack(slot, cell)
+            self.dispatch_stack(slot, cell)
+            return None
 
         claimed, note = None, None
         latest = settled_latest(self.store, cell.config_hash)
