@@ -25,6 +25,7 @@ README_END = "<!-- end of results -->"
 # the order of sections on the page; results not named here follow, by name
 ORDER = [
     "classification",
+    "ensemble_weights",
     "transfer",
     "finetune_recipe",
     "time_to_quality",
