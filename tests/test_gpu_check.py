@@ -65,7 +65,7 @@ def test_the_script_runs_its_cpu_parts_and_records_every_step(tmp_path):
         "GPU_CHECK_DEVICE": "cpu",
         "GPU_CHECK_MODEL": "digits-char",
         "GPU_CHECK_DATASET": "digits",
-        "GPU_CHECK_SEEDS": "1",
+        "GPU_CHECK_SEEDS": "2",  # the stacked variant needs two seeds
         "GPU_CHECK_STEPS": "2",
         "GPU_CHECK_TESTS": "tests/test_module_shape.py",
         "GPU_CHECK_SHARDS": "1",
@@ -84,4 +84,4 @@ def test_the_script_runs_its_cpu_parts_and_records_every_step(tmp_path):
     assert steps["tests"]["status"] == "ok" and steps["test counts"]["status"] == "ok"
     record = json.loads((tmp_path / "sweep_jobs.json").read_text(encoding="utf-8"))
     phases = record["tables"][1]["rows"]
-    assert {row["cells"] for row in phases} == {1} and all(row["train"] > 0 for row in phases)
+    assert {row["cells"] for row in phases} == {2} and all(row["train"] > 0 for row in phases)

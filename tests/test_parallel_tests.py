@@ -30,6 +30,7 @@ class Config:
 def usable(monkeypatch):
     """Set the CPUs this process may use (zoo.core.threads.usable_cpus)."""
     monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    monkeypatch.setenv("ZOO_TEST_WORKERS", "auto")
 
     def set_usable(count):
         monkeypatch.setattr("zoo.core.threads.usable_cpus", lambda: count)
@@ -81,3 +82,9 @@ def test_the_environment_variable_sets_the_count_even_past_the_usable_cpus(usabl
     usable(2)
     monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "6")  # xdist's hook reads it
     assert spread(Config(cores=6))[0] == 6
+
+
+def test_without_zoo_test_workers_the_tests_stay_in_the_pytest_process(usable, monkeypatch):
+    usable(16)
+    monkeypatch.delenv("ZOO_TEST_WORKERS")
+    assert spread(Config(cores=16)) == (None, "no", [])
