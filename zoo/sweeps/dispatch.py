@@ -23,7 +23,8 @@ from zoo.records.paths import run_folder
 from zoo.records.store import Store, home
 from zoo.sweeps.affinity import affinity_key, bring_forward
 from zoo.sweeps.claims import CellClaims
-from zoo.sweeps.driver import clock, failure_row, headline, settled_latest, should_resume
+from zoo.sweeps.driver import failure_row, headline, settled_latest, should_resume
+from zoo.train.progress import clock
 
 log = logging.getLogger(__name__)
 

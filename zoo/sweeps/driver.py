@@ -17,6 +17,7 @@ from zoo.core.containment import own_interrupts_fail
 from zoo.errors import ZooError
 from zoo.sweeps.cells import Cell, Sweep
 from zoo.sweeps.stacking import CellStack, next_unit
+from zoo.train.progress import clock
 
 log = logging.getLogger(__name__)
 
@@ -293,14 +294,3 @@ def _record_failure(cell: Cell, began: float) -> str:
 def _asdict(config):
 
     return dataclasses.asdict(config) if config is not None else None
-
-
-def clock(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
