@@ -30,6 +30,13 @@ import pytest  # noqa: E402
 from zoo.cli.main import main  # noqa: E402
 from zoo.core import loading  # noqa: E402
 
+# A suite started in the background (`pytest &` in a script without job control, nohup)
+# inherits an ignored SIGINT, and so does every process it starts. The tests that press
+# Ctrl-C on zoo need it caught as a terminal delivers it: Python's own handler, here and
+# (restored by Python at start) in every subprocess.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 REPO = Path(__file__).resolve().parents[1]
 # Where the tests find the catalogue's Hub datasets: ZOO_DATASETS as the environment sets it,
 # or the mirror of the development layout beside the repository. zoo itself names no such
@@ -39,14 +46,10 @@ DATASETS = os.environ.get("ZOO_DATASETS") or str(REPO.parent / "shared" / "datas
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """Spread the test files over one worker process per CPU with pytest-xdist (the test
-    extra), each file whole in one worker so its module fixtures are made once. Not where
+    """Spread the tests over one pytest-xdist worker (the test extra) per CPU this process may
+    use, an idle worker taking tests from a busy one's queue (``--dist worksteal``). Not where
     the command line chooses (`-n N`, `-n 0`, `-p no:xdist`), under `--pdb`, inside a worker,
-    without xdist, or with a single CPU: there the tests run in this process. Only when
-    ZOO_TEST_WORKERS=auto asks for it: the tests that interrupt zoo processes with Ctrl-C
-    and resume them do not pass in workers yet."""
-    if os.environ.get("ZOO_TEST_WORKERS") != "auto":
-        return
+    without xdist, or with a single CPU: there the tests run in this process."""
     if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
         return
     if config.option.numprocesses is not None or config.getoption("usepdb"):
@@ -65,7 +68,7 @@ def pytest_cmdline_main(config):
     config.option.numprocesses = workers
     config.option.tx = ["popen"] * workers
     if config.option.dist == "no":
-        config.option.dist = "loadfile"
+        config.option.dist = "worksteal"
 
 
 def pytest_collection_modifyitems(config, items):

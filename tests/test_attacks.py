@@ -315,6 +315,19 @@ def test_a_plugin_command_that_exits_or_interrupts_is_its_failure(
     assert "command 'boom' from plugin 'p_cmd' failed" in line and says in line, line
 
 
+def test_with_sigint_ignored_a_plugins_keyboard_interrupt_is_its_failure(isolated, monkeypatch):
+    """Started with SIGINT ignored (nohup, a background job), zoo can get no Ctrl-C: every
+    KeyboardInterrupt there is the code's own."""
+    local_plugin(isolated, monkeypatch, "p_cmd", COMMAND.format("raise KeyboardInterrupt"))
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        result = zoo_says("boom")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert result.code == 2, result
+    assert "it raised KeyboardInterrupt" in result.err
+
+
 @pytest.mark.parametrize("code, says", EXITS)
 def test_a_plugin_command_whose_arguments_exit_is_set_aside(isolated, monkeypatch, code, says):
     """Adding a command's arguments runs at every start: exiting there must not stop zoo."""

@@ -1,9 +1,12 @@
-"""The suite's own set-up: pytest-xdist workers, one per CPU this process may use, whole files
-per worker; the tests run in the pytest process where the command line, the debugger or a
+"""The suite's own set-up: pytest-xdist workers, one per CPU this process may use, an idle one
+taking queued tests from a busy one; the tests run in the pytest process where the command line, the debugger or a
 single CPU says so."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import conftest
@@ -30,7 +33,6 @@ class Config:
 def usable(monkeypatch):
     """Set the CPUs this process may use (zoo.core.threads.usable_cpus)."""
     monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
-    monkeypatch.setenv("ZOO_TEST_WORKERS", "auto")
 
     def set_usable(count):
         monkeypatch.setattr("zoo.core.threads.usable_cpus", lambda: count)
@@ -43,12 +45,13 @@ def spread(config) -> tuple:
     return config.option.numprocesses, config.option.dist, config.option.tx
 
 
-def test_one_worker_per_usable_cpu_each_taking_whole_files(usable):
+def test_one_worker_per_usable_cpu_stealing_queued_tests(usable):
     usable(16)
-    assert spread(Config(cores=16)) == (16, "loadfile", ["popen"] * 16)
+    assert spread(Config(cores=16)) == (16, "worksteal", ["popen"] * 16)
     usable(4)  # taskset or a container's CPU quota: 4 of the 16 cores
-    assert spread(Config(cores=16)) == (4, "loadfile", ["popen"] * 4)
-    assert spread(Config(cores=16, dist="load"))[:2] == (4, "load")  # a --dist given is kept
+    assert spread(Config(cores=16)) == (4, "worksteal", ["popen"] * 4)
+    # a --dist given is kept
+    assert spread(Config(cores=16, dist="loadfile"))[:2] == (4, "loadfile")
 
 
 def test_a_single_cpu_runs_the_tests_in_the_pytest_process(usable):
@@ -84,7 +87,15 @@ def test_the_environment_variable_sets_the_count_even_past_the_usable_cpus(usabl
     assert spread(Config(cores=6))[0] == 6
 
 
-def test_without_zoo_test_workers_the_tests_stay_in_the_pytest_process(usable, monkeypatch):
-    usable(16)
-    monkeypatch.delenv("ZOO_TEST_WORKERS")
-    assert spread(Config(cores=16)) == (None, "no", [])
+def test_a_suite_started_with_sigint_ignored_still_catches_ctrl_c():
+    """`pytest &` in a script without job control starts with SIGINT ignored; the suite puts
+    Python's handler back, so the Ctrl-C tests press a key a terminal could press."""
+    code = (
+        "import signal\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "import conftest\n"
+        "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+    )
+    tests = Path(conftest.__file__).parent
+    done = subprocess.run([sys.executable, "-c", code], cwd=tests, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -52,6 +52,10 @@ def plugin_code():
         yield  # no signal handlers here: every KeyboardInterrupt counts as the user's
         return
     previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:  # started so (nohup, a background job): no Ctrl-C arrives
+        with no_ctrl_c():
+            yield
+        return
     if previous is not signal.default_int_handler:
         yield  # someone else handles SIGINT (torchrun, a host program): leave it alone
         return
