@@ -242,6 +242,8 @@ def summarize(rows: list[dict]) -> list[dict]:
     ):
         group = [r for r in rows if (r["dataset"], r["arm"]) == key]
         tests = [r["test_accuracy"] for r in group]
+        # a run stopped for a while has no time of its own: the others' give the figure
+        timed = [r["seconds"] for r in group if not r.get("paused")] or [None]
         out.append(
             {
                 "dataset": key[0],
@@ -250,8 +252,8 @@ def summarize(rows: list[dict]) -> list[dict]:
                 "test_accuracy_mean": mean(tests),
                 "test_accuracy_std": stdev(tests) if len(tests) > 1 else None,
                 "val_accuracy_mean": mean(r["val_accuracy"] for r in group),
-                "seconds_mean": mean(r["seconds"] for r in group),
-                "seconds_max": max(r["seconds"] for r in group),
+                "seconds_mean": None if timed == [None] else mean(timed),
+                "seconds_max": None if timed == [None] else max(timed),
             }
         )
     return out
@@ -271,7 +273,7 @@ def tables(rows: list[dict], summary: list[dict]) -> list[dict]:
             "test": percent(c["test_accuracy_mean"]),
             "std": percent(c["test_accuracy_std"]),
             "val": percent(c["val_accuracy_mean"]),
-            "minutes": c["seconds_max"] / 60,
+            "minutes": None if c["seconds_max"] is None else c["seconds_max"] / 60,
         }
         for c in summary
     ]
@@ -330,11 +332,18 @@ def save(path: Path, rows: list[dict], meta: dict) -> None:
     its summary and tables."""
     old = json.loads(path.read_text()) if path.is_file() else {}
     # rows recorded before rows carried their thread count ran with the file's
+    # and at the file's zoo commit: each row keeps the commit it was measured at
+    old_commit = old.get("versions", {}).get("zoo_commit")
     keep = {
-        (r["dataset"], r["arm"], r["seed"]): {"threads": old.get("threads"), **r}
+        (r["dataset"], r["arm"], r["seed"]): {
+            "threads": old.get("threads"),
+            "zoo_commit": old_commit,
+            **r,
+        }
         for r in old.get("rows", [])
     }
-    keep.update({(r["dataset"], r["arm"], r["seed"]): r for r in rows})
+    commit = meta.get("versions", {}).get("zoo_commit")
+    keep.update({(r["dataset"], r["arm"], r["seed"]): {"zoo_commit": commit, **r} for r in rows})
     merged = sorted(
         keep.values(),
         key=lambda r: (r["dataset"], ARMS.index(r["arm"]), -1 if r["seed"] is None else r["seed"]),
@@ -347,6 +356,31 @@ def save(path: Path, rows: list[dict], meta: dict) -> None:
         for dataset, about in sorted(texts.items())
         if dataset in larger
     ]
+    commits: dict[str, set[str]] = {}
+    for row in merged:
+        commits.setdefault(row.get("zoo_commit") or "unknown", set()).add(row["arm"])
+    if len(commits) > 1:
+        notes.append(
+            "Rows measured at different zoo commits: "
+            + "; ".join(f"{c}: {', '.join(sorted(arms))}" for c, arms in sorted(commits.items()))
+            + "."
+        )
+    paused = [f"{r['dataset']} {r['arm']} seed {r['seed']}" for r in merged if r.get("paused")]
+    if paused:
+        notes.append(
+            "Stopped for a while (SIGSTOP) as other work used the machine, so their time is "
+            f"not the run's, only their accuracy counts: {', '.join(paused)}."
+        )
+    adapted = [r["pretrain_val_masked_accuracy"] for r in merged if r["arm"] == "minilm-tapt"]
+    if adapted:
+        notes.append(
+            "The all-MiniLM-L6-v2 checkpoint (a sentence-transformers export) ships no "
+            "masked-LM head: continued pretraining starts BERT's prediction transform (a dense "
+            "layer and its LayerNorm) from random weights, the output layer tied to the word "
+            f"embeddings; after {max(r['pretrain_steps'] for r in merged if r['arm'] == 'minilm-tapt')} "
+            f"steps its masked-token accuracy on validation was {100 * min(adapted):.1f} to "
+            f"{100 * max(adapted):.1f}%."
+        )
     notes.append(
         "The load column is the machine's 1-minute load average before and after each run: "
         "above its 2 cores, other work ran beside the run and its time is longer than on "
