@@ -243,7 +243,7 @@ def summarize(rows: list[dict]) -> list[dict]:
         group = [r for r in rows if (r["dataset"], r["arm"]) == key]
         tests = [r["test_accuracy"] for r in group]
         # a run stopped for a while has no time of its own: the others' give the figure
-        timed = [r["seconds"] for r in group if not r.get("paused")] or [None]
+        timed = [r["seconds"] for r in group if not r.get("paused")]
         out.append(
             {
                 "dataset": key[0],
@@ -252,8 +252,8 @@ def summarize(rows: list[dict]) -> list[dict]:
                 "test_accuracy_mean": mean(tests),
                 "test_accuracy_std": stdev(tests) if len(tests) > 1 else None,
                 "val_accuracy_mean": mean(r["val_accuracy"] for r in group),
-                "seconds_mean": None if timed == [None] else mean(timed),
-                "seconds_max": None if timed == [None] else max(timed),
+                "seconds_mean": mean(timed) if timed else None,
+                "seconds_max": max(timed) if timed else None,
             }
         )
     return out

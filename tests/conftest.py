@@ -18,8 +18,7 @@ from pathlib import Path
 
 # Every worker and every zoo process a test starts imports zoo and the test modules again:
 # compiled once into __pycache__ (pytest's rewritten tests too), even where
-# PYTHONDONTWRITEBYTECODE asks otherwise, they load from there (the fast tier: 55-68 s
-# without the cache, 50 s with it, on 2 CPUs).
+# PYTHONDONTWRITEBYTECODE asks otherwise, they load from there instead of compiling again.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
