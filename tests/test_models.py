@@ -132,3 +132,46 @@ def test_tiny_configs_come_from_the_declared_sizes():
     config = tiny_config(entry)
     assert (config.n_embd, config.n_layer, config.n_head, config.block_size) == (16, 1, 2, 12)
     assert dataclasses.is_dataclass(config) and config.mlp_ratio == 2
+
+
+@pytest.mark.parametrize(
+    "architecture, task_name, tokenizer_name",
+    [c for c in cases() if c.values[1] == "masked-language-modeling"],
+)
+def test_a_masked_lm_loss_reads_only_the_scored_positions_and_is_unchanged(
+    architecture, task_name, tokenizer_name, one_thread
+):
+    """Modules that take ``positions`` get the scored positions only, and the loss is
+    the one over full logits (zoo.train.model: outputs only where targets count)."""
+    if architecture == "bert":
+        pytest.importorskip("transformers")
+    import torch
+
+    from zoo.core.loading import task_loss
+    from zoo.core.names import get_task
+    from zoo.plugin import IGNORE_INDEX, TaskSpec
+    from zoo.train.torch_model import as_model
+
+    zoo = get_zoo()
+    entry = zoo.architectures.get(architecture)
+    tokenizer_entry = zoo.tokenizers.get(tokenizer_name)
+    tokenizer = tokenizer_entry.load().train([TEXT], tokenizer_entry.config_class()())
+    spec = TaskSpec(task_name, tokenizer.vocab_size, pad_id=tokenizer.pad_id)
+    torch.manual_seed(0)
+    model = as_model(
+        entry.load()(tiny_config(entry), spec), "cpu", loss=task_loss(get_task(task_name, zoo))
+    )
+    inputs = np.array(tokenizer.encode(TEXT)[:24], dtype=np.int64).reshape(2, 12)
+    targets = inputs.copy()
+    targets[:, ::3] = IGNORE_INDEX  # two thirds of the positions count
+    seen = []
+    model.module.register_forward_pre_hook(
+        lambda _, args, kwargs: seen.append(kwargs.get("positions")), with_kwargs=True
+    )
+    assert model.module.outputs_at_positions, f"{architecture} projects every position"
+    total, count = model.loss_sum(inputs, targets)
+    assert count == 16 and seen[-1] is not None and int(seen[-1].sum()) == 16
+    model._at_positions = False  # the same module, every position projected
+    full, _ = model.loss_sum(inputs, targets)
+    assert seen[-1] is None
+    assert total == pytest.approx(full, rel=1e-5)

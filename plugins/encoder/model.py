@@ -37,6 +37,7 @@ class Encoder(nn.Module):
         if spec.task == "classification" and not spec.num_classes:
             raise ValueError("classification needs num_classes")
         self.cfg, self.task = cfg, spec.task
+        self.outputs_at_positions = spec.task == "masked-language-modeling"
         self.tok_emb = nn.Embedding(spec.vocab_size, cfg.n_embd)
         self.pos_emb = nn.Embedding(cfg.block_size, cfg.n_embd)
         self.emb_ln = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
@@ -75,12 +76,14 @@ class Encoder(nn.Module):
         weights = attention_mask.to(h.dtype).unsqueeze(-1)  # [B, T, 1]
         return (h * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
 
-    def forward(self, input_ids, attention_mask=None):
+    def forward(self, input_ids, attention_mask=None, positions=None):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         h = self.hidden(input_ids, attention_mask)
         if self.task == "masked-language-modeling":
-            return self.head(self.drop(h))  # [B, T, V]
+            if positions is not None:  # only where the loss reads (zoo.train.model)
+                h = h[positions]  # [N, C]
+            return self.head(self.drop(h))  # [B, T, V], or [N, V]
         return self.head(self.drop(self.pool(h, attention_mask)))  # [B, K]
 
 

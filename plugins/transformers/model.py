@@ -5,7 +5,8 @@ returns logits shaped by the task (see ``zoo.train.model``).
   classification     ...ForSequenceClassification: logits [B, classes]; GPT-2 and Llama read
                      the last real token (the rightmost one that is not padding), BERT its
                      pooler over [CLS], the <cls> token the pipeline puts first
-  masked-language-modeling  BERT's ...ForMaskedLM: logits [B, T, vocab]
+  masked-language-modeling  BERT's ...ForMaskedLM: logits [B, T, vocab], or [N, vocab] at
+                     the positions a loss reads
   next-item          the language-model head (BERT: its masked-LM head) at the last real
                      position: logits [B, vocab]
 
@@ -73,9 +74,13 @@ class TransformersModel(nn.Module):
         super().__init__()
         self.hf, self.task = hf, task
         self.causal = not isinstance(hf, transformers.BertPreTrainedModel)
+        self.outputs_at_positions = task == "masked-language-modeling"
 
-    def forward(self, input_ids, attention_mask=None):
+    def forward(self, input_ids, attention_mask=None, positions=None):
         options = {"use_cache": False} if self.causal else {}
+        if positions is not None:  # masked LM, only where the loss reads (zoo.train.model)
+            hidden = self.hf.bert(input_ids=input_ids, attention_mask=attention_mask)
+            return self.hf.cls(hidden.last_hidden_state[positions])  # [N, vocab]
         if self.task != "next-item":
             return self.hf(input_ids=input_ids, attention_mask=attention_mask, **options).logits
         hidden = self.hf.base_model(

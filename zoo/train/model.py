@@ -31,6 +31,14 @@ measures the loss and changes nothing.
 A module is called with ``input_ids`` [B, T] and ``attention_mask`` [B, T] (1 = real) and
 returns what its task declares (``zoo.Task.output``; ``zoo list pipelines`` shows each);
 the engine trains it with the task's declared loss.
+
+Outputs only where targets count (optional): a module whose task has a target per position
+may say ``outputs_at_positions = True`` and take a keyword ``positions``, a bool [B, T];
+it then returns the outputs at those positions only, [N, ...] in row-major order. The
+engine passes the positions whose targets are not ``IGNORE_INDEX`` when it computes a loss
+(training and evaluation, not ``logits``), so a masked-LM head projects the 15% of positions
+the loss reads instead of all of them. Compiled and CUDA-graphed steps call the module
+without it, since the number of positions changes from batch to batch.
 """
 
 from __future__ import annotations

@@ -84,6 +84,8 @@ class TorchModel:
         self._train_module: Any = self.module  # what train_step calls: maybe compiled, maybe DDP
         self._graphed: Any = None  # a zoo.train.cuda_graph.GraphedTrainStep replaying steps
         self._compiling = False  # the next step compiles the module (torch.compile is lazy)
+        # Losses read outputs only where targets count (zoo.train.model: optional members)
+        self._at_positions = bool(getattr(module, "outputs_at_positions", False))
 
     def configure_engine(
         self,
@@ -125,6 +127,8 @@ class TorchModel:
             from zoo.train.cuda_graph import GraphedTrainStep
 
             self._graphed = GraphedTrainStep(self)
+        if compile or self._graphed is not None:  # fixed shapes: no data-dependent count
+            self._at_positions = False
 
     # -- protocol ----------------------------------------------------------------------
     def num_parameters(self) -> int:
@@ -366,9 +370,19 @@ class TorchModel:
     def _task_loss(
         self, inputs, targets, mask, reduction: str, module=None, cache_casts: bool = True
     ):
+        module = self.module if module is None else module
         with self._autocast(cache_casts):
-            outputs = (self.module if module is None else module)(inputs, mask)
+            if self._at_positions and per_position(inputs, targets):
+                counted = targets != IGNORE_INDEX
+                outputs, targets = module(inputs, mask, positions=counted), targets[counted]
+            else:
+                outputs = module(inputs, mask)
         return self.loss(outputs.float(), targets, reduction)
+
+
+def per_position(inputs: torch.Tensor, targets: torch.Tensor) -> bool:
+    """Whether targets are ids, one per input position (language models, masked LM)."""
+    return targets.shape == inputs.shape and not targets.is_floating_point()
 
 
 def count_targets(targets: torch.Tensor) -> int:
