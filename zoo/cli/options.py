@@ -29,6 +29,20 @@ def add_output_options(
     p.add_argument("--json", action="store_true", help=json_help)
 
 
+def add_ray_options(p, *, unit: str, executor_help: str, gpus_help: str) -> None:
+    """--executor, --address and --UNIT-cpus/--UNIT-gpus: where a sweep's cells or a
+    tuning's trials run (the local worker pool, or tasks on a Ray cluster)."""
+    p.add_argument("--executor", choices=("local", "ray"), default="local", help=executor_help)
+    p.add_argument("--address", help="the Ray cluster to use (default: a local one)")
+    p.add_argument(
+        f"--{unit}-cpus",
+        type=positive_int,
+        metavar="N",
+        help=f"CPUs (threads) each Ray {unit} asks for (default 1)",
+    )
+    p.add_argument(f"--{unit}-gpus", type=positive_float, metavar="N", help=gpus_help)
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

@@ -7,6 +7,7 @@ import json
 
 from zoo.cli.options import (
     add_output_options,
+    add_ray_options,
     jobs_count,
     positive_float,
     positive_int,
@@ -330,24 +331,11 @@ def add_commands(commands) -> None:
         help="train up to K seeds of a cell together as one batched model (default: all "
         "of them), each recorded as its own run; a configuration of its own (stacked=K)",
     )
-    p.add_argument(
-        "--executor",
-        choices=("local", "ray"),
-        default="local",
-        help='ray: cells as tasks on a Ray cluster (pip install -e ".[ray]")',
-    )
-    p.add_argument("--address", help="the Ray cluster to use (default: a local one)")
-    p.add_argument(
-        "--cell-cpus",
-        type=positive_int,
-        metavar="N",
-        help="CPUs (threads) each Ray task asks for (default 1)",
-    )
-    p.add_argument(
-        "--cell-gpus",
-        type=positive_float,
-        metavar="N",
-        help="GPUs each Ray task asks for (default 1 with --device cuda, else 0)",
+    add_ray_options(
+        p,
+        unit="cell",
+        executor_help='ray: cells as tasks on a Ray cluster (pip install -e ".[ray]")',
+        gpus_help="GPUs each Ray cell asks for (default 1 with --device cuda, else 0)",
     )
     add_compare_options(p, sweep=True)
     p.set_defaults(handler=cmd_sweep)

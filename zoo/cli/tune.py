@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import sys
 
-from zoo.cli.options import positive_float, positive_int, print_json
+from zoo.cli.options import add_ray_options, positive_float, positive_int, print_json
 from zoo.cli.training_options import add_config_option
 from zoo.core.bounds import DEVICES
 
@@ -99,24 +99,11 @@ def add_commands(commands) -> None:
         metavar="N",
         help="run N trials at a time in worker processes, each with cores/N threads",
     )
-    p.add_argument(
-        "--executor",
-        choices=("local", "ray"),
-        default="local",
-        help="ray: trials as Ray tasks reporting to the shared study storage",
-    )
-    p.add_argument("--address", help="the Ray cluster to use (default: a local one)")
-    p.add_argument(
-        "--trial-cpus",
-        type=positive_int,
-        metavar="N",
-        help="CPUs (threads) each Ray trial asks for (default 1)",
-    )
-    p.add_argument(
-        "--trial-gpus",
-        type=positive_float,
-        metavar="N",
-        help="GPUs each Ray trial asks for, fractions share one (default 1 with "
+    add_ray_options(
+        p,
+        unit="trial",
+        executor_help="ray: trials as Ray tasks reporting to the shared study storage",
+        gpus_help="GPUs each Ray trial asks for, fractions share one (default 1 with "
         "--device cuda, else 0)",
     )
     p.add_argument(

@@ -13,11 +13,10 @@ from zoo.core.threads import THREAD_VARIABLES, settle_threads  # noqa: F401 (re-
 
 def set_threads(threads: int) -> None:
     """Threads for this worker's torch (the count its driver gave it); the variables matter
-    for pools not yet started."""
-    settle_threads(threads, source="sweep worker")
-    import torch
+    for pools not yet started. torch is loaded first, so settling sets its count too."""
+    import torch  # noqa: F401
 
-    torch.set_num_threads(threads)
+    settle_threads(threads, source="sweep worker")
 
 
 # The garbage collector of a process that trains (the `zoo` program and sweep workers). Such a
