@@ -48,6 +48,10 @@ class TrainConfig:
     beta2: float = 0.95
     """AdamW's second-moment decay (nanoGPT's Shakespeare config uses 0.99: few tokens per
     step)."""
+    freeze: str = ""
+    """Comma-separated globs of weight names (``hf.bert.*``) that keep the values they start
+    with: the optimizer leaves them out. Train a new head on a frozen body, then start a run
+    from that one (``--init``) that trains everything."""
     grad_clip: float = 1.0
     """The largest gradient norm; larger gradients are scaled down to it (0: no clipping)."""
     eval_interval: int = 250
@@ -301,7 +305,20 @@ class Job:
             from zoo.train.initialize import initialize
 
             self._init_report = initialize(model, self.init, self.say)
+        if self.train_config.freeze:
+            self._freeze(model, who)
         return model
+
+    def _freeze(self, model, who: str) -> None:
+        """Keep the weights ``freeze`` names as they start (after ``init`` put them there)."""
+        from zoo.train.model import optional_member
+
+        freeze = optional_member(model, "freeze")
+        if freeze is None:
+            raise ZooError(f"freeze: {who} cannot keep weights out of training")
+        patterns = [p.strip() for p in self.train_config.freeze.split(",") if p.strip()]
+        frozen = freeze(patterns)
+        self.say(f"freeze: {len(frozen)} weights kept as they start ({', '.join(patterns)})")
 
     def saved_tokenizer(self):
         """When resuming, the tokenizer the run saved, so it keeps exactly the vocabulary it

@@ -136,6 +136,12 @@ class Model(Protocol):
         """Restore what ``optimizer_state`` returned (after ``configure_optimizer``)."""
         ...
 
+    def freeze(self, patterns: list[str]) -> list[str]:
+        """Optional. Keep the weights whose names match any of the globs ``patterns`` as
+        they are (before ``configure_optimizer``); returns the names frozen. Raises
+        ``ZooError`` for a pattern that matches no weight."""
+        ...
+
     def configure_engine(
         self,
         *,
@@ -194,6 +200,7 @@ class Model(Protocol):
 
 OPTIONAL_MEMBERS = (
     "configure_engine",
+    "freeze",
     "decodes_incrementally",
     "start_decoding",
     "decode_step",

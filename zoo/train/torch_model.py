@@ -153,6 +153,11 @@ class TorchModel:
         with torch.no_grad():
             fit(self._tensor(inputs), self._tensor(mask), self._tensor(targets), vocabulary)
 
+    def freeze(self, patterns: list[str]) -> list[str]:
+        from zoo.train.freezing import freeze_matching
+
+        return freeze_matching(self.module, patterns)
+
     def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
         params = [p for p in self.module.parameters() if p.requires_grad]
         groups = [
