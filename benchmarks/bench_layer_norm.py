@@ -59,7 +59,7 @@ def loss_of(model, ids, mask, targets):
     import torch
     import torch.nn.functional as F
 
-    from zoo.train.torch_model import cpu_has_native_bf16
+    from zoo.train.precision import cpu_has_native_bf16
 
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_has_native_bf16()):
         logits = model(ids, mask)

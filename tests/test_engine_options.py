@@ -12,13 +12,13 @@ def test_precision_auto_on_cpu_follows_native_bf16_and_fp16_needs_cuda(monkeypat
     import torch
 
     from zoo.errors import ZooError
-    from zoo.train import torch_model
-    from zoo.train.torch_model import resolve_precision
+    from zoo.train import precision
+    from zoo.train.precision import resolve_precision
 
     cpu = torch.device("cpu")
-    monkeypatch.setattr(torch_model, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: False)
     assert resolve_precision("auto", cpu) == "fp32"
-    monkeypatch.setattr(torch_model, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)
     assert resolve_precision("auto", cpu) == "bf16"
     assert resolve_precision("fp32", cpu) == "fp32"
     assert resolve_precision("bf16", cpu) == "bf16"
@@ -195,7 +195,7 @@ def test_bf16_detection_agrees_with_the_cpu_flags_of_this_machine():
 
     import torch
 
-    from zoo.train import torch_model
+    from zoo.train import precision
 
     cpuinfo = Path("/proc/cpuinfo")
     if not cpuinfo.is_file():
@@ -206,7 +206,7 @@ def test_bf16_detection_agrees_with_the_cpu_flags_of_this_machine():
             flags |= set(line.partition(":")[2].split())
     native = bool(flags & {"avx512_bf16", "amx_tile", "amx_bf16"})
     print(f"CPU bf16 flags: {sorted(flags & {'avx512_bf16', 'amx_tile', 'amx_bf16'})}")
-    assert torch_model.cpu_has_native_bf16() == native
-    assert torch_model.resolve_precision("auto", torch.device("cpu")) == (
+    assert precision.cpu_has_native_bf16() == native
+    assert precision.resolve_precision("auto", torch.device("cpu")) == (
         "bf16" if native else "fp32"
     )

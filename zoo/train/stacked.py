@@ -26,7 +26,8 @@ import torch
 
 from zoo.errors import ZooError
 from zoo.train.model import IGNORE_INDEX, NonFiniteError
-from zoo.train.torch_model import TorchModel, resolve_precision
+from zoo.train.precision import resolve_precision
+from zoo.train.torch_model import TorchModel
 from zoo.train.turns import Turns
 
 

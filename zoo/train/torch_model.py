@@ -20,6 +20,7 @@ from zoo.core.phases import phase
 from zoo.errors import ZooError
 from zoo.train.layers import attention  # noqa: F401  (its old home: plugins may import it from here)
 from zoo.train.model import IGNORE_INDEX, Model, NonFiniteError
+from zoo.train.precision import resolve_precision
 
 
 def pick_device(device: str = "auto") -> str:
@@ -38,35 +39,6 @@ def as_model(built, device: str = "cpu", *, loss) -> Model:
     if isinstance(built, torch.nn.Module):
         return TorchModel(built, device, loss=loss)
     return built
-
-
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-
-
-def cpu_has_native_bf16() -> bool:
-    """AVX512-BF16 or AMX: bf16 matrix products run about 2.5x faster than fp32 ones here.
-    Without them bf16 is emulated and slower than fp32."""
-    try:
-        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
-    except AttributeError:  # torch builds without these probes
-        return False
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    """What "auto" means on a device: bf16 autocast on CUDA (fp16 where the GPU lacks bf16);
-    on the CPU bf16 where it has native bf16 instructions (1.3x the training throughput of
-    fp32 at the same validation loss, benchmarks/bench_train.py), fp32 elsewhere."""
-    if precision not in PRECISIONS:
-        raise ZooError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
-    if device.type == "cuda":
-        if precision == "auto":
-            return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-        return precision
-    if precision == "fp16":
-        raise ZooError("precision fp16 needs a CUDA device; on the CPU use bf16 or fp32")
-    if precision == "auto":
-        return "bf16" if cpu_has_native_bf16() else "fp32"
-    return precision
 
 
 class TorchModel:
