@@ -402,6 +402,12 @@ def tables(rows: list[dict], summary: list[dict]) -> list[dict]:
     ]
 
 
+def span(fractions: list[float]) -> str:
+    """'7.8%' for one figure (or equal ones), '18.6 to 23.0%' for several."""
+    low, high = 100 * min(fractions), 100 * max(fractions)
+    return f"{low:.1f}%" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f} to {high:.1f}%"
+
+
 def save(path: Path, rows: list[dict], meta: dict) -> None:
     """Merge ``rows`` into the result file (a row per dataset, arm and seed) and rewrite
     its summary and tables."""
@@ -454,8 +460,7 @@ def save(path: Path, rows: list[dict], meta: dict) -> None:
             "masked-LM head: continued pretraining starts BERT's prediction transform (a dense "
             "layer and its LayerNorm) from random weights, the output layer tied to the word "
             f"embeddings; after {max(r['pretrain_steps'] for r in merged if r['arm'] == 'minilm-tapt')} "
-            f"steps its masked-token accuracy on validation was {100 * min(adapted):.1f} to "
-            f"{100 * max(adapted):.1f}%."
+            f"steps its masked-token accuracy on validation was {span(adapted)}."
         )
     warmed = [r["warm_val_masked_accuracy"] for r in merged if r["arm"] == "minilm-tapt-warm"]
     if warmed:
@@ -464,9 +469,9 @@ def save(path: Path, rows: list[dict], meta: dict) -> None:
         ]
         notes.append(
             f"{LABELS['minilm-tapt-warm']}: masked-token accuracy on validation "
-            f"{100 * min(warmed):.1f} to {100 * max(warmed):.1f}% after the head's "
+            f"{span(warmed)} after the head's "
             f"{max(r['warm_steps'] for r in merged if 'warm_steps' in r)} steps, "
-            f"{100 * min(after):.1f} to {100 * max(after):.1f}% after the whole model's."
+            f"{span(after)} after the whole model's."
         )
     notes.append(
         "The load column is the machine's 1-minute load average before and after each run: "
