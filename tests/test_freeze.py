@@ -51,3 +51,14 @@ def test_a_model_zoo_cannot_freeze_is_refused(negated_reviews):
     result = run_cli("run", "numpy-char", negated_reviews, "--steps", "2", "--set", "freeze=*")
     assert result.code == 2, result
     assert "cannot keep weights out of training" in result.err
+
+
+def test_seeds_trained_together_refuse_to_freeze():
+    """The batched step trains stacked copies of every weight: a frozen flag on one seed's
+    module would be ignored, so the stack refuses instead of training what was to stay."""
+    result = run_cli(
+        "sweep", "digits-char", "--on", "digits", "--seeds", "2", "--stack-seeds",
+        "--steps", "2", "--set", "freeze=blocks.*",
+    )  # fmt: skip
+    assert "seeds trained together train every weight" in result.err + result.out
+    assert "0 trained" in result.err + result.out

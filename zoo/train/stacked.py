@@ -222,6 +222,10 @@ class StackMember(TorchModel):
     def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
         self.stack.settings[self.slot] = (weight_decay, tuple(betas))
 
+    def freeze(self, patterns: list[str]) -> list[str]:
+        # the batched step trains stacked copies of every weight, whatever the member's flags
+        raise ZooError("seeds trained together train every weight: freeze needs runs trained alone")
+
     def train_step(self, inputs, targets, lr: float, mask=None, grad_clip: float = 1.0) -> float:
         return self.stack.turns.wait_for_step(self.slot, (inputs, targets, mask, lr, grad_clip))
 
