@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import platform
 import shutil
@@ -325,7 +326,7 @@ def against_best(cell: dict, summary: list[dict], rows: list[dict]) -> str | Non
         mine = dict.fromkeys(theirs, mine[None])
     seeds = sorted(set(mine) & set(theirs))
     found = paired_interval([100 * mine[s] for s in seeds], [100 * theirs[s] for s in seeds])
-    if found.low != found.low:  # NaN: a single pair
+    if math.isnan(found.low):  # a single pair: no interval
         return f"{found.diff:+.2f} (n={len(seeds)})"
     return f"{found.diff:+.2f} [{found.low:+.2f}, {found.high:+.2f}]"
 
