@@ -12,8 +12,8 @@ linear SVM, on the same splits, over seeds; figures written as JSON.
 2. Each architecture's preset is chosen on validation alone: the candidate with the highest
    mean validation accuracy over the datasets and selection seeds. The chosen presets are
    then trained for seeds 0..N-1.
-3. The chosen encoder, lstm and nbsvm runs of each dataset and seed are combined with
-   ``zoo.ensemble`` (weights fitted on validation, and equal weights for reference); an
+3. The runs of `ensemble-classifier`'s members (registry.toml), when they are among the
+   chosen presets, are combined per dataset and seed with ``zoo.ensemble`` (weights fitted on validation, and equal weights for reference); an
    ensemble of the same runs recorded before is reused.
 4. TF-IDF (word uni- and bigrams) + LinearSVC, C chosen on validation
    (bench_baseline.tfidf_svm); deterministic, so once per dataset.
@@ -44,7 +44,6 @@ CANDIDATES = {  # architecture -> presets chosen between on validation
     "nbsvm": ["nbsvm-wordpunct"],
     "bert": ["bert-bpe"],
 }
-ENSEMBLE = ("encoder", "lstm", "nbsvm")  # the architectures the ensemble combines
 # encoder-wordpunct as the default classifier was before it became a single encoder (an
 # encoder, an LSTM and NBSVM inside one run, shares fitted on validation): mean test
 # accuracy over seeds 0-2 as a user runs it (README.md at commit edff2a0)
@@ -227,6 +226,8 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_baseline import load_splits, tfidf_svm
 
+    from zoo.core.loading import get_zoo
+
     results = {}
     for dataset in args.datasets:
         table = []
@@ -234,8 +235,8 @@ def main(argv=None) -> int:
             seeds = 1 if architecture in args.one_seed else args.seeds
             rows = [runs[(preset, dataset, s)] for s in range(seeds)]
             table.append(row_of(architecture, preset, rows))
-        if all(a in chosen for a in ENSEMBLE):
-            members = [chosen[a][0] for a in ENSEMBLE]
+        members = get_zoo().catalogue.ensembles["ensemble-classifier"].members
+        if all(m in {preset for preset, _ in chosen.values()} for m in members):
             for weights in ("fit", "equal"):
                 parts = [[runs[(m, dataset, s)] for m in members] for s in range(args.seeds)]
                 made = [ensemble_of([r["id"] for r in rows], weights) for rows in parts]

@@ -26,6 +26,7 @@ README_END = "<!-- end of results -->"
 ORDER = [
     "classification",
     "ensemble_weights",
+    "ensemble_weights_ensemble_pretrained",
     "transfer",
     "finetune_recipe",
     "time_to_quality",

@@ -214,6 +214,32 @@ def test_an_ensemble_preset_trains_its_members_then_reuses_them(
     assert shown.code == 0 and "tiny-nb, tiny-lstm" in shown.out
 
 
+def test_a_setting_reaches_the_members_that_have_it_and_no_member_refuses_it(
+    negated_reviews, one_thread, isolated
+):
+    """`pretrained` is a BERT member's setting, not an LSTM's: an ensemble preset's --set
+    applies where it exists, and a key that no member has fails before training."""
+    (isolated / "registry.toml").write_text(
+        '[models.tiny-nb]\narchitecture = "nbsvm"\ntokenizer = "wordpunct"\n'
+        "[models.tiny-nb.set]\nbuckets = 101\nsteps = 1\n"
+        '[models.tiny-lstm]\narchitecture = "lstm"\ntokenizer = "wordpunct"\n'
+        "[models.tiny-lstm.set]\nn_embd = 16\nhidden = 8\nsteps = 4\neval_interval = 2\n"
+        '[models.tiny-mix]\nmembers = ["tiny-nb", "tiny-lstm"]\nweights = "equal"\n'
+    )
+    refused = run_cli("run", "tiny-mix", negated_reviews, "--set", "hiden=4", "--quiet")
+    assert refused.code == 2 and len(refused.err.strip().splitlines()) == 1
+    assert "Unknown config key 'hiden'" in refused.err and "hidden" in refused.err
+    assert run_cli("runs", "--json").out.strip() in ("", "[]")  # nothing trained
+    result = run_cli("run", "tiny-mix", negated_reviews, "--set", "hidden=4", "--quiet")
+    assert result.code == 0, result
+    from zoo.records.store import Store
+
+    with Store() as store:
+        configs = {r["model"]: r["config"]["configs"] for r in store.rows() if r["kind"] == "train"}
+    assert configs["tiny-lstm"]["model"]["hidden"] == 4
+    assert "hidden" not in configs["tiny-nb"]["model"]
+
+
 def test_zoo_ensemble_stays_the_api_function_once_its_module_is_imported():
     import zoo
     import zoo.api

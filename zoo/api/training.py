@@ -61,7 +61,7 @@ def run(
     except ValueError as exc:
         raise ZooError(str(exc)) from None
     if model in get_zoo().catalogue.ensembles:
-        from zoo.operations.ensemble import run_preset
+        from zoo.operations.ensemble_preset import run_preset
 
         return run_preset(
             model,
