@@ -222,7 +222,8 @@ def add_commands(commands) -> None:
         "--set",
         action="append",
         metavar="KEY=VALUE",
-        help="override a config field (repeatable); 'zoo show MODEL' lists them",
+        help="override a config field (repeatable; an ensemble preset's members that have it); "
+        "'zoo show MODEL' lists them",
     )
     p.add_argument(
         "--device",
