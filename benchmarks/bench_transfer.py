@@ -496,6 +496,12 @@ def save(path: Path, rows: list[dict], meta: dict) -> None:
             f"{max(r['warm_steps'] for r in merged if 'warm_steps' in r)} steps, "
             f"{span(after)} after the whole model's."
         )
+    if any(r["arm"] == "ensemble-pretrained" for r in merged):
+        notes.append(
+            "`ensemble-pretrained`'s validation accuracy is measured where its weights were "
+            "fitted, so it is optimistic; its test accuracy is not. Its time is the whole "
+            "command: the three members trained one after the other, then combined."
+        )
     notes.append(
         "The load column is the machine's 1-minute load average before and after each run: "
         "above its 2 cores, other work ran beside the run and its time is longer than on "
