@@ -13,8 +13,9 @@ linear SVM, on the same splits, over seeds; figures written as JSON.
    mean validation accuracy over the datasets and selection seeds. The chosen presets are
    then trained for seeds 0..N-1.
 3. The runs of `ensemble-classifier`'s members (registry.toml), when they are among the
-   chosen presets, are combined per dataset and seed with ``zoo.ensemble`` (weights fitted on validation, and equal weights for reference); an
-   ensemble of the same runs recorded before is reused.
+   chosen presets, are combined per dataset and seed with ``zoo.ensemble`` (weights fitted
+   on validation, and equal weights for reference); an ensemble of the same runs recorded
+   before is reused.
 4. TF-IDF (word uni- and bigrams) + LinearSVC, C chosen on validation
    (bench_baseline.tfidf_svm); deterministic, so once per dataset.
 

@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import header, parse_sets, table, write_results  # noqa: E402
 
 FOLDS = 5  # the validation split's folds for the choice of members
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
 def former_rule(probabilities, targets, steps: int = 10):
@@ -143,12 +142,12 @@ def mean_std(values: list[float]) -> str:
 
 
 def paired(a: list[float], b: list[float]) -> str:
-    differences = [100 * (x - y) for x, y in zip(a, b)]
-    mean = statistics.mean(differences)
-    if len(differences) < 2:
-        return f"{mean:+.2f} (n=1)"
-    half = T95[len(differences) - 1] * statistics.stdev(differences) / math.sqrt(len(differences))
-    return f"{mean:+.2f} [{mean - half:+.2f}, {mean + half:+.2f}]"
+    from zoo.comparison.stats import paired_interval
+
+    found = paired_interval([100 * x for x in a], [100 * y for y in b])
+    if math.isnan(found.low):  # a single pair: no interval
+        return f"{found.diff:+.2f} (n={len(a)})"
+    return f"{found.diff:+.2f} [{found.low:+.2f}, {found.high:+.2f}]"
 
 
 def choice_table(pool, members, seen: dict, datasets) -> dict:

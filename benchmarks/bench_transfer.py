@@ -270,21 +270,17 @@ def arm_row(arm: str, dataset: str, seed: int, zoo: Zoo, context: dict, mlm_step
                 "members": [part["model"] for part in tuned["runs"]],
                 "weights": [round(part["weight"], 3) for part in tuned["runs"]],
             }
-            return finished_row(arm, dataset, seed, val, test, start, context, runs, detail)
-        runs.append(tuned["run_id"])
-        detail.update(
-            {
-                "steps": metrics["steps"],
-                "best_step": metrics["best_step"],
-                "epochs": round(metrics["epochs"], 2),
-                "params": tuned["params"],
-                "truncated": metrics.get("truncated"),
-            }
-        )
-    return finished_row(arm, dataset, seed, val, test, start, context, runs, detail)
-
-
-def finished_row(arm, dataset, seed, val, test, start, context, runs, detail) -> dict:
+        else:
+            runs.append(tuned["run_id"])
+            detail.update(
+                {
+                    "steps": metrics["steps"],
+                    "best_step": metrics["best_step"],
+                    "epochs": round(metrics["epochs"], 2),
+                    "params": tuned["params"],
+                    "truncated": metrics.get("truncated"),
+                }
+            )
     return {
         "dataset": dataset,
         "arm": arm,
