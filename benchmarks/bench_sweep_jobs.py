@@ -18,6 +18,9 @@ Variants, timed in alternation in every round (each is the `zoo` program in a su
                K = cells / N (all cells in one stack with --jobs auto); its metrics differ
                from the others' by the stacked training's rounding, reported as the largest
                |difference| of each seed's validation and test figures
+  baseline     --jobs N run by another interpreter, ``--baseline PYTHON``, whose zoo is
+               another installation (an earlier commit's, say): a change's gain measured
+               side by side with the code it replaces; its metrics are not compared
 
 Where a sweep's time goes, from the store's rows (medians over rounds):
   set-up   from the program's start to the first cell's run row: interpreter and imports,
@@ -59,19 +62,22 @@ VARIANTS = {
     "jobs1-1t": ("--jobs 1, 1 thread", ["--jobs", "1"], "1"),
     "jobsN": ("--jobs N (cores / N threads each)", ["--jobs", "N"], None),
     "stacked": ("--jobs N, seeds stacked", ["--jobs", "N", "--stack-seeds", "K"], None),
+    "baseline": ("--jobs N, the baseline's zoo", ["--jobs", "N"], None),
 }
 
 
-def run_sweep(args, seeds: int, options: list[str], threads: str | None) -> tuple[dict, dict]:
-    """One sweep in a fresh ZOO_HOME: its time split into PARTS, each cell's phases summed
-    (``phase:NAME``), and every cell's status and metrics by seed."""
+def run_sweep(
+    args, seeds: int, options: list[str], threads: str | None, python: str = sys.executable
+) -> tuple[dict, dict]:
+    """One sweep in a fresh ZOO_HOME, by ``python``'s zoo: its time split into PARTS, each
+    cell's phases summed (``phase:NAME``), and every cell's status and metrics by seed."""
     home = tempfile.mkdtemp(prefix="zoo-bench-jobs-")
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     env["ZOO_HOME"] = str(Path(home) / "runs")
     if threads:
         env["OMP_NUM_THREADS"] = threads
     command = [
-        sys.executable,  # the interpreter this script runs on, and its zoo
+        python,  # this script's interpreter and its zoo, or the baseline's
         "-m",
         "zoo",
         "sweep",
@@ -173,9 +179,23 @@ def parse(argv=None):
         "--variants",
         help=f"comma-separated, of {', '.join(VARIANTS)} (default: all but those left out)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="an interpreter whose zoo is the baseline (variant baseline: its --jobs N)",
+    )
+    parser.add_argument(
+        "--baseline-name",
+        default="the baseline",
+        help="what the baseline is, for the table (e.g. 'commit 8a88a49')",
+    )
     parser.add_argument("--name", help="the results file's name (default sweep_jobs[_cuda])")
     args = parser.parse_args(argv)
     chosen = args.variants.split(",") if args.variants else list(VARIANTS)
+    if not args.baseline and "baseline" in chosen:
+        if args.variants:
+            parser.error("the baseline variant needs --baseline PYTHON")
+        chosen.remove("baseline")
     if args.no_single_thread and "jobs1-1t" in chosen:
         chosen.remove("jobs1-1t")
     unknown = [name for name in chosen if name not in VARIANTS]
@@ -198,7 +218,8 @@ def main(argv=None):
             order = args.variants if round_ % 2 else list(reversed(args.variants))
             for name in order:
                 _, options, threads = VARIANTS[name]
-                parts, cells = run_sweep(args, seeds, options, threads)
+                python = args.baseline if name == "baseline" else sys.executable
+                parts, cells = run_sweep(args, seeds, options, threads, python)
                 for part, seconds in parts.items():
                     measured.setdefault((name, seeds), {}).setdefault(part, []).append(seconds)
                 if any(status != "finished" for status, _ in cells.values()):
@@ -214,6 +235,8 @@ def main(argv=None):
 
 
 def label(name: str, args) -> str:
+    if name == "baseline":
+        return f"--jobs {args.jobs}, {args.baseline_name}"
     if name == "stacked":
         return f"--jobs {args.jobs} --stack-seeds (cells / {args.jobs} seeds per stack)"
     if name != "jobsN":
@@ -240,6 +263,11 @@ def report(args, measured: dict, metrics: dict) -> None:
                 "wall_s": parts["wall"],
                 "per_hour": 3600 * seeds / parts["wall"],
                 "speedup": base / parts["wall"],
+                **(
+                    {"over_baseline": mid[("baseline", seeds)]["wall"] / parts["wall"]}
+                    if ("baseline", seeds) in mid
+                    else {}
+                ),
                 "setup_s": parts["setup"],
                 "tail_s": parts["tail"],
             }
@@ -266,6 +294,15 @@ def report(args, measured: dict, metrics: dict) -> None:
                 notes.append(
                     f"{seeds} cells: {label(name, args)} is {ratio:.2f}x as fast as --jobs 1."
                 )
+        if "baseline" in args.variants:
+            then = mid[("baseline", seeds)]["wall"]
+            for name in args.variants:
+                if name not in ("jobs1", "baseline"):
+                    notes.append(
+                        f"{seeds} cells: {label(name, args)} is "
+                        f"{then / mid[(name, seeds)]['wall']:.2f}x as fast as "
+                        f"{label('baseline', args)}, side by side."
+                    )
         if "jobs1-1t" in args.variants and "jobsN" in args.variants and args.jobs != "auto":
             alone = mid[("jobs1-1t", seeds)]
             fixed = alone["setup"] + alone["tail"]
@@ -281,7 +318,7 @@ def report(args, measured: dict, metrics: dict) -> None:
             "own clock, so a stack's phases overlap: per cell they add up to more than the "
             "time the stack took."
         )
-    keys = list(metrics)
+    keys = [key for key in metrics if key[0] != "baseline"]  # other code: other rounding
     for i, first in enumerate(keys):
         for second in keys[i + 1 :]:
             if first[1] == second[1]:
@@ -312,6 +349,7 @@ def report(args, measured: dict, metrics: dict) -> None:
                     ("wall_s", "wall s", ".1f"),
                     ("per_hour", "cells per hour", ",.0f"),
                     ("speedup", "x --jobs 1", ".2f"),
+                    *([("over_baseline", "x baseline", ".2f")] if args.baseline else []),
                     ("setup_s", "set-up s", ".1f"),
                     ("tail_s", "tail s", ".1f"),
                 ],

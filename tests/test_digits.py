@@ -180,6 +180,35 @@ def test_digits_model_reads_the_last_real_position_whatever_the_padding(position
         model(torch.zeros((1, 13), dtype=torch.long))
 
 
+def test_the_last_block_computes_the_read_row_alone_with_the_whole_blocks_output():
+    """The output is read at each row's last real position, so the last block computes that
+    position only (attending over every position): the same logits as running every block
+    on every position, for a fraction of the last block's work."""
+    import torch
+    from zoo.plugins.digits import DigitsConfig
+    from zoo.plugins.digits.model import build
+
+    from zoo.train.layers import key_mask, last_real
+    from zoo.train.model import TaskSpec
+
+    torch.manual_seed(0)
+    model = build(
+        DigitsConfig(width=16, blocks=3, heads=2, block_size=12, positions="end"),
+        TaskSpec("next-item", 9),
+    )
+    ids = torch.tensor([[3, 4, 5, 0, 0, 0], [6, 7, 8, 3, 4, 5], [1, 2, 0, 0, 0, 0]])
+    mask = (ids > 0).long()
+    seen = []
+    model.blocks[-1].ff.register_forward_hook(lambda m, i, o: seen.append(i[0].shape))
+    logits = model(ids, mask)
+
+    x = model.embed(ids) * 16**0.5 + model.position_table(mask, 6)
+    for block in model.blocks:  # every block at every position
+        x = block(x, key_mask(mask))
+    assert torch.allclose(logits, model.head(last_real(x, mask)), atol=1e-5)
+    assert seen[0] == (3, 1, 16)  # the last block's feed-forward saw one row per sequence
+
+
 def test_positions_from_the_end_give_the_last_items_fixed_positions():
     """Counted from the end, the last real token is always position 0 and the one before it
     position 1, however long the context and however much padding follows."""

@@ -112,6 +112,7 @@ def test_every_built_in_attends_through_the_shared_precision_rule(name, monkeypa
         return F.scaled_dot_product_attention(q, k, v, **options)
 
     monkeypatch.setattr(layers, "attention", counting)
+    monkeypatch.setattr(layers, "attention_at_rows", counting)  # queries at a few rows
     model = MODELS[name][0]()
     ids = torch.randint(3, 10, (2, 4))
     model(ids, torch.ones_like(ids))
@@ -128,6 +129,23 @@ def test_attention_runs_in_fp32_under_cpu_bf16_autocast():
         q.bfloat16().float(), k.bfloat16().float(), v.bfloat16().float(), is_causal=True
     )
     assert torch.equal(out, expected)
+
+
+def test_attention_at_a_few_rows_runs_in_fp32_matrix_products_on_the_cpu():
+    """No SDPA there: given fewer queries than keys, its CPU kernel's gradient sums depend
+    on the thread count."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 1, 1, 4), torch.randn(3, 1, 6, 4), torch.randn(3, 1, 6, 4)
+    keep = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]]).bool()
+    keep = keep[:, None, None, :]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = layers.attention_at_rows(q.bfloat16(), k.bfloat16(), v.bfloat16(), keep)
+    assert out.dtype == torch.float32
+    expected = F.scaled_dot_product_attention(
+        q.bfloat16().float(), k.bfloat16().float(), v.bfloat16().float(), attn_mask=keep
+    )
+    assert torch.allclose(out, expected, atol=1e-6)
+    assert torch.allclose(out[2], v[2, :, :1].bfloat16().float())  # one real key: its value
 
 
 def test_gpt2_init_scales_the_residual_projections_by_depth():
@@ -151,6 +169,22 @@ def test_key_mask_and_last_real_read_right_padded_batches():
     assert layers.last_real(h, mask).flatten().tolist() == [2.0, 4.0]
     assert layers.last_real(h, None).flatten().tolist() == [3.0, 7.0]
     assert layers.key_mask(mask).shape == (2, 1, 1, 4) and layers.key_mask(None) is None
+
+
+def test_attention_over_a_context_gives_those_rows_of_the_whole_attention():
+    """Queries at a few rows, keys and values from every row: the same outputs as those rows
+    of self-attention over the whole sequence, padding masked either way."""
+    torch.manual_seed(0)
+    attn = layers.SelfAttention(8, 2)
+    x = torch.randn(2, 5, 8)
+    keep = layers.key_mask(torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]))
+    whole = attn(x, keep)
+    rows = attn(x[:, [1, 2]], keep, context=x)
+    assert rows.shape == (2, 2, 8)
+    assert torch.allclose(rows, whole[:, [1, 2]], atol=1e-6)
+    assert not torch.allclose(attn(x[:, [1, 2]], keep[..., :2]), whole[:, [1, 2]], atol=1e-3)
+    with pytest.raises(ValueError, match="causal"):
+        layers.SelfAttention(8, 2, causal=True)(x[:, :1], None, context=x)
 
 
 def _gradients_at(threads: int, model, ids, mask, targets) -> dict:

@@ -9,10 +9,12 @@
 
 Attention (zoo.train.layers.SelfAttention) is bidirectional over the real tokens (padding is
 masked out as keys); the output is read at the last real position, so right-padded batches
-of mixed lengths work. The block is post-LN, unlike the decoder's and encoder's. With
-``positions = "end"`` the sinusoids count back from each row's last real token. The
-LayerNorms are zoo.train.layers.ThreadInvariantLayerNorm, so a run's metrics do not depend on its
-thread count (a `zoo sweep --jobs 2` cell equals the same cell in a two-thread process).
+of mixed lengths work, and the last block computes that position alone (its query attends
+over every position): the same output for less work. The block is post-LN, unlike the
+decoder's and encoder's. With ``positions = "end"`` the sinusoids count back from each
+row's last real token. The LayerNorms are zoo.train.layers.ThreadInvariantLayerNorm (and the
+last block's attention zoo.train.layers.attention_at_rows), so a run's metrics do not depend
+on its thread count (a `zoo sweep --jobs 2` cell equals the same cell in a two-thread process).
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ class PostLNBlock(nn.Module):
         self.norm2 = ThreadInvariantLayerNorm(cfg.width)
         self.drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x, keep):
-        x = self.norm1(x + self.drop(self.attn(x, keep)))  # attention, add & norm
+    def forward(self, x, keep, context=None):  # context: keys and values (default x)
+        x = self.norm1(x + self.drop(self.attn(x, keep, context)))  # attention, add & norm
         return self.norm2(x + self.drop(self.ff(x)))  # feed-forward, add & norm
 
 
@@ -80,9 +82,13 @@ class DigitsTransformer(nn.Module):
         )
         x = self.drop(x)  # [B, T, C]
         keep = key_mask(attention_mask)
-        for block in self.blocks:
+        *early, last = self.blocks
+        for block in early:
             x = block(x, keep)
-        return self.head(last_real(x, attention_mask))  # [B, V]
+        # Only the last real position is read: the last block computes that row alone,
+        # attending over every row (the same output as the whole block, less work).
+        read = last_real(x, attention_mask)[:, None]  # [B, 1, C]
+        return self.head(last(read, keep, context=x)[:, 0])  # [B, V]
 
     def position_table(self, attention_mask, T: int):  # -> [T, C] or [B, T, C]
         if self.cfg.positions == "start":

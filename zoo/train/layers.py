@@ -28,6 +28,19 @@ def attention(q, k, v, **options):
     return F.scaled_dot_product_attention(q, k, v, **options)
 
 
+def attention_at_rows(q, k, v, attn_mask=None, dropout_p=0.0):
+    """``attention`` for queries at a few rows over every key (``SelfAttention`` with a
+    context). On the CPU it computes in matrix products, in fp32: there SDPA's kernel, given
+    fewer queries than keys, splits its gradient sums by thread count, so a run's metrics
+    would depend on its thread count; at a few query rows the products cost as little."""
+    if q.device.type != "cpu":
+        return attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p)
+    if q.dtype != torch.float32:
+        with torch.autocast("cpu", enabled=False):
+            return attention_at_rows(q.float(), k.float(), v.float(), attn_mask, dropout_p)
+    return _attention_in_matrix_products(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p)
+
+
 def _batched_over_seeds(q) -> bool:
     """Whether ``q`` is batched by ``torch.func.vmap`` (seeds trained together,
     zoo.train.stacked): the CPU's SDPA kernel has no batching rule, so vmap would run it
@@ -76,21 +89,27 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(width, 3 * width, bias=bias)
         self.proj = nn.Linear(width, width, bias=bias)
 
-    def forward(self, x, keep=None):  # x: [B, T, C]; keep: [B, 1, 1, T] bool, True = a real key
-        """[B, T, C] -> [B, T, C]: each position attends to the kept keys (and, when
-        causal, to no later one)."""
+    def forward(self, x, keep=None, context=None):  # x: [B, T, C]; keep: [B, 1, 1, S] bool
+        """[B, T, C] -> [B, T, C]: each position attends to the kept keys (True = a real
+        key; and, when causal, to no later one). With ``context`` [B, S, C] the queries are
+        x's rows and the keys and values context's: a model that reads a few positions of
+        its last block computes that block at those rows only, with the same weights."""
         B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)
-        # [B, T, C] -> [B, heads, T, C // heads]
-        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        y = attention(
-            q,
-            k,
-            v,
-            attn_mask=keep,
-            is_causal=self.causal,
-            dropout_p=self.dropout if self.training else 0.0,
-        )
+        if context is None:
+            q, k, v = self.qkv(x).split(C, dim=2)
+        elif self.causal:
+            raise ValueError("causal attention takes its queries from every position")
+        else:
+            weight, bias = self.qkv.weight, self.qkv.bias  # rows [q; k; v]
+            q = F.linear(x, weight[:C], None if bias is None else bias[:C])
+            k, v = F.linear(context, weight[C:], None if bias is None else bias[C:]).split(C, 2)
+        # [B, T or S, C] -> [B, heads, T or S, C // heads]
+        q, k, v = (t.view(B, -1, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        dropout = self.dropout if self.training else 0.0
+        if context is None:
+            y = attention(q, k, v, attn_mask=keep, is_causal=self.causal, dropout_p=dropout)
+        else:
+            y = attention_at_rows(q, k, v, attn_mask=keep, dropout_p=dropout)
         return self.proj(y.transpose(1, 2).reshape(B, T, C))
 
 
