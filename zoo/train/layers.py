@@ -51,10 +51,22 @@ def _batched_over_seeds(q) -> bool:
         return False
 
 
+KEY_LANES = 16  # fp32 numbers in an AVX-512 register
+
+
 def _attention_in_matrix_products(
     q, k, v, attn_mask=None, is_causal=False, dropout_p=0.0, scale=None
 ):
-    """SDPA's math, in operations vmap batches over seeds in one call each."""
+    """SDPA's math, in operations vmap batches over seeds in one call each. Fewer keys than
+    KEY_LANES are padded with masked ones: torch's CPU softmax over a row shorter than its
+    vector width runs a scalar loop, about 10x slower per element at 15 keys than at 16."""
+    keys = k.shape[-2]
+    if keys < KEY_LANES and (attn_mask is None or attn_mask.dtype == torch.bool):
+        extra = KEY_LANES - keys
+        k, v = F.pad(k, (0, 0, 0, extra)), F.pad(v, (0, 0, 0, extra))
+        if attn_mask is None:
+            attn_mask = torch.ones(keys, dtype=torch.bool, device=k.device)
+        attn_mask = F.pad(attn_mask.expand(*attn_mask.shape[:-1], keys), (0, extra), value=False)
     scores = (q @ k.transpose(-2, -1)) * (scale or q.shape[-1] ** -0.5)
     if is_causal:
         T, S = scores.shape[-2:]
