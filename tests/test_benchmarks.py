@@ -201,3 +201,16 @@ def test_benchmarks_call_zoo_functions_with_the_arguments_they_take(clean_import
                 if why:
                     problems.append(f"{path.name}:{node.lineno}: {name}(): {why}")
     assert not problems, "\n".join(problems)
+
+
+def test_the_sweep_benchmark_measures_a_baseline_only_when_given_one(clean_imports, capsys):
+    """bench_sweep_jobs.py's baseline variant runs another interpreter's zoo side by side:
+    asked for without one, it is refused; left out of the defaults when there is none."""
+    bench = importlib.import_module("bench_sweep_jobs")
+    assert "baseline" not in bench.parse([]).variants
+    given = bench.parse(["--baseline", sys.executable, "--baseline-name", "commit abc"])
+    assert "baseline" in given.variants
+    assert bench.label("baseline", given) == "--jobs 2, commit abc"
+    with pytest.raises(SystemExit) as refused:
+        bench.parse(["--variants", "jobs1,baseline"])
+    assert refused.value.code == 2 and "needs --baseline PYTHON" in capsys.readouterr().err
