@@ -183,7 +183,7 @@ class ThreadInvariantLayerNorm(nn.LayerNorm):
     thread count. Here the kernel only normalizes (its input gradient is row by row) and
     autograd's sums of the affine gradients come out the same on any number of threads.
     Measured on digits-char: identical metrics at 1 and 2 threads after 150 steps, for
-    13 to 15% more time per training step (benchmarks/bench_layer_norm.py)."""
+    11 to 13% more time per training step (benchmarks/bench_layer_norm.py)."""
 
     def forward(self, x):
         """Layer norm over the last dimension, then the weight and bias."""
