@@ -84,6 +84,28 @@ def test_stacked_seeds_start_from_the_weights_each_seed_has_alone(tiny_digits, m
     assert not np.array_equal(stacked[0]["embed.weight"], stacked[1]["embed.weight"])
 
 
+def test_the_stacked_step_computes_linear_layers_in_the_precision_of_a_run_alone(
+    tiny_digits, monkeypatch
+):
+    """Under vmap, autocast multiplies in bf16 but would add a linear's fp32 bias after,
+    leaving every linear's output in fp32; alone it is bf16. The stacked step casts the
+    biases as autocast does, so both compute the same way."""
+    from zoo.train.stacked import SeedStack
+
+    seen: list = []
+    build = SeedStack._build
+
+    def watching(self):
+        build(self)
+        for module in self.base.modules():
+            if isinstance(module, torch.nn.Linear):
+                module.register_forward_hook(lambda m, i, out: seen.append(out.dtype))
+
+    monkeypatch.setattr(SeedStack, "_build", watching)
+    assert sweep("--stack-seeds", "--set", "precision=bf16", steps=2).code == 0
+    assert seen and set(seen) == {torch.bfloat16}
+
+
 @pytest.mark.slow
 def test_each_stacked_seed_is_an_ordinary_run_and_a_configuration_of_its_own(tiny_digits):
     assert sweep().code == 0

@@ -44,6 +44,7 @@ class SeedStack:
         self.position: dict[int, int] = {}  # slot -> its index in the stacked tensors
         self.optimizer: Any = None
         self.base: Any = None  # a copy of one member's module, which functional_call runs
+        self.linear_biases: set[str] | None = None  # cast as autocast casts them (_step)
 
     def slot(self, slot: int) -> StackSlot:
         return StackSlot(self, slot)
@@ -139,7 +140,7 @@ class SeedStack:
             randomness="different",
         )
         with first._autocast():
-            outputs = batched(params, buffers, inputs, mask)
+            outputs = batched(self._as_autocast_casts(params, first), buffers, inputs, mask)
         losses = torch.stack(
             [first.loss(outputs[i].float(), targets[i], "mean") for i in range(len(slots))]
         )
@@ -161,6 +162,23 @@ class SeedStack:
         if any(finite):
             self.optimizer.step()
         return answers
+
+    def _as_autocast_casts(self, params: dict, member) -> dict:
+        """The weights as autocast casts them for a linear layer run alone: under vmap it
+        multiplies in the low precision but adds the bias after, in fp32, so every linear's
+        output (and what follows it) would be fp32 where the run alone has bf16. Casting the
+        biases keeps the stacked step's arithmetic that of a run alone, and spares the casts
+        of fp32 activations back to bf16 at the next linear."""
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(member.precision)
+        if dtype is None:
+            return params
+        if self.linear_biases is None:
+            self.linear_biases = {
+                f"{name}.bias"
+                for name, module in self.base.named_modules()
+                if isinstance(module, torch.nn.Linear) and module.bias is not None
+            }
+        return {n: p.to(dtype) if n in self.linear_biases else p for n, p in params.items()}
 
     def _clip(self, clip: float) -> torch.Tensor:
         """Each seed's gradient norm [K]; with ``clip``, each seed's gradients scaled down
