@@ -7,6 +7,7 @@ import torch
 from zoo.errors import ZooError
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # fp32: no autocast
 
 
 def cpu_has_native_bf16() -> bool:

@@ -26,7 +26,7 @@ import torch
 
 from zoo.errors import ZooError
 from zoo.train.model import IGNORE_INDEX, NonFiniteError
-from zoo.train.precision import resolve_precision
+from zoo.train.precision import AUTOCAST_DTYPES, resolve_precision
 from zoo.train.torch_model import TorchModel
 from zoo.train.turns import Turns
 
@@ -44,7 +44,7 @@ class SeedStack:
         self.position: dict[int, int] = {}  # slot -> its index in the stacked tensors
         self.optimizer: Any = None
         self.base: Any = None  # a copy of one member's module, which functional_call runs
-        self.linear_biases: set[str] | None = None  # cast as autocast casts them (_step)
+        self.linear_biases: set[str] = set()  # cast as autocast casts them (_step)
 
     def slot(self, slot: int) -> StackSlot:
         return StackSlot(self, slot)
@@ -76,6 +76,11 @@ class SeedStack:
             raise ZooError("the stacked seeds' models differ in their tensors' names or shapes")
         self.position = {slot: i for i, slot in enumerate(slots)}
         self.base = copy.deepcopy(modules[0])
+        self.linear_biases = {
+            f"{name}.bias"
+            for name, module in self.base.named_modules()
+            if isinstance(module, torch.nn.Linear) and module.bias is not None
+        }
         params, buffers = stack_module_state(modules)
         self.params = params
         for i, module in enumerate(modules):
@@ -169,15 +174,9 @@ class SeedStack:
         output (and what follows it) would be fp32 where the run alone has bf16. Casting the
         biases keeps the stacked step's arithmetic that of a run alone, and spares the casts
         of fp32 activations back to bf16 at the next linear."""
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(member.precision)
+        dtype = AUTOCAST_DTYPES.get(member.precision)
         if dtype is None:
             return params
-        if self.linear_biases is None:
-            self.linear_biases = {
-                f"{name}.bias"
-                for name, module in self.base.named_modules()
-                if isinstance(module, torch.nn.Linear) and module.bias is not None
-            }
         return {n: p.to(dtype) if n in self.linear_biases else p for n, p in params.items()}
 
     def _clip(self, clip: float) -> torch.Tensor:

@@ -20,7 +20,7 @@ from zoo.core.phases import phase
 from zoo.errors import ZooError
 from zoo.train.layers import attention  # noqa: F401  (its old home: plugins may import it from here)
 from zoo.train.model import IGNORE_INDEX, Model, NonFiniteError
-from zoo.train.precision import resolve_precision
+from zoo.train.precision import AUTOCAST_DTYPES, resolve_precision
 
 
 def pick_device(device: str = "auto") -> str:
@@ -338,11 +338,10 @@ class TorchModel:
 
     def _autocast(self, cache_casts: bool = True):
         # A CUDA graph's capture must not keep autocast's cast weights (PyTorch's AMP docs).
-        if self.precision == "bf16":
-            return torch.autocast(self.device.type, dtype=torch.bfloat16, cache_enabled=cache_casts)
-        if self.precision == "fp16":
-            return torch.autocast(self.device.type, dtype=torch.float16, cache_enabled=cache_casts)
-        return contextlib.nullcontext()
+        dtype = AUTOCAST_DTYPES.get(self.precision)
+        if dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=dtype, cache_enabled=cache_casts)
 
     def _task_loss(
         self, inputs, targets, mask, reduction: str, module=None, cache_casts: bool = True
