@@ -31,6 +31,7 @@ def record(
     config_hash=None,
     created=None,
     train=None,
+    data=None,
     parent_id=None,
     **provenance,
 ):
@@ -41,6 +42,7 @@ def record(
             "model": {"n_layer": 2},
             "tokenizer": None,
             "train": {"steps": steps, **(train or {})},
+            **({"dataset": data} if data else {}),
         },
         **provenance,
     }
@@ -247,6 +249,20 @@ def test_a_models_tasks_are_columns_not_settings():
         and "0.5000 (n=1)" in lines[2]
         and "1.000 (n=1)" in lines[2]
     )
+
+
+def test_a_datasets_own_options_do_not_split_rows_where_datasets_are_columns():
+    # digits has options of its own, text none: the column tells them apart already
+    record("dec-char", "text", 0, {"val_bpc": 1.0})
+    record("dec-char", "digits", 0, {"val_bpc": 0.5}, data={"max_len": 8})
+    comparison = summarize(loaded())
+    assert list(comparison.cells["setting"]) == ["", ""]
+    assert render(comparison, "table").splitlines()[2].split()[0] == "dec-char"
+    # two settings of digits in one column still split its row, and only by what differs
+    record("dec-char", "digits", 1, {"val_bpc": 0.7}, data={"max_len": 12})
+    cells = summarize(loaded()).cells.set_index("dataset")
+    assert sorted(cells.loc["digits", "setting"]) == ["max_len=12", "max_len=8"]
+    assert cells.loc["text", "setting"] == ""
 
 
 def test_metric_by_and_unknown_names():

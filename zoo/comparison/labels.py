@@ -33,28 +33,40 @@ def key_text(value) -> str:
     return str(value)
 
 
-def setting_labels(table, rows_keys) -> list[str]:
+def setting_labels(table, rows_keys, column_keys=()) -> list[str]:
     """For rows that split into several settings, what tells them apart ('steps=100').
 
     Settings are compared within one task: each task's pipeline has its own training
-    config, so a model's runs on two tasks differ in fields without differing in intent."""
+    config, so a model's runs on two tasks differ in fields without differing in intent.
+    A setting tells rows apart only where it differs within one column: one that differs
+    only from column to column (a dataset's own options, with datasets as columns) is told
+    by the column already."""
     labels = [""] * len(table)
     for _, group in table.groupby(unique_keys(rows_keys + ["task"]), sort=False):
         variants = group.drop_duplicates("variant")
         if len(variants) < 2:
             continue
-        settings = list(variants["_settings"])
-        keys = sorted({k for s in settings for k in s})
-        differing = [
-            k for k in keys if len({json.dumps(s.get(k), default=str) for s in settings}) > 1
-        ]
-        bare = {k: k.rpartition(".")[2] for k in differing}
+        differing: set[str] = set()
+        shown: dict[str, set[str]] = {}  # the differing keys a variant's column has
+        in_columns = group.groupby(list(column_keys), sort=False) if column_keys else None
+        for _, column in in_columns if in_columns is not None else [(None, group)]:
+            column = column.drop_duplicates("variant")
+            settings = list(column["_settings"])
+            keys = sorted({k for s in settings for k in s})
+            differing.update(
+                k for k in keys if len({json.dumps(s.get(k), default=str) for s in settings}) > 1
+            )
+            for variant in column["variant"]:
+                shown.setdefault(variant, set()).update(keys)
+        ordered = sorted(differing)
+        bare = {k: k.rpartition(".")[2] for k in ordered}
         clash = {b for b in bare.values() if list(bare.values()).count(b) > 1}
         by_variant = {}
         for _, row in variants.iterrows():
             parts = [
                 f"{k if bare[k] in clash else bare[k]}={short_value(row['_settings'].get(k, '-'))}"
-                for k in differing
+                for k in ordered
+                if k in shown[row["variant"]]
             ]
             by_variant[row["variant"]] = ", ".join(parts)
         for index, row in group.iterrows():

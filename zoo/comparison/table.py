@@ -231,7 +231,7 @@ def summarize(
         )
         cells.append(cell)
     table = pd.DataFrame(cells)
-    table["setting"] = setting_labels(table, rows_keys)
+    table["setting"] = setting_labels(table, rows_keys, column_keys)
     table["best"], marks = best_marks(table, rows_keys, column_keys, level)
     notes += marks
     if missing:
