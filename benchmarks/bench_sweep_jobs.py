@@ -314,9 +314,9 @@ def report(args, measured: dict, metrics: dict) -> None:
             )
     if "stacked" in args.variants:
         notes.append(
-            "Stacked seeds' runs take turns in one process, each recording its phases on its "
-            "own clock, so a stack's phases overlap: per cell they add up to more than the "
-            "time the stack took."
+            "Stacked seeds' runs take turns in one process: each run's phases count its own "
+            "turns and an equal share of each batched step, so a stack's runs count each "
+            "second once."
         )
     keys = [key for key in metrics if key[0] != "baseline"]  # other code: other rounding
     for i, first in enumerate(keys):

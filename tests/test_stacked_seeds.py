@@ -221,3 +221,33 @@ def test_turns_keep_each_runs_random_numbers_its_own():
     for slot, (kind, found) in enumerate(outcomes):
         torch.manual_seed(10 + slot)
         assert kind == "result" and found == [torch.rand(2).tolist() for _ in range(3)]
+
+
+def test_runs_taking_turns_count_their_own_turns_and_their_share_of_each_step():
+    """Each run's clock counts its turns and its part of the steps it shares, so the runs of
+    a stack together count each second once, as runs alone do."""
+    import time
+
+    from zoo.core.phases import measuring, phase
+    from zoo.train.turns import Turns
+
+    def step(requests):
+        time.sleep(0.06)  # one shared step for every run: 0.02 s each
+        return dict.fromkeys(requests)
+
+    def run(turns, slot):
+        with measuring() as clock, phase("train"):
+            for _ in range(3):
+                time.sleep(0.02)  # this run's own turn
+                turns.wait_for_step(slot, None)
+        return clock.record()
+
+    turns = Turns(step)
+    began = time.perf_counter()
+    outcomes = turns.run([lambda s=s: run(turns, s) for s in range(3)])
+    wall = time.perf_counter() - began
+    timings = [timing for _, timing in outcomes]
+    assert sum(t["measured"] for t in timings) <= wall
+    for timing in timings:  # at least its own 3 x 0.02 s and its 3 shares of 0.02 s
+        assert timing["phases"]["train"] >= 0.12
+        assert timing["phases"]["train"] == pytest.approx(timing["measured"], abs=1e-3)

@@ -5,7 +5,9 @@ data, builds the model, compiles, trains, evaluates and records marks its part w
 ``phase(name)``. A phase inside another is taken out of the outer one, so the phases add up
 to the time measured and never more. Outside a clock ``phase`` costs one lookup. The run
 records the seconds by phase with its provenance (``timing``), and a sweep's worker adds
-what came before the run: starting its process and importing torch and zoo.
+what came before the run: starting its process and importing torch and zoo. Seeds trained
+together (zoo.train.turns) take turns in one process: each run's clock counts its own turns
+and its share of the steps they share, so a stack's runs together count each second once.
 """
 
 from __future__ import annotations
@@ -46,10 +48,20 @@ class PhaseClock:
     def __init__(self):
         self.seconds: dict[str, float] = {}
         self.began = time.perf_counter()
+        self.away = 0.0  # seconds other runs had while this one waited (set_aside)
         self._open: list[_Open] = []  # the phases open now, outermost first
 
     def add(self, name: str, seconds: float) -> None:
         self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+
+    def set_aside(self, waited: float, share: float = 0.0) -> None:
+        """``waited`` seconds passed while other runs had their turns and a step they shared
+        ran, of which ``share`` is this run's part: the phase open now counts the share, and
+        neither it nor the clock's whole time counts the rest."""
+        away = max(waited - share, 0.0)
+        self.away += away
+        if self._open:
+            self._open[-1].inner += away
 
     def open_phases(self) -> list[str]:
         """The phases open now, outermost first (another thread may ask)."""
@@ -69,7 +81,7 @@ class PhaseClock:
             opened_inside = elapsed
         named = {name: round(seconds[name], 6) for name in PHASES if name in seconds}
         named.update({k: round(v, 6) for k, v in seconds.items() if k not in named})
-        return {"phases": named, "measured": round(now - self.began, 6)}
+        return {"phases": named, "measured": round(now - self.began - self.away, 6)}
 
 
 _clock: ContextVar[PhaseClock | None] = ContextVar("zoo_phase_clock", default=None)

@@ -13,9 +13,11 @@ alone (its initial weights, say). The shared step draws from a stream of its own
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+from zoo.core.phases import current as current_clock
 from zoo.train.generators import capture_rng, restore_rng
 
 COORDINATOR = -1  # whose turn it is between the runs' turns: the one that runs the steps
@@ -38,6 +40,7 @@ class Turns:
         self._turn = COORDINATOR
         self._requests: dict[int, Any] = {}
         self._answers: dict[int, Any] = {}
+        self._shares: dict[int, float] = {}  # each run's part of the last step's seconds
         self._rngs: dict[int, tuple] = {}
         self._interrupted = False
         self._seed = seed
@@ -105,10 +108,13 @@ class Turns:
 
     def _run_step(self, requests: dict[int, Any]) -> dict[int, Any]:
         _put_back(self._rngs[COORDINATOR])
+        began = time.perf_counter()
         try:
             answers = self._step(requests)
         except Exception as exc:  # the step failed for every run in it
             answers = {slot: exc for slot in requests}
+        share = (time.perf_counter() - began) / len(requests)
+        self._shares.update(dict.fromkeys(requests, share))
         self._rngs[COORDINATOR] = capture_rng({})
         return answers
 
@@ -140,8 +146,12 @@ class Turns:
         runs take their turns, and return this run's answer (or raise its exception)."""
         with self._changed:
             self._requests[slot] = request
+        waiting = time.perf_counter()
         self._end_turn(slot)
         self._wait_for_turn(slot)
+        clock = current_clock()  # this run's: its time is its turns and its share of steps
+        if clock is not None:
+            clock.set_aside(time.perf_counter() - waiting, self._shares.pop(slot, 0.0))
         answer = self._answers.pop(slot)
         if isinstance(answer, BaseException):
             raise answer
