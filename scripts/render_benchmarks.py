@@ -45,6 +45,7 @@ ORDER = [
     "checkpoint",
     "numpy",
     "layer_norm",
+    "attention",
     "sweep_jobs",
     "sweep_jobs_cuda",
     "gpu_check",

@@ -74,6 +74,8 @@ def top_level_names(source: Path) -> set[str]:
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            while any(isinstance(t, (ast.Tuple, ast.List)) for t in targets):  # a, b = ...
+                targets = [e for t in targets for e in getattr(t, "elts", [t])]
             names.update(t.id for t in targets if isinstance(t, ast.Name))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
