@@ -95,6 +95,30 @@ def test_t_quantiles_match_the_printed_tables(df, expected):
     assert t_quantile(0.025, df) == pytest.approx(-expected, abs=1e-7)
 
 
+@pytest.mark.parametrize(
+    "p, df, expected",  # scipy.stats.t.ppf: Welch's df is any real number
+    [
+        (0.975, 12, 2.1788128296672284),
+        (0.975, 3.3481039716563217, 3.003207719719235),
+        (0.995, 2.5, 7.163728138948783),
+        (0.9, 7.25, 1.409884895325902),
+    ],
+)
+def test_t_quantiles_at_any_degrees_of_freedom(p, df, expected):
+    assert t_quantile(p, df) == pytest.approx(expected, rel=1e-9)
+
+
+def test_t_quantiles_invert_the_tail_at_every_degree_of_freedom():
+    from zoo.comparison.stats import t_two_sided_p
+
+    wrong = [
+        df
+        for df in (1 + i / 100 for i in range(3900))
+        if abs(t_two_sided_p(t_quantile(0.975, df), df) - 0.05) > 1e-9
+    ]
+    assert not wrong, f"{len(wrong)} wrong, first at df={wrong[0]}"
+
+
 def test_welch_interval_against_a_hand_computation():
     # b - a with sd 0.1414 on both sides and n = 2: se = sqrt(0.02/2 + 0.02/2) = 0.141421,
     # Welch df = (0.02)^2 / (2 * 0.01^2) = 2, t = 4.302653, margin = 0.608487

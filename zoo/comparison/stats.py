@@ -87,9 +87,11 @@ def t_quantile(p: float, df: float) -> float:
             high = t
         density = math.exp(log_scale - (df + 1) / 2 * math.log1p(t * t / df))
         step = excess / (2 * density)
+        if abs(step) <= 1e-14 * t:  # converged (before the bracket test: t is now one end)
+            return t + step
         guess = t + step
         t = guess if low < guess < high else (low + high) / 2
-        if abs(step) <= 1e-14 * t or high - low <= 1e-14 * high:
+        if high - low <= 1e-14 * high:
             break
     return t
 
