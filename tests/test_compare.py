@@ -289,6 +289,24 @@ def test_a_datasets_own_options_do_not_split_rows_where_datasets_are_columns():
     assert cells.loc["text", "setting"] == ""
 
 
+def test_models_and_datasets_that_are_no_key_are_rows_of_their_own():
+    # two datasets in one task column, two models of one architecture: four configurations
+    for seed in (0, 1):
+        record("dec-char", "a.txt", seed, {"val_bpc": 1.0 + seed / 10})
+        record("dec-char", "b.txt", seed, {"val_bpc": 2.0 + seed / 10})
+        record("dec-bpe", "a.txt", seed, {"val_bpc": 3.0 + seed / 10})
+    cells = summarize(loaded(), columns=["task"]).cells
+    assert sorted(cells["setting"]) == ["", "dataset=a.txt", "dataset=b.txt"]  # dec-bpe: one
+    assert set(cells["n"]) == {2} and sorted(cells["mean"]) == pytest.approx([1.05, 2.05, 3.05])
+    by_architecture = summarize(loaded(), by=["architecture"]).cells
+    assert sorted(by_architecture["setting"]) == ["model=dec-bpe"] + ["model=dec-char"] * 2
+    assert set(by_architecture["n"]) == {2}
+    pooled = summarize(loaded(), columns=["task"], pool=True)
+    dec_char = pooled.cells.set_index("model").loc["dec-char"]
+    assert dec_char["n"] == 4 and dec_char["configs"] == 2
+    assert "some cells pool runs with different settings (--pool)" in pooled.notes
+
+
 def test_metric_by_and_unknown_names():
     fill_two_models()
     result = run_cli(

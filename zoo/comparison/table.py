@@ -132,6 +132,9 @@ def add_settings(frame, rows: dict):
 
 
 # -- the table -----------------------------------------------------------------------
+IDENTITY = ("model", "dataset", "task")  # what a run is, besides its settings
+
+
 @dataclass
 class Comparison:
     """The cells (one row each, numeric) and how to lay them out."""
@@ -206,6 +209,16 @@ def summarize(
     long, merged = one_per_sample(long[finite])
     if long.empty:
         raise ZooError(f"none of the {what} recorded a finite " + (metric or "primary metric"))
+    # A model, dataset, task or split that is neither a row nor a column key still tells
+    # configurations apart: their runs are rows of their own, never one pooled cell.
+    apart = [
+        k for k in IDENTITY + (("split",) if evals else ()) if k not in rows_keys + column_keys
+    ]
+    if apart:
+        long["settings"] = [
+            {**settings, **{k: key_text(v) for k, v in zip(apart, values)}}
+            for settings, *values in zip(long["settings"], *(long[k] for k in apart))
+        ]
     long["variant"] = long["settings"].map(variant_id) if not pool else ""
     for key in rows_keys + column_keys:
         long[key] = long[key].map(key_text)
