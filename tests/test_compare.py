@@ -33,10 +33,11 @@ def record(
     train=None,
     data=None,
     parent_id=None,
+    run_id=None,
     **provenance,
 ):
     """A run row written straight into the store, as execute would leave it."""
-    run_id = f"{model}-{dataset}-{seed}-{steps}-{len(metrics)}-{status}-{kind}"
+    run_id = run_id or f"{model}-{dataset}-{seed}-{steps}-{len(metrics)}-{status}-{kind}"
     config = {
         "configs": {
             "model": {"n_layer": 2},
@@ -305,6 +306,63 @@ def test_models_and_datasets_that_are_no_key_are_rows_of_their_own():
     dec_char = pooled.cells.set_index("model").loc["dec-char"]
     assert dec_char["n"] == 4 and dec_char["configs"] == 2
     assert "some cells pool runs with different settings (--pool)" in pooled.notes
+
+
+def test_two_configurations_of_a_column_never_share_a_row():
+    # each pair prints alike: a setting unset and set to None; 1 and 1.0
+    pairs = [({}, {"time": None}), ({"lr": 1}, {"lr": 1.0})]
+    for index, (first, second) in enumerate(pairs):
+        for seed in (0, 1):
+            record(
+                "dec-char", "text", seed, {"val_bpc": 2.0}, train=first, run_id=f"a{index}{seed}"
+            )
+            record(
+                "dec-char", "text", seed, {"val_bpc": 1.0}, train=second, run_id=f"b{index}{seed}"
+            )
+        comparison = summarize(loaded())
+        labels = list(comparison.cells["setting"])
+        assert len(labels) == 2 and len(set(labels)) == 2, labels
+        if index == 1:  # both print lr=1: each ends with its configuration's id
+            assert all(label.startswith("lr=1, config ") for label in labels), labels
+        shown = render(comparison, "table")
+        assert "2.000 ± 0.000 (n=2)" in shown and "1.000 ± 0.000 (n=2)" in shown
+        with Store() as store:
+            for run_id in [r["id"] for r in store.rows()]:
+                store.delete([run_id])
+
+
+def test_a_time_budgeted_rows_trained_steps_are_each_columns():
+    for dataset, trained in (("text", 500), ("other", 800)):
+        for seed in (0, 1):
+            record(
+                "dec-char",
+                dataset,
+                seed,
+                {"val_bpc": 1.0, "steps": trained},
+                train={"time": 10},
+                steps=100000,
+            )
+            record(
+                "dec-char",
+                dataset,
+                seed,
+                {"val_bpc": 1.1, "steps": 2 * trained},
+                train={"time": 20},
+                steps=100000,
+                run_id=f"{dataset}{seed}long",
+            )
+    labels = sorted(set(summarize(loaded()).cells["setting"]))
+    assert labels == ["steps=1000-1600, time=20", "steps=500-800, time=10"]
+
+
+def test_labels_name_an_ensemble_member_and_a_setting_named_like_a_run_column():
+    record("dig-char", "digits", 0, {"val_bpc": 1.0}, data={"seed": 0}, run_id="d0")
+    record("dig-char", "digits", 0, {"val_bpc": 1.2}, data={"seed": 1}, run_id="d1")
+    assert sorted(summarize(loaded()).cells["setting"]) == ["dataset.seed=0", "dataset.seed=1"]
+    from zoo.comparison.labels import label_names
+
+    names = label_names(["enc-bpe.steps", "train.lr", "model.seed"])
+    assert names == {"enc-bpe.steps": "enc-bpe.steps", "train.lr": "lr", "model.seed": "model.seed"}
 
 
 def test_metric_by_and_unknown_names():

@@ -40,38 +40,71 @@ def setting_labels(table, rows_keys, column_keys=()) -> list[str]:
     config, so a model's runs on two tasks differ in fields without differing in intent.
     A setting tells rows apart only where it differs within one column: one that differs
     only from column to column (a dataset's own options, with datasets as columns) is told
-    by the column already."""
+    by the column already. Two configurations of one column never share a label: where
+    their settings print alike, each label ends with its configuration's id."""
     labels = [""] * len(table)
     for _, group in table.groupby(unique_keys(rows_keys + ["task"]), sort=False):
-        variants = group.drop_duplicates("variant")
-        if len(variants) < 2:
+        if group["variant"].nunique() < 2:
             continue
+        columns = list(group.groupby(list(column_keys), sort=False)) if column_keys else []
+        columns = [column for _, column in columns] or [group]
         differing: set[str] = set()
-        shown: dict[str, set[str]] = {}  # the differing keys a variant's column has
-        in_columns = group.groupby(list(column_keys), sort=False) if column_keys else None
-        for _, column in in_columns if in_columns is not None else [(None, group)]:
-            column = column.drop_duplicates("variant")
-            settings = list(column["_settings"])
-            keys = sorted({k for s in settings for k in s})
-            differing.update(
-                k for k in keys if len({json.dumps(s.get(k), default=str) for s in settings}) > 1
-            )
+        shown: dict[str, set[str]] = {}  # the differing keys a variant's columns have
+        for column in columns:
+            settings = list(column.drop_duplicates("variant")["_settings"])
+            keys = {k for s in settings for k in s}
+            differing.update(k for k in keys if len({_compared(s, k) for s in settings}) > 1)
             for variant in column["variant"]:
                 shown.setdefault(variant, set()).update(keys)
         ordered = sorted(differing)
-        bare = {k: k.rpartition(".")[2] for k in ordered}
-        clash = {b for b in bare.values() if list(bare.values()).count(b) > 1}
+        names = label_names(ordered)
         by_variant = {}
-        for _, row in variants.iterrows():
+        for variant, cells in group.groupby("variant", sort=False):
             parts = [
-                f"{k if bare[k] in clash else bare[k]}={short_value(row['_settings'].get(k, '-'))}"
+                f"{names[k]}={_values_text([s.get(k, '-') for s in cells['_settings']])}"
                 for k in ordered
-                if k in shown[row["variant"]]
+                if k in shown[variant]
             ]
-            by_variant[row["variant"]] = ", ".join(parts)
+            by_variant[variant] = ", ".join(parts)
+        for column in columns:  # the same label for two configurations of one column
+            variants = column["variant"].unique()
+            texts = [by_variant[v] for v in variants]
+            for variant, text in zip(variants, texts):
+                if texts.count(text) > 1 and not text.endswith(variant):
+                    by_variant[variant] = ", ".join(filter(None, [text, f"config {variant}"]))
         for index, row in group.iterrows():
             labels[table.index.get_loc(index)] = by_variant[row["variant"]]
     return labels
+
+
+def _compared(settings: dict, key: str) -> str:
+    """A setting's value as compared: a setting a run lacks differs from one set to None."""
+    return json.dumps(settings[key], default=str) if key in settings else "\0unset"
+
+
+def _values_text(values: list) -> str:
+    """One setting over a row's cells: its value, or the range of a time-budgeted run's
+    steps, which differ from column to column."""
+    texts = list(dict.fromkeys(short_value(v) for v in values))
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(texts) > 1 and len(numbers) == len(values):
+        return f"{short_value(min(numbers))}-{short_value(max(numbers))}"
+    return "/".join(texts)
+
+
+def label_names(keys: list[str]) -> dict[str, str]:
+    """How a label names each setting: a section's setting by its bare name ('steps' for
+    'train.steps') unless another differing setting or a run column has that name
+    ('dataset.seed'); an ensemble member's ('enc-bpe.steps') by its whole name."""
+    from zoo.records.columns import SECTIONS
+    from zoo.records.database import COLUMNS
+
+    bare = {}
+    for key in keys:
+        section, dot, name = key.partition(".")
+        bare[key] = name if dot and section in SECTIONS else key
+    taken = set(COLUMNS) | {b for b in bare.values() if list(bare.values()).count(b) > 1}
+    return {k: k if bare[k] in taken else bare[k] for k in keys}
 
 
 def short_value(value) -> str:

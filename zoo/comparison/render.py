@@ -9,7 +9,7 @@ import math
 from zoo.comparison.labels import row_text
 from zoo.comparison.significance import NO_VARIANCE, ONE_SEED
 from zoo.comparison.table import Comparison, describe
-from zoo.errors import UnknownNameError
+from zoo.errors import UnknownNameError, ZooError
 
 FORMATS = ("table", "markdown", "csv", "json", "html", "latex")
 
@@ -92,7 +92,12 @@ def layout(comparison: Comparison):
 
     columns = sorted({column_label(comparison, c) for c in cells}, key=natural_key)
     rows = list(dict.fromkeys(row_label(comparison, c) for c in cells))
-    at = {(row_label(comparison, c), column_label(comparison, c)): c for c in cells}
+    at: dict = {}
+    for cell in cells:
+        key = (row_label(comparison, cell), column_label(comparison, cell))
+        if key in at:  # labels tell configurations apart (zoo.comparison.labels)
+            raise ZooError(f"two cells of the comparison print at one place {key}: a bug in zoo")
+        at[key] = cell
     header = [" / ".join(comparison.rows)]
     for label in columns:
         header.append(label)
