@@ -365,6 +365,30 @@ def test_labels_name_an_ensemble_member_and_a_setting_named_like_a_run_column():
     assert names == {"enc-bpe.steps": "enc-bpe.steps", "train.lr": "lr", "model.seed": "model.seed"}
 
 
+def test_evaluations_of_different_configurations_are_never_merged():
+    # a run alone, one trained stacked and one started from other weights, at two seeds
+    kinds = {"alone": {}, "stacked": {"stacked": 2}, "init": {"init": {"run_id": "x"}}}
+    for seed in (0, 1):
+        for name, extra in kinds.items():
+            parent = record(
+                "dec-char", "text", seed, {"val_bpc": 1.0}, run_id=f"{name}{seed}", **extra
+            )
+            record(
+                "dec-char",
+                "other",
+                seed,
+                {"test_bpc": 2.0},
+                kind="eval",
+                parent_id=parent,
+                trained_on="text",
+                split="test",
+                run_id=f"eval-{name}{seed}",
+            )
+    comparison = summarize(loaded(), evals=True)
+    assert len(comparison.cells) == 3 and set(comparison.cells["n"]) == {2}
+    assert not any("merged" in note for note in comparison.notes)
+
+
 def test_metric_by_and_unknown_names():
     fill_two_models()
     result = run_cli(

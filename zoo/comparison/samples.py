@@ -19,8 +19,14 @@ def settings_of(row: dict, rows: dict | None = None) -> tuple[dict, str | None, 
     from zoo.records.columns import result_settings
 
     config = row.get("config") or {}
-    flat = ensemble_settings(config, rows or {}) if is_ensemble(row) else result_settings(row)
     evaluation = row.get("kind") == "eval"
+    parent = (rows or {}).get(row.get("parent_id")) if evaluation else None
+    # an evaluation is of its trained run's configuration, as that run records it
+    source = parent if parent is not None and not is_ensemble(row) else row
+    if is_ensemble(source):
+        flat = ensemble_settings(source.get("config") or {}, rows or {})
+    else:
+        flat = result_settings(source)
     trained_on = config.get("trained_on") if evaluation else None
     if trained_on is not None:
         flat["trained_on"] = trained_on
@@ -31,20 +37,35 @@ def is_ensemble(row: dict) -> bool:
     return row.get("kind") == "ensemble" or bool((row.get("config") or {}).get("combines"))
 
 
+def members_in_order(config: dict, rows: dict) -> list[tuple[dict, dict | None]]:
+    """An ensemble's members, each with its row (None when not recorded), in an order that
+    does not depend on the order they were given in: by model, configuration and seed.
+    The same members in another order are the same ensemble."""
+    from zoo.records.columns import result_settings
+
+    def order(pair):
+        member, row = pair
+        settings = result_settings(row) if row is not None else member.get("config_hash")
+        identity = json.dumps(settings, sort_keys=True, default=str)
+        return str(member.get("model")), identity, str(member.get("seed"))
+
+    pairs = [(m, rows.get(m.get("run_id"))) for m in config.get("combines") or []]
+    return sorted(pairs, key=order)
+
+
 def ensemble_settings(config: dict, rows: dict) -> dict:
     """'member.setting' -> value for each combined run (a member recorded without its row,
     by its config hash), and the weighting. A member's seed is not a setting: ensembles of
     the same members at other seeds are the same configuration."""
     from zoo.records.columns import result_settings
 
-    members = config.get("combines") or []
-    names = [m.get("model") or "run" for m in members]
+    members = members_in_order(config, rows)
+    names = [member.get("model") or "run" for member, _ in members]
     flat: dict[str, Any] = {"weighting": config.get("weighting")}
     if config.get("weights_rule"):  # recorded since fitted weights minimise log loss
         flat["weights_rule"] = config["weights_rule"]
-    for index, member in enumerate(members):
+    for index, (member, row) in enumerate(members):
         prefix = names[index] if names.count(names[index]) == 1 else f"{names[index]}#{index}"
-        row = rows.get(member.get("run_id"))
         if row is None:
             flat[f"{prefix}.config_hash"] = member.get("config_hash")
             continue
@@ -56,12 +77,12 @@ def ensemble_settings(config: dict, rows: dict) -> dict:
     return flat
 
 
-def seed_of(row: dict):
+def seed_of(row: dict, rows: dict | None = None):
     """The seed a sample was drawn at: the run's, or an ensemble's members' (one seed when
-    they share it, else their seeds in order)."""
+    they share it, else their seeds, the members in their order)."""
     config = row.get("config") or {}
     if is_ensemble(row):
-        seeds = [m.get("seed") for m in config.get("combines") or []]
+        seeds = [member.get("seed") for member, _ in members_in_order(config, rows or {})]
         return seeds[0] if len(set(map(str, seeds))) == 1 else tuple(seeds)
     return row.get("seed")
 
@@ -81,7 +102,7 @@ def sample_key(row: dict, rows: dict) -> str:
         trained_on,
         split,
         settings if known else row.get("config_hash") or row.get("id"),
-        seed_of(row),
+        seed_of(row, rows),
     ]
     text = json.dumps(identity, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -79,6 +79,8 @@ def evaluate_run(
         "text_column": loaded.text_column,
         "label_column": loaded.label_column,
         "configs": parent.get("configs"),
+        # what else makes the trained run a configuration of its own (zoo.records.columns)
+        **{key: parent[key] for key in ("init", "stacked") if parent.get(key)},
         "versions": versions(zoo, plan),
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),
