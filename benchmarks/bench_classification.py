@@ -277,7 +277,7 @@ def main(argv=None) -> int:
     }
     report = {
         "benchmark": "classification",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": {
             "cpu": cpu_name(),
             "cores": os.cpu_count(),

@@ -221,7 +221,7 @@ def main() -> None:
     tables, notes = [choice_table(pool, members, seen, args.datasets)], []
     if args.no_train:
         finished = sorted(
-            datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+            datetime.datetime.fromtimestamp(t, datetime.UTC).strftime("%Y-%m-%d %H:%M")
             for v in seen.values()
             for t in v["finished"]
         )

@@ -61,7 +61,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from statistics import mean, stdev
 
@@ -291,7 +291,7 @@ def arm_row(arm: str, dataset: str, seed: int, zoo: Zoo, context: dict, mlm_step
         "threads": context["threads"],
         "load_before": context["load"],
         "load_after": load_average(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "runs": runs,
         **detail,
     }
@@ -512,7 +512,7 @@ def save(path: Path, rows: list[dict], meta: dict) -> None:
         "about": "rotten_tomatoes and emotion, test accuracy once per run, everything "
         "chosen on validation (benchmarks/bench_transfer.py)",
         "command": "nice -n 5 python benchmarks/bench_transfer.py",
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "pretraining_text": texts,
         "rows": merged,
         "summary": summary,

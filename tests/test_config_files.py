@@ -2,10 +2,10 @@
 presets that build on others (`base = ...` in registry.toml)."""
 
 import json
+import tomllib
 from itertools import combinations
 
 import pytest
-import tomllib
 from conftest import TINY_DECODER, run_cli
 
 from zoo.core.registry_file import BUILTIN_FILE, load_catalogue

@@ -24,9 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 from zoo.errors import UnknownNameError, ZooError
 from zoo.io import check_depth, read_config_text

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import tomllib
 
 from zoo.core.file_checks import FileParser
 from zoo.errors import UnknownNameError, ZooError
