@@ -389,6 +389,13 @@ def test_evaluations_of_different_configurations_are_never_merged():
     assert not any("merged" in note for note in comparison.notes)
 
 
+def test_every_status_a_run_can_have_can_be_compared():
+    record("dec-char", "text", 0, {"val_bpc": 1.0}, status="pruned")
+    result = run_cli("compare", "--status", "pruned")
+    assert result.code == 0 and "1.000 (n=1)" in result.out, result
+    assert run_cli("compare", "--status", "gone").code == 2
+
+
 def test_metric_by_and_unknown_names():
     fill_two_models()
     result = run_cli(

@@ -1,5 +1,5 @@
 """Built-in experiment trackers, registered through the same hook as any plugin's:
-TensorBoard event files in each run folder (``pip install 'zoo[tensorboard]'``) and MLflow
+TensorBoard event files, a folder per run (``pip install 'zoo[tensorboard]'``), and MLflow
 runs (``pip install 'zoo[mlflow]'``). Each is imported only when ``--log-to`` names it."""
 
 from zoo.plugin import hookimpl
@@ -10,7 +10,7 @@ def register_loggers(register):
     register(
         "tensorboard",
         "zoo.plugins.trackers.tensorboard:TensorBoardLogger",
-        description="event files in each run folder: tensorboard --logdir $ZOO_HOME",
+        description="event files, a folder per run: tensorboard --logdir $ZOO_HOME/tensorboard",
     )
     register(
         "mlflow",

@@ -298,8 +298,8 @@ def add_commands(commands) -> None:
         "--weights",
         choices=("equal", "fit"),
         default="equal",
-        help="equal (the default), or fit: multiples of 0.1 chosen for the most "
-        "right answers on the validation split (then the lowest log loss)",
+        help="equal (the default), or fit: the weights of the lowest validation log loss, "
+        "shrunk toward equal weights by 5-fold cross-fitting",
     )
     p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")

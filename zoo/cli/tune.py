@@ -50,7 +50,8 @@ def add_commands(commands) -> None:
         "--seeds",
         type=positive_int,
         default=3,
-        help="re-run each winner and each preset over seeds 0..N-1 (default 3)",
+        help="re-run each winner and each preset over seeds 1..N, never the trials' seed 0 "
+        "(default 3)",
     )
     p.add_argument("--steps", type=positive_int, help="optimizer steps of every trial and re-run")
     p.add_argument(

@@ -10,7 +10,7 @@ import urllib.parse
 from pathlib import Path
 
 SCHEMA_VERSION = 2
-STATUSES = ("running", "finished", "failed", "interrupted", "diverged")
+STATUSES = ("running", "finished", "failed", "interrupted", "diverged", "pruned")
 COLUMNS = (
     "id",
     "kind",

@@ -59,6 +59,11 @@ def check_plans(cells, executor) -> None:
                 f"--stack-seeds cannot honour a time budget per seed ({cell.label}); "
                 "give --steps instead"
             )
+        if getattr(train, "freeze", None):
+            raise ZooError(
+                f"--stack-seeds trains every weight ({cell.label} freezes some); "
+                "leave out --stack-seeds or freeze"
+            )
         key = repr((plan.spec.architecture.name, dataclasses.asdict(plan.configs["model"])))
         if key not in probed:
             probed[key] = why_not_batched(plan)
