@@ -216,6 +216,15 @@ def test_curves_name_the_declared_units_and_draw_the_task_validation_metric():
     assert [a.get_ylabel() for a in lm.axes] == ["loss (nats per token, lower is better)"]
 
 
+def test_a_validation_figure_is_a_validation_curve_never_a_training_one():
+    from zoo.train.curves import curve_keys
+
+    records = [{"step": 1, "train_loss": 2.0}, {"step": 2, "val_loss": 1.9, "val_accuracy": 0.4}]
+    assert curve_keys(records, "val_accuracy") == (None, "val_accuracy")
+    assert curve_keys(records, "loss") == ("train_loss", "val_loss")
+    assert curve_keys(records, "accuracy") == (None, "val_accuracy")
+
+
 def test_predict_json_is_strict_json_for_any_prediction_type():
     import dataclasses
     import json

@@ -547,12 +547,36 @@ def test_the_tune_table_prints_tuned_minus_preset_paired_by_seed_with_its_t_inte
     assert "(n=3)" in line
     assert result.record()["paired"]["ci_low"] == pytest.approx(-0.004841, abs=1e-6)
     clear = _study_result([0.71, 0.61, 0.81], [0.70, 0.60, 0.80])  # +0.01 on every seed
-    assert "(no seed variance)" in table([clear], "3 trials")
+    assert "(the same difference at every seed: no test)" in table([clear], "3 trials")
+    # 154/2000 better at every seed, which the subtractions round apart by about 1e-17
+    rounded = _study_result([0.2045, 0.2365, 0.2200], [0.1275, 0.1595, 0.1430])
+    line = next(x for x in table([rounded], "3").splitlines() if x.startswith("m-word"))
+    assert "+0.0770 (the same difference at every seed: no test)" in line and "†" not in line
+    assert result.record()["paired"]["df"] == 2
     lift = _study_result([0.75, 0.66, 0.84], [0.70, 0.60, 0.80])
     assert "†" in next(x for x in table([lift], "3").splitlines() if x.startswith("m-word"))
     same = _study_result([0.7, 0.6, 0.8], [0.7, 0.6, 0.8], same_as_preset=True)
     assert "0 (the preset's settings)" in table([same], "3 trials")
     assert "never a trial's seed" in text
+
+
+def test_the_tune_table_names_each_rows_figures_when_rows_differ_in_them():
+    from zoo.tuning.report import table
+
+    one = _study_result([0.71, 0.62], [0.70, 0.60], seeds=(1, 2))
+    assert "chosen on val_accuracy, reported as test_accuracy" in table([one], "3")
+    lm = _study_result([4.1, 4.2], [4.3, 4.4], seeds=(1, 2), objective="val_bpc")
+    lm.test_metric, lm.dataset = "test_bpc", "shakespeare"
+    text = table([one, lm], "3")
+    assert "reported as test, per row" in text and "chosen on / reported as" in text
+    assert "val_bpc / test_bpc" in next(x for x in text.splitlines() if "shakespeare" in x)
+
+
+def test_a_search_reports_its_tasks_headline_on_the_test_split():
+    from zoo.tuning.search import test_figure
+
+    assert test_figure("language-modeling") == "test_bpc"  # its headline is val_bpc
+    assert test_figure("classification") == "test_accuracy"
 
 
 def test_reruns_are_on_seeds_other_than_the_trials():

@@ -155,7 +155,8 @@ def paired_interval(a: list[float], b: list[float], level: float = 0.95) -> Inte
         return Interval(mean, nan, nan, nan)
     sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1))
     df = len(diffs) - 1
-    if sd == 0:
+    # the same difference at every seed, up to the rounding of the subtractions: no test
+    if sd <= 1e-12 * max([1.0] + [abs(x) for x in (*a, *b)]):
         return Interval(mean, mean, mean, df)
     se = sd / math.sqrt(len(diffs))
     margin = t_quantile(0.5 + level / 2, df) * se

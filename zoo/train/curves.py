@@ -64,8 +64,12 @@ def _smooth(values: list[float], window: int) -> list[float]:
 
 
 def curve_keys(records: list[dict], metric: str) -> tuple[str | None, str | None]:
-    """The training and validation keys of a metric in metrics.jsonl records."""
+    """The training and validation keys of a metric in metrics.jsonl records ('loss', or a
+    split's own figure: 'val_accuracy' is a validation curve)."""
     keys = {k for r in records for k in r}
+    for prefix in ("val_", "validation_"):
+        if metric.startswith(prefix):
+            return None, metric if metric in keys else None
     train = next((k for k in (f"train_{metric}", metric) if k in keys), None)
     validation = f"val_{metric}" if f"val_{metric}" in keys else None
     return train, validation

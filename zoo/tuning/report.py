@@ -69,7 +69,8 @@ class StudyResult:
 
 def _interval_record(interval) -> dict:
     def finite(x):
-        return x if isinstance(x, float) and math.isfinite(x) else None
+        finite = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+        return x if finite else None
 
     return {
         "diff": finite(interval.diff),
@@ -91,10 +92,13 @@ def test_once(result: StudyResult, device: str) -> None:
 
     run_id, name = result.best["run_id"], strip_split(result.test_metric)
     with Store() as store:
-        done = [
+        trained_on = store.get(run_id)["dataset"]
+        done = [  # the search's own evaluation: the test split of the data it searched on
             row
             for row in store.evaluations(run_id)
-            if row.get("status") == "finished" and (row.get("config") or {}).get("split") == "test"
+            if row.get("status") == "finished"
+            and (row.get("config") or {}).get("split") == "test"
+            and row.get("dataset") == trained_on
         ]
     if done:
         metrics = done[-1]["metrics"]
@@ -156,7 +160,7 @@ def paired_text(result: StudyResult) -> str:
     if math.isnan(interval.low):
         return text + " (cannot test: n<2)"
     if width == 0:
-        return text + " (no seed variance)"
+        return text + " (the same difference at every seed: no test)"
     low, high = shown(interval.low), shown(interval.high)
     return text + f" [{low}, {high}]" + (" †" if interval.significant else "")
 
@@ -174,6 +178,11 @@ def table(results: list[StudyResult], budget: str) -> str:
         "tuned - preset (paired)",
         "best settings",
     ]
+    # one pair of figures for every row goes in the title; several get a column of their own
+    pairs = list(dict.fromkeys((r.objective, r.test_metric) for r in results))
+    several = len(pairs) > 1
+    if several:
+        header.insert(2, "chosen on / reported as")
     rows = []
     for r in results:
         counts = (
@@ -195,13 +204,14 @@ def table(results: list[StudyResult], budget: str) -> str:
                 settings,
             ]
         )
+        if several:
+            rows[-1].insert(2, f"{r.objective} / {r.test_metric}")
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
 
     def line(cells) -> str:
         return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
 
-    metric = results[0].test_metric if results else "test"
-    objective = results[0].objective if results else "validation"
+    objective, metric = pairs[0] if len(pairs) == 1 else ("validation", "test, per row")
     lines = [
         f"equal budget: {budget} per model; chosen on {objective}, reported as {metric}",
         line(header),

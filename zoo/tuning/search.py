@@ -161,8 +161,16 @@ def _study_folder(storage_url: str) -> Path:
     return home() / "tune"
 
 
-def _result(study, model, dataset, plan, objective, overrides) -> report.StudyResult:
+def test_figure(task: str) -> str:
+    """The figure a search reports: its task's headline on the test split (a headline may be
+    a validation figure, as language modeling's val_bpc is)."""
     from zoo.core.names import get_task
+    from zoo.tasks import strip_split
+
+    return f"test_{strip_split(get_task(task).primary)}"
+
+
+def _result(study, model, dataset, plan, objective, overrides) -> report.StudyResult:
 
     trials = counted(study)
     states: dict[str, int] = {}
@@ -173,7 +181,7 @@ def _result(study, model, dataset, plan, objective, overrides) -> report.StudyRe
         dataset,
         study.study_name,
         objective.name,
-        get_task(plan.task).primary,
+        test_figure(plan.task),
         states,
         trial_seconds(trials),
     )
