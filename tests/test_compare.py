@@ -687,6 +687,11 @@ def test_evaluations_with_and_without_split_prefixes_line_up():
     assert set(cells["split"]) == {"test", "heldout"}
     loss = summarize(loaded(), evals=True, metric="loss").cells
     assert loss["mean"].tolist() == [0.9]  # "loss" found as test_loss; the others have none
+    from zoo.comparison.runs import run_frame
+
+    listed = run_frame().set_index("parent_id")  # zoo runs: each figure named by its split
+    assert listed.loc["a", "metric"] == "test_accuracy" and listed.loc["a", "value"] == 0.7
+    assert listed.loc["c", "metric"] == "heldout_accuracy" and listed.loc["c", "value"] == 0.4
 
 
 @pytest.mark.slow

@@ -26,10 +26,11 @@ FORMATS = ("table", "csv", "json", "markdown")
 
 def run_frame():
     """All runs: the store's columns, one per scalar metric and one per setting
-    (zoo.records.columns), `metric` and `value` (the task's primary metric and its value)."""
+    (zoo.records.columns), `metric` and `value` (the task's primary metric and its value;
+    an evaluation's named by the split it scored, val_accuracy or test_accuracy)."""
     import pandas as pd
 
-    from zoo.comparison.table import load_runs, primary_metric
+    from zoo.comparison.table import eval_names, load_runs, primary_metric
 
     frame = load_runs()
     if frame.empty:
@@ -41,8 +42,10 @@ def run_frame():
     metrics, values = [], []
     for _, row in frame.iterrows():
         metric = primary_metric(row["task"], row["kind"])
-        metrics.append(metric)
         values.append(_primary_value(frame, row, metric))
+        if metric is not None and row["kind"] == "eval" and row.get("split"):
+            metric = eval_names(metric, row["split"])[0]
+        metrics.append(metric)
     frame["metric"] = metrics
     frame["value"] = pd.array(values, dtype="float64")
     return frame.drop(columns=["settings"])
