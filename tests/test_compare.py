@@ -396,6 +396,15 @@ def test_every_status_a_run_can_have_can_be_compared():
     assert run_cli("compare", "--status", "gone").code == 2
 
 
+def test_reproduce_says_what_a_row_that_is_no_trained_run_is():
+    record("ens", "text", 0, {"val_bpc": 1.0}, kind="ensemble", run_id="e1")
+    record("dec-char", "text", 0, {"test_bpc": 1.0}, kind="eval", parent_id="t1", run_id="v1")
+    ensemble = run_cli("reproduce", "e1")
+    assert ensemble.code == 2 and "is an ensemble, not a trained run" in ensemble.err
+    evaluation = run_cli("reproduce", "v1")
+    assert evaluation.code == 2 and "reproduce its trained run t1" in evaluation.err
+
+
 def test_metric_by_and_unknown_names():
     fill_two_models()
     result = run_cli(

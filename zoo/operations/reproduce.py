@@ -29,10 +29,15 @@ def run_config(run_id: str) -> tuple[dict, dict]:
 
     with Store() as store:
         row = store.get(run_id)
-    if row["kind"] != "train":
+    if row["kind"] == "eval":
         raise ZooError(
             f"run {row['id']} is an evaluation; reproduce its trained run "
             f"{row['parent_id']} instead"
+        )
+    if row["kind"] != "train":
+        raise ZooError(
+            f"run {row['id']} is an {row['kind']}, not a trained run: reproduce its members "
+            "(zoo show lists them) and combine them again"
         )
     if row["status"] != "finished":
         raise ZooError(
