@@ -252,3 +252,39 @@ def test_runs_taking_turns_count_their_own_turns_and_their_share_of_each_step():
     for timing in timings:  # at least its own 3 x 0.02 s and its 3 shares of 0.02 s
         assert timing["phases"]["train"] >= 0.12
         assert timing["phases"]["train"] == pytest.approx(timing["measured"], abs=1e-3)
+
+
+def test_a_stacked_cell_started_anew_is_trained_as_a_stack_never_alone(tiny_digits):
+    """When a stacked cell's run cannot be resumed, the sweep starts it over: as a stack
+    (of one), so its run is trained as its configuration (stacked=K) says."""
+    from zoo.train.stacked_runs import train_anew
+
+    (cell, _) = plan_sweep(["digits-char"], ["tiny-digits"], seeds=2, stack_seeds=2).cells
+    summary = train_anew(cell.plan, device="cpu", quiet=True, zoo=None)
+    (row,) = rows(id=summary["run_id"])
+    assert row["config"]["stacked"] == 2 and row["config"]["stack"]["runs"] == [row["id"]]
+
+
+def test_a_resumed_cell_that_fails_is_recorded_once_on_its_own_run(tiny_digits):
+    import time
+
+    from zoo.sweeps.driver import _record_failure
+
+    (cell, _) = plan_sweep(["digits-char"], ["tiny-digits"], seeds=2).cells
+    with Store() as store:
+        store.insert(
+            "earlier",
+            status="running",
+            model="digits-char",
+            dataset="tiny-digits",
+            config_hash=cell.config_hash,
+            seed=0,
+            kind="train",
+        )
+    began = time.time() + 1  # the earlier run was created before this attempt began
+    cell.status, cell.error, cell.resumed = "diverged", "RunDiverged: loss nan", "earlier"
+    assert _record_failure(cell, began) == "earlier"
+    assert [(r["id"], r["status"]) for r in rows()] == [("earlier", "diverged")]
+    cell.resumed = None  # failed before anything was recorded: a row with the cell's status
+    made = _record_failure(cell, began)
+    assert rows(id=made)[0]["status"] == "diverged"

@@ -36,6 +36,7 @@ class Cell:
     done: str | None = None  # the finished run that already holds this cell
     new_because: str | None = None  # why a cell that ran before runs again
     run_id: str | None = None
+    resumed: str | None = None  # the earlier run this cell goes on with, while it does
     status: str | None = None
     error: str | None = None
     duration: float | None = None

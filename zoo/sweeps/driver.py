@@ -213,18 +213,20 @@ def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, group=None,
     from zoo.core.loading import get_zoo
     from zoo.records.store import Store
     from zoo.train.resume import ResumeRefused, resume
-    from zoo.train.runner import execute
+    from zoo.train.stacked_runs import train_anew
 
     with Store() as store:
         latest = settled_latest(store, cell.config_hash)
     if should_resume(latest):
         log.info(f"    resuming {latest['status']} run {latest['id']}")
+        cell.resumed = latest["id"]
         try:
             return resume(latest["id"], quiet=quiet, zoo=zoo)
         except ResumeRefused as exc:
+            cell.resumed = None  # the run stays as it was; the cell starts over
             log.info(f"    {exc}; starting the cell over")
     plan = cell.plan if kept is None else kept.dataset_for(cell.plan, zoo or get_zoo())
-    return execute(
+    return train_anew(
         plan, device=device, quiet=quiet, zoo=zoo, label=cell.name, extra={"group": group}
     )
 
@@ -270,8 +272,9 @@ def failure_row(cell: Cell, config: dict | None = None) -> dict:
 
 
 def _record_failure(cell: Cell, began: float) -> str:
-    """The run id holding the failure: the row execute wrote, or a new failed row when the
-    cell failed before execute recorded anything (loading the dataset, say)."""
+    """The run id holding the failure: the row execute wrote, the run the cell was resuming,
+    or a new row with the cell's status when it failed before anything was recorded
+    (loading the dataset, say)."""
     from zoo.records.store import Store
     from zoo.train.starting import new_run_id
 
@@ -279,10 +282,14 @@ def _record_failure(cell: Cell, began: float) -> str:
         recorded = store.latest(config_hash=cell.config_hash, since=began)
         if recorded is not None:
             return recorded["id"]
+        if cell.resumed is not None:  # created before this attempt began: still the cell's
+            if store.get(cell.resumed)["status"] == "running":
+                store.update(cell.resumed, status=cell.status, error=cell.error)
+            return cell.resumed
         run_id = new_run_id()
         store.insert(
             run_id,
-            status="failed",
+            status=cell.status or "failed",
             **failure_row(cell),
             error=cell.error,
             finished=time.time(),

@@ -46,3 +46,36 @@ def train_together(plans, run_ids, *, device, quiet, zoo, stores=None, extras=No
         )
 
     return stack.turns.run([one(slot) for slot in range(len(plans))])
+
+
+def train_anew(plan, *, device, quiet, zoo, run_id=None, store=None, extra=None, label=None):
+    """A cell's run started anew (its last run could not be resumed): a plan of seeds
+    trained together is trained as a stack of one, so its run is what its configuration
+    says (stacked), never a run trained alone; any other plan as ``execute`` trains it."""
+    from zoo.train.runner import execute
+    from zoo.train.starting import new_run_id
+
+    if not plan.stacked:
+        return execute(
+            plan,
+            device=device,
+            quiet=quiet,
+            zoo=zoo,
+            run_id=run_id,
+            store=store,
+            extra=extra,
+            label=label,
+        )
+    ((kind, value),) = train_together(
+        [plan],
+        [run_id or new_run_id()],
+        device=device,
+        quiet=quiet,
+        zoo=zoo,
+        stores=None if store is None else [store],
+        extras=[extra],
+        label=label,
+    )
+    if kind == "error":
+        raise value
+    return value
