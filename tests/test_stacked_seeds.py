@@ -288,3 +288,17 @@ def test_a_resumed_cell_that_fails_is_recorded_once_on_its_own_run(tiny_digits):
     cell.resumed = None  # failed before anything was recorded: a row with the cell's status
     made = _record_failure(cell, began)
     assert rows(id=made)[0]["status"] == "diverged"
+
+
+def test_seeds_whose_batches_differ_in_rows_are_stacked_with_repeated_rows_left_out():
+    """At the end of an epoch one seed's batch can be partial while another's is full: the
+    short one repeats a real row (finite outputs) and its loss counts its own rows only."""
+    from zoo.train.stacked import _batched
+
+    full = (np.arange(12).reshape(3, 4), np.array([0, 1, 0]), np.ones((3, 4), dtype=np.int64))
+    short = (np.arange(6).reshape(2, 3), np.array([1, 1]), np.ones((2, 3), dtype=np.int64))
+    inputs, targets, mask, counts = _batched([full, short], "cpu")
+    assert tuple(inputs.shape) == (2, 3, 4) and counts == [3, 2]
+    assert inputs[1, 2].tolist() == inputs[1, 0].tolist()  # a real row, repeated
+    assert mask[1, :, 3].tolist() == [0, 0, 0]  # the width padding is masked out
+    assert [len(t) for t in targets] == [3, 2]

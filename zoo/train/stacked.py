@@ -122,7 +122,7 @@ class SeedStack:
             raise ZooError("the stacked seeds asked for different learning rates or clipping")
         lr, clip = lrs.pop(), clips.pop()
         first = self.members[slots[0]]
-        inputs, targets, mask = _batched([requests[s][:3] for s in slots], first.device)
+        inputs, targets, mask, counts = _batched([requests[s][:3] for s in slots], first.device)
         every = len(slots) == len(self.position) and all(
             self.position[s] == i for i, s in enumerate(slots)
         )
@@ -146,8 +146,11 @@ class SeedStack:
         )
         with first._autocast():
             outputs = batched(self._as_autocast_casts(params, first), buffers, inputs, mask)
-        losses = torch.stack(
-            [first.loss(outputs[i].float(), targets[i], "mean") for i in range(len(slots))]
+        losses = torch.stack(  # each seed's loss over its own rows, not the padding rows
+            [
+                first.loss(outputs[i][: counts[i]].float(), targets[i], "mean")
+                for i in range(len(slots))
+            ]
         )
         self.optimizer.zero_grad(set_to_none=True)
         losses.sum().backward()
@@ -253,16 +256,19 @@ class StackMember(TorchModel):
         raise ZooError("a run trained with other seeds resumes alone, not in a stack")
 
 
-def _batched(batches: list[tuple], device) -> tuple[torch.Tensor, list, torch.Tensor | None]:
-    """Each seed's batch (inputs, targets, mask) as one [K, B, T] tensor of inputs and mask
-    (right-padded to the longest T, padding masked out and its targets ignored) and a list
-    of targets."""
+def _batched(batches: list[tuple], device) -> tuple[torch.Tensor, list, torch.Tensor | None, list]:
+    """Each seed's batch (inputs, targets, mask) as one [K, B, T] tensor of inputs and mask,
+    the list of targets, and each seed's count of rows. Rows are right-padded to the longest
+    T (padding masked out, its targets ignored); a seed with fewer rows (a partial batch at
+    the end of an epoch) repeats its first row to the largest count, and its loss is taken
+    over its own rows only, so the repeated rows add nothing to its gradient."""
     inputs = [np.asarray(b[0]) for b in batches]
     targets = [np.asarray(b[1]) for b in batches]
     masks = [None if b[2] is None else np.asarray(b[2]) for b in batches]
-    if len({x.shape for x in inputs}) > 1:
-        if len({x.shape[0] for x in inputs}) > 1 or inputs[0].ndim != 2:
-            raise ZooError("the stacked seeds' batches differ in size; train them alone")
+    counts = [len(x) for x in inputs]
+    if len({x.shape[1:] for x in inputs}) > 1:
+        if inputs[0].ndim != 2:
+            raise ZooError("the stacked seeds' batches differ in shape; train them alone")
         width = max(x.shape[1] for x in inputs)
         for i, x in enumerate(inputs):
             more = width - x.shape[1]
@@ -272,11 +278,19 @@ def _batched(batches: list[tuple], device) -> tuple[torch.Tensor, list, torch.Te
                 targets[i] = np.pad(targets[i], ((0, 0), (0, more)), constant_values=IGNORE_INDEX)
             inputs[i] = np.pad(x, ((0, 0), (0, more)))
             masks[i] = np.pad(masks[i], ((0, 0), (0, more)))
-    elif any(m is None for m in masks) and not all(m is None for m in masks):
+    if any(m is None for m in masks) and not all(m is None for m in masks):
         masks = [np.ones_like(x) if m is None else m for x, m in zip(inputs, masks)]
+    rows = max(counts)
+    for i, count in enumerate(counts):
+        if count < rows:  # real rows repeated: finite outputs, and no part of the loss
+            extra = np.repeat(inputs[i][:1], rows - count, axis=0)
+            inputs[i] = np.concatenate([inputs[i], extra])
+            if masks[i] is not None:
+                masks[i] = np.concatenate([masks[i], np.repeat(masks[i][:1], rows - count, 0)])
     mask = None if masks[0] is None else torch.as_tensor(np.stack(masks), device=device)
     return (
         torch.as_tensor(np.stack(inputs), device=device),
         [torch.as_tensor(t, device=device) for t in targets],
         mask,
+        counts,
     )
