@@ -53,3 +53,62 @@ def test_planning_the_largest_sweep_allowed_takes_seconds_not_minutes(tiny_text)
     sweep = plan_sweep(["decoder-char"], [str(tiny_text)], seeds=MAX_CELLS // 100, grid=grid)
     assert len(sweep.cells) == MAX_CELLS and not sweep.impossible
     assert time.time() - began < 10  # about 1 s here; the old planner took about 200 s
+
+
+def reviews_csv(folder, rows=40):
+    path = folder / "reviews.csv"
+    lines = ["title,text,label"] + [
+        f"review {i},the film was {'good' if i % 2 else 'awful'},{i % 2}" for i in range(rows)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_which_columns_a_run_reads_is_part_of_its_cell(isolated):
+    from zoo.core import loading
+
+    reviews_csv(isolated)
+    (isolated / "registry.toml").write_text(
+        "".join(
+            f'[datasets.rev-{column}]\npath = "reviews.csv"\ntask = "classification"\n'
+            f'text_column = "{column}"\nlabel_column = "label"\n'
+            for column in ("title", "text")
+        ),
+        encoding="utf-8",
+    )
+    loading.reset_zoo()
+    sweep = plan_sweep(["fasttext-wordpunct"], ["rev-title", "rev-text"], seeds=1)
+    assert len({c.config_hash for c in sweep.cells}) == 2 and not sweep.impossible
+    from zoo.train.plan import config_hash, plan_run
+
+    chosen = plan_run("fasttext-wordpunct", "reviews.csv", text_column="title")
+    detected = plan_run("fasttext-wordpunct", "reviews.csv")
+    assert config_hash(chosen) != config_hash(detected)
+
+
+def test_a_finished_cell_is_not_reused_once_its_file_changed(isolated):
+    from zoo.data import datasets as zoo_data
+    from zoo.records.store import Store
+
+    path = reviews_csv(isolated)
+    (cell,) = plan_sweep(["fasttext-wordpunct"], [str(path)], seeds=1).cells
+    from zoo.core.loading import get_zoo
+
+    fingerprint = zoo_data.load(cell.plan.dataset_ref, get_zoo(), quiet=True).fingerprint
+    with Store() as store:
+        store.insert(
+            "then",
+            status="finished",
+            model="fasttext-wordpunct",
+            kind="train",
+            dataset=str(path),
+            seed=0,
+            config_hash=cell.config_hash,
+            config={"dataset_fingerprint": fingerprint},
+        )
+    (cell,) = plan_sweep(["fasttext-wordpunct"], [str(path)], seeds=1).cells
+    assert cell.done == "then"
+    reviews_csv(isolated, rows=41)  # the same file, other content
+    (cell,) = plan_sweep(["fasttext-wordpunct"], [str(path)], seeds=1).cells
+    assert cell.done is None and cell.stale == "then"
+    assert cell.new_because.startswith("the dataset changed since run then")

@@ -35,6 +35,7 @@ class Cell:
     skip: str | None = None  # why the cell cannot run
     done: str | None = None  # the finished run that already holds this cell
     new_because: str | None = None  # why a cell that ran before runs again
+    stale: str | None = None  # a finished run of its config hash on data that changed since
     run_id: str | None = None
     resumed: str | None = None  # the earlier run this cell goes on with, while it does
     status: str | None = None
@@ -174,10 +175,18 @@ def plan_sweep(
         finished = store.finished_by_hash()
         rows = store.rows() if any(c.config_hash not in finished for c in cells) else []
     first: dict[str, Cell] = {}
+    changed: dict = {}  # run id -> why its data is not the cell's data now
+    fingerprints: dict = {}  # a local dataset's, as it reads now
     for cell in cells:
         if cell.config_hash in finished:
-            cell.done = finished[cell.config_hash]
-        elif cell.config_hash in first:  # differs only in settings that change no result
+            done = finished[cell.config_hash]
+            if done not in changed:
+                changed[done] = data_changed(cell.plan, done, fingerprints, zoo)
+            if changed[done] is None:
+                cell.done = done
+                continue
+            cell.new_because, cell.stale = changed[done], done
+        if cell.config_hash in first:  # differs only in settings that change no result
             cell.skip = (
                 f"the same experiment as {first[cell.config_hash].label} (its "
                 "settings differ only in ones that change no result)"
@@ -195,6 +204,32 @@ def plan_sweep(
         task=task,
         stacked=stacked,
     )
+
+
+def data_changed(plan, run_id: str, fingerprints: dict, zoo) -> str | None:
+    """Why a finished run of a cell's config hash did not read the data the cell would read
+    now, or None. A local file's content is not part of the hash (it is read when the run
+    starts): it is compared here, by the fingerprint the run recorded."""
+    from zoo.records.store import Store
+
+    ref = plan.dataset_ref
+    if ref.kind != "path":  # a Hub id or mirror names its data; a plugin's is its config
+        return None
+    with Store() as store:
+        then = (store.get(run_id).get("config") or {}).get("dataset_fingerprint")
+    key = (ref.name, ref.source, plan.columns)
+    if key not in fingerprints:
+        try:
+            data = plan.loaded or zoo_data.load(
+                ref, zoo, text_column=plan.columns[0], label_column=plan.columns[1], quiet=True
+            )
+            fingerprints[key] = data.fingerprint
+        except ZooError:
+            fingerprints[key] = None  # unreadable now: the cell fails as it runs, and says why
+    now = fingerprints[key]
+    if then is None or now is None or then == now:
+        return None
+    return f"the dataset changed since run {run_id} (fingerprint {then} then, {now} now)"
 
 
 def explain_new_cells(cells: list[Cell], rows: list[dict], zoo) -> None:

@@ -37,7 +37,7 @@ class CellClaims:
             return None
         with Store() as store:
             finished = store.finished_by_hash().get(cell.config_hash)
-        if finished is not None:  # trained by another sweep since this one planned
+        if finished is not None and finished != cell.stale:  # trained since this sweep planned
             lock.release()
             cell.done = finished
             if say is not None:
