@@ -4,6 +4,7 @@ own beside the runs they combine; ensemble presets train their members and combi
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -246,3 +247,44 @@ def test_zoo_ensemble_stays_the_api_function_once_its_module_is_imported():
     import zoo.operations.ensemble
 
     assert callable(zoo.ensemble) and zoo.ensemble is zoo.api.ensemble
+
+
+def test_runs_whose_data_changed_since_are_neither_combined_nor_scored_on_it(three_runs):
+    """A local file edited after training: its carved validation and test splits are drawn
+    again and may hold rows the runs trained on."""
+    import zoo
+
+    path = Path(zoo.show(three_runs[0]["run_id"]).record["config"]["dataset_id"])
+    before = path.read_text(encoding="utf-8")
+    try:
+        path.write_text(before + "the film was fine,pos\n", encoding="utf-8")
+        result = run_cli("ensemble", three_runs[0]["run_id"], three_runs[1]["run_id"])
+        assert result.code == 2 and "the dataset changed since run" in result.err, result
+        scored = run_cli("eval", three_runs[2]["run_id"], path)
+        assert scored.code == 2 and "the dataset changed since run" in scored.err, scored
+    finally:
+        path.write_text(before, encoding="utf-8")
+
+
+def test_eval_reads_a_runs_own_data_through_the_columns_it_trained_on(isolated):
+    rows = ["text,gold,label"] + [
+        f"the film was {'good' if i % 2 else 'awful'},{i % 2},{(i // 2) % 2}" for i in range(200)
+    ]
+    (isolated / "two.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    sets = [part for setting in TINY["nbsvm-wordpunct"] for part in ("--set", setting)]
+    trained = run_cli(
+        "run",
+        "nbsvm-wordpunct",
+        "two.csv",
+        "--label-column",
+        "gold",
+        "--steps",
+        5,
+        "--quiet",
+        "--json",
+        *sets,
+    )
+    assert trained.code == 0, trained
+    run = json.loads(trained.out)
+    scored = json.loads(run_cli("eval", run["run_id"], "two.csv", "--json").out)
+    assert scored["metrics"]["test_accuracy"] == run["metrics"]["test_accuracy"]

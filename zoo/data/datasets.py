@@ -92,6 +92,18 @@ class LoadedDataset:
         return digest.hexdigest()[:16]
 
 
+def changed_since(loaded: LoadedDataset, run_id: str, recorded: str | None) -> str | None:
+    """Why ``loaded`` is not the data run ``run_id`` trained on (its ``recorded``
+    fingerprint), or None. A local file edited since has its missing splits carved again,
+    so its validation and test rows may be rows the run trained on."""
+    if recorded is None or recorded == loaded.fingerprint:
+        return None
+    return (
+        f"the dataset changed since run {run_id} trained on it (fingerprint {recorded} "
+        f"then, {loaded.fingerprint} now)"
+    )
+
+
 def resolve(name: str, zoo) -> DatasetRef:
     """Turn a DATASET argument into a reference: alias, plugin dataset, path or Hub id."""
     catalogue = zoo.catalogue

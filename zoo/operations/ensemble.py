@@ -177,6 +177,9 @@ def run_probabilities(rows: list[dict], pipeline, device: str, quiet: bool, zoo)
         label_column=config.get("label_column"),
         quiet=quiet,
     )
+    changed = zoo_data.changed_since(loaded, rows[0]["id"], config.get("dataset_fingerprint"))
+    if changed:  # its splits are not those the members were chosen and scored on
+        raise ZooError(f"{changed}: train the members again on it to combine them")
     out = []
     for row in rows:
         if not quiet:

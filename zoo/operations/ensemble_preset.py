@@ -73,6 +73,7 @@ def run_preset(
     from zoo.core.loading import get_zoo
     from zoo.records.store import Store
     from zoo.train.plan import config_hash
+    from zoo.train.reuse import data_changed
     from zoo.train.runner import execute
 
     zoo = zoo or get_zoo()
@@ -93,10 +94,16 @@ def run_preset(
         text_column=text_column,
         label_column=label_column,
     )
-    run_ids = []
+    run_ids: list[str] = []
+    read: dict = {}  # each local dataset, as it reads now
     for number, (plan, _) in enumerate(plans, 1):
         with Store() as store:
             done = store.finished_by_hash().get(config_hash(plan, zoo))
+        changed = done and data_changed(plan, done, read, zoo)
+        if changed:  # its splits are not the data's now: trained again, never reused
+            if not quiet:
+                log.info(f"{plan.spec.name}: {changed}; training it again")
+            done = None
         if done is None:
             done = execute(
                 plan,

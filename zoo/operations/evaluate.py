@@ -52,7 +52,16 @@ def evaluate_run(
             f"dataset {ref.name!r} does not serve {trained.task} (it serves "
             f"{', '.join(served)}); run {trained.run_id} cannot be scored on it"
         )
+    own = ref.source == parent.get("dataset_id")
+    if own:  # its own data is read through the columns it trained on, unless told otherwise
+        text_column = text_column or parent.get("text_column")
+        label_column = label_column or parent.get("label_column")
     loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column)
+    changed = own and zoo_data.changed_since(
+        loaded, trained.run_id, parent.get("dataset_fingerprint")
+    )
+    if changed:  # its validation and test rows may be rows it trained on
+        raise ZooError(f"{changed}: its splits are no longer the ones it was scored on")
     if trained.task not in loaded.tasks:
         raise ZooError(
             f"dataset {ref.name!r} does not serve {trained.task} (it serves "

@@ -127,6 +127,7 @@ def plan_sweep(
     from zoo.core.loading import get_zoo
     from zoo.records.store import Store
     from zoo.train.plan import config_hash, plan_run
+    from zoo.train.reuse import data_changed
 
     zoo = zoo or get_zoo()
     if seeds <= 0:
@@ -176,12 +177,12 @@ def plan_sweep(
         rows = store.rows() if any(c.config_hash not in finished for c in cells) else []
     first: dict[str, Cell] = {}
     changed: dict = {}  # run id -> why its data is not the cell's data now
-    fingerprints: dict = {}  # a local dataset's, as it reads now
+    read: dict = {}  # each local dataset, as it reads now
     for cell in cells:
         if cell.config_hash in finished:
             done = finished[cell.config_hash]
             if done not in changed:
-                changed[done] = data_changed(cell.plan, done, fingerprints, zoo)
+                changed[done] = data_changed(cell.plan, done, read, zoo)
             if changed[done] is None:
                 cell.done = done
                 continue
@@ -204,32 +205,6 @@ def plan_sweep(
         task=task,
         stacked=stacked,
     )
-
-
-def data_changed(plan, run_id: str, fingerprints: dict, zoo) -> str | None:
-    """Why a finished run of a cell's config hash did not read the data the cell would read
-    now, or None. A local file's content is not part of the hash (it is read when the run
-    starts): it is compared here, by the fingerprint the run recorded."""
-    from zoo.records.store import Store
-
-    ref = plan.dataset_ref
-    if ref.kind != "path":  # a Hub id or mirror names its data; a plugin's is its config
-        return None
-    with Store() as store:
-        then = (store.get(run_id).get("config") or {}).get("dataset_fingerprint")
-    key = (ref.name, ref.source, plan.columns)
-    if key not in fingerprints:
-        try:
-            data = plan.loaded or zoo_data.load(
-                ref, zoo, text_column=plan.columns[0], label_column=plan.columns[1], quiet=True
-            )
-            fingerprints[key] = data.fingerprint
-        except ZooError:
-            fingerprints[key] = None  # unreadable now: the cell fails as it runs, and says why
-    now = fingerprints[key]
-    if then is None or now is None or then == now:
-        return None
-    return f"the dataset changed since run {run_id} (fingerprint {then} then, {now} now)"
 
 
 def explain_new_cells(cells: list[Cell], rows: list[dict], zoo) -> None:
