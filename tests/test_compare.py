@@ -760,3 +760,28 @@ def test_runs_of_a_task_no_installed_plugin_declares_still_list_and_compare():
     (cell,) = json.loads(compared.out)
     assert cell["mean"] == pytest.approx(0.03) and cell["better"] is None and not cell["best"]
     assert run_cli("compare", "--metric", "test_mse", "--better", "lower").code == 0
+
+
+def test_an_installed_zoo_records_no_commit_of_the_project_around_it(tmp_path, monkeypatch):
+    import shutil
+    import subprocess
+
+    from zoo.train import provenance
+
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    project = tmp_path / "project"
+    (project / ".venv" / "zoo").mkdir(parents=True)
+    code = project / ".venv" / "zoo" / "provenance.py"
+    code.write_text("# zoo, installed\n")
+    (project / "notes.txt").write_text("the user's own work\n")
+    for args in (
+        ["init", "-q"],
+        ["add", "notes.txt"],
+        ["-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "x"],
+    ):
+        subprocess.run(["git", *args], cwd=project, check=True)
+    monkeypatch.setattr(provenance, "__file__", str(code))
+    assert provenance.git_commit() is None and provenance.git_dirty() is None
+    subprocess.run(["git", "add", "-f", str(code)], cwd=project, check=True)  # a checkout
+    assert provenance.git_commit() is not None and provenance.git_dirty() is True

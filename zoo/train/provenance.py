@@ -35,10 +35,11 @@ def plugin_provenance(zoo, plan: Plan) -> dict:
     }
 
 
-def git_commit() -> str | None:
+def _git(*args: str) -> str | None:
+    """git's output in the folder zoo's code is in, or None (no git, or not a repository)."""
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
+            ["git", *args],
             capture_output=True,
             text=True,
             timeout=5,
@@ -46,22 +47,27 @@ def git_commit() -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _zoo_is_tracked() -> bool:
+    """Whether zoo's own code is a file of the repository git finds around it: an installed
+    zoo inside a user's project (its .venv, say) is not, and that project's commit says
+    nothing of the code that trained."""
+    return _git("ls-files", "--error-unmatch", Path(__file__).resolve().name) is not None
+
+
+def git_commit() -> str | None:
+    """The commit of zoo's source checkout, or None (installed from a wheel, no git)."""
+    out = _git("rev-parse", "HEAD") if _zoo_is_tracked() else None
+    return (out or "").strip() or None
 
 
 def git_dirty() -> bool | None:
-    """Whether the working tree has uncommitted changes to tracked files (None: no git)."""
-    try:
-        out = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).resolve().parent,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return bool(out.stdout.strip()) if out.returncode == 0 else None
+    """Whether zoo's source checkout has uncommitted changes to tracked files (None: not a
+    checkout)."""
+    out = _git("status", "--porcelain", "--untracked-files=no") if _zoo_is_tracked() else None
+    return None if out is None else bool(out.strip())
 
 
 def identity(plan: Plan, dataset, zoo) -> dict:
