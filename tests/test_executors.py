@@ -131,11 +131,28 @@ def test_executor_ray_without_ray_is_one_line_and_exit_2(tiny_text, monkeypatch)
     result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--executor", "ray")
     assert result.code == 2, result
     assert result.err.strip() == (
-        "zoo: error: --executor ray needs Ray, an optional extra: "
-        'pip install -e ".[ray]" (or pip install ray)'
+        "zoo: error: --executor ray needs ray, of zoo's optional extra 'ray': "
+        "pip install 'zoo[ray]'"
     )
     with Store() as store:
         assert store.rows() == []
+
+
+def test_tune_and_an_onnx_export_without_their_extras_are_one_line_and_exit_2(
+    tiny_text, monkeypatch
+):
+    monkeypatch.setitem(sys.modules, "optuna", None)
+    result = run_cli(
+        "tune", "decoder-char", "--on", tiny_text, "--space", "lr=log(1e-4,1e-2)", "--trials", 1
+    )
+    assert result.code == 2 and result.err.strip() == (
+        "zoo: error: zoo tune needs optuna, of zoo's optional extra 'tune': pip install 'zoo[tune]'"
+    ), result
+    from zoo.errors import ZooError, require_extra
+
+    monkeypatch.setitem(sys.modules, "onnxscript", None)
+    with pytest.raises(ZooError, match=r"needs onnxscript, of zoo's optional extra 'export'"):
+        require_extra(("onnx", "onnxscript"), "export", "an ONNX export")
 
 
 def test_ray_options_need_the_ray_executor(tiny_text):

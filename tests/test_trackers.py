@@ -247,3 +247,23 @@ def test_a_sweep_sends_every_cell_to_its_trackers(tiny_text, with_trackers, monk
     assert result.code == 0, result
     starts = [c for c in Slow.calls if c[0] == "start"]
     assert len(starts) == 2 and "ZOO_LOG_TO" not in os.environ
+
+
+def test_a_tracker_whose_module_needs_a_missing_package_stops_the_run_before_it_trains(
+    tmp_path, monkeypatch
+):
+    from zoo.errors import ZooError
+    from zoo.train.tracking import Trackers
+
+    (tmp_path / "needy_tracker.py").write_text("import zoo_absent_extra_xyz\nclass Logger: ...\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Needy:
+        @hookimpl
+        def register_loggers(self, register):
+            register("needy", "needy_tracker:Logger", description="test: needs a package")
+
+    zoo = loading.build_zoo(entry_points=False)
+    assert zoo.add_plugin(Needy(), loading.PluginInfo("test-needy", "test"))
+    with pytest.raises(ZooError, match="needs zoo_absent_extra_xyz, which is not installed"):
+        Trackers(["needy"], zoo)

@@ -77,6 +77,14 @@ class PluginError(ZooError):
     """A plugin failed to load or register (raised only in strict mode)."""
 
 
+class MissingModule(ZooError):
+    """Plugin code that imports a module this environment lacks (an extra not installed)."""
+
+    def __init__(self, message: str, module: str):
+        super().__init__(message)
+        self.module = module
+
+
 class RunRefused(ZooError):
     """A mistake found once a run had started, before it trained a step (an ``--init`` run
     none of whose tensors fit the model): the run is removed, row and folder, not kept as
@@ -114,3 +122,15 @@ class RunDiverged(ZooError):
         )
         super().__init__(f"run {run_id} {exc}{kept}; lower the learning rate (--set lr=...)")
         self.run_id, self.step, self.checkpoint_step = run_id, exc.step, exc.checkpoint_step
+
+
+def require_extra(modules: tuple[str, ...], extra: str, what: str) -> None:
+    """Refuse, in one line, ``what`` when a module of zoo's optional ``extra`` is missing."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ZooError(
+            f"{what} needs {', '.join(missing)}, of zoo's optional extra {extra!r}: "
+            f"pip install 'zoo[{extra}]'"
+        )

@@ -199,6 +199,9 @@ def trace(trained, path: Path) -> str:
     """Write the network's graph to ``path``; returns the exporter that traced it."""
     import torch
 
+    from zoo.errors import require_extra
+
+    require_extra(("onnx", "onnxscript", "onnxruntime"), "export", "an ONNX export")
     network = _network(trained)
     wrapped = Outputs.wrap(trained, network)
     vocab = trained.config["spec"]["vocab_size"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zoo.core.containment import PluginCodeFailed, call_plugin, contained, plugin_code
-from zoo.errors import UnknownNameError, ZooError
+from zoo.errors import MissingModule, UnknownNameError, ZooError
 from zoo.tasks import Task
 
 KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command", "logger", "exporter")
@@ -178,6 +178,13 @@ def resolve_target(target, what: str):
         for part in attr.split(".") if attr else ():
             obj = getattr(obj, part)
     except PluginCodeFailed as exc:
+        missing = exc.__cause__
+        if isinstance(missing, ModuleNotFoundError) and missing.name:
+            raise MissingModule(
+                f"Cannot load {what} from {target!r}: it needs {missing.name}, which is not "
+                "installed",
+                missing.name,
+            ) from None
         raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from None
     except AttributeError as exc:
         raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from zoo.core.process import set_threads
-from zoo.errors import ZooError
+from zoo.errors import ZooError, require_extra
 from zoo.sweeps.dispatch import Executor
 from zoo.sweeps.warm import WarmWorker
 from zoo.sweeps.worker import one_line, run_cell
@@ -26,13 +26,9 @@ class RayExecutor(Executor):
     keeps as many in flight as the cluster has room for."""
 
     def __init__(self, address: str | None = None, cpus: int = 1, gpus: float = 0):
-        try:
-            import ray
-        except ImportError:
-            raise ZooError(
-                "--executor ray needs Ray, an optional extra: "
-                'pip install -e ".[ray]" (or pip install ray)'
-            ) from None
+        require_extra(("ray",), "ray", "--executor ray")
+        import ray
+
         self.ray, self.address, self.cpus, self.gpus = ray, address, cpus, gpus
         self.owned = False
         self.refs: dict[object, int] = {}  # object ref -> slot

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from zoo.errors import ZooError
+from zoo.errors import MissingModule, ZooError
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +72,9 @@ class Trackers:
             entry = zoo.loggers.get(name)
             try:
                 self.loggers[name] = entry.load()()
-            except ImportError as exc:  # an extra that is not installed: the user's to fix
-                raise ZooError(
-                    f"--log-to {name}: {exc}; install it with pip install 'zoo[{name}]'"
-                ) from None
+            except (ImportError, MissingModule) as exc:  # an extra not installed: the user's
+                extra = f"pip install 'zoo[{name}]'" if entry.plugin == "trackers" else "install it"
+                raise ZooError(f"--log-to {name}: {exc}; {extra}") from None
             except Exception as exc:  # noqa: BLE001 - any failure of plugin code is its own
                 self._warn(name, entry.plugin, "could not start", exc)
                 continue

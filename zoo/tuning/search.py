@@ -15,7 +15,7 @@ import logging
 import time
 from pathlib import Path
 
-from zoo.errors import ZooError
+from zoo.errors import ZooError, require_extra
 from zoo.tuning import report
 from zoo.tuning.space import check_space
 from zoo.tuning.study import (
@@ -88,6 +88,7 @@ def run_search(
     """Search, then report: see the module's docstring. ``make_executor()`` gives a sweep
     executor (None: trials in this process), called once for the trials and once for the
     seed re-runs."""
+    require_extra(("optuna",), "tune", "zoo tune")
     import optuna
 
     from zoo.tuning.trials import TrialDriver, run_here
