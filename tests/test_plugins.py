@@ -234,3 +234,26 @@ def test_an_architecture_without_a_block_size_is_exit_2_naming_its_plugin(tiny_t
         assert 'role="context"' in lines[0] and "Traceback" not in result.err
     with Store() as store:
         assert store.rows() == []  # refused at plan time: nothing was recorded
+
+
+def test_a_plugins_exception_after_loading_is_one_line_naming_the_plugin():
+    """A build (or a command, or an exporter) that raises fails with one line naming its
+    plugin; a ZooError it raises already says what it means."""
+    from zoo.core.containment import call_plugin
+    from zoo.errors import ZooError
+
+    def exploding():
+        raise ValueError("audit build exploded")
+
+    with pytest.raises(ZooError) as caught:
+        call_plugin(exploding, what="architecture 'avgbag'", plugin="audit")
+    assert str(caught.value) == (
+        "architecture 'avgbag' from plugin 'audit' failed: ValueError: audit build exploded"
+    )
+    assert isinstance(caught.value.__cause__, ValueError)  # --debug shows its traceback
+
+    def refusing():
+        raise ZooError("width must be even")
+
+    with pytest.raises(ZooError, match="^width must be even$"):
+        call_plugin(refusing, what="architecture 'avgbag'", plugin="audit")

@@ -132,13 +132,17 @@ def contained(function, *args):
 
 def call_plugin(function: Callable, *args, what: str, plugin: str):
     """Call plugin code that runs after loading (a command's handler, an architecture's
-    build). Its ``sys.exit()``, or a KeyboardInterrupt it raises itself, is that plugin's
-    failure: a ZooError (exit 2) naming it, not a silent exit 0 or an "interrupted". Its
-    exceptions go on as they are, and a real Ctrl-C from the user goes on up (130)."""
+    build). What it raises, its ``sys.exit()`` or a KeyboardInterrupt it raises itself, is
+    that plugin's failure: one line naming it (a ZooError, exit 2), not a traceback, a
+    silent exit 0 or an "interrupted". A ZooError it raises says what it means already; a
+    real Ctrl-C from the user goes on up (130)."""
     with plugin_code():
         try:
             return function(*args)
+        except ZooError:
+            raise
         except BaseException as exc:
-            if isinstance(exc, Exception) or not is_plugin_failure(exc):
+            if not isinstance(exc, Exception) and not is_plugin_failure(exc):
                 raise
-            raise ZooError(f"{what} from plugin {plugin!r} failed: {describe(exc)}") from None
+            # --debug shows the plugin's traceback through the cause
+            raise ZooError(f"{what} from plugin {plugin!r} failed: {describe(exc)}") from exc
