@@ -191,6 +191,9 @@ def resolve_target(target, what: str):
     return obj
 
 
+UNLISTED = ("exporter", "command")  # kinds `zoo list` has no section for
+
+
 class Registry:
     """Names of one kind: clashes are errors, unknown names get a did-you-mean."""
 
@@ -211,8 +214,12 @@ class Registry:
         try:
             return self._entries[name]
         except KeyError:
+            listed = self.kind not in UNLISTED  # else the error lists the names itself
             raise UnknownNameError(
-                self.kind, name, self._entries, hint=f"zoo list {self.kind}s shows all"
+                self.kind,
+                name,
+                self._entries,
+                hint=f"zoo list {self.kind}s shows all" if listed else None,
             ) from None
 
     def remove(self, name: str) -> Entry:
