@@ -815,3 +815,12 @@ def test_registry_toml_of_any_bytes_loads_or_fails_with_one_line(tmp_path, data)
         merge_file(Catalogue(), path)
     except ZooError as exc:
         assert str(path) in str(exc) and "\n" not in str(exc)
+
+
+def test_a_precision_the_device_lacks_is_refused_before_a_run_is_recorded(tiny_text):
+    from zoo.records.store import Store
+
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--set", "precision=fp16")
+    assert result.code == 2 and "precision fp16 needs a CUDA device" in result.err, result
+    with Store() as store:
+        assert store.rows() == []

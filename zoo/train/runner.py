@@ -69,10 +69,14 @@ def execute(
     from zoo.train.tracking import chosen
 
     zoo = zoo or get_zoo()
-    if device == "cuda":  # a device that is not there: the user's error, and no run recorded
+    precision = getattr(plan.configs.get("train"), "precision", "auto")
+    if device == "cuda" or precision != "auto":  # not there: the user's error, no run recorded
+        import torch
+
+        from zoo.train.precision import resolve_precision
         from zoo.train.torch_model import pick_device
 
-        pick_device(device)
+        resolve_precision(precision, torch.device(pick_device(device)))
     trackers_named = chosen(log_to)
     check_trackers(trackers_named, zoo)  # an unknown tracker fails before anything loads
     ranks = distributed.join_ranks(device)
