@@ -28,8 +28,9 @@ attribute and ``fit(input_ids, attention_mask, targets, vocabulary)`` (plugins/n
 model whose fit leaves nothing to learn keeps no trainable parameters: ``train_step`` then
 measures the loss and changes nothing.
 
-A module is called with ``input_ids`` [B, T] and ``attention_mask`` [B, T] (1 = real) and
-returns what its task declares (``zoo.Task.output``; ``zoo list pipelines`` shows each);
+A module is called with ``input_ids`` [B, T] and ``attention_mask`` [B, T] (1 = real), or
+None where every token is real (windows of running text: language modeling, next-item on
+text), and returns what its task declares (``zoo.Task.output``; ``zoo list pipelines`` shows each);
 the engine trains it with the task's declared loss.
 
 Outputs only where targets count (optional): a module whose task has a target per position
