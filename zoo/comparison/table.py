@@ -181,6 +181,15 @@ def summarize(
     if status and "all" not in status:
         notes += left_out_by_status(data, status)
         data = data[data["status"].isin(list(status))]
+    # An ensemble of members at different seeds shares members with others (seed 0's model
+    # with seed 1's, and with seed 2's): no count of independent seeds holds for it.
+    mixed = (data["kind"] == "ensemble") & data["seed"].isna()
+    if mixed.any():
+        notes.append(
+            f"{int(mixed.sum())} ensemble(s) of members trained at different seeds left out: "
+            "they share members, so n would not count independent seeds"
+        )
+        data = data[~mixed]
     for key in rows_keys + column_keys:
         if key not in frame.columns:
             raise UnknownNameError(
