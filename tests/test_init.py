@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -95,6 +96,15 @@ def test_the_source_is_part_of_the_config_hash_and_reproduce_follows_it(
 
     compared = run_cli("compare", "--metric", "val_accuracy")
     assert compared.code == 0 and f"init={source}" in compared.out, compared
+
+    shown = run_cli("show", tuned["run_id"])
+    assert f"started from run {source} " in shown.out, shown
+    file = Path(labelled).parent / "again.toml"  # zoo show --config trains it again, from it
+    file.write_text(run_cli("show", tuned["run_id"], "--config").out, encoding="utf-8")
+    again = run_cli("run", "--config", file, "--json", "--quiet")
+    assert again.code == 0, again
+    rerun = json.loads(again.out)
+    assert rerun["metrics"]["val_loss"] == tuned["metrics"]["val_loss"]
 
 
 @pytest.mark.slow

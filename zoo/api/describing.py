@@ -207,6 +207,16 @@ def show_run(zoo, run_id: str) -> str:
             f"  evaluates run {row['parent_id']} (trained on {config.get('trained_on')}) "
             f"on split {config.get('split')!r} of {row['dataset']}"
         )
+    init = config.get("init")
+    if isinstance(init, dict) and init.get("run_id"):  # it started from that run's weights
+        lines.append(
+            f"  started from run {init['run_id']} ({init.get('model')} on {init.get('dataset')}, "
+            f"{init.get('task')})"
+        )
+    if config.get("stacked"):
+        lines.append(
+            f"  trained with other seeds as one batched model (stacked={config['stacked']})"
+        )
     for part in config.get("combines") or []:  # an ensemble row (zoo ensemble)
         lines.append(
             f"  combines run {part.get('run_id')} ({part.get('model')}) with weight "

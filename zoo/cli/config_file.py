@@ -32,7 +32,7 @@ from zoo.io import check_depth, read_config_text
 
 COMMON = {"steps", "time", "set", "task", "device", "log_to"}
 KEYS = {
-    "run": COMMON | {"model", "dataset", "seed", "text_column", "label_column", "compile"},
+    "run": COMMON | {"model", "dataset", "seed", "text_column", "label_column", "compile", "init"},
     "sweep": COMMON
     | {
         "models",
@@ -242,6 +242,15 @@ def for_run(record: dict) -> str:
     for key in ("text_column", "label_column"):
         if config.get(key):
             lines.append(f"{key} = {_toml(config[key])}")
+    init = (config.get("init") or {}).get("run_id")
+    if init:  # it started from that run's weights: so does the run this file trains
+        lines.append(f"init = {_toml(init)}")
+    if config.get("stacked"):
+        lines.insert(
+            1,
+            f"# trained with other seeds as one batched model (stacked="
+            f"{config['stacked']}); this file trains it alone",
+        )
     skipped = []
     for section, values in (config.get("configs") or {}).items():
         if not values:
