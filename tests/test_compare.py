@@ -134,6 +134,18 @@ def test_welch_interval_against_a_hand_computation():
     assert welch_interval(1.6, float("nan"), 1, 1.1, 0.1, 2).significant is None
 
 
+def test_figures_equal_at_every_seed_are_no_spread_whatever_their_rounding():
+    # three seeds at 0.1 on each side: pandas' std is about 1.7e-17, not 0
+    import pandas as pd
+
+    sd = float(pd.Series([0.1, 0.1, 0.1]).std(ddof=1))
+    assert 0 < sd < 1e-15  # the rounding this guards against
+    tied = welch_interval(0.1, sd, 3, 0.2, sd, 3)
+    assert tied.low == tied.high == tied.diff and tied.significant is None
+    one_side = welch_interval(0.1, sd, 3, 0.2, 0.05, 3)  # the other side's spread counts
+    assert one_side.df == pytest.approx(2.0) and one_side.low < one_side.high
+
+
 def test_cells_hold_mean_std_n_best_and_the_baseline_difference():
     fill_two_models()
     cells = summarize(loaded(), baseline="base-char").cells.set_index(["model", "dataset"])

@@ -93,6 +93,14 @@ def test_show_config_prints_a_file_that_trains_the_run_again(tiny_text, tmp_path
     (tmp_path / "again.toml").write_text(text, encoding="utf-8")
     again = ok("run", "--config", tmp_path / "again.toml", "--json", "--quiet")
     assert figures(again.out) == {k: v for k, v in first["metrics"].items() if k not in TIMING}
+    from zoo.records.store import Store
+
+    with Store() as store:  # the same configuration: the same cell of a sweep
+        hashes = {
+            store.get(run_id)["config_hash"]
+            for run_id in (json.loads(again.out)["run_id"], first["run_id"])
+        }
+    assert len(hashes) == 1
 
 
 def test_sweep_config_gives_the_metrics_of_the_same_command_line(tiny_text, tmp_path):

@@ -112,3 +112,18 @@ def test_a_finished_cell_is_not_reused_once_its_file_changed(isolated):
     (cell,) = plan_sweep(["fasttext-wordpunct"], [str(path)], seeds=1).cells
     assert cell.done is None and cell.stale == "then"
     assert cell.new_because.startswith("the dataset changed since run then")
+
+
+def test_only_a_local_files_content_is_compared_with_what_a_run_read():
+    from types import SimpleNamespace
+
+    from zoo.data.datasets import changed_since
+
+    def loaded(kind):
+        return SimpleNamespace(ref=SimpleNamespace(kind=kind), fingerprint="now")
+
+    assert changed_since(loaded("path"), "r1", "then").startswith("the dataset changed since run r1")
+    assert changed_since(loaded("path"), "r1", "now") is None
+    assert changed_since(loaded("path"), "r1", None) is None  # a run that recorded none
+    for kind in ("hub", "plugin"):  # named by their id or their options, never carved anew
+        assert changed_since(loaded(kind), "r1", "then") is None

@@ -239,9 +239,12 @@ def for_run(record: dict) -> str:
     ]
     if config.get("device") in ("cpu", "cuda"):
         lines.append(f"device = {_toml(config['device'])}")
-    for key in ("text_column", "label_column"):
-        if config.get(key):
-            lines.append(f"{key} = {_toml(config[key])}")
+    # the columns it chose (so the run's config hash is the same), or, for a run recorded
+    # before zoo recorded its choice, the columns it read
+    chosen = config.get("columns") or [config.get("text_column"), config.get("label_column")]
+    for key, value in zip(("text_column", "label_column"), chosen):
+        if value:
+            lines.append(f"{key} = {_toml(value)}")
     init = (config.get("init") or {}).get("run_id")
     if init:  # it started from that run's weights: so does the run this file trains
         lines.append(f"init = {_toml(init)}")

@@ -126,6 +126,12 @@ class Interval:
         return self.low > 0 or self.high < 0
 
 
+def no_spread(sd: float, scale: float) -> bool:
+    """Whether a standard deviation is rounding alone: figures equal at every seed give
+    about 1e-17 for a mean of 0.1, not 0."""
+    return sd <= 1e-12 * max(1.0, abs(scale))
+
+
 def welch_interval(
     mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int, level: float = 0.95
 ) -> Interval:
@@ -134,6 +140,8 @@ def welch_interval(
     nan = float("nan")
     if n_a < 2 or n_b < 2 or math.isnan(sd_a) or math.isnan(sd_b):
         return Interval(diff, nan, nan, nan)
+    # equal figures at every seed, up to the rounding of their mean: no spread at all
+    sd_a, sd_b = (0.0 if no_spread(sd, mean) else sd for sd, mean in ((sd_a, mean_a), (sd_b, mean_b)))
     var_a, var_b = sd_a**2 / n_a, sd_b**2 / n_b
     se = math.sqrt(var_a + var_b)
     if se == 0:  # no seed variance on either side: nothing to test the difference against
@@ -156,7 +164,7 @@ def paired_interval(a: list[float], b: list[float], level: float = 0.95) -> Inte
     sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1))
     df = len(diffs) - 1
     # the same difference at every seed, up to the rounding of the subtractions: no test
-    if sd <= 1e-12 * max([1.0] + [abs(x) for x in (*a, *b)]):
+    if no_spread(sd, max([0.0] + [abs(x) for x in (*a, *b)])):
         return Interval(mean, mean, mean, df)
     se = sd / math.sqrt(len(diffs))
     margin = t_quantile(0.5 + level / 2, df) * se

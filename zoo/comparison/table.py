@@ -189,6 +189,8 @@ def summarize(
             f"{int(mixed.sum())} ensemble(s) of members trained at different seeds left out: "
             "they share members, so n would not count independent seeds"
         )
+        if mixed.all():
+            raise ZooError(notes[-1] + "; combine members of one seed to compare them")
         data = data[~mixed]
     for key in rows_keys + column_keys:
         if key not in frame.columns:

@@ -93,10 +93,11 @@ class LoadedDataset:
 
 
 def changed_since(loaded: LoadedDataset, run_id: str, recorded: str | None) -> str | None:
-    """Why ``loaded`` is not the data run ``run_id`` trained on (its ``recorded``
-    fingerprint), or None. A local file edited since has its missing splits carved again,
-    so its validation and test rows may be rows the run trained on."""
-    if recorded is None or recorded == loaded.fingerprint:
+    """Why ``loaded``, a local file or folder, is not the data run ``run_id`` trained on (its
+    ``recorded`` fingerprint), or None. Edited since, it has its missing splits carved again,
+    so its validation and test rows may be rows the run trained on. A Hub id or a plugin's
+    dataset names its data (a plugin's by its options): None."""
+    if loaded.ref.kind != "path" or recorded is None or recorded == loaded.fingerprint:
         return None
     return (
         f"the dataset changed since run {run_id} trained on it (fingerprint {recorded} "

@@ -127,7 +127,6 @@ def plan_sweep(
     from zoo.core.loading import get_zoo
     from zoo.records.store import Store
     from zoo.train.plan import config_hash, plan_run
-    from zoo.train.reuse import data_changed
 
     zoo = zoo or get_zoo()
     if seeds <= 0:
@@ -176,17 +175,10 @@ def plan_sweep(
         finished = store.finished_by_hash()
         rows = store.rows() if any(c.config_hash not in finished for c in cells) else []
     first: dict[str, Cell] = {}
-    changed: dict = {}  # run id -> why its data is not the cell's data now
-    read: dict = {}  # each local dataset, as it reads now
+    settle_finished(cells, finished, zoo)
     for cell in cells:
-        if cell.config_hash in finished:
-            done = finished[cell.config_hash]
-            if done not in changed:
-                changed[done] = data_changed(cell.plan, done, read, zoo)
-            if changed[done] is None:
-                cell.done = done
-                continue
-            cell.new_because, cell.stale = changed[done], done
+        if cell.done:
+            continue
         if cell.config_hash in first:  # differs only in settings that change no result
             cell.skip = (
                 f"the same experiment as {first[cell.config_hash].label} (its "
@@ -205,6 +197,26 @@ def plan_sweep(
         task=task,
         stacked=stacked,
     )
+
+
+def settle_finished(cells: list[Cell], finished: dict[str, str], zoo) -> None:
+    """Mark each cell a finished run holds (``finished``: config hash -> run id) as done,
+    unless that run read a local file that has changed since: then the cell trains again,
+    saying why (``new_because``), and that run is ``stale``, never taken for it."""
+    from zoo.train.reuse import data_changed
+
+    changed: dict[str, str | None] = {}  # run id -> why its data is not the cell's now
+    read: dict = {}  # each local dataset, as it reads now
+    for cell in cells:
+        done = finished.get(cell.config_hash) if cell.config_hash else None
+        if done is None:
+            continue
+        if done not in changed:
+            changed[done] = data_changed(cell.plan, done, read, zoo)
+        if changed[done] is None:
+            cell.done = done
+        else:
+            cell.new_because, cell.stale = changed[done], done
 
 
 def explain_new_cells(cells: list[Cell], rows: list[dict], zoo) -> None:

@@ -220,7 +220,8 @@ def _seed_reruns(search: Search, results, make_executor) -> None:
     preset's are one set of cells, counted once."""
     from zoo.records.store import Store
     from zoo.sweeps import driver
-    from zoo.sweeps.cells import Cell, Sweep
+    from zoo.core.loading import get_zoo
+    from zoo.sweeps.cells import Cell, Sweep, settle_finished
     from zoo.train.plan import config_hash, plan_run
     from zoo.tuning.trials import rerun_seeds
 
@@ -245,8 +246,7 @@ def _seed_reruns(search: Search, results, make_executor) -> None:
                 cells.setdefault(cell.config_hash, cell)
     with Store() as store:
         finished = store.finished_by_hash()
-    for cell in cells.values():
-        cell.done = finished.get(cell.config_hash)
+    settle_finished(list(cells.values()), finished, get_zoo())  # a changed file: run again
     sweep = Sweep(
         list(cells.values()),
         search.models,
