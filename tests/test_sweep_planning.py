@@ -122,7 +122,9 @@ def test_only_a_local_files_content_is_compared_with_what_a_run_read():
     def loaded(kind):
         return SimpleNamespace(ref=SimpleNamespace(kind=kind), fingerprint="now")
 
-    assert changed_since(loaded("path"), "r1", "then").startswith("the dataset changed since run r1")
+    assert changed_since(loaded("path"), "r1", "then").startswith(
+        "the dataset changed since run r1"
+    )
     assert changed_since(loaded("path"), "r1", "now") is None
     assert changed_since(loaded("path"), "r1", None) is None  # a run that recorded none
     for kind in ("hub", "plugin"):  # named by their id or their options, never carved anew

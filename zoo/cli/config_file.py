@@ -241,7 +241,7 @@ def for_run(record: dict) -> str:
         lines.append(f"device = {_toml(config['device'])}")
     # the columns it chose (so the run's config hash is the same), or, for a run recorded
     # before zoo recorded its choice, the columns it read
-    chosen = config.get("columns") or [config.get("text_column"), config.get("label_column")]
+    chosen = config.get("columns", [config.get("text_column"), config.get("label_column")])
     for key, value in zip(("text_column", "label_column"), chosen):
         if value:
             lines.append(f"{key} = {_toml(value)}")

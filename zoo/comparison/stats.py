@@ -141,7 +141,9 @@ def welch_interval(
     if n_a < 2 or n_b < 2 or math.isnan(sd_a) or math.isnan(sd_b):
         return Interval(diff, nan, nan, nan)
     # equal figures at every seed, up to the rounding of their mean: no spread at all
-    sd_a, sd_b = (0.0 if no_spread(sd, mean) else sd for sd, mean in ((sd_a, mean_a), (sd_b, mean_b)))
+    sd_a, sd_b = (
+        0.0 if no_spread(sd, mean) else sd for sd, mean in ((sd_a, mean_a), (sd_b, mean_b))
+    )
     var_a, var_b = sd_a**2 / n_a, sd_b**2 / n_b
     se = math.sqrt(var_a + var_b)
     if se == 0:  # no seed variance on either side: nothing to test the difference against

@@ -174,7 +174,7 @@ def _record_and_train(
         "threads": settle_threads().record(),
         "text_column": dataset.text_column,
         "label_column": dataset.label_column,
-        **({"columns": list(plan.columns)} if any(plan.columns) else {}),  # as chosen
+        "columns": list(plan.columns),  # as chosen: None where detected
         **({"held_out": list(plan.held_out)} if plan.held_out else {}),
         **(extra or {}),
     }

@@ -218,9 +218,9 @@ def _seed_reruns(search: Search, results, make_executor) -> None:
     trials' (so no reported seed is the selected trial again): ordinary sweep cells (reused
     when already finished, resumed when cut off), reported on test. Settings equal to the
     preset's are one set of cells, counted once."""
+    from zoo.core.loading import get_zoo
     from zoo.records.store import Store
     from zoo.sweeps import driver
-    from zoo.core.loading import get_zoo
     from zoo.sweeps.cells import Cell, Sweep, settle_finished
     from zoo.train.plan import config_hash, plan_run
     from zoo.tuning.trials import rerun_seeds
