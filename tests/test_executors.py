@@ -333,4 +333,7 @@ def test_a_worker_runs_on_its_thread_count_with_the_programs_garbage_collector(
     ProcessExecutor(1, threads=3).run_cells(sweep, device="cpu")
     [cell] = sweep.cells
     assert cell.status == "failed"
-    assert cell.error == f"RuntimeError: threads 3, OMP_NUM_THREADS 3, gc {YOUNG_GC_THRESHOLD}"
+    assert cell.error.endswith(
+        f"from plugin 'p_probing' failed: RuntimeError: threads 3, OMP_NUM_THREADS 3, "
+        f"gc {YOUNG_GC_THRESHOLD}"
+    ), cell.error

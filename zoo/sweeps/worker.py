@@ -86,7 +86,6 @@ def run_cell(task: dict, send=None, warm: WarmWorker | None = None) -> dict:
 
 def _train(task: dict, journal: Journal, warm: WarmWorker) -> dict:
     from zoo.train.resume import ResumeRefused, resume
-    from zoo.train.runner import execute
     from zoo.train.stacked_runs import train_anew
 
     plan, zoo = _plan(task, warm)
@@ -97,18 +96,8 @@ def _train(task: dict, journal: Journal, warm: WarmWorker) -> dict:
         except ResumeRefused as exc:
             journal.refused(claimed["id"], str(exc))
     plan = warm.dataset_for(plan, zoo)  # loaded here, or kept from an earlier cell
-    if plan.stacked:  # a stacked cell refused its resume: a stack of one, as in a stack
-        return train_anew(
-            plan,
-            device=task["device"],
-            quiet=True,
-            zoo=zoo,
-            run_id=task["run_id"],
-            store=journal,
-            extra=task.get("extra"),
-        )
     # A search trial adds its record (extra) and its per-validation callback (on_validate).
-    return execute(
+    return train_anew(
         plan,
         device=task["device"],
         quiet=True,

@@ -29,9 +29,9 @@ model whose fit leaves nothing to learn keeps no trainable parameters: ``train_s
 measures the loss and changes nothing.
 
 A module is called with ``input_ids`` [B, T] and ``attention_mask`` [B, T] (1 = real), or
-None where every token is real (windows of running text: language modeling, next-item on
-text), and returns what its task declares (``zoo.Task.output``; ``zoo list pipelines`` shows each);
-the engine trains it with the task's declared loss.
+None where every token is real (windows cut from running text), and returns what its task
+declares (``zoo.Task.output``; ``zoo list pipelines`` shows each); the engine trains it
+with the task's declared loss.
 
 Outputs only where targets count (optional): a module whose task has a target per position
 may say ``outputs_at_positions = True`` and take a keyword ``positions``, a bool [B, T];

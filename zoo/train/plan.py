@@ -8,7 +8,6 @@ import hashlib
 import json
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from zoo.core.bounds import check_seed
@@ -345,31 +344,14 @@ def config_hash(plan: Plan, zoo=None, plugins: dict[str, str] | None = None) -> 
         payload["init"] = plan.init.run_id
     if plan.stacked:  # seeds trained together are a configuration of their own
         payload["stacked"] = plan.stacked
+    from zoo.train.reuse import data_choices
+
     chosen = data_choices(plan)
     if chosen:  # which columns and splits of the data it read, where chosen
         payload["data"] = chosen
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[
         :16
     ]
-
-
-def data_choices(plan: Plan) -> dict:
-    """The choices of which data a run reads that its dataset's source does not say: the
-    text and label columns named on the command line, and the columns and splits a user's
-    catalogue entry names (two entries may read one file differently). The built-in
-    catalogue's entries are zoo's own, part of the code its version identifies, and stay
-    out, so the hashes of runs on them are as they were."""
-    from zoo.core.registry_file import BUILTIN_FILE
-
-    entry = getattr(plan.dataset_ref, "entry", None)
-    own = entry is not None and Path(entry.source).resolve() != BUILTIN_FILE
-    text, label = plan.columns
-    chosen = {
-        "text_column": text or (entry.text_column if own else None),
-        "label_column": label or (entry.label_column if own else None),
-        "splits": dict(sorted(entry.splits.items())) if own and entry.splits else None,
-    }
-    return {key: value for key, value in chosen.items() if value}
 
 
 def _asdict(config):

@@ -1,8 +1,12 @@
-"""Whether a finished run can stand for a plan with its config hash: the hash names the
-settings, the code and the data's source, not a local file's content, which is read when a
-run starts. Sweeps and ensemble presets ask before they reuse a run."""
+"""Which data a plan reads, and whether a finished run read the same: the config hash
+names the settings, the code, the data's source and the columns and splits chosen
+(``data_choices``), not a local file's content, which is read when a run starts and
+compared here (``data_changed``) before a sweep, a search or an ensemble preset reuses a
+run."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
@@ -29,3 +33,22 @@ def data_changed(plan, run_id: str, read: dict, zoo) -> str | None:
             read[key] = None  # unreadable now: the cell fails as it runs, and says why
     now = read[key]
     return None if now is None else zoo_data.changed_since(now, run_id, then)
+
+
+def data_choices(plan) -> dict:
+    """The choices of which data a run reads that its dataset's source does not say: the
+    text and label columns named on the command line, and the columns and splits a user's
+    catalogue entry names (two entries may read one file differently). The built-in
+    catalogue's entries are zoo's own, part of the code its version identifies, and stay
+    out, so the hashes of runs on them are as they were."""
+    from zoo.core.registry_file import BUILTIN_FILE
+
+    entry = getattr(plan.dataset_ref, "entry", None)
+    own = entry is not None and Path(entry.source).resolve() != BUILTIN_FILE
+    text, label = plan.columns
+    chosen = {
+        "text_column": text or (entry.text_column if own else None),
+        "label_column": label or (entry.label_column if own else None),
+        "splits": dict(sorted(entry.splits.items())) if own and entry.splits else None,
+    }
+    return {key: value for key, value in chosen.items() if value}

@@ -63,20 +63,16 @@ def execute(
     ``label`` starts each progress line (which member or cell this is), and ``log_every``
     spaces them (zoo.train.progress). Where the run's time goes (``zoo.core.phases``) is
     recorded with its provenance as ``timing``. ``stack`` is the run's place among seeds
-    trained together (zoo.train.stacked.StackSlot), for a plan with ``stacked``.
-    """
+    trained together (zoo.train.stacked.StackSlot), for a plan with ``stacked``."""
     from zoo.train.tracking import check as check_trackers
     from zoo.train.tracking import chosen
 
     zoo = zoo or get_zoo()
     precision = getattr(plan.configs.get("train"), "precision", "auto")
     if device == "cuda" or precision != "auto":  # not there: the user's error, no run recorded
-        import torch
+        from zoo.train.precision import refuse_missing
 
-        from zoo.train.precision import resolve_precision
-        from zoo.train.torch_model import pick_device
-
-        resolve_precision(precision, torch.device(pick_device(device)))
+        refuse_missing(precision, device)
     trackers_named = chosen(log_to)
     check_trackers(trackers_named, zoo)  # an unknown tracker fails before anything loads
     ranks = distributed.join_ranks(device)

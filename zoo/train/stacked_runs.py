@@ -48,10 +48,13 @@ def train_together(plans, run_ids, *, device, quiet, zoo, stores=None, extras=No
     return stack.turns.run([one(slot) for slot in range(len(plans))])
 
 
-def train_anew(plan, *, device, quiet, zoo, run_id=None, store=None, extra=None, label=None):
+def train_anew(
+    plan, *, device, quiet, zoo, run_id=None, store=None, extra=None, label=None, on_validate=None
+):
     """A cell's run started anew (its last run could not be resumed): a plan of seeds
     trained together is trained as a stack of one, so its run is what its configuration
-    says (stacked), never a run trained alone; any other plan as ``execute`` trains it."""
+    says (stacked), never a run trained alone; any other plan as ``execute`` trains it
+    (``on_validate``: a search trial's callback; trials are never stacked)."""
     from zoo.train.runner import execute
     from zoo.train.starting import new_run_id
 
@@ -65,6 +68,7 @@ def train_anew(plan, *, device, quiet, zoo, run_id=None, store=None, extra=None,
             store=store,
             extra=extra,
             label=label,
+            on_validate=on_validate,
         )
     ((kind, value),) = train_together(
         [plan],
