@@ -19,14 +19,6 @@ def cpu_has_native_bf16() -> bool:
         return False
 
 
-def refuse_missing(precision: str, device: str) -> None:
-    """Refuse a device torch does not see, or a precision the device lacks (fp16 on the
-    CPU), before a run is recorded."""
-    from zoo.train.torch_model import pick_device
-
-    resolve_precision(precision, torch.device(pick_device(device)))
-
-
 def resolve_precision(precision: str, device: torch.device) -> str:
     """What "auto" means on a device: bf16 autocast on CUDA (fp16 where the GPU lacks bf16);
     on the CPU bf16 where it has native bf16 instructions (1.3x the training throughput of

@@ -70,7 +70,7 @@ def execute(
     zoo = zoo or get_zoo()
     precision = getattr(plan.configs.get("train"), "precision", "auto")
     if device == "cuda" or precision != "auto":  # not there: the user's error, no run recorded
-        from zoo.train.precision import refuse_missing
+        from zoo.train.torch_model import refuse_missing
 
         refuse_missing(precision, device)
     trackers_named = chosen(log_to)

@@ -33,6 +33,12 @@ def pick_device(device: str = "auto") -> str:
     return device
 
 
+def refuse_missing(precision: str, device: str) -> None:
+    """Refuse a device torch does not see, or a precision the device lacks (fp16 on the
+    CPU), before a run is recorded."""
+    resolve_precision(precision, torch.device(pick_device(device)))
+
+
 def as_model(built, device: str = "cpu", *, loss) -> Model:
     """The protocol object for whatever an architecture's build() returned; a torch module
     trains and evaluates with ``loss``, the task's (``zoo.core.loading.task_loss``)."""
