@@ -926,3 +926,15 @@ def test_verify_refuses_other_architectures_and_tasks(trained):
     assert task.code == 2 and "language-modeling runs" in only_line(task)
     assert "classification run" in task.err
     assert run_cli("verify", runs["lm"]).code == 0
+
+
+def test_an_unquoted_text_value_is_told_to_be_quoted():
+    import pandas as pd
+
+    from zoo.comparison.query import select
+    from zoo.errors import ZooError
+
+    frame = pd.DataFrame({"model": ["decoder-char"], "seed": [0]})
+    with pytest.raises(ZooError, match="a text value is quoted, as in model == 'decoder-char'"):
+        select(frame, "model == decoder-char")
+    assert len(select(frame, "model == 'decoder-char'")) == 1

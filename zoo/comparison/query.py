@@ -184,9 +184,15 @@ class _Evaluator:
         name = node.id if isinstance(node, ast.Name) else dotted_name(node)
         if name is not None:
             if name not in self.frame.columns:
+                columns = [str(c) for c in self.frame.columns if c != "settings"]
                 raise _Refused(
-                    UnknownNameError(
-                        "column", name, [str(c) for c in self.frame.columns if c != "settings"]
+                    UnknownNameError(  # model == decoder-char names columns decoder and char
+                        "column",
+                        name,
+                        columns,
+                        hint="a text value is quoted, as in model == 'decoder-char'; columns: "
+                        + ", ".join(columns[:12])
+                        + (", ..." if len(columns) > 12 else ""),
                     )
                 )
             return _plain(self.frame[name])
