@@ -80,10 +80,6 @@ class PluginError(ZooError):
 class MissingModule(ZooError):
     """Plugin code that imports a module this environment lacks (an extra not installed)."""
 
-    def __init__(self, message: str, module: str):
-        super().__init__(message)
-        self.module = module
-
 
 class RunRefused(ZooError):
     """A mistake found once a run had started, before it trained a step (an ``--init`` run

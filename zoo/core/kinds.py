@@ -182,8 +182,7 @@ def resolve_target(target, what: str):
         if isinstance(missing, ModuleNotFoundError) and missing.name:
             raise MissingModule(
                 f"Cannot load {what} from {target!r}: it needs {missing.name}, which is not "
-                "installed",
-                missing.name,
+                "installed"
             ) from None
         raise ZooError(f"Cannot load {what} from {target!r}: {exc}") from None
     except AttributeError as exc:
