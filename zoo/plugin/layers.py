@@ -15,6 +15,7 @@ _LAZY = {
         "MLP",
         "PreLNBlock",
         "ThreadInvariantLayerNorm",
+        "RMSNorm",
         "check_length",
         "key_mask",
         "last_real",
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
     from zoo.train.layers import (
         MLP,
         PreLNBlock,
+        RMSNorm,
         SelfAttention,
         ThreadInvariantLayerNorm,
         attention,
@@ -43,6 +45,7 @@ __all__ = [
     "MLP",
     "PreLNBlock",
     "ThreadInvariantLayerNorm",
+    "RMSNorm",
     "check_length",
     "key_mask",
     "last_real",
