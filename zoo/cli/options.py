@@ -93,7 +93,7 @@ def read_texts(path: str) -> list[str]:
     line by line, each at most MAX_PREDICT_TEXT_BYTES, and the bytes actually read counted
     against MAX_PREDICT_BYTES, so a pipe or a device (whose size the system reports as 0) is
     bounded as a file is: the first byte too many is exit 2, whatever comes after it."""
-    from zoo.core.bounds import (
+    from zoo.core.limits import (
         MAX_PREDICT_BYTES,
         MAX_PREDICT_LINES,
         MAX_PREDICT_TEXT_BYTES,
