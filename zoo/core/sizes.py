@@ -18,6 +18,7 @@ the ``context`` field is the longest input pipelines cut to, and the ``width``, 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 from zoo.core.bounds import (
@@ -29,7 +30,7 @@ from zoo.core.bounds import (
     MAX_WIDTH,
     physical_memory,
 )
-from zoo.errors import ZooError
+from zoo.errors import ZooDeprecationWarning, ZooError
 
 MAX_SPLIT_ROWS = 2**24  # rows of a split a dataset builds
 BYTES_PER_PARAMETER = 16  # fp32 weights, gradients and two Adam moments
@@ -104,7 +105,25 @@ def field_for(config, role: str) -> str | None:
     for name, facts in declared(config).items():
         if facts.get("role") == role:
             return name
+    if role == "context" and _plain_block_size(config):
+        return "block_size"
     return None
+
+
+def _plain_block_size(config) -> bool:
+    """API 1.0 read the context length from a field named ``block_size``; such a config
+    still works, with a warning, until plugin API 2.0."""
+    cls = config if isinstance(config, type) else type(config)
+    if "block_size" not in getattr(cls, "__dataclass_fields__", {}):
+        return False
+    warnings.warn(
+        f"{cls.__name__}.block_size is read as the context length by its name, which is "
+        'deprecated: declare it block_size: int = sized(128, role="context") (from '
+        "zoo.plugin.config import sized); plugin API 2.0 reads only the role",
+        ZooDeprecationWarning,
+        stacklevel=3,
+    )
+    return True
 
 
 def value_of(config, role: str) -> int | None:
