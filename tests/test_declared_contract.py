@@ -23,7 +23,7 @@ SNAKE_WORD = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 UNRELATED = {"dtype": "a datasets Feature's dtype (zoo/data/datasets.py)"}
 # (module, name): a field read by name only to keep a deprecated API working, with a warning
 DEPRECATED_READS = {
-    ("core/sizes.py", "block_size"): "API 1.0's context field, read until plugin API 2.0",
+    ("core/limits.py", "block_size"): "API 1.0's context field, read until plugin API 2.0",
     ("operations/reload.py", "block_size"): "API 1.0's Trained.block_size, until API 2.0",
 }
 
@@ -37,7 +37,7 @@ def contract_names() -> set[str]:
 
     import zoo
     import zoo.plugin
-    from zoo.core.sizes import ROLES
+    from zoo.core.limits import ROLES
 
     names = set(ROLES)
 
@@ -134,7 +134,7 @@ def test_the_grep_finds_a_field_named_in_the_core(tmp_path):
 
 
 def test_every_built_in_architecture_declares_its_context_length():
-    from zoo.core.sizes import context_length, field_for
+    from zoo.core.limits import context_length, field_for
 
     zoo = get_zoo()
     for entry in zoo.architectures.entries():
@@ -146,7 +146,7 @@ def test_every_built_in_architecture_declares_its_context_length():
 
 def test_sizes_are_read_by_role_and_bounded_by_declaration():
     from zoo.core.config import build_config
-    from zoo.core.sizes import context_length, estimated_parameters
+    from zoo.core.limits import context_length, estimated_parameters
     from zoo.plugin.config import sized
 
     @dataclasses.dataclass
