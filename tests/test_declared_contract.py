@@ -32,7 +32,7 @@ def contract_names() -> set[str]:
 
     import zoo
     import zoo.plugin
-    from zoo.core.sizes import ROLES
+    from zoo.core.limits import ROLES
 
     names = set(ROLES)
 
@@ -127,7 +127,7 @@ def test_the_grep_finds_a_field_named_in_the_core(tmp_path):
 
 
 def test_every_built_in_architecture_declares_its_context_length():
-    from zoo.core.sizes import context_length, field_for
+    from zoo.core.limits import context_length, field_for
 
     zoo = get_zoo()
     for entry in zoo.architectures.entries():
@@ -139,7 +139,7 @@ def test_every_built_in_architecture_declares_its_context_length():
 
 def test_sizes_are_read_by_role_and_bounded_by_declaration():
     from zoo.core.config import build_config
-    from zoo.core.sizes import context_length, estimated_parameters
+    from zoo.core.limits import context_length, estimated_parameters
     from zoo.plugin.config import sized
 
     @dataclasses.dataclass

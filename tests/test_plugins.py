@@ -260,11 +260,11 @@ def test_a_plugins_exception_after_loading_is_one_line_naming_the_plugin():
 
 
 def test_an_unknown_name_points_only_at_a_listing_that_exists():
-    from zoo.core.kinds import Entry, Registry
+    from zoo.core.kinds import Entries, Entry
     from zoo.errors import UnknownNameError
 
     for kind, hint in (("exporter", "Available: onnx"), ("logger", "zoo list loggers shows all")):
-        registry = Registry(kind)
+        registry = Entries(kind)
         registry.add(Entry(kind, "onnx", "x:y", plugin="export"))
         with pytest.raises(UnknownNameError, match=hint):
             registry.get("onxx")

@@ -101,8 +101,8 @@ def _preset_words(origin: str | None) -> str:
 def _show_entries(zoo, name: str) -> list[str]:
     shown = []
     for kind in ("architecture", "tokenizer", "pipeline"):
-        if name in zoo.registries[kind]:
-            entry = zoo.registries[kind].get(name)
+        if name in zoo.entries_of[kind]:
+            entry = zoo.entries_of[kind].get(name)
             lines = [f"{kind} {name} (plugin {entry.plugin})", f"  {entry.description}"]
             if entry.tasks:
                 lines.append(f"  tasks: {', '.join(entry.tasks)}")

@@ -193,7 +193,7 @@ def resolve_target(target, what: str):
 UNLISTED = ("exporter", "command")  # kinds `zoo list` has no section for
 
 
-class Registry:
+class Entries:
     """Names of one kind: clashes are errors, unknown names get a did-you-mean."""
 
     def __init__(self, kind: str):

@@ -8,9 +8,9 @@ from typing import Any
 
 from zoo.core.config import build_config
 from zoo.core.containment import call_plugin
+from zoo.core.limits import check_memory, context_length
 from zoo.core.loading import get_zoo, task_loss
 from zoo.core.names import get_task
-from zoo.core.sizes import check_memory, context_length
 from zoo.errors import ZooError
 from zoo.io import load_tokenizer
 from zoo.records.paths import run_folder
