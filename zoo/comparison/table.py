@@ -234,10 +234,11 @@ def summarize(
     for key in rows_keys + column_keys:
         long[key] = long[key].map(key_text)
     group = unique_keys(rows_keys + column_keys + ["task", "metric", "variant"])
-    cells, mixed = [], set()
+    cells, mixed, machines = [], set(), 0
     for values, runs in long.groupby(group, sort=False, dropna=False):
         if runs["status"].nunique() > 1:
             mixed.update(runs["status"])
+        machines += _pools_machines(runs)
         found = dict(zip(group, values))
         numbers = runs["value"].astype(float)
         cell = {k: found[k] for k in rows_keys + column_keys}
@@ -268,6 +269,12 @@ def summarize(
             f"some cells pool runs of several statuses ({', '.join(sorted(mixed))}); "
             "--status finished counts finished runs only"
         )
+    if machines:
+        notes.append(
+            f"{machines} cell(s) pool runs trained on different CPU kinds or precisions "
+            "(their last digits differ from machine to machine): zoo runs --columns "
+            "cpu_kind,resolved_precision shows which"
+        )
     if merged:
         notes.append(
             f"{merged} duplicate run(s) of the same configuration and seed merged (a tune "
@@ -289,6 +296,12 @@ def summarize(
     table = table.reset_index(drop=True)
     table.attrs["notes"] = notes  # zoo.compare() returns the cells: the notes travel with them
     return Comparison(table, rows_keys, column_keys, baseline, notes)
+
+
+def _pools_machines(runs) -> bool:
+    """Whether a cell's runs trained on more than one CPU kind or resolved precision."""
+    kinds = [c for c in ("cpu_kind", "resolved_precision") if c in runs.columns]
+    return bool(kinds) and len(runs[kinds].dropna().drop_duplicates()) > 1
 
 
 def _keys(keys, option: str) -> list[str]:
