@@ -806,3 +806,22 @@ def test_an_installed_zoo_records_no_commit_of_the_project_around_it(tmp_path, m
     assert provenance.git_commit() is None and provenance.git_dirty() is None
     subprocess.run(["git", "add", "-f", str(code)], cwd=project, check=True)  # a checkout
     assert provenance.git_commit() is not None and provenance.git_dirty() is True
+
+
+def test_a_cell_pooling_cpu_kinds_or_precisions_is_noted_not_split():
+    """Runs of one configuration trained on an AVX2-only CPU (fp32) and on one with AMX (bf16)
+    are one row, n=2, with a note naming what differs; one machine throughout, no note."""
+    avx2 = {"cpu": "AMD EPYC", "cpu_flags": ["avx2"], "precision": "fp32"}
+    amx = {"cpu": "Xeon", "cpu_flags": ["avx2", "avx512f", "amx_tile"], "precision": "bf16"}
+    record("a-char", "text", 0, {"val_bpc": 1.0}, config_hash="a", machine=avx2)
+    record("a-char", "text", 1, {"val_bpc": 1.1}, config_hash="a", machine=amx)
+    record("b-char", "text", 0, {"val_bpc": 2.0}, config_hash="b", machine=amx)
+    record("b-char", "text", 1, {"val_bpc": 2.1}, config_hash="b", machine=amx)
+    comparison = summarize(loaded())
+    cells = comparison.cells.set_index("model")
+    assert cells.loc["a-char", "n"] == 2 and len(cells) == 2
+    (note,) = [n for n in comparison.notes if "CPU kinds" in n]
+    assert note.startswith("1 cell(s)")
+    runs = loaded().set_index("id")
+    assert set(runs["cpu_kind"]) == {"AVX2", "AMX"}
+    assert set(runs["resolved_precision"]) == {"fp32", "bf16"}

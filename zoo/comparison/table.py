@@ -246,10 +246,11 @@ def summarize(
             "chosen as the best is biased upwards by the choice (zoo tune reports its re-runs)"
         )
     group = unique_keys(rows_keys + column_keys + ["task", "metric", "variant"])
-    cells, mixed = [], set()
+    cells, mixed, machines = [], set(), 0
     for values, runs in long.groupby(group, sort=False, dropna=False):
         if runs["status"].nunique() > 1:
             mixed.update(runs["status"])
+        machines += _pools_machines(runs)
         found = dict(zip(group, values))
         numbers = runs["value"].astype(float)
         cell = {k: found[k] for k in rows_keys + column_keys}
@@ -279,6 +280,12 @@ def summarize(
         notes.append(
             f"some cells pool runs of several statuses ({', '.join(sorted(mixed))}); "
             "--status finished counts finished runs only"
+        )
+    if machines:
+        notes.append(
+            f"{machines} cell(s) pool runs trained on different CPU kinds or precisions "
+            "(their last digits differ from machine to machine): zoo runs --columns "
+            "cpu_kind,resolved_precision shows which"
         )
     if merged:
         notes.append(
@@ -314,6 +321,12 @@ def _without_selected_trials(long, keys):
     config = config + "\0" + long["settings"].map(variant_id)
     selected = trial & config.isin(set(config[~trial]))
     return long[~selected], int(selected.sum())
+
+
+def _pools_machines(runs) -> bool:
+    """Whether a cell's runs trained on more than one CPU kind or resolved precision."""
+    kinds = [c for c in ("cpu_kind", "resolved_precision") if c in runs.columns]
+    return bool(kinds) and len(runs[kinds].dropna().drop_duplicates()) > 1
 
 
 def _keys(keys, option: str) -> list[str]:
