@@ -43,7 +43,7 @@ def cases() -> list:
 def tiny_config(entry):
     """The architecture's config with every declared size made small."""
     from zoo.core.config import build_config
-    from zoo.core.sizes import declared
+    from zoo.core.limits import declared
 
     cls = entry.config_class()
     values = {
@@ -71,9 +71,9 @@ def test_every_registered_architecture_builds_trains_saves_and_reloads(
     pytest.importorskip("torch")
     if architecture in ("gpt2", "llama", "bert"):
         pytest.importorskip("transformers")
+    from zoo.core.limits import context_length
     from zoo.core.loading import task_loss
     from zoo.core.names import get_task
-    from zoo.core.sizes import context_length
     from zoo.plugin import RunFolder, TaskSpec
     from zoo.train.losses import check_output
     from zoo.train.torch_model import as_model

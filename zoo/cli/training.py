@@ -15,7 +15,7 @@ from zoo.cli.options import (
 )
 from zoo.cli.runs import add_compare_options, emit_comparison
 from zoo.cli.training_options import add_config_option
-from zoo.core.bounds import DEVICES, seed_argument
+from zoo.core.limits import DEVICES, seed_argument
 from zoo.train.progress import log_every_argument
 from zoo.train.tracking import tracker_lines
 

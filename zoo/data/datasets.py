@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zoo.core.catalogue import is_hub_id
 from zoo.core.names import tasks_for
 from zoo.core.phases import phase
-from zoo.core.registry_file import is_hub_id
 from zoo.data.sources import (
     FILE_BUILDERS,
     DatasetRef,

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from zoo.core.config import incidental
+from zoo.core.limits import sized
 from zoo.core.phases import phase
-from zoo.core.sizes import sized
 from zoo.errors import ZooError
 from zoo.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 
@@ -265,7 +265,7 @@ class Job:
     def context_length(self) -> int:
         """The longest input in tokens: the context length the architecture's config declares
         (``sized(..., role="context")``); pipelines cut inputs to it."""
-        from zoo.core.sizes import context_length
+        from zoo.core.limits import context_length
 
         length = context_length(self.model_config)
         if length is None:  # the plan refuses such an architecture before a job exists

@@ -23,7 +23,14 @@ from zoo.train import checkpoints, distributed
 from zoo.train.curves import save_curve
 from zoo.train.job import Job, RunResult
 from zoo.train.plan import Plan, config_hash
-from zoo.train.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
+from zoo.train.provenance import (
+    git_commit,
+    git_dirty,
+    identity,
+    machine_record,
+    plugin_provenance,
+    versions,
+)
 from zoo.train.starting import create_run_folder, new_run_id, plan_job, seed_everything
 
 if TYPE_CHECKING:
@@ -167,6 +174,7 @@ def _record_and_train(
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),
         "device": device,
+        "machine": machine_record(getattr(plan.configs.get("train"), "precision", "auto"), device),
         "threads": settle_threads().record(),
         "text_column": dataset.text_column,
         "label_column": dataset.label_column,

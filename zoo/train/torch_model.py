@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from zoo.core.bounds import DEVICES
+from zoo.core.limits import DEVICES
 from zoo.core.phases import phase
 from zoo.errors import ZooError
 from zoo.train.layers import attention  # noqa: F401  (its old home: plugins may import it from here)
