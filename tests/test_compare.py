@@ -10,7 +10,7 @@ import pytest
 from conftest import TINY_DECODER, run_cli
 
 from zoo.comparison.render import render
-from zoo.comparison.stats import t_quantile, welch_interval
+from zoo.comparison.stats import paired_interval, t_quantile, welch_interval
 from zoo.comparison.table import summarize
 from zoo.records.store import Store
 
@@ -141,7 +141,12 @@ def test_figures_equal_at_every_seed_are_no_spread_whatever_their_rounding():
     sd = float(pd.Series([0.1, 0.1, 0.1]).std(ddof=1))
     assert 0 < sd < 1e-15  # the rounding this guards against
     tied = welch_interval(0.1, sd, 3, 0.2, sd, 3)
-    assert tied.low == tied.high == tied.diff and tied.significant is None
+    # no interval at all, not [diff, diff]: a filter on its ends must not count it
+    assert math.isnan(tied.low) and math.isnan(tied.high) and tied.significant is None
+    assert not (tied.high < 0) and tied.untestable == "no seed variance"
+    same = paired_interval([0.5, 0.6, 0.7], [0.55, 0.65, 0.75])  # -0.05 at every seed
+    assert same.diff == pytest.approx(-0.05) and math.isnan(same.low) and math.isnan(same.high)
+    assert same.untestable == "no seed variance" and same.significant is None
     one_side = welch_interval(0.1, sd, 3, 0.2, 0.05, 3)  # the other side's spread counts
     assert one_side.df == pytest.approx(2.0) and one_side.low < one_side.high
 
@@ -264,6 +269,10 @@ def test_runs_with_different_settings_are_separate_rows():
     assert "base-char (steps=2000)" in text
     pooled = summarize(loaded(), pool=True).cells
     assert len(pooled) == 1 and pooled["n"].iloc[0] == 2 and pooled["configs"].iloc[0] == 2
+    # two runs at one seed: n counts runs, and the legend says so (not "distinct seeds")
+    legend = render(summarize(loaded(), pool=True), "table").split("\n\n")[1]
+    assert "(n runs: each configuration at each seed once)" in legend
+    assert "distinct seeds" not in legend
 
 
 def test_a_models_tasks_are_columns_not_settings():

@@ -149,10 +149,19 @@ def test_an_infinite_figure_is_left_out_with_a_note():
     comparison = summarize(load_runs())
     (cell,) = comparison.cells.itertuples()
     assert cell.n == 2 and cell.mean == pytest.approx(0.55)
-    assert any("1 run(s) with a non-finite test_accuracy left out" in n for n in comparison.notes)
+    assert any("1 run(s) diverged (a non-finite test_accuracy)" in n for n in comparison.notes)
     import zoo
 
     assert any("non-finite" in note for note in zoo.compare().attrs["notes"])
+
+
+def test_a_nan_figure_is_named_as_diverged_not_as_missing():
+    fill("a-word", [0.5, 0.6])
+    nan_run = record("a-word", 2, {"test_accuracy": math.nan})
+    record("a-word", 3, {"val_accuracy": 0.5})  # no test figure at all: missing, not diverged
+    notes = summarize(load_runs()).notes
+    assert any("1 run(s) diverged" in n and f"{nan_run} (nan)" in n for n in notes), notes
+    assert any("1 of 4 matching runs recorded no primary metric" in n for n in notes), notes
 
 
 def test_small_figures_keep_their_significant_digits():
@@ -220,7 +229,7 @@ def test_bars_of_a_metric_that_is_not_a_fraction_start_near_the_data():
 def test_the_statistics_page_says_what_each_mark_means_and_which_noise_is_counted():
     from pathlib import Path
 
-    from zoo.comparison.significance import NO_VARIANCE, ONE_SEED
+    from zoo.comparison.stats import NO_VARIANCE, ONE_SEED
 
     root = Path(__file__).resolve().parents[1]
     page = (root / "docs" / "guide" / "statistics.md").read_text(encoding="utf-8")

@@ -34,7 +34,7 @@ def run_frame():
 
     frame = load_runs()
     if frame.empty:
-        return frame.drop(columns=["settings"], errors="ignore")
+        return frame.drop(columns=["settings", "nan_metrics", "tune_trial"], errors="ignore")
     frame["params"] = pd.array(
         [None if pd.isna(v) else int(v) for v in frame["params"]], dtype="Int64"
     )  # failed rows hold none: still integers
@@ -48,7 +48,7 @@ def run_frame():
         metrics.append(metric)
     frame["metric"] = metrics
     frame["value"] = pd.array(values, dtype="float64")
-    return frame.drop(columns=["settings"])
+    return frame.drop(columns=["settings", "nan_metrics", "tune_trial"])
 
 
 def _primary_value(frame, row, metric):

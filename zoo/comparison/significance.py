@@ -17,17 +17,10 @@ from typing import Any
 from zoo.comparison.labels import key_text, row_text, short_value, unique_keys
 from zoo.errors import UnknownNameError, ZooError
 
-NO_VARIANCE = "no seed variance"
-ONE_SEED = "cannot test: n<2"
-
 
 def untestable(interval) -> str | None:
     """Why a Welch comparison has no test, or None when it has one."""
-    if math.isnan(interval.low):
-        return ONE_SEED
-    if interval.low == interval.high:
-        return NO_VARIANCE
-    return None
+    return interval.untestable
 
 
 def _compare(a, b, level: float):

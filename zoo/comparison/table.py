@@ -29,6 +29,7 @@ from zoo.comparison.labels import (
 )
 from zoo.comparison.samples import (
     left_out_by_status,
+    nan_metrics,
     non_finite_note,
     one_per_sample,
     sample_key,
@@ -124,10 +125,14 @@ def add_settings(frame, rows: dict):
     frame = frame.copy()
     derived = {run_id: settings_of(row, rows) for run_id, row in rows.items()}
     samples = {run_id: sample_key(row, rows) for run_id, row in rows.items()}
+    diverged = {run_id: nan_metrics(row) for run_id, row in rows.items()}
     frame["settings"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[0])
     frame["trained_on"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[1])
     frame["split"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[2])
     frame["sample"] = frame["id"].map(lambda i: samples.get(i, i))
+    frame["nan_metrics"] = frame["id"].map(lambda i: diverged.get(i, frozenset()))
+    trials = {run_id for run_id, row in rows.items() if (row.get("config") or {}).get("tune")}
+    frame["tune_trial"] = frame["id"].isin(trials)
     return frame
 
 
@@ -144,6 +149,7 @@ class Comparison:
     columns: list[str]
     baseline: str | None = None
     notes: list[str] = field(default_factory=list)
+    pooled: bool = False  # --pool: n counts runs (configurations x seeds), not seeds
 
 
 def summarize(
@@ -233,6 +239,12 @@ def summarize(
     long["variant"] = long["settings"].map(variant_id) if not pool else ""
     for key in rows_keys + column_keys:
         long[key] = long[key].map(key_text)
+    long, selected = _without_selected_trials(long, rows_keys + column_keys)
+    if selected:
+        notes.append(
+            f"{selected} tune trial(s) left out where their settings were re-run: a trial "
+            "chosen as the best is biased upwards by the choice (zoo tune reports its re-runs)"
+        )
     group = unique_keys(rows_keys + column_keys + ["task", "metric", "variant"])
     cells, mixed, machines = [], set(), 0
     for values, runs in long.groupby(group, sort=False, dropna=False):
@@ -295,7 +307,20 @@ def summarize(
         notes.append("some cells pool runs with different settings (--pool)")
     table = table.reset_index(drop=True)
     table.attrs["notes"] = notes  # zoo.compare() returns the cells: the notes travel with them
-    return Comparison(table, rows_keys, column_keys, baseline, notes)
+    return Comparison(table, rows_keys, column_keys, baseline, notes, pooled=pool)
+
+
+def _without_selected_trials(long, keys):
+    """`long` without the `zoo tune` trials whose configuration was also run outside the
+    search (the winner's re-runs at other seeds): the trial was chosen for its validation
+    figure, so pooling it with its re-runs brings back the selection bias they avoid."""
+    if "tune_trial" not in long.columns or not long["tune_trial"].any():
+        return long, 0
+    trial = long["tune_trial"].fillna(False).astype(bool)
+    config = long[unique_keys(keys + ["task", "metric"])].astype(str).agg("\0".join, axis=1)
+    config = config + "\0" + long["settings"].map(variant_id)
+    selected = trial & config.isin(set(config[~trial]))
+    return long[~selected], int(selected.sum())
 
 
 def _pools_machines(runs) -> bool:
@@ -335,6 +360,9 @@ def _metric_names(frame) -> list[str]:
         "pid",
         "host",
         "settings",
+        "nan_metrics",
+        "tune_trial",
+        "sample",
         "trained_on",
         "split",
         "created",
@@ -358,7 +386,8 @@ def _values(data, metric: str | None, evals: bool):
         for key in eval_names(name, row["split"]) if evals else [name]:
             value = row[key] if key in data.columns else None
             if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
-                if math.isnan(value):  # a NaN in a frame is a metric not recorded
+                # a NaN in a frame is a metric not recorded, unless the run recorded NaN
+                if math.isnan(value) and key not in row.get("nan_metrics", ()):
                     continue
                 records.append({**row.to_dict(), "metric": name, "value": float(value)})
                 break

@@ -166,6 +166,7 @@ class Zoo:
             info.hash_source = lambda: module_source_hash(plugin)
         with plugin_code():
             try:
+                check_api(plugin)
                 self._register(plugin, info)
             except BaseException as exc:  # a broken plugin must not break the zoo
                 if not is_plugin_failure(exc):
@@ -240,6 +241,30 @@ class Zoo:
         if strict:
             raise PluginError(message + " [ZOO_STRICT_PLUGINS=1]")
         log.warning(f"{message}")
+
+
+def check_api(plugin: Any) -> None:
+    """Refuse a plugin whose ``ZOO_PLUGIN_API`` (a version specifier, ``">=1.1,<2"``) does
+    not include this zoo's ``zoo.plugin.API_VERSION``: it is set aside like a broken one."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    from zoo.plugin import API_VERSION
+
+    declared = getattr(plugin, "ZOO_PLUGIN_API", None)
+    if declared is None:
+        return
+    try:
+        supported = SpecifierSet(declared) if isinstance(declared, str) else None
+    except InvalidSpecifier:
+        supported = None
+    if supported is None:
+        raise PluginError(
+            f"ZOO_PLUGIN_API = {declared!r:.60} is not a version specifier like '>=1.1,<2'"
+        )
+    if API_VERSION not in supported:
+        raise PluginError(
+            f"it supports zoo's plugin API {declared}, and this zoo has API {API_VERSION}"
+        )
 
 
 def _one_line(exc: BaseException) -> str:
