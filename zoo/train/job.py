@@ -58,6 +58,11 @@ class TrainConfig:
     """Steps between validation estimates during training."""
     eval_batches: int = sized(20, role="batch")
     """Batches per periodic validation estimate; the final evaluation uses whole splits."""
+    eval_limit: int | None = None
+    """Score at most this many examples of the validation and test splits (evenly spaced;
+    windows of ``block_size`` tokens for language modeling): a smoke run's quick figures. A
+    setting like any other, so a sampled run never shares a comparison row with a whole one.
+    Unset: every example."""
     keep_best: bool = True
     """Report the validation and test splits with the weights of the best validation score (the
     step is recorded as best_step), not those of the last step."""
@@ -114,6 +119,8 @@ class TrainConfig:
             )
         if self.time is not None and not self.time > 0:
             raise ValueError(f"time must be positive, got {self.time}")
+        if self.eval_limit is not None and not self.eval_limit > 0:
+            raise ValueError(f"eval_limit must be positive (or unset), got {self.eval_limit}")
 
 
 class RunFolder:
