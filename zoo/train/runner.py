@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from zoo.core.containment import own_interrupts_fail
+from zoo.core.culprits import naming_plugins
 from zoo.core.loading import get_zoo, task_loss
 from zoo.core.phases import current as current_clock
 from zoo.core.phases import measured, measuring, phase
@@ -282,7 +283,7 @@ def _train_and_record(
     start = time.time()
     try:
         seed_everything(plan.seed)
-        with own_interrupts_fail(), phase("evaluate"):  # what its inner phases leave
+        with own_interrupts_fail(), phase("evaluate"), naming_plugins("training"):
             result = pipeline.run(job)  # (a KeyboardInterrupt with no Ctrl-C behind it: failed)
         if not isinstance(result, RunResult):
             raise ZooError(
