@@ -96,7 +96,8 @@ def execute(
                     quiet=quiet,
                     held_out=plan.held_out,
                 )
-            dataset = dataset.holding_out(plan.held_out)
+            limit = getattr(plan.configs.get("train"), "eval_limit", None)
+            dataset = dataset.holding_out(plan.held_out).sampling_evaluation(limit)
         with phase("imports"):
             pipeline = plan.pipeline.load()
         check = optional_method(pipeline, "check_dataset")
@@ -160,6 +161,7 @@ def _record_and_train(
         "dataset": plan.dataset_ref.name,
         "task": plan.task,
         "seed": plan.seed,
+        "eval_limit": getattr(plan.configs.get("train"), "eval_limit", None),
     }
     provenance = {
         **summary,
