@@ -62,6 +62,7 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.bpe",
     "zoo.plugins.decoder",
     "zoo.plugins.encoder",
+    "zoo.plugins.encdec",
     "zoo.plugins.numpy",
     "zoo.plugins.digits",
     "zoo.plugins.transformers",

@@ -279,13 +279,15 @@ class Job:
             raise ZooError(f"architecture {self.architecture.name!r} declares no context length")
         return length
 
-    def build_model(self, spec):
+    def build_model(self, spec, *, train_loss=None):
         """The architecture built for ``spec`` (a ``zoo.plugin.TaskSpec``) on the run's device, as a
-        ``zoo.plugin.Model`` that trains with the task's declared loss."""
+        ``zoo.plugin.Model`` that trains with the task's declared loss, or with ``train_loss``
+        (``loss(outputs, targets, reduction)``) where the pipeline's settings change the
+        training objective (label smoothing); evaluation keeps the declared loss."""
         with phase("build"):
-            return self._build_model(spec)
+            return self._build_model(spec, train_loss)
 
-    def _build_model(self, spec):
+    def _build_model(self, spec, train_loss=None):
         from zoo.core.containment import call_plugin
         from zoo.core.loading import task_loss
         from zoo.core.names import get_task
@@ -304,7 +306,9 @@ class Job:
             what=f"architecture {self.architecture.name!r}",
             plugin=self.architecture.plugin,
         )
-        model = as_model(built, pick_device(self.device), loss=task_loss(task))
+        model = as_model(
+            built, pick_device(self.device), loss=task_loss(task), train_loss=train_loss
+        )
         if self._stack is not None:
             model = self._stack.join(model)
         check_output(model, task, spec, self.context_length, who)
