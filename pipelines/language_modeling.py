@@ -150,11 +150,14 @@ def split_metrics(prefix: str, nll: float, count: int, tokens: SplitTokens | str
 
 
 def score_split(model, tokens: SplitTokens, block: int, cfg, name: str, say) -> tuple[float, int]:
-    nll, count = evaluate(model, tokens.ids, block, cfg.eval_batch_size, cfg.eval_tokens)
+    budget, why = cfg.eval_tokens, f"eval_tokens={cfg.eval_tokens:,}"
+    if cfg.eval_limit is not None and cfg.eval_limit * block < budget:  # windows of a smoke run
+        budget, why = cfg.eval_limit * block, f"eval_limit={cfg.eval_limit:,} windows"
+    nll, count = evaluate(model, tokens.ids, block, cfg.eval_batch_size, budget)
     if count < len(tokens.ids) - 1:
         say(
             f"{name}: scored {count:,} of {len(tokens.ids) - 1:,} tokens in evenly spaced "
-            f"windows (eval_tokens={cfg.eval_tokens:,})"
+            f"windows ({why})"
         )
     return nll, count
 

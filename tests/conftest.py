@@ -295,7 +295,7 @@ def mirror():
     """The dataset mirror folders (ZOO_DATASETS, see DATASETS); a test that loads
     shakespeare, emotion or rotten_tomatoes takes this fixture and is skipped, with the
     reason, where the mirror is absent (the Hub is not reachable from the test machines)."""
-    from zoo.core.registry_file import load_catalogue
+    from zoo.core.catalogue import load_catalogue
 
     folders = [Path(p) for p in os.environ.get("ZOO_DATASETS", "").split(os.pathsep) if p]
     folders += list(load_catalogue().mirrors)

@@ -43,7 +43,7 @@ _LAZY = {
     "Reproduction": "zoo.results",
     "models": "zoo.api",
     "catalog": "zoo.api",
-    "Catalog": "zoo.results",
+    "Listing": "zoo.results",
     "show": "zoo.api",
     "Shown": "zoo.results",
     "comparison_table": "zoo.api",
@@ -79,8 +79,8 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
     )
     from zoo.operations.ensemble import Ensemble
     from zoo.results import (
-        Catalog,
         Evaluation,
+        Listing,
         LoadedRun,
         Removal,
         Reproduction,
@@ -113,7 +113,7 @@ __all__ = [
     "Reproduction",
     "models",
     "catalog",
-    "Catalog",
+    "Listing",
     "show",
     "Shown",
     "comparison_table",
@@ -126,4 +126,9 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = _lazy_names(globals(), _LAZY)
+_lazy_getattr, __dir__ = _lazy_names(globals(), _LAZY)
+_EARLIER_NAMES = {"Catalog": "Listing"}  # renamed names, kept working for code written for them
+
+
+def __getattr__(name: str):
+    return _lazy_getattr(_EARLIER_NAMES.get(name, name))

@@ -73,6 +73,12 @@ class UnknownNameError(ZooError):
         self.kind, self.name, self.suggestions = kind, name, close
 
 
+class ZooDeprecationWarning(DeprecationWarning):
+    """A name or signature of the plugin API that still works but will leave: the message
+    names its replacement. Shown by default (zoo.plugin turns it on), so a plugin's author
+    sees it at ``zoo run``, not only under pytest."""
+
+
 class PluginError(ZooError):
     """A plugin failed to load or register (raised only in strict mode)."""
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zoo.core.bounds import MAX_GENERATE_TOKENS, positive_argument
+from zoo.core.limits import MAX_GENERATE_TOKENS, positive_argument
 from zoo.errors import ZooError
 from zoo.pipeline import optional_method
 
@@ -255,7 +255,7 @@ class Reproduction:
 
 
 @dataclass
-class Catalog:
+class Listing:
     """What `zoo list` shows: per kind (architectures, tokenizers, datasets, models,
     pipelines, loggers, plugins), a row per entry with its name, plugin and description; or,
     asked for the matrix, which task each dataset serves with which model."""

@@ -9,14 +9,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from zoo.errors import UnknownNameError, ZooError
-from zoo.results import Catalog, Removal, Shown
+from zoo.results import Listing, Removal, Shown
 
 KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "loggers", "plugins")
 
 
 def catalog(
     kind: str | None = None, pattern: str = "*", *, all_pairs: bool = False, matrix: bool = False
-) -> Catalog:
+) -> Listing:
     """What the zoo holds (`zoo list`): the entries of one kind (all but plugins when none
     is named) whose names match the glob ``pattern``; models are the presets, and every
     ARCHITECTURE-TOKENIZER pair too with ``all_pairs``. ``matrix``: which task each dataset
@@ -27,7 +27,7 @@ def catalog(
     zoo = get_zoo()
     if matrix:
         table = listing.matrix(zoo)
-        return Catalog({}, table, listing.format_matrix(table))
+        return Listing({}, table, listing.format_matrix(table))
     if kind is not None and kind not in KINDS:
         raise UnknownNameError("kind", kind, KINDS)
     kinds = [kind] if kind else [k for k in KINDS if k != "plugins"]
@@ -40,7 +40,7 @@ def catalog(
                 "\n  (presets; any ARCHITECTURE-TOKENIZER pair runs too: zoo list models --all)\n"
             )
         texts.append(text)
-    return Catalog(sections, [], "\n".join(texts))
+    return Listing(sections, [], "\n".join(texts))
 
 
 def models(pattern: str = "*", *, all_pairs: bool = False) -> list[dict]:

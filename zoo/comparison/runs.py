@@ -35,7 +35,7 @@ def run_frame(runs=None):
 
     frame = load_runs() if runs is None else runs.copy()
     if frame.empty:
-        return frame.drop(columns=["settings"], errors="ignore")
+        return frame.drop(columns=["settings", "nan_metrics", "tune_trial"], errors="ignore")
     frame["params"] = pd.array(
         [None if pd.isna(v) else int(v) for v in frame["params"]], dtype="Int64"
     )  # failed rows hold none: still integers
@@ -49,7 +49,7 @@ def run_frame(runs=None):
         metrics.append(metric)
     frame["metric"] = metrics
     frame["value"] = pd.array(values, dtype="float64")
-    return frame.drop(columns=["settings"])
+    return frame.drop(columns=["settings", "nan_metrics", "tune_trial"])
 
 
 def _primary_value(frame, row, metric):

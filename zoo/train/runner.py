@@ -23,7 +23,14 @@ from zoo.train import checkpoints, distributed
 from zoo.train.curves import save_curve
 from zoo.train.job import Job, RunResult
 from zoo.train.plan import Plan, config_hash
-from zoo.train.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
+from zoo.train.provenance import (
+    git_commit,
+    git_dirty,
+    identity,
+    machine_record,
+    plugin_provenance,
+    versions,
+)
 from zoo.train.starting import create_run_folder, new_run_id, plan_job, seed_everything
 
 if TYPE_CHECKING:
@@ -89,7 +96,8 @@ def execute(
                     quiet=quiet,
                     held_out=plan.held_out,
                 )
-            dataset = dataset.holding_out(plan.held_out)
+            limit = getattr(plan.configs.get("train"), "eval_limit", None)
+            dataset = dataset.holding_out(plan.held_out).sampling_evaluation(limit)
         with phase("imports"):
             pipeline = plan.pipeline.load()
         check = optional_method(pipeline, "check_dataset")
@@ -153,6 +161,7 @@ def _record_and_train(
         "dataset": plan.dataset_ref.name,
         "task": plan.task,
         "seed": plan.seed,
+        "eval_limit": getattr(plan.configs.get("train"), "eval_limit", None),
     }
     provenance = {
         **summary,
@@ -167,6 +176,7 @@ def _record_and_train(
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),
         "device": device,
+        "machine": machine_record(getattr(plan.configs.get("train"), "precision", "auto"), device),
         "threads": settle_threads().record(),
         "text_column": dataset.text_column,
         "label_column": dataset.label_column,
