@@ -9,8 +9,8 @@ from conftest import DATASETS, run_cli
 from zoo.plugins.decoder import DecoderConfig
 
 from zoo.core import loading
+from zoo.core.catalogue import load_catalogue
 from zoo.core.config import coerce, split_overrides
-from zoo.core.registry_file import load_catalogue
 from zoo.data import datasets as data
 from zoo.data import sources
 from zoo.errors import ZooError

@@ -21,12 +21,17 @@ _LAZY = {
         "last_real",
         "init_gpt2",
         "token_bigram_ids",
+        "split_source_target",
+        "SOURCE",
+        "TARGET",
     )
 }
 
 if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and the reference
     from zoo.train.layers import (
         MLP,
+        SOURCE,
+        TARGET,
         PreLNBlock,
         RMSNorm,
         SelfAttention,
@@ -36,6 +41,7 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
         init_gpt2,
         key_mask,
         last_real,
+        split_source_target,
         token_bigram_ids,
     )
 
@@ -51,6 +57,9 @@ __all__ = [
     "last_real",
     "init_gpt2",
     "token_bigram_ids",
+    "split_source_target",
+    "SOURCE",
+    "TARGET",
 ]
 
 __getattr__, __dir__ = lazy_names(globals(), _LAZY)

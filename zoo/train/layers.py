@@ -237,6 +237,25 @@ def check_length(input_ids, context: int) -> int:
     return T
 
 
+SOURCE, TARGET = 1, 2
+"""attention_mask values of an encoder-decoder's packed batch: source and target tokens."""
+
+
+def split_source_target(input_ids, attention_mask):
+    """An encoder-decoder's packed batch taken apart (the sequence-to-sequence pipeline's). ``input_ids`` [B, S + T] hold each row's
+    source right-padded to S, then its target input (``<cls>`` and the target) right-padded
+    to T; ``attention_mask`` is SOURCE (1) on source tokens, TARGET (2) on target tokens and
+    0 on padding. Returns source [B, S], its mask [B, S] (1 = real), target [B, T] and its
+    mask [B, T]. Every row's target starts with a token, so column S is the first column
+    holding a TARGET."""
+    if attention_mask is None:
+        raise ValueError("a packed batch needs its attention mask (1 source, 2 target)")
+    is_target = attention_mask == TARGET
+    S = int(is_target.any(dim=0).to(torch.int8).argmax())
+    source_mask = (attention_mask[:, :S] == SOURCE).long()
+    return input_ids[:, :S], source_mask, input_ids[:, S:], is_target[:, S:].long()
+
+
 def key_mask(attention_mask):
     """[B, T] attention mask (1 = real token) -> [B, 1, 1, T] bool for SDPA, broadcast over
     heads and queries: padding is never attended to. None stays None (no padding)."""
