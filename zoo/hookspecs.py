@@ -160,7 +160,7 @@ def register_loggers(register: Register) -> None:
       metrics, the run folder with every artifact, the run's status).
 
     Each tracker's calls run in order on a thread of its own: a slow tracker never slows
-    training. A call that takes more than ZOO_TRACKER_TIMEOUT seconds (default 60), or
+    training. A call that takes more than ZOO_TRACKER_TIMEOUT seconds (default 10), or
     raises, is that plugin's failure: one warning, and it gets no more calls; the run goes
     on and its row says "finished" as soon as its own work is done. An ImportError when it is created (a missing extra) stops the run
     before it trains.
