@@ -700,7 +700,7 @@ def test_the_memory_estimate_is_near_the_built_models_parameter_count(architectu
     """The estimate zoo checks against this machine's memory before a run (bounds.py: the
     architecture's own, else the transformer default) is within 10% of the built model's
     parameters at 16 bytes each, whatever its feed-forward width."""
-    from zoo.core.sizes import default_memory
+    from zoo.core.limits import default_memory
     from zoo.train.model import TaskSpec
 
     if architecture in ("gpt2", "bert"):

@@ -781,7 +781,7 @@ def to_toml(data: dict) -> str:
     {"models": {"m": {"architecture": "decoder", "tokenizer": "char", "set": {"lr": math.inf}}}}
 )
 def test_registry_toml_documents_load_or_fail_with_one_line(tmp_path, document):
-    from zoo.core.registry_file import Catalogue, merge_file
+    from zoo.core.catalogue import Catalogue, merge_file
     from zoo.errors import ZooError
 
     path = tmp_path / "registry.toml"
@@ -806,7 +806,7 @@ def test_registry_toml_documents_load_or_fail_with_one_line(tmp_path, document):
 )
 @given(st.one_of(st.binary(max_size=200), st.text(max_size=200).map(str.encode)))
 def test_registry_toml_of_any_bytes_loads_or_fails_with_one_line(tmp_path, data):
-    from zoo.core.registry_file import Catalogue, merge_file
+    from zoo.core.catalogue import Catalogue, merge_file
     from zoo.errors import ZooError
 
     path = tmp_path / "registry.toml"

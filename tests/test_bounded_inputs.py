@@ -13,7 +13,7 @@ import time
 import pytest
 from conftest import TINY_DECODER, run_cli
 
-from zoo.core.bounds import MAX_PREDICT_TEXT_BYTES
+from zoo.core.limits import MAX_PREDICT_TEXT_BYTES
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def test_200_mb_of_zeros_on_a_pipe_is_exit_2_within_seconds_holding_none_of_it(
 def test_the_bytes_read_are_capped_not_the_size_the_system_reports(monkeypatch, tmp_path):
     from zoo.cli import options
 
-    monkeypatch.setattr("zoo.core.bounds.MAX_PREDICT_BYTES", 1000)
+    monkeypatch.setattr("zoo.core.limits.MAX_PREDICT_BYTES", 1000)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     writer = subprocess.Popen(
@@ -143,7 +143,7 @@ def test_the_digits_estimate_bounds_what_the_rule_tables_take(max_len):
 
 
 def test_generated_tokens_are_bounded_before_generating(run_id):
-    from zoo.core.bounds import MAX_GENERATE_TOKENS
+    from zoo.core.limits import MAX_GENERATE_TOKENS
 
     result = run_cli("generate", run_id, "--tokens", MAX_GENERATE_TOKENS + 1)
     assert result.code == 2 and f"at most {MAX_GENERATE_TOKENS:,}" in result.err, result

@@ -8,7 +8,7 @@ from itertools import combinations
 import pytest
 from conftest import TINY_DECODER, run_cli
 
-from zoo.core.registry_file import BUILTIN_FILE, load_catalogue
+from zoo.core.catalogue import BUILTIN_FILE, load_catalogue
 
 TIMING = {"tokens_per_s", "train_time"}
 SETTINGS = dict(pair.split("=") for pair in TINY_DECODER[1::2])

@@ -43,7 +43,7 @@ _LAZY = {
     "Reproduction": "zoo.results",
     "models": "zoo.api",
     "catalog": "zoo.api",
-    "Catalog": "zoo.results",
+    "Listing": "zoo.results",
     "show": "zoo.api",
     "Shown": "zoo.results",
     "comparison_table": "zoo.api",
@@ -51,6 +51,8 @@ _LAZY = {
     "rm": "zoo.api",
     "export": "zoo.api",
     "Removal": "zoo.results",
+    "ui": "zoo.api",
+    "report": "zoo.api",
 }
 
 if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and type checkers
@@ -64,6 +66,7 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
         load,
         models,
         plot,
+        report,
         reproduce,
         resume,
         rm,
@@ -72,11 +75,12 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
         show,
         sweep,
         tune,
+        ui,
     )
     from zoo.operations.ensemble import Ensemble
     from zoo.results import (
-        Catalog,
         Evaluation,
+        Listing,
         LoadedRun,
         Removal,
         Reproduction,
@@ -109,7 +113,7 @@ __all__ = [
     "Reproduction",
     "models",
     "catalog",
-    "Catalog",
+    "Listing",
     "show",
     "Shown",
     "comparison_table",
@@ -117,7 +121,14 @@ __all__ = [
     "rm",
     "Removal",
     "export",
+    "ui",
+    "report",
 ]
 
 
-__getattr__, __dir__ = _lazy_names(globals(), _LAZY)
+_lazy_getattr, __dir__ = _lazy_names(globals(), _LAZY)
+_EARLIER_NAMES = {"Catalog": "Listing"}  # renamed names, kept working for code written for them
+
+
+def __getattr__(name: str):
+    return _lazy_getattr(_EARLIER_NAMES.get(name, name))

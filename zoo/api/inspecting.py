@@ -9,14 +9,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from zoo.errors import UnknownNameError, ZooError
-from zoo.results import Catalog, Removal, Shown
+from zoo.results import Listing, Removal, Shown
 
 KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "loggers", "plugins")
 
 
 def catalog(
     kind: str | None = None, pattern: str = "*", *, all_pairs: bool = False, matrix: bool = False
-) -> Catalog:
+) -> Listing:
     """What the zoo holds (`zoo list`): the entries of one kind (all but plugins when none
     is named) whose names match the glob ``pattern``; models are the presets, and every
     ARCHITECTURE-TOKENIZER pair too with ``all_pairs``. ``matrix``: which task each dataset
@@ -27,7 +27,7 @@ def catalog(
     zoo = get_zoo()
     if matrix:
         table = listing.matrix(zoo)
-        return Catalog({}, table, listing.format_matrix(table))
+        return Listing({}, table, listing.format_matrix(table))
     if kind is not None and kind not in KINDS:
         raise UnknownNameError("kind", kind, KINDS)
     kinds = [kind] if kind else [k for k in KINDS if k != "plugins"]
@@ -40,7 +40,7 @@ def catalog(
                 "\n  (presets; any ARCHITECTURE-TOKENIZER pair runs too: zoo list models --all)\n"
             )
         texts.append(text)
-    return Catalog(sections, [], "\n".join(texts))
+    return Listing(sections, [], "\n".join(texts))
 
 
 def models(pattern: str = "*", *, all_pairs: bool = False) -> list[dict]:
@@ -232,3 +232,52 @@ def plot(
         curves.append({"label": label, "records": records})
     task = tasks.pop() if len(tasks) == 1 else None  # units and validation metric: the task's
     return save(training_curves(curves, metric, x, task=task), output)
+
+
+def ui(*, host: str = "127.0.0.1", port: int = 8765):
+    """The store in a web browser (`zoo ui`): a read-only web application over ZOO_HOME's
+    store, listening on ``host``:``port`` (0: any free port). Returns the server, bound but
+    not yet serving: ``.url``, ``.run()`` (until interrupted), ``.start()`` (in a thread)
+    and ``.stop()``. Needs the optional extra ``ui``."""
+    from zoo.errors import require_extra
+    from zoo.home import zoo_home
+
+    require_extra(UI_MODULES, "ui", "zoo ui")
+    from zoo.ui.app import Server
+
+    try:
+        return Server(zoo_home(), host=host, port=port)
+    except OSError as exc:
+        raise ZooError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def report(
+    *,
+    where: str | None = None,
+    metric: str | None = None,
+    by: str | None = None,
+    columns: str | None = None,
+    baseline: str | None = None,
+    title: str = "zoo report",
+) -> str:
+    """The views of `zoo ui` for the runs ``where`` selects as one self-contained HTML
+    page (`zoo report`): its scripts, styles and data inside it, so it opens offline. The
+    comparison's options mean what `zoo compare`'s mean. Needs the optional extra ``ui``."""
+    from zoo.errors import require_extra
+    from zoo.home import zoo_home
+
+    require_extra(UI_MODULES, "ui", "zoo report")
+    from zoo.ui.report import report_html
+
+    return report_html(
+        zoo_home(),
+        where=where,
+        metric=metric,
+        by=by,
+        columns=columns,
+        baseline=baseline,
+        title=title,
+    )
+
+
+UI_MODULES = ("starlette", "uvicorn", "jinja2", "plotly")  # what the extra `ui` installs

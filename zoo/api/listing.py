@@ -3,9 +3,9 @@ formatting."""
 
 from __future__ import annotations
 
+from zoo.core.catalogue import BUILTIN_FILE
 from zoo.core.kinds import natural_key
 from zoo.core.names import choose_task, model_names, resolve_model
-from zoo.core.registry_file import BUILTIN_FILE
 from zoo.errors import ZooError
 
 KIND_OF = {
@@ -53,7 +53,7 @@ def rows(zoo, kind: str, pattern: str = "*", *, all_pairs: bool = False) -> list
                 "plugin": e.plugin,
                 **({"tasks": list(e.tasks)} if kind == "architectures" else {}),
             }
-            for e in zoo.registries[KIND_OF[kind]].entries(pattern)
+            for e in zoo.entries_of[KIND_OF[kind]].entries(pattern)
         ]
     if kind == "datasets":
         from zoo.data import datasets as data

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zoo.core.bounds import DEVICES, check_seed, positive_argument
+from zoo.core.limits import DEVICES, check_seed, positive_argument
 from zoo.errors import ZooError
 from zoo.messages import reporting_to
 from zoo.results import Evaluation, LoadedRun, Reproduction, Run, SweepResult, TuneResult

@@ -13,7 +13,7 @@ from zoo.cli.options import (
     read_texts,
     temperature,
 )
-from zoo.core.bounds import DEVICES, seed_argument
+from zoo.core.limits import DEVICES, seed_argument
 from zoo.errors import ZooError
 from zoo.tasks import prediction_line, prediction_record
 

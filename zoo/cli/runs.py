@@ -7,7 +7,7 @@ import dataclasses
 import sys
 
 from zoo.cli.options import RELOAD_DEVICE_HELP, print_json
-from zoo.core.bounds import DEVICES
+from zoo.core.limits import DEVICES
 
 
 def cmd_runs(args) -> int:

@@ -7,7 +7,7 @@ import sys
 
 from zoo.cli.options import add_ray_options, positive_float, positive_int, print_json
 from zoo.cli.training_options import add_config_option
-from zoo.core.bounds import DEVICES
+from zoo.core.limits import DEVICES
 
 DESCRIPTION = (
     "Search each model's settings with Optuna under the same budget (--trials or --time per "

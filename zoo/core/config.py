@@ -15,8 +15,7 @@ import types
 import typing
 from typing import Any
 
-from zoo.core.ranges import check_integer_ranges
-from zoo.core.sizes import check_sizes
+from zoo.core.limits import check_integer_ranges, check_sizes
 from zoo.errors import UnknownNameError, ZooError
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -15,6 +15,7 @@ import importlib.util
 import logging
 import os
 import sys
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 import pluggy
 
 from zoo import hookspecs
+from zoo.core.catalogue import resolve_bases
 from zoo.core.code_identity import (
     builtin_source_hash,
     editable_project,
@@ -39,8 +41,9 @@ from zoo.core.containment import (
 from zoo.core.kinds import (
     KIND_OF_HOOK,
     KINDS,
+    Command,
+    Entries,
     Entry,
-    Registry,
     resolve_target,
 )
 from zoo.core.plugin_presets import (
@@ -50,7 +53,6 @@ from zoo.core.plugin_presets import (
     preset_stager,
     remove_presets,
 )
-from zoo.core.registry_file import resolve_bases
 from zoo.core.staging import command_stager, entry_stager
 from zoo.errors import PluginError
 from zoo.tasks import Task
@@ -62,12 +64,14 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.bpe",
     "zoo.plugins.decoder",
     "zoo.plugins.encoder",
+    "zoo.plugins.encdec",
     "zoo.plugins.numpy",
     "zoo.plugins.digits",
     "zoo.plugins.transformers",
     "zoo.plugins.fasttext",
     "zoo.plugins.trackers",
     "zoo.plugins.lstm",
+    "zoo.plugins.mamba",
     "zoo.plugins.nbsvm",
     "zoo.plugins.export",
     "zoo.pipelines",
@@ -90,6 +94,7 @@ class PluginInfo:
     source_sha256: str = ""  # of its source files, once known (code_identity)
     editable: str | None = None  # an editable install's project (PEP 610 url), else None
     hash_source: Callable[[], str] | None = field(default=None, repr=False)
+    modules: list[str] = field(default_factory=list)  # the packages its code lives in
 
     @property
     def by_source(self) -> bool:
@@ -124,39 +129,39 @@ class Zoo:
 
     def __init__(self, catalogue):
         self.catalogue = catalogue
-        self.registries = {kind: Registry(kind) for kind in KINDS}
+        self.entries_of = {kind: Entries(kind) for kind in KINDS}
         self.plugins: dict[str, PluginInfo] = {}
         self.loaded = False  # build_zoo has loaded every plugin and resolved presets' bases
         self.pm = pluggy.PluginManager("zoo")
         self.pm.add_hookspecs(hookspecs)
 
     @property
-    def architectures(self) -> Registry:
-        return self.registries["architecture"]
+    def architectures(self) -> Entries:
+        return self.entries_of["architecture"]
 
     @property
-    def tokenizers(self) -> Registry:
-        return self.registries["tokenizer"]
+    def tokenizers(self) -> Entries:
+        return self.entries_of["tokenizer"]
 
     @property
-    def datasets(self) -> Registry:
-        return self.registries["dataset"]
+    def datasets(self) -> Entries:
+        return self.entries_of["dataset"]
 
     @property
-    def pipelines(self) -> Registry:
-        return self.registries["pipeline"]
+    def pipelines(self) -> Entries:
+        return self.entries_of["pipeline"]
 
     @property
-    def commands(self) -> Registry:
-        return self.registries["command"]
+    def commands(self) -> Entries:
+        return self.entries_of["command"]
 
     @property
-    def loggers(self) -> Registry:
-        return self.registries["logger"]
+    def loggers(self) -> Entries:
+        return self.entries_of["logger"]
 
     @property
-    def exporters(self) -> Registry:
-        return self.registries["exporter"]
+    def exporters(self) -> Entries:
+        return self.entries_of["exporter"]
 
     # -- loading ---------------------------------------------------------------------
     def add_plugin(self, plugin: Any, info: PluginInfo, strict: bool = False) -> bool:
@@ -166,6 +171,7 @@ class Zoo:
             info.hash_source = lambda: module_source_hash(plugin)
         with plugin_code():
             try:
+                check_api(plugin)
                 self._register(plugin, info)
             except BaseException as exc:  # a broken plugin must not break the zoo
                 if not is_plugin_failure(exc):
@@ -175,7 +181,23 @@ class Zoo:
                 self.set_aside(info, strict)
                 return False
         self.plugins[info.name] = info
+        info.modules.append(
+            plugin.__name__ if isinstance(plugin, types.ModuleType) else _module_of(plugin)
+        )
         return True
+
+    def plugin_of(self, module: str) -> str | None:
+        """The plugin whose code ``module`` is (a module of a package it was loaded from, or
+        of one of its registered targets), or None: zoo's own code or a library's."""
+        for info in self.plugins.values():
+            if any(module == m or module.startswith(m + ".") for m in info.modules):
+                return info.name
+        for registry in self.entries_of.values():
+            for entry in registry.entries_in_order():
+                target = entry.handler if isinstance(entry, Command) else entry.target
+                if module == _module_of(target):
+                    return entry.plugin
+        return None
 
     def _register(self, plugin: Any, info: PluginInfo) -> None:
         self.pm.register(plugin, name=info.name)
@@ -183,17 +205,17 @@ class Zoo:
             self.pm.check_pending()
             staged, presets = self._collect(plugin, info)
             for entry in staged:
-                if entry.name in self.registries[entry.kind]:
-                    self.registries[entry.kind].add(entry)  # raises the clash error
+                if entry.name in self.entries_of[entry.kind]:
+                    self.entries_of[entry.kind].add(entry)  # raises the clash error
             if presets:
                 ours = {(entry.kind, entry.name) for entry in staged}
 
                 def known(kind: str, name: str) -> bool:
-                    return (kind, name) in ours or name in self.registries[kind]
+                    return (kind, name) in ours or name in self.entries_of[kind]
 
                 check_presets(self.catalogue, info.name, presets, known)
             for entry in staged:
-                self.registries[entry.kind].add(entry)
+                self.entries_of[entry.kind].add(entry)
             add_presets(self.catalogue, presets)
             if presets and self.loaded:  # registered in-process, after build_zoo
                 resolve_bases(self.catalogue)
@@ -223,7 +245,7 @@ class Zoo:
         plugin = self.pm.get_plugin(name)
         if plugin is not None:
             self.pm.unregister(plugin)
-        for registry in self.registries.values():
+        for registry in self.entries_of.values():
             for entry in registry.entries():
                 if entry.plugin == name:
                     registry.remove(entry.name)
@@ -242,11 +264,44 @@ class Zoo:
         log.warning(f"{message}")
 
 
+def check_api(plugin: Any) -> None:
+    """Refuse a plugin whose ``ZOO_PLUGIN_API`` (a version specifier, ``">=1.1,<2"``) does
+    not include this zoo's ``zoo.plugin.API_VERSION``: it is set aside like a broken one."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    from zoo.plugin import API_VERSION
+
+    declared = getattr(plugin, "ZOO_PLUGIN_API", None)
+    if declared is None:
+        return
+    try:
+        supported = SpecifierSet(declared) if isinstance(declared, str) else None
+    except InvalidSpecifier:
+        supported = None
+    if supported is None:
+        raise PluginError(
+            f"ZOO_PLUGIN_API = {declared!r:.60} is not a version specifier like '>=1.1,<2'"
+        )
+    if API_VERSION not in supported:
+        raise PluginError(
+            f"it supports zoo's plugin API {declared}, and this zoo has API {API_VERSION}"
+        )
+
+
 def _one_line(exc: BaseException) -> str:
     """An error as one line (pluggy's validation errors span several)."""
     if isinstance(exc, PluginCodeFailed) or not isinstance(exc, Exception):
         return describe(exc.__cause__ or exc)[:500]
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+
+
+def _module_of(target) -> str:
+    """The module a registered target (or a plugin object) lives in."""
+    if isinstance(target, str):
+        return target.partition(":")[0]
+    if isinstance(target, type) or callable(target) and hasattr(target, "__module__"):
+        return target.__module__
+    return type(target).__module__
 
 
 def _wanted(names: Iterable[str]) -> bool:
@@ -266,7 +321,7 @@ def build_zoo(
     catalogue=None, *, builtins: Iterable[str] = DEFAULT_PLUGINS, entry_points: bool = True
 ) -> Zoo:
     """Load the catalogue and every plugin: built-ins, entry points, local modules."""
-    from zoo.core.registry_file import load_catalogue
+    from zoo.core.catalogue import load_catalogue
 
     # bases resolve once plugins have added their presets: a user's may build on them
     catalogue = catalogue if catalogue is not None else load_catalogue(resolve=False)
@@ -300,6 +355,7 @@ def build_zoo(
                 f"{ep.name} = {ep.value}",
                 editable=editable_project(dist),
                 hash_source=functools.partial(top_package_hash, ep.module),
+                modules=[ep.module.partition(".")[0]],
             )
             try:
                 with plugin_code():

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from zoo.core.file_checks import FileParser
-from zoo.core.registry_file import (
+from zoo.core.catalogue import (
     Catalogue,
     EnsemblePreset,
     Preset,
@@ -22,6 +21,7 @@ from zoo.core.registry_file import (
     parse_preset,
     resolve_bases,
 )
+from zoo.core.file_checks import FileParser
 from zoo.errors import UnknownNameError, ZooError
 
 StagedPreset = Preset | EnsemblePreset

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zoo.core.catalogue import is_hub_id
 from zoo.core.names import tasks_for
 from zoo.core.phases import phase
-from zoo.core.registry_file import is_hub_id
 from zoo.data.sources import (
     FILE_BUILDERS,
     DatasetRef,
@@ -64,6 +64,21 @@ class LoadedDataset:
         if not roles:
             return self
         return dataclasses.replace(self, held_out=self.held_out | frozenset(roles))
+
+    def sampling_evaluation(self, limit: int | None) -> LoadedDataset:
+        """This dataset with its validation and test splits cut to ``limit`` evenly spaced
+        rows (``eval_limit``: a smoke run's quick figures); ``None`` keeps them whole."""
+        if limit is None:
+            return self
+        import numpy as np
+
+        splits = dict(self.splits)
+        for role in ("validation", "test"):
+            name = self.split_names.get(role, role)
+            if name in splits and len(splits[name]) > limit:
+                rows = np.linspace(0, len(splits[name]) - 1, limit).round().astype(np.int64)
+                splits[name] = splits[name].select(np.unique(rows))
+        return dataclasses.replace(self, splits=splits)
 
     def split(self, role: str):
         """The split that plays ``role`` (train, validation or test) as a ``datasets.Dataset``;

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zoo.core.catalogue import DatasetEntry
 from zoo.core.config import build_config, split_overrides
-from zoo.core.registry_file import DatasetEntry
 from zoo.data.hub import explain_error, hub_access, hub_endpoint, short_error
 from zoo.errors import ZooError
 

@@ -26,21 +26,20 @@ from typing import TYPE_CHECKING
 from zoo.lazy import lazy_names
 
 _LAZY = {
-    "sized": "zoo.core.sizes",
-    "ROLES": "zoo.core.sizes",
+    "sized": "zoo.core.limits",
+    "ROLES": "zoo.core.limits",
     "incidental": "zoo.core.config",
     "check_positive": "zoo.core.config",
     "check_divisible": "zoo.core.config",
     "check_probability": "zoo.core.config",
-    "check_budget": "zoo.core.bounds",
-    "within_budget": "zoo.core.bounds",
-    "MAX_VOCAB": "zoo.core.bounds",  # the most tokens a vocabulary may hold
+    "check_budget": "zoo.core.limits",
+    "within_budget": "zoo.core.limits",
+    "MAX_VOCAB": "zoo.core.limits",  # the most tokens a vocabulary may hold
 }
 
 if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and the reference
-    from zoo.core.bounds import MAX_VOCAB, check_budget, within_budget
     from zoo.core.config import check_divisible, check_positive, check_probability, incidental
-    from zoo.core.sizes import ROLES, sized
+    from zoo.core.limits import MAX_VOCAB, ROLES, check_budget, sized, within_budget
 
 __all__ = [
     "sized",

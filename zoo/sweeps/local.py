@@ -11,7 +11,7 @@ import time
 from multiprocessing.connection import wait as wait_for
 from typing import Any
 
-from zoo.core.bounds import physical_memory
+from zoo.core.limits import physical_memory
 from zoo.core.process import (
     THREAD_VARIABLES,
     die_with_parent,

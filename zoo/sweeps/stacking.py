@@ -77,7 +77,7 @@ def why_not_batched(plan) -> str | None:
     import torch
     from torch.func import functional_call, stack_module_state, vmap
 
-    from zoo.core.sizes import context_length
+    from zoo.core.limits import context_length
     from zoo.train.generators import capture_rng, restore_rng
     from zoo.train.model import TaskSpec
 

@@ -10,11 +10,10 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from zoo.core.bounds import check_seed
 from zoo.core.config import build_config, field_types, split_overrides
+from zoo.core.limits import check_memory, check_seed, context_length, value_of
 from zoo.core.loading import get_zoo
 from zoo.core.names import ModelSpec, choose_task, resolve_model, tasks_for
-from zoo.core.sizes import check_memory, context_length, value_of
 from zoo.data import datasets as zoo_data
 from zoo.data import sources
 from zoo.errors import UnknownNameError, ZooError

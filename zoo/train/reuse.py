@@ -41,7 +41,7 @@ def data_choices(plan) -> dict:
     catalogue entry names (two entries may read one file differently). The built-in
     catalogue's entries are zoo's own, part of the code its version identifies, and stay
     out, so the hashes of runs on them are as they were."""
-    from zoo.core.registry_file import BUILTIN_FILE
+    from zoo.core.catalogue import BUILTIN_FILE
 
     entry = getattr(plan.dataset_ref, "entry", None)
     own = entry is not None and Path(entry.source).resolve() != BUILTIN_FILE
