@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import itertools
-import math
 import os
 import statistics
 import sys
@@ -142,10 +141,12 @@ def mean_std(values: list[float]) -> str:
 
 
 def paired(a: list[float], b: list[float]) -> str:
-    from zoo.comparison.stats import paired_interval
+    from zoo.comparison.stats import NO_VARIANCE, paired_interval
 
     found = paired_interval([100 * x for x in a], [100 * y for y in b])
-    if math.isnan(found.low):  # a single pair: no interval
+    if found.untestable == NO_VARIANCE:  # a zero-width interval tests nothing: none shown
+        return f"{found.diff:+.2f} (the same at every seed: no interval)"
+    if found.untestable:  # a single pair: no interval
         return f"{found.diff:+.2f} (n={len(a)})"
     return f"{found.diff:+.2f} [{found.low:+.2f}, {found.high:+.2f}]"
 

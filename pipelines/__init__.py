@@ -83,6 +83,26 @@ MASKED_LANGUAGE_MODELING = Task(
     description="BERT's pretraining: predict the 15% of tokens that are masked, replaced or kept",
 )
 
+SEQ2SEQ = Task(
+    name="seq2seq",
+    loss=LOSS,
+    output="logits [B, T, vocab_size] at the target's positions of a packed batch: the "
+    "source right-padded, then <cls> and the target (attention_mask 1 source, 2 target, "
+    "0 padding; zoo.plugin.layers.split_source_target)",
+    metrics=(
+        Metric("loss", "lower", "nats per target token"),
+        Metric("bleu", "higher", "BLEU (0-100)", "corpus BLEU by sacreBLEU on the decoded text"),
+        Metric("chrf", "higher", "chrF (0-100)", "corpus chrF by sacreBLEU on the decoded text"),
+        Metric("exact_match", "higher", "fraction of outputs", "outputs equal to the target"),
+        Metric("truncated", "lower", "fraction of training pairs cut to the context"),
+    ),
+    primary="test_bleu",
+    prediction="zoo.pipelines.seq2seq:Translation",
+    columns=("text", "label"),
+    adapts=("language-modeling",),  # any language model, trained as a prefix LM
+    description="read a source text, write its target (translation, transduction)",
+)
+
 
 @hookimpl
 def register_pipelines(register):
@@ -116,4 +136,13 @@ def register_pipelines(register):
         task=MASKED_LANGUAGE_MODELING,
         description="BERT-style pretraining on any text; reports masked-token loss and "
         "accuracy on fixed masks of validation and test",
+    )
+    register(
+        "seq2seq",
+        "zoo.pipelines.seq2seq:Seq2Seq",
+        config="zoo.pipelines.seq2seq:Seq2SeqConfig",
+        task=SEQ2SEQ,
+        description="source text to target text with an encoder-decoder, or any language "
+        "model as a prefix LM; beam search with a key/value cache; reports sacreBLEU's BLEU "
+        "and chrF, exact match and loss",
     )

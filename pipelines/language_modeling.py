@@ -17,7 +17,15 @@ from zoo.pipelines.common import loop_metrics, run_tokenizer, special_ids
 
 from zoo.plugin import Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, train
 from zoo.plugin.config import incidental, sized
-from zoo.plugin.data import column_of, dataset_key, join_rows, split_ids, split_size, text_batches
+from zoo.plugin.data import (
+    check_ids,
+    column_of,
+    dataset_key,
+    join_rows,
+    split_ids,
+    split_size,
+    text_batches,
+)
 
 LN2 = math.log(2)
 REPLACEMENT = "\ufffd"  # what decoding gives for incomplete UTF-8
@@ -62,7 +70,7 @@ def split_text(dataset, role: str) -> str:
 
 def encode(tokenizer, text: str) -> np.ndarray:
     """A text as one array of ids (lines encoded as a batch)."""
-    return tokenizer.encode_text(text)
+    return check_ids(tokenizer, tokenizer.encode_text(text))
 
 
 @dataclass
@@ -150,11 +158,14 @@ def split_metrics(prefix: str, nll: float, count: int, tokens: SplitTokens | str
 
 
 def score_split(model, tokens: SplitTokens, block: int, cfg, name: str, say) -> tuple[float, int]:
-    nll, count = evaluate(model, tokens.ids, block, cfg.eval_batch_size, cfg.eval_tokens)
+    budget, why = cfg.eval_tokens, f"eval_tokens={cfg.eval_tokens:,}"
+    if cfg.eval_limit is not None and cfg.eval_limit * block < budget:  # windows of a smoke run
+        budget, why = cfg.eval_limit * block, f"eval_limit={cfg.eval_limit:,} windows"
+    nll, count = evaluate(model, tokens.ids, block, cfg.eval_batch_size, budget)
     if count < len(tokens.ids) - 1:
         say(
             f"{name}: scored {count:,} of {len(tokens.ids) - 1:,} tokens in evenly spaced "
-            f"windows (eval_tokens={cfg.eval_tokens:,})"
+            f"windows ({why})"
         )
     return nll, count
 

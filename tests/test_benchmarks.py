@@ -216,3 +216,14 @@ def test_the_sweep_benchmark_measures_a_baseline_only_when_given_one(clean_impor
     with pytest.raises(SystemExit) as refused:
         bench.parse(["--variants", "jobs1,baseline"])
     assert refused.value.code == 2 and "needs --baseline PYTHON" in capsys.readouterr().err
+
+
+def test_no_rendered_interval_is_a_single_point():
+    # a difference with no spread over seeds has no interval; "[-0.05, -0.05]" claims one
+    import re
+
+    point = re.compile(r"([+-]?\d+(?:\.\d+)?) \[\1, \1\]")
+    repo = Path(__file__).resolve().parents[1]
+    pages = [repo / "docs/benchmarks.md", *(repo / "benchmarks/results").glob("*.json")]
+    found = [(p.name, m.group(0)) for p in pages for m in point.finditer(p.read_text())]
+    assert not found, found

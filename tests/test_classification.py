@@ -433,3 +433,27 @@ def test_texts_are_cls_and_their_first_tokens_right_padded():
     inputs, mask = encoded.batch(np.array([2, 1]))
     assert inputs.tolist() == [rows[2], [tokenizer.cls_id, 0, 0]]
     assert mask.tolist() == [[1, 1, 1], [1, 0, 0]]
+
+
+def test_eval_limit_scores_that_many_texts_and_is_a_row_of_its_own(reviews):
+    whole = tiny_run("encoder-char", reviews)
+    sampled = tiny_run("encoder-char", reviews, "--set", "eval_limit=7")
+    matrix = next(v for k, v in sampled["metrics"].items() if k.startswith("test_confusion"))
+    assert sum(map(sum, matrix)) == 7
+    matrix = next(v for k, v in whole["metrics"].items() if k.startswith("test_confusion"))
+    assert sum(map(sum, matrix)) > 7
+    text = run_cli(
+        "run",
+        "encoder-char",
+        reviews,
+        "--steps",
+        12,
+        "--seed",
+        1,
+        "--set",
+        "eval_limit=7",
+        *TINY_ENCODER,
+    ).out
+    assert "evaluated on a sample: at most 7 examples" in text
+    cells = json.loads(run_cli("compare", "--format", "json").out)
+    assert sorted(cell["n"] for cell in cells) == [1, 2]  # never pooled with the whole run

@@ -10,7 +10,7 @@ import pytest
 from conftest import TINY_DECODER, run_cli
 
 from zoo.comparison.render import render
-from zoo.comparison.stats import t_quantile, welch_interval
+from zoo.comparison.stats import paired_interval, t_quantile, welch_interval
 from zoo.comparison.table import summarize
 from zoo.records.store import Store
 
@@ -34,13 +34,14 @@ def record(
     data=None,
     parent_id=None,
     run_id=None,
+    model_config=None,
     **provenance,
 ):
     """A run row written straight into the store, as execute would leave it."""
     run_id = run_id or f"{model}-{dataset}-{seed}-{steps}-{len(metrics)}-{status}-{kind}"
     config = {
         "configs": {
-            "model": {"n_layer": 2},
+            "model": model_config or {"n_layer": 2},
             "tokenizer": None,
             "train": {"steps": steps, **(train or {})},
             **({"dataset": data} if data else {}),
@@ -141,7 +142,12 @@ def test_figures_equal_at_every_seed_are_no_spread_whatever_their_rounding():
     sd = float(pd.Series([0.1, 0.1, 0.1]).std(ddof=1))
     assert 0 < sd < 1e-15  # the rounding this guards against
     tied = welch_interval(0.1, sd, 3, 0.2, sd, 3)
-    assert tied.low == tied.high == tied.diff and tied.significant is None
+    # no interval at all, not [diff, diff]: a filter on its ends must not count it
+    assert math.isnan(tied.low) and math.isnan(tied.high) and tied.significant is None
+    assert not (tied.high < 0) and tied.untestable == "no seed variance"
+    same = paired_interval([0.5, 0.6, 0.7], [0.55, 0.65, 0.75])  # -0.05 at every seed
+    assert same.diff == pytest.approx(-0.05) and math.isnan(same.low) and math.isnan(same.high)
+    assert same.untestable == "no seed variance" and same.significant is None
     one_side = welch_interval(0.1, sd, 3, 0.2, 0.05, 3)  # the other side's spread counts
     assert one_side.df == pytest.approx(2.0) and one_side.low < one_side.high
 
@@ -264,6 +270,10 @@ def test_runs_with_different_settings_are_separate_rows():
     assert "base-char (steps=2000)" in text
     pooled = summarize(loaded(), pool=True).cells
     assert len(pooled) == 1 and pooled["n"].iloc[0] == 2 and pooled["configs"].iloc[0] == 2
+    # two runs at one seed: n counts runs, and the legend says so (not "distinct seeds")
+    legend = render(summarize(loaded(), pool=True), "table").split("\n\n")[1]
+    assert "(n runs: each configuration at each seed once)" in legend
+    assert "distinct seeds" not in legend
 
 
 def test_a_models_tasks_are_columns_not_settings():
@@ -797,3 +807,37 @@ def test_an_installed_zoo_records_no_commit_of_the_project_around_it(tmp_path, m
     assert provenance.git_commit() is None and provenance.git_dirty() is None
     subprocess.run(["git", "add", "-f", str(code)], cwd=project, check=True)  # a checkout
     assert provenance.git_commit() is not None and provenance.git_dirty() is True
+
+
+def test_a_cell_pooling_cpu_kinds_or_precisions_is_noted_not_split():
+    """Runs of one configuration trained on an AVX2-only CPU (fp32) and on one with AMX (bf16)
+    are one row, n=2, with a note naming what differs; one machine throughout, no note."""
+    avx2 = {"cpu": "AMD EPYC", "cpu_flags": ["avx2"], "precision": "fp32"}
+    amx = {"cpu": "Xeon", "cpu_flags": ["avx2", "avx512f", "amx_tile"], "precision": "bf16"}
+    record("a-char", "text", 0, {"val_bpc": 1.0}, config_hash="a", machine=avx2)
+    record("a-char", "text", 1, {"val_bpc": 1.1}, config_hash="a", machine=amx)
+    record("b-char", "text", 0, {"val_bpc": 2.0}, config_hash="b", machine=amx)
+    record("b-char", "text", 1, {"val_bpc": 2.1}, config_hash="b", machine=amx)
+    comparison = summarize(loaded())
+    cells = comparison.cells.set_index("model")
+    assert cells.loc["a-char", "n"] == 2 and len(cells) == 2
+    (note,) = [n for n in comparison.notes if "CPU kinds" in n]
+    assert note.startswith("1 cell(s)")
+    runs = loaded().set_index("id")
+    assert set(runs["cpu_kind"]) == {"AVX2", "AMX"}
+    assert set(runs["resolved_precision"]) == {"fp32", "bf16"}
+
+
+def test_row_labels_under_a_pooling_row_key_name_the_model_and_what_its_own_runs_vary():
+    # two architectures share the char tokenizer; each config has many fields of its own
+    dec = {f"dec_field_{i}": i for i in range(40)}
+    enc = {f"enc_field_{i}": i for i in range(40)}
+    for seed in (0, 1):
+        record("dec-char", "text", seed, {"val_bpc": 1.0 + seed}, model_config=dec)
+        record("dec-char", "text", seed, {"val_bpc": 0.9}, steps=200, model_config=dec)
+        record("enc-char", "text", seed, {"val_bpc": 1.1}, architecture="encoder", model_config=enc)
+    for by in ("tokenizer", "seed"):
+        labels = set(summarize(loaded(), by=by).cells["setting"])
+        assert max(len(label) for label in labels) < 40, labels
+        assert labels >= {"model=dec-char, steps=100", "model=dec-char, steps=200"}, labels
+        assert "model=enc-char" in labels, labels

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import TINY_DECODER, run_cli
+from conftest import REPO, TINY_DECODER, run_cli
 
 
 def test_precision_auto_on_cpu_follows_native_bf16_and_fp16_needs_cuda(monkeypatch):
@@ -204,9 +204,69 @@ def test_bf16_detection_agrees_with_the_cpu_flags_of_this_machine():
     for line in cpuinfo.read_text().splitlines():
         if line.startswith("flags"):
             flags |= set(line.partition(":")[2].split())
-    native = bool(flags & {"avx512_bf16", "amx_tile", "amx_bf16"})
+    native = bool(flags & {"avx512_bf16", "amx_tile", "amx_bf16"}) and not precision.isa_capped()
     print(f"CPU bf16 flags: {sorted(flags & {'avx512_bf16', 'amx_tile', 'amx_bf16'})}")
     assert precision.cpu_has_native_bf16() == native
     assert precision.resolve_precision("auto", torch.device("cpu")) == (
         "bf16" if native else "fp32"
     )
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["avx2-only", "native-bf16"])
+def test_no_catalogue_preset_forces_a_precision(monkeypatch, native):
+    """Every preset leaves precision to `auto`: bf16 where the CPU has it natively, fp32
+    where bf16 would be emulated (about ten times slower)."""
+    import tomllib
+
+    import torch
+
+    from zoo.train import precision
+
+    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: native)
+    presets = tomllib.loads((REPO / "registry.toml").read_text(encoding="utf-8"))["models"]
+    assert "bert-finetune" in presets  # not vacuous: the preset that once forced bf16
+    for name, preset in presets.items():
+        chosen = (preset.get("set") or {}).get("precision", "auto")
+        resolved = precision.resolve_precision(chosen, torch.device("cpu"))
+        assert resolved == ("bf16" if native else "fp32"), (name, chosen)
+
+
+def test_a_capped_instruction_set_counts_as_no_native_bf16(monkeypatch):
+    """ONEDNN_MAX_CPU_ISA=AVX2 (or ATEN_CPU_CAPABILITY=avx2) makes torch compute as an
+    AVX2-only CPU does: bf16 is emulated there, so auto must choose fp32."""
+    import torch
+
+    from zoo.train import precision
+
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert precision.cpu_has_native_bf16()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert not precision.cpu_has_native_bf16()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx512_core_amx")
+    assert precision.cpu_has_native_bf16()
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    assert not precision.cpu_has_native_bf16()
+
+
+def test_a_run_records_the_machine_and_the_precision_auto_chose(tiny_text):
+    import torch
+
+    from zoo.core.machine import FLAGS_THAT_MATTER
+    from zoo.records.store import home
+    from zoo.train.precision import resolve_precision
+
+    result = run_cli("run", "decoder-char", tiny_text, "--steps", 2, "--json", *TINY_DECODER)
+    assert result.code == 0, result
+    run_id = json.loads(result.out)["run_id"]
+    config = json.loads((home() / run_id / "config.json").read_text(encoding="utf-8"))
+    machine = config["machine"]
+    assert machine["precision"] == resolve_precision("auto", torch.device("cpu"))
+    assert machine["cpu"] and set(machine["cpu_flags"]) <= set(FLAGS_THAT_MATTER)
+    assert machine["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    shown = run_cli("show", run_id).out
+    assert f"precision: {machine['precision']} on cpu" in shown and machine["cpu"] in shown
+    listed = run_cli("runs", "--columns", "resolved_precision,cpu_kind", "--format", "json")
+    (row,) = json.loads(listed.out)
+    assert row["resolved_precision"] == machine["precision"] and row["cpu_kind"]

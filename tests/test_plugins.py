@@ -183,9 +183,9 @@ def test_listing_imports_no_torch():
 
 
 class WithoutBlockSize:
-    """Architectures whose config declares pipelines no context length: none at all, a
-    dataclass without the field, or one with a block_size field not declared as one (the
-    core reads no field by its name)."""
+    """Architectures whose config declares pipelines no context length: none at all, or a
+    dataclass without the field (one with a plain block_size field still runs, with a
+    deprecation warning: tests/test_plugin_api.py)."""
 
     @hookimpl
     def register_architectures(self, register):
@@ -195,22 +195,11 @@ class WithoutBlockSize:
         class WidthOnly:
             n_embd: int = 16
 
-        @dataclasses.dataclass
-        class Undeclared:
-            n_embd: int = 16
-            block_size: int = 16
-
         register("noconfig", "zoo.plugins.decoder.model:build", tasks=("language-modeling",))
         register(
             "noblock",
             "zoo.plugins.decoder.model:build",
             config=WidthOnly,
-            tasks=("language-modeling",),
-        )
-        register(
-            "undeclared",
-            "zoo.plugins.decoder.model:build",
-            config=Undeclared,
             tasks=("language-modeling",),
         )
 
@@ -224,7 +213,6 @@ def test_an_architecture_without_a_block_size_is_exit_2_naming_its_plugin(tiny_t
     for name, problem in (
         ("noconfig", "registers no config dataclass"),
         ("noblock", "has a config (WidthOnly) with no positive context-length field"),
-        ("undeclared", "has a config (Undeclared) with no positive context-length field"),
     ):
         result = run_cli("run", f"{name}-char", tiny_text, "--steps", 2)
         assert result.code == 2, result

@@ -166,3 +166,20 @@ def test_the_bar_plot_shows_the_same_n_as_the_table():
     figure = comparison_bars(summarize(load_runs()))
     texts = [t.get_text() for ax in figure.axes for t in ax.texts]
     assert any("n=1" in t for t in texts) and not any("n=2" in t for t in texts)
+
+
+def test_a_tune_winners_selected_trial_never_pools_with_its_reruns():
+    # the search chose the trial at seed 0 for its figure; the re-runs are at seeds 1 and 2
+    record("a-word", 0, 0.80, held_out=["test"], tune={"study": "s", "trial": 3})
+    record("a-word", 1, 0.60)
+    record("a-word", 2, 0.62)
+    # a trial whose settings were not re-run stays: its own configuration, one seed
+    record("a-word", 0, 0.55, steps=50, held_out=["test"], tune={"study": "s", "trial": 4})
+    table = cells().set_index("setting")
+    assert table.loc["steps=100", "n"] == 2
+    assert table.loc["steps=100", "mean"] == pytest.approx(0.61)
+    assert table.loc["steps=50", "n"] == 1
+    assert any(
+        "1 tune trial(s) left out where their settings were re-run" in note
+        for note in table.attrs["notes"]
+    )

@@ -149,10 +149,19 @@ def test_an_infinite_figure_is_left_out_with_a_note():
     comparison = summarize(load_runs())
     (cell,) = comparison.cells.itertuples()
     assert cell.n == 2 and cell.mean == pytest.approx(0.55)
-    assert any("1 run(s) with a non-finite test_accuracy left out" in n for n in comparison.notes)
+    assert any("1 run(s) diverged (a non-finite test_accuracy)" in n for n in comparison.notes)
     import zoo
 
     assert any("non-finite" in note for note in zoo.compare().attrs["notes"])
+
+
+def test_a_nan_figure_is_named_as_diverged_not_as_missing():
+    fill("a-word", [0.5, 0.6])
+    nan_run = record("a-word", 2, {"test_accuracy": math.nan})
+    record("a-word", 3, {"val_accuracy": 0.5})  # no test figure at all: missing, not diverged
+    notes = summarize(load_runs()).notes
+    assert any("1 run(s) diverged" in n and f"{nan_run} (nan)" in n for n in notes), notes
+    assert any("1 of 4 matching runs recorded no primary metric" in n for n in notes), notes
 
 
 def test_small_figures_keep_their_significant_digits():
@@ -220,7 +229,7 @@ def test_bars_of_a_metric_that_is_not_a_fraction_start_near_the_data():
 def test_the_statistics_page_says_what_each_mark_means_and_which_noise_is_counted():
     from pathlib import Path
 
-    from zoo.comparison.significance import NO_VARIANCE, ONE_SEED
+    from zoo.comparison.stats import NO_VARIANCE, ONE_SEED
 
     root = Path(__file__).resolve().parents[1]
     page = (root / "docs" / "guide" / "statistics.md").read_text(encoding="utf-8")
@@ -228,3 +237,22 @@ def test_the_statistics_page_says_what_each_mark_means_and_which_noise_is_counte
     for words in ("`*`", "`†`", ONE_SEED, NO_VARIANCE, "Holm", "seed-to-seed variance"):
         assert words in page, words
     assert "sampling noise is not counted" in page
+
+
+def test_rows_that_differ_in_settings_are_ranked_on_validation_with_test_beside():
+    # a grid over steps: the 200-step rows lead on validation; test is reported, not marked
+    for seed in range(3):
+        record("a-word", seed, {"val_accuracy": 0.90 + seed / 1000, "test_accuracy": 0.50})
+        record("a-word", seed, {"val_accuracy": 0.60 + seed / 1000, "test_accuracy": 0.80}, steps=9)
+    comparison = summarize(load_runs())
+    cells = comparison.cells.set_index(["metric", "setting"])
+    assert set(comparison.cells["metric"]) == {"val_accuracy", "test_accuracy"}
+    assert cells.loc[("val_accuracy", "steps=100"), "best"]
+    assert not comparison.cells.loc[comparison.cells["metric"] == "test_accuracy", "best"].any()
+    assert any("ranked on val_accuracy" in note for note in comparison.notes)
+    # models compared as they are (no choice among settings): the headline figure alone
+    fill("b-word", [0.7, 0.71, 0.72])
+    alone = summarize(load_runs(), where="steps == 100")
+    assert set(alone.cells["metric"]) == {"test_accuracy"}
+    # --metric picks one figure
+    assert set(summarize(load_runs(), metric="test_accuracy").cells["metric"]) == {"test_accuracy"}

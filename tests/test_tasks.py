@@ -64,8 +64,10 @@ def test_a_new_task_is_known_only_through_its_registration(with_scoring):
     assert describe("test_r2", task="scoring") == "test_r2 (fraction of variance, higher is better)"
     assert direction("test_accuracy", "scoring") is None  # not one of its metrics
     # it needs a label column: a text-and-label dataset now serves it after classification
+    # and seq2seq (registered before it)
     assert tasks_for(None, {"text", "label"}) == (
         "classification",
+        "seq2seq",
         "scoring",
         "language-modeling",
         "next-item",

@@ -20,11 +20,14 @@ the file: one line, exit 2.
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import select
 import stat
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from zoo.errors import ZooError
@@ -234,6 +237,12 @@ def load_json(path: Path):
     it."""
     path = Path(path)
     try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = stat.S_IFREG  # reading it says what is wrong
+    if not stat.S_ISREG(mode):  # a FIFO would wait for a writer forever
+        raise ZooError(f"{path} is {kind_word(mode)}; JSON is read from a regular file only")
+    try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ZooError(f"{path} is missing") from None
@@ -244,43 +253,101 @@ def load_json(path: Path):
 
 
 MAX_CONFIG_BYTES = 2**20  # a config file is a page of settings, never a data set
+PIPE_SECONDS = 60.0  # the most a pipe may take to deliver what zoo reads from it
+STDIN_NAMES = ("-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+
+
+def kind_word(mode: int) -> str:
+    """What a file that is not a regular one is, in a message's words."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def check_regular_file(path, what: str) -> None:
+    """A ZooError unless ``path`` is a regular file (a link to one included), checked with
+    stat, before anything opens it: opening a FIFO waits for a writer that may never come,
+    and a device or a socket never ends."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ZooError(f"{path}: no such {what}") from None
+    except OSError as exc:
+        raise ZooError(f"{path}: cannot read this {what}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise ZooError(f"{path} is {kind_word(mode)}; a {what} is a regular file")
+
+
+class PipeReader(io.RawIOBase):
+    """A pipe (standard input, a named FIFO opened non-blocking) read with a deadline: each
+    read waits for data at most until ``deadline`` (time.monotonic()), so a writer that never
+    comes, or stops half way, is a ZooError naming ``name``, never a hang."""
+
+    def __init__(self, fd: int, name: str, what: str, seconds: float):
+        self.fd, self.name, self.what = fd, name, what
+        self.seconds, self.deadline = seconds, time.monotonic() + seconds
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLIN | select.POLLPRI)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while True:
+            left = self.deadline - time.monotonic()
+            if left <= 0 or not self._poll.poll(left * 1000):
+                raise ZooError(
+                    f"{self.name}: nothing more came through this pipe in "
+                    f"{self.seconds:,.0f} s; a {self.what} is read within that"
+                )
+            try:
+                return os.readv(self.fd, [buffer])
+            except BlockingIOError:
+                continue  # woken without data: wait again, within the deadline
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self.fd)
+        super().close()
+
+
+def open_pipe(path, what: str, seconds: float | None = None):
+    """A buffered reader over standard input (``path`` one of STDIN_NAMES) or a named FIFO,
+    opened non-blocking (so an open never waits for a writer) and read with a deadline."""
+    if str(path) in STDIN_NAMES:
+        fd = os.dup(0)
+    else:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    if not stat.S_ISFIFO(os.fstat(fd).st_mode):  # standard input redirected from a file
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    os.set_blocking(fd, False)
+    return io.BufferedReader(PipeReader(fd, str(path), what, seconds or PIPE_SECONDS))
 
 
 def read_config_text(path, what: str = "config file", limit: int = MAX_CONFIG_BYTES) -> str:
     """The UTF-8 text of a small file the user names (a config file, a registry): at most
-    ``limit`` bytes are ever read, counted as read, so a pipe (``/dev/stdin``) is bounded
-    too; a device (``/dev/zero``), a folder or a socket is refused before reading. Every
-    problem is a ZooError naming the file."""
+    ``limit`` bytes are ever read, and in bounded time. A regular file is read; standard
+    input (``/dev/stdin``) is read up to the limit within PIPE_SECONDS; a named pipe, a
+    device, a socket or a folder is refused before anything opens it. Every problem is a
+    ZooError naming the file. A UTF-8 byte order mark at the start is dropped."""
+    if str(path) not in STDIN_NAMES:
+        check_regular_file(path, what)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+        with open_pipe(path, what) if str(path) in STDIN_NAMES else open(path, "rb") as handle:
+            data = handle.read(limit + 1)
     except OSError as exc:
         raise ZooError(f"{path}: cannot read this {what}: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-            kind = (
-                "a folder"
-                if stat.S_ISDIR(mode)
-                else "a device"
-                if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                else "not a regular file"
-            )
-            raise ZooError(f"{path} is {kind}; a {what} is a file (or a pipe)")
-        chunks, total = [], 0
-        while total <= limit:
-            chunk = os.read(fd, min(2**16, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-    except OSError as exc:
-        raise ZooError(f"{path}: cannot read this {what}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    if total > limit:
+    if len(data) > limit:
         raise ZooError(f"{path} holds more than {limit // 1024:,} KiB; too much for a {what}")
     try:
-        return b"".join(chunks).decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise ZooError(
             f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); a {what} is UTF-8"

@@ -89,6 +89,10 @@ class Task:
     """Column roles a dataset needs: "text", "label"."""
     serves: tuple[str, ...] = ()
     """Other tasks whose datasets this task can use as well."""
+    adapts: tuple[str, ...] = ()
+    """Tasks whose architectures this task's pipeline trains as well, built for that task
+    (sequence to sequence trains any language model as a prefix LM): an architecture that lists one of
+    these serves this task too."""
     curve_metric: str = "val_loss"
     """The validation figure logged while training (plots draw it)."""
     description: str = ""
@@ -107,6 +111,7 @@ class Task:
         object.__setattr__(self, "metrics", metrics)
         object.__setattr__(self, "columns", tuple(self.columns))
         object.__setattr__(self, "serves", tuple(self.serves))
+        object.__setattr__(self, "adapts", tuple(self.adapts))
         if self.output_shape is not None:
             object.__setattr__(self, "output_shape", tuple(self.output_shape))
             if not all(

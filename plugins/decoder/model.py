@@ -131,6 +131,13 @@ class Decoder(nn.Module):
         h = F.layer_norm(x[:, -1], (C,), *ln_f)  # [B, C]
         return F.linear(h, lm_head), cache
 
+    def reorder_cache(self, cache: KVCache, rows):
+        """The cache of the rows ``rows`` [N] (beam search's surviving hypotheses)."""
+        cache.k = [k.index_select(0, rows) for k in cache.k]
+        cache.v = [v.index_select(0, rows) for v in cache.v]
+        cache.pads = cache.pads.index_select(0, rows)
+        return cache
+
     def _decode_weights(self):
         def pair(module):
             return module.weight, module.bias

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from zoo.plugins.digits.data import DigitsDataConfig
+from zoo.plugins.digits.transduction import TransductionConfig
 
 from zoo.plugin import hookimpl
 from zoo.plugin.config import sized
@@ -72,4 +73,13 @@ def register_datasets(register):
         "periodic); predict the next digit (20,000/2,000/2,000, plus 2,000 "
         "each of two disjoint sets of held-out rules: heldout_validation to choose on, "
         "heldout to report)",
+    )
+    register(
+        "digits-transduction",
+        "zoo.plugins.digits.transduction:load",
+        config=TransductionConfig,
+        tasks=("seq2seq",),
+        columns={"text": "source", "label": "target"},
+        description="pairs of digit sequences for seq2seq, the target a rule of the source "
+        "(rule = reverse, sort or add); exact match is the check (10,000/500/500)",
     )

@@ -230,21 +230,12 @@ def show_run(zoo, run_id: str) -> str:
     lines += format_metrics(row["metrics"], indent="    ")
     lines.append("  provenance:")
     lines.append(f"    seed: {row['seed']}")
-    for key in (
-        "config_hash",
-        "parent_config_hash",
-        "dataset_id",
-        "dataset_location",
-        "dataset_fingerprint",
-        "text_column",
-        "label_column",
-        "git_commit",
-        "git_dirty",
-        "device",
-        "reproduces",
-    ):
+    from zoo.train.provenance import SHOWN_KEYS
+
+    for key in SHOWN_KEYS:
         if config.get(key) is not None:
             lines.append(f"    {key}: {config[key]}")
+    lines += machine_lines(config.get("machine"))
     for name, version in (config.get("versions") or {}).items():
         lines.append(f"    version {name}: {version}")
     trackers = config.get("trackers")
@@ -275,6 +266,19 @@ def show_run(zoo, run_id: str) -> str:
     for section, values in (config.get("configs") or {}).items():
         lines.append(f"    {section}: {values}")
     return "\n".join(lines)
+
+
+def machine_lines(machine) -> list[str]:
+    """Where a run trained: the CPU and its instruction sets, torch's kernels, the precision."""
+    if not isinstance(machine, dict):
+        return []  # recorded before zoo recorded its machine
+    flags = ", ".join(machine.get("cpu_flags") or []) or "none of AVX2, AVX-512, AMX"
+    gpu = f", GPU {machine['gpu']}" if machine.get("gpu") else ""
+    return [
+        f"    machine: {machine.get('cpu')} ({flags}){gpu}",
+        f"    precision: {machine.get('precision')} on {machine.get('device')} "
+        f"(torch's CPU kernels: {machine.get('cpu_capability')})",
+    ]
 
 
 def format_metrics(metrics: dict, indent: str = "  ") -> list[str]:

@@ -7,6 +7,8 @@ import contextlib
 import itertools
 import json
 import math
+import os
+import stat
 import sys
 
 from zoo.errors import ZooError
@@ -104,7 +106,7 @@ def read_texts(path: str) -> list[str]:
     if path == "-" and getattr(sys.stdin, "buffer", None) is None:  # started with `<&-`
         raise ZooError("--file -: standard input is closed; pipe the texts in, or name a file")
     try:
-        handle = sys.stdin.buffer if path == "-" else open(path, "rb")
+        handle = sys.stdin.buffer if path == "-" else _open_texts(path)
     except OSError as exc:
         raise ZooError(f"cannot read --file {path}: {exc.strerror or exc}") from None
     try:
@@ -144,6 +146,23 @@ def read_texts(path: str) -> list[str]:
     if not texts:
         raise ZooError(f"--file {path} has no texts (every line is blank); put one text per line")
     return texts
+
+
+def _open_texts(path: str):
+    """A regular file, or a pipe (a named FIFO, /dev/stdin) read with a deadline: a FIFO is
+    never opened in a way that waits for a writer. A device, a socket or a folder is
+    refused before it is opened."""
+    from zoo.io import STDIN_NAMES, kind_word, open_pipe
+
+    mode = os.stat(path).st_mode
+    if path in STDIN_NAMES or stat.S_ISFIFO(mode):
+        return open_pipe(path, "--file")
+    if not stat.S_ISREG(mode):
+        raise ZooError(
+            f"cannot read --file {path}: it is {kind_word(mode)}; name a text file, "
+            "a named pipe or - (standard input)"
+        )
+    return open(path, "rb")
 
 
 def batches_of_texts(texts: list[str], max_bytes: int = 2**20, max_texts: int = 1024):

@@ -97,6 +97,11 @@ def print_result(result: dict, as_json: bool, *, quiet: bool = False) -> None:
     for key in shown:
         value = metrics[key]
         print(f"  {key:<16} {figure(value)}")
+    if result.get("eval_limit"):
+        print(
+            f"  evaluated on a sample: at most {result['eval_limit']:,} examples of each split "
+            "(eval_limit); a smoke figure, never pooled with whole-split ones"
+        )
     for i, sample in enumerate([] if quiet else result.get("samples") or []):
         lines = sample.strip("\n").splitlines()[:8]
         print(f"--- sample {i + 1} ---")

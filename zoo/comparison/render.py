@@ -7,7 +7,7 @@ import json
 import math
 
 from zoo.comparison.labels import row_text
-from zoo.comparison.significance import NO_VARIANCE, ONE_SEED
+from zoo.comparison.stats import NO_VARIANCE, ONE_SEED
 from zoo.comparison.table import Comparison, describe
 from zoo.errors import UnknownNameError, ZooError
 
@@ -122,12 +122,19 @@ def legend(comparison: Comparison, best_mark: str) -> list[str]:
     pairs = table[["task", "metric", "better"]].drop_duplicates(["task", "metric"])
     lines = []
     mixed_tasks = table["metric"].nunique() < len(pairs)  # as column_label names them
+    # --pool averages every run of a row: n counts runs, several per seed where the row
+    # pools configurations
+    counted = (
+        "mean ± std over the pooled runs (n runs: each configuration at each seed once)"
+        if comparison.pooled
+        else "mean ± std over seeds (n distinct seeds)"
+    )
     for _, pair in pairs.iterrows():
         name = f"{pair['task']} {pair['metric']}" if mixed_tasks else pair["metric"]
         where = f"[{name}] " if len(pairs) > 1 else ""
         lines.append(
             f"{where}{describe(pair['metric'], pair['better'], pair['task'])}{_split(pair)}: "
-            f"mean ± std over seeds (n distinct seeds); {best_mark} best in its column, told "
+            f"{counted}; {best_mark} best in its column, told "
             "apart from every other row (Welch tests at 95%, Holm-adjusted)"
         )
     if comparison.baseline is not None:

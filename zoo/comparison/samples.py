@@ -129,13 +129,25 @@ def left_out_by_status(data, status) -> list[str]:
     ]
 
 
+def nan_metrics(row: dict) -> frozenset:
+    """The metrics a run recorded as NaN (a diverged figure), which a frame cannot tell
+    from a metric it never recorded."""
+    metrics = row.get("metrics") or {}
+    return frozenset(
+        k
+        for k, v in metrics.items()
+        if isinstance(v, float) and v != v  # NaN only
+    )
+
+
 def non_finite_note(bad) -> list[str]:
-    """A note for runs whose figure is infinite: left out of every statistic."""
+    """A note for runs whose figure is NaN or infinite (diverged): left out of every
+    statistic, named by run."""
     if bad.empty:
         return []
     names = ", ".join(sorted(set(bad["metric"])))
     return [
-        f"{len(bad)} run(s) with a non-finite {names} left out: "
+        f"{len(bad)} run(s) diverged (a non-finite {names}) and are left out: "
         + " ".join(f"{i} ({v:g})" for i, v in zip(bad["id"][:5], bad["value"][:5]))
         + (" ..." if len(bad) > 5 else "")
     ]

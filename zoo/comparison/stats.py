@@ -108,20 +108,25 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
+ONE_SEED = "cannot test: n<2"
+NO_VARIANCE = "no seed variance"
+
+
 @dataclass
 class Interval:
     diff: float  # mean(a) - mean(b)
-    low: float  # NaN when either side has fewer than 2 runs
+    low: float  # NaN when there is no interval (see `untestable`)
     high: float
     df: float
 
     p: float = math.nan  # two-sided p-value of "no difference"; NaN when untestable
+    untestable: str | None = None  # why there is no interval: ONE_SEED or NO_VARIANCE
 
     @property
     def significant(self) -> bool | None:
         """Whether the interval excludes 0; None when there is no interval (n < 2, or no
-        seed variance: a zero-width interval tests nothing)."""
-        if math.isnan(self.low) or math.isnan(self.high) or self.low == self.high:
+        seed variance: a zero-width interval tests nothing, so it has no ends at all)."""
+        if self.untestable or math.isnan(self.low) or math.isnan(self.high):
             return None
         return self.low > 0 or self.high < 0
 
@@ -139,7 +144,7 @@ def welch_interval(
     diff = mean_a - mean_b
     nan = float("nan")
     if n_a < 2 or n_b < 2 or math.isnan(sd_a) or math.isnan(sd_b):
-        return Interval(diff, nan, nan, nan)
+        return Interval(diff, nan, nan, nan, untestable=ONE_SEED)
     # equal figures at every seed, up to the rounding of their mean: no spread at all
     sd_a, sd_b = (
         0.0 if no_spread(sd, mean) else sd for sd, mean in ((sd_a, mean_a), (sd_b, mean_b))
@@ -147,7 +152,7 @@ def welch_interval(
     var_a, var_b = sd_a**2 / n_a, sd_b**2 / n_b
     se = math.sqrt(var_a + var_b)
     if se == 0:  # no seed variance on either side: nothing to test the difference against
-        return Interval(diff, diff, diff, math.inf)
+        return Interval(diff, nan, nan, nan, untestable=NO_VARIANCE)
     df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
     margin = t_quantile(0.5 + level / 2, df) * se
     return Interval(diff, diff - margin, diff + margin, df, t_two_sided_p(diff / se, df))
@@ -159,15 +164,15 @@ def paired_interval(a: list[float], b: list[float], level: float = 0.95) -> Inte
     diffs = [x - y for x, y in zip(a, b)]
     nan = float("nan")
     if not diffs:
-        return Interval(nan, nan, nan, nan)
+        return Interval(nan, nan, nan, nan, untestable=ONE_SEED)
     mean = sum(diffs) / len(diffs)
     if len(diffs) < 2:
-        return Interval(mean, nan, nan, nan)
+        return Interval(mean, nan, nan, nan, untestable=ONE_SEED)
     sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1))
     df = len(diffs) - 1
     # the same difference at every seed, up to the rounding of the subtractions: no test
     if no_spread(sd, max([0.0] + [abs(x) for x in (*a, *b)])):
-        return Interval(mean, mean, mean, df)
+        return Interval(mean, nan, nan, df, untestable=NO_VARIANCE)
     se = sd / math.sqrt(len(diffs))
     margin = t_quantile(0.5 + level / 2, df) * se
     return Interval(mean, mean - margin, mean + margin, df, t_two_sided_p(mean / se, df))

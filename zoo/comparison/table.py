@@ -29,6 +29,7 @@ from zoo.comparison.labels import (
 )
 from zoo.comparison.samples import (
     left_out_by_status,
+    nan_metrics,
     non_finite_note,
     one_per_sample,
     sample_key,
@@ -105,16 +106,19 @@ def eval_value(metrics: dict, name: str, split: str | None):
 
 
 # -- loading -------------------------------------------------------------------------
-def load_runs():
+def load_runs(store=None):
     """Every run, one column per scalar metric and per setting (zoo.records.columns), plus
     what comparisons need from the config: `settings` (the settings that change the result,
-    without the seed), `trained_on` and `split` (eval rows)."""
+    without the seed), `trained_on` and `split` (eval rows). From ``store`` where given (an
+    open zoo.records.store.Store, read-only for a viewer), else from ZOO_HOME's."""
     from zoo.records.columns import with_setting_columns
     from zoo.records.store import Store
 
-    with Store() as store:
-        frame = store.frame()
-        rows = {r["id"]: r for r in store.rows()}
+    if store is None:
+        with Store() as opened:
+            return load_runs(opened)
+    frame = store.frame()
+    rows = {r["id"]: r for r in store.rows()}
     return add_settings(with_setting_columns(frame, rows), rows)
 
 
@@ -124,10 +128,14 @@ def add_settings(frame, rows: dict):
     frame = frame.copy()
     derived = {run_id: settings_of(row, rows) for run_id, row in rows.items()}
     samples = {run_id: sample_key(row, rows) for run_id, row in rows.items()}
+    diverged = {run_id: nan_metrics(row) for run_id, row in rows.items()}
     frame["settings"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[0])
     frame["trained_on"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[1])
     frame["split"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[2])
     frame["sample"] = frame["id"].map(lambda i: samples.get(i, i))
+    frame["nan_metrics"] = frame["id"].map(lambda i: diverged.get(i, frozenset()))
+    trials = {run_id for run_id, row in rows.items() if (row.get("config") or {}).get("tune")}
+    frame["tune_trial"] = frame["id"].isin(trials)
     return frame
 
 
@@ -144,6 +152,7 @@ class Comparison:
     columns: list[str]
     baseline: str | None = None
     notes: list[str] = field(default_factory=list)
+    pooled: bool = False  # --pool: n counts runs (configurations x seeds), not seeds
 
 
 def summarize(
@@ -214,7 +223,7 @@ def summarize(
     long = _values(data, metric, evals)
     if long.empty:
         raise ZooError(f"none of the {what} recorded " + (metric or "their task's primary metric"))
-    missing = len(data) - long["id"].nunique()
+    missing = len(data) - long.loc[long["role"] == "primary", "id"].nunique()
     finite = long["value"].map(math.isfinite)
     notes += non_finite_note(long[~finite])
     long, merged = one_per_sample(long[finite])
@@ -233,11 +242,25 @@ def summarize(
     long["variant"] = long["settings"].map(variant_id) if not pool else ""
     for key in rows_keys + column_keys:
         long[key] = long[key].map(key_text)
+    long, ranked_on = _choice_figures(long, rows_keys + column_keys, pool)
+    if ranked_on:
+        notes.append(
+            f"rows that differ in settings are ranked on {', '.join(ranked_on)}, the "
+            "validation figure: the best mark is there, the test figure beside it reports "
+            "and never chooses (--metric picks one figure)"
+        )
+    long, selected = _without_selected_trials(long, rows_keys + column_keys)
+    if selected:
+        notes.append(
+            f"{selected} tune trial(s) left out where their settings were re-run: a trial "
+            "chosen as the best is biased upwards by the choice (zoo tune reports its re-runs)"
+        )
     group = unique_keys(rows_keys + column_keys + ["task", "metric", "variant"])
-    cells, mixed = [], set()
+    cells, mixed, machines = [], set(), 0
     for values, runs in long.groupby(group, sort=False, dropna=False):
         if runs["status"].nunique() > 1:
             mixed.update(runs["status"])
+        machines += _pools_machines(runs)
         found = dict(zip(group, values))
         numbers = runs["value"].astype(float)
         cell = {k: found[k] for k in rows_keys + column_keys}
@@ -256,7 +279,8 @@ def summarize(
         cells.append(cell)
     table = pd.DataFrame(cells)
     table["setting"] = setting_labels(table, rows_keys, column_keys)
-    table["best"], marks = best_marks(table, rows_keys, column_keys, level)
+    reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
+    table["best"], marks = best_marks(table, rows_keys, column_keys, level, reported)
     notes += marks
     if missing:
         notes.append(
@@ -267,6 +291,12 @@ def summarize(
         notes.append(
             f"some cells pool runs of several statuses ({', '.join(sorted(mixed))}); "
             "--status finished counts finished runs only"
+        )
+    if machines:
+        notes.append(
+            f"{machines} cell(s) pool runs trained on different CPU kinds or precisions "
+            "(their last digits differ from machine to machine): zoo runs --columns "
+            "cpu_kind,resolved_precision shows which"
         )
     if merged:
         notes.append(
@@ -288,7 +318,41 @@ def summarize(
         notes.append("some cells pool runs with different settings (--pool)")
     table = table.reset_index(drop=True)
     table.attrs["notes"] = notes  # zoo.compare() returns the cells: the notes travel with them
-    return Comparison(table, rows_keys, column_keys, baseline, notes)
+    return Comparison(table, rows_keys, column_keys, baseline, notes, pooled=pool)
+
+
+def _choice_figures(long, keys, pool: bool):
+    """A table whose rows differ in settings (a grid sweep, a search's trials) chooses among
+    them: with no --metric, it ranks them on the validation figure and keeps the test
+    figure beside it. `long` keeps its validation records (role 'validation') only then;
+    returns it and the validation metrics ranked on."""
+    validation = long["role"] == "validation"
+    if not validation.any():
+        return long, []
+    primary = long[~validation]
+    configs = primary.groupby(unique_keys(keys + ["task", "metric"]), dropna=False)
+    if pool or configs["variant"].nunique().max() < 2:
+        return long[~validation], []
+    return long, sorted(set(long.loc[validation, "metric"]))
+
+
+def _without_selected_trials(long, keys):
+    """`long` without the `zoo tune` trials whose configuration was also run outside the
+    search (the winner's re-runs at other seeds): the trial was chosen for its validation
+    figure, so pooling it with its re-runs brings back the selection bias they avoid."""
+    if "tune_trial" not in long.columns or not long["tune_trial"].any():
+        return long, 0
+    trial = long["tune_trial"].fillna(False).astype(bool)
+    config = long[unique_keys(keys + ["task", "metric"])].astype(str).agg("\0".join, axis=1)
+    config = config + "\0" + long["settings"].map(variant_id)
+    selected = trial & config.isin(set(config[~trial]))
+    return long[~selected], int(selected.sum())
+
+
+def _pools_machines(runs) -> bool:
+    """Whether a cell's runs trained on more than one CPU kind or resolved precision."""
+    kinds = [c for c in ("cpu_kind", "resolved_precision") if c in runs.columns]
+    return bool(kinds) and len(runs[kinds].dropna().drop_duplicates()) > 1
 
 
 def _keys(keys, option: str) -> list[str]:
@@ -322,6 +386,9 @@ def _metric_names(frame) -> list[str]:
         "pid",
         "host",
         "settings",
+        "nan_metrics",
+        "tune_trial",
+        "sample",
         "trained_on",
         "split",
         "created",
@@ -341,14 +408,21 @@ def _values(data, metric: str | None, evals: bool):
         name = metric or primary_metric(row["task"], "eval" if evals else "train")
         if name is None:
             continue
-        # an evaluation's metric sits under its split's prefix: report it by the bare name
-        for key in eval_names(name, row["split"]) if evals else [name]:
-            value = row[key] if key in data.columns else None
-            if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
-                if math.isnan(value):  # a NaN in a frame is a metric not recorded
-                    continue
-                records.append({**row.to_dict(), "metric": name, "value": float(value)})
-                break
+        names = [(name, "primary")]
+        if metric is None and not evals and name.startswith("test_"):
+            # what a choice among settings ranks on (see _choice_figures)
+            names.append(("val_" + name.removeprefix("test_"), "validation"))
+        for name, role in names:
+            # an evaluation's metric sits under its split's prefix: reported by the bare name
+            for key in eval_names(name, row["split"]) if evals else [name]:
+                value = row[key] if key in data.columns else None
+                if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+                    # a NaN in a frame is a metric not recorded, unless the run recorded NaN
+                    if math.isnan(value) and key not in row.get("nan_metrics", ()):
+                        continue
+                    record = {**row.to_dict(), "metric": name, "value": float(value)}
+                    records.append({**record, "role": role})
+                    break
     return pd.DataFrame(records)
 
 

@@ -8,12 +8,13 @@ import importlib
 import importlib.metadata
 import importlib.util
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from zoo.core.containment import PluginCodeFailed, call_plugin, contained, plugin_code
-from zoo.errors import MissingModule, UnknownNameError, ZooError
+from zoo.errors import MissingModule, UnknownNameError, ZooDeprecationWarning, ZooError
 from zoo.tasks import Task
 
 KINDS = ("architecture", "tokenizer", "dataset", "pipeline", "command", "logger", "exporter")
@@ -69,10 +70,18 @@ class Entry:
         if self.memory is None:
             return None
         estimate = loaded_callable(self.memory, f"memory estimate of {self.name!r}", self.plugin)
+        arguments = (config, vocab_size) if takes_two(estimate) else (config,)
+        if len(arguments) == 1:  # API 1.0's memory(config)
+            warnings.warn(
+                f"memory estimate of {self.kind} {self.name!r} from plugin {self.plugin!r}: "
+                "memory(config) is deprecated; take memory(config, vocab_size) (plugin API 2.0 "
+                "calls only that)",
+                ZooDeprecationWarning,
+                stacklevel=2,
+            )
         needed = call_plugin(
             estimate,
-            config,
-            vocab_size,
+            *arguments,
             what=f"memory estimate of {self.kind} {self.name!r}",
             plugin=self.plugin,
         )
@@ -115,6 +124,20 @@ class Command:
             loaded_callable(self.arguments, f"arguments of command {self.name!r}", self.plugin)(
                 parser
             )
+
+
+def takes_two(function: Callable) -> bool:
+    """Whether ``function`` can be called with two positional arguments (a signature it
+    does not show counts as yes)."""
+    import inspect
+
+    try:
+        inspect.signature(function).bind(None, None)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to inspect
+        return True
+    return True
 
 
 def loaded_callable(target, what: str, plugin: str) -> Callable:

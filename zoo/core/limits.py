@@ -27,9 +27,10 @@ import argparse
 import dataclasses
 import math
 import os
+import warnings
 from typing import Any
 
-from zoo.errors import ZooError
+from zoo.errors import ZooDeprecationWarning, ZooError
 
 DEVICES = ("auto", "cpu", "cuda")  # auto: CUDA when torch sees it, else the CPU
 MAX_SEED = 2**32 - 1  # NumPy's global seed is 32-bit; SQLite and torch take more
@@ -269,7 +270,25 @@ def field_for(config, role: str) -> str | None:
     for name, facts in declared(config).items():
         if facts.get("role") == role:
             return name
+    if role == "context" and _plain_block_size(config):
+        return "block_size"
     return None
+
+
+def _plain_block_size(config) -> bool:
+    """API 1.0 read the context length from a field named ``block_size``; such a config
+    still works, with a warning, until plugin API 2.0."""
+    cls = config if isinstance(config, type) else type(config)
+    if "block_size" not in getattr(cls, "__dataclass_fields__", {}):
+        return False
+    warnings.warn(
+        f"{cls.__name__}.block_size is read as the context length by its name, which is "
+        'deprecated: declare it block_size: int = sized(128, role="context") (from '
+        "zoo.plugin.config import sized); plugin API 2.0 reads only the role",
+        ZooDeprecationWarning,
+        stacklevel=3,
+    )
+    return True
 
 
 def value_of(config, role: str) -> int | None:

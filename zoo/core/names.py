@@ -42,6 +42,18 @@ def tasks_for(dataset_task: str | None, roles: set[str], zoo=None) -> tuple[str,
     return tuple(t.name for t in usable)
 
 
+def supported_tasks(architecture, zoo=None) -> tuple[str, ...]:
+    """The tasks an architecture serves: those it lists, then those whose pipelines adapt
+    an architecture of a listed task (``zoo.plugin.Task.adapts``)."""
+    own = tuple(architecture.tasks)
+    adapted = [
+        task.name
+        for task in registered_tasks(zoo).values()
+        if task.name not in own and set(task.adapts) & set(own)
+    ]
+    return own + tuple(adapted)
+
+
 @dataclass
 class ModelSpec:
     name: str
@@ -92,7 +104,7 @@ def choose_task(
     """The first task the dataset serves that the architecture supports (or `wanted`).
     ``dataset`` names the dataset in messages; ``known`` is every task a pipeline serves,
     for a did-you-mean when `wanted` is none of them."""
-    supported = architecture.tasks
+    supported = supported_tasks(architecture)
     if wanted:
         which = f"dataset {dataset}" if dataset else "the dataset"
         if known and wanted not in known:
@@ -122,6 +134,6 @@ def task_mismatch(architecture, dataset_tasks) -> str:
     wanted = dataset_tasks[0] if dataset_tasks else "?"
     return (
         f"{architecture.name} has no {wanted} head (it supports: "
-        f"{', '.join(architecture.tasks) or 'no task'}; the dataset serves: "
+        f"{', '.join(supported_tasks(architecture)) or 'no task'}; the dataset serves: "
         f"{', '.join(dataset_tasks) or 'no task'})"
     )

@@ -65,6 +65,21 @@ class LoadedDataset:
             return self
         return dataclasses.replace(self, held_out=self.held_out | frozenset(roles))
 
+    def sampling_evaluation(self, limit: int | None) -> LoadedDataset:
+        """This dataset with its validation and test splits cut to ``limit`` evenly spaced
+        rows (``eval_limit``: a smoke run's quick figures); ``None`` keeps them whole."""
+        if limit is None:
+            return self
+        import numpy as np
+
+        splits = dict(self.splits)
+        for role in ("validation", "test"):
+            name = self.split_names.get(role, role)
+            if name in splits and len(splits[name]) > limit:
+                rows = np.linspace(0, len(splits[name]) - 1, limit).round().astype(np.int64)
+                splits[name] = splits[name].select(np.unique(rows))
+        return dataclasses.replace(self, splits=splits)
+
     def split(self, role: str):
         """The split that plays ``role`` (train, validation or test) as a ``datasets.Dataset``;
         an unknown one is a ZooError listing the dataset's splits."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,7 @@ from zoo.core.containment import call_plugin
 from zoo.core.limits import check_memory, context_length
 from zoo.core.loading import get_zoo, task_loss
 from zoo.core.names import get_task
-from zoo.errors import ZooError
+from zoo.errors import ZooDeprecationWarning, ZooError
 from zoo.io import load_tokenizer
 from zoo.records.paths import run_folder
 from zoo.records.store import Store
@@ -48,6 +49,17 @@ class Trained:
     """The pipeline's TrainConfig subclass, as the run used it."""
     declared_task: Any = None
     """The zoo.plugin.Task the run's pipeline registers."""
+
+    def __getattr__(self, name: str):
+        if name == "block_size":  # API 1.0's name of context_length, until API 2.0
+            warnings.warn(
+                "Trained.block_size is deprecated: use Trained.context_length (plugin API "
+                "2.0 removes block_size)",
+                ZooDeprecationWarning,
+                stacklevel=2,
+            )
+            return self.context_length
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 def load_trained(

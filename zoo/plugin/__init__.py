@@ -21,18 +21,95 @@ The hooks are documented in ``zoo.hookspecs``. Helpers live in four sub-namespac
 their splits as token ids and texts) and ``zoo.plugin.io`` (files written atomically, read
 safely). Names backed by torch are imported on first use, so a plugin's registration module
 (and ``zoo list``) stays light.
+
+The API is versioned (``API_VERSION``, semantic versioning); a plugin may declare the range
+it supports with a module attribute, ``ZOO_PLUGIN_API = ">=1.1,<2"``. A name that moved
+still imports from here with a ``ZooDeprecationWarning`` naming its new home, until the next
+major version.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING
 
-from zoo.errors import ZooError
+from zoo.errors import ZooDeprecationWarning, ZooError
 from zoo.hookspecs import hookimpl
 from zoo.lazy import lazy_names as _lazy_names
 from zoo.pipeline import Pipeline
 from zoo.tasks import Metric, Prediction, SplitProbabilities, Task
+
+API_VERSION = "1.1.0"
+"""The plugin API's version (semantic versioning): a minor release adds names and may
+deprecate some (they keep working, with a ``ZooDeprecationWarning`` naming the replacement);
+only a major release removes them. A plugin declares what it supports with a module
+attribute ``ZOO_PLUGIN_API``, a version specifier such as ``">=1.1,<2"``."""
+
+# Names that lived flat in zoo.plugin in API 1.0 -> where they live now. They still import
+# from here, with a warning naming the new home, until API 2.0 (docs/plugins/migration.md).
+MOVED = {
+    **dict.fromkeys(
+        (
+            "incidental",
+            "check_positive",
+            "check_divisible",
+            "check_probability",
+            "check_budget",
+            "within_budget",
+            "MAX_VOCAB",
+        ),
+        "zoo.plugin.config",
+    ),
+    **dict.fromkeys(
+        (
+            "attention",
+            "SelfAttention",
+            "MLP",
+            "PreLNBlock",
+            "ThreadInvariantLayerNorm",
+            "check_length",
+            "key_mask",
+            "last_real",
+            "init_gpt2",
+            "token_bigram_ids",
+        ),
+        "zoo.plugin.layers",
+    ),
+    **dict.fromkeys(
+        (
+            "load_dataset",
+            "LoadedDataset",
+            "split_ids",
+            "row_ids",
+            "row_texts",
+            "split_size",
+            "text_batches",
+            "column_of",
+            "join_rows",
+            "train_cached",
+            "dataset_key",
+            "compression",
+            "unragged",
+        ),
+        "zoo.plugin.data",
+    ),
+    **dict.fromkeys(
+        (
+            "natural_key",
+            "load_json",
+            "load_safetensors",
+            "atomic_write_text",
+            "atomic_folder",
+            "check_new_folder",
+        ),
+        "zoo.plugin.io",
+    ),
+    "UnknownNameError": "zoo.errors",
+}
+
+# API 1.1 deprecations are shown by default: a plugin's author sees them at `zoo run`
+warnings.filterwarnings("default", category=ZooDeprecationWarning)
 
 # name -> module that defines it, imported on first access (PEP 562)
 _LAZY = {
@@ -68,6 +145,8 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
     from zoo.train.model import IGNORE_INDEX, Model, NonFiniteError, TaskSpec
 
 __all__ = [
+    "API_VERSION",
+    "ZooDeprecationWarning",
     # hooks and declarations
     "hookimpl",
     "ZooError",
@@ -110,7 +189,16 @@ def __getattr__(name: str):
         return importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY:
         return _lazy_getattr(name)
+    if name in MOVED:  # an API 1.0 name: it works, and says where it lives now
+        home = MOVED[name]
+        warnings.warn(
+            f"zoo.plugin.{name} is deprecated: import it from {home} "
+            f"(from {home} import {name}); the flat name goes in plugin API 2.0",
+            ZooDeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(home), name)
     # a helper lives in one sub-namespace only; the error says which
-    home = [s for s in _SUBMODULES if name in importlib.import_module(f"{__name__}.{s}").__all__]
-    hint = f"; it is zoo.plugin.{home[0]}.{name}" if home else ""
+    homes = [s for s in _SUBMODULES if name in importlib.import_module(f"{__name__}.{s}").__all__]
+    hint = f"; it is zoo.plugin.{homes[0]}.{name}" if homes else ""
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}{hint}")

@@ -9,6 +9,7 @@ from zoo.lazy import lazy_names
 
 _LAZY = {
     "load_json": "zoo.io",
+    "load_safetensors": "zoo.io",
     "atomic_write_text": "zoo.io",
     "atomic_folder": "zoo.atomic_folders",
     "check_new_folder": "zoo.atomic_folders",
@@ -18,10 +19,11 @@ _LAZY = {
 if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and the reference
     from zoo.atomic_folders import atomic_folder, check_new_folder
     from zoo.core.kinds import natural_key
-    from zoo.io import atomic_write_text, load_json
+    from zoo.io import atomic_write_text, load_json, load_safetensors
 
 __all__ = [
     "load_json",
+    "load_safetensors",
     "atomic_write_text",
     "atomic_folder",
     "check_new_folder",

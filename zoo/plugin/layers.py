@@ -15,18 +15,25 @@ _LAZY = {
         "MLP",
         "PreLNBlock",
         "ThreadInvariantLayerNorm",
+        "RMSNorm",
         "check_length",
         "key_mask",
         "last_real",
         "init_gpt2",
         "token_bigram_ids",
+        "split_source_target",
+        "SOURCE",
+        "TARGET",
     )
 }
 
 if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and the reference
     from zoo.train.layers import (
         MLP,
+        SOURCE,
+        TARGET,
         PreLNBlock,
+        RMSNorm,
         SelfAttention,
         ThreadInvariantLayerNorm,
         attention,
@@ -34,6 +41,7 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
         init_gpt2,
         key_mask,
         last_real,
+        split_source_target,
         token_bigram_ids,
     )
 
@@ -43,11 +51,15 @@ __all__ = [
     "MLP",
     "PreLNBlock",
     "ThreadInvariantLayerNorm",
+    "RMSNorm",
     "check_length",
     "key_mask",
     "last_real",
     "init_gpt2",
     "token_bigram_ids",
+    "split_source_target",
+    "SOURCE",
+    "TARGET",
 ]
 
 __getattr__, __dir__ = lazy_names(globals(), _LAZY)

@@ -11,14 +11,16 @@ from zoo.lazy import lazy_names
 _LAZY = {
     "cross_entropy": "zoo.train.losses",  # class (or token) ids against logits [..., classes]
     "mse": "zoo.train.losses",  # mean squared error of real-valued outputs
+    "label_smoothed": "zoo.train.losses",  # label_smoothed(0.1): smoothed cross entropy
 }
 
 if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and the reference
-    from zoo.train.losses import cross_entropy, mse
+    from zoo.train.losses import cross_entropy, label_smoothed, mse
 
 __all__ = [
     "cross_entropy",
     "mse",
+    "label_smoothed",
 ]
 
 __getattr__, __dir__ = lazy_names(globals(), _LAZY)

@@ -19,6 +19,9 @@ from typing import Any
 from zoo.errors import ZooError
 
 SECTIONS = ("model", "tokenizer", "train", "dataset")
+# Where a run trained (its provenance's `machine`): columns to query and to note when a
+# comparison pools machines, never settings that split its rows.
+MACHINE_COLUMNS = ("machine.cpu", "machine.cpu_kind", "machine.resolved_precision")
 
 
 def flat_settings(config: dict) -> dict[str, Any]:
@@ -31,6 +34,13 @@ def flat_settings(config: dict) -> dict[str, Any]:
         flat["init"] = config["init"].get("run_id")
     if config.get("stacked"):  # trained with other seeds as one batched model: its own row
         flat["stacked"] = config["stacked"]
+    machine = config.get("machine")
+    if isinstance(machine, dict):
+        from zoo.core.machine import kind
+
+        flat["machine.cpu"] = machine.get("cpu")
+        flat["machine.cpu_kind"] = kind(machine.get("cpu_flags"))
+        flat["machine.resolved_precision"] = machine.get("precision")
     return flat
 
 
@@ -40,8 +50,12 @@ def incidental_of(row: dict) -> set[str]:
     config = row.get("config") or {}
     recorded = config.get("incidental")
     if isinstance(recorded, dict):
-        return {f"{s}.{k}" for s, keys in recorded.items() for k in keys or ()}
-    return set(_declared_incidental(row.get("architecture"), row.get("tokenizer"), row.get("task")))
+        keys = {f"{s}.{k}" for s, keys in recorded.items() for k in keys or ()}
+    else:
+        keys = set(
+            _declared_incidental(row.get("architecture"), row.get("tokenizer"), row.get("task"))
+        )
+    return keys | set(MACHINE_COLUMNS)
 
 
 @functools.lru_cache(maxsize=64)

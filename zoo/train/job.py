@@ -58,6 +58,11 @@ class TrainConfig:
     """Steps between validation estimates during training."""
     eval_batches: int = sized(20, role="batch")
     """Batches per periodic validation estimate; the final evaluation uses whole splits."""
+    eval_limit: int | None = None
+    """Score at most this many examples of the validation and test splits (evenly spaced;
+    windows of ``block_size`` tokens for language modeling): a smoke run's quick figures. A
+    setting like any other, so a sampled run never shares a comparison row with a whole one.
+    Unset: every example."""
     keep_best: bool = True
     """Report the validation and test splits with the weights of the best validation score (the
     step is recorded as best_step), not those of the last step."""
@@ -114,6 +119,8 @@ class TrainConfig:
             )
         if self.time is not None and not self.time > 0:
             raise ValueError(f"time must be positive, got {self.time}")
+        if self.eval_limit is not None and not self.eval_limit > 0:
+            raise ValueError(f"eval_limit must be positive (or unset), got {self.eval_limit}")
 
 
 class RunFolder:
@@ -272,13 +279,15 @@ class Job:
             raise ZooError(f"architecture {self.architecture.name!r} declares no context length")
         return length
 
-    def build_model(self, spec):
+    def build_model(self, spec, *, train_loss=None):
         """The architecture built for ``spec`` (a ``zoo.plugin.TaskSpec``) on the run's device, as a
-        ``zoo.plugin.Model`` that trains with the task's declared loss."""
+        ``zoo.plugin.Model`` that trains with the task's declared loss, or with ``train_loss``
+        (``loss(outputs, targets, reduction)``) where the pipeline's settings change the
+        training objective (label smoothing); evaluation keeps the declared loss."""
         with phase("build"):
-            return self._build_model(spec)
+            return self._build_model(spec, train_loss)
 
-    def _build_model(self, spec):
+    def _build_model(self, spec, train_loss=None):
         from zoo.core.containment import call_plugin
         from zoo.core.loading import task_loss
         from zoo.core.names import get_task
@@ -297,7 +306,9 @@ class Job:
             what=f"architecture {self.architecture.name!r}",
             plugin=self.architecture.plugin,
         )
-        model = as_model(built, pick_device(self.device), loss=task_loss(task))
+        model = as_model(
+            built, pick_device(self.device), loss=task_loss(task), train_loss=train_loss
+        )
         if self._stack is not None:
             model = self._stack.join(model)
         check_output(model, task, spec, self.context_length, who)

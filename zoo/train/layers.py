@@ -176,6 +176,22 @@ class PreLNBlock(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps), times a learned gain: no centring and no bias (Llama's and
+    Mamba's norm). Computed in fp32 whatever the input's precision; ``weight`` [C]."""
+
+    def __init__(self, width: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        """[..., C] -> [..., C]."""
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * normed.to(x.dtype)
+
+
 class ThreadInvariantLayerNorm(nn.LayerNorm):
     """nn.LayerNorm (same parameters and names) whose gradients do not depend on torch's
     thread count. The fused CPU kernel sums the weight and bias gradients in one partial sum
@@ -219,6 +235,25 @@ def check_length(input_ids, context: int) -> int:
     if T > context:
         raise ValueError(f"sequence of {T} tokens exceeds the context length {context}")
     return T
+
+
+SOURCE, TARGET = 1, 2
+"""attention_mask values of an encoder-decoder's packed batch: source and target tokens."""
+
+
+def split_source_target(input_ids, attention_mask):
+    """An encoder-decoder's packed batch taken apart (the sequence-to-sequence pipeline's). ``input_ids`` [B, S + T] hold each row's
+    source right-padded to S, then its target input (``<cls>`` and the target) right-padded
+    to T; ``attention_mask`` is SOURCE (1) on source tokens, TARGET (2) on target tokens and
+    0 on padding. Returns source [B, S], its mask [B, S] (1 = real), target [B, T] and its
+    mask [B, T]. Every row's target starts with a token, so column S is the first column
+    holding a TARGET."""
+    if attention_mask is None:
+        raise ValueError("a packed batch needs its attention mask (1 source, 2 target)")
+    is_target = attention_mask == TARGET
+    S = int(is_target.any(dim=0).to(torch.int8).argmax())
+    source_mask = (attention_mask[:, :S] == SOURCE).long()
+    return input_ids[:, :S], source_mask, input_ids[:, S:], is_target[:, S:].long()
 
 
 def key_mask(attention_mask):

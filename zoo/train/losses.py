@@ -56,8 +56,36 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, reduction: str) -
     )
 
 
+def label_smoothed(smoothing: float):
+    """Cross entropy against targets smoothed toward the uniform distribution: each target
+    keeps ``1 - smoothing`` of its mass and every class gets ``smoothing / classes``
+    (Szegedy et al., 2016; the translation transformer's 0.1). A loss for training steps
+    (``Job.build_model(spec, train_loss=...)``); evaluation reports the plain cross entropy."""
+
+    def loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str) -> torch.Tensor:
+        if logits.shape[:-1] != targets.shape:
+            cross_entropy(logits, targets, reduction)  # raises its readable error
+        return F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]),
+            targets.reshape(-1),
+            ignore_index=IGNORE_INDEX,
+            reduction=reduction,
+            label_smoothing=smoothing,
+        )
+
+    return loss
+
+
 def mse(outputs: torch.Tensor, targets: torch.Tensor, reduction: str) -> torch.Tensor:
     """Squared error of outputs against float targets of the same number of elements."""
     return F.mse_loss(
         outputs.reshape(targets.shape), targets.to(outputs.dtype), reduction=reduction
     )
+
+
+def count_targets(targets: torch.Tensor) -> int:
+    """How many targets a summed loss covers: every element, but integer targets equal to
+    IGNORE_INDEX count for nothing."""
+    if targets.is_floating_point():
+        return int(targets.numel())
+    return int((targets != IGNORE_INDEX).sum().item())

@@ -178,6 +178,14 @@ class Model(Protocol):
         context length: the caller starts again on a shorter context before it would."""
         ...
 
+    def reorder_cache(self, cache: Any, rows: np.ndarray) -> Any:
+        """Optional (with ``decodes_incrementally``). The cache of the rows ``rows`` [N]
+        (indices into the cache's rows, repeats allowed), for beam search, which keeps the
+        rows of its best hypotheses at each step. A torch module gets it through
+        ``TorchModel`` by having ``reorder_cache(cache, rows)`` with ``rows`` a long tensor.
+        Without it, beam search recomputes each hypothesis's whole prefix every step."""
+        ...
+
     @property
     def fits_training_split(self) -> bool:
         """Optional. True for a model fitted on the whole training split before the training
@@ -205,6 +213,7 @@ OPTIONAL_MEMBERS = (
     "decodes_incrementally",
     "start_decoding",
     "decode_step",
+    "reorder_cache",
     "fits_training_split",
     "fit",
 )

@@ -10,6 +10,21 @@ from pathlib import Path
 
 from zoo.train.plan import Plan, config_hash, plugin_entries
 
+# what a run's provenance shows, besides its seed and versions (zoo show, zoo ui)
+SHOWN_KEYS = (
+    "config_hash",
+    "parent_config_hash",
+    "dataset_id",
+    "dataset_location",
+    "dataset_fingerprint",
+    "text_column",
+    "label_column",
+    "git_commit",
+    "git_dirty",
+    "device",
+    "reproduces",
+)
+
 
 def versions(zoo, plan: Plan) -> dict:
     from zoo import __version__
@@ -111,3 +126,25 @@ def code_changes(then: dict[str, str], now: dict[str, str]) -> str:
             pair = (then.get(name) or "absent", now.get(name) or "absent")
             changed.setdefault(pair, []).append(name)
     return "; ".join(f"{', '.join(names)} ({a} then, {b} now)" for (a, b), names in changed.items())
+
+
+def machine_record(precision: str, device: str) -> dict:
+    """What a run records of the machine it trained on: the CPU's name and the instruction
+    sets that change its figures, the kernels torch runs (its CPU capability), the device,
+    and the precision ``precision`` resolves to there."""
+    import torch
+
+    from zoo.core.machine import cpu
+    from zoo.train.precision import resolve_precision
+    from zoo.train.torch_model import pick_device
+
+    resolved = torch.device(pick_device(device))
+    gpu = {"gpu": torch.cuda.get_device_name(resolved)} if resolved.type == "cuda" else {}
+    return {
+        "cpu": cpu()["model"],
+        "cpu_flags": cpu()["flags"],
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "device": resolved.type,
+        "precision": resolve_precision(precision, resolved),
+        **gpu,
+    }

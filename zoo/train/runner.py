@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from zoo.core.containment import own_interrupts_fail
+from zoo.core.culprits import naming_plugins
 from zoo.core.loading import get_zoo, task_loss
 from zoo.core.phases import current as current_clock
 from zoo.core.phases import measured, measuring, phase
@@ -23,7 +24,14 @@ from zoo.train import checkpoints, distributed
 from zoo.train.curves import save_curve
 from zoo.train.job import Job, RunResult
 from zoo.train.plan import Plan, config_hash
-from zoo.train.provenance import git_commit, git_dirty, identity, plugin_provenance, versions
+from zoo.train.provenance import (
+    git_commit,
+    git_dirty,
+    identity,
+    machine_record,
+    plugin_provenance,
+    versions,
+)
 from zoo.train.starting import create_run_folder, new_run_id, plan_job, seed_everything
 
 if TYPE_CHECKING:
@@ -89,7 +97,8 @@ def execute(
                     quiet=quiet,
                     held_out=plan.held_out,
                 )
-            dataset = dataset.holding_out(plan.held_out)
+            limit = getattr(plan.configs.get("train"), "eval_limit", None)
+            dataset = dataset.holding_out(plan.held_out).sampling_evaluation(limit)
         with phase("imports"):
             pipeline = plan.pipeline.load()
         check = optional_method(pipeline, "check_dataset")
@@ -153,6 +162,7 @@ def _record_and_train(
         "dataset": plan.dataset_ref.name,
         "task": plan.task,
         "seed": plan.seed,
+        "eval_limit": getattr(plan.configs.get("train"), "eval_limit", None),
     }
     provenance = {
         **summary,
@@ -167,6 +177,7 @@ def _record_and_train(
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),
         "device": device,
+        "machine": machine_record(getattr(plan.configs.get("train"), "precision", "auto"), device),
         "threads": settle_threads().record(),
         "text_column": dataset.text_column,
         "label_column": dataset.label_column,
@@ -272,7 +283,7 @@ def _train_and_record(
     start = time.time()
     try:
         seed_everything(plan.seed)
-        with own_interrupts_fail(), phase("evaluate"):  # what its inner phases leave
+        with own_interrupts_fail(), phase("evaluate"), naming_plugins("training"):
             result = pipeline.run(job)  # (a KeyboardInterrupt with no Ctrl-C behind it: failed)
         if not isinstance(result, RunResult):
             raise ZooError(
@@ -285,8 +296,6 @@ def _train_and_record(
         provenance["spec"] = dataclasses.asdict(result.spec)
         if job._init_report:  # which tensors came from the --init run, and which are new
             provenance["init"] = {**provenance.get("init", {}), **job._init_report}
-        if trackers:  # where they write, kept with the run (zoo show lists it)
-            provenance["trackers"] = trackers.where()
         curve, curve_error = None, None
         if ranks.is_main:  # other ranks' scratch folders are gone already
             curve, curve_error = save_curve(run, summary)
@@ -347,8 +356,10 @@ def _train_and_record(
         duration=duration,
         params=result.params,
         metrics=result.metrics,
-        **({"config": provenance} if "trackers" in provenance or "timing" in provenance else {}),
+        **({"config": provenance} if "timing" in provenance else {}),
     )
+    if trackers:  # the run is recorded; then where they write (zoo show lists it)
+        _record_trackers(run, store, provenance, trackers, ranks.is_main)
     store.close()
     if ranks.is_main:  # the run is recorded; its weights are in model.safetensors
         checkpoints.remove_all(run.path)
@@ -365,6 +376,15 @@ def _train_and_record(
         "rank": ranks.rank,
         "trackers": provenance.get("trackers", {}),
     }
+
+
+def _record_trackers(run, store: Store, provenance: dict, trackers, is_main: bool) -> None:
+    """Keep where each tracker writes with a run already recorded as finished: a tracker
+    that is slow to start delays only this, within its timeout, never the run's row."""
+    provenance["trackers"] = trackers.where()
+    if is_main:
+        run.write_json("config.json", provenance)
+    store.update(run.id, config=provenance)
 
 
 class _NoStore:

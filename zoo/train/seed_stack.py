@@ -60,7 +60,9 @@ class SeedStack:
             )
         if model.fits_training_split:
             raise ZooError("a model fitted on the training split cannot be trained stacked")
-        member = StackMember(model.module, str(model.device), loss=model.loss)
+        member = StackMember(
+            model.module, str(model.device), loss=model.loss, train_loss=model.train_loss
+        )
         member.stack, member.slot = self, slot
         self.members[slot] = member
         return member
@@ -150,7 +152,7 @@ class SeedStack:
             outputs = batched(self._as_autocast_casts(params, first), buffers, inputs, mask)
         losses = torch.stack(  # each seed's loss over its own rows, not the padding rows
             [
-                first.loss(outputs[i][: counts[i]].float(), targets[i], "mean")
+                first.train_loss(outputs[i][: counts[i]].float(), targets[i], "mean")
                 for i in range(len(slots))
             ]
         )

@@ -19,6 +19,7 @@ from zoo.core.limits import DEVICES
 from zoo.core.phases import phase
 from zoo.errors import ZooError
 from zoo.train.layers import attention  # noqa: F401  (its old home: plugins may import it from here)
+from zoo.train.losses import count_targets
 from zoo.train.model import IGNORE_INDEX, Model, NonFiniteError
 from zoo.train.precision import AUTOCAST_DTYPES, resolve_precision
 
@@ -39,22 +40,24 @@ def refuse_missing(precision: str, device: str) -> None:
     resolve_precision(precision, torch.device(pick_device(device)))
 
 
-def as_model(built, device: str = "cpu", *, loss) -> Model:
+def as_model(built, device: str = "cpu", *, loss, train_loss=None) -> Model:
     """The protocol object for whatever an architecture's build() returned; a torch module
-    trains and evaluates with ``loss``, the task's (``zoo.core.loading.task_loss``)."""
+    trains and evaluates with ``loss``, the task's (``zoo.core.loading.task_loss``), and trains
+    with ``train_loss`` where given (a model of its own computes its own loss)."""
     if isinstance(built, torch.nn.Module):
-        return TorchModel(built, device, loss=loss)
+        return TorchModel(built, device, loss=loss, train_loss=train_loss)
     return built
 
 
 class TorchModel:
     """A module and its optimizer; ``loss(outputs, targets, reduction)`` is the task's loss
-    (see ``zoo.plugin.Task``), so any module trains on any task without subclassing."""
+    (see ``zoo.plugin.Task``), so any module trains on any task without subclassing;
+    training steps minimize ``train_loss`` where given (label smoothing)."""
 
-    def __init__(self, module: torch.nn.Module, device: str = "cpu", *, loss):
+    def __init__(self, module: torch.nn.Module, device: str = "cpu", *, loss, train_loss=None):
         self.device = torch.device(device)
         self.module = module.to(self.device)
-        self.loss = loss
+        self.loss, self.train_loss = loss, train_loss or loss
         self.optimizer: Any = None
         self.precision = "fp32"  # until configure_engine picks the precision to run at
         self.scaler: Any = None  # torch.amp.GradScaler, for fp16 only
@@ -189,7 +192,9 @@ class TorchModel:
         """Forward and backward of one batch, gradients clipped: the loss and the gradient
         norm, as tensors on the device (no synchronisation: a CUDA graph captures this)."""
         self.module.train()
-        loss = self._task_loss(inputs, targets, mask, "mean", self._train_module, cache_casts)
+        loss = self._task_loss(
+            inputs, targets, mask, "mean", self._train_module, cache_casts, self.train_loss
+        )
         self.optimizer.zero_grad(set_to_none=True)
         if not loss.requires_grad:  # nothing left to learn (fitted before training)
             return loss, torch.zeros((), device=loss.device)
@@ -293,6 +298,12 @@ class TorchModel:
             logits, cache = self.module.decode(self._tensor(next_ids).reshape(-1, 1), cache)
         return logits.float().cpu().numpy(), cache
 
+    @property
+    def reorder_cache(self):
+        """The module's ``reorder_cache(cache, rows)`` (zoo.train.model.Model), or None."""
+        method = getattr(self.module, "reorder_cache", None)
+        return (lambda c, rows: method(c, self._tensor(rows).long())) if callable(method) else None
+
     def _decode_autocast(self):
         # On the CPU, a step of one position is too small for bf16 to pay: autocast would
         # cast every weight matrix to bf16 on every step (measured 2x slower per linear).
@@ -350,26 +361,18 @@ class TorchModel:
         return torch.autocast(self.device.type, dtype=dtype, cache_enabled=cache_casts)
 
     def _task_loss(
-        self, inputs, targets, mask, reduction: str, module=None, cache_casts: bool = True
+        self, inputs, targets, mask, reduction, module=None, cache_casts=True, loss=None
     ):
-        module = self.module if module is None else module
+        module, loss = self.module if module is None else module, loss or self.loss
         with self._autocast(cache_casts):
             if self._at_positions and per_position(inputs, targets):
                 counted = targets != IGNORE_INDEX
                 outputs, targets = module(inputs, mask, positions=counted), targets[counted]
             else:
                 outputs = module(inputs, mask)
-        return self.loss(outputs.float(), targets, reduction)
+        return loss(outputs.float(), targets, reduction)
 
 
 def per_position(inputs: torch.Tensor, targets: torch.Tensor) -> bool:
     """Whether targets are ids, one per input position (language models, masked LM)."""
     return targets.shape == inputs.shape and not targets.is_floating_point()
-
-
-def count_targets(targets: torch.Tensor) -> int:
-    """How many targets a summed loss covers: every element, but integer targets equal to
-    IGNORE_INDEX count for nothing."""
-    if targets.is_floating_point():
-        return int(targets.numel())
-    return int((targets != IGNORE_INDEX).sum().item())

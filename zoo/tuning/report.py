@@ -143,6 +143,7 @@ def _mean(values: list[float]) -> str:
 def paired_text(result: StudyResult) -> str:
     """tuned - preset over their shared seeds, with its t interval, or why there is none."""
     from zoo.comparison.render import number
+    from zoo.comparison.stats import NO_VARIANCE
 
     if not result.best:
         return "-"
@@ -157,10 +158,10 @@ def paired_text(result: StudyResult) -> str:
         return number(value, like, width)
 
     text = f"{'+' if interval.diff >= 0 else ''}{shown(interval.diff)}"
-    if math.isnan(interval.low):
-        return text + " (cannot test: n<2)"
-    if width == 0:
+    if interval.untestable == NO_VARIANCE:
         return text + " (the same difference at every seed: no test)"
+    if interval.untestable:
+        return text + f" ({interval.untestable})"
     low, high = shown(interval.low), shown(interval.high)
     return text + f" [{low}, {high}]" + (" †" if interval.significant else "")
 
