@@ -66,6 +66,20 @@ date.
 """
 
 
+# results too long for the benchmarks page, rendered on a page of their own (the benchmarks
+# page links to it): name -> (page, its opening)
+OWN_PAGES = {
+    "hf_matrix": (
+        REPO / "docs" / "architectures" / "transformers-matrix.md",
+        "# The transformers compatibility matrix\n\n"
+        "Every model type of the installed transformers' causal-LM, sequence-classification "
+        "and masked-LM auto mappings, as zoo's `hf-<type>` architecture (see "
+        "[transformers](transformers.md)), through each stage of a zoo run. Rendered from "
+        "`benchmarks/results/hf_matrix.json` by `scripts/render_benchmarks.py`; the data are "
+        "written by `benchmarks/bench_hf_matrix.py`.\n",
+    )
+}
+
 # titles for results written without one
 TITLES = {
     "classification": "Classification: each architecture, their ensemble and a linear SVM "
@@ -248,7 +262,12 @@ def render_record(record: dict) -> list[str]:
 def render_page(records: list[dict]) -> str:
     lines = [INTRO]
     for record in records:
-        lines += render_record(record)
+        if record["name"] in OWN_PAGES:
+            page = OWN_PAGES[record["name"]][0].relative_to(DOCS_PAGE.parent).as_posix()
+            title = record.get("title") or record["name"]
+            lines += [f"## {title}", "", f"On a page of its own: [{title}]({page}).", ""]
+        else:
+            lines += render_record(record)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -287,10 +306,16 @@ def rendered(records: list[dict] | None = None) -> dict[Path, str]:
     """What docs/benchmarks.md and README.md should hold, from the JSON files."""
     records = load_results() if records is None else records
     readme = README.read_text(encoding="utf-8")
-    return {
+    pages = {
         DOCS_PAGE: render_page(records),
         README: readme_with(readme, render_readme_section(records)),
     }
+    for record in records:
+        if record["name"] in OWN_PAGES:
+            path, opening = OWN_PAGES[record["name"]]
+            body = render_record(record)[2:]  # the page's opening is its title
+            pages[path] = opening + "\n" + "\n".join(body).rstrip() + "\n"
+    return pages
 
 
 def main(argv=None) -> int:
