@@ -68,7 +68,7 @@ class TransformersExporter:
         from zoo.plugins.export.reading import reading_of
 
         architecture = trained.config["architecture"]
-        model = trained.model.module.hf if architecture in NATIVE else decoder_as_gpt2(trained)
+        model = trained.network.hf if architecture in NATIVE else decoder_as_gpt2(trained)
         if trained.task == "classification":
             names = class_names(trained)
             model.config.id2label = dict(enumerate(names))
