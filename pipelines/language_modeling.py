@@ -17,7 +17,15 @@ from zoo.pipelines.common import loop_metrics, run_tokenizer, special_ids
 
 from zoo.plugin import Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, train
 from zoo.plugin.config import incidental, sized
-from zoo.plugin.data import column_of, dataset_key, join_rows, split_ids, split_size, text_batches
+from zoo.plugin.data import (
+    check_ids,
+    column_of,
+    dataset_key,
+    join_rows,
+    split_ids,
+    split_size,
+    text_batches,
+)
 
 LN2 = math.log(2)
 REPLACEMENT = "\ufffd"  # what decoding gives for incomplete UTF-8
@@ -62,7 +70,7 @@ def split_text(dataset, role: str) -> str:
 
 def encode(tokenizer, text: str) -> np.ndarray:
     """A text as one array of ids (lines encoded as a batch)."""
-    return tokenizer.encode_text(text)
+    return check_ids(tokenizer, tokenizer.encode_text(text))
 
 
 @dataclass

@@ -34,13 +34,14 @@ def record(
     data=None,
     parent_id=None,
     run_id=None,
+    model_config=None,
     **provenance,
 ):
     """A run row written straight into the store, as execute would leave it."""
     run_id = run_id or f"{model}-{dataset}-{seed}-{steps}-{len(metrics)}-{status}-{kind}"
     config = {
         "configs": {
-            "model": {"n_layer": 2},
+            "model": model_config or {"n_layer": 2},
             "tokenizer": None,
             "train": {"steps": steps, **(train or {})},
             **({"dataset": data} if data else {}),
@@ -825,3 +826,18 @@ def test_a_cell_pooling_cpu_kinds_or_precisions_is_noted_not_split():
     runs = loaded().set_index("id")
     assert set(runs["cpu_kind"]) == {"AVX2", "AMX"}
     assert set(runs["resolved_precision"]) == {"fp32", "bf16"}
+
+
+def test_row_labels_under_a_pooling_row_key_name_the_model_and_what_its_own_runs_vary():
+    # two architectures share the char tokenizer; each config has many fields of its own
+    dec = {f"dec_field_{i}": i for i in range(40)}
+    enc = {f"enc_field_{i}": i for i in range(40)}
+    for seed in (0, 1):
+        record("dec-char", "text", seed, {"val_bpc": 1.0 + seed}, model_config=dec)
+        record("dec-char", "text", seed, {"val_bpc": 0.9}, steps=200, model_config=dec)
+        record("enc-char", "text", seed, {"val_bpc": 1.1}, architecture="encoder", model_config=enc)
+    for by in ("tokenizer", "seed"):
+        labels = set(summarize(loaded(), by=by).cells["setting"])
+        assert max(len(label) for label in labels) < 40, labels
+        assert labels >= {"model=dec-char, steps=100", "model=dec-char, steps=200"}, labels
+        assert "model=enc-char" in labels, labels

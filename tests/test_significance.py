@@ -237,3 +237,22 @@ def test_the_statistics_page_says_what_each_mark_means_and_which_noise_is_counte
     for words in ("`*`", "`†`", ONE_SEED, NO_VARIANCE, "Holm", "seed-to-seed variance"):
         assert words in page, words
     assert "sampling noise is not counted" in page
+
+
+def test_rows_that_differ_in_settings_are_ranked_on_validation_with_test_beside():
+    # a grid over steps: the 200-step rows lead on validation; test is reported, not marked
+    for seed in range(3):
+        record("a-word", seed, {"val_accuracy": 0.90 + seed / 1000, "test_accuracy": 0.50})
+        record("a-word", seed, {"val_accuracy": 0.60 + seed / 1000, "test_accuracy": 0.80}, steps=9)
+    comparison = summarize(load_runs())
+    cells = comparison.cells.set_index(["metric", "setting"])
+    assert set(comparison.cells["metric"]) == {"val_accuracy", "test_accuracy"}
+    assert cells.loc[("val_accuracy", "steps=100"), "best"]
+    assert not comparison.cells.loc[comparison.cells["metric"] == "test_accuracy", "best"].any()
+    assert any("ranked on val_accuracy" in note for note in comparison.notes)
+    # models compared as they are (no choice among settings): the headline figure alone
+    fill("b-word", [0.7, 0.71, 0.72])
+    alone = summarize(load_runs(), where="steps == 100")
+    assert set(alone.cells["metric"]) == {"test_accuracy"}
+    # --metric picks one figure
+    assert set(summarize(load_runs(), metric="test_accuracy").cells["metric"]) == {"test_accuracy"}

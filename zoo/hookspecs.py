@@ -159,9 +159,10 @@ def register_loggers(register: Register) -> None:
       ``lr``, validation figures...) and ``finish(metrics, folder, status)`` (the final
       metrics, the run folder with every artifact, the run's status).
 
-    The calls run on a thread of their own, in order: a slow tracker never slows training.
-    A tracker that raises is that plugin's failure: one warning, and it gets no more calls;
-    the run goes on. An ImportError when it is created (a missing extra) stops the run
+    Each tracker's calls run in order on a thread of its own: a slow tracker never slows
+    training. A call that takes more than ZOO_TRACKER_TIMEOUT seconds (default 10), or
+    raises, is that plugin's failure: one warning, and it gets no more calls; the run goes
+    on and its row says "finished" as soon as its own work is done. An ImportError when it is created (a missing extra) stops the run
     before it trains.
     """
 
@@ -193,6 +194,11 @@ def register_exporters(register: Register) -> None:
         predicted probability, or of an output where the task has none), ``agree``
         (whether every predicted label is the same) and ``compared`` (the texts compared).
 
+    The answers are checked as user input is: ``write`` returns a dict (``summary`` a
+    string; ``library_name``, ``pipeline_tag`` and ``usage`` strings or None; ``base`` a dict
+    or None), ``check`` a dict whose ``compared`` is 1 to ``len(texts)``, whose
+    ``max_difference`` is a number, 0 or more (not NaN), and whose ``agree`` is a bool;
+    anything else is one line naming the plugin, exit 2, nothing written.
     zoo writes everything into a staging folder, refuses (exit 2, nothing written) an
     export whose check differs by more than 1e-4 or disagrees on a label, adds the model
     card (``README.md``) and only then moves the folder into place.

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zoo.core.culprits import naming_plugins
 from zoo.core.limits import MAX_GENERATE_TOKENS, positive_argument
 from zoo.errors import ZooError
 from zoo.pipeline import optional_method
@@ -104,6 +105,12 @@ class Evaluation:
         )
 
 
+def _named_stream(pieces):
+    """A generation's pieces as they come; a failure of the pipeline's code names it."""
+    with naming_plugins("generation"):
+        yield from pieces
+
+
 class LoadedRun:
     """A finished run reloaded from its folder (safetensors, no pickle), as `zoo predict`,
     `zoo generate` and `zoo eval` reload it."""
@@ -140,7 +147,8 @@ class LoadedRun:
         if options and "beam" not in inspect.signature(predict).parameters:
             raise ZooError(f"run {self.id} is a {self.task} run: its predictions take no beam")
         texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
-        return list(predict(self.trained, texts, **options))
+        with naming_plugins("prediction"):
+            return list(predict(self.trained, texts, **options))
 
     def generate(
         self,
@@ -183,11 +191,15 @@ class LoadedRun:
             if stream:
                 raise ZooError("stream=True takes one prompt, not a list")
             texts = list(prompt)
-            for row, piece in generate(self.trained, texts, tokens, **options):
-                texts[row] += piece
+            with naming_plugins("generation"):
+                for row, piece in generate(self.trained, texts, tokens, **options):
+                    texts[row] += piece
             return texts
         pieces = generate(self.trained, prompt, tokens, **options)
-        return pieces if stream else prompt + "".join(pieces)
+        if stream:
+            return _named_stream(pieces)
+        with naming_plugins("generation"):
+            return prompt + "".join(pieces)
 
     def evaluate(
         self,

@@ -232,3 +232,52 @@ def plot(
         curves.append({"label": label, "records": records})
     task = tasks.pop() if len(tasks) == 1 else None  # units and validation metric: the task's
     return save(training_curves(curves, metric, x, task=task), output)
+
+
+def ui(*, host: str = "127.0.0.1", port: int = 8765):
+    """The store in a web browser (`zoo ui`): a read-only web application over ZOO_HOME's
+    store, listening on ``host``:``port`` (0: any free port). Returns the server, bound but
+    not yet serving: ``.url``, ``.run()`` (until interrupted), ``.start()`` (in a thread)
+    and ``.stop()``. Needs the optional extra ``ui``."""
+    from zoo.errors import require_extra
+    from zoo.home import zoo_home
+
+    require_extra(UI_MODULES, "ui", "zoo ui")
+    from zoo.ui.app import Server
+
+    try:
+        return Server(zoo_home(), host=host, port=port)
+    except OSError as exc:
+        raise ZooError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def report(
+    *,
+    where: str | None = None,
+    metric: str | None = None,
+    by: str | None = None,
+    columns: str | None = None,
+    baseline: str | None = None,
+    title: str = "zoo report",
+) -> str:
+    """The views of `zoo ui` for the runs ``where`` selects as one self-contained HTML
+    page (`zoo report`): its scripts, styles and data inside it, so it opens offline. The
+    comparison's options mean what `zoo compare`'s mean. Needs the optional extra ``ui``."""
+    from zoo.errors import require_extra
+    from zoo.home import zoo_home
+
+    require_extra(UI_MODULES, "ui", "zoo report")
+    from zoo.ui.report import report_html
+
+    return report_html(
+        zoo_home(),
+        where=where,
+        metric=metric,
+        by=by,
+        columns=columns,
+        baseline=baseline,
+        title=title,
+    )
+
+
+UI_MODULES = ("starlette", "uvicorn", "jinja2", "plotly")  # what the extra `ui` installs

@@ -33,6 +33,9 @@ def key_text(value) -> str:
     return str(value)
 
 
+IDENTITY = ("model", "dataset", "task", "split")  # what a run is, when not a row or column key
+
+
 def setting_labels(table, rows_keys, column_keys=()) -> list[str]:
     """For rows that split into several settings, what tells them apart ('steps=100').
 
@@ -40,32 +43,25 @@ def setting_labels(table, rows_keys, column_keys=()) -> list[str]:
     config, so a model's runs on two tasks differ in fields without differing in intent.
     A setting tells rows apart only where it differs within one column: one that differs
     only from column to column (a dataset's own options, with datasets as columns) is told
-    by the column already. Two configurations of one column never share a label: where
-    their settings print alike, each label ends with its configuration's id."""
+    by the column already. Where a row key pools several models (`--by tokenizer`, `--by
+    seed`), a label names the model, and only the settings in which that model's own rows
+    differ: two architectures' configs differ in every field, and listing them tells the
+    reader nothing the model's name does not. Two configurations of one column never share
+    a label: where their settings print alike, each label ends with its configuration's id."""
     labels = [""] * len(table)
     for _, group in table.groupby(unique_keys(rows_keys + ["task"]), sort=False):
         if group["variant"].nunique() < 2:
             continue
         columns = list(group.groupby(list(column_keys), sort=False)) if column_keys else []
         columns = [column for _, column in columns] or [group]
-        differing: set[str] = set()
-        shown: dict[str, set[str]] = {}  # the differing keys a variant's columns have
-        for column in columns:
-            settings = list(column.drop_duplicates("variant")["_settings"])
-            keys = {k for s in settings for k in s}
-            differing.update(k for k in keys if len({_compared(s, k) for s in settings}) > 1)
-            for variant in column["variant"]:
-                shown.setdefault(variant, set()).update(keys)
-        ordered = sorted(differing)
-        names = label_names(ordered)
+        told_by = _differing(columns)
+        names = label_names(sorted({k for keys in told_by.values() for k in keys}))
         by_variant = {}
         for variant, cells in group.groupby("variant", sort=False):
-            parts = [
+            by_variant[variant] = ", ".join(
                 f"{names[k]}={_values_text([s.get(k, '-') for s in cells['_settings']])}"
-                for k in ordered
-                if k in shown[variant]
-            ]
-            by_variant[variant] = ", ".join(parts)
+                for k in told_by.get(variant, [])
+            )
         for column in columns:  # the same label for two configurations of one column
             variants = column["variant"].unique()
             texts = [by_variant[v] for v in variants]
@@ -75,6 +71,33 @@ def setting_labels(table, rows_keys, column_keys=()) -> list[str]:
         for index, row in group.iterrows():
             labels[table.index.get_loc(index)] = by_variant[row["variant"]]
     return labels
+
+
+def _differing(columns) -> dict[str, list[str]]:
+    """variant -> the settings its label names: the identity keys (model, ...) that differ
+    within a column, then the settings that differ among the variants of its own identity
+    within a column."""
+    identity_keys: set[str] = set()
+    own: dict[str, set[str]] = {}
+    for column in columns:
+        variants = column.drop_duplicates("variant")
+        settings = dict(zip(variants["variant"], variants["_settings"]))
+        identity_keys.update(
+            k
+            for k in IDENTITY
+            if any(k in s for s in settings.values())
+            and len({_compared(s, k) for s in settings.values()}) > 1
+        )
+        alike: dict[tuple, list[str]] = {}
+        for variant, s in settings.items():
+            alike.setdefault(tuple(_compared(s, k) for k in IDENTITY), []).append(variant)
+        for members in alike.values():
+            keys = {k for v in members for k in settings[v] if k not in IDENTITY}
+            varied = {k for k in keys if len({_compared(settings[v], k) for v in members}) > 1}
+            for variant in members:
+                own.setdefault(variant, set()).update(varied & set(settings[variant]))
+    first = sorted(identity_keys, key=IDENTITY.index)
+    return {variant: first + sorted(keys) for variant, keys in own.items()}
 
 
 def _compared(settings: dict, key: str) -> str:

@@ -33,16 +33,22 @@ def _columns(table, column_keys):
     return table.groupby(unique_keys(column_keys + ["task", "metric"]), sort=False)
 
 
-def best_marks(table, rows_keys, column_keys, level: float) -> tuple[list[bool], list[str]]:
+def best_marks(
+    table, rows_keys, column_keys, level: float, reported=frozenset()
+) -> tuple[list[bool], list[str]]:
     """True for a column's leading row where it beats every other row of the column
     (Welch, Holm-adjusted over the k-1 tests, at `level`); otherwise a note names the rows
-    that cannot be told apart from it, and which comparisons cannot be tested at all."""
+    that cannot be told apart from it, and which comparisons cannot be tested at all.
+    Columns of a `reported` metric (a test figure beside the validation one ranked on) get
+    no mark."""
     from zoo.comparison.stats import holm
 
     best, unclear = [False] * len(table), []
     for _, group in _columns(table, column_keys):
         better = group["better"].iloc[0]
         if better not in ("lower", "higher") or len(group) < 2:
+            continue
+        if group["metric"].iloc[0] in reported:
             continue
         ranked = group.sort_values("mean", ascending=better == "lower", kind="stable")
         leader, others = ranked.iloc[0], [row for _, row in ranked.iloc[1:].iterrows()]

@@ -106,16 +106,19 @@ def eval_value(metrics: dict, name: str, split: str | None):
 
 
 # -- loading -------------------------------------------------------------------------
-def load_runs():
+def load_runs(store=None):
     """Every run, one column per scalar metric and per setting (zoo.records.columns), plus
     what comparisons need from the config: `settings` (the settings that change the result,
-    without the seed), `trained_on` and `split` (eval rows)."""
+    without the seed), `trained_on` and `split` (eval rows). From ``store`` where given (an
+    open zoo.records.store.Store, read-only for a viewer), else from ZOO_HOME's."""
     from zoo.records.columns import with_setting_columns
     from zoo.records.store import Store
 
-    with Store() as store:
-        frame = store.frame()
-        rows = {r["id"]: r for r in store.rows()}
+    if store is None:
+        with Store() as opened:
+            return load_runs(opened)
+    frame = store.frame()
+    rows = {r["id"]: r for r in store.rows()}
     return add_settings(with_setting_columns(frame, rows), rows)
 
 
@@ -220,7 +223,7 @@ def summarize(
     long = _values(data, metric, evals)
     if long.empty:
         raise ZooError(f"none of the {what} recorded " + (metric or "their task's primary metric"))
-    missing = len(data) - long["id"].nunique()
+    missing = len(data) - long.loc[long["role"] == "primary", "id"].nunique()
     finite = long["value"].map(math.isfinite)
     notes += non_finite_note(long[~finite])
     long, merged = one_per_sample(long[finite])
@@ -239,6 +242,13 @@ def summarize(
     long["variant"] = long["settings"].map(variant_id) if not pool else ""
     for key in rows_keys + column_keys:
         long[key] = long[key].map(key_text)
+    long, ranked_on = _choice_figures(long, rows_keys + column_keys, pool)
+    if ranked_on:
+        notes.append(
+            f"rows that differ in settings are ranked on {', '.join(ranked_on)}, the "
+            "validation figure: the best mark is there, the test figure beside it reports "
+            "and never chooses (--metric picks one figure)"
+        )
     long, selected = _without_selected_trials(long, rows_keys + column_keys)
     if selected:
         notes.append(
@@ -269,7 +279,8 @@ def summarize(
         cells.append(cell)
     table = pd.DataFrame(cells)
     table["setting"] = setting_labels(table, rows_keys, column_keys)
-    table["best"], marks = best_marks(table, rows_keys, column_keys, level)
+    reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
+    table["best"], marks = best_marks(table, rows_keys, column_keys, level, reported)
     notes += marks
     if missing:
         notes.append(
@@ -308,6 +319,21 @@ def summarize(
     table = table.reset_index(drop=True)
     table.attrs["notes"] = notes  # zoo.compare() returns the cells: the notes travel with them
     return Comparison(table, rows_keys, column_keys, baseline, notes, pooled=pool)
+
+
+def _choice_figures(long, keys, pool: bool):
+    """A table whose rows differ in settings (a grid sweep, a search's trials) chooses among
+    them: with no --metric, it ranks them on the validation figure and keeps the test
+    figure beside it. `long` keeps its validation records (role 'validation') only then;
+    returns it and the validation metrics ranked on."""
+    validation = long["role"] == "validation"
+    if not validation.any():
+        return long, []
+    primary = long[~validation]
+    configs = primary.groupby(unique_keys(keys + ["task", "metric"]), dropna=False)
+    if pool or configs["variant"].nunique().max() < 2:
+        return long[~validation], []
+    return long, sorted(set(long.loc[validation, "metric"]))
 
 
 def _without_selected_trials(long, keys):
@@ -382,15 +408,21 @@ def _values(data, metric: str | None, evals: bool):
         name = metric or primary_metric(row["task"], "eval" if evals else "train")
         if name is None:
             continue
-        # an evaluation's metric sits under its split's prefix: report it by the bare name
-        for key in eval_names(name, row["split"]) if evals else [name]:
-            value = row[key] if key in data.columns else None
-            if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
-                # a NaN in a frame is a metric not recorded, unless the run recorded NaN
-                if math.isnan(value) and key not in row.get("nan_metrics", ()):
-                    continue
-                records.append({**row.to_dict(), "metric": name, "value": float(value)})
-                break
+        names = [(name, "primary")]
+        if metric is None and not evals and name.startswith("test_"):
+            # what a choice among settings ranks on (see _choice_figures)
+            names.append(("val_" + name.removeprefix("test_"), "validation"))
+        for name, role in names:
+            # an evaluation's metric sits under its split's prefix: reported by the bare name
+            for key in eval_names(name, row["split"]) if evals else [name]:
+                value = row[key] if key in data.columns else None
+                if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+                    # a NaN in a frame is a metric not recorded, unless the run recorded NaN
+                    if math.isnan(value) and key not in row.get("nan_metrics", ()):
+                        continue
+                    record = {**row.to_dict(), "metric": name, "value": float(value)}
+                    records.append({**record, "role": role})
+                    break
     return pd.DataFrame(records)
 
 

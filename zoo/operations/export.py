@@ -11,12 +11,13 @@ moves the folder into place.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from zoo.atomic_folders import atomic_folder, check_new_folder
 from zoo.core.containment import call_plugin
 from zoo.core.loading import get_zoo
-from zoo.errors import ZooError
+from zoo.errors import ZooError, shown
 from zoo.operations.card import model_card
 from zoo.operations.reload import load_trained
 
@@ -45,8 +46,8 @@ def export_run(
     entry, exporter = pick(zoo, trained, chosen)
     texts = validation_texts(trained)
     with atomic_folder(folder, force=force, what="export to") as staging:
-        facts = _call(entry, exporter.write, trained, staging)
-        checked = _call(entry, exporter.check, trained, staging, texts)
+        facts = written_facts(entry, _call(entry, exporter.write, trained, staging))
+        checked = check_answer(entry, _call(entry, exporter.check, trained, staging, texts), texts)
         refused = _refusal(checked, entry.name)
         if refused:
             raise ZooError(refused)
@@ -109,6 +110,68 @@ def formats_for(zoo, architecture: str) -> list[str]:
 
 def _call(entry, function, *args):
     return call_plugin(function, *args, what=f"exporter {entry.name!r}", plugin=entry.plugin)
+
+
+# What an exporter's write() may return: key -> the types its value may have
+FACT_TYPES: dict[str, tuple[type, ...]] = {
+    "library_name": (str, type(None)),
+    "pipeline_tag": (str, type(None)),
+    "summary": (str,),
+    "usage": (str, type(None)),
+    "base": (dict, type(None)),
+}
+
+
+def _answer_error(entry, method: str, problem: str) -> ZooError:
+    return ZooError(
+        f"exporter {entry.name!r} from plugin {entry.plugin!r}: {method}() {problem} "
+        "(zoo.hookspecs.register_exporters says what it returns); nothing was written"
+    )
+
+
+def written_facts(entry, facts) -> dict:
+    """write()'s answer checked as user input is: a dict whose known keys have their types."""
+    if not isinstance(facts, dict):
+        raise _answer_error(entry, "write", f"returned {type(facts).__name__}, not a dict")
+    for key, types in FACT_TYPES.items():
+        if key in facts and not isinstance(facts[key], types):
+            names = " or ".join("None" if t is type(None) else t.__name__ for t in types)
+            raise _answer_error(
+                entry, "write", f"returned {key} as {type(facts[key]).__name__}, not {names}"
+            )
+    return facts
+
+
+def check_answer(entry, checked, texts: list[str]) -> dict:
+    """check()'s answer checked as user input is: a dict saying it compared at least one of
+    ``texts`` (and no more than were given), a difference that is a number, not negative
+    and not NaN, and whether the labels agree as a bool. A check that compared nothing
+    vouches for nothing."""
+    if not isinstance(checked, dict):
+        raise _answer_error(entry, "check", f"returned {type(checked).__name__}, not a dict")
+    compared, difference = checked.get("compared"), checked.get("max_difference")
+    if not isinstance(compared, int) or isinstance(compared, bool):
+        raise _answer_error(entry, "check", f"returned compared = {shown(compared)}, not a count")
+    if not 1 <= compared <= len(texts):
+        raise _answer_error(
+            entry, "check", f"compared {compared} texts; it must compare 1 to {len(texts)}"
+        )
+    if (
+        not isinstance(difference, (int, float))
+        or isinstance(difference, bool)
+        or math.isnan(difference)
+        or difference < 0
+    ):
+        raise _answer_error(
+            entry,
+            "check",
+            f"returned max_difference = {shown(difference)}, not a number 0 or more",
+        )
+    if not isinstance(checked.get("agree"), bool):
+        raise _answer_error(
+            entry, "check", f"returned agree = {shown(checked.get('agree'))}, not true or false"
+        )
+    return checked
 
 
 def _refusal(checked: dict, name: str) -> str | None:
