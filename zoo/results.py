@@ -136,7 +136,7 @@ class LoadedRun:
         """One prediction per text (a single string counts as one text), each of the type the
         task declares (``zoo.plugin.Task.prediction``, a ``zoo.plugin.Prediction`` dataclass); its
         ``record()`` is what `zoo predict --json` prints, without the text. ``beam``: the
-        beam size, for a task that writes text (seq2seq); else the run's own setting."""
+        beam size, for a task that writes text (translation); else the run's own setting."""
         predict = optional_method(self._pipeline, "predict")
         if predict is None:
             raise ZooError(

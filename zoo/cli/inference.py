@@ -188,7 +188,7 @@ def add_commands(commands) -> None:
         "--beam",
         type=int,
         metavar="N",
-        help="beam size for a run that writes text (seq2seq; 1 is greedy); default: the "
+        help="beam size for a run that writes text (a translation; 1 is greedy); default: the "
         "run's beam_size",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -212,13 +212,13 @@ def add_commands(commands) -> None:
         "--text-column",
         "--source-column",
         dest="text_column",
-        help="text column, a seq2seq run's source (detected by default)",
+        help="text column, the source of a translation (detected by default)",
     )
     p.add_argument(
         "--label-column",
         "--target-column",
         dest="label_column",
-        help="label column, a seq2seq run's target (detected by default)",
+        help="label column, the target of a translation (detected by default)",
     )
     p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -246,13 +246,13 @@ def add_commands(commands) -> None:
         "--text-column",
         "--source-column",
         dest="text_column",
-        help="text column, a seq2seq run's source (detected by default)",
+        help="text column, the source of a translation (detected by default)",
     )
     p.add_argument(
         "--label-column",
         "--target-column",
         dest="label_column",
-        help="label column, a seq2seq run's target (detected by default)",
+        help="label column, the target of a translation (detected by default)",
     )
     p.add_argument(
         "--log-every",
