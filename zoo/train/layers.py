@@ -176,6 +176,22 @@ class PreLNBlock(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps), times a learned gain: no centring and no bias (Llama's and
+    Mamba's norm). Computed in fp32 whatever the input's precision; ``weight`` [C]."""
+
+    def __init__(self, width: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        """[..., C] -> [..., C]."""
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * normed.to(x.dtype)
+
+
 class ThreadInvariantLayerNorm(nn.LayerNorm):
     """nn.LayerNorm (same parameters and names) whose gradients do not depend on torch's
     thread count. The fused CPU kernel sums the weight and bias gradients in one partial sum
