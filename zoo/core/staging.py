@@ -34,7 +34,7 @@ def entry_stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
     ):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
-        if kind in ("architecture", "tokenizer") and "-" in name:
+        if kind == "tokenizer" and "-" in name:  # a model name splits at its last '-'
             raise ZooError(
                 f"{kind} name {name!r} may not contain '-' (model names are ARCH-TOKENIZER)"
             )
