@@ -31,8 +31,8 @@ def register_architectures(register: Register) -> None:
     :param register: ``register(name, target, *, description="", config=None, tasks=(),
         memory=None)``.
 
-        - ``name``: letters, digits, ``_`` or ``.`` (no ``-``: model names are
-          ``ARCHITECTURE-TOKENIZER``).
+        - ``name``: letters, digits, ``_``, ``.`` or ``-`` (model names are
+          ``ARCHITECTURE-TOKENIZER``, split at the last ``-``: ``hf-gpt_neox-char``).
         - ``target``: ``build(config, spec) -> model``, where ``config`` is an instance of
           ``config`` and ``spec`` a ``zoo.plugin.TaskSpec``. It returns a ``torch.nn.Module`` whose
           ``forward(input_ids, attention_mask)`` gives the output the task declares

@@ -212,8 +212,8 @@ def add_commands(commands) -> None:
         help="write a run as a folder that loads without zoo (transformers or ONNX)",
         description="Write a trained run as a folder that loads with no zoo installed: a "
         "transformers model (from_pretrained) where transformers has the same layout "
-        "(decoder and numpy runs map onto GPT-2; gpt2, llama and bert runs are saved as they "
-        "are), otherwise an ONNX graph that onnxruntime runs (--format onnx for any run); "
+        "(decoder and numpy runs map onto GPT-2; runs of transformers' own types, hf-* with "
+        "gpt2, llama and bert, are saved as they are), otherwise an ONNX graph that onnxruntime runs (--format onnx for any run); "
         "the tokenizer as tokenizer.json, and a model card (README.md) in the Hugging Face "
         "Hub's layout. Before the folder is moved into place it is loaded as a user without "
         "zoo would, and its predictions on 32 validation texts are compared with zoo's: the "

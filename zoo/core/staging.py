@@ -35,7 +35,7 @@ def entry_stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
     ):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
             raise ZooError(f"{kind} name {shown(name)} must be {NAME_RULE}")
-        if kind in ("architecture", "tokenizer") and "-" in name:
+        if kind == "tokenizer" and "-" in name:  # a model name splits at its last '-'
             raise ZooError(
                 f"{kind} name {name!r} may not contain '-' (model names are ARCH-TOKENIZER)"
             )
