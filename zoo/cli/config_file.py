@@ -12,7 +12,8 @@ A file holds what the command line holds, under the options' names::
     [grid]                        # zoo sweep --grid
     lr = [1e-3, 3e-3]
 
-TOML (read with tomllib); YAML too where PyYAML is installed, without aliases. A file is
+TOML (read with tomllib); YAML too where PyYAML is installed, without aliases and with
+YAML 1.2's booleans (``on``, ``yes`` and ``no`` stay text; only true and false are booleans). A file is
 plain, bounded data: at most 1 MiB is read (a pipe included), a device is refused, and
 tables nest at most 32 deep. An option given on the command
 line wins over the file; a --set or --grid key given on both takes the command line's
@@ -22,6 +23,7 @@ value. An unknown key is an error with a did-you-mean, before anything trains.
 from __future__ import annotations
 
 import argparse
+import re
 import tomllib
 from pathlib import Path
 
@@ -128,12 +130,20 @@ def _parse(path: Path, text: str):
         raise ZooError(f"{path}: malformed TOML: nested too deeply") from None
 
 
-def _loader(yaml):
-    """PyYAML's safe loader without aliases: an alias (``*name``) repeats a node without
-    writing it out, so nine levels of nine aliases are 9**9 values from a few lines (an
-    "alias bomb"). A config file has no use for them; they are refused where they stand."""
+BOOL_TAG = "tag:yaml.org,2002:bool"
+YAML_12_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")  # YAML 1.2's core schema
 
-    class NoAliases(yaml.SafeLoader):
+
+def _loader(yaml):
+    """PyYAML's safe loader without aliases, and with YAML 1.2's booleans.
+
+    An alias (``*name``) repeats a node without writing it out, so nine levels of nine
+    aliases are 9**9 values from a few lines (an "alias bomb"). A config file has no use for
+    them; they are refused where they stand. PyYAML reads YAML 1.1, where ``on``, ``off``,
+    ``yes``, ``no`` (and ``y``, ``n``) are booleans: ``on: [shakespeare]``, zoo sweep's own
+    key, would be ``True``. Here only true and false are, as in YAML 1.2."""
+
+    class ConfigLoader(yaml.SafeLoader):
         def compose_node(self, parent, index):
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
@@ -142,7 +152,12 @@ def _loader(yaml):
                 )
             return super().compose_node(parent, index)
 
-    return NoAliases
+    ConfigLoader.yaml_implicit_resolvers = {
+        first: [(tag, pattern) for tag, pattern in resolvers if tag != BOOL_TAG]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    ConfigLoader.add_implicit_resolver(BOOL_TAG, YAML_12_BOOL, list("tTfF"))
+    return ConfigLoader
 
 
 def _flatten(table, path: Path, name: str, prefix: str = "") -> dict:

@@ -71,6 +71,7 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.fasttext",
     "zoo.plugins.trackers",
     "zoo.plugins.lstm",
+    "zoo.plugins.mamba",
     "zoo.plugins.nbsvm",
     "zoo.plugins.export",
     "zoo.pipelines",

@@ -43,7 +43,7 @@ def attention_at_rows(q, k, v, attn_mask=None, dropout_p=0.0):
 
 def _batched_over_seeds(q) -> bool:
     """Whether ``q`` is batched by ``torch.func.vmap`` (seeds trained together,
-    zoo.train.stacked): the CPU's SDPA kernel has no batching rule, so vmap would run it
+    zoo.train.seed_stack): the CPU's SDPA kernel has no batching rule, so vmap would run it
     once per seed."""
     try:
         return bool(torch._C._functorch.is_batchedtensor(q))
@@ -174,6 +174,22 @@ class PreLNBlock(nn.Module):
         and added to the residual stream; ``keep`` as for ``SelfAttention``."""
         x = x + self.drop(self.attn(self.ln1(x), keep))
         return x + self.mlp(self.ln2(x))
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps), times a learned gain: no centring and no bias (Llama's and
+    Mamba's norm). Computed in fp32 whatever the input's precision; ``weight`` [C]."""
+
+    def __init__(self, width: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        """[..., C] -> [..., C]."""
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * normed.to(x.dtype)
 
 
 class ThreadInvariantLayerNorm(nn.LayerNorm):

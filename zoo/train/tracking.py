@@ -4,7 +4,7 @@ the user chose (``--log-to``, ``log_to`` in a config file, or ``ZOO_LOG_TO``).
 
 Each tracker's calls run in order on a thread of its own, so a slow tracker (a database
 write per step) never slows training, and each call may take at most ZOO_TRACKER_TIMEOUT
-seconds (default 60): a tracker that takes longer is dropped with one warning. What a tracker's ``start`` returns says where it writes (a log
+seconds (default 10): a tracker that takes longer is dropped with one warning. What a tracker's ``start`` returns says where it writes (a log
 folder; a tracking URI and run id): the run records it, and the command prints it. A logger that raises is its plugin's failure: one warning naming
 it, and no more calls to it; the run goes on and is recorded as it would be without it.
 """
@@ -24,7 +24,7 @@ from zoo.errors import MissingModule, ZooError
 
 log = logging.getLogger(__name__)
 
-TIMEOUT = 60.0  # seconds a tracker's call (start, log, finish) may take: ZOO_TRACKER_TIMEOUT
+TIMEOUT = 10.0  # seconds a tracker's call (start, log, finish) may take: ZOO_TRACKER_TIMEOUT
 FINISH_TIMEOUT = 600.0  # the most a command waits for its trackers' calls, all together
 
 
