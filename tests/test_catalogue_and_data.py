@@ -222,7 +222,7 @@ def test_every_built_in_preset_plans_on_a_dataset_of_its_task(tmp_path):
         "language-modeling": "shakespeare",
         "classification": "rotten_tomatoes",
         "next-item": "digits",
-        "seq2seq": "multi30k-de-en",
+        "seq2seq": "digits-transduction",
     }
     save_bert_checkpoint(tmp_path / "bert", positions=512)  # what a checkpoint preset is given
     planned = set()

@@ -37,10 +37,11 @@ def test_zoo_list_shows_the_pipelines_one_per_task():
         "language-modeling",
         "masked-language-modeling",
         "next-item",
+        "seq2seq",
     ]
     assert (rows[1]["primary"], rows[1]["better"]) == ("val_bpc", "lower")  # as declared
     everything = run_cli("list")
-    assert "pipelines (4)" in everything.out and "language-modeling" in everything.out
+    assert "pipelines (5)" in everything.out and "language-modeling" in everything.out
     assert "pipelines" in json.loads(run_cli("list", "--json").out)
 
 

@@ -135,9 +135,11 @@ def test_every_built_in_architecture_declares_its_context_length():
 
     zoo = get_zoo()
     for entry in zoo.architectures.entries():
+        if entry.plugin == "transformers" and entry.name not in ("gpt2", "hf-mamba"):
+            continue  # one config class for them all (configs.py), made from transformers'
         cls = entry.config_class()
         assert field_for(cls, "context"), entry.name
-        if entry.name not in ("gpt2", "llama", "bert"):  # transformers' configs import torch
+        if entry.plugin != "transformers":  # transformers' configs import torch
             assert context_length(cls()) > 0, entry.name
 
 

@@ -43,7 +43,10 @@ def test_listed_with_their_tasks_and_listing_imports_no_transformers():
     lines = {line.split()[0]: line for line in listed.out.splitlines()[1:] if line.strip()}
     assert "[language-modeling, classification, next-item]" in lines["gpt2"]
     assert "[language-modeling, classification, next-item]" in lines["llama"]
-    assert "[classification, next-item, masked-language-modeling]" in lines["bert"]
+    assert (
+        "[language-modeling, classification, next-item, masked-language-modeling]" in lines["bert"]
+    )
+    assert "[language-modeling, next-item]" in lines["hf-mamba"]  # every type, by the rule
     probe = (
         "import sys; from zoo.cli.main import main; main(['list']); "
         "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"

@@ -44,7 +44,7 @@ def attention_at_rows(q, k, v, attn_mask=None, dropout_p=0.0):
 
 def _batched_over_seeds(q) -> bool:
     """Whether ``q`` is batched by ``torch.func.vmap`` (seeds trained together,
-    zoo.train.stacked): the CPU's SDPA kernel has no batching rule, so vmap would run it
+    zoo.train.seed_stack): the CPU's SDPA kernel has no batching rule, so vmap would run it
     once per seed."""
     try:
         return bool(torch._C._functorch.is_batchedtensor(q))

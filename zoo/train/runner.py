@@ -71,7 +71,7 @@ def execute(
     ``label`` starts each progress line (which member or cell this is), and ``log_every``
     spaces them (zoo.train.progress). Where the run's time goes (``zoo.core.phases``) is
     recorded with its provenance as ``timing``. ``stack`` is the run's place among seeds
-    trained together (zoo.train.stacked.StackSlot), for a plan with ``stacked``."""
+    trained together (zoo.train.seed_stack.StackSlot), for a plan with ``stacked``."""
     from zoo.train.tracking import check as check_trackers
     from zoo.train.tracking import chosen
 
@@ -187,7 +187,7 @@ def _record_and_train(
     }
     if plan.init is not None:
         provenance["init"] = plan.init.record()
-    if plan.stacked:  # trained with other seeds as one batched model (zoo.train.stacked)
+    if plan.stacked:  # trained with other seeds as one batched model (zoo.train.seed_stack)
         provenance["stacked"] = plan.stacked
     if ranks.active:
         provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
