@@ -36,7 +36,7 @@ from zoo.plugin import (
     train,
 )
 from zoo.plugin.config import sized
-from zoo.plugin.data import column_of, dataset_key, row_ids, text_batches
+from zoo.plugin.data import check_ids, column_of, dataset_key, row_ids, text_batches
 from zoo.plugin.io import natural_key
 
 ROLES = ("train", "validation", "test")
@@ -217,7 +217,8 @@ class Encoded:
 
 def encode(tokenizer, texts: list[str], block: int) -> Encoded:
     """Texts inside the tokenizer's frame, cut to `block` ids."""
-    return Encoded.from_ragged(*tokenizer.encode_rows(texts), tokenizer, block)
+    ids, offsets = tokenizer.encode_rows(texts)
+    return Encoded.from_ragged(check_ids(tokenizer, ids), offsets, tokenizer, block)
 
 
 def encode_split(tokenizer, dataset, role: str, block: int) -> Encoded:

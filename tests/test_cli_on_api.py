@@ -30,6 +30,8 @@ COMMANDS = {
     "ensemble": [("ensemble", "r1", "r2")],
     "export": [("export", "r1", "folder")],
     "tune": [("tune", "m1", "--on", "d1", "--space", "lr=log(1e-4,1e-2)", "--trials", "2")],
+    "ui": [("ui", "--port", "0")],
+    "report": [("report", "-o", "report.html", "--where", "lr < 1")],
 }
 CALLS = {  # the API function each command calls
     "list": "catalog",

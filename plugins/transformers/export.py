@@ -3,7 +3,7 @@ default for the architectures below): a trained run as a folder transformers loa
 zoo installed (``AutoModelForCausalLM`` / ``AutoModelForSequenceClassification`` /
 ``AutoModelForMaskedLM`` and ``AutoTokenizer.from_pretrained(DIR)``).
 
-- gpt2, llama, bert runs are transformers models already: saved with ``save_pretrained``.
+- runs of the transformers architectures (hf-*, gpt2, llama, bert) are transformers models already: saved with ``save_pretrained``.
 - decoder (and numpy, its NumPy twin) language-modeling and next-item runs map onto GPT-2's
   layout: pre-LN blocks, learned positions, a 4x GELU MLP, LayerNorm eps 1e-5, a tied or
   untied head. The decoder's Linear weights are [out, in], GPT-2's Conv1D ones [in, out], so
@@ -29,12 +29,12 @@ import numpy as np
 import torch
 import transformers
 from zoo.plugins.transformers.base import base_checkpoint
+from zoo.plugins.transformers.types import architecture_names, model_type_of, model_types
 
 from zoo.plugin import ZooError
 from zoo.plugin.io import load_json
 
 DECODER_LAYOUT = ("decoder", "numpy")  # architectures with the decoder's weight names
-NATIVE = ("gpt2", "llama", "bert")
 GELU = {"exact": "gelu", "tanh": "gelu_new"}
 TOLERANCE = 1e-4  # largest logit difference an export may show against the run
 
@@ -57,7 +57,7 @@ class TransformersExporter:
             "next-item",
         ):
             return f"GPT-2 has no {trained.task} head of the decoder's layout"
-        if architecture not in NATIVE + DECODER_LAYOUT:
+        if architecture not in architecture_names() and architecture not in DECODER_LAYOUT:
             return f"transformers has no architecture with the {architecture} layout"
         if getattr(trained.tokenizer, "backend", None) is None:
             return f"the {trained.config['tokenizer']} tokenizer has no transformers equivalent"
@@ -68,7 +68,8 @@ class TransformersExporter:
         from zoo.plugins.export.reading import reading_of
 
         architecture = trained.config["architecture"]
-        model = trained.model.module.hf if architecture in NATIVE else decoder_as_gpt2(trained)
+        native = architecture in architecture_names()
+        model = trained.network.hf if native else decoder_as_gpt2(trained)
         if trained.task == "classification":
             names = class_names(trained)
             model.config.id2label = dict(enumerate(names))
@@ -81,11 +82,7 @@ class TransformersExporter:
             )
         model.save_pretrained(folder)
         fast_tokenizer(trained).save_pretrained(folder)
-        how = (
-            "saved as it is"
-            if architecture in NATIVE
-            else f"the {architecture} weights in GPT-2's layout"
-        )
+        how = "saved as it is" if native else f"the {architecture} weights in GPT-2's layout"
         return {
             "library_name": "transformers",
             "pipeline_tag": reading_of(trained).pipeline_tag,
@@ -119,7 +116,11 @@ def auto_class(trained) -> str:
     """The transformers Auto class that loads the export."""
     if trained.task == "classification":
         return "AutoModelForSequenceClassification"
-    if trained.task == "masked-language-modeling" or trained.config["architecture"] == "bert":
+    architecture = trained.config["architecture"]
+    if trained.task == "masked-language-modeling" or (
+        architecture in architecture_names()
+        and "language-modeling" not in model_types()[model_type_of(architecture)]
+    ):  # an encoder's next-item head is its masked-LM head
         return "AutoModelForMaskedLM"
     return "AutoModelForCausalLM"
 

@@ -218,7 +218,7 @@ def sweep(
             stack_seeds=stack_seeds,
         )
         if plan.stacked:  # what cannot train stacked is refused before anything trains
-            from zoo.sweeps.stacking import check_plans
+            from zoo.sweeps.cell_stacks import check_plans
 
             check_plans(plan.todo, pool_of_workers)
         for line in cells.describe_plan(plan):

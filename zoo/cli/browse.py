@@ -35,8 +35,8 @@ def cmd_show(args) -> int:
 
 def show_run_config(shown, output: str | None) -> int:
     """zoo show RUN --config: a config file that trains the run again."""
-    from zoo.cli.config_file import for_run
     from zoo.cli.options import emit_text
+    from zoo.operations.reproduce import config_file
 
     if shown.type != "run":
         raise ZooError(f"{shown.name} is not a run; --config writes a run's config file")
@@ -44,7 +44,7 @@ def show_run_config(shown, output: str | None) -> int:
         raise ZooError(
             f"run {shown.name} is an {shown.record['kind']} row; --config reproduces training runs"
         )
-    emit_text(for_run(shown.record), output)
+    emit_text(config_file(shown.record), output)
     return 0
 
 

@@ -17,7 +17,7 @@ import signal
 import sys
 
 from zoo import __version__
-from zoo.cli import browse, inference, runs, training, tune
+from zoo.cli import browse, inference, runs, training, tune, ui
 from zoo.cli.options import check_output_options, others_print_to_stderr
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
 from zoo.errors import PluginError, SearchInterrupted, SweepInterrupted, ZooError, clip, close_names
@@ -79,7 +79,7 @@ def build_parser() -> Parser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    for group in (browse, training, inference, runs, tune):
+    for group in (browse, training, inference, runs, tune, ui):
         group.add_commands(commands)
 
     add_plugin_commands(commands, get_zoo())

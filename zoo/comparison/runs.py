@@ -24,15 +24,16 @@ SUMMARY = (
 FORMATS = ("table", "csv", "json", "markdown")
 
 
-def run_frame():
+def run_frame(runs=None):
     """All runs: the store's columns, one per scalar metric and one per setting
     (zoo.records.columns), `metric` and `value` (the task's primary metric and its value;
-    an evaluation's named by the split it scored, val_accuracy or test_accuracy)."""
+    an evaluation's named by the split it scored, val_accuracy or test_accuracy). Built from
+    ``runs`` (what zoo.comparison.table.load_runs returned) where given."""
     import pandas as pd
 
     from zoo.comparison.table import eval_names, load_runs, primary_metric
 
-    frame = load_runs()
+    frame = load_runs() if runs is None else runs.copy()
     if frame.empty:
         return frame.drop(columns=["settings", "nan_metrics", "tune_trial"], errors="ignore")
     frame["params"] = pd.array(

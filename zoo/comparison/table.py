@@ -107,16 +107,19 @@ def eval_value(metrics: dict, name: str, split: str | None):
 
 
 # -- loading -------------------------------------------------------------------------
-def load_runs():
+def load_runs(store=None):
     """Every run, one column per scalar metric and per setting (zoo.records.columns), plus
     what comparisons need from the config: `settings` (the settings that change the result,
-    without the seed), `trained_on` and `split` (eval rows)."""
+    without the seed), `trained_on` and `split` (eval rows). From ``store`` where given (an
+    open zoo.records.store.Store, read-only for a viewer), else from ZOO_HOME's."""
     from zoo.records.columns import with_setting_columns
     from zoo.records.store import Store
 
-    with Store() as store:
-        frame = store.frame()
-        rows = {r["id"]: r for r in store.rows()}
+    if store is None:
+        with Store() as opened:
+            return load_runs(opened)
+    frame = store.frame()
+    rows = {r["id"]: r for r in store.rows()}
     return add_settings(with_setting_columns(frame, rows), rows)
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zoo.core.culprits import naming_plugins
 from zoo.errors import ZooError
 from zoo.operations.weights import FIT_RULE, fit_weights
 from zoo.pipeline import optional_method
@@ -185,9 +186,10 @@ def run_probabilities(rows: list[dict], pipeline, device: str, quiet: bool, zoo)
         if not quiet:
             log.info(f"ensemble: {row['model']} (run {row['id']})")
         trained = load_trained(row["id"], zoo, device=device)
-        out.append(
-            {split: pipeline.split_probabilities(trained, loaded, split) for split in SPLITS}
-        )
+        with naming_plugins("ensemble", zoo):
+            out.append(
+                {split: pipeline.split_probabilities(trained, loaded, split) for split in SPLITS}
+            )
         del trained
     for row, predicted in zip(rows[1:], out[1:]):
         for split in SPLITS:

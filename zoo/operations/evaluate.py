@@ -8,6 +8,7 @@ import hashlib
 import time
 
 from zoo.core.containment import own_interrupts_fail
+from zoo.core.culprits import naming_plugins
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
 from zoo.pipeline import optional_method
@@ -115,7 +116,7 @@ def evaluate_run(
         start = time.time()
         try:
             seed_everything(int(parent["seed"]))
-            with own_interrupts_fail("the evaluation's code"):  # no Ctrl-C behind it: failed
+            with own_interrupts_fail("the evaluation's code"), naming_plugins("evaluation", zoo):
                 metrics = dict(method(trained, loaded, split))
         except KeyboardInterrupt:  # the user's Ctrl-C
             store.update(

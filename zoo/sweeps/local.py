@@ -21,7 +21,7 @@ from zoo.core.process import (
 )
 from zoo.core.threads import settle_threads
 from zoo.errors import ZooError
-from zoo.sweeps.dispatch import Executor
+from zoo.sweeps.driver import Executor
 from zoo.sweeps.warm import WarmWorker
 from zoo.sweeps.worker import run_cell
 

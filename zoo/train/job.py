@@ -264,7 +264,7 @@ class Job:
     # often a redirected output gets a line (steps as an int, seconds as a float; None: default)
     _label: str | None = field(default=None, repr=False)
     _log_every: int | float | None = field(default=None, repr=False)
-    # Seeds trained together (zoo.train.stacked): this run's StackSlot; its model trains
+    # Seeds trained together (zoo.train.seed_stack): this run's StackSlot; its model trains
     # through the stack's batched step
     _stack: Any = field(default=None, repr=False)
 
@@ -313,7 +313,7 @@ class Job:
             model = self._stack.join(model)
         check_output(model, task, spec, self.context_length, who)
         if self.init is not None and self._resume_from is None:  # a checkpoint has its own
-            from zoo.train.initialize import initialize
+            from zoo.train.transfer import initialize
 
             self._init_report = initialize(model, self.init, self.say)
         if self.train_config.freeze:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zoo.core.phases import phase
-from zoo.errors import ZooError
+from zoo.errors import ContractBroken, ZooError
 from zoo.train import distributed
 from zoo.train.job import Job, TrainConfig
 from zoo.train.model import NonFiniteError, optional_member
@@ -305,6 +305,11 @@ def _validate(validate, result: TrainResult, score_key, higher_is_better, model,
     result.validate_time += result.last_validate_time
     result.curve.append({"step": result.steps, **figures})
     if score_key is not None:
+        if score_key not in figures:
+            raise ContractBroken(
+                f"validate() returned no {score_key!r}, the score_key given to train() "
+                f"(it returned {', '.join(map(repr, figures)) or 'nothing'})"
+            )
         score = figures[score_key]
         better = result.best_score is None or (
             score > result.best_score if higher_is_better else score < result.best_score

@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from zoo.core.containment import own_interrupts_fail
+from zoo.core.culprits import naming_plugins
 from zoo.core.loading import get_zoo, task_loss
 from zoo.core.phases import current as current_clock
 from zoo.core.phases import measured, measuring, phase
@@ -70,7 +71,7 @@ def execute(
     ``label`` starts each progress line (which member or cell this is), and ``log_every``
     spaces them (zoo.train.progress). Where the run's time goes (``zoo.core.phases``) is
     recorded with its provenance as ``timing``. ``stack`` is the run's place among seeds
-    trained together (zoo.train.stacked.StackSlot), for a plan with ``stacked``."""
+    trained together (zoo.train.seed_stack.StackSlot), for a plan with ``stacked``."""
     from zoo.train.tracking import check as check_trackers
     from zoo.train.tracking import chosen
 
@@ -186,7 +187,7 @@ def _record_and_train(
     }
     if plan.init is not None:
         provenance["init"] = plan.init.record()
-    if plan.stacked:  # trained with other seeds as one batched model (zoo.train.stacked)
+    if plan.stacked:  # trained with other seeds as one batched model (zoo.train.seed_stack)
         provenance["stacked"] = plan.stacked
     if ranks.active:
         provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
@@ -282,7 +283,7 @@ def _train_and_record(
     start = time.time()
     try:
         seed_everything(plan.seed)
-        with own_interrupts_fail(), phase("evaluate"):  # what its inner phases leave
+        with own_interrupts_fail(), phase("evaluate"), naming_plugins("training"):
             result = pipeline.run(job)  # (a KeyboardInterrupt with no Ctrl-C behind it: failed)
         if not isinstance(result, RunResult):
             raise ZooError(
@@ -295,8 +296,6 @@ def _train_and_record(
         provenance["spec"] = dataclasses.asdict(result.spec)
         if job._init_report:  # which tensors came from the --init run, and which are new
             provenance["init"] = {**provenance.get("init", {}), **job._init_report}
-        if trackers:  # where they write, kept with the run (zoo show lists it)
-            provenance["trackers"] = trackers.where()
         curve, curve_error = None, None
         if ranks.is_main:  # other ranks' scratch folders are gone already
             curve, curve_error = save_curve(run, summary)
@@ -357,8 +356,10 @@ def _train_and_record(
         duration=duration,
         params=result.params,
         metrics=result.metrics,
-        **({"config": provenance} if "trackers" in provenance or "timing" in provenance else {}),
+        **({"config": provenance} if "timing" in provenance else {}),
     )
+    if trackers:  # the run is recorded; then where they write (zoo show lists it)
+        _record_trackers(run, store, provenance, trackers, ranks.is_main)
     store.close()
     if ranks.is_main:  # the run is recorded; its weights are in model.safetensors
         checkpoints.remove_all(run.path)
@@ -375,6 +376,15 @@ def _train_and_record(
         "rank": ranks.rank,
         "trackers": provenance.get("trackers", {}),
     }
+
+
+def _record_trackers(run, store: Store, provenance: dict, trackers, is_main: bool) -> None:
+    """Keep where each tracker writes with a run already recorded as finished: a tracker
+    that is slow to start delays only this, within its timeout, never the run's row."""
+    provenance["trackers"] = trackers.where()
+    if is_main:
+        run.write_json("config.json", provenance)
+    store.update(run.id, config=provenance)
 
 
 class _NoStore:
