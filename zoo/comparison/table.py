@@ -36,7 +36,7 @@ from zoo.comparison.samples import (
     sample_key,
     settings_of,
 )
-from zoo.comparison.significance import best_marks, with_baseline
+from zoo.comparison.significance import best_marks, power_notes, with_baseline
 from zoo.core.names import get_task
 from zoo.errors import UnknownNameError, ZooError
 from zoo.tasks import describe_metric, metric_info, strip_split
@@ -50,6 +50,7 @@ STAT_COLUMNS = (
     "std",
     "n",
     "best",
+    "detectable",
     "setting",
     "configs",
     "runs",
@@ -289,7 +290,8 @@ def summarize(
     table["setting"] = setting_labels(table, rows_keys, column_keys)
     reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
     table["best"], marks = best_marks(table, rows_keys, column_keys, level, reported)
-    notes += marks
+    table["detectable"], power = power_notes(table, rows_keys, column_keys, level, reported)
+    notes += marks + power
     if missing:
         notes.append(
             f"{missing} of {len(data)} matching runs recorded no "
