@@ -23,6 +23,7 @@ from collections import deque
 from pathlib import Path
 
 from zoo.errors import SweepInterrupted, ZooError
+from zoo.records.lifecycle import record_ended
 from zoo.records.paths import run_folder
 from zoo.records.store import Store, home
 from zoo.sweeps.affinity import affinity_key, bring_forward
@@ -300,30 +301,17 @@ class Driver:
         ids = [task["run_id"]]
         if task["resume"] and not entry["refused"]:
             ids.append(task["resume"]["id"])
-        now = time.time()
         for run_id in ids:
             try:
                 row = self.store.get(run_id)
             except ZooError:
                 continue
             if row["status"] == "running":
-                self.store.update(
-                    run_id,
-                    status=cell.status,
-                    error=cell.error,
-                    finished=now,
-                    duration=now - entry["began"],
-                )
+                record_ended(self.store, run_id, cell.status, cell.error, entry["began"])
             return run_id
         config = _read_config(run_folder(task["run_id"]))
-        self.store.insert(
-            task["run_id"],
-            **failure_row(cell, config),
-            status=cell.status,
-            error=cell.error,
-            finished=now,
-            duration=now - entry["began"],
-        )
+        row = failure_row(cell, config)
+        record_ended(self.store, task["run_id"], cell.status, cell.error, entry["began"], row=row)
         return task["run_id"]
 
     def show_running(self) -> None:

@@ -193,6 +193,7 @@ def _record_failure(cell: Cell, began: float) -> str:
     """The run id holding the failure: the row execute wrote, the run the cell was resuming,
     or a new row with the cell's status when it failed before anything was recorded
     (loading the dataset, say)."""
+    from zoo.records.lifecycle import record_ended
     from zoo.records.store import Store
     from zoo.train.starting import new_run_id
 
@@ -205,12 +206,6 @@ def _record_failure(cell: Cell, began: float) -> str:
                 store.update(cell.resumed, status=cell.status, error=cell.error)
             return cell.resumed
         run_id = new_run_id()
-        store.insert(
-            run_id,
-            status=cell.status or "failed",
-            **failure_row(cell),
-            error=cell.error,
-            finished=time.time(),
-            duration=time.time() - began,
-        )
+        status = cell.status or "failed"
+        record_ended(store, run_id, status, cell.error, began, row=failure_row(cell))
         return run_id
