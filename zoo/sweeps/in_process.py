@@ -18,6 +18,7 @@ from zoo.sweeps.cells import (
     settled_latest,
     should_resume,
 )
+from zoo.sweeps.home_watch import HomeWatch
 from zoo.train.progress import clock
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,9 @@ def run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sw
     total = len(waiting)
     started = time.time()
     index = 0
+    watch = HomeWatch()  # a removed ZOO_HOME stops the sweep
     while waiting:
+        watch.check()
         cell = _next_cell(sweep, claims, waiting)
         if cell is None:  # every cell left is another sweep's for now
             time.sleep(0.5)
@@ -63,6 +66,7 @@ def run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sw
             )
         finally:
             claims.release(cell)
+    watch.check()  # the last cell's end too
     return sweep
 
 
@@ -189,6 +193,7 @@ def _record_failure(cell: Cell, began: float) -> str:
     """The run id holding the failure: the row execute wrote, the run the cell was resuming,
     or a new row with the cell's status when it failed before anything was recorded
     (loading the dataset, say)."""
+    from zoo.records.lifecycle import record_ended
     from zoo.records.store import Store
     from zoo.train.starting import new_run_id
 
@@ -201,12 +206,6 @@ def _record_failure(cell: Cell, began: float) -> str:
                 store.update(cell.resumed, status=cell.status, error=cell.error)
             return cell.resumed
         run_id = new_run_id()
-        store.insert(
-            run_id,
-            status=cell.status or "failed",
-            **failure_row(cell),
-            error=cell.error,
-            finished=time.time(),
-            duration=time.time() - began,
-        )
+        status = cell.status or "failed"
+        record_ended(store, run_id, status, cell.error, began, row=failure_row(cell))
         return run_id
