@@ -231,6 +231,7 @@ def sweep(
             raise UnknownNameError(
                 "baseline model", baseline, plan.models, hint="it must be one of the sweep's models"
             )
+        report.check_comparison(plan, metric, better)  # a dry run refuses it too
         if not plan.todo and not plan.finished_before:
             raise ZooError(f"no cell of the sweep can run ({report.unrunnable(plan)})")
         if dry_run:

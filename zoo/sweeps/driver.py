@@ -29,6 +29,7 @@ from zoo.records.store import Store, home
 from zoo.sweeps.affinity import affinity_key, bring_forward
 from zoo.sweeps.cells import Sweep, failure_row, headline, settled_latest, should_resume
 from zoo.sweeps.claims import CellClaims
+from zoo.sweeps.home_watch import HomeWatch
 from zoo.train.progress import clock
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ class Driver:
         self.running: dict[int, dict] = {}  # slot -> {cell, task, began, claimed, refused}
         self.claims = CellClaims()  # the cells this sweep trains now, locked against others
         self.last_key: dict[int, tuple] = {}  # slot -> its last cell's data and shapes
+        self.home = HomeWatch(self.store.path)  # a removed ZOO_HOME stops the sweep
 
     def say(self, text: str) -> None:
         log.info(text)
@@ -120,6 +122,7 @@ class Driver:
             self.executor.fit(total)
             self.say(f"running on {self.executor.describe()}")
             while todo or self.running:
+                self.home.check()
                 while todo and self.executor.free_slot() is not None:
                     slot = self.executor.free_slot()
                     # cells sharing data and shapes go to the same worker (zoo.sweeps.affinity)
@@ -160,6 +163,7 @@ class Driver:
                             payload if kind == "lost" else None,
                         )
                         self.show_running()
+            self.home.check()  # the last cell's end too
         except KeyboardInterrupt:
             self.executor.stop()
             for slot in list(self.running):
@@ -292,6 +296,13 @@ class Driver:
         cell.status = status or (outcome["status"] if outcome else "failed")
         cell.error = outcome["error"] if outcome else lost
         cell.run_id = self.record_end(cell, task, entry)
+        if lost and not status:  # a worker killed (out of memory, kill -9): said even --quiet
+            log.warning(
+                f"sweep {self.executor.slot_name(slot)}: {lost} while training {cell.name}; "
+                f"run {cell.run_id} is recorded failed, and running the sweep again resumes "
+                "it from its last checkpoint"
+            )
+            return
         self.say(
             f"    {self.executor.slot_name(slot)}: {cell.status} {cell.name} after "
             f"{clock(cell.duration)}: {cell.error} (run {cell.run_id})"

@@ -18,6 +18,7 @@ from zoo.sweeps.cells import (
     settled_latest,
     should_resume,
 )
+from zoo.sweeps.home_watch import HomeWatch
 from zoo.train.progress import clock
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,9 @@ def run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sw
     total = len(waiting)
     started = time.time()
     index = 0
+    watch = HomeWatch()  # a removed ZOO_HOME stops the sweep
     while waiting:
+        watch.check()
         cell = _next_cell(sweep, claims, waiting)
         if cell is None:  # every cell left is another sweep's for now
             time.sleep(0.5)
@@ -71,6 +74,7 @@ def run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sw
             )
         finally:
             claims.release(cell)
+    watch.check()  # the last cell's end too
     return sweep
 
 
