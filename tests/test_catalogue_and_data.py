@@ -100,9 +100,9 @@ def test_unknown_names_get_exit_2_and_a_suggestion(tiny_text):
 
 
 def test_unexpected_failures_exit_1_with_a_short_message(monkeypatch):
-    from zoo.api import listing
+    from zoo.api import entry_rows
 
-    monkeypatch.setattr(listing, "rows", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(entry_rows, "rows", lambda *a, **k: 1 / 0)
     result = run_cli("list")
     assert result.code == 1 and "ZeroDivisionError" in result.err and "Traceback" not in result.err
     debug = run_cli("--debug", "list")
@@ -222,7 +222,7 @@ def test_every_built_in_preset_plans_on_a_dataset_of_its_task(tmp_path):
         "language-modeling": "shakespeare",
         "classification": "rotten_tomatoes",
         "next-item": "digits",
-        "seq2seq": "multi30k-de-en",
+        "seq2seq": "digits-transduction",
     }
     save_bert_checkpoint(tmp_path / "bert", positions=512)  # what a checkpoint preset is given
     planned = set()

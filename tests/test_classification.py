@@ -242,13 +242,13 @@ def test_the_decoder_classifies_through_the_pipeline(reviews):
 
 # -- which task runs -------------------------------------------------------------------
 def test_every_cell_of_the_matrix_plans_the_task_it_shows():
-    from zoo.api import listing
+    from zoo.api import entry_rows
     from zoo.core.loading import get_zoo
     from zoo.errors import ZooError
     from zoo.train.plan import plan_run
 
     zoo = get_zoo()
-    table = listing.matrix(zoo)
+    table = entry_rows.matrix(zoo)
     cells = {(r["architecture"], r["dataset"]): r for r in table}
     assert cells[("encoder", "rotten_tomatoes")]["task"] == "classification"
     assert cells[("encoder", "emotion")]["task"] == "classification"

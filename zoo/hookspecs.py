@@ -183,6 +183,11 @@ def register_exporters(register: Register) -> None:
 
       - ``unsupported(trained) -> str | None``: why this run cannot be written in the
         format (``trained``: a ``zoo.plugin.Trained`` on the CPU in fp32), or None.
+        ``trained.network`` is the torch module the architecture built, with the run's
+        weights (None for a model that is not torch); ``trained.tokenizer`` the
+        ``zoo.plugin.Tokenizer`` (``trained.tokenizer.backend``: the ``tokenizers``
+        tokenizer of a ``TokenizersTokenizer``); ``trained.context_length`` the longest
+        input.
       - ``write(trained, folder) -> dict``: write the model and everything needed to use it
         without zoo (its tokenizer included) into ``folder``, a new empty folder. Returns
         what the model card says about it: ``library_name`` (the Hub's library tag),
@@ -199,7 +204,10 @@ def register_exporters(register: Register) -> None:
     or None), ``check`` a dict whose ``compared`` is 1 to ``len(texts)``, whose
     ``max_difference`` is a number, 0 or more (not NaN), and whose ``agree`` is a bool;
     anything else is one line naming the plugin, exit 2, nothing written.
-    zoo writes everything into a staging folder, refuses (exit 2, nothing written) an
-    export whose check differs by more than 1e-4 or disagrees on a label, adds the model
+    zoo calls ``check`` on a text alone, on a text of a few characters alone, on three
+    texts together and on all of them (long ones cut to the context), so an export that
+    fixed a length or a batch size differs on one of them. zoo writes everything into a
+    staging folder, refuses (exit 2, nothing written) an export whose check differs by
+    more than 1e-4 or disagrees on a label, adds the model
     card (``README.md``) and only then moves the folder into place.
     """

@@ -50,9 +50,10 @@ class Pipeline(Protocol):
         loaded dataset, before a run is recorded): a missing label column, too few classes."""
         ...
 
-    def predict(self, trained: Trained, texts: list[str]) -> list[Prediction]:
+    def predict(self, trained: Trained, texts: list[str], **options: Any) -> list[Prediction]:
         """Optional (``zoo predict``). One prediction per text, of the type the task declares
-        (``zoo.plugin.Task.prediction``)."""
+        (``zoo.plugin.Task.prediction``). ``options``: decoding settings a task takes
+        (``beam``, the beam size of a task that writes text), passed only when given."""
         ...
 
     def evaluate(self, trained: Trained, dataset: LoadedDataset, split: str) -> dict[str, Any]:

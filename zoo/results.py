@@ -3,6 +3,7 @@ generate with, and the results of a sweep and of a search."""
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -131,19 +132,23 @@ class LoadedRun:
     def __repr__(self) -> str:
         return f"<zoo run {self.id}: {self.trained.config.get('model')} ({self.task})>"
 
-    def predict(self, texts: str | Iterable[str]) -> list:
+    def predict(self, texts: str | Iterable[str], *, beam: int | None = None) -> list:
         """One prediction per text (a single string counts as one text), each of the type the
         task declares (``zoo.plugin.Task.prediction``, a ``zoo.plugin.Prediction`` dataclass); its
-        ``record()`` is what `zoo predict --json` prints, without the text."""
+        ``record()`` is what `zoo predict --json` prints, without the text. ``beam``: the
+        beam size, for a task that writes text (translation); else the run's own setting."""
         predict = optional_method(self._pipeline, "predict")
         if predict is None:
             raise ZooError(
                 f"run {self.id} is a {self.task} run, and the {self.task} "
                 "pipeline offers no prediction"
             )
+        options = {} if beam is None else {"beam": beam}
+        if options and "beam" not in inspect.signature(predict).parameters:
+            raise ZooError(f"run {self.id} is a {self.task} run: its predictions take no beam")
         texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
         with naming_plugins("prediction"):
-            return list(predict(self.trained, texts))
+            return list(predict(self.trained, texts, **options))
 
     def generate(
         self,

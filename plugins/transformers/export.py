@@ -71,7 +71,7 @@ class TransformersExporter:
 
         architecture = trained.config["architecture"]
         native = architecture in architecture_names()
-        model = trained.model.module.hf if native else decoder_as_gpt2(trained)
+        model = trained.network.hf if native else decoder_as_gpt2(trained)
         if trained.task == "classification":
             names = class_names(trained)
             model.config.id2label = dict(enumerate(names))

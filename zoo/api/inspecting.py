@@ -21,20 +21,20 @@ def catalog(
     is named) whose names match the glob ``pattern``; models are the presets, and every
     ARCHITECTURE-TOKENIZER pair too with ``all_pairs``. ``matrix``: which task each dataset
     serves with which model, instead."""
-    from zoo.api import listing
+    from zoo.api import entry_rows
     from zoo.core.loading import get_zoo
 
     zoo = get_zoo()
     if matrix:
-        table = listing.matrix(zoo)
-        return Listing({}, table, listing.format_matrix(table))
+        table = entry_rows.matrix(zoo)
+        return Listing({}, table, entry_rows.format_matrix(table))
     if kind is not None and kind not in KINDS:
         raise UnknownNameError("kind", kind, KINDS)
     kinds = [kind] if kind else [k for k in KINDS if k != "plugins"]
-    sections = {k: listing.rows(zoo, k, pattern, all_pairs=all_pairs) for k in kinds}
+    sections = {k: entry_rows.rows(zoo, k, pattern, all_pairs=all_pairs) for k in kinds}
     texts = []
     for name, rows in sections.items():
-        text = listing.format_section(name, rows)
+        text = entry_rows.format_section(name, rows)
         if name == "models" and not all_pairs and pattern == "*":
             text = text.rstrip("\n") + (
                 "\n  (presets; any ARCHITECTURE-TOKENIZER pair runs too: zoo list models --all)\n"
@@ -53,13 +53,13 @@ def show(name: str) -> Shown:
     """One model (a preset or a pair: its architecture, tokenizer and settings), a run (its
     store row: status, metrics, config) or another entry of the zoo (`zoo show NAME`). An
     unknown name is a ZooError with a did-you-mean."""
-    from zoo.api import describing
+    from zoo.api import show_text
     from zoo.core.loading import get_zoo
     from zoo.core.names import model_names, resolve_model
     from zoo.records.store import Store
 
     zoo = get_zoo()
-    text = describing.show(zoo, name)  # an unknown name fails here, with a did-you-mean
+    text = show_text.show(zoo, name)  # an unknown name fails here, with a did-you-mean
     if name in zoo.catalogue.ensembles:
         preset = zoo.catalogue.ensembles[name]
         record = {
@@ -116,7 +116,8 @@ def compare(
     """The comparison table as a pandas DataFrame, one row per cell (`zoo compare`).
 
     Columns: the row keys (default model) and column keys (default dataset), task, metric,
-    better, mean, std, n (distinct seeds), best, setting, configs, runs; with ``baseline``
+    better, mean, std, n (distinct seeds), best, detectable (the smallest difference to the
+    leader its seeds find with 80% power), setting, configs, runs; with ``baseline``
     also diff, ci_low, ci_high, df, p, p_holm, significant (None where there is no test)
     and test. The notes printed under the table (merged duplicates, runs left out, rows not
     told apart) are in ``.attrs["notes"]``. Options mean what `zoo compare`'s options mean.

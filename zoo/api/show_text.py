@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from zoo.api.listing import preset_origin
+from zoo.api.entry_rows import preset_origin
 from zoo.core.names import model_names, resolve_model
 from zoo.errors import UnknownNameError
 
