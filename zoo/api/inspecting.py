@@ -116,7 +116,8 @@ def compare(
     """The comparison table as a pandas DataFrame, one row per cell (`zoo compare`).
 
     Columns: the row keys (default model) and column keys (default dataset), task, metric,
-    better, mean, std, n (distinct seeds), best, setting, configs, runs; with ``baseline``
+    better, mean, std, n (distinct seeds), best, detectable (the smallest difference to the
+    leader its seeds find with 80% power), setting, configs, runs; with ``baseline``
     also diff, ci_low, ci_high, df, p, p_holm, significant (None where there is no test)
     and test. The notes printed under the table (merged duplicates, runs left out, rows not
     told apart) are in ``.attrs["notes"]``. Options mean what `zoo compare`'s options mean.

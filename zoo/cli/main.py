@@ -234,8 +234,9 @@ def _command(argv: list[str]) -> int:
         if sys.stdout is None:  # started with standard output closed (`zoo runs >&-`)
             raise ZooError("standard output is closed; nothing zoo prints could be read")
         if args.command in THREADED_COMMANDS:  # before torch starts its thread pools
-            from zoo.core.threads import settle_threads
+            from zoo.core.threads import check_thread_count, settle_threads
 
+            check_thread_count(args.threads)
             choice = settle_threads(args.threads)
             if args.verbose:
                 print(f"zoo: {choice.describe()}", file=sys.stderr)

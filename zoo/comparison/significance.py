@@ -1,9 +1,11 @@
 """Which cell is best, and by how much, with marks that mean what they say.
 
-Best: the leading row of a column is marked only when Welch's test tells it apart from
-every other row of the column, the k-1 tests Holm-adjusted; otherwise a note names the rows
-that cannot be told apart. Baseline: each row's difference to the baseline row of its
-column with Welch's interval; its mark is Holm-adjusted over the column's comparisons.
+Best: the leading row of a column is marked only when Welch's test (with Hsu's conservative
+df, zoo.comparison.stats.welch_interval) tells it apart from every other row of the column,
+the k-1 tests Holm-adjusted; otherwise a note names the rows that cannot be told apart.
+Baseline: each row's difference to the baseline row of its column with its interval; its
+mark is Holm-adjusted over the column's comparisons. Power: what difference each column's
+seeds could find, and how many seeds would tell the runner-up from the leader.
 
 A comparison that cannot be tested (a side with one seed, or no seed variance on either
 side: a zero-width interval tests nothing) never gets a mark and says why."""
@@ -72,7 +74,7 @@ def best_marks(
     if unclear:
         notes.append(
             f"no best marked (the leader must differ from every other row: Welch tests at "
-            f"{level:.0%}, Holm-adjusted): "
+            f"{level:.0%} with Hsu's df, Holm-adjusted): "
             + "; ".join(unclear[:5])
             + (f"; and {len(unclear) - 5} more" if len(unclear) > 5 else "")
         )
@@ -170,3 +172,82 @@ def _has_setting(settings: dict, key: str, value: str) -> bool:
     if not found:
         return value == "-"
     return any(short_value(v) == value or str(v) == value for v in found)
+
+
+def power_notes(
+    table, rows_keys, column_keys, level: float, reported=frozenset()
+) -> tuple[list[float], list[str]]:
+    """What each column's seeds could have found: per row, the smallest true difference to
+    the column's leader that its comparison finds with 80% power (at `level`, the error
+    split over the column's k-1 comparisons as Holm's strictest step splits it; Hsu's df),
+    NaN where there is no test; a note per column naming the rows that trail the leader by
+    less, and how many seeds a side would tell the runner-up from the leader at the
+    spread observed, where the leader is not marked."""
+    from zoo.comparison.stats import detectable, no_spread
+
+    found = [math.nan] * len(table)
+    notes = []
+    for _, group in _columns(table, column_keys):
+        better = group["better"].iloc[0]
+        if better not in ("lower", "higher") or len(group) < 2:
+            continue
+        if group["metric"].iloc[0] in reported:
+            continue
+        ranked = group.sort_values("mean", ascending=better == "lower", kind="stable")
+        leader = ranked.iloc[0]
+        alpha = (1 - level) / (len(group) - 1)
+        within, smallest = [], []
+        for index, row in ranked.iloc[1:].iterrows():
+            n = min(int(leader["n"]), int(row["n"]))
+            sds = [0.0 if no_spread(c["std"], c["mean"]) else c["std"] for c in (leader, row)]
+            if n < 2 or math.isnan(sds[0]) or math.isnan(sds[1]) or not any(sds):
+                continue
+            least = detectable(math.hypot(*sds), n, alpha)
+            found[table.index.get_loc(index)] = least
+            smallest.append(least)
+            behind = abs(leader["mean"] - row["mean"])
+            if behind < least:
+                within.append(f"{row_text(row, rows_keys)} ({_figure(behind, least)} behind)")
+        if not smallest:
+            continue
+        where = " / ".join(key_text(leader[k]) for k in column_keys)
+        low, high = min(smallest), max(smallest)
+        size = _figure(low, low) + (f" to {_figure(high, low)}" if high > low * 1.005 else "")
+        text = (
+            f"on {where}, these seeds find a row {size} or more behind "
+            f"{row_text(leader, rows_keys)} with 80% probability"
+        )
+        if within:
+            text += "; closer, and so easily missed: " + ", ".join(within[:5])
+            text += f" and {len(within) - 5} more" if len(within) > 5 else ""
+        if not bool(table.loc[leader.name, "best"]):
+            text += _seeds_to_tell(leader, ranked.iloc[1], rows_keys, alpha)
+        notes.append(text)
+    if notes:
+        notes = [
+            f"power (Welch-Hsu tests at {level:.0%}, the error split over each column's "
+            "comparisons): " + "; ".join(notes)
+        ]
+    return found, notes
+
+
+def _seeds_to_tell(leader, runner_up, rows_keys, alpha: float) -> str:
+    """'; about 12 seeds a side would tell ... apart', at the spread observed."""
+    from zoo.comparison.stats import no_spread, seeds_needed
+
+    sds = [0.0 if no_spread(c["std"], c["mean"]) else c["std"] for c in (leader, runner_up)]
+    if any(math.isnan(sd) for sd in sds) or not any(sds):
+        return ""
+    needed = seeds_needed(leader["mean"] - runner_up["mean"], sds[0], sds[1], alpha)
+    name = row_text(runner_up, rows_keys)
+    if needed is None:
+        return f"; more than 1000 seeds a side would be needed to tell {name} from it"
+    return f"; about {needed} seeds a side would tell {name} from it at the spread observed"
+
+
+def _figure(value: float, like: float) -> str:
+    """A difference with the significant digits of `like`."""
+    if not math.isfinite(like) or like == 0:
+        return f"{value:.3g}"
+    places = max(0, 2 - math.floor(math.log10(abs(like))))
+    return f"{value:.{places}f}"
