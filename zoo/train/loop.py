@@ -191,6 +191,7 @@ def train(
     ranks = distributed.current()
     rng = np.random.default_rng(job.seed + ranks.rank)  # each rank draws its own batches
     _configure(model, cfg, ranks)
+    step_figures = optional_member(model, "step_figures")
     short = warmup_outlasts_training(cfg)  # said as training starts, after every refusal
     if short and job._resume_from is None:
         job.say(f"zoo: warning: {short}")
@@ -225,6 +226,8 @@ def train(
             result.train_loss = loss
             elapsed = time.perf_counter() - start
             record = {"step": result.steps, "train_loss": loss, "lr": lr, "elapsed": elapsed}
+            if step_figures is not None:  # an auxiliary loss, say: a curve of its own
+                record.update(step_figures())
             last = result.steps == cfg.steps or (budget is not None and elapsed >= budget)
             figures = None
             if validate is not None and (result.steps % cfg.eval_interval == 0 or last):
