@@ -203,8 +203,12 @@ def where(record: dict) -> str:
     machine = record.get("machine") or {}
     versions = record.get("versions") or {}
     parts = [machine.get("cpu") or "unknown CPU"]
+    if machine.get("cpu_kind"):  # what tells two CPUs' figures apart (zoo.core.machine)
+        parts[0] += f" ({machine['cpu_kind']})"
     if machine.get("cores"):
         parts[0] += f", {machine['cores']} cores"
+    if machine.get("auto_precision"):
+        parts.append(f"precision auto = {machine['auto_precision']}")
     if machine.get("gpu"):
         parts.append(machine["gpu"])
     if machine.get("load"):
