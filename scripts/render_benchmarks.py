@@ -31,6 +31,7 @@ ORDER = [
     "finetune_recipe",
     "time_to_quality",
     "train",
+    "precision",
     "nanogpt",
     "nanogpt_gpu",
     "nanogpt_gpu_eager",
