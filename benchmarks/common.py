@@ -81,6 +81,13 @@ def machine() -> dict:
         "cores": os.cpu_count(),
         "system": f"{platform.system()} {platform.machine()}",
     }
+    caps = [
+        f"{k}={os.environ[k]}"
+        for k in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+        if k in os.environ
+    ]
+    if caps:  # torch held below the CPU's own instruction sets (zoo.train.precision)
+        found["held_at"] = " ".join(caps)
     try:
         found["load"] = [round(value, 2) for value in os.getloadavg()]
     except OSError:

@@ -208,6 +208,8 @@ def where(record: dict) -> str:
         parts[0] += f" ({machine['cpu_kind']})"
     if machine.get("cores"):
         parts[0] += f", {machine['cores']} cores"
+    if machine.get("held_at"):
+        parts.append(f"torch held at {machine['held_at']}")
     if machine.get("auto_precision"):
         parts.append(f"precision auto = {machine['auto_precision']}")
     if machine.get("gpu"):
