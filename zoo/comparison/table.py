@@ -225,7 +225,7 @@ def summarize(
         or (evals and any(c.endswith("_" + metric) for c in frame.columns))
     )
     if not known:
-        raise UnknownNameError("metric", metric, _metric_names(frame))
+        raise UnknownNameError("metric", metric, metric_names(frame))
     what = f"{'evaluation' if evals else 'training'} runs with status {', '.join(status) or 'any'}"
     if data.empty:
         raise ZooError(f"no {what} match" + (f" --where {where!r}" if where else ""))
@@ -380,7 +380,7 @@ def _query(data, where: str):
     return select(data, where)
 
 
-def _metric_names(frame) -> list[str]:
+def metric_names(frame) -> list[str]:
     skip = {
         "id",
         "kind",
