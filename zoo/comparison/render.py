@@ -72,7 +72,7 @@ def diff_text(cell) -> str:
 def column_label(comparison: Comparison, cell) -> str:
     """'shakespeare', or 'emotion [test_accuracy]' when the table mixes metrics."""
     table = comparison.cells
-    pairs = table[["task", "metric"]].drop_duplicates()
+    pairs = comparison.metric_pairs
     label = " / ".join(str(cell[k]) for k in comparison.columns)
     if len(pairs) > 1:
         mixed_tasks = table["metric"].nunique() < len(pairs)

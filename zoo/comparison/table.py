@@ -15,6 +15,7 @@ function, is never shadowed by a submodule attribute.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -118,8 +119,9 @@ def load_runs(store=None):
     if store is None:
         with Store() as opened:
             return load_runs(opened)
-    frame = store.frame()
-    rows = {r["id"]: r for r in store.rows()}
+    listed = store.rows()
+    frame = store.frame(listed)
+    rows = {r["id"]: r for r in listed}
     return add_settings(with_setting_columns(frame, rows), rows)
 
 
@@ -156,6 +158,12 @@ class Comparison:
     pooled: bool = False  # --pool: n counts runs (configurations x seeds), not seeds
     examples_counted: list[str] = field(default_factory=list)  # metrics whose tests count
     # the evaluation set's sampling noise (per-example scores kept: zoo.comparison.bootstrap)
+
+    @functools.cached_property
+    def metric_pairs(self):
+        """The (task, metric) pairs of the table, each once (a column's label names its
+        metric where there are several: computed once, not for every cell)."""
+        return self.cells[["task", "metric"]].drop_duplicates()
 
 
 def summarize(
@@ -220,7 +228,7 @@ def summarize(
         or (evals and any(c.endswith("_" + metric) for c in frame.columns))
     )
     if not known:
-        raise UnknownNameError("metric", metric, _metric_names(frame))
+        raise UnknownNameError("metric", metric, metric_names(frame))
     what = f"{'evaluation' if evals else 'training'} runs with status {', '.join(status) or 'any'}"
     if data.empty:
         raise ZooError(f"no {what} match" + (f" --where {where!r}" if where else ""))
@@ -388,7 +396,7 @@ def _query(data, where: str):
     return select(data, where)
 
 
-def _metric_names(frame) -> list[str]:
+def metric_names(frame) -> list[str]:
     skip = {
         "id",
         "kind",
@@ -422,7 +430,7 @@ def _values(data, metric: str | None, evals: bool):
     import pandas as pd
 
     records = []
-    for _, row in data.iterrows():
+    for row in data.to_dict("records"):  # plain dicts: a Series per row costs seconds at 10k
         name = metric or primary_metric(row["task"], "eval" if evals else "train")
         if name is None:
             continue
@@ -438,7 +446,7 @@ def _values(data, metric: str | None, evals: bool):
                     # a NaN in a frame is a metric not recorded, unless the run recorded NaN
                     if math.isnan(value) and key not in row.get("nan_metrics", ()):
                         continue
-                    record = {**row.to_dict(), "metric": name, "value": float(value)}
+                    record = {**row, "metric": name, "value": float(value)}
                     records.append({**record, "role": role})
                     break
     return pd.DataFrame(records)

@@ -26,6 +26,7 @@ from zoo.core.culprits import naming_plugins
 from zoo.errors import ZooError
 from zoo.operations.weights import FIT_RULE, fit_weights
 from zoo.pipeline import optional_method
+from zoo.records.lifecycle import recording
 
 log = logging.getLogger(__name__)
 
@@ -262,27 +263,23 @@ def record(
         "git_dirty": git_dirty(),
     }
     tokenizers = sorted({r["tokenizer"] for r in rows if r.get("tokenizer")})
-    with Store() as store:
-        store.insert(
-            ensemble_id,
-            kind="ensemble",
-            model=name,
-            architecture="ensemble",
-            tokenizer="+".join(tokenizers) or None,
-            dataset=first["dataset"],
-            task=first["task"],
-            params=total,
-            seed=seed,
-            config_hash=config["config_hash"],
-            config=config,
-        )
-        store.update(
-            ensemble_id,
-            status="finished",
-            finished=time.time(),
-            duration=duration,
-            metrics=metrics,
-        )
+    row = {
+        "kind": "ensemble",
+        "model": name,
+        "architecture": "ensemble",
+        "tokenizer": "+".join(tokenizers) or None,
+        "dataset": first["dataset"],
+        "task": first["task"],
+        "params": total,
+        "seed": seed,
+        "config_hash": config["config_hash"],
+        "config": config,
+    }
+    with (
+        Store() as store,
+        recording(store, ensemble_id, row=row, began=time.time() - duration) as run,
+    ):
+        run.end("finished", metrics=metrics)
     return Ensemble(
         ensemble_id,
         name,

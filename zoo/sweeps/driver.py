@@ -23,11 +23,13 @@ from collections import deque
 from pathlib import Path
 
 from zoo.errors import SweepInterrupted, ZooError
+from zoo.records.lifecycle import record_ended
 from zoo.records.paths import run_folder
 from zoo.records.store import Store, home
 from zoo.sweeps.affinity import affinity_key, bring_forward
 from zoo.sweeps.cells import Sweep, failure_row, headline, settled_latest, should_resume
 from zoo.sweeps.claims import CellClaims
+from zoo.sweeps.home_watch import HomeWatch
 from zoo.train.progress import clock
 
 log = logging.getLogger(__name__)
@@ -53,9 +55,12 @@ def run_sweep(
         claims.release_all()
 
 
-def cell_task(cell, overrides: dict, *, device: str, run_id: str, resume: dict | None) -> dict:
+def cell_task(
+    cell, overrides: dict, *, device: str, run_id: str, resume: dict | None, log_to=None
+) -> dict:
     """A cell as plain data (names, not objects): the worker plans it again and checks that
-    its config hash matches the driver's. The executor adds the worker's thread count."""
+    its config hash matches the driver's; ``log_to``: the trackers it reports to. The
+    executor adds the worker's thread count."""
     env = {k: v for k, v in os.environ.items() if k.startswith("ZOO_")}
     env["ZOO_HOME"] = str(home().resolve())
     return {
@@ -69,6 +74,7 @@ def cell_task(cell, overrides: dict, *, device: str, run_id: str, resume: dict |
         "stacked": getattr(cell.plan, "stacked", None),  # part of the config hash
         "run_id": run_id,
         "resume": resume,
+        "log_to": log_to,
         "env": env,
         "cwd": os.getcwd(),
     }
@@ -102,6 +108,7 @@ class Driver:
         self.running: dict[int, dict] = {}  # slot -> {cell, task, began, claimed, refused}
         self.claims = CellClaims()  # the cells this sweep trains now, locked against others
         self.last_key: dict[int, tuple] = {}  # slot -> its last cell's data and shapes
+        self.home = HomeWatch(self.store.path)  # a removed ZOO_HOME stops the sweep
 
     def say(self, text: str) -> None:
         log.info(text)
@@ -115,6 +122,7 @@ class Driver:
             self.executor.fit(total)
             self.say(f"running on {self.executor.describe()}")
             while todo or self.running:
+                self.home.check()
                 while todo and self.executor.free_slot() is not None:
                     slot = self.executor.free_slot()
                     # cells sharing data and shapes go to the same worker (zoo.sweeps.affinity)
@@ -155,6 +163,7 @@ class Driver:
                             payload if kind == "lost" else None,
                         )
                         self.show_running()
+            self.home.check()  # the last cell's end too
         except KeyboardInterrupt:
             self.executor.stop()
             for slot in list(self.running):
@@ -200,7 +209,12 @@ class Driver:
             claimed = self.store.get(latest["id"])
             note = f"    resuming {latest['status']} run {latest['id']}"
         task = cell_task(
-            cell, self.sweep.overrides, device=self.device, run_id=new_run_id(), resume=claimed
+            cell,
+            self.sweep.overrides,
+            device=self.device,
+            run_id=new_run_id(),
+            resume=claimed,
+            log_to=getattr(self.sweep, "log_to", None),
         )
         task["extra"] = {"group": self.sweep.id}  # the trackers' group for the sweep's runs
         workers = self.executor.record()
@@ -224,7 +238,12 @@ class Driver:
         tasks = []
         for cell, run_id in zip(stack.cells, new_run_ids(len(stack.cells))):
             task = cell_task(
-                cell, self.sweep.overrides, device=self.device, run_id=run_id, resume=None
+                cell,
+                self.sweep.overrides,
+                device=self.device,
+                run_id=run_id,
+                resume=None,
+                log_to=getattr(self.sweep, "log_to", None),
             )
             task["extra"] = {"group": self.sweep.id}
             tasks.append(task)
@@ -277,6 +296,13 @@ class Driver:
         cell.status = status or (outcome["status"] if outcome else "failed")
         cell.error = outcome["error"] if outcome else lost
         cell.run_id = self.record_end(cell, task, entry)
+        if lost and not status:  # a worker killed (out of memory, kill -9): said even --quiet
+            log.warning(
+                f"sweep {self.executor.slot_name(slot)}: {lost} while training {cell.name}; "
+                f"run {cell.run_id} is recorded failed, and running the sweep again resumes "
+                "it from its last checkpoint"
+            )
+            return
         self.say(
             f"    {self.executor.slot_name(slot)}: {cell.status} {cell.name} after "
             f"{clock(cell.duration)}: {cell.error} (run {cell.run_id})"
@@ -289,30 +315,17 @@ class Driver:
         ids = [task["run_id"]]
         if task["resume"] and not entry["refused"]:
             ids.append(task["resume"]["id"])
-        now = time.time()
         for run_id in ids:
             try:
                 row = self.store.get(run_id)
             except ZooError:
                 continue
             if row["status"] == "running":
-                self.store.update(
-                    run_id,
-                    status=cell.status,
-                    error=cell.error,
-                    finished=now,
-                    duration=now - entry["began"],
-                )
+                record_ended(self.store, run_id, cell.status, cell.error, entry["began"])
             return run_id
         config = _read_config(run_folder(task["run_id"]))
-        self.store.insert(
-            task["run_id"],
-            **failure_row(cell, config),
-            status=cell.status,
-            error=cell.error,
-            finished=now,
-            duration=now - entry["began"],
-        )
+        row = failure_row(cell, config)
+        record_ended(self.store, task["run_id"], cell.status, cell.error, entry["began"], row=row)
         return task["run_id"]
 
     def show_running(self) -> None:

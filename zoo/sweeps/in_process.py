@@ -18,6 +18,7 @@ from zoo.sweeps.cells import (
     settled_latest,
     should_resume,
 )
+from zoo.sweeps.home_watch import HomeWatch
 from zoo.train.progress import clock
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,9 @@ def run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sw
     total = len(waiting)
     started = time.time()
     index = 0
+    watch = HomeWatch()  # a removed ZOO_HOME stops the sweep
     while waiting:
+        watch.check()
         cell = _next_cell(sweep, claims, waiting)
         if cell is None:  # every cell left is another sweep's for now
             time.sleep(0.5)
@@ -42,7 +45,14 @@ def run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sw
             log.info(f"[{index}/{total}] {cell.name} (sweep {clock(time.time() - started)} so far)")
             try:  # as for one cell: an interrupt with no Ctrl-C behind it fails a run only
                 with own_interrupts_fail("the cell's code"):
-                    _run_stack_here(cell, device=device, quiet=quiet, zoo=zoo, group=sweep.id)
+                    _run_stack_here(
+                        cell,
+                        device=device,
+                        quiet=quiet,
+                        zoo=zoo,
+                        group=sweep.id,
+                        log_to=sweep.log_to,
+                    )
             finally:
                 for one in cell.cells:
                     claims.release(one)
@@ -60,9 +70,11 @@ def run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sw
                 diverged=RunDiverged,
                 group=sweep.id,
                 kept=kept,
+                log_to=sweep.log_to,
             )
         finally:
             claims.release(cell)
+    watch.check()  # the last cell's end too
     return sweep
 
 
@@ -91,6 +103,7 @@ def _run_cell_here(
     diverged,
     group=None,
     kept=None,
+    log_to=None,
 ) -> None:
     elapsed = time.time() - started
     eta = ""
@@ -103,7 +116,7 @@ def _run_cell_here(
         # from the user fails only this cell.
         with own_interrupts_fail("the cell's code"):
             result = _resume_or_execute(
-                cell, device=device, quiet=quiet, zoo=zoo, group=group, kept=kept
+                cell, device=device, quiet=quiet, zoo=zoo, group=group, kept=kept, log_to=log_to
             )
     except KeyboardInterrupt:  # the user's Ctrl-C
         raise  # the run is marked interrupted; the next sweep resumes from it
@@ -122,7 +135,7 @@ def _run_cell_here(
     log.info(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} (run {cell.run_id})")
 
 
-def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None) -> None:
+def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None, log_to=None) -> None:
     """Train seeds together in this process (zoo.train.seed_stack) and settle each cell
     as _run_cell_here settles one."""
     from zoo.errors import RunDiverged, RunInterrupted
@@ -139,6 +152,7 @@ def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None) -> None
         zoo=zoo,
         extras=[{"group": group}] * len(cells),
         label=cells[0].label,
+        log_to=log_to,
     )
     for cell, (kind, value) in zip(cells, outcomes):
         cell.duration = time.time() - began
@@ -161,7 +175,9 @@ def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None) -> None
         )
 
 
-def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, group=None, kept=None) -> dict:
+def _resume_or_execute(
+    cell: Cell, *, device: str, quiet: bool, zoo, group=None, kept=None, log_to=None
+) -> dict:
     """A cell whose latest run can go on (should_resume) continues it from its last
     checkpoint (`zoo resume`); any other cell, or one that cannot be resumed, starts anew."""
     from zoo.core.loading import get_zoo
@@ -181,7 +197,13 @@ def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, group=None,
             log.info(f"    {exc}; starting the cell over")
     plan = cell.plan if kept is None else kept.dataset_for(cell.plan, zoo or get_zoo())
     return train_cell(
-        plan, device=device, quiet=quiet, zoo=zoo, label=cell.name, extra={"group": group}
+        plan,
+        device=device,
+        quiet=quiet,
+        zoo=zoo,
+        label=cell.name,
+        extra={"group": group},
+        log_to=log_to,
     )
 
 
@@ -189,6 +211,7 @@ def _record_failure(cell: Cell, began: float) -> str:
     """The run id holding the failure: the row execute wrote, the run the cell was resuming,
     or a new row with the cell's status when it failed before anything was recorded
     (loading the dataset, say)."""
+    from zoo.records.lifecycle import record_ended
     from zoo.records.store import Store
     from zoo.train.starting import new_run_id
 
@@ -201,12 +224,6 @@ def _record_failure(cell: Cell, began: float) -> str:
                 store.update(cell.resumed, status=cell.status, error=cell.error)
             return cell.resumed
         run_id = new_run_id()
-        store.insert(
-            run_id,
-            status=cell.status or "failed",
-            **failure_row(cell),
-            error=cell.error,
-            finished=time.time(),
-            duration=time.time() - began,
-        )
+        status = cell.status or "failed"
+        record_ended(store, run_id, status, cell.error, began, row=failure_row(cell))
         return run_id

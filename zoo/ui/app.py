@@ -76,6 +76,8 @@ def create_app(home: str | Path):
 
     store = views.StoreView(home)
     env = templates()
+    # read the store now, so the first page need not wait for all of it
+    threading.Thread(target=store.read_ahead, daemon=True, name="zoo-ui-read").start()
 
     def page(name: str, status: int = 200, **context) -> HTMLResponse:
         html = env.get_template(name).render(report=False, home=str(store.home), **context)

@@ -56,15 +56,18 @@ class StoreView:
         self._lock = threading.Lock()
         self._stamp: tuple | None = None
         self._tables: tuple = (None, None)
+        self._memo: dict = {}  # what was computed from the tables, until they change
 
     def _stamp_now(self) -> tuple:
-        stamps = []
+        stamps: list[tuple | None] = []
         for path in (self.path, self.path.with_name(self.path.name + "-wal")):
             try:
                 stat = path.stat()
-                stamps.append((stat.st_mtime_ns, stat.st_size))
             except FileNotFoundError:
                 stamps.append(None)
+                continue
+            # an empty log is no log: a reader opening the store may create one
+            stamps.append((stat.st_mtime_ns, stat.st_size) if stat.st_size else None)
         return tuple(stamps)
 
     def open(self):
@@ -89,8 +92,26 @@ class StoreView:
                     self._tables = (runs, run_frame(runs))
                 else:
                     self._tables = (pd.DataFrame(), pd.DataFrame())
-                self._stamp = stamp
+                self._stamp, self._memo = stamp, {}
             return self._tables
+
+    def read_ahead(self) -> None:
+        """Read the tables before a page asks (a damaged store is then the page's error)."""
+        try:
+            self.tables()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def memo(self, key, compute):
+        """``compute(runs)`` over the current tables, computed once while they stay."""
+        runs, _ = self.tables()
+        with self._lock:
+            if key in self._memo:
+                return self._memo[key]
+        value = compute(runs)
+        with self._lock:
+            self._memo[key] = value
+        return value
 
     def row(self, run_id: str) -> dict:
         """A run's store row, as `zoo show RUN --json` has it (without its "type")."""
@@ -188,10 +209,14 @@ def comparison(view: StoreView, options: dict) -> dict:
     """`zoo compare` with these options (those of COMPARE_OPTIONS, and status, evals and
     pool): its table laid out as the renderers lay it out, its legend and notes, its cells
     as `zoo compare --format json` prints them, and grouped bars with error bars."""
+    key = tuple(sorted((k, str(v)) for k, v in options.items()))
+    return view.memo(("comparison", key), lambda runs: _comparison(runs, options))
+
+
+def _comparison(runs, options: dict) -> dict:
     from zoo.comparison.render import layout, legend, render
     from zoo.comparison.table import summarize
 
-    runs, _ = view.tables()
     status = tuple(split_keys(options.get("status")) or ["finished"])
     chosen = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
     data = {"options": {**{k: v or "" for k, v in chosen.items()}, "status": ",".join(status)}}
