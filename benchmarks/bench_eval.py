@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     import torch
-    from zoo.pipelines.language_modeling import encode, evaluate, generate, split_text
+    from zoo.pipelines.language_modeling import encode, generate, split_text, total_nll
 
     from zoo.core.loading import get_zoo, task_loss
     from zoo.core.names import get_task
@@ -61,11 +61,11 @@ def main(argv=None) -> int:
         f"# validation split: {len(ids):,} tokens; block {block}, eval batch {args.eval_batch}; "
         f"precision {model.precision}; threads {torch.get_num_threads()}"
     )
-    evaluate(model, ids[: block * 8 + 1], block, args.eval_batch)  # warm-up
+    total_nll(model, ids[: block * 8 + 1], block, args.eval_batch)  # warm-up
     times = []
     for _ in range(args.repeat):
         start = time.perf_counter()
-        nll, count = evaluate(model, ids, block, args.eval_batch)
+        nll, count = total_nll(model, ids, block, args.eval_batch)
         times.append(time.perf_counter() - start)
     best, median = min(times), sorted(times)[len(times) // 2]
     print(

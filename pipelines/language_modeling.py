@@ -17,7 +17,15 @@ from zoo.pipelines.common import loop_metrics, run_tokenizer, special_ids
 
 from zoo.plugin import Batch, Job, RunResult, TaskSpec, TrainConfig, ZooError, train
 from zoo.plugin.config import incidental, sized
-from zoo.plugin.data import column_of, dataset_key, join_rows, split_ids, split_size, text_batches
+from zoo.plugin.data import (
+    check_ids,
+    column_of,
+    dataset_key,
+    join_rows,
+    split_ids,
+    split_size,
+    text_batches,
+)
 
 LN2 = math.log(2)
 REPLACEMENT = "\ufffd"  # what decoding gives for incomplete UTF-8
@@ -62,7 +70,7 @@ def split_text(dataset, role: str) -> str:
 
 def encode(tokenizer, text: str) -> np.ndarray:
     """A text as one array of ids (lines encoded as a batch)."""
-    return tokenizer.encode_text(text)
+    return check_ids(tokenizer, tokenizer.encode_text(text))
 
 
 @dataclass
@@ -105,7 +113,7 @@ def windows(ids: np.ndarray, block: int):
     return inputs, targets, tail
 
 
-def evaluate(
+def total_nll(
     model, ids: np.ndarray, block: int, batch: int, budget: int | None = None
 ) -> tuple[float, int]:
     """Summed NLL (nats) over every token of a split, in consecutive windows; with more
@@ -149,11 +157,13 @@ def split_metrics(prefix: str, nll: float, count: int, tokens: SplitTokens | str
     }
 
 
-def score_split(model, tokens: SplitTokens, block: int, cfg, name: str, say) -> tuple[float, int]:
+def split_nll(model, tokens: SplitTokens, block: int, cfg, name: str, say) -> tuple[float, int]:
+    """Summed NLL over a split within the config's evaluation budget (total_nll), saying
+    when only part of it was scored."""
     budget, why = cfg.eval_tokens, f"eval_tokens={cfg.eval_tokens:,}"
     if cfg.eval_limit is not None and cfg.eval_limit * block < budget:  # windows of a smoke run
         budget, why = cfg.eval_limit * block, f"eval_limit={cfg.eval_limit:,} windows"
-    nll, count = evaluate(model, tokens.ids, block, cfg.eval_batch_size, budget)
+    nll, count = total_nll(model, tokens.ids, block, cfg.eval_batch_size, budget)
     if count < len(tokens.ids) - 1:
         say(
             f"{name}: scored {count:,} of {len(tokens.ids) - 1:,} tokens in evenly spaced "
@@ -357,7 +367,7 @@ def run(job: Job) -> RunResult:
         return Batch(x, y, tokens=x.size)
 
     def validate() -> dict:
-        return {"val_loss": estimate(model, ids["validation"], cfg, block, eval_rng)}
+        return {"val_loss": sampled_loss(model, ids["validation"], cfg, block, eval_rng)}
 
     # With keep_best the model comes back with the weights of the lowest validation estimate,
     # so val_* and test_* below are both figures of those weights.
@@ -374,7 +384,7 @@ def run(job: Job) -> RunResult:
     for role, prefix in (("validation", "val"), ("test", "test")):
         if role not in splits:
             continue
-        nll, count = score_split(model, splits[role], block, cfg, role, job.say)
+        nll, count = split_nll(model, splits[role], block, cfg, role, job.say)
         metrics.update(split_metrics(prefix, nll, count, splits[role]))
     # The tokenizer's own figures: vocabulary size and characters per token on validation.
     metrics.update(
@@ -404,7 +414,7 @@ def run(job: Job) -> RunResult:
     return RunResult(params, metrics, spec, samples)
 
 
-def estimate(model, ids: np.ndarray, cfg: TrainConfig, block: int, rng) -> float:
+def sampled_loss(model, ids: np.ndarray, cfg: TrainConfig, block: int, rng) -> float:
     """Validation loss on a few random batches, for the training curve."""
     total, count = 0.0, 0
     for _ in range(cfg.eval_batches):
@@ -426,7 +436,7 @@ def evaluate_trained(trained, dataset, split: str = "test") -> dict:
     if len(ids) < 2:
         raise ZooError(f"split {split!r} of {dataset.ref.name!r} has fewer than 2 tokens")
     cfg = trained.train_config or LanguageModelingConfig()  # the run's eval settings
-    nll, count = score_split(
+    nll, count = split_nll(
         trained.model,
         tokens,
         trained.context_length,

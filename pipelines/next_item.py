@@ -35,7 +35,15 @@ from zoo.pipelines.common import (
 
 from zoo.plugin import Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, train
 from zoo.plugin.config import sized
-from zoo.plugin.data import column_of, compression, dataset_key, row_ids, row_texts, unragged
+from zoo.plugin.data import (
+    check_ids,
+    column_of,
+    compression,
+    dataset_key,
+    row_ids,
+    row_texts,
+    unragged,
+)
 
 GROUP_COLUMN = "family"  # rows that name a family get accuracy per family
 PREFIXES = {"validation": "val", "test": "test"}
@@ -145,7 +153,8 @@ def contexts(
 
 def encode_contexts(tokenizer, texts: list[str], block: int) -> tuple[np.ndarray, np.ndarray]:
     """Right-padded ids [N, T] and lengths [N]; each context keeps its last `block` tokens."""
-    return contexts(*tokenizer.encode_rows(texts), block, tokenizer.pad_id, texts)
+    ids, offsets = tokenizer.encode_rows(texts)
+    return contexts(check_ids(tokenizer, ids), offsets, block, tokenizer.pad_id, texts)
 
 
 def window_examples(dataset, role: str, tokenizer, block: int) -> Windows:

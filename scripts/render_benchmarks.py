@@ -1,5 +1,7 @@
 """Render the current benchmark figures into the docs: benchmarks/results/*.json ->
-docs/benchmarks.md, and the tables marked ``readme`` into README.md's results section.
+docs/benchmarks.md, the tables marked ``readme`` into README.md's results section, and a
+record's tables into any page of docs/ that asks for them between
+``<!-- benchmark NAME -->`` and ``<!-- end benchmark -->``.
 
     python scripts/render_benchmarks.py            # rewrite both
     python scripts/render_benchmarks.py --check    # exit 1 if either is out of date
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -25,6 +28,7 @@ README_END = "<!-- end of results -->"
 # the order of sections on the page; results not named here follow, by name
 ORDER = [
     "classification",
+    "significance",
     "ensemble_weights",
     "ensemble_weights_ensemble_pretrained",
     "transfer",
@@ -252,10 +256,23 @@ def render_record(record: dict) -> list[str]:
     return lines + [""]
 
 
+# records too long for this page: it links to the page that embeds them
+LINKED = {"hf_matrix": "architectures/transformers-matrix.md"}
+
+
 def render_page(records: list[dict]) -> str:
     lines = [INTRO]
     for record in records:
-        lines += render_record(record)
+        if record["name"] in LINKED:
+            title = record.get("title") or record["name"]
+            lines += [
+                f"## {title}",
+                "",
+                f"On its own page: [{title}]({LINKED[record['name']]}).",
+                "",
+            ]
+        else:
+            lines += render_record(record)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -290,14 +307,40 @@ def readme_with(text: str, section: str) -> str:
     return text[:start] + section + text[end + len(README_END) :]
 
 
+EMBEDDED = re.compile(
+    r"^<!-- benchmark (?P<name>[\w-]+) -->\n.*?^<!-- end benchmark -->$", re.MULTILINE | re.DOTALL
+)
+
+
+def with_embedded(text: str, records: list[dict]) -> str:
+    """`text` with each ``<!-- benchmark NAME -->`` section holding NAME's tables, notes and
+    where they were measured (its title and description are the page's own)."""
+    by_name = {record["name"]: record for record in records}
+
+    def section(match) -> str:
+        name = match["name"]
+        if name not in by_name:
+            raise SystemExit(f"a page asks for benchmark {name!r}, which has no results file")
+        body = render_record(by_name[name])[2:]  # without its heading: the page has its own
+        return "\n".join([f"<!-- benchmark {name} -->", "", *body, "<!-- end benchmark -->"])
+
+    return EMBEDDED.sub(section, text)
+
+
 def rendered(records: list[dict] | None = None) -> dict[Path, str]:
-    """What docs/benchmarks.md and README.md should hold, from the JSON files."""
+    """What docs/benchmarks.md, README.md and the pages with embedded benchmark sections
+    should hold, from the JSON files."""
     records = load_results() if records is None else records
     readme = README.read_text(encoding="utf-8")
-    return {
+    out = {
         DOCS_PAGE: render_page(records),
         README: readme_with(readme, render_readme_section(records)),
     }
+    for page in sorted((REPO / "docs").rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        if page != DOCS_PAGE and EMBEDDED.search(text):
+            out[page] = with_embedded(text, records)
+    return out
 
 
 def main(argv=None) -> int:

@@ -116,3 +116,19 @@ def test_a_config_file_with_a_byte_order_mark_is_read(tmp_path):
     yaml_path = tmp_path / "sweep.yaml"
     yaml_path.write_bytes(b"\xef\xbb\xbfmodels: [decoder-char]\n")
     assert config_file.read(yaml_path, "sweep") == {"models": ["decoder-char"]}
+
+
+def test_yaml_keeps_on_yes_and_no_as_text(tmp_path):
+    """YAML 1.1 reads on, yes and no as booleans: zoo sweep's own key `on` would be True."""
+    from zoo.cli import config_file
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("models: [decoder-char]\non: [yes, no, on, off]\nseeds: 2\n")
+    assert config_file.read(path, "sweep") == {
+        "models": ["decoder-char"],
+        "on": ["yes", "no", "on", "off"],
+        "seeds": 2,
+    }
+    flag = tmp_path / "run.yaml"
+    flag.write_text("model: decoder-char\ncompile: true\n")
+    assert config_file.read(flag, "run")["compile"] is True

@@ -242,13 +242,13 @@ def test_the_decoder_classifies_through_the_pipeline(reviews):
 
 # -- which task runs -------------------------------------------------------------------
 def test_every_cell_of_the_matrix_plans_the_task_it_shows():
-    from zoo.api import listing
+    from zoo.api import entry_rows
     from zoo.core.loading import get_zoo
     from zoo.errors import ZooError
     from zoo.train.plan import plan_run
 
     zoo = get_zoo()
-    table = listing.matrix(zoo)
+    table = entry_rows.matrix(zoo)
     cells = {(r["architecture"], r["dataset"]): r for r in table}
     assert cells[("encoder", "rotten_tomatoes")]["task"] == "classification"
     assert cells[("encoder", "emotion")]["task"] == "classification"
@@ -457,3 +457,17 @@ def test_eval_limit_scores_that_many_texts_and_is_a_row_of_its_own(reviews):
     assert "evaluated on a sample: at most 7 examples" in text
     cells = json.loads(run_cli("compare", "--format", "json").out)
     assert sorted(cell["n"] for cell in cells) == [1, 2]  # never pooled with the whole run
+
+
+@pytest.mark.slow
+def test_a_run_keeps_its_per_example_correctness_for_comparisons(reviews):
+    from safetensors.numpy import load_file
+
+    from zoo.records.paths import run_folder
+
+    out = tiny_run("encoder-char", str(reviews))
+    scores = load_file(str(run_folder(out["run_id"]) / "per_example.safetensors"))
+    assert set(scores) == {"val_accuracy", "test_accuracy"}
+    for name, correct in scores.items():
+        assert set(np.unique(correct)) <= {0.0, 1.0}
+        assert float(correct.mean()) == pytest.approx(out["metrics"][name], abs=1e-6)

@@ -9,14 +9,14 @@ import json
 import pytest
 from conftest import TINY_DECODER, run_cli
 
-from zoo.api import describing
+from zoo.api import show_text
 
 
 def test_debug_is_accepted_after_the_subcommand_and_shows_the_traceback(monkeypatch):
     def broken(zoo, name):
         raise RuntimeError("something inside broke")
 
-    monkeypatch.setattr(describing, "show", broken)
+    monkeypatch.setattr(show_text, "show", broken)
     plain = run_cli("show", "decoder")
     assert plain.code == 1 and "Traceback" not in plain.err
     assert "(run with --debug for the traceback)" in plain.err  # the hint ...
@@ -37,10 +37,11 @@ def test_zoo_list_shows_the_pipelines_one_per_task():
         "language-modeling",
         "masked-language-modeling",
         "next-item",
+        "seq2seq",
     ]
     assert (rows[1]["primary"], rows[1]["better"]) == ("val_bpc", "lower")  # as declared
     everything = run_cli("list")
-    assert "pipelines (4)" in everything.out and "language-modeling" in everything.out
+    assert "pipelines (5)" in everything.out and "language-modeling" in everything.out
     assert "pipelines" in json.loads(run_cli("list", "--json").out)
 
 

@@ -78,8 +78,8 @@ def loaded():
 
 
 def fill_two_models():
-    # hand example: a = [1.0, 1.2] (baseline), b = [2.0, 2.2], c = [1.5, 1.7] on "text"
-    for seed, (a, b, c) in enumerate([(1.0, 2.0, 1.5), (1.2, 2.2, 1.7)]):
+    # hand example: a = [1.0, 1.2] (baseline), b = [5.0, 5.2], c = [1.5, 1.7] on "text"
+    for seed, (a, b, c) in enumerate([(1.0, 5.0, 1.5), (1.2, 5.2, 1.7)]):
         record("base-char", "text", seed, {"val_bpc": a, "tokens_per_s": 100.0 + seed})
         record("big-char", "text", seed, {"val_bpc": b, "tokens_per_s": 50.0})
         record("mid-char", "text", seed, {"val_bpc": c, "tokens_per_s": 70.0})
@@ -123,16 +123,19 @@ def test_t_quantiles_invert_the_tail_at_every_degree_of_freedom():
 
 def test_welch_interval_against_a_hand_computation():
     # b - a with sd 0.1414 on both sides and n = 2: se = sqrt(0.02/2 + 0.02/2) = 0.141421,
-    # Welch df = (0.02)^2 / (2 * 0.01^2) = 2, t = 4.302653, margin = 0.608487
+    # Hsu's df = min(2, 2) - 1 = 1 (Welch-Satterthwaite's would say 2), t = 12.706205,
+    # margin = 1.796929
     interval = welch_interval(2.1, math.sqrt(0.02), 2, 1.1, math.sqrt(0.02), 2)
-    assert interval.df == pytest.approx(2.0)
+    assert interval.df == pytest.approx(1.0)
     assert interval.diff == pytest.approx(1.0)
-    assert interval.low == pytest.approx(1.0 - 0.608487, abs=1e-6)
-    assert interval.high == pytest.approx(1.0 + 0.608487, abs=1e-6)
-    assert interval.significant is True
-    close = welch_interval(1.6, math.sqrt(0.02), 2, 1.1, math.sqrt(0.02), 2)
-    assert close.low == pytest.approx(0.5 - 0.608487, abs=1e-6) and close.significant is False
+    assert interval.low == pytest.approx(1.0 - 1.796929, abs=1e-6)
+    assert interval.high == pytest.approx(1.0 + 1.796929, abs=1e-6)
+    assert interval.significant is False
+    apart = welch_interval(3.1, math.sqrt(0.02), 2, 1.1, math.sqrt(0.02), 2)
+    assert apart.low == pytest.approx(2.0 - 1.796929, abs=1e-6) and apart.significant is True
     assert welch_interval(1.6, float("nan"), 1, 1.1, 0.1, 2).significant is None
+    # unequal seeds: the smaller side's n - 1
+    assert welch_interval(1.0, 0.1, 3, 0.0, 0.1, 5).df == pytest.approx(2.0)
 
 
 def test_figures_equal_at_every_seed_are_no_spread_whatever_their_rounding():
@@ -161,9 +164,10 @@ def test_cells_hold_mean_std_n_best_and_the_baseline_difference():
     assert base["metric"] == "val_bpc" and base["better"] == "lower"
     # base leads mid, but the interval of their difference holds 0: tied, no best marked
     assert not bool(base["best"]) and not bool(big["best"]) and not bool(mid["best"])
-    assert big["diff"] == pytest.approx(1.0)
-    assert big["ci_low"] == pytest.approx(0.391513, abs=1e-5) and bool(big["significant"])
-    assert mid["ci_low"] == pytest.approx(-0.108487, abs=1e-5) and not bool(mid["significant"])
+    # se = 0.141421 a side pair, Hsu's df = 1: margin 12.706205 * 0.141421 = 1.796929
+    assert big["diff"] == pytest.approx(4.0)
+    assert big["ci_low"] == pytest.approx(2.203071, abs=1e-5) and bool(big["significant"])
+    assert mid["ci_low"] == pytest.approx(-1.296929, abs=1e-5) and not bool(mid["significant"])
     assert math.isnan(base["diff"])  # the baseline is not compared with itself
     single = cells.loc[("big-char", "other")]
     assert single["n"] == 1 and math.isnan(single["std"]) and not bool(single["best"])
@@ -184,7 +188,7 @@ def test_text_table_marks_best_and_significance():
     assert "1.100 ± 0.141 (n=2)" in base_line and not base_line.endswith("*")
     assert "on text, base-char leads but is not told apart from mid-char" in result.out
     big_line = next(line for line in lines if line.startswith("big-char"))
-    assert "+1.000 [0.392, 1.608] †" in big_line
+    assert "+4.000 [2.203, 5.797] †" in big_line
     assert "lower is better" in result.out and "95% Welch interval" in result.out
     assert "Holm" in result.out
 

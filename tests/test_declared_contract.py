@@ -78,16 +78,13 @@ def built_in_fields() -> set[str]:
 
 
 def core_names(path: Path) -> list[tuple[int, str]]:
-    """Field names a module could read a config by: string constants (docstrings aside)
-    and attributes read from something called a config."""
+    """Field names a module could read a config by: string constants (docstrings, and the
+    docstrings of attributes, aside) and attributes read from something called a config."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    docstrings = {
-        id(node.body[0].value)
+    docstrings = {  # a string standing alone as a statement reads nothing
+        id(node.value)
         for node in ast.walk(tree)
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.body
-        and isinstance(node.body[0], ast.Expr)
-        and isinstance(node.body[0].value, ast.Constant)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
     }
     found = []
     for node in ast.walk(tree):
@@ -138,9 +135,11 @@ def test_every_built_in_architecture_declares_its_context_length():
 
     zoo = get_zoo()
     for entry in zoo.architectures.entries():
+        if entry.plugin == "transformers" and entry.name not in ("gpt2", "hf-mamba"):
+            continue  # one config class for them all (configs.py), made from transformers'
         cls = entry.config_class()
         assert field_for(cls, "context"), entry.name
-        if entry.name not in ("gpt2", "llama", "bert"):  # transformers' configs import torch
+        if entry.plugin != "transformers":  # transformers' configs import torch
             assert context_length(cls()) > 0, entry.name
 
 

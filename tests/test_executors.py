@@ -65,6 +65,11 @@ def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
     assert first.code == 1, first
     assert "running on 2 worker processes" in first.err
     assert f"(pid {killed[0]}): decoder-char" in first.err
+    died = [line for line in first.err.splitlines() if "worker died" in line]
+    assert len(died) == 2, first.err  # one warning as it happens, and the summary's line
+    assert died[0].startswith("zoo: warning: sweep worker ")
+    assert f"(pid {killed[0]}): worker died (killed by SIGKILL)" in died[0]
+    assert "running the sweep again resumes it" in died[0]
     with Store() as store:
         rows = store.rows()
     failed = [r for r in rows if r["status"] == "failed"]

@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TINY_DECODER, TINY_ENCODER, run_cli
+from conftest import TINY_DECODER, TINY_DECODER_CLASSIFIER, TINY_ENCODER, run_cli
 
 pytest.importorskip("onnxruntime")
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
@@ -208,3 +209,75 @@ def test_a_third_party_architecture_exports_to_onnx_by_default(reviews, monkeypa
     folder = tmp_path / "meanbag"
     assert exported(run_id, folder)["format"] == "onnx"
     assert_same_classes(run_id, folder)
+
+
+# meanbag with a branch on the input's length: a trace at one length fixes it
+LENGTH_BRANCH = """
+    def forward(self, input_ids, attention_mask):  # [B, T] -> [B, classes]
+        mask = attention_mask.unsqueeze(-1).float()
+        summed = (self.embed(input_ids) * mask).sum(dim=1)
+        scale = 2.0 if input_ids.shape[1] > 4 else 1.0  # a Python branch a trace fixes
+        return self.head(scale * summed / mask.sum(dim=1).clamp(min=1))
+"""
+
+
+@pytest.mark.slow
+def test_an_onnx_graph_that_differs_at_another_length_is_refused(reviews, monkeypatch, tmp_path):
+    """Checked at one input length, this graph passed and then failed a 3-token input."""
+    from zoo.core import loading as registry
+
+    source = (Path(__file__).parent.parent / "examples" / "meanbag.py").read_text()
+    start = source.index("        def forward")
+    end = source.index("    return MeanBag()")
+    source = source[:start] + textwrap.indent(textwrap.dedent(LENGTH_BRANCH), " " * 8) + "\n"
+    source += (Path(__file__).parent.parent / "examples" / "meanbag.py").read_text()[end:]
+    (tmp_path / "work" / "meanbag.py").write_text(source, encoding="utf-8")
+    (tmp_path / "work" / "registry.toml").write_text('[plugins]\nmodules = ["./meanbag.py"]\n')
+    monkeypatch.setenv("ZOO_LOAD_PLUGINS", "meanbag")
+    registry.reset_zoo()
+    run_id = trained("meanbag-char", reviews, "--set", "n_embd=8")
+    result = run_cli("export", run_id, tmp_path / "out", "--format", "onnx")
+    assert result.code == 2, result
+    assert "input(s) of 1 token(s)" in result.err or "differ" in result.err, result
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_plugin_export_that_differs_on_a_short_text_is_refused(reviews, tmp_path):
+    """zoo checks every export on a text alone, a text of a few characters, and batches."""
+    import torch
+
+    from zoo.core import loading as registry
+
+    class ShortTextsDiffer:
+        @staticmethod
+        def unsupported(trained):  # the documented routes to the module and the tokenizer
+            import torch
+
+            if not isinstance(trained.network, torch.nn.Module):
+                return "no torch module"
+            return None if trained.tokenizer.backend is not None else "no tokenizer"
+
+        @staticmethod
+        def write(trained, folder):
+            torch.save(trained.network.state_dict(), folder / "model.bin")
+            return {"library_name": "x", "summary": "nothing", "usage": "FOLDER"}
+
+        @staticmethod
+        def check(trained, folder, texts):
+            short = any(len(t) <= 3 for t in texts)
+            return {"max_difference": 0.4 if short else 0.0, "agree": True, "compared": 1}
+
+    class Plugin:
+        @registry.hookspecs.hookimpl
+        def register_exporters(self, register):
+            register("fixedlength", ShortTextsDiffer, architectures=("*",))
+
+    zoo = registry.build_zoo(entry_points=False)
+    assert zoo.add_plugin(Plugin(), registry.PluginInfo("fixed", "test"), strict=True)
+    registry.reset_zoo(zoo)
+    run_id = trained("decoder-char", reviews, *TINY_DECODER_CLASSIFIER)
+    result = run_cli("export", run_id, tmp_path / "out", "--format", "fixedlength")
+    assert result.code == 2, result
+    assert "export's predictions on the 3-character text" in result.err, result
+    assert "alone (validation texts) differ from zoo's by 0.4" in result.err, result
+    assert not (tmp_path / "out").exists()

@@ -59,7 +59,7 @@ def test_same_seed_same_metrics(tiny_text):
 
 @pytest.mark.slow
 def test_reloaded_weights_give_the_same_validation_loss(tiny_text):
-    from zoo.pipelines.language_modeling import SplitTokens, evaluate, split_metrics, split_text
+    from zoo.pipelines.language_modeling import SplitTokens, split_metrics, split_text, total_nll
 
     from zoo.core.loading import get_zoo
     from zoo.data import datasets
@@ -69,7 +69,7 @@ def test_reloaded_weights_give_the_same_validation_loss(tiny_text):
     trained = load_trained(summary["run_id"])
     dataset = datasets.load(datasets.resolve(str(tiny_text), get_zoo()), get_zoo())
     tokens = SplitTokens.from_text(trained.tokenizer, split_text(dataset, "validation"))
-    nll, count = evaluate(trained.model, tokens.ids, trained.context_length, 64)
+    nll, count = total_nll(trained.model, tokens.ids, trained.context_length, 64)
     assert split_metrics("val", nll, count, tokens)["val_loss"] == pytest.approx(
         summary["metrics"]["val_loss"], rel=1e-6
     )
@@ -155,13 +155,13 @@ def test_a_time_budget_ends_training_within_it_validation_included(tiny_text, mo
 
     clock = FakeClock()
     monkeypatch.setattr(loop, "time", clock)
-    real_estimate = language_modeling.estimate
+    real_estimate = language_modeling.sampled_loss
 
     def estimate(*args):  # a validation estimate that takes a noticeable share of the budget
         clock.now += 0.5
         return real_estimate(*args)
 
-    monkeypatch.setattr(language_modeling, "estimate", estimate)
+    monkeypatch.setattr(language_modeling, "sampled_loss", estimate)
     result = run_cli(
         "run",
         "decoder-char",

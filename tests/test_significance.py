@@ -116,12 +116,13 @@ def _equal_rows_table(rng, rows=10, n=3):
 
 def test_a_baseline_mark_is_holm_adjusted_over_the_columns_comparisons():
     fill("base-word", [0.49, 0.50, 0.51])
-    fill("b-word", [0.52, 0.53, 0.54])  # alone against the baseline: p = 0.021
+    # alone against the baseline: t = 0.04 / 0.008165 = 4.899 on Hsu's 2 df, p = 0.0392
+    fill("b-word", [0.53, 0.54, 0.55])
     fill("c-word", [0.49, 0.50, 0.51])
     fill("d-word", [0.48, 0.50, 0.52])
     cells = summarize(load_runs(), baseline="base-word").cells.set_index("model")
     b = cells.loc["b-word"]
-    assert b["ci_low"] > 0 and b["p"] == pytest.approx(0.0213, abs=1e-3)
+    assert b["ci_low"] > 0 and b["p"] == pytest.approx(0.0392, abs=1e-3)
     assert b["p_holm"] == pytest.approx(3 * b["p"]) and b["significant"] is False
     alone = summarize(load_runs(), baseline="base-word", where="model in ['base-word', 'b-word']")
     assert alone.cells.set_index("model").loc["b-word", "significant"] is True
@@ -236,7 +237,7 @@ def test_the_statistics_page_says_what_each_mark_means_and_which_noise_is_counte
     assert "guide/statistics.md" in (root / "mkdocs.yml").read_text(encoding="utf-8")
     for words in ("`*`", "`†`", ONE_SEED, NO_VARIANCE, "Holm", "seed-to-seed variance"):
         assert words in page, words
-    assert "sampling noise is not counted" in page
+    assert "per_example.safetensors" in page and "--seeds-only" in page
 
 
 def test_rows_that_differ_in_settings_are_ranked_on_validation_with_test_beside():
@@ -256,3 +257,35 @@ def test_rows_that_differ_in_settings_are_ranked_on_validation_with_test_beside(
     assert set(alone.cells["metric"]) == {"test_accuracy"}
     # --metric picks one figure
     assert set(summarize(load_runs(), metric="test_accuracy").cells["metric"]) == {"test_accuracy"}
+
+
+# -- power ---------------------------------------------------------------------------
+def test_power_of_a_t_test_matches_the_noncentral_t_distribution():
+    from zoo.comparison.stats import detectable, seeds_needed, t_test_power
+
+    stats = pytest.importorskip("scipy.stats")
+    for df, alpha, shift in [(1, 0.05, 5.0), (2, 0.0125, 3.0), (4, 0.05, 2.0), (9, 0.01, 4.0)]:
+        c = stats.t.ppf(1 - alpha / 2, df)
+        exact = stats.nct.sf(c, df, shift) + stats.nct.cdf(-c, df, shift)
+        assert t_test_power(shift, df, alpha) == pytest.approx(exact, abs=1e-5)
+    # the detectable difference is where the power reaches 80%
+    least = detectable(math.sqrt(2), 5, 0.05)  # sd 1 a side, 5 seeds: se = sqrt(2/5)
+    assert t_test_power(least / math.sqrt(2 / 5), 4, 0.05) == pytest.approx(0.8, abs=1e-3)
+    # seeds needed: the first n whose detectable difference reaches the one observed
+    n = seeds_needed(1.0, 1.0, 1.0, 0.05)
+    assert detectable(math.sqrt(2), n, 0.05) <= 1.0 < detectable(math.sqrt(2), n - 1, 0.05)
+    assert seeds_needed(1e-6, 1.0, 1.0, 0.05) is None  # beyond any budget
+
+
+def test_each_column_states_the_difference_its_seeds_could_find():
+    fill("a-word", [0.60, 0.61, 0.62])
+    fill("b-word", [0.59, 0.61, 0.62])  # 0.007 behind: far within what 3 seeds can find
+    fill("c-word", [0.10, 0.11, 0.12])  # 0.5 behind: found
+    comparison = summarize(load_runs())
+    cells = comparison.cells.set_index("model")
+    least = cells.loc["b-word", "detectable"]
+    assert 0.01 < least < 0.2 and math.isnan(cells.loc["a-word", "detectable"])
+    (note,) = [n for n in comparison.notes if n.startswith("power")]
+    assert "closer, and so easily missed: b-word (" in note and "c-word (" not in note
+    # the leader is not told apart from b-word: how many seeds would do it
+    assert "seeds a side would tell b-word from it at the spread observed" in note

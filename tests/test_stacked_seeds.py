@@ -57,7 +57,7 @@ def alone_rows():
 
 
 def test_stacked_seeds_start_from_the_weights_each_seed_has_alone(tiny_digits, monkeypatch):
-    from zoo.train.stacked import SeedStack
+    from zoo.train.seed_stack import SeedStack
     from zoo.train.torch_model import TorchModel
 
     alone, stacked = [], []
@@ -90,7 +90,7 @@ def test_the_stacked_step_computes_linear_layers_in_the_precision_of_a_run_alone
     """Under vmap, autocast multiplies in bf16 but would add a linear's fp32 bias after,
     leaving every linear's output in fp32; alone it is bf16. The stacked step casts the
     biases as autocast does, so both compute the same way."""
-    from zoo.train.stacked import SeedStack
+    from zoo.train.seed_stack import SeedStack
 
     seen: list = []
     build = SeedStack._build
@@ -257,10 +257,10 @@ def test_runs_taking_turns_count_their_own_turns_and_their_share_of_each_step():
 def test_a_stacked_cell_started_anew_is_trained_as_a_stack_never_alone(tiny_digits):
     """When a stacked cell's run cannot be resumed, the sweep starts it over: as a stack
     (of one), so its run is trained as its configuration (stacked=K) says."""
-    from zoo.train.stacked_runs import train_anew
+    from zoo.sweeps.cells import train_cell
 
     (cell, _) = plan_sweep(["digits-char"], ["tiny-digits"], seeds=2, stack_seeds=2).cells
-    summary = train_anew(cell.plan, device="cpu", quiet=True, zoo=None)
+    summary = train_cell(cell.plan, device="cpu", quiet=True, zoo=None)
     (row,) = rows(id=summary["run_id"])
     assert row["config"]["stacked"] == 2 and row["config"]["stack"]["runs"] == [row["id"]]
 
@@ -268,7 +268,7 @@ def test_a_stacked_cell_started_anew_is_trained_as_a_stack_never_alone(tiny_digi
 def test_a_resumed_cell_that_fails_is_recorded_once_on_its_own_run(tiny_digits):
     import time
 
-    from zoo.sweeps.driver import _record_failure
+    from zoo.sweeps.in_process import _record_failure
 
     (cell, _) = plan_sweep(["digits-char"], ["tiny-digits"], seeds=2).cells
     with Store() as store:
@@ -293,7 +293,7 @@ def test_a_resumed_cell_that_fails_is_recorded_once_on_its_own_run(tiny_digits):
 def test_seeds_whose_batches_differ_in_rows_are_stacked_with_repeated_rows_left_out():
     """At the end of an epoch one seed's batch can be partial while another's is full: the
     short one repeats a real row (finite outputs) and its loss counts its own rows only."""
-    from zoo.train.stacked import _batched
+    from zoo.train.seed_stack import _batched
 
     full = (np.arange(12).reshape(3, 4), np.array([0, 1, 0]), np.ones((3, 4), dtype=np.int64))
     short = (np.arange(6).reshape(2, 3), np.array([1, 1]), np.ones((2, 3), dtype=np.int64))

@@ -228,7 +228,7 @@ def test_zoo_run_reuses_the_cached_tokenizer_and_show_reports_it(tiny_text, monk
 
 
 def test_show_reads_the_vocabulary_from_tokenizer_json_when_metrics_lack_it():
-    from zoo.api.describing import tokenizer_line
+    from zoo.api.show_text import tokenizer_line
     from zoo.records.store import home
 
     (home() / "run-1").mkdir(parents=True)
@@ -264,14 +264,14 @@ class FixedDistribution:
 
 
 def test_bits_per_character_matches_a_hand_computation():
-    from zoo.pipelines.language_modeling import SplitTokens, encode, evaluate, split_metrics
+    from zoo.pipelines.language_modeling import SplitTokens, encode, split_metrics, total_nll
 
     tokenizer = CharTokenizer.train(["abé"], None)  # <pad> <unk> <cls> a b é
     assert tokenizer.encode("abé") == [3, 4, 5]
     model = FixedDistribution([1 / 24, 1 / 24, 1 / 24, 1 / 2, 1 / 4, 1 / 8])
     text = "abéa"  # 4 characters, 5 UTF-8 bytes
     # a is not predicted (no context); b costs 2 bits, é 3 bits, a 1 bit: 6 bits in all.
-    nll, count = evaluate(model, encode(tokenizer, text), block=2, batch=8)
+    nll, count = total_nll(model, encode(tokenizer, text), block=2, batch=8)
     assert count == 3 and nll == pytest.approx(6 * math.log(2))
     metrics = split_metrics("val", nll, count, SplitTokens.from_text(tokenizer, text))
     assert metrics["val_bpc"] == pytest.approx(6 / 4)
@@ -281,14 +281,14 @@ def test_bits_per_character_matches_a_hand_computation():
 
 
 def test_bits_per_character_counts_characters_not_tokens():
-    from zoo.pipelines.language_modeling import SplitTokens, encode, evaluate, split_metrics
+    from zoo.pipelines.language_modeling import SplitTokens, encode, split_metrics, total_nll
 
     tokenizer = BPETokenizer.train(["ab" * 50], BPEConfig(vocab_size=260))  # one merge: "ab"
     ab = tokenizer.token_to_id("ab")
     assert tokenizer.encode("ababab") == [ab, ab, ab]
     probs = np.full(260, (3 / 4) / 259)
     probs[ab] = 1 / 4
-    nll, count = evaluate(FixedDistribution(probs), encode(tokenizer, "ababab"), block=4, batch=8)
+    nll, count = total_nll(FixedDistribution(probs), encode(tokenizer, "ababab"), block=4, batch=8)
     # two predicted tokens at 2 bits each, over six characters
     assert count == 2
     assert split_metrics("val", nll, count, SplitTokens.from_text(tokenizer, "ababab"))[

@@ -44,6 +44,7 @@ def test_tensorboard_and_mlflow_hold_the_curves_and_final_metrics(tiny_text, mon
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("ZOO_TRACKER_TIMEOUT", "600")  # a loaded test machine's first sqlite
     run = train(tiny_text, "--log-to", "tensorboard,mlflow")
     curve = curve_of(run["run_id"])
     steps = {name: [r["step"] for r in curve if name in r] for name in ("train_loss", "val_loss")}
@@ -121,6 +122,7 @@ def hparams_session(log_dir: str) -> dict:
 @pytest.mark.slow
 def test_a_run_prints_where_each_tracker_wrote(tiny_text, monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("ZOO_TRACKER_TIMEOUT", "600")  # a loaded machine's first sqlite
     result = run_cli(
         "run", "decoder-char", tiny_text, "--steps", 4, *TINY_DECODER, "--device", "cpu",
         "--quiet", "--log-to", "tensorboard,mlflow",
@@ -137,6 +139,7 @@ def test_a_sweep_groups_its_runs_in_each_tracker(tiny_text, monkeypatch):
     from mlflow import MlflowClient
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("ZOO_TRACKER_TIMEOUT", "600")  # a loaded machine's first sqlite
     result = run_cli(
         "sweep", "decoder-char", "--on", tiny_text, "--steps", 2, *TINY_DECODER,
         "--grid", "lr=1e-3,2e-3", "--log-to", "tensorboard,mlflow", "--json",
@@ -267,3 +270,116 @@ def test_a_tracker_whose_module_needs_a_missing_package_stops_the_run_before_it_
     assert zoo.add_plugin(Needy(), loading.PluginInfo("test-needy", "test"))
     with pytest.raises(ZooError, match="needs zoo_absent_extra_xyz, which is not installed"):
         Trackers(["needy"], zoo)
+
+
+# -- trackers beside training, never in front of it ----------------------------------
+class Stuck:
+    """A tracker that never answers one of its calls (``Stuck.method``)."""
+
+    method = "start"
+    release = None  # a threading.Event the test sets at its end
+    calls: list = []
+
+    def start(self, run):
+        self._maybe_hang("start")
+        return {"where": "nowhere"}
+
+    def log(self, record):
+        self._maybe_hang("log")
+
+    def finish(self, metrics, folder, status):
+        self._maybe_hang("finish")
+
+    def _maybe_hang(self, method):
+        Stuck.calls.append(method)
+        if method == Stuck.method:
+            Stuck.release.wait(120)
+
+
+class WaitsForTheRow:
+    """start() answers only once the run's row says 'finished' (or after 30 s)."""
+
+    def start(self, run):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with Store() as store:
+                status = store.get(run["id"])["status"]
+            if status == "finished":
+                return {"row": status}
+            time.sleep(0.1)
+        return {"row": "never finished while start() waited"}
+
+    def log(self, record):
+        pass
+
+    def finish(self, metrics, folder, status):
+        pass
+
+
+class BlockingPlugin:
+    @hookimpl
+    def register_loggers(self, register):
+        register("stuck", Stuck, description="test: never answers one call")
+        register("waits", WaitsForTheRow, description="test: waits for the run's row")
+
+
+@pytest.fixture
+def blocking_trackers(monkeypatch):
+    import threading
+
+    zoo = loading.build_zoo(entry_points=False)
+    assert zoo.add_plugin(BlockingPlugin(), loading.PluginInfo("test-blocking", "test"))
+    loading.reset_zoo(zoo)
+    Stuck.release, Stuck.calls = threading.Event(), []
+    monkeypatch.setenv("ZOO_TRACKER_TIMEOUT", "1")
+    yield
+    Stuck.release.set()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["start", "log", "finish"])
+def test_a_tracker_that_never_answers_is_dropped_after_its_timeout(
+    tiny_text, blocking_trackers, method
+):
+    Stuck.method = method
+    began = time.monotonic()
+    run = train(tiny_text, "--log-to", "stuck")
+    seconds = time.monotonic() - began
+    assert run["status"] == "finished"
+    with Store() as store:
+        assert store.get(run["run_id"])["status"] == "finished"
+    warnings = [line for line in run["err"].splitlines() if "warning" in line]
+    assert len(warnings) == 1, run["err"]
+    assert (
+        f"logger 'stuck' from plugin 'test-blocking' did not answer {method}() within 1 s"
+        in (warnings[0])
+    )
+    if method != "start":
+        assert Stuck.calls[0] == "start"
+    assert Stuck.calls.count(method) == 1  # dropped: no call after the one that hung
+    assert seconds < run["metrics"]["train_time"] + 30, seconds  # not the 600 s of old
+
+
+@pytest.mark.slow
+def test_the_row_is_finished_before_a_slow_start_answers(tiny_text, blocking_trackers, monkeypatch):
+    """start() waits for the run's row to say 'finished': it can only when the row does not
+    wait for it; what start() returned is still kept with the run."""
+    monkeypatch.setenv("ZOO_TRACKER_TIMEOUT", "60")  # longer than the run takes
+    run = train(tiny_text, "--log-to", "waits")
+    assert run["trackers"] == {"waits": {"row": "finished"}}, run["err"]
+    with Store() as store:
+        assert store.get(run["run_id"])["config"]["trackers"] == {"waits": {"row": "finished"}}
+    assert "warning" not in run["err"]
+
+
+def test_the_tracker_timeout_setting_is_checked(monkeypatch):
+    from zoo.errors import ZooError
+    from zoo.train.tracking import TIMEOUT, call_timeout
+
+    assert call_timeout() == TIMEOUT
+    monkeypatch.setenv("ZOO_TRACKER_TIMEOUT", "2.5")
+    assert call_timeout() == 2.5
+    for bad in ("nan", "-1", "0", "soon", "1e9"):
+        monkeypatch.setenv("ZOO_TRACKER_TIMEOUT", bad)
+        with pytest.raises(ZooError, match="ZOO_TRACKER_TIMEOUT must be seconds"):
+            call_timeout()

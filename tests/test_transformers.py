@@ -43,7 +43,10 @@ def test_listed_with_their_tasks_and_listing_imports_no_transformers():
     lines = {line.split()[0]: line for line in listed.out.splitlines()[1:] if line.strip()}
     assert "[language-modeling, classification, next-item]" in lines["gpt2"]
     assert "[language-modeling, classification, next-item]" in lines["llama"]
-    assert "[classification, next-item, masked-language-modeling]" in lines["bert"]
+    assert (
+        "[language-modeling, classification, next-item, masked-language-modeling]" in lines["bert"]
+    )
+    assert "[language-modeling, next-item]" in lines["hf-mamba"]  # every type, by the rule
     probe = (
         "import sys; from zoo.cli.main import main; main(['list']); "
         "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
@@ -67,7 +70,7 @@ def test_language_models_train_record_generate_and_compare(model, extra, tiny_te
 
 
 def test_reloaded_run_gives_the_recorded_validation_loss(tiny_text):
-    from zoo.pipelines.language_modeling import encode, evaluate, split_metrics, split_text
+    from zoo.pipelines.language_modeling import encode, split_metrics, split_text, total_nll
 
     from zoo.core.loading import get_zoo
     from zoo.data import datasets
@@ -77,7 +80,7 @@ def test_reloaded_run_gives_the_recorded_validation_loss(tiny_text):
     trained = load_trained(summary["run_id"])
     dataset = datasets.load(datasets.resolve(str(tiny_text), get_zoo()), get_zoo())
     text = split_text(dataset, "validation")
-    nll, count = evaluate(
+    nll, count = total_nll(
         trained.model, encode(trained.tokenizer, text), trained.context_length, 64
     )
     assert split_metrics("val", nll, count, text)["val_loss"] == pytest.approx(
@@ -201,7 +204,7 @@ def save_checkpoint(folder, texts, architecture="llama"):
 @pytest.mark.slow
 def test_fine_tuning_starts_from_the_checkpoint_and_trains(tiny_text, tmp_path):
     import torch
-    from zoo.pipelines.language_modeling import encode, evaluate, split_text
+    from zoo.pipelines.language_modeling import encode, split_text, total_nll
     from zoo.plugins.transformers.model import TransformersModel
     from zoo.plugins.transformers.tokenizer import PretrainedTokenizer
 
@@ -216,7 +219,7 @@ def test_fine_tuning_starts_from_the_checkpoint_and_trains(tiny_text, tmp_path):
     # The checkpoint's own validation loss, with its own tokenizer, computed here.
     tokenizer = PretrainedTokenizer.train([], type("C", (), {"pretrained": str(folder)}))
     ids = encode(tokenizer, split_text(dataset, "validation"))
-    nll, count = evaluate(
+    nll, count = total_nll(
         TorchModel(TransformersModel(hf.eval(), "language-modeling"), loss=cross_entropy),
         ids,
         16,

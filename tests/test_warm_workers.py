@@ -9,7 +9,7 @@ from conftest import TINY_DECODER
 from zoo.core.phases import PHASES, PhaseClock, measuring, phase
 from zoo.data import datasets as zoo_data
 from zoo.sweeps.cells import plan_sweep
-from zoo.sweeps.dispatch import cell_task
+from zoo.sweeps.driver import cell_task
 from zoo.sweeps.warm import WarmWorker
 from zoo.sweeps.worker import run_cell
 

@@ -51,6 +51,8 @@ _LAZY = {
     "rm": "zoo.api",
     "export": "zoo.api",
     "Removal": "zoo.results",
+    "ui": "zoo.api",
+    "report": "zoo.api",
 }
 
 if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and type checkers
@@ -64,6 +66,7 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
         load,
         models,
         plot,
+        report,
         reproduce,
         resume,
         rm,
@@ -72,6 +75,7 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
         show,
         sweep,
         tune,
+        ui,
     )
     from zoo.operations.ensemble import Ensemble
     from zoo.results import (
@@ -117,6 +121,8 @@ __all__ = [
     "rm",
     "Removal",
     "export",
+    "ui",
+    "report",
 ]
 
 

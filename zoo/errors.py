@@ -79,6 +79,16 @@ class ZooDeprecationWarning(DeprecationWarning):
     sees it at ``zoo run``, not only under pytest."""
 
 
+class ContractBroken(Exception):
+    """zoo found plugin code breaking the contract it checks (a tokenizer's id outside its
+    vocabulary, a validation without the score it promised). ``culprit`` is the object at
+    fault (None: the plugin code that called zoo); zoo.core.culprits names its plugin."""
+
+    def __init__(self, message: str, culprit=None):
+        super().__init__(message)
+        self.culprit = culprit
+
+
 class PluginError(ZooError):
     """A plugin failed to load or register (raised only in strict mode)."""
 

@@ -31,8 +31,8 @@ def register_architectures(register: Register) -> None:
     :param register: ``register(name, target, *, description="", config=None, tasks=(),
         memory=None)``.
 
-        - ``name``: letters, digits, ``_`` or ``.`` (no ``-``: model names are
-          ``ARCHITECTURE-TOKENIZER``).
+        - ``name``: letters, digits, ``_``, ``.`` or ``-`` (model names are
+          ``ARCHITECTURE-TOKENIZER``, split at the last ``-``: ``hf-gpt_neox-char``).
         - ``target``: ``build(config, spec) -> model``, where ``config`` is an instance of
           ``config`` and ``spec`` a ``zoo.plugin.TaskSpec``. It returns a ``torch.nn.Module`` whose
           ``forward(input_ids, attention_mask)`` gives the output the task declares
@@ -159,9 +159,10 @@ def register_loggers(register: Register) -> None:
       ``lr``, validation figures...) and ``finish(metrics, folder, status)`` (the final
       metrics, the run folder with every artifact, the run's status).
 
-    The calls run on a thread of their own, in order: a slow tracker never slows training.
-    A tracker that raises is that plugin's failure: one warning, and it gets no more calls;
-    the run goes on. An ImportError when it is created (a missing extra) stops the run
+    Each tracker's calls run in order on a thread of its own: a slow tracker never slows
+    training. A call that takes more than ZOO_TRACKER_TIMEOUT seconds (default 10), or
+    raises, is that plugin's failure: one warning, and it gets no more calls; the run goes
+    on and its row says "finished" as soon as its own work is done. An ImportError when it is created (a missing extra) stops the run
     before it trains.
     """
 
@@ -182,6 +183,11 @@ def register_exporters(register: Register) -> None:
 
       - ``unsupported(trained) -> str | None``: why this run cannot be written in the
         format (``trained``: a ``zoo.plugin.Trained`` on the CPU in fp32), or None.
+        ``trained.network`` is the torch module the architecture built, with the run's
+        weights (None for a model that is not torch); ``trained.tokenizer`` the
+        ``zoo.plugin.Tokenizer`` (``trained.tokenizer.backend``: the ``tokenizers``
+        tokenizer of a ``TokenizersTokenizer``); ``trained.context_length`` the longest
+        input.
       - ``write(trained, folder) -> dict``: write the model and everything needed to use it
         without zoo (its tokenizer included) into ``folder``, a new empty folder. Returns
         what the model card says about it: ``library_name`` (the Hub's library tag),
@@ -193,7 +199,15 @@ def register_exporters(register: Register) -> None:
         predicted probability, or of an output where the task has none), ``agree``
         (whether every predicted label is the same) and ``compared`` (the texts compared).
 
-    zoo writes everything into a staging folder, refuses (exit 2, nothing written) an
-    export whose check differs by more than 1e-4 or disagrees on a label, adds the model
+    The answers are checked as user input is: ``write`` returns a dict (``summary`` a
+    string; ``library_name``, ``pipeline_tag`` and ``usage`` strings or None; ``base`` a dict
+    or None), ``check`` a dict whose ``compared`` is 1 to ``len(texts)``, whose
+    ``max_difference`` is a number, 0 or more (not NaN), and whose ``agree`` is a bool;
+    anything else is one line naming the plugin, exit 2, nothing written.
+    zoo calls ``check`` on a text alone, on a text of a few characters alone, on three
+    texts together and on all of them (long ones cut to the context), so an export that
+    fixed a length or a batch size differs on one of them. zoo writes everything into a
+    staging folder, refuses (exit 2, nothing written) an export whose check differs by
+    more than 1e-4 or disagrees on a label, adds the model
     card (``README.md``) and only then moves the folder into place.
     """

@@ -42,7 +42,10 @@ class Pipeline(Protocol):
         train it (``zoo.plugin.train``), save the tokenizer and weights in ``job.run`` and
         return the figures. Validation figures are named ``val_*``, test figures ``test_*``.
         Read only the splits ``job.dataset.roles`` names: a run that chooses settings
-        (``zoo tune``'s trials) holds the test split out, and reading it is an error."""
+        (``zoo tune``'s trials) holds the test split out, and reading it is an error.
+        A pipeline that can score each example on its own hands those scores back in
+        ``RunResult.per_example`` (metric -> one score per example, averaging to the
+        figure): comparisons then count the evaluation set's sampling noise too."""
         ...
 
     def check_dataset(self, dataset: LoadedDataset) -> None:
@@ -50,9 +53,10 @@ class Pipeline(Protocol):
         loaded dataset, before a run is recorded): a missing label column, too few classes."""
         ...
 
-    def predict(self, trained: Trained, texts: list[str]) -> list[Prediction]:
+    def predict(self, trained: Trained, texts: list[str], **options: Any) -> list[Prediction]:
         """Optional (``zoo predict``). One prediction per text, of the type the task declares
-        (``zoo.plugin.Task.prediction``)."""
+        (``zoo.plugin.Task.prediction``). ``options``: decoding settings a task takes
+        (``beam``, the beam size of a task that writes text), passed only when given."""
         ...
 
     def evaluate(self, trained: Trained, dataset: LoadedDataset, split: str) -> dict[str, Any]:

@@ -3,12 +3,14 @@ generate with, and the results of a sweep and of a search."""
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zoo.core.culprits import naming_plugins
 from zoo.core.limits import MAX_GENERATE_TOKENS, positive_argument
 from zoo.errors import ZooError
 from zoo.pipeline import optional_method
@@ -103,6 +105,12 @@ class Evaluation:
         )
 
 
+def _named_stream(pieces):
+    """A generation's pieces as they come; a failure of the pipeline's code names it."""
+    with naming_plugins("generation"):
+        yield from pieces
+
+
 class LoadedRun:
     """A finished run reloaded from its folder (safetensors, no pickle), as `zoo predict`,
     `zoo generate` and `zoo eval` reload it."""
@@ -124,18 +132,23 @@ class LoadedRun:
     def __repr__(self) -> str:
         return f"<zoo run {self.id}: {self.trained.config.get('model')} ({self.task})>"
 
-    def predict(self, texts: str | Iterable[str]) -> list:
+    def predict(self, texts: str | Iterable[str], *, beam: int | None = None) -> list:
         """One prediction per text (a single string counts as one text), each of the type the
         task declares (``zoo.plugin.Task.prediction``, a ``zoo.plugin.Prediction`` dataclass); its
-        ``record()`` is what `zoo predict --json` prints, without the text."""
+        ``record()`` is what `zoo predict --json` prints, without the text. ``beam``: the
+        beam size, for a task that writes text (translation); else the run's own setting."""
         predict = optional_method(self._pipeline, "predict")
         if predict is None:
             raise ZooError(
                 f"run {self.id} is a {self.task} run, and the {self.task} "
                 "pipeline offers no prediction"
             )
+        options = {} if beam is None else {"beam": beam}
+        if options and "beam" not in inspect.signature(predict).parameters:
+            raise ZooError(f"run {self.id} is a {self.task} run: its predictions take no beam")
         texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
-        return list(predict(self.trained, texts))
+        with naming_plugins("prediction"):
+            return list(predict(self.trained, texts, **options))
 
     def generate(
         self,
@@ -178,11 +191,15 @@ class LoadedRun:
             if stream:
                 raise ZooError("stream=True takes one prompt, not a list")
             texts = list(prompt)
-            for row, piece in generate(self.trained, texts, tokens, **options):
-                texts[row] += piece
+            with naming_plugins("generation"):
+                for row, piece in generate(self.trained, texts, tokens, **options):
+                    texts[row] += piece
             return texts
         pieces = generate(self.trained, prompt, tokens, **options)
-        return pieces if stream else prompt + "".join(pieces)
+        if stream:
+            return _named_stream(pieces)
+        with naming_plugins("generation"):
+            return prompt + "".join(pieces)
 
     def evaluate(
         self,

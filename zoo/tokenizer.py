@@ -54,6 +54,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from zoo.errors import ContractBroken
+
 if TYPE_CHECKING:  # annotations only; numpy is imported where it is used
     import numpy as np
 
@@ -228,6 +230,21 @@ def ragged(encoded: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
         itertools.chain.from_iterable(encoded), dtype=np.int64, count=int(offsets[-1])
     )
     return ids, offsets
+
+
+def check_ids(tokenizer: Tokenizer, ids: np.ndarray) -> np.ndarray:
+    """``ids`` (what ``tokenizer`` encoded), checked to lie inside its vocabulary
+    (``0 <= id < vocab_size``): an id outside would index past the model's embedding, or
+    wrap around in a smaller dtype. One outside is a ``ContractBroken`` naming the
+    tokenizer, which zoo reports as its plugin's failure."""
+    if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= tokenizer.vocab_size):
+        bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+        raise ContractBroken(
+            f"{type(tokenizer).__qualname__} encoded an id {bad} outside its vocabulary "
+            f"(vocab_size {tokenizer.vocab_size}: ids 0 to {tokenizer.vocab_size - 1})",
+            tokenizer,
+        )
+    return ids
 
 
 def unragged(ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:

@@ -11,6 +11,14 @@ qkv rows are [q; k; v], heads split C into n_head slices of C // n_head. GELU is
 approximation, or the exact form with config.gelu = "exact"; LayerNorm eps is 1e-5. Biases
 are absent when config.bias is false. The blocks are zoo.train.layers.PreLNBlock, causal.
 
+The modern settings change these: position = "rotary" drops pos_emb (queries and keys are
+turned by their positions instead); norm = "rms" makes every ln* an RMSNorm (weight only);
+mlp = "swiglu" adds blocks.{i}.mlp.gate.weight [H, C] beside fc [H, C] and proj [C, H]
+(H = mlp_width, 4C by default); n_kv_head = G gives qkv [C + 2 G C / n_head, C] (rows
+[q; k; v], k and v G heads each); n_expert = E puts blocks.{i}.mlp.router.weight [E, C]
+and E MLPs blocks.{i}.mlp.experts.{e}.* in place of the MLP. ``llama.py`` maps these
+weights to transformers' Llama and Mixtral layouts.
+
 Incremental decoding (``Decoder.decode``) keeps each layer's keys and values in a
 ``KVCache``, so a generated token costs one position's work instead of the whole context's.
 Rows may be left-padded (prompts of different lengths in one batch): padding is masked out
@@ -25,7 +33,18 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from zoo.plugin import TaskSpec
-from zoo.plugin.layers import PreLNBlock, attention, check_length, init_gpt2, last_real
+from zoo.plugin.layers import (
+    MLP,
+    MixtureOfExperts,
+    PreLNBlock,
+    Rotary,
+    SwiGLU,
+    attention,
+    check_length,
+    init_gpt2,
+    last_real,
+    norm_layer,
+)
 
 
 class KVCache:
@@ -62,21 +81,29 @@ class Decoder(nn.Module):
         super().__init__()
         self.cfg, self.task = cfg, spec.task
         self.tok_emb = nn.Embedding(spec.vocab_size, cfg.n_embd)
-        self.pos_emb = nn.Embedding(cfg.block_size, cfg.n_embd)
+        rotary = cfg.position == "rotary"
+        self.pos_emb = None if rotary else nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.rotary = (
+            Rotary(cfg.n_embd // cfg.n_head, cfg.block_size, cfg.rope_base) if rotary else None
+        )
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(
             PreLNBlock(
                 cfg.n_embd,
                 cfg.n_head,
-                4 * cfg.n_embd,
+                cfg.mlp_width or 4 * cfg.n_embd,
                 dropout=cfg.dropout,
                 bias=cfg.bias,
                 causal=True,
                 gelu=cfg.gelu,
+                norm=cfg.norm,
+                kv_heads=cfg.n_kv_head or None,
+                rotary=self.rotary,
+                mlp=feed_forward(cfg) if cfg.mlp != "gelu" or cfg.n_expert else None,
             )
             for _ in range(cfg.n_layer)
         )
-        self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        self.ln_f = norm_layer(cfg.norm, cfg.n_embd, cfg.bias)
         self.lm_head = nn.Linear(cfg.n_embd, spec.vocab_size, bias=False)
         if cfg.tie_weights:
             self.lm_head.weight = self.tok_emb.weight
@@ -86,7 +113,10 @@ class Decoder(nn.Module):
 
     def hidden(self, input_ids):  # [B, T] -> [B, T, C]
         pos = torch.arange(check_length(input_ids, self.cfg.block_size), device=input_ids.device)
-        x = self.drop(self.tok_emb(input_ids) + self.pos_emb(pos))
+        x = self.tok_emb(input_ids)
+        if self.pos_emb is not None:  # else rotary: positions turn queries and keys instead
+            x = x + self.pos_emb(pos)
+        x = self.drop(x)
         for block in self.blocks:
             x = block(x)
         return self.ln_f(x)
@@ -171,6 +201,37 @@ class Decoder(nn.Module):
         head = self.cls_head if self.task == "classification" else self.lm_head
         return head(pooled)
 
+    def auxiliary_loss(self):
+        """The experts' load-balancing loss of the last forward pass, the mean over blocks
+        times aux_loss_weight, which training adds to the task's loss; None without experts."""
+        losses = [b.mlp.aux_loss for b in self.blocks if isinstance(b.mlp, MixtureOfExperts)]
+        if not losses or any(loss is None for loss in losses):
+            return None
+        return self.cfg.aux_loss_weight * torch.stack(losses).mean()
+
+
+class ModernDecoder(Decoder):
+    """The decoder with modern blocks (rotary positions, RMSNorm, SwiGLU, grouped-query
+    attention, experts). Generation runs the whole context at each token: ``decode``'s
+    key/value cache computes GPT-2's block only."""
+
+    decode = None  # type: ignore[assignment]
+    reorder_cache = None  # type: ignore[assignment]
+
+
+def feed_forward(cfg) -> nn.Module:
+    """The MLP of a block: GELU or SwiGLU, or n_expert of them behind a router."""
+    hidden = cfg.mlp_width or 4 * cfg.n_embd
+
+    def one() -> nn.Module:
+        if cfg.mlp == "swiglu":
+            return SwiGLU(cfg.n_embd, hidden, bias=cfg.bias, dropout=cfg.dropout)
+        return MLP(cfg.n_embd, hidden, bias=cfg.bias, dropout=cfg.dropout, gelu=cfg.gelu)
+
+    if cfg.n_expert:
+        return MixtureOfExperts(cfg.n_embd, [one() for _ in range(cfg.n_expert)], cfg.expert_top_k)
+    return one()
+
 
 def build(cfg, spec: TaskSpec) -> Decoder:
-    return Decoder(cfg, spec)
+    return ModernDecoder(cfg, spec) if cfg.modern else Decoder(cfg, spec)

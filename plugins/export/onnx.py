@@ -117,10 +117,7 @@ class OnnxExporter:
 
 def _network(trained):
     """The run's torch module, or None (a model that is not torch)."""
-    import torch
-
-    module = getattr(trained.model, "module", None)
-    return module if isinstance(module, torch.nn.Module) else None
+    return trained.network
 
 
 def _never_tokens(trained) -> list[str]:
@@ -261,23 +258,28 @@ def _export(wrapped, example, path: Path, exporter: str, longest: int) -> None:
 
 
 def _self_check(trained, path: Path, longest: int) -> None:
-    """The graph computes what the network does on a batch of another shape, padded rows
-    included (a trace that fixed a shape or a branch fails here)."""
+    """The graph computes what the network does at other shapes than the traced one: one
+    input of one token and of a few, a batch of inputs with padded rows, and a batch as long
+    as the context (a trace that fixed a shape or a branch fails here)."""
     import onnxruntime
 
     vocab = trained.config["spec"]["vocab_size"]
-    length = max(2, min(longest, 11))
     rng = np.random.default_rng(1)
-    ids = rng.integers(3, vocab, size=(2, length))
-    mask = np.ones_like(ids)
-    mask[0, length // 3 :] = 0
-    ids[0, length // 3 :] = trained.tokenizer.pad_id
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    logits = session.run(["logits"], _fed(session, {"input_ids": ids, "attention_mask": mask}))[0]
-    expected = trained.model.logits(ids, mask)
-    difference = float(np.max(np.abs(logits - expected)))
-    if not difference <= SELF_CHECK:
-        raise ValueError(f"the traced graph's logits differ by {difference:.3g}")
+    for rows, length in ((1, 1), (1, min(longest, 3)), (3, min(longest, 11)), (2, longest)):
+        ids = rng.integers(3, vocab, size=(rows, length))
+        mask = np.ones_like(ids)
+        if rows > 1:  # a padded row, shorter than the others
+            mask[0, max(1, length // 3) :] = 0
+            ids[0, max(1, length // 3) :] = trained.tokenizer.pad_id
+        feed = {"input_ids": ids, "attention_mask": mask}
+        logits = session.run(["logits"], _fed(session, feed))[0]
+        difference = float(np.max(np.abs(logits - trained.model.logits(ids, mask))))
+        if not difference <= SELF_CHECK:
+            raise ValueError(
+                f"the traced graph's logits differ by {difference:.3g} on {rows} input(s) "
+                f"of {length} token(s)"
+            )
 
 
 @contextlib.contextmanager

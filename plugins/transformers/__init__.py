@@ -1,10 +1,13 @@
-"""`gpt2`, `llama` and `bert` architecture plugin: Hugging Face transformers' models, built
+"""The `hf-<type>` architectures: every model type of the installed Hugging Face transformers
+with a causal-LM, sequence-classification or masked-LM class (``hf-mamba``, ``hf-qwen2``,
+``hf-deberta-v2``, ...; ``gpt2``, ``llama`` and ``bert`` also by their short names), built
 from scratch from their config classes or started from a ``save_pretrained`` checkpoint, and
 the `pretrained` tokenizer that uses a checkpoint's own tokenizer.
 
-Nothing here imports transformers or torch, so listing the zoo stays fast: the configs
-(``configs.py``, made from transformers' config classes), the networks (``model.py``), the
-tokenizer (``tokenizer.py``) and the ``transformers`` export format (``export.py``) load on first use.
+Nothing here imports transformers or torch, so listing the zoo stays fast: the types are
+read from transformers' source (``types.py``); the configs (``configs.py``, made from
+transformers' config classes), the networks (``model.py``), the tokenizer (``tokenizer.py``)
+and the ``transformers`` export format (``export.py``) load on first use.
 """
 
 from __future__ import annotations
@@ -12,22 +15,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zoo.plugins.transformers.types import architecture_names, model_type_of, model_types
+
 from zoo.plugin import hookimpl
 
-ARCHITECTURES = {
-    "gpt2": (
-        ("language-modeling", "classification", "next-item"),
-        "transformers GPT-2 (pre-LN, learned positions, GELU MLP, tied head)",
-    ),
-    "llama": (
-        ("language-modeling", "classification", "next-item"),
-        "transformers Llama (pre-RMSNorm, rotary positions, SwiGLU MLP)",
-    ),
-    "bert": (
-        ("classification", "next-item", "masked-language-modeling"),
-        "transformers BERT (post-LN bidirectional encoder, [CLS] pooler)",
-    ),
+# the short names' own descriptions; every other architecture names its classes
+DESCRIPTIONS = {
+    "gpt2": "transformers GPT-2 (pre-LN, learned positions, GELU MLP, tied head)",
+    "llama": "transformers Llama (pre-RMSNorm, rotary positions, SwiGLU MLP)",
+    "bert": "transformers BERT (post-LN bidirectional encoder, [CLS] pooler)",
 }
+
+
+def description(architecture: str) -> str:
+    if architecture in DESCRIPTIONS:
+        return DESCRIPTIONS[architecture]
+    classes = dict.fromkeys(model_types()[model_type_of(architecture)].values())
+    return f"transformers {', '.join(classes)}, trained from scratch at zoo's shapes"
 
 
 @dataclass
@@ -49,13 +53,13 @@ class PretrainedTokenizerConfig:
 
 @hookimpl
 def register_architectures(register):
-    for name, (tasks, description) in ARCHITECTURES.items():
+    for name, model_type in architecture_names().items():
         register(
             name,
             "zoo.plugins.transformers.model:build",
-            config=f"zoo.plugins.transformers.configs:{name.title()}Config",
-            tasks=tasks,
-            description=description,
+            config=f"zoo.plugins.transformers.configs:{name}",
+            tasks=tuple(model_types()[model_type]),
+            description=description(name),
         )
 
 
@@ -74,7 +78,7 @@ def register_exporters(register):
     register(
         "transformers",
         "zoo.plugins.transformers.export:TransformersExporter",
-        architectures=("decoder", "numpy", "gpt2", "llama", "bert"),
+        architectures=("decoder", "numpy", *architecture_names()),
         description="a folder transformers loads with from_pretrained (decoder and numpy "
         "runs in GPT-2's layout)",
     )

@@ -16,7 +16,9 @@ This module imports transformers' configuration classes (and so torch); the plug
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import re
 import socket
 import types
 import typing
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import transformers
+from zoo.plugins.transformers.types import architecture_names, model_type_of
 
 from zoo.plugin.config import sized
 
@@ -43,51 +46,160 @@ ZOO_DECIDES = {
     "tie_encoder_decoder",
 }
 BASE_FIELDS = {f.name for f in dataclasses.fields(transformers.PreTrainedConfig)}
-NEW_MODEL_SHAPE = {"n_layer": 4, "n_head": 4, "n_embd": 128}  # the decoder's defaults
+# the decoder's defaults (block_size has its own, 128)
+NEW_MODEL_SHAPE = {"n_layer": 4, "n_head": 4, "n_embd": 128}
+
+
+# zoo's shape fields -> the transformers names that hold them, the standard one first. A
+# config class names its fields its own way (GPT-2's n_embd, OPT's hidden_size, BART's
+# d_model); its ``attribute_map`` maps the standard names onto its own, and these aliases
+# cover the classes whose map leaves one out.
+SHAPE_NAMES = {
+    "n_layer": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    "n_head": ("num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads"),
+    "n_embd": ("hidden_size", "n_embd", "d_model", "dim", "embed_dim", "n_embed", "hidden_dim"),
+    "block_size": (
+        "max_position_embeddings",
+        "n_positions",
+        "max_seq_len",
+        "context_length",
+        "max_sequence_length",
+        "seq_length",
+        "n_ctx",
+    ),
+}
+DECODER_STACK = {
+    "n_layer": ("decoder_layers", "num_decoder_layers"),
+    "n_head": ("decoder_attention_heads", "num_decoder_heads"),
+}
+MLP_NAMES = ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "inner_hidden_size")
+DROPOUT = re.compile(r"(dropout|pdrop|drop_prob)")  # layerdrop, drop_path are not dropout
 
 
 @dataclass(frozen=True)
 class Layout:
-    """How zoo's common fields map onto one transformers config class."""
+    """How zoo's common fields map onto one transformers config class, derived from the
+    class by the generic rule (``layout_of``)."""
 
     config_class: type
-    shape: dict[str, str]  # zoo field -> transformers field (n_layer, n_head, n_embd, block_size)
+    shape: dict[str, str]  # zoo field -> transformers field, for those the class has
     dropouts: tuple[str, ...]  # transformers fields that zoo's `dropout` sets
-    # transformers fields whose unset value zoo derives from its own config rather than
+    # transformers fields whose unset value zoo derives from its own shape rather than
     # taking transformers' default (an MLP width of 11008 would swamp a 128-wide model)
     derived: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
-    mlp_width: str = "intermediate_size"  # the transformers field of the MLP's hidden width
+    mlp_width: str | None = None  # the transformers field of the MLP's hidden width
+    ids_optional: bool = True  # whether its bos/eos token ids may be None
 
 
-LAYOUTS = {
-    "gpt2": Layout(
-        transformers.GPT2Config,
-        {"n_layer": "n_layer", "n_head": "n_head", "n_embd": "n_embd", "block_size": "n_positions"},
-        ("resid_pdrop", "embd_pdrop", "attn_pdrop"),
-        mlp_width="n_inner",
-    ),
-    "llama": Layout(
-        transformers.LlamaConfig,
-        {
-            "n_layer": "num_hidden_layers",
-            "n_head": "num_attention_heads",
-            "n_embd": "hidden_size",
-            "block_size": "max_position_embeddings",
-        },
-        ("attention_dropout",),
-        {"intermediate_size": lambda cfg: 4 * cfg.n_embd},
-    ),
-    "bert": Layout(
-        transformers.BertConfig,
-        {
-            "n_layer": "num_hidden_layers",
-            "n_head": "num_attention_heads",
-            "n_embd": "hidden_size",
-            "block_size": "max_position_embeddings",
-        },
-        ("hidden_dropout_prob", "attention_probs_dropout_prob"),
-        {"intermediate_size": lambda cfg: 4 * cfg.n_embd},
-    ),
+def config_class_of(model_type: str) -> type:
+    return transformers.CONFIG_MAPPING[model_type]
+
+
+def _own_name(config_class: type, names: tuple[str, ...], fields: set[str]) -> str | None:
+    """The first of ``names`` the class has, through its attribute_map."""
+    aliases = getattr(config_class, "attribute_map", {}) or {}
+    for name in names:
+        own = aliases.get(name, name)
+        if own in fields:
+            return own
+    return None
+
+
+@functools.cache
+def layout_of(model_type: str) -> Layout:
+    """The generic rule: zoo's shape fields through the class's standard attribute names
+    (and their aliases), every float field named like a dropout, and the sizes that follow
+    from the shape (the MLP's width 4 x n_embd, a head's width n_embd / n_head, as many
+    key-value heads as heads) where the class has them."""
+    config_class = config_class_of(model_type)
+    kinds = {f.name: _field_type(f.type) for f in dataclasses.fields(config_class)}
+    fields = set(kinds)
+    shape = {zoo: _own_name(config_class, names, fields) for zoo, names in SHAPE_NAMES.items()}
+    mapped = {zoo: own for zoo, own in shape.items() if own is not None}
+    mlp_width = _own_name(config_class, MLP_NAMES, fields)
+    derived: dict[str, Callable[[Any], Any]] = {}
+    # every MLP width (a mixture of experts' expert and shared-expert widths, an
+    # encoder-decoder's two stacks' widths too)
+    widths = [n for n in fields if n.endswith(("intermediate_size", "ffn_dim"))]
+    for name in [mlp_width, *widths]:
+        if name is not None and kinds[name] is int:
+            derived[name] = lambda cfg: 4 * cfg.n_embd
+    # an encoder-decoder's decoder stack, shaped as its encoder (BART's decoder_layers)
+    for zoo_name, names in DECODER_STACK.items():
+        own = _own_name(config_class, names, fields)
+        if own is not None and zoo_name in mapped and own != mapped[zoo_name]:
+            derived[own] = lambda cfg, name=zoo_name: getattr(cfg, name)
+    if "n_head" in mapped:
+        if "head_dim" in fields:
+            derived["head_dim"] = lambda cfg: cfg.n_embd // cfg.n_head
+        if "num_key_value_heads" in fields:
+            derived["num_key_value_heads"] = lambda cfg: cfg.n_head
+    dropouts = tuple(
+        sorted(name for name, kind in kinds.items() if kind is float and DROPOUT.search(name))
+    )
+    derived.update(OVERRIDES.get(model_type, {}))
+    types_of = {f.name: f.type for f in dataclasses.fields(config_class)}
+    ids_optional = all(
+        _allows_none(types_of.get(name, None)) for name in ("bos_token_id", "eos_token_id")
+    )
+    return Layout(config_class, mapped, dropouts, derived, mlp_width, ids_optional)
+
+
+def _allows_none(annotation) -> bool:
+    return annotation is None or type(None) in typing.get_args(annotation)
+
+
+def _gpt_neo_layers(cfg) -> list:
+    """GPT-Neo's global and local attention alternating over n_layer layers."""
+    return [[["global", "local"], cfg.n_layer // 2]] + [[["global"], cfg.n_layer % 2]]
+
+
+def _zamba2_layers(cfg) -> list[str]:
+    """Zamba2's Mamba2 layers with a shared-attention (hybrid) one after every five, as its
+    default does, over n_layer layers."""
+    return ["hybrid" if i % 6 == 5 else "linear_attention" for i in range(cfg.n_layer)]
+
+
+def _offset_positions(cfg) -> int:
+    """RoBERTa counts positions from the padding id + 1 (zoo's padding id is 0), so its
+    table needs that many more rows than the longest input."""
+    return cfg.block_size + 2
+
+
+# RoBERTa's position scheme, in the types that copy its embeddings
+OFFSET_POSITIONS = (
+    "roberta",
+    "roberta-prelayernorm",
+    "camembert",
+    "xlm-roberta",
+    "xlm-roberta-xl",
+    "data2vec-text",
+    "xmod",
+    "ibert",
+    "longformer",
+    "luke",
+    "mpnet",
+    "esm",
+    "lilt",
+    "markuplm",
+    "layoutlmv3",
+)
+
+# Per-type corrections where the generic rule fails, each with its reason (and a test).
+OVERRIDES: dict[str, dict[str, Callable[[Any], Any]]] = {
+    **{t: {"max_position_embeddings": _offset_positions} for t in OFFSET_POSITIONS},
+    # the class leaves the experts each token picks unset (None), for a checkpoint to set
+    "deepseek_v2": {"num_experts_per_tok": lambda cfg: 2},
+    # Mamba2 splits its expanded inner width (expand x hidden_size, expand 2), not the
+    # hidden width, into num_heads heads: head_dim is that over n_head
+    "mamba2": {
+        "head_dim": lambda cfg: (getattr(cfg, "expand", None) or 2) * cfg.n_embd // cfg.n_head
+    },
+    # the default lists the attention kind of each of its 24 layers, which must match
+    # num_layers
+    "gpt_neo": {"attention_types": _gpt_neo_layers},
+    # the default lists the kind of each of its 54 layers, which must match n_layer
+    "zamba2": {"layers_block_type": _zamba2_layers},
 }
 
 
@@ -110,6 +222,7 @@ class TransformersConfig:
     pretrained: str = field(default="", metadata={"shared": True})
 
     architecture: typing.ClassVar[str] = ""
+    model_type: typing.ClassVar[str] = ""
 
     def __post_init__(self):
         for name in ("n_layer", "n_head", "n_embd", "block_size"):
@@ -118,11 +231,20 @@ class TransformersConfig:
                 raise ValueError(f"{name} must be positive, got {value}")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        # n_head is no error where the type has no heads (Mamba, RWKV): one --set of
+        # shapes serves every type in a sweep
+        for name in ("n_layer", "n_embd"):
+            if getattr(self, name) is not None and name not in self.layout.shape:
+                raise ValueError(
+                    f"{self.architecture} has no {name} (its config, "
+                    f"{self.layout.config_class.__name__}, names no {SHAPE_NAMES[name][0]} "
+                    "or an alias of it); leave it unset"
+                )
         self.transformers_config(vocab_size=8)  # a setting transformers rejects fails now
 
     @property
     def layout(self) -> Layout:
-        return LAYOUTS[self.architecture]
+        return layout_of(self.model_type)
 
     def extra_fields(self) -> dict[str, Any]:
         """The transformers fields set in this config (None: not set)."""
@@ -138,56 +260,63 @@ class TransformersConfig:
         one, with zoo's fields applied. Raises ValueError for what cannot work."""
         layout = self.layout
         if self.pretrained:
-            config = checkpoint_config(self.pretrained, self.architecture)
-            for name, target in layout.shape.items():
-                value, theirs = getattr(self, name), getattr(config, target)
-                if name == "block_size":
-                    if value > theirs:
-                        raise ValueError(
-                            f"block_size {value} exceeds the checkpoint's {target} ({theirs})"
-                        )
-                elif value is not None and value != theirs:
-                    raise ValueError(
-                        f"{name}={value} differs from the checkpoint's {target} "
-                        f"({theirs}); leave it unset to take the checkpoint's"
-                    )
+            config = checkpoint_config(self.pretrained, self.model_type)
+            _check_against_checkpoint(self, config, layout)
             values = self.extra_fields()
         else:
-            values = {
-                target: getattr(self, name)
-                if getattr(self, name) is not None
-                else NEW_MODEL_SHAPE[name]
-                for name, target in layout.shape.items()
-            }
-            for name, derive in layout.derived.items():
-                if getattr(self, name) is None:
-                    values[name] = derive(_shaped(self, values, layout))
-            values.update(self.extra_fields())
-            # zoo's tokenizers have no begin/end tokens (GPT-2's default ids are 50256)
-            values.update(vocab_size=vocab_size, bos_token_id=None, eos_token_id=None)
-            _check_heads(values[layout.shape["n_embd"]], values[layout.shape["n_head"]])
-            try:
-                config = layout.config_class(**values)
-            except Exception as exc:  # transformers' strict validation of a field
-                raise ValueError(_first_line(exc)) from None
+            config = self._new_config(vocab_size, layout)
             values = {}
         values.update({name: self.dropout for name in layout.dropouts}, **task_fields)
         for name, value in values.items():
             setattr(config, name, value)
-        _check_heads(config.hidden_size, config.num_attention_heads)
+        if "n_head" in layout.shape:
+            _check_heads(
+                getattr(config, layout.shape["n_embd"]), getattr(config, layout.shape["n_head"])
+            )
         return config
+
+    def _new_config(self, vocab_size: int, layout: Layout):
+        shape = {
+            name: NEW_MODEL_SHAPE.get(name) if getattr(self, name) is None else getattr(self, name)
+            for name in SHAPE_NAMES
+        }
+        values = {target: shape[name] for name, target in layout.shape.items()}
+        if "n_head" in layout.shape:
+            _check_heads(shape["n_embd"], shape["n_head"])
+        known = types.SimpleNamespace(**shape, **self.extra_fields())  # what derives from
+        for name, derive in layout.derived.items():
+            if getattr(self, name, None) is None:
+                values[name] = derive(known)
+        values.update(self.extra_fields())
+        # zoo's tokenizers have no begin/end tokens (GPT-2's default ids are 50256); a class
+        # whose ids must be numbers keeps its own (read by generation only)
+        values.update(vocab_size=vocab_size)
+        values.update(
+            {name: None for name in ("bos_token_id", "eos_token_id") if layout.ids_optional}
+        )
+        try:
+            return layout.config_class(**values)
+        except Exception as exc:  # transformers' strict validation of a field
+            raise ValueError(_first_line(exc)) from None
+
+
+def _check_against_checkpoint(cfg: TransformersConfig, config, layout: Layout) -> None:
+    for name, target in layout.shape.items():
+        value, theirs = getattr(cfg, name), getattr(config, target)
+        if name == "block_size":
+            if value > theirs:
+                raise ValueError(f"block_size {value} exceeds the checkpoint's {target} ({theirs})")
+        elif value is not None and value != theirs:
+            raise ValueError(
+                f"{name}={value} differs from the checkpoint's {target} "
+                f"({theirs}); leave it unset to take the checkpoint's"
+            )
 
 
 def _check_heads(width: int, heads: int) -> None:
     """In zoo's names, before transformers' own check says it in its names (or not at all)."""
     if width % heads:
         raise ValueError(f"n_embd ({width}) must be divisible by n_head ({heads})")
-
-
-def _shaped(config: TransformersConfig, values: dict, layout: Layout):
-    """The common fields as they will be (defaults filled in), for derived defaults."""
-    resolved = {name: values[target] for name, target in layout.shape.items()}
-    return types.SimpleNamespace(**resolved)
 
 
 def _first_line(exc: Exception) -> str:
@@ -245,9 +374,9 @@ def _cached(source: str) -> bool:
         return False
 
 
-def checkpoint_config(source: str, architecture: str):
+def checkpoint_config(source: str, model_type: str):
     """The transformers config of a checkpoint folder or Hub id, checked to be of the
-    architecture's model type. Raises ValueError naming the source."""
+    model type. Raises ValueError naming the source."""
     check_source(source)
     try:
         config = transformers.AutoConfig.from_pretrained(source)
@@ -262,11 +391,10 @@ def checkpoint_config(source: str, architecture: str):
                 "zoo loads safetensors only (pickle runs code): save it with "
                 "save_pretrained(..., safe_serialization=True)"
             )
-    expected = LAYOUTS[architecture].config_class.model_type
-    if config.model_type != expected:
+    if config.model_type != model_type:
         raise ValueError(
-            f"checkpoint {source!r} is a {config.model_type} model, not {expected}; "
-            f"use the architecture of that name"
+            f"checkpoint {source!r} is a {config.model_type} model, not {model_type}; "
+            f"use the architecture hf-{config.model_type}"
         )
     return config
 
@@ -286,10 +414,12 @@ def _field_type(annotation) -> type | None:
     return None
 
 
+@functools.cache
 def make_config(architecture: str) -> type:
     """The zoo config dataclass of one architecture: the common fields, then one optional
     field per scalar field of its transformers config class."""
-    layout = LAYOUTS[architecture]
+    model_type = model_type_of(architecture)
+    layout = layout_of(model_type)
     taken = (
         BASE_FIELDS
         | ZOO_DECIDES
@@ -306,10 +436,15 @@ def make_config(architecture: str) -> type:
             extra.append((f.name, kind | None, sized(None, role="mlp_width")))
         else:
             extra.append((f.name, kind | None, field(default=None)))
-    name = f"{architecture.title()}Config"
-    cls = dataclasses.make_dataclass(name, extra, bases=(TransformersConfig,))
-    cls.architecture = architecture
-    cls.__module__ = __name__
+    words = re.split(r"[^A-Za-z0-9]+", architecture)
+    cls = dataclasses.make_dataclass(
+        "".join(w[:1].upper() + w[1:] for w in words) + "Config",
+        extra,
+        bases=(TransformersConfig,),
+    )
+    cls.architecture, cls.model_type = architecture, model_type
+    # pickle finds the class by this name, through the module's __getattr__ below
+    cls.__module__, cls.__qualname__ = __name__, architecture
     cls.__doc__ = (
         f"zoo config of the {architecture!r} architecture (transformers "
         f"{layout.config_class.__name__}); unset fields take transformers' defaults"
@@ -317,6 +452,9 @@ def make_config(architecture: str) -> type:
     return cls
 
 
-Gpt2Config = make_config("gpt2")
-LlamaConfig = make_config("llama")
-BertConfig = make_config("bert")
+def __getattr__(name: str) -> type:
+    """The config class of an architecture, by its name (``hf-mamba``, ``gpt2``), as the
+    plugin registers it: made on first use."""
+    if name in architecture_names():
+        return make_config(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,9 +1,11 @@
 """The ``transformers`` export format (``zoo export RUN DIR --format transformers``, the
 default for the architectures below): a trained run as a folder transformers loads with no
 zoo installed (``AutoModelForCausalLM`` / ``AutoModelForSequenceClassification`` /
-``AutoModelForMaskedLM`` and ``AutoTokenizer.from_pretrained(DIR)``).
+``AutoModelForMaskedLM`` and ``AutoTokenizer.from_pretrained(DIR)``, or
+``PreTrainedTokenizerFast`` where transformers gives the model type a tokenizer class that
+rebuilds the vocabulary: ``tokenizer_class_for``).
 
-- gpt2, llama, bert runs are transformers models already: saved with ``save_pretrained``.
+- runs of the transformers architectures (hf-*, gpt2, llama, bert) are transformers models already: saved with ``save_pretrained``.
 - decoder (and numpy, its NumPy twin) language-modeling and next-item runs map onto GPT-2's
   layout: pre-LN blocks, learned positions, a 4x GELU MLP, LayerNorm eps 1e-5, a tied or
   untied head. The decoder's Linear weights are [out, in], GPT-2's Conv1D ones [in, out], so
@@ -29,12 +31,12 @@ import numpy as np
 import torch
 import transformers
 from zoo.plugins.transformers.base import base_checkpoint
+from zoo.plugins.transformers.types import architecture_names, model_type_of, model_types
 
 from zoo.plugin import ZooError
 from zoo.plugin.io import load_json
 
 DECODER_LAYOUT = ("decoder", "numpy")  # architectures with the decoder's weight names
-NATIVE = ("gpt2", "llama", "bert")
 GELU = {"exact": "gelu", "tanh": "gelu_new"}
 TOLERANCE = 1e-4  # largest logit difference an export may show against the run
 
@@ -57,7 +59,7 @@ class TransformersExporter:
             "next-item",
         ):
             return f"GPT-2 has no {trained.task} head of the decoder's layout"
-        if architecture not in NATIVE + DECODER_LAYOUT:
+        if architecture not in architecture_names() and architecture not in DECODER_LAYOUT:
             return f"transformers has no architecture with the {architecture} layout"
         if getattr(trained.tokenizer, "backend", None) is None:
             return f"the {trained.config['tokenizer']} tokenizer has no transformers equivalent"
@@ -68,7 +70,8 @@ class TransformersExporter:
         from zoo.plugins.export.reading import reading_of
 
         architecture = trained.config["architecture"]
-        model = trained.model.module.hf if architecture in NATIVE else decoder_as_gpt2(trained)
+        native = architecture in architecture_names()
+        model = trained.network.hf if native else decoder_as_gpt2(trained)
         if trained.task == "classification":
             names = class_names(trained)
             model.config.id2label = dict(enumerate(names))
@@ -81,17 +84,14 @@ class TransformersExporter:
             )
         model.save_pretrained(folder)
         fast_tokenizer(trained).save_pretrained(folder)
-        how = (
-            "saved as it is"
-            if architecture in NATIVE
-            else f"the {architecture} weights in GPT-2's layout"
-        )
+        tokenizer_class = tokenizer_class_for(folder)
+        how = "saved as it is" if native else f"the {architecture} weights in GPT-2's layout"
         return {
             "library_name": "transformers",
             "pipeline_tag": reading_of(trained).pipeline_tag,
             "summary": f"a transformers `{type(model).__name__}` ({how}) with its fast "
             "tokenizer, for from_pretrained",
-            "usage": usage(trained, auto_class(trained)),
+            "usage": usage(trained, auto_class(trained), tokenizer_class),
             "class": type(model).__name__,
             "base": base_checkpoint(trained),
         }
@@ -102,7 +102,7 @@ class TransformersExporter:
         from zoo.plugins.export.reading import compare, probabilities, zoo_probabilities
 
         model = getattr(transformers, auto_class(trained)).from_pretrained(folder).eval()
-        tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+        tokenizer = getattr(transformers, tokenizer_class_for(folder)).from_pretrained(folder)
         batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
         logits = model(
             input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
@@ -119,18 +119,38 @@ def auto_class(trained) -> str:
     """The transformers Auto class that loads the export."""
     if trained.task == "classification":
         return "AutoModelForSequenceClassification"
-    if trained.task == "masked-language-modeling" or trained.config["architecture"] == "bert":
+    architecture = trained.config["architecture"]
+    if trained.task == "masked-language-modeling" or (
+        architecture in architecture_names()
+        and "language-modeling" not in model_types()[model_type_of(architecture)]
+    ):  # an encoder's next-item head is its masked-LM head
         return "AutoModelForMaskedLM"
     return "AutoModelForCausalLM"
 
 
-def usage(trained, auto: str) -> str:
+def tokenizer_class_for(folder: Path) -> str:
+    """The class that loads the export's tokenizer as saved: AutoTokenizer, unless
+    transformers ties the model type to a tokenizer class of its own that rebuilds the
+    vocabulary from its files instead of reading tokenizer.json (for the types transformers
+    lists as having a wrong class on the Hub: qwen2, phi3, modernbert, ...); then the class
+    the export saved, PreTrainedTokenizerFast."""
+    loaded = transformers.AutoTokenizer.from_pretrained(folder)
+    generic = isinstance(loaded, transformers.PreTrainedTokenizerFast) and type(
+        loaded
+    ).__name__ in (
+        "TokenizersBackend",
+        "PreTrainedTokenizerFast",
+    )
+    return "AutoTokenizer" if generic else "PreTrainedTokenizerFast"
+
+
+def usage(trained, auto: str, tokenizer_class: str = "AutoTokenizer") -> str:
     lines = [
-        f"from transformers import AutoTokenizer, {auto}"
+        f"from transformers import {tokenizer_class}, {auto}"
         + (", pipeline" if trained.task == "classification" else ""),
         "",
         'folder = "FOLDER"',
-        "tokenizer = AutoTokenizer.from_pretrained(folder)",
+        f"tokenizer = {tokenizer_class}.from_pretrained(folder)",
         f"model = {auto}.from_pretrained(folder)",
     ]
     if trained.task == "classification":

@@ -1,50 +1,43 @@
 """transformers models behind zoo's module contract: ``forward(input_ids, attention_mask)``
-returns logits shaped by the task (see ``zoo.train.model``).
+returns logits shaped by the task (see ``zoo.train.model``), the class of each task taken from
+transformers' auto mappings (``types.model_types``).
 
   language-modeling  ...ForCausalLM: logits [B, T, vocab]
-  classification     ...ForSequenceClassification: logits [B, classes]; GPT-2 and Llama read
-                     the last real token (the rightmost one that is not padding), BERT its
-                     pooler over [CLS], the <cls> token the pipeline puts first
-  masked-language-modeling  BERT's ...ForMaskedLM: logits [B, T, vocab], or [N, vocab] at
-                     the positions a loss reads
-  next-item          the language-model head (BERT: its masked-LM head) at the last real
-                     position: logits [B, vocab]
+  classification     ...ForSequenceClassification: logits [B, classes]; decoders read the
+                     last real token (the rightmost one that is not padding), BERT-like
+                     encoders their pooler over [CLS], the <cls> token the pipeline puts first
+  masked-language-modeling  ...ForMaskedLM: logits [B, T, vocab], or [N, vocab] at the
+                     positions a loss reads
+  next-item          the language-model head (an encoder's: its masked-LM head) at the last
+                     real position: logits [B, vocab]
 
 The transformers model is the wrapper's ``hf`` attribute, so the weights keep transformers'
 names under an ``hf.`` prefix, and ``zoo export`` saves it with ``save_pretrained``.
-Attention is transformers' SDPA path registered as the attention implementation "zoo" with
-``zoo.train.torch_model.attention``'s precision rule (fp32 attention under CPU bf16 autocast), so these
-models compute as zoo's own do.
+Where a class computes attention through transformers' attention interface, that is
+transformers' SDPA path registered as the attention implementation "zoo" with
+``zoo.train.torch_model.attention``'s precision rule (fp32 attention under CPU bf16 autocast),
+so these models compute as zoo's own do.
 """
 
 from __future__ import annotations
+
+import inspect
 
 import torch
 import torch.nn as nn
 import transformers
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import sdpa_mask
+from zoo.plugins.transformers.types import model_types
 
 from zoo.plugin import TaskSpec, ZooError
 
 ATTENTION = "zoo"
-CLASSES = {  # architecture -> task -> transformers model class
-    "gpt2": {
-        "language-modeling": transformers.GPT2LMHeadModel,
-        "classification": transformers.GPT2ForSequenceClassification,
-        "next-item": transformers.GPT2LMHeadModel,
-    },
-    "llama": {
-        "language-modeling": transformers.LlamaForCausalLM,
-        "classification": transformers.LlamaForSequenceClassification,
-        "next-item": transformers.LlamaForCausalLM,
-    },
-    "bert": {
-        "classification": transformers.BertForSequenceClassification,
-        "next-item": transformers.BertForMaskedLM,
-        "masked-language-modeling": transformers.BertForMaskedLM,
-    },
-}
+
+
+def model_class(model_type: str, task: str) -> type:
+    """The transformers class of a model type for a zoo task (``types.model_types``)."""
+    return getattr(transformers, model_types()[model_type][task])
 
 
 def _zoo_attention(module, query, key, value, attention_mask, **kwargs):
@@ -73,26 +66,24 @@ class TransformersModel(nn.Module):
     def __init__(self, hf: transformers.PreTrainedModel, task: str):
         super().__init__()
         self.hf, self.task = hf, task
-        self.causal = not isinstance(hf, transformers.BertPreTrainedModel)
+        accepts = inspect.signature(hf.forward).parameters
+        # no key-value cache while training (a causal model would build one every pass)
+        self.options = {"use_cache": False} if "use_cache" in accepts else {}
+        self.takes_mask = "attention_mask" in accepts  # Mamba, RWKV: no padding mask
         self.outputs_at_positions = task == "masked-language-modeling"
 
     def forward(self, input_ids, attention_mask=None, positions=None):
-        options = {"use_cache": False} if self.causal else {}
+        mask = {"attention_mask": attention_mask} if self.takes_mask else {}
+        logits = self.hf(input_ids=input_ids, **mask, **self.options).logits
         if positions is not None:  # masked LM, only where the loss reads (zoo.train.model)
-            hidden = self.hf.bert(input_ids=input_ids, attention_mask=attention_mask)
-            return self.hf.cls(hidden.last_hidden_state[positions])  # [N, vocab]
+            return logits[positions]  # [N, vocab]
         if self.task != "next-item":
-            return self.hf(input_ids=input_ids, attention_mask=attention_mask, **options).logits
-        hidden = self.hf.base_model(
-            input_ids=input_ids, attention_mask=attention_mask, **options
-        ).last_hidden_state  # [B, T, C]
+            return logits  # [B, T, vocab] or [B, classes]
         if attention_mask is None:
-            last = torch.full((hidden.shape[0],), hidden.shape[1] - 1, device=hidden.device)
+            last = torch.full((logits.shape[0],), logits.shape[1] - 1, device=logits.device)
         else:
             last = attention_mask.long().sum(dim=1) - 1
-        pooled = hidden[torch.arange(hidden.shape[0], device=hidden.device), last]  # [B, C]
-        head = self.hf.get_output_embeddings() if self.causal else self.hf.cls  # BERT: MLM head
-        return head(pooled)  # [B, vocab]
+        return logits[torch.arange(logits.shape[0], device=logits.device), last]  # [B, vocab]
 
 
 def _first_line(exc: BaseException) -> str:
@@ -100,17 +91,28 @@ def _first_line(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:300]
 
 
+def attention_of(hf_class: type) -> str | None:
+    """zoo's attention where the class computes attention through transformers' attention
+    interface; else the class's own choice (SDPA or eager; none for Mamba or RWKV)."""
+    return ATTENTION if getattr(hf_class, "_supports_attention_backend", False) else None
+
+
 def build(cfg, spec: TaskSpec) -> TransformersModel:
     """A new model from the config, or the checkpoint's weights when ``cfg.pretrained``."""
-    model_class = CLASSES[cfg.architecture][spec.task]
+    hf_class = model_class(cfg.model_type, spec.task)
     task_fields = {"pad_token_id": spec.pad_id}
     if spec.task == "classification":
         task_fields["num_labels"] = spec.num_classes
+    if spec.task == "language-modeling":  # an encoder's LM class (BertLMHeadModel) needs it
+        task_fields["is_decoder"] = True
     config = cfg.transformers_config(spec.vocab_size, **task_fields)
     if cfg.pretrained:
         try:  # safetensors only: a pickled checkpoint would run code
-            hf = model_class.from_pretrained(
-                cfg.pretrained, config=config, use_safetensors=True, attn_implementation=ATTENTION
+            hf = hf_class.from_pretrained(
+                cfg.pretrained,
+                config=config,
+                use_safetensors=True,
+                attn_implementation=attention_of(hf_class),
             )
         except (OSError, ValueError, RuntimeError) as exc:  # mismatched sizes, missing files
             reason = _first_line(exc)
@@ -128,6 +130,6 @@ def build(cfg, spec: TaskSpec) -> TransformersModel:
         if spec.vocab_size > hf.get_input_embeddings().num_embeddings:
             hf.resize_token_embeddings(spec.vocab_size)  # a tokenizer with more tokens
     else:
-        hf = model_class._from_config(config, attn_implementation=ATTENTION)
+        hf = hf_class._from_config(config, attn_implementation=attention_of(hf_class))
     hf.config.use_cache = True  # for generation after export; training passes use_cache=False
     return TransformersModel(hf, spec.task)

@@ -18,6 +18,7 @@ anything trains::
     zoo.plot([run.id], "curves.png"), zoo.rm([run.id])                  # zoo plot, rm
     zoo.ensemble([id1, id2, id3], weights="fit")                        # zoo ensemble
     zoo.export(run.id, "exported")                                      # zoo export
+    zoo.report(where="dataset == 'digits'")                             # zoo report: HTML
     zoo.tune(["encoder-bpe", "lstm-wordpunct"], on="rotten_tomatoes",   # zoo tune
              space="lr=log(1e-4,1e-2) dropout=float(0,0.5)", trials=12)
 
@@ -31,9 +32,11 @@ from zoo.api.inspecting import (
     comparison_table,
     models,
     plot,
+    report,
     rm,
     runs,
     show,
+    ui,
 )
 from zoo.api.sharing import export
 from zoo.api.training import ensemble, evaluate, load, reproduce, resume, run, sweep, tune
@@ -56,4 +59,6 @@ __all__ = [
     "plot",
     "rm",
     "export",
+    "ui",
+    "report",
 ]

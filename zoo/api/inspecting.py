@@ -21,20 +21,20 @@ def catalog(
     is named) whose names match the glob ``pattern``; models are the presets, and every
     ARCHITECTURE-TOKENIZER pair too with ``all_pairs``. ``matrix``: which task each dataset
     serves with which model, instead."""
-    from zoo.api import listing
+    from zoo.api import entry_rows
     from zoo.core.loading import get_zoo
 
     zoo = get_zoo()
     if matrix:
-        table = listing.matrix(zoo)
-        return Listing({}, table, listing.format_matrix(table))
+        table = entry_rows.matrix(zoo)
+        return Listing({}, table, entry_rows.format_matrix(table))
     if kind is not None and kind not in KINDS:
         raise UnknownNameError("kind", kind, KINDS)
     kinds = [kind] if kind else [k for k in KINDS if k != "plugins"]
-    sections = {k: listing.rows(zoo, k, pattern, all_pairs=all_pairs) for k in kinds}
+    sections = {k: entry_rows.rows(zoo, k, pattern, all_pairs=all_pairs) for k in kinds}
     texts = []
     for name, rows in sections.items():
-        text = listing.format_section(name, rows)
+        text = entry_rows.format_section(name, rows)
         if name == "models" and not all_pairs and pattern == "*":
             text = text.rstrip("\n") + (
                 "\n  (presets; any ARCHITECTURE-TOKENIZER pair runs too: zoo list models --all)\n"
@@ -53,13 +53,13 @@ def show(name: str) -> Shown:
     """One model (a preset or a pair: its architecture, tokenizer and settings), a run (its
     store row: status, metrics, config) or another entry of the zoo (`zoo show NAME`). An
     unknown name is a ZooError with a did-you-mean."""
-    from zoo.api import describing
+    from zoo.api import show_text
     from zoo.core.loading import get_zoo
     from zoo.core.names import model_names, resolve_model
     from zoo.records.store import Store
 
     zoo = get_zoo()
-    text = describing.show(zoo, name)  # an unknown name fails here, with a did-you-mean
+    text = show_text.show(zoo, name)  # an unknown name fails here, with a did-you-mean
     if name in zoo.catalogue.ensembles:
         preset = zoo.catalogue.ensembles[name]
         record = {
@@ -112,14 +112,17 @@ def compare(
     status=("finished",),
     better=None,
     pool=False,
+    examples=True,
 ):
     """The comparison table as a pandas DataFrame, one row per cell (`zoo compare`).
 
     Columns: the row keys (default model) and column keys (default dataset), task, metric,
-    better, mean, std, n (distinct seeds), best, setting, configs, runs; with ``baseline``
+    better, mean, std, n (distinct seeds), best, detectable (the smallest difference to the
+    leader its seeds find with 80% power), setting, configs, runs; with ``baseline``
     also diff, ci_low, ci_high, df, p, p_holm, significant (None where there is no test)
     and test. The notes printed under the table (merged duplicates, runs left out, rows not
-    told apart) are in ``.attrs["notes"]``. Options mean what `zoo compare`'s options mean.
+    told apart) are in ``.attrs["notes"]``. Options mean what `zoo compare`'s options mean;
+    ``examples=False`` is ``--seeds-only``.
     """
     return comparison_table(
         metric=metric,
@@ -131,6 +134,7 @@ def compare(
         status=status,
         better=better,
         pool=pool,
+        examples=examples,
     ).cells
 
 
@@ -145,6 +149,7 @@ def comparison_table(
     status=("finished",),
     better=None,
     pool=False,
+    examples=True,
 ):
     """The comparison as `zoo compare` renders it: ``.cells`` (the DataFrame ``compare``
     returns) with the notes, legend and marks its renderers (``zoo.comparison.render``)
@@ -167,6 +172,7 @@ def comparison_table(
         status=status,
         better=better,
         pool=pool,
+        examples=examples,
     )
 
 
@@ -232,3 +238,52 @@ def plot(
         curves.append({"label": label, "records": records})
     task = tasks.pop() if len(tasks) == 1 else None  # units and validation metric: the task's
     return save(training_curves(curves, metric, x, task=task), output)
+
+
+def ui(*, host: str = "127.0.0.1", port: int = 8765):
+    """The store in a web browser (`zoo ui`): a read-only web application over ZOO_HOME's
+    store, listening on ``host``:``port`` (0: any free port). Returns the server, bound but
+    not yet serving: ``.url``, ``.run()`` (until interrupted), ``.start()`` (in a thread)
+    and ``.stop()``. Needs the optional extra ``ui``."""
+    from zoo.errors import require_extra
+    from zoo.home import zoo_home
+
+    require_extra(UI_MODULES, "ui", "zoo ui")
+    from zoo.ui.app import Server
+
+    try:
+        return Server(zoo_home(), host=host, port=port)
+    except OSError as exc:
+        raise ZooError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def report(
+    *,
+    where: str | None = None,
+    metric: str | None = None,
+    by: str | None = None,
+    columns: str | None = None,
+    baseline: str | None = None,
+    title: str = "zoo report",
+) -> str:
+    """The views of `zoo ui` for the runs ``where`` selects as one self-contained HTML
+    page (`zoo report`): its scripts, styles and data inside it, so it opens offline. The
+    comparison's options mean what `zoo compare`'s mean. Needs the optional extra ``ui``."""
+    from zoo.errors import require_extra
+    from zoo.home import zoo_home
+
+    require_extra(UI_MODULES, "ui", "zoo report")
+    from zoo.ui.report import report_html
+
+    return report_html(
+        zoo_home(),
+        where=where,
+        metric=metric,
+        by=by,
+        columns=columns,
+        baseline=baseline,
+        title=title,
+    )
+
+
+UI_MODULES = ("starlette", "uvicorn", "jinja2", "plotly")  # what the extra `ui` installs

@@ -12,7 +12,8 @@ A file holds what the command line holds, under the options' names::
     [grid]                        # zoo sweep --grid
     lr = [1e-3, 3e-3]
 
-TOML (read with tomllib); YAML too where PyYAML is installed, without aliases. A file is
+TOML (read with tomllib); YAML too where PyYAML is installed, without aliases and with
+YAML 1.2's booleans (``on``, ``yes`` and ``no`` stay text; only true and false are booleans). A file is
 plain, bounded data: at most 1 MiB is read (a pipe included), a device is refused, and
 tables nest at most 32 deep. An option given on the command
 line wins over the file; a --set or --grid key given on both takes the command line's
@@ -22,8 +23,7 @@ value. An unknown key is an error with a did-you-mean, before anything trains.
 from __future__ import annotations
 
 import argparse
-import json
-import math
+import re
 import tomllib
 from pathlib import Path
 
@@ -130,12 +130,20 @@ def _parse(path: Path, text: str):
         raise ZooError(f"{path}: malformed TOML: nested too deeply") from None
 
 
-def _loader(yaml):
-    """PyYAML's safe loader without aliases: an alias (``*name``) repeats a node without
-    writing it out, so nine levels of nine aliases are 9**9 values from a few lines (an
-    "alias bomb"). A config file has no use for them; they are refused where they stand."""
+BOOL_TAG = "tag:yaml.org,2002:bool"
+YAML_12_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")  # YAML 1.2's core schema
 
-    class NoAliases(yaml.SafeLoader):
+
+def _loader(yaml):
+    """PyYAML's safe loader without aliases, and with YAML 1.2's booleans.
+
+    An alias (``*name``) repeats a node without writing it out, so nine levels of nine
+    aliases are 9**9 values from a few lines (an "alias bomb"). A config file has no use for
+    them; they are refused where they stand. PyYAML reads YAML 1.1, where ``on``, ``off``,
+    ``yes``, ``no`` (and ``y``, ``n``) are booleans: ``on: [shakespeare]``, zoo sweep's own
+    key, would be ``True``. Here only true and false are, as in YAML 1.2."""
+
+    class ConfigLoader(yaml.SafeLoader):
         def compose_node(self, parent, index):
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
@@ -144,7 +152,12 @@ def _loader(yaml):
                 )
             return super().compose_node(parent, index)
 
-    return NoAliases
+    ConfigLoader.yaml_implicit_resolvers = {
+        first: [(tag, pattern) for tag, pattern in resolvers if tag != BOOL_TAG]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    ConfigLoader.add_implicit_resolver(BOOL_TAG, YAML_12_BOOL, list("tTfF"))
+    return ConfigLoader
 
 
 def _flatten(table, path: Path, name: str, prefix: str = "") -> dict:
@@ -223,61 +236,3 @@ def _text(value) -> str:
 def grid_options(grid: dict) -> list[str]:
     """A file's grid as --grid KEY=V1,V2 options."""
     return [f"{key}={','.join(_text(v) for v in values)}" for key, values in grid.items()]
-
-
-# -- a file that reproduces a run -----------------------------------------------------
-def for_run(record: dict) -> str:
-    """TOML for `zoo run --config` that trains the recorded run again: its model, dataset,
-    seed and task, and every resolved setting under [set] (section by section)."""
-    config = record.get("config") or {}
-    lines = [
-        f"# zoo run --config FILE: reproduces run {record['id']}",
-        f"model = {_toml(record.get('model'))}",
-        f"dataset = {_toml(record.get('dataset'))}",
-        f"seed = {_toml(record.get('seed') or 0)}",
-        f"task = {_toml(record.get('task'))}",
-    ]
-    if config.get("device") in ("cpu", "cuda"):
-        lines.append(f"device = {_toml(config['device'])}")
-    # the columns it chose (so the run's config hash is the same), or, for a run recorded
-    # before zoo recorded its choice, the columns it read
-    chosen = config.get("columns", [config.get("text_column"), config.get("label_column")])
-    for key, value in zip(("text_column", "label_column"), chosen):
-        if value:
-            lines.append(f"{key} = {_toml(value)}")
-    init = (config.get("init") or {}).get("run_id")
-    if init:  # it started from that run's weights: so does the run this file trains
-        lines.append(f"init = {_toml(init)}")
-    if config.get("stacked"):
-        lines.insert(
-            1,
-            f"# trained with other seeds as one batched model (stacked="
-            f"{config['stacked']}); this file trains it alone",
-        )
-    skipped = []
-    for section, values in (config.get("configs") or {}).items():
-        if not values:
-            continue
-        lines += ["", f"[set.{section}]"]
-        for key, value in values.items():
-            if value is None:  # TOML has no null: the field's default, None, stands
-                skipped.append(f"{section}.{key}")
-                continue
-            lines.append(f"{key} = {_toml(value)}")
-    if skipped:
-        lines.insert(1, "# unset (None): " + ", ".join(skipped))
-    return "\n".join(lines) + "\n"
-
-
-def _toml(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return json.dumps(str(value), ensure_ascii=False)  # a TOML basic string

@@ -61,7 +61,7 @@ def cmd_predict(args) -> int:
     texts = predict_texts(args.text, args.file)
     run = api.load(args.run_id, device=args.device)
     for group in batches_of_texts(texts):  # memory bounded by a group, not the whole input
-        for text, prediction in zip(group, run.predict(group)):
+        for text, prediction in zip(group, run.predict(group, beam=args.beam)):
             if args.json:  # strict JSON: NaN and infinities are null
                 print_json({"text": text, **prediction_record(prediction)})
             else:  # the prediction's fields, then the text it answers
@@ -95,7 +95,7 @@ def predict_texts(given: list[str], file: str | None) -> list[str]:
 
 def cmd_eval(args) -> int:
     from zoo import api
-    from zoo.api.describing import format_metrics
+    from zoo.api.show_text import format_metrics
 
     result = api.evaluate(
         args.run_id,
@@ -184,6 +184,13 @@ def add_commands(commands) -> None:
     )
     p.add_argument("--file", help="read texts from FILE, one per line ('-': stdin)")
     p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
+    p.add_argument(
+        "--beam",
+        type=int,
+        metavar="N",
+        help="beam size for a run that writes text (a translation; 1 is greedy); default: the "
+        "run's beam_size",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=cmd_predict)
     p = commands.add_parser(
@@ -201,8 +208,18 @@ def add_commands(commands) -> None:
         help="split to score: train, validation, test "
         "or a split name of the dataset (default test)",
     )
-    p.add_argument("--text-column", help="text column (detected by default)")
-    p.add_argument("--label-column", help="label column (detected by default)")
+    p.add_argument(
+        "--text-column",
+        "--source-column",
+        dest="text_column",
+        help="text column, the source of a translation (detected by default)",
+    )
+    p.add_argument(
+        "--label-column",
+        "--target-column",
+        dest="label_column",
+        help="label column, the target of a translation (detected by default)",
+    )
     p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_eval)
@@ -212,8 +229,8 @@ def add_commands(commands) -> None:
         help="write a run as a folder that loads without zoo (transformers or ONNX)",
         description="Write a trained run as a folder that loads with no zoo installed: a "
         "transformers model (from_pretrained) where transformers has the same layout "
-        "(decoder and numpy runs map onto GPT-2; gpt2, llama and bert runs are saved as they "
-        "are), otherwise an ONNX graph that onnxruntime runs (--format onnx for any run); "
+        "(decoder and numpy runs map onto GPT-2; runs of transformers' own types, hf-* with "
+        "gpt2, llama and bert, are saved as they are), otherwise an ONNX graph that onnxruntime runs (--format onnx for any run); "
         "the tokenizer as tokenizer.json, and a model card (README.md) in the Hugging Face "
         "Hub's layout. Before the folder is moved into place it is loaded as a user without "
         "zoo would, and its predictions on 32 validation texts are compared with zoo's: the "

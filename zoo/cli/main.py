@@ -17,7 +17,7 @@ import signal
 import sys
 
 from zoo import __version__
-from zoo.cli import browse, inference, runs, training, tune
+from zoo.cli import browse, inference, runs, training, tune, ui
 from zoo.cli.options import check_output_options, others_print_to_stderr
 from zoo.core.process import freeze_gc_before_exit, tune_gc_for_training
 from zoo.errors import PluginError, SearchInterrupted, SweepInterrupted, ZooError, clip, close_names
@@ -79,7 +79,7 @@ def build_parser() -> Parser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    for group in (browse, training, inference, runs, tune):
+    for group in (browse, training, inference, runs, tune, ui):
         group.add_commands(commands)
 
     add_plugin_commands(commands, get_zoo())
@@ -234,8 +234,9 @@ def _command(argv: list[str]) -> int:
         if sys.stdout is None:  # started with standard output closed (`zoo runs >&-`)
             raise ZooError("standard output is closed; nothing zoo prints could be read")
         if args.command in THREADED_COMMANDS:  # before torch starts its thread pools
-            from zoo.core.threads import settle_threads
+            from zoo.core.threads import check_thread_count, settle_threads
 
+            check_thread_count(args.threads)
             choice = settle_threads(args.threads)
             if args.verbose:
                 print(f"zoo: {choice.describe()}", file=sys.stderr)
@@ -254,26 +255,7 @@ def _command(argv: list[str]) -> int:
         print(f"zoo: error: {clip(exc)}", file=sys.stderr)  # one line, however long
         return 2
     except KeyboardInterrupt as exc:
-        run_id = getattr(exc, "run_id", None)  # zoo.errors.RunInterrupted: a recorded run
-        if run_id:
-            print(
-                f"zoo: interrupted; run {run_id} is kept; continue it with: zoo resume {run_id}",
-                file=sys.stderr,
-            )
-        elif isinstance(exc, SearchInterrupted):
-            print(
-                "zoo: interrupted; the studies and trials are kept; run the same zoo tune "
-                "again to continue",
-                file=sys.stderr,
-            )
-        elif isinstance(exc, SweepInterrupted):
-            print(
-                "zoo: interrupted; the sweep's runs are kept; run the same zoo sweep again to "
-                "continue them",
-                file=sys.stderr,
-            )
-        else:
-            print("zoo: interrupted", file=sys.stderr)
+        print(f"zoo: {interrupted(exc)}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # the reader went away (`zoo runs | head`): stop quietly, but not with 0, for the
@@ -288,6 +270,22 @@ def _command(argv: list[str]) -> int:
         return 2
     except Exception as exc:
         return unexpected(exc, debug)
+
+
+def interrupted(exc: KeyboardInterrupt) -> str:
+    """What Ctrl-C left, and how to go on."""
+    run_id = getattr(exc, "run_id", None)  # zoo.errors.RunInterrupted: a recorded run
+    if run_id:
+        return f"interrupted; run {run_id} is kept; continue it with: zoo resume {run_id}"
+    if isinstance(exc, SearchInterrupted):
+        return (
+            "interrupted; the studies and trials are kept; run the same zoo tune again to continue"
+        )
+    if isinstance(exc, SweepInterrupted):
+        return (
+            "interrupted; the sweep's runs are kept; run the same zoo sweep again to continue them"
+        )
+    return "interrupted"
 
 
 def unexpected(exc: BaseException, debug: bool) -> int:

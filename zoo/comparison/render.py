@@ -72,7 +72,7 @@ def diff_text(cell) -> str:
 def column_label(comparison: Comparison, cell) -> str:
     """'shakespeare', or 'emotion [test_accuracy]' when the table mixes metrics."""
     table = comparison.cells
-    pairs = table[["task", "metric"]].drop_duplicates()
+    pairs = comparison.metric_pairs
     label = " / ".join(str(cell[k]) for k in comparison.columns)
     if len(pairs) > 1:
         mixed_tasks = table["metric"].nunique() < len(pairs)
@@ -135,19 +135,29 @@ def legend(comparison: Comparison, best_mark: str) -> list[str]:
         lines.append(
             f"{where}{describe(pair['metric'], pair['better'], pair['task'])}{_split(pair)}: "
             f"{counted}; {best_mark} best in its column, told "
-            "apart from every other row (Welch tests at 95%, Holm-adjusted)"
+            "apart from every other row (Welch tests at 95% with Hsu's df, min n - 1; "
+            "Holm-adjusted)"
         )
     if comparison.baseline is not None:
         lines.append(
-            f"Δ: difference to {comparison.baseline} with its 95% Welch interval over seeds; "
+            f"Δ: difference to {comparison.baseline} with its 95% Welch interval over seeds "
+            "(Hsu's df); "
             "† differs at 95% after Holm's adjustment over the column's comparisons; "
             f"'{ONE_SEED}': a side has one seed; '{NO_VARIANCE}': both sides are constant "
             "over seeds, so nothing is tested"
         )
-    lines.append(
-        "Only seed-to-seed variance is counted: the sampling noise of the evaluation set "
-        "is not (see the statistics page of the docs)"
-    )
+    if comparison.examples_counted:
+        lines.append(
+            f"Counted: seed-to-seed variance and, for {', '.join(comparison.examples_counted)}"
+            ", the evaluation set's sampling noise (a bootstrap over seeds and the examples, "
+            "paired by example; a mark needs it and the Welch test; --seeds-only leaves it "
+            "out); elsewhere, and in the power note, seeds only"
+        )
+    else:
+        lines.append(
+            "Only seed-to-seed variance is counted: the sampling noise of the evaluation set "
+            "is not (see the statistics page of the docs)"
+        )
     return lines + comparison.notes
 
 

@@ -24,48 +24,61 @@ SUMMARY = (
 FORMATS = ("table", "csv", "json", "markdown")
 
 
-def run_frame():
+def run_frame(runs=None):
     """All runs: the store's columns, one per scalar metric and one per setting
     (zoo.records.columns), `metric` and `value` (the task's primary metric and its value;
-    an evaluation's named by the split it scored, val_accuracy or test_accuracy)."""
+    an evaluation's named by the split it scored, val_accuracy or test_accuracy). Built from
+    ``runs`` (what zoo.comparison.table.load_runs returned) where given."""
     import pandas as pd
 
-    from zoo.comparison.table import eval_names, load_runs, primary_metric
+    from zoo.comparison.table import load_runs
 
-    frame = load_runs()
+    frame = load_runs() if runs is None else runs.copy()
     if frame.empty:
         return frame.drop(columns=["settings", "nan_metrics", "tune_trial"], errors="ignore")
     frame["params"] = pd.array(
         [None if pd.isna(v) else int(v) for v in frame["params"]], dtype="Int64"
     )  # failed rows hold none: still integers
     frame["duration"] = pd.to_numeric(frame["duration"], errors="coerce")
-    metrics, values = [], []
-    for _, row in frame.iterrows():
-        metric = primary_metric(row["task"], row["kind"])
-        values.append(_primary_value(frame, row, metric))
-        if metric is not None and row["kind"] == "eval" and row.get("split"):
-            metric = eval_names(metric, row["split"])[0]
-        metrics.append(metric)
-    frame["metric"] = metrics
-    frame["value"] = pd.array(values, dtype="float64")
+    frame["metric"], frame["value"] = primary_values(frame)
     return frame.drop(columns=["settings", "nan_metrics", "tune_trial"])
 
 
-def _primary_value(frame, row, metric):
+def primary_values(frame):
+    """Each run's primary metric (an evaluation's under the name of the split it scored)
+    and its value, worked out once per task, kind and split rather than once per run."""
     import pandas as pd
 
-    if metric is None:
-        return math.nan
-    names = [metric]
-    if row["kind"] == "eval":  # an evaluation keeps it under its split's prefix
-        from zoo.comparison.table import eval_names
+    from zoo.comparison.table import eval_names, primary_metric
 
-        names = eval_names(metric, row.get("split"))
-    for name in names:
-        value = row.get(name) if name in frame.columns else None
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and pd.notna(value):
-            return float(value)
-    return math.nan
+    metrics = pd.Series(None, index=frame.index, dtype="object")
+    values = pd.Series(math.nan, index=frame.index, dtype="float64")
+    split = frame["split"] if "split" in frame.columns else pd.Series(None, index=frame.index)
+    keys = pd.DataFrame({"task": frame["task"], "kind": frame["kind"], "split": split})
+    for (task, kind, part), positions in keys.groupby(
+        ["task", "kind", "split"], dropna=False, sort=False
+    ).indices.items():
+        part = part if isinstance(part, str) else None
+        metric = primary_metric(task if isinstance(task, str) else None, kind)
+        if metric is None:
+            continue
+        # an evaluation keeps its metric under its split's prefix
+        names = eval_names(metric, part) if kind == "eval" else [metric]
+        metrics.iloc[positions] = names[0] if kind == "eval" and part else metric
+        found = values.iloc[positions].to_numpy(copy=True)
+        for name in (n for n in names if n in frame.columns):
+            column = frame[name].iloc[positions]
+            for at, value in enumerate(column):
+                if math.isnan(found[at]) and _number(value):
+                    found[at] = float(value)
+        values.iloc[positions] = found
+    return metrics, values
+
+
+def _number(value) -> bool:
+    import pandas as pd
+
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and pd.notna(value)
 
 
 def select(frame, *, where: str | None = None, sort: str | None = None, limit: int | None = None):

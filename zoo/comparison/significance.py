@@ -1,9 +1,11 @@
 """Which cell is best, and by how much, with marks that mean what they say.
 
-Best: the leading row of a column is marked only when Welch's test tells it apart from
-every other row of the column, the k-1 tests Holm-adjusted; otherwise a note names the rows
-that cannot be told apart. Baseline: each row's difference to the baseline row of its
-column with Welch's interval; its mark is Holm-adjusted over the column's comparisons.
+Best: the leading row of a column is marked only when Welch's test (with Hsu's conservative
+df, zoo.comparison.stats.welch_interval) tells it apart from every other row of the column,
+the k-1 tests Holm-adjusted; otherwise a note names the rows that cannot be told apart.
+Baseline: each row's difference to the baseline row of its column with its interval; its
+mark is Holm-adjusted over the column's comparisons. Power: what difference each column's
+seeds could find, and how many seeds would tell the runner-up from the leader.
 
 A comparison that cannot be tested (a side with one seed, or no seed variance on either
 side: a zero-width interval tests nothing) never gets a mark and says why."""
@@ -23,18 +25,42 @@ def untestable(interval) -> str | None:
     return interval.untestable
 
 
-def _compare(a, b, level: float):
-    from zoo.comparison.stats import welch_interval
-
-    return welch_interval(a["mean"], a["std"], a["n"], b["mean"], b["std"], b["n"], level)
+BOTH = "Welch and bootstrap"  # the test name where the examples are counted too
 
 
-def _columns(table, column_keys):
+def _compare(a, b, level: float, replicates=None):
+    """Welch's interval (Hsu's df) of a - b; where both cells have bootstrap replicates
+    (zoo.comparison.bootstrap: seeds and examples resampled), the difference must pass
+    both tests (p the larger of the two, the interval spanning both), so counting the
+    evaluation set's noise only ever removes marks. With no seed variance the examples'
+    bootstrap alone tests; with one seed nothing does (the seed variance is unknown)."""
+    from zoo.comparison.bootstrap import difference
+    from zoo.comparison.stats import NO_VARIANCE, Interval, welch_interval
+
+    interval = welch_interval(a["mean"], a["std"], a["n"], b["mean"], b["std"], b["n"], level)
+    drawn = replicates or {}
+    if a.name not in drawn or b.name not in drawn or interval.untestable not in (None, NO_VARIANCE):
+        return interval
+    boot = difference(interval.diff, drawn[a.name], drawn[b.name], level)
+    if interval.untestable == NO_VARIANCE:
+        return Interval(interval.diff, boot.low, boot.high, math.nan, boot.p, tested=BOTH)
+    return Interval(
+        interval.diff,
+        min(boot.low, interval.low),
+        max(boot.high, interval.high),
+        interval.df,
+        max(boot.p, interval.p),
+        tested=BOTH,
+    )
+
+
+def columns_of(table, column_keys):
+    """The table's columns: its cells grouped by column keys, task and metric."""
     return table.groupby(unique_keys(column_keys + ["task", "metric"]), sort=False)
 
 
 def best_marks(
-    table, rows_keys, column_keys, level: float, reported=frozenset()
+    table, rows_keys, column_keys, level: float, reported=frozenset(), replicates=None
 ) -> tuple[list[bool], list[str]]:
     """True for a column's leading row where it beats every other row of the column
     (Welch, Holm-adjusted over the k-1 tests, at `level`); otherwise a note names the rows
@@ -44,7 +70,7 @@ def best_marks(
     from zoo.comparison.stats import holm
 
     best, unclear = [False] * len(table), []
-    for _, group in _columns(table, column_keys):
+    for _, group in columns_of(table, column_keys):
         better = group["better"].iloc[0]
         if better not in ("lower", "higher") or len(group) < 2:
             continue
@@ -52,7 +78,7 @@ def best_marks(
             continue
         ranked = group.sort_values("mean", ascending=better == "lower", kind="stable")
         leader, others = ranked.iloc[0], [row for _, row in ranked.iloc[1:].iterrows()]
-        tests = [_compare(leader, other, level) for other in others]
+        tests = [_compare(leader, other, level, replicates) for other in others]
         adjusted = holm([t.p for t in tests])
         apart = [not math.isnan(p) and p < 1 - level for p in adjusted]
         if all(apart):
@@ -72,14 +98,14 @@ def best_marks(
     if unclear:
         notes.append(
             f"no best marked (the leader must differ from every other row: Welch tests at "
-            f"{level:.0%}, Holm-adjusted): "
+            f"{level:.0%} with Hsu's df, Holm-adjusted): "
             + "; ".join(unclear[:5])
             + (f"; and {len(unclear) - 5} more" if len(unclear) > 5 else "")
         )
     return best, notes
 
 
-def with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
+def with_baseline(table, rows_keys, column_keys, baseline: str, level: float, replicates=None):
     """Each cell against the baseline row of its column: `baseline` is a full row label
     ('decoder-char (steps=100)'), or a first key with settings that pick one row
     ('encoder-bpe (steps=270)'), or a first key alone, paired by setting where it names
@@ -95,7 +121,7 @@ def with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
         for index in table.index
     }
     ambiguous: set[str] = set()
-    for _, group in _columns(table, column_keys):
+    for _, group in columns_of(table, column_keys):
         candidates = group[is_baseline[group.index]]
         tested = []
         for index, row in group.iterrows():
@@ -108,7 +134,7 @@ def with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
                 if len(candidates) > 1:
                     ambiguous.update(row_text(c, rows_keys) for _, c in candidates.iterrows())
                 continue
-            interval = _compare(row, reference.iloc[0], level)
+            interval = _compare(row, reference.iloc[0], level, replicates)
             reason = untestable(interval)
             results[index].update(
                 diff=interval.diff,
@@ -116,7 +142,7 @@ def with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
                 ci_high=interval.high,
                 df=interval.df,
                 p=interval.p,
-                test=reason or "Welch",
+                test=reason or interval.tested,
             )
             if reason is None:
                 tested.append(index)
@@ -170,3 +196,82 @@ def _has_setting(settings: dict, key: str, value: str) -> bool:
     if not found:
         return value == "-"
     return any(short_value(v) == value or str(v) == value for v in found)
+
+
+def power_notes(
+    table, rows_keys, column_keys, level: float, reported=frozenset()
+) -> tuple[list[float], list[str]]:
+    """What each column's seeds could have found: per row, the smallest true difference to
+    the column's leader that its comparison finds with 80% power (at `level`, the error
+    split over the column's k-1 comparisons as Holm's strictest step splits it; Hsu's df),
+    NaN where there is no test; a note per column naming the rows that trail the leader by
+    less, and how many seeds a side would tell the runner-up from the leader at the
+    spread observed, where the leader is not marked."""
+    from zoo.comparison.stats import detectable, no_spread
+
+    found = [math.nan] * len(table)
+    notes = []
+    for _, group in columns_of(table, column_keys):
+        better = group["better"].iloc[0]
+        if better not in ("lower", "higher") or len(group) < 2:
+            continue
+        if group["metric"].iloc[0] in reported:
+            continue
+        ranked = group.sort_values("mean", ascending=better == "lower", kind="stable")
+        leader = ranked.iloc[0]
+        alpha = (1 - level) / (len(group) - 1)
+        within, smallest = [], []
+        for index, row in ranked.iloc[1:].iterrows():
+            n = min(int(leader["n"]), int(row["n"]))
+            sds = [0.0 if no_spread(c["std"], c["mean"]) else c["std"] for c in (leader, row)]
+            if n < 2 or math.isnan(sds[0]) or math.isnan(sds[1]) or not any(sds):
+                continue
+            least = detectable(math.hypot(*sds), n, alpha)
+            found[table.index.get_loc(index)] = least
+            smallest.append(least)
+            behind = abs(leader["mean"] - row["mean"])
+            if behind < least:
+                within.append(f"{row_text(row, rows_keys)} ({_figure(behind, least)} behind)")
+        if not smallest:
+            continue
+        where = " / ".join(key_text(leader[k]) for k in column_keys)
+        low, high = min(smallest), max(smallest)
+        size = _figure(low, low) + (f" to {_figure(high, low)}" if high > low * 1.005 else "")
+        text = (
+            f"on {where}, these seeds find a row {size} or more behind "
+            f"{row_text(leader, rows_keys)} with 80% probability"
+        )
+        if within:
+            text += "; closer, and so easily missed: " + ", ".join(within[:5])
+            text += f" and {len(within) - 5} more" if len(within) > 5 else ""
+        if not bool(table.loc[leader.name, "best"]):
+            text += _seeds_to_tell(leader, ranked.iloc[1], rows_keys, alpha)
+        notes.append(text)
+    if notes:
+        notes = [
+            f"power (Welch-Hsu tests at {level:.0%}, the error split over each column's "
+            "comparisons): " + "; ".join(notes)
+        ]
+    return found, notes
+
+
+def _seeds_to_tell(leader, runner_up, rows_keys, alpha: float) -> str:
+    """'; about 12 seeds a side would tell ... apart', at the spread observed."""
+    from zoo.comparison.stats import no_spread, seeds_needed
+
+    sds = [0.0 if no_spread(c["std"], c["mean"]) else c["std"] for c in (leader, runner_up)]
+    if any(math.isnan(sd) for sd in sds) or not any(sds):
+        return ""
+    needed = seeds_needed(leader["mean"] - runner_up["mean"], sds[0], sds[1], alpha)
+    name = row_text(runner_up, rows_keys)
+    if needed is None:
+        return f"; more than 1000 seeds a side would be needed to tell {name} from it"
+    return f"; about {needed} seeds a side would tell {name} from it at the spread observed"
+
+
+def _figure(value: float, like: float) -> str:
+    """A difference with the significant digits of `like`."""
+    if not math.isfinite(like) or like == 0:
+        return f"{value:.3g}"
+    places = max(0, 2 - math.floor(math.log10(abs(like))))
+    return f"{value:.{places}f}"

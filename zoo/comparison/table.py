@@ -15,6 +15,7 @@ function, is never shadowed by a submodule attribute.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from zoo.comparison.samples import (
     sample_key,
     settings_of,
 )
-from zoo.comparison.significance import best_marks, with_baseline
+from zoo.comparison.significance import best_marks, power_notes, with_baseline
 from zoo.core.names import get_task
 from zoo.errors import UnknownNameError, ZooError
 from zoo.tasks import describe_metric, metric_info, strip_split
@@ -49,6 +50,7 @@ STAT_COLUMNS = (
     "std",
     "n",
     "best",
+    "detectable",
     "setting",
     "configs",
     "runs",
@@ -106,16 +108,20 @@ def eval_value(metrics: dict, name: str, split: str | None):
 
 
 # -- loading -------------------------------------------------------------------------
-def load_runs():
+def load_runs(store=None):
     """Every run, one column per scalar metric and per setting (zoo.records.columns), plus
     what comparisons need from the config: `settings` (the settings that change the result,
-    without the seed), `trained_on` and `split` (eval rows)."""
+    without the seed), `trained_on` and `split` (eval rows). From ``store`` where given (an
+    open zoo.records.store.Store, read-only for a viewer), else from ZOO_HOME's."""
     from zoo.records.columns import with_setting_columns
     from zoo.records.store import Store
 
-    with Store() as store:
-        frame = store.frame()
-        rows = {r["id"]: r for r in store.rows()}
+    if store is None:
+        with Store() as opened:
+            return load_runs(opened)
+    listed = store.rows()
+    frame = store.frame(listed)
+    rows = {r["id"]: r for r in listed}
     return add_settings(with_setting_columns(frame, rows), rows)
 
 
@@ -150,6 +156,14 @@ class Comparison:
     baseline: str | None = None
     notes: list[str] = field(default_factory=list)
     pooled: bool = False  # --pool: n counts runs (configurations x seeds), not seeds
+    examples_counted: list[str] = field(default_factory=list)  # metrics whose tests count
+    # the evaluation set's sampling noise (per-example scores kept: zoo.comparison.bootstrap)
+
+    @functools.cached_property
+    def metric_pairs(self):
+        """The (task, metric) pairs of the table, each once (a column's label names its
+        metric where there are several: computed once, not for every cell)."""
+        return self.cells[["task", "metric"]].drop_duplicates()
 
 
 def summarize(
@@ -165,6 +179,7 @@ def summarize(
     better: str | None = None,
     pool: bool = False,
     level: float = 0.95,
+    examples: bool = True,
 ) -> Comparison:
     import pandas as pd
 
@@ -213,7 +228,7 @@ def summarize(
         or (evals and any(c.endswith("_" + metric) for c in frame.columns))
     )
     if not known:
-        raise UnknownNameError("metric", metric, _metric_names(frame))
+        raise UnknownNameError("metric", metric, metric_names(frame))
     what = f"{'evaluation' if evals else 'training'} runs with status {', '.join(status) or 'any'}"
     if data.empty:
         raise ZooError(f"no {what} match" + (f" --where {where!r}" if where else ""))
@@ -277,8 +292,10 @@ def summarize(
     table = pd.DataFrame(cells)
     table["setting"] = setting_labels(table, rows_keys, column_keys)
     reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
-    table["best"], marks = best_marks(table, rows_keys, column_keys, level, reported)
-    notes += marks
+    replicates = _example_replicates(table, column_keys, examples and not evals)
+    table["best"], marks = best_marks(table, rows_keys, column_keys, level, reported, replicates)
+    table["detectable"], power = power_notes(table, rows_keys, column_keys, level, reported)
+    notes += marks + power
     if missing:
         notes.append(
             f"{missing} of {len(data)} matching runs recorded no "
@@ -300,8 +317,9 @@ def summarize(
             f"{merged} duplicate run(s) of the same configuration and seed merged (a tune "
             "trial and its re-run, a repeat): each sample counts once, the latest run kept"
         )
+    counted = sorted({table.loc[i, "metric"] for i in replicates})
     if baseline is not None:
-        table = with_baseline(table, rows_keys, column_keys, baseline, level)
+        table = with_baseline(table, rows_keys, column_keys, baseline, level, replicates)
     table = table.drop(columns=["_settings", "variant"])
     order = unique_keys(
         rows_keys
@@ -315,7 +333,18 @@ def summarize(
         notes.append("some cells pool runs with different settings (--pool)")
     table = table.reset_index(drop=True)
     table.attrs["notes"] = notes  # zoo.compare() returns the cells: the notes travel with them
-    return Comparison(table, rows_keys, column_keys, baseline, notes, pooled=pool)
+    return Comparison(
+        table, rows_keys, column_keys, baseline, notes, pooled=pool, examples_counted=counted
+    )
+
+
+def _example_replicates(table, column_keys, wanted: bool) -> dict:
+    """Bootstrap replicates (seeds and examples) of the cells whose runs kept per-example
+    scores (zoo.comparison.bootstrap); none with --seeds-only."""
+    from zoo.comparison.bootstrap import column_replicates
+    from zoo.comparison.significance import columns_of
+
+    return column_replicates(table, columns_of(table, column_keys)) if wanted else {}
 
 
 def _choice_figures(long, keys, pool: bool):
@@ -367,7 +396,7 @@ def _query(data, where: str):
     return select(data, where)
 
 
-def _metric_names(frame) -> list[str]:
+def metric_names(frame) -> list[str]:
     skip = {
         "id",
         "kind",
@@ -401,7 +430,7 @@ def _values(data, metric: str | None, evals: bool):
     import pandas as pd
 
     records = []
-    for _, row in data.iterrows():
+    for row in data.to_dict("records"):  # plain dicts: a Series per row costs seconds at 10k
         name = metric or primary_metric(row["task"], "eval" if evals else "train")
         if name is None:
             continue
@@ -417,7 +446,7 @@ def _values(data, metric: str | None, evals: bool):
                     # a NaN in a frame is a metric not recorded, unless the run recorded NaN
                     if math.isnan(value) and key not in row.get("nan_metrics", ()):
                         continue
-                    record = {**row.to_dict(), "metric": name, "value": float(value)}
+                    record = {**row, "metric": name, "value": float(value)}
                     records.append({**record, "role": role})
                     break
     return pd.DataFrame(records)

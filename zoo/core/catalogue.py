@@ -310,6 +310,10 @@ def _ensemble_preset(parser, name: str, body: dict, path: Path | str) -> Ensembl
     members = parser.expect(body["members"], list, f"{where} members")
     if len(members) < 2 or not all(isinstance(m, str) and m for m in members):
         parser.fail(f"{where} members must list at least two preset names", name)
+    if name in members:
+        parser.fail(
+            f"{where} members lists {name!r} itself; an ensemble's members are other presets", name
+        )
     weights = parser.expect(body.get("weights", "equal"), str, f"{where} weights")
     if weights not in ENSEMBLE_WEIGHTS:
         parser.fail(

@@ -27,10 +27,13 @@ HOOK_FOR_KIND = {kind: f"register_{kind}s" for kind in KINDS}
 KIND_OF_HOOK = {hook: kind for kind, hook in HOOK_FOR_KIND.items()}
 
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+$")
+# A name the command line takes as one word: never an option ('-x', '--help'), never two
+# lines ('\Z', not '$', which also matches before a final newline), at most 128 characters
+NAME_PATTERN = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
+NAME_RULE = "letters, digits, '_', '.' or '-', starting with a letter, a digit or '_'"
 
 
-COMMAND_PATTERN = re.compile(r"^[a-z][a-z0-9-]*$")
+COMMAND_PATTERN = re.compile(r"\A[a-z][a-z0-9-]*\Z")
 
 
 COLUMN_ROLES = ("text", "label")  # what a dataset's columns are to the tasks

@@ -15,6 +15,7 @@ import importlib.util
 import logging
 import os
 import sys
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ from zoo.core.containment import (
 from zoo.core.kinds import (
     KIND_OF_HOOK,
     KINDS,
+    Command,
     Entries,
     Entry,
     resolve_target,
@@ -69,6 +71,7 @@ DEFAULT_PLUGINS = (
     "zoo.plugins.fasttext",
     "zoo.plugins.trackers",
     "zoo.plugins.lstm",
+    "zoo.plugins.mamba",
     "zoo.plugins.nbsvm",
     "zoo.plugins.export",
     "zoo.pipelines",
@@ -91,6 +94,7 @@ class PluginInfo:
     source_sha256: str = ""  # of its source files, once known (code_identity)
     editable: str | None = None  # an editable install's project (PEP 610 url), else None
     hash_source: Callable[[], str] | None = field(default=None, repr=False)
+    modules: list[str] = field(default_factory=list)  # the packages its code lives in
 
     @property
     def by_source(self) -> bool:
@@ -177,7 +181,23 @@ class Zoo:
                 self.set_aside(info, strict)
                 return False
         self.plugins[info.name] = info
+        info.modules.append(
+            plugin.__name__ if isinstance(plugin, types.ModuleType) else _module_of(plugin)
+        )
         return True
+
+    def plugin_of(self, module: str) -> str | None:
+        """The plugin whose code ``module`` is (a module of a package it was loaded from, or
+        of one of its registered targets), or None: zoo's own code or a library's."""
+        for info in self.plugins.values():
+            if any(module == m or module.startswith(m + ".") for m in info.modules):
+                return info.name
+        for registry in self.entries_of.values():
+            for entry in registry.entries_in_order():
+                target = entry.handler if isinstance(entry, Command) else entry.target
+                if module == _module_of(target):
+                    return entry.plugin
+        return None
 
     def _register(self, plugin: Any, info: PluginInfo) -> None:
         self.pm.register(plugin, name=info.name)
@@ -275,6 +295,15 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
 
 
+def _module_of(target) -> str:
+    """The module a registered target (or a plugin object) lives in."""
+    if isinstance(target, str):
+        return target.partition(":")[0]
+    if isinstance(target, type) or callable(target) and hasattr(target, "__module__"):
+        return target.__module__
+    return type(target).__module__
+
+
 def _wanted(names: Iterable[str]) -> bool:
     allowed = os.environ.get("ZOO_LOAD_PLUGINS")
     if allowed is None:
@@ -326,6 +355,7 @@ def build_zoo(
                 f"{ep.name} = {ep.value}",
                 editable=editable_project(dist),
                 hash_source=functools.partial(top_package_hash, ep.module),
+                modules=[ep.module.partition(".")[0]],
             )
             try:
                 with plugin_code():

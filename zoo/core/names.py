@@ -80,7 +80,7 @@ def resolve_model(name: str, zoo) -> ModelSpec:
             dict(preset.overrides),
             preset.description,
         )
-    arch, sep, tok = name.partition("-")
+    arch, sep, tok = name.rpartition("-")  # tokenizer names have no '-'; hf-gpt_neox-char
     if sep and arch in zoo.architectures and tok in zoo.tokenizers:
         entry = zoo.architectures.get(arch)
         return ModelSpec(name, entry, zoo.tokenizers.get(tok), {}, entry.description)

@@ -10,12 +10,13 @@ from zoo.core.kinds import (
     COLUMN_ROLES,
     COMMAND_PATTERN,
     NAME_PATTERN,
+    NAME_RULE,
     Command,
     Entry,
     describe_target,
     target_problem,
 )
-from zoo.errors import ZooError
+from zoo.errors import ZooError, shown
 from zoo.tasks import Task
 
 
@@ -33,8 +34,8 @@ def entry_stager(kind: str, plugin_name: str, staged: list[Entry]) -> Callable:
         architectures=(),
     ):
         if not isinstance(name, str) or not NAME_PATTERN.match(name):
-            raise ZooError(f"{kind} name {name!r} must be letters, digits, '_', '.' or '-'")
-        if kind in ("architecture", "tokenizer") and "-" in name:
+            raise ZooError(f"{kind} name {shown(name)} must be {NAME_RULE}")
+        if kind == "tokenizer" and "-" in name:  # a model name splits at its last '-'
             raise ZooError(
                 f"{kind} name {name!r} may not contain '-' (model names are ARCH-TOKENIZER)"
             )

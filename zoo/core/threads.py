@@ -20,6 +20,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from zoo.errors import ZooError, shown
+
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 SAMPLE_SECONDS = 0.2  # in SAMPLE_WINDOWS windows: /proc/stat counts in 10 ms ticks
 SAMPLE_WINDOWS = 4
@@ -117,6 +119,16 @@ def idle_cpus(windows: int = SAMPLE_WINDOWS, seconds: float = SAMPLE_SECONDS) ->
             return max(0.0, (os.cpu_count() or 1) - os.getloadavg()[0])
         except (OSError, AttributeError):
             return None
+
+
+def check_thread_count(requested: int | None, usable: int | None = None) -> None:
+    """--threads at most the CPUs this process may use: more threads than CPUs only wait
+    for each other, and a count such as 10**9 would be recorded with the run."""
+    usable = usable_cpus() if usable is None else usable
+    if requested is not None and requested > usable:
+        raise ZooError(
+            f"--threads {shown(requested)}: this process may use {usable} CPU(s); at most {usable}"
+        )
 
 
 def choose_threads(

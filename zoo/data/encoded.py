@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.core.phases import phase
+from zoo.tokenizer import check_ids
 
 FORMAT = 2  # bump when what a cached token file holds changes
 ROWS_PER_BATCH = 10_000  # rows per map batch: one text each, encoded at once
@@ -149,7 +150,7 @@ def tokenize(split, column: str, tokenizer, dtype: np.dtype, key: str):
 
     def encode(table, indices):
         text = join_rows(table.column(column), last=indices[-1] == len(split) - 1)
-        ids = tokenizer.encode_text(text).astype(dtype, copy=False)
+        ids = check_ids(tokenizer, tokenizer.encode_text(text)).astype(dtype, copy=False)
         offsets = pa.array([0, len(ids)], pa.int32())
         return pa.table({"ids": pa.ListArray.from_arrays(offsets, pa.array(ids))})
 
@@ -171,6 +172,7 @@ def row_ids(split, column: str, tokenizer) -> tuple[np.ndarray, np.ndarray]:
 
     def encode(table):
         ids, offsets = tokenizer.encode_rows(row_texts(table.column(column)))
+        check_ids(tokenizer, ids)
         lists = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(ids.astype(dtype)))
         return pa.table({"ids": lists})
 

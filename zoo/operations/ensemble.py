@@ -22,9 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zoo.core.culprits import naming_plugins
 from zoo.errors import ZooError
 from zoo.operations.weights import FIT_RULE, fit_weights
 from zoo.pipeline import optional_method
+from zoo.records.lifecycle import recording
 
 log = logging.getLogger(__name__)
 
@@ -185,9 +187,10 @@ def run_probabilities(rows: list[dict], pipeline, device: str, quiet: bool, zoo)
         if not quiet:
             log.info(f"ensemble: {row['model']} (run {row['id']})")
         trained = load_trained(row["id"], zoo, device=device)
-        out.append(
-            {split: pipeline.split_probabilities(trained, loaded, split) for split in SPLITS}
-        )
+        with naming_plugins("ensemble", zoo):
+            out.append(
+                {split: pipeline.split_probabilities(trained, loaded, split) for split in SPLITS}
+            )
         del trained
     for row, predicted in zip(rows[1:], out[1:]):
         for split in SPLITS:
@@ -260,27 +263,23 @@ def record(
         "git_dirty": git_dirty(),
     }
     tokenizers = sorted({r["tokenizer"] for r in rows if r.get("tokenizer")})
-    with Store() as store:
-        store.insert(
-            ensemble_id,
-            kind="ensemble",
-            model=name,
-            architecture="ensemble",
-            tokenizer="+".join(tokenizers) or None,
-            dataset=first["dataset"],
-            task=first["task"],
-            params=total,
-            seed=seed,
-            config_hash=config["config_hash"],
-            config=config,
-        )
-        store.update(
-            ensemble_id,
-            status="finished",
-            finished=time.time(),
-            duration=duration,
-            metrics=metrics,
-        )
+    row = {
+        "kind": "ensemble",
+        "model": name,
+        "architecture": "ensemble",
+        "tokenizer": "+".join(tokenizers) or None,
+        "dataset": first["dataset"],
+        "task": first["task"],
+        "params": total,
+        "seed": seed,
+        "config_hash": config["config_hash"],
+        "config": config,
+    }
+    with (
+        Store() as store,
+        recording(store, ensemble_id, row=row, began=time.time() - duration) as run,
+    ):
+        run.end("finished", metrics=metrics)
     return Ensemble(
         ensemble_id,
         name,

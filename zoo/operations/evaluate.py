@@ -5,12 +5,13 @@
 from __future__ import annotations
 
 import hashlib
-import time
 
 from zoo.core.containment import own_interrupts_fail
+from zoo.core.culprits import naming_plugins
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
 from zoo.pipeline import optional_method
+from zoo.records.lifecycle import recording
 
 
 def evaluate_run(
@@ -97,48 +98,24 @@ def evaluate_run(
     provenance["config_hash"] = hashlib.sha256(
         f"{parent.get('config_hash')}|{ref.source}|{split}".encode()
     ).hexdigest()[:16]
-    with Store() as store:
-        store.insert(
-            eval_id,
-            kind="eval",
-            parent_id=trained.run_id,
-            model=parent["model"],
-            architecture=parent["architecture"],
-            tokenizer=parent["tokenizer"],
-            dataset=ref.name,
-            task=trained.task,
-            params=trained.row.get("params"),
-            seed=parent["seed"],
-            config_hash=provenance["config_hash"],
-            config=provenance,
-        )
-        start = time.time()
-        try:
-            seed_everything(int(parent["seed"]))
-            with own_interrupts_fail("the evaluation's code"):  # no Ctrl-C behind it: failed
-                metrics = dict(method(trained, loaded, split))
-        except KeyboardInterrupt:  # the user's Ctrl-C
-            store.update(
-                eval_id,
-                status="interrupted",
-                finished=time.time(),
-                duration=time.time() - start,
-                error="interrupted (Ctrl-C)",
-            )
-            raise
-        except BaseException as exc:
-            store.update(
-                eval_id,
-                status="failed",
-                finished=time.time(),
-                duration=time.time() - start,
-                error=f"{type(exc).__name__}: {exc}"[:2000],
-            )
-            raise
-        duration = time.time() - start
-        store.update(
-            eval_id, status="finished", finished=time.time(), duration=duration, metrics=metrics
-        )
+    row = {
+        "kind": "eval",
+        "parent_id": trained.run_id,
+        "model": parent["model"],
+        "architecture": parent["architecture"],
+        "tokenizer": parent["tokenizer"],
+        "dataset": ref.name,
+        "task": trained.task,
+        "params": trained.row.get("params"),
+        "seed": parent["seed"],
+        "config_hash": provenance["config_hash"],
+        "config": provenance,
+    }
+    with Store() as store, recording(store, eval_id, row=row) as record:
+        seed_everything(int(parent["seed"]))
+        with own_interrupts_fail("the evaluation's code"), naming_plugins("evaluation", zoo):
+            metrics = dict(method(trained, loaded, split))
+        duration = record.end("finished", metrics=metrics)
     return {
         "run_id": eval_id,
         "parent_id": trained.run_id,

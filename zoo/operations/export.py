@@ -11,12 +11,13 @@ moves the folder into place.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from zoo.atomic_folders import atomic_folder, check_new_folder
 from zoo.core.containment import call_plugin
 from zoo.core.loading import get_zoo
-from zoo.errors import ZooError
+from zoo.errors import ZooError, shown
 from zoo.operations.card import model_card
 from zoo.operations.reload import load_trained
 
@@ -45,11 +46,8 @@ def export_run(
     entry, exporter = pick(zoo, trained, chosen)
     texts = validation_texts(trained)
     with atomic_folder(folder, force=force, what="export to") as staging:
-        facts = _call(entry, exporter.write, trained, staging)
-        checked = _call(entry, exporter.check, trained, staging, texts)
-        refused = _refusal(checked, entry.name)
-        if refused:
-            raise ZooError(refused)
+        facts = written_facts(entry, _call(entry, exporter.write, trained, staging))
+        checked = check_batches(entry, exporter, trained, staging, texts)
         card = model_card(
             trained,
             facts,
@@ -111,17 +109,107 @@ def _call(entry, function, *args):
     return call_plugin(function, *args, what=f"exporter {entry.name!r}", plugin=entry.plugin)
 
 
-def _refusal(checked: dict, name: str) -> str | None:
+def batches(texts: list[str]) -> list[tuple[str, list[str]]]:
+    """What an export is checked on, described: a text alone, a text of a few characters
+    alone (an input of one or a few tokens), three texts of other lengths together (padded),
+    and every text together (long ones cut to the context). A graph traced at one shape, or
+    that pads differently from zoo, differs on one of them."""
+    short = min(texts, key=len).strip()[:3] or texts[0]
+    return [
+        ("a text alone", texts[:1]),
+        (f"the {len(short)}-character text {short!r} alone", [short]),
+        (f"{len(texts[:3])} texts together", texts[:3]),
+        (f"{len(texts)} texts together", texts),
+    ]
+
+
+def check_batches(entry, exporter, trained, staging: Path, texts: list[str]) -> dict:
+    """The exporter's ``check`` on every batch of ``batches``; the first that differs from
+    zoo's predictions (by more than TOLERANCE, or on a label) refuses the export."""
+    worst: dict = {"max_difference": 0.0, "agree": True, "compared": 0}
+    for described, batch in batches(texts):
+        checked = check_answer(entry, _call(entry, exporter.check, trained, staging, batch), batch)
+        refused = _refusal(checked, entry.name, described)
+        if refused:
+            raise ZooError(refused)
+        worst["max_difference"] = max(worst["max_difference"], checked["max_difference"])
+        worst["compared"] += checked.get("compared") or len(batch)
+    return worst
+
+
+# What an exporter's write() may return: key -> the types its value may have
+FACT_TYPES: dict[str, tuple[type, ...]] = {
+    "library_name": (str, type(None)),
+    "pipeline_tag": (str, type(None)),
+    "summary": (str,),
+    "usage": (str, type(None)),
+    "base": (dict, type(None)),
+}
+
+
+def _answer_error(entry, method: str, problem: str) -> ZooError:
+    return ZooError(
+        f"exporter {entry.name!r} from plugin {entry.plugin!r}: {method}() {problem} "
+        "(zoo.hookspecs.register_exporters says what it returns); nothing was written"
+    )
+
+
+def written_facts(entry, facts) -> dict:
+    """write()'s answer checked as user input is: a dict whose known keys have their types."""
+    if not isinstance(facts, dict):
+        raise _answer_error(entry, "write", f"returned {type(facts).__name__}, not a dict")
+    for key, types in FACT_TYPES.items():
+        if key in facts and not isinstance(facts[key], types):
+            names = " or ".join("None" if t is type(None) else t.__name__ for t in types)
+            raise _answer_error(
+                entry, "write", f"returned {key} as {type(facts[key]).__name__}, not {names}"
+            )
+    return facts
+
+
+def check_answer(entry, checked, texts: list[str]) -> dict:
+    """check()'s answer checked as user input is: a dict saying it compared at least one of
+    ``texts`` (and no more than were given), a difference that is a number, not negative
+    and not NaN, and whether the labels agree as a bool. A check that compared nothing
+    vouches for nothing."""
+    if not isinstance(checked, dict):
+        raise _answer_error(entry, "check", f"returned {type(checked).__name__}, not a dict")
+    compared, difference = checked.get("compared"), checked.get("max_difference")
+    if not isinstance(compared, int) or isinstance(compared, bool):
+        raise _answer_error(entry, "check", f"returned compared = {shown(compared)}, not a count")
+    if not 1 <= compared <= len(texts):
+        raise _answer_error(
+            entry, "check", f"compared {compared} texts; it must compare 1 to {len(texts)}"
+        )
+    if (
+        not isinstance(difference, (int, float))
+        or isinstance(difference, bool)
+        or math.isnan(difference)
+        or difference < 0
+    ):
+        raise _answer_error(
+            entry,
+            "check",
+            f"returned max_difference = {shown(difference)}, not a number 0 or more",
+        )
+    if not isinstance(checked.get("agree"), bool):
+        raise _answer_error(
+            entry, "check", f"returned agree = {shown(checked.get('agree'))}, not true or false"
+        )
+    return checked
+
+
+def _refusal(checked: dict, name: str, described: str) -> str | None:
     difference, agree = checked.get("max_difference"), checked.get("agree")
     if not isinstance(difference, (int, float)) or not difference <= TOLERANCE:
         return (
-            f"the {name} export's predictions on {checked.get('compared')} validation texts "
-            f"differ from zoo's by {difference:.3g} (more than {TOLERANCE}); nothing was written"
+            f"the {name} export's predictions on {described} (validation texts) differ from "
+            f"zoo's by {difference:.3g} (more than {TOLERANCE}); nothing was written"
         )
     if agree is not True:
         return (
-            f"the {name} export predicts other labels than zoo on validation texts; "
-            "nothing was written"
+            f"the {name} export predicts other labels than zoo on {described} (validation "
+            "texts); nothing was written"
         )
     return None
 

@@ -50,6 +50,17 @@ class Trained:
     declared_task: Any = None
     """The zoo.plugin.Task the run's pipeline registers."""
 
+    @property
+    def network(self) -> Any:
+        """The ``torch.nn.Module`` the architecture's ``build`` returned, with the run's
+        weights (None for a model that is not torch): what an exporter converts. Its
+        ``forward(input_ids, attention_mask)`` gives the output the task declares; the
+        tokenizer that makes its inputs is ``tokenizer`` (for a ``TokenizersTokenizer``,
+        ``tokenizer.backend`` is the ``tokenizers.Tokenizer`` to save beside it)."""
+        from zoo.train.torch_model import TorchModel
+
+        return self.model.module if isinstance(self.model, TorchModel) else None
+
     def __getattr__(self, name: str):
         if name == "block_size":  # API 1.0's name of context_length, until API 2.0
             warnings.warn(

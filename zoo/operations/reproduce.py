@@ -142,3 +142,60 @@ def _provenance(run_id: str) -> dict:
 
     with Store() as store:
         return store.get(run_id)["config"]
+
+
+def config_file(record: dict) -> str:
+    """TOML for `zoo run --config` that trains the recorded run again: its model, dataset,
+    seed and task, and every resolved setting under [set] (section by section)."""
+    config = record.get("config") or {}
+    lines = [
+        f"# zoo run --config FILE: reproduces run {record['id']}",
+        f"model = {_toml(record.get('model'))}",
+        f"dataset = {_toml(record.get('dataset'))}",
+        f"seed = {_toml(record.get('seed') or 0)}",
+        f"task = {_toml(record.get('task'))}",
+    ]
+    if config.get("device") in ("cpu", "cuda"):
+        lines.append(f"device = {_toml(config['device'])}")
+    # the columns it chose (so the run's config hash is the same), or, for a run recorded
+    # before zoo recorded its choice, the columns it read
+    chosen = config.get("columns", [config.get("text_column"), config.get("label_column")])
+    for key, value in zip(("text_column", "label_column"), chosen):
+        if value:
+            lines.append(f"{key} = {_toml(value)}")
+    init = (config.get("init") or {}).get("run_id")
+    if init:  # it started from that run's weights: so does the run this file trains
+        lines.append(f"init = {_toml(init)}")
+    if config.get("stacked"):
+        lines.insert(
+            1,
+            f"# trained with other seeds as one batched model (stacked="
+            f"{config['stacked']}); this file trains it alone",
+        )
+    skipped = []
+    for section, values in (config.get("configs") or {}).items():
+        if not values:
+            continue
+        lines += ["", f"[set.{section}]"]
+        for key, value in values.items():
+            if value is None:  # TOML has no null: the field's default, None, stands
+                skipped.append(f"{section}.{key}")
+                continue
+            lines.append(f"{key} = {_toml(value)}")
+    if skipped:
+        lines.insert(1, "# unset (None): " + ", ".join(skipped))
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)  # a TOML basic string

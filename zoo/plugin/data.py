@@ -21,6 +21,7 @@ _LAZY = {
     "train_cached": "zoo.data.tokenizer_cache",
     "dataset_key": "zoo.data.tokenizer_cache",
     "compression": "zoo.tokenizer",
+    "check_ids": "zoo.tokenizer",
     "unragged": "zoo.tokenizer",
 }
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
         text_batches,
     )
     from zoo.data.tokenizer_cache import dataset_key, train_cached
-    from zoo.tokenizer import compression, unragged
+    from zoo.tokenizer import check_ids, compression, unragged
 
 __all__ = [
     "load_dataset",
@@ -51,6 +52,7 @@ __all__ = [
     "train_cached",
     "dataset_key",
     "compression",
+    "check_ids",
     "unragged",
 ]
 

@@ -283,11 +283,12 @@ class Store:
                     log.warning(f"{exc}; skipped")
         return rows
 
-    def frame(self):
-        """All runs as a pandas DataFrame, one column per metric."""
+    def frame(self, rows: list[dict] | None = None):
+        """All runs as a pandas DataFrame, one column per metric (of ``rows``, what
+        ``rows()`` returned, where the caller has them already)."""
         import pandas as pd
 
-        rows = self.rows()
+        rows = self.rows() if rows is None else rows
         base = pd.DataFrame(
             [{k: v for k, v in r.items() if k not in ("metrics", "config")} for r in rows],
             columns=[c for c in COLUMNS if c not in ("metrics", "config")],

@@ -1,4 +1,5 @@
-"""A sweep's plan: every model x dataset x setting x seed cell.
+"""A sweep's cells: every model x dataset x setting x seed cell planned, a cell's settled run
+and what its store row holds, and a cell trained anew (train_cell).
 
 Every cell is planned before anything trains, so impossible pairs (no head for the
 dataset's task, a --set key the model does not have) are skipped with their reason up
@@ -15,8 +16,8 @@ from typing import Any
 
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
+from zoo.sweeps.cell_stacks import stack_size
 from zoo.sweeps.grid import check_grid, grid_settings, short_value
-from zoo.sweeps.stacking import stack_size
 
 WILDCARDS = "*?["
 
@@ -67,6 +68,7 @@ class Sweep:
     overrides: dict = field(default_factory=dict)  # --set (and --steps, --time) for every cell
     task: str | None = None  # the task asked for, if any
     stacked: int | None = None  # --stack-seeds: the most seeds trained together
+    log_to: list[str] | None = None  # the trackers every cell reports to (None: ZOO_LOG_TO)
     # What trackers group this sweep's runs under (an MLflow parent run, a TensorBoard folder)
     id: str = field(default_factory=lambda: "sweep-" + time.strftime("%Y%m%d-%H%M%S"))
 
@@ -122,7 +124,7 @@ def plan_sweep(
     grid: dict[str, list[str]] | None = None,
     stack_seeds: int | bool | None = None,
 ) -> Sweep:
-    """Every cell planned; ``stack_seeds`` (zoo.sweeps.stacking) trains up to that many
+    """Every cell planned; ``stack_seeds`` (zoo.sweeps.cell_stacks) trains up to that many
     seeds of a cell together (True: all of them), a configuration of its own."""
     from zoo.core.loading import get_zoo
     from zoo.records.store import Store
@@ -291,3 +293,128 @@ def describe_plan(sweep: Sweep) -> list[str]:
     for (label, dataset), again in new.items():
         lines.append(f"  new {label} on {dataset} ({len(again)} cell(s)): {again[0].new_because}")
     return lines
+
+
+def train_cell(
+    plan,
+    *,
+    device,
+    quiet,
+    zoo,
+    run_id=None,
+    store=None,
+    extra=None,
+    label=None,
+    on_validate=None,
+    log_to=None,
+):
+    """A cell's run started anew (its last run could not be resumed): a plan of seeds
+    trained together is trained as a stack of one, so its run is what its configuration
+    says (stacked), never a run trained alone; any other plan as ``execute`` trains it
+    (``on_validate``: a search trial's callback; trials are never stacked)."""
+    from zoo.train.runner import execute
+    from zoo.train.seed_stack import train_together
+    from zoo.train.starting import new_run_id
+
+    if not plan.stacked:
+        return execute(
+            plan,
+            device=device,
+            quiet=quiet,
+            zoo=zoo,
+            run_id=run_id,
+            store=store,
+            extra=extra,
+            label=label,
+            on_validate=on_validate,
+            log_to=log_to,
+        )
+    ((kind, value),) = train_together(
+        [plan],
+        [run_id or new_run_id()],
+        device=device,
+        quiet=quiet,
+        zoo=zoo,
+        stores=None if store is None else [store],
+        extras=[extra],
+        label=label,
+        log_to=log_to,
+    )
+    if kind == "error":
+        raise value
+    return value
+
+
+def settled_latest(store, config_hash: str) -> dict | None:
+    """The cell's latest run, once no live process writes it: a run still 'running' whose
+    writer is ending (a worker of a killed driver) is waited for, then found interrupted."""
+    from zoo.records.ownership import wait_for_writer
+    from zoo.records.paths import run_folder
+
+    latest = store.latest(config_hash=config_hash)
+    if latest is None or latest["status"] != "running":
+        return latest
+    try:
+        wait_for_writer(run_folder(latest["id"]))
+    except ZooError:
+        return latest
+    store.recover_stale_rows()
+    return store.latest(config_hash=config_hash)
+
+
+def should_resume(latest: dict | None) -> bool:
+    """A cell continues its latest run when that was interrupted, or failed with a
+    checkpoint kept (its worker process died, say); any other cell starts a new run."""
+    from zoo.records.paths import run_folder
+    from zoo.train import checkpoints
+
+    if latest is None or latest.get("kind", "train") != "train":
+        return False
+    if latest["status"] == "interrupted":
+        return True
+    return latest["status"] == "failed" and checkpoints.latest(run_folder(latest["id"])) is not None
+
+
+def headline(result: dict) -> str:
+    from zoo.comparison.table import primary_metric
+
+    metric = primary_metric(result["task"])
+    value = result["metrics"].get(metric)
+    return f"{metric} {value:.4f}" if isinstance(value, float) else f"{metric} {value}"
+
+
+def one_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
+
+
+def failure_row(cell: Cell, config: dict | None = None) -> dict:
+    """Store fields for a cell that failed before its run recorded itself: from the run's
+    config.json when it got that far, else from the plan."""
+    plan = cell.plan
+    config = config or {
+        "model": cell.model,
+        "dataset": cell.dataset,
+        "seed": cell.seed,
+        "task": plan.task,
+        "config_hash": cell.config_hash,
+        "architecture": plan.spec.architecture.name,
+        "tokenizer": plan.spec.tokenizer.name,
+        "dataset_id": plan.dataset_ref.source,
+        "configs": {k: _asdict(v) for k, v in plan.configs.items()},
+    }
+    return {
+        "model": cell.model,
+        "dataset": plan.dataset_ref.name,
+        "architecture": plan.spec.architecture.name,
+        "tokenizer": plan.spec.tokenizer.name,
+        "task": plan.task,
+        "seed": cell.seed,
+        "config_hash": cell.config_hash,
+        "config": config,
+    }
+
+
+def _asdict(config):
+
+    return dataclasses.asdict(config) if config is not None else None

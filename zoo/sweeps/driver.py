@@ -1,25 +1,41 @@
-"""`zoo sweep`: train the planned cells (zoo.sweeps.cells) still to do, here or in an
-executor's workers.
+"""`zoo sweep`'s driver: trains the planned cells (zoo.sweeps.cells) still to do, in this
+process (zoo.sweeps.in_process) or in an executor's workers (the Driver), and alone writes
+the store. Cells whose config hash already has a finished run are skipped, so running the
+same sweep again resumes it; a cell whose latest run stopped part-way continues from its
+last checkpoint. A cell that fails is recorded as failed and the sweep goes on.
 
-Cells whose config hash already has a finished run are skipped, so running the same sweep
-again resumes it; a cell whose latest run stopped part-way continues from its last
-checkpoint. A cell that fails is recorded as failed and the sweep goes on.
+In parallel, one design for local worker processes (zoo.sweeps.local) and Ray tasks
+(zoo.sweeps.ray_tasks). The driver (the `zoo sweep` or `zoo tune` process) decides each
+cell's run id, claims the run it resumes, and alone writes the SQLite store. A worker trains
+the cell, writes its run folder under ZOO_HOME (which every node must see), and hands its
+store writes back as a journal (zoo.sweeps.worker). A local worker streams the journal as it
+goes, so `zoo runs` shows its cell running; a Ray task returns it with the outcome. A worker
+that dies (killed, out of memory, its node lost) leaves its cell `failed`; the sweep goes
+on, and running it again resumes the cell from its last checkpoint.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
+import os
 import time
 from collections import deque
+from pathlib import Path
 
-from zoo.core.containment import own_interrupts_fail
-from zoo.errors import ZooError
-from zoo.sweeps.cells import Cell, Sweep
-from zoo.sweeps.stacking import CellStack, next_unit
+from zoo.errors import SweepInterrupted, ZooError
+from zoo.records.lifecycle import record_ended
+from zoo.records.paths import run_folder
+from zoo.records.store import Store, home
+from zoo.sweeps.affinity import affinity_key, bring_forward
+from zoo.sweeps.cells import Sweep, failure_row, headline, settled_latest, should_resume
+from zoo.sweeps.claims import CellClaims
+from zoo.sweeps.home_watch import HomeWatch
 from zoo.train.progress import clock
 
 log = logging.getLogger(__name__)
+
+RESUMABLE = ("interrupted", "failed")
+CLAIM_POLL_SECONDS = 0.5  # how often a sweep looks again at cells another sweep trains
 
 
 def run_sweep(
@@ -30,274 +46,301 @@ def run_sweep(
     records them."""
     if executor is not None:
         return executor.run_cells(sweep, device=device)
-    from zoo.sweeps.claims import CellClaims
+    from zoo.sweeps.in_process import run_in_process
 
     claims = CellClaims()  # each cell locked while it trains here: another sweep skips it
     try:
-        return _run_in_process(sweep, claims, device=device, quiet=quiet, zoo=zoo)
+        return run_in_process(sweep, claims, device=device, quiet=quiet, zoo=zoo)
     finally:
         claims.release_all()
 
 
-def _run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sweep:
-    from zoo.errors import RunDiverged
-    from zoo.sweeps.warm import WarmWorker
-
-    kept = WarmWorker.here()  # datasets loaded once for the cells on them (zoo.sweeps.warm)
-    waiting = deque(sweep.todo)
-    total = len(waiting)
-    started = time.time()
-    index = 0
-    while waiting:
-        cell = _next_cell(sweep, claims, waiting)
-        if cell is None:  # every cell left is another sweep's for now
-            time.sleep(0.5)
-            continue
-        if isinstance(cell, CellStack):  # seeds trained together
-            index += len(cell.cells)
-            log.info(f"[{index}/{total}] {cell.name} (sweep {clock(time.time() - started)} so far)")
-            try:  # as for one cell: an interrupt with no Ctrl-C behind it fails a run only
-                with own_interrupts_fail("the cell's code"):
-                    _run_stack_here(cell, device=device, quiet=quiet, zoo=zoo, group=sweep.id)
-            finally:
-                for one in cell.cells:
-                    claims.release(one)
-            continue
-        index += 1
-        try:
-            _run_cell_here(
-                cell,
-                index,
-                total,
-                started,
-                device=device,
-                quiet=quiet,
-                zoo=zoo,
-                diverged=RunDiverged,
-                group=sweep.id,
-                kept=kept,
-            )
-        finally:
-            claims.release(cell)
-    return sweep
-
-
-def _next_cell(sweep: Sweep, claims, waiting: deque):
-    """The next cell to train here, or with --stack-seeds the cells to train together."""
-    if not sweep.stacked:
-        return claims.next_cell(waiting, lambda text: log.info(text))
-    from zoo.records.store import Store
-
-    def resumes(cell) -> bool:
-        with Store() as store:
-            return should_resume(settled_latest(store, cell.config_hash))
-
-    return next_unit(claims, waiting, lambda text: log.info(text), resumes)
-
-
-def _run_cell_here(
-    cell: Cell,
-    index: int,
-    total: int,
-    started: float,
-    *,
-    device: str,
-    quiet: bool,
-    zoo,
-    diverged,
-    group=None,
-    kept=None,
-) -> None:
-    elapsed = time.time() - started
-    eta = ""
-    if index > 1:
-        eta = f", about {clock(elapsed / (index - 1) * (total - index + 1))} left"
-    log.info(f"[{index}/{total}] {cell.name} (sweep {clock(elapsed)} so far{eta})")
-    began = time.time()
-    try:
-        # As in a worker, a KeyboardInterrupt that the cell's code raised with no Ctrl-C
-        # from the user fails only this cell.
-        with own_interrupts_fail("the cell's code"):
-            result = _resume_or_execute(
-                cell, device=device, quiet=quiet, zoo=zoo, group=group, kept=kept
-            )
-    except KeyboardInterrupt:  # the user's Ctrl-C
-        raise  # the run is marked interrupted; the next sweep resumes from it
-    except Exception as exc:  # one bad cell must not stop the others
-        # A diverged run's row already says 'diverged' and keeps its last checkpoints.
-        cell.status = "diverged" if isinstance(exc, diverged) else "failed"
-        cell.error = _one_line(exc)
-        cell.duration = time.time() - began
-        cell.run_id = _record_failure(cell, began)
-        log.info(
-            f"    {cell.status} after {clock(cell.duration)}: {cell.error} (run {cell.run_id})"
-        )
-        return
-    cell.run_id, cell.status = result["run_id"], result["status"]
-    cell.duration = time.time() - began
-    log.info(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} (run {cell.run_id})")
-
-
-def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None) -> None:
-    """Train seeds together in this process (zoo.train.stacked_runs) and settle each cell
-    as _run_cell_here settles one."""
-    from zoo.errors import RunDiverged, RunInterrupted
-    from zoo.sweeps.stacking import new_run_ids
-    from zoo.train.stacked_runs import train_together
-
-    began = time.time()
-    cells = stack.cells
-    outcomes = train_together(
-        [c.plan for c in cells],
-        new_run_ids(len(cells)),
-        device=device,
-        quiet=quiet,
-        zoo=zoo,
-        extras=[{"group": group}] * len(cells),
-        label=cells[0].label,
-    )
-    for cell, (kind, value) in zip(cells, outcomes):
-        cell.duration = time.time() - began
-        if kind == "result":
-            cell.run_id, cell.status = value["run_id"], value["status"]
-            log.info(
-                f"    {cell.status} {cell.name} in {clock(cell.duration)}: {headline(value)} "
-                f"(run {cell.run_id})"
-            )
-            continue
-        if isinstance(value, RunInterrupted):
-            cell.status = "interrupted"
-        else:
-            cell.status = "diverged" if isinstance(value, RunDiverged) else "failed"
-        cell.error = _one_line(value)
-        cell.run_id = _record_failure(cell, began)
-        log.info(
-            f"    {cell.status} {cell.name} after {clock(cell.duration)}: {cell.error} "
-            f"(run {cell.run_id})"
-        )
-
-
-def settled_latest(store, config_hash: str) -> dict | None:
-    """The cell's latest run, once no live process writes it: a run still 'running' whose
-    writer is ending (a worker of a killed driver) is waited for, then found interrupted."""
-    from zoo.records.ownership import wait_for_writer
-    from zoo.records.paths import run_folder
-
-    latest = store.latest(config_hash=config_hash)
-    if latest is None or latest["status"] != "running":
-        return latest
-    try:
-        wait_for_writer(run_folder(latest["id"]))
-    except ZooError:
-        return latest
-    store.recover_stale_rows()
-    return store.latest(config_hash=config_hash)
-
-
-def should_resume(latest: dict | None) -> bool:
-    """A cell continues its latest run when that was interrupted, or failed with a
-    checkpoint kept (its worker process died, say); any other cell starts a new run."""
-    from zoo.records.paths import run_folder
-    from zoo.train import checkpoints
-
-    if latest is None or latest.get("kind", "train") != "train":
-        return False
-    if latest["status"] == "interrupted":
-        return True
-    return latest["status"] == "failed" and checkpoints.latest(run_folder(latest["id"])) is not None
-
-
-def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, group=None, kept=None) -> dict:
-    """A cell whose latest run can go on (should_resume) continues it from its last
-    checkpoint (`zoo resume`); any other cell, or one that cannot be resumed, starts anew."""
-    from zoo.core.loading import get_zoo
-    from zoo.records.store import Store
-    from zoo.train.resume import ResumeRefused, resume
-    from zoo.train.stacked_runs import train_anew
-
-    with Store() as store:
-        latest = settled_latest(store, cell.config_hash)
-    if should_resume(latest):
-        log.info(f"    resuming {latest['status']} run {latest['id']}")
-        cell.resumed = latest["id"]
-        try:
-            return resume(latest["id"], quiet=quiet, zoo=zoo)
-        except ResumeRefused as exc:
-            cell.resumed = None  # the run stays as it was; the cell starts over
-            log.info(f"    {exc}; starting the cell over")
-    plan = cell.plan if kept is None else kept.dataset_for(cell.plan, zoo or get_zoo())
-    return train_anew(
-        plan, device=device, quiet=quiet, zoo=zoo, label=cell.name, extra={"group": group}
-    )
-
-
-def headline(result: dict) -> str:
-    from zoo.comparison.table import primary_metric
-
-    metric = primary_metric(result["task"])
-    value = result["metrics"].get(metric)
-    return f"{metric} {value:.4f}" if isinstance(value, float) else f"{metric} {value}"
-
-
-def _one_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:500]
-
-
-def failure_row(cell: Cell, config: dict | None = None) -> dict:
-    """Store fields for a cell that failed before its run recorded itself: from the run's
-    config.json when it got that far, else from the plan."""
-    plan = cell.plan
-    config = config or {
+def cell_task(
+    cell, overrides: dict, *, device: str, run_id: str, resume: dict | None, log_to=None
+) -> dict:
+    """A cell as plain data (names, not objects): the worker plans it again and checks that
+    its config hash matches the driver's; ``log_to``: the trackers it reports to. The
+    executor adds the worker's thread count."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("ZOO_")}
+    env["ZOO_HOME"] = str(home().resolve())
+    return {
         "model": cell.model,
         "dataset": cell.dataset,
         "seed": cell.seed,
-        "task": plan.task,
+        "overrides": {**overrides, **cell.setting},
+        "task": cell.plan.task,
+        "device": device,
         "config_hash": cell.config_hash,
-        "architecture": plan.spec.architecture.name,
-        "tokenizer": plan.spec.tokenizer.name,
-        "dataset_id": plan.dataset_ref.source,
-        "configs": {k: _asdict(v) for k, v in plan.configs.items()},
-    }
-    return {
-        "model": cell.model,
-        "dataset": plan.dataset_ref.name,
-        "architecture": plan.spec.architecture.name,
-        "tokenizer": plan.spec.tokenizer.name,
-        "task": plan.task,
-        "seed": cell.seed,
-        "config_hash": cell.config_hash,
-        "config": config,
+        "stacked": getattr(cell.plan, "stacked", None),  # part of the config hash
+        "run_id": run_id,
+        "resume": resume,
+        "log_to": log_to,
+        "env": env,
+        "cwd": os.getcwd(),
     }
 
 
-def _record_failure(cell: Cell, began: float) -> str:
-    """The run id holding the failure: the row execute wrote, the run the cell was resuming,
-    or a new row with the cell's status when it failed before anything was recorded
-    (loading the dataset, say)."""
-    from zoo.records.store import Store
-    from zoo.train.starting import new_run_id
+class Executor:
+    def fit(self, cells: int) -> None:
+        """Use no more workers than there are cells to train."""
 
-    with Store() as store:
-        recorded = store.latest(config_hash=cell.config_hash, since=began)
-        if recorded is not None:
-            return recorded["id"]
-        if cell.resumed is not None:  # created before this attempt began: still the cell's
-            if store.get(cell.resumed)["status"] == "running":
-                store.update(cell.resumed, status=cell.status, error=cell.error)
-            return cell.resumed
-        run_id = new_run_id()
-        store.insert(
-            run_id,
-            status=cell.status or "failed",
-            **failure_row(cell),
-            error=cell.error,
-            finished=time.time(),
-            duration=time.time() - began,
+    def learn(self, outcome: dict) -> str | None:
+        """Hear a cell's outcome (its measured figures); a line to say when the executor
+        changes how it runs (--jobs auto)."""
+        return None
+
+    def record(self) -> dict | None:
+        """How the workers were chosen, recorded with each cell's run (``workers``)."""
+        return None
+
+    def run_cells(self, sweep, *, device: str):
+        """Train the sweep's cells still to do in this executor's workers."""
+        return Driver(sweep, self, device=device).run()
+
+
+class Driver:
+    """Hands cells to an executor, replays the workers' store writes, and records every
+    cell's outcome, including those of workers that died."""
+
+    def __init__(self, sweep, executor, *, device: str):
+        self.sweep, self.executor, self.device = sweep, executor, device
+        self.store = Store()
+        self.running: dict[int, dict] = {}  # slot -> {cell, task, began, claimed, refused}
+        self.claims = CellClaims()  # the cells this sweep trains now, locked against others
+        self.last_key: dict[int, tuple] = {}  # slot -> its last cell's data and shapes
+        self.home = HomeWatch(self.store.path)  # a removed ZOO_HOME stops the sweep
+
+    def say(self, text: str) -> None:
+        log.info(text)
+
+    def run(self):
+        todo = deque(self.sweep.todo)
+        total, started, finished = len(todo), time.time(), 0
+        index = 0
+        try:
+            self.executor.start()  # a Ray cluster that cannot be reached fails here (exit 2)
+            self.executor.fit(total)
+            self.say(f"running on {self.executor.describe()}")
+            while todo or self.running:
+                self.home.check()
+                while todo and self.executor.free_slot() is not None:
+                    slot = self.executor.free_slot()
+                    # cells sharing data and shapes go to the same worker (zoo.sweeps.affinity)
+                    taken = {self.last_key[s] for s in self.running if s in self.last_key}
+                    bring_forward(todo, self.last_key.get(slot), taken)
+                    cell = self.next_cell(todo)
+                    if cell is None:  # every cell left is another sweep's for now
+                        break
+                    together = getattr(cell, "cells", [cell])  # seeds trained together
+                    self.last_key[slot] = affinity_key(together[0])
+                    index += len(together)
+                    note = self.dispatch(slot, cell)
+                    elapsed = time.time() - started
+                    eta = ""
+                    if finished:
+                        eta = f", about {clock(elapsed / finished * (total - finished))} left"
+                    self.say(
+                        f"[{index}/{total}] {self.executor.slot_name(slot)}: {cell.name} "
+                        f"(sweep {clock(elapsed)} so far{eta})"
+                    )
+                    if note:
+                        self.say(note)
+                if not self.running:
+                    if todo:
+                        time.sleep(CLAIM_POLL_SECONDS)
+                    continue
+                for kind, slot, payload in self.executor.wait():
+                    if kind == "op":
+                        self.apply(slot, payload)
+                    else:
+                        finished += len(getattr(self.running[slot]["cell"], "cells", [0]))
+                        note = self.executor.learn(payload) if kind == "done" else None
+                        if note:
+                            self.say(note)
+                        self.settle(
+                            slot,
+                            payload if kind == "done" else None,
+                            payload if kind == "lost" else None,
+                        )
+                        self.show_running()
+            self.home.check()  # the last cell's end too
+        except KeyboardInterrupt:
+            self.executor.stop()
+            for slot in list(self.running):
+                self.settle(slot, None, "interrupted (Ctrl-C)", status="interrupted")
+            raise SweepInterrupted() from None
+        finally:
+            self.executor.close()
+            self.claims.release_all()
+            self.store.close()
+        return self.sweep
+
+    def next_cell(self, todo: deque):
+        """The next cell to train, or with --stack-seeds the cells to train together."""
+        if not self.sweep.stacked:
+            return self.claims.next_cell(todo, self.say)
+        from zoo.sweeps.cell_stacks import next_unit
+
+        def resumes(cell) -> bool:
+            return should_resume(settled_latest(self.store, cell.config_hash))
+
+        return next_unit(self.claims, todo, self.say, resumes)
+
+    def dispatch(self, slot: int, cell) -> str | None:
+        """Send a cell to a worker: a new run with an id chosen here, or the cell's latest
+        run (claimed here, so no other process resumes it too) to go on with; or seeds
+        to train together (zoo.sweeps.cell_stacks)."""
+        from zoo.sweeps.cell_stacks import CellStack
+        from zoo.train.starting import new_run_id
+
+        if isinstance(cell, CellStack):
+            self.dispatch_stack(slot, cell)
+            return None
+
+        claimed, note = None, None
+        latest = settled_latest(self.store, cell.config_hash)
+        if should_resume(latest) and self.store.claim(
+            latest["id"],
+            RESUMABLE,
+            error=None,
+            finished=None,
+            resumed=int(latest.get("resumed") or 0) + 1,
+        ):
+            claimed = self.store.get(latest["id"])
+            note = f"    resuming {latest['status']} run {latest['id']}"
+        task = cell_task(
+            cell,
+            self.sweep.overrides,
+            device=self.device,
+            run_id=new_run_id(),
+            resume=claimed,
+            log_to=getattr(self.sweep, "log_to", None),
         )
-        return run_id
+        task["extra"] = {"group": self.sweep.id}  # the trackers' group for the sweep's runs
+        workers = self.executor.record()
+        if workers is not None:
+            task["extra"]["workers"] = workers
+            task["probe_gpu"] = bool(workers.get("probe"))
+        self.executor.submit(slot, task)
+        self.running[slot] = {
+            "cell": cell,
+            "task": task,
+            "began": time.time(),
+            "claimed": latest if claimed else None,
+            "refused": False,
+        }
+        return note
+
+    def dispatch_stack(self, slot: int, stack) -> None:
+        """Send seeds to train together (a CellStack) to one worker: each a new run."""
+        from zoo.sweeps.cell_stacks import new_run_ids
+
+        tasks = []
+        for cell, run_id in zip(stack.cells, new_run_ids(len(stack.cells))):
+            task = cell_task(
+                cell,
+                self.sweep.overrides,
+                device=self.device,
+                run_id=run_id,
+                resume=None,
+                log_to=getattr(self.sweep, "log_to", None),
+            )
+            task["extra"] = {"group": self.sweep.id}
+            tasks.append(task)
+        self.executor.submit(slot, {"stack": tasks})
+        self.running[slot] = {"cell": stack, "tasks": tasks, "began": time.time()}
+
+    def apply(self, slot: int, op) -> None:
+        method, run_id, fields = op
+        if method == "refused":  # the claimed run cannot resume: give its row back
+            self.running[slot]["refused"] = True
+            before = self.running[slot]["claimed"]
+            self.store.update(
+                run_id,
+                status=before["status"],
+                error=before["error"],
+                finished=before["finished"],
+                pid=before["pid"],
+                proc_start=before["proc_start"],
+                resumed=before["resumed"],
+            )
+            self.say(f"    {fields['error']}; starting the cell over")
+            return
+        getattr(self.store, method)(run_id, **fields)
+
+    def settle(
+        self, slot: int, outcome: dict | None, lost: str | None, status: str | None = None
+    ) -> None:
+        """Record a cell's end: the worker's outcome, or (`lost`) a worker that died."""
+        from zoo.sweeps.cell_stacks import per_cell
+
+        for entry, result in per_cell(self.running.pop(slot), outcome):
+            try:
+                self._settle(entry, slot, result, lost, status)
+            finally:  # the cell's row is written: another sweep may look at it now
+                self.claims.release(entry["cell"])
+
+    def _settle(
+        self, entry: dict, slot: int, outcome: dict | None, lost: str | None, status: str | None
+    ) -> None:
+        cell, task = entry["cell"], entry["task"]
+        cell.duration = time.time() - entry["began"]
+        if outcome is not None and outcome.get("result"):
+            result = outcome["result"]
+            cell.run_id, cell.status = result["run_id"], result["status"]
+            self.say(
+                f"    {self.executor.slot_name(slot)}: {cell.status} {cell.name} in "
+                f"{clock(cell.duration)}: {headline(result)} (run {cell.run_id})"
+            )
+            return
+        cell.status = status or (outcome["status"] if outcome else "failed")
+        cell.error = outcome["error"] if outcome else lost
+        cell.run_id = self.record_end(cell, task, entry)
+        if lost and not status:  # a worker killed (out of memory, kill -9): said even --quiet
+            log.warning(
+                f"sweep {self.executor.slot_name(slot)}: {lost} while training {cell.name}; "
+                f"run {cell.run_id} is recorded failed, and running the sweep again resumes "
+                "it from its last checkpoint"
+            )
+            return
+        self.say(
+            f"    {self.executor.slot_name(slot)}: {cell.status} {cell.name} after "
+            f"{clock(cell.duration)}: {cell.error} (run {cell.run_id})"
+        )
+
+    def record_end(self, cell, task: dict, entry: dict) -> str:
+        """The run that holds the cell's failure, with that status: the row the worker
+        wrote (still 'running' if it died), the claimed run it was resuming, a row made from
+        its run folder's config.json, or a new row from the plan when it recorded nothing."""
+        ids = [task["run_id"]]
+        if task["resume"] and not entry["refused"]:
+            ids.append(task["resume"]["id"])
+        for run_id in ids:
+            try:
+                row = self.store.get(run_id)
+            except ZooError:
+                continue
+            if row["status"] == "running":
+                record_ended(self.store, run_id, cell.status, cell.error, entry["began"])
+            return run_id
+        config = _read_config(run_folder(task["run_id"]))
+        row = failure_row(cell, config)
+        record_ended(self.store, task["run_id"], cell.status, cell.error, entry["began"], row=row)
+        return task["run_id"]
+
+    def show_running(self) -> None:
+        if self.running:
+            names = ", ".join(
+                f"{self.executor.slot_name(s)} {e['cell'].name}"
+                for s, e in sorted(self.running.items())
+            )
+            self.say(f"    running: {names}")
 
 
-def _asdict(config):
+def _read_config(folder: Path) -> dict:
+    from zoo.io import load_json
 
-    return dataclasses.asdict(config) if config is not None else None
+    try:
+        return load_json(folder / "config.json") if (folder / "config.json").is_file() else {}
+    except (ZooError, OSError):
+        return {}

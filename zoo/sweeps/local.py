@@ -21,7 +21,7 @@ from zoo.core.process import (
 )
 from zoo.core.threads import settle_threads
 from zoo.errors import ZooError
-from zoo.sweeps.dispatch import Executor
+from zoo.sweeps.driver import Executor
 from zoo.sweeps.warm import WarmWorker
 from zoo.sweeps.worker import run_cell
 
@@ -99,6 +99,7 @@ class ProcessExecutor(Executor):
         self.context = multiprocessing.get_context("spawn")
         self.workers: dict[int, tuple] = {}  # slot -> (process, connection)
         self.busy: set[int] = set()
+        self.ended: dict[int, int] = {}  # slot -> the pid of its last worker that died
         self.cells: int | None = None  # cells to train, once known
 
     def _auto(self, device: str) -> int:
@@ -167,7 +168,8 @@ class ProcessExecutor(Executor):
 
     def slot_name(self, slot: int) -> str:
         process = self.workers.get(slot, (None,))[0]
-        return f"worker {slot} (pid {process.pid})" if process is not None else f"worker {slot}"
+        pid = process.pid if process is not None else self.ended.get(slot)
+        return f"worker {slot} (pid {pid})" if pid is not None else f"worker {slot}"
 
     def submit(self, slot: int, task: dict) -> None:
         if slot not in self.workers:
@@ -177,6 +179,12 @@ class ProcessExecutor(Executor):
         self.busy.add(slot)
 
     def _spawn(self):
+        # A worker killed while holding a semaphore (kill -9, out of memory) makes Python's
+        # resource tracker warn of "leaked semaphore objects" at exit, in its own words;
+        # the sweep says what happened in its own line instead. The option reaches the
+        # tracker, which starts with this process's warning options, before it first starts.
+        if QUIET_TRACKER not in sys.warnoptions:
+            sys.warnoptions.append(QUIET_TRACKER)
         parent, child = self.context.Pipe()
         saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
         os.environ.update({name: str(self.threads) for name in THREAD_VARIABLES})
@@ -219,6 +227,7 @@ class ProcessExecutor(Executor):
                 pass
             if slot in self.busy and not process.is_alive():
                 process.join()
+                self.ended[slot] = process.pid  # named in the line that reports it
                 events.append(("lost", slot, _exit_reason(process.exitcode)))
                 self.busy.discard(slot)
                 conn.close()
@@ -243,6 +252,9 @@ class ProcessExecutor(Executor):
                 process.kill()
             conn.close()
         self.workers.clear()
+
+
+QUIET_TRACKER = "ignore:resource_tracker:UserWarning"
 
 
 def _exit_reason(code) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from zoo.core.process import set_threads
 from zoo.errors import ZooError, require_extra
-from zoo.sweeps.dispatch import Executor
+from zoo.sweeps.driver import Executor
 from zoo.sweeps.warm import WarmWorker
 from zoo.sweeps.worker import one_line, run_cell
 

@@ -74,6 +74,54 @@ def records(sweep: Sweep) -> list[dict]:
     return out
 
 
+def check_comparison(sweep: Sweep, metric: str | None, better: str | None) -> None:
+    """The comparison's --metric and --better, checked when the sweep is planned, as the
+    table after training would check them: a dry run refuses what the real sweep refuses,
+    and a sweep never trains for an hour to refuse its table. A metric is known when a task
+    of the sweep declares it (on any split), zoo records it for every run, a run already
+    recorded has it, or it is a setting of the sweep."""
+    from zoo.core.names import get_task
+    from zoo.errors import UnknownNameError, ZooError
+    from zoo.tasks import RUN_METRICS
+
+    if better not in (None, "lower", "higher"):
+        raise ZooError(f"better must be 'lower' or 'higher', not {better!r}")
+    if metric is None:
+        return
+    tasks = [get_task(c.plan.task) for c in sweep.cells if c.plan is not None]
+    declared = [task for task in tasks if task is not None]
+    if any(task.metric(metric) is not None for task in declared):
+        return
+    run_metrics = {m.name for m in RUN_METRICS} | {"train_time", "steps", "best_step"}
+    if metric in run_metrics or metric in sweep.grid or metric in sweep.overrides:
+        return
+    columns, recorded = _recorded()
+    if metric in columns:
+        return
+    names = {
+        prefix + m.name
+        for task in declared
+        for m in task.metrics
+        if "*" not in m.name
+        for prefix in ("val_", "test_")
+    }
+    raise UnknownNameError("metric", metric, sorted(names | run_metrics | recorded))
+
+
+def _recorded() -> tuple[set[str], set[str]]:
+    """The columns of the runs already recorded, and those of them that are figures (a
+    figure a plugin records without declaring it is known once a run has it)."""
+    from zoo.comparison.table import load_runs, metric_names
+
+    try:
+        frame = load_runs()
+    except Exception:  # noqa: BLE001 - no store yet, or one being written: nothing known
+        return set(), set()
+    if frame is None or frame.empty:
+        return set(), set()
+    return {str(c) for c in frame.columns}, set(metric_names(frame))
+
+
 def table(sweep: Sweep, **options):
     """The comparison of this sweep's cells only (not other runs of the same models)."""
     from zoo.comparison.table import load_runs, summarize

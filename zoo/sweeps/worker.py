@@ -60,7 +60,7 @@ def run_cell(task: dict, send=None, warm: WarmWorker | None = None) -> dict:
     from zoo.errors import RunDiverged
 
     warm = warm or WarmWorker()
-    if "stack" in task:  # seeds trained together (zoo.sweeps.stacking)
+    if "stack" in task:  # seeds trained together (zoo.sweeps.cell_stacks)
         return run_stack(task["stack"], send, warm)
     journal = Journal(send)
     began = time.time()
@@ -85,8 +85,8 @@ def run_cell(task: dict, send=None, warm: WarmWorker | None = None) -> dict:
 
 
 def _train(task: dict, journal: Journal, warm: WarmWorker) -> dict:
+    from zoo.sweeps.cells import train_cell
     from zoo.train.resume import ResumeRefused, resume
-    from zoo.train.stacked_runs import train_anew
 
     plan, zoo = _plan(task, warm)
     claimed = task.get("resume")
@@ -97,7 +97,7 @@ def _train(task: dict, journal: Journal, warm: WarmWorker) -> dict:
             journal.refused(claimed["id"], str(exc))
     plan = warm.dataset_for(plan, zoo)  # loaded here, or kept from an earlier cell
     # A search trial adds its record (extra) and its per-validation callback (on_validate).
-    return train_anew(
+    return train_cell(
         plan,
         device=task["device"],
         quiet=True,
@@ -106,6 +106,7 @@ def _train(task: dict, journal: Journal, warm: WarmWorker) -> dict:
         store=journal,
         extra=task.get("extra"),
         on_validate=task.get("on_validate"),
+        log_to=task.get("log_to"),
     )
 
 
@@ -143,10 +144,10 @@ def _plan(task: dict, warm: WarmWorker) -> tuple:
 
 
 def run_stack(tasks: list[dict], send=None, warm: WarmWorker | None = None) -> dict:
-    """Train cells that differ only in their seed together (zoo.train.stacked_runs) and
+    """Train cells that differ only in their seed together (zoo.train.seed_stack) and
     return each one's outcome as run_cell returns one, under ``stack``."""
     from zoo.errors import RunDiverged
-    from zoo.train.stacked_runs import train_together
+    from zoo.train.seed_stack import train_together
 
     warm = warm or WarmWorker()
     began = time.time()
@@ -173,6 +174,7 @@ def run_stack(tasks: list[dict], send=None, warm: WarmWorker | None = None) -> d
                 zoo=zoo,
                 stores=[journals[i] for i in plans],
                 extras=[tasks[i].get("extra") for i in plans],
+                log_to=tasks[0].get("log_to"),
             )
     for i, (kind, value) in zip(plans, results):
         if kind == "result":

@@ -1,5 +1,6 @@
 """Torch layers shared by the architectures (built-in and any plugin's): attention under the
-engine's precision rule, fused-qkv self-attention, the MLP, the pre-LN block, GPT-2 style
+engine's precision rule, fused-qkv self-attention (grouped-query, rotary positions), the MLP,
+SwiGLU, a mixture of experts, the pre-norm block, LayerNorm and RMSNorm, GPT-2 style
 initialisation, and token + hashed bigram features for bag-of-n-grams models.
 
 Imported only by model modules (never on the path of `zoo list`). Parameter names are part
@@ -43,7 +44,7 @@ def attention_at_rows(q, k, v, attn_mask=None, dropout_p=0.0):
 
 def _batched_over_seeds(q) -> bool:
     """Whether ``q`` is batched by ``torch.func.vmap`` (seeds trained together,
-    zoo.train.stacked): the CPU's SDPA kernel has no batching rule, so vmap would run it
+    zoo.train.seed_stack): the CPU's SDPA kernel has no batching rule, so vmap would run it
     once per seed."""
     try:
         return bool(torch._C._functorch.is_batchedtensor(q))
@@ -83,9 +84,33 @@ def _attention_in_matrix_products(
     return weights @ v
 
 
+class Rotary(nn.Module):
+    """Rotary position embeddings (Su et al., RoFormer), in Llama's layout: each head's
+    feature i is paired with feature i + D/2 and the pair turned by the angle
+    position / base^(2i / D). Queries and keys so turned score by their relative position.
+    The angles are buffers, kept out of the saved weights."""
+
+    def __init__(self, width: int, context: int, base: float = 10000.0):  # width: a head's
+        super().__init__()
+        inv_freq = 1.0 / base ** (torch.arange(0, width, 2).float() / width)  # [D/2]
+        angles = torch.outer(torch.arange(context).float(), inv_freq)  # [T, D/2]
+        angles = torch.cat([angles, angles], dim=-1)  # [T, D]
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+
+    def forward(self, x):  # [B, H, T, D] -> [B, H, T, D], positions 0..T-1
+        T = x.shape[-2]
+        first, second = x.chunk(2, dim=-1)
+        turned = torch.cat([-second, first], dim=-1)
+        return x * self.cos[:T].to(x.dtype) + turned * self.sin[:T].to(x.dtype)
+
+
 class SelfAttention(nn.Module):
-    """Multi-head self-attention with one fused projection: ``qkv.weight`` [3C, C] has rows
-    [q; k; v], and the heads split C into ``heads`` slices of C // heads."""
+    """Multi-head self-attention with one fused projection: ``qkv.weight`` has rows
+    [q; k; v], and the heads split C into ``heads`` slices of C // heads. With ``kv_heads``
+    fewer than ``heads`` (grouped-query attention) k and v have kv_heads slices each, every
+    one shared by heads / kv_heads query heads: qkv.weight is [C + 2 kv_heads C / heads, C].
+    ``rotary`` turns queries and keys by their positions (``Rotary``)."""
 
     def __init__(
         self,
@@ -95,11 +120,18 @@ class SelfAttention(nn.Module):
         dropout: float = 0.0,
         bias: bool = True,
         causal: bool = False,
+        kv_heads: int | None = None,
+        rotary: Rotary | None = None,
     ):
         super().__init__()
         self.heads, self.dropout, self.causal = heads, dropout, causal
-        self.qkv = nn.Linear(width, 3 * width, bias=bias)
+        self.kv_heads = kv_heads or heads
+        if heads % self.kv_heads:
+            raise ValueError(f"{heads} heads do not split into groups of {self.kv_heads} kv heads")
+        kv_width = self.kv_heads * (width // heads)
+        self.qkv = nn.Linear(width, width + 2 * kv_width, bias=bias)
         self.proj = nn.Linear(width, width, bias=bias)
+        self.rotary = rotary
 
     def forward(self, x, keep=None, context=None):  # x: [B, T, C]; keep: [B, 1, 1, S] bool
         """[B, T, C] -> [B, T, C]: each position attends to the kept keys (True = a real
@@ -107,16 +139,26 @@ class SelfAttention(nn.Module):
         x's rows and the keys and values context's: a model that reads a few positions of
         its last block computes that block at those rows only, with the same weights."""
         B, T, C = x.shape
+        D = C // self.heads
+        kv_width = self.kv_heads * D
         if context is None:
-            q, k, v = self.qkv(x).split(C, dim=2)
-        elif self.causal:
-            raise ValueError("causal attention takes its queries from every position")
+            q, k, v = self.qkv(x).split([C, kv_width, kv_width], dim=2)
+        elif self.causal or self.rotary is not None:
+            raise ValueError("causal or rotary attention takes its queries from every position")
         else:
             weight, bias = self.qkv.weight, self.qkv.bias  # rows [q; k; v]
             q = F.linear(x, weight[:C], None if bias is None else bias[:C])
-            k, v = F.linear(context, weight[C:], None if bias is None else bias[C:]).split(C, 2)
-        # [B, T or S, C] -> [B, heads, T or S, C // heads]
-        q, k, v = (t.view(B, -1, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+            k, v = F.linear(context, weight[C:], None if bias is None else bias[C:]).split(
+                kv_width, 2
+            )
+        # [B, T or S, C] -> [B, heads, T or S, D]; k and v: [B, kv_heads, T or S, D]
+        q = q.view(B, -1, self.heads, D).transpose(1, 2)
+        k, v = (t.view(B, -1, self.kv_heads, D).transpose(1, 2) for t in (k, v))
+        if self.rotary is not None:
+            q, k = self.rotary(q), self.rotary(k)
+        if self.kv_heads != self.heads:  # each kv head serves its group of query heads
+            group = self.heads // self.kv_heads
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         dropout = self.dropout if self.training else 0.0
         if context is None:
             y = attention(q, k, v, attn_mask=keep, is_causal=self.causal, dropout_p=dropout)
@@ -148,8 +190,65 @@ class MLP(nn.Module):
         return self.drop(self.proj(F.gelu(self.fc(x), approximate=self.approximate)))
 
 
+class SwiGLU(nn.Module):
+    """The gated MLP of PaLM and Llama: proj(SiLU(gate(x)) * fc(x)), then dropout. Three
+    matrices, so a hidden width of 8/3 C has the parameters of a 4 C GELU MLP."""
+
+    def __init__(self, width: int, hidden: int, *, bias: bool = False, dropout: float = 0.0):
+        super().__init__()
+        self.gate = nn.Linear(width, hidden, bias=bias)
+        self.fc = nn.Linear(width, hidden, bias=bias)
+        self.proj = nn.Linear(hidden, width, bias=bias)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x):
+        """[B, T, C] -> [B, T, C]."""
+        return self.drop(self.proj(F.silu(self.gate(x)) * self.fc(x)))
+
+
+def load_balancing_loss(probs, chosen, experts: int):
+    """Switch Transformer's auxiliary loss, experts x sum_e f_e P_e: f_e the share of the
+    tokens' top-k choices that picked expert e (summing to k), P_e the mean router
+    probability of e. It is smallest (k) when both are uniform. probs [N, E], chosen [N, k]."""
+    share = F.one_hot(chosen, experts).sum(1).float().mean(0)  # [E]
+    return experts * (share * probs.mean(0)).sum()
+
+
+class MixtureOfExperts(nn.Module):
+    """A sparse MLP (Shazeer et al.; Mixtral's routing): a router scores the ``experts`` for
+    each token, the token goes to its ``top_k`` best, and their outputs are summed with the
+    router's softmax probabilities renormalised over the chosen ones. ``router.weight``
+    [E, C]; ``experts.{e}`` any MLP. Each forward pass keeps its load-balancing loss
+    (``load_balancing_loss``) in ``aux_loss``, for the model to add to its training loss."""
+
+    def __init__(self, width: int, experts: list[nn.Module], top_k: int):
+        super().__init__()
+        if not 1 <= top_k <= len(experts):
+            raise ValueError(f"top_k must be between 1 and {len(experts)} experts, got {top_k}")
+        self.top_k = top_k
+        self.router = nn.Linear(width, len(experts), bias=False)
+        self.experts = nn.ModuleList(experts)
+        self.aux_loss: torch.Tensor | None = None
+
+    def forward(self, x):  # [B, T, C] -> [B, T, C]
+        shape = x.shape
+        x = x.reshape(-1, shape[-1])  # [N, C]: every token on its own
+        probs = self.router(x).float().softmax(dim=-1)  # [N, E]
+        weights, chosen = probs.topk(self.top_k, dim=-1)  # [N, k]
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+        out = torch.zeros_like(x)
+        for e, expert in enumerate(self.experts):
+            rows, pick = torch.where(chosen == e)  # the tokens routed to e, and which choice
+            y = expert(x[rows]) * weights[rows, pick, None]  # [n_e, C]
+            out.index_add_(0, rows, y.to(out.dtype))
+        self.aux_loss = load_balancing_loss(probs, chosen, len(self.experts))
+        return out.view(shape)
+
+
 class PreLNBlock(nn.Module):
-    """x + attention(LayerNorm(x)), then + MLP(LayerNorm(x)): GPT-2's and the encoder's block."""
+    """x + attention(norm(x)), then + MLP(norm(x)): GPT-2's and the encoder's block with
+    LayerNorm; Llama's with ``norm="rms"``, a SwiGLU ``mlp``, ``kv_heads`` and ``rotary``.
+    ``mlp`` replaces the GELU MLP (``hidden`` wide) with any module [B, T, C] -> [B, T, C]."""
 
     def __init__(
         self,
@@ -161,19 +260,56 @@ class PreLNBlock(nn.Module):
         bias: bool = True,
         causal: bool = False,
         gelu: str = "exact",
+        norm: str = "layer",
+        kv_heads: int | None = None,
+        rotary: Rotary | None = None,
+        mlp: nn.Module | None = None,
     ):
         super().__init__()
-        self.ln1 = nn.LayerNorm(width, bias=bias)
-        self.attn = SelfAttention(width, heads, dropout=dropout, bias=bias, causal=causal)
-        self.ln2 = nn.LayerNorm(width, bias=bias)
-        self.mlp = MLP(width, hidden, bias=bias, dropout=dropout, gelu=gelu)
+        self.ln1 = norm_layer(norm, width, bias)
+        self.attn = SelfAttention(
+            width,
+            heads,
+            dropout=dropout,
+            bias=bias,
+            causal=causal,
+            kv_heads=kv_heads,
+            rotary=rotary,
+        )
+        self.ln2 = norm_layer(norm, width, bias)
+        self.mlp = MLP(width, hidden, bias=bias, dropout=dropout, gelu=gelu) if mlp is None else mlp
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, keep=None):
-        """[B, T, C] -> [B, T, C]: attention then the MLP, each on the layer-normed input
-        and added to the residual stream; ``keep`` as for ``SelfAttention``."""
+        """[B, T, C] -> [B, T, C]: attention then the MLP, each on the normed input and
+        added to the residual stream; ``keep`` as for ``SelfAttention``."""
         x = x + self.drop(self.attn(self.ln1(x), keep))
         return x + self.mlp(self.ln2(x))
+
+
+def norm_layer(kind: str, width: int, bias: bool = True) -> nn.Module:
+    """LayerNorm (``"layer"``, with a bias unless ``bias`` is false) or RMSNorm (``"rms"``)."""
+    if kind == "rms":
+        return RMSNorm(width)
+    if kind == "layer":
+        return nn.LayerNorm(width, bias=bias)
+    raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps), times a learned gain: no centring and no bias (Llama's and
+    Mamba's norm). Computed in fp32 whatever the input's precision; ``weight`` [C]."""
+
+    def __init__(self, width: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        """[..., C] -> [..., C]."""
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * normed.to(x.dtype)
 
 
 class ThreadInvariantLayerNorm(nn.LayerNorm):

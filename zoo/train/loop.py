@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zoo.core.phases import phase
-from zoo.errors import ZooError
+from zoo.errors import ContractBroken, ZooError
 from zoo.train import distributed
 from zoo.train.job import Job, TrainConfig
 from zoo.train.model import NonFiniteError, optional_member
@@ -143,6 +143,21 @@ class TrainResult:
         return self.tokens / stepping if stepping > 0 else 0.0
 
 
+def _configure(model, cfg, ranks) -> None:
+    """The model's engine (precision, compilation, CUDA graphs, ranks) and optimizer."""
+    configure = optional_member(model, "configure_engine")
+    if configure is not None:
+        configure(
+            precision=getattr(cfg, "precision", "auto"),
+            compile=getattr(cfg, "compile", False),
+            cuda_graph=getattr(cfg, "cuda_graph", False),
+            distributed=ranks,
+        )
+    elif ranks.active:
+        raise ZooError("torchrun training needs a torch model; this architecture has none")
+    model.configure_optimizer(cfg.lr, cfg.weight_decay, betas=(cfg.beta1, cfg.beta2))
+
+
 def train(
     job: Job,
     model,
@@ -175,17 +190,8 @@ def train(
     cfg = job.train_config
     ranks = distributed.current()
     rng = np.random.default_rng(job.seed + ranks.rank)  # each rank draws its own batches
-    configure = optional_member(model, "configure_engine")
-    if configure is not None:
-        configure(
-            precision=getattr(cfg, "precision", "auto"),
-            compile=getattr(cfg, "compile", False),
-            cuda_graph=getattr(cfg, "cuda_graph", False),
-            distributed=ranks,
-        )
-    elif ranks.active:
-        raise ZooError("torchrun training needs a torch model; this architecture has none")
-    model.configure_optimizer(cfg.lr, cfg.weight_decay, betas=(cfg.beta1, cfg.beta2))
+    _configure(model, cfg, ranks)
+    step_figures = optional_member(model, "step_figures")
     short = warmup_outlasts_training(cfg)  # said as training starts, after every refusal
     if short and job._resume_from is None:
         job.say(f"zoo: warning: {short}")
@@ -220,6 +226,8 @@ def train(
             result.train_loss = loss
             elapsed = time.perf_counter() - start
             record = {"step": result.steps, "train_loss": loss, "lr": lr, "elapsed": elapsed}
+            if step_figures is not None:  # an auxiliary loss, say: a curve of its own
+                record.update(step_figures())
             last = result.steps == cfg.steps or (budget is not None and elapsed >= budget)
             figures = None
             if validate is not None and (result.steps % cfg.eval_interval == 0 or last):
@@ -305,6 +313,11 @@ def _validate(validate, result: TrainResult, score_key, higher_is_better, model,
     result.validate_time += result.last_validate_time
     result.curve.append({"step": result.steps, **figures})
     if score_key is not None:
+        if score_key not in figures:
+            raise ContractBroken(
+                f"validate() returned no {score_key!r}, the score_key given to train() "
+                f"(it returned {', '.join(map(repr, figures)) or 'nothing'})"
+            )
         score = figures[score_key]
         better = result.best_score is None or (
             score > result.best_score if higher_is_better else score < result.best_score

@@ -37,8 +37,8 @@ class Plan:
     # split roles the run never reads ("test" while a search chooses settings): it trains
     # and reports on the others only
     held_out: tuple = ()
-    init: Any = None  # zoo.train.initialize.InitSource: the run whose weights it starts from
-    # trained together with other seeds as one batched model (zoo.train.stacked): the most
+    init: Any = None  # zoo.train.transfer.InitSource: the run whose weights it starts from
+    # trained together with other seeds as one batched model (zoo.train.seed_stack): the most
     # seeds in its stack; None when trained alone
     stacked: int | None = None
 
@@ -177,7 +177,7 @@ def plan_run(
 
 def _init_source(run_id: str, spec: ModelSpec):
     """The finished run to start from; its tokenizer must be the model's."""
-    from zoo.train.initialize import source_run
+    from zoo.train.transfer import source_run
 
     source = source_run(run_id)
     if source.tokenizer != spec.tokenizer.name:
@@ -263,7 +263,7 @@ def plan_from_record(record: dict, zoo, *, dataset_ref=None) -> Plan:
             ref = dataclasses.replace(ref, config=configs["dataset"])
         init = None
         if record.get("init"):  # it started from another run: from the same one again
-            from zoo.train.initialize import source_run
+            from zoo.train.transfer import source_run
 
             init = source_run(record["init"]["run_id"], used_by=record.get("run_id"))
         return Plan(

@@ -10,6 +10,21 @@ from pathlib import Path
 
 from zoo.train.plan import Plan, config_hash, plugin_entries
 
+# what a run's provenance shows, besides its seed and versions (zoo show, zoo ui)
+SHOWN_KEYS = (
+    "config_hash",
+    "parent_config_hash",
+    "dataset_id",
+    "dataset_location",
+    "dataset_fingerprint",
+    "text_column",
+    "label_column",
+    "git_commit",
+    "git_dirty",
+    "device",
+    "reproduces",
+)
+
 
 def versions(zoo, plan: Plan) -> dict:
     from zoo import __version__

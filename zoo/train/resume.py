@@ -20,7 +20,7 @@ from zoo.train import checkpoints, distributed
 from zoo.train.job import RunFolder
 from zoo.train.plan import plan_from_record
 from zoo.train.provenance import identity, same_code
-from zoo.train.runner import train_and_record
+from zoo.train.runner import run_job
 from zoo.train.starting import plan_job
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ def _resume_owned(row: dict, run: RunFolder, zoo, quiet: bool, store) -> dict:
         k: provenance[k]
         for k in ("run_id", "model", "architecture", "tokenizer", "dataset", "task", "seed")
     }
-    return train_and_record(plan, pipeline, job, store, summary, provenance)
+    return run_job(plan, pipeline, job, store, summary, provenance)
 
 
 def _check_resumable(row: dict) -> None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import shutil
-import time
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from zoo.core.containment import own_interrupts_fail
+from zoo.core.culprits import naming_plugins
 from zoo.core.loading import get_zoo, task_loss
 from zoo.core.phases import current as current_clock
 from zoo.core.phases import measured, measuring, phase
@@ -17,6 +18,7 @@ from zoo.core.threads import settle_threads
 from zoo.data import datasets as zoo_data
 from zoo.errors import RunDiverged, RunInterrupted, RunRefused, ZooError
 from zoo.pipeline import optional_method
+from zoo.records.lifecycle import recording
 from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 from zoo.train import checkpoints, distributed
@@ -70,7 +72,7 @@ def execute(
     ``label`` starts each progress line (which member or cell this is), and ``log_every``
     spaces them (zoo.train.progress). Where the run's time goes (``zoo.core.phases``) is
     recorded with its provenance as ``timing``. ``stack`` is the run's place among seeds
-    trained together (zoo.train.stacked.StackSlot), for a plan with ``stacked``."""
+    trained together (zoo.train.seed_stack.StackSlot), for a plan with ``stacked``."""
     from zoo.train.tracking import check as check_trackers
     from zoo.train.tracking import chosen
 
@@ -117,42 +119,30 @@ def execute(
             raise
     try:
         with phase("record"):  # what the phases inside leave is the recording's
-            return _record_and_train(
-                plan,
-                zoo,
-                dataset,
-                pipeline,
-                run,
-                ranks,
-                device,
-                quiet,
-                extra,
-                store,
-                on_validate,
-                trackers_named,
-                progress={"label": label, "log_every": log_every},
-                stack=stack,
+            store, summary, provenance, trackers = _start_record(
+                plan, zoo, dataset, run, ranks, device, extra, store, trackers_named
             )
+            job = plan_job(
+                plan,
+                dataset,
+                device,
+                run,
+                quiet or not ranks.is_main,
+                identity=identity(plan, dataset, zoo),
+                on_validate=on_validate,
+                stack=stack,
+                label=label,
+                log_every=log_every,
+            )
+            return run_job(plan, pipeline, job, store, summary, provenance, ranks, trackers)
     finally:
         owner.release()
 
 
-def _record_and_train(
-    plan,
-    zoo,
-    dataset,
-    pipeline,
-    run,
-    ranks,
-    device,
-    quiet,
-    extra,
-    store,
-    on_validate=None,
-    trackers_named=(),
-    progress=None,
-    stack=None,
-) -> dict:
+def _start_record(plan, zoo, dataset, run, ranks, device, extra, store, trackers_named):
+    """The run's provenance in its config.json and its row in the store (running), and its
+    trackers begun: the store, the run's summary and provenance, and the trackers. Nothing
+    is left of the run folder when this fails."""
     summary = {
         "run_id": run.id,
         "model": plan.spec.name,
@@ -163,33 +153,7 @@ def _record_and_train(
         "seed": plan.seed,
         "eval_limit": getattr(plan.configs.get("train"), "eval_limit", None),
     }
-    provenance = {
-        **summary,
-        "config_hash": config_hash(plan, zoo),
-        "configs": plan.config_values(),
-        "incidental": plan.incidental(),
-        "dataset_id": plan.dataset_ref.source,
-        "dataset_location": dataset.location,
-        "dataset_fingerprint": dataset.fingerprint,
-        "versions": versions(zoo, plan),
-        "plugins": plugin_provenance(zoo, plan),
-        "git_commit": git_commit(),
-        "git_dirty": git_dirty(),
-        "device": device,
-        "machine": machine_record(getattr(plan.configs.get("train"), "precision", "auto"), device),
-        "threads": settle_threads().record(),
-        "text_column": dataset.text_column,
-        "label_column": dataset.label_column,
-        "columns": list(plan.columns),  # as chosen: None where detected
-        **({"held_out": list(plan.held_out)} if plan.held_out else {}),
-        **(extra or {}),
-    }
-    if plan.init is not None:
-        provenance["init"] = plan.init.record()
-    if plan.stacked:  # trained with other seeds as one batched model (zoo.train.stacked)
-        provenance["stacked"] = plan.stacked
-    if ranks.active:
-        provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
+    provenance = _provenance(plan, zoo, dataset, summary, ranks, device, extra)
     from zoo.train.tracking import NoTrackers
 
     if trackers_named:
@@ -226,21 +190,42 @@ def _record_and_train(
         raise
     if trackers:
         trackers.begin(run, summary, provenance)
-    job = plan_job(
-        plan,
-        dataset,
-        device,
-        run,
-        quiet or not ranks.is_main,
-        identity=identity(plan, dataset, zoo),
-        on_validate=on_validate,
-        stack=stack,
-        **(progress or {}),
-    )
-    return train_and_record(plan, pipeline, job, store, summary, provenance, ranks, trackers)
+    return store, summary, provenance, trackers
 
 
-def train_and_record(
+def _provenance(plan, zoo, dataset, summary, ranks, device, extra) -> dict:
+    """What the run's config.json records of how it was made."""
+    provenance = {
+        **summary,
+        "config_hash": config_hash(plan, zoo),
+        "configs": plan.config_values(),
+        "incidental": plan.incidental(),
+        "dataset_id": plan.dataset_ref.source,
+        "dataset_location": dataset.location,
+        "dataset_fingerprint": dataset.fingerprint,
+        "versions": versions(zoo, plan),
+        "plugins": plugin_provenance(zoo, plan),
+        "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
+        "device": device,
+        "machine": machine_record(getattr(plan.configs.get("train"), "precision", "auto"), device),
+        "threads": settle_threads().record(),
+        "text_column": dataset.text_column,
+        "label_column": dataset.label_column,
+        "columns": list(plan.columns),  # as chosen: None where detected
+        **({"held_out": list(plan.held_out)} if plan.held_out else {}),
+        **(extra or {}),
+    }
+    if plan.init is not None:
+        provenance["init"] = plan.init.record()
+    if plan.stacked:  # trained with other seeds as one batched model (zoo.train.seed_stack)
+        provenance["stacked"] = plan.stacked
+    if ranks.active:
+        provenance["distributed"] = {"world_size": ranks.world_size, "backend": ranks.backend}
+    return provenance
+
+
+def run_job(
     plan: Plan,
     pipeline,
     job: Job,
@@ -250,118 +235,53 @@ def train_and_record(
     ranks=None,
     trackers=None,
 ) -> dict:
-    """Run the pipeline on a prepared job and record the outcome in its store row; the
-    trackers (zoo.train.tracking) hear the end of it, whatever the end is."""
+    """Train a prepared job through its pipeline and record how it ended in its store row
+    (zoo.records.lifecycle): finished, diverged, failed, or interrupted by Ctrl-C (then a
+    RunInterrupted, and `zoo resume` continues it). The trackers (zoo.train.tracking) hear
+    the end, whatever the end is."""
+    from zoo.train.loop import Diverged
     from zoo.train.tracking import NoTrackers
 
     trackers = trackers or NoTrackers()
-    try:
-        with measuring(), phase("record"):
-            result = _train_and_record(
-                plan, pipeline, job, store, summary, provenance, ranks, trackers
-            )
-    except BaseException as exc:
-        status = (
-            "interrupted"
-            if isinstance(exc, KeyboardInterrupt)
-            else ("diverged" if isinstance(exc, RunDiverged) else "failed")
-        )
-        trackers.finish({}, job.run.path, status)
-        raise
-    trackers.finish(result["metrics"], job.run.path, result["status"])
-    return result
-
-
-def _train_and_record(
-    plan: Plan, pipeline, job: Job, store: Store, summary, provenance, ranks=None, trackers=None
-) -> dict:
-    from zoo.train.loop import Diverged
-
-    run = job.run
     ranks = ranks or distributed.current()
-    start = time.time()
+    run = job.run
     try:
-        seed_everything(plan.seed)
-        with own_interrupts_fail(), phase("evaluate"):  # what its inner phases leave
-            result = pipeline.run(job)  # (a KeyboardInterrupt with no Ctrl-C behind it: failed)
-        if not isinstance(result, RunResult):
-            raise ZooError(
-                f"the {plan.task} pipeline's run(job) returned a "
-                f"{type(result).__name__}, not a zoo.plugin.RunResult"
+        with measuring(), phase("record"), _closing(store), recording(store, run.id) as record:
+            try:
+                result, curve, curve_error = _trained(
+                    plan, pipeline, job, summary, provenance, ranks, trackers
+                )
+            except Diverged as exc:
+                record.end(
+                    "diverged",
+                    error=str(exc),
+                    metrics={"diverged_step": exc.step, "checkpoint_step": exc.checkpoint_step},
+                )
+                raise RunDiverged(run.id, exc) from None
+            except RunRefused:
+                record.discard()  # nothing was trained: no row and no folder, as if refused
+                shutil.rmtree(run.path, ignore_errors=True)
+                raise
+            finally:
+                if not ranks.is_main:
+                    shutil.rmtree(run.path.parent, ignore_errors=True)
+            duration = record.end(
+                result.status,
+                params=result.params,
+                metrics=result.metrics,
+                **({"config": provenance} if "timing" in provenance else {}),
             )
-        if ranks.active:
-            provenance["distributed"]["weight_sha256"] = distributed.same_weights_on_all_ranks(run)
-        # what load_trained needs to rebuild the model
-        provenance["spec"] = dataclasses.asdict(result.spec)
-        if job._init_report:  # which tensors came from the --init run, and which are new
-            provenance["init"] = {**provenance.get("init", {}), **job._init_report}
-        if trackers:  # where they write, kept with the run (zoo show lists it)
-            provenance["trackers"] = trackers.where()
-        curve, curve_error = None, None
-        if ranks.is_main:  # other ranks' scratch folders are gone already
-            curve, curve_error = save_curve(run, summary)
-        clock = current_clock()
-        if clock is not None:  # this session's phases (a resumed run's last session's)
-            provenance["timing"] = clock.record()
-        if ranks.is_main:
-            run.write_json("config.json", provenance)
+            if trackers:  # the run is recorded; then where they write (zoo show lists it)
+                _record_trackers(run, store, provenance, trackers, ranks.is_main)
     except KeyboardInterrupt:  # the user's Ctrl-C: the run can be resumed
-        store.update(
-            run.id,
-            status="interrupted",
-            finished=time.time(),
-            duration=time.time() - start,
-            error="interrupted (Ctrl-C)",
-        )
-        store.close()
+        trackers.finish({}, run.path, "interrupted")
         raise RunInterrupted(run.id) from None
-    except Diverged as exc:
-        store.update(
-            run.id,
-            status="diverged",
-            finished=time.time(),
-            duration=time.time() - start,
-            error=str(exc),
-            metrics={"diverged_step": exc.step, "checkpoint_step": exc.checkpoint_step},
-        )
-        store.close()
-        raise RunDiverged(run.id, exc) from None
-    except RunRefused:
-        store.delete([run.id])  # nothing was trained: no row and no folder, as if refused
-        store.close()
-        shutil.rmtree(run.path, ignore_errors=True)
-        raise
     except BaseException as exc:
-        store.update(
-            run.id,
-            status="failed",
-            finished=time.time(),
-            duration=time.time() - start,
-            error=f"{type(exc).__name__}: {exc}"[:2000],
-        )
-        store.close()
+        trackers.finish({}, run.path, "diverged" if isinstance(exc, RunDiverged) else "failed")
         raise
-    finally:
-        if not ranks.is_main:
-            shutil.rmtree(run.path.parent, ignore_errors=True)
-    duration = time.time() - start
-    if job._stopped is not None:  # the per-validation callback stopped it ("pruned")
-        status, step = job._stopped
-        result = dataclasses.replace(
-            result, status=status, metrics={**result.metrics, "stopped_step": step}
-        )
-    store.update(
-        run.id,
-        status=result.status,
-        finished=time.time(),
-        duration=duration,
-        params=result.params,
-        metrics=result.metrics,
-        **({"config": provenance} if "trackers" in provenance or "timing" in provenance else {}),
-    )
-    store.close()
     if ranks.is_main:  # the run is recorded; its weights are in model.safetensors
         checkpoints.remove_all(run.path)
+    trackers.finish(result.metrics, run.path, result.status)
     return {
         **summary,
         "status": result.status,
@@ -377,6 +297,61 @@ def _train_and_record(
     }
 
 
+def _trained(plan: Plan, pipeline, job: Job, summary, provenance, ranks, trackers):
+    """The pipeline's RunResult for the job (with the status a per-validation callback
+    stopped it with), its curve saved, and what training learned added to its provenance."""
+    run = job.run
+    seed_everything(plan.seed)
+    # what its inner phases leave is the evaluation's; a KeyboardInterrupt with no Ctrl-C
+    # behind it fails the run, naming the plugin whose code raised it
+    with own_interrupts_fail(), phase("evaluate"), naming_plugins("training"):
+        result = pipeline.run(job)
+    if not isinstance(result, RunResult):
+        raise ZooError(
+            f"the {plan.task} pipeline's run(job) returned a "
+            f"{type(result).__name__}, not a zoo.plugin.RunResult"
+        )
+    if result.per_example and ranks.is_main:
+        run.save_per_example(checked_per_example(result, plan.task))
+    if ranks.active:
+        provenance["distributed"]["weight_sha256"] = distributed.same_weights_on_all_ranks(run)
+    # what load_trained needs to rebuild the model
+    provenance["spec"] = dataclasses.asdict(result.spec)
+    if job._init_report:  # which tensors came from the --init run, and which are new
+        provenance["init"] = {**provenance.get("init", {}), **job._init_report}
+    curve, curve_error = None, None
+    if ranks.is_main:  # other ranks' scratch folders are gone already
+        curve, curve_error = save_curve(run, summary)
+    clock = current_clock()
+    if clock is not None:  # this session's phases (a resumed run's last session's)
+        provenance["timing"] = clock.record()
+    if ranks.is_main:
+        run.write_json("config.json", provenance)
+    if job._stopped is not None:  # the per-validation callback stopped it ("pruned")
+        status, step = job._stopped
+        result = dataclasses.replace(
+            result, status=status, metrics={**result.metrics, "stopped_step": step}
+        )
+    return result, curve, curve_error
+
+
+def _record_trackers(run, store: Store, provenance: dict, trackers, is_main: bool) -> None:
+    """Keep where each tracker writes with a run already recorded as finished: a tracker
+    that is slow to start delays only this, within its timeout, never the run's row."""
+    provenance["trackers"] = trackers.where()
+    if is_main:
+        run.write_json("config.json", provenance)
+    store.update(run.id, config=provenance)
+
+
+@contextmanager
+def _closing(store):
+    try:
+        yield store
+    finally:
+        store.close()
+
+
 class _NoStore:
     """The store as seen by ranks other than 0: they record nothing."""
 
@@ -388,3 +363,23 @@ class _NoStore:
 
     def close(self):
         pass
+
+
+def checked_per_example(result: RunResult, task: str) -> dict:
+    """A RunResult's per-example scores, each the scores of a metric it reports: their mean
+    is that figure (up to float32 rounding), or the pipeline broke its contract."""
+    import numpy as np
+
+    for name, values in result.per_example.items():
+        scores = np.asarray(values, dtype=np.float64).ravel()
+        figure = result.metrics.get(name)
+        if not isinstance(figure, (int, float)) or not scores.size:
+            raise ZooError(
+                f"the {task} pipeline's per-example scores {name!r} match no figure it reports"
+            )
+        if abs(scores.mean() - figure) > 1e-4 * max(1.0, abs(figure)):
+            raise ZooError(
+                f"the {task} pipeline's per-example scores {name!r} average "
+                f"{scores.mean():.6g}, not its {name} {figure:.6g}"
+            )
+    return result.per_example

@@ -2,8 +2,9 @@
 record of metrics.jsonl, and its final metrics and folder at the end, sent to every logger
 the user chose (``--log-to``, ``log_to`` in a config file, or ``ZOO_LOG_TO``).
 
-The calls run on one thread of their own, in order, so a slow tracker (a database write per
-step) never slows training. What a tracker's ``start`` returns says where it writes (a log
+Each tracker's calls run in order on a thread of its own, so a slow tracker (a database
+write per step) never slows training, and each call may take at most ZOO_TRACKER_TIMEOUT
+seconds (default 10): a tracker that takes longer is dropped with one warning. What a tracker's ``start`` returns says where it writes (a log
 folder; a tracking URI and run id): the run records it, and the command prints it. A logger that raises is its plugin's failure: one warning naming
 it, and no more calls to it; the run goes on and is recorded as it would be without it.
 """
@@ -11,18 +12,20 @@ it, and no more calls to it; the run goes on and is recorded as it would be with
 from __future__ import annotations
 
 import logging
+import math
 import os
 import queue
 import re
 import threading
+import time
 from pathlib import Path
-from typing import Any
 
 from zoo.errors import MissingModule, ZooError
 
 log = logging.getLogger(__name__)
 
-FINISH_TIMEOUT = 600.0  # seconds to wait for trackers to take the last records and artifacts
+TIMEOUT = 10.0  # seconds a tracker's call (start, log, finish) may take: ZOO_TRACKER_TIMEOUT
+FINISH_TIMEOUT = 600.0  # the most a command waits for its trackers' calls, all together
 
 
 def chosen(log_to) -> list[str]:
@@ -62,33 +65,115 @@ def tracker_lines(trackers: dict | None) -> list[str]:
     ]
 
 
+def call_timeout() -> float:
+    """The seconds a tracker's call may take (ZOO_TRACKER_TIMEOUT, default TIMEOUT)."""
+    text = os.environ.get("ZOO_TRACKER_TIMEOUT", "").strip()
+    if not text:
+        return TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (0 < seconds <= 3600):  # NaN included
+        raise ZooError(f"ZOO_TRACKER_TIMEOUT must be seconds from 0 to 3600, not {text[:40]!r}")
+    return seconds
+
+
+class _Tracker:
+    """One logger, fed from a queue by a daemon thread of its own, so a logger stuck in a
+    call holds up neither training nor the other loggers, nor the process's exit."""
+
+    def __init__(self, name: str, plugin: str, logger, timeout: float):
+        self.name, self.plugin, self.logger, self.timeout = name, plugin, logger, timeout
+        self.location: dict[str, str] | None = None
+        self.dropped = False
+        self.busy: tuple[str, float] | None = None  # (method, when it began) of the call now
+        self.started = threading.Event()  # start() answered (or failed, or was given up)
+        self.done = threading.Event()  # every call made
+        self._queue: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._work, name=f"zoo-tracker-{name}", daemon=True).start()
+
+    def put(self, method: str, args: tuple) -> None:
+        if self.overdue():
+            self.drop(f"did not answer {self.busy[0] if self.busy else ''}() within")
+        if not self.dropped:
+            self._queue.put((method, args))
+
+    def put_end(self) -> None:
+        self._queue.put(None)  # even when dropped: a thread waiting for work ends
+
+    def overdue(self) -> bool:
+        busy = self.busy
+        return busy is not None and time.monotonic() - busy[1] > self.timeout
+
+    def drop(self, what: str, exc: BaseException | None = None) -> None:
+        """No more calls to this logger, and one warning saying why."""
+        with self._lock:
+            if self.dropped:
+                return
+            self.dropped = True
+        if exc is None:
+            log.warning(
+                f"logger {self.name!r} from plugin {self.plugin!r} {what} "
+                f"{self.timeout:g} s (ZOO_TRACKER_TIMEOUT); the run goes on without it"
+            )
+        else:
+            Trackers._warn(self.name, self.plugin, what, exc)
+        self.started.set()
+        self.done.set()
+
+    def wait(self, event: threading.Event, deadline: float) -> None:
+        """Wait for ``event`` while the logger keeps within its timeout per call."""
+        while not event.wait(0.05):
+            if self.overdue():
+                self.drop(f"did not answer {self.busy[0] if self.busy else ''}() within")
+            if self.dropped or time.monotonic() > deadline:
+                return
+
+    def _work(self) -> None:
+        while not self.dropped:
+            item = self._queue.get()
+            if item is None:
+                break
+            method, args = item
+            self.busy = (method, time.monotonic())
+            try:
+                answer = getattr(self.logger, method)(*args)
+            except Exception as exc:  # noqa: BLE001 - a tracker never fails the run
+                self.drop(f"failed in {method}()", exc)
+                break
+            finally:
+                self.busy = None
+            if method == "start":
+                if isinstance(answer, dict) and not self.dropped:
+                    self.location = {str(k): str(v) for k, v in answer.items()}
+                self.started.set()
+        self.done.set()
+
+
 class Trackers:
-    """The chosen loggers of one run, fed from a queue by a thread of their own."""
+    """The chosen loggers of one run, each fed from a queue by a thread of its own. Every
+    call (start, log, finish) may take at most ``call_timeout()`` seconds: a logger that
+    takes longer is dropped with one warning, and nothing waits for it again."""
 
     def __init__(self, names: list[str], zoo):
-        self.loggers: dict[str, Any] = {}
-        self.plugins: dict[str, str] = {}
+        self.timeout = call_timeout()
+        self.trackers: dict[str, _Tracker] = {}
         for name in names:
             entry = zoo.loggers.get(name)
             try:
-                self.loggers[name] = entry.load()()
+                logger = entry.load()()
             except (ImportError, MissingModule) as exc:  # an extra not installed: the user's
                 extra = f"pip install 'zoo[{name}]'" if entry.plugin == "trackers" else "install it"
                 raise ZooError(f"--log-to {name}: {exc}; {extra}") from None
             except Exception as exc:  # noqa: BLE001 - any failure of plugin code is its own
                 self._warn(name, entry.plugin, "could not start", exc)
                 continue
-            self.plugins[name] = entry.plugin
-        self.locations: dict[str, dict] = {}  # name -> where it writes, from start()
-        self._started = threading.Event()
-        self._queue: queue.Queue = queue.Queue()
-        self._thread = None
-        if self.loggers:
-            self._thread = threading.Thread(target=self._work, name="zoo-trackers", daemon=True)
-            self._thread.start()
+            self.trackers[name] = _Tracker(name, entry.plugin, logger, self.timeout)
 
     def __bool__(self) -> bool:
-        return bool(self.loggers)
+        return bool(self.trackers)
 
     def start(self, run: dict) -> None:
         self._put("start", run)
@@ -113,46 +198,35 @@ class Trackers:
     def log(self, record: dict) -> None:
         self._put("log", dict(record))
 
-    def where(self, timeout: float = FINISH_TIMEOUT) -> dict[str, dict]:
-        """Where each tracker writes, once every start() has run (waited for, at most
-        ``timeout``): {"mlflow": {"tracking_uri": ..., "run_id": ...}, ...}."""
-        if self._thread is not None:
-            self._started.wait(timeout)
-        return {name: dict(place) for name, place in self.locations.items()}
+    def where(self) -> dict[str, dict]:
+        """Where each tracker writes, once its start() has answered (waited for within the
+        timeout): {"mlflow": {"tracking_uri": ..., "run_id": ...}, ...}."""
+        deadline = time.monotonic() + FINISH_TIMEOUT
+        for tracker in self.trackers.values():
+            tracker.wait(tracker.started, deadline)
+        return {
+            name: dict(tracker.location)
+            for name, tracker in self.trackers.items()
+            if tracker.location is not None
+        }
 
     def finish(self, metrics: dict, folder: Path, status: str) -> None:
-        """Send the end of the run and wait (at most FINISH_TIMEOUT) for every call to be
-        made: the run is recorded already, so waiting delays only the command's exit."""
+        """Send the end of the run and wait for every call to be made, each within the
+        timeout: the run is recorded already, so waiting delays only the command's exit."""
         self._put("finish", dict(metrics), Path(folder), status)
         self.close()
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join(FINISH_TIMEOUT)
-            self._thread = None
+        for tracker in self.trackers.values():
+            tracker.put_end()
+        deadline = time.monotonic() + FINISH_TIMEOUT
+        for tracker in self.trackers.values():
+            tracker.wait(tracker.done, deadline)
+        self.trackers = {}
 
     def _put(self, method: str, *args) -> None:
-        if self._thread is not None:
-            self._queue.put((method, args))
-
-    def _work(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            method, args = item
-            for name, logger in list(self.loggers.items()):
-                try:
-                    answer = getattr(logger, method)(*args)
-                except Exception as exc:  # noqa: BLE001 - a tracker never fails the run
-                    self._warn(name, self.plugins[name], f"failed in {method}()", exc)
-                    del self.loggers[name]  # one warning, then no more calls
-                    continue
-                if method == "start" and isinstance(answer, dict):
-                    self.locations[name] = {str(k): str(v) for k, v in answer.items()}
-            if method == "start":
-                self._started.set()
+        for tracker in self.trackers.values():
+            tracker.put(method, args)
 
     @staticmethod
     def _warn(name: str, plugin: str, what: str, exc: BaseException) -> None:
@@ -166,7 +240,7 @@ class Trackers:
 
 class NoTrackers(Trackers):
     def __init__(self):
-        self.loggers, self.plugins, self._thread, self.locations = {}, {}, None, {}
+        self.timeout, self.trackers = TIMEOUT, {}
 
 
 def open_trackers(log_to, zoo) -> Trackers:

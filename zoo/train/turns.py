@@ -1,7 +1,7 @@
 """Runs that take turns: K functions, each in a thread of its own, of which exactly one runs
 at a time, and a shared step that runs once every one of them waits for it.
 
-Seeds trained together (zoo.train.stacked) run each seed's ordinary run in such a thread:
+Seeds trained together (zoo.train.seed_stack) run each seed's ordinary run in such a thread:
 the run loads its data, builds its model, validates, checkpoints and records itself as if
 it were alone, and its training step waits here until every other seed's has come too;
 then one batched step trains them all. Because only one thread runs at a time, each keeps

@@ -140,7 +140,7 @@ def say_outcome(
 def run_here(search: Search, study, storage, model, dataset, searched, objective) -> None:
     """Trials one at a time in this process."""
     from zoo.errors import RunDiverged
-    from zoo.sweeps.driver import _one_line
+    from zoo.sweeps.cells import one_line
     from zoo.train.runner import execute
     from zoo.train.starting import new_run_id
 
@@ -158,6 +158,7 @@ def run_here(search: Search, study, storage, model, dataset, searched, objective
                 run_id=run_id,
                 extra=trial.extra,
                 on_validate=trial.reporter,
+                log_to=search.log_to,
             )
             status, metrics = result["status"], result["metrics"]
         except KeyboardInterrupt:
@@ -167,17 +168,17 @@ def run_here(search: Search, study, storage, model, dataset, searched, objective
             status = "diverged"
         except Exception as exc:  # one bad trial must not stop the search
             status = "failed"
-            log.info(f"    trial {trial.optuna_trial.number}: {_one_line(exc)}")
+            log.info(f"    trial {trial.optuna_trial.number}: {one_line(exc)}")
         told = tell(study, trial.optuna_trial, status, metrics, objective)
         say_outcome(trial, status, told, metrics, objective, run_id, time.time() - began)
 
 
 class TrialDriver:
-    """Trials in an executor's workers (zoo.sweeps.dispatch): the sweep driver's store
+    """Trials in an executor's workers (zoo.sweeps.driver): the sweep driver's store
     replay and failure records, with trials asked of and told to the study."""
 
     def __init__(self, executor, search: Search):
-        from zoo.sweeps.dispatch import Driver
+        from zoo.sweeps.driver import Driver
 
         # the sweep driver records each cell's run; its 'sweep' is only the shared --set
         self.driver = Driver(
@@ -189,7 +190,7 @@ class TrialDriver:
         self.started = False
 
     def run(self, study, storage, model, dataset, searched, objective) -> None:
-        from zoo.sweeps.dispatch import cell_task
+        from zoo.sweeps.driver import cell_task
         from zoo.train.starting import new_run_id
 
         if not self.started:
@@ -213,6 +214,7 @@ class TrialDriver:
                         device=self.search.device,
                         run_id=new_run_id(),
                         resume=None,
+                        log_to=self.search.log_to,
                     )
                     task.update(
                         held_out=list(HELD_OUT), extra=trial.extra, on_validate=trial.reporter

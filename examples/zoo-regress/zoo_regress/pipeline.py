@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zoo.plugin import Batch, Job, Prediction, RunResult, TaskSpec, TrainConfig, ZooError, train
-from zoo.plugin.data import dataset_key, train_cached
+from zoo.plugin.data import check_ids, dataset_key, train_cached
 
 ROLES = {"train": "train", "validation": "val", "test": "test"}
 
@@ -53,10 +53,12 @@ def check_dataset(dataset) -> None:
 
 def encode(tokenizer, texts: list[str], block: int) -> tuple[np.ndarray, np.ndarray]:
     """Token ids [N, block] right-padded with <pad>, and the mask [N, block] (1 = real)."""
+    flat, offsets = tokenizer.encode_rows(texts)
+    check_ids(tokenizer, flat)  # an id outside the vocabulary is the tokenizer's failure
     ids = np.full((len(texts), block), tokenizer.pad_id, dtype=np.int64)
     mask = np.zeros((len(texts), block), dtype=np.int64)
-    for row, tokens in enumerate(tokenizer.encode_batch(texts)):
-        tokens = tokens[:block]
+    for row in range(len(texts)):
+        tokens = flat[offsets[row] : offsets[row + 1]][:block]
         ids[row, : len(tokens)], mask[row, : len(tokens)] = tokens, 1
     return ids, mask
 
@@ -117,9 +119,13 @@ def run(job: Job) -> RunResult:
         v_ids, v_mask, v_y = data["validation"]
         return scores(v_y, predictions(model, v_ids, v_mask), "val")
 
-    result = train(job, model, next_batch, validate=validate)
+    # the validation figure that picks the best weights (and stops on patience)
+    result = train(
+        job, model, next_batch, validate=validate, score_key="val_mse", higher_is_better=False
+    )
     metrics = {
         "steps": result.steps,
+        "best_step": result.best_step,  # the validation whose weights are reported
         "train_loss": result.train_loss,
         "tokens_per_s": result.tokens_per_s,
         "train_time": result.train_time,

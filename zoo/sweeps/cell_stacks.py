@@ -1,5 +1,5 @@
 """`zoo sweep --stack-seeds`: a cell's seeds trained together as one batched model
-(zoo.train.stacked), each seed still recorded as its own ordinary run.
+(zoo.train.seed_stack), each seed still recorded as its own ordinary run.
 
 A stacked cell is its own configuration: its plan carries ``stacked`` (the most seeds
 trained together), which is part of its config hash and of its recorded settings, so a

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 
-from zoo.api.listing import preset_origin
+from zoo.api.entry_rows import preset_origin
 from zoo.core.names import model_names, resolve_model
 from zoo.errors import UnknownNameError
 
@@ -230,19 +230,9 @@ def show_run(zoo, run_id: str) -> str:
     lines += format_metrics(row["metrics"], indent="    ")
     lines.append("  provenance:")
     lines.append(f"    seed: {row['seed']}")
-    for key in (
-        "config_hash",
-        "parent_config_hash",
-        "dataset_id",
-        "dataset_location",
-        "dataset_fingerprint",
-        "text_column",
-        "label_column",
-        "git_commit",
-        "git_dirty",
-        "device",
-        "reproduces",
-    ):
+    from zoo.train.provenance import SHOWN_KEYS
+
+    for key in SHOWN_KEYS:
         if config.get(key) is not None:
             lines.append(f"    {key}: {config[key]}")
     lines += machine_lines(config.get("machine"))

@@ -1,5 +1,5 @@
-"""Seeds trained together: runs of one plan that differ only in their seed, trained as one
-batched model with ``torch.func`` (``stack_module_state``, ``functional_call`` and
+"""Seeds trained together (train_together): runs of one plan that differ only in their seed,
+trained as one batched model with ``torch.func`` (``stack_module_state``, ``functional_call`` and
 ``vmap(..., randomness="different")``).
 
 Each seed's run is an ordinary run (zoo.train.runner.execute) in a thread of its own, taking
@@ -19,6 +19,8 @@ initial weights and every seed's data order are those of the run alone.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -296,3 +298,46 @@ def _batched(batches: list[tuple], device) -> tuple[torch.Tensor, list, torch.Te
         mask,
         counts,
     )
+
+
+def train_together(
+    plans, run_ids, *, device, quiet, zoo, stores=None, extras=None, label=None, log_to=None
+):
+    """Train ``plans`` (one plan at several seeds) as one stack, each recorded as its own
+    run with the id given; ``stores`` and ``extras`` are each run's, as ``execute`` takes
+    them. Each run's ("result", summary) or ("error", exception), in order."""
+    from zoo.core.loading import get_zoo
+    from zoo.data import datasets as zoo_data
+    from zoo.train.runner import execute
+
+    zoo = zoo or get_zoo()
+    seeds = [plan.seed for plan in plans]
+    first = plans[0]
+    if first.loaded is None:  # one dataset for every seed, loaded once
+        try:
+            dataset = zoo_data.load(
+                first.dataset_ref, zoo, quiet=quiet, held_out=tuple(first.held_out)
+            )
+        except Exception as exc:
+            return [("error", exc)] * len(plans)
+        plans = [dataclasses.replace(p, loaded=dataset, columns=(None, None)) for p in plans]
+    digest = hashlib.sha256(repr(sorted(seeds)).encode()).hexdigest()
+    stack = SeedStack(seed=int(digest[:8], 16))  # the batched step's dropout stream
+    record = {"seeds": seeds, "runs": list(run_ids)}  # in each run's provenance
+    extras = extras or [None] * len(plans)
+
+    def one(slot):
+        return lambda: execute(
+            plans[slot],
+            device=device,
+            quiet=quiet,
+            zoo=zoo,
+            run_id=run_ids[slot],
+            store=None if stores is None else stores[slot],
+            extra={**(extras[slot] or {}), "stack": record},
+            label=None if label is None else f"{label}, seed {plans[slot].seed}",
+            stack=stack.slot(slot),
+            log_to=log_to,
+        )
+
+    return stack.turns.run([one(slot) for slot in range(len(plans))])

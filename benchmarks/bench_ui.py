@@ -1,0 +1,169 @@
+"""`zoo ui` on a large store: how long the server takes to start, and to answer the run
+list's first page, a filter, a sort, the next page, the comparison and a run's page, on a
+synthetic store of 10,000 runs (rows written straight into SQLite, as training leaves them).
+
+    python benchmarks/bench_ui.py --runs 10000 --repeat 5
+
+Each figure is the wall time of one HTTP request from this process to a `zoo ui` process
+started for the benchmark; the first page's is the first request the server answers (it
+reads the store then), the others the median of --repeat requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import header, load, percentile, table, write_results  # noqa: E402
+
+MODELS = ("decoder-char", "decoder-bpe", "encoder-char", "lstm-char", "gpt2-char", "llama-char")
+DATASETS = ("shakespeare", "digits", "emotion")
+FILTER = "lr < 2e-3 and model == 'decoder-char' and val_bpc < 3.5"
+
+
+def synthetic_store(home: Path, runs: int, seed: int = 0) -> None:
+    """``runs`` finished runs of a few models x datasets x seeds x settings, in one
+    transaction (zoo's own schema, made by opening the store)."""
+    from zoo.records.store import Store
+
+    rng = random.Random(seed)
+    rows = []
+    for n in range(runs):
+        model, dataset = MODELS[n % len(MODELS)], DATASETS[(n // len(MODELS)) % len(DATASETS)]
+        lr, n_layer = rng.choice((1e-3, 3e-3, 1e-2)), rng.choice((2, 4, 6))
+        val = 2.5 + 0.1 * n_layer * rng.random() + 0.2 * rng.random()
+        config = {
+            "configs": {
+                "model": {"n_layer": n_layer, "n_embd": 64 * n_layer, "dropout": 0.1},
+                "tokenizer": {"lowercase": False},
+                "train": {"steps": 500, "lr": lr, "batch_size": 32, "warmup_steps": 50},
+            },
+            "incidental": {"train": []},  # as training records it
+            "git_commit": "0" * 40,
+        }
+        metrics = {"val_bpc": val, "test_bpc": val + 0.02, "train_loss": val - 0.1, "steps": 500}
+        rows.append(
+            (
+                f"20260101-{n:06d}-{rng.getrandbits(16):04x}",
+                "train",
+                "finished",
+                1.7e9 + n,
+                model,
+                model.split("-")[0],
+                model.split("-")[1],
+                dataset,
+                "language-modeling",
+                100_000 * n_layer,
+                n % 5,
+                f"{model}-{lr}-{n_layer}-{dataset}",
+                json.dumps(metrics),
+                json.dumps(config),
+                30.0 + rng.random(),
+            )
+        )
+    with Store(home / "zoo.db") as store:
+        store.conn.execute("BEGIN")
+        store.conn.executemany(
+            "INSERT INTO runs (id, kind, status, created, model, architecture, tokenizer, "
+            "dataset, task, params, seed, config_hash, metrics, config, duration) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        store.conn.execute("COMMIT")
+
+
+def timed(url: str) -> tuple[float, bytes]:
+    start = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=120) as answer:
+        body = answer.read()
+        assert answer.status == 200, (url, answer.status)
+    return time.perf_counter() - start, body
+
+
+def start_server(home: Path) -> tuple[subprocess.Popen, str, float]:
+    """`zoo ui --port 0` in a process of its own: the URL it prints, and the seconds from
+    starting the process to the first answer (a static file, no store read)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zoo", "ui", "--port", "0"],
+        env={**os.environ, "ZOO_HOME": str(home)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = process.stdout.readline()
+    url = line.split(" at ")[1].split()[0]
+    timed(url + "/static/zoo.css")
+    return process, url, time.perf_counter() - start
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+
+    header(f"zoo ui on a store of {args.runs:,} runs")
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder) / "runs"
+        home.mkdir()
+        synthetic_store(home, args.runs)
+        process, url, started = start_server(home)
+        try:
+            first, body = timed(url + "/runs")
+            compared, _ = timed(url + "/compare")  # computed once per change of the store
+            assert f"of {args.runs} runs".encode() in body
+            run_id = body.split(b'href="/runs/')[1].split(b'"')[0].decode()
+            requests = {
+                "a filter (--where)": "/runs?" + urllib.parse.urlencode({"where": FILTER}),
+                "a sort by a metric": "/runs?sort=-val_bpc",
+                "the second page": "/runs?page=2",
+                "the comparison, asked again": "/compare",
+                "a run's page": f"/runs/{run_id}",
+            }
+            figures = {
+                what: percentile([timed(url + path)[0] for _ in range(args.repeat)], 0.5)
+                for what, path in requests.items()
+            }
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    rows = [
+        {"what": "start: process to first answer", "seconds": started},
+        {"what": "the first page of runs (reads the store)", "seconds": first},
+        {"what": "the comparison, first asked", "seconds": compared},
+        *({"what": what, "seconds": seconds} for what, seconds in figures.items()),
+    ]
+    for row in rows:
+        print(f"{row['what']:<44} {row['seconds']:.3f} s")
+    print(f"# after: {load()}")
+    write_results(
+        "ui",
+        title="`zoo ui` on a large store",
+        about=f"Wall time of HTTP requests to `zoo ui` over a synthetic store of {args.runs:,} "
+        "finished runs (6 models x 3 datasets x 5 seeds x 9 settings), from the process's start "
+        "to its first answer, and for each page: the first page of the run list reads the "
+        f"store; the filter is `{FILTER}`.",
+        tables=[
+            table(
+                f"{args.runs:,} runs; medians of {args.repeat} requests after the first page",
+                [("what", "request"), ("seconds", "seconds", ".3f")],
+                rows,
+            )
+        ],
+        notes=["Targets: start under 2 s; the first page and a filter under 1 s."],
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""The generic transformers adapter: every model type of transformers' auto mappings is an
+`hf-<type>` architecture whose shape comes from one rule over its config class, with
+per-type overrides where the rule fails. Tiny configs; one end-to-end run."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from conftest import TINY_ANY, run_cli
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
+
+
+def test_the_types_are_read_from_transformers_mappings_without_importing_it():
+    from zoo.plugins.transformers import types
+
+    types.model_types.cache_clear()
+    before = {m for m in ("torch", "transformers") if m in sys.modules}
+    read = types.model_types()
+    assert {m for m in ("torch", "transformers") if m in sys.modules} == before
+    from transformers.models.auto import modeling_auto as auto
+
+    assert set(read) == set(auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) | set(
+        auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    ) | set(auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES)
+    assert read["mamba"] == {
+        "language-modeling": "MambaForCausalLM",
+        "next-item": "MambaForCausalLM",
+    }
+    # an encoder's next item comes from its masked-LM head, which reads the whole context
+    assert read["bert"]["next-item"] == "BertForMaskedLM"
+    assert read["qwen2"]["classification"] == "Qwen2ForSequenceClassification"
+
+
+def test_the_rule_maps_zoo_shapes_through_each_config_class_names():
+    from zoo.plugins.transformers.configs import layout_of
+
+    gpt2 = layout_of("gpt2")  # through GPT2Config.attribute_map
+    assert gpt2.shape == {
+        "n_layer": "n_layer",
+        "n_head": "n_head",
+        "n_embd": "n_embd",
+        "block_size": "n_positions",
+    }
+    assert set(gpt2.dropouts) >= {"resid_pdrop", "embd_pdrop", "attn_pdrop"}
+    assert gpt2.mlp_width == "n_inner"
+    bart = layout_of("bart")  # through attribute_map onto d_model, encoder_layers, ...
+    assert bart.shape["n_embd"] == "d_model" and "dropout" in bart.dropouts
+    mamba = layout_of("mamba")  # no attention, no position table
+    assert set(mamba.shape) == {"n_layer", "n_embd"}
+    rwkv = layout_of("rwkv")  # an alias: its context is context_length
+    assert rwkv.shape["block_size"] == "context_length"
+
+
+def hf_config(architecture: str, vocab_size: int = 50, **settings):
+    from zoo.core.config import build_config
+    from zoo.core.loading import get_zoo
+
+    cls = get_zoo().architectures.get(architecture).config_class()
+    tiny = {"n_layer": 2, "n_head": 2, "n_embd": 16, "block_size": 16}
+    return build_config(cls, {**tiny, **settings}).transformers_config(vocab_size)
+
+
+def test_sizes_that_follow_from_the_shape_are_derived_not_transformers_defaults():
+    mistral = hf_config("hf-mistral")  # defaults: 8 key-value heads, MLP 14336 wide
+    assert (mistral.hidden_size, mistral.num_hidden_layers) == (16, 2)
+    assert mistral.num_key_value_heads == 2 and mistral.intermediate_size == 64
+    assert mistral.head_dim == 8 and mistral.max_position_embeddings == 16
+    gqa = hf_config("hf-mistral", num_key_value_heads=1)  # a set field wins
+    assert gqa.num_key_value_heads == 1
+
+
+def test_every_scalar_field_is_a_setting_and_transformers_checks_it():
+    from zoo.errors import ZooError
+
+    mamba = hf_config("hf-mamba", state_size=4, n_head=4)  # n_head: no heads, ignored
+    assert mamba.state_size == 4 and mamba.hidden_size == 16
+    assert hf_config("hf-qwen2", rms_norm_eps=1e-3).rms_norm_eps == 1e-3
+    with pytest.raises(ZooError, match="n_embd .16. must be divisible by n_head .3."):
+        hf_config("hf-qwen2", n_head=3)
+
+
+@pytest.mark.parametrize(
+    "model_type, settings, why",
+    [
+        ("mamba2", {}, "hidden_size \\* expand"),
+        ("gpt_neo", {}, "attention_layers"),
+        ("zamba2", {}, "layer_types"),
+    ],
+)
+def test_overrides_build_the_types_the_rule_alone_cannot(model_type, settings, why):
+    """Each override is needed (without it transformers refuses the tiny config) and
+    enough (with it the config builds)."""
+    from zoo.plugins.transformers import configs
+
+    from zoo.errors import ZooError
+
+    config = hf_config(f"hf-{model_type}", **settings)
+    assert config.model_type == model_type
+    saved = configs.OVERRIDES.pop(model_type)
+    configs.layout_of.cache_clear()
+    try:
+        with pytest.raises((ValueError, ZooError), match=why):
+            configs.layout_of(model_type)  # the rule alone
+            hf_config(f"hf-{model_type}")
+    finally:
+        configs.OVERRIDES[model_type] = saved
+        configs.layout_of.cache_clear()
+    assert hf_config(f"hf-{model_type}").model_type == model_type
+
+
+def test_a_class_whose_token_ids_must_be_numbers_keeps_its_own():
+    assert isinstance(hf_config("hf-cwm").bos_token_id, int)
+    assert hf_config("hf-llama").bos_token_id is None
+
+
+def test_a_model_name_splits_at_its_last_dash():
+    from zoo.core.loading import get_zoo
+    from zoo.core.names import resolve_model
+
+    spec = resolve_model("hf-deberta-v2-char", get_zoo())
+    assert (spec.architecture.name, spec.tokenizer.name) == ("hf-deberta-v2", "char")
+    assert spec.architecture.tasks == (
+        "classification",
+        "next-item",
+        "masked-language-modeling",
+    )
+
+
+@pytest.mark.slow
+def test_a_transformers_type_trains_and_exports_in_transformers_layout(tiny_text, tmp_path):
+    ran = run_cli(
+        "run",
+        "hf-mamba-char",
+        tiny_text,
+        "--steps",
+        4,
+        *TINY_ANY,
+        "--set",
+        "sample_tokens=5",
+        "--json",
+    )
+    assert ran.code == 0, ran
+    run = json.loads(ran.out)
+    assert run["architecture"] == "hf-mamba" and run["status"] == "finished"
+    exported = run_cli("export", run["run_id"], tmp_path / "out")
+    assert exported.code == 0, exported
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert config["model_type"] == "mamba" and config["architectures"] == ["MambaForCausalLM"]
+
+
+def test_an_encoder_decoder_shapes_its_decoder_as_its_encoder():
+    bart = hf_config("hf-bart")  # defaults: 12 decoder layers, 4096-wide MLPs
+    assert (bart.encoder_layers, bart.decoder_layers) == (2, 2)
+    assert bart.decoder_attention_heads == 2 and bart.decoder_ffn_dim == 64
+
+
+def test_every_mlp_width_follows_the_shape():
+    moe = hf_config("hf-qwen2_moe")  # defaults: experts 1408 wide, a shared one 5632
+    assert moe.moe_intermediate_size == 64 and moe.shared_expert_intermediate_size == 64
+    assert hf_config("hf-deepseek_v2").num_experts_per_tok == 2  # unset by the class
+
+
+def test_roberta_positions_count_from_the_padding_id():
+    """RoBERTa's position ids start at padding id + 1: a full-length input needs the table
+    the override gives it (the rule alone makes it block_size rows: an index error)."""
+    import torch
+    from zoo.plugins.transformers import configs
+
+    from zoo.core.config import build_config
+    from zoo.core.loading import get_zoo
+    from zoo.plugin import TaskSpec
+
+    entry = get_zoo().architectures.get("hf-roberta")
+    config = build_config(
+        entry.config_class(), {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16}
+    )
+    ids = torch.randint(3, 50, (2, 16))
+
+    def classify():
+        model = entry.load()(config, TaskSpec("classification", 50, 2, 0))
+        return model(ids, torch.ones_like(ids))
+
+    assert classify().shape == (2, 2)
+    saved = configs.OVERRIDES.pop("roberta")
+    configs.layout_of.cache_clear()
+    try:
+        with pytest.raises(Exception, match="out of"):
+            classify()
+    finally:
+        configs.OVERRIDES["roberta"] = saved
+        configs.layout_of.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "model_type, loads_with", [("gpt2", "AutoTokenizer"), ("qwen2", "PreTrainedTokenizerFast")]
+)
+def test_export_names_the_tokenizer_class_that_reads_its_tokenizer_json(
+    model_type, loads_with, tmp_path
+):
+    """transformers gives some types a tokenizer class that rebuilds the vocabulary from its
+    own files (qwen2); the export then loads with the class it saved."""
+    import transformers
+    from tokenizers import Tokenizer, models
+    from zoo.plugins.transformers.export import tokenizer_class_for
+
+    backend = Tokenizer(models.WordLevel({"<pad>": 0, "<unk>": 1, "a": 2}, unk_token="<unk>"))
+    transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>"
+    ).save_pretrained(tmp_path)
+    transformers.AutoConfig.for_model(model_type).save_pretrained(tmp_path)
+    assert tokenizer_class_for(tmp_path) == loads_with

@@ -1,0 +1,270 @@
+"""zoo ui over HTTP and zoo report: each view shows what `zoo runs`, `zoo compare` and
+`zoo show` print for the same store (read from the JSON each page is built from), the
+server only reads, and a URL reaches nothing but the store's runs and a few named files.
+The store is written in-process with a few rows, curves and samples; the pages are read
+from a real server on a free port. Browser tests are in test_ui_browser.py."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import re
+import urllib.error
+import urllib.request
+
+import pytest
+from conftest import run_cli
+
+from zoo.records.store import Store
+
+pytest.importorskip("starlette", reason="zoo ui needs the ui extra: pip install 'zoo[ui]'")
+
+
+def add_run(run_id, model, seed, value, *, lr=1e-3, status="finished", steps=20, created=None):
+    """A run row as training leaves it, with its metrics.jsonl and samples.txt."""
+    from zoo.records.paths import run_folder
+
+    config = {
+        "configs": {"model": {"n_layer": 2}, "train": {"steps": steps, "lr": lr}},
+        "git_commit": "0123abcd",
+        "timing": {"phases": {"data": 0.5, "train": 2.0, "evaluate": 0.5}, "measured": 3.0},
+    }
+    with Store() as store:
+        store.insert(
+            run_id,
+            model=model,
+            architecture=model.split("-")[0],
+            tokenizer="char",
+            dataset="text",
+            task="language-modeling",
+            seed=seed,
+            params=1000,
+            status=status,
+            config_hash=f"{model}-{lr}",
+            config=config,
+            metrics={"val_bpc": value, "train_loss": value + 0.1, "steps": steps},
+            duration=3.0,
+            created=created,
+        )
+    folder = run_folder(run_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [
+        {"step": s, "train_loss": 3.0 - 0.05 * s + 0.01 * seed, "lr": lr, "elapsed": 0.1 * s}
+        for s in range(1, steps + 1)
+    ]
+    lines += [{"step": steps, "val_loss": value, "val_bpc": value}]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (folder / "samples.txt").write_text("ROMEO: <b>a sample</b>\n")
+    return run_id
+
+
+@pytest.fixture
+def store(isolated):
+    runs = []
+    for seed in range(3):
+        runs.append(
+            add_run(f"r-a-{seed}", "decoder-char", seed, 2.0 + 0.1 * seed, created=1e9 + seed)
+        )
+        runs.append(
+            add_run(f"r-b-{seed}", "lstm-char", seed, 2.5 + 0.1 * seed, lr=3e-3, created=2e9 + seed)
+        )
+    return runs
+
+
+@pytest.fixture
+def server(store):
+    from zoo.home import zoo_home
+    from zoo.ui.app import Server
+
+    running = Server(zoo_home()).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def get(server, path, method="GET"):
+    request = urllib.request.Request(server.url + path, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def embedded(page: str, name: str):
+    """The JSON a page embeds in <script type="application/json" id=NAME>."""
+    found = re.search(rf'<script type="application/json" id="{name}">(.*?)</script>', page, re.S)
+    assert found, f"no {name} in the page"
+    return json.loads(found.group(1))
+
+
+def query(**params):
+    from urllib.parse import urlencode
+
+    return "?" + urlencode(params)
+
+
+def test_the_run_list_is_what_zoo_runs_prints(server):
+    where, sort = "lr > 2e-3 or seed == 0", "-value"
+    status, page = get(server, "/runs" + query(where=where, sort=sort, columns="lr,train.steps"))
+    assert status == 200
+    shown = embedded(page, "runs-data")
+    cli = run_cli(
+        "runs", "--where", where, f"--sort={sort}", "--columns", "lr,train.steps", "--json"
+    )
+    assert shown["rows"] == json.loads(cli.out)
+    assert [r["id"] for r in shown["rows"]] == ["r-b-2", "r-b-1", "r-b-0", "r-a-0"]
+    assert shown["selected"] == 4 and shown["total"] == 6
+    assert "4 of 6 runs" in page
+
+
+def test_a_condition_zoo_runs_refuses_is_the_pages_one_line(server):
+    bad = "model.to_csv('x') == 1"
+    status, page = get(server, "/runs" + query(where=bad))
+    cli = run_cli("runs", "--where", bad)
+    assert status == 200 and cli.code == 2
+    assert cli.err.removeprefix("zoo: error: ").strip() in html.unescape(page)
+    assert not os.path.exists("x")
+
+
+def test_pages_of_runs(server):
+    from zoo.ui import views
+
+    for n in range(60):
+        add_run(f"x-{n:02d}", "decoder-char", 10 + n, 3.0, created=3e9 + n)
+    first = embedded(get(server, "/runs")[1], "runs-data")
+    second = embedded(get(server, "/runs?page=2")[1], "runs-data")
+    assert (first["pages"], len(first["rows"])) == (2, views.PER_PAGE)
+    assert first["rows"][0]["id"] == "x-59"  # newest first, and a run written meanwhile shows
+    assert {r["id"] for r in first["rows"]}.isdisjoint(r["id"] for r in second["rows"])
+    assert len(first["rows"]) + len(second["rows"]) == 66
+
+
+def test_the_comparison_is_what_zoo_compare_prints(server):
+    status, page = get(server, "/compare" + query(baseline="decoder-char"))
+    assert status == 200
+    cli = run_cli("compare", "--baseline", "decoder-char", "--format", "json")
+    assert embedded(page, "compare-data") == json.loads(cli.out)
+    markdown = run_cli("compare", "--baseline", "decoder-char", "--format", "markdown").out
+    legend = [line.strip() for line in markdown.split("\n\n", 1)[1].splitlines() if line.strip()]
+    shown = re.search(r'<ul class="legend" id="legend">(.*?)</ul>', page, re.S).group(1)
+    assert re.findall("<li>(.*?)</li>", html.unescape(shown)) == legend  # notes included
+    for cell in ("2.100 ± 0.100 (n=3)", "2.600 ± 0.100 (n=3)"):
+        assert cell in markdown and cell in page
+    figure = embedded(page, "bars-0")
+    assert [t["y"] for t in figure["data"]] == [[pytest.approx(2.1)], [pytest.approx(2.6)]]
+    assert [t["error_y"]["array"] for t in figure["data"]] == [[pytest.approx(0.1)]] * 2
+
+
+def test_the_run_page_is_what_zoo_show_prints(server):
+    status, page = get(server, "/runs/r-a-1")
+    assert status == 200
+    shown = json.loads(re.search(r'class="run-data">(.*?)</script>', page, re.S).group(1))
+    assert shown == json.loads(run_cli("show", "r-a-1", "--json").out)
+    config_file = run_cli("show", "r-a-1", "--config").out
+    assert html.escape(config_file, quote=False).strip() in html.unescape(page) or (
+        html.escape(config_file).strip() in page
+    )
+    for part in ("zoo reproduce r-a-1", "0123abcd", "&lt;b&gt;a sample&lt;/b&gt;", "evaluate"):
+        assert part in page  # the samples are text, never markup
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/runs/nope",
+        "/runs/..%2F..%2Fetc%2Fpasswd",
+        "/static/..%2Fzoo.db",
+        "/zoo.db",
+        "/runs/r-a-1/x",
+    ],
+)
+def test_a_url_outside_the_store_is_a_404_page(server, path):
+    status, page = get(server, path)
+    assert status == 404 and "<html" in page
+    assert "SQLite" not in page and "root:" not in page
+
+
+def test_the_server_only_reads(server):
+    from zoo.home import zoo_home
+
+    def state():
+        return {
+            str(p): (
+                p.stat().st_size,
+                p.stat().st_mtime_ns,
+                hashlib.sha256(p.read_bytes()).hexdigest(),
+            )
+            for p in sorted(zoo_home().rglob("*"))
+            # SQLite's own shared-memory index, and the empty log a reader may open beside it
+            if p.is_file()
+            and not p.name.endswith("-shm")
+            and not (p.name.endswith("-wal") and p.stat().st_size == 0)
+        }
+
+    before = state()
+    for path in (
+        "/runs",
+        "/runs/r-a-0",
+        "/compare",
+        "/curves?run=r-a-0&run=r-b-0",
+        "/tune",
+        "/api/curves?run=r-a-0",
+    ):
+        assert get(server, path)[0] == 200, path
+    assert get(server, "/runs", method="POST")[0] == 405
+    assert state() == before
+
+
+def test_curves_are_the_runs_metrics_jsonl(server):
+    status, data = get(server, "/api/curves?run=r-a-0&run=r-b-1&metric=loss")
+    curves = json.loads(data)
+    assert [(s["run"], s["key"]) for s in curves["series"]] == [
+        ("r-a-0", "train_loss"),
+        ("r-a-0", "val_loss"),
+        ("r-b-1", "train_loss"),
+        ("r-b-1", "val_loss"),
+    ]
+    assert curves["series"][2]["y"][0] == pytest.approx(3.0 - 0.05 + 0.01)
+    assert not curves["training"] and "lr" in curves["metrics"]
+
+
+def test_the_report_holds_every_view_and_asks_for_nothing(store):
+    result = run_cli("report", "-o", "report.html", "--where", "model == 'decoder-char'")
+    assert result.code == 0, result.err
+    page = open("report.html", encoding="utf-8").read()
+    assert [r["id"] for r in embedded(page, "runs-data")["rows"]] == ["r-a-2", "r-a-1", "r-a-0"]
+    cli = run_cli("compare", "--where", "model == 'decoder-char'", "--format", "json")
+    assert embedded(page, "compare-data") == json.loads(cli.out)
+    assert all(f'id="run-r-a-{seed}"' in page for seed in range(3)) and "r-b-0" not in page
+    assert "Plotly" in page and len(page) > 1_000_000  # plotly.js inside
+    assert not re.search(r'<(script|link|img)[^>]+(src|href)="', page)  # nothing to fetch
+
+
+def test_without_the_extra_ui_says_which_extra_to_install(isolated, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "uvicorn" else find_spec(name, *a),
+    )
+    result = run_cli("ui")
+    assert result.code == 2
+    assert result.err.strip().splitlines() == [
+        "zoo: error: zoo ui needs uvicorn, of zoo's optional extra 'ui': pip install 'zoo[ui]'"
+    ]
+
+
+def test_other_commands_do_not_import_the_ui():
+    from conftest import run_python
+
+    lines = run_python(
+        "import sys\nfrom zoo.cli.main import run_command\nrun_command(['list', 'models'])\n"
+        "print('ui modules:', sorted(m for m in sys.modules if m.startswith(('zoo.ui', 'starlette', 'uvicorn'))))"
+    )
+    assert lines[-1] == "ui modules: []"

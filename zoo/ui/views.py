@@ -1,0 +1,520 @@
+"""What each page of `zoo ui` and `zoo report` shows, as plain data (JSON-able dicts).
+
+Every view reads the store read-only and goes through the functions the commands use: the
+run list is `zoo runs` (zoo.comparison.runs: the same --where parser, sort and JSON
+records), the comparison is `zoo compare` (zoo.comparison.table.summarize and its
+renderer's layout, legend and JSON cells), a run's page is `zoo show` (the store's row,
+the config file of `zoo show --config`). A page embeds the data it was built from, so what
+it shows can be checked against what the commands print.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from pathlib import Path
+from typing import Any
+
+from zoo.errors import ZooError
+
+PER_PAGE = 50  # runs on one page of the run list
+DEFAULT_SORT = "-created"  # newest first
+MAX_EXTRA_COLUMNS = 40  # settings and metrics shown beside the summary by default
+MAX_SAMPLES_CHARS = 20_000  # of a run's samples.txt
+# run columns that say how a run was recorded, not what it is: not offered by default
+BOOKKEEPING = {
+    "parent_id",
+    "created",
+    "finished",
+    "config_hash",
+    "error",
+    "pid",
+    "host",
+    "resumed",
+    "proc_start",
+    "trained_on",
+    "split",
+    "sample",
+    "architecture",
+    "tokenizer",
+}
+
+
+class NotFound(ZooError):
+    """A page for something the store does not hold (the server answers 404)."""
+
+
+class StoreView:
+    """The store under ``home``, opened read-only for each read (SQLite ``mode=ro``: another
+    process may write runs meanwhile). The run tables are rebuilt only when the database
+    or its write-ahead log changed, so paging and filtering a large store stay fast."""
+
+    def __init__(self, home: str | Path):
+        self.home = Path(home)
+        self.path = self.home / "zoo.db"
+        self._lock = threading.Lock()
+        self._stamp: tuple | None = None
+        self._tables: tuple = (None, None)
+        self._memo: dict = {}  # what was computed from the tables, until they change
+
+    def _stamp_now(self) -> tuple:
+        stamps: list[tuple | None] = []
+        for path in (self.path, self.path.with_name(self.path.name + "-wal")):
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                stamps.append(None)
+                continue
+            # an empty log is no log: a reader opening the store may create one
+            stamps.append((stat.st_mtime_ns, stat.st_size) if stat.st_size else None)
+        return tuple(stamps)
+
+    def open(self):
+        from zoo.records.store import Store
+
+        return Store(self.path, read_only=True)
+
+    def tables(self):
+        """(runs, frame): what zoo.comparison.table.load_runs returns (the comparison's
+        input) and zoo.comparison.runs.run_frame of it (the run list's)."""
+        import pandas as pd
+
+        from zoo.comparison.runs import run_frame
+        from zoo.comparison.table import load_runs
+
+        with self._lock:
+            stamp = self._stamp_now()
+            if stamp != self._stamp:
+                if self.path.is_file():
+                    with self.open() as store:
+                        runs = load_runs(store)
+                    self._tables = (runs, run_frame(runs))
+                else:
+                    self._tables = (pd.DataFrame(), pd.DataFrame())
+                self._stamp, self._memo = stamp, {}
+            return self._tables
+
+    def read_ahead(self) -> None:
+        """Read the tables before a page asks (a damaged store is then the page's error)."""
+        try:
+            self.tables()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def memo(self, key, compute):
+        """``compute(runs)`` over the current tables, computed once while they stay."""
+        runs, _ = self.tables()
+        with self._lock:
+            if key in self._memo:
+                return self._memo[key]
+        value = compute(runs)
+        with self._lock:
+            self._memo[key] = value
+        return value
+
+    def row(self, run_id: str) -> dict:
+        """A run's store row, as `zoo show RUN --json` has it (without its "type")."""
+        from zoo.records.paths import RUN_ID
+
+        if not RUN_ID.fullmatch(run_id or "") or not self.path.is_file():
+            raise NotFound(f"no run {run_id!r} in {self.home}")
+        try:
+            with self.open() as store:
+                return store.get(run_id)
+        except ZooError as exc:  # unknown or ambiguous
+            raise NotFound(str(exc)) from None
+
+    def evaluations(self, run_id: str) -> list[dict]:
+        with self.open() as store:
+            return store.evaluations(run_id)
+
+    def folder(self, run_id: str) -> Path:
+        from zoo.records.paths import run_folder
+
+        return run_folder(run_id, self.home)
+
+
+# -- the run list (zoo runs) ------------------------------------------------------------
+def split_keys(text: str | None) -> list[str]:
+    return [k.strip() for k in (text or "").split(",") if k.strip()]
+
+
+def default_columns(frame) -> list[str]:
+    """The settings and metrics that differ between runs, beside the summary columns."""
+    from zoo.comparison.runs import SUMMARY
+
+    extra = []
+    for column in frame.columns:
+        if column in SUMMARY or column in BOOKKEEPING or column == "settings":
+            continue
+        values = frame[column].dropna()
+        if len(values) and values.astype(str).nunique() > 1:
+            extra.append(str(column))
+    return extra[:MAX_EXTRA_COLUMNS]
+
+
+def runs_page(
+    view: StoreView,
+    *,
+    where: str | None = None,
+    sort: str | None = None,
+    columns: str | None = None,
+    page: int = 1,
+    per_page: int = PER_PAGE,
+) -> dict:
+    """One page of `zoo runs --where WHERE --sort SORT --columns COLUMNS --json`, with the
+    count of runs selected. A condition or column zoo runs refuses is the page's error."""
+    from zoo.comparison.runs import SUMMARY, render, select
+
+    _, frame = view.tables()
+    sort = sort or DEFAULT_SORT
+    extra = split_keys(columns) if columns else default_columns(frame)
+    data: dict[str, Any] = {
+        "where": where or "",
+        "sort": sort,
+        "columns": columns or "",
+        "error": None,
+    }
+    try:
+        selected = select(frame, where=where or None, sort=sort)
+        shown = list(SUMMARY) + [c for c in extra if c not in SUMMARY]
+        pages = max(1, math.ceil(len(selected) / per_page))
+        page = min(max(1, page), pages)
+        chunk = selected.iloc[(page - 1) * per_page : page * per_page]
+        records = json.loads(render(chunk, "json", extra)) if not chunk.empty else []
+    except ZooError as exc:
+        data["error"] = str(exc)
+        selected, records, pages, page = frame.iloc[0:0], [], 1, 1
+        shown = list(SUMMARY)
+    if frame.empty:
+        shown = list(SUMMARY)
+    data.update(
+        total=len(frame),
+        selected=len(selected),
+        page=page,
+        pages=pages,
+        per_page=per_page,
+        shown=[c for c in shown if frame.empty or c in frame.columns],
+        rows=records,
+    )
+    return data
+
+
+# -- the comparison (zoo compare) -----------------------------------------------------
+COMPARE_OPTIONS = ("metric", "where", "by", "columns", "baseline", "better")
+
+
+def comparison(view: StoreView, options: dict) -> dict:
+    """`zoo compare` with these options (those of COMPARE_OPTIONS, and status, evals and
+    pool): its table laid out as the renderers lay it out, its legend and notes, its cells
+    as `zoo compare --format json` prints them, and grouped bars with error bars."""
+    key = tuple(sorted((k, str(v)) for k, v in options.items()))
+    return view.memo(("comparison", key), lambda runs: _comparison(runs, options))
+
+
+def _comparison(runs, options: dict) -> dict:
+    from zoo.comparison.render import layout, legend, render
+    from zoo.comparison.table import summarize
+
+    status = tuple(split_keys(options.get("status")) or ["finished"])
+    chosen = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
+    data = {"options": {**{k: v or "" for k, v in chosen.items()}, "status": ",".join(status)}}
+    data["options"].update(evals=bool(options.get("evals")), pool=bool(options.get("pool")))
+    try:
+        if chosen["better"] not in (None, "lower", "higher"):
+            raise ZooError(f"better must be lower or higher, not {chosen['better']!r}")
+        table = summarize(
+            runs if not runs.empty else None,
+            **chosen,
+            evals=bool(options.get("evals")),
+            status=status,
+            pool=bool(options.get("pool")),
+        )
+        header, body = layout(table)
+    except ZooError as exc:
+        return {**data, "error": str(exc), "header": [], "body": [], "legend": [], "cells": []}
+    cells = json.loads(render(table, "json"))
+    return {
+        **data,
+        "error": None,
+        "header": header,
+        "body": body,
+        "legend": legend(table, "bold:"),
+        "cells": cells,
+        "chart": bars(table),
+    }
+
+
+def bars(table) -> dict:
+    """A plotly figure (as data): per metric, one group of bars per column of the table,
+    one bar per row, error bars of one standard deviation, the best cells outlined."""
+    from zoo.comparison.render import column_label, row_label
+    from zoo.comparison.table import describe
+    from zoo.core.kinds import natural_key
+
+    cells = [cell for _, cell in table.cells.iterrows()]
+    metrics = list(dict.fromkeys(c["metric"] for c in cells))
+    traces, layout = [], {"barmode": "group", "height": 340 * len(metrics), "grid": {}}
+    layout["grid"] = {"rows": len(metrics), "columns": 1, "pattern": "independent"}
+    for index, metric in enumerate(metrics, 1):
+        mine = [c for c in cells if c["metric"] == metric]
+        groups = sorted({column_label(table, c) for c in mine}, key=natural_key)
+        for name in dict.fromkeys(row_label(table, c) for c in mine):
+            row = {column_label(table, c): c for c in mine if row_label(table, c) == name}
+            present = [g for g in groups if g in row]
+            traces.append(
+                {
+                    "type": "bar",
+                    "name": name,
+                    "legendgroup": name,
+                    "showlegend": index == 1,
+                    "x": present,
+                    "y": [_finite(row[g]["mean"]) for g in present],
+                    "error_y": {
+                        "type": "data",
+                        "array": [_finite(row[g]["std"]) or 0.0 for g in present],
+                    },
+                    "text": [
+                        f"n={row[g]['n']}" + (" best" if row[g]["best"] else "") for g in present
+                    ],
+                    "marker": {"line": {"width": [3 if row[g]["best"] else 0 for g in present]}},
+                    "xaxis": f"x{index}",
+                    "yaxis": f"y{index}",
+                }
+            )
+        axis = "" if index == 1 else str(index)
+        layout[f"yaxis{axis}"] = {
+            "title": {"text": describe(metric, mine[0]["better"], mine[0]["task"])}
+        }
+        layout[f"xaxis{axis}"] = {"title": {"text": " / ".join(table.columns)}}
+    layout["title"] = {"text": "mean ± std over seeds (outlined: best in its column)"}
+    layout["legend"] = {"title": {"text": " / ".join(table.rows)}}
+    return {"data": traces, "layout": layout}
+
+
+def _finite(value):
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+# -- curves (zoo plot) ----------------------------------------------------------------
+def curves(view: StoreView, run_ids: list[str], metric: str = "loss", x: str = "step") -> dict:
+    """The training and validation curves of runs (metrics.jsonl, as `zoo plot` draws
+    them: zoo.train.curves.curve_keys picks the keys), the metrics offered, and whether a
+    run is still training (the page then asks again)."""
+    from zoo.comparison.plots import run_labels
+    from zoo.records.folder import read_curve
+    from zoo.train.curves import curve_keys
+
+    if x not in ("step", "elapsed"):
+        raise ZooError(f"x must be step or elapsed, not {x!r}")
+    rows = [view.row(run_id) for run_id in dict.fromkeys(run_ids)]
+    series, offered = [], {"loss"}
+    for row, label in zip(rows, run_labels(rows) if rows else []):
+        records = read_curve(view.folder(row["id"]) / "metrics.jsonl")
+        offered |= {k for r in records for k, v in r.items() if _number(v)} - {"step", "elapsed"}
+        for key, kind in zip(curve_keys(records, metric), ("train", "validation")):
+            if key is None:
+                continue
+            points = [(r[x], r[key]) for r in records if _number(r.get(x)) and _number(r.get(key))]
+            series.append(
+                {
+                    "run": row["id"],
+                    "label": label,
+                    "kind": kind,
+                    "key": key,
+                    "x": [p[0] for p in points],
+                    "y": [p[1] for p in points],
+                }
+            )
+    return {
+        "runs": [{"id": r["id"], "status": r["status"], "model": r["model"]} for r in rows],
+        "metric": metric,
+        "x": x,
+        "metrics": sorted(offered),
+        "series": series,
+        "training": any(r["status"] == "running" for r in rows),
+    }
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# -- a run's page (zoo show) ------------------------------------------------------------
+def run_page(view: StoreView, run_id: str) -> dict:
+    """Everything `zoo show RUN` says (its record: `zoo show RUN --json`), with the config
+    file that trains it again (`zoo show RUN --config`), its phase timings, samples,
+    evaluations, ensemble members, files and the commands that continue, repeat, export it."""
+    from zoo.operations.reproduce import config_file
+    from zoo.train.provenance import SHOWN_KEYS
+    from zoo.train.tracking import tracker_lines
+
+    row = view.row(run_id)
+    config = row.get("config") or {}
+    kind = row.get("kind") or "train"
+    metrics = row.get("metrics") or {}
+    scalars = {k: v for k, v in metrics.items() if not isinstance(v, (dict, list))}
+    structured = {k: v for k, v in metrics.items() if isinstance(v, (dict, list))}
+    provenance = [("seed", row.get("seed"))]
+    provenance += [(k, config[k]) for k in SHOWN_KEYS if config.get(k) is not None]
+    provenance += [(f"version {k}", v) for k, v in (config.get("versions") or {}).items()]
+    timing = config.get("timing") if isinstance(config.get("timing"), dict) else {}
+    folder = view.folder(row["id"])
+    return {
+        "record": {"type": "run", **row},
+        "kind": kind,
+        "scalars": scalars,
+        "structured": json.dumps(structured, indent=1) if structured else "",
+        "provenance": provenance,
+        "phases": timing.get("phases") or {},
+        "measured": timing.get("measured"),
+        "trackers": tracker_lines(config.get("trackers")),
+        "settings": config.get("configs") or {},
+        "config_file": config_file(row) if kind == "train" else None,
+        "members": config.get("combines") or [],
+        "weighting": config.get("weighting"),
+        "evaluations": view.evaluations(row["id"]) if kind == "train" else [],
+        "samples": _text(folder / "samples.txt"),
+        "card": _text(folder / "README.md"),
+        "files": sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+        if folder.is_dir()
+        else [],
+        "commands": commands(row),
+    }
+
+
+def commands(row: dict) -> list[tuple[str, str]]:
+    """What a user types to continue, repeat, reuse or share the run."""
+    run_id, kind, status = row["id"], row.get("kind") or "train", row["status"]
+    if kind != "train":
+        return [("show it", f"zoo show {run_id}")]
+    out = []
+    if status in ("interrupted", "failed"):
+        out.append(("resume it", f"zoo resume {run_id}"))
+    out += [
+        ("train it again and compare every metric", f"zoo reproduce {run_id}"),
+        ("write its config file", f"zoo show {run_id} --config --output {run_id}.toml"),
+    ]
+    if status == "finished":
+        out += [
+            ("evaluate it", f"zoo eval {run_id} {row['dataset']} --split test"),
+            ("export it with a model card", f"zoo export {run_id} exported-{run_id}"),
+            ("draw its curves", f"zoo plot {run_id} --plot {run_id}.png"),
+        ]
+    return out
+
+
+def _text(path: Path) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(MAX_SAMPLES_CHARS)
+    except OSError:
+        return None
+
+
+# -- tune studies and ensembles ---------------------------------------------------------
+def studies(view: StoreView) -> list[dict]:
+    """The Optuna studies `zoo tune` keeps in ZOO_HOME/tune/studies.db, read-only: each
+    study's trials, its optimisation history, and its parameters' importance as Optuna's
+    own analysis (optuna.importance) rates them."""
+    path = view.home / "tune" / "studies.db"
+    if not path.is_file():
+        return []
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    from urllib.parse import quote
+
+    storage = optuna.storages.RDBStorage(
+        f"sqlite:///file:{quote(str(path.resolve()))}?mode=ro&uri=true",
+        skip_table_creation=True,  # never create or upgrade: the file is only read
+        skip_compatibility_check=True,
+    )
+    try:
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage, False)]
+        return [study(optuna.load_study(study_name=n, storage=storage)) for n in names]
+    finally:
+        storage.remove_session()
+
+
+def study(loaded) -> dict:
+    """One study: its trials, best trial, history chart and parameter importance."""
+    import optuna
+
+    trials = [
+        {
+            "number": t.number,
+            "state": t.state.name,
+            "value": _finite(t.value) if t.values and len(t.values) == 1 else None,
+            "params": t.params,
+            "run_id": t.user_attrs.get("run_id"),
+        }
+        for t in loaded.trials
+    ]
+    done = [t for t in trials if t["state"] == "COMPLETE" and t["value"] is not None]
+    maximize = loaded.direction == optuna.study.StudyDirection.MAXIMIZE
+    better = max if maximize else min
+    running: list[float] = []  # the best value so far, trial by trial
+    for trial in done:
+        running.append(better(running[-1], trial["value"]) if running else trial["value"])
+    best = better(done, key=lambda t: t["value"]) if done else None
+    try:
+        importance = optuna.importance.get_param_importances(loaded)
+        why = None
+    except (ValueError, RuntimeError) as exc:  # too few finished trials, no parameters
+        importance, why = {}, str(exc)
+    history = {
+        "data": [
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "trial",
+                "x": [t["number"] for t in done],
+                "y": [t["value"] for t in done],
+            },
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "best so far",
+                "line": {"shape": "hv"},
+                "x": [t["number"] for t in done],
+                "y": running,
+            },
+        ],
+        "layout": {
+            "title": {"text": f"{loaded.study_name}: optimisation history"},
+            "xaxis": {"title": {"text": "trial"}},
+            "yaxis": {"title": {"text": "value"}},
+            "height": 320,
+        },
+    }
+    return {
+        "name": loaded.study_name,
+        "direction": "maximize" if maximize else "minimize",
+        "trials": trials,
+        "best": best,
+        "history": history,
+        "importance": {k: float(v) for k, v in importance.items()},
+        "importance_note": why,
+    }
+
+
+def ensembles(view: StoreView) -> list[dict]:
+    """The ensembles recorded (zoo ensemble): their members with weights, and figures."""
+    if not view.path.is_file():
+        return []
+    with view.open() as store:
+        rows = [r for r in store.rows() if r.get("kind") == "ensemble"]
+    return [
+        {
+            "id": r["id"],
+            "model": r["model"],
+            "dataset": r["dataset"],
+            "status": r["status"],
+            "weighting": (r.get("config") or {}).get("weighting"),
+            "members": (r.get("config") or {}).get("combines") or [],
+            "metrics": {k: v for k, v in (r.get("metrics") or {}).items() if _number(v)},
+        }
+        for r in rows
+    ]
