@@ -28,6 +28,7 @@ scored once, at the end.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -202,6 +203,7 @@ def split_pairs(dataset, role: str, tokenizer, layout: Layout) -> Pairs:
         rows = [np.asarray(r, dtype=np.int64) for r in unragged(ids, offsets)]
         sides.append(([r[:limit] for r in rows], sum(len(r) > limit for r in rows)))
     (sources, cut_sources), (targets, cut_targets) = sides
+    check_sources(sources, lambda i: f"row {i} of split {role!r} of dataset {dataset.ref.name!r}")
     return Pairs(
         sources,
         targets,
@@ -209,6 +211,13 @@ def split_pairs(dataset, role: str, tokenizer, layout: Layout) -> Pairs:
         row_texts(column_of(split, dataset.label_column)),
         max(cut_sources, cut_targets),
     )
+
+
+def check_sources(sources: list, where: Callable[[int], str]) -> None:
+    """Every source has a token to read; ``where(i)`` names source i when it has none."""
+    empty = next((i for i, source in enumerate(sources) if len(source) == 0), None)
+    if empty is not None:
+        raise ZooError(f"{where(empty)}: the source encodes to no token")
 
 
 def tokenizer_for(job: Job):
@@ -360,6 +369,7 @@ def predict(trained, texts: list[str], beam: int | None = None) -> list[Translat
     cfg = trained.train_config or Seq2SeqConfig()
     ids, offsets = trained.tokenizer.encode_rows(list(texts))
     sources = [np.asarray(r, dtype=np.int64)[: layout.source_limit] for r in unragged(ids, offsets)]
+    check_sources(sources, lambda i: f"text {i + 1}")
     outputs = translate(trained.model, layout, trained.tokenizer, sources, cfg, beam)
     return [Translation(output) for output in outputs]
 

@@ -97,3 +97,29 @@ def test_show_gives_a_record_for_every_kind_of_name(isolated):
     pair = zoo.api.show("decoder-char")
     assert (pair.type, pair.record["architecture"]) == ("model", "decoder")
     assert zoo.api.show("decoder").type == "entry"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("sweep", "m1", "--on", "d1", "--log-to", "tensorboard"),
+        ("tune", "m1", "--on", "d1", "--space", "lr=log(1e-4,1e-2)", "--trials", "2",
+         "--log-to", "tensorboard"),
+    ],
+    ids=" ".join,
+)  # fmt: skip
+def test_log_to_reaches_the_api_as_an_argument_not_the_environment(argv, monkeypatch):
+    """The command passes --log-to to the API; the process's environment is the user's."""
+    import os
+
+    monkeypatch.delenv("ZOO_LOG_TO", raising=False)
+    seen = {}
+
+    def stand_in(*args, **kwargs):
+        seen.update(log_to=kwargs.get("log_to"), environment=os.environ.get("ZOO_LOG_TO"))
+        raise Called(argv[0])
+
+    monkeypatch.setattr(zoo.api, argv[0], stand_in)
+    result = run_cli(*argv)
+    assert result.code == 1 and "Called" in result.err, result
+    assert seen == {"log_to": "tensorboard", "environment": None}

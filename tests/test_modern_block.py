@@ -96,3 +96,58 @@ def test_the_default_decoder_keeps_gpt2s_block_and_its_cached_decoding():
     modern = build(DecoderConfig(**MODERN), TaskSpec("language-modeling", VOCAB))
     assert modern.decode is None  # generation runs the whole context
     assert modern.blocks[0].attn.qkv.weight.shape == (16 + 2 * 8, 16)  # 4 q heads, 2 kv heads
+
+
+def test_each_token_goes_to_its_top_k_experts_weighted_by_the_router(one_thread):
+    from zoo.plugin.layers import MixtureOfExperts
+
+    torch.manual_seed(0)
+    experts = [torch.nn.Linear(4, 4, bias=False) for _ in range(3)]
+    moe = MixtureOfExperts(4, experts, top_k=2)
+    x = torch.randn(2, 5, 4)
+    with torch.no_grad():
+        got = moe(x)
+        probs = moe.router(x).softmax(-1)  # [2, 5, 3]
+        for b in range(2):
+            for t in range(5):
+                top = probs[b, t].topk(2)
+                weights = top.values / top.values.sum()
+                expected = sum(w * experts[e](x[b, t]) for w, e in zip(weights, top.indices))
+                torch.testing.assert_close(got[b, t], expected)
+    # every token choosing one expert: the balancing loss is E x k x its mean probability
+    share = torch.tensor([1.0, 0.0, 0.0])
+    probs = torch.tensor([[0.6, 0.3, 0.1], [0.8, 0.1, 0.1]])
+    from zoo.plugin.layers import load_balancing_loss
+
+    chosen = torch.zeros(2, 1, dtype=torch.long)
+    assert float(load_balancing_loss(probs, chosen, 3)) == pytest.approx(
+        3 * (share @ probs.mean(0))
+    )
+
+
+def test_training_adds_the_balancing_loss_reports_the_tasks_and_records_it(one_thread):
+    import numpy as np
+    from zoo.plugins.decoder import DecoderConfig
+    from zoo.plugins.decoder.model import build
+
+    from zoo.core.loading import task_loss
+    from zoo.core.names import get_task
+    from zoo.plugin import TaskSpec
+    from zoo.train.torch_model import as_model
+
+    ids = np.random.default_rng(0).integers(0, VOCAB, size=(2, 9))
+    inputs, targets = ids[:, :-1], ids[:, 1:]
+    steps = {}
+    for weight in (0.0, 10.0):
+        torch.manual_seed(0)
+        cfg = DecoderConfig(**MODERN, n_expert=4, aux_loss_weight=weight)
+        loss = task_loss(get_task("language-modeling"))
+        model = as_model(build(cfg, TaskSpec("language-modeling", VOCAB)), loss=loss)
+        model.configure_optimizer(lr=1e-2, weight_decay=0.0)
+        reported = model.train_step(inputs, targets, 1e-2)
+        router = model.module.blocks[0].mlp.router.weight.detach().clone()
+        steps[weight] = reported, model.step_figures(), router
+    (loss0, figures0, router0), (loss10, figures10, router10) = steps[0.0], steps[10.0]
+    assert loss0 == pytest.approx(loss10, rel=1e-6)  # the task's loss, before the step
+    assert figures0["train_aux_loss"] == 0.0 and figures10["train_aux_loss"] > 0
+    assert not torch.allclose(router0, router10)  # the balancing loss trained the router

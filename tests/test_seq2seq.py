@@ -338,3 +338,37 @@ def test_a_tiny_transduction_run_trains_predicts_and_evaluates(model, tmp_path):
     evaluated = run_zoo("eval", run_id, "digits-transduction", "--split", "validation", "--json")
     assert evaluated.returncode == 0, evaluated.stderr
     assert set(json.loads(evaluated.stdout)["metrics"]) >= {"bleu", "chrf", "exact_match"}
+
+
+def test_a_model_card_shows_bleu_chrf_and_the_sacrebleu_signature():
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from zoo.core.names import get_task
+    from zoo.operations.card import model_card
+
+    signature = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
+    trained = SimpleNamespace(
+        config={
+            "model": "encdec-bpe",
+            "architecture": "encdec",
+            "tokenizer": "bpe",
+            "dataset": "multi30k",
+            "configs": {},
+        },
+        row={
+            "id": "r1",
+            "status": "finished",
+            "metrics": {"test_bleu": 35.5, "test_chrf": 60.1, "test_bleu_signature": signature},
+        },
+        declared_task=get_task("seq2seq"),
+        run_id="r1",
+        task="seq2seq",
+        context_length=96,
+        folder=SimpleNamespace(file=lambda name: Path("/nonexistent") / name),
+    )
+    facts = {"library_name": "onnx", "summary": "a graph", "usage": ""}
+    card = model_card(trained, facts, {}, format="onnx", folder_name="exported")
+    assert "| test_bleu | 35.5000 | BLEU (0-100) | higher |" in card
+    assert "| test_chrf | 60.1000 |" in card
+    assert f"test_bleu_signature: `{signature}`" in card

@@ -163,12 +163,14 @@ def sweep(
     cell_gpus: float | None = None,
     dry_run: bool = False,
     stack_seeds: int | bool = False,
+    log_to: str | list[str] | None = None,
     log=None,
     by=None,
     columns=None,
     baseline=None,
     better=None,
     pool=False,
+    examples=True,
     settings: dict | None = None,
     **more_settings,
 ) -> SweepResult:
@@ -180,11 +182,12 @@ def sweep(
     2]}` is `--grid n_layer=1,2` (the command's ``"KEY=V1,V2"`` strings are taken too);
     `dry_run` plans and trains nothing. `stack_seeds` trains up to that many seeds of a cell
     together as one batched model (True: all of them; `--stack-seeds`), each still its own
-    run, and a configuration of its own. Settings are keyword arguments or a ``settings``
-    dict, as for `run`. `jobs` is a number or ``"auto"`` (as many workers as the GPU or the
+    run, and a configuration of its own. `log_to` names the trackers every cell reports to
+    (``"tensorboard,mlflow"``; default ZOO_LOG_TO), as for `run`. Settings are keyword
+    arguments or a ``settings`` dict, as for `run`. `jobs` is a number or ``"auto"`` (as many workers as the GPU or the
     cores take). `jobs`, `executor`, `address`, `cell_cpus`,
     `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
-    `pool` are the options of the same names."""
+    `pool` are the options of the same names; ``examples=False`` is ``--seeds-only``."""
 
     from zoo.errors import UnknownNameError
     from zoo.sweeps import cells, driver, report
@@ -208,6 +211,7 @@ def sweep(
             cell_gpus,
             device,
         )  # before planning: no Ray fails now
+        trackers = _trackers(log_to)
         plan = cells.plan_sweep(
             models,
             datasets,
@@ -217,6 +221,7 @@ def sweep(
             grid=parse_grid(grid),
             stack_seeds=stack_seeds,
         )
+        plan.log_to = trackers
         if plan.stacked:  # what cannot train stacked is refused before anything trains
             from zoo.sweeps.cell_stacks import check_plans
 
@@ -244,6 +249,7 @@ def sweep(
                 baseline=baseline,
                 better=better,
                 pool=pool,
+                examples=examples,
             )
         comparison = report.comparison_frame(plan, table.cells) if table is not None else None
         return SweepResult(report.records(plan), comparison, table)
@@ -287,6 +293,7 @@ def tune(
     trial_gpus: float | None = None,
     plot: str | Path | None = None,
     progress: bool = True,
+    log_to: str | list[str] | None = None,
     **settings,
 ) -> TuneResult:
     """Search each model's settings under the same budget, then compare them (`zoo tune`).
@@ -295,7 +302,8 @@ def tune(
     list of such texts, or a dict ``{"lr": "log(1e-4,1e-2)"}``. The budget per model and
     dataset is ``trials`` or ``time`` (seconds of trial time: here ``time`` is the search's
     budget, not a run's; a trial's own is ``**{"train.time": 30}``). ``steps`` and
-    ``settings`` apply to every trial and re-run, as ``--steps`` and ``--set`` do. The other
+    ``settings`` apply to every trial and re-run, as ``--steps`` and ``--set`` do; ``log_to``
+    names the trackers every trial and re-run reports to, as for `run`. The other
     options mean what the command's options of the same names mean.
     """
     from zoo.atomic_folders import check_output_folder
@@ -329,6 +337,7 @@ def tune(
         storage=storage,
         study=None if study is None else check_name_part(study, "study"),
         device=device,
+        log_to=_trackers(log_to),
     )
     if plot is not None:  # ZOO_HOME/tune is where they go by default
         check_output_folder(plot, "write plots into", allowed=[zoo_home() / "tune"])
@@ -361,3 +370,16 @@ def _overrides(settings: dict, steps, time) -> dict:
     if time is not None:
         overrides["train.time"] = positive_argument("time", time, float)
     return overrides
+
+
+def _trackers(log_to) -> list[str] | None:
+    """The trackers named (an unknown one refused with a did-you-mean before anything
+    trains); None leaves each run to ZOO_LOG_TO."""
+    if log_to is None:
+        return None
+    from zoo.core.loading import get_zoo
+    from zoo.train.tracking import check, chosen
+
+    names = chosen(log_to)
+    check(names, get_zoo())
+    return names

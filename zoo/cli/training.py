@@ -129,33 +129,34 @@ def cmd_sweep(args) -> int:
 
     training_options.with_config_file(args, "sweep")
     settings = training_options.settings(args)
-    with training_options.log_to_environment(args):  # cells in worker processes read ZOO_LOG_TO
-        result = api.sweep(
-            args.models,
-            args.on,
-            seeds=args.seeds,
-            steps=args.steps,
-            time=args.time,
-            task=args.task,
-            device=args.device,
-            grid=training_options.grid(args),
-            progress=not (args.quiet or args.json),  # plan, progress, summary
-            quiet=not args.verbose or args.json,
-            jobs=args.jobs,
-            executor=args.executor,
-            address=args.address,
-            cell_cpus=args.cell_cpus,
-            cell_gpus=args.cell_gpus,
-            dry_run=args.dry_run,
-            stack_seeds=args.stack_seeds,
-            metric=args.metric,
-            by=args.by,
-            columns=args.columns,
-            baseline=args.baseline,
-            better=args.better,
-            pool=args.pool,
-            settings=settings,
-        )
+    result = api.sweep(
+        args.models,
+        args.on,
+        seeds=args.seeds,
+        steps=args.steps,
+        time=args.time,
+        task=args.task,
+        device=args.device,
+        grid=training_options.grid(args),
+        progress=not (args.quiet or args.json),  # plan, progress, summary
+        quiet=not args.verbose or args.json,
+        jobs=args.jobs,
+        executor=args.executor,
+        address=args.address,
+        cell_cpus=args.cell_cpus,
+        cell_gpus=args.cell_gpus,
+        dry_run=args.dry_run,
+        stack_seeds=args.stack_seeds,
+        log_to=args.log_to,
+        metric=args.metric,
+        by=args.by,
+        columns=args.columns,
+        baseline=args.baseline,
+        better=args.better,
+        pool=args.pool,
+        examples=not args.seeds_only,
+        settings=settings,
+    )
     if args.dry_run:
         if args.json:
             print_json({"cells": result.cells})

@@ -3,9 +3,6 @@ where the command line gave none, its [set] and [grid] beneath the command line'
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 from zoo.errors import ZooError
 
 
@@ -77,26 +74,3 @@ def grid(args) -> list[str]:
 
 def _bare(key: str) -> str:
     return key.rpartition(".")[2]
-
-
-@contextlib.contextmanager
-def log_to_environment(args):
-    """A sweep's --log-to reaches every cell, in this process or a worker's, as ZOO_LOG_TO
-    while the sweep runs (and ZOO_LOG_TO is as it was afterwards)."""
-    from zoo.core.loading import get_zoo
-    from zoo.train.tracking import check, chosen
-
-    if args.log_to is None:
-        yield
-        return
-    names = chosen(args.log_to)
-    check(names, get_zoo())
-    before = os.environ.get("ZOO_LOG_TO")
-    os.environ["ZOO_LOG_TO"] = ",".join(names)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("ZOO_LOG_TO", None)
-        else:
-            os.environ["ZOO_LOG_TO"] = before

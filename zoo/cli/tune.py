@@ -140,8 +140,7 @@ def cmd_tune(args) -> int:
         )
     # --set time=60 is each run's training time (train.time); --time is the search's budget
     settings = training_options.settings(args)
-    with training_options.log_to_environment(args):  # trials in worker processes read ZOO_LOG_TO
-        result = _tune(args, settings)
+    result = _tune(args, settings)
     return _print(args, result)
 
 
@@ -171,6 +170,7 @@ def _tune(args, settings: dict):
         trial_gpus=args.trial_gpus,
         plot=args.plot,
         progress=not (args.quiet or args.json),
+        log_to=args.log_to,
         **settings,
     )
 

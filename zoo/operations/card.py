@@ -259,6 +259,14 @@ def _metrics_table(task, metrics: dict, config: dict, row: dict) -> str:
         better = declared.better if declared else ""
         shown = f"{value:,}" if isinstance(value, int) else f"{value:.4f}"
         lines.append(f"| {metric} | {shown} | {unit} | {better} |")
+    # how a figure was computed, where the run recorded it (sacreBLEU's signatures)
+    signatures = [
+        f"- {name}: `{value}`"
+        for name, value in (row.get("metrics") or {}).items()
+        if name.endswith("_signature") and isinstance(value, str)
+    ]
+    if signatures:
+        lines += ["", "Metric signatures:", "", *signatures]
     return " ".join(said) + "\n\n" + "\n".join(lines)
 
 

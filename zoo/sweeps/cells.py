@@ -68,6 +68,7 @@ class Sweep:
     overrides: dict = field(default_factory=dict)  # --set (and --steps, --time) for every cell
     task: str | None = None  # the task asked for, if any
     stacked: int | None = None  # --stack-seeds: the most seeds trained together
+    log_to: list[str] | None = None  # the trackers every cell reports to (None: ZOO_LOG_TO)
     # What trackers group this sweep's runs under (an MLflow parent run, a TensorBoard folder)
     id: str = field(default_factory=lambda: "sweep-" + time.strftime("%Y%m%d-%H%M%S"))
 
@@ -295,7 +296,17 @@ def describe_plan(sweep: Sweep) -> list[str]:
 
 
 def train_cell(
-    plan, *, device, quiet, zoo, run_id=None, store=None, extra=None, label=None, on_validate=None
+    plan,
+    *,
+    device,
+    quiet,
+    zoo,
+    run_id=None,
+    store=None,
+    extra=None,
+    label=None,
+    on_validate=None,
+    log_to=None,
 ):
     """A cell's run started anew (its last run could not be resumed): a plan of seeds
     trained together is trained as a stack of one, so its run is what its configuration
@@ -316,6 +327,7 @@ def train_cell(
             extra=extra,
             label=label,
             on_validate=on_validate,
+            log_to=log_to,
         )
     ((kind, value),) = train_together(
         [plan],
@@ -326,6 +338,7 @@ def train_cell(
         stores=None if store is None else [store],
         extras=[extra],
         label=label,
+        log_to=log_to,
     )
     if kind == "error":
         raise value

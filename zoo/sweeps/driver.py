@@ -55,9 +55,12 @@ def run_sweep(
         claims.release_all()
 
 
-def cell_task(cell, overrides: dict, *, device: str, run_id: str, resume: dict | None) -> dict:
+def cell_task(
+    cell, overrides: dict, *, device: str, run_id: str, resume: dict | None, log_to=None
+) -> dict:
     """A cell as plain data (names, not objects): the worker plans it again and checks that
-    its config hash matches the driver's. The executor adds the worker's thread count."""
+    its config hash matches the driver's; ``log_to``: the trackers it reports to. The
+    executor adds the worker's thread count."""
     env = {k: v for k, v in os.environ.items() if k.startswith("ZOO_")}
     env["ZOO_HOME"] = str(home().resolve())
     return {
@@ -71,6 +74,7 @@ def cell_task(cell, overrides: dict, *, device: str, run_id: str, resume: dict |
         "stacked": getattr(cell.plan, "stacked", None),  # part of the config hash
         "run_id": run_id,
         "resume": resume,
+        "log_to": log_to,
         "env": env,
         "cwd": os.getcwd(),
     }
@@ -205,7 +209,12 @@ class Driver:
             claimed = self.store.get(latest["id"])
             note = f"    resuming {latest['status']} run {latest['id']}"
         task = cell_task(
-            cell, self.sweep.overrides, device=self.device, run_id=new_run_id(), resume=claimed
+            cell,
+            self.sweep.overrides,
+            device=self.device,
+            run_id=new_run_id(),
+            resume=claimed,
+            log_to=getattr(self.sweep, "log_to", None),
         )
         task["extra"] = {"group": self.sweep.id}  # the trackers' group for the sweep's runs
         workers = self.executor.record()
@@ -229,7 +238,12 @@ class Driver:
         tasks = []
         for cell, run_id in zip(stack.cells, new_run_ids(len(stack.cells))):
             task = cell_task(
-                cell, self.sweep.overrides, device=self.device, run_id=run_id, resume=None
+                cell,
+                self.sweep.overrides,
+                device=self.device,
+                run_id=run_id,
+                resume=None,
+                log_to=getattr(self.sweep, "log_to", None),
             )
             task["extra"] = {"group": self.sweep.id}
             tasks.append(task)

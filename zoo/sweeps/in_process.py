@@ -45,7 +45,14 @@ def run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sw
             log.info(f"[{index}/{total}] {cell.name} (sweep {clock(time.time() - started)} so far)")
             try:  # as for one cell: an interrupt with no Ctrl-C behind it fails a run only
                 with own_interrupts_fail("the cell's code"):
-                    _run_stack_here(cell, device=device, quiet=quiet, zoo=zoo, group=sweep.id)
+                    _run_stack_here(
+                        cell,
+                        device=device,
+                        quiet=quiet,
+                        zoo=zoo,
+                        group=sweep.id,
+                        log_to=sweep.log_to,
+                    )
             finally:
                 for one in cell.cells:
                     claims.release(one)
@@ -63,6 +70,7 @@ def run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sw
                 diverged=RunDiverged,
                 group=sweep.id,
                 kept=kept,
+                log_to=sweep.log_to,
             )
         finally:
             claims.release(cell)
@@ -95,6 +103,7 @@ def _run_cell_here(
     diverged,
     group=None,
     kept=None,
+    log_to=None,
 ) -> None:
     elapsed = time.time() - started
     eta = ""
@@ -107,7 +116,7 @@ def _run_cell_here(
         # from the user fails only this cell.
         with own_interrupts_fail("the cell's code"):
             result = _resume_or_execute(
-                cell, device=device, quiet=quiet, zoo=zoo, group=group, kept=kept
+                cell, device=device, quiet=quiet, zoo=zoo, group=group, kept=kept, log_to=log_to
             )
     except KeyboardInterrupt:  # the user's Ctrl-C
         raise  # the run is marked interrupted; the next sweep resumes from it
@@ -126,7 +135,7 @@ def _run_cell_here(
     log.info(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} (run {cell.run_id})")
 
 
-def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None) -> None:
+def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None, log_to=None) -> None:
     """Train seeds together in this process (zoo.train.seed_stack) and settle each cell
     as _run_cell_here settles one."""
     from zoo.errors import RunDiverged, RunInterrupted
@@ -143,6 +152,7 @@ def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None) -> None
         zoo=zoo,
         extras=[{"group": group}] * len(cells),
         label=cells[0].label,
+        log_to=log_to,
     )
     for cell, (kind, value) in zip(cells, outcomes):
         cell.duration = time.time() - began
@@ -165,7 +175,9 @@ def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None) -> None
         )
 
 
-def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, group=None, kept=None) -> dict:
+def _resume_or_execute(
+    cell: Cell, *, device: str, quiet: bool, zoo, group=None, kept=None, log_to=None
+) -> dict:
     """A cell whose latest run can go on (should_resume) continues it from its last
     checkpoint (`zoo resume`); any other cell, or one that cannot be resumed, starts anew."""
     from zoo.core.loading import get_zoo
@@ -185,7 +197,13 @@ def _resume_or_execute(cell: Cell, *, device: str, quiet: bool, zoo, group=None,
             log.info(f"    {exc}; starting the cell over")
     plan = cell.plan if kept is None else kept.dataset_for(cell.plan, zoo or get_zoo())
     return train_cell(
-        plan, device=device, quiet=quiet, zoo=zoo, label=cell.name, extra={"group": group}
+        plan,
+        device=device,
+        quiet=quiet,
+        zoo=zoo,
+        label=cell.name,
+        extra={"group": group},
+        log_to=log_to,
     )
 
 

@@ -106,6 +106,7 @@ def _train(task: dict, journal: Journal, warm: WarmWorker) -> dict:
         store=journal,
         extra=task.get("extra"),
         on_validate=task.get("on_validate"),
+        log_to=task.get("log_to"),
     )
 
 
@@ -173,6 +174,7 @@ def run_stack(tasks: list[dict], send=None, warm: WarmWorker | None = None) -> d
                 zoo=zoo,
                 stores=[journals[i] for i in plans],
                 extras=[tasks[i].get("extra") for i in plans],
+                log_to=tasks[0].get("log_to"),
             )
     for i, (kind, value) in zip(plans, results):
         if kind == "result":

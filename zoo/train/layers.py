@@ -90,9 +90,9 @@ class Rotary(nn.Module):
     position / base^(2i / D). Queries and keys so turned score by their relative position.
     The angles are buffers, kept out of the saved weights."""
 
-    def __init__(self, head_dim: int, context: int, base: float = 10000.0):
+    def __init__(self, width: int, context: int, base: float = 10000.0):  # width: a head's
         super().__init__()
-        inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2).float() / head_dim)  # [D/2]
+        inv_freq = 1.0 / base ** (torch.arange(0, width, 2).float() / width)  # [D/2]
         angles = torch.outer(torch.arange(context).float(), inv_freq)  # [T, D/2]
         angles = torch.cat([angles, angles], dim=-1)  # [T, D]
         self.register_buffer("cos", angles.cos(), persistent=False)

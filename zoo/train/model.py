@@ -33,6 +33,13 @@ None where every token is real (windows cut from running text), and returns what
 declares (``zoo.Task.output``; ``zoo list pipelines`` shows each); the engine trains it
 with the task's declared loss.
 
+An auxiliary loss (optional): a module whose forward pass also computes a loss to train on
+beside the task's (a mixture of experts' load-balancing loss) has ``auxiliary_loss()``,
+returning that of its last forward pass as a scalar tensor (already weighted), or None.
+``TorchModel`` adds it to the task's loss in every training step (never in evaluation),
+reports the task's loss as the step's loss, and gives the auxiliary one through
+``step_figures``, which the training loop records as ``train_aux_loss``.
+
 Outputs only where targets count (optional): a module whose task has a target per position
 may say ``outputs_at_positions = True`` and take a keyword ``positions``, a bool [B, T];
 it then returns the outputs at those positions only, [N, ...] in row-major order. The
@@ -157,6 +164,11 @@ class Model(Protocol):
         as it is."""
         ...
 
+    def step_figures(self) -> dict[str, float]:
+        """Optional. Figures of the last ``train_step`` beyond its loss (an auxiliary loss,
+        say), by name; the training loop records them beside ``train_loss``."""
+        ...
+
     @property
     def decodes_incrementally(self) -> bool:
         """Optional. True for a language model that generates without recomputing its whole
@@ -209,6 +221,7 @@ class Model(Protocol):
 
 OPTIONAL_MEMBERS = (
     "configure_engine",
+    "step_figures",
     "freeze",
     "decodes_incrementally",
     "start_decoding",

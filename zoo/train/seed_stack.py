@@ -300,7 +300,9 @@ def _batched(batches: list[tuple], device) -> tuple[torch.Tensor, list, torch.Te
     )
 
 
-def train_together(plans, run_ids, *, device, quiet, zoo, stores=None, extras=None, label=None):
+def train_together(
+    plans, run_ids, *, device, quiet, zoo, stores=None, extras=None, label=None, log_to=None
+):
     """Train ``plans`` (one plan at several seeds) as one stack, each recorded as its own
     run with the id given; ``stores`` and ``extras`` are each run's, as ``execute`` takes
     them. Each run's ("result", summary) or ("error", exception), in order."""
@@ -335,6 +337,7 @@ def train_together(plans, run_ids, *, device, quiet, zoo, stores=None, extras=No
             extra={**(extras[slot] or {}), "stack": record},
             label=None if label is None else f"{label}, seed {plans[slot].seed}",
             stack=stack.slot(slot),
+            log_to=log_to,
         )
 
     return stack.turns.run([one(slot) for slot in range(len(plans))])

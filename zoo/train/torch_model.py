@@ -65,6 +65,7 @@ class TorchModel:
         self._train_module: Any = self.module  # what train_step calls: maybe compiled, maybe DDP
         self._graphed: Any = None  # a zoo.train.cuda_graph.GraphedTrainStep replaying steps
         self._compiling = False  # the next step compiles the module (torch.compile is lazy)
+        self._last_auxiliary: torch.Tensor | None = None  # the last step's auxiliary loss
         # Losses read outputs only where targets count (zoo.train.model: optional members)
         self._at_positions = bool(getattr(module, "outputs_at_positions", False))
 
@@ -198,11 +199,16 @@ class TorchModel:
         self.optimizer.zero_grad(set_to_none=True)
         if not loss.requires_grad:  # nothing left to learn (fitted before training)
             return loss, torch.zeros((), device=loss.device)
+        # The module's auxiliary loss (experts' load balancing) trains with the task's loss;
+        # the task's loss alone is reported, comparable with any other model's.
+        auxiliary = self._auxiliary_loss()
+        total = loss if auxiliary is None else loss + auxiliary
+        self._last_auxiliary = None if auxiliary is None else auxiliary.detach()
         if self.scaler is not None:
-            self.scaler.scale(loss).backward()
+            self.scaler.scale(total).backward()
             self.scaler.unscale_(self.optimizer)  # clip the true gradients
         else:
-            loss.backward()
+            total.backward()
         if grad_clip:
             norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), grad_clip, foreach=True)
         else:
@@ -210,6 +216,18 @@ class TorchModel:
                 [p.grad for p in self.module.parameters() if p.grad is not None]
             )
         return loss, norm
+
+    def _auxiliary_loss(self):
+        """The module's ``auxiliary_loss()`` after its forward pass (zoo.train.model), or None."""
+        auxiliary = getattr(self.module, "auxiliary_loss", None)
+        return auxiliary() if callable(auxiliary) else None
+
+    def step_figures(self) -> dict[str, float]:
+        """The last training step's auxiliary loss as ``train_aux_loss``, for a module that
+        has one (zoo.train.model); nothing otherwise."""
+        if self._last_auxiliary is None:
+            return {}
+        return {"train_aux_loss": float(self._last_auxiliary)}
 
     def _mean_over_ranks(self, loss: torch.Tensor) -> float:
         """The batch loss averaged over ranks, so every rank logs (and stops on) one value.

@@ -254,6 +254,7 @@ def _seed_reruns(search: Search, results, make_executor) -> None:
         seeds,
         overrides=dict(search.overrides),
         task=search.task,
+        log_to=search.log_to,
     )
     todo = len(sweep.todo)
     log.info(

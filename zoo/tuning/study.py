@@ -228,6 +228,7 @@ class Search:
     storage: str | None = None
     study: str | None = None  # a prefix for the study names
     device: str = "auto"
+    log_to: list[str] | None = None  # the trackers every trial reports to (None: ZOO_LOG_TO)
 
     def study_name(self, model: str, dataset: str, searched: list, fixed: dict) -> str:
         """Named from what defines the search, so the same command continues its study:

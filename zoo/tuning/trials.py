@@ -158,6 +158,7 @@ def run_here(search: Search, study, storage, model, dataset, searched, objective
                 run_id=run_id,
                 extra=trial.extra,
                 on_validate=trial.reporter,
+                log_to=search.log_to,
             )
             status, metrics = result["status"], result["metrics"]
         except KeyboardInterrupt:
@@ -213,6 +214,7 @@ class TrialDriver:
                         device=self.search.device,
                         run_id=new_run_id(),
                         resume=None,
+                        log_to=self.search.log_to,
                     )
                     task.update(
                         held_out=list(HELD_OUT), extra=trial.extra, on_validate=trial.reporter

@@ -26,6 +26,7 @@ REGRESSION = Task(
     name="regression",
     loss="zoo_regress.model:squared_error",  # imported when a model trains
     output="values [B]: one real number per input",
+    output_shape=("B",),  # checked on a tiny batch before training: [B, 1] is refused
     metrics=(
         Metric("loss", "lower", "squared error", "mean squared error while training"),
         Metric("mse", "lower", "squared error", "mean squared error"),

@@ -125,6 +125,7 @@ def run(job: Job) -> RunResult:
     )
     metrics = {
         "steps": result.steps,
+        "best_step": result.best_step,  # the validation whose weights are reported
         "train_loss": result.train_loss,
         "tokens_per_s": result.tokens_per_s,
         "train_time": result.train_time,
