@@ -405,15 +405,17 @@ def run(job: Job) -> RunResult:
     job.run.save_weights(model.state_dict())  # the best validation weights, with keep_best
 
     metrics = {**loop_metrics(result), "epochs": result.steps / batches.per_epoch()}
+    correct = {}  # per example, for comparisons that count the test set's own noise
     for role in roles[1:]:  # validation and test
         probs = probabilities(model, texts[role], cfg.eval_batch_size)
         metrics.update(scores(labels[role], probs, classes, PREFIX[role], detail=role == "test"))
+        correct[f"{PREFIX[role]}_accuracy"] = probs.argmax(axis=1) == labels[role]
     # the tokenizer's figures over the validation texts, uncut
     chars, tokens = text_chars(job.dataset, "validation"), int(texts["validation"].tokens.sum())
     metrics.update({"vocab_size": tokenizer.vocab_size, "chars_per_token": chars / max(1, tokens)})
     metrics["truncated"] = float(truncated)  # share of training texts cut to block_size
     metrics.update({"num_classes": len(classes), "class_names": classes})
-    return RunResult(params, metrics, spec)
+    return RunResult(params, metrics, spec, per_example=correct)
 
 
 # -- a trained run ---------------------------------------------------------------------

@@ -249,10 +249,23 @@ def render_record(record: dict) -> list[str]:
     return lines + [""]
 
 
+# records too long for this page: it links to the page that embeds them
+LINKED = {"hf_matrix": "architectures/transformers-matrix.md"}
+
+
 def render_page(records: list[dict]) -> str:
     lines = [INTRO]
     for record in records:
-        lines += render_record(record)
+        if record["name"] in LINKED:
+            title = record.get("title") or record["name"]
+            lines += [
+                f"## {title}",
+                "",
+                f"On its own page: [{title}]({LINKED[record['name']]}).",
+                "",
+            ]
+        else:
+            lines += render_record(record)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -457,3 +457,17 @@ def test_eval_limit_scores_that_many_texts_and_is_a_row_of_its_own(reviews):
     assert "evaluated on a sample: at most 7 examples" in text
     cells = json.loads(run_cli("compare", "--format", "json").out)
     assert sorted(cell["n"] for cell in cells) == [1, 2]  # never pooled with the whole run
+
+
+@pytest.mark.slow
+def test_a_run_keeps_its_per_example_correctness_for_comparisons(reviews):
+    from safetensors.numpy import load_file
+
+    from zoo.records.paths import run_folder
+
+    out = tiny_run("encoder-char", str(reviews))
+    scores = load_file(str(run_folder(out["run_id"]) / "per_example.safetensors"))
+    assert set(scores) == {"val_accuracy", "test_accuracy"}
+    for name, correct in scores.items():
+        assert set(np.unique(correct)) <= {0.0, 1.0}
+        assert float(correct.mean()) == pytest.approx(out["metrics"][name], abs=1e-6)

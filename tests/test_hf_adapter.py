@@ -149,3 +149,66 @@ def test_a_transformers_type_trains_and_exports_in_transformers_layout(tiny_text
     assert exported.code == 0, exported
     config = json.loads((tmp_path / "out" / "config.json").read_text())
     assert config["model_type"] == "mamba" and config["architectures"] == ["MambaForCausalLM"]
+
+
+def test_an_encoder_decoder_shapes_its_decoder_as_its_encoder():
+    bart = hf_config("hf-bart")  # defaults: 12 decoder layers, 4096-wide MLPs
+    assert (bart.encoder_layers, bart.decoder_layers) == (2, 2)
+    assert bart.decoder_attention_heads == 2 and bart.decoder_ffn_dim == 64
+
+
+def test_every_mlp_width_follows_the_shape():
+    moe = hf_config("hf-qwen2_moe")  # defaults: experts 1408 wide, a shared one 5632
+    assert moe.moe_intermediate_size == 64 and moe.shared_expert_intermediate_size == 64
+    assert hf_config("hf-deepseek_v2").num_experts_per_tok == 2  # unset by the class
+
+
+def test_roberta_positions_count_from_the_padding_id():
+    """RoBERTa's position ids start at padding id + 1: a full-length input needs the table
+    the override gives it (the rule alone makes it block_size rows: an index error)."""
+    import torch
+    from zoo.plugins.transformers import configs
+
+    from zoo.core.config import build_config
+    from zoo.core.loading import get_zoo
+    from zoo.plugin import TaskSpec
+
+    entry = get_zoo().architectures.get("hf-roberta")
+    config = build_config(
+        entry.config_class(), {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16}
+    )
+    ids = torch.randint(3, 50, (2, 16))
+
+    def classify():
+        model = entry.load()(config, TaskSpec("classification", 50, 2, 0))
+        return model(ids, torch.ones_like(ids))
+
+    assert classify().shape == (2, 2)
+    saved = configs.OVERRIDES.pop("roberta")
+    configs.layout_of.cache_clear()
+    try:
+        with pytest.raises(Exception, match="out of"):
+            classify()
+    finally:
+        configs.OVERRIDES["roberta"] = saved
+        configs.layout_of.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "model_type, loads_with", [("gpt2", "AutoTokenizer"), ("qwen2", "PreTrainedTokenizerFast")]
+)
+def test_export_names_the_tokenizer_class_that_reads_its_tokenizer_json(
+    model_type, loads_with, tmp_path
+):
+    """transformers gives some types a tokenizer class that rebuilds the vocabulary from its
+    own files (qwen2); the export then loads with the class it saved."""
+    import transformers
+    from tokenizers import Tokenizer, models
+    from zoo.plugins.transformers.export import tokenizer_class_for
+
+    backend = Tokenizer(models.WordLevel({"<pad>": 0, "<unk>": 1, "a": 2}, unk_token="<unk>"))
+    transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>"
+    ).save_pretrained(tmp_path)
+    transformers.AutoConfig.for_model(model_type).save_pretrained(tmp_path)
+    assert tokenizer_class_for(tmp_path) == loads_with

@@ -237,7 +237,7 @@ def test_the_statistics_page_says_what_each_mark_means_and_which_noise_is_counte
     assert "guide/statistics.md" in (root / "mkdocs.yml").read_text(encoding="utf-8")
     for words in ("`*`", "`†`", ONE_SEED, NO_VARIANCE, "Holm", "seed-to-seed variance"):
         assert words in page, words
-    assert "sampling noise is not counted" in page
+    assert "per_example.safetensors" in page and "--seeds-only" in page
 
 
 def test_rows_that_differ_in_settings_are_ranked_on_validation_with_test_beside():

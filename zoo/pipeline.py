@@ -42,7 +42,10 @@ class Pipeline(Protocol):
         train it (``zoo.plugin.train``), save the tokenizer and weights in ``job.run`` and
         return the figures. Validation figures are named ``val_*``, test figures ``test_*``.
         Read only the splits ``job.dataset.roles`` names: a run that chooses settings
-        (``zoo tune``'s trials) holds the test split out, and reading it is an error."""
+        (``zoo tune``'s trials) holds the test split out, and reading it is an error.
+        A pipeline that can score each example on its own hands those scores back in
+        ``RunResult.per_example`` (metric -> one score per example, averaging to the
+        figure): comparisons then count the evaluation set's sampling noise too."""
         ...
 
     def check_dataset(self, dataset: LoadedDataset) -> None:

@@ -68,6 +68,10 @@ SHAPE_NAMES = {
         "n_ctx",
     ),
 }
+DECODER_STACK = {
+    "n_layer": ("decoder_layers", "num_decoder_layers"),
+    "n_head": ("decoder_attention_heads", "num_decoder_heads"),
+}
 MLP_NAMES = ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "inner_hidden_size")
 DROPOUT = re.compile(r"(dropout|pdrop|drop_prob)")  # layerdrop, drop_path are not dropout
 
@@ -114,8 +118,17 @@ def layout_of(model_type: str) -> Layout:
     mapped = {zoo: own for zoo, own in shape.items() if own is not None}
     mlp_width = _own_name(config_class, MLP_NAMES, fields)
     derived: dict[str, Callable[[Any], Any]] = {}
-    if mlp_width is not None:
-        derived[mlp_width] = lambda cfg: 4 * cfg.n_embd
+    # every MLP width (a mixture of experts' expert and shared-expert widths, an
+    # encoder-decoder's two stacks' widths too)
+    widths = [n for n in fields if n.endswith(("intermediate_size", "ffn_dim"))]
+    for name in [mlp_width, *widths]:
+        if name is not None and kinds[name] is int:
+            derived[name] = lambda cfg: 4 * cfg.n_embd
+    # an encoder-decoder's decoder stack, shaped as its encoder (BART's decoder_layers)
+    for zoo_name, names in DECODER_STACK.items():
+        own = _own_name(config_class, names, fields)
+        if own is not None and zoo_name in mapped and own != mapped[zoo_name]:
+            derived[own] = lambda cfg, name=zoo_name: getattr(cfg, name)
     if "n_head" in mapped:
         if "head_dim" in fields:
             derived["head_dim"] = lambda cfg: cfg.n_embd // cfg.n_head
@@ -147,8 +160,36 @@ def _zamba2_layers(cfg) -> list[str]:
     return ["hybrid" if i % 6 == 5 else "linear_attention" for i in range(cfg.n_layer)]
 
 
+def _offset_positions(cfg) -> int:
+    """RoBERTa counts positions from the padding id + 1 (zoo's padding id is 0), so its
+    table needs that many more rows than the longest input."""
+    return cfg.block_size + 2
+
+
+# RoBERTa's position scheme, in the types that copy its embeddings
+OFFSET_POSITIONS = (
+    "roberta",
+    "roberta-prelayernorm",
+    "camembert",
+    "xlm-roberta",
+    "xlm-roberta-xl",
+    "data2vec-text",
+    "xmod",
+    "ibert",
+    "longformer",
+    "luke",
+    "mpnet",
+    "esm",
+    "lilt",
+    "markuplm",
+    "layoutlmv3",
+)
+
 # Per-type corrections where the generic rule fails, each with its reason (and a test).
 OVERRIDES: dict[str, dict[str, Callable[[Any], Any]]] = {
+    **{t: {"max_position_embeddings": _offset_positions} for t in OFFSET_POSITIONS},
+    # the class leaves the experts each token picks unset (None), for a checkpoint to set
+    "deepseek_v2": {"num_experts_per_tok": lambda cfg: 2},
     # Mamba2 splits its expanded inner width (expand x hidden_size, expand 2), not the
     # hidden width, into num_heads heads: head_dim is that over n_head
     "mamba2": {

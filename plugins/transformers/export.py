@@ -1,7 +1,9 @@
 """The ``transformers`` export format (``zoo export RUN DIR --format transformers``, the
 default for the architectures below): a trained run as a folder transformers loads with no
 zoo installed (``AutoModelForCausalLM`` / ``AutoModelForSequenceClassification`` /
-``AutoModelForMaskedLM`` and ``AutoTokenizer.from_pretrained(DIR)``).
+``AutoModelForMaskedLM`` and ``AutoTokenizer.from_pretrained(DIR)``, or
+``PreTrainedTokenizerFast`` where transformers gives the model type a tokenizer class that
+rebuilds the vocabulary: ``tokenizer_class_for``).
 
 - runs of the transformers architectures (hf-*, gpt2, llama, bert) are transformers models already: saved with ``save_pretrained``.
 - decoder (and numpy, its NumPy twin) language-modeling and next-item runs map onto GPT-2's
@@ -82,13 +84,14 @@ class TransformersExporter:
             )
         model.save_pretrained(folder)
         fast_tokenizer(trained).save_pretrained(folder)
+        tokenizer_class = tokenizer_class_for(folder)
         how = "saved as it is" if native else f"the {architecture} weights in GPT-2's layout"
         return {
             "library_name": "transformers",
             "pipeline_tag": reading_of(trained).pipeline_tag,
             "summary": f"a transformers `{type(model).__name__}` ({how}) with its fast "
             "tokenizer, for from_pretrained",
-            "usage": usage(trained, auto_class(trained)),
+            "usage": usage(trained, auto_class(trained), tokenizer_class),
             "class": type(model).__name__,
             "base": base_checkpoint(trained),
         }
@@ -99,7 +102,7 @@ class TransformersExporter:
         from zoo.plugins.export.reading import compare, probabilities, zoo_probabilities
 
         model = getattr(transformers, auto_class(trained)).from_pretrained(folder).eval()
-        tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+        tokenizer = getattr(transformers, tokenizer_class_for(folder)).from_pretrained(folder)
         batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
         logits = model(
             input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
@@ -125,13 +128,29 @@ def auto_class(trained) -> str:
     return "AutoModelForCausalLM"
 
 
-def usage(trained, auto: str) -> str:
+def tokenizer_class_for(folder: Path) -> str:
+    """The class that loads the export's tokenizer as saved: AutoTokenizer, unless
+    transformers ties the model type to a tokenizer class of its own that rebuilds the
+    vocabulary from its files instead of reading tokenizer.json (for the types transformers
+    lists as having a wrong class on the Hub: qwen2, phi3, modernbert, ...); then the class
+    the export saved, PreTrainedTokenizerFast."""
+    loaded = transformers.AutoTokenizer.from_pretrained(folder)
+    generic = isinstance(loaded, transformers.PreTrainedTokenizerFast) and type(
+        loaded
+    ).__name__ in (
+        "TokenizersBackend",
+        "PreTrainedTokenizerFast",
+    )
+    return "AutoTokenizer" if generic else "PreTrainedTokenizerFast"
+
+
+def usage(trained, auto: str, tokenizer_class: str = "AutoTokenizer") -> str:
     lines = [
-        f"from transformers import AutoTokenizer, {auto}"
+        f"from transformers import {tokenizer_class}, {auto}"
         + (", pipeline" if trained.task == "classification" else ""),
         "",
         'folder = "FOLDER"',
-        "tokenizer = AutoTokenizer.from_pretrained(folder)",
+        f"tokenizer = {tokenizer_class}.from_pretrained(folder)",
         f"model = {auto}.from_pretrained(folder)",
     ]
     if trained.task == "classification":

@@ -22,6 +22,7 @@ line naming the plugin when it fails:
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import math
 import os
 import signal
@@ -65,9 +66,13 @@ class Check:
         return dict(vars(self))
 
 
-def check_plugin(name: str, settings: dict | None = None, steps: int = STEPS) -> list[Check]:
+def check_plugin(
+    name: str, settings: dict | None = None, steps: int = STEPS, only: str = "*"
+) -> list[Check]:
     """Every check of plugin ``name`` (see the module docstring); ``settings`` are config
-    settings as ``--set`` takes them (an architecture's sizes, say)."""
+    settings as ``--set`` takes them (an architecture's sizes, say); ``only``: a wildcard
+    (``gpt2``, ``hf-*``) choosing which of its architectures, tokenizers, tasks and
+    exporters to check."""
     from zoo.core.loading import get_zoo
 
     zoo = get_zoo()
@@ -79,12 +84,12 @@ def check_plugin(name: str, settings: dict | None = None, steps: int = STEPS) ->
         raise ZooError(f"plugin {name!r} is set aside: {zoo.plugins[name].error}")
     checks: list[Check] = []
     with own_home() as scratch:
-        for tokenizer in _of(zoo, "tokenizer", name):
+        for tokenizer in _of(zoo, "tokenizer", name, only):
             checks.append(check_tokenizer(name, tokenizer))
         runs = {}
-        for architecture, task in pairs(zoo, name):
+        tokenizer = trainable(_of(zoo, "tokenizer", name, only))
+        for architecture, task in pairs(zoo, name, only):
             dataset = dataset_for(zoo, name, task, scratch)
-            tokenizer = next(iter(_of(zoo, "tokenizer", name)), None)
             model = f"{architecture.name}-{tokenizer.name if tokenizer else 'char'}"
             if dataset is None:
                 checks.append(Check(name, "train", model, "skipped", f"no dataset serves {task}"))
@@ -95,7 +100,9 @@ def check_plugin(name: str, settings: dict | None = None, steps: int = STEPS) ->
             checks += [Check(name, c, subject, status, detail) for c, status, detail in found]
             if run_id:
                 runs[architecture.name] = run_id
-        for exporter in _of(zoo, "exporter", name):
+        for exporter in _of(zoo, "exporter", name, only):
+            if not runs:  # an exporter's plugin with no architecture: a run of another's
+                runs = exported_run(zoo, exporter, settings or {}, steps, scratch)
             checks.append(check_exporter(name, exporter, runs, scratch))
     return checks
 
@@ -116,18 +123,41 @@ def applicable(settings: dict, zoo, architecture, tokenizer, task: str, dataset:
     return {k: v for k, v in given.items() if k in known or "." in k}
 
 
-def _of(zoo, kind: str, plugin: str) -> list:
-    return [e for e in zoo.entries_of[kind].entries_in_order() if e.plugin == plugin]
+def _of(zoo, kind: str, plugin: str, only: str = "*") -> list:
+    return [
+        e
+        for e in zoo.entries_of[kind].entries_in_order()
+        if e.plugin == plugin and fnmatch.fnmatchcase(e.name, only)
+    ]
 
 
-def pairs(zoo, plugin: str) -> list[tuple]:
+def trainable(tokenizers: list):
+    """The first of a plugin's tokenizers that trains with its config's defaults (one that
+    needs a setting, such as a pretrained vocabulary's location, is checked on its own),
+    else None: the models train with ``char``."""
+    from zoo.core.config import build_config
+
+    for entry in tokenizers:
+        try:
+            cls = entry.config_class()
+            if cls is None or build_config(cls, {}) is not None:
+                return entry
+        except ZooError:
+            continue
+    return None
+
+
+def pairs(zoo, plugin: str, only: str = "*") -> list[tuple]:
     """(architecture, task) to train: the plugin's architectures on each task they serve
     that has a pipeline, and each task the plugin registers with the first architecture
     (its own first) that serves it."""
     found = [
-        (a, t) for a in _of(zoo, "architecture", plugin) for t in a.tasks if t in zoo.pipelines
+        (a, t)
+        for a in _of(zoo, "architecture", plugin, only)
+        for t in a.tasks
+        if t in zoo.pipelines
     ]
-    for pipeline in _of(zoo, "pipeline", plugin):
+    for pipeline in _of(zoo, "pipeline", plugin, only):
         if any(t == pipeline.name for _, t in found):
             continue
         serving = [a for a in zoo.architectures.entries_in_order() if pipeline.name in a.tasks]
@@ -328,6 +358,26 @@ def check_export(run_id: str, format: str | None = None, folder: Path | None = N
             return ("export", "skipped", text)
         return ("export", "failed", text)
     return ("export", "ok", "")
+
+
+def exported_run(zoo, exporter, settings: dict, steps: int, scratch: Path) -> dict:
+    """{architecture: run id} of a run the exporter exports, trained for it (empty when no
+    architecture it names serves a task with a dataset)."""
+    from zoo.api.training import run
+
+    names = exporter.architectures
+    for architecture in zoo.architectures.entries_in_order():
+        if not ({architecture.name, "*"} & set(names)):
+            continue
+        for task in architecture.tasks:
+            dataset = dataset_for(zoo, exporter.plugin, task, scratch)
+            if dataset is None or task not in zoo.pipelines:
+                continue
+            given = applicable(settings, zoo, architecture, None, task, dataset)
+            model = f"{architecture.name}-char"
+            done = run(model, dataset, steps=steps, seed=0, quiet=True, settings=given)
+            return {architecture.name: done.id}
+    return {}
 
 
 def check_exporter(plugin: str, exporter, runs: dict, scratch: Path) -> Check:

@@ -112,6 +112,7 @@ def compare(
     status=("finished",),
     better=None,
     pool=False,
+    examples=True,
 ):
     """The comparison table as a pandas DataFrame, one row per cell (`zoo compare`).
 
@@ -120,7 +121,8 @@ def compare(
     leader its seeds find with 80% power), setting, configs, runs; with ``baseline``
     also diff, ci_low, ci_high, df, p, p_holm, significant (None where there is no test)
     and test. The notes printed under the table (merged duplicates, runs left out, rows not
-    told apart) are in ``.attrs["notes"]``. Options mean what `zoo compare`'s options mean.
+    told apart) are in ``.attrs["notes"]``. Options mean what `zoo compare`'s options mean;
+    ``examples=False`` is ``--seeds-only``.
     """
     return comparison_table(
         metric=metric,
@@ -132,6 +134,7 @@ def compare(
         status=status,
         better=better,
         pool=pool,
+        examples=examples,
     ).cells
 
 
@@ -146,6 +149,7 @@ def comparison_table(
     status=("finished",),
     better=None,
     pool=False,
+    examples=True,
 ):
     """The comparison as `zoo compare` renders it: ``.cells`` (the DataFrame ``compare``
     returns) with the notes, legend and marks its renderers (``zoo.comparison.render``)
@@ -168,6 +172,7 @@ def comparison_table(
         status=status,
         better=better,
         pool=pool,
+        examples=examples,
     )
 
 

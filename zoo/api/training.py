@@ -170,6 +170,7 @@ def sweep(
     baseline=None,
     better=None,
     pool=False,
+    examples=True,
     settings: dict | None = None,
     **more_settings,
 ) -> SweepResult:
@@ -186,7 +187,7 @@ def sweep(
     arguments or a ``settings`` dict, as for `run`. `jobs` is a number or ``"auto"`` (as many workers as the GPU or the
     cores take). `jobs`, `executor`, `address`, `cell_cpus`,
     `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
-    `pool` are the options of the same names."""
+    `pool` are the options of the same names; ``examples=False`` is ``--seeds-only``."""
 
     from zoo.errors import UnknownNameError
     from zoo.sweeps import cells, driver, report
@@ -248,6 +249,7 @@ def sweep(
                 baseline=baseline,
                 better=better,
                 pool=pool,
+                examples=examples,
             )
         comparison = report.comparison_frame(plan, table.cells) if table is not None else None
         return SweepResult(report.records(plan), comparison, table)

@@ -29,7 +29,7 @@ def cmd_check_plugin(args) -> int:
             f"--steps must be at least 2 (a checkpoint to resume from), not {args.steps}"
         )
     settings = dict(parse_assignment(item) for item in args.set or [])
-    checks = check_plugin(args.plugin, settings, steps=args.steps)
+    checks = check_plugin(args.plugin, settings, steps=args.steps, only=args.only)
     if args.json:
         print_json([c.record() for c in checks])
     else:
@@ -132,5 +132,12 @@ def add_commands(commands) -> None:
         help="a config setting for every run (an architecture's small sizes keep it fast)",
     )
     p.add_argument("--steps", type=int, default=4, help="training steps of each run (at least 2)")
+    p.add_argument(
+        "--only",
+        default="*",
+        metavar="PATTERN",
+        help="check only the plugin's architectures, tokenizers, tasks and exporters whose "
+        "names match this wildcard (hf-gpt2, 'hf-*')",
+    )
     p.add_argument("--json", action="store_true", help="print the checks as a JSON list")
     p.set_defaults(handler=cmd_check_plugin)

@@ -255,26 +255,7 @@ def _command(argv: list[str]) -> int:
         print(f"zoo: error: {clip(exc)}", file=sys.stderr)  # one line, however long
         return 2
     except KeyboardInterrupt as exc:
-        run_id = getattr(exc, "run_id", None)  # zoo.errors.RunInterrupted: a recorded run
-        if run_id:
-            print(
-                f"zoo: interrupted; run {run_id} is kept; continue it with: zoo resume {run_id}",
-                file=sys.stderr,
-            )
-        elif isinstance(exc, SearchInterrupted):
-            print(
-                "zoo: interrupted; the studies and trials are kept; run the same zoo tune "
-                "again to continue",
-                file=sys.stderr,
-            )
-        elif isinstance(exc, SweepInterrupted):
-            print(
-                "zoo: interrupted; the sweep's runs are kept; run the same zoo sweep again to "
-                "continue them",
-                file=sys.stderr,
-            )
-        else:
-            print("zoo: interrupted", file=sys.stderr)
+        print(f"zoo: {interrupted(exc)}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # the reader went away (`zoo runs | head`): stop quietly, but not with 0, for the
@@ -289,6 +270,22 @@ def _command(argv: list[str]) -> int:
         return 2
     except Exception as exc:
         return unexpected(exc, debug)
+
+
+def interrupted(exc: KeyboardInterrupt) -> str:
+    """What Ctrl-C left, and how to go on."""
+    run_id = getattr(exc, "run_id", None)  # zoo.errors.RunInterrupted: a recorded run
+    if run_id:
+        return f"interrupted; run {run_id} is kept; continue it with: zoo resume {run_id}"
+    if isinstance(exc, SearchInterrupted):
+        return (
+            "interrupted; the studies and trials are kept; run the same zoo tune again to continue"
+        )
+    if isinstance(exc, SweepInterrupted):
+        return (
+            "interrupted; the sweep's runs are kept; run the same zoo sweep again to continue them"
+        )
+    return "interrupted"
 
 
 def unexpected(exc: BaseException, debug: bool) -> int:

@@ -115,6 +115,7 @@ def comparison_from_args(args):
         status=tuple(s.strip() for s in args.status.split(",") if s.strip()),
         better=args.better,
         pool=args.pool,
+        examples=not args.seeds_only,
     )
 
 
@@ -186,6 +187,12 @@ def add_compare_options(p, *, sweep: bool = False) -> None:
         action="store_true",
         help="pool runs whose settings differ "
         "(by default they are separate rows, labelled by what differs)",
+    )
+    p.add_argument(
+        "--seeds-only",
+        action="store_true",
+        help="count only the seeds' variance, not the evaluation set's sampling noise "
+        "(by default counted where runs kept per-example scores)",
     )
     if not sweep:
         p.add_argument("--json", action="store_true", help="same as --format json")

@@ -154,6 +154,7 @@ def cmd_sweep(args) -> int:
         baseline=args.baseline,
         better=args.better,
         pool=args.pool,
+        examples=not args.seeds_only,
         settings=settings,
     )
     if args.dry_run:

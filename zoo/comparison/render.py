@@ -146,10 +146,18 @@ def legend(comparison: Comparison, best_mark: str) -> list[str]:
             f"'{ONE_SEED}': a side has one seed; '{NO_VARIANCE}': both sides are constant "
             "over seeds, so nothing is tested"
         )
-    lines.append(
-        "Only seed-to-seed variance is counted: the sampling noise of the evaluation set "
-        "is not (see the statistics page of the docs)"
-    )
+    if comparison.examples_counted:
+        lines.append(
+            f"Counted: seed-to-seed variance and, for {', '.join(comparison.examples_counted)}"
+            ", the evaluation set's sampling noise (a bootstrap over seeds and the examples, "
+            "paired by example; a mark needs it and the Welch test; --seeds-only leaves it "
+            "out); elsewhere, and in the power note, seeds only"
+        )
+    else:
+        lines.append(
+            "Only seed-to-seed variance is counted: the sampling noise of the evaluation set "
+            "is not (see the statistics page of the docs)"
+        )
     return lines + comparison.notes
 
 

@@ -25,18 +25,42 @@ def untestable(interval) -> str | None:
     return interval.untestable
 
 
-def _compare(a, b, level: float):
-    from zoo.comparison.stats import welch_interval
-
-    return welch_interval(a["mean"], a["std"], a["n"], b["mean"], b["std"], b["n"], level)
+BOTH = "Welch and bootstrap"  # the test name where the examples are counted too
 
 
-def _columns(table, column_keys):
+def _compare(a, b, level: float, replicates=None):
+    """Welch's interval (Hsu's df) of a - b; where both cells have bootstrap replicates
+    (zoo.comparison.bootstrap: seeds and examples resampled), the difference must pass
+    both tests (p the larger of the two, the interval spanning both), so counting the
+    evaluation set's noise only ever removes marks. With no seed variance the examples'
+    bootstrap alone tests; with one seed nothing does (the seed variance is unknown)."""
+    from zoo.comparison.bootstrap import difference
+    from zoo.comparison.stats import NO_VARIANCE, Interval, welch_interval
+
+    interval = welch_interval(a["mean"], a["std"], a["n"], b["mean"], b["std"], b["n"], level)
+    drawn = replicates or {}
+    if a.name not in drawn or b.name not in drawn or interval.untestable not in (None, NO_VARIANCE):
+        return interval
+    boot = difference(interval.diff, drawn[a.name], drawn[b.name], level)
+    if interval.untestable == NO_VARIANCE:
+        return Interval(interval.diff, boot.low, boot.high, math.nan, boot.p, tested=BOTH)
+    return Interval(
+        interval.diff,
+        min(boot.low, interval.low),
+        max(boot.high, interval.high),
+        interval.df,
+        max(boot.p, interval.p),
+        tested=BOTH,
+    )
+
+
+def columns_of(table, column_keys):
+    """The table's columns: its cells grouped by column keys, task and metric."""
     return table.groupby(unique_keys(column_keys + ["task", "metric"]), sort=False)
 
 
 def best_marks(
-    table, rows_keys, column_keys, level: float, reported=frozenset()
+    table, rows_keys, column_keys, level: float, reported=frozenset(), replicates=None
 ) -> tuple[list[bool], list[str]]:
     """True for a column's leading row where it beats every other row of the column
     (Welch, Holm-adjusted over the k-1 tests, at `level`); otherwise a note names the rows
@@ -46,7 +70,7 @@ def best_marks(
     from zoo.comparison.stats import holm
 
     best, unclear = [False] * len(table), []
-    for _, group in _columns(table, column_keys):
+    for _, group in columns_of(table, column_keys):
         better = group["better"].iloc[0]
         if better not in ("lower", "higher") or len(group) < 2:
             continue
@@ -54,7 +78,7 @@ def best_marks(
             continue
         ranked = group.sort_values("mean", ascending=better == "lower", kind="stable")
         leader, others = ranked.iloc[0], [row for _, row in ranked.iloc[1:].iterrows()]
-        tests = [_compare(leader, other, level) for other in others]
+        tests = [_compare(leader, other, level, replicates) for other in others]
         adjusted = holm([t.p for t in tests])
         apart = [not math.isnan(p) and p < 1 - level for p in adjusted]
         if all(apart):
@@ -81,7 +105,7 @@ def best_marks(
     return best, notes
 
 
-def with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
+def with_baseline(table, rows_keys, column_keys, baseline: str, level: float, replicates=None):
     """Each cell against the baseline row of its column: `baseline` is a full row label
     ('decoder-char (steps=100)'), or a first key with settings that pick one row
     ('encoder-bpe (steps=270)'), or a first key alone, paired by setting where it names
@@ -97,7 +121,7 @@ def with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
         for index in table.index
     }
     ambiguous: set[str] = set()
-    for _, group in _columns(table, column_keys):
+    for _, group in columns_of(table, column_keys):
         candidates = group[is_baseline[group.index]]
         tested = []
         for index, row in group.iterrows():
@@ -110,7 +134,7 @@ def with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
                 if len(candidates) > 1:
                     ambiguous.update(row_text(c, rows_keys) for _, c in candidates.iterrows())
                 continue
-            interval = _compare(row, reference.iloc[0], level)
+            interval = _compare(row, reference.iloc[0], level, replicates)
             reason = untestable(interval)
             results[index].update(
                 diff=interval.diff,
@@ -118,7 +142,7 @@ def with_baseline(table, rows_keys, column_keys, baseline: str, level: float):
                 ci_high=interval.high,
                 df=interval.df,
                 p=interval.p,
-                test=reason or "Welch",
+                test=reason or interval.tested,
             )
             if reason is None:
                 tested.append(index)
@@ -187,7 +211,7 @@ def power_notes(
 
     found = [math.nan] * len(table)
     notes = []
-    for _, group in _columns(table, column_keys):
+    for _, group in columns_of(table, column_keys):
         better = group["better"].iloc[0]
         if better not in ("lower", "higher") or len(group) < 2:
             continue

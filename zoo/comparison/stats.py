@@ -121,6 +121,7 @@ class Interval:
 
     p: float = math.nan  # two-sided p-value of "no difference"; NaN when untestable
     untestable: str | None = None  # why there is no interval: ONE_SEED or NO_VARIANCE
+    tested: str = "Welch"  # by what: "Welch", or "Welch and bootstrap" (the examples too)
 
     @property
     def significant(self) -> bool | None:

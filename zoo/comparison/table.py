@@ -156,6 +156,8 @@ class Comparison:
     baseline: str | None = None
     notes: list[str] = field(default_factory=list)
     pooled: bool = False  # --pool: n counts runs (configurations x seeds), not seeds
+    examples_counted: list[str] = field(default_factory=list)  # metrics whose tests count
+    # the evaluation set's sampling noise (per-example scores kept: zoo.comparison.bootstrap)
 
     @functools.cached_property
     def metric_pairs(self):
@@ -177,6 +179,7 @@ def summarize(
     better: str | None = None,
     pool: bool = False,
     level: float = 0.95,
+    examples: bool = True,
 ) -> Comparison:
     import pandas as pd
 
@@ -289,7 +292,8 @@ def summarize(
     table = pd.DataFrame(cells)
     table["setting"] = setting_labels(table, rows_keys, column_keys)
     reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
-    table["best"], marks = best_marks(table, rows_keys, column_keys, level, reported)
+    replicates = _example_replicates(table, column_keys, examples and not evals)
+    table["best"], marks = best_marks(table, rows_keys, column_keys, level, reported, replicates)
     table["detectable"], power = power_notes(table, rows_keys, column_keys, level, reported)
     notes += marks + power
     if missing:
@@ -313,8 +317,9 @@ def summarize(
             f"{merged} duplicate run(s) of the same configuration and seed merged (a tune "
             "trial and its re-run, a repeat): each sample counts once, the latest run kept"
         )
+    counted = sorted({table.loc[i, "metric"] for i in replicates})
     if baseline is not None:
-        table = with_baseline(table, rows_keys, column_keys, baseline, level)
+        table = with_baseline(table, rows_keys, column_keys, baseline, level, replicates)
     table = table.drop(columns=["_settings", "variant"])
     order = unique_keys(
         rows_keys
@@ -328,7 +333,18 @@ def summarize(
         notes.append("some cells pool runs with different settings (--pool)")
     table = table.reset_index(drop=True)
     table.attrs["notes"] = notes  # zoo.compare() returns the cells: the notes travel with them
-    return Comparison(table, rows_keys, column_keys, baseline, notes, pooled=pool)
+    return Comparison(
+        table, rows_keys, column_keys, baseline, notes, pooled=pool, examples_counted=counted
+    )
+
+
+def _example_replicates(table, column_keys, wanted: bool) -> dict:
+    """Bootstrap replicates (seeds and examples) of the cells whose runs kept per-example
+    scores (zoo.comparison.bootstrap); none with --seeds-only."""
+    from zoo.comparison.bootstrap import column_replicates
+    from zoo.comparison.significance import columns_of
+
+    return column_replicates(table, columns_of(table, column_keys)) if wanted else {}
 
 
 def _choice_figures(long, keys, pool: bool):

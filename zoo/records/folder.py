@@ -51,20 +51,24 @@ def read_config(path: Path) -> dict:
             if _depth(value) > MAX_VALUE_DEPTH:
                 raise ZooError(f"{path}: configs.{section}.{key} is nested too deeply")
     if "spec" in config:
-        spec = config["spec"]
-        if not isinstance(spec, dict):
-            raise ZooError(f"{path}: 'spec' must be an object, not {_kind(spec)}")
-        for key in spec:
-            if key not in SPEC_KEYS:
-                raise ZooError(
-                    f"{path}: unknown key {key!r} in 'spec' (expected {', '.join(SPEC_KEYS)})"
-                )
-        for key, kind in SPEC_KEYS.items():
-            if key in spec and not _is(spec[key], kind):
-                raise ZooError(f"{path}: spec.{key} must be {_name(kind)}, not {_kind(spec[key])}")
-        if "task" not in spec or "vocab_size" not in spec:
-            raise ZooError(f"{path}: 'spec' needs task and vocab_size")
+        _check_spec(path, config["spec"])
     return config
+
+
+def _check_spec(path: Path, spec) -> None:
+    """What load_trained rebuilds the model from: known keys of the right types."""
+    if not isinstance(spec, dict):
+        raise ZooError(f"{path}: 'spec' must be an object, not {_kind(spec)}")
+    for key in spec:
+        if key not in SPEC_KEYS:
+            raise ZooError(
+                f"{path}: unknown key {key!r} in 'spec' (expected {', '.join(SPEC_KEYS)})"
+            )
+    for key, kind in SPEC_KEYS.items():
+        if key in spec and not _is(spec[key], kind):
+            raise ZooError(f"{path}: spec.{key} must be {_name(kind)}, not {_kind(spec[key])}")
+    if "task" not in spec or "vocab_size" not in spec:
+        raise ZooError(f"{path}: 'spec' needs task and vocab_size")
 
 
 def read_curve(path: Path) -> list[dict]:

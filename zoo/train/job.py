@@ -123,6 +123,9 @@ class TrainConfig:
             raise ValueError(f"eval_limit must be positive (or unset), got {self.eval_limit}")
 
 
+PER_EXAMPLE = "per_example.safetensors"  # RunResult.per_example, metric -> scores
+
+
 class RunFolder:
     """runs/<id>/: config.json, model.safetensors, tokenizer.json, metrics.jsonl, samples.txt."""
 
@@ -185,6 +188,15 @@ class RunFolder:
 
         atomic_write_bytes(self.file(name), save(state))
 
+    def save_per_example(self, scores: dict) -> None:
+        """A RunResult's per-example scores (metric -> array) as per_example.safetensors."""
+        import numpy as np
+
+        self.save_weights(
+            {name: np.asarray(values, dtype=np.float32).ravel() for name, values in scores.items()},
+            PER_EXAMPLE,
+        )
+
     def load_weights(self, name: str = "model.safetensors") -> dict:
         """The safetensors file ``name`` as name -> NumPy array, read with checks."""
         from zoo.io import load_safetensors
@@ -207,6 +219,12 @@ class RunResult:
     """Example outputs printed after the run."""
     status: str = "finished"
     """``finished``, or the status word that stopped training early (``pruned``)."""
+    per_example: dict[str, Any] = field(default_factory=dict)
+    """Optional: metric name -> one score per example of its split, in the split's order,
+    whose mean is that metric (``{"test_accuracy": correct}`` with 1.0 for a right answer
+    and 0.0 for a wrong one; a loss per example for a mean loss). The core keeps them in
+    the run folder (``per_example.safetensors``), and comparisons of runs scored on the
+    same examples count the evaluation set's sampling noise from them, paired by example."""
 
 
 @dataclass(kw_only=True)

@@ -143,6 +143,21 @@ class TrainResult:
         return self.tokens / stepping if stepping > 0 else 0.0
 
 
+def _configure(model, cfg, ranks) -> None:
+    """The model's engine (precision, compilation, CUDA graphs, ranks) and optimizer."""
+    configure = optional_member(model, "configure_engine")
+    if configure is not None:
+        configure(
+            precision=getattr(cfg, "precision", "auto"),
+            compile=getattr(cfg, "compile", False),
+            cuda_graph=getattr(cfg, "cuda_graph", False),
+            distributed=ranks,
+        )
+    elif ranks.active:
+        raise ZooError("torchrun training needs a torch model; this architecture has none")
+    model.configure_optimizer(cfg.lr, cfg.weight_decay, betas=(cfg.beta1, cfg.beta2))
+
+
 def train(
     job: Job,
     model,
@@ -175,17 +190,7 @@ def train(
     cfg = job.train_config
     ranks = distributed.current()
     rng = np.random.default_rng(job.seed + ranks.rank)  # each rank draws its own batches
-    configure = optional_member(model, "configure_engine")
-    if configure is not None:
-        configure(
-            precision=getattr(cfg, "precision", "auto"),
-            compile=getattr(cfg, "compile", False),
-            cuda_graph=getattr(cfg, "cuda_graph", False),
-            distributed=ranks,
-        )
-    elif ranks.active:
-        raise ZooError("torchrun training needs a torch model; this architecture has none")
-    model.configure_optimizer(cfg.lr, cfg.weight_decay, betas=(cfg.beta1, cfg.beta2))
+    _configure(model, cfg, ranks)
     step_figures = optional_member(model, "step_figures")
     short = warmup_outlasts_training(cfg)  # said as training starts, after every refusal
     if short and job._resume_from is None:

@@ -311,6 +311,8 @@ def _trained(plan: Plan, pipeline, job: Job, summary, provenance, ranks, tracker
             f"the {plan.task} pipeline's run(job) returned a "
             f"{type(result).__name__}, not a zoo.plugin.RunResult"
         )
+    if result.per_example and ranks.is_main:
+        run.save_per_example(checked_per_example(result, plan.task))
     if ranks.active:
         provenance["distributed"]["weight_sha256"] = distributed.same_weights_on_all_ranks(run)
     # what load_trained needs to rebuild the model
@@ -361,3 +363,23 @@ class _NoStore:
 
     def close(self):
         pass
+
+
+def checked_per_example(result: RunResult, task: str) -> dict:
+    """A RunResult's per-example scores, each the scores of a metric it reports: their mean
+    is that figure (up to float32 rounding), or the pipeline broke its contract."""
+    import numpy as np
+
+    for name, values in result.per_example.items():
+        scores = np.asarray(values, dtype=np.float64).ravel()
+        figure = result.metrics.get(name)
+        if not isinstance(figure, (int, float)) or not scores.size:
+            raise ZooError(
+                f"the {task} pipeline's per-example scores {name!r} match no figure it reports"
+            )
+        if abs(scores.mean() - figure) > 1e-4 * max(1.0, abs(figure)):
+            raise ZooError(
+                f"the {task} pipeline's per-example scores {name!r} average "
+                f"{scores.mean():.6g}, not its {name} {figure:.6g}"
+            )
+    return result.per_example

@@ -1,0 +1,135 @@
+"""The two-level bootstrap (seeds, then examples shared by every row): its replicates
+against an exact enumeration of every resampling of a small case, and what it tells
+apart: two models that differ on 3 of 1,000 examples are not told apart, on 80 they are."""
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+
+from zoo.comparison.bootstrap import difference, replicate_means
+
+
+def test_replicates_match_every_resampling_enumerated():
+    a = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])  # 2 seeds x 3 examples
+    b = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    exact = []  # every draw of seeds for each row and of examples shared by both
+    for sa, sb, ex in itertools.product(
+        itertools.product(range(2), repeat=2),
+        itertools.product(range(2), repeat=2),
+        itertools.product(range(3), repeat=3),
+    ):
+        ex = list(ex)
+        exact.append(a[list(sa)][:, ex].mean() - b[list(sb)][:, ex].mean())
+    exact = np.array(exact)
+    means = replicate_means([a, b], draws=200_000, seed=1)
+    drawn = means[:, 0] - means[:, 1]
+    assert drawn.mean() == pytest.approx(exact.mean(), abs=0.004)
+    assert drawn.var() == pytest.approx(exact.var(), rel=0.03)
+    assert (drawn <= 0).mean() == pytest.approx((exact <= 0).mean(), abs=0.005)
+
+
+def test_examples_are_shared_by_the_rows_paired():
+    # b is a with one example's score changed: a paired draw never sees them farther apart
+    a = np.tile((np.arange(200) % 2).astype(float), (3, 1))
+    b = a.copy()
+    b[:, 0] = 1 - b[:, 0]
+    means = replicate_means([a, b], draws=500)
+    assert np.abs(means[:, 0] - means[:, 1]).max() <= 0.05
+
+
+def test_three_examples_of_a_thousand_are_no_difference_eighty_are():
+    base = np.zeros((1, 1000))
+    for changed, told_apart in ((3, False), (80, True)):
+        other = base.copy()
+        other[0, :changed] = 1.0
+        means = replicate_means([other, base])
+        found = difference(changed / 1000, means[:, 0], means[:, 1])
+        assert (found.p < 0.05) is told_apart, (changed, found)
+        assert (found.low > 0) is told_apart
+
+
+def test_ten_rows_of_two_thousand_examples_take_under_a_second_of_cpu():
+    rng = np.random.default_rng(0)
+    scores = [(rng.random((3, 2000)) < 0.8).astype(float) for _ in range(10)]
+    replicate_means(scores, draws=50)  # warm up: the first large allocation
+    start = time.process_time()
+    means = replicate_means(scores)
+    assert means.shape == (2000, 10)
+    assert time.process_time() - start < 1.0
+
+
+# -- in the comparison table -----------------------------------------------------------
+def record_with_examples(model, seed, correct):
+    """A finished run and the per-example scores its pipeline handed back."""
+    from safetensors.numpy import save_file
+
+    from zoo.records.paths import run_folder
+    from zoo.records.store import Store
+
+    run_id = f"{model}-{seed}"
+    correct = np.asarray(correct, dtype=np.float32)
+    with Store() as store:
+        store.insert(
+            run_id,
+            model=model,
+            architecture=model.partition("-")[0],
+            tokenizer="word",
+            dataset="reviews",
+            task="classification",
+            seed=seed,
+            kind="train",
+            status="finished",
+            config_hash=run_id,
+            config={"configs": {"model": {"dim": 8}, "train": {"steps": 100}}},
+            metrics={"test_accuracy": float(correct.mean())},
+        )
+    folder = run_folder(run_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({"test_accuracy": correct}, str(folder / "per_example.safetensors"))
+
+
+def flipped(base, count, start=0):
+    out = base.copy()
+    out[start : start + count] = 1.0
+    return out
+
+
+def test_a_table_counts_the_examples_and_a_flag_keeps_the_seeds_only_view():
+    from zoo.comparison.render import render
+    from zoo.comparison.table import load_runs, summarize
+
+    base = np.zeros(1000)
+    base[500:] = 1.0  # half right
+    # a beats b on 3 examples at every seed, and on 1 or 2 more at some: Welch over the
+    # seeds alone tells them apart, the test examples' noise does not
+    for seed, (extra_a, extra_b) in enumerate([(0, 0), (1, 1), (2, 0)]):
+        record_with_examples("a-word", seed, flipped(flipped(base, 3), extra_a, start=10))
+        record_with_examples("b-word", seed, flipped(base, extra_b, start=20))
+    seeds_only = summarize(load_runs(), examples=False, baseline="b-word").cells
+    assert seeds_only.set_index("model").loc["a-word", "significant"] is True
+    both = summarize(load_runs(), baseline="b-word")
+    cell = both.cells.set_index("model").loc["a-word"]
+    assert cell["test"] == "Welch and bootstrap" and cell["significant"] is False
+    assert not both.cells["best"].any()
+    assert "the evaluation set's sampling noise" in render(both, "table")
+
+
+def test_deterministic_models_are_told_apart_by_their_examples_alone():
+    from zoo.comparison.table import load_runs, summarize
+
+    base = np.zeros(1000)
+    for seed in range(2):
+        record_with_examples("same-word", seed, base)
+        record_with_examples("close-word", seed, flipped(base, 3))
+        record_with_examples("far-word", seed, flipped(base, 80))
+    close = summarize(load_runs(), where="model != 'far-word'", baseline="same-word").cells
+    close = close.set_index("model").loc["close-word"]
+    assert close["test"] == "Welch and bootstrap" and close["significant"] is False
+    far = summarize(load_runs(), where="model != 'close-word'", baseline="same-word").cells
+    cells = far.set_index("model")
+    assert cells.loc["far-word", "significant"] is True and cells.loc["far-word", "best"]
+    # seeds only: no seed variance, so no test at all
+    alone = summarize(load_runs(), where="model != 'close-word'", examples=False).cells
+    assert not alone["best"].any()

@@ -1,0 +1,119 @@
+"""The two-level bootstrap: rows of a comparison scored on the same examples of one split,
+resampled by seed and by example, so an interval counts both the seed-to-seed variance
+and the sampling noise of the evaluation set.
+
+Each replicate draws, for every row, its seeds with replacement (n of its n), and one draw
+of the split's examples with replacement that every row shares (the rows are paired by
+example: a hard example is hard for all of them). A row's replicate figure is the mean of
+its per-example scores over the drawn seeds and examples. Drawing with replacement is a
+multinomial count per seed and per example, so a replicate is two weighted sums, and all
+replicates of a row are one matrix product.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DRAWS = 2000
+
+
+def replicate_means(scores: list, draws: int = DRAWS, seed: int = 0):
+    """(draws, rows): each row's mean score in each replicate. `scores[r]` is an (n_r,
+    examples) array, the per-example scores of row r's n_r seeds; every row has the same
+    examples, in the same order."""
+    import numpy as np
+
+    examples = {np.shape(s)[1] for s in scores}
+    if len(examples) != 1:
+        raise ValueError(f"rows scored on different numbers of examples: {sorted(examples)}")
+    (count,) = examples
+    rng = np.random.default_rng(seed)
+    # how often each example is drawn, the same draw for every row: (draws, examples)
+    example_weights = drawn_counts(rng, draws, count)
+    out = np.empty((draws, len(scores)))
+    for r, matrix in enumerate(scores):
+        matrix = np.asarray(matrix, dtype=np.float64)
+        n = matrix.shape[0]
+        seed_weights = drawn_counts(rng, draws, n)  # (draws, n)
+        per_example = seed_weights @ matrix  # (draws, examples): the drawn seeds' sums
+        out[:, r] = np.einsum("de,de->d", per_example, example_weights) / (n * count)
+    return out
+
+
+def drawn_counts(rng, draws: int, size: int):
+    """(draws, size): how often each of `size` items is drawn in `size` draws with
+    replacement, for each replicate (one bincount over all replicates at once)."""
+    import numpy as np
+
+    picks = rng.integers(0, size, size=(draws, size)) + size * np.arange(draws)[:, None]
+    counts = np.bincount(picks.ravel(), minlength=draws * size)
+    return counts.reshape(draws, size).astype(np.float64)
+
+
+@dataclass
+class Difference:
+    """Row a minus row b over the replicates: the observed difference, its percentile
+    interval and the two-sided bootstrap p-value of 'no difference'."""
+
+    diff: float
+    low: float
+    high: float
+    p: float
+
+
+def difference(observed: float, replicates_a, replicates_b, level: float = 0.95) -> Difference:
+    """The bootstrap's answer for mean(a) - mean(b): twice the smaller share of replicates
+    on either side of 0 (each share counted with the observed one, (k + 1) / (draws + 1)),
+    and the percentile interval."""
+    import numpy as np
+
+    d = np.asarray(replicates_a) - np.asarray(replicates_b)
+    draws = len(d)
+    below, above = int((d <= 0).sum()), int((d >= 0).sum())
+    p = min(1.0, 2 * (min(below, above) + 1) / (draws + 1))
+    low, high = np.quantile(d, [(1 - level) / 2, (1 + level) / 2])
+    return Difference(float(observed), float(low), float(high), p)
+
+
+def column_replicates(table, columns, draws: int = DRAWS) -> dict:
+    """cell index -> its replicate means, for every column (`columns`: groups of the table's
+    cells) whose cells' runs all kept per-example scores of the column's metric on the
+    same number of examples (RunResult.per_example); other columns are left out. One draw
+    of examples per column, so its rows stay paired by example."""
+    found: dict = {}
+    for _, group in columns:
+        metric = group["metric"].iloc[0]
+        scores = [_scores(str(runs).split(), metric) for runs in group["runs"]]
+        if len(group) < 2 or any(s is None for s in scores):
+            continue
+        if len({s.shape[1] for s in scores}) != 1:
+            continue
+        means = replicate_means(scores, draws)
+        found.update({index: means[:, i] for i, index in enumerate(group.index)})
+    return found
+
+
+def _scores(run_ids: list[str], metric: str):
+    """(runs, examples): the runs' per-example scores of `metric`, or None where a run kept
+    none (or their lengths differ)."""
+    import numpy as np
+
+    rows = [_kept(run_id).get(metric) for run_id in run_ids]
+    if any(row is None for row in rows) or len({len(row) for row in rows}) != 1:
+        return None
+    return np.stack(rows).astype(np.float64)
+
+
+def _kept(run_id: str) -> dict:
+    from zoo.errors import ZooError
+    from zoo.io import load_safetensors
+    from zoo.records.paths import run_folder
+    from zoo.train.job import PER_EXAMPLE
+
+    path = run_folder(run_id) / PER_EXAMPLE
+    if not path.is_file():
+        return {}
+    try:
+        return load_safetensors(path)
+    except ZooError:  # a damaged file counts as none: the seeds-only view stands
+        return {}
