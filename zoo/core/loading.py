@@ -269,7 +269,7 @@ def check_api(plugin: Any) -> None:
     not include this zoo's ``zoo.plugin.API_VERSION``: it is set aside like a broken one."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-    from zoo.plugin import API_VERSION
+    from zoo.hookspecs import API_VERSION
 
     declared = getattr(plugin, "ZOO_PLUGIN_API", None)
     if declared is None:
