@@ -61,6 +61,8 @@ class TransformersExporter:
             return f"GPT-2 has no {trained.task} head of the decoder's layout"
         if architecture not in architecture_names() and architecture not in DECODER_LAYOUT:
             return f"transformers has no architecture with the {architecture} layout"
+        if trained.task == "seq2seq":
+            return "zoo's transformers export does not write sequence-to-sequence runs yet"
         if getattr(trained.tokenizer, "backend", None) is None:
             return f"the {trained.config['tokenizer']} tokenizer has no transformers equivalent"
         return None
