@@ -70,6 +70,7 @@ def test_sizes_that_follow_from_the_shape_are_derived_not_transformers_defaults(
     assert (mistral.hidden_size, mistral.num_hidden_layers) == (16, 2)
     assert mistral.num_key_value_heads == 2 and mistral.intermediate_size == 64
     assert mistral.head_dim == 8 and mistral.max_position_embeddings == 16
+    assert hf_config("hf-codegen").rotary_dim == 8  # default 64: wider than a head
     gqa = hf_config("hf-mistral", num_key_value_heads=1)  # a set field wins
     assert gqa.num_key_value_heads == 1
 
