@@ -69,6 +69,8 @@ class TransformersExporter:
                 return reason
         if architecture not in architecture_names() and architecture not in DECODER_LAYOUT:
             return f"transformers has no architecture with the {architecture} layout"
+        if trained.task == "seq2seq":
+            return "zoo's transformers export does not write sequence-to-sequence runs yet"
         if getattr(trained.tokenizer, "backend", None) is None:
             return f"the {trained.config['tokenizer']} tokenizer has no transformers equivalent"
         return None

@@ -389,6 +389,8 @@ def _import_file(path: Path):
         raise FileNotFoundError(f"no such file: {path}")
     module_name = f"zoo_local_plugin_{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
