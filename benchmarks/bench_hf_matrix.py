@@ -325,9 +325,9 @@ def plan(args) -> list[tuple[str, str]]:
     from zoo.plugins.transformers.types import PREFIX, model_types
 
     wanted = set(args.types.split(",")) if args.types else None
-    cells = []
-    for task in args.tasks:
-        for model_type, tasks in model_types().items():
+    cells = []  # type by type, so that a matrix cut short has each task's share
+    for model_type, tasks in model_types().items():
+        for task in args.tasks:
             if task in tasks and (wanted is None or model_type in wanted):
                 cells.append((PREFIX + model_type, task))
     return cells

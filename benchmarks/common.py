@@ -19,13 +19,9 @@ NANOGPT_TOKENS_PER_S = 14_800  # 52 ms per iteration of 12 x 64 tokens (issue 10
 
 
 def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    from zoo.core.machine import cpu
+
+    return cpu()["model"]
 
 
 def load() -> str:
@@ -76,18 +72,34 @@ RESULTS = Path(os.environ.get("ZOO_BENCH_RESULTS") or REPO / "benchmarks" / "res
 def machine() -> dict:
     """The machine a figure was measured on: CPU, cores, system, load, and the GPU if torch
     sees one (checked only when torch is already imported, so listing stays light)."""
+    from zoo.core.machine import cpu, kind
+
     found = {
         "cpu": cpu_name(),
+        "cpu_flags": cpu()["flags"],  # the instruction sets that change speed and figures
+        "cpu_kind": kind(cpu()["flags"]),
         "cores": os.cpu_count(),
         "system": f"{platform.system()} {platform.machine()}",
     }
+    caps = [
+        f"{k}={os.environ[k]}"
+        for k in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+        if k in os.environ
+    ]
+    if caps:  # torch held below the CPU's own instruction sets (zoo.train.precision)
+        found["held_at"] = " ".join(caps)
     try:
         found["load"] = [round(value, 2) for value in os.getloadavg()]
     except OSError:
         pass
     torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        found["gpu"] = torch.cuda.get_device_name(0)
+    if torch is not None:
+        from zoo.train.precision import resolve_precision
+
+        found["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+        found["auto_precision"] = resolve_precision("auto", torch.device("cpu"))
+        if torch.cuda.is_available():
+            found["gpu"] = torch.cuda.get_device_name(0)
     return found
 
 

@@ -35,6 +35,7 @@ ORDER = [
     "finetune_recipe",
     "time_to_quality",
     "train",
+    "precision",
     "nanogpt",
     "nanogpt_gpu",
     "nanogpt_gpu_eager",
@@ -207,8 +208,14 @@ def where(record: dict) -> str:
     machine = record.get("machine") or {}
     versions = record.get("versions") or {}
     parts = [machine.get("cpu") or "unknown CPU"]
+    if machine.get("cpu_kind"):  # what tells two CPUs' figures apart (zoo.core.machine)
+        parts[0] += f" ({machine['cpu_kind']})"
     if machine.get("cores"):
         parts[0] += f", {machine['cores']} cores"
+    if machine.get("held_at"):
+        parts.append(f"torch held at {machine['held_at']}")
+    if machine.get("auto_precision"):
+        parts.append(f"precision auto = {machine['auto_precision']}")
     if machine.get("gpu"):
         parts.append(machine["gpu"])
     if machine.get("load"):

@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -270,3 +271,31 @@ def test_a_run_records_the_machine_and_the_precision_auto_chose(tiny_text):
     listed = run_cli("runs", "--columns", "resolved_precision,cpu_kind", "--format", "json")
     (row,) = json.loads(listed.out)
     assert row["resolved_precision"] == machine["precision"] and row["cpu_kind"]
+
+
+@pytest.mark.slow
+def test_stored_figures_hold_where_the_cpu_computes_as_an_avx2_only_one():
+    """Kept so on any machine: held at AVX2 (how torch computes on an AVX2-only CPU, bf16
+    emulated), precision auto is fp32, and the runs stored by an older zoo (made in bf16)
+    still reload, evaluate, predict and resume to their figures within tolerance."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    checks = [
+        "tests/test_old_runs.py",
+        "tests/test_engine_options.py::test_bf16_detection_agrees_with_the_cpu_flags_of_this_machine",
+    ]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-q", *checks],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    code = "import torch; from zoo.train.precision import resolve_precision as r; "
+    code += "print(r('auto', torch.device('cpu')))"
+    auto = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert auto.stdout.strip() == "fp32", auto.stderr

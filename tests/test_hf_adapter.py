@@ -24,7 +24,9 @@ def test_the_types_are_read_from_transformers_mappings_without_importing_it():
 
     assert set(read) == set(auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) | set(
         auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES
-    ) | set(auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES)
+    ) | set(auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES) | set(
+        auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
+    )
     assert read["mamba"] == {
         "language-modeling": "MambaForCausalLM",
         "next-item": "MambaForCausalLM",
@@ -68,6 +70,7 @@ def test_sizes_that_follow_from_the_shape_are_derived_not_transformers_defaults(
     assert (mistral.hidden_size, mistral.num_hidden_layers) == (16, 2)
     assert mistral.num_key_value_heads == 2 and mistral.intermediate_size == 64
     assert mistral.head_dim == 8 and mistral.max_position_embeddings == 16
+    assert hf_config("hf-codegen").rotary_dim == 8  # default 64: wider than a head
     gqa = hf_config("hf-mistral", num_key_value_heads=1)  # a set field wins
     assert gqa.num_key_value_heads == 1
 
@@ -212,3 +215,29 @@ def test_export_names_the_tokenizer_class_that_reads_its_tokenizer_json(
     ).save_pretrained(tmp_path)
     transformers.AutoConfig.for_model(model_type).save_pretrained(tmp_path)
     assert tokenizer_class_for(tmp_path) == loads_with
+
+
+@pytest.mark.parametrize("architecture", ["hf-t5", "hf-bart", "hf-marian"])
+def test_encoder_decoders_read_the_packed_seq2seq_batch(architecture):
+    """Source then target input, the mask 1 on the source and 2 on the target: logits at the
+    target's positions, and they depend on the source (the encoder is read)."""
+    import torch
+
+    from zoo.core.config import build_config
+    from zoo.core.loading import get_zoo
+    from zoo.plugin import TaskSpec
+
+    entry = get_zoo().architectures.get(architecture)
+    assert "seq2seq" in entry.tasks
+    config = build_config(
+        entry.config_class(), {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16}
+    )
+    model = entry.load()(config, TaskSpec("seq2seq", 40, None, 0)).eval()
+    source, target = torch.randint(3, 40, (2, 5)), torch.randint(3, 40, (2, 4))
+    mask = torch.cat([torch.ones(2, 5), torch.full((2, 4), 2)], dim=1).long()
+    mask[0, 4] = 0  # a padded source
+    with torch.no_grad():
+        logits = model(torch.cat([source, target], dim=1), mask)
+        other = model(torch.cat([source.flip(1), target], dim=1), mask)
+    assert logits.shape == (2, 4, 40)
+    assert not torch.allclose(logits, other)

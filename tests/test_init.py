@@ -170,3 +170,28 @@ def test_the_python_api_starts_from_a_run(pretrained_decoder, labelled):
     assert json.loads((run.folder / "config.json").read_text())["init"]["run_id"] == source
     with pytest.raises(zoo.ZooError, match="--init"):
         zoo.run("decoder-char", str(labelled), init="nonexistent", steps=2, quiet=True)
+
+
+def test_a_source_whose_config_was_edited_to_another_shape_is_refused(
+    pretrained_decoder, tiny_text
+):
+    """The source's config.json says n_embd=32 where its weights have 16: before, the new
+    run copied whatever still matched and trained on, exit 0."""
+    from zoo.records.store import Store, home
+
+    source = pretrained_decoder["run_id"]
+    path = home() / source / "config.json"
+    config = json.loads(path.read_text())
+    config["configs"]["model"]["n_embd"] = 2 * config["configs"]["model"]["n_embd"]
+    path.write_text(json.dumps(config))
+    with Store() as store:
+        before = [r["id"] for r in store.rows()]
+    result = run_cli(
+        "run", "decoder-char", tiny_text, "--init", source, "--steps", 2, *TINY_ANY, "--quiet"
+    )
+    assert result.code == 2, result
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and "builds a model its weights do not fit" in lines[0], result.err
+    assert f"--init {source}: its config.json" in lines[0]
+    with Store() as store:  # refused before training: no row
+        assert [r["id"] for r in store.rows()] == before

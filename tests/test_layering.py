@@ -191,3 +191,43 @@ def test_progress_goes_where_the_caller_says_and_warnings_read_as_warnings():
         log.info("progress")
         log.warning("kept")
     assert quiet.getvalue() == "zoo: warning: kept\n"
+
+
+def lazy_sources() -> dict[str, str]:
+    """Every name zoo.plugin and its sub-namespaces hand out by a string (imported on first
+    use, invisible to import-linter), deprecated flat names included -> its module."""
+    import importlib
+
+    import zoo.plugin
+
+    found = {  # (a flat name that moved into a sub-namespace comes from that one's table)
+        f"zoo.plugin.{name}": home
+        for name, home in zoo.plugin.MOVED.items()
+        if not home.startswith("zoo.plugin.")
+    }
+    for namespace in ("zoo.plugin", *(f"zoo.plugin.{s}" for s in zoo.plugin._SUBMODULES)):
+        module = importlib.import_module(namespace)
+        found |= {f"{namespace}.{name}": source for name, source in module._LAZY.items()}
+    return found
+
+
+def layer_of(module: str, layers: list[str]) -> int:
+    """The index (0: the top) of the layer holding ``module``, a zoo module."""
+    part = module.split(".")[1]
+    return next(i for i, layer in enumerate(layers) if part in layer.replace(" ", "").split("|"))
+
+
+def test_the_contract_covers_where_zoo_plugin_names_really_come_from():
+    """zoo.plugin sits in the layers above every module its lazy names come from (the
+    contract sees no string), so the author's API never hands out a higher layer's name."""
+    layers = layers_contract()["layers"]
+    plugin = layer_of("zoo.plugin", layers)
+    sources = lazy_sources()
+    assert {"zoo.operations.reload", "zoo.train.loop", "zoo.data.encoded"} <= set(sources.values())
+    above = {
+        name: source
+        for name, source in sources.items()
+        if source != "zoo.errors" and layer_of(source, layers) <= plugin
+    }
+    assert not above, f"zoo.plugin hands out names of its own or higher layers: {above}"
+    assert layer_of("zoo.comparison.table", layers) < plugin  # the check can fail

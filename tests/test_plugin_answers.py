@@ -62,6 +62,7 @@ def exported(tiny_run_home, isolated):
         Answers.write_answer, Answers.check_answer = write, check
         return run_cli("export", run_id, isolated / "out", "--format", "answers")
 
+    export.run_id = run_id
     return export
 
 
@@ -161,3 +162,44 @@ def test_twenty_thousand_presets_load_in_linear_time():
     assert zoo.add_plugin(Presets(*many), loading.PluginInfo("test-many", "test"))
     assert time.monotonic() - began < 15
     assert "preset-19999" in zoo.catalogue.models
+
+
+# -- a model card's metadata is what the Hub reads, not free text -----------------------
+@pytest.mark.parametrize(
+    "option, value, says",
+    [
+        ("--license", "MIT", "the Hub writes it 'mit'"),
+        ("--license", "apache2", "Did you mean: apache-2.0"),
+        ("--license", "mit\n<script>", "Unknown --license"),
+        ("--license", "x" * 100_000, "Unknown --license"),
+        ("--base-model", "../../etc/passwd", "neither a Hub model id"),
+        ("--base-model", "javascript:alert(1)", "neither a Hub model id"),
+        ("--base-model", "org/model\nlicense: mit", "neither a Hub model id"),
+        ("--base-model", "a" * 200, "neither a Hub model id"),
+    ],
+)
+def test_card_metadata_that_is_no_hub_identifier_is_refused(exported, option, value, says):
+    from zoo.records.store import home
+
+    Answers.write_answer, Answers.check_answer = GOOD_FACTS, good_check
+    result = run_cli("export", exported.run_id, home().parent / "card", option, value)
+    assert result.code == 2, result
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], result.err
+    assert not (home().parent / "card").exists()
+
+
+def test_hub_licenses_other_and_a_local_run_as_base_model_are_taken(exported, isolated):
+    from huggingface_hub import ModelCard
+
+    Answers.write_answer, Answers.check_answer = GOOD_FACTS, good_check
+    run_id = exported.run_id
+    for license, base, folder in (
+        ("cc-by-4.0", "google-bert/bert-base-uncased", "a"),
+        ("other", run_id, "b"),
+    ):
+        given = ["--license", license, "--base-model", base, "--format", "answers"]
+        result = run_cli("export", run_id, isolated / folder, *given)
+        assert result.code == 0, result
+        card = ModelCard.load(isolated / folder / "README.md")
+        assert card.data.license == license and card.data.base_model == base

@@ -203,7 +203,7 @@ def _folder_error(target: Path, what: str, exc: OSError) -> ZooError:
         errno.EPERM: "permission denied",
         errno.ENOSPC: "no space left on the device",
     }
-    reason = reasons.get(exc.errno, exc.strerror or type(exc).__name__)
+    reason = reasons.get(exc.errno or 0, exc.strerror or type(exc).__name__)
     return ZooError(f"cannot {what} {shown_path(target)}: {reason}")
 
 

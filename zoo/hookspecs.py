@@ -17,6 +17,13 @@ from collections.abc import Callable
 
 import pluggy
 
+API_VERSION = "1.1.0"
+"""The plugin API's version (semantic versioning), ``zoo.plugin.API_VERSION``: a minor
+release adds names and may deprecate some (they keep working, with a
+``ZooDeprecationWarning`` naming the replacement); only a major release removes them. A
+plugin declares what it supports with a module attribute ``ZOO_PLUGIN_API``, a version
+specifier such as ``">=1.1,<2"``."""
+
 hookspec = pluggy.HookspecMarker("zoo")
 hookimpl = pluggy.HookimplMarker("zoo")
 """Marks a plugin's hook implementations: ``@hookimpl def register_architectures(register)``."""

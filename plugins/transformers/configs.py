@@ -130,8 +130,9 @@ def layout_of(model_type: str) -> Layout:
         if own is not None and zoo_name in mapped and own != mapped[zoo_name]:
             derived[own] = lambda cfg, name=zoo_name: getattr(cfg, name)
     if "n_head" in mapped:
-        if "head_dim" in fields:
-            derived["head_dim"] = lambda cfg: cfg.n_embd // cfg.n_head
+        for name in ("head_dim", "rotary_dim"):  # a head's width; rotary: all of it
+            if name in fields:
+                derived[name] = lambda cfg: cfg.n_embd // cfg.n_head
         if "num_key_value_heads" in fields:
             derived["num_key_value_heads"] = lambda cfg: cfg.n_head
     dropouts = tuple(

@@ -10,6 +10,8 @@ transformers' auto mappings (``types.model_types``).
                      positions a loss reads
   next-item          the language-model head (an encoder's: its masked-LM head) at the last
                      real position: logits [B, vocab]
+  seq2seq            ...ForConditionalGeneration (an encoder-decoder) on the pipeline's packed
+                     batch (source, then the target's input): logits [B, T, vocab]
 
 The transformers model is the wrapper's ``hf`` attribute, so the weights keep transformers'
 names under an ``hf.`` prefix, and ``zoo export`` saves it with ``save_pretrained``.
@@ -31,6 +33,7 @@ from transformers.masking_utils import sdpa_mask
 from zoo.plugins.transformers.types import model_types
 
 from zoo.plugin import TaskSpec, ZooError
+from zoo.plugin.layers import split_source_target
 
 ATTENTION = "zoo"
 
@@ -73,6 +76,17 @@ class TransformersModel(nn.Module):
         self.outputs_at_positions = task == "masked-language-modeling"
 
     def forward(self, input_ids, attention_mask=None, positions=None):
+        if self.task == "seq2seq":  # a packed batch: source, then the target's input
+            source, source_mask, target, target_mask = split_source_target(
+                input_ids, attention_mask
+            )
+            return self.hf(
+                input_ids=source,  # [B, S]
+                attention_mask=source_mask,
+                decoder_input_ids=target,  # [B, T]
+                decoder_attention_mask=target_mask,
+                **self.options,
+            ).logits  # [B, T, vocab]
         mask = {"attention_mask": attention_mask} if self.takes_mask else {}
         logits = self.hf(input_ids=input_ids, **mask, **self.options).logits
         if positions is not None:  # masked LM, only where the loss reads (zoo.train.model)

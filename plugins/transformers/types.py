@@ -21,8 +21,15 @@ MAPPINGS = {
     "MODEL_FOR_MASKED_LM_MAPPING_NAMES": ("masked-language-modeling", "next-item"),
     "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES": ("language-modeling", "next-item"),
     "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES": ("classification",),
+    "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES": ("seq2seq",),  # encoder-decoders
 }
-TASK_ORDER = ("language-modeling", "classification", "next-item", "masked-language-modeling")
+TASK_ORDER = (
+    "language-modeling",
+    "classification",
+    "next-item",
+    "masked-language-modeling",
+    "seq2seq",
+)
 PREFIX = "hf-"
 # The types zoo had before the generic adapter keep their short names as well, so the
 # presets and the runs recorded under them resolve: name -> model type
@@ -31,7 +38,8 @@ SHORT_NAMES = {"gpt2": "gpt2", "llama": "llama", "bert": "bert"}
 
 @functools.cache
 def model_types() -> dict[str, dict[str, str]]:
-    """Every model type with a causal-LM, sequence-classification or masked-LM class:
+    """Every model type with a causal-LM, sequence-classification, masked-LM or
+    encoder-decoder (sequence-to-sequence LM) class:
     type -> zoo task -> the transformers class name (next-item takes the masked LM where
     there is one, else the causal LM)."""
     types: dict[str, dict[str, str]] = {}

@@ -245,12 +245,14 @@ def add_commands(commands) -> None:
     )
     p.add_argument(
         "--license",
-        help="the license the model card names (default: the base model's, else unknown)",
+        help="the license the model card names, a Hub license identifier such as apache-2.0 "
+        "or mit ('other' for one the Hub does not list; default: the base model's, else "
+        "unknown)",
     )
     p.add_argument(
         "--base-model",
-        help="the Hub id of the checkpoint a fine-tuned run started from, where its folder "
-        "names none",
+        help="the Hub id (or the zoo run id) of the checkpoint a fine-tuned run started from, "
+        "where its folder names none",
     )
     p.add_argument("--force", action="store_true", help="replace an existing folder there, whole")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -99,9 +99,10 @@ def _scores(run_ids: list[str], metric: str):
     import numpy as np
 
     rows = [_kept(run_id).get(metric) for run_id in run_ids]
-    if any(row is None for row in rows) or len({len(row) for row in rows}) != 1:
+    kept = [row for row in rows if row is not None]
+    if len(kept) < len(rows) or len({len(row) for row in kept}) != 1:
         return None
-    return np.stack(rows).astype(np.float64)
+    return np.stack(kept).astype(np.float64)
 
 
 def _kept(run_id: str) -> dict:

@@ -235,7 +235,8 @@ def sized(
         raise ValueError(f"unknown size role {role!r}; one of {', '.join(ROLES)}")
     if role is None and at_most is None:
         raise ValueError("sized() needs a role or at_most")
-    metadata: dict[str, Any] = {"at_most": at_most if at_most is not None else ROLES[role][0]}
+    limit = at_most if at_most is not None else ROLES[role or ""][0]
+    metadata: dict[str, Any] = {"at_most": limit}
     if role is not None:
         metadata["role"] = role
     if incidental:

@@ -269,7 +269,7 @@ def check_api(plugin: Any) -> None:
     not include this zoo's ``zoo.plugin.API_VERSION``: it is set aside like a broken one."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-    from zoo.plugin import API_VERSION
+    from zoo.hookspecs import API_VERSION
 
     declared = getattr(plugin, "ZOO_PLUGIN_API", None)
     if declared is None:
@@ -389,6 +389,8 @@ def _import_file(path: Path):
         raise FileNotFoundError(f"no such file: {path}")
     module_name = f"zoo_local_plugin_{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:

@@ -54,8 +54,11 @@ def hub_access():
 def explain_error(exc: Exception) -> str:
     """The root cause of a loading failure, in words (datasets wraps it in its own error)."""
     chain: list[BaseException] = [exc]
-    while len(chain) < 20 and (chain[-1].__cause__ or chain[-1].__context__) is not None:
-        chain.append(chain[-1].__cause__ or chain[-1].__context__)
+    while len(chain) < 20:
+        cause = chain[-1].__cause__ or chain[-1].__context__
+        if cause is None:
+            break
+        chain.append(cause)
     for error in chain:
         if isinstance(error, UnicodeDecodeError):
             return (

@@ -18,6 +18,7 @@ from pathlib import Path, PurePath
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from zoo.errors import UnknownNameError, ZooError, shown
 from zoo.io import load_json
 
 SHOWN_SECTIONS = ("model", "tokenizer", "train")
@@ -29,6 +30,51 @@ METRIC_TYPES = {
     "bpb": ("bits_per_byte", None),
 }
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def check_card_metadata(license: str | None, base_model: str | None) -> None:
+    """--license and --base-model as the Hub reads them, checked before any work: a license
+    is one of the Hub's identifiers (``other`` for one it does not list), a base model a Hub
+    id (``name`` or ``namespace/name``) or the id of a run in ZOO_HOME."""
+    from zoo.operations.hub_licenses import HUB_LICENSES
+
+    if license is not None and license not in HUB_LICENSES:
+        if license.lower() in HUB_LICENSES:
+            raise ZooError(f"--license {shown(license)}: the Hub writes it {license.lower()!r}")
+        raise UnknownNameError(
+            "--license",
+            license,
+            HUB_LICENSES,
+            hint="a Hub license identifier such as apache-2.0, mit or cc-by-4.0; "
+            "'other' for a license the Hub does not list",
+        )
+    if base_model is None or _is_local_run(base_model):
+        return
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(base_model)
+    except HFValidationError:
+        raise ZooError(
+            f"--base-model {shown(base_model)} is neither a Hub model id ('name' or "
+            "'namespace/name': letters, digits, '-', '_' and '.', at most 96 characters) "
+            "nor a run in ZOO_HOME"
+        ) from None
+
+
+def _is_local_run(text: str) -> bool:
+    """Whether ``text`` is exactly the id of a run in ZOO_HOME."""
+    from zoo.records.paths import RUN_ID
+    from zoo.records.store import Store, home
+
+    if not RUN_ID.fullmatch(text) or not (home() / "zoo.db").is_file():
+        return False
+    try:
+        with Store(read_only=True) as store:
+            return store.get(text)["id"] == text
+    except ZooError:
+        return False
 
 
 def model_card(

@@ -18,7 +18,7 @@ from zoo.atomic_folders import atomic_folder, check_new_folder
 from zoo.core.containment import call_plugin
 from zoo.core.loading import get_zoo
 from zoo.errors import ZooError, shown
-from zoo.operations.card import model_card
+from zoo.operations.card import check_card_metadata, model_card
 from zoo.operations.reload import load_trained
 
 CHECK_TEXTS = 32  # validation texts every export is checked on
@@ -39,6 +39,7 @@ def export_run(
     a failed, refused or killed export leaves nothing there. Returns what was written and how
     far the folder's predictions on validation texts are from zoo's."""
     folder = Path(folder)
+    check_card_metadata(license, base_model)  # before any work, as the folder is
     zoo = get_zoo()
     chosen = zoo.exporters.get(format) if format else None  # an unknown name: did-you-mean
     check_new_folder(folder, force=force, what="export to")  # before any work

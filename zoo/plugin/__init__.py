@@ -35,16 +35,10 @@ import warnings
 from typing import TYPE_CHECKING
 
 from zoo.errors import ZooDeprecationWarning, ZooError
-from zoo.hookspecs import hookimpl
+from zoo.hookspecs import API_VERSION, hookimpl
 from zoo.lazy import lazy_names as _lazy_names
 from zoo.pipeline import Pipeline
 from zoo.tasks import Metric, Prediction, SplitProbabilities, Task
-
-API_VERSION = "1.1.0"
-"""The plugin API's version (semantic versioning): a minor release adds names and may
-deprecate some (they keep working, with a ``ZooDeprecationWarning`` naming the replacement);
-only a major release removes them. A plugin declares what it supports with a module
-attribute ``ZOO_PLUGIN_API``, a version specifier such as ``">=1.1,<2"``."""
 
 # Names that lived flat in zoo.plugin in API 1.0 -> where they live now. They still import
 # from here, with a warning naming the new home, until API 2.0 (docs/plugins/migration.md).

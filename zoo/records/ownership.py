@@ -28,7 +28,7 @@ from zoo.errors import ZooError
 try:
     import fcntl
 except ImportError:  # not POSIX
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 LOCK_NAME = ".writer.lock"
 WAIT_VARIABLE = "ZOO_WRITER_WAIT"  # seconds a rerun waits for a writer that is ending

@@ -26,6 +26,7 @@ def bring_forward(todo: deque, last: tuple | None, taken: set) -> None:
     """Reorder ``todo`` in place: the cells with the worker's ``last`` key first, or else
     those of the first key in ``todo`` that no other worker holds (``taken``)."""
     keys = [affinity_key(cell) for cell in todo]
+    wanted: tuple | None
     if last in keys:
         wanted = last
     else:

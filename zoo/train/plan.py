@@ -177,7 +177,8 @@ def plan_run(
 
 def _init_source(run_id: str, spec: ModelSpec):
     """The finished run to start from; its tokenizer must be the model's."""
-    from zoo.train.transfer import source_run
+    from zoo.core.loading import get_zoo
+    from zoo.train.transfer import check_source_fits, source_run
 
     source = source_run(run_id)
     if source.tokenizer != spec.tokenizer.name:
@@ -188,6 +189,7 @@ def _init_source(run_id: str, spec: ModelSpec):
             f"the {source.tokenizer} tokenizer ({spec.architecture.name}-"
             f"{source.tokenizer})"
         )
+    check_source_fits(source, get_zoo())  # its weights are what its config builds
     return source
 
 

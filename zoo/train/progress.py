@@ -44,7 +44,7 @@ def parse_log_every(text) -> int | float | None:
     return value
 
 
-def log_every_argument(text: str) -> int | float:
+def log_every_argument(text: str) -> int | float | None:
     """argparse type for --log-every."""
     try:
         return parse_log_every(text)
@@ -95,6 +95,8 @@ class Progress:
         # Lines when the output is kept: standard output is not a terminal, or standard
         # error is not one either (no bar can show there).
         self.lines = not quiet and not (_isatty(stdout) and _isatty(stderr))
+        self.every_steps: int | None
+        self.every_seconds: float | None
         if isinstance(log_every, float):
             self.every_steps, self.every_seconds = None, log_every
         elif isinstance(log_every, int):

@@ -97,6 +97,54 @@ def source_run(run_id: str, *, used_by: str | None = None) -> InitSource:
     return InitSource(row["id"], folder, read_config(folder / "config.json"))
 
 
+def check_source_fits(source: InitSource, zoo) -> None:
+    """The source's weights are what its config.json builds, checked before the new run
+    trains: a config.json edited to another shape (or weights from elsewhere) would
+    otherwise copy whatever happens to match, and train on."""
+    from zoo.core.config import build_config
+    from zoo.core.containment import call_plugin
+    from zoo.core.limits import check_memory
+    from zoo.core.loading import task_loss
+    from zoo.core.names import get_task
+    from zoo.train.model import TaskSpec
+    from zoo.train.torch_model import as_model
+
+    where = f"--init {source.run_id}: its config.json ({source.folder / 'config.json'})"
+    config = source.config
+    try:
+        architecture = zoo.architectures.get(config["architecture"])
+        model_config = build_config(
+            architecture.config_class(), (config.get("configs") or {}).get("model") or {}
+        )
+        spec = TaskSpec(**config["spec"])
+    except (ZooError, KeyError, TypeError) as exc:
+        raise ZooError(f"{where} cannot be read back ({str(exc)[:200]})") from None
+    check_memory(architecture, model_config, where, vocab_size=spec.vocab_size)
+    built = call_plugin(
+        architecture.load(),
+        model_config,
+        spec,
+        what=f"architecture {architecture.name!r}",
+        plugin=architecture.plugin,
+    )
+    task = get_task(config.get("task"), zoo)
+    model = as_model(built, "cpu", loss=task_loss(task) if task is not None else None)
+    expected = {name: tuple(array.shape) for name, array in model.state_dict().items()}
+    weights = source.weights()
+    wrong = [
+        f"{name} {list(weights[name].shape)}, built {list(shape)}"
+        for name, shape in expected.items()
+        if name in weights and tuple(weights[name].shape) != shape
+    ]
+    missing = sorted(set(expected) - set(weights))
+    if wrong or missing:
+        detail = "; ".join(wrong[:2] + [f"no {name}" for name in missing[:2]])
+        raise ZooError(
+            f"{where} builds a model its weights do not fit ({detail}): the folder was "
+            "edited or damaged; start from another run"
+        )
+
+
 def initialize(model, source: InitSource, say=None) -> dict:
     """Copy the source's tensors into ``model`` (a ``zoo.Model``) where name and shape match.
     Returns ``{"copied": [...], "fresh": [...]}``; RunRefused when nothing matches."""

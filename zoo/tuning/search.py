@@ -168,7 +168,10 @@ def test_figure(task: str) -> str:
     from zoo.core.names import get_task
     from zoo.tasks import strip_split
 
-    return f"test_{strip_split(get_task(task).primary)}"
+    declared = get_task(task)
+    if declared is None:
+        raise ZooError(f"task {task!r} is declared by no installed plugin")
+    return f"test_{strip_split(declared.primary)}"
 
 
 def _result(study, model, dataset, plan, objective, overrides) -> report.StudyResult:
@@ -271,10 +274,10 @@ def _seed_reruns(search: Search, results, make_executor) -> None:
         )
     for result in results:
         for kind in ("preset", "tuned"):
-            hashes = groups.get((result.model, result.dataset, kind))
-            if not hashes:
+            wanted = groups.get((result.model, result.dataset, kind))
+            if not wanted:
                 continue
-            by_seed = report.figures(sweep, hashes, result.test_metric)
+            by_seed = report.figures(sweep, wanted, result.test_metric)
             setattr(result, kind, list(by_seed.values()))
             setattr(result, f"{kind}_seeds", list(by_seed))
         result.same_as_preset = groups.get((result.model, result.dataset, "tuned")) == groups.get(

@@ -160,6 +160,8 @@ def objective_for(task: str, metric: str | None = None) -> Objective:
     from zoo.tasks import strip_split
 
     declared = get_task(task)
+    if declared is None:
+        raise ZooError(f"task {task!r} is declared by no installed plugin")
     name = metric or f"val_{strip_split(declared.primary)}"
     if not name.startswith("val_"):
         raise ZooError(

@@ -28,7 +28,8 @@ def report_html(
     title: str = "zoo report",
 ) -> str:
     """The report of the runs ``where`` selects (all runs without it) in the store at
-    ``home``; a condition `zoo runs` refuses is a ZooError, as there."""
+    ``home``, with the ensembles among them and every tune study; a condition `zoo runs`
+    refuses is a ZooError, as there."""
     from markupsafe import Markup
 
     from zoo.errors import ZooError
@@ -70,7 +71,7 @@ def report_html(
             comparison=comparison,
             curves=views.curves(view, trained[:MAX_CURVES]),
             studies=views.studies(view),
-            ensembles=views.ensembles(view),
+            ensembles=[e for e in views.ensembles(view) if e["id"] in ids],
             pages=[views.run_page(view, run_id) for run_id in ids[:MAX_RUN_PAGES]],
             notes=notes,
         )
