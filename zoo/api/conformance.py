@@ -94,7 +94,7 @@ def check_plugin(
             if dataset is None:
                 checks.append(Check(name, "train", model, "skipped", f"no dataset serves {task}"))
                 continue
-            subject = f"{model} on {Path(dataset).name}"
+            subject = f"{model} on {Path(dataset).name}, {task}"
             given = applicable(settings or {}, zoo, architecture, tokenizer, task, dataset)
             found, run_id = check_model(name, model, dataset, task, given, steps)
             checks += [Check(name, c, subject, status, detail) for c, status, detail in found]
