@@ -194,7 +194,7 @@ def stated_power(rng, tables: int) -> list[dict]:
 def main() -> None:
     import numpy as np
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument(
         "--tables", type=int, default=100_000, help="tables per configuration of equal rows"
     )

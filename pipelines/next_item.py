@@ -267,13 +267,18 @@ def run(job: Job) -> RunResult:
         job, model, next_batch, validate=validate, score_key="val_loss", higher_is_better=False
     )
     metrics = loop_metrics(result)
+    per_example = {}  # rows only: a text's windows depend on the tokenizer, a row does not
     for name, examples in data.items():
         if name == "train":
             continue
-        if isinstance(examples, Windows):  # rows are evaluated whole
+        windows = isinstance(examples, Windows)
+        if windows:  # rows are evaluated whole
             examples = examples.spread(cfg.eval_windows)
         correct, nll = score(model, examples, cfg.eval_batch_size, specials)
-        metrics.update(metrics_for(PREFIXES.get(name, name), examples, correct, nll))
+        prefix = PREFIXES.get(name, name)
+        metrics.update(metrics_for(prefix, examples, correct, nll))
+        if not windows:
+            per_example.update({f"{prefix}_accuracy": correct, f"{prefix}_loss": nll})
     metrics.update(tokenizer_figures(tokenizer, data["validation"]))
     job.run.save_weights(model.state_dict())
 
@@ -281,7 +286,13 @@ def run(job: Job) -> RunResult:
     samples = example_lines(model, tokenizer, shown, cfg.samples, specials)
     if samples:
         job.run.write_text("samples.txt", "\n".join(samples) + "\n")
-    return RunResult(params, metrics, spec, ["\n".join(samples)] if samples else [])
+    return RunResult(
+        params,
+        metrics,
+        spec,
+        ["\n".join(samples)] if samples else [],
+        per_example=per_example,
+    )
 
 
 def tokenizer_figures(tokenizer, examples) -> dict:

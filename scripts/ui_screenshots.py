@@ -68,7 +68,7 @@ def best_two() -> list[str]:
 def main() -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--home", type=Path, help="the store to make (or use again)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
@@ -83,7 +83,7 @@ def main() -> int:
 def photograph(home: Path, first: str, second: str) -> None:
     from playwright.sync_api import sync_playwright
 
-    from zoo.ui.app import Server
+    from zoo.web.app import Server
 
     server = Server(home).start()
     views = {

@@ -30,6 +30,36 @@ TEST_THREADS = 1
 for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[_variable] = str(TEST_THREADS)  # zoo.core.threads.THREAD_VARIABLES
 
+# The checkout under test, whatever is installed: zoo from it, and zoo.plugins and
+# zoo.pipelines from its plugins/ and pipelines/ folders, which an editable install would map
+# to the checkout it was made from (with PYTHONPATH at a second checkout, a broken plugin
+# there would stay green). Subprocesses find zoo there too.
+CHECKOUT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(CHECKOUT))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")])
+)
+
+
+def _import_from_checkout(folder: str) -> None:
+    import importlib.util
+
+    import zoo
+
+    name = f"zoo.{folder}"
+    spec = importlib.util.spec_from_file_location(
+        name, CHECKOUT / folder / "__init__.py", submodule_search_locations=[str(CHECKOUT / folder)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    setattr(zoo, folder, module)
+
+
+for _folder in ("plugins", "pipelines"):
+    _import_from_checkout(_folder)
+
 import numpy as np  # noqa: E402  (after the thread variables: BLAS pools read them once)
 import pytest  # noqa: E402
 

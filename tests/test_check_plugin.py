@@ -121,6 +121,7 @@ def failed_lines(*args) -> list[str]:
     return [line for line in result.out.splitlines() if line.startswith("failed")]
 
 
+@pytest.mark.slow
 def test_the_examples_pass(regress, tmp_path):
     register(tmp_path, "meanbag", MEANBAG)
     for plugin in ("regress", "meanbag"):
@@ -138,9 +139,21 @@ def test_the_examples_pass(regress, tmp_path):
 @pytest.mark.parametrize(
     "seed, check, said",
     [
-        ("batch", "batch", "predicted alone and among other texts differs by"),
-        ("resume", "resume", "the weights differ from the run trained without a stop"),
-        ("export", "export", "the traced graph's logits differ"),
+        pytest.param(
+            "batch",
+            "batch",
+            "predicted alone and among other texts differs by",
+            marks=pytest.mark.slow,  # every check runs: three short runs and an export
+        ),
+        pytest.param(
+            "resume",
+            "resume",
+            "the weights differ from the run trained without a stop",
+            marks=pytest.mark.slow,  # three short runs and an export
+        ),
+        pytest.param(
+            "export", "export", "the traced graph's logits differ", marks=pytest.mark.slow
+        ),
         ("vocabulary", "vocabulary", "OffByVocab encoded an id"),
         ("shape", "train", "[B]"),
     ],
@@ -162,7 +175,7 @@ def test_a_validation_without_its_score_key_fails_the_train_check(regress, monke
     monkeypatch.setattr(zoo_regress.pipeline, "scores", lambda y, p, prefix: {f"{prefix}_e": 1})
     lines = failed_lines("regress", *SMALL)
     assert lines == [
-        "failed  plugin 'regress', check train (bitmlp-char on bits): training: run "
+        "failed  plugin 'regress', check train (bitmlp-char on bits, regression): training: run "
         + lines[0].split("training: run ")[1]
     ]
     assert "broke the contract: validate() returned no 'val_mse'" in lines[0]
@@ -202,3 +215,25 @@ def test_the_pytest_plugin_runs_the_checks_of_an_installed_plugin(tmp_path, monk
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "7 passed" in done.stdout or "passed" in done.stdout, done.stdout
+
+
+# Small sizes for every built-in's settings (a run leaves out those its configs lack)
+BUILT_IN_SMALL = [
+    *("--set", "n_embd=16", "--set", "n_layer=1", "--set", "n_head=2", "--set", "block_size=32"),
+    *("--set", "hidden=8", "--set", "dim=16", "--set", "buckets=500", "--set", "vocab_size=300"),
+    *("--set", "sample_tokens=5", "--set", "train_size=200", "--set", "validation_size=50"),
+    *("--set", "test_size=50", "--set", "heldout_size=50", "--set", "heldout_validation_size=50"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "plugin, only",
+    [("char", "*"), ("bpe", "*"), ("lstm", "*"), ("nbsvm", "*"), ("export", "*")],
+)
+def test_built_ins_pass(plugin, only):
+    """A sample of the built-ins, each kind among them (tokenizers, architectures, an
+    exporter): all of them take minutes on two cores (`zoo check-plugin NAME` for each)."""
+    code, found = checks(plugin, "--only", only, *BUILT_IN_SMALL)
+    assert code == 0 and found, found
+    assert all(c["status"] in ("ok", "skipped") for c in found), found

@@ -32,6 +32,7 @@ COMMANDS = {
     "tune": [("tune", "m1", "--on", "d1", "--space", "lr=log(1e-4,1e-2)", "--trials", "2")],
     "ui": [("ui", "--port", "0")],
     "report": [("report", "-o", "report.html", "--where", "lr < 1")],
+    "check-plugin": [("check-plugin", "char")],
 }
 CALLS = {  # the API function each command calls
     "list": "catalog",
@@ -40,6 +41,7 @@ CALLS = {  # the API function each command calls
     "predict": "load",
     "eval": "evaluate",
     "compare": "comparison_table",
+    "check-plugin": "check_plugin",
 }
 
 

@@ -101,7 +101,8 @@ def test_list_models_shows_presets_and_all_shows_every_pair():
 
 def test_the_matrix_is_compact_and_names_each_reason_once():
     text = ok("list", "--matrix").out
-    assert max(len(line) for line in text.splitlines()) <= 110
+    # a column per catalogue dataset: six of them, as wide as their names
+    assert max(len(line) for line in text.splitlines()) <= 120
     assert "- (1)" in text and "(1) " in text
 
 

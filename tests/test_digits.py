@@ -301,6 +301,15 @@ def test_evaluate_on_a_reloaded_run_matches_the_recorded_metrics(tmp_path):
         for key, value in figures.items():
             assert value == pytest.approx(summary["metrics"][f"{split}_{key}"], abs=1e-9), key
     assert set(figures) >= {"accuracy", "loss", "periodic_accuracy"}
+    # each row's score is kept for comparisons, and averages to the figure
+    from safetensors.numpy import load_file
+
+    from zoo.records.paths import run_folder
+
+    kept = load_file(str(run_folder(summary["run_id"]) / "per_example.safetensors"))
+    assert {"test_accuracy", "test_loss", "val_accuracy"} <= set(kept)
+    for name in ("test_accuracy", "test_loss"):
+        assert float(kept[name].mean()) == pytest.approx(summary["metrics"][name], rel=1e-5)
 
     scored = run_cli("eval", summary["run_id"], "mixed", "--split", "heldout", "--json")
     assert scored.code == 0, scored

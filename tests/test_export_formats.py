@@ -281,3 +281,16 @@ def test_a_plugin_export_that_differs_on_a_short_text_is_refused(reviews, tmp_pa
     assert "export's predictions on the 3-character text" in result.err, result
     assert "alone (validation texts) differ from zoo's by 0.4" in result.err, result
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("experts, layout", [(0, "LlamaForCausalLM"), (2, "MixtralForCausalLM")])
+def test_the_modern_decoder_exports_in_llamas_or_mixtrals_layout(
+    experts, layout, tiny_text, tmp_path
+):
+    settings = ["--set", "n_kv_head=1", "--set", "mlp_width=24", "--set", f"n_expert={experts}"]
+    run_id = trained("decoder-modern", tiny_text, *TINY_DECODER, *settings)
+    folder = tmp_path / "modern"
+    done = exported(run_id, folder)
+    assert done["format"] == "transformers" and done["max_difference"] < 1e-4
+    assert json.loads((folder / "config.json").read_text())["architectures"] == [layout]

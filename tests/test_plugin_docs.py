@@ -32,14 +32,17 @@ def test_the_pages_have_python_blocks():
 
 
 @pytest.mark.parametrize("code", list(blocks()))
-def test_a_plugin_page_code_block_runs(code):
+def test_a_plugin_page_code_block_runs(code, tmp_path):
+    import runpy
+
     import zoo_bow
 
-    namespace = {"__name__": "doc_block"}
+    start = {}
     if "BowConfig" in code:  # an excerpt of zoo_bow/__init__.py
-        namespace.update(vars(zoo_bow))
-        namespace["__name__"] = "doc_block"
-    exec(compile(code, "doc_block", "exec"), namespace)
+        start.update({k: v for k, v in vars(zoo_bow).items() if not k.startswith("__")})
+    block = tmp_path / "doc_block.py"  # run as a file of its own, as an author's module runs
+    block.write_text(code, encoding="utf-8")
+    namespace = runpy.run_path(str(block), init_globals=start, run_name="doc_block")
     hooks = [v for v in namespace.values() if callable(v) and hasattr(v, "zoo_impl")]
     if not hooks:
         return

@@ -844,7 +844,7 @@ def test_awkward_values_round_trip_through_the_pandas_tables(tmp_path):
 
 
 def test_a_diverged_sweep_cell_is_recorded_and_the_sweep_goes_on(tiny_text):
-    result = run_cli(*seed_sweep(tiny_text, 12, "--set", "lr=30", "--set", "checkpoint_every=1"))
+    result = run_cli(*seed_sweep(tiny_text, 12, "--set", "lr=1e4", "--set", "checkpoint_every=1"))
     rows = Store().rows()
     assert [r["status"] for r in rows] == ["diverged", "diverged"], result
     assert [r["seed"] for r in rows] == [0, 1]  # the second cell ran after the first diverged

@@ -372,3 +372,13 @@ def test_a_model_card_shows_bleu_chrf_and_the_sacrebleu_signature():
     assert "| test_bleu | 35.5000 | BLEU (0-100) | higher |" in card
     assert "| test_chrf | 60.1000 |" in card
     assert f"test_bleu_signature: `{signature}`" in card
+
+
+def test_label_smoothing_is_refused_for_a_model_that_computes_its_own_loss(cli):
+    result = cli(
+        "run", "numpy-char", "digits-transduction", "--set", "label_smoothing=0.1",
+        "--set", "dataset.train_size=50", "--set", "dataset.validation_size=4",
+        "--set", "dataset.test_size=4", "--set", "steps=1",
+    )  # fmt: skip
+    assert result.code == 2, result
+    assert "computes its own loss" in result.err

@@ -76,7 +76,7 @@ def store(isolated):
 @pytest.fixture
 def server(store):
     from zoo.home import zoo_home
-    from zoo.ui.app import Server
+    from zoo.web.app import Server
 
     running = Server(zoo_home()).start()
     try:
@@ -131,7 +131,7 @@ def test_a_condition_zoo_runs_refuses_is_the_pages_one_line(server):
 
 
 def test_pages_of_runs(server):
-    from zoo.ui import views
+    from zoo.web import views
 
     for n in range(60):
         add_run(f"x-{n:02d}", "decoder-char", 10 + n, 3.0, created=3e9 + n)
@@ -265,6 +265,6 @@ def test_other_commands_do_not_import_the_ui():
 
     lines = run_python(
         "import sys\nfrom zoo.cli.main import run_command\nrun_command(['list', 'models'])\n"
-        "print('ui modules:', sorted(m for m in sys.modules if m.startswith(('zoo.ui', 'starlette', 'uvicorn'))))"
+        "print('ui modules:', sorted(m for m in sys.modules if m.startswith(('zoo.web', 'starlette', 'uvicorn'))))"
     )
     assert lines[-1] == "ui modules: []"

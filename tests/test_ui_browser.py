@@ -59,7 +59,7 @@ def page(browser):
 @pytest.fixture
 def served(isolated):
     from zoo.home import zoo_home
-    from zoo.ui.app import Server
+    from zoo.web.app import Server
 
     for seed in range(2):
         add_run(f"r-a-{seed}", "decoder-char", seed, 2.0 + 0.1 * seed, created=1e9 + seed)

@@ -12,6 +12,8 @@ rebuilds the vocabulary: ``tokenizer_class_for``).
   they are transposed; its fused qkv rows [q; k; v] are GPT-2's c_attn columns in the same
   order. GELU "exact" is GPT-2's "gelu", "tanh" its "gelu_new". GPT-2 always has biases; a
   run with ``bias=false`` gets zero biases, which compute exactly what no bias does.
+- decoder runs with the modern block (rotary positions, RMSNorm, SwiGLU, no biases;
+  grouped-query attention) map onto Llama's layout, and with experts onto Mixtral's.
 - what has no transformers counterpart is left to the ``onnx`` format: a decoder
   classification head has a bias, GPT-2's ``score`` layer has none; the encoder is pre-LN
   with its own embedding LayerNorm and pooling, where BERT is post-LN with a tanh pooler, so
@@ -59,6 +61,12 @@ class TransformersExporter:
             "next-item",
         ):
             return f"GPT-2 has no {trained.task} head of the decoder's layout"
+        if architecture == "decoder" and decoder_config(trained).modern:
+            from zoo.plugins.decoder.llama import llama_mismatch
+
+            reason = llama_mismatch(decoder_config(trained))
+            if reason is not None:
+                return reason
         if architecture not in architecture_names() and architecture not in DECODER_LAYOUT:
             return f"transformers has no architecture with the {architecture} layout"
         if trained.task == "seq2seq":
@@ -73,7 +81,7 @@ class TransformersExporter:
 
         architecture = trained.config["architecture"]
         native = architecture in architecture_names()
-        model = trained.network.hf if native else decoder_as_gpt2(trained)
+        model = trained.network.hf if native else decoder_in_transformers(trained)
         if trained.task == "classification":
             names = class_names(trained)
             model.config.id2label = dict(enumerate(names))
@@ -87,7 +95,8 @@ class TransformersExporter:
         model.save_pretrained(folder)
         fast_tokenizer(trained).save_pretrained(folder)
         tokenizer_class = tokenizer_class_for(folder)
-        how = "saved as it is" if native else f"the {architecture} weights in GPT-2's layout"
+        layout = type(model).__name__.removesuffix("ForCausalLM").removesuffix("LMHeadModel")
+        how = "saved as it is" if native else f"the {architecture} weights in {layout}'s layout"
         return {
             "library_name": "transformers",
             "pipeline_tag": reading_of(trained).pipeline_tag,
@@ -190,6 +199,44 @@ def class_names(trained) -> list[str]:
     if not names:
         raise ZooError(f"run {trained.run_id} records no class names")
     return [str(name) for name in names]
+
+
+def decoder_config(trained):
+    """A decoder run's config as the decoder plugin's dataclass."""
+    from zoo.plugins.decoder import DecoderConfig
+
+    return DecoderConfig(**trained.config["configs"]["model"])
+
+
+def decoder_in_transformers(trained) -> transformers.PreTrainedModel:
+    """A decoder run in GPT-2's layout, or with the modern block in Llama's (Mixtral's
+    with experts)."""
+    if trained.config["architecture"] == "decoder" and decoder_config(trained).modern:
+        return decoder_as_llama(trained)
+    return decoder_as_gpt2(trained)
+
+
+def decoder_as_llama(trained) -> transformers.PreTrainedModel:
+    """The modern decoder's weights in a LlamaForCausalLM, or with experts a
+    MixtralForCausalLM (names mapped by the decoder plugin's ``llama.py``)."""
+    from zoo.plugins.decoder.llama import hf_config, to_hf
+
+    cfg = decoder_config(trained)
+    values = hf_config(cfg, trained.config["spec"]["vocab_size"])
+    kind = "Mixtral" if cfg.n_expert else "Llama"
+    config = getattr(transformers, f"{kind}Config")(
+        **values, pad_token_id=trained.tokenizer.pad_id, bos_token_id=None, eos_token_id=None
+    )
+    model = getattr(transformers, f"{kind}ForCausalLM")(config)
+    weights = trained.model.state_dict()
+    state = {k: torch.from_numpy(np.asarray(v, dtype=np.float32)) for k, v in weights.items()}
+    missing, unexpected = model.load_state_dict(to_hf(state, cfg), strict=False)
+    if unexpected or set(missing) - {"lm_head.weight"}:
+        raise ZooError(
+            f"run {trained.run_id}: weights do not map onto {kind} "
+            f"(missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
+    return model.eval()
 
 
 def decoder_as_gpt2(trained) -> transformers.GPT2PreTrainedModel:

@@ -26,6 +26,7 @@ Config settings are keyword arguments, as ``--set`` takes them: ``n_layer=2``; a
 section is passed as ``**{"train.lr": 1e-3}``.
 """
 
+from zoo.api.conformance import check_plugin
 from zoo.api.inspecting import (
     catalog,
     compare,
@@ -61,4 +62,5 @@ __all__ = [
     "export",
     "ui",
     "report",
+    "check_plugin",
 ]

@@ -94,7 +94,7 @@ def check_plugin(
             if dataset is None:
                 checks.append(Check(name, "train", model, "skipped", f"no dataset serves {task}"))
                 continue
-            subject = f"{model} on {Path(dataset).name}"
+            subject = f"{model} on {Path(dataset).name}, {task}"
             given = applicable(settings or {}, zoo, architecture, tokenizer, task, dataset)
             found, run_id = check_model(name, model, dataset, task, given, steps)
             checks += [Check(name, c, subject, status, detail) for c, status, detail in found]
@@ -168,18 +168,20 @@ def pairs(zoo, plugin: str, only: str = "*") -> list[tuple]:
 
 def dataset_for(zoo, plugin: str, task: str, scratch: Path) -> str | None:
     """A dataset for the task that needs no download: the plugin's own, another plugin's
-    generated one, or a small file zoo's loaders read (classification, language modeling)."""
+    generated one, or a small file zoo's loaders read, by the columns the task declares
+    (texts alone: a text file; texts and labels: a CSV of two classes)."""
     generated = [e for e in zoo.datasets.entries_in_order() if task in e.tasks]
     ours = [e for e in generated if e.plugin == plugin]
     if ours or generated:
         return (ours or generated)[0].name
-    if task == "classification":
+    columns = set(zoo.pipelines.get(task).task.columns)
+    if columns == {"text", "label"}:
         path = scratch / "sample.csv"
         labels = ["pos", "neg", "neg", "pos", "neg", "neg"]
         rows = [f'"{text}",{labels[i % 6]}' for i, text in enumerate(SAMPLE)]
         path.write_text("text,label\n" + "\n".join(rows) + "\n", encoding="utf-8")
         return str(path)
-    if task in ("language-modeling", "masked-language-modeling"):
+    if columns == {"text"}:
         path = scratch / "sample.txt"
         path.write_text("\n".join(SAMPLE * 4) + "\n", encoding="utf-8")
         return str(path)

@@ -249,7 +249,7 @@ def ui(*, host: str = "127.0.0.1", port: int = 8765):
     from zoo.home import zoo_home
 
     require_extra(UI_MODULES, "ui", "zoo ui")
-    from zoo.ui.app import Server
+    from zoo.web.app import Server
 
     try:
         return Server(zoo_home(), host=host, port=port)
@@ -273,7 +273,7 @@ def report(
     from zoo.home import zoo_home
 
     require_extra(UI_MODULES, "ui", "zoo report")
-    from zoo.ui.report import report_html
+    from zoo.web.report import report_html
 
     return report_html(
         zoo_home(),

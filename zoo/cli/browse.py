@@ -21,7 +21,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_check_plugin(args) -> int:
-    from zoo.api.conformance import check_plugin
+    from zoo import api
     from zoo.core.config import parse_assignment
 
     if args.steps < 2:
@@ -29,7 +29,7 @@ def cmd_check_plugin(args) -> int:
             f"--steps must be at least 2 (a checkpoint to resume from), not {args.steps}"
         )
     settings = dict(parse_assignment(item) for item in args.set or [])
-    checks = check_plugin(args.plugin, settings, steps=args.steps, only=args.only)
+    checks = api.check_plugin(args.plugin, settings, steps=args.steps, only=args.only)
     if args.json:
         print_json([c.record() for c in checks])
     else:

@@ -189,7 +189,7 @@ def add_commands(commands) -> None:
         type=int,
         metavar="N",
         help="beam size for a run that writes text (a translation; 1 is greedy); default: the "
-        "run's beam_size",
+        "beam the run itself decodes with",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=cmd_predict)

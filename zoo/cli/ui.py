@@ -1,6 +1,6 @@
 """`zoo ui` (the store in a browser) and `zoo report` (the same views as one HTML file).
 
-Both need zoo's optional extra ``ui``; zoo.ui is imported only when one of them runs, so
+Both need zoo's optional extra ``ui``; zoo.web is imported only when one of them runs, so
 no other command pays for it.
 """
 

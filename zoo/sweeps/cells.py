@@ -12,7 +12,7 @@ import dataclasses
 import fnmatch
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
@@ -345,7 +345,7 @@ def train_cell(
     return value
 
 
-def settled_latest(store, config_hash: str) -> dict | None:
+def settled_latest(store, config_hash: str | None) -> dict | None:
     """The cell's latest run, once no live process writes it: a run still 'running' whose
     writer is ending (a worker of a killed driver) is waited for, then found interrupted."""
     from zoo.records.ownership import wait_for_writer
@@ -362,7 +362,7 @@ def settled_latest(store, config_hash: str) -> dict | None:
     return store.latest(config_hash=config_hash)
 
 
-def should_resume(latest: dict | None) -> bool:
+def should_resume(latest: dict | None) -> TypeGuard[dict]:
     """A cell continues its latest run when that was interrupted, or failed with a
     checkpoint kept (its worker process died, say); any other cell starts a new run."""
     from zoo.records.paths import run_folder

@@ -31,8 +31,10 @@ WORKER_MEMORY = 512 * 2**20  # a spawned worker: Python, torch and zoo take abou
 def check_jobs(jobs: int) -> None:
     """Refuse more worker processes than the machine's memory holds, before any starts."""
     memory = physical_memory()
-    most = max(1, memory // WORKER_MEMORY) if memory else None
-    if most is not None and jobs > most:
+    if not memory:  # unknown: nothing to hold the jobs to
+        return
+    most = max(1, memory // WORKER_MEMORY)
+    if jobs > most:
         raise ZooError(
             f"--jobs {jobs:,} needs about {jobs * WORKER_MEMORY / 2**30:,.0f} GiB of memory "
             f"for its worker processes alone ({WORKER_MEMORY // 2**20} MiB each), more than "
@@ -109,7 +111,8 @@ class ProcessExecutor(Executor):
         if cuda_device_wanted(device):
             self.probing = True
             return 1
-        most = physical_memory() // WORKER_MEMORY if physical_memory() else cores
+        memory = physical_memory()
+        most = memory // WORKER_MEMORY if memory else cores
         self.choice = {"jobs": max(1, min(cores, most)), "bound_by": "cores", "cores": cores}
         return self.choice["jobs"]
 

@@ -17,7 +17,7 @@ def summary(sweep: Sweep) -> str:
     lines = ["sweep done: " + ", ".join(parts)]
     for cell in sweep.failed[:SHOWN]:
         lines.append(
-            f"  {cell.status} {cell.name}: {_short_text(cell.error or cell.status)} "
+            f"  {cell.status} {cell.name}: {_short_text(cell.error or cell.status or '')} "
             f"(run {cell.run_id})"
         )
     if len(sweep.failed) > SHOWN:
@@ -40,7 +40,7 @@ def unrunnable(sweep: Sweep) -> str:
     of them, and how many pairs each covers."""
     reasons: dict[str, list[str]] = {}
     for cell in sweep.impossible:
-        reasons.setdefault(cell.skip, []).append(f"{cell.label} on {cell.dataset}")
+        reasons.setdefault(cell.skip or "", []).append(f"{cell.label} on {cell.dataset}")
     parts = []
     for reason, pairs in list(reasons.items())[:3]:
         pairs = list(dict.fromkeys(pairs))

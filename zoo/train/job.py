@@ -327,6 +327,8 @@ class Job:
         model = as_model(
             built, pick_device(self.device), loss=task_loss(task), train_loss=train_loss
         )
+        if train_loss is not None and model is built:  # not a torch module: its own loss
+            raise ZooError(f"{who} computes its own loss; it cannot train with another one")
         if self._stack is not None:
             model = self._stack.join(model)
         check_output(model, task, spec, self.context_length, who)

@@ -98,7 +98,8 @@ class Rotary(nn.Module):
         self.register_buffer("cos", angles.cos(), persistent=False)
         self.register_buffer("sin", angles.sin(), persistent=False)
 
-    def forward(self, x):  # [B, H, T, D] -> [B, H, T, D], positions 0..T-1
+    def forward(self, x):
+        """[B, H, T, D] -> [B, H, T, D]: each row turned by its position, 0 to T - 1."""
         T = x.shape[-2]
         first, second = x.chunk(2, dim=-1)
         turned = torch.cat([-second, first], dim=-1)
@@ -230,7 +231,8 @@ class MixtureOfExperts(nn.Module):
         self.experts = nn.ModuleList(experts)
         self.aux_loss: torch.Tensor | None = None
 
-    def forward(self, x):  # [B, T, C] -> [B, T, C]
+    def forward(self, x):
+        """[B, T, C] -> [B, T, C]: each token through its top-k experts, weighted."""
         shape = x.shape
         x = x.reshape(-1, shape[-1])  # [N, C]: every token on its own
         probs = self.router(x).float().softmax(dim=-1)  # [N, E]

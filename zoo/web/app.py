@@ -1,6 +1,6 @@
 """`zoo ui`: a read-only Starlette application over the store, served by uvicorn.
 
-Pages are rendered by Jinja2 templates (zoo/ui/templates) from the data zoo.ui.views
+Pages are rendered by Jinja2 templates (zoo/web/templates) from the data zoo.web.views
 builds; charts are drawn in the browser by plotly.js, served from the ``plotly`` package
 (nothing is fetched from the network). Only GET and HEAD are answered; the store is opened
 read-only for each read; a URL names a run by its id (checked against zoo's run id form
@@ -14,7 +14,7 @@ import socket
 import threading
 from pathlib import Path
 
-from zoo.ui import views
+from zoo.web import views
 
 HERE = Path(__file__).parent
 STATIC = {  # the files /static/NAME serves, by name only

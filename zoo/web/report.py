@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from zoo.ui import views
+from zoo.web import views
 
 MAX_RUN_PAGES = 200  # run pages in one report; --where narrows a larger selection
 MAX_CURVES = 50  # runs whose curves are drawn together
@@ -33,7 +33,7 @@ def report_html(
     from markupsafe import Markup
 
     from zoo.errors import ZooError
-    from zoo.ui.app import HERE, plotly_js, templates
+    from zoo.web.app import HERE, plotly_js, templates
 
     view = views.StoreView(home)
     runs = views.runs_page(view, where=where, per_page=10**9)
