@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 from conftest import TINY_DECODER_CLASSIFIER, TINY_ENCODER, run_cli
+from test_models import HF_SAMPLE
 
 
 @pytest.fixture
@@ -256,6 +257,8 @@ def test_every_cell_of_the_matrix_plans_the_task_it_shows():
     assert cells[("decoder", "shakespeare")]["task"] == "language-modeling"
     assert cells[("encoder", "shakespeare")]["task"] != "language-modeling"
     for row in table:
+        if row["architecture"].startswith("hf-") and row["architecture"] not in HF_SAMPLE:
+            continue  # every transformers type alike: which build is the compatibility matrix's
         model = f"{row['architecture']}-char"
         if row["task"]:
             plan = plan_run(model, row["dataset"], zoo=zoo)

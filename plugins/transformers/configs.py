@@ -296,9 +296,14 @@ class TransformersConfig:
             {name: None for name in ("bos_token_id", "eos_token_id") if layout.ids_optional}
         )
         try:
-            return layout.config_class(**values)
+            config = layout.config_class(**values)
         except Exception as exc:  # transformers' strict validation of a field
             raise ValueError(_first_line(exc)) from None
+        if hasattr(type(config), "allow_global_per_layer_attribute_access"):
+            # a class whose layers may differ (per-layer configs): zoo builds every layer
+            # alike, so its global shape fields are the layers' own and safe to read
+            config.allow_global_per_layer_attribute_access = True
+        return config
 
 
 def _check_against_checkpoint(cfg: TransformersConfig, config, layout: Layout) -> None:
