@@ -165,7 +165,7 @@ def test_a_language_model_reports_val_and_test_from_the_same_best_weights(tiny_t
         calls.append(1)
         return 1.0 if len(calls) % 15 == 5 else 2.0 + len(calls) % 15
 
-    monkeypatch.setattr(language_modeling, "estimate", scripted_estimate)
+    monkeypatch.setattr(language_modeling, "sampled_loss", scripted_estimate)
     args = [
         "run",
         "decoder-char",

@@ -67,7 +67,7 @@ def test_the_script_runs_its_cpu_parts_and_records_every_step(tmp_path):
         "GPU_CHECK_DATASET": "digits",
         "GPU_CHECK_SEEDS": "2",  # the stacked variant needs two seeds
         "GPU_CHECK_STEPS": "2",
-        "GPU_CHECK_TESTS": "tests/test_module_shape.py",
+        "GPU_CHECK_TESTS": "tests/test_module_names.py",
         "GPU_CHECK_SHARDS": "1",
         "GPU_CHECK_RENDER": "0",
         "ZOO_BENCH_RESULTS": str(tmp_path),

@@ -95,10 +95,11 @@ def test_the_wheel_holds_every_tracked_module_installs_and_runs_list_run_and_tun
 
     venv = fresh_venv(tmp_path)
     python, zoo = venv / "bin" / "python", venv / "bin" / "zoo"
-    install = [sys.executable, "-m", "pip", "--python", python, "install", "--quiet"]
-    subprocess.run([*install, "--no-index", f"zoo[tune] @ {wheel.as_uri()}"], check=True)
-
+    # no PYTHONPATH (the tests put the checkout on it): pip would take the checkout's
+    # zoo.egg-info for an installed zoo and install nothing
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ""}  # ZOO_HOME: the test's
+    install = [sys.executable, "-m", "pip", "--python", python, "install", "--quiet"]
+    subprocess.run([*install, "--no-index", f"zoo[tune] @ {wheel.as_uri()}"], check=True, env=env)
 
     def run(*args):
         result = subprocess.run(
