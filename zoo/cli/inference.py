@@ -7,6 +7,7 @@ import unicodedata
 
 from zoo.cli.options import (
     RELOAD_DEVICE_HELP,
+    add_column_options,
     batches_of_texts,
     positive_int,
     print_json,
@@ -208,18 +209,7 @@ def add_commands(commands) -> None:
         help="split to score: train, validation, test "
         "or a split name of the dataset (default test)",
     )
-    p.add_argument(
-        "--text-column",
-        "--source-column",
-        dest="text_column",
-        help="text column, the source of a translation (detected by default)",
-    )
-    p.add_argument(
-        "--label-column",
-        "--target-column",
-        dest="label_column",
-        help="label column, the target of a translation (detected by default)",
-    )
+    add_column_options(p)
     p.add_argument("--device", default="auto", choices=DEVICES, help=RELOAD_DEVICE_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_eval)

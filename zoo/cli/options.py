@@ -254,3 +254,19 @@ def emit_text(text: str, output: str | None) -> None:
         print(f"wrote {output}", file=sys.stderr)
     else:
         json_stdout().write(text)
+
+
+def add_column_options(p) -> None:
+    """--text-column and --label-column (--source-column, --target-column for a translation)."""
+    p.add_argument(
+        "--text-column",
+        "--source-column",
+        dest="text_column",
+        help="text column, the source of a translation (detected by default)",
+    )
+    p.add_argument(
+        "--label-column",
+        "--target-column",
+        dest="label_column",
+        help="label column, the target of a translation (detected by default)",
+    )

@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 from zoo.cli.options import (
+    add_column_options,
     add_output_options,
     add_ray_options,
     jobs_count,
@@ -243,18 +244,7 @@ def add_commands(commands) -> None:
         help="torch.compile the model for training (same as --set compile=true)",
     )
     p.add_argument("--task", help="force a task instead of choosing it from model and dataset")
-    p.add_argument(
-        "--text-column",
-        "--source-column",
-        dest="text_column",
-        help="text column, the source of a translation (detected by default)",
-    )
-    p.add_argument(
-        "--label-column",
-        "--target-column",
-        dest="label_column",
-        help="label column, the target of a translation (detected by default)",
-    )
+    add_column_options(p)
     p.add_argument(
         "--log-every",
         type=log_every_argument,
