@@ -250,7 +250,8 @@ def show_run(zoo, run_id: str) -> str:
 
     metric = primary_metric(row["task"], "eval")
     for child in evaluations:
-        value = eval_value(child["metrics"], metric, child["config"].get("split"))
+        split = child["config"].get("split")
+        value = eval_value(child["metrics"], metric, split) if metric else None
         shown = f", {metric} {value:.4f}" if isinstance(value, float) else ""
         lines.append(
             f"  evaluation {child['id']} [{child['status']}] on {child['dataset']} "
