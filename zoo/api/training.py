@@ -148,7 +148,8 @@ def sweep(
     models: str | list[str],
     on: str | list[str],
     *,
-    seeds: int = 1,
+    seeds: int | str = 1,
+    max_seeds: int | None = None,
     steps: int | None = None,
     time: float | None = None,
     task: str | None = None,
@@ -188,7 +189,11 @@ def sweep(
     arguments or a ``settings`` dict, as for `run`. `jobs` is a number or ``"auto"`` (as many workers as the GPU or the
     cores take). `jobs`, `executor`, `address`, `cell_cpus`,
     `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
-    `pool` are the options of the same names; ``examples=False`` is ``--seeds-only``."""
+    `pool` are the options of the same names; ``examples=False`` is ``--seeds-only``.
+    ``seeds="auto"`` (``--seeds auto``) starts every row with 2 seeds and gives one more to
+    the rows still tied with their column's leader, look by look, until the leader is told
+    apart or they have ``max_seeds`` (default 10), the error rate split over the looks
+    (zoo.sweeps.until_answered)."""
 
     from zoo.errors import UnknownNameError
     from zoo.sweeps import cells, driver, report
@@ -213,10 +218,11 @@ def sweep(
             device,
         )  # before planning: no Ray fails now
         trackers = _trackers(log_to)
+        first, most = _seed_budget(seeds, max_seeds, stack_seeds)
         plan = cells.plan_sweep(
             models,
             datasets,
-            seeds=positive_argument("seeds", seeds, int),
+            seeds=first,
             overrides=_overrides({**(settings or {}), **more_settings}, steps, time),
             task=task,
             grid=parse_grid(grid),
@@ -238,22 +244,49 @@ def sweep(
             raise ZooError(f"no cell of the sweep can run ({report.unrunnable(plan)})")
         if dry_run:
             return SweepResult(report.records(plan), None)
-        driver.run_sweep(plan, device=device, quiet=quiet, executor=pool_of_workers)
-        logger.info(report.summary(plan))
-        table = None
-        if any(c.status == "finished" or c.done for c in plan.cells):
-            table = report.table(
-                plan,
-                metric=metric,
-                by=by,
-                columns=columns,
-                baseline=baseline,
-                better=better,
-                pool=pool,
-                examples=examples,
+
+        def train() -> None:
+            driver.run_sweep(plan, device=device, quiet=quiet, executor=pool_of_workers)
+
+        def compare(level: float = 0.95):
+            if not any(c.status == "finished" or c.done for c in plan.cells):
+                return None
+            options = dict(by=by, columns=columns, baseline=baseline, better=better, pool=pool)
+            return report.table(plan, metric=metric, examples=examples, level=level, **options)
+
+        if most is None:
+            train()
+            table = compare()
+        else:
+            from zoo.sweeps.until_answered import run_until_answered
+
+            table = run_until_answered(
+                plan, most=most, level=0.95, train=train, compare=compare, say=logger.info
             )
+        logger.info(report.summary(plan))
         comparison = report.comparison_frame(plan, table.cells) if table is not None else None
         return SweepResult(report.records(plan), comparison, table)
+
+
+def _seed_budget(seeds, max_seeds, stack_seeds) -> tuple[int, int | None]:
+    """(seeds to plan first, the most seeds a row may get: None for a fixed number)."""
+    from zoo.sweeps.until_answered import DEFAULT_MOST, START
+
+    if seeds != "auto":
+        if max_seeds is not None:
+            raise ZooError("max_seeds (--max-seeds) goes with seeds='auto' (--seeds auto)")
+        return positive_argument("seeds", seeds, int), None
+    most = positive_argument("max_seeds", DEFAULT_MOST if max_seeds is None else max_seeds, int)
+    if most < START:
+        raise ZooError(
+            f"max_seeds must be at least {START} (a test needs 2 seeds a row), got {most}"
+        )
+    if stack_seeds:
+        raise ZooError(
+            "--stack-seeds trains a fixed number of seeds together, and --seeds auto adds "
+            "them one look at a time: choose one"
+        )
+    return START, most
 
 
 def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto") -> Ensemble:
