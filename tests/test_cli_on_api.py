@@ -40,7 +40,6 @@ CALLS = {  # the API function each command calls
     "generate": "load",
     "predict": "load",
     "eval": "evaluate",
-    "compare": "comparison_table",
     "check-plugin": "check_plugin",
 }
 

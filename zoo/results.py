@@ -1,24 +1,32 @@
 """What the Python API returns: a recorded run, an evaluation, a reloaded run to predict and
-generate with, and the results of a sweep and of a search."""
+generate with, the results of a sweep, a search and an export, and what `zoo list` and
+`zoo show` find. Data only: the command line renders them."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zoo.core.culprits import naming_plugins
 from zoo.core.limits import MAX_GENERATE_TOKENS, positive_argument
-from zoo.errors import ZooError
+from zoo.errors import ZooDeprecationWarning, ZooError
 from zoo.pipeline import optional_method
+
+if TYPE_CHECKING:
+    from zoo.operations.ensemble import Ensemble
 
 
 @dataclass
 class Run:
-    """A recorded training run: what `zoo run --json` prints, and the run's folder."""
+    """A recorded run, as `zoo.run` returns it: what `zoo run --json` prints, and the run's
+    folder. For an ensemble preset it is the ensemble's row, and ``ensemble`` holds the runs
+    it combines."""
 
     id: str
     """The run's id (its folder's name)."""
@@ -36,8 +44,9 @@ class Run:
     """Trainable parameters (None when unknown)."""
     metrics: dict
     """Every figure, named as the task declares them (``val_*``, ``test_*``, ...)."""
-    folder: Path
-    """The run's folder (config.json, weights, tokenizer, curve)."""
+    folder: Path | None
+    """The run's folder (config.json, weights, tokenizer, curve); None for an ensemble,
+    whose weights are its runs'."""
     samples: list[str] = field(default_factory=list)
     """Example outputs printed after the run."""
     duration: float | None = None
@@ -47,6 +56,40 @@ class Run:
     trackers: dict = field(default_factory=dict)
     """Where each tracker (``log_to``) wrote: ``{"mlflow": {"tracking_uri": ..., "run_id":
     ...}, "tensorboard": {"log_dir": ...}}``."""
+
+    ensemble: Ensemble | None = None
+    """For an ensemble preset: the runs it combines (each member trained, or its finished
+    run reused) with their weights, as ``zoo.ensemble`` returns them."""
+
+    @classmethod
+    def of_ensemble(cls, combined: Ensemble, seed: int) -> Run:
+        """The Run of an ensemble preset's row (`zoo run ENSEMBLE-PRESET DATASET`), whose
+        members all trained with ``seed``."""
+        return cls(
+            combined.id,
+            combined.model,
+            combined.dataset,
+            combined.task,
+            "finished",
+            seed,
+            combined.params,
+            combined.metrics,
+            None,
+            duration=combined.duration,
+            ensemble=combined,
+        )
+
+    def __getattr__(self, name: str):
+        ensemble = self.__dict__.get("ensemble")
+        if ensemble is None or name not in ("weighting", "runs"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        warnings.warn(  # zoo.run gave an Ensemble for an ensemble preset before
+            f"zoo.run(ENSEMBLE_PRESET).{name} is deprecated: zoo.run returns a zoo.Run; "
+            f"read .ensemble.{name} (the shortcut goes in zoo 0.2)",
+            ZooDeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(ensemble, name)
 
     @classmethod
     def from_result(cls, result: dict) -> Run:
@@ -228,9 +271,10 @@ class SweepResult:
     cells: list[dict]
     """Every cell of the grid: its state, the run that holds it, or why it was skipped."""
     comparison: Any
-    """Pandas DataFrame, one row per table cell (None: nothing finished)"""
+    """The comparison's cells, a pandas DataFrame as ``zoo.compare().cells`` gives them, with
+    a typed column per grid key (None: nothing finished)."""
     table: Any = field(default=None, repr=False)
-    """The same as zoo.comparison.table renders it."""
+    """The whole ``zoo.Comparison`` of the sweep's runs (None: nothing finished)."""
 
     @property
     def failed(self) -> list[dict]:
@@ -309,3 +353,38 @@ class Removal:
     """Per run removed: ``id``, ``model``, ``dataset``, ``status``."""
     dry_run: bool = False
     """Nothing was removed: the runs are what would be."""
+
+
+@dataclass
+class Export:
+    """What `zoo export` wrote: a finished run as a folder that loads without zoo, checked
+    against zoo's own predictions before it was written."""
+
+    run_id: str
+    """The exported run."""
+    folder: Path
+    """The folder written."""
+    format: str
+    """The exporter that wrote it (``onnx``, ``transformers``, ...)."""
+    summary: str
+    """What the exporter says it wrote."""
+    compared: int
+    """How many validation texts the export's predictions were compared on."""
+    max_difference: float
+    """The largest difference between its probabilities and zoo's."""
+    labels_agree: bool
+    """Every compared text got the same label as zoo gives it."""
+
+    def record(self) -> dict:
+        """What `zoo export --json` prints."""
+        return {**dataclasses.asdict(self), "folder": str(self.folder)}
+
+    def __getitem__(self, key: str):
+        """The dict zoo.export returned before: deprecated, read the attributes."""
+        warnings.warn(
+            f"zoo.export(...)[{key!r}] is deprecated: zoo.export returns a zoo.Export; read "
+            f".{key} (the dict access goes in zoo 0.2)",
+            ZooDeprecationWarning,
+            stacklevel=2,
+        )
+        return self.record()[key]

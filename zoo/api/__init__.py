@@ -30,7 +30,6 @@ from zoo.api.conformance import check_plugin
 from zoo.api.inspecting import (
     catalog,
     compare,
-    comparison_table,
     models,
     plot,
     report,
@@ -38,6 +37,9 @@ from zoo.api.inspecting import (
     runs,
     show,
     ui,
+)
+from zoo.api.inspecting import (
+    comparison_table as comparison_table,  # deprecated: zoo.compare
 )
 from zoo.api.sharing import export
 from zoo.api.training import ensemble, evaluate, load, reproduce, resume, run, sweep, tune
@@ -56,7 +58,6 @@ __all__ = [
     "show",
     "runs",
     "compare",
-    "comparison_table",
     "plot",
     "rm",
     "export",

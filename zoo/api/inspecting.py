@@ -5,11 +5,16 @@ runs (`zoo rm`). Nothing here trains."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from zoo.errors import UnknownNameError, ZooError
+from zoo.errors import UnknownNameError, ZooDeprecationWarning, ZooError
 from zoo.results import Listing, Removal, Shown
+
+if TYPE_CHECKING:
+    from zoo.comparison.table import Comparison
 
 KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "loggers", "plugins")
 
@@ -101,66 +106,35 @@ def runs(*, where: str | None = None, sort: str | None = None, n: int | None = N
     return select(run_frame(), where=where, sort=sort, limit=None if n is None else check_limit(n))
 
 
-def compare(
+def compare(  # noqa: PLR0913 -- `zoo compare`'s options, keyword-only
     *,
-    metric=None,
-    where=None,
-    by=None,
-    columns=None,
-    baseline=None,
-    evals=False,
-    status=("finished",),
-    better=None,
-    pool=False,
-    examples=True,
-):
-    """The comparison table as a pandas DataFrame, one row per cell (`zoo compare`).
-
-    Columns: the row keys (default model) and column keys (default dataset), task, metric,
-    better, mean, std, n (distinct seeds), best, detectable (the smallest difference to the
-    leader its seeds find with 80% power), setting, configs, runs; with ``baseline``
-    also diff, ci_low, ci_high, df, p, p_holm, significant (None where there is no test)
-    and test. The notes printed under the table (merged duplicates, runs left out, rows not
-    told apart) are in ``.attrs["notes"]``. Options mean what `zoo compare`'s options mean;
-    ``examples=False`` is ``--seeds-only``.
-    """
-    return comparison_table(
-        metric=metric,
-        where=where,
-        by=by,
-        columns=columns,
-        baseline=baseline,
-        evals=evals,
-        status=status,
-        better=better,
-        pool=pool,
-        examples=examples,
-    ).cells
-
-
-def comparison_table(
-    *,
-    metric=None,
-    where=None,
-    by=None,
-    columns=None,
-    baseline=None,
-    evals=False,
-    status=("finished",),
-    better=None,
-    pool=False,
-    examples=True,
-):
-    """The comparison as `zoo compare` renders it: ``.cells`` (the DataFrame ``compare``
-    returns) with the notes, legend and marks its renderers (``zoo.comparison.render``)
-    print. Options as for ``compare``."""
+    metric: str | None = None,
+    where: str | None = None,
+    by: str | list[str] | None = None,
+    columns: str | list[str] | None = None,
+    baseline: str | None = None,
+    evals: bool = False,
+    status: str | Iterable[str] = ("finished",),
+    better: str | None = None,
+    pool: bool = False,
+    examples: bool = True,
+) -> Comparison:
+    """The comparison of recorded runs (`zoo compare`): a ``zoo.Comparison``, whose
+    ``.cells`` is a pandas DataFrame with one row per table cell (mean, std, n over seeds,
+    the runs behind each; with ``baseline`` the difference, its confidence interval and
+    test), ``.notes`` what the command prints under the table, and ``.plot(output)`` its
+    grouped bars. Options mean what `zoo compare`'s options mean; ``examples=False`` is
+    ``--seeds-only``; ``status`` is one status, several, or ``"all"``."""
     from zoo.comparison.table import load_runs, summarize
     from zoo.records.database import STATUSES
 
     status = (status,) if isinstance(status, str) else tuple(status)
     for wanted in status:
         if wanted != "all" and wanted not in STATUSES:
-            raise ZooError(f"--status {wanted!r}: expected any of {', '.join(STATUSES)} or all")
+            raise ZooError(
+                f"status {wanted!r}: expected any of {', '.join(STATUSES)} or all",
+                option="status",
+            )
     return summarize(
         load_runs(),
         metric=metric,
@@ -174,6 +148,17 @@ def comparison_table(
         pool=pool,
         examples=examples,
     )
+
+
+def comparison_table(**options) -> Comparison:
+    """Deprecated: ``zoo.compare``, which returns the same ``zoo.Comparison`` now."""
+    warnings.warn(
+        "zoo.comparison_table is deprecated: zoo.compare returns the same zoo.Comparison "
+        "(the name goes in zoo 0.2)",
+        ZooDeprecationWarning,
+        stacklevel=2,
+    )
+    return compare(**options)
 
 
 def rm(

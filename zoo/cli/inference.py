@@ -130,12 +130,12 @@ def cmd_export(args) -> int:
         base_model=args.base_model,
     )
     if args.json:
-        print_json(done)
+        print_json(done.record())
         return 0
     print(
-        f"exported run {done['run_id']} to {done['folder']} as {done['format']}: "
-        f"{done['summary']}\nchecked on {done['compared']} validation texts: the same "
-        f"labels as zoo, largest probability difference {done['max_difference']:.2g}"
+        f"exported run {done.run_id} to {done.folder} as {done.format}: "
+        f"{done.summary}\nchecked on {done.compared} validation texts: the same "
+        f"labels as zoo, largest probability difference {done.max_difference:.2g}"
     )
     return 0
 

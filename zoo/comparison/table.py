@@ -149,22 +149,68 @@ IDENTITY = ("model", "dataset", "task")  # what a run is, besides its settings
 
 @dataclass
 class Comparison:
-    """The cells (one row each, numeric) and how to lay them out."""
+    """What `zoo compare` shows: the cells (one row each, numeric) and how to lay them out.
+    ``zoo.comparison.render.render(comparison, "markdown")`` gives the command's text."""
 
-    cells: Any  # pandas DataFrame
+    cells: Any
+    """A pandas DataFrame, one row per table cell: the row keys (default model) and column
+    keys (default dataset), task, metric, better, mean, std, n (distinct seeds), best,
+    detectable (the smallest difference to the leader its seeds find with 80% power),
+    setting, configs, runs; with a baseline also diff, ci_low, ci_high, df, p, p_holm,
+    significant (None where there is no test) and test."""
     rows: list[str]
+    """The run columns that make the table's rows (``by``)."""
     columns: list[str]
+    """The run columns that make the table's columns."""
     baseline: str | None = None
+    """The row the others are tested against, if any."""
     notes: list[str] = field(default_factory=list)
-    pooled: bool = False  # --pool: n counts runs (configurations x seeds), not seeds
-    examples_counted: list[str] = field(default_factory=list)  # metrics whose tests count
-    # the evaluation set's sampling noise (per-example scores kept: zoo.comparison.bootstrap)
+    """What the command prints under the table: merged duplicates, runs left out, rows
+    not told apart."""
+    pooled: bool = False
+    """``pool``: n counts runs (configurations x seeds), not seeds."""
+    examples_counted: list[str] = field(default_factory=list)
+    """The metrics whose tests count the evaluation set's sampling noise (per-example
+    scores kept: zoo.comparison.bootstrap)."""
+
+    def plot(self, output) -> Any:
+        """Grouped bars with error bars (the std over seeds), one group per column of the
+        table, written to ``output`` (.png, .svg or .pdf; ``-`` is standard output), as
+        `zoo compare --plot` draws them. Returns the path written."""
+        from zoo.comparison.plots import comparison_bars, save
+
+        return save(comparison_bars(self), output)
+
+    def __getitem__(self, key):
+        """zoo.compare() returned the cells before: deprecated, read ``.cells``."""
+        _earlier_frame(f"[{key!r}]")
+        return self.cells[key]
+
+    def __getattr__(self, name: str):
+        cells = self.__dict__.get("cells")  # None while a copy or pickle is being built
+        if name.startswith("_") or cells is None or not hasattr(cells, name):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        _earlier_frame(f".{name}")
+        return getattr(cells, name)
 
     @functools.cached_property
     def metric_pairs(self):
         """The (task, metric) pairs of the table, each once (a column's label names its
         metric where there are several: computed once, not for every cell)."""
         return self.cells[["task", "metric"]].drop_duplicates()
+
+
+def _earlier_frame(access: str) -> None:
+    import warnings
+
+    from zoo.errors import ZooDeprecationWarning
+
+    warnings.warn(
+        f"zoo.compare(){access} is deprecated: zoo.compare returns a zoo.Comparison; its "
+        f"cells are .cells{access} (the DataFrame access goes in zoo 0.2)",
+        ZooDeprecationWarning,
+        stacklevel=3,
+    )
 
 
 def summarize(
