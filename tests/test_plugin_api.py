@@ -72,8 +72,11 @@ def test_a_plugin_supporting_this_api_loads(api):
 @pytest.mark.parametrize(
     "api, problem",
     [
-        (">=2", "it supports zoo's plugin API >=2, and this zoo has API 1.1.0"),
-        ("<1.1", "it supports zoo's plugin API <1.1, and this zoo has API 1.1.0"),
+        (">=2", f"it supports zoo's plugin API >=2, and this zoo has API {zoo.plugin.API_VERSION}"),
+        (
+            "<1.1",
+            f"it supports zoo's plugin API <1.1, and this zoo has API {zoo.plugin.API_VERSION}",
+        ),
         ("one point one", "ZOO_PLUGIN_API = 'one point one' is not a version specifier"),
         (11, "ZOO_PLUGIN_API = 11 is not a version specifier"),
     ],
@@ -149,3 +152,47 @@ def test_a_plugin_written_for_api_1_0_runs_and_is_told_each_replacement(tmp_path
     )
     for replacement in expected:
         assert any(replacement in message for message in said), (replacement, said)
+
+
+def documented_fields(cls) -> set[str]:
+    """The fields of ``cls`` its source documents: an annotated name with a docstring below."""
+    import ast
+    import inspect
+
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    return {
+        node.target.id
+        for node, after in zip(body, body[1:], strict=False)
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and isinstance(after, ast.Expr)
+        and isinstance(after.value, ast.Constant)
+        and isinstance(after.value.value, str)
+    }
+
+
+def test_the_job_a_pipeline_receives_holds_only_its_documented_fields(tmp_path):
+    """The runner's own state (the checkpoint it resumes, its progress label, the seed stack)
+    is kept apart from the Job: a plugin sees only what the contract documents."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from zoo.train.job import Job, RunFolder, runner_state
+    from zoo.train.starting import plan_job
+
+    declared = {f.name for f in dataclasses.fields(Job)}
+    assert declared == documented_fields(Job) and len(declared) >= 15
+    plan = SimpleNamespace(
+        spec=SimpleNamespace(name="a-b", architecture=None, tokenizer=None),
+        task="t",
+        configs={"model": None, "tokenizer": None, "train": None},
+        seed=0,
+        init=None,
+        pipeline=SimpleNamespace(task=None),
+    )
+    run = RunFolder(tmp_path)
+    job = plan_job(plan, None, "cpu", run, True, resume_from="ckpt", label="member 1/2")
+    assert set(vars(job)) == declared  # nothing else rides on the instance
+    assert runner_state(job).resume_from == "ckpt" and runner_state(job).label == "member 1/2"
+    other = plan_job(plan, None, "cpu", run, True)
+    assert runner_state(other).resume_from is None  # each job its own state
