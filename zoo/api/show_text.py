@@ -104,9 +104,9 @@ def _show_entries(zoo, name: str) -> list[str]:
         if name in zoo.entries_of[kind]:
             entry = zoo.entries_of[kind].get(name)
             lines = [f"{kind} {name} (plugin {entry.plugin})", f"  {entry.description}"]
-            if entry.tasks:
+            if getattr(entry, "tasks", ()):  # an architecture's
                 lines.append(f"  tasks: {', '.join(entry.tasks)}")
-            if entry.task is not None:
+            if kind == "pipeline":
                 lines += describe_task(entry.task)
             lines.append("  config:")
             lines += describe_fields(entry.config_class())
