@@ -415,6 +415,14 @@ def test_evaluations_of_different_configurations_are_never_merged():
     assert not any("merged" in note for note in comparison.notes)
 
 
+def test_a_plain_row_beside_a_stacked_one_names_what_it_lacks():
+    for seed in (0, 1):
+        record("dec-char", "text", seed, {"val_bpc": 1.0 + seed}, run_id=f"plain{seed}")
+        record("dec-char", "text", seed, {"val_bpc": 1.1 + seed}, run_id=f"st{seed}", stacked=2)
+    labels = sorted(summarize(loaded()).cells["setting"])
+    assert labels == ["stacked=-", "stacked=2"]
+
+
 def test_every_status_a_run_can_have_can_be_compared():
     record("dec-char", "text", 0, {"val_bpc": 1.0}, status="pruned")
     result = run_cli("compare", "--status", "pruned")

@@ -8,6 +8,7 @@ Lentz); the quantile inverts it by bisection. Accurate to about 1e-12 for any re
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -197,14 +198,21 @@ def detectable(spread: float, n: int, alpha: float, power: float = 0.8) -> float
     which is the least a Welch test with those df has, solved for the difference."""
     if n < 2 or not spread > 0:
         return math.nan
-    df, se = n - 1, spread / math.sqrt(n)
+    return detectable_shift(n - 1, alpha, power) * spread / math.sqrt(n)
+
+
+@functools.lru_cache(maxsize=1024)
+def detectable_shift(df: int, alpha: float, power: float) -> float:
+    """The noncentrality (true difference over its standard error) at which the t test
+    reaches `power`: it does not depend on the spread, so a table's many comparisons with
+    the same seeds and error level search for it once."""
     low, high = 0.0, 1.0
     while t_test_power(high, df, alpha) < power:
         low, high = high, high * 2
     while high - low > 1e-4 * high:
         middle = (low + high) / 2
         low, high = (middle, high) if t_test_power(middle, df, alpha) < power else (low, middle)
-    return high * se
+    return high
 
 
 def seeds_needed(
