@@ -91,8 +91,8 @@ def test_a_plugin_outside_its_declared_api_is_set_aside_in_one_line_naming_it(ap
         zoo.add_plugin(plugin_declaring(api), loading.PluginInfo("future", "test"), strict=True)
 
 
-# A plugin written for API 1.0: flat helper imports, a plain block_size, memory(config), and
-# a pipeline reading Trained.block_size.
+# A plugin written for API 1.0: flat helper imports, a plain block_size, memory(config), a
+# pipeline reading Trained.block_size, and API 1.1's one register for every kind.
 OLD_PLUGIN = """
     from dataclasses import dataclass
 
@@ -126,6 +126,20 @@ OLD_PLUGIN = """
     @hookimpl
     def register_architectures(register):
         register("oldbag", build, config=OldConfig, tasks=("classification",), memory=memory)
+
+    class Tracker:
+        def start(self, run):
+            return None
+
+        def log(self, record):
+            pass
+
+        def finish(self, metrics, folder, status):
+            pass
+
+    @hookimpl
+    def register_loggers(register):  # API 1.1's one register, every kind's keywords
+        register("oldlog", target=Tracker, config=None, description="records nothing")
 """
 
 
@@ -137,7 +151,9 @@ def test_a_plugin_written_for_api_1_0_runs_and_is_told_each_replacement(tmp_path
         zoo = loading.build_zoo(entry_points=False)
         assert zoo.add_plugin(loading._import_file(module), loading.PluginInfo("old", "test"))
         loading.reset_zoo(zoo)
-        result = run_cli("run", "oldbag-char", negated_reviews, "--steps", 3, "--quiet")
+        result = run_cli(
+            "run", "oldbag-char", negated_reviews, "--steps", 3, "--quiet", "--log-to", "oldlog"
+        )
         assert result.code == 0, result
         with Store() as store:
             (row,) = store.rows()
@@ -149,6 +165,7 @@ def test_a_plugin_written_for_api_1_0_runs_and_is_told_each_replacement(tmp_path
         'declare it block_size: int = sized(128, role="context")',
         "take memory(config, vocab_size)",
         "use Trained.context_length",
+        "call register(name, tracker, *, description)",
     )
     for replacement in expected:
         assert any(replacement in message for message in said), (replacement, said)
