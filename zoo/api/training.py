@@ -36,12 +36,12 @@ def run(
     init: str | None = None,
     settings: dict | None = None,
     **more_settings,
-) -> Run | Ensemble:
+) -> Run:
     """Train and evaluate MODEL on DATASET and record the run (`zoo run`). Config settings
     are keyword arguments (``n_layer=2``) or a ``settings`` dict, as ``--set`` takes them;
     the dict also holds keys that are named like this function's own arguments. For an
     ensemble preset, each member is trained (or its finished run reused) and their ensemble
-    is recorded: the result is then an ``Ensemble`` (as ``zoo.ensemble`` returns). `log_to`
+    is recorded: the Run is the ensemble's row, its ``ensemble`` the runs combined. `log_to`
     names trackers (``"tensorboard,mlflow"``; default ZOO_LOG_TO) that also get its figures.
     ``init`` names a finished run whose tokenizer and matching weights it starts from
     (`--init`). When the output is not a terminal, a progress line comes every
@@ -63,7 +63,7 @@ def run(
     if model in get_zoo().catalogue.ensembles:
         from zoo.operations.ensemble_preset import run_preset
 
-        return run_preset(
+        combined = run_preset(
             model,
             dataset,
             seed=seed,
@@ -76,6 +76,7 @@ def run(
             log_to=log_to,
             log_every=log_every,
         )
+        return Run.of_ensemble(combined, seed)
     plan = plan_run(
         model,
         dataset,
