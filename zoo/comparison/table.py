@@ -150,7 +150,8 @@ IDENTITY = ("model", "dataset", "task")  # what a run is, besides its settings
 @dataclass
 class Comparison:
     """What `zoo compare` shows: the cells (one row each, numeric) and how to lay them out.
-    ``zoo.comparison.render.render(comparison, "markdown")`` gives the command's text."""
+    ``zoo.comparison.render.render(comparison, "markdown")`` gives the command's text,
+    ``zoo.plot_comparison`` its bars."""
 
     cells: Any
     """A pandas DataFrame, one row per table cell: the row keys (default model) and column
@@ -172,14 +173,6 @@ class Comparison:
     examples_counted: list[str] = field(default_factory=list)
     """The metrics whose tests count the evaluation set's sampling noise (per-example
     scores kept: zoo.comparison.bootstrap)."""
-
-    def plot(self, output) -> Any:
-        """Grouped bars with error bars (the std over seeds), one group per column of the
-        table, written to ``output`` (.png, .svg or .pdf; ``-`` is standard output), as
-        `zoo compare --plot` draws them. Returns the path written."""
-        from zoo.comparison.plots import comparison_bars, save
-
-        return save(comparison_bars(self), output)
 
     def __getitem__(self, key):
         """zoo.compare() returned the cells before: deprecated, read ``.cells``."""
