@@ -134,8 +134,8 @@ def entry_details(zoo, name: str) -> list[EntryDetails]:
                     name,
                     entry.plugin,
                     entry.description,
-                    list(entry.tasks or []),
-                    entry.task,
+                    list(getattr(entry, "tasks", ())),  # an architecture's
+                    entry.task if kind == "pipeline" else None,
                     config_fields(entry.config_class()),
                 )
             )
