@@ -96,7 +96,7 @@ def predict_texts(given: list[str], file: str | None) -> list[str]:
 
 def cmd_eval(args) -> int:
     from zoo import api
-    from zoo.api.show_text import format_metrics
+    from zoo.cli.show_text import format_metrics
 
     result = api.evaluate(
         args.run_id,
