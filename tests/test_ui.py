@@ -121,6 +121,17 @@ def test_the_run_list_is_what_zoo_runs_prints(server):
     assert "4 of 6 runs" in page
 
 
+def test_the_first_page_paged_by_the_store_is_what_zoo_runs_prints(server):
+    from zoo.comparison.runs import SUMMARY
+
+    shown = embedded(get(server, "/runs")[1], "runs-data")  # no condition: the store pages it
+    extra = [c for c in shown["shown"] if c not in SUMMARY]
+    assert {"val_bpc", "lr", "seed"} <= set(shown["shown"])  # what differs between the runs
+    cli = run_cli("runs", "--sort=-created", "--columns", ",".join(extra), "--json")
+    assert shown["rows"] == json.loads(cli.out)
+    assert shown["selected"] == shown["total"] == 6
+
+
 def test_a_condition_zoo_runs_refuses_is_the_pages_one_line(server):
     bad = "model.to_csv('x') == 1"
     status, page = get(server, "/runs" + query(where=bad))

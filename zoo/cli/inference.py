@@ -96,7 +96,7 @@ def predict_texts(given: list[str], file: str | None) -> list[str]:
 
 def cmd_eval(args) -> int:
     from zoo import api
-    from zoo.api.show_text import format_metrics
+    from zoo.cli.show_text import format_metrics
 
     result = api.evaluate(
         args.run_id,
@@ -130,12 +130,12 @@ def cmd_export(args) -> int:
         base_model=args.base_model,
     )
     if args.json:
-        print_json(done)
+        print_json(done.record())
         return 0
     print(
-        f"exported run {done['run_id']} to {done['folder']} as {done['format']}: "
-        f"{done['summary']}\nchecked on {done['compared']} validation texts: the same "
-        f"predictions as zoo, largest probability difference {done['max_difference']:.2g}"
+        f"exported run {done.run_id} to {done.folder} as {done.format}: "
+        f"{done.summary}\nchecked on {done.compared} validation texts: the same "
+        f"predictions as zoo, largest probability difference {done.max_difference:.2g}"
     )
     return 0
 

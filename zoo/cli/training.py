@@ -24,7 +24,6 @@ from zoo.train.tracking import tracker_lines
 def cmd_run(args) -> int:
     from zoo import api
     from zoo.cli import training_options
-    from zoo.results import Run
 
     training_options.with_config_file(args, "run")
     settings = training_options.settings(args)
@@ -46,10 +45,10 @@ def cmd_run(args) -> int:
         init=args.init,
         settings=settings,
     )
-    if not isinstance(run, Run):  # an ensemble preset: its members' runs, combined
+    if run.ensemble is not None:  # an ensemble preset: its members' runs, combined
         from zoo.cli.runs import print_ensemble
 
-        print_ensemble(run, args.json)
+        print_ensemble(run.ensemble, args.json)
         return 0
     if run.summary.get("rank", 0) == 0:  # under torchrun, rank 0 speaks for the run
         print_result(run.summary, args.json, quiet=args.quiet)

@@ -206,11 +206,34 @@ def power_notes(
     split over the column's k-1 comparisons as Holm's strictest step splits it; Hsu's df),
     NaN where there is no test; a note per column naming the rows that trail the leader by
     less, and how many seeds a side would tell the runner-up from the leader at the
-    spread observed, where the leader is not marked."""
-    from zoo.comparison.stats import detectable, no_spread
+    spread observed, where the leader is not marked. The differences of every column are
+    solved together (zoo.comparison.stats.detectable_differences)."""
+    from zoo.comparison.stats import detectable_differences
 
+    columns = list(_ranked_columns(table, column_keys, level, reported))
+    tests = [test for ranked, alpha in columns for test in _tests(ranked, alpha)]
+    spreads, seeds, alphas = ([test[k] for _, test in tests] for k in range(3))
+    values = detectable_differences(spreads, seeds, alphas) if tests else []
+    least = {index: float(value) for (index, _), value in zip(tests, values)}
     found = [math.nan] * len(table)
-    notes = []
+    for index, value in least.items():
+        found[table.index.get_loc(index)] = value
+    notes = [
+        note
+        for ranked, alpha in columns
+        if (note := _power_note(table, ranked, alpha, least, rows_keys, column_keys))
+    ]
+    if notes:
+        notes = [
+            f"power (Welch-Hsu tests at {level:.0%}, the error split over each column's "
+            "comparisons): " + "; ".join(notes)
+        ]
+    return found, notes
+
+
+def _ranked_columns(table, column_keys, level: float, reported):
+    """Each column that ranks its rows: its cells, the leader first, and the error rate of
+    each of its k - 1 comparisons."""
     for _, group in columns_of(table, column_keys):
         better = group["better"].iloc[0]
         if better not in ("lower", "higher") or len(group) < 2:
@@ -218,41 +241,46 @@ def power_notes(
         if group["metric"].iloc[0] in reported:
             continue
         ranked = group.sort_values("mean", ascending=better == "lower", kind="stable")
-        leader = ranked.iloc[0]
-        alpha = (1 - level) / (len(group) - 1)
-        within, smallest = [], []
-        for index, row in ranked.iloc[1:].iterrows():
-            n = min(int(leader["n"]), int(row["n"]))
-            sds = [0.0 if no_spread(c["std"], c["mean"]) else c["std"] for c in (leader, row)]
-            if n < 2 or math.isnan(sds[0]) or math.isnan(sds[1]) or not any(sds):
-                continue
-            least = detectable(math.hypot(*sds), n, alpha)
-            found[table.index.get_loc(index)] = least
-            smallest.append(least)
-            behind = abs(leader["mean"] - row["mean"])
-            if behind < least:
-                within.append(f"{row_text(row, rows_keys)} ({_figure(behind, least)} behind)")
-        if not smallest:
+        yield ranked, (1 - level) / (len(group) - 1)
+
+
+def _tests(ranked, alpha: float):
+    """(row index, (spread, n, alpha)) of each comparison of a column with its leader
+    that can be tested."""
+    from zoo.comparison.stats import no_spread
+
+    leader = ranked.iloc[0]
+    for index, row in ranked.iloc[1:].iterrows():
+        n = min(int(leader["n"]), int(row["n"]))
+        sds = [0.0 if no_spread(c["std"], c["mean"]) else c["std"] for c in (leader, row)]
+        if n < 2 or math.isnan(sds[0]) or math.isnan(sds[1]) or not any(sds):
             continue
-        where = " / ".join(key_text(leader[k]) for k in column_keys)
-        low, high = min(smallest), max(smallest)
-        size = _figure(low, low) + (f" to {_figure(high, low)}" if high > low * 1.005 else "")
-        text = (
-            f"on {where}, these seeds find a row {size} or more behind "
-            f"{row_text(leader, rows_keys)} with 80% probability"
-        )
-        if within:
-            text += "; closer, and so easily missed: " + ", ".join(within[:5])
-            text += f" and {len(within) - 5} more" if len(within) > 5 else ""
-        if not bool(table.loc[leader.name, "best"]):
-            text += _seeds_to_tell(leader, ranked.iloc[1], rows_keys, alpha)
-        notes.append(text)
-    if notes:
-        notes = [
-            f"power (Welch-Hsu tests at {level:.0%}, the error split over each column's "
-            "comparisons): " + "; ".join(notes)
-        ]
-    return found, notes
+        yield index, (math.hypot(*sds), n, alpha)
+
+
+def _power_note(table, ranked, alpha, least, rows_keys, column_keys) -> str | None:
+    leader = ranked.iloc[0]
+    smallest = [least[i] for i in ranked.index[1:] if i in least]
+    if not smallest:
+        return None
+    within = []
+    for index, row in ranked.iloc[1:].iterrows():
+        behind = abs(leader["mean"] - row["mean"])
+        if index in least and behind < least[index]:
+            within.append(f"{row_text(row, rows_keys)} ({_figure(behind, least[index])} behind)")
+    where = " / ".join(key_text(leader[k]) for k in column_keys)
+    low, high = min(smallest), max(smallest)
+    size = _figure(low, low) + (f" to {_figure(high, low)}" if high > low * 1.005 else "")
+    text = (
+        f"on {where}, these seeds find a row {size} or more behind "
+        f"{row_text(leader, rows_keys)} with 80% probability"
+    )
+    if within:
+        text += "; closer, and so easily missed: " + ", ".join(within[:5])
+        text += f" and {len(within) - 5} more" if len(within) > 5 else ""
+    if not bool(table.loc[leader.name, "best"]):
+        text += _seeds_to_tell(leader, ranked.iloc[1], rows_keys, alpha)
+    return text
 
 
 def _seeds_to_tell(leader, runner_up, rows_keys, alpha: float) -> str:
