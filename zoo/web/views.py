@@ -22,6 +22,7 @@ PER_PAGE = 50  # runs on one page of the run list
 DEFAULT_SORT = "-created"  # newest first
 MAX_EXTRA_COLUMNS = 40  # settings and metrics shown beside the summary by default
 MAX_SAMPLES_CHARS = 20_000  # of a run's samples.txt
+REFRESH_SECONDS = 5.0  # how often the curves of a run still training are read again
 # run columns that say how a run was recorded, not what it is: not offered by default
 BOOKKEEPING = {
     "parent_id",
@@ -450,6 +451,7 @@ def curves(view: StoreView, run_ids: list[str], metric: str = "loss", x: str = "
         "metrics": sorted(offered),
         "series": series,
         "training": any(r["status"] == "running" for r in rows),
+        "refresh_seconds": REFRESH_SECONDS,
     }
 
 
