@@ -171,6 +171,9 @@ def test_the_comparison_is_what_zoo_compare_prints(server):
 
 
 def test_the_run_page_is_what_zoo_show_prints(server):
+    from zoo.records.paths import MODEL_CARD, run_folder
+
+    (run_folder("r-a-1") / MODEL_CARD).write_text("# zoo-decoder-char <i>card</i>\n")
     status, page = get(server, "/runs/r-a-1")
     assert status == 200
     shown = json.loads(re.search(r'class="run-data">(.*?)</script>', page, re.S).group(1))
@@ -179,8 +182,14 @@ def test_the_run_page_is_what_zoo_show_prints(server):
     assert html.escape(config_file, quote=False).strip() in html.unescape(page) or (
         html.escape(config_file).strip() in page
     )
-    for part in ("zoo reproduce r-a-1", "0123abcd", "&lt;b&gt;a sample&lt;/b&gt;", "evaluate"):
-        assert part in page  # the samples are text, never markup
+    for part in (
+        "zoo reproduce r-a-1",
+        "0123abcd",
+        "&lt;b&gt;a sample&lt;/b&gt;",
+        "evaluate",
+        "# zoo-decoder-char &lt;i&gt;card&lt;/i&gt;",  # the card zoo export kept
+    ):
+        assert part in page  # the samples and the card are text, never markup
 
 
 @pytest.mark.parametrize(

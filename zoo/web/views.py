@@ -465,6 +465,7 @@ def run_page(view: StoreView, run_id: str) -> dict:
     file that trains it again (`zoo show RUN --config`), its phase timings, samples,
     evaluations, ensemble members, files and the commands that continue, repeat, export it."""
     from zoo.operations.reproduce import config_file
+    from zoo.records.paths import MODEL_CARD
     from zoo.train.provenance import SHOWN_KEYS
     from zoo.train.tracking import tracker_lines
 
@@ -494,7 +495,7 @@ def run_page(view: StoreView, run_id: str) -> dict:
         "weighting": config.get("weighting"),
         "evaluations": view.evaluations(row["id"]) if kind == "train" else [],
         "samples": _text(folder / "samples.txt"),
-        "card": _text(folder / "README.md"),
+        "card": _text(folder / MODEL_CARD),
         "files": sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
         if folder.is_dir()
         else [],
