@@ -224,8 +224,8 @@ def _refusal(checked: dict, name: str, described: str) -> str | None:
         )
     if agree is not True:
         return (
-            f"the {name} export predicts other labels than zoo on {described} (validation "
-            "texts); nothing was written"
+            f"the {name} export predicts otherwise than zoo on {described} (validation "
+            "texts: other labels, tokens or translations); nothing was written"
         )
     return None
 
