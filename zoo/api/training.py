@@ -138,7 +138,8 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
     models: str | list[str],
     on: str | list[str],
     *,
-    seeds: int = 1,
+    seeds: int | str = 1,
+    max_seeds: int | None = None,
     steps: int | None = None,
     time: float | None = None,
     task: str | None = None,
@@ -178,7 +179,11 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
     arguments or a ``settings`` dict, as for `run`. `jobs` is a number or ``"auto"`` (as many workers as the GPU or the
     cores take). `jobs`, `executor`, `address`, `cell_cpus`,
     `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
-    `pool` are the options of the same names; ``examples=False`` is ``--seeds-only``."""
+    `pool` are the options of the same names; ``examples=False`` is ``--seeds-only``.
+    ``seeds="auto"`` (``--seeds auto``) starts every row with 2 seeds and gives one more to
+    the rows still tied with their column's leader, look by look, until the leader is told
+    apart or they have ``max_seeds`` (default 10), the error rate split over the looks
+    (zoo.sweeps.until_answered)."""
 
     from zoo.sweeps import driver, report
     from zoo.sweeps.executors import make_executor
@@ -194,10 +199,11 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
             cell_gpus,
             device,
         )  # before planning: no Ray fails now
+        first, most = _seed_budget(seeds, max_seeds, stack_seeds)
         plan = _sweep_plan(
             [models] if isinstance(models, str) else list(models),
             [on] if isinstance(on, str) else list(on),
-            seeds=seeds,
+            seeds=first,
             overrides=_overrides({**(settings or {}), **more_settings}, steps, time),
             task=task,
             grid=grid,
@@ -211,20 +217,28 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
         _check_sweep_comparison(plan, metric, better, baseline)  # a dry run refuses it too
         if dry_run:
             return SweepResult(report.records(plan), None)
-        driver.run_sweep(plan, device=device, quiet=quiet, executor=workers)
+
+        def train() -> None:
+            driver.run_sweep(plan, device=device, quiet=quiet, executor=workers)
+
+        def compare(level: float = 0.95):
+            if not any(c.status == "finished" or c.done for c in plan.cells):
+                return None
+            options = dict(by=by, columns=columns, baseline=baseline, better=better, pool=pool)
+            return report.table(plan, metric=metric, examples=examples, level=level, **options)
+
+        if most is None:
+            train()
+            table = compare()
+        else:
+            from zoo.sweeps.until_answered import run_until_answered
+
+            table = run_until_answered(
+                plan, most=most, level=0.95, train=train, compare=compare, say=logger.info
+            )
         logger.info(report.summary(plan))
-        if not any(c.status == "finished" or c.done for c in plan.cells):
+        if table is None:
             return SweepResult(report.records(plan), None)
-        table = report.table(
-            plan,
-            metric=metric,
-            by=by,
-            columns=columns,
-            baseline=baseline,
-            better=better,
-            pool=pool,
-            examples=examples,
-        )
         return SweepResult(report.records(plan), report.comparison_frame(plan, table.cells), table)
 
 
@@ -279,6 +293,27 @@ def check_executor(executor: str) -> None:
         raise ZooError(f"executor must be local or ray, not {executor!r}", option="executor")
 
 
+def _seed_budget(seeds, max_seeds, stack_seeds) -> tuple[int, int | None]:
+    """(seeds to plan first, the most seeds a row may get: None for a fixed number)."""
+    from zoo.sweeps.until_answered import DEFAULT_MOST, START
+
+    if seeds != "auto":
+        if max_seeds is not None:
+            raise ZooError("max_seeds (--max-seeds) goes with seeds='auto' (--seeds auto)")
+        return positive_argument("seeds", seeds, int), None
+    most = positive_argument("max_seeds", DEFAULT_MOST if max_seeds is None else max_seeds, int)
+    if most < START:
+        raise ZooError(
+            f"max_seeds must be at least {START} (a test needs 2 seeds a row), got {most}"
+        )
+    if stack_seeds:
+        raise ZooError(
+            "--stack-seeds trains a fixed number of seeds together, and --seeds auto adds "
+            "them one look at a time: choose one"
+        )
+    return START, most
+
+
 def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto") -> Ensemble:
     """Combine finished runs of one task and dataset (ids or unique prefixes): average their
     class probabilities, with equal weights or weights fitted on the validation split
@@ -331,7 +366,7 @@ def tune(  # noqa: PLR0913 -- `zoo tune`'s options, keyword-only
     """
     from zoo.home import check_name_part
     from zoo.sweeps.executors import make_executor
-    from zoo.tuning.report import preset_snippet, table
+    from zoo.tuning.report import budget_text, preset_snippet, table
     from zoo.tuning.search import run_search
     from zoo.tuning.space import parse_space
     from zoo.tuning.study import Search
@@ -367,7 +402,7 @@ def tune(  # noqa: PLR0913 -- `zoo tune`'s options, keyword-only
 
     with reporting_to(None, progress=progress):
         results = run_search(search, make_executor=executors, plot_dir=plot)
-    budget = f"{trials} trials" if trials is not None else f"{time:g}s of trials"
+    budget = budget_text(trials, time)
     presets = "\n\n".join(preset_snippet(r) for r in results if r.best)
     return TuneResult([r.record() for r in results], table(results, budget), presets)
 
