@@ -13,6 +13,7 @@ from zoo.cli.options import (
     positive_float,
     positive_int,
     print_json,
+    seeds_count,
 )
 from zoo.cli.runs import add_compare_options, emit_comparison
 from zoo.cli.training_options import add_config_option
@@ -133,6 +134,7 @@ def cmd_sweep(args) -> int:
         args.models,
         args.on,
         seeds=args.seeds,
+        max_seeds=args.max_seeds,
         steps=args.steps,
         time=args.time,
         task=args.task,
@@ -287,7 +289,21 @@ def add_commands(commands) -> None:
     )
     p.add_argument("--on", nargs="+", metavar="DATASET", help="datasets")
     add_config_option(p, "sweep")
-    p.add_argument("--seeds", type=positive_int, default=1, help="seeds 0..N-1 (default 1)")
+    p.add_argument(
+        "--seeds",
+        type=seeds_count,
+        default=1,
+        metavar="N|auto",
+        help="seeds 0..N-1 (default 1); auto: 2 seeds a row, then one more at a time for "
+        "the rows still tied with their column's leader, until it is told apart or they "
+        "have --max-seeds (the error rate split over the looks)",
+    )
+    p.add_argument(
+        "--max-seeds",
+        type=positive_int,
+        metavar="N",
+        help="with --seeds auto: the most seeds a row gets (default 10)",
+    )
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--steps", type=positive_int, help="optimizer steps per cell")
     budget.add_argument(

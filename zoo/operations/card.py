@@ -342,7 +342,7 @@ def _training(config: dict, row: dict) -> str:
 def _checked(checked: dict, format: str) -> str:
     return (
         f"Before it was written, this folder was loaded as above and its predictions on "
-        f"{checked.get('compared')} validation texts compared with zoo's: the same labels, "
+        f"{checked.get('compared')} validation texts compared with zoo's: the same predictions, "
         f"largest probability difference {checked.get('max_difference', math.nan):.2g} "
         f"({format} format, fp32)."
     )
