@@ -360,6 +360,15 @@ def test_a_time_budget_starts_no_trial_once_the_trial_time_is_spent(negated_revi
     assert result.studies[0]["trials"] == {"COMPLETE": 1}
     assert result.studies[0]["trial_seconds"] > 0.001
     assert "0.001s of trials per model" in result.table
+    import optuna
+
+    from zoo.tuning import report
+    from zoo.tuning.study import default_storage
+
+    # each study keeps its row: the table is shown again (zoo ui) without training anything
+    summaries = optuna.get_all_study_summaries(default_storage())
+    kept = [s.user_attrs[report.EQUAL_BUDGET] for s in summaries]
+    assert [t["table"] for t in report.kept_tables(kept)] == [result.table]
 
 
 @pytest.mark.slow

@@ -368,7 +368,7 @@ def tune(  # noqa: PLR0913 -- `zoo tune`'s options, keyword-only
     """
     from zoo.home import check_name_part
     from zoo.sweeps.executors import make_executor
-    from zoo.tuning.report import preset_snippet, table
+    from zoo.tuning.report import budget_text, preset_snippet, table
     from zoo.tuning.search import run_search
     from zoo.tuning.space import parse_space
     from zoo.tuning.study import Search
@@ -404,7 +404,7 @@ def tune(  # noqa: PLR0913 -- `zoo tune`'s options, keyword-only
 
     with reporting_to(None, progress=progress):
         results = run_search(search, make_executor=executors, plot_dir=plot)
-    budget = f"{trials} trials" if trials is not None else f"{time:g}s of trials"
+    budget = budget_text(trials, time)
     presets = "\n\n".join(preset_snippet(r) for r in results if r.best)
     return TuneResult([r.record() for r in results], table(results, budget), presets)
 

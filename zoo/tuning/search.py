@@ -98,9 +98,7 @@ def run_search(
     planned = plan_search(search)
     storage_url = search.storage or default_storage()
     storage = open_storage(storage_url)
-    budget = (
-        f"{search.trials} trials" if search.trials is not None else f"{search.time:g}s of trials"
-    )
+    budget = report.budget_text(search.trials, search.time)
     log.info(
         f"tune: {len(search.models)} model(s) x {len(search.datasets)} dataset(s), "
         f"{budget} each, pruner {search.pruner}, studies in {_redact(storage_url)}"
@@ -145,6 +143,7 @@ def run_search(
     for result, study in zip(results, studies.values()):
         folder = Path(plot_dir) if plot_dir else _study_folder(storage_url)
         result.plots = report.save_plots(study, folder)
+    report.keep_rows(list(studies.values()), results, budget)
     return results
 
 
