@@ -299,17 +299,19 @@ def _seed_budget(seeds, max_seeds, stack_seeds) -> tuple[int, int | None]:
 
     if seeds != "auto":
         if max_seeds is not None:
-            raise ZooError("max_seeds (--max-seeds) goes with seeds='auto' (--seeds auto)")
+            raise ZooError("max_seeds goes with seeds='auto'", option="max_seeds")
         return positive_argument("seeds", seeds, int), None
     most = positive_argument("max_seeds", DEFAULT_MOST if max_seeds is None else max_seeds, int)
     if most < START:
         raise ZooError(
-            f"max_seeds must be at least {START} (a test needs 2 seeds a row), got {most}"
+            f"max_seeds must be at least {START} (a test needs 2 seeds a row), got {most}",
+            option="max_seeds",
         )
     if stack_seeds:
         raise ZooError(
-            "--stack-seeds trains a fixed number of seeds together, and --seeds auto adds "
-            "them one look at a time: choose one"
+            "stack_seeds trains a fixed number of seeds together, and seeds='auto' adds "
+            "them one look at a time: choose one",
+            option="stack_seeds",
         )
     return START, most
 
