@@ -212,6 +212,8 @@ def test_export_writes_a_model_card_the_hub_reads_and_force_replaces_it(tiny_tex
 
     from huggingface_hub import ModelCard
 
+    from zoo.records.paths import MODEL_CARD, run_folder
+
     run_id = trained_run("decoder-char", tiny_text, steps=4)
     folder = tmp_path / "export"
     mask = os.umask(0o022)
@@ -221,6 +223,8 @@ def test_export_writes_a_model_card_the_hub_reads_and_force_replaces_it(tiny_tex
         os.umask(mask)
     card = ModelCard.load(folder / "README.md")
     assert card.data.library_name == "transformers" and "zoo" in card.data.tags
+    kept = run_folder(run_id) / MODEL_CARD  # beside the run too: zoo ui's run page shows it
+    assert kept.read_text() == (folder / "README.md").read_text()
     assert card.data.pipeline_tag == "text-generation"
     results = {(r.metric_type, r.dataset_split): r.metric_value for r in card.data.eval_results}
     metrics = json.loads(run_cli("runs", "--json", "--columns", "val_bpc,test_bpc").out)[0]
@@ -245,7 +249,7 @@ def test_export_writes_a_model_card_the_hub_reads_and_force_replaces_it(tiny_tex
     assert stat.S_IMODE(folder.stat().st_mode) == 0o755
 
     again = run_cli("export", run_id, folder)
-    assert again.code == 2 and "--force" in again.err
+    assert again.code == 2 and "force replacing it" in again.err
     other = trained_run("decoder-char", tiny_text, "--seed", "1", steps=4)
     assert run_cli("export", other, folder, "--force").code == 0
     assert other in ModelCard.load(folder / "README.md").text

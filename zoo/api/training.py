@@ -304,17 +304,19 @@ def _seed_budget(seeds, max_seeds, stack_seeds) -> tuple[int, int | None]:
 
     if seeds != "auto":
         if max_seeds is not None:
-            raise ZooError("max_seeds (--max-seeds) goes with seeds='auto' (--seeds auto)")
+            raise ZooError("max_seeds goes with seeds='auto'", option="max_seeds")
         return positive_argument("seeds", seeds, int), None
     most = positive_argument("max_seeds", DEFAULT_MOST if max_seeds is None else max_seeds, int)
     if most < START:
         raise ZooError(
-            f"max_seeds must be at least {START} (a test needs 2 seeds a row), got {most}"
+            f"max_seeds must be at least {START} (a test needs 2 seeds a row), got {most}",
+            option="max_seeds",
         )
     if stack_seeds:
         raise ZooError(
-            "--stack-seeds trains a fixed number of seeds together, and --seeds auto adds "
-            "them one look at a time: choose one"
+            "stack_seeds trains a fixed number of seeds together, and seeds='auto' adds "
+            "them one look at a time: choose one",
+            option="stack_seeds",
         )
     return START, most
 
@@ -371,7 +373,7 @@ def tune(  # noqa: PLR0913 -- `zoo tune`'s options, keyword-only
     """
     from zoo.home import check_name_part
     from zoo.sweeps.executors import make_executor
-    from zoo.tuning.report import preset_snippet, table
+    from zoo.tuning.report import budget_text, preset_snippet, table
     from zoo.tuning.search import run_search
     from zoo.tuning.space import parse_space
     from zoo.tuning.study import Search
@@ -407,7 +409,7 @@ def tune(  # noqa: PLR0913 -- `zoo tune`'s options, keyword-only
 
     with reporting_to(None, progress=progress):
         results = run_search(search, make_executor=executors, plot_dir=plot)
-    budget = f"{trials} trials" if trials is not None else f"{time:g}s of trials"
+    budget = budget_text(trials, time)
     presets = "\n\n".join(preset_snippet(r) for r in results if r.best)
     return TuneResult([r.record() for r in results], table(results, budget), presets)
 

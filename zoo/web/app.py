@@ -160,9 +160,15 @@ def curves_json(request):
 
 def tune(request):
     store = request.app.state.store
-    studies, ensembles = views.studies(store), views.ensembles(store)
+    studies = views.studies(store)
     return page(
-        request, "tune.html", studies=studies, ensembles=ensembles, view="tune", charts=True
+        request,
+        "tune.html",
+        studies=studies,
+        tables=views.budget_tables(studies),
+        ensembles=views.ensembles(store),
+        view="tune",
+        charts=True,
     )
 
 

@@ -465,6 +465,7 @@ def run_page(view: StoreView, run_id: str) -> dict:
     file that trains it again (`zoo show RUN --config`), its phase timings, samples,
     evaluations, ensemble members, files and the commands that continue, repeat, export it."""
     from zoo.operations.reproduce import config_file
+    from zoo.records.paths import MODEL_CARD
     from zoo.train.provenance import SHOWN_KEYS
     from zoo.train.tracking import tracker_lines
 
@@ -494,7 +495,7 @@ def run_page(view: StoreView, run_id: str) -> dict:
         "weighting": config.get("weighting"),
         "evaluations": view.evaluations(row["id"]) if kind == "train" else [],
         "samples": _text(folder / "samples.txt"),
-        "card": _text(folder / "README.md"),
+        "card": _text(folder / MODEL_CARD),
         "files": sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
         if folder.is_dir()
         else [],
@@ -607,8 +608,11 @@ def study(loaded) -> dict:
             "height": 320,
         },
     }
+    from zoo.tuning.report import EQUAL_BUDGET
+
     return {
         "name": loaded.study_name,
+        "equal_budget": loaded.user_attrs.get(EQUAL_BUDGET),
         "direction": "maximize" if maximize else "minimize",
         "trials": trials,
         "best": best,
@@ -616,6 +620,18 @@ def study(loaded) -> dict:
         "importance": {k: float(v) for k, v in importance.items()},
         "importance_note": why,
     }
+
+
+def budget_tables(studies: list[dict]) -> list[dict]:
+    """The equal-budget tables `zoo tune` printed, as it printed them (zoo.tuning.report's
+    table of the rows each study kept), newest search first."""
+    from zoo.tuning.report import kept_tables
+
+    kept = [s["equal_budget"] for s in studies if isinstance(s.get("equal_budget"), dict)]
+    try:
+        return kept_tables(kept)
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:  # a study edited by hand
+        return [{"search": "", "budget": "", "table": f"the kept tables cannot be read: {exc}"}]
 
 
 def ensembles(view: StoreView) -> list[dict]:
