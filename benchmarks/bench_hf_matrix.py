@@ -188,8 +188,8 @@ def stage_export(run_id: str, home: Path, out: Path) -> None:
 
     os.environ["ZOO_HOME"] = str(home)
     done = zoo.export(run_id, out)
-    if done.get("format") != "transformers":
-        raise StageFailed("export", f"exported as {done.get('format')}, not transformers")
+    if done.format != "transformers":
+        raise StageFailed("export", f"exported as {done.format}, not transformers")
 
 
 class StageFailed(Exception):

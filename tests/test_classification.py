@@ -39,12 +39,19 @@ def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, c
     from zoo.train.model import TaskSpec
 
     torch.manual_seed(0)
-    if arch == "encoder":
+    if arch.startswith("encoder"):
         from zoo.plugins.encoder import EncoderConfig
         from zoo.plugins.encoder.model import build
 
+        modern = dict(position="rotary", norm="rms", mlp="swiglu", n_kv_head=1, bias=False)
         cfg = EncoderConfig(
-            n_layer=2, n_head=2, n_embd=16, block_size=24, dropout=0.1, pooling=pooling
+            n_layer=2,
+            n_head=2,
+            n_embd=16,
+            block_size=24,
+            dropout=0.1,
+            pooling=pooling,
+            **(modern if arch == "encoder-modern" else {}),
         )
     else:
         from zoo.plugins.decoder import DecoderConfig
@@ -68,6 +75,7 @@ def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, c
         ("encoder", "classification", "max"),
         ("encoder", "next-item", "mean"),
         ("encoder", "next-item", "cls"),
+        ("encoder-modern", "classification", "mean"),
         ("decoder", "classification", "-"),
         ("decoder", "next-item", "-"),
     ],

@@ -415,6 +415,14 @@ def test_evaluations_of_different_configurations_are_never_merged():
     assert not any("merged" in note for note in comparison.notes)
 
 
+def test_a_plain_row_beside_a_stacked_one_names_what_it_lacks():
+    for seed in (0, 1):
+        record("dec-char", "text", seed, {"val_bpc": 1.0 + seed}, run_id=f"plain{seed}")
+        record("dec-char", "text", seed, {"val_bpc": 1.1 + seed}, run_id=f"st{seed}", stacked=2)
+    labels = sorted(summarize(loaded()).cells["setting"])
+    assert labels == ["stacked=-", "stacked=2"]
+
+
 def test_every_status_a_run_can_have_can_be_compared():
     record("dec-char", "text", 0, {"val_bpc": 1.0}, status="pruned")
     result = run_cli("compare", "--status", "pruned")
@@ -515,7 +523,7 @@ def test_python_api_returns_the_cells():
     import zoo
 
     fill_two_models()
-    cells = zoo.compare(where="dataset == 'text'")
+    cells = zoo.compare(where="dataset == 'text'").cells
     assert set(cells["model"]) == {"base-char", "big-char", "mid-char"}
     assert len(zoo.runs()) == 8
 
@@ -845,3 +853,19 @@ def test_row_labels_under_a_pooling_row_key_name_the_model_and_what_its_own_runs
         assert max(len(label) for label in labels) < 40, labels
         assert labels >= {"model=dec-char, steps=100", "model=dec-char, steps=200"}, labels
         assert "model=enc-char" in labels, labels
+
+
+def test_compare_is_the_one_comparison_and_its_earlier_forms_warn(isolated):
+    import zoo
+    from zoo.errors import ZooDeprecationWarning
+
+    fill_two_models()
+    comparison = zoo.compare(where="dataset == 'text'")
+    assert isinstance(comparison, zoo.Comparison) and comparison.rows == ["model"]
+    with pytest.warns(ZooDeprecationWarning, match="zoo.compare returns"):
+        earlier = zoo.comparison_table(where="dataset == 'text'")
+    assert earlier.cells.equals(comparison.cells)
+    with pytest.warns(ZooDeprecationWarning, match=r"\.cells\['model'\]"):
+        assert list(comparison["model"]) == list(comparison.cells["model"])
+    written = zoo.plot_comparison(comparison, isolated / "bars.svg")  # zoo compare --plot
+    assert written.read_text(encoding="utf-8").lstrip().startswith("<?xml")

@@ -36,6 +36,44 @@ def test_the_types_are_read_from_transformers_mappings_without_importing_it():
     assert read["qwen2"]["classification"] == "Qwen2ForSequenceClassification"
 
 
+def test_the_type_list_is_cached_per_installed_transformers(monkeypatch):
+    from zoo.plugins.transformers import types
+
+    parses = []
+    parsed = types._parsed
+    monkeypatch.setattr(types, "_parsed", lambda source: parses.append(source) or parsed(source))
+    first = types._mappings()
+    assert len(parses) == 1 and types.cache_file().is_file()
+    assert types._mappings() == first and len(parses) == 1  # read back, not parsed again
+    # another transformers (a new version, or the file rewritten) is parsed again
+    key = types._cache_key(types._source())
+    monkeypatch.setattr(types, "_cache_key", lambda source: {**key, "transformers": "9.9.9"})
+    assert types._mappings() == first and len(parses) == 2
+    assert json.loads(types.cache_file().read_text())["key"]["transformers"] == "9.9.9"
+    assert types._mappings() == first and len(parses) == 2
+
+
+@pytest.mark.parametrize("damage", ["{not json", '{"key": 1}', "[]", "null", "\x00\xff"])
+def test_a_damaged_type_cache_is_parsed_again_and_rewritten(monkeypatch, damage):
+    from zoo.plugins.transformers import types
+
+    expected = types._mappings()
+    types.cache_file().write_bytes(damage.encode("latin-1"))
+    parses = []
+    parsed = types._parsed
+    monkeypatch.setattr(types, "_parsed", lambda source: parses.append(source) or parsed(source))
+    assert types._mappings() == expected and len(parses) == 1
+    assert json.loads(types.cache_file().read_text())["mappings"] == expected
+
+
+def test_an_unwritable_cache_folder_still_lists(monkeypatch, tmp_path):
+    from zoo.plugins.transformers import types
+
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("ZOO_CACHE", str(tmp_path / "a-file"))  # not a folder: no cache
+    assert "gpt2" in types._mappings()["MODEL_FOR_CAUSAL_LM_MAPPING_NAMES"]
+
+
 def test_the_rule_maps_zoo_shapes_through_each_config_class_names():
     from zoo.plugins.transformers.configs import layout_of
 

@@ -134,7 +134,7 @@ def test_each_stacked_seed_is_an_ordinary_run_and_a_configuration_of_its_own(tin
     table = run_cli("compare", "--format", "json")
     assert table.code == 0, table
     found = {c["setting"]: c["n"] for c in json.loads(table.out)}
-    assert found == {"stacked=2": 2, "": 2}, found  # the plain row: no setting of its own
+    assert found == {"stacked=2": 2, "stacked=-": 2}, found  # the plain row: not stacked
     # a stacked run reloads and scores as any run
     evaluation = run_cli("eval", stacked[0]["id"], "tiny-digits", "--split", "test", "--json")
     assert evaluation.code == 0, evaluation

@@ -317,6 +317,7 @@ def check_resume(model, dataset, settings, steps, reference):
         return ("resume", "failed", str(exc))
     else:
         return ("resume", "skipped", "the model keeps no checkpoints (no optimizer_state)")
+    assert resumed.folder is not None  # a trained run, never an ensemble's row
     ours = (resumed.folder / "model.safetensors").read_bytes()
     theirs = (reference.folder / "model.safetensors").read_bytes()
     if ours != theirs:

@@ -13,6 +13,7 @@ from zoo.cli.options import (
     positive_float,
     positive_int,
     print_json,
+    seeds_count,
 )
 from zoo.cli.runs import add_compare_options, emit_comparison
 from zoo.cli.training_options import add_config_option
@@ -24,7 +25,6 @@ from zoo.train.tracking import tracker_lines
 def cmd_run(args) -> int:
     from zoo import api
     from zoo.cli import training_options
-    from zoo.results import Run
 
     training_options.with_config_file(args, "run")
     settings = training_options.settings(args)
@@ -46,10 +46,10 @@ def cmd_run(args) -> int:
         init=args.init,
         settings=settings,
     )
-    if not isinstance(run, Run):  # an ensemble preset: its members' runs, combined
+    if run.ensemble is not None:  # an ensemble preset: its members' runs, combined
         from zoo.cli.runs import print_ensemble
 
-        print_ensemble(run, args.json)
+        print_ensemble(run.ensemble, args.json)
         return 0
     if run.summary.get("rank", 0) == 0:  # under torchrun, rank 0 speaks for the run
         print_result(run.summary, args.json, quiet=args.quiet)
@@ -134,6 +134,7 @@ def cmd_sweep(args) -> int:
         args.models,
         args.on,
         seeds=args.seeds,
+        max_seeds=args.max_seeds,
         steps=args.steps,
         time=args.time,
         task=args.task,
@@ -288,7 +289,21 @@ def add_commands(commands) -> None:
     )
     p.add_argument("--on", nargs="+", metavar="DATASET", help="datasets")
     add_config_option(p, "sweep")
-    p.add_argument("--seeds", type=positive_int, default=1, help="seeds 0..N-1 (default 1)")
+    p.add_argument(
+        "--seeds",
+        type=seeds_count,
+        default=1,
+        metavar="N|auto",
+        help="seeds 0..N-1 (default 1); auto: 2 seeds a row, then one more at a time for "
+        "the rows still tied with their column's leader, until it is told apart or they "
+        "have --max-seeds (the error rate split over the looks)",
+    )
+    p.add_argument(
+        "--max-seeds",
+        type=positive_int,
+        metavar="N",
+        help="with --seeds auto: the most seeds a row gets (default 10)",
+    )
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--steps", type=positive_int, help="optimizer steps per cell")
     budget.add_argument(

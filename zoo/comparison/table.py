@@ -108,21 +108,22 @@ def eval_value(metrics: dict, name: str, split: str | None):
 
 
 # -- loading -------------------------------------------------------------------------
-def load_runs(store=None):
+def load_runs(store=None, rows: list[dict] | None = None):
     """Every run, one column per scalar metric and per setting (zoo.records.columns), plus
     what comparisons need from the config: `settings` (the settings that change the result,
     without the seed), `trained_on` and `split` (eval rows). From ``store`` where given (an
-    open zoo.records.store.Store, read-only for a viewer), else from ZOO_HOME's."""
+    open zoo.records.store.Store, read-only for a viewer), else from ZOO_HOME's; only of
+    ``rows`` (what its ``rows`` returned) where given."""
     from zoo.records.columns import with_setting_columns
     from zoo.records.store import Store
 
     if store is None:
         with Store() as opened:
-            return load_runs(opened)
-    listed = store.rows()
+            return load_runs(opened, rows)
+    listed = store.rows() if rows is None else rows
     frame = store.frame(listed)
-    rows = {r["id"]: r for r in listed}
-    return add_settings(with_setting_columns(frame, rows), rows)
+    by_id = {r["id"]: r for r in listed}
+    return add_settings(with_setting_columns(frame, by_id), by_id)
 
 
 def add_settings(frame, rows: dict):
@@ -130,7 +131,7 @@ def add_settings(frame, rows: dict):
     same configuration at the same seed: zoo.comparison.samples)."""
     frame = frame.copy()
     derived = {run_id: settings_of(row, rows) for run_id, row in rows.items()}
-    samples = {run_id: sample_key(row, rows) for run_id, row in rows.items()}
+    samples = {run_id: sample_key(row, rows, derived[run_id]) for run_id, row in rows.items()}
     diverged = {run_id: nan_metrics(row) for run_id, row in rows.items()}
     frame["settings"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[0])
     frame["trained_on"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[1])
@@ -148,22 +149,66 @@ IDENTITY = ("model", "dataset", "task")  # what a run is, besides its settings
 
 @dataclass
 class Comparison:
-    """The cells (one row each, numeric) and how to lay them out."""
+    """What `zoo compare` shows: the cells (one row each, numeric) and how to lay them out.
+    ``zoo.comparison.render.render(comparison, "markdown")`` gives the command's text,
+    ``zoo.plot_comparison`` its bars."""
 
-    cells: Any  # pandas DataFrame
+    cells: Any
+    """A pandas DataFrame, one row per table cell: the row keys (default model) and column
+    keys (default dataset), task, metric, better, mean, std, n (distinct seeds), best,
+    detectable (the smallest difference to the leader its seeds find with 80% power),
+    setting, configs, runs; with a baseline also diff, ci_low, ci_high, df, p, p_holm,
+    significant (None where there is no test) and test."""
     rows: list[str]
+    """The run columns that make the table's rows (``by``)."""
     columns: list[str]
+    """The run columns that make the table's columns."""
     baseline: str | None = None
+    """The row the others are tested against, if any."""
     notes: list[str] = field(default_factory=list)
-    pooled: bool = False  # --pool: n counts runs (configurations x seeds), not seeds
-    examples_counted: list[str] = field(default_factory=list)  # metrics whose tests count
-    # the evaluation set's sampling noise (per-example scores kept: zoo.comparison.bootstrap)
+    """What the command prints under the table: merged duplicates, runs left out, rows
+    not told apart."""
+    pooled: bool = False
+    """``pool``: n counts runs (configurations x seeds), not seeds."""
+    examples_counted: list[str] = field(default_factory=list)
+    """The metrics whose tests count the evaluation set's sampling noise (per-example
+    scores kept: zoo.comparison.bootstrap)."""
+    ties: list = field(default_factory=list)
+    """The columns whose leader is not told apart from every other row, with the rows
+    tied with it (zoo.comparison.significance.Tie): what more seeds would settle."""
+    level: float = 0.95
+    """The confidence of each column's tests."""
+
+    def __getitem__(self, key):
+        """zoo.compare() returned the cells before: deprecated, read ``.cells``."""
+        _earlier_frame(f"[{key!r}]")
+        return self.cells[key]
+
+    def __getattr__(self, name: str):
+        cells = self.__dict__.get("cells")  # None while a copy or pickle is being built
+        if name.startswith("_") or cells is None or not hasattr(cells, name):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        _earlier_frame(f".{name}")
+        return getattr(cells, name)
 
     @functools.cached_property
     def metric_pairs(self):
         """The (task, metric) pairs of the table, each once (a column's label names its
         metric where there are several: computed once, not for every cell)."""
         return self.cells[["task", "metric"]].drop_duplicates()
+
+
+def _earlier_frame(access: str) -> None:
+    import warnings
+
+    from zoo.errors import ZooDeprecationWarning
+
+    warnings.warn(
+        f"zoo.compare(){access} is deprecated: zoo.compare returns a zoo.Comparison; its "
+        f"cells are .cells{access} (the DataFrame access goes in zoo 0.2)",
+        ZooDeprecationWarning,
+        stacklevel=3,
+    )
 
 
 def summarize(
@@ -230,7 +275,7 @@ def summarize(
         raise UnknownNameError("metric", metric, metric_names(frame))
     what = f"{'evaluation' if evals else 'training'} runs with status {', '.join(status) or 'any'}"
     if data.empty:
-        raise ZooError(f"no {what} match" + (f" --where {where!r}" if where else ""))
+        raise ZooError(f"no {what} match" + (f" where {where!r}" if where else ""))
     long = _values(data, metric, evals)
     if long.empty:
         raise ZooError(f"none of the {what} recorded " + (metric or "their task's primary metric"))
@@ -292,7 +337,9 @@ def summarize(
     table["setting"] = setting_labels(table, rows_keys, column_keys)
     reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
     replicates = _example_replicates(table, column_keys, examples and not evals)
-    table["best"], marks = best_marks(table, rows_keys, column_keys, level, reported, replicates)
+    table["best"], marks, ties = best_marks(
+        table, rows_keys, column_keys, level, reported, replicates
+    )
     table["detectable"], power = power_notes(table, rows_keys, column_keys, level, reported)
     notes += marks + power
     if missing:
@@ -333,7 +380,15 @@ def summarize(
     table = table.reset_index(drop=True)
     table.attrs["notes"] = notes  # zoo.compare() returns the cells: the notes travel with them
     return Comparison(
-        table, rows_keys, column_keys, baseline, notes, pooled=pool, examples_counted=counted
+        table,
+        rows_keys,
+        column_keys,
+        baseline,
+        notes,
+        pooled=pool,
+        examples_counted=counted,
+        ties=ties,
+        level=level,
     )
 
 

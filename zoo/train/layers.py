@@ -93,8 +93,10 @@ class Rotary(nn.Module):
     position / base^(2i / D). Queries and keys so turned score by their relative position.
     The angles are buffers, kept out of the saved weights."""
 
-    cos: torch.Tensor  # [T, D], buffers (register_buffer)
+    cos: torch.Tensor
+    """[T, D]: each position's cosines, a buffer."""
     sin: torch.Tensor
+    """[T, D]: each position's sines, a buffer."""
 
     def __init__(self, width: int, context: int, base: float = 10000.0):  # width: a head's
         super().__init__()

@@ -23,7 +23,7 @@ import numpy as np
 from zoo.core.phases import phase
 from zoo.errors import ContractBroken, ZooError
 from zoo.train import distributed
-from zoo.train.job import Job, TrainConfig
+from zoo.train.job import Job, TrainConfig, runner_state
 from zoo.train.model import NonFiniteError, optional_member
 
 
@@ -178,12 +178,13 @@ def train(
     them; with ``patience`` it stops after that many validations without improvement.
     ``rngs`` are further NumPy generators the pipeline draws from (checkpointed and
     restored in place), ``state`` further objects with ``state_dict()``/``load_state_dict()``.
-    With ``job._resume_from`` set, the loop continues that checkpoint.
+    With a checkpoint to resume (the runner's ``runner_state(job).resume_from``), the loop
+    continues it.
 
-    ``job._on_validate(step, validation, figures)``, when set, sees every periodic validation
+    The runner's ``on_validate(step, validation, figures)``, when set, sees every periodic validation
     (``validation`` counts them from 1, resumed runs included); it returns None to go on,
     or a status word ("pruned", say) to stop training there: the loop keeps the status and
-    step in ``result.stopped`` and ``job._stopped`` for the run's record.
+    step in ``result.stopped`` and in the runner's state for the run's record.
     """
     from zoo.train.checkpoints import Checkpointer
 
@@ -193,7 +194,7 @@ def train(
     _configure(model, cfg, ranks)
     step_figures = optional_member(model, "step_figures")
     short = warmup_outlasts_training(cfg)  # said as training starts, after every refusal
-    if short and job._resume_from is None:
+    if short and runner_state(job).resume_from is None:
         job.say(f"zoo: warning: {short}")
     result = TrainResult()
     checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})}, state)
@@ -314,14 +315,15 @@ def _patience_spent(result: TrainResult, cfg) -> bool:
 
 def _told_to_stop(job: Job, result: TrainResult, figures: dict) -> bool:
     """Ask the job's per-validation callback, if any, whether training goes on."""
-    callback = job._on_validate
+    state = runner_state(job)
+    callback = state.on_validate
     if callback is None:
         return False
     status = callback(result.steps, len(result.curve), dict(figures))
     if not status:
         return False
     result.stopped, result.stopped_step = str(status), result.steps
-    job._stopped = (result.stopped, result.steps)
+    state.stopped = (result.stopped, result.steps)
     return True
 
 
