@@ -436,3 +436,41 @@ def test_label_smoothing_is_refused_for_a_model_that_computes_its_own_loss(cli):
     )  # fmt: skip
     assert result.code == 2, result
     assert "computes its own loss" in result.err
+
+
+# -- kill and resume -----------------------------------------------------------------------
+TINY_RESUMABLE = [
+    "--set", "eval_interval=4", "--set", "eval_batches=1", "--set", "n_embd=32", "--set", "n_head=4",
+    "--set", "block_size=16", "--set", "batch_size=16", "--set", "label_smoothing=0.1",
+    "--set", "dataset.train_size=200", "--set", "dataset.validation_size=8",
+    "--set", "dataset.test_size=8", "--set", "dataset.max_len=4",
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_an_encoder_decoder_killed_with_sigkill_resumes_bit_identically():
+    """An encoder-decoder with dropout and label smoothing, killed with SIGKILL at a random
+    step and resumed: the same run as uninterrupted (weights, metrics with BLEU, the decoded
+    samples, the curve). The prefix LM shares the pipeline's state (its batch generator);
+    the decoder's own resume is language modeling's."""
+    import os
+
+    from test_reliability import Trial, assert_same_run, kill_points, reference_run, run_args, watch
+
+    from tests.conftest import run_cli
+    from zoo.records.store import home
+
+    steps = 12
+    args = run_args("digits-transduction", steps, model="encdec-char", tiny=TINY_RESUMABLE)
+    reference = reference_run(
+        "digits-transduction", steps, model="encdec-char", tiny=TINY_RESUMABLE
+    )
+    trial = Trial(home().parent / "trial", args, kill_points(1).randint(2, steps - 4))
+    watch([trial])
+    run_id = trial.check_killed()
+    os.environ["ZOO_HOME"] = str(trial.home)  # the isolated fixture restores it
+    resumed = run_cli("resume", run_id, "--json")
+    assert resumed.code == 0, (trial.kill_at, resumed)
+    done = json.loads(resumed.out)
+    assert done["task"] == "seq2seq" and "test_bleu" in done["metrics"]
+    assert_same_run(done, reference)

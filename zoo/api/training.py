@@ -215,6 +215,11 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
 
             check_plans(plan.todo, workers)
         _check_sweep_comparison(plan, metric, better, baseline)  # a dry run refuses it too
+        if most is not None:
+            logger.info(
+                f"seeds until answered: then one more seed at a time, up to {most}, for "
+                "each column's leader and the rows still tied with it"
+            )
         if dry_run:
             return SweepResult(report.records(plan), None)
 
@@ -299,17 +304,19 @@ def _seed_budget(seeds, max_seeds, stack_seeds) -> tuple[int, int | None]:
 
     if seeds != "auto":
         if max_seeds is not None:
-            raise ZooError("max_seeds (--max-seeds) goes with seeds='auto' (--seeds auto)")
+            raise ZooError("max_seeds goes with seeds='auto'", option="max_seeds")
         return positive_argument("seeds", seeds, int), None
     most = positive_argument("max_seeds", DEFAULT_MOST if max_seeds is None else max_seeds, int)
     if most < START:
         raise ZooError(
-            f"max_seeds must be at least {START} (a test needs 2 seeds a row), got {most}"
+            f"max_seeds must be at least {START} (a test needs 2 seeds a row), got {most}",
+            option="max_seeds",
         )
     if stack_seeds:
         raise ZooError(
-            "--stack-seeds trains a fixed number of seeds together, and --seeds auto adds "
-            "them one look at a time: choose one"
+            "stack_seeds trains a fixed number of seeds together, and seeds='auto' adds "
+            "them one look at a time: choose one",
+            option="stack_seeds",
         )
     return START, most
 

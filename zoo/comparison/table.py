@@ -276,7 +276,7 @@ def summarize(
         raise UnknownNameError("metric", metric, metric_names(frame))
     what = f"{'evaluation' if evals else 'training'} runs with status {', '.join(status) or 'any'}"
     if data.empty:
-        raise ZooError(f"no {what} match" + (f" --where {where!r}" if where else ""))
+        raise ZooError(f"no {what} match" + (f" where {where!r}" if where else ""))
     long = _values(data, metric, evals)
     if long.empty:
         raise ZooError(f"none of the {what} recorded " + (metric or "their task's primary metric"))
