@@ -200,6 +200,11 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
         )
         plan.log_to = _trackers(log_to)
         _check_sweep_comparison(plan, metric, better, baseline)  # a dry run refuses it too
+        if most is not None:
+            logger.info(
+                f"seeds until answered: then one more seed at a time, up to {most}, for "
+                "each column's leader and the rows still tied with it"
+            )
         if dry_run:
             return SweepResult(report.records(plan), None)
         comparison = dict(by=by, columns=columns, baseline=baseline, better=better, pool=pool)
