@@ -375,3 +375,17 @@ def test_the_tune_page_shows_zoo_tunes_table_and_an_ensembles_members(server, mo
         ("r-a-0", "r-a", "0.2500"),
         ("r-b-0", "r-b", "0.7500"),
     ]
+
+
+def test_the_ui_never_imports_torch(store):
+    from conftest import run_python
+
+    lines = run_python(
+        "import os, sys\n"
+        "from zoo.web import views\nfrom zoo.web.app import create_app\n"
+        "view = views.StoreView(os.environ['ZOO_HOME'])\ncreate_app(view.home)\n"
+        "views.runs_page(view), views.runs_page(view, where='seed == 1'), views.comparison(view, {})\n"
+        "views.run_page(view, 'r-a-0'), views.curves(view, ['r-a-0']), views.ensembles(view)\n"
+        "print('torch' in sys.modules)"
+    )
+    assert lines[-1] == "False"
