@@ -867,5 +867,5 @@ def test_compare_is_the_one_comparison_and_its_earlier_forms_warn(isolated):
     assert earlier.cells.equals(comparison.cells)
     with pytest.warns(ZooDeprecationWarning, match=r"\.cells\['model'\]"):
         assert list(comparison["model"]) == list(comparison.cells["model"])
-    written = comparison.plot(isolated / "bars.svg")  # the bars of zoo compare --plot
+    written = zoo.plot_comparison(comparison, isolated / "bars.svg")  # zoo compare --plot
     assert written.read_text(encoding="utf-8").lstrip().startswith("<?xml")

@@ -228,12 +228,14 @@ def test_zoo_run_reuses_the_cached_tokenizer_and_show_reports_it(tiny_text, monk
 
 
 def test_show_reads_the_vocabulary_from_tokenizer_json_when_metrics_lack_it():
-    from zoo.api.show_text import tokenizer_line
+    from zoo.api.details import saved_vocab_size
+    from zoo.cli.show_text import tokenizer_line
     from zoo.records.store import home
 
     (home() / "run-1").mkdir(parents=True)
     char().save(home() / "run-1" / "tokenizer.json")
-    line = tokenizer_line({"id": "run-1", "tokenizer": "char", "metrics": {}})
+    vocab = saved_vocab_size(home() / "run-1" / "tokenizer.json")
+    line = tokenizer_line({"id": "run-1", "tokenizer": "char", "metrics": {}}, vocab)
     assert line == (
         f"  tokenizer char: vocabulary {char().vocab_size} tokens, "
         "characters per token not recorded"

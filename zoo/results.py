@@ -317,7 +317,7 @@ class Reproduction:
 
 @dataclass
 class Listing:
-    """What `zoo list` shows: per kind (architectures, tokenizers, datasets, models,
+    """What `zoo list` finds: per kind (architectures, tokenizers, datasets, models,
     pipelines, loggers, plugins), a row per entry with its name, plugin and description; or,
     asked for the matrix, which task each dataset serves with which model."""
 
@@ -325,23 +325,131 @@ class Listing:
     """Kind -> its rows (name, plugin, description, the kind's own fields); empty for the matrix."""
     matrix: list[dict] = field(default_factory=list)
     """With ``matrix=True``: for every architecture and dataset, the task that would run, or why none can."""
-    text: str = field(default="", repr=False)
-    """As the command prints it."""
+    presets_only: bool = False
+    """The models listed are the presets alone (not every ARCHITECTURE-TOKENIZER pair)."""
+
+
+@dataclass
+class ConfigField:
+    """One field of a config dataclass, as `zoo show` lists it."""
+
+    name: str
+    """The field's name: the key ``--set`` and keyword settings take."""
+    type: str
+    """Its type, as written in the dataclass (``int``, ``float | None``)."""
+    value: Any
+    """What the shown model or dataset sets it to (its default where it sets nothing)."""
+    default: Any = None
+    """The dataclass's default (``required`` is True where it has none)."""
+    required: bool = False
+    """The field has no default."""
+    set_here: bool = False
+    """The preset or catalogue entry sets it (``value`` is not the default)."""
+
+
+@dataclass
+class ModelDetails:
+    """A model `zoo run` takes (a preset or an ARCHITECTURE-TOKENIZER pair), as `zoo show`
+    shows it. An ensemble preset has ``members`` and ``weights`` instead of the rest."""
+
+    name: str
+    description: str
+    origin: str | None = None
+    """Where a preset comes from: ``zoo`` (built in), a plugin's distribution, the user's
+    registry.toml; None for a pair that is no preset."""
+    architecture: str = ""
+    architecture_plugin: str = ""
+    tokenizer: str = ""
+    tokenizer_plugin: str = ""
+    tasks: list[str] = field(default_factory=list)
+    """The tasks its architecture serves."""
+    base: list[str] = field(default_factory=list)
+    """The presets it builds on (registry.toml's ``base``)."""
+    pipeline: str | None = None
+    """The task whose training config is shown under ``train``."""
+    configs: dict[str, list[ConfigField]] = field(default_factory=dict)
+    """Section (``model``, ``tokenizer``, ``train``) -> its fields, with the preset's values."""
+    members: list[str] = field(default_factory=list)
+    """An ensemble preset's members."""
+    weights: str | None = None
+    """An ensemble preset's weighting (``equal``, ``fit``)."""
+
+
+@dataclass
+class EntryDetails:
+    """A plugin's architecture, tokenizer or pipeline, as `zoo show NAME` shows it."""
+
+    kind: str
+    """``architecture``, ``tokenizer`` or ``pipeline``."""
+    name: str
+    plugin: str
+    description: str
+    tasks: list[str]
+    """The tasks an architecture serves."""
+    task: Any
+    """A pipeline's task declaration (``zoo.plugin.Task``), else None."""
+    config: list[ConfigField]
+    """Its config dataclass's fields."""
+
+
+@dataclass
+class DatasetDetails:
+    """A dataset, as `zoo show NAME` shows it: where it loads from and how it is read."""
+
+    name: str
+    source_kind: str
+    """``hub``, ``local`` or ``plugin``."""
+    source: str
+    tasks: list[str]
+    """The tasks it serves (empty: detected when it loads)."""
+    mirror: str | None
+    """For a Hub dataset: the local mirror that holds it (None: the Hub)."""
+    description: str
+    plugin: str | None
+    """The plugin entry that generates it: ``NAME (PLUGIN)``."""
+    text_column: str | None
+    """None: detected when it loads."""
+    label_column: str | None
+    splits: Any
+    """The catalogue's split mapping, if it sets one."""
+    config: list[ConfigField] | None
+    """Its config's fields, with the catalogue's values; None: it has no config."""
+
+
+@dataclass
+class RunDetails:
+    """A recorded run, as `zoo show RUN_ID` shows it."""
+
+    row: dict
+    """Its store row: status, metrics, config (what `zoo show RUN --json` prints)."""
+    evaluations: list[dict]
+    """The evaluation rows that score it: id, status, dataset, split and, under
+    ``metric``/``value``, its task's primary evaluation figure."""
+    folder: Path
+    """Its run folder."""
+    files: list[str] | None
+    """The files in its folder (None: the folder is gone)."""
+    vocab_size: int | None
+    """Its tokenizer's vocabulary: recorded, else read from the folder's tokenizer.json."""
 
 
 @dataclass
 class Shown:
-    """What `zoo show NAME` shows: a model (preset or pair), a run, or another entry of the
-    zoo (an architecture, tokenizer, dataset, task, pipeline)."""
+    """What `zoo show NAME` finds: a model (preset or pair), a run, or other entries of the
+    zoo. A name can name several things (``digits`` is an architecture and a dataset):
+    ``details`` holds each."""
 
     type: str
-    """``"model"``, ``"run"`` or ``"entry"``."""
+    """``"model"``, ``"run"`` or ``"entry"``: what the name names first."""
     name: str
     """The name shown (a run's full id)."""
     record: dict
-    """What `zoo show --json` prints: the model's settings, the run's store row."""
-    text: str = field(default="", repr=False)
-    """As the command prints it."""
+    """What `zoo show --json` prints: the model's settings, the run's store row, an entry's
+    kind, plugin, description and config fields."""
+    details: list[ModelDetails | EntryDetails | DatasetDetails | RunDetails] = field(
+        default_factory=list
+    )
+    """Everything the name names, each as its own typed record, in the order shown."""
 
 
 @dataclass

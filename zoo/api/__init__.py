@@ -16,6 +16,7 @@ anything trains::
     zoo.runs(), zoo.compare(metric="val_bpc")                           # zoo runs, compare
     zoo.models(), zoo.show("decoder-char")                              # zoo list, show
     zoo.plot([run.id], "curves.png"), zoo.rm([run.id])                  # zoo plot, rm
+    zoo.plot_comparison(zoo.compare(), "bars.png")                      # zoo compare --plot
     zoo.ensemble([id1, id2, id3], weights="fit")                        # zoo ensemble
     zoo.export(run.id, "exported")                                      # zoo export
     zoo.report(where="dataset == 'digits'")                             # zoo report: HTML
@@ -32,6 +33,7 @@ from zoo.api.inspecting import (
     compare,
     models,
     plot,
+    plot_comparison,
     report,
     rm,
     runs,
@@ -59,6 +61,7 @@ __all__ = [
     "runs",
     "compare",
     "plot",
+    "plot_comparison",
     "rm",
     "export",
     "ui",

@@ -128,7 +128,9 @@ def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) 
         for note in comparison.notes:
             print(f"zoo: note: {note}", file=sys.stderr)
     if plot:
-        comparison.plot(plot)
+        from zoo import api
+
+        api.plot_comparison(comparison, plot)
         print(f"wrote {plot}", file=sys.stderr)
     emit_text(text, output)
 

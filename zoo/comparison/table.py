@@ -108,21 +108,22 @@ def eval_value(metrics: dict, name: str, split: str | None):
 
 
 # -- loading -------------------------------------------------------------------------
-def load_runs(store=None):
+def load_runs(store=None, rows: list[dict] | None = None):
     """Every run, one column per scalar metric and per setting (zoo.records.columns), plus
     what comparisons need from the config: `settings` (the settings that change the result,
     without the seed), `trained_on` and `split` (eval rows). From ``store`` where given (an
-    open zoo.records.store.Store, read-only for a viewer), else from ZOO_HOME's."""
+    open zoo.records.store.Store, read-only for a viewer), else from ZOO_HOME's; only of
+    ``rows`` (what its ``rows`` returned) where given."""
     from zoo.records.columns import with_setting_columns
     from zoo.records.store import Store
 
     if store is None:
         with Store() as opened:
-            return load_runs(opened)
-    listed = store.rows()
+            return load_runs(opened, rows)
+    listed = store.rows() if rows is None else rows
     frame = store.frame(listed)
-    rows = {r["id"]: r for r in listed}
-    return add_settings(with_setting_columns(frame, rows), rows)
+    by_id = {r["id"]: r for r in listed}
+    return add_settings(with_setting_columns(frame, by_id), by_id)
 
 
 def add_settings(frame, rows: dict):
@@ -130,7 +131,7 @@ def add_settings(frame, rows: dict):
     same configuration at the same seed: zoo.comparison.samples)."""
     frame = frame.copy()
     derived = {run_id: settings_of(row, rows) for run_id, row in rows.items()}
-    samples = {run_id: sample_key(row, rows) for run_id, row in rows.items()}
+    samples = {run_id: sample_key(row, rows, derived[run_id]) for run_id, row in rows.items()}
     diverged = {run_id: nan_metrics(row) for run_id, row in rows.items()}
     frame["settings"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[0])
     frame["trained_on"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[1])
@@ -149,7 +150,8 @@ IDENTITY = ("model", "dataset", "task")  # what a run is, besides its settings
 @dataclass
 class Comparison:
     """What `zoo compare` shows: the cells (one row each, numeric) and how to lay them out.
-    ``zoo.comparison.render.render(comparison, "markdown")`` gives the command's text."""
+    ``zoo.comparison.render.render(comparison, "markdown")`` gives the command's text,
+    ``zoo.plot_comparison`` its bars."""
 
     cells: Any
     """A pandas DataFrame, one row per table cell: the row keys (default model) and column
@@ -171,14 +173,11 @@ class Comparison:
     examples_counted: list[str] = field(default_factory=list)
     """The metrics whose tests count the evaluation set's sampling noise (per-example
     scores kept: zoo.comparison.bootstrap)."""
-
-    def plot(self, output) -> Any:
-        """Grouped bars with error bars (the std over seeds), one group per column of the
-        table, written to ``output`` (.png, .svg or .pdf; ``-`` is standard output), as
-        `zoo compare --plot` draws them. Returns the path written."""
-        from zoo.comparison.plots import comparison_bars, save
-
-        return save(comparison_bars(self), output)
+    ties: list = field(default_factory=list)
+    """The columns whose leader is not told apart from every other row, with the rows
+    tied with it (zoo.comparison.significance.Tie): what more seeds would settle."""
+    level: float = 0.95
+    """The confidence of each column's tests."""
 
     def __getitem__(self, key):
         """zoo.compare() returned the cells before: deprecated, read ``.cells``."""
@@ -268,16 +267,15 @@ def summarize(
                 hint="group by a run column such as model, architecture, "
                 "tokenizer, dataset, task, seed",
             )
-    known = (
+    if not (
         metric is None
         or metric in frame.columns
         or (evals and any(c.endswith("_" + metric) for c in frame.columns))
-    )
-    if not known:
+    ):
         raise UnknownNameError("metric", metric, metric_names(frame))
     what = f"{'evaluation' if evals else 'training'} runs with status {', '.join(status) or 'any'}"
     if data.empty:
-        raise ZooError(f"no {what} match" + (f" --where {where!r}" if where else ""))
+        raise ZooError(f"no {what} match" + (f" where {where!r}" if where else ""))
     long = _values(data, metric, evals)
     if long.empty:
         raise ZooError(f"none of the {what} recorded " + (metric or "their task's primary metric"))
@@ -339,7 +337,9 @@ def summarize(
     table["setting"] = setting_labels(table, rows_keys, column_keys)
     reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
     replicates = _example_replicates(table, column_keys, examples and not evals)
-    table["best"], marks = best_marks(table, rows_keys, column_keys, level, reported, replicates)
+    table["best"], marks, ties = best_marks(
+        table, rows_keys, column_keys, level, reported, replicates
+    )
     table["detectable"], power = power_notes(table, rows_keys, column_keys, level, reported)
     notes += marks + power
     if missing:
@@ -380,7 +380,15 @@ def summarize(
     table = table.reset_index(drop=True)
     table.attrs["notes"] = notes  # zoo.compare() returns the cells: the notes travel with them
     return Comparison(
-        table, rows_keys, column_keys, baseline, notes, pooled=pool, examples_counted=counted
+        table,
+        rows_keys,
+        column_keys,
+        baseline,
+        notes,
+        pooled=pool,
+        examples_counted=counted,
+        ties=ties,
+        level=level,
     )
 
 

@@ -23,7 +23,7 @@ from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 from zoo.train import checkpoints, distributed
 from zoo.train.curves import save_curve
-from zoo.train.job import Job, RunResult
+from zoo.train.job import Job, RunResult, runner_state
 from zoo.train.plan import Plan, config_hash
 from zoo.train.provenance import (
     git_commit,
@@ -317,8 +317,9 @@ def _trained(plan: Plan, pipeline, job: Job, summary, provenance, ranks, tracker
         provenance["distributed"]["weight_sha256"] = distributed.same_weights_on_all_ranks(run)
     # what load_trained needs to rebuild the model
     provenance["spec"] = dataclasses.asdict(result.spec)
-    if job._init_report:  # which tensors came from the --init run, and which are new
-        provenance["init"] = {**provenance.get("init", {}), **job._init_report}
+    state = runner_state(job)
+    if state.init_report:  # which tensors came from the --init run, and which are new
+        provenance["init"] = {**provenance.get("init", {}), **state.init_report}
     curve, curve_error = None, None
     if ranks.is_main:  # other ranks' scratch folders are gone already
         curve, curve_error = save_curve(run, summary)
@@ -327,8 +328,8 @@ def _trained(plan: Plan, pipeline, job: Job, summary, provenance, ranks, tracker
         provenance["timing"] = clock.record()
     if ranks.is_main:
         run.write_json("config.json", provenance)
-    if job._stopped is not None:  # the per-validation callback stopped it ("pruned")
-        status, step = job._stopped
+    if state.stopped is not None:  # the per-validation callback stopped it ("pruned")
+        status, step = state.stopped
         result = dataclasses.replace(
             result, status=status, metrics={**result.metrics, "stopped_step": step}
         )
