@@ -163,7 +163,7 @@ def _ssm_sizes(config_class: type, fields: set[str]) -> dict[str, Callable[[Any]
     expand_name = next((n for n in SSM_EXPAND if n in fields), None)
     if expand_name is None or not any(n in fields for n in SSM_HEADS + SSM_GROUPS):
         return {}
-    default = {f.name: f.default for f in dataclasses.fields(config_class)}[expand_name]
+    default: Any = {f.name: f.default for f in dataclasses.fields(config_class)}[expand_name]
 
     def inner(cfg) -> int:
         return int(getattr(cfg, expand_name, None) or default) * cfg.n_embd
