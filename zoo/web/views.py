@@ -238,7 +238,7 @@ def _runs_page(view: StoreView, where, sort: str, columns, page: int, per_page: 
             frame = frame.assign(**dict.fromkeys(missing))
         records = _records(frame, extra)
     except ZooError as exc:
-        data["error"] = str(exc)
+        data["error"] = exc.command_line()
         total, selected, records, pages, page, extra = view.count(), 0, [], 1, 1, []
         frame = _empty()
     from zoo.comparison.runs import SUMMARY
@@ -350,7 +350,14 @@ def _comparison(runs, options: dict) -> dict:
         )
         header, body = layout(table)
     except ZooError as exc:
-        return {**data, "error": str(exc), "header": [], "body": [], "legend": [], "cells": []}
+        return {
+            **data,
+            "error": exc.command_line(),
+            "header": [],
+            "body": [],
+            "legend": [],
+            "cells": [],
+        }
     cells = json.loads(render(table, "json"))
     return {
         **data,
