@@ -121,7 +121,7 @@ def zoo_marks(mean, var, n: int):
                 "_settings": [{} for _ in means],
             }
         )
-        best, _ = best_marks(cells, ["model"], ["dataset"], 1 - ALPHA)
+        best, _, _ = best_marks(cells, ["model"], ["dataset"], 1 - ALPHA)
         marked = with_baseline(cells, ["model"], ["dataset"], "m0", 1 - ALPHA)
         out.append(
             (bool(marked["significant"].eq(True).any()), best.index(True) if any(best) else -1)

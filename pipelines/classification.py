@@ -84,7 +84,7 @@ def check_dataset(dataset) -> None:
     if column is None:
         raise ZooError(
             f"dataset {name!r} has no label column (label/labels) for "
-            f"classification; name one with --label-column "
+            f"classification; name it (label_column) "
             f"(columns: {', '.join(train.column_names)})"
         )
     feature = train.features[column]

@@ -192,7 +192,7 @@ def split_pairs(dataset, role: str, tokenizer, layout: Layout) -> Pairs:
     if not dataset.label_column:
         raise ZooError(
             f"dataset {dataset.ref.name!r} has no target column: seq2seq reads the source "
-            "from the text column and the target from the label column (--label-column NAME)"
+            "from the text column and the target from the label column (label_column)"
         )
     sides = []
     for column, limit in (
@@ -364,7 +364,7 @@ class Translation(Prediction):
 def predict(trained, texts: list[str], beam: int | None = None) -> list[Translation]:
     """Each text's translation (``beam``: the beam size, else the run's ``beam_size``)."""
     if beam is not None and beam < 1:
-        raise ZooError(f"--beam must be 1 or more, got {beam}")
+        raise ZooError(f"beam must be 1 or more, got {beam}", option="beam")
     layout = trained_layout(trained)
     cfg = trained.train_config or Seq2SeqConfig()
     ids, offsets = trained.tokenizer.encode_rows(list(texts))
@@ -388,7 +388,7 @@ def check_dataset(dataset) -> None:
     if not dataset.label_column:
         raise ZooError(
             f"dataset {dataset.ref.name!r} has no target column: seq2seq reads the source "
-            "from the text column and the target from the label column (--label-column NAME)"
+            "from the text column and the target from the label column (label_column)"
         )
 
 

@@ -34,6 +34,7 @@ ORDER = [
     "transfer",
     "finetune_recipe",
     "time_to_quality",
+    "time_to_quality_families",
     "train",
     "precision",
     "nanogpt",

@@ -138,7 +138,7 @@ def rm(
 
     run_ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
     if not run_ids and not where:
-        raise ZooError("name the runs to remove (RUN_ID...) or select them with --where EXPR")
+        raise ZooError("name the runs to remove (RUN_ID...) or select them with a where condition")
     with Store() as store:
         chosen = {store.get(run_id)["id"]: None for run_id in run_ids}
         if where:

@@ -38,6 +38,7 @@ KEYS = {
         "models",
         "on",
         "seeds",
+        "max_seeds",
         "grid",
         "jobs",
         "executor",

@@ -96,6 +96,11 @@ def t_quantile(p: float, df: float) -> float:
     return t
 
 
+def percent(level: float) -> str:
+    """A confidence as tables print it: '95%', '99.4%'."""
+    return f"{level * 100:.3g}%"
+
+
 def holm(p_values: list[float]) -> list[float]:
     """Holm's step-down adjusted p-values (family-wise error held at the level for any
     dependence between the tests); NaN (no test possible) stays NaN and is not counted."""

@@ -173,6 +173,11 @@ class Comparison:
     examples_counted: list[str] = field(default_factory=list)
     """The metrics whose tests count the evaluation set's sampling noise (per-example
     scores kept: zoo.comparison.bootstrap)."""
+    ties: list = field(default_factory=list)
+    """The columns whose leader is not told apart from every other row, with the rows
+    tied with it (zoo.comparison.significance.Tie): what more seeds would settle."""
+    level: float = 0.95
+    """The confidence of each column's tests."""
 
     def __getitem__(self, key):
         """zoo.compare() returned the cells before: deprecated, read ``.cells``."""
@@ -271,7 +276,7 @@ def summarize(
         raise UnknownNameError("metric", metric, metric_names(frame))
     what = f"{'evaluation' if evals else 'training'} runs with status {', '.join(status) or 'any'}"
     if data.empty:
-        raise ZooError(f"no {what} match" + (f" --where {where!r}" if where else ""))
+        raise ZooError(f"no {what} match" + (f" where {where!r}" if where else ""))
     long = _values(data, metric, evals)
     if long.empty:
         raise ZooError(f"none of the {what} recorded " + (metric or "their task's primary metric"))
@@ -333,7 +338,9 @@ def summarize(
     table["setting"] = setting_labels(table, rows_keys, column_keys)
     reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
     replicates = _example_replicates(table, column_keys, examples and not evals)
-    table["best"], marks = best_marks(table, rows_keys, column_keys, level, reported, replicates)
+    table["best"], marks, ties = best_marks(
+        table, rows_keys, column_keys, level, reported, replicates
+    )
     table["detectable"], power = power_notes(table, rows_keys, column_keys, level, reported)
     notes += marks + power
     if missing:
@@ -374,7 +381,15 @@ def summarize(
     table = table.reset_index(drop=True)
     table.attrs["notes"] = notes  # zoo.compare() returns the cells: the notes travel with them
     return Comparison(
-        table, rows_keys, column_keys, baseline, notes, pooled=pool, examples_counted=counted
+        table,
+        rows_keys,
+        column_keys,
+        baseline,
+        notes,
+        pooled=pool,
+        examples_counted=counted,
+        ties=ties,
+        level=level,
     )
 
 

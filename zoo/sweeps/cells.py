@@ -82,7 +82,8 @@ class Sweep:
 
     @property
     def todo(self) -> list[Cell]:
-        return [c for c in self.cells if not c.skip and not c.done]
+        """The cells to train: not impossible, not finished before, not trained yet."""
+        return [c for c in self.cells if not c.skip and not c.done and c.status is None]
 
     @property
     def failed(self) -> list[Cell]:
@@ -132,7 +133,7 @@ def plan_sweep(
 
     zoo = zoo or get_zoo()
     if seeds <= 0:
-        raise ZooError(f"--seeds must be positive, got {seeds}")
+        raise ZooError(f"seeds must be positive, got {seeds}", option="seeds")
     stacked = stack_size(stack_seeds, seeds)
     grid, overrides = dict(grid or {}), dict(overrides or {})
     names = expand_models(models, zoo)
@@ -199,6 +200,30 @@ def plan_sweep(
         task=task,
         stacked=stacked,
     )
+
+
+def add_seed(sweep: Sweep, like: Cell, zoo=None) -> Cell:
+    """One more seed of `like`'s model, dataset and setting (the one after the highest
+    that row has), planned as plan_sweep plans a seed; a finished run of it is reused."""
+    from zoo.core.loading import get_zoo
+    from zoo.records.store import Store
+    from zoo.train.plan import config_hash
+
+    zoo = zoo or get_zoo()
+    row = [
+        c
+        for c in sweep.cells
+        if (c.model, c.dataset, c.setting) == (like.model, like.dataset, like.setting)
+    ]
+    cell = Cell(like.model, like.dataset, max(c.seed for c in row) + 1, like.setting)
+    cell.plan = dataclasses.replace(like.plan, seed=cell.seed)
+    cell.config_hash = config_hash(cell.plan, zoo)
+    with Store() as store:
+        settle_finished([cell], store.finished_by_hash(), zoo)
+    sweep.cells.append(cell)
+    if cell.seed not in sweep.seeds:
+        sweep.seeds.append(cell.seed)
+    return cell
 
 
 def settle_finished(cells: list[Cell], finished: dict[str, str], zoo) -> None:

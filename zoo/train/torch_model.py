@@ -30,7 +30,7 @@ def pick_device(device: str = "auto") -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise ZooError("--device cuda was asked for, but torch sees no CUDA device")
+        raise ZooError("device cuda was asked for, but torch sees no CUDA device", option="device")
     return device
 
 

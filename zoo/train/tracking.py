@@ -167,7 +167,8 @@ class Trackers:
             except (ImportError, MissingModule) as exc:  # an extra not installed: the user's
                 extra = f"pip install 'zoo[{name}]'" if entry.plugin == "trackers" else "install it"
                 raise ZooError(
-                    f"--log-to {name}: logger from plugin {entry.plugin!r}: {exc}; {extra}"
+                    f"log_to {name}: logger from plugin {entry.plugin!r}: {exc}; {extra}",
+                    option="log_to",
                 ) from None
             except Exception as exc:  # noqa: BLE001 - any failure of plugin code is its own
                 self._warn(name, entry.plugin, "could not start", exc)

@@ -13,6 +13,9 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+# a study's user attribute: its row of the equal-budget table its latest search printed
+EQUAL_BUDGET = "zoo_equal_budget"
+
 
 @dataclass
 class StudyResult:
@@ -44,6 +47,14 @@ class StudyResult:
         shared = [s for s in self.tuned_seeds if s in preset]
         tuned = dict(zip(self.tuned_seeds, self.tuned))
         return paired_interval([tuned[s] for s in shared], [preset[s] for s in shared], level)
+
+    @classmethod
+    def from_record(cls, record: dict) -> StudyResult:
+        """The result ``record()`` wrote (its derived ``paired`` recomputed when asked)."""
+        from dataclasses import fields
+
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in record.items() if k in known})
 
     def record(self) -> dict:
         return {
@@ -164,6 +175,42 @@ def paired_text(result: StudyResult) -> str:
         return text + f" ({interval.untestable})"
     low, high = shown(interval.low), shown(interval.high)
     return text + f" [{low}, {high}]" + (" †" if interval.significant else "")
+
+
+def budget_text(trials: int | None, time: float | None) -> str:
+    """A search's budget per model, as its table's title says it."""
+    return f"{trials} trials" if trials is not None else f"{time:g}s of trials"
+
+
+def keep_rows(studies: list, results: list[StudyResult], budget: str) -> None:
+    """Each study keeps its row of this search's table (user attribute EQUAL_BUDGET), so
+    the table can be shown again without training anything (zoo ui)."""
+    import time
+
+    search = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    for row, (study, result) in enumerate(zip(studies, results)):
+        kept = {"budget": budget, "search": search, "row": row, **result.record()}
+        study.set_user_attr(EQUAL_BUDGET, kept)
+
+
+def kept_tables(kept: list[dict]) -> list[dict]:
+    """The tables the searches printed, from the rows their studies kept (the
+    EQUAL_BUDGET attribute of each): per search, newest first, its finish time, budget
+    and table text."""
+    searches: dict[tuple, list[dict]] = {}
+    for row in kept:
+        searches.setdefault((row.get("search", ""), row["budget"]), []).append(row)
+    return [
+        {
+            "search": search,
+            "budget": budget,
+            "table": table(
+                [StudyResult.from_record(r) for r in sorted(rows, key=lambda r: r.get("row", 0))],
+                budget,
+            ),
+        }
+        for (search, budget), rows in sorted(searches.items(), reverse=True)
+    ]
 
 
 def table(results: list[StudyResult], budget: str) -> str:

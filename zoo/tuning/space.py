@@ -95,10 +95,13 @@ def parse_space(texts: list[str] | str | dict) -> list[Dimension]:
         dimension = parse_dimension(item)
         bare = dimension.key.rpartition(".")[2]
         if bare in {k.rpartition(".")[2] for k in dimensions}:
-            raise ZooError(f"--space {dimension.key} is given twice")
+            raise ZooError(f"space {dimension.key} is given twice", option="space")
         dimensions[dimension.key] = dimension
     if not dimensions:
-        raise ZooError("--space is empty: give at least one key=kind(...), e.g. lr=log(1e-4,1e-2)")
+        raise ZooError(
+            "space is empty: give at least one key=kind(...), e.g. lr=log(1e-4,1e-2)",
+            option="space",
+        )
     return list(dimensions.values())
 
 
@@ -106,28 +109,33 @@ def parse_dimension(text: str) -> Dimension:
     match = _DIMENSION.match(text)
     if match is None:
         raise ZooError(
-            f"--space expects key=kind(args) with kind one of {', '.join(KINDS)}, "
-            f"e.g. lr=log(1e-4,1e-2); got {text!r}"
+            f"space expects key=kind(args) with kind one of {', '.join(KINDS)}, "
+            f"e.g. lr=log(1e-4,1e-2); got {text!r}",
+            option="space",
         )
     key, kind, body = match.groups()
     if kind not in KINDS:
         raise UnknownNameError(
-            "--space kind", kind, KINDS, hint=f"in {text!r}; kinds: " + ", ".join(KINDS)
+            "space kind", kind, KINDS, hint=f"in {text!r}; kinds: " + ", ".join(KINDS)
         )
     args = [arg.strip() for arg in body.split(",")]
     if kind == "choice":
         if not all(args) or len(args) < 2:
-            raise ZooError(f"--space {key}: choice needs two or more values, got {text!r}")
+            raise ZooError(
+                f"space {key}: choice needs two or more values, got {text!r}", option="space"
+            )
         if len(set(args)) != len(args):
-            raise ZooError(f"--space {key}: a choice is listed twice in {text!r}")
+            raise ZooError(f"space {key}: a choice is listed twice in {text!r}", option="space")
         return Dimension(key, kind, choices=tuple(args))
     if len(args) != 2:
-        raise ZooError(f"--space {key}: {kind} takes (low,high), got {text!r}")
+        raise ZooError(f"space {key}: {kind} takes (low,high), got {text!r}", option="space")
     low, high = (_parse_number(arg, kind, key) for arg in args)
     if not low < high:
-        raise ZooError(f"--space {key}: low ({args[0]}) must be below high ({args[1]})")
+        raise ZooError(
+            f"space {key}: low ({args[0]}) must be below high ({args[1]})", option="space"
+        )
     if kind == "log" and low <= 0:
-        raise ZooError(f"--space {key}: log needs a positive low end, got {args[0]}")
+        raise ZooError(f"space {key}: log needs a positive low end, got {args[0]}", option="space")
     return Dimension(key, kind, low, high)
 
 
@@ -138,9 +146,9 @@ def _parse_number(text: str, kind: str, key: str):
         value = float(text)
     except ValueError:
         what = "an integer" if kind == "int" else "a number"
-        raise ZooError(f"--space {key}: {text!r} is not {what}") from None
+        raise ZooError(f"space {key}: {text!r} is not {what}", option="space") from None
     if not math.isfinite(value):
-        raise ZooError(f"--space {key}: {text!r} is not a finite number")
+        raise ZooError(f"space {key}: {text!r} is not a finite number", option="space")
     return value
 
 
@@ -161,8 +169,8 @@ def check_space(
         bare = dimension.key.rpartition(".")[2]
         if any(key.rpartition(".")[2] == bare for key in overrides):
             raise ZooError(
-                f"{dimension.key} is both searched (--space) and fixed (--set, "
-                "--steps or a preset option); give it once"
+                f"{dimension.key} is both searched (space) and fixed (a setting, "
+                "steps or a preset option); give it once"
             )
         unknown = None
         for name, plan in plans.items():
@@ -180,8 +188,8 @@ def check_space(
                 continue
             except ZooError as exc:  # the field exists but this kind of value does not fit it
                 what = " on ".join(name) if isinstance(name, tuple) else name
-                raise ZooError(f"--space {dimension}: {exc} (for {what})") from None
+                raise ZooError(f"space {dimension}: {exc} (for {what})", option="space") from None
             searched[name].append(dimension)
         if not any(dimension in dims for dims in searched.values()):
-            raise ZooError(f"--space: {unknown}")
+            raise ZooError(f"space: {unknown}", option="space")
     return searched

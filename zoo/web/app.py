@@ -135,7 +135,7 @@ def run(request):
 
 def compare(request):
     data = views.comparison(request.app.state.store, dict(request.query_params))
-    return page(request, "compare.html", data=data, view="compare")
+    return page(request, "compare.html", data=data, view="compare", charts=True)
 
 
 def curves_data(request) -> dict:
@@ -149,7 +149,7 @@ def curves_data(request) -> dict:
 
 
 def curves(request):
-    return page(request, "curves.html", data=curves_data(request), view="curves")
+    return page(request, "curves.html", data=curves_data(request), view="curves", charts=True)
 
 
 def curves_json(request):
@@ -160,8 +160,16 @@ def curves_json(request):
 
 def tune(request):
     store = request.app.state.store
-    studies, ensembles = views.studies(store), views.ensembles(store)
-    return page(request, "tune.html", studies=studies, ensembles=ensembles, view="tune")
+    studies = views.studies(store)
+    return page(
+        request,
+        "tune.html",
+        studies=studies,
+        tables=views.budget_tables(studies),
+        ensembles=views.ensembles(store),
+        view="tune",
+        charts=True,
+    )
 
 
 def static(request):

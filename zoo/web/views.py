@@ -22,6 +22,7 @@ PER_PAGE = 50  # runs on one page of the run list
 DEFAULT_SORT = "-created"  # newest first
 MAX_EXTRA_COLUMNS = 40  # settings and metrics shown beside the summary by default
 MAX_SAMPLES_CHARS = 20_000  # of a run's samples.txt
+REFRESH_SECONDS = 5.0  # how often the curves of a run still training are read again
 # run columns that say how a run was recorded, not what it is: not offered by default
 BOOKKEEPING = {
     "parent_id",
@@ -450,6 +451,7 @@ def curves(view: StoreView, run_ids: list[str], metric: str = "loss", x: str = "
         "metrics": sorted(offered),
         "series": series,
         "training": any(r["status"] == "running" for r in rows),
+        "refresh_seconds": REFRESH_SECONDS,
     }
 
 
@@ -463,6 +465,7 @@ def run_page(view: StoreView, run_id: str) -> dict:
     file that trains it again (`zoo show RUN --config`), its phase timings, samples,
     evaluations, ensemble members, files and the commands that continue, repeat, export it."""
     from zoo.operations.reproduce import config_file
+    from zoo.records.paths import MODEL_CARD
     from zoo.train.provenance import SHOWN_KEYS
     from zoo.train.tracking import tracker_lines
 
@@ -492,7 +495,7 @@ def run_page(view: StoreView, run_id: str) -> dict:
         "weighting": config.get("weighting"),
         "evaluations": view.evaluations(row["id"]) if kind == "train" else [],
         "samples": _text(folder / "samples.txt"),
-        "card": _text(folder / "README.md"),
+        "card": _text(folder / MODEL_CARD),
         "files": sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
         if folder.is_dir()
         else [],
@@ -533,10 +536,16 @@ def _text(path: Path) -> str | None:
 def studies(view: StoreView) -> list[dict]:
     """The Optuna studies `zoo tune` keeps in ZOO_HOME/tune/studies.db, read-only: each
     study's trials, its optimisation history, and its parameters' importance as Optuna's
-    own analysis (optuna.importance) rates them."""
+    own analysis (optuna.importance) rates them; kept until the studies change."""
     path = view.home / "tune" / "studies.db"
     if not path.is_file():
         return []
+    files = (path, path.with_name(path.name + "-wal"))
+    stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None for p in files)
+    return view.memo(("studies", stamp), lambda: _read_studies(path))
+
+
+def _read_studies(path: Path) -> list[dict]:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -575,11 +584,7 @@ def study(loaded) -> dict:
     for trial in done:
         running.append(better(running[-1], trial["value"]) if running else trial["value"])
     best = better(done, key=lambda t: t["value"]) if done else None
-    try:
-        importance = optuna.importance.get_param_importances(loaded)
-        why = None
-    except (ValueError, RuntimeError) as exc:  # too few finished trials, no parameters
-        importance, why = {}, str(exc)
+    importance, why = param_importance(loaded)
     history = {
         "data": [
             {
@@ -605,8 +610,11 @@ def study(loaded) -> dict:
             "height": 320,
         },
     }
+    from zoo.tuning.report import EQUAL_BUDGET
+
     return {
         "name": loaded.study_name,
+        "equal_budget": loaded.user_attrs.get(EQUAL_BUDGET),
         "direction": "maximize" if maximize else "minimize",
         "trials": trials,
         "best": best,
@@ -614,6 +622,28 @@ def study(loaded) -> dict:
         "importance": {k: float(v) for k, v in importance.items()},
         "importance_note": why,
     }
+
+
+def budget_tables(studies: list[dict]) -> list[dict]:
+    """The equal-budget tables `zoo tune` printed, as it printed them (zoo.tuning.report's
+    table of the rows each study kept), newest search first."""
+    from zoo.tuning.report import kept_tables
+
+    kept = [s["equal_budget"] for s in studies if isinstance(s.get("equal_budget"), dict)]
+    try:
+        return kept_tables(kept)
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:  # a study edited by hand
+        return [{"search": "", "budget": "", "table": f"the kept tables cannot be read: {exc}"}]
+
+
+def param_importance(loaded) -> tuple[dict, str | None]:
+    """The parameters' importance as optuna.importance rates it (fANOVA), or why not."""
+    import optuna.importance
+
+    try:
+        return optuna.importance.get_param_importances(loaded), None
+    except (ValueError, RuntimeError) as exc:  # too few finished trials, no parameters
+        return {}, str(exc)
 
 
 def ensembles(view: StoreView) -> list[dict]:
