@@ -478,7 +478,8 @@ def run_page(view: StoreView, run_id: str) -> dict:
     provenance = [("seed", row.get("seed"))]
     provenance += [(k, config[k]) for k in SHOWN_KEYS if config.get(k) is not None]
     provenance += [(f"version {k}", v) for k, v in (config.get("versions") or {}).items()]
-    timing = config.get("timing") if isinstance(config.get("timing"), dict) else {}
+    timing = config.get("timing")
+    timing = timing if isinstance(timing, dict) else {}
     folder = view.folder(row["id"])
     return {
         "record": {"type": "run", **row},
