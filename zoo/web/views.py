@@ -335,7 +335,7 @@ def _comparison(runs, options: dict) -> dict:
     from zoo.comparison.table import summarize
 
     status = tuple(split_keys(options.get("status")) or ["finished"])
-    chosen = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
+    chosen: dict[str, Any] = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
     data = {"options": {**{k: v or "" for k, v in chosen.items()}, "status": ",".join(status)}}
     data["options"].update(evals=bool(options.get("evals")), pool=bool(options.get("pool")))
     try:
