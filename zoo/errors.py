@@ -14,6 +14,7 @@ class ZooError(Exception):
     nothing names a flag."""
 
     option: str | None = None
+    """The argument at fault, as the Python API spells it (None: no one argument)."""
 
     def __init__(self, message: str = "", *, option: str | None = None):
         super().__init__(message)
