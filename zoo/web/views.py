@@ -238,7 +238,7 @@ def _runs_page(view: StoreView, where, sort: str, columns, page: int, per_page: 
             frame = frame.assign(**dict.fromkeys(missing))
         records = _records(frame, extra)
     except ZooError as exc:
-        data["error"] = str(exc)
+        data["error"] = exc.command_line()
         total, selected, records, pages, page, extra = view.count(), 0, [], 1, 1, []
         frame = _empty()
     from zoo.comparison.runs import SUMMARY
@@ -335,7 +335,7 @@ def _comparison(runs, options: dict) -> dict:
     from zoo.comparison.table import ComparisonSpec, summarize
 
     status = tuple(split_keys(options.get("status")) or ["finished"])
-    chosen = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
+    chosen: dict[str, Any] = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
     data = {"options": {**{k: v or "" for k, v in chosen.items()}, "status": ",".join(status)}}
     data["options"].update(evals=bool(options.get("evals")), pool=bool(options.get("pool")))
     try:
@@ -355,7 +355,14 @@ def _comparison(runs, options: dict) -> dict:
         table = summarize(runs if not runs.empty else None, spec)
         header, body = layout(table)
     except ZooError as exc:
-        return {**data, "error": str(exc), "header": [], "body": [], "legend": [], "cells": []}
+        return {
+            **data,
+            "error": exc.command_line(),
+            "header": [],
+            "body": [],
+            "legend": [],
+            "cells": [],
+        }
     cells = json.loads(render(table, "json"))
     return {
         **data,
