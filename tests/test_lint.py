@@ -36,7 +36,6 @@ STILL_LONG = {
     "zoo/sweeps/cells.py:plan_sweep",
     "zoo/train/plan.py:plan_run",
     "zoo/train/runner.py:execute",
-    "pipelines/classification.py:run",
 }
 
 
