@@ -332,7 +332,7 @@ def comparison(view: StoreView, options: dict) -> dict:
 
 def _comparison(runs, options: dict) -> dict:
     from zoo.comparison.render import layout, legend, render
-    from zoo.comparison.table import summarize
+    from zoo.comparison.table import ComparisonSpec, summarize
 
     status = tuple(split_keys(options.get("status")) or ["finished"])
     chosen: dict[str, Any] = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
@@ -341,13 +341,18 @@ def _comparison(runs, options: dict) -> dict:
     try:
         if chosen["better"] not in (None, "lower", "higher"):
             raise ZooError(f"better must be lower or higher, not {chosen['better']!r}")
-        table = summarize(
-            runs if not runs.empty else None,
-            **chosen,
+        spec = ComparisonSpec(
+            metric=chosen["metric"],
+            where=chosen["where"],
+            by=chosen["by"],
+            columns=chosen["columns"],
+            baseline=chosen["baseline"],
+            better=chosen["better"],
             evals=bool(options.get("evals")),
             status=status,
             pool=bool(options.get("pool")),
         )
+        table = summarize(runs if not runs.empty else None, spec)
         header, body = layout(table)
     except ZooError as exc:
         return {
