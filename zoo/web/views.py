@@ -241,7 +241,7 @@ def _runs_page(view: StoreView, where, sort: str, columns, page: int, per_page: 
             frame = frame.assign(**dict.fromkeys(missing))
         records = _records(frame, extra)
     except ZooError as exc:
-        data["error"] = str(exc)
+        data["error"] = exc.command_line()
         total, selected, records, pages, page, extra = view.count(), 0, [], 1, 1, []
         frame = _empty()
     from zoo.comparison.runs import SUMMARY
@@ -335,7 +335,7 @@ def comparison(view: StoreView, options: dict) -> dict:
 
 def _comparison(runs, options: dict) -> dict:
     from zoo.comparison.render import layout, legend, render
-    from zoo.comparison.table import summarize
+    from zoo.comparison.table import ComparisonSpec, summarize
 
     status = tuple(split_keys(options.get("status")) or ["finished"])
     chosen: dict[str, Any] = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
@@ -344,16 +344,28 @@ def _comparison(runs, options: dict) -> dict:
     try:
         if chosen["better"] not in (None, "lower", "higher"):
             raise ZooError(f"better must be lower or higher, not {chosen['better']!r}")
-        table = summarize(
-            runs if not runs.empty else None,
-            **chosen,
+        spec = ComparisonSpec(
+            metric=chosen["metric"],
+            where=chosen["where"],
+            by=chosen["by"],
+            columns=chosen["columns"],
+            baseline=chosen["baseline"],
+            better=chosen["better"],
             evals=bool(options.get("evals")),
             status=status,
             pool=bool(options.get("pool")),
         )
+        table = summarize(runs if not runs.empty else None, spec)
         header, body = layout(table)
     except ZooError as exc:
-        return {**data, "error": str(exc), "header": [], "body": [], "legend": [], "cells": []}
+        return {
+            **data,
+            "error": exc.command_line(),
+            "header": [],
+            "body": [],
+            "legend": [],
+            "cells": [],
+        }
     cells = json.loads(render(table, "json"))
     return {
         **data,
