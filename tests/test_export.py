@@ -249,7 +249,7 @@ def test_export_writes_a_model_card_the_hub_reads_and_force_replaces_it(tiny_tex
     assert stat.S_IMODE(folder.stat().st_mode) == 0o755
 
     again = run_cli("export", run_id, folder)
-    assert again.code == 2 and "--force" in again.err
+    assert again.code == 2 and "force replacing it" in again.err
     other = trained_run("decoder-char", tiny_text, "--seed", "1", steps=4)
     assert run_cli("export", other, folder, "--force").code == 0
     assert other in ModelCard.load(folder / "README.md").text

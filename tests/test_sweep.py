@@ -183,7 +183,7 @@ def test_dry_run_plans_without_training(tiny_text, with_headless):
         ),
         (
             ["decoder-char", "--on", "shakespeare", "--grid", "steps=1,2", "--steps", "3"],
-            "steps is both swept (--grid) and fixed",
+            "steps is both swept (grid) and fixed",
         ),
         (["decoder-char", "--on", "shakespeare", "--grid", "lr"], "--grid expects key=v1,v2"),
         (

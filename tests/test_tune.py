@@ -82,13 +82,13 @@ def test_a_space_parses_into_typed_dimensions():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("lr=exp(1,2)", "Unknown --space kind 'exp'"),
+        ("lr=exp(1,2)", "Unknown space kind 'exp'"),
         ("lr=log(0,1)", "log needs a positive low end"),
         ("lr=float(2,1)", "low (2) must be below high (1)"),
         ("n_layer=int(1,2.5)", "'2.5' is not an integer"),
         ("pooling=choice(mean)", "choice needs two or more values"),
         ("lr=log(1e-3,1e-1) lr=log(1e-3,1e-2)", "given twice"),
-        ("lr=__import__('os')", "Unknown --space kind '__import__'"),
+        ("lr=__import__('os')", "Unknown space kind '__import__'"),
         ("lr=log(1e-3,1e-1)+1", "expects key=kind(args)"),
         ("lr=float(nan,1)", "not a finite number"),
     ],
@@ -104,7 +104,7 @@ def test_a_malformed_space_is_one_clear_error(text, message):
         ("dimm=int(4,16)", "--space: Unknown config key 'dimm'. Did you mean: dim?"),
         ("dim=float(4,16)", "dim must be an integer"),
         ("lr=choice(fast,slow)", "lr must be a finite number"),
-        ("buckets=int(2,9)", "buckets is both searched (--space) and fixed"),
+        ("buckets=int(2,9)", "buckets is both searched (space) and fixed"),
     ],
 )
 def test_a_space_that_does_not_fit_the_model_exits_2_before_training(

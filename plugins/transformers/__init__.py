@@ -42,7 +42,7 @@ class PretrainedTokenizerConfig:
 
     def __post_init__(self):
         if not self.pretrained:
-            raise ValueError("the pretrained tokenizer needs --set pretrained=PATH_OR_HUB_ID")
+            raise ValueError("the pretrained tokenizer needs the setting pretrained=PATH_OR_HUB_ID")
         folder = Path(self.pretrained).expanduser()
         if folder.is_dir() and not (folder / "tokenizer.json").is_file():
             raise ValueError(

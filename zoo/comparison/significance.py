@@ -169,14 +169,16 @@ def with_baseline(table, rows_keys, column_keys, baseline: str, level: float, re
             results[index].update(p_holm=p, significant=bool(p < 1 - level))
     if ambiguous:
         raise ZooError(
-            f"--baseline {baseline!r} names several rows of a column; name one: "
-            + "; ".join(sorted(ambiguous))
+            f"baseline {baseline!r} names several rows of a column; name one: "
+            + "; ".join(sorted(ambiguous)),
+            option="baseline",
         )
     if all(math.isnan(r["diff"]) for r in results.values()):
         labels = sorted({row_text(c, rows_keys) for _, c in table.iterrows()})
         raise ZooError(
-            f"--baseline {baseline!r}: no row of the table has a baseline to compare with "
-            "(it matches every row, or none shares a column with it); rows: " + "; ".join(labels)
+            f"baseline {baseline!r}: no row of the table has a baseline to compare with "
+            "(it matches every row, or none shares a column with it); rows: " + "; ".join(labels),
+            option="baseline",
         )
     added = pd.DataFrame([results[i] for i in table.index])
     added.insert(0, "baseline", baseline)

@@ -25,7 +25,7 @@ _FALSE = {"0", "false", "no", "off"}
 def parse_assignment(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise ZooError(f"--set expects key=value, got {text!r}")
+        raise ZooError(f"set: a setting is key=value, got {text!r}", option="set")
     return key.strip(), value.strip()
 
 

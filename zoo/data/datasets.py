@@ -286,7 +286,7 @@ def check(dataset: LoadedDataset) -> None:
             kind = getattr(feature, "dtype", None) or type(feature).__name__
             raise ZooError(
                 f"text column {dataset.text_column!r} of dataset {name!r} holds "
-                f"{kind} values, not text; name a text column with --text-column "
+                f"{kind} values, not text; name a text column (text_column) "
                 f"(columns: {', '.join(split.column_names)})"
             )
         empty = split.data.column(dataset.text_column).null_count

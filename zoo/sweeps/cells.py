@@ -133,7 +133,7 @@ def plan_sweep(
 
     zoo = zoo or get_zoo()
     if seeds <= 0:
-        raise ZooError(f"--seeds must be positive, got {seeds}")
+        raise ZooError(f"seeds must be positive, got {seeds}", option="seeds")
     stacked = stack_size(stack_seeds, seeds)
     grid, overrides = dict(grid or {}), dict(overrides or {})
     names = expand_models(models, zoo)

@@ -92,7 +92,9 @@ def plan_run(
         if value is not None and not str(value).strip():
             raise ZooError(f"{option} is empty; name one, or leave the option out")
     if label_column is not None and not str(label_column).strip():
-        raise ZooError("--label-column is empty; name one, or leave the option out")
+        raise ZooError(
+            "label_column is empty; name one, or leave the option out", option="label_column"
+        )
     spec = resolve_model(model, zoo)
     source = _init_source(init, spec) if init is not None else None  # '' is refused
     ref = zoo_data.resolve(dataset, zoo)
@@ -145,7 +147,7 @@ def plan_run(
             raise ZooError(
                 f"preset {spec.name} sets {exc.name!r}, which {chosen} with "
                 f"{spec.architecture.name} on {ref.name} does not have: the preset is "
-                "made for another task (--task, or a model without this preset)"
+                "made for another task (choose the task, or a model without this preset)"
             ) from None
         raise
     _min_lr_follows_lr(values["train"], sections["train"], overrides or {})
@@ -183,11 +185,12 @@ def _init_source(run_id: str, spec: ModelSpec):
     source = source_run(run_id)
     if source.tokenizer != spec.tokenizer.name:
         raise ZooError(
-            f"--init {source.run_id}: that run used the {source.tokenizer} "
+            f"init {source.run_id}: that run used the {source.tokenizer} "
             f"tokenizer and {spec.name} the {spec.tokenizer.name} one; the new run "
             f"takes its tokenizer from the run it starts from, so use a model with "
             f"the {source.tokenizer} tokenizer ({spec.architecture.name}-"
-            f"{source.tokenizer})"
+            f"{source.tokenizer})",
+            option="init",
         )
     check_source_fits(source, get_zoo())  # its weights are what its config builds
     return source

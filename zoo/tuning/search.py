@@ -44,7 +44,7 @@ def plan_search(search: Search) -> dict:
 
     zoo = get_zoo()
     if search.trials is None and search.time is None:
-        raise ZooError("give a budget per model: --trials N or --time SECONDS")
+        raise ZooError("give a budget per model: trials or time (seconds)")
     search.models = expand_models(search.models, zoo)
     for dataset in search.datasets:
         zoo_data.resolve(dataset, zoo)  # an unknown dataset fails now, with a did-you-mean
@@ -77,7 +77,8 @@ def plan_search(search: Search) -> dict:
         objective_for(plan.task, search.metric)  # an unknown --metric fails now
         if not searched[key]:
             raise ZooError(
-                f"--space has no setting of {key[0]}: " + ", ".join(str(d) for d in search.space)
+                f"space has no setting of {key[0]}: " + ", ".join(str(d) for d in search.space),
+                option="space",
             )
     return {key: (plan, searched[key]) for key, plan in plans.items()}
 

@@ -22,6 +22,7 @@ PER_PAGE = 50  # runs on one page of the run list
 DEFAULT_SORT = "-created"  # newest first
 MAX_EXTRA_COLUMNS = 40  # settings and metrics shown beside the summary by default
 MAX_SAMPLES_CHARS = 20_000  # of a run's samples.txt
+MAX_KEPT = 200  # pages, selections and comparisons kept until the store changes
 REFRESH_SECONDS = 5.0  # how often the curves of a run still training are read again
 # run columns that say how a run was recorded, not what it is: not offered by default
 BOOKKEEPING = {
@@ -109,6 +110,8 @@ class StoreView:
             with self._lock:
                 if self._stamp == stamp:  # not if the store changed meanwhile
                     self._memo[key] = value
+                    while len(self._memo) > MAX_KEPT:  # the oldest first, all runs' table last
+                        del self._memo[next(k for k in self._memo if k != "tables")]
             return value
 
     def count(self) -> int:
@@ -238,7 +241,7 @@ def _runs_page(view: StoreView, where, sort: str, columns, page: int, per_page: 
             frame = frame.assign(**dict.fromkeys(missing))
         records = _records(frame, extra)
     except ZooError as exc:
-        data["error"] = str(exc)
+        data["error"] = exc.command_line()
         total, selected, records, pages, page, extra = view.count(), 0, [], 1, 1, []
         frame = _empty()
     from zoo.comparison.runs import SUMMARY
@@ -332,25 +335,37 @@ def comparison(view: StoreView, options: dict) -> dict:
 
 def _comparison(runs, options: dict) -> dict:
     from zoo.comparison.render import layout, legend, render
-    from zoo.comparison.table import summarize
+    from zoo.comparison.table import ComparisonSpec, summarize
 
     status = tuple(split_keys(options.get("status")) or ["finished"])
-    chosen = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
+    chosen: dict[str, Any] = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
     data = {"options": {**{k: v or "" for k, v in chosen.items()}, "status": ",".join(status)}}
     data["options"].update(evals=bool(options.get("evals")), pool=bool(options.get("pool")))
     try:
         if chosen["better"] not in (None, "lower", "higher"):
             raise ZooError(f"better must be lower or higher, not {chosen['better']!r}")
-        table = summarize(
-            runs if not runs.empty else None,
-            **chosen,
+        spec = ComparisonSpec(
+            metric=chosen["metric"],
+            where=chosen["where"],
+            by=chosen["by"],
+            columns=chosen["columns"],
+            baseline=chosen["baseline"],
+            better=chosen["better"],
             evals=bool(options.get("evals")),
             status=status,
             pool=bool(options.get("pool")),
         )
+        table = summarize(runs if not runs.empty else None, spec)
         header, body = layout(table)
     except ZooError as exc:
-        return {**data, "error": str(exc), "header": [], "body": [], "legend": [], "cells": []}
+        return {
+            **data,
+            "error": exc.command_line(),
+            "header": [],
+            "body": [],
+            "legend": [],
+            "cells": [],
+        }
     cells = json.loads(render(table, "json"))
     return {
         **data,
@@ -478,7 +493,8 @@ def run_page(view: StoreView, run_id: str) -> dict:
     provenance = [("seed", row.get("seed"))]
     provenance += [(k, config[k]) for k in SHOWN_KEYS if config.get(k) is not None]
     provenance += [(f"version {k}", v) for k, v in (config.get("versions") or {}).items()]
-    timing = config.get("timing") if isinstance(config.get("timing"), dict) else {}
+    timing = config.get("timing")
+    timing = timing if isinstance(timing, dict) else {}
     folder = view.folder(row["id"])
     return {
         "record": {"type": "run", **row},
@@ -536,10 +552,16 @@ def _text(path: Path) -> str | None:
 def studies(view: StoreView) -> list[dict]:
     """The Optuna studies `zoo tune` keeps in ZOO_HOME/tune/studies.db, read-only: each
     study's trials, its optimisation history, and its parameters' importance as Optuna's
-    own analysis (optuna.importance) rates them."""
+    own analysis (optuna.importance) rates them; kept until the studies change."""
     path = view.home / "tune" / "studies.db"
     if not path.is_file():
         return []
+    files = (path, path.with_name(path.name + "-wal"))
+    stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None for p in files)
+    return view.memo(("studies", stamp), lambda: _read_studies(path))
+
+
+def _read_studies(path: Path) -> list[dict]:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -578,11 +600,7 @@ def study(loaded) -> dict:
     for trial in done:
         running.append(better(running[-1], trial["value"]) if running else trial["value"])
     best = better(done, key=lambda t: t["value"]) if done else None
-    try:
-        importance = optuna.importance.get_param_importances(loaded)
-        why = None
-    except (ValueError, RuntimeError) as exc:  # too few finished trials, no parameters
-        importance, why = {}, str(exc)
+    importance, why = param_importance(loaded)
     history = {
         "data": [
             {
@@ -632,6 +650,16 @@ def budget_tables(studies: list[dict]) -> list[dict]:
         return kept_tables(kept)
     except (TypeError, KeyError, ValueError, AttributeError) as exc:  # a study edited by hand
         return [{"search": "", "budget": "", "table": f"the kept tables cannot be read: {exc}"}]
+
+
+def param_importance(loaded) -> tuple[dict, str | None]:
+    """The parameters' importance as optuna.importance rates it (fANOVA), or why not."""
+    import optuna.importance
+
+    try:
+        return optuna.importance.get_param_importances(loaded), None
+    except (ValueError, RuntimeError) as exc:  # too few finished trials, no parameters
+        return {}, str(exc)
 
 
 def ensembles(view: StoreView) -> list[dict]:
