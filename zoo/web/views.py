@@ -22,6 +22,7 @@ PER_PAGE = 50  # runs on one page of the run list
 DEFAULT_SORT = "-created"  # newest first
 MAX_EXTRA_COLUMNS = 40  # settings and metrics shown beside the summary by default
 MAX_SAMPLES_CHARS = 20_000  # of a run's samples.txt
+MAX_KEPT = 200  # pages, selections and comparisons kept until the store changes
 REFRESH_SECONDS = 5.0  # how often the curves of a run still training are read again
 # run columns that say how a run was recorded, not what it is: not offered by default
 BOOKKEEPING = {
@@ -109,6 +110,8 @@ class StoreView:
             with self._lock:
                 if self._stamp == stamp:  # not if the store changed meanwhile
                     self._memo[key] = value
+                    while len(self._memo) > MAX_KEPT:  # the oldest first, all runs' table last
+                        del self._memo[next(k for k in self._memo if k != "tables")]
             return value
 
     def count(self) -> int:
