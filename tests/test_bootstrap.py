@@ -145,13 +145,13 @@ def test_deterministic_models_are_told_apart_by_their_examples_alone():
 
 
 def test_rows_that_scored_other_examples_are_never_paired():
-    from zoo.comparison.table import load_runs, summarize
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
 
     base = np.zeros(1000)
     for seed in range(2):  # as far apart as the pair told apart above, on other test rows
         record_with_examples("same-word", seed, base)
         record_with_examples("far-word", seed, flipped(base, 80), rows=b"other test rows")
-    comparison = summarize(load_runs(), baseline="same-word")
+    comparison = summarize(load_runs(), ComparisonSpec(baseline="same-word"))
     assert comparison.examples_counted == [] and not comparison.cells["best"].any()
 
 
