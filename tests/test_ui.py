@@ -153,7 +153,8 @@ def test_a_condition_zoo_runs_refuses_is_the_pages_one_line(server):
     status, page = get(server, "/runs" + query(where=bad))
     cli = run_cli("runs", "--where", bad)
     assert status == 200 and cli.code == 2
-    assert cli.err.removeprefix("zoo: error: ").strip() in html.unescape(page)
+    # the same message; the CLI names the option as its flag (--where), the page as its box
+    assert cli.err.removeprefix("zoo: error: --").strip() in html.unescape(page)
     assert not os.path.exists("x")
 
 
@@ -389,3 +390,19 @@ def test_the_ui_never_imports_torch(store):
         "print('torch' in sys.modules)"
     )
     assert lines[-1] == "False"
+
+
+def test_what_the_server_keeps_is_bounded_and_dropped_when_the_store_changes(store, monkeypatch):
+    from zoo.home import zoo_home
+    from zoo.web import views
+
+    monkeypatch.setattr(views, "MAX_KEPT", 3)
+    view = views.StoreView(zoo_home())
+    view.tables()
+    newest = ["r-b-2", "r-b-1", "r-b-0", "r-a-2", "r-a-1"]
+    for page, run_id in enumerate(newest, 1):
+        assert views.runs_page(view, per_page=1, page=page)["rows"][0]["id"] == run_id
+    assert len(view._memo) == 3 and "tables" in view._memo  # the oldest pages dropped
+    add_run("r-new", "decoder-char", 9, 1.5, created=5e9)
+    assert views.runs_page(view, per_page=1)["rows"][0]["id"] == "r-new"
+    assert len(view._memo) == 1

@@ -105,6 +105,12 @@ def cmd_check_plugin(args) -> int:
     else:
         for check in checks:
             print(check.line())
+        if not checks:  # a plugin of commands or presets alone, or --only matching nothing
+            matching = f" matching {args.only!r}" if args.only != "*" else ""
+            print(
+                f"plugin {args.plugin!r} registers no architecture, tokenizer, task, exporter "
+                f"or tracker{matching}: nothing to check"
+            )
     return 1 if any(c.status == "failed" for c in checks) else 0
 
 
@@ -186,13 +192,14 @@ def add_commands(commands) -> None:
     p.set_defaults(handler=cmd_show)
     p = commands.add_parser(
         "check-plugin",
-        help="run a plugin's architectures, tokenizers, tasks and exporters through the contract",
+        help="run a plugin's architectures, tokenizers, tasks, exporters and trackers through "
+        "the contract",
         description="Train each architecture of the plugin a few steps on each task it serves, "
-        "each task it registers with an architecture that serves it, each tokenizer and "
-        "exporter, in a ZOO_HOME of its own (removed afterwards), and check the contract: "
-        "output shape, best step, a text alone predicted as in a batch, a bit-identical "
-        "resume, an export checked at several lengths, ids inside the vocabulary. One line "
-        "per check; exit 1 when one fails.",
+        "each task it registers with an architecture that serves it, each tokenizer, "
+        "exporter and tracker, in a ZOO_HOME of its own (removed afterwards), and check the "
+        "contract: output shape, best step, a text alone predicted as in a batch, a "
+        "bit-identical resume, an export checked at several lengths, ids inside the "
+        "vocabulary, a tracker's calls. One line per check; exit 1 when one fails.",
     )
     p.add_argument("plugin", help="the plugin's name, as zoo list plugins shows it")
     p.add_argument(
