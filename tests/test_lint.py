@@ -33,7 +33,6 @@ STILL_LONG = {
     "zoo/api/training.py:sweep",
     "zoo/operations/ensemble.py:record",
     "zoo/operations/evaluate.py:evaluate_run",
-    "zoo/sweeps/cells.py:plan_sweep",
     "zoo/train/runner.py:execute",
 }
 
