@@ -444,10 +444,10 @@ def wanted(cell: tuple[str, str], cells: list[dict], args) -> bool:
     if args.missing:
         return before is None
     if args.failed is not None:
-        reasons = (
-            [before[s] for s in STAGES if before[s] not in ("pass", "not run")] if before else []
-        )
-        return before is None or (bool(reasons) and any(args.failed in r for r in reasons))
+        if before is None:  # never measured: bare --failed runs it, --failed TEXT does not
+            return not args.failed
+        reasons = [before[s] for s in STAGES if before[s] not in ("pass", "not run")]
+        return any(args.failed in r for r in reasons)
     return True
 
 
