@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -293,7 +293,7 @@ def scores(
     f1 = np.divide(2 * precision * recall, denom, out=np.zeros(k), where=denom > 0)
     present = actual > 0  # macro F1 over the classes that occur in this split
     nll = -np.log(np.clip(probs[np.arange(len(y_true)), y_true], 1e-12, None))
-    figures = {
+    figures: dict[str, Any] = {  # floats, and with `detail` per-class tables
         f"{prefix}_accuracy": float(true_pos.sum() / max(1, len(y_true))),
         f"{prefix}_macro_f1": float(f1[present].mean()) if present.any() else 0.0,
         f"{prefix}_loss": float(nll.mean()) if len(nll) else float("nan"),
@@ -334,10 +334,10 @@ def validation_interval(cfg: ClassificationConfig, per_epoch: int) -> int:
     return cfg.eval_interval if cfg.eval_interval is not None else max(1, math.ceil(per_epoch / 2))
 
 
-def run(job: Job) -> RunResult:
+def run(job: Job[ClassificationConfig]) -> RunResult:
 
     check_dataset(job.dataset)
-    cfg: ClassificationConfig = job.train_config
+    cfg = job.train_config
     block = job.context_length
     roles = job.dataset.roles  # all three, but for a split held out while tuning
     names = {role: label_names(job.dataset, role) for role in roles}

@@ -143,6 +143,8 @@ def total_nll(
 def split_metrics(prefix: str, nll: float, count: int, tokens: SplitTokens | str) -> dict:
     """Per token, and per character and byte of the text scored (in proportion, when only
     part of the split was). ``tokens`` may be a text, all of it scored."""
+    chars: float
+    size: float
     if isinstance(tokens, str):
         chars, size = len(tokens), len(tokens.encode("utf-8"))
     else:
@@ -334,9 +336,9 @@ def generate(
         yield piece
 
 
-def run(job: Job) -> RunResult:
+def run(job: Job[LanguageModelingConfig]) -> RunResult:
 
-    cfg: LanguageModelingConfig = job.train_config
+    cfg = job.train_config
     block = job.context_length
     column = job.dataset.text_column
     tokenizer = run_tokenizer(
@@ -414,7 +416,7 @@ def run(job: Job) -> RunResult:
     return RunResult(params, metrics, spec, samples)
 
 
-def sampled_loss(model, ids: np.ndarray, cfg: TrainConfig, block: int, rng) -> float:
+def sampled_loss(model, ids: np.ndarray, cfg: LanguageModelingConfig, block: int, rng) -> float:
     """Validation loss on a few random batches, for the training curve."""
     total, count = 0.0, 0
     for _ in range(cfg.eval_batches):
@@ -469,13 +471,29 @@ def generate_trained(
     """Stream text from a trained run (`zoo generate`), continuing `prompt`: pieces of text;
     or, given a list of prompts (sampled as one batch), (row, piece) pairs. ``cache=False``
     recomputes the whole context for every token."""
-    options = dict(temperature=temperature, top_k=top_k, seed=seed, cache=cache)
+    model, tokenizer, block = trained.model, trained.tokenizer, trained.context_length
     if isinstance(prompt, str):
         return generate(
-            trained.model, trained.tokenizer, prompt, tokens, trained.context_length, **options
+            model,
+            tokenizer,
+            prompt,
+            tokens,
+            block,
+            temperature=temperature,
+            top_k=top_k,
+            seed=seed,
+            cache=cache,
         )
     return generate_batch(
-        trained.model, trained.tokenizer, list(prompt), tokens, trained.context_length, **options
+        model,
+        tokenizer,
+        list(prompt),
+        tokens,
+        block,
+        temperature=temperature,
+        top_k=top_k,
+        seed=seed,
+        cache=cache,
     )
 
 

@@ -294,8 +294,8 @@ def score_pairs(model, layout, tokenizer, pairs: Pairs, cfg) -> tuple[dict, list
 
 
 # -- the pipeline --------------------------------------------------------------------------
-def run(job: Job) -> RunResult:
-    cfg: Seq2SeqConfig = job.train_config
+def run(job: Job[Seq2SeqConfig]) -> RunResult:
+    cfg = job.train_config
     tokenizer = tokenizer_for(job)
     encoder_decoder = "seq2seq" in job.architecture.tasks
     spec = TaskSpec(
@@ -329,7 +329,7 @@ def run(job: Job) -> RunResult:
     )
     metrics = loop_metrics(result)
     metrics["truncated"] = train_pairs.truncated / max(1, len(train_pairs))
-    outputs = {}
+    outputs: dict[str, list[str]] = {}
     for role in ("validation", "test"):
         if role in data:
             figures, outputs[role] = score_pairs(model, layout, tokenizer, data[role], cfg)

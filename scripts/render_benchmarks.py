@@ -29,6 +29,7 @@ README_END = "<!-- end of results -->"
 ORDER = [
     "classification",
     "significance",
+    "significance_sequential",
     "ensemble_weights",
     "ensemble_weights_ensemble_pretrained",
     "transfer",

@@ -179,7 +179,7 @@ def test_reloaded_runs_compute_on_the_device_zoo_run_picks(reviews, monkeypatch)
         (lambda t: zoo.sweep("decoder-char", on=t, seeds=0), "seeds must be positive"),
         (lambda t: zoo.sweep("decoder-char", on=t, grid={"n_layerz": [1, 2]}), "n_layerz"),
         (lambda t: zoo.sweep("decoder-char", on=t, executor="dask"), "executor must be"),
-        (lambda t: zoo.sweep("decoder-char", on=t, jobs=2, executor="ray"), "--jobs is for"),
+        (lambda t: zoo.sweep("decoder-char", on=t, jobs=2, executor="ray"), "^jobs is for"),
     ],
 )
 def test_errors_are_zoo_errors_before_anything_trains(tiny_text, call, message):

@@ -101,6 +101,14 @@ def embedded(page: str, name: str):
     return json.loads(found.group(1))
 
 
+def table_cells(page: str, table_id: str) -> list[list[str]]:
+    """The text of each cell of an HTML table, row by row (the header row first)."""
+    table = re.search(rf'<table[^>]*id="{table_id}"[^>]*>(.*?)</table>', page, re.S).group(1)
+    rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)
+    cells = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S) for row in rows]
+    return [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in row] for row in cells]
+
+
 def query(**params):
     from urllib.parse import urlencode
 
@@ -124,12 +132,20 @@ def test_the_run_list_is_what_zoo_runs_prints(server):
 def test_the_first_page_paged_by_the_store_is_what_zoo_runs_prints(server):
     from zoo.comparison.runs import SUMMARY
 
-    shown = embedded(get(server, "/runs")[1], "runs-data")  # no condition: the store pages it
+    page = get(server, "/runs")[1]
+    shown = embedded(page, "runs-data")  # no condition: the store pages it
     extra = [c for c in shown["shown"] if c not in SUMMARY]
     assert {"val_bpc", "lr", "seed"} <= set(shown["shown"])  # what differs between the runs
     cli = run_cli("runs", "--sort=-created", "--columns", ",".join(extra), "--json")
     assert shown["rows"] == json.loads(cli.out)
     assert shown["selected"] == shown["total"] == 6
+    from zoo.web.app import cell_text
+
+    header, *body = table_cells(page, "runs-table")  # what the table shows is that data
+    assert [h.rstrip(" ▲▼") for h in header[1:]] == shown["shown"]
+    assert [row[1:] for row in body] == [
+        [cell_text(r.get(c)) for c in shown["shown"]] for r in shown["rows"]
+    ]
 
 
 def test_a_condition_zoo_runs_refuses_is_the_pages_one_line(server):
@@ -137,7 +153,8 @@ def test_a_condition_zoo_runs_refuses_is_the_pages_one_line(server):
     status, page = get(server, "/runs" + query(where=bad))
     cli = run_cli("runs", "--where", bad)
     assert status == 200 and cli.code == 2
-    assert cli.err.removeprefix("zoo: error: ").strip() in html.unescape(page)
+    # the same message; the CLI names the option as its flag (--where), the page as its box
+    assert cli.err.removeprefix("zoo: error: --").strip() in html.unescape(page)
     assert not os.path.exists("x")
 
 
@@ -163,8 +180,11 @@ def test_the_comparison_is_what_zoo_compare_prints(server):
     legend = [line.strip() for line in markdown.split("\n\n", 1)[1].splitlines() if line.strip()]
     shown = re.search(r'<ul class="legend" id="legend">(.*?)</ul>', page, re.S).group(1)
     assert re.findall("<li>(.*?)</li>", html.unescape(shown)) == legend  # notes included
-    for cell in ("2.100 ± 0.100 (n=3)", "2.600 ± 0.100 (n=3)"):
-        assert cell in markdown and cell in page
+    lines = [line for line in markdown.splitlines() if line.startswith("| ")]
+    printed = [[c.strip().strip("*") for c in line.strip("|").split(" | ")] for line in lines]
+    shown = table_cells(page, "compare-table")
+    assert shown == [printed[0]] + printed[2:]  # every cell as zoo compare prints it
+    assert shown[1][1] == "2.100 ± 0.100 (n=3)" and shown[2][2].startswith("+0.500 [")
     figure = embedded(page, "bars-0")
     assert [t["y"] for t in figure["data"]] == [[pytest.approx(2.1)], [pytest.approx(2.6)]]
     assert [t["error_y"]["array"] for t in figure["data"]] == [[pytest.approx(0.1)]] * 2
@@ -311,11 +331,11 @@ def add_ensemble(run_id, members: dict[str, float]):
         )
 
 
-def test_the_tune_page_shows_zoo_tunes_table_and_an_ensembles_members(server):
+def test_the_tune_page_shows_zoo_tunes_table_and_an_ensembles_members(server, monkeypatch):
     import optuna
 
-    from zoo.home import zoo_home
     from zoo.tuning import report
+    from zoo.web import views
 
     result = report.StudyResult(
         *("decoder-char", "text", "study-1", "val_bpc", "test_bpc", {"COMPLETE": 3}, 12.5),
@@ -325,9 +345,7 @@ def test_the_tune_page_shows_zoo_tunes_table_and_an_ensembles_members(server):
         **{"tuned": [2.0, 2.1], "preset": [2.2, 2.35], "tuned_seeds": [1, 2]},
         preset_seeds=[1, 2],
     )
-    (zoo_home() / "tune").mkdir()
-    storage = f"sqlite:///{zoo_home() / 'tune' / 'studies.db'}"
-    study = optuna.create_study(study_name="study-1", storage=storage)
+    study = optuna.create_study(study_name="study-1")  # in memory: what the page lays out
     for number, value in enumerate((2.3, 2.0, 2.2)):
         study.add_trial(
             optuna.trial.create_trial(
@@ -337,6 +355,9 @@ def test_the_tune_page_shows_zoo_tunes_table_and_an_ensembles_members(server):
             )
         )
     report.keep_rows([study], [result], "3 trials")
+    # Optuna's importance (fANOVA, seconds) and studies.db are the screenshots' and test_tune's
+    monkeypatch.setattr(views, "param_importance", lambda study: ({"lr": 1.0}, None))
+    monkeypatch.setattr(views, "studies", lambda view: [views.study(study)])
     add_ensemble("e-1", {"r-a-0": 0.25, "r-b-0": 0.75})
     status, page = get(server, "/tune")
     assert status == 200
@@ -355,3 +376,17 @@ def test_the_tune_page_shows_zoo_tunes_table_and_an_ensembles_members(server):
         ("r-a-0", "r-a", "0.2500"),
         ("r-b-0", "r-b", "0.7500"),
     ]
+
+
+def test_the_ui_never_imports_torch(store):
+    from conftest import run_python
+
+    lines = run_python(
+        "import os, sys\n"
+        "from zoo.web import views\nfrom zoo.web.app import create_app\n"
+        "view = views.StoreView(os.environ['ZOO_HOME'])\ncreate_app(view.home)\n"
+        "views.runs_page(view), views.runs_page(view, where='seed == 1'), views.comparison(view, {})\n"
+        "views.run_page(view, 'r-a-0'), views.curves(view, ['r-a-0']), views.ensembles(view)\n"
+        "print('torch' in sys.modules)"
+    )
+    assert lines[-1] == "False"

@@ -79,7 +79,7 @@ class Encoder(nn.Module):
             for _ in range(cfg.n_layer)
         )
         self.ln_f = norm_layer(cfg.norm, cfg.n_embd, cfg.bias)
-        outputs = spec.num_classes if spec.task == "classification" else spec.vocab_size
+        outputs = spec.class_count if spec.task == "classification" else spec.vocab_size
         self.head = nn.Linear(cfg.n_embd, outputs)
         init_gpt2(self, cfg.n_layer)
         if spec.task in ("next-item", "masked-language-modeling") and cfg.tie_weights:

@@ -41,7 +41,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from zoo.plugin import TaskSpec
-from zoo.plugin.layers import RMSNorm, check_length, last_real
+from zoo.plugin.layers import RMSNorm, check_length, last_real, modules_of
 
 
 def sequential_scan(dA, dBu, C):
@@ -150,7 +150,7 @@ class Mamba(nn.Module):
         self.norm_f = RMSNorm(cfg.n_embd)
         self.lm_head = nn.Linear(cfg.n_embd, spec.vocab_size, bias=False)
         if spec.task == "classification":
-            self.cls_head = nn.Linear(cfg.n_embd, spec.num_classes)
+            self.cls_head = nn.Linear(cfg.n_embd, spec.class_count)
         init_mamba(self, cfg)
         if cfg.tie_weights:
             self.lm_head.weight = self.tok_emb.weight
@@ -186,7 +186,7 @@ def init_mamba(model: Mamba, cfg) -> None:
     projection's bias is softplus's inverse of them). A_log = log(1..N) and D = 1 are set
     where they are made."""
     nn.init.normal_(model.tok_emb.weight, std=0.02)
-    for block in model.blocks:
+    for block in modules_of(model.blocks, Block):
         mixer = block.mixer
         with torch.no_grad():
             mixer.out_proj.weight /= math.sqrt(cfg.n_layer)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import os
 import re
 import socket
@@ -128,7 +129,7 @@ def layout_of(model_type: str) -> Layout:
     for zoo_name, names in DECODER_STACK.items():
         own = _own_name(config_class, names, fields)
         if own is not None and zoo_name in mapped and own != mapped[zoo_name]:
-            derived[own] = lambda cfg, name=zoo_name: getattr(cfg, name)
+            derived[own] = operator.attrgetter(zoo_name)
     if "n_head" in mapped:
         for name in ("head_dim", "rotary_dim"):  # a head's width; rotary: all of it
             if name in fields:
@@ -277,11 +278,11 @@ class TransformersConfig:
         return config
 
     def _new_config(self, vocab_size: int, layout: Layout):
-        shape = {
-            name: NEW_MODEL_SHAPE.get(name) if getattr(self, name) is None else getattr(self, name)
-            for name in SHAPE_NAMES
-        }
-        values = {target: shape[name] for name, target in layout.shape.items()}
+        shape: dict[str, int] = {}  # each shape setting, or a new model's default for it
+        for name in SHAPE_NAMES:
+            value = getattr(self, name)
+            shape[name] = NEW_MODEL_SHAPE[name] if value is None else value
+        values: dict[str, Any] = {target: shape[name] for name, target in layout.shape.items()}
         if "n_head" in layout.shape:
             _check_heads(shape["n_embd"], shape["n_head"])
         known = types.SimpleNamespace(**shape, **self.extra_fields())  # what derives from
@@ -443,7 +444,7 @@ def make_config(architecture: str) -> type:
         else:
             extra.append((f.name, kind | None, field(default=None)))
     words = re.split(r"[^A-Za-z0-9]+", architecture)
-    cls = dataclasses.make_dataclass(
+    cls: type[TransformersConfig] = dataclasses.make_dataclass(
         "".join(w[:1].upper() + w[1:] for w in words) + "Config",
         extra,
         bases=(TransformersConfig,),

@@ -24,6 +24,7 @@ so these models compute as zoo's own do.
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -38,7 +39,7 @@ from zoo.plugin.layers import split_source_target
 ATTENTION = "zoo"
 
 
-def model_class(model_type: str, task: str) -> type:
+def model_class(model_type: str, task: str) -> type[Any]:
     """The transformers class of a model type for a zoo task (``types.model_types``)."""
     return getattr(transformers, model_types()[model_type][task])
 
@@ -116,7 +117,7 @@ def build(cfg, spec: TaskSpec) -> TransformersModel:
     hf_class = model_class(cfg.model_type, spec.task)
     task_fields = {"pad_token_id": spec.pad_id}
     if spec.task == "classification":
-        task_fields["num_labels"] = spec.num_classes
+        task_fields["num_labels"] = spec.class_count
     if spec.task == "language-modeling":  # an encoder's LM class (BertLMHeadModel) needs it
         task_fields["is_decoder"] = True
     config = cfg.transformers_config(spec.vocab_size, **task_fields)

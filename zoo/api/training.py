@@ -167,102 +167,101 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
     **more_settings,
 ) -> SweepResult:
     """Train every model x dataset x seed cell not finished before (`zoo sweep`); a cell
-    that fails is recorded as failed and the sweep goes on.
+    that fails is recorded as failed and the sweep goes on. The options mean what the
+    command's options of the same names mean (``examples=False`` is ``--seeds-only``).
 
     `progress` prints the plan, a line per cell and a summary on `log` (default stderr);
-    `quiet=False` adds each run's own progress (`zoo sweep --verbose`). `grid={"n_layer": [1,
-    2]}` is `--grid n_layer=1,2` (the command's ``"KEY=V1,V2"`` strings are taken too);
-    `dry_run` plans and trains nothing. `stack_seeds` trains up to that many seeds of a cell
-    together as one batched model (True: all of them; `--stack-seeds`), each still its own
-    run, and a configuration of its own. `log_to` names the trackers every cell reports to
-    (``"tensorboard,mlflow"``; default ZOO_LOG_TO), as for `run`. Settings are keyword
-    arguments or a ``settings`` dict, as for `run`. `jobs` is a number or ``"auto"`` (as many workers as the GPU or the
-    cores take). `jobs`, `executor`, `address`, `cell_cpus`,
-    `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
-    `pool` are the options of the same names; ``examples=False`` is ``--seeds-only``.
-    ``seeds="auto"`` (``--seeds auto``) starts every row with 2 seeds and gives one more to
-    the rows still tied with their column's leader, look by look, until the leader is told
-    apart or they have ``max_seeds`` (default 10), the error rate split over the looks
-    (zoo.sweeps.until_answered)."""
-
-    from zoo.sweeps import driver, report
+    `quiet=False` adds each run's own progress. `grid={"n_layer": [1, 2]}` sweeps a setting
+    too (the command's ``"KEY=V1,V2"`` texts are taken too); `dry_run` plans and trains
+    nothing. `stack_seeds` trains up to that many seeds of a cell as one batched model
+    (True: all), each its own run. `log_to` and settings are as for `run`; `jobs` may be
+    ``"auto"``. ``seeds="auto"`` starts every row with 2 seeds and gives one more to the
+    rows still tied with their column's leader, look by look, until it is told apart or
+    they have ``max_seeds`` (default 10) (zoo.sweeps.until_answered)."""
+    from zoo.sweeps import report
     from zoo.sweeps.executors import make_executor
 
     check_device(device)
     check_executor(executor)
     with reporting_to(log, progress=progress):
-        workers = make_executor(
-            jobs if jobs == "auto" else positive_argument("jobs", jobs, int),
-            executor,
-            address,
-            cell_cpus,
-            cell_gpus,
-            device,
-        )  # before planning: no Ray fails now
+        jobs = jobs if jobs == "auto" else positive_argument("jobs", jobs, int)
+        # made before planning: a missing Ray fails now, not after it
+        workers = make_executor(jobs, executor, address, cell_cpus, cell_gpus, device)
         first, most = _seed_budget(seeds, max_seeds, stack_seeds)
         plan = _sweep_plan(
-            [models] if isinstance(models, str) else list(models),
-            [on] if isinstance(on, str) else list(on),
+            models,
+            on,
             seeds=first,
             overrides=_overrides({**(settings or {}), **more_settings}, steps, time),
             task=task,
             grid=grid,
             stack_seeds=stack_seeds,
-            log_to=log_to,
+            workers=workers,
         )
-        if plan.stacked:  # what cannot train stacked is refused before anything trains
-            from zoo.sweeps.cell_stacks import check_plans
-
-            check_plans(plan.todo, workers)
+        plan.log_to = _trackers(log_to)
         _check_sweep_comparison(plan, metric, better, baseline)  # a dry run refuses it too
+        if most is not None:
+            logger.info(
+                f"seeds until answered: then one more seed at a time, up to {most}, for "
+                "each column's leader and the rows still tied with it"
+            )
         if dry_run:
             return SweepResult(report.records(plan), None)
-
-        def train() -> None:
-            driver.run_sweep(plan, device=device, quiet=quiet, executor=workers)
-
-        def compare(level: float = 0.95):
-            if not any(c.status == "finished" or c.done for c in plan.cells):
-                return None
-            options = dict(by=by, columns=columns, baseline=baseline, better=better, pool=pool)
-            return report.table(plan, metric=metric, examples=examples, level=level, **options)
-
-        if most is None:
-            train()
-            table = compare()
-        else:
-            from zoo.sweeps.until_answered import run_until_answered
-
-            table = run_until_answered(
-                plan, most=most, level=0.95, train=train, compare=compare, say=logger.info
-            )
+        comparison = dict(by=by, columns=columns, baseline=baseline, better=better, pool=pool)
+        table = _train_and_compare(
+            plan, workers, most, device=device, quiet=quiet, metric=metric, examples=examples,
+            comparison=comparison,
+        )  # fmt: skip
         logger.info(report.summary(plan))
         if table is None:
             return SweepResult(report.records(plan), None)
         return SweepResult(report.records(plan), report.comparison_frame(plan, table.cells), table)
 
 
-def _sweep_plan(
-    models: list[str], datasets: list[str], *, seeds, overrides, task, grid, stack_seeds, log_to
-):
+def _train_and_compare(plan, workers, most, *, device, quiet, metric, examples, comparison):
+    """Train the plan's cells and compare the sweep's runs (None: nothing finished); with
+    ``most``, seeds until answered: more seeds for the rows still tied, up to ``most``."""
+    from zoo.sweeps import driver, report
+
+    def train() -> None:
+        driver.run_sweep(plan, device=device, quiet=quiet, executor=workers)
+
+    def compare(level: float = 0.95):
+        if not any(c.status == "finished" or c.done for c in plan.cells):
+            return None
+        return report.table(plan, metric=metric, examples=examples, level=level, **comparison)
+
+    if most is None:
+        train()
+        return compare()
+    from zoo.sweeps.until_answered import run_until_answered
+
+    return run_until_answered(
+        plan, most=most, level=0.95, train=train, compare=compare, say=logger.info
+    )
+
+
+def _sweep_plan(models, on, *, seeds, overrides, task, grid, stack_seeds, workers):
     """The sweep's cells, planned and described on the log; a sweep none of whose cells can
-    run is refused."""
+    run is refused, and so is a cell that cannot train stacked (before anything trains)."""
     from zoo.sweeps import cells, report
     from zoo.sweeps.grid import parse_grid
 
     if isinstance(grid, dict):  # as the command's KEY=V1,V2 texts, checked and labelled alike
         grid = [f"{key}={','.join(str(v) for v in values)}" for key, values in grid.items()]
-    trackers = _trackers(log_to)
     plan = cells.plan_sweep(
-        models,
-        datasets,
+        [models] if isinstance(models, str) else list(models),
+        [on] if isinstance(on, str) else list(on),
         seeds=positive_argument("seeds", seeds, int),
         overrides=overrides,
         task=task,
         grid=parse_grid(grid),
         stack_seeds=stack_seeds,
     )
-    plan.log_to = trackers
+    if plan.stacked:
+        from zoo.sweeps.cell_stacks import check_plans
+
+        check_plans(plan.todo, workers)
     for line in cells.describe_plan(plan):
         logger.info(line)
     if not plan.todo and not plan.finished_before:

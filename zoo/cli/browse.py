@@ -186,13 +186,14 @@ def add_commands(commands) -> None:
     p.set_defaults(handler=cmd_show)
     p = commands.add_parser(
         "check-plugin",
-        help="run a plugin's architectures, tokenizers, tasks and exporters through the contract",
+        help="run a plugin's architectures, tokenizers, tasks, exporters and trackers through "
+        "the contract",
         description="Train each architecture of the plugin a few steps on each task it serves, "
-        "each task it registers with an architecture that serves it, each tokenizer and "
-        "exporter, in a ZOO_HOME of its own (removed afterwards), and check the contract: "
-        "output shape, best step, a text alone predicted as in a batch, a bit-identical "
-        "resume, an export checked at several lengths, ids inside the vocabulary. One line "
-        "per check; exit 1 when one fails.",
+        "each task it registers with an architecture that serves it, each tokenizer, "
+        "exporter and tracker, in a ZOO_HOME of its own (removed afterwards), and check the "
+        "contract: output shape, best step, a text alone predicted as in a batch, a "
+        "bit-identical resume, an export checked at several lengths, ids inside the "
+        "vocabulary, a tracker's calls. One line per check; exit 1 when one fails.",
     )
     p.add_argument("plugin", help="the plugin's name, as zoo list plugins shows it")
     p.add_argument(

@@ -140,7 +140,7 @@ def cmd_export(args) -> int:
     return 0
 
 
-def add_commands(commands) -> None:
+def add_generate_parser(commands) -> None:
     p = commands.add_parser(
         "generate",
         help="sample text from a trained language model",
@@ -169,6 +169,9 @@ def add_commands(commands) -> None:
         help="one JSON object per prompt (run_id, prompt, text), printed when each text is done",
     )
     p.set_defaults(handler=cmd_generate)
+
+
+def add_predict_parser(commands) -> None:
     p = commands.add_parser(
         "predict",
         help="predict with a trained run whose task offers predict",
@@ -194,6 +197,9 @@ def add_commands(commands) -> None:
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=cmd_predict)
+
+
+def add_eval_parser(commands) -> None:
     p = commands.add_parser(
         "eval",
         help="score a trained run on another dataset or split",
@@ -214,6 +220,8 @@ def add_commands(commands) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_eval)
 
+
+def add_export_parser(commands) -> None:
     p = commands.add_parser(
         "export",
         help="write a run as a folder that loads without zoo (transformers or ONNX)",
@@ -248,3 +256,10 @@ def add_commands(commands) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing folder there, whole")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_export)
+
+
+def add_commands(commands) -> None:
+    add_generate_parser(commands)
+    add_predict_parser(commands)
+    add_eval_parser(commands)
+    add_export_parser(commands)

@@ -205,7 +205,7 @@ def cmd_reproduce(args) -> int:
     return 0 if report.match else 1
 
 
-def add_commands(commands) -> None:
+def add_run_parser(commands) -> None:
     p = commands.add_parser(
         "run",
         help="train and evaluate MODEL on DATASET",
@@ -261,6 +261,9 @@ def add_commands(commands) -> None:
     )
     add_output_options(p)
     p.set_defaults(handler=cmd_run)
+
+
+def add_resume_parser(commands) -> None:
     p = commands.add_parser(
         "resume",
         help="continue an interrupted run from its last checkpoint",
@@ -272,6 +275,9 @@ def add_commands(commands) -> None:
     p.add_argument("run_id", help="run id (or a unique prefix)")
     add_output_options(p)
     p.set_defaults(handler=cmd_resume)
+
+
+def add_sweep_parser(commands) -> None:
     p = commands.add_parser(
         "sweep",
         help="train every model x dataset x seed, then compare",
@@ -334,6 +340,13 @@ def add_commands(commands) -> None:
         json_help="print one JSON object: every cell "
         "(state, run id, reason) and the comparison's cells (as --format json)",
     )
+    add_cell_options(p)
+    add_compare_options(p, sweep=True)
+    p.set_defaults(handler=cmd_sweep)
+
+
+def add_cell_options(p) -> None:
+    """How a sweep's cells train: how many at a time, seeds stacked, on Ray."""
     p.add_argument(
         "--jobs",
         type=jobs_count,
@@ -359,8 +372,9 @@ def add_commands(commands) -> None:
         executor_help='ray: cells as tasks on a Ray cluster (pip install -e ".[ray]")',
         gpus_help="GPUs each Ray cell asks for (default 1 with --device cuda, else 0)",
     )
-    add_compare_options(p, sweep=True)
-    p.set_defaults(handler=cmd_sweep)
+
+
+def add_reproduce_parser(commands) -> None:
     p = commands.add_parser(
         "reproduce",
         help="rerun a run's exact config and compare metrics",
@@ -372,3 +386,10 @@ def add_commands(commands) -> None:
     p.add_argument("--device", choices=DEVICES, help="device (default: the one the run recorded)")
     add_output_options(p)
     p.set_defaults(handler=cmd_reproduce)
+
+
+def add_commands(commands) -> None:
+    add_run_parser(commands)
+    add_resume_parser(commands)
+    add_sweep_parser(commands)
+    add_reproduce_parser(commands)

@@ -267,12 +267,11 @@ def summarize(
                 hint="group by a run column such as model, architecture, "
                 "tokenizer, dataset, task, seed",
             )
-    known = (
+    if not (
         metric is None
         or metric in frame.columns
         or (evals and any(c.endswith("_" + metric) for c in frame.columns))
-    )
-    if not known:
+    ):
         raise UnknownNameError("metric", metric, metric_names(frame))
     what = f"{'evaluation' if evals else 'training'} runs with status {', '.join(status) or 'any'}"
     if data.empty:

@@ -224,7 +224,8 @@ def record(
     seeds = {r["seed"] for r in rows}
     seed = seeds.pop() if len(seeds) == 1 else None
     params = [r.get("params") for r in rows]
-    total = sum(params) if all(isinstance(p, int) for p in params) else None
+    counted = [p for p in params if isinstance(p, int)]
+    total = sum(counted) if len(counted) == len(params) else None
     combined = [Combined(r["id"], r["model"], float(w)) for r, w in zip(rows, chosen)]
     rule = FIT_RULE if weighting == "fit" else None  # a new fitting rule is a new configuration
     identity = json.dumps([[r.get("config_hash"), r["id"]] for r in rows] + [weighting, rule])

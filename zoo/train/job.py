@@ -7,7 +7,7 @@ import logging
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from zoo.core.config import incidental
 from zoo.core.limits import sized
@@ -16,7 +16,7 @@ from zoo.errors import ZooError
 from zoo.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
-    from zoo.core.kinds import Entry
+    from zoo.core.kinds import ArchitectureEntry, Entry
     from zoo.data.datasets import LoadedDataset
 
 log = logging.getLogger(__name__)
@@ -54,8 +54,9 @@ class TrainConfig:
     from that one (``--init``) that trains everything."""
     grad_clip: float = 1.0
     """The largest gradient norm; larger gradients are scaled down to it (0: no clipping)."""
-    eval_interval: int = 250
-    """Steps between validation estimates during training."""
+    eval_interval: int | None = 250
+    """Steps between validation estimates during training; none: the pipeline's choice
+    (classification: twice per epoch), and the loop alone validates only at the end."""
     eval_batches: int = sized(20, role="batch")
     """Batches per periodic validation estimate; the final evaluation uses whole splits."""
     eval_limit: int | None = None
@@ -227,8 +228,12 @@ class RunResult:
     same examples count the evaluation set's sampling noise from them, paired by example."""
 
 
+# The pipeline's TrainConfig subclass: `def run(job: Job[MyConfig])` reads its own fields.
+TrainConfigT = TypeVar("TrainConfigT", bound=TrainConfig)
+
+
 @dataclass(kw_only=True, eq=False)  # a job is itself: the runner's state is keyed by it
-class Job:
+class Job(Generic[TrainConfigT]):
     """What a pipeline's ``run(job)`` receives: one run to train, with everything it is
     trained with. ``build_model(spec)`` builds the architecture; ``saved_tokenizer()``
     gives the run's own tokenizer when it is resumed (or the tokenizer of the run it starts
@@ -238,7 +243,7 @@ class Job:
 
     model_name: str
     """The model's name, ``ARCHITECTURE-TOKENIZER`` (``decoder-char``)."""
-    architecture: Entry
+    architecture: ArchitectureEntry
     """The architecture's registration (``.name``, ``.plugin``); ``build_model`` builds it."""
     tokenizer: Entry
     """The tokenizer's registration: ``.name``, and ``.load()`` for its class (a
@@ -249,7 +254,7 @@ class Job:
     """The architecture's config dataclass, as this run sets it."""
     tokenizer_config: Any
     """The tokenizer's config dataclass (None when it registers none)."""
-    train_config: TrainConfig
+    train_config: TrainConfigT
     """The pipeline's ``TrainConfig`` subclass, as this run sets it."""
     dataset: LoadedDataset
     """The loaded dataset: ``split(role)``, ``roles`` (the splits this run may read),

@@ -39,6 +39,13 @@ class StudyResult:
     same_as_preset: bool = False  # the best settings are the preset's: one set of runs
     plots: list = field(default_factory=list)  # paths written
 
+    @property
+    def best_trial(self) -> dict:
+        """``best``, for a search that finished a trial (callers check ``best`` first)."""
+        if self.best is None:
+            raise ValueError(f"the search of {self.model} on {self.dataset} finished no trial")
+        return self.best
+
     def paired(self, level: float = 0.95):
         """tuned - preset over the seeds both have (zoo.comparison.stats.Interval)."""
         from zoo.comparison.stats import paired_interval
@@ -101,7 +108,7 @@ def test_once(result: StudyResult, device: str) -> None:
     from zoo.records.store import Store
     from zoo.tasks import strip_split
 
-    run_id, name = result.best["run_id"], strip_split(result.test_metric)
+    run_id, name = result.best_trial["run_id"], strip_split(result.test_metric)
     with Store() as store:
         trained_on = store.get(run_id)["dataset"]
         done = [  # the search's own evaluation: the test split of the data it searched on
@@ -115,7 +122,7 @@ def test_once(result: StudyResult, device: str) -> None:
         metrics = done[-1]["metrics"]
     else:
         log.info(
-            f"    {result.model}: best trial {result.best['trial']} (run {run_id}) on test, once"
+            f"    {result.model}: best trial {result.best_trial['trial']} (run {run_id}) on test, once"
         )
         metrics = evaluate_run(run_id, result.dataset, "test", device=device)["metrics"]
     result.best_test = eval_value(metrics, name, "test")
@@ -136,8 +143,9 @@ def figures(sweep, config_hashes: set[str], metric: str) -> dict:
         for run_id, seed in sorted(runs.items(), key=lambda item: item[1]):
             row = store.get(run_id)
             value = (row.get("metrics") or {}).get(metric)
-            finite = isinstance(value, (int, float)) and math.isfinite(value)
-            if row["status"] == "finished" and finite and seed not in values:
+            if seed in values or row["status"] != "finished":
+                continue
+            if isinstance(value, (int, float)) and math.isfinite(value):
                 values[seed] = float(value)
     return values
 
@@ -298,7 +306,7 @@ def preset_snippet(result: StudyResult) -> str:
     name = f"{result.model}-tuned"
     description = (
         f"{result.model} with the settings `zoo tune` found on {result.dataset} "
-        f"({result.objective} {result.best['value']:.4f}, study {result.study})"
+        f"({result.objective} {result.best_trial['value']:.4f}, study {result.study})"
     )
     lines = [
         f"[models.{name}]",

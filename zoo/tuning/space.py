@@ -38,16 +38,24 @@ class Dimension:
         args = self.choices if self.kind == "choice" else (_number(self.low), _number(self.high))
         return f"{self.key}={self.kind}({','.join(args)})"
 
+    @property
+    def ends(self) -> tuple[float | int, float | int]:
+        """A numeric dimension's low and high ends (a choice has none)."""
+        if self.low is None or self.high is None:
+            raise ValueError(f"{self.key}: a {self.kind} dimension has no ends")
+        return self.low, self.high
+
     def distribution(self):
         """The Optuna distribution this dimension samples from."""
         import optuna
 
         if self.kind == "choice":
             return optuna.distributions.CategoricalDistribution(list(self.choices))
+        low, high = self.ends
         if self.kind == "int":
-            return optuna.distributions.IntDistribution(int(self.low), int(self.high))
+            return optuna.distributions.IntDistribution(int(low), int(high))
         return optuna.distributions.FloatDistribution(
-            float(self.low), float(self.high), log=self.kind == "log"
+            float(low), float(high), log=self.kind == "log"
         )
 
     def samples(self) -> list:
@@ -55,10 +63,11 @@ class Dimension:
         against a model's config before anything trains."""
         if self.kind == "choice":
             return list(self.choices)
+        low, high = self.ends
         if self.kind == "int":
-            return [self.low, self.high]
+            return [low, high]
         # a float just above the low end is no integer: an int field refuses it now
-        return [self.low, math.nextafter(float(self.low), float(self.high)), self.high]
+        return [low, math.nextafter(float(low), float(high)), high]
 
 
 def _number(value) -> str:

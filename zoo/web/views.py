@@ -478,7 +478,8 @@ def run_page(view: StoreView, run_id: str) -> dict:
     provenance = [("seed", row.get("seed"))]
     provenance += [(k, config[k]) for k in SHOWN_KEYS if config.get(k) is not None]
     provenance += [(f"version {k}", v) for k, v in (config.get("versions") or {}).items()]
-    timing = config.get("timing") if isinstance(config.get("timing"), dict) else {}
+    timing = config.get("timing")
+    timing = timing if isinstance(timing, dict) else {}
     folder = view.folder(row["id"])
     return {
         "record": {"type": "run", **row},
@@ -536,10 +537,16 @@ def _text(path: Path) -> str | None:
 def studies(view: StoreView) -> list[dict]:
     """The Optuna studies `zoo tune` keeps in ZOO_HOME/tune/studies.db, read-only: each
     study's trials, its optimisation history, and its parameters' importance as Optuna's
-    own analysis (optuna.importance) rates them."""
+    own analysis (optuna.importance) rates them; kept until the studies change."""
     path = view.home / "tune" / "studies.db"
     if not path.is_file():
         return []
+    files = (path, path.with_name(path.name + "-wal"))
+    stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None for p in files)
+    return view.memo(("studies", stamp), lambda: _read_studies(path))
+
+
+def _read_studies(path: Path) -> list[dict]:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -578,11 +585,7 @@ def study(loaded) -> dict:
     for trial in done:
         running.append(better(running[-1], trial["value"]) if running else trial["value"])
     best = better(done, key=lambda t: t["value"]) if done else None
-    try:
-        importance = optuna.importance.get_param_importances(loaded)
-        why = None
-    except (ValueError, RuntimeError) as exc:  # too few finished trials, no parameters
-        importance, why = {}, str(exc)
+    importance, why = param_importance(loaded)
     history = {
         "data": [
             {
@@ -632,6 +635,16 @@ def budget_tables(studies: list[dict]) -> list[dict]:
         return kept_tables(kept)
     except (TypeError, KeyError, ValueError, AttributeError) as exc:  # a study edited by hand
         return [{"search": "", "budget": "", "table": f"the kept tables cannot be read: {exc}"}]
+
+
+def param_importance(loaded) -> tuple[dict, str | None]:
+    """The parameters' importance as optuna.importance rates it (fANOVA), or why not."""
+    import optuna.importance
+
+    try:
+        return optuna.importance.get_param_importances(loaded), None
+    except (ValueError, RuntimeError) as exc:  # too few finished trials, no parameters
+        return {}, str(exc)
 
 
 def ensembles(view: StoreView) -> list[dict]:
