@@ -129,8 +129,7 @@ def compare_families(args) -> int:
     write_results(
         "time_to_quality_families",
         title="Time to quality: the language-model families at equal wall time",
-        about=f"`zoo sweep {' '.join(args.model)} --on {args.dataset} --seeds {args.seeds} "
-        f"--time {args.time}`: each preset trained with its own schedule for {args.time} s "
+        about=f"`zoo {' '.join(a for a in sweep_args if a != '--json')}`: each preset trained with its own schedule for {args.time} s "
         "of wall time (or to its last step, if that comes first), one cell after another "
         "on one machine, then scored on the whole validation split in bits per character (lower "
         f"is better). val_bpc: mean ± standard deviation over {args.seeds} seeds; the "
@@ -153,7 +152,7 @@ def compare_families(args) -> int:
                     ("tokens_s", "tokens/s", ",.0f"),
                 ],
                 rows,
-                readme=True,
+                readme=False,
             )
         ],
     )

@@ -98,7 +98,7 @@ def flipped(base, count, start=0):
 
 def test_a_table_counts_the_examples_and_a_flag_keeps_the_seeds_only_view():
     from zoo.comparison.render import render
-    from zoo.comparison.table import load_runs, summarize
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
 
     base = np.zeros(1000)
     base[500:] = 1.0  # half right
@@ -107,9 +107,9 @@ def test_a_table_counts_the_examples_and_a_flag_keeps_the_seeds_only_view():
     for seed, (extra_a, extra_b) in enumerate([(0, 0), (1, 1), (2, 0)]):
         record_with_examples("a-word", seed, flipped(flipped(base, 3), extra_a, start=10))
         record_with_examples("b-word", seed, flipped(base, extra_b, start=20))
-    seeds_only = summarize(load_runs(), examples=False, baseline="b-word").cells
+    seeds_only = summarize(load_runs(), ComparisonSpec(examples=False, baseline="b-word")).cells
     assert seeds_only.set_index("model").loc["a-word", "significant"] is True
-    both = summarize(load_runs(), baseline="b-word")
+    both = summarize(load_runs(), ComparisonSpec(baseline="b-word"))
     cell = both.cells.set_index("model").loc["a-word"]
     assert cell["test"] == "Welch and bootstrap" and cell["significant"] is False
     assert not both.cells["best"].any()
@@ -117,19 +117,25 @@ def test_a_table_counts_the_examples_and_a_flag_keeps_the_seeds_only_view():
 
 
 def test_deterministic_models_are_told_apart_by_their_examples_alone():
-    from zoo.comparison.table import load_runs, summarize
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
 
     base = np.zeros(1000)
     for seed in range(2):
         record_with_examples("same-word", seed, base)
         record_with_examples("close-word", seed, flipped(base, 3))
         record_with_examples("far-word", seed, flipped(base, 80))
-    close = summarize(load_runs(), where="model != 'far-word'", baseline="same-word").cells
+    close = summarize(
+        load_runs(), ComparisonSpec(where="model != 'far-word'", baseline="same-word")
+    ).cells
     close = close.set_index("model").loc["close-word"]
     assert close["test"] == "Welch and bootstrap" and close["significant"] is False
-    far = summarize(load_runs(), where="model != 'close-word'", baseline="same-word").cells
+    far = summarize(
+        load_runs(), ComparisonSpec(where="model != 'close-word'", baseline="same-word")
+    ).cells
     cells = far.set_index("model")
     assert cells.loc["far-word", "significant"] is True and cells.loc["far-word", "best"]
     # seeds only: no seed variance, so no test at all
-    alone = summarize(load_runs(), where="model != 'close-word'", examples=False).cells
+    alone = summarize(
+        load_runs(), ComparisonSpec(where="model != 'close-word'", examples=False)
+    ).cells
     assert not alone["best"].any()

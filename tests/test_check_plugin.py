@@ -218,6 +218,15 @@ def test_each_tracker_is_driven_as_a_run_drives_it(regress, tmp_path):
     )
 
 
+def test_a_plugin_with_nothing_to_check_says_so():
+    result = run_cli("check-plugin", "numpy", "--only", "nothing-by-this-name")
+    assert result.code == 0, result
+    assert result.out.strip() == (
+        "plugin 'numpy' registers no architecture, tokenizer, task, exporter or tracker "
+        "matching 'nothing-by-this-name': nothing to check"
+    )
+
+
 def test_an_unknown_plugin_is_exit_2_with_a_did_you_mean():
     result = run_cli("check-plugin", "decodr")
     assert result.code == 2 and "Did you mean: decoder" in result.err, result

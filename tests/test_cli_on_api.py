@@ -65,13 +65,13 @@ def recorded(monkeypatch):
 
 
 def zoo_commands() -> set[str]:
-    from zoo.cli.main import build_parser
+    from zoo.cli.main import PluginHandler, build_parser
 
     [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     return {
         name
         for name, parser in commands.choices.items()
-        if not getattr(parser.get_default("handler"), "plugin_command", False)
+        if not isinstance(parser.get_default("handler"), PluginHandler)  # a plugin's command
     }
 
 

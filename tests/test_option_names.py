@@ -12,7 +12,6 @@ import pytest
 from conftest import run_cli
 
 import zoo
-from zoo.cli.main import flagged
 
 ROOT = Path(zoo.__file__).parent.parent
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9_-]*")
@@ -56,12 +55,15 @@ def test_the_python_api_names_the_argument_and_the_command_its_flag():
         zoo.sweep("decoder-char", on="shakespeare", stack_seeds=True, progress=False)
     assert str(caught.value).startswith("stack_seeds trains several seeds together")
     assert caught.value.option == "stack_seeds"
-    assert flagged(caught.value).startswith("--stack-seeds trains several seeds together")
+    assert caught.value.command_line().startswith("--stack-seeds trains several seeds together")
     result = run_cli("sweep", "decoder-char", "--on", "shakespeare", "--stack-seeds")
     assert result.code == 2 and "error: --stack-seeds trains several seeds" in result.err
 
 
 def test_only_the_option_a_message_begins_with_becomes_a_flag():
-    assert flagged(zoo.ZooError("where 'x': bad", option="where")) == "--where 'x': bad"
-    assert flagged(zoo.ZooError("no runs match where 'x'", option="where")).startswith("no ")
-    assert flagged(zoo.ZooError("seeds must be positive")) == "seeds must be positive"
+    assert zoo.ZooError("where 'x': bad", option="where").command_line() == "--where 'x': bad"
+    error = zoo.ZooError("no runs match where 'x'", option="where")
+    assert error.command_line() == "no runs match where 'x'"
+    assert zoo.ZooError("seeds must be positive").command_line() == "seeds must be positive"
+    named = zoo.UnknownNameError("space kind", "exp", ["log"])  # its own __init__
+    assert named.command_line() == str(named)

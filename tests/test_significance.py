@@ -14,7 +14,7 @@ from conftest import run_cli
 from zoo.comparison.render import render
 from zoo.comparison.significance import best_marks, with_baseline
 from zoo.comparison.stats import holm, t_quantile, t_two_sided_p
-from zoo.comparison.table import load_runs, summarize
+from zoo.comparison.table import ComparisonSpec, load_runs, summarize
 from zoo.records.store import Store
 
 _ids = itertools.count()
@@ -72,14 +72,16 @@ def test_no_best_mark_when_the_leader_cannot_be_told_apart_from_one_row():
     assert "on reviews, a-word leads but is not told apart from c-word (Holm-adjusted p=" in text
     assert "b-word (" not in text.split("no best marked")[1]  # b-word is told apart
     # without c-word, a-word beats every other row: marked
-    clear = summarize(load_runs(), where="model != 'c-word'").cells.set_index("model")
+    clear = summarize(load_runs(), ComparisonSpec(where="model != 'c-word'")).cells.set_index(
+        "model"
+    )
     assert clear["best"].to_dict() == {"a-word": True, "b-word": False}
 
 
 def test_no_mark_from_zero_seed_variance_or_one_seed():
     fill("a-word", [0.5, 0.5, 0.5])
     fill("b-word", [0.5000001] * 3)
-    comparison = summarize(load_runs(), baseline="a-word")
+    comparison = summarize(load_runs(), ComparisonSpec(baseline="a-word"))
     cells = comparison.cells.set_index("model")
     assert not cells["best"].any()
     assert cells.loc["b-word", "significant"] is None
@@ -89,7 +91,7 @@ def test_no_mark_from_zero_seed_variance_or_one_seed():
     assert "(no seed variance)" in body and "†" not in body and " *" not in body
     assert "sampling noise of the evaluation set is not" in text
     record("c-word", 0, {"test_accuracy": 0.9})  # one seed: cannot test, not "not significant"
-    text = render(summarize(load_runs(), baseline="a-word"), "table")
+    text = render(summarize(load_runs(), ComparisonSpec(baseline="a-word")), "table")
     assert "(cannot test: n<2)" in text
 
 
@@ -120,11 +122,13 @@ def test_a_baseline_mark_is_holm_adjusted_over_the_columns_comparisons():
     fill("b-word", [0.53, 0.54, 0.55])
     fill("c-word", [0.49, 0.50, 0.51])
     fill("d-word", [0.48, 0.50, 0.52])
-    cells = summarize(load_runs(), baseline="base-word").cells.set_index("model")
+    cells = summarize(load_runs(), ComparisonSpec(baseline="base-word")).cells.set_index("model")
     b = cells.loc["b-word"]
     assert b["ci_low"] > 0 and b["p"] == pytest.approx(0.0392, abs=1e-3)
     assert b["p_holm"] == pytest.approx(3 * b["p"]) and b["significant"] is False
-    alone = summarize(load_runs(), baseline="base-word", where="model in ['base-word', 'b-word']")
+    alone = summarize(
+        load_runs(), ComparisonSpec(baseline="base-word", where="model in ['base-word', 'b-word']")
+    )
     assert alone.cells.set_index("model").loc["b-word", "significant"] is True
 
 
@@ -167,7 +171,7 @@ def test_a_nan_figure_is_named_as_diverged_not_as_missing():
 
 def test_small_figures_keep_their_significant_digits():
     fill("a-word", [0.000127 - 0.0000208, 0.000127, 0.000127 + 0.0000208], metric="val_unk_rate")
-    text = render(summarize(load_runs(), metric="val_unk_rate"), "table")
+    text = render(summarize(load_runs(), ComparisonSpec(metric="val_unk_rate")), "table")
     assert "0.0001270 ± 0.0000208 (n=3)" in text
 
 
@@ -177,7 +181,7 @@ def test_unfinished_runs_left_out_are_noted_and_mixed_statuses_are_noted():
         store.update(record("a-word", 5, {"test_accuracy": 0.1}), status="failed")
     comparison = summarize(load_runs())
     assert any("1 failed" in note and "--status all" in note for note in comparison.notes)
-    pooled = summarize(load_runs(), status=("all",))
+    pooled = summarize(load_runs(), ComparisonSpec(status=("all",)))
     assert any("statuses" in note for note in pooled.notes)
 
 
@@ -253,10 +257,12 @@ def test_rows_that_differ_in_settings_are_ranked_on_validation_with_test_beside(
     assert any("ranked on val_accuracy" in note for note in comparison.notes)
     # models compared as they are (no choice among settings): the headline figure alone
     fill("b-word", [0.7, 0.71, 0.72])
-    alone = summarize(load_runs(), where="steps == 100")
+    alone = summarize(load_runs(), ComparisonSpec(where="steps == 100"))
     assert set(alone.cells["metric"]) == {"test_accuracy"}
     # --metric picks one figure
-    assert set(summarize(load_runs(), metric="test_accuracy").cells["metric"]) == {"test_accuracy"}
+    assert set(summarize(load_runs(), ComparisonSpec(metric="test_accuracy")).cells["metric"]) == {
+        "test_accuracy"
+    }
 
 
 # -- power ---------------------------------------------------------------------------

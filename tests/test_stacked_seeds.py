@@ -148,7 +148,7 @@ def test_what_cannot_be_stacked_is_refused_before_training_in_one_line(tiny_digi
         (["--seeds", "2", "--set", "compile=true"], "compile=true"),
         (["--seeds", "2", "--time", "5"], "time budget"),
         (["--seeds", "2", "--set", "freeze=blocks.*"], "trains every weight"),
-        (["--seeds", "1"], "--seeds 2 or more"),
+        (["--seeds", "1"], "give 2 or more seeds"),
     ):
         result = run_cli(
             "sweep", "digits-char", "--on", "tiny-digits", "--stack-seeds", *options, "--dry-run"

@@ -390,3 +390,19 @@ def test_the_ui_never_imports_torch(store):
         "print('torch' in sys.modules)"
     )
     assert lines[-1] == "False"
+
+
+def test_what_the_server_keeps_is_bounded_and_dropped_when_the_store_changes(store, monkeypatch):
+    from zoo.home import zoo_home
+    from zoo.web import views
+
+    monkeypatch.setattr(views, "MAX_KEPT", 3)
+    view = views.StoreView(zoo_home())
+    view.tables()
+    newest = ["r-b-2", "r-b-1", "r-b-0", "r-a-2", "r-a-1"]
+    for page, run_id in enumerate(newest, 1):
+        assert views.runs_page(view, per_page=1, page=page)["rows"][0]["id"] == run_id
+    assert len(view._memo) == 3 and "tables" in view._memo  # the oldest pages dropped
+    add_run("r-new", "decoder-char", 9, 1.5, created=5e9)
+    assert views.runs_page(view, per_page=1)["rows"][0]["id"] == "r-new"
+    assert len(view._memo) == 1

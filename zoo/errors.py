@@ -13,9 +13,20 @@ class ZooError(Exception):
     command's flag in its place (``--where``, ``--stack-seeds``). Below the command line
     nothing names a flag."""
 
+    option: str | None = None
+    """The argument at fault, as the Python API spells it (None: no one argument)."""
+
     def __init__(self, message: str = "", *, option: str | None = None):
         super().__init__(message)
         self.option = option
+
+    def command_line(self) -> str:
+        """The message as the command line (and `zoo ui`, beside it) writes it: the option
+        it begins with as the command's flag, ``where ...`` -> ``--where ...``."""
+        message = str(self)
+        if not self.option or not message.startswith(self.option):
+            return message
+        return "--" + self.option.replace("_", "-") + message[len(self.option) :]
 
 
 MAX_SHOWN = 80  # characters of a value the user gave that a message echoes back

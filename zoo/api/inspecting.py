@@ -88,7 +88,7 @@ def compare(  # noqa: PLR0913 -- `zoo compare`'s options, keyword-only
     test), ``.notes`` what the command prints under the table (``zoo.plot_comparison``
     draws it). Options mean what `zoo compare`'s options mean; ``examples=False`` is
     ``--seeds-only``; ``status`` is one status, several, or ``"all"``."""
-    from zoo.comparison.table import load_runs, summarize
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
     from zoo.records.database import STATUSES
 
     status = (status,) if isinstance(status, str) else tuple(status)
@@ -98,8 +98,7 @@ def compare(  # noqa: PLR0913 -- `zoo compare`'s options, keyword-only
                 f"status {wanted!r}: expected any of {', '.join(STATUSES)} or all",
                 option="status",
             )
-    return summarize(
-        load_runs(),
+    spec = ComparisonSpec(
         metric=metric,
         where=where,
         by=by,
@@ -111,6 +110,7 @@ def compare(  # noqa: PLR0913 -- `zoo compare`'s options, keyword-only
         pool=pool,
         examples=examples,
     )
+    return summarize(load_runs(), spec)
 
 
 def comparison_table(**options) -> Comparison:

@@ -229,7 +229,10 @@ def _train_and_compare(plan, workers, most, *, device, quiet, metric, examples, 
     def compare(level: float = 0.95):
         if not any(c.status == "finished" or c.done for c in plan.cells):
             return None
-        return report.table(plan, metric=metric, examples=examples, level=level, **comparison)
+        from zoo.comparison.table import ComparisonSpec
+
+        spec = ComparisonSpec(metric=metric, examples=examples, level=level, **comparison)
+        return report.table(plan, spec)
 
     if most is None:
         train()

@@ -105,6 +105,12 @@ def cmd_check_plugin(args) -> int:
     else:
         for check in checks:
             print(check.line())
+        if not checks:  # a plugin of commands or presets alone, or --only matching nothing
+            matching = f" matching {args.only!r}" if args.only != "*" else ""
+            print(
+                f"plugin {args.plugin!r} registers no architecture, tokenizer, task, exporter "
+                f"or tracker{matching}: nothing to check"
+            )
     return 1 if any(c.status == "failed" for c in checks) else 0
 
 

@@ -257,7 +257,7 @@ def _command(argv: list[str]) -> int:
             import traceback
 
             traceback.print_exc()
-        print(f"zoo: error: {clip(flagged(exc))}", file=sys.stderr)  # one line, however long
+        print(f"zoo: error: {clip(exc.command_line())}", file=sys.stderr)  # one line, however long
         return 2
     except KeyboardInterrupt as exc:
         print(f"zoo: {interrupted(exc)}", file=sys.stderr)
@@ -275,15 +275,6 @@ def _command(argv: list[str]) -> int:
         return 2
     except Exception as exc:
         return unexpected(exc, debug)
-
-
-def flagged(exc: ZooError) -> str:
-    """The error's message with the option it begins with (``exc.option``, as the Python
-    API spells it) written as the command's flag: ``where ...`` -> ``--where ...``."""
-    message, option = str(exc), getattr(exc, "option", None)
-    if not option or not message.startswith(option):
-        return message
-    return "--" + option.replace("_", "-") + message[len(option) :]
 
 
 def interrupted(exc: KeyboardInterrupt) -> str:

@@ -56,7 +56,7 @@ class TrainConfig:
     """The largest gradient norm; larger gradients are scaled down to it (0: no clipping)."""
     eval_interval: int | None = 250
     """Steps between validation estimates during training; none: the pipeline's choice
-    (classification: twice per epoch), and the loop alone validates only at the end."""
+    (twice per epoch, say), and the loop alone validates only at the end."""
     eval_batches: int = sized(20, role="batch")
     """Batches per periodic validation estimate; the final evaluation uses whole splits."""
     eval_limit: int | None = None

@@ -22,6 +22,7 @@ PER_PAGE = 50  # runs on one page of the run list
 DEFAULT_SORT = "-created"  # newest first
 MAX_EXTRA_COLUMNS = 40  # settings and metrics shown beside the summary by default
 MAX_SAMPLES_CHARS = 20_000  # of a run's samples.txt
+MAX_KEPT = 200  # pages, selections and comparisons kept until the store changes
 REFRESH_SECONDS = 5.0  # how often the curves of a run still training are read again
 # run columns that say how a run was recorded, not what it is: not offered by default
 BOOKKEEPING = {
@@ -109,6 +110,8 @@ class StoreView:
             with self._lock:
                 if self._stamp == stamp:  # not if the store changed meanwhile
                     self._memo[key] = value
+                    while len(self._memo) > MAX_KEPT:  # the oldest first, all runs' table last
+                        del self._memo[next(k for k in self._memo if k != "tables")]
             return value
 
     def count(self) -> int:
@@ -238,7 +241,7 @@ def _runs_page(view: StoreView, where, sort: str, columns, page: int, per_page: 
             frame = frame.assign(**dict.fromkeys(missing))
         records = _records(frame, extra)
     except ZooError as exc:
-        data["error"] = str(exc)
+        data["error"] = exc.command_line()
         total, selected, records, pages, page, extra = view.count(), 0, [], 1, 1, []
         frame = _empty()
     from zoo.comparison.runs import SUMMARY
@@ -332,25 +335,37 @@ def comparison(view: StoreView, options: dict) -> dict:
 
 def _comparison(runs, options: dict) -> dict:
     from zoo.comparison.render import layout, legend, render
-    from zoo.comparison.table import summarize
+    from zoo.comparison.table import ComparisonSpec, summarize
 
     status = tuple(split_keys(options.get("status")) or ["finished"])
-    chosen = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
+    chosen: dict[str, Any] = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
     data = {"options": {**{k: v or "" for k, v in chosen.items()}, "status": ",".join(status)}}
     data["options"].update(evals=bool(options.get("evals")), pool=bool(options.get("pool")))
     try:
         if chosen["better"] not in (None, "lower", "higher"):
             raise ZooError(f"better must be lower or higher, not {chosen['better']!r}")
-        table = summarize(
-            runs if not runs.empty else None,
-            **chosen,
+        spec = ComparisonSpec(
+            metric=chosen["metric"],
+            where=chosen["where"],
+            by=chosen["by"],
+            columns=chosen["columns"],
+            baseline=chosen["baseline"],
+            better=chosen["better"],
             evals=bool(options.get("evals")),
             status=status,
             pool=bool(options.get("pool")),
         )
+        table = summarize(runs if not runs.empty else None, spec)
         header, body = layout(table)
     except ZooError as exc:
-        return {**data, "error": str(exc), "header": [], "body": [], "legend": [], "cells": []}
+        return {
+            **data,
+            "error": exc.command_line(),
+            "header": [],
+            "body": [],
+            "legend": [],
+            "cells": [],
+        }
     cells = json.loads(render(table, "json"))
     return {
         **data,
