@@ -334,20 +334,26 @@ def validation_interval(cfg: ClassificationConfig, per_epoch: int) -> int:
     return cfg.eval_interval if cfg.eval_interval is not None else max(1, math.ceil(per_epoch / 2))
 
 
+def class_labels(dataset, roles) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The classes of the training split (at least two), and each split's labels as their
+    ids."""
+    names = {role: label_names(dataset, role) for role in roles}
+    classes = class_list(dataset, names["train"])
+    if len(classes) < 2:
+        raise ZooError(
+            f"Dataset {dataset.ref.name!r} has {len(classes)} class in its "
+            "training split; classification needs at least 2"
+        )
+    return classes, {role: class_ids(names[role], classes, f"split {role!r}") for role in roles}
+
+
 def run(job: Job[ClassificationConfig]) -> RunResult:
 
     check_dataset(job.dataset)
     cfg = job.train_config
     block = job.context_length
     roles = job.dataset.roles  # all three, but for a split held out while tuning
-    names = {role: label_names(job.dataset, role) for role in roles}
-    classes = class_list(job.dataset, names["train"])
-    if len(classes) < 2:
-        raise ZooError(
-            f"Dataset {job.dataset.ref.name!r} has {len(classes)} class in its "
-            "training split; classification needs at least 2"
-        )
-    labels = {role: class_ids(names[role], classes, f"split {role!r}") for role in roles}
+    classes, labels = class_labels(job.dataset, roles)
 
     tokenizer = tokenizer_for(job)
     framing = sum(map(len, tokenizer.frame))

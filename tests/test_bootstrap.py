@@ -61,8 +61,9 @@ def test_ten_rows_of_two_thousand_examples_take_under_a_second_of_cpu():
 
 
 # -- in the comparison table -----------------------------------------------------------
-def record_with_examples(model, seed, correct):
-    """A finished run and the per-example scores its pipeline handed back."""
+def record_with_examples(model, seed, correct, rows=b"reviews test rows"):
+    """A finished run and the per-example scores its pipeline handed back, with the digest
+    of the test rows it scored (`rows`)."""
     from safetensors.numpy import save_file
 
     from zoo.records.paths import run_folder
@@ -87,7 +88,9 @@ def record_with_examples(model, seed, correct):
         )
     folder = run_folder(run_id)
     folder.mkdir(parents=True, exist_ok=True)
-    save_file({"test_accuracy": correct}, str(folder / "per_example.safetensors"))
+    digest = np.frombuffer(rows.ljust(16)[:16], dtype=np.uint8)
+    scores = {"test_accuracy": correct, "examples:test": digest}
+    save_file(scores, str(folder / "per_example.safetensors"))
 
 
 def flipped(base, count, start=0):
@@ -139,3 +142,38 @@ def test_deterministic_models_are_told_apart_by_their_examples_alone():
         load_runs(), ComparisonSpec(where="model != 'close-word'", examples=False)
     ).cells
     assert not alone["best"].any()
+
+
+def test_rows_that_scored_other_examples_are_never_paired():
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
+
+    base = np.zeros(1000)
+    for seed in range(2):  # as far apart as the pair told apart above, on other test rows
+        record_with_examples("same-word", seed, base)
+        record_with_examples("far-word", seed, flipped(base, 80), rows=b"other test rows")
+    comparison = summarize(load_runs(), ComparisonSpec(baseline="same-word"))
+    assert comparison.examples_counted == [] and not comparison.cells["best"].any()
+
+
+def test_a_splits_rows_digest_follows_its_rows():
+    import datasets
+
+    from zoo.data.datasets import LoadedDataset
+    from zoo.data.sources import DatasetRef
+
+    def loaded(texts):
+        split = datasets.Dataset.from_dict({"text": texts, "label": [0, 1] * (len(texts) // 2)})
+        return LoadedDataset(
+            DatasetRef("d", "path", "d"),
+            datasets.DatasetDict({"test": split}),
+            "here",
+            "text",
+            "label",
+            None,
+            ("classification",),
+        )
+
+    first = loaded(["a", "b", "c", "d"])
+    assert first.rows_digest("test") == loaded(["a", "b", "c", "d"]).rows_digest("test")
+    assert first.rows_digest("test") != loaded(["a", "b", "c", "e"]).rows_digest("test")
+    assert first.rows_digest("test") != first.sampling_evaluation(2).rows_digest("test")

@@ -478,7 +478,10 @@ def test_a_run_keeps_its_per_example_correctness_for_comparisons(reviews):
 
     out = tiny_run("encoder-char", str(reviews))
     scores = load_file(str(run_folder(out["run_id"]) / "per_example.safetensors"))
-    assert set(scores) == {"val_accuracy", "test_accuracy"}
-    for name, correct in scores.items():
+    # each split scored with the digest of its rows: only runs of the same examples pair
+    assert set(scores) == {"val_accuracy", "test_accuracy", "examples:val", "examples:test"}
+    assert scores["examples:val"].tolist() != scores["examples:test"].tolist()
+    for name in ("val_accuracy", "test_accuracy"):
+        correct = scores[name]
         assert set(np.unique(correct)) <= {0.0, 1.0}
         assert float(correct.mean()) == pytest.approx(out["metrics"][name], abs=1e-6)

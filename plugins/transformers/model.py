@@ -106,9 +106,13 @@ def _first_line(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:300]
 
 
-def attention_of(hf_class: type) -> str | None:
+def attention_of(hf_class: type, config) -> str | None:
     """zoo's attention where the class computes attention through transformers' attention
-    interface; else the class's own choice (SDPA or eager; none for Mamba or RWKV)."""
+    interface; else the class's own choice (SDPA or eager; none for Mamba or RWKV). Attention
+    scores capped with a tanh (Gemma 2's ``attn_logit_softcapping``) are transformers'
+    eager attention: SDPA has no such cap."""
+    if getattr(config, "attn_logit_softcapping", None):
+        return "eager"
     return ATTENTION if getattr(hf_class, "_supports_attention_backend", False) else None
 
 
@@ -127,7 +131,7 @@ def build(cfg, spec: TaskSpec) -> TransformersModel:
                 cfg.pretrained,
                 config=config,
                 use_safetensors=True,
-                attn_implementation=attention_of(hf_class),
+                attn_implementation=attention_of(hf_class, config),
             )
         except (OSError, ValueError, RuntimeError) as exc:  # mismatched sizes, missing files
             reason = _first_line(exc)
@@ -145,6 +149,6 @@ def build(cfg, spec: TaskSpec) -> TransformersModel:
         if spec.vocab_size > hf.get_input_embeddings().num_embeddings:
             hf.resize_token_embeddings(spec.vocab_size)  # a tokenizer with more tokens
     else:
-        hf = hf_class._from_config(config, attn_implementation=attention_of(hf_class))
+        hf = hf_class._from_config(config, attn_implementation=attention_of(hf_class, config))
     hf.config.use_cache = True  # for generation after export; training passes use_cache=False
     return TransformersModel(hf, spec.task)

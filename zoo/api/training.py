@@ -200,22 +200,23 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
         )
         plan.log_to = _trackers(log_to)
         _check_sweep_comparison(plan, metric, better, baseline)  # a dry run refuses it too
-        if most is not None:
-            logger.info(
-                f"seeds until answered: then one more seed at a time, up to {most}, for "
-                "each column's leader and the rows still tied with it"
-            )
+        if most is not None:  # a dry run says it too
+            logger.info(UNTIL_ANSWERED.format(most=most))
         if dry_run:
             return SweepResult(report.records(plan), None)
-        comparison = dict(by=by, columns=columns, baseline=baseline, better=better, pool=pool)
         table = _train_and_compare(
             plan, workers, most, device=device, quiet=quiet, metric=metric, examples=examples,
-            comparison=comparison,
+            comparison=dict(by=by, columns=columns, baseline=baseline, better=better, pool=pool),
         )  # fmt: skip
         logger.info(report.summary(plan))
-        if table is None:
-            return SweepResult(report.records(plan), None)
-        return SweepResult(report.records(plan), report.comparison_frame(plan, table.cells), table)
+        frame = None if table is None else report.comparison_frame(plan, table.cells)
+        return SweepResult(report.records(plan), frame, table)
+
+
+UNTIL_ANSWERED = (
+    "seeds until answered: then one more seed at a time, up to {most}, for each column's "
+    "leader and the rows still tied with it"
+)
 
 
 def _train_and_compare(plan, workers, most, *, device, quiet, metric, examples, comparison):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import stat
 import sys
 from dataclasses import dataclass, field
@@ -97,6 +98,17 @@ class LoadedDataset:
                 hint=f"dataset {self.ref.name!r} has: {', '.join(self.splits)}",
             )
         return self.splits[name]
+
+    def rows_digest(self, role: str) -> bytes:
+        """A hash of the rows of a role's split as scored: its text and label columns, in
+        order (after ``sampling_evaluation``). Two runs with equal digests scored the same
+        examples, so their per-example scores pair example by example."""
+        split = self.split(role)
+        digest = hashlib.sha256()
+        for column in (self.text_column, self.label_column):
+            if column is not None and column in split.column_names:
+                digest.update(json.dumps(split[column], default=str).encode())
+        return digest.digest()[:16]
 
     @property
     def fingerprint(self) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import re
 from collections import deque
 from dataclasses import dataclass
 
@@ -121,12 +122,23 @@ def why_not_batched(plan) -> str | None:
             )
             out.float().sum().backward()
         except Exception as exc:
-            return (
-                f"its forward cannot be batched over seeds with torch.func.vmap ({_one_line(exc)})"
-            )
+            return f"{_unbatchable(exc)}; train its seeds one at a time (leave out --stack-seeds)"
         return None
     finally:
         restore_rng(saved[0], saved[1], {})
+
+
+def _unbatchable(exc: BaseException) -> str:
+    """Why torch.func.vmap refused the forward, in the user's terms where it is a known kind."""
+    text = str(exc)
+    if "dynamic shape" in text:  # torch.where, nonzero, boolean masks: sizes set by values
+        op = re.search(r"aten::\w+", text)
+        return (
+            "its forward picks rows by their values (as a router sending tokens to experts "
+            f"does{f': {op.group()}' if op else ''}), a shape that differs from seed to seed, "
+            "which torch.func.vmap cannot batch"
+        )
+    return f"its forward cannot be batched over seeds with torch.func.vmap ({_one_line(exc)})"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -56,7 +56,7 @@ class TrainConfig:
     """The largest gradient norm; larger gradients are scaled down to it (0: no clipping)."""
     eval_interval: int | None = 250
     """Steps between validation estimates during training; none: the pipeline's choice
-    (classification: twice per epoch), and the loop alone validates only at the end."""
+    (twice per epoch, say), and the loop alone validates only at the end."""
     eval_batches: int = sized(20, role="batch")
     """Batches per periodic validation estimate; the final evaluation uses whole splits."""
     eval_limit: int | None = None
@@ -125,6 +125,7 @@ class TrainConfig:
 
 
 PER_EXAMPLE = "per_example.safetensors"  # RunResult.per_example, metric -> scores
+SCORED_SPLITS = {"val": "validation", "test": "test"}  # a per-example metric's prefix -> role
 
 
 class RunFolder:
@@ -189,14 +190,20 @@ class RunFolder:
 
         atomic_write_bytes(self.file(name), save(state))
 
-    def save_per_example(self, scores: dict) -> None:
-        """A RunResult's per-example scores (metric -> array) as per_example.safetensors."""
+    def save_per_example(self, scores: dict, dataset=None) -> None:
+        """A RunResult's per-example scores (metric -> array) as per_example.safetensors,
+        with, per split scored, the digest of its rows (``examples:test``: the
+        LoadedDataset's rows_digest), so only runs that scored the same examples pair."""
         import numpy as np
 
-        self.save_weights(
-            {name: np.asarray(values, dtype=np.float32).ravel() for name, values in scores.items()},
-            PER_EXAMPLE,
-        )
+        tensors: dict = {
+            name: np.asarray(values, dtype=np.float32).ravel() for name, values in scores.items()
+        }
+        if dataset is not None:
+            for prefix in {name.partition("_")[0] for name in scores} & set(SCORED_SPLITS):
+                digest = dataset.rows_digest(SCORED_SPLITS[prefix])
+                tensors[f"examples:{prefix}"] = np.frombuffer(digest, dtype=np.uint8).copy()
+        self.save_weights(tensors, PER_EXAMPLE)
 
     def load_weights(self, name: str = "model.safetensors") -> dict:
         """The safetensors file ``name`` as name -> NumPy array, read with checks."""

@@ -193,9 +193,7 @@ def train(
     rng = np.random.default_rng(job.seed + ranks.rank)  # each rank draws its own batches
     _configure(model, cfg, ranks)
     step_figures = optional_member(model, "step_figures")
-    short = warmup_outlasts_training(cfg)  # said as training starts, after every refusal
-    if short and runner_state(job).resume_from is None:
-        job.say(f"zoo: warning: {short}")
+    _warn_of_a_short_run(job)
     result = TrainResult()
     checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})}, state)
     start = time.perf_counter() - checkpoints.restore()
@@ -239,6 +237,13 @@ def train(
         job.run.log({"step": result.steps, **figures})
     _load_reported_weights(model, result)
     return result
+
+
+def _warn_of_a_short_run(job: Job) -> None:
+    """Say, as a new run starts (after every refusal), that its warm-up outlasts training."""
+    short = warmup_outlasts_training(job.train_config)
+    if short and runner_state(job).resume_from is None:
+        job.say(f"zoo: warning: {short}")
 
 
 def _time_budget(cfg, result: TrainResult) -> float | None:

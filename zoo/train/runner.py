@@ -312,7 +312,7 @@ def _trained(plan: Plan, pipeline, job: Job, summary, provenance, ranks, tracker
             f"{type(result).__name__}, not a zoo.plugin.RunResult"
         )
     if result.per_example and ranks.is_main:
-        run.save_per_example(checked_per_example(result, plan.task))
+        run.save_per_example(checked_per_example(result, plan.task), job.dataset)
     if ranks.active:
         provenance["distributed"]["weight_sha256"] = distributed.same_weights_on_all_ranks(run)
     # what load_trained needs to rebuild the model
