@@ -12,17 +12,23 @@ each task it has a head for, through the stages a zoo run goes through, at a tin
 
 Each cell (type and task) runs in a process forked from this one (torch and transformers are
 imported once), under a time limit; the killed run is forked from the cell's. A stage that
-fails records the one-line reason, and the later stages are not run. Results are written
-after every cell, so an interrupted matrix keeps what it measured, and ``--missing`` runs only
-the cells the results file lacks (``--failed``: also those that failed a stage).
+fails records the one-line reason (a cell killed for time names the stage it was in), and the
+later stages are not run. Results are merged into the results file after every cell: the
+cells run replace their earlier results, the others are kept, so the matrix can be measured
+in chunks (processes with disjoint --tasks or --types may run side by side) and an
+interrupted one keeps what it measured. ``--missing`` runs only the selected
+cells not measured yet, ``--failed`` only those that did not pass (``--failed "timed out"``:
+those whose reason says so), ``--fresh`` forgets every earlier result.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_hf_matrix.py --tasks language-modeling
+    OMP_NUM_THREADS=1 python benchmarks/bench_hf_matrix.py --missing     # the whole matrix
     python benchmarks/bench_hf_matrix.py --types mamba,qwen2 --tasks classification
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import math
 import os
@@ -188,8 +194,8 @@ def stage_export(run_id: str, home: Path, out: Path) -> None:
 
     os.environ["ZOO_HOME"] = str(home)
     done = zoo.export(run_id, out)
-    if done.get("format") != "transformers":
-        raise StageFailed("export", f"exported as {done.get('format')}, not transformers")
+    if done.format != "transformers":
+        raise StageFailed("export", f"exported as {done.format}, not transformers")
 
 
 class StageFailed(Exception):
@@ -198,38 +204,51 @@ class StageFailed(Exception):
         self.stage, self.reason = stage, reason
 
 
-def cell(architecture: str, task: str, scratch: Path, steps: int) -> dict:
-    """Every stage of one cell, in this (forked) process: stage -> "pass" or the reason."""
+def cell(architecture: str, task: str, scratch: Path, steps: int, answer: Path) -> dict:
+    """Every stage of one cell, in this (forked) process: stage -> "pass" or the reason.
+    What passed so far is written to ``answer`` after each stage, so a cell killed for time
+    says which stage it was in."""
     result = dict.fromkeys(STAGES, "not run")
+    progress = Progress(result, answer)
+    answer.write_text(json.dumps(result))
     try:
         try:
             stage_build(architecture, task)
         except Exception as exc:
             raise StageFailed("build", one_line(exc)) from exc
-        result["build"] = "pass"
+        progress.passed("build")
         reference = scratch / "reference"
         reference.mkdir()
         run_id, metrics = train_and_evaluate(architecture, task, reference, steps)
-        result["train"] = result["evaluate"] = "pass"
+        progress.passed("train", "evaluate")
         try:
             stage_resume(architecture, task, scratch / "killed", reference / run_id, metrics, steps)
         except StageFailed:
             raise
         except Exception as exc:
             raise StageFailed("resume", one_line(exc)) from exc
-        result["resume"] = "pass"
+        progress.passed("resume")
         try:
             stage_export(run_id, reference, scratch / "export")
         except StageFailed:
             raise
         except Exception as exc:
             raise StageFailed("export", one_line(exc)) from exc
-        result["export"] = "pass"
+        progress.passed("export")
     except StageFailed as failed:
         if failed.stage == "train":
             result["evaluate"] = "not run"
         result[failed.stage] = failed.reason
     return result
+
+
+class Progress:
+    def __init__(self, result: dict, answer: Path):
+        self.result, self.answer = result, answer
+
+    def passed(self, *stages: str) -> None:
+        self.result.update(dict.fromkeys(stages, "pass"))
+        self.answer.write_text(json.dumps(self.result))
 
 
 def run_cell(architecture: str, task: str, steps: int, timeout: float) -> dict:
@@ -243,13 +262,14 @@ def run_cell(architecture: str, task: str, steps: int, timeout: float) -> dict:
         if pid == 0:
             os.setpgid(0, 0)
             try:
-                result = cell(architecture, task, scratch, steps)
+                result = {**cell(architecture, task, scratch, steps, answer), "done": True}
             except BaseException:
-                result = {"build": "crashed: " + traceback.format_exc().splitlines()[-1][:200]}
+                reason = "crashed: " + traceback.format_exc().splitlines()[-1][:200]
+                result = {**json.loads(answer.read_text()), "error": reason}
             answer.write_text(json.dumps(result))
             os._exit(0)
         while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
+            done, status, usage = os.wait4(pid, os.WNOHANG)
             if done:
                 break
             if time.monotonic() - start > timeout:
@@ -257,18 +277,25 @@ def run_cell(architecture: str, task: str, steps: int, timeout: float) -> dict:
                     os.killpg(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-                os.waitpid(pid, 0)
+                _, _, usage = os.wait4(pid, 0)
                 status = None
                 break
             time.sleep(0.05)
         seconds = round(time.monotonic() - start, 1)
-        if answer.is_file():
-            result = json.loads(answer.read_text())
-        else:
-            stage = "timed out" if status is None else f"crashed (exit status {status})"
-            result = {"build": f"{stage} after {seconds:.0f} s"}
+        cpu = round(usage.ru_utime + usage.ru_stime, 1)
+        result = json.loads(answer.read_text()) if answer.is_file() else {}
+        if not result.get("done"):  # killed for time, or died: the stage it was in says so
+            what = "timed out" if status is None else f"crashed (exit status {status})"
+            stuck = next((s for s in STAGES if result.get(s, "not run") == "not run"), "export")
+            result[stuck] = result.get("error") or f"{what} after {seconds:.0f} s"
     result = {stage: result.get(stage, "not run") for stage in STAGES}
-    return {"type": architecture.removeprefix("hf-"), "task": task, **result, "seconds": seconds}
+    return {
+        "type": architecture.removeprefix("hf-"),
+        "task": task,
+        **result,
+        "seconds": seconds,
+        "cpu_s": cpu,
+    }
 
 
 def previous_cells() -> list[dict]:
@@ -298,13 +325,17 @@ def write(cells: list[dict], todo: list[tuple[str, str]], args) -> None:
             table(
                 f"{task}: {passed} of {len(rows)} types pass build, train, evaluate and "
                 "bit-identical resume" + (f" ({unmeasured} not measured)" if unmeasured else ""),
-                [("type", "type")] + [(s, s) for s in STAGES] + [("seconds", "s", ".0f")],
+                [("type", "type")]
+                + [(s, s) for s in STAGES]
+                + [("seconds", "s", ".0f"), ("cpu_s", "CPU s", ".0f")],
                 rows,
             )
         )
     notes = [
         f"{len(measured)} of {len(measured) + len(missing)} cells measured; a cell the run "
-        "did not reach says `not measured`.",
+        "did not reach says `not measured`. CPU time of the measured cells: "
+        f"{sum(c.get('cpu_s') or 0 for c in cells) / 60:.0f} minutes (measured in chunks; "
+        "earlier cells have no CPU figure).",
         f"Tiny shape: {SHAPE}, {args.steps} steps, char tokenizer; "
         f"per-cell limit {args.timeout:.0f} s, one process (OMP_NUM_THREADS="
         f"{os.environ.get('OMP_NUM_THREADS', 'unset')}).",
@@ -318,6 +349,7 @@ def write(cells: list[dict], todo: list[tuple[str, str]], args) -> None:
         "`pass`, or the one-line reason the stage failed (later stages are not run).",
         tables=tables,
         notes=notes,
+        command="OMP_NUM_THREADS=1 python benchmarks/bench_hf_matrix.py --fresh",
     )
 
 
@@ -357,34 +389,66 @@ def main(argv=None) -> int:
     parser.add_argument("--types", default="", help="comma-separated model types (default all)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per cell")
-    parser.add_argument("--missing", action="store_true", help="keep measured cells, run the rest")
-    parser.add_argument(
-        "--failed", action="store_true", help="keep the cells that passed, run the rest"
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--missing", action="store_true", help="run only cells not measured yet")
+    which.add_argument(
+        "--failed",
+        nargs="?",
+        const="",
+        metavar="TEXT",
+        help="run only cells that did not pass every stage (with TEXT: whose reason has it)",
     )
+    which.add_argument("--fresh", action="store_true", help="forget every measured cell first")
     args = parser.parse_args(argv)
     header("transformers compatibility matrix")
-    todo = plan(args)
+    everything = plan(argparse.Namespace(types="", tasks=list(DATASETS)))
+    cells = [] if args.fresh else previous_cells()
+    todo = [cell for cell in plan(args) if wanted(cell, cells, args)]
+    mine: list[dict] = []  # the cells this process measured, merged into the file's
+    print(f"# {len(todo)} cells to run")
     # one tokenizer and encoding cache for every cell: each trains the same char tokenizer
     cache = tempfile.TemporaryDirectory(prefix="hf-matrix-cache-")
     os.environ["ZOO_CACHE"] = cache.name
-    warm_up(args.steps)
-    cells = previous_cells() if args.missing or args.failed else []
-    if args.failed:  # keep the cells that passed every stage, run the others again
-        cells = [c for c in cells if all(c[s] == "pass" for s in STAGES)]
-    done = {(c["type"], c["task"]) for c in cells}
+    if todo:
+        warm_up(args.steps)
     for architecture, task in todo:
-        if (architecture.removeprefix("hf-"), task) in done:
-            continue
         row = run_cell(architecture, task, args.steps, args.timeout)
-        cells = [c for c in cells if (c["type"], c["task"]) != (row["type"], row["task"])]
-        cells.append(row)
+        mine.append(row)
         failed = [f"{s}: {row[s]}" for s in STAGES if row[s] not in ("pass", "not run")]
         print(
-            f"{task:26s} {row['type']:24s} {row['seconds']:6.1f}s {failed[0] if failed else 'pass'}"
+            f"{task:26s} {row['type']:24s} {row['seconds']:6.1f}s {row['cpu_s']:6.1f} CPU s "
+            f"{failed[0] if failed else 'pass'}",
+            flush=True,
         )
-        write(cells, todo, args)
+        with locked():  # another matrix process may be writing its own cells
+            base = [] if args.fresh else previous_cells()
+            ran = {(c["type"], c["task"]) for c in mine}
+            write([c for c in base if (c["type"], c["task"]) not in ran] + mine, everything, args)
     print(f"# after: {load()}")
     return 0
+
+
+@contextlib.contextmanager
+def locked():
+    """The results file to this process alone while it reads and rewrites it."""
+    with open(Path(tempfile.gettempdir()) / f"zoo-{NAME}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def wanted(cell: tuple[str, str], cells: list[dict], args) -> bool:
+    """Whether a selected cell runs: always, or (--missing) if not measured, or (--failed)
+    if it did not pass every stage and its reason holds the text given."""
+    key = (cell[0].removeprefix("hf-"), cell[1])
+    before = next((c for c in cells if (c["type"], c["task"]) == key), None)
+    if args.missing:
+        return before is None
+    if args.failed is not None:
+        reasons = (
+            [before[s] for s in STAGES if before[s] not in ("pass", "not run")] if before else []
+        )
+        return before is None or (bool(reasons) and any(args.failed in r for r in reasons))
+    return True
 
 
 if __name__ == "__main__":

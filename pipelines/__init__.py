@@ -107,41 +107,36 @@ SEQ2SEQ = Task(
 @hookimpl
 def register_pipelines(register):
     register(
-        "language-modeling",
+        LANGUAGE_MODELING,
         "zoo.pipelines.language_modeling:LanguageModeling",
         config="zoo.pipelines.language_modeling:LanguageModelingConfig",
-        task=LANGUAGE_MODELING,
         description="next-token prediction on text; reports loss, perplexity, bits per character",
     )
     register(
-        "classification",
+        CLASSIFICATION,
         "zoo.pipelines.classification:Classification",
         config="zoo.pipelines.classification:ClassificationConfig",
-        task=CLASSIFICATION,
         description="one label per text; reports accuracy, macro F1, per-class "
         "precision/recall/F1 and the confusion matrix",
     )
     register(
-        "next-item",
+        NEXT_ITEM,
         "zoo.pipelines.next_item:NextItem",
         config="zoo.pipelines.next_item:NextItemConfig",
-        task=NEXT_ITEM,
         description="predict the next token of a context; reports accuracy (per family "
         "where rows name one) and loss",
     )
     register(
-        "masked-language-modeling",
+        MASKED_LANGUAGE_MODELING,
         "zoo.pipelines.masked_language_modeling:MaskedLanguageModeling",
         config="zoo.pipelines.masked_language_modeling:MaskedLanguageModelingConfig",
-        task=MASKED_LANGUAGE_MODELING,
         description="BERT-style pretraining on any text; reports masked-token loss and "
         "accuracy on fixed masks of validation and test",
     )
     register(
-        "seq2seq",
+        SEQ2SEQ,
         "zoo.pipelines.seq2seq:Seq2Seq",
         config="zoo.pipelines.seq2seq:Seq2SeqConfig",
-        task=SEQ2SEQ,
         description="source text to target text with an encoder-decoder, or any language "
         "model as a prefix LM; beam search with a key/value cache; reports sacreBLEU's BLEU "
         "and chrF, exact match and loss",

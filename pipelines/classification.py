@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -84,7 +84,7 @@ def check_dataset(dataset) -> None:
     if column is None:
         raise ZooError(
             f"dataset {name!r} has no label column (label/labels) for "
-            f"classification; name one with --label-column "
+            f"classification; name it (label_column) "
             f"(columns: {', '.join(train.column_names)})"
         )
     feature = train.features[column]
@@ -293,7 +293,7 @@ def scores(
     f1 = np.divide(2 * precision * recall, denom, out=np.zeros(k), where=denom > 0)
     present = actual > 0  # macro F1 over the classes that occur in this split
     nll = -np.log(np.clip(probs[np.arange(len(y_true)), y_true], 1e-12, None))
-    figures = {
+    figures: dict[str, Any] = {  # floats, and with `detail` per-class tables
         f"{prefix}_accuracy": float(true_pos.sum() / max(1, len(y_true))),
         f"{prefix}_macro_f1": float(f1[present].mean()) if present.any() else 0.0,
         f"{prefix}_loss": float(nll.mean()) if len(nll) else float("nan"),
@@ -334,20 +334,26 @@ def validation_interval(cfg: ClassificationConfig, per_epoch: int) -> int:
     return cfg.eval_interval if cfg.eval_interval is not None else max(1, math.ceil(per_epoch / 2))
 
 
-def run(job: Job) -> RunResult:
-
-    check_dataset(job.dataset)
-    cfg: ClassificationConfig = job.train_config
-    block = job.context_length
-    roles = job.dataset.roles  # all three, but for a split held out while tuning
-    names = {role: label_names(job.dataset, role) for role in roles}
-    classes = class_list(job.dataset, names["train"])
+def class_labels(dataset, roles) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The classes of the training split (at least two), and each split's labels as their
+    ids."""
+    names = {role: label_names(dataset, role) for role in roles}
+    classes = class_list(dataset, names["train"])
     if len(classes) < 2:
         raise ZooError(
-            f"Dataset {job.dataset.ref.name!r} has {len(classes)} class in its "
+            f"Dataset {dataset.ref.name!r} has {len(classes)} class in its "
             "training split; classification needs at least 2"
         )
-    labels = {role: class_ids(names[role], classes, f"split {role!r}") for role in roles}
+    return classes, {role: class_ids(names[role], classes, f"split {role!r}") for role in roles}
+
+
+def run(job: Job[ClassificationConfig]) -> RunResult:
+
+    check_dataset(job.dataset)
+    cfg = job.train_config
+    block = job.context_length
+    roles = job.dataset.roles  # all three, but for a split held out while tuning
+    classes, labels = class_labels(job.dataset, roles)
 
     tokenizer = tokenizer_for(job)
     framing = sum(map(len, tokenizer.frame))

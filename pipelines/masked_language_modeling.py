@@ -121,7 +121,7 @@ class Scored:
         return Scored(self.inputs[:rows], self.targets[:rows])
 
 
-def score(model, data: Scored, batch_size: int) -> tuple[float, float, int]:
+def score(model, data: Scored, batch_size: int) -> tuple[float, int, int]:
     """Summed masked-token loss (nats), right answers and masked tokens."""
     nll, right, count = 0.0, 0, 0
     for start in range(0, len(data.inputs), batch_size):
@@ -140,8 +140,8 @@ def figures(prefix: str, nll: float, right: int, count: int) -> dict:
     return {f"{prefix}_loss": nll / max(1, count), f"{prefix}_accuracy": right / max(1, count)}
 
 
-def run(job: Job) -> RunResult:
-    cfg: MaskedLanguageModelingConfig = job.train_config
+def run(job: Job[MaskedLanguageModelingConfig]) -> RunResult:
+    cfg = job.train_config
     block = job.context_length
     column = job.dataset.text_column
     tokenizer = run_tokenizer(

@@ -217,7 +217,7 @@ def tokenizer_for(job: Job):
     split = dataset.split("train")
     key = dataset_key(dataset, "train")
     columns = [dataset.text_column]
-    if has_rows(dataset):
+    if has_rows(dataset) and dataset.label_column:  # has_rows says there is one
         columns.append(dataset.label_column)
         key += "+" + dataset_key(dataset, "train", dataset.label_column)
 
@@ -229,9 +229,9 @@ def tokenizer_for(job: Job):
     return run_tokenizer(job, texts, key)
 
 
-def run(job: Job) -> RunResult:
+def run(job: Job[NextItemConfig]) -> RunResult:
 
-    cfg: NextItemConfig = job.train_config
+    cfg = job.train_config
     block = job.context_length
     tokenizer = tokenizer_for(job)
     data = {

@@ -192,7 +192,7 @@ def split_pairs(dataset, role: str, tokenizer, layout: Layout) -> Pairs:
     if not dataset.label_column:
         raise ZooError(
             f"dataset {dataset.ref.name!r} has no target column: seq2seq reads the source "
-            "from the text column and the target from the label column (--label-column NAME)"
+            "from the text column and the target from the label column (label_column)"
         )
     sides = []
     for column, limit in (
@@ -294,8 +294,8 @@ def score_pairs(model, layout, tokenizer, pairs: Pairs, cfg) -> tuple[dict, list
 
 
 # -- the pipeline --------------------------------------------------------------------------
-def run(job: Job) -> RunResult:
-    cfg: Seq2SeqConfig = job.train_config
+def run(job: Job[Seq2SeqConfig]) -> RunResult:
+    cfg = job.train_config
     tokenizer = tokenizer_for(job)
     encoder_decoder = "seq2seq" in job.architecture.tasks
     spec = TaskSpec(
@@ -329,7 +329,7 @@ def run(job: Job) -> RunResult:
     )
     metrics = loop_metrics(result)
     metrics["truncated"] = train_pairs.truncated / max(1, len(train_pairs))
-    outputs = {}
+    outputs: dict[str, list[str]] = {}
     for role in ("validation", "test"):
         if role in data:
             figures, outputs[role] = score_pairs(model, layout, tokenizer, data[role], cfg)
@@ -364,7 +364,7 @@ class Translation(Prediction):
 def predict(trained, texts: list[str], beam: int | None = None) -> list[Translation]:
     """Each text's translation (``beam``: the beam size, else the run's ``beam_size``)."""
     if beam is not None and beam < 1:
-        raise ZooError(f"--beam must be 1 or more, got {beam}")
+        raise ZooError(f"beam must be 1 or more, got {beam}", option="beam")
     layout = trained_layout(trained)
     cfg = trained.train_config or Seq2SeqConfig()
     ids, offsets = trained.tokenizer.encode_rows(list(texts))
@@ -388,7 +388,7 @@ def check_dataset(dataset) -> None:
     if not dataset.label_column:
         raise ZooError(
             f"dataset {dataset.ref.name!r} has no target column: seq2seq reads the source "
-            "from the text column and the target from the label column (--label-column NAME)"
+            "from the text column and the target from the label column (label_column)"
         )
 
 

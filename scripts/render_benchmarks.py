@@ -29,11 +29,13 @@ README_END = "<!-- end of results -->"
 ORDER = [
     "classification",
     "significance",
+    "significance_sequential",
     "ensemble_weights",
     "ensemble_weights_ensemble_pretrained",
     "transfer",
     "finetune_recipe",
     "time_to_quality",
+    "time_to_quality_families",
     "train",
     "precision",
     "nanogpt",

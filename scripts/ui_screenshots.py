@@ -1,5 +1,6 @@
 """The screenshots of docs/guide/ui.md: a small store of real runs, served by `zoo ui` and
-photographed in Debian's chromium (headless, driven by Playwright), one PNG per view.
+photographed in Debian's chromium (headless, driven by Playwright: zoo.web.browser, as
+the browser tests launch it), one PNG per view.
 
     ZOO_DATASETS=PATH/TO/MIRROR .venv/bin/python scripts/ui_screenshots.py [--home DIR]
 
@@ -18,15 +19,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "docs" / "images"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 COMMANDS = [
     "sweep fasttext-wordpunct nbsvm-wordpunct --on rotten_tomatoes --seeds 2 --steps 300 --quiet",
     "tune fasttext-wordpunct --on rotten_tomatoes --space lr=log(1e-3,1e-1) --trials 5 "
@@ -81,9 +73,8 @@ def main() -> int:
 
 
 def photograph(home: Path, first: str, second: str) -> None:
-    from playwright.sync_api import sync_playwright
-
     from zoo.web.app import Server
+    from zoo.web.browser import headless_chromium
 
     server = Server(home).start()
     views = {
@@ -95,15 +86,13 @@ def photograph(home: Path, first: str, second: str) -> None:
     }
     OUT.mkdir(parents=True, exist_ok=True)
     try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        with headless_chromium() as browser:
             page = browser.new_page(viewport={"width": 1280, "height": 860})
             for name, path in views.items():
                 page.goto(server.url + path)
                 page.wait_for_load_state("networkidle")
                 page.screenshot(path=OUT / f"ui-{name}.png")
                 print(f"wrote {OUT.relative_to(REPO) / f'ui-{name}.png'}")
-            browser.close()
     finally:
         server.stop()
 

@@ -179,7 +179,7 @@ def test_reloaded_runs_compute_on_the_device_zoo_run_picks(reviews, monkeypatch)
         (lambda t: zoo.sweep("decoder-char", on=t, seeds=0), "seeds must be positive"),
         (lambda t: zoo.sweep("decoder-char", on=t, grid={"n_layerz": [1, 2]}), "n_layerz"),
         (lambda t: zoo.sweep("decoder-char", on=t, executor="dask"), "executor must be"),
-        (lambda t: zoo.sweep("decoder-char", on=t, jobs=2, executor="ray"), "--jobs is for"),
+        (lambda t: zoo.sweep("decoder-char", on=t, jobs=2, executor="ray"), "^jobs is for"),
     ],
 )
 def test_errors_are_zoo_errors_before_anything_trains(tiny_text, call, message):
@@ -229,3 +229,22 @@ def test_a_run_flows_down_the_layers_once(tiny_text):
     assert not [m for m in modules if m.startswith("zoo.operations")]
     trains = entered.index(("zoo.train.runner", "execute"))
     assert not [m for m in modules[trains:] if m.startswith(("zoo.api", "zoo.cli"))]
+
+
+def test_export_gives_a_typed_record_and_its_dict_reading_warns():
+    from pathlib import Path
+
+    from zoo.errors import ZooDeprecationWarning
+
+    done = zoo.Export("r1", Path("out"), "onnx", "model.onnx", 32, 1e-6, True)
+    assert done.record() == {
+        "run_id": "r1",
+        "folder": "out",
+        "format": "onnx",
+        "summary": "model.onnx",
+        "compared": 32,
+        "max_difference": 1e-6,
+        "labels_agree": True,
+    }
+    with pytest.warns(ZooDeprecationWarning, match=r"read \.format"):
+        assert done["format"] == "onnx"  # what zoo.export's dict gave

@@ -436,7 +436,7 @@ CASES = [
     Case(
         "dataset-numbers-as-text",
         [*RUN, "numbers.csv"],
-        ("holds int64 values, not text", "--text-column"),
+        ("holds int64 values, not text", "(text_column)"),
         write("numbers.csv", "text\n" + "\n".join(str(i) for i in range(60))),
     ),
     Case(

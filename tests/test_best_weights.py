@@ -11,7 +11,7 @@ from conftest import TINY_DECODER, run_cli
 from zoo.records.store import home
 from zoo.train import checkpoints
 from zoo.train import loop as trainer
-from zoo.train.job import Job, RunFolder, TrainConfig
+from zoo.train.job import Job, RunFolder, TrainConfig, runner_state
 
 
 class Counter:
@@ -144,8 +144,8 @@ def test_a_run_resumed_after_patience_ran_out_stops_at_once(tmp_path, monkeypatc
     """Killed right after the checkpoint of the validation that spent the patience: the
     resumed loop must not train on, and must report the best weights from the checkpoints."""
     job = make_job(tmp_path, patience=2, checkpoint_every=1)
-    job._resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
-    assert job._resume_from.step == 8
+    runner_state(job).resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
+    assert runner_state(job).resume_from.step == 8
     model = Counter()
     result = fit(job, model)
     assert result.steps == 8 and result.stopped_early and result.best_step == 4
@@ -222,7 +222,7 @@ def test_average_best_ranks_ties_by_the_earlier_validation(tmp_path, monkeypatch
 def test_a_resumed_run_averages_the_same_weights(tmp_path, monkeypatch):
     """Killed after the checkpoint at step 8: the runners-up so far come back from it."""
     job = make_job(tmp_path, average_best=3, checkpoint_every=4)
-    job._resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
+    runner_state(job).resume_from = stopped_after_checkpoint(job, monkeypatch, 8)
     model = Counter()
     result = fit(job, model)
     assert [step for _, step, _ in result.runners_up] == [4, 6]

@@ -61,8 +61,9 @@ def test_ten_rows_of_two_thousand_examples_take_under_a_second_of_cpu():
 
 
 # -- in the comparison table -----------------------------------------------------------
-def record_with_examples(model, seed, correct):
-    """A finished run and the per-example scores its pipeline handed back."""
+def record_with_examples(model, seed, correct, rows=b"reviews test rows"):
+    """A finished run and the per-example scores its pipeline handed back, with the digest
+    of the test rows it scored (`rows`)."""
     from safetensors.numpy import save_file
 
     from zoo.records.paths import run_folder
@@ -87,7 +88,9 @@ def record_with_examples(model, seed, correct):
         )
     folder = run_folder(run_id)
     folder.mkdir(parents=True, exist_ok=True)
-    save_file({"test_accuracy": correct}, str(folder / "per_example.safetensors"))
+    digest = np.frombuffer(rows.ljust(16)[:16], dtype=np.uint8)
+    scores = {"test_accuracy": correct, "examples:test": digest}
+    save_file(scores, str(folder / "per_example.safetensors"))
 
 
 def flipped(base, count, start=0):
@@ -98,7 +101,7 @@ def flipped(base, count, start=0):
 
 def test_a_table_counts_the_examples_and_a_flag_keeps_the_seeds_only_view():
     from zoo.comparison.render import render
-    from zoo.comparison.table import load_runs, summarize
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
 
     base = np.zeros(1000)
     base[500:] = 1.0  # half right
@@ -107,9 +110,9 @@ def test_a_table_counts_the_examples_and_a_flag_keeps_the_seeds_only_view():
     for seed, (extra_a, extra_b) in enumerate([(0, 0), (1, 1), (2, 0)]):
         record_with_examples("a-word", seed, flipped(flipped(base, 3), extra_a, start=10))
         record_with_examples("b-word", seed, flipped(base, extra_b, start=20))
-    seeds_only = summarize(load_runs(), examples=False, baseline="b-word").cells
+    seeds_only = summarize(load_runs(), ComparisonSpec(examples=False, baseline="b-word")).cells
     assert seeds_only.set_index("model").loc["a-word", "significant"] is True
-    both = summarize(load_runs(), baseline="b-word")
+    both = summarize(load_runs(), ComparisonSpec(baseline="b-word"))
     cell = both.cells.set_index("model").loc["a-word"]
     assert cell["test"] == "Welch and bootstrap" and cell["significant"] is False
     assert not both.cells["best"].any()
@@ -117,19 +120,60 @@ def test_a_table_counts_the_examples_and_a_flag_keeps_the_seeds_only_view():
 
 
 def test_deterministic_models_are_told_apart_by_their_examples_alone():
-    from zoo.comparison.table import load_runs, summarize
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
 
     base = np.zeros(1000)
     for seed in range(2):
         record_with_examples("same-word", seed, base)
         record_with_examples("close-word", seed, flipped(base, 3))
         record_with_examples("far-word", seed, flipped(base, 80))
-    close = summarize(load_runs(), where="model != 'far-word'", baseline="same-word").cells
+    close = summarize(
+        load_runs(), ComparisonSpec(where="model != 'far-word'", baseline="same-word")
+    ).cells
     close = close.set_index("model").loc["close-word"]
     assert close["test"] == "Welch and bootstrap" and close["significant"] is False
-    far = summarize(load_runs(), where="model != 'close-word'", baseline="same-word").cells
+    far = summarize(
+        load_runs(), ComparisonSpec(where="model != 'close-word'", baseline="same-word")
+    ).cells
     cells = far.set_index("model")
     assert cells.loc["far-word", "significant"] is True and cells.loc["far-word", "best"]
     # seeds only: no seed variance, so no test at all
-    alone = summarize(load_runs(), where="model != 'close-word'", examples=False).cells
+    alone = summarize(
+        load_runs(), ComparisonSpec(where="model != 'close-word'", examples=False)
+    ).cells
     assert not alone["best"].any()
+
+
+def test_rows_that_scored_other_examples_are_never_paired():
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
+
+    base = np.zeros(1000)
+    for seed in range(2):  # as far apart as the pair told apart above, on other test rows
+        record_with_examples("same-word", seed, base)
+        record_with_examples("far-word", seed, flipped(base, 80), rows=b"other test rows")
+    comparison = summarize(load_runs(), ComparisonSpec(baseline="same-word"))
+    assert comparison.examples_counted == [] and not comparison.cells["best"].any()
+
+
+def test_a_splits_rows_digest_follows_its_rows():
+    import datasets
+
+    from zoo.data.datasets import LoadedDataset
+    from zoo.data.sources import DatasetRef
+
+    def loaded(texts):
+        split = datasets.Dataset.from_dict({"text": texts, "label": [0, 1] * (len(texts) // 2)})
+        return LoadedDataset(
+            DatasetRef("d", "path", "d"),
+            datasets.DatasetDict({"test": split}),
+            "here",
+            "text",
+            "label",
+            None,
+            ("classification",),
+        )
+
+    first = loaded(["a", "b", "c", "d"])
+    assert first.rows_digest("test") == loaded(["a", "b", "c", "d"]).rows_digest("test")
+    assert first.rows_digest("test") != loaded(["a", "b", "c", "e"]).rows_digest("test")
+    assert first.rows_digest("test") != first.sampling_evaluation(2).rows_digest("test")

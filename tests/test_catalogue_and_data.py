@@ -31,6 +31,16 @@ def test_builtin_catalogue_has_the_named_datasets_and_presets():
     assert catalogue.mirrors == []  # the shipped catalogue names no development folder
 
 
+def test_multi30k_is_in_the_catalogue_both_ways():
+    """multi30k translates German to English, multi30k-en-de the same pairs the other way."""
+    catalogue = load_catalogue([])
+    de_en, en_de = catalogue.datasets["multi30k"], catalogue.datasets["multi30k-en-de"]
+    assert de_en.hub == en_de.hub == "bentrevett/multi30k"
+    assert de_en.task == en_de.task == "seq2seq"
+    assert (de_en.text_column, de_en.label_column) == ("de", "en")
+    assert (en_de.text_column, en_de.label_column) == ("en", "de")
+
+
 def test_user_registry_extends_and_overrides(isolated):
     (isolated / "registry.toml").write_text(
         '[datasets.shakespeare]\nhub = "me/shakespeare"\ntask = "language-modeling"\n'

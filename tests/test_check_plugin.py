@@ -181,6 +181,52 @@ def test_a_validation_without_its_score_key_fails_the_train_check(regress, monke
     assert "broke the contract: validate() returned no 'val_mse'" in lines[0]
 
 
+TRACKERS = """
+    from zoo.plugin import hookimpl
+
+    class Quiet:
+        def start(self, run):
+            return {"where": str(run["folder"])}
+
+        def log(self, record):
+            pass
+
+        def finish(self, metrics, folder, status):
+            pass
+
+    class Leaky(Quiet):
+        def log(self, record):
+            raise OSError("disk gone")
+
+    @hookimpl
+    def register_loggers(register):
+        register("quiet", Quiet)
+        register("leaky", Leaky)
+"""
+
+
+def test_each_tracker_is_driven_as_a_run_drives_it(regress, tmp_path):
+    register(tmp_path, "trackful", TRACKERS)
+    code, found = checks("trackful")
+    assert code == 1
+    by_name = {c["subject"]: c for c in found if c["check"] == "tracker"}
+    assert by_name["quiet"]["status"] == "ok", found
+    assert by_name["leaky"]["status"] == "failed"
+    assert (
+        "logger 'leaky' from plugin 'trackful' failed in log(): OSError: disk gone"
+        in (by_name["leaky"]["detail"])
+    )
+
+
+def test_a_plugin_with_nothing_to_check_says_so():
+    result = run_cli("check-plugin", "numpy", "--only", "nothing-by-this-name")
+    assert result.code == 0, result
+    assert result.out.strip() == (
+        "plugin 'numpy' registers no architecture, tokenizer, task, exporter or tracker "
+        "matching 'nothing-by-this-name': nothing to check"
+    )
+
+
 def test_an_unknown_plugin_is_exit_2_with_a_did_you_mean():
     result = run_cli("check-plugin", "decodr")
     assert result.code == 2 and "Did you mean: decoder" in result.err, result

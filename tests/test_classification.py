@@ -39,12 +39,19 @@ def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, c
     from zoo.train.model import TaskSpec
 
     torch.manual_seed(0)
-    if arch == "encoder":
+    if arch.startswith("encoder"):
         from zoo.plugins.encoder import EncoderConfig
         from zoo.plugins.encoder.model import build
 
+        modern = dict(position="rotary", norm="rms", mlp="swiglu", n_kv_head=1, bias=False)
         cfg = EncoderConfig(
-            n_layer=2, n_head=2, n_embd=16, block_size=24, dropout=0.1, pooling=pooling
+            n_layer=2,
+            n_head=2,
+            n_embd=16,
+            block_size=24,
+            dropout=0.1,
+            pooling=pooling,
+            **(modern if arch == "encoder-modern" else {}),
         )
     else:
         from zoo.plugins.decoder import DecoderConfig
@@ -68,6 +75,7 @@ def build_module(arch: str, task: str, pooling: str = "mean", vocab: int = 50, c
         ("encoder", "classification", "max"),
         ("encoder", "next-item", "mean"),
         ("encoder", "next-item", "cls"),
+        ("encoder-modern", "classification", "mean"),
         ("decoder", "classification", "-"),
         ("decoder", "next-item", "-"),
     ],
@@ -470,7 +478,10 @@ def test_a_run_keeps_its_per_example_correctness_for_comparisons(reviews):
 
     out = tiny_run("encoder-char", str(reviews))
     scores = load_file(str(run_folder(out["run_id"]) / "per_example.safetensors"))
-    assert set(scores) == {"val_accuracy", "test_accuracy"}
-    for name, correct in scores.items():
+    # each split scored with the digest of its rows: only runs of the same examples pair
+    assert set(scores) == {"val_accuracy", "test_accuracy", "examples:val", "examples:test"}
+    assert scores["examples:val"].tolist() != scores["examples:test"].tolist()
+    for name in ("val_accuracy", "test_accuracy"):
+        correct = scores[name]
         assert set(np.unique(correct)) <= {0.0, 1.0}
         assert float(correct.mean()) == pytest.approx(out["metrics"][name], abs=1e-6)

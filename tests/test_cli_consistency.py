@@ -9,14 +9,14 @@ import json
 import pytest
 from conftest import TINY_DECODER, run_cli
 
-from zoo.api import show_text
+from zoo.api import details
 
 
 def test_debug_is_accepted_after_the_subcommand_and_shows_the_traceback(monkeypatch):
     def broken(zoo, name):
         raise RuntimeError("something inside broke")
 
-    monkeypatch.setattr(show_text, "show", broken)
+    monkeypatch.setattr(details, "shown", broken)
     plain = run_cli("show", "decoder")
     assert plain.code == 1 and "Traceback" not in plain.err
     assert "(run with --debug for the traceback)" in plain.err  # the hint ...

@@ -40,7 +40,6 @@ CALLS = {  # the API function each command calls
     "generate": "load",
     "predict": "load",
     "eval": "evaluate",
-    "compare": "comparison_table",
     "check-plugin": "check_plugin",
 }
 
@@ -66,13 +65,13 @@ def recorded(monkeypatch):
 
 
 def zoo_commands() -> set[str]:
-    from zoo.cli.main import build_parser
+    from zoo.cli.main import PluginHandler, build_parser
 
     [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     return {
         name
         for name, parser in commands.choices.items()
-        if not getattr(parser.get_default("handler"), "plugin_command", False)
+        if not isinstance(parser.get_default("handler"), PluginHandler)  # a plugin's command
     }
 
 
@@ -95,10 +94,29 @@ def test_show_gives_a_record_for_every_kind_of_name(isolated):
     )
     preset = zoo.api.show("pair-mix")
     assert (preset.type, preset.record["members"]) == ("model", ["decoder-char", "encoder-char"])
-    assert "decoder-char, encoder-char" in preset.text
+    assert preset.details[0].members == ["decoder-char", "encoder-char"]
     pair = zoo.api.show("decoder-char")
     assert (pair.type, pair.record["architecture"]) == ("model", "decoder")
-    assert zoo.api.show("decoder").type == "entry"
+    assert {f.name for f in pair.details[0].configs["model"]} >= {"n_layer", "n_embd"}
+    entry = zoo.api.show("digits")  # an architecture and a dataset: one record each
+    assert entry.type == "entry"
+    assert [type(d).__name__ for d in entry.details] == ["EntryDetails", "DatasetDetails"]
+    assert [e["kind"] for e in entry.record["entries"]] == ["architecture", "dataset"]
+
+
+def test_list_and_show_return_data_and_the_command_line_writes_the_text():
+    """No text in what the API returns: each Listing and Shown field is data."""
+    import dataclasses
+
+    from zoo.cli.browse import listing_text
+    from zoo.cli.show_text import show_text
+
+    listing = zoo.api.catalog("models")
+    assert not any("text" in f.name for f in dataclasses.fields(listing))
+    assert "(presets; any ARCHITECTURE-TOKENIZER pair runs too" in listing_text(listing)
+    shown = zoo.api.show("decoder-char")
+    assert not any("text" in f.name for f in dataclasses.fields(shown))
+    assert show_text(shown).startswith("model decoder-char")
 
 
 @pytest.mark.parametrize(

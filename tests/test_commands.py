@@ -180,8 +180,8 @@ def declared(name: str) -> Task:
 class Pipelines:
     @hookimpl
     def register_pipelines(self, register):
-        register("echo-task", Echo, task=declared("echo-task"))
-        register("silent-task", Silent, task=declared("silent-task"))
+        register(declared("echo-task"), Echo)
+        register(declared("silent-task"), Silent)
 
 
 def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):

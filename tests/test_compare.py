@@ -11,7 +11,7 @@ from conftest import TINY_DECODER, run_cli
 
 from zoo.comparison.render import render
 from zoo.comparison.stats import paired_interval, t_quantile, welch_interval
-from zoo.comparison.table import summarize
+from zoo.comparison.table import ComparisonSpec, summarize
 from zoo.records.store import Store
 
 LM = "language-modeling"
@@ -157,7 +157,9 @@ def test_figures_equal_at_every_seed_are_no_spread_whatever_their_rounding():
 
 def test_cells_hold_mean_std_n_best_and_the_baseline_difference():
     fill_two_models()
-    cells = summarize(loaded(), baseline="base-char").cells.set_index(["model", "dataset"])
+    cells = summarize(loaded(), ComparisonSpec(baseline="base-char")).cells.set_index(
+        ["model", "dataset"]
+    )
     base, big, mid = (cells.loc[(m, "text")] for m in ("base-char", "big-char", "mid-char"))
     assert base["mean"] == pytest.approx(1.1) and base["n"] == 2
     assert base["std"] == pytest.approx(math.sqrt(0.02))  # sample std: |1.0 - 1.2| / sqrt(2)
@@ -257,7 +259,9 @@ def test_only_finished_train_runs_count_by_default_and_repeats_count_once():
     )  # a later rerun of seed 0: replaces it, not added
     base = summarize(loaded()).cells.set_index(["model", "dataset"]).loc[("base-char", "text")]
     assert base["n"] == 2 and base["mean"] == pytest.approx((1.05 + 1.2) / 2)
-    everything = summarize(loaded(), status=("all",)).cells.set_index(["model", "dataset"])
+    everything = summarize(loaded(), ComparisonSpec(status=("all",))).cells.set_index(
+        ["model", "dataset"]
+    )
     assert everything.loc[("base-char", "text"), "n"] == 3
     record("odd-char", "text", 0, {"train_loss": 1.0})  # finished, but without val_bpc
     comparison = summarize(loaded())
@@ -272,10 +276,10 @@ def test_runs_with_different_settings_are_separate_rows():
     assert sorted(cells["setting"]) == ["steps=100", "steps=2000"] and set(cells["n"]) == {1}
     text = render(summarize(loaded()), "table")
     assert "base-char (steps=2000)" in text
-    pooled = summarize(loaded(), pool=True).cells
+    pooled = summarize(loaded(), ComparisonSpec(pool=True)).cells
     assert len(pooled) == 1 and pooled["n"].iloc[0] == 2 and pooled["configs"].iloc[0] == 2
     # two runs at one seed: n counts runs, and the legend says so (not "distinct seeds")
-    legend = render(summarize(loaded(), pool=True), "table").split("\n\n")[1]
+    legend = render(summarize(loaded(), ComparisonSpec(pool=True)), "table").split("\n\n")[1]
     assert "(n runs: each configuration at each seed once)" in legend
     assert "distinct seeds" not in legend
 
@@ -322,13 +326,13 @@ def test_models_and_datasets_that_are_no_key_are_rows_of_their_own():
         record("dec-char", "a.txt", seed, {"val_bpc": 1.0 + seed / 10})
         record("dec-char", "b.txt", seed, {"val_bpc": 2.0 + seed / 10})
         record("dec-bpe", "a.txt", seed, {"val_bpc": 3.0 + seed / 10})
-    cells = summarize(loaded(), columns=["task"]).cells
+    cells = summarize(loaded(), ComparisonSpec(columns=["task"])).cells
     assert sorted(cells["setting"]) == ["", "dataset=a.txt", "dataset=b.txt"]  # dec-bpe: one
     assert set(cells["n"]) == {2} and sorted(cells["mean"]) == pytest.approx([1.05, 2.05, 3.05])
-    by_architecture = summarize(loaded(), by=["architecture"]).cells
+    by_architecture = summarize(loaded(), ComparisonSpec(by=["architecture"])).cells
     assert sorted(by_architecture["setting"]) == ["model=dec-bpe"] + ["model=dec-char"] * 2
     assert set(by_architecture["n"]) == {2}
-    pooled = summarize(loaded(), columns=["task"], pool=True)
+    pooled = summarize(loaded(), ComparisonSpec(columns=["task"], pool=True))
     dec_char = pooled.cells.set_index("model").loc["dec-char"]
     assert dec_char["n"] == 4 and dec_char["configs"] == 2
     assert "some cells pool runs with different settings (--pool)" in pooled.notes
@@ -410,9 +414,17 @@ def test_evaluations_of_different_configurations_are_never_merged():
                 split="test",
                 run_id=f"eval-{name}{seed}",
             )
-    comparison = summarize(loaded(), evals=True)
+    comparison = summarize(loaded(), ComparisonSpec(evals=True))
     assert len(comparison.cells) == 3 and set(comparison.cells["n"]) == {2}
     assert not any("merged" in note for note in comparison.notes)
+
+
+def test_a_plain_row_beside_a_stacked_one_names_what_it_lacks():
+    for seed in (0, 1):
+        record("dec-char", "text", seed, {"val_bpc": 1.0 + seed}, run_id=f"plain{seed}")
+        record("dec-char", "text", seed, {"val_bpc": 1.1 + seed}, run_id=f"st{seed}", stacked=2)
+    labels = sorted(summarize(loaded()).cells["setting"])
+    assert labels == ["stacked=-", "stacked=2"]
 
 
 def test_every_status_a_run_can_have_can_be_compared():
@@ -460,7 +472,7 @@ def test_metric_by_and_unknown_names():
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_csv_and_json_parse_back_to_the_same_numbers(fmt):
     fill_two_models()
-    expected = summarize(loaded(), baseline="base-char").cells
+    expected = summarize(loaded(), ComparisonSpec(baseline="base-char")).cells
     result = run_cli("compare", "--baseline", "base-char", "--format", fmt)
     assert result.code == 0, result
     text = io.StringIO(result.out)
@@ -515,7 +527,7 @@ def test_python_api_returns_the_cells():
     import zoo
 
     fill_two_models()
-    cells = zoo.compare(where="dataset == 'text'")
+    cells = zoo.compare(where="dataset == 'text'").cells
     assert set(cells["model"]) == {"base-char", "big-char", "mid-char"}
     assert len(zoo.runs()) == 8
 
@@ -716,11 +728,11 @@ def test_evaluations_with_and_without_split_prefixes_line_up():
         trained_on="digits",
         parent_id="c",
     )
-    cells = summarize(loaded(), evals=True).cells.set_index("model")
+    cells = summarize(loaded(), ComparisonSpec(evals=True)).cells.set_index("model")
     assert cells.loc["enc-bpe", "mean"] == pytest.approx(0.75) and cells.loc["enc-bpe", "n"] == 2
     assert cells.loc["dig-char", "mean"] == 0.4 and set(cells["metric"]) == {"accuracy"}
     assert set(cells["split"]) == {"test", "heldout"}
-    loss = summarize(loaded(), evals=True, metric="loss").cells
+    loss = summarize(loaded(), ComparisonSpec(evals=True, metric="loss")).cells
     assert loss["mean"].tolist() == [0.9]  # "loss" found as test_loss; the others have none
     from zoo.comparison.runs import run_frame
 
@@ -841,7 +853,23 @@ def test_row_labels_under_a_pooling_row_key_name_the_model_and_what_its_own_runs
         record("dec-char", "text", seed, {"val_bpc": 0.9}, steps=200, model_config=dec)
         record("enc-char", "text", seed, {"val_bpc": 1.1}, architecture="encoder", model_config=enc)
     for by in ("tokenizer", "seed"):
-        labels = set(summarize(loaded(), by=by).cells["setting"])
+        labels = set(summarize(loaded(), ComparisonSpec(by=by)).cells["setting"])
         assert max(len(label) for label in labels) < 40, labels
         assert labels >= {"model=dec-char, steps=100", "model=dec-char, steps=200"}, labels
         assert "model=enc-char" in labels, labels
+
+
+def test_compare_is_the_one_comparison_and_its_earlier_forms_warn(isolated):
+    import zoo
+    from zoo.errors import ZooDeprecationWarning
+
+    fill_two_models()
+    comparison = zoo.compare(where="dataset == 'text'")
+    assert isinstance(comparison, zoo.Comparison) and comparison.rows == ["model"]
+    with pytest.warns(ZooDeprecationWarning, match="zoo.compare returns"):
+        earlier = zoo.comparison_table(where="dataset == 'text'")
+    assert earlier.cells.equals(comparison.cells)
+    with pytest.warns(ZooDeprecationWarning, match=r"\.cells\['model'\]"):
+        assert list(comparison["model"]) == list(comparison.cells["model"])
+    written = zoo.plot_comparison(comparison, isolated / "bars.svg")  # zoo compare --plot
+    assert written.read_text(encoding="utf-8").lstrip().startswith("<?xml")

@@ -211,6 +211,14 @@ def test_an_ensemble_preset_trains_its_members_then_reuses_them(
     again = json.loads(run_cli("run", "tiny-mix", negated_reviews, "--json", "--quiet").out)
     assert [p["run_id"] for p in again["runs"]] == [p["run_id"] for p in combined["runs"]]
     assert len(json.loads(run_cli("runs", "--json").out)) == 4  # two runs, two ensembles
+    import zoo
+    from zoo.errors import ZooDeprecationWarning
+
+    run = zoo.run("tiny-mix", str(negated_reviews), quiet=True)  # one type: a Run
+    assert isinstance(run, zoo.Run) and run.ensemble is not None and run.folder is None
+    assert (run.id, run.model) == (run.ensemble.id, combined["model"])
+    with pytest.warns(ZooDeprecationWarning, match=r"\.ensemble\.runs"):
+        assert run.runs == run.ensemble.runs  # what zoo.run's Ensemble had
     shown = run_cli("show", "tiny-mix")
     assert shown.code == 0 and "tiny-nb, tiny-lstm" in shown.out
 

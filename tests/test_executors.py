@@ -138,7 +138,7 @@ def test_executor_ray_without_ray_is_one_line_and_exit_2(tiny_text, monkeypatch)
     result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--executor", "ray")
     assert result.code == 2, result
     assert result.err.strip() == (
-        "zoo: error: --executor ray needs ray, of zoo's optional extra 'ray': "
+        "zoo: error: the ray executor needs ray, of zoo's optional extra 'ray': "
         "pip install 'zoo[ray]'"
     )
     with Store() as store:
@@ -164,7 +164,7 @@ def test_tune_and_an_onnx_export_without_their_extras_are_one_line_and_exit_2(
 
 def test_ray_options_need_the_ray_executor(tiny_text):
     result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--address", "10.0.0.1:6379")
-    assert result.code == 2 and "--address is for --executor ray" in result.err
+    assert result.code == 2 and "--address is for the ray executor" in result.err
 
 
 def test_list_sweep_and_tune_help_import_neither_torch_optuna_nor_ray():

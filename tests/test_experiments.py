@@ -222,7 +222,7 @@ def record(model, seed, value):
 
 def test_best_is_marked_only_when_it_beats_the_runner_up_significantly():
     from zoo.comparison.render import render
-    from zoo.comparison.table import load_runs, summarize
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
 
     for seed, (a, b, c) in enumerate([(1.0, 1.05, 2.0), (1.1, 1.2, 2.1), (1.05, 1.1, 2.2)]):
         record("a-char", seed, a)
@@ -233,7 +233,7 @@ def test_best_is_marked_only_when_it_beats_the_runner_up_significantly():
     text = render(tied, "table")
     assert "on text, a-char leads but is not told apart from b-char" in text
     assert ") *" not in text
-    clear = summarize(load_runs(), where="model != 'b-char'")
+    clear = summarize(load_runs(), ComparisonSpec(where="model != 'b-char'"))
     assert clear.cells.set_index("model")["best"].to_dict() == {"a-char": True, "c-char": False}
     assert "no best marked" not in render(clear, "table")
 

@@ -32,6 +32,25 @@ print(json.dumps({"text": tokenizer.decode(out[0], skip_special_tokens=True),
                   "class": type(model).__name__, "zoo": "zoo" in sys.modules}))
 """
 
+# Loads an exported seq2seq folder and translates greedily with generate()'s saved defaults,
+# in a process where zoo cannot be imported.
+TRANSLATE = r"""
+import importlib.abc, json, sys
+class NoZoo(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "zoo" or name.startswith("zoo."):
+            raise ImportError("zoo is not installed here")
+sys.meta_path.insert(0, NoZoo())
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+folder, texts = sys.argv[1], json.loads(sys.argv[2])
+model = AutoModelForSeq2SeqLM.from_pretrained(folder).eval()
+tokenizer = AutoTokenizer.from_pretrained(folder)
+batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
+out = model.generate(**batch)
+print(json.dumps({"outputs": tokenizer.batch_decode(out, skip_special_tokens=True),
+                  "class": type(model).__name__, "zoo": "zoo" in sys.modules}))
+"""
+
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
 
@@ -193,6 +212,8 @@ def test_export_writes_a_model_card_the_hub_reads_and_force_replaces_it(tiny_tex
 
     from huggingface_hub import ModelCard
 
+    from zoo.records.paths import MODEL_CARD, run_folder
+
     run_id = trained_run("decoder-char", tiny_text, steps=4)
     folder = tmp_path / "export"
     mask = os.umask(0o022)
@@ -202,6 +223,8 @@ def test_export_writes_a_model_card_the_hub_reads_and_force_replaces_it(tiny_tex
         os.umask(mask)
     card = ModelCard.load(folder / "README.md")
     assert card.data.library_name == "transformers" and "zoo" in card.data.tags
+    kept = run_folder(run_id) / MODEL_CARD  # beside the run too: zoo ui's run page shows it
+    assert kept.read_text() == (folder / "README.md").read_text()
     assert card.data.pipeline_tag == "text-generation"
     results = {(r.metric_type, r.dataset_split): r.metric_value for r in card.data.eval_results}
     metrics = json.loads(run_cli("runs", "--json", "--columns", "val_bpc,test_bpc").out)[0]
@@ -226,8 +249,47 @@ def test_export_writes_a_model_card_the_hub_reads_and_force_replaces_it(tiny_tex
     assert stat.S_IMODE(folder.stat().st_mode) == 0o755
 
     again = run_cli("export", run_id, folder)
-    assert again.code == 2 and "--force" in again.err
+    assert again.code == 2 and "force replacing it" in again.err
     other = trained_run("decoder-char", tiny_text, "--seed", "1", steps=4)
     assert run_cli("export", other, folder, "--force").code == 0
     assert other in ModelCard.load(folder / "README.md").text
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".export")]  # no leftovers
+
+
+@pytest.mark.slow
+def test_an_encdec_export_translates_32_validation_texts_as_zoo_predict_does(tmp_path):
+    """An encdec run exports as PegasusForConditionalGeneration; in a fresh process without
+    zoo, generate() with the folder's defaults translates the 32 validation texts the
+    export is checked on exactly as `zoo predict --beam 1` does."""
+    from zoo.operations.export import validation_texts
+    from zoo.operations.reload import load_trained
+
+    record = run_cli(
+        "run", "encdec-char", "digits-transduction", "--json",
+        "--set", "steps=100", "--set", "eval_interval=100", "--set", "eval_batches=1",
+        "--set", "n_embd=32", "--set", "block_size=16", "--set", "beam_size=3",
+        "--set", "dataset.train_size=500", "--set", "dataset.validation_size=40",
+        "--set", "dataset.test_size=8", "--set", "dataset.max_len=4",
+    )  # fmt: skip
+    assert record.code == 0, record
+    run_id = json.loads(record.out)["run_id"]
+    folder = tmp_path / "exported"
+    exported = run_cli("export", run_id, folder, "--json")
+    assert exported.code == 0, exported
+    assert json.loads(exported.out)["format"] == "transformers"
+    texts = validation_texts(load_trained(run_id, device="cpu"))
+    assert len(texts) == 32
+    ours = run_cli("predict", run_id, *texts, "--beam", 1, "--json")
+    assert ours.code == 0, ours
+    ours_outputs = [json.loads(line)["output"] for line in ours.out.splitlines()]
+    done = subprocess.run(
+        [sys.executable, "-c", TRANSLATE, str(folder), json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    assert theirs["class"] == "PegasusForConditionalGeneration" and theirs["zoo"] is False
+    assert theirs["outputs"] == ours_outputs
+    assert len(set(ours_outputs)) > 8  # varied translations, not one repeated

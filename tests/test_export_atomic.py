@@ -55,7 +55,7 @@ def test_an_existing_folder_is_refused_or_replaced_whole_with_force(tmp_path):
     target = tmp_path / "out"
     with atomic_folder(target) as staging:
         (staging / "old.txt").write_text("old")
-    with pytest.raises(ZooError, match="exists and is not empty.*--force"):
+    with pytest.raises(ZooError, match="exists and is not empty.*force replacing it"):
         with atomic_folder(target) as staging:
             fill(staging)
     assert written(target) == ["old.txt"]
@@ -69,7 +69,7 @@ def test_force_never_replaces_a_folder_zoo_did_not_write(tmp_path):
     target = tmp_path / "mine"
     target.mkdir()
     (target / "thesis.tex").write_text("years of work")
-    with pytest.raises(ZooError, match="--force replaces only a folder zoo wrote") as caught:
+    with pytest.raises(ZooError, match="forcing replaces only a folder zoo wrote") as caught:
         with atomic_folder(target, force=True, what="export to") as staging:
             fill(staging)
     assert "\n" not in str(caught.value)

@@ -10,6 +10,8 @@ import sys
 import pytest
 from conftest import TINY_ANY, run_cli
 
+from zoo.errors import ZooError
+
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest
 
 
@@ -34,6 +36,44 @@ def test_the_types_are_read_from_transformers_mappings_without_importing_it():
     # an encoder's next item comes from its masked-LM head, which reads the whole context
     assert read["bert"]["next-item"] == "BertForMaskedLM"
     assert read["qwen2"]["classification"] == "Qwen2ForSequenceClassification"
+
+
+def test_the_type_list_is_cached_per_installed_transformers(monkeypatch):
+    from zoo.plugins.transformers import types
+
+    parses = []
+    parsed = types._parsed
+    monkeypatch.setattr(types, "_parsed", lambda source: parses.append(source) or parsed(source))
+    first = types._mappings()
+    assert len(parses) == 1 and types.cache_file().is_file()
+    assert types._mappings() == first and len(parses) == 1  # read back, not parsed again
+    # another transformers (a new version, or the file rewritten) is parsed again
+    key = types._cache_key(types._source())
+    monkeypatch.setattr(types, "_cache_key", lambda source: {**key, "transformers": "9.9.9"})
+    assert types._mappings() == first and len(parses) == 2
+    assert json.loads(types.cache_file().read_text())["key"]["transformers"] == "9.9.9"
+    assert types._mappings() == first and len(parses) == 2
+
+
+@pytest.mark.parametrize("damage", ["{not json", '{"key": 1}', "[]", "null", "\x00\xff"])
+def test_a_damaged_type_cache_is_parsed_again_and_rewritten(monkeypatch, damage):
+    from zoo.plugins.transformers import types
+
+    expected = types._mappings()
+    types.cache_file().write_bytes(damage.encode("latin-1"))
+    parses = []
+    parsed = types._parsed
+    monkeypatch.setattr(types, "_parsed", lambda source: parses.append(source) or parsed(source))
+    assert types._mappings() == expected and len(parses) == 1
+    assert json.loads(types.cache_file().read_text())["mappings"] == expected
+
+
+def test_an_unwritable_cache_folder_still_lists(monkeypatch, tmp_path):
+    from zoo.plugins.transformers import types
+
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("ZOO_CACHE", str(tmp_path / "a-file"))  # not a folder: no cache
+    assert "gpt2" in types._mappings()["MODEL_FOR_CAUSAL_LM_MAPPING_NAMES"]
 
 
 def test_the_rule_maps_zoo_shapes_through_each_config_class_names():
@@ -112,6 +152,83 @@ def test_overrides_build_the_types_the_rule_alone_cannot(model_type, settings, w
         configs.OVERRIDES[model_type] = saved
         configs.layout_of.cache_clear()
     assert hf_config(f"hf-{model_type}").model_type == model_type
+
+
+@pytest.mark.parametrize(
+    "model_type, heads, groups",
+    [
+        ("mamba2", "num_heads", "n_groups"),
+        ("bamba", "mamba_n_heads", "mamba_n_groups"),
+        ("falcon_h1", "mamba_n_heads", "mamba_n_groups"),
+    ],
+)
+def test_a_mamba2_mixer_splits_its_inner_width_into_n_head_heads_of_one_group(
+    model_type, heads, groups, monkeypatch
+):
+    """Defaults of 128 heads and 8 groups fit no small model: the heads follow n_head and
+    B and C come in one group (which divides any number of heads)."""
+    from zoo.plugins.transformers import configs
+
+    config = hf_config(f"hf-{model_type}", n_embd=32)
+    assert getattr(config, heads) == 2 and getattr(config, groups) == 1
+    monkeypatch.setattr(configs, "_ssm_sizes", lambda *args: {})  # the rule without it
+    configs.layout_of.cache_clear()
+    try:
+        config = hf_config(f"hf-{model_type}", n_embd=32)
+        assert (getattr(config, heads), getattr(config, groups)) != (2, 1)
+    except (ValueError, ZooError):
+        pass  # transformers refuses it outright (Bamba: heads must divide the width)
+    finally:
+        configs.layout_of.cache_clear()
+
+
+def test_a_small_jamba_keeps_an_attention_layer():
+    # transformers' cache (generation, export) needs one; the default puts it 5th of 8
+    for depth in (2, 3, 8, 16):
+        jamba = hf_config("hf-jamba", n_layer=depth)
+        assert "attention" in jamba.layers_block_type, depth
+    assert hf_config("hf-jamba", n_layer=16).attn_layer_offset == 4  # the default, deep enough
+
+
+def test_the_pages_preset_for_a_type_the_rule_does_not_place_builds_as_it_says(
+    monkeypatch, tmp_path
+):
+    """docs/architectures/transformers.md's registry.toml block, read as a catalogue."""
+    import re
+    import textwrap
+
+    from conftest import REPO
+
+    from zoo.core import loading
+    from zoo.core.names import resolve_model
+
+    page = (REPO / "docs" / "architectures" / "transformers.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```toml\n(.*?)```", page, re.S)
+    (tmp_path / "registry.toml").write_text(textwrap.dedent(block), encoding="utf-8")
+    monkeypatch.setenv("ZOO_REGISTRY", str(tmp_path / "registry.toml"))
+    loading.reset_zoo()
+    try:
+        spec = resolve_model("jamba-char", loading.get_zoo())
+    finally:
+        loading.reset_zoo()
+    assert spec.architecture.name == "hf-jamba" and spec.tokenizer.name == "char"
+    jamba = hf_config("hf-jamba", **spec.overrides)
+    assert jamba.layers_block_type == ["mamba", "attention", "mamba", "attention"]
+
+
+def test_a_dropout_the_type_refuses_stays_unset_and_softcapped_attention_is_eager():
+    import transformers
+    from zoo.plugins.transformers import configs
+    from zoo.plugins.transformers.model import attention_of
+
+    diff = hf_config("hf-diffllama", dropout=0.1)
+    assert diff.attention_dropout == 0.0  # DiffLlama raises for any other
+    assert "attention_dropout" in configs.NO_DROPOUT["diffllama"]
+    assert "attention_dropout" not in configs.layout_of("diffllama").dropouts
+    gemma2 = hf_config("hf-gemma2")  # SDPA cannot cap attention scores with a tanh
+    assert attention_of(transformers.Gemma2ForCausalLM, gemma2) == "eager"
+    llama = hf_config("hf-llama")
+    assert attention_of(transformers.LlamaForCausalLM, llama) == "zoo"
 
 
 def test_a_class_whose_token_ids_must_be_numbers_keeps_its_own():

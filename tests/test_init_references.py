@@ -67,7 +67,7 @@ def test_an_evaluation_or_ensemble_row_says_what_init_needs(tiny_text, kind, say
     row("parent-1")
     row("derived-1", kind=kind, parent_id="parent-1" if kind == "eval" else None)
     line = refused(init_with(tiny_text, "derived-1"), says)
-    assert "--init needs a finished training run" in line
+    assert "init needs a finished training run" in line
 
 
 @pytest.mark.parametrize(

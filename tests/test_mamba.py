@@ -70,3 +70,44 @@ def test_logits_equal_transformers_mamba_with_the_same_weights(one_thread):
         expected = hf(ids).logits
         got = native(ids)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("task", ["language-modeling", "classification"])
+def test_the_onnx_graph_traced_at_one_length_computes_every_length(task, one_thread, tmp_path):
+    """zoo export's ONNX trace of the network gives its logits in onnxruntime at other
+    lengths and batch sizes (padded rows too): the scan does not fix the traced length."""
+    onnxruntime = pytest.importorskip("onnxruntime")
+    from types import SimpleNamespace
+
+    from zoo.plugins.export.onnx import trace
+    from zoo.plugins.mamba import MambaConfig
+    from zoo.plugins.mamba.model import build
+
+    from zoo.plugin import TaskSpec
+
+    torch.manual_seed(0)
+    cfg = MambaConfig(n_layer=2, n_embd=8, d_state=4, block_size=20, scan_chunk=4)
+    network = build(cfg, TaskSpec(task, 13, num_classes=3)).eval()
+
+    def logits(ids, mask):
+        with torch.no_grad():
+            return network(torch.as_tensor(ids), torch.as_tensor(mask)).numpy()
+
+    run = SimpleNamespace(  # what the exporter reads of a trained run
+        config={"architecture": "mamba", "spec": {"vocab_size": 13}},
+        task=task,
+        network=network,
+        context_length=cfg.block_size,
+        tokenizer=SimpleNamespace(pad_id=0, special_ids={"pad": 0}),
+        model=SimpleNamespace(logits=logits),
+    )
+    assert trace(run, tmp_path / "model.onnx") == "TorchScript"
+    session = onnxruntime.InferenceSession(str(tmp_path / "model.onnx"))
+    wanted = {i.name for i in session.get_inputs()}
+    for rows, length in ((1, 1), (2, 5), (3, 13), (2, 20)):
+        ids = torch.randint(1, 13, (rows, length))
+        mask = torch.ones_like(ids)
+        mask[0, max(1, length // 2) :] = 0
+        feed = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+        got = session.run(["logits"], {k: v for k, v in feed.items() if k in wanted})[0]
+        torch.testing.assert_close(torch.from_numpy(got), torch.from_numpy(logits(ids, mask)))

@@ -1,6 +1,8 @@
 """The modern decoder (rotary positions, RMSNorm, SwiGLU, grouped-query attention, no
 biases) equals transformers' LlamaForCausalLM given the same weights, and with experts
-MixtralForCausalLM; the default decoder keeps GPT-2's block."""
+MixtralForCausalLM; the default decoder keeps GPT-2's block. The encoder's modern
+settings build the same blocks: with Llama's weights and a padding mask in place of the
+causal one, it computes what Llama's layers do."""
 
 from __future__ import annotations
 
@@ -78,6 +80,37 @@ def test_experts_equal_mixtral_with_the_same_weights_and_its_balancing_loss(one_
         torch.testing.assert_close(
             native.auxiliary_loss(), 0.02 * torch.stack(per_layer).mean(), rtol=1e-5, atol=1e-6
         )
+
+
+def test_the_modern_encoder_equals_llamas_layers_without_the_causal_mask(one_thread):
+    from zoo.plugins.decoder import DecoderConfig
+    from zoo.plugins.decoder.llama import hf_config, to_hf
+    from zoo.plugins.encoder import EncoderConfig
+    from zoo.plugins.encoder.model import build
+
+    from zoo.plugin import TaskSpec
+
+    shape = DecoderConfig(**MODERN)  # Llama's config and names for the same blocks
+    encoder = randomised(
+        build(
+            EncoderConfig(**MODERN, dropout=0.0), TaskSpec("classification", VOCAB, num_classes=2)
+        )
+    )
+    assert encoder.pos_emb is None and not any(
+        ".bias" in n for n, _ in encoder.named_parameters() if "head" not in n
+    )
+    hf = transformers.LlamaForCausalLM(transformers.LlamaConfig(**hf_config(shape, VOCAB)))
+    state = {k: v for k, v in encoder.state_dict().items() if not k.startswith(("head", "emb_ln"))}
+    missing, unexpected = hf.load_state_dict(to_hf(state, shape), strict=False)
+    assert not missing and not unexpected
+    ids = torch.randint(0, VOCAB, (3, 19))
+    mask = torch.ones_like(ids)
+    mask[0, 11:] = 0  # a padded row: its padding is never attended to
+    keep = mask.bool()[:, None, None, :].expand(3, 1, 19, 19)  # no causal mask: every real key
+    with torch.no_grad():
+        embedded = encoder.emb_ln(encoder.tok_emb(ids))  # the encoder's embedding norm
+        expected = hf.eval().model(inputs_embeds=embedded, attention_mask=keep).last_hidden_state
+        torch.testing.assert_close(encoder.hidden(ids, mask), expected, rtol=1e-5, atol=1e-5)
 
 
 def test_the_default_decoder_keeps_gpt2s_block_and_its_cached_decoding():

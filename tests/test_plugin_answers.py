@@ -170,8 +170,8 @@ def test_twenty_thousand_presets_load_in_linear_time():
     [
         ("--license", "MIT", "the Hub writes it 'mit'"),
         ("--license", "apache2", "Did you mean: apache-2.0"),
-        ("--license", "mit\n<script>", "Unknown --license"),
-        ("--license", "x" * 100_000, "Unknown --license"),
+        ("--license", "mit\n<script>", "Unknown license"),
+        ("--license", "x" * 100_000, "Unknown license"),
         ("--base-model", "../../etc/passwd", "neither a Hub model id"),
         ("--base-model", "javascript:alert(1)", "neither a Hub model id"),
         ("--base-model", "org/model\nlicense: mit", "neither a Hub model id"),

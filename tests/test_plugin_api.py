@@ -72,8 +72,11 @@ def test_a_plugin_supporting_this_api_loads(api):
 @pytest.mark.parametrize(
     "api, problem",
     [
-        (">=2", "it supports zoo's plugin API >=2, and this zoo has API 1.1.0"),
-        ("<1.1", "it supports zoo's plugin API <1.1, and this zoo has API 1.1.0"),
+        (">=2", f"it supports zoo's plugin API >=2, and this zoo has API {zoo.plugin.API_VERSION}"),
+        (
+            "<1.1",
+            f"it supports zoo's plugin API <1.1, and this zoo has API {zoo.plugin.API_VERSION}",
+        ),
         ("one point one", "ZOO_PLUGIN_API = 'one point one' is not a version specifier"),
         (11, "ZOO_PLUGIN_API = 11 is not a version specifier"),
     ],
@@ -88,8 +91,8 @@ def test_a_plugin_outside_its_declared_api_is_set_aside_in_one_line_naming_it(ap
         zoo.add_plugin(plugin_declaring(api), loading.PluginInfo("future", "test"), strict=True)
 
 
-# A plugin written for API 1.0: flat helper imports, a plain block_size, memory(config), and
-# a pipeline reading Trained.block_size.
+# A plugin written for API 1.0: flat helper imports, a plain block_size, memory(config), a
+# pipeline reading Trained.block_size, and API 1.1's one register for every kind.
 OLD_PLUGIN = """
     from dataclasses import dataclass
 
@@ -123,6 +126,20 @@ OLD_PLUGIN = """
     @hookimpl
     def register_architectures(register):
         register("oldbag", build, config=OldConfig, tasks=("classification",), memory=memory)
+
+    class Tracker:
+        def start(self, run):
+            return None
+
+        def log(self, record):
+            pass
+
+        def finish(self, metrics, folder, status):
+            pass
+
+    @hookimpl
+    def register_loggers(register):  # API 1.1's one register, every kind's keywords
+        register("oldlog", target=Tracker, config=None, description="records nothing")
 """
 
 
@@ -134,7 +151,9 @@ def test_a_plugin_written_for_api_1_0_runs_and_is_told_each_replacement(tmp_path
         zoo = loading.build_zoo(entry_points=False)
         assert zoo.add_plugin(loading._import_file(module), loading.PluginInfo("old", "test"))
         loading.reset_zoo(zoo)
-        result = run_cli("run", "oldbag-char", negated_reviews, "--steps", 3, "--quiet")
+        result = run_cli(
+            "run", "oldbag-char", negated_reviews, "--steps", 3, "--quiet", "--log-to", "oldlog"
+        )
         assert result.code == 0, result
         with Store() as store:
             (row,) = store.rows()
@@ -146,6 +165,51 @@ def test_a_plugin_written_for_api_1_0_runs_and_is_told_each_replacement(tmp_path
         'declare it block_size: int = sized(128, role="context")',
         "take memory(config, vocab_size)",
         "use Trained.context_length",
+        "call register(name, tracker, *, description)",
     )
     for replacement in expected:
         assert any(replacement in message for message in said), (replacement, said)
+
+
+def documented_fields(cls) -> set[str]:
+    """The fields of ``cls`` its source documents: an annotated name with a docstring below."""
+    import ast
+    import inspect
+
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    return {
+        node.target.id
+        for node, after in zip(body, body[1:], strict=False)
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and isinstance(after, ast.Expr)
+        and isinstance(after.value, ast.Constant)
+        and isinstance(after.value.value, str)
+    }
+
+
+def test_the_job_a_pipeline_receives_holds_only_its_documented_fields(tmp_path):
+    """The runner's own state (the checkpoint it resumes, its progress label, the seed stack)
+    is kept apart from the Job: a plugin sees only what the contract documents."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from zoo.train.job import Job, RunFolder, runner_state
+    from zoo.train.starting import plan_job
+
+    declared = {f.name for f in dataclasses.fields(Job)}
+    assert declared == documented_fields(Job) and len(declared) >= 15
+    plan = SimpleNamespace(
+        spec=SimpleNamespace(name="a-b", architecture=None, tokenizer=None),
+        task="t",
+        configs={"model": None, "tokenizer": None, "train": None},
+        seed=0,
+        init=None,
+        pipeline=SimpleNamespace(task=None),
+    )
+    run = RunFolder(tmp_path)
+    job = plan_job(plan, None, "cpu", run, True, resume_from="ckpt", label="member 1/2")
+    assert set(vars(job)) == declared  # nothing else rides on the instance
+    assert runner_state(job).resume_from == "ckpt" and runner_state(job).label == "member 1/2"
+    other = plan_job(plan, None, "cpu", run, True)
+    assert runner_state(other).resume_from is None  # each job its own state

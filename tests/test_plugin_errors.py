@@ -1,6 +1,6 @@
 """A plugin's code failing at run time is one line naming the plugin and the function, exit
-2, at every stage: build, training, evaluation, prediction, export; a tracker's failure is a
-warning naming it, and the run goes on. The traceback shows under --debug."""
+2, at every stage: build, training, evaluation, prediction, export, a tracker that cannot
+start; a tracker failing later is a warning naming it, and the run goes on. The traceback shows under --debug."""
 
 import sys
 import textwrap
@@ -84,6 +84,7 @@ PLUGINS = {
         @hookimpl
         def register_loggers(register):
             register("failing", Failing)
+            register("needy", "zoo_absent_extra_xyz:Logger")  # an extra not installed
 
         @hookimpl
         def register_exporters(register):
@@ -153,6 +154,15 @@ def test_a_validation_without_its_score_key_names_the_pipelines_plugin(plugins, 
         "from plugin 'regress' broke the contract: validate() returned no 'val_mse', the "
         "score_key given to train() (it returned 'val_error')"
     ), line
+
+
+def test_a_tracker_that_cannot_start_stops_the_run_naming_its_plugin(plugins):
+    line = one_line(run_cli("run", "bitmlp-char", "bits", "--steps", 3, *BITS, "--log-to", "needy"))
+    assert "logger from plugin 'oddtools'" in line and "needs zoo_absent_extra_xyz" in line, line
+    from zoo.records.store import Store
+
+    with Store() as store:
+        assert store.rows() == []  # refused before anything trained
 
 
 def test_failures_after_training_name_the_plugin(plugins, monkeypatch, tmp_path):

@@ -175,11 +175,13 @@ def test_in_process_registration_and_lookup():
         zoo.architectures.get("decodr")
 
 
-def test_listing_imports_no_torch():
+def test_listing_imports_neither_torch_nor_transformers():
     probe = (
-        "import sys; from zoo.cli.main import main; main(['list']); print('torch' in sys.modules)"
+        "import sys; from zoo.cli.main import main; main(['list']); "
+        "print('torch' in sys.modules, 'transformers' in sys.modules)"
     )
-    assert run_python(probe)[-1] == "False"
+    lines = run_python(probe)
+    assert "hf-mamba" in " ".join(lines) and lines[-1] == "False False"
 
 
 class WithoutBlockSize:

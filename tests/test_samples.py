@@ -77,7 +77,7 @@ def ensemble_row(members: list[str], seed, value) -> str:
 def cells(**options):
     import zoo
 
-    return zoo.compare(**options)
+    return zoo.compare(**options).cells
 
 
 def test_ensembles_whose_members_differ_only_in_steps_are_two_rows():

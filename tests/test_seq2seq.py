@@ -277,6 +277,60 @@ def test_label_smoothing_trains_on_the_smoothed_loss_and_reports_the_plain_one(o
     assert abs(smoothed.mean() - nll[counted].mean()) > 1e-4  # the two differ here
 
 
+# -- export --------------------------------------------------------------------------------
+@pytest.mark.parametrize("bias", [True, False])
+def test_the_encoder_decoder_in_pegasus_layout_computes_and_decodes_the_same(bias, one_thread):
+    """The export's layout: encdec's weights in PegasusForConditionalGeneration give the same
+    logits (padded rows included) and, by transformers' generate with zoo's greedy settings,
+    the same outputs as zoo's greedy search."""
+    transformers = pytest.importorskip("transformers")
+    from zoo.plugins.encdec.pegasus import hf_config, to_hf
+
+    model = tiny_encdec(seed=8)
+    model.cfg.bias = bias
+    if not bias:  # drop the biases: the mapping fills zeros, which compute what none does
+        for module in model.modules():
+            if getattr(module, "bias", None) is not None:
+                module.bias = None
+    with torch.no_grad():
+        for p in model.parameters():  # weights large enough for outputs that vary
+            p.add_(torch.randn_like(p) * 0.3)
+        model.lm_head.weight[BOS] = 0.0  # the end token scores 0: outputs of a few tokens
+    values = hf_config(model.cfg, VOCAB, pad_id=PAD, end_id=BOS)
+    hf = transformers.PegasusForConditionalGeneration(transformers.PegasusConfig(**values))
+    loaded = hf.load_state_dict(to_hf(model.state_dict(), model.cfg), strict=False)
+    assert not loaded.missing_keys and not loaded.unexpected_keys
+    hf.eval()
+    src = torch.tensor([[3, 4, 5, 6], [5, 6, 4, 0]])
+    src_mask = (src != PAD).long()
+    tgt = torch.tensor([[BOS, 5, 6], [BOS, 4, 3]])
+    with torch.no_grad():
+        ours = model(torch.cat([src, tgt], 1), torch.cat([src_mask, 2 * torch.ones_like(tgt)], 1))
+        theirs = hf(input_ids=src, attention_mask=src_mask, decoder_input_ids=tgt).logits
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-5)
+
+    padded = [np.array([3, 4, 5, 6]), np.array([5, 6, 4]), np.array([6, 3])]
+    ids = torch.full((3, 4), PAD)
+    for i, row in enumerate(padded):
+        ids[i, : len(row)] = torch.from_numpy(row)
+    generated = hf.generate(
+        input_ids=ids,
+        attention_mask=(ids != PAD).long(),
+        decoder_start_token_id=BOS,
+        eos_token_id=BOS,
+        pad_token_id=PAD,
+        suppress_tokens=[PAD, UNK],
+        max_new_tokens=5,
+        do_sample=False,
+        num_beams=1,
+    )
+    outputs = [[t for t in row[1:].tolist() if t not in (BOS, PAD)] for row in generated]
+    greedy = decode(as_model(model), False, padded, beam=1, cache=True, max_new=5)
+    assert outputs == greedy
+    assert len({tuple(o) for o in outputs}) > 1  # outputs that differ, not one repeated
+    assert min(map(len, outputs)) < 5  # one ended at the end token, before max_new_tokens
+
+
 # -- metrics -------------------------------------------------------------------------------
 def test_bleu_and_chrf_are_sacrebleus_on_the_text():
     import sacrebleu
@@ -296,6 +350,29 @@ def test_a_run_without_a_target_column_is_refused_before_training(tiny_text, cli
     result = cli("run", "encdec-char", tiny_text, "--task", "seq2seq", "--set", "steps=1")
     assert result.code == 2
     assert "seq2seq" in result.err or "target" in result.err or "label" in result.err
+
+
+# -- the transduction data -------------------------------------------------------------------
+@pytest.mark.parametrize("order", ["least-first", "most-first"])
+def test_add_writes_its_numbers_and_their_sum_in_one_digit_order(order):
+    """add's pairs are sums: least significant digit first by default (the task's
+    definition), most significant first on request, the numbers and the sum alike."""
+    from zoo.plugins.digits.transduction import TransductionConfig, rows
+
+    cfg = TransductionConfig(rule="add", add_order=order, train_size=50, validation_size=5)
+    pairs = rows(cfg)["train"]
+
+    def number(text: str) -> int:
+        digits = text.split()
+        return int("".join(digits[::-1] if order == "least-first" else digits))
+
+    for row in pairs:
+        a, b = row["source"].split(" + ")
+        assert number(a) + number(b) == number(row["target"])
+    # the orders differ where a sum has more than one digit: each is the other reversed
+    other = "most-first" if order == "least-first" else "least-first"
+    flipped = rows(TransductionConfig(rule="add", add_order=other, train_size=50))["train"]
+    assert [r["target"].split()[::-1] for r in pairs] == [r["target"].split() for r in flipped]
 
 
 # -- end to end ----------------------------------------------------------------------------
@@ -382,3 +459,41 @@ def test_label_smoothing_is_refused_for_a_model_that_computes_its_own_loss(cli):
     )  # fmt: skip
     assert result.code == 2, result
     assert "computes its own loss" in result.err
+
+
+# -- kill and resume -----------------------------------------------------------------------
+TINY_RESUMABLE = [
+    "--set", "eval_interval=4", "--set", "eval_batches=1", "--set", "n_embd=32", "--set", "n_head=4",
+    "--set", "block_size=16", "--set", "batch_size=16", "--set", "label_smoothing=0.1",
+    "--set", "dataset.train_size=200", "--set", "dataset.validation_size=8",
+    "--set", "dataset.test_size=8", "--set", "dataset.max_len=4",
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_an_encoder_decoder_killed_with_sigkill_resumes_bit_identically():
+    """An encoder-decoder with dropout and label smoothing, killed with SIGKILL at a random
+    step and resumed: the same run as uninterrupted (weights, metrics with BLEU, the decoded
+    samples, the curve). The prefix LM shares the pipeline's state (its batch generator);
+    the decoder's own resume is language modeling's."""
+    import os
+
+    from test_reliability import Trial, assert_same_run, kill_points, reference_run, run_args, watch
+
+    from tests.conftest import run_cli
+    from zoo.records.store import home
+
+    steps = 12
+    args = run_args("digits-transduction", steps, model="encdec-char", tiny=TINY_RESUMABLE)
+    reference = reference_run(
+        "digits-transduction", steps, model="encdec-char", tiny=TINY_RESUMABLE
+    )
+    trial = Trial(home().parent / "trial", args, kill_points(1).randint(2, steps - 4))
+    watch([trial])
+    run_id = trial.check_killed()
+    os.environ["ZOO_HOME"] = str(trial.home)  # the isolated fixture restores it
+    resumed = run_cli("resume", run_id, "--json")
+    assert resumed.code == 0, (trial.kill_at, resumed)
+    done = json.loads(resumed.out)
+    assert done["task"] == "seq2seq" and "test_bleu" in done["metrics"]
+    assert_same_run(done, reference)

@@ -14,7 +14,7 @@ from conftest import run_cli
 from zoo.comparison.render import render
 from zoo.comparison.significance import best_marks, with_baseline
 from zoo.comparison.stats import holm, t_quantile, t_two_sided_p
-from zoo.comparison.table import load_runs, summarize
+from zoo.comparison.table import ComparisonSpec, load_runs, summarize
 from zoo.records.store import Store
 
 _ids = itertools.count()
@@ -72,14 +72,16 @@ def test_no_best_mark_when_the_leader_cannot_be_told_apart_from_one_row():
     assert "on reviews, a-word leads but is not told apart from c-word (Holm-adjusted p=" in text
     assert "b-word (" not in text.split("no best marked")[1]  # b-word is told apart
     # without c-word, a-word beats every other row: marked
-    clear = summarize(load_runs(), where="model != 'c-word'").cells.set_index("model")
+    clear = summarize(load_runs(), ComparisonSpec(where="model != 'c-word'")).cells.set_index(
+        "model"
+    )
     assert clear["best"].to_dict() == {"a-word": True, "b-word": False}
 
 
 def test_no_mark_from_zero_seed_variance_or_one_seed():
     fill("a-word", [0.5, 0.5, 0.5])
     fill("b-word", [0.5000001] * 3)
-    comparison = summarize(load_runs(), baseline="a-word")
+    comparison = summarize(load_runs(), ComparisonSpec(baseline="a-word"))
     cells = comparison.cells.set_index("model")
     assert not cells["best"].any()
     assert cells.loc["b-word", "significant"] is None
@@ -89,7 +91,7 @@ def test_no_mark_from_zero_seed_variance_or_one_seed():
     assert "(no seed variance)" in body and "†" not in body and " *" not in body
     assert "sampling noise of the evaluation set is not" in text
     record("c-word", 0, {"test_accuracy": 0.9})  # one seed: cannot test, not "not significant"
-    text = render(summarize(load_runs(), baseline="a-word"), "table")
+    text = render(summarize(load_runs(), ComparisonSpec(baseline="a-word")), "table")
     assert "(cannot test: n<2)" in text
 
 
@@ -120,11 +122,13 @@ def test_a_baseline_mark_is_holm_adjusted_over_the_columns_comparisons():
     fill("b-word", [0.53, 0.54, 0.55])
     fill("c-word", [0.49, 0.50, 0.51])
     fill("d-word", [0.48, 0.50, 0.52])
-    cells = summarize(load_runs(), baseline="base-word").cells.set_index("model")
+    cells = summarize(load_runs(), ComparisonSpec(baseline="base-word")).cells.set_index("model")
     b = cells.loc["b-word"]
     assert b["ci_low"] > 0 and b["p"] == pytest.approx(0.0392, abs=1e-3)
     assert b["p_holm"] == pytest.approx(3 * b["p"]) and b["significant"] is False
-    alone = summarize(load_runs(), baseline="base-word", where="model in ['base-word', 'b-word']")
+    alone = summarize(
+        load_runs(), ComparisonSpec(baseline="base-word", where="model in ['base-word', 'b-word']")
+    )
     assert alone.cells.set_index("model").loc["b-word", "significant"] is True
 
 
@@ -153,7 +157,7 @@ def test_an_infinite_figure_is_left_out_with_a_note():
     assert any("1 run(s) diverged (a non-finite test_accuracy)" in n for n in comparison.notes)
     import zoo
 
-    assert any("non-finite" in note for note in zoo.compare().attrs["notes"])
+    assert any("non-finite" in note for note in zoo.compare().notes)
 
 
 def test_a_nan_figure_is_named_as_diverged_not_as_missing():
@@ -167,7 +171,7 @@ def test_a_nan_figure_is_named_as_diverged_not_as_missing():
 
 def test_small_figures_keep_their_significant_digits():
     fill("a-word", [0.000127 - 0.0000208, 0.000127, 0.000127 + 0.0000208], metric="val_unk_rate")
-    text = render(summarize(load_runs(), metric="val_unk_rate"), "table")
+    text = render(summarize(load_runs(), ComparisonSpec(metric="val_unk_rate")), "table")
     assert "0.0001270 ± 0.0000208 (n=3)" in text
 
 
@@ -177,7 +181,7 @@ def test_unfinished_runs_left_out_are_noted_and_mixed_statuses_are_noted():
         store.update(record("a-word", 5, {"test_accuracy": 0.1}), status="failed")
     comparison = summarize(load_runs())
     assert any("1 failed" in note and "--status all" in note for note in comparison.notes)
-    pooled = summarize(load_runs(), status=("all",))
+    pooled = summarize(load_runs(), ComparisonSpec(status=("all",)))
     assert any("statuses" in note for note in pooled.notes)
 
 
@@ -253,10 +257,12 @@ def test_rows_that_differ_in_settings_are_ranked_on_validation_with_test_beside(
     assert any("ranked on val_accuracy" in note for note in comparison.notes)
     # models compared as they are (no choice among settings): the headline figure alone
     fill("b-word", [0.7, 0.71, 0.72])
-    alone = summarize(load_runs(), where="steps == 100")
+    alone = summarize(load_runs(), ComparisonSpec(where="steps == 100"))
     assert set(alone.cells["metric"]) == {"test_accuracy"}
     # --metric picks one figure
-    assert set(summarize(load_runs(), metric="test_accuracy").cells["metric"]) == {"test_accuracy"}
+    assert set(summarize(load_runs(), ComparisonSpec(metric="test_accuracy")).cells["metric"]) == {
+        "test_accuracy"
+    }
 
 
 # -- power ---------------------------------------------------------------------------
@@ -289,3 +295,39 @@ def test_each_column_states_the_difference_its_seeds_could_find():
     assert "closer, and so easily missed: b-word (" in note and "c-word (" not in note
     # the leader is not told apart from b-word: how many seeds would do it
     assert "seeds a side would tell b-word from it at the spread observed" in note
+
+
+def test_power_figures_are_the_scalar_solvers_and_a_large_table_takes_little_time():
+    import time
+
+    from zoo.comparison import stats
+    from zoo.comparison.significance import power_notes
+
+    # (spread, seeds, alpha) and the figures of the solver before it was vectorised
+    cases = [(math.sqrt(2), 2, 0.05), (1.0, 3, 0.05 / 9), (0.3, 5, 0.025), (2.5, 10, 0.0125)]
+    before = [16.3349609375, 9.823975674179728, 0.6150060402178131, 3.210916208164133]
+    found = stats.detectable_differences(*zip(*cases))
+    assert found == pytest.approx(before, rel=1e-6)
+    needed = [(1.0, 1.0, 1.0, 0.05), (0.5, 1.0, 0.2, 0.05 / 9), (3.0, 1.0, 2.0, 0.05)]
+    assert [stats.seeds_needed(*case) for case in needed] == [18, 59, 7]
+    # 16 columns of 10 rows at 2 to 9 seeds: one solve per distinct (seeds, alpha)
+    rng = np.random.default_rng(0)
+    cells = pd.DataFrame(
+        {
+            "model": [f"m{i % 10}" for i in range(160)],
+            "dataset": [f"d{i // 10}" for i in range(160)],
+            "task": "t",
+            "metric": "m",
+            "better": "higher",
+            "mean": rng.normal(size=160),
+            "std": rng.uniform(0.5, 1.5, size=160),
+            "n": rng.integers(2, 10, size=160),
+            "setting": "",
+            "best": False,
+        }
+    )
+    stats._SHIFTS.clear()  # as a first table would
+    start = time.perf_counter()
+    least, notes = power_notes(cells, ["model"], ["dataset"], 0.95)
+    assert time.perf_counter() - start < 3.0  # one bisection per row took about 15 s
+    assert np.isfinite(least).sum() == 144 and len(notes) == 1

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import run_cli
+from conftest import TINY_ANY, run_cli
 from test_digits import SMALL, TINY_DIGITS, catalogue
 
 from zoo.records.store import Store
@@ -134,7 +134,7 @@ def test_each_stacked_seed_is_an_ordinary_run_and_a_configuration_of_its_own(tin
     table = run_cli("compare", "--format", "json")
     assert table.code == 0, table
     found = {c["setting"]: c["n"] for c in json.loads(table.out)}
-    assert found == {"stacked=2": 2, "": 2}, found  # the plain row: no setting of its own
+    assert found == {"stacked=2": 2, "stacked=-": 2}, found  # the plain row: not stacked
     # a stacked run reloads and scores as any run
     evaluation = run_cli("eval", stacked[0]["id"], "tiny-digits", "--split", "test", "--json")
     assert evaluation.code == 0, evaluation
@@ -148,7 +148,7 @@ def test_what_cannot_be_stacked_is_refused_before_training_in_one_line(tiny_digi
         (["--seeds", "2", "--set", "compile=true"], "compile=true"),
         (["--seeds", "2", "--time", "5"], "time budget"),
         (["--seeds", "2", "--set", "freeze=blocks.*"], "trains every weight"),
-        (["--seeds", "1"], "--seeds 2 or more"),
+        (["--seeds", "1"], "give 2 or more seeds"),
     ):
         result = run_cli(
             "sweep", "digits-char", "--on", "tiny-digits", "--stack-seeds", *options, "--dry-run"
@@ -302,3 +302,24 @@ def test_seeds_whose_batches_differ_in_rows_are_stacked_with_repeated_rows_left_
     assert inputs[1, 2].tolist() == inputs[1, 0].tolist()  # a real row, repeated
     assert mask[1, :, 3].tolist() == [0, 0, 0]  # the width padding is masked out
     assert [len(t) for t in targets] == [3, 2]
+
+
+def test_a_mixture_of_experts_is_refused_with_the_reason_in_one_line(tiny_digits):
+    # the router's choices give each seed its own shapes, which vmap cannot batch
+    result = run_cli(
+        "sweep",
+        "decoder-char",
+        "--on",
+        "tiny-digits",
+        "--seeds",
+        "2",
+        "--stack-seeds",
+        "--dry-run",
+        *TINY_ANY,
+        "--set",
+        "n_expert=2",
+    )
+    assert result.code == 2, result
+    assert len(result.err.strip().splitlines()) == 1, result.err
+    assert "picks rows by their values" in result.err and "leave out --stack-seeds" in result.err
+    assert rows() == []

@@ -183,7 +183,7 @@ def test_dry_run_plans_without_training(tiny_text, with_headless):
         ),
         (
             ["decoder-char", "--on", "shakespeare", "--grid", "steps=1,2", "--steps", "3"],
-            "steps is both swept (--grid) and fixed",
+            "steps is both swept (grid) and fixed",
         ),
         (["decoder-char", "--on", "shakespeare", "--grid", "lr"], "--grid expects key=v1,v2"),
         (
@@ -207,3 +207,30 @@ def test_bad_sweeps_fail_before_training(args, message):
     assert result.code == 2 and message in result.err, result
     with Store() as store:
         assert store.rows() == []
+
+
+@pytest.mark.slow
+def test_the_time_to_quality_presets_sweep_together_and_compare(tiny_text):
+    """The README's comparison of the language-model families (a state-space model, the
+    modern and the GPT-2 block, RWKV) runs as one sweep, at tiny shapes."""
+    presets = ["mamba-char", "decoder-modern", "decoder-char", "hf-rwkv-char"]
+    # 2 layers: transformers' RWKV initialisation divides by n_layer - 1
+    tiny = ["n_layer=2", "n_embd=24", "block_size=16", "batch_size=4", "eval_batches=2"]
+    result = run_cli(
+        "sweep",
+        *presets,
+        "--on",
+        tiny_text,
+        "--seeds",
+        2,
+        "--steps",
+        2,
+        *[a for s in [*tiny, "sample_tokens=0"] for a in ("--set", s)],
+        "--format",
+        "csv",
+    )
+    assert result.code == 0, result
+    assert "8 cells: 8 to run, 0 already finished, 0 impossible" in result.err
+    table = pd.read_csv(io.StringIO(result.out))
+    assert sorted(table["model"]) == sorted(presets) and (table["n"] == 2).all()
+    assert table["mean"].notna().all() and (table["std"] > 0).all()

@@ -42,7 +42,7 @@ class Scoring:
 class ScoringPlugin:
     @hookimpl
     def register_pipelines(self, register):
-        register("scoring", Scoring, task=SCORE)
+        register(SCORE, Scoring)
 
 
 @pytest.fixture
@@ -91,11 +91,12 @@ def test_the_builtin_tasks_register_through_the_same_hook():
     assert tasks_for(None, {"text", "label"})[0] == "classification"
 
 
+@pytest.mark.filterwarnings("ignore::zoo.errors.ZooDeprecationWarning")  # API 1.1's form
 @pytest.mark.parametrize(
     "register_args, message",
     [
-        ({}, "task=zoo.plugin.Task"),
-        ({"task": "scoring"}, "task=zoo.plugin.Task"),
+        ({}, "takes the zoo.plugin.Task(...) it serves"),
+        ({"task": "scoring"}, "takes the zoo.plugin.Task(...) it serves"),
         ({"task": SCORE, "name": "other"}, "declares task 'scoring'"),
     ],
 )
@@ -302,9 +303,8 @@ def test_a_task_whose_loss_cannot_be_imported_fails_before_a_run_is_recorded(tin
         @hookimpl
         def register_pipelines(self, register):
             register(
-                "broken-task",
+                broken,
                 "zoo.pipelines.language_modeling:LanguageModeling",
-                task=broken,
                 config="zoo.pipelines.language_modeling:LanguageModelingConfig",
             )
 

@@ -228,12 +228,14 @@ def test_zoo_run_reuses_the_cached_tokenizer_and_show_reports_it(tiny_text, monk
 
 
 def test_show_reads_the_vocabulary_from_tokenizer_json_when_metrics_lack_it():
-    from zoo.api.show_text import tokenizer_line
+    from zoo.api.details import saved_vocab_size
+    from zoo.cli.show_text import tokenizer_line
     from zoo.records.store import home
 
     (home() / "run-1").mkdir(parents=True)
     char().save(home() / "run-1" / "tokenizer.json")
-    line = tokenizer_line({"id": "run-1", "tokenizer": "char", "metrics": {}})
+    vocab = saved_vocab_size(home() / "run-1" / "tokenizer.json")
+    line = tokenizer_line({"id": "run-1", "tokenizer": "char", "metrics": {}}, vocab)
     assert line == (
         f"  tokenizer char: vocabulary {char().vocab_size} tokens, "
         "characters per token not recorded"
@@ -297,7 +299,7 @@ def test_bits_per_character_counts_characters_not_tokens():
 
 
 def test_generation_holds_back_a_character_split_across_byte_tokens():
-    from zoo.pipelines.language_modeling import generate
+    from zoo.pipelines.language_modeling import Sampling, generate
 
     tokenizer = BPETokenizer.train(["plain ascii text\n"] * 5, BPEConfig(vocab_size=270))
     script = (
@@ -313,6 +315,8 @@ def test_generation_holds_back_a_character_split_across_byte_tokens():
             out[0, -1, script[inputs.shape[1]]] = 0.0
             return out
 
-    pieces = list(generate(Scripted(), tokenizer, "c", len(script) - 1, block=64, temperature=0))
+    pieces = list(
+        generate(Scripted(), tokenizer, "c", len(script) - 1, 64, Sampling(temperature=0))
+    )
     assert "".join(pieces) == "afé!"
     assert "\ufffd" not in "".join(pieces)

@@ -268,8 +268,9 @@ def test_a_tracker_whose_module_needs_a_missing_package_stops_the_run_before_it_
 
     zoo = loading.build_zoo(entry_points=False)
     assert zoo.add_plugin(Needy(), loading.PluginInfo("test-needy", "test"))
-    with pytest.raises(ZooError, match="needs zoo_absent_extra_xyz, which is not installed"):
+    with pytest.raises(ZooError, match="needs zoo_absent_extra_xyz, which is not installed") as e:
         Trackers(["needy"], zoo)
+    assert "from plugin 'test-needy'" in str(e.value) and "\n" not in str(e.value)
 
 
 # -- trackers beside training, never in front of it ----------------------------------

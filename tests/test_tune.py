@@ -82,13 +82,13 @@ def test_a_space_parses_into_typed_dimensions():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("lr=exp(1,2)", "Unknown --space kind 'exp'"),
+        ("lr=exp(1,2)", "Unknown space kind 'exp'"),
         ("lr=log(0,1)", "log needs a positive low end"),
         ("lr=float(2,1)", "low (2) must be below high (1)"),
         ("n_layer=int(1,2.5)", "'2.5' is not an integer"),
         ("pooling=choice(mean)", "choice needs two or more values"),
         ("lr=log(1e-3,1e-1) lr=log(1e-3,1e-2)", "given twice"),
-        ("lr=__import__('os')", "Unknown --space kind '__import__'"),
+        ("lr=__import__('os')", "Unknown space kind '__import__'"),
         ("lr=log(1e-3,1e-1)+1", "expects key=kind(args)"),
         ("lr=float(nan,1)", "not a finite number"),
     ],
@@ -104,7 +104,7 @@ def test_a_malformed_space_is_one_clear_error(text, message):
         ("dimm=int(4,16)", "--space: Unknown config key 'dimm'. Did you mean: dim?"),
         ("dim=float(4,16)", "dim must be an integer"),
         ("lr=choice(fast,slow)", "lr must be a finite number"),
-        ("buckets=int(2,9)", "buckets is both searched (--space) and fixed"),
+        ("buckets=int(2,9)", "buckets is both searched (space) and fixed"),
     ],
 )
 def test_a_space_that_does_not_fit_the_model_exits_2_before_training(
@@ -360,6 +360,15 @@ def test_a_time_budget_starts_no_trial_once_the_trial_time_is_spent(negated_revi
     assert result.studies[0]["trials"] == {"COMPLETE": 1}
     assert result.studies[0]["trial_seconds"] > 0.001
     assert "0.001s of trials per model" in result.table
+    import optuna
+
+    from zoo.tuning import report
+    from zoo.tuning.study import default_storage
+
+    # each study keeps its row: the table is shown again (zoo ui) without training anything
+    summaries = optuna.get_all_study_summaries(default_storage())
+    kept = [s.user_attrs[report.EQUAL_BUDGET] for s in summaries]
+    assert [t["table"] for t in report.kept_tables(kept)] == [result.table]
 
 
 @pytest.mark.slow

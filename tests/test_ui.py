@@ -101,6 +101,14 @@ def embedded(page: str, name: str):
     return json.loads(found.group(1))
 
 
+def table_cells(page: str, table_id: str) -> list[list[str]]:
+    """The text of each cell of an HTML table, row by row (the header row first)."""
+    table = re.search(rf'<table[^>]*id="{table_id}"[^>]*>(.*?)</table>', page, re.S).group(1)
+    rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)
+    cells = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S) for row in rows]
+    return [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in row] for row in cells]
+
+
 def query(**params):
     from urllib.parse import urlencode
 
@@ -121,12 +129,32 @@ def test_the_run_list_is_what_zoo_runs_prints(server):
     assert "4 of 6 runs" in page
 
 
+def test_the_first_page_paged_by_the_store_is_what_zoo_runs_prints(server):
+    from zoo.comparison.runs import SUMMARY
+
+    page = get(server, "/runs")[1]
+    shown = embedded(page, "runs-data")  # no condition: the store pages it
+    extra = [c for c in shown["shown"] if c not in SUMMARY]
+    assert {"val_bpc", "lr", "seed"} <= set(shown["shown"])  # what differs between the runs
+    cli = run_cli("runs", "--sort=-created", "--columns", ",".join(extra), "--json")
+    assert shown["rows"] == json.loads(cli.out)
+    assert shown["selected"] == shown["total"] == 6
+    from zoo.web.app import cell_text
+
+    header, *body = table_cells(page, "runs-table")  # what the table shows is that data
+    assert [h.rstrip(" ▲▼") for h in header[1:]] == shown["shown"]
+    assert [row[1:] for row in body] == [
+        [cell_text(r.get(c)) for c in shown["shown"]] for r in shown["rows"]
+    ]
+
+
 def test_a_condition_zoo_runs_refuses_is_the_pages_one_line(server):
     bad = "model.to_csv('x') == 1"
     status, page = get(server, "/runs" + query(where=bad))
     cli = run_cli("runs", "--where", bad)
     assert status == 200 and cli.code == 2
-    assert cli.err.removeprefix("zoo: error: ").strip() in html.unescape(page)
+    # the same message; the CLI names the option as its flag (--where), the page as its box
+    assert cli.err.removeprefix("zoo: error: --").strip() in html.unescape(page)
     assert not os.path.exists("x")
 
 
@@ -152,14 +180,20 @@ def test_the_comparison_is_what_zoo_compare_prints(server):
     legend = [line.strip() for line in markdown.split("\n\n", 1)[1].splitlines() if line.strip()]
     shown = re.search(r'<ul class="legend" id="legend">(.*?)</ul>', page, re.S).group(1)
     assert re.findall("<li>(.*?)</li>", html.unescape(shown)) == legend  # notes included
-    for cell in ("2.100 ± 0.100 (n=3)", "2.600 ± 0.100 (n=3)"):
-        assert cell in markdown and cell in page
+    lines = [line for line in markdown.splitlines() if line.startswith("| ")]
+    printed = [[c.strip().strip("*") for c in line.strip("|").split(" | ")] for line in lines]
+    shown = table_cells(page, "compare-table")
+    assert shown == [printed[0]] + printed[2:]  # every cell as zoo compare prints it
+    assert shown[1][1] == "2.100 ± 0.100 (n=3)" and shown[2][2].startswith("+0.500 [")
     figure = embedded(page, "bars-0")
     assert [t["y"] for t in figure["data"]] == [[pytest.approx(2.1)], [pytest.approx(2.6)]]
     assert [t["error_y"]["array"] for t in figure["data"]] == [[pytest.approx(0.1)]] * 2
 
 
 def test_the_run_page_is_what_zoo_show_prints(server):
+    from zoo.records.paths import MODEL_CARD, run_folder
+
+    (run_folder("r-a-1") / MODEL_CARD).write_text("# zoo-decoder-char <i>card</i>\n")
     status, page = get(server, "/runs/r-a-1")
     assert status == 200
     shown = json.loads(re.search(r'class="run-data">(.*?)</script>', page, re.S).group(1))
@@ -168,8 +202,14 @@ def test_the_run_page_is_what_zoo_show_prints(server):
     assert html.escape(config_file, quote=False).strip() in html.unescape(page) or (
         html.escape(config_file).strip() in page
     )
-    for part in ("zoo reproduce r-a-1", "0123abcd", "&lt;b&gt;a sample&lt;/b&gt;", "evaluate"):
-        assert part in page  # the samples are text, never markup
+    for part in (
+        "zoo reproduce r-a-1",
+        "0123abcd",
+        "&lt;b&gt;a sample&lt;/b&gt;",
+        "evaluate",
+        "# zoo-decoder-char &lt;i&gt;card&lt;/i&gt;",  # the card zoo export kept
+    ):
+        assert part in page  # the samples and the card are text, never markup
 
 
 @pytest.mark.parametrize(
@@ -268,3 +308,101 @@ def test_other_commands_do_not_import_the_ui():
         "print('ui modules:', sorted(m for m in sys.modules if m.startswith(('zoo.web', 'starlette', 'uvicorn'))))"
     )
     assert lines[-1] == "ui modules: []"
+
+
+def add_ensemble(run_id, members: dict[str, float]):
+    """An ensemble row as zoo ensemble records it: the runs it combines, with weights."""
+    combines = [
+        {"run_id": m, "model": m[:3], "weight": w, "config_hash": m, "seed": 0}
+        for m, w in members.items()
+    ]
+    with Store() as store:
+        store.insert(
+            run_id,
+            kind="ensemble",
+            model="ensemble-2",
+            architecture="ensemble",
+            dataset="text",
+            task="language-modeling",
+            seed=0,
+            status="finished",
+            config={"combines": combines, "weighting": "fit", "model": "ensemble-2"},
+            metrics={"val_bpc": 1.9},
+        )
+
+
+def test_the_tune_page_shows_zoo_tunes_table_and_an_ensembles_members(server, monkeypatch):
+    import optuna
+
+    from zoo.tuning import report
+    from zoo.web import views
+
+    result = report.StudyResult(
+        *("decoder-char", "text", "study-1", "val_bpc", "test_bpc", {"COMPLETE": 3}, 12.5),
+        best={"trial": 1, "value": 2.0, "params": {"lr": 0.002}, "run_id": "r-a-0"},
+        best_test=2.05,
+        settings={"lr": 0.002},
+        **{"tuned": [2.0, 2.1], "preset": [2.2, 2.35], "tuned_seeds": [1, 2]},
+        preset_seeds=[1, 2],
+    )
+    study = optuna.create_study(study_name="study-1")  # in memory: what the page lays out
+    for number, value in enumerate((2.3, 2.0, 2.2)):
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"lr": 1e-3 * (number + 1)},
+                distributions={"lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)},
+                value=value,
+            )
+        )
+    report.keep_rows([study], [result], "3 trials")
+    # Optuna's importance (fANOVA, seconds) and studies.db are the screenshots' and test_tune's
+    monkeypatch.setattr(views, "param_importance", lambda study: ({"lr": 1.0}, None))
+    monkeypatch.setattr(views, "studies", lambda view: [views.study(study)])
+    add_ensemble("e-1", {"r-a-0": 0.25, "r-b-0": 0.75})
+    status, page = get(server, "/tune")
+    assert status == 200
+    shown = re.search(r'<pre class="budget-table">(.*?)</pre>', page, re.S).group(1)
+    assert html.unescape(shown) == report.table([result], "3 trials")  # as zoo tune prints it
+    assert "3 trials, minimize; best: trial 1" in page
+    members = re.search(r'<table class="ensembles">(.*?)</table>', page, re.S).group(1)
+    text = re.sub(r"<[^>]+>", "", members)
+    assert "r-a-0 r-a (0.2500)" in text and "r-b-0 r-b (0.7500)" in text and "fit weights" in text
+    status, page = get(server, "/runs/e-1")
+    shown = json.loads(re.search(r'class="run-data">(.*?)</script>', page, re.S).group(1))
+    assert shown == json.loads(run_cli("show", "e-1", "--json").out)
+    members = re.search(r'<table class="members">(.*?)</table>', page, re.S).group(1)
+    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td>(.*?)</td></tr>", members)
+    assert [(re.sub("<[^>]+>", "", a), b, c) for a, b, c in rows] == [
+        ("r-a-0", "r-a", "0.2500"),
+        ("r-b-0", "r-b", "0.7500"),
+    ]
+
+
+def test_the_ui_never_imports_torch(store):
+    from conftest import run_python
+
+    lines = run_python(
+        "import os, sys\n"
+        "from zoo.web import views\nfrom zoo.web.app import create_app\n"
+        "view = views.StoreView(os.environ['ZOO_HOME'])\ncreate_app(view.home)\n"
+        "views.runs_page(view), views.runs_page(view, where='seed == 1'), views.comparison(view, {})\n"
+        "views.run_page(view, 'r-a-0'), views.curves(view, ['r-a-0']), views.ensembles(view)\n"
+        "print('torch' in sys.modules)"
+    )
+    assert lines[-1] == "False"
+
+
+def test_what_the_server_keeps_is_bounded_and_dropped_when_the_store_changes(store, monkeypatch):
+    from zoo.home import zoo_home
+    from zoo.web import views
+
+    monkeypatch.setattr(views, "MAX_KEPT", 3)
+    view = views.StoreView(zoo_home())
+    view.tables()
+    newest = ["r-b-2", "r-b-1", "r-b-0", "r-a-2", "r-a-1"]
+    for page, run_id in enumerate(newest, 1):
+        assert views.runs_page(view, per_page=1, page=page)["rows"][0]["id"] == run_id
+    assert len(view._memo) == 3 and "tables" in view._memo  # the oldest pages dropped
+    add_run("r-new", "decoder-char", 9, 1.5, created=5e9)
+    assert views.runs_page(view, per_page=1)["rows"][0]["id"] == "r-new"
+    assert len(view._memo) == 1

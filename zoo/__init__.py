@@ -15,9 +15,10 @@ Plugin authors import from ``zoo.plugin``. Names are imported on first use, so `
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
-from zoo.errors import UnknownNameError, ZooError
+from zoo.errors import UnknownNameError, ZooDeprecationWarning, ZooError
 from zoo.lazy import lazy_names as _lazy_names
 
 __version__ = "0.1.0"
@@ -46,8 +47,10 @@ _LAZY = {
     "Listing": "zoo.results",
     "show": "zoo.api",
     "Shown": "zoo.results",
-    "comparison_table": "zoo.api",
+    "Comparison": "zoo.comparison.table",
+    "Export": "zoo.results",
     "plot": "zoo.api",
+    "plot_comparison": "zoo.api",
     "rm": "zoo.api",
     "export": "zoo.api",
     "Removal": "zoo.results",
@@ -59,13 +62,13 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
     from zoo.api import (
         catalog,
         compare,
-        comparison_table,
         ensemble,
         evaluate,
         export,
         load,
         models,
         plot,
+        plot_comparison,
         report,
         reproduce,
         resume,
@@ -77,9 +80,11 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
         tune,
         ui,
     )
+    from zoo.comparison.table import Comparison
     from zoo.operations.ensemble import Ensemble
     from zoo.results import (
         Evaluation,
+        Export,
         Listing,
         LoadedRun,
         Removal,
@@ -99,6 +104,7 @@ __all__ = [
     "sweep",
     "runs",
     "compare",
+    "Comparison",
     "ensemble",
     "evaluate",
     "resume",
@@ -116,19 +122,29 @@ __all__ = [
     "Listing",
     "show",
     "Shown",
-    "comparison_table",
     "plot",
+    "plot_comparison",
     "rm",
     "Removal",
     "export",
+    "Export",
     "ui",
     "report",
 ]
 
 
+# the deprecated names of the API (comparison_table, ...) say so by default, not only in tests
+warnings.filterwarnings("default", category=ZooDeprecationWarning)
+
 _lazy_getattr, __dir__ = _lazy_names(globals(), _LAZY)
 _EARLIER_NAMES = {"Catalog": "Listing"}  # renamed names, kept working for code written for them
 
 
+# deprecated functions, out of __all__; each warns when called, naming its replacement
+_deprecated_getattr, _ = _lazy_names(globals(), {"comparison_table": "zoo.api"})
+
+
 def __getattr__(name: str):
+    if name == "comparison_table":
+        return _deprecated_getattr(name)
     return _lazy_getattr(_EARLIER_NAMES.get(name, name))

@@ -103,11 +103,11 @@ def check_new_folder(target, *, force: bool = False, what: str = "write") -> Non
             if not force:
                 raise ZooError(
                     f"cannot {what} {shown}: it exists and is not empty; name a new "
-                    "folder, or pass --force to replace a folder zoo wrote"
+                    "folder, or force replacing it (a folder zoo wrote)"
                 )
             if not (target / MARKER).is_file():
                 raise ZooError(
-                    f"cannot {what} {shown}: --force replaces only a folder zoo wrote, and "
+                    f"cannot {what} {shown}: forcing replaces only a folder zoo wrote, and "
                     "this one was not (it has no .zoo-folder file); name a new folder"
                 )
     parent = _existing_ancestor(target.parent)

@@ -6,7 +6,27 @@ import difflib
 
 
 class ZooError(Exception):
-    """A problem with the user's input: a name, an option, a file. Exit code 2."""
+    """A problem with the user's input: a name, an option, a file. Exit code 2.
+
+    ``option`` names the argument at fault as the Python API spells it (``where``,
+    ``stack_seeds``), and the message begins with that name; the command line writes the
+    command's flag in its place (``--where``, ``--stack-seeds``). Below the command line
+    nothing names a flag."""
+
+    option: str | None = None
+    """The argument at fault, as the Python API spells it (None: no one argument)."""
+
+    def __init__(self, message: str = "", *, option: str | None = None):
+        super().__init__(message)
+        self.option = option
+
+    def command_line(self) -> str:
+        """The message as the command line (and `zoo ui`, beside it) writes it: the option
+        it begins with as the command's flag, ``where ...`` -> ``--where ...``."""
+        message = str(self)
+        if not self.option or not message.startswith(self.option):
+            return message
+        return "--" + self.option.replace("_", "-") + message[len(self.option) :]
 
 
 MAX_SHOWN = 80  # characters of a value the user gave that a message echoes back
@@ -74,9 +94,9 @@ class UnknownNameError(ZooError):
 
 
 class ZooDeprecationWarning(DeprecationWarning):
-    """A name or signature of the plugin API that still works but will leave: the message
-    names its replacement. Shown by default (zoo.plugin turns it on), so a plugin's author
-    sees it at ``zoo run``, not only under pytest."""
+    """A name or signature of the plugin API or the Python API that still works but will
+    leave: the message names its replacement. Shown by default (zoo.plugin turns it on), so
+    a plugin's author sees it at ``zoo run``, not only under pytest."""
 
 
 class ContractBroken(Exception):

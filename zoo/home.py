@@ -19,6 +19,18 @@ def zoo_home() -> Path:
     return Path(value).expanduser()
 
 
+def cache_home() -> Path:
+    """zoo's cache folder, for what it can rebuild (trained tokenizers, tokenized splits,
+    the transformers type list): ZOO_CACHE, else ZOO_HOME/.cache."""
+    base = os.environ.get("ZOO_CACHE")
+    if not base:
+        return zoo_home() / ".cache"
+    folder = Path(base).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ZooError(f"ZOO_CACHE={base} is not a folder; point it at a folder (or unset it)")
+    return folder
+
+
 def check_outside_home(target, what: str = "write", allowed=()) -> None:
     """A ZooError unless ``target`` is clear of ZOO_HOME: not ZOO_HOME itself, not inside it
     (a run folder, the store) and not a folder that holds it. Paths are compared resolved,

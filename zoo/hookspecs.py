@@ -1,46 +1,135 @@
 """The plugin contract: pluggy hook specifications for the project name ``zoo``.
 
 A plugin is any module or object with ``@zoo.plugin.hookimpl`` functions named like the specs
-below. Each hook is called once, when the registry loads, with a ``register`` callback:
+below. Each hook is called once, when the registry loads, with a ``register`` of its own
+kind, typed below (``RegisterArchitecture``, ``RegisterTokenizer``, ...): it takes a name
+(a pipeline: its ``Task``), what is registered, and that kind's keywords only.
 
-    register(name, target, *, description="", config=None, tasks=(), task=None)
-
-``target`` is a ``"module:attr"`` string (imported on first use, so listing the zoo stays
-fast) or the object itself; ``config`` names the plugin's config dataclass the same way.
-The core checks every registration (names, clashes, targets) and sets a broken plugin
-aside with a warning naming it.
+What is registered is a ``"module:attr"`` string (imported on first use, so listing the
+zoo stays fast) or the object itself; ``config`` names the plugin's config dataclass the
+same way. The core checks every registration (names, clashes, targets) and sets a broken
+plugin aside with a warning naming it. The form of API 1.1, one ``register`` taking every
+kind's keywords (``target=``, ``task=``, another kind's ``tasks=``...), still works until
+API 2.0, with a ``ZooDeprecationWarning`` naming the replacement.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
-API_VERSION = "1.1.0"
+if TYPE_CHECKING:  # annotations only: the contracts beside this one import nothing of it
+    from zoo.tasks import Task
+
+API_VERSION = "1.2.0"
 """The plugin API's version (semantic versioning), ``zoo.plugin.API_VERSION``: a minor
 release adds names and may deprecate some (they keep working, with a
 ``ZooDeprecationWarning`` naming the replacement); only a major release removes them. A
 plugin declares what it supports with a module attribute ``ZOO_PLUGIN_API``, a version
-specifier such as ``">=1.1,<2"``."""
+specifier such as ``">=1.2,<2"``."""
 
 hookspec = pluggy.HookspecMarker("zoo")
 hookimpl = pluggy.HookimplMarker("zoo")
 """Marks a plugin's hook implementations: ``@hookimpl def register_architectures(register)``."""
 
-Register = Callable[..., None]
+Target = Any
+"""What a registration points at: a ``"module:attr"`` string (imported on first use) or the
+object itself."""
+
+
+# -- what each hook's `register` takes (for a plugin's own annotations and type checks) -----
+class RegisterArchitecture(Protocol):
+    """The ``register`` of ``register_architectures``."""
+
+    def __call__(
+        self,
+        name: str,
+        build: Target,
+        *,
+        config: Target | None = None,
+        tasks: Sequence[str] = (),
+        memory: Target | None = None,
+        description: str = "",
+    ) -> None: ...
+
+
+class RegisterTokenizer(Protocol):
+    """The ``register`` of ``register_tokenizers``."""
+
+    def __call__(
+        self, name: str, tokenizer: Target, *, config: Target | None = None, description: str = ""
+    ) -> None: ...
+
+
+class RegisterDataset(Protocol):
+    """The ``register`` of ``register_datasets``."""
+
+    def __call__(
+        self,
+        name: str,
+        load: Target,
+        *,
+        config: Target | None = None,
+        tasks: Sequence[str] = (),
+        columns: Mapping[str, str] | None = None,
+        description: str = "",
+    ) -> None: ...
+
+
+class RegisterPipeline(Protocol):
+    """The ``register`` of ``register_pipelines``."""
+
+    def __call__(
+        self, task: Task, pipeline: Target, *, config: Target | None = None, description: str = ""
+    ) -> None: ...
+
+
+class RegisterPreset(Protocol):
+    """The ``register`` of ``register_presets``."""
+
+    def __call__(self, name: str, **table: Any) -> None: ...
+
+
+class RegisterCommand(Protocol):
+    """The ``register`` of ``register_commands``."""
+
+    def __call__(
+        self,
+        name: str,
+        handler: Target,
+        *,
+        help: str = "",
+        description: str = "",
+        arguments: Target | None = None,
+    ) -> None: ...
+
+
+class RegisterLogger(Protocol):
+    """The ``register`` of ``register_loggers``."""
+
+    def __call__(self, name: str, tracker: Target, *, description: str = "") -> None: ...
+
+
+class RegisterExporter(Protocol):
+    """The ``register`` of ``register_exporters``."""
+
+    def __call__(
+        self, name: str, exporter: Target, *, architectures: Sequence[str], description: str = ""
+    ) -> None: ...
 
 
 @hookspec
-def register_architectures(register: Register) -> None:
+def register_architectures(register: RegisterArchitecture) -> None:
     """Add model architectures.
 
-    :param register: ``register(name, target, *, description="", config=None, tasks=(),
-        memory=None)``.
+    :param register: ``register(name, build, *, config=None, tasks=(), memory=None,
+        description="")``.
 
         - ``name``: letters, digits, ``_``, ``.`` or ``-`` (model names are
           ``ARCHITECTURE-TOKENIZER``, split at the last ``-``: ``hf-gpt_neox-char``).
-        - ``target``: ``build(config, spec) -> model``, where ``config`` is an instance of
+        - ``build``: ``build(config, spec) -> model``, where ``config`` is an instance of
           ``config`` and ``spec`` a ``zoo.plugin.TaskSpec``. It returns a ``torch.nn.Module`` whose
           ``forward(input_ids, attention_mask)`` gives the output the task declares
           (``zoo.Task.output``; the engine trains it with the task's loss), or any object
@@ -61,24 +150,24 @@ def register_architectures(register: Register) -> None:
 
 
 @hookspec
-def register_tokenizers(register: Register) -> None:
+def register_tokenizers(register: RegisterTokenizer) -> None:
     """Add tokenizers.
 
-    :param register: ``register(name, target, *, description="", config=None)``.
+    :param register: ``register(name, tokenizer, *, config=None, description="")``.
 
-        - ``target``: a subclass of ``zoo.plugin.Tokenizer`` (or ``zoo.plugin.TokenizersTokenizer``).
+        - ``tokenizer``: a subclass of ``zoo.plugin.Tokenizer`` (or ``zoo.plugin.TokenizersTokenizer``).
         - ``config``: its config dataclass, passed to ``train(texts, config)``.
     """
 
 
 @hookspec
-def register_datasets(register: Register) -> None:
+def register_datasets(register: RegisterDataset) -> None:
     """Add datasets that a plugin generates or loads.
 
-    :param register: ``register(name, target, *, description="", config=None, tasks=(),
-        columns=None)``.
+    :param register: ``register(name, load, *, config=None, tasks=(), columns=None,
+        description="")``.
 
-        - ``target``: ``load(config) -> datasets.DatasetDict`` with ``train``,
+        - ``load``: ``load(config) -> datasets.DatasetDict`` with ``train``,
           ``validation`` and ``test`` splits, where ``config`` is an instance of ``config``
           (a dataset registered without a config dataclass gets ``load(**options)``, the
           options of its catalogue entry's ``config`` table).
@@ -92,17 +181,16 @@ def register_datasets(register: Register) -> None:
 
 
 @hookspec
-def register_pipelines(register: Register) -> None:
+def register_pipelines(register: RegisterPipeline) -> None:
     """Add task pipelines, one per task.
 
-    :param register: ``register(name, target, *, description="", config=None, task)``.
+    :param register: ``register(task, pipeline, *, config=None, description="")``.
 
-        - ``name``: the task's name (``task.name``).
-        - ``task``: a ``zoo.plugin.Task``: the loss, the module output, every metric with its
+        - ``task``: a ``zoo.plugin.Task``, registered under its name (``task.name``): the loss, the module output, every metric with its
           direction and unit, the primary metric, the datasets it can use, the prediction
           type and the validation metric of the training curve. The core knows the task
           only through this declaration.
-        - ``target``: a class or object implementing ``zoo.plugin.Pipeline``: ``run(job)``
+        - ``pipeline``: a class or object implementing ``zoo.plugin.Pipeline``: ``run(job)``
           and any of its optional methods (``check_dataset``, ``predict``, ``evaluate``,
           ``generate``, ``split_probabilities`` with ``score_probabilities``), each of
           which enables the commands that need it.
@@ -111,7 +199,7 @@ def register_pipelines(register: Register) -> None:
 
 
 @hookspec
-def register_presets(register: Register) -> None:
+def register_presets(register: RegisterPreset) -> None:
     """Add model presets: what a ``[models.NAME]`` table of a registry.toml says, shipped
     with the plugin.
 
@@ -130,7 +218,7 @@ def register_presets(register: Register) -> None:
 
 
 @hookspec
-def register_commands(register: Register) -> None:
+def register_commands(register: RegisterCommand) -> None:
     """Add `zoo` subcommands.
 
     :param register: ``register(name, handler, *, help="", description="", arguments=None)``.
@@ -148,14 +236,14 @@ def register_commands(register: Register) -> None:
 
 
 @hookspec
-def register_loggers(register: Register) -> None:
+def register_loggers(register: RegisterLogger) -> None:
     """Add experiment trackers: where a run's figures go besides its folder and the store.
 
-    :param register: ``register(name, target, *, description="")``.
+    :param register: ``register(name, tracker, *, description="")``.
 
     - ``name``: what ``--log-to NAME`` (or ``log_to`` in a config file, or ``ZOO_LOG_TO``)
       chooses.
-    - ``target``: ``"module:Class"`` (imported only when chosen) or the class; called with no
+    - ``tracker``: ``"module:Class"`` (imported only when chosen) or the class; called with no
       arguments when a run starts, it returns an object with three methods:
       ``start(run)`` (``run``: a dict with ``id``, ``folder``, ``model``, ``dataset``,
       ``task``, ``seed``, ``settings``, the resolved config as ``"section.key"`` ->
@@ -175,17 +263,17 @@ def register_loggers(register: Register) -> None:
 
 
 @hookspec
-def register_exporters(register: Register) -> None:
+def register_exporters(register: RegisterExporter) -> None:
     """Add formats that ``zoo export RUN DIR --format NAME`` writes a trained run in.
 
-    :param register: ``register(name, target, *, description="", architectures=())``.
+    :param register: ``register(name, exporter, *, architectures, description="")``.
 
     - ``name``: the format, as ``--format`` names it (``onnx``, ``transformers``, ...).
     - ``architectures``: the architecture names it exports, or ``("*",)`` for any whose
       network it can convert. Without ``--format``, a run is exported by the first format
       that names its architecture and accepts the run, else by a ``"*"`` format (the
       built-in ``onnx``, for any network that traces).
-    - ``target``: an object (a class, module or instance; ``"module:attr"`` imports it on
+    - ``exporter``: an object (a class, module or instance; ``"module:attr"`` imports it on
       first use) with three functions:
 
       - ``unsupported(trained) -> str | None``: why this run cannot be written in the

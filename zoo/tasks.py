@@ -1,6 +1,6 @@
 """Task declarations: everything the core knows about a task, declared by its pipeline.
 
-A pipeline registers with ``task=Task(...)`` (see ``zoo.hookspecs.register_pipelines``).
+A pipeline registers with its ``Task(...)`` (see ``zoo.hookspecs.register_pipelines``).
 The core reads the declaration instead of knowing any task by name: the loss the engine
 trains with, the module output ``build(config, spec)`` must return, every metric with its
 direction and unit, the primary metric, the datasets the task can use, the prediction type

@@ -126,24 +126,33 @@ class Tokenizer(ABC):
         """The id of one token of the vocabulary (a special token included), None when the
         vocabulary does not hold it."""
 
+    def _reserved_id(self, token: str) -> int:
+        """The id of one of the special tokens every zoo tokenizer reserves."""
+        found = self.token_to_id(token)
+        if found is None:
+            raise ValueError(f"the tokenizer has no {token} token, which zoo reserves")
+        return found
+
     @property
     def pad_id(self) -> int:
         """The id of ``<pad>`` (a property), what padded positions hold."""
-        return self.token_to_id(PAD)
+        return self._reserved_id(PAD)
 
     @property
-    def unk_id(self) -> int:
-        """The id of ``<unk>`` (a property), what text outside the vocabulary becomes."""
-        return self.token_to_id(UNK)
+    def unk_id(self) -> int | None:
+        """The id of ``<unk>`` (a property), what text outside the vocabulary becomes; None
+        for a tokenizer without one (a checkpoint's byte-level tokenizer)."""
+        return self._reserved_id(UNK)
 
     @property
-    def cls_id(self) -> int:
-        """The id of ``<cls>`` (a property), which pipelines put before a text read whole."""
-        return self.token_to_id(CLS)
+    def cls_id(self) -> int | None:
+        """The id of ``<cls>`` (a property), which pipelines put before a text read whole;
+        None for a tokenizer without one."""
+        return self._reserved_id(CLS)
 
     @property
-    def special_ids(self) -> dict[str, int]:
-        """Each special token's id."""
+    def special_ids(self) -> dict[str, int | None]:
+        """Each special token's id (None for one the tokenizer lacks)."""
         return {token: self.token_to_id(token) for token in self.special_tokens}
 
     @property
@@ -156,7 +165,7 @@ class Tokenizer(ABC):
     def frame(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """The special ids before and after one text a model reads whole: ``<cls>`` first,
         nothing after. A checkpoint's tokenizer returns what its model was trained with."""
-        return (self.cls_id,), ()
+        return (self._reserved_id(CLS),), ()
 
     @abstractmethod
     def save(self, path: str | Path) -> None:

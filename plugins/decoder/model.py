@@ -43,6 +43,7 @@ from zoo.plugin.layers import (
     check_length,
     init_gpt2,
     last_real,
+    modules_of,
     norm_layer,
 )
 
@@ -61,6 +62,7 @@ class KVCache:
         self.pads = pads
         self.padded = bool(pads.any())
         self.length = 0
+        self.weights: tuple = ()  # the decoder's, gathered once per cache (Decoder.decode)
 
     def mask(self, start: int, end: int):
         """[B, 1, t, end] True where a new position may attend: real keys, not in its
@@ -108,7 +110,7 @@ class Decoder(nn.Module):
         if cfg.tie_weights:
             self.lm_head.weight = self.tok_emb.weight
         if spec.task == "classification":
-            self.cls_head = nn.Linear(cfg.n_embd, spec.num_classes)
+            self.cls_head = nn.Linear(cfg.n_embd, spec.class_count)
         init_gpt2(self, cfg.n_layer)
 
     def hidden(self, input_ids):  # [B, T] -> [B, T, C]
@@ -169,21 +171,29 @@ class Decoder(nn.Module):
         return cache
 
     def _decode_weights(self):
+        """The weights ``decode`` reads, gathered once per cache: GPT-2's block only (a
+        ModernDecoder runs its whole context at each token)."""
+
         def pair(module):
             return module.weight, module.bias
 
-        layers = [
-            (
-                pair(b.ln1),
-                pair(b.attn.qkv),
-                pair(b.attn.proj),
-                pair(b.ln2),
-                pair(b.mlp.fc),
-                pair(b.mlp.proj),
-                b.mlp.approximate,
+        if self.pos_emb is None:
+            raise TypeError("the key/value cache computes GPT-2's block, with learned positions")
+        layers = []
+        for b in modules_of(self.blocks, PreLNBlock):
+            if not isinstance(b.mlp, MLP):
+                raise TypeError("the key/value cache computes GPT-2's block, with its GELU MLP")
+            layers.append(
+                (
+                    pair(b.ln1),
+                    pair(b.attn.qkv),
+                    pair(b.attn.proj),
+                    pair(b.ln2),
+                    pair(b.mlp.fc),
+                    pair(b.mlp.proj),
+                    b.mlp.approximate,
+                )
             )
-            for b in self.blocks
-        ]
         return (
             self.tok_emb.weight,
             self.pos_emb.weight,
@@ -204,10 +214,12 @@ class Decoder(nn.Module):
     def auxiliary_loss(self):
         """The experts' load-balancing loss of the last forward pass, the mean over blocks
         times aux_loss_weight, which training adds to the task's loss; None without experts."""
-        losses = [b.mlp.aux_loss for b in self.blocks if isinstance(b.mlp, MixtureOfExperts)]
-        if not losses or any(loss is None for loss in losses):
+        experts = [b.mlp for b in modules_of(self.blocks, PreLNBlock)]
+        losses = [m.aux_loss for m in experts if isinstance(m, MixtureOfExperts)]
+        kept = [loss for loss in losses if loss is not None]
+        if not losses or len(kept) < len(losses):
             return None
-        return self.cfg.aux_loss_weight * torch.stack(losses).mean()
+        return self.cfg.aux_loss_weight * torch.stack(kept).mean()
 
 
 class ModernDecoder(Decoder):

@@ -321,7 +321,7 @@ def check_cost(config: DigitsDataConfig) -> None:
     rows = sum(sizes.values())
     need = row_cost(config, rows)
     if not fits(need):
-        name = max(sizes, key=sizes.get)  # the setting that makes it too big
+        name = max(sizes, key=lambda size: sizes[size])  # the setting that makes it too big
         room = max(n for n in _powers_below(rows) if fits(row_cost(config, n)))
         check_budget(
             f"dataset.{name}",

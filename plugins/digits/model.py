@@ -63,6 +63,8 @@ class PostLNBlock(nn.Module):
 
 
 class DigitsTransformer(nn.Module):
+    positions: torch.Tensor  # [T, C] sinusoids, a buffer
+
     def __init__(self, cfg, spec: TaskSpec):
         super().__init__()
         if spec.task != "next-item":

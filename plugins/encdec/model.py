@@ -40,6 +40,7 @@ from zoo.plugin.layers import (
     check_length,
     init_gpt2,
     key_mask,
+    modules_of,
     split_source_target,
 )
 
@@ -162,7 +163,7 @@ class EncoderDecoder(nn.Module):
         pos = self.dec_pos.weight[cache.length]
         x = self.tok_emb(input_ids) + pos  # [B, 1, C]
         H = self.cfg.n_head
-        for i, block in enumerate(self.decoder):
+        for i, block in enumerate(modules_of(self.decoder, DecoderBlock)):
             h = block.ln1(x)
             q, k, v = (heads(t, H) for t in block.attn.qkv(h).split(x.shape[-1], dim=2))
             cache.self_k[i] = torch.cat([cache.self_k[i], k], dim=2)
@@ -181,7 +182,7 @@ class EncoderDecoder(nn.Module):
     def _start_cache(self, memory, keep) -> DecodeCache:
         C, H = self.cfg.n_embd, self.cfg.n_head
         memory_k, memory_v, self_k, self_v = [], [], [], []
-        for block in self.decoder:
+        for block in modules_of(self.decoder, DecoderBlock):
             weight, bias = block.cross.qkv.weight, block.cross.qkv.bias
             k, v = F.linear(memory, weight[C:], _part(bias, C, 3 * C)).split(C, dim=2)
             memory_k.append(heads(k, H))

@@ -29,13 +29,37 @@ class EncoderConfig:
     pooling: Literal["cls", "mean", "max"] = "mean"
     # next-item and masked-language-modeling: the output layer shares the token embeddings
     tie_weights: bool = True
+    # The modern block (encoder-modern; the decoder's settings of the same names, with the
+    # same layers): rotary positions instead of the learned table, RMSNorm, the SwiGLU MLP,
+    # fewer key/value heads than query heads.
+    position: Literal["learned", "rotary"] = "learned"
+    rope_base: float = 10000.0  # rotary: the angle of feature pair i is position / base^(2i/D)
+    norm: Literal["layer", "rms"] = "layer"
+    mlp: Literal["gelu", "swiglu"] = "gelu"
+    mlp_width: int = sized(0, role="mlp_width")  # the MLP's hidden width; 0: mlp_ratio * n_embd
+    n_kv_head: int = sized(0, at_most=2**15)  # key/value heads, dividing n_head; 0: n_head
 
     def __post_init__(self):
         check_positive(self, "n_layer", "n_head", "n_embd", "block_size", "mlp_ratio")
         check_divisible(self, "n_embd", "n_head")
         check_probability(self, "dropout")
-        if self.pooling not in ("cls", "mean", "max"):
-            raise ValueError(f"pooling must be 'cls', 'mean' or 'max', got {self.pooling!r}")
+        for name, choices in CHOICES.items():
+            if getattr(self, name) not in choices:
+                raise ValueError(
+                    f"{name} must be {' or '.join(map(repr, choices))}, got {getattr(self, name)!r}"
+                )
+        if self.n_kv_head < 0 or (self.n_kv_head and self.n_head % self.n_kv_head):
+            raise ValueError(f"n_kv_head must divide n_head ({self.n_head}), got {self.n_kv_head}")
+        if self.position == "rotary" and (self.n_embd // self.n_head) % 2:
+            raise ValueError("rotary positions need an even head width (n_embd / n_head)")
+
+
+CHOICES = {
+    "pooling": ("cls", "mean", "max"),
+    "position": ("learned", "rotary"),
+    "norm": ("layer", "rms"),
+    "mlp": ("gelu", "swiglu"),
+}
 
 
 @hookimpl
@@ -46,5 +70,6 @@ def register_architectures(register):
         config=EncoderConfig,
         tasks=("classification", "next-item", "masked-language-modeling"),
         description="BERT-style bidirectional transformer (pre-LN, padding-masked SDPA, "
-        "cls, mean or max pooling)",
+        "cls, mean or max pooling; rotary, RMSNorm, SwiGLU and grouped-query attention as "
+        "settings)",
     )

@@ -18,6 +18,13 @@ positions (attention_mask 0) are never attended to and never pooled, so padding 
 leaves every example's output unchanged. Pooling takes the hidden state at position 0
 ("cls": the classification pipeline puts <cls> there), the mean over real tokens ("mean") or
 each feature's largest value over them ("max").
+
+The modern settings (the decoder's, built from the same layers) change these:
+position = "rotary" drops pos_emb (queries and keys are turned by their positions); norm =
+"rms" makes emb_ln, every ln* and ln_f an RMSNorm (weight only); mlp = "swiglu" adds
+blocks.{i}.mlp.gate.weight [H, C] beside fc and proj (H = mlp_width, else mlp_ratio C);
+n_kv_head = G gives qkv [C + 2 G C / n_head, C], k and v G heads each. With bias = false
+the blocks are Llama's (``zoo.plugins.decoder.llama`` names them), without the causal mask.
 """
 
 from __future__ import annotations
@@ -26,7 +33,15 @@ import torch
 import torch.nn as nn
 
 from zoo.plugin import TaskSpec
-from zoo.plugin.layers import PreLNBlock, check_length, init_gpt2, key_mask
+from zoo.plugin.layers import (
+    PreLNBlock,
+    Rotary,
+    SwiGLU,
+    check_length,
+    init_gpt2,
+    key_mask,
+    norm_layer,
+)
 
 
 class Encoder(nn.Module):
@@ -39,21 +54,32 @@ class Encoder(nn.Module):
         self.cfg, self.task = cfg, spec.task
         self.outputs_at_positions = spec.task == "masked-language-modeling"
         self.tok_emb = nn.Embedding(spec.vocab_size, cfg.n_embd)
-        self.pos_emb = nn.Embedding(cfg.block_size, cfg.n_embd)
-        self.emb_ln = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        rotary = cfg.position == "rotary"
+        self.pos_emb = None if rotary else nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.rotary = (
+            Rotary(cfg.n_embd // cfg.n_head, cfg.block_size, cfg.rope_base) if rotary else None
+        )
+        self.emb_ln = norm_layer(cfg.norm, cfg.n_embd, cfg.bias)
         self.drop = nn.Dropout(cfg.dropout)
+        hidden = cfg.mlp_width or cfg.mlp_ratio * cfg.n_embd
         self.blocks = nn.ModuleList(
             PreLNBlock(
                 cfg.n_embd,
                 cfg.n_head,
-                cfg.mlp_ratio * cfg.n_embd,
+                hidden,
                 dropout=cfg.dropout,
                 bias=cfg.bias,
+                norm=cfg.norm,
+                kv_heads=cfg.n_kv_head or None,
+                rotary=self.rotary,
+                mlp=SwiGLU(cfg.n_embd, hidden, bias=cfg.bias, dropout=cfg.dropout)
+                if cfg.mlp == "swiglu"
+                else None,
             )
             for _ in range(cfg.n_layer)
         )
-        self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
-        outputs = spec.num_classes if spec.task == "classification" else spec.vocab_size
+        self.ln_f = norm_layer(cfg.norm, cfg.n_embd, cfg.bias)
+        outputs = spec.class_count if spec.task == "classification" else spec.vocab_size
         self.head = nn.Linear(cfg.n_embd, outputs)
         init_gpt2(self, cfg.n_layer)
         if spec.task in ("next-item", "masked-language-modeling") and cfg.tie_weights:
@@ -61,7 +87,10 @@ class Encoder(nn.Module):
 
     def hidden(self, input_ids, attention_mask):  # [B, T], [B, T] -> [B, T, C]
         pos = torch.arange(check_length(input_ids, self.cfg.block_size), device=input_ids.device)
-        x = self.drop(self.emb_ln(self.tok_emb(input_ids) + self.pos_emb(pos)))
+        x = self.tok_emb(input_ids)
+        if self.pos_emb is not None:  # else rotary: positions turn queries and keys instead
+            x = x + self.pos_emb(pos)
+        x = self.drop(self.emb_ln(x))
         keep = key_mask(attention_mask)
         for block in self.blocks:
             x = block(x, keep)

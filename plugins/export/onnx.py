@@ -68,6 +68,8 @@ class OnnxExporter:
                 f"{trained.config['architecture']} runs have no torch network to trace "
                 "(--format transformers writes the numpy architecture)"
             )
+        if trained.task == "seq2seq":
+            return "the onnx format writes one graph, not an encoder and a decoder that search"
         if trained.task not in READINGS:
             return f"the onnx format has no reading for {trained.task} runs"
         if getattr(trained.tokenizer, "backend", None) is None:

@@ -10,6 +10,7 @@ zoo does with nothing but the ``tokenizers`` library:
   tokens kept so that the whole fits ``block_size``;
 - next-item and language modeling: no frame, the last ``block_size`` tokens kept (the
   context nearest what comes next);
+- seq2seq: the source with no frame, its first ``block_size`` tokens kept;
 - padding on the right with ``<pad>``, and an attention mask.
 """
 
@@ -40,6 +41,8 @@ READINGS = {
     "next-item": Reading(False, "end", True, False, "text-generation"),
     "language-modeling": Reading(False, "end", True, True, "text-generation"),
     "masked-language-modeling": Reading(True, "start", False, True, "fill-mask"),
+    # the source as the seq2seq pipeline reads it; outputs are decoded (the exporter's check)
+    "seq2seq": Reading(False, "start", False, True, "text2text-generation"),
 }
 
 

@@ -41,7 +41,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from zoo.plugin import TaskSpec
-from zoo.plugin.layers import RMSNorm, check_length, last_real
+from zoo.plugin.layers import RMSNorm, check_length, last_real, modules_of
 
 
 def sequential_scan(dA, dBu, C):
@@ -55,15 +55,17 @@ def sequential_scan(dA, dBu, C):
     return torch.stack(ys, dim=1)
 
 
-def selective_scan(dA, dBu, C, chunk: int):
+def selective_scan(dA, dBu, C, chunk: int, longest: int | None = None):
     """``sequential_scan``'s result, computed in chunks of ``chunk`` positions: first every
     chunk is scanned from a zero state, all chunks at once (``chunk`` steps over
     [B, T / chunk, D, N] tensors); then the state carried into each chunk is found by
     stepping from chunk to chunk (T / chunk steps over [B, D, N]) and added in, decayed by
     the chunk's running product of dA. chunk + T / chunk sequential steps instead of T.
+    ``longest``: scan as many chunks as that length needs, whatever T is (a graph traced
+    from it then holds at every length up to ``longest``; the padded steps are identities).
     dA, dBu: [B, T, D, N]; C: [B, T, N] -> y [B, T, D]."""
     B, T, D, N = dA.shape
-    chunks = -(-T // chunk)
+    chunks = -(-(longest or T) // chunk)
     extra = chunks * chunk - T  # the last chunk is filled with identity steps (a = 1, b = 0)
     a = F.pad(dA, (0, 0, 0, 0, 0, extra), value=1.0).view(B, chunks, chunk, D, N)
     b = F.pad(dBu, (0, 0, 0, 0, 0, extra)).view(B, chunks, chunk, D, N)
@@ -87,6 +89,13 @@ def selective_scan(dA, dBu, C, chunk: int):
     return (full * C[:, :, None, :]).sum(-1)  # [B, T, D]
 
 
+def traced() -> bool:
+    """Whether the network is being traced (by an ONNX exporter). A trace records Python
+    loops unrolled, so the scan then runs the chunks of the whole context at every length:
+    the graph holds for any length, where one traced at T chunks would keep T."""
+    return torch.jit.is_tracing() or torch.compiler.is_exporting()
+
+
 class Mixer(nn.Module):
     """The selective state-space mixer: [B, T, C] -> [B, T, C]."""
 
@@ -94,6 +103,7 @@ class Mixer(nn.Module):
         super().__init__()
         C, D, N = cfg.n_embd, cfg.expand * cfg.n_embd, cfg.d_state
         self.rank, self.state, self.chunk = cfg.rank, N, cfg.scan_chunk
+        self.longest = cfg.block_size
         self.in_proj = nn.Linear(C, 2 * D, bias=cfg.bias)
         self.conv1d = nn.Conv1d(
             D, D, cfg.d_conv, groups=D, padding=cfg.d_conv - 1, bias=cfg.conv_bias
@@ -114,7 +124,7 @@ class Mixer(nn.Module):
         A = -torch.exp(self.A_log.float())  # [D, N]: negative, so the state decays
         dA = torch.exp(dt[..., None] * A)  # [B, T, D, N], in (0, 1)
         dBu = (dt * u.float())[..., None] * B.float()[:, :, None, :]  # [B, T, D, N]
-        y = selective_scan(dA, dBu, C.float(), self.chunk)  # [B, T, D]
+        y = selective_scan(dA, dBu, C.float(), self.chunk, self.longest if traced() else None)
         y = (y + u.float() * self.D.float()).to(x.dtype)
         return self.out_proj(y * F.silu(gate))  # [B, T, C]
 
@@ -140,7 +150,7 @@ class Mamba(nn.Module):
         self.norm_f = RMSNorm(cfg.n_embd)
         self.lm_head = nn.Linear(cfg.n_embd, spec.vocab_size, bias=False)
         if spec.task == "classification":
-            self.cls_head = nn.Linear(cfg.n_embd, spec.num_classes)
+            self.cls_head = nn.Linear(cfg.n_embd, spec.class_count)
         init_mamba(self, cfg)
         if cfg.tie_weights:
             self.lm_head.weight = self.tok_emb.weight
@@ -176,7 +186,7 @@ def init_mamba(model: Mamba, cfg) -> None:
     projection's bias is softplus's inverse of them). A_log = log(1..N) and D = 1 are set
     where they are made."""
     nn.init.normal_(model.tok_emb.weight, std=0.02)
-    for block in model.blocks:
+    for block in modules_of(model.blocks, Block):
         mixer = block.mixer
         with torch.no_grad():
             mixer.out_proj.weight /= math.sqrt(cfg.n_layer)

@@ -238,7 +238,10 @@ class KVCache:
 def parameter_shapes(cfg, spec: TaskSpec) -> dict[str, tuple[int, ...]]:
     """Every parameter's name and shape, in the torch decoder's state_dict order."""
     C, V = cfg.n_embd, spec.vocab_size
-    shapes = {"tok_emb.weight": (V, C), "pos_emb.weight": (cfg.block_size, C)}
+    shapes: dict[str, tuple[int, ...]] = {
+        "tok_emb.weight": (V, C),
+        "pos_emb.weight": (cfg.block_size, C),
+    }
 
     def add(name, out, inp, bias=cfg.bias):
         shapes[f"{name}.weight"] = (out, inp)
@@ -261,7 +264,7 @@ def parameter_shapes(cfg, spec: TaskSpec) -> dict[str, tuple[int, ...]]:
     if not cfg.tie_weights:
         shapes["lm_head.weight"] = (V, C)
     if spec.task == "classification":
-        add("cls_head", spec.num_classes, C, bias=True)
+        add("cls_head", spec.class_count, C, bias=True)
     return shapes
 
 
@@ -294,7 +297,7 @@ class NumpyDecoder:
             seed = int(np.random.randint(0, 2**31 - 1))
         self.rng = np.random.default_rng(seed)  # initial weights, then dropout masks
         self.params = init_parameters(cfg, spec, self.rng, self.dtype)
-        self.optimizer = None
+        self.optimizer: AdamW | None = None
         exact = cfg.gelu == "exact"
         self.gelu = gelu_exact if exact else gelu
         self.gelu_backward = gelu_exact_backward if exact else gelu_backward
@@ -306,35 +309,41 @@ class NumpyDecoder:
     def configure_optimizer(self, lr: float, weight_decay: float, betas=(0.9, 0.95)) -> None:
         self.optimizer = AdamW(self.params, weight_decay, betas)
 
-    def train_step(self, inputs, targets, lr: float, mask=None, grad_clip: float = 1.0) -> float:
+    def _configured(self) -> AdamW:
         if self.optimizer is None:
-            raise RuntimeError("configure_optimizer() must be called before train_step()")
+            raise RuntimeError("configure_optimizer() must be called before training")
+        return self.optimizer
+
+    def train_step(self, inputs, targets, lr: float, mask=None, grad_clip: float = 1.0) -> float:
+        optimizer = self._configured()
         loss, grads = self.loss_and_grads(inputs, targets, mask, train=True)
         if not math.isfinite(loss):
             return loss  # the trainer stops; the weights stay as they were
         norm = clip_grad_norm(grads, grad_clip or math.inf)  # inf: measure, never scale
         if not math.isfinite(norm):
             raise NonFiniteError(loss, norm)  # before the step: the weights stay as they were
-        self.optimizer.step(self.params, grads, lr, skip=set(self.params) - self.used_parameters())
+        optimizer.step(self.params, grads, lr, skip=set(self.params) - self.used_parameters())
         return loss
 
     def optimizer_state(self) -> tuple[dict[str, np.ndarray], dict]:
         """AdamW's moments and step count, and the dropout generator (for resume)."""
+        optimizer = self._configured()
         arrays = {
             f"{moment}.{name}": value
-            for moment, table in (("m", self.optimizer.m), ("v", self.optimizer.v))
+            for moment, table in (("m", optimizer.m), ("v", optimizer.v))
             for name, value in table.items()
         }
-        return arrays, {"t": self.optimizer.t, "rng": self.rng.bit_generator.state}
+        return arrays, {"t": optimizer.t, "rng": self.rng.bit_generator.state}
 
     def load_optimizer_state(self, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        optimizer = self._configured()
         for name, value in arrays.items():
             moment, _, param = name.partition(".")
-            table = {"m": self.optimizer.m, "v": self.optimizer.v}.get(moment)
+            table = {"m": optimizer.m, "v": optimizer.v}.get(moment)
             if table is None or param not in table or table[param].shape != value.shape:
                 raise ZooError(f"optimizer state does not fit the model: {name} {value.shape}")
             table[param] = np.array(value, dtype=table[param].dtype)
-        self.optimizer.t = int(meta["t"])
+        optimizer.t = int(meta["t"])
         self.rng.bit_generator.state = meta["rng"]
 
     def loss_sum(self, inputs, targets, mask=None) -> tuple[float, int]:

@@ -71,7 +71,7 @@ def verify(
     )
     reference.load_state_dict(trained.folder.load_weights())
 
-    block = trained.context_length
+    block = trained.model_config.block_size  # a decoder's context length
     if batch * block > MAX_VERIFY_TOKENS:  # float64 logits for both models: bound them first
         raise ZooError(
             f"--batch {batch} windows of {block} tokens is {batch * block:,} tokens; "

@@ -29,18 +29,26 @@ class MlflowLogger:
 
         for name in ("mlflow", "alembic"):  # its schema migrations talk at INFO on stderr
             logging.getLogger(name).setLevel(logging.WARNING)
-        self.client, self.run_id, self.step = None, None, 0
+        self.client: MlflowClient | None = None
+        self.run_id: str | None = None
+        self.step = 0
 
-    def start(self, run: dict) -> None:
+    def _started(self) -> tuple[MlflowClient, str]:
+        """The client and MLflow run that ``start`` opened."""
+        if self.client is None or self.run_id is None:
+            raise RuntimeError("the MLflow tracker logs only after start()")
+        return self.client, self.run_id
+
+    def start(self, run: dict) -> dict:
         home = Path(run["folder"]).parent
-        self.client = MlflowClient(tracking_uri=tracking_uri(home))
+        client = self.client = MlflowClient(tracking_uri=tracking_uri(home))
         name = os.environ.get("ZOO_MLFLOW_EXPERIMENT", "zoo")
-        experiment = self.client.get_experiment_by_name(name)
+        experiment = client.get_experiment_by_name(name)
         if experiment is None:
             artifacts = None
             if not os.environ.get("MLFLOW_TRACKING_URI"):  # beside the store, not in the cwd
                 artifacts = (home / "mlflow-artifacts").resolve().as_uri()
-            experiment_id = self.client.create_experiment(name, artifact_location=artifacts)
+            experiment_id = client.create_experiment(name, artifact_location=artifacts)
         else:
             experiment_id = experiment.experiment_id
         tags = {
@@ -51,8 +59,8 @@ class MlflowLogger:
         }
         if run.get("group"):
             tags["zoo.group"] = run["group"]
-            tags["mlflow.parentRunId"] = self._parent(experiment_id, run["group"])
-        self.run_id = self.client.create_run(
+            tags["mlflow.parentRunId"] = _parent(client, experiment_id, run["group"])
+        run_id = self.run_id = client.create_run(
             experiment_id, run_name=run["id"], tags=tags
         ).info.run_id
         params = [
@@ -60,43 +68,24 @@ class MlflowLogger:
             for key, value in {**run["settings"], "seed": run["seed"]}.items()
         ]
         for start in range(0, len(params), 100):  # MLflow takes 100 params per batch
-            self.client.log_batch(self.run_id, params=params[start : start + 100])
-        return {
-            "tracking_uri": self.client.tracking_uri,
-            "experiment": name,
-            "run_id": self.run_id,
-        }
-
-    def _parent(self, experiment_id: str, group: str) -> str:
-        """The group's parent run, made by the first of its runs. Parallel workers may
-        make one each at once: each then takes the oldest and removes its own spare."""
-        query = f"tags.`zoo.parent` = '{group}'"
-        found = self.client.search_runs([experiment_id], query, order_by=["start_time ASC"])
-        if found:
-            return found[0].info.run_id
-        mine = self.client.create_run(
-            experiment_id, run_name=group, tags={"zoo.parent": group}
-        ).info.run_id
-        self.client.set_terminated(mine, "FINISHED")
-        found = self.client.search_runs([experiment_id], query, order_by=["start_time ASC"])
-        oldest = min(found, key=lambda r: (r.info.start_time, r.info.run_id)).info.run_id
-        if oldest != mine:
-            self.client.delete_run(mine)
-        return oldest
+            client.log_batch(run_id, params=params[start : start + 100])
+        return {"tracking_uri": client.tracking_uri, "experiment": name, "run_id": run_id}
 
     def log(self, record: dict) -> None:
         self.step = int(record.get("step", self.step))
         self._metrics({k: v for k, v in record.items() if k != "step"}, self.step)
 
     def finish(self, metrics: dict, folder: Path, status: str) -> None:
+        client, run_id = self._started()
         self._metrics(metrics, self.step)  # the final figures at the last step
         for path in _artifacts(Path(folder)):
             where = path.parent.relative_to(folder).as_posix()
-            self.client.log_artifact(self.run_id, str(path), None if where == "." else where)
-        self.client.set_tag(self.run_id, "zoo.status", status)
-        self.client.set_terminated(self.run_id, "FINISHED" if status == "finished" else "FAILED")
+            client.log_artifact(run_id, str(path), None if where == "." else where)
+        client.set_tag(run_id, "zoo.status", status)
+        client.set_terminated(run_id, "FINISHED" if status == "finished" else "FAILED")
 
     def _metrics(self, values: dict, step: int) -> None:
+        client, run_id = self._started()
         now = int(time.time() * 1000)
         batch = [
             Metric(key, float(value), now, step)
@@ -106,7 +95,23 @@ class MlflowLogger:
             and math.isfinite(value)
         ]
         for start in range(0, len(batch), 1000):  # MLflow takes 1000 metrics per batch
-            self.client.log_batch(self.run_id, metrics=batch[start : start + 1000])
+            client.log_batch(run_id, metrics=batch[start : start + 1000])
+
+
+def _parent(client: MlflowClient, experiment_id: str, group: str) -> str:
+    """The group's parent run, made by the first of its runs. Parallel workers may
+    make one each at once: each then takes the oldest and removes its own spare."""
+    query = f"tags.`zoo.parent` = '{group}'"
+    found = client.search_runs([experiment_id], query, order_by=["start_time ASC"])
+    if found:
+        return found[0].info.run_id
+    mine = client.create_run(experiment_id, run_name=group, tags={"zoo.parent": group}).info.run_id
+    client.set_terminated(mine, "FINISHED")
+    found = client.search_runs([experiment_id], query, order_by=["start_time ASC"])
+    oldest = min(found, key=lambda r: (r.info.start_time, r.info.run_id)).info.run_id
+    if oldest != mine:
+        client.delete_run(mine)
+    return oldest
 
 
 def _artifacts(folder: Path):

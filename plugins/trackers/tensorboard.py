@@ -21,16 +21,22 @@ def log_root(home: Path) -> Path:
 
 class TensorBoardLogger:
     def __init__(self):
-        self.writer = None
+        self.writer: SummaryWriter | None = None
         self.step = 0
         self.settings: dict = {}
+
+    def _started(self) -> SummaryWriter:
+        """The writer that ``start`` opened."""
+        if self.writer is None:
+            raise RuntimeError("the TensorBoard tracker logs only after start()")
+        return self.writer
 
     def start(self, run: dict) -> dict:
         folder = log_root(Path(run["folder"]).parent)
         if run.get("group"):
             folder = folder / run["group"]
         folder = folder / run["id"]
-        self.writer = SummaryWriter(log_dir=str(folder))
+        writer = self.writer = SummaryWriter(log_dir=str(folder))
         self.settings = {
             "model": run["model"],
             "dataset": run["dataset"],
@@ -38,7 +44,7 @@ class TensorBoardLogger:
             **run["settings"],
         }
         settings = json.dumps(run["settings"], indent=1, sort_keys=True, default=str)
-        self.writer.add_text(
+        writer.add_text(
             "config",
             f"{run['model']} on {run['dataset']} (seed "
             f"{run['seed']})\n\n    " + settings.replace("\n", "\n    "),
@@ -46,21 +52,26 @@ class TensorBoardLogger:
         return {"log_dir": str(folder)}
 
     def log(self, record: dict) -> None:
+        writer = self._started()
         self.step = int(record.get("step", self.step))
         for key, value in _numbers(record):
             if key != "step":
-                self.writer.add_scalar(key, value, self.step)
+                writer.add_scalar(key, value, self.step)
 
     def finish(self, metrics: dict, folder: Path, status: str) -> None:
+        writer = self._started()
         final = {f"final/{key}": value for key, value in _numbers(metrics)}
         for key, value in final.items():  # at the last step, under final/
-            self.writer.add_scalar(key, value, self.step)
+            writer.add_scalar(key, value, self.step)
         # The HParams dashboard: one session per run, its settings and its final metrics
         # (the scalars above), so runs can be compared by setting.
+        events = writer.file_writer  # None only once the writer is closed
+        if events is None:
+            raise RuntimeError("the TensorBoard writer was closed before the run finished")
         for summary in hparams(_hparam_values(self.settings), final):
-            self.writer.file_writer.add_summary(summary)
-        self.writer.add_text("status", status, self.step)
-        self.writer.close()
+            events.add_summary(summary)
+        writer.add_text("status", status, self.step)
+        writer.close()
 
 
 def _hparam_values(settings: dict) -> dict:

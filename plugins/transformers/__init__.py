@@ -42,7 +42,7 @@ class PretrainedTokenizerConfig:
 
     def __post_init__(self):
         if not self.pretrained:
-            raise ValueError("the pretrained tokenizer needs --set pretrained=PATH_OR_HUB_ID")
+            raise ValueError("the pretrained tokenizer needs the setting pretrained=PATH_OR_HUB_ID")
         folder = Path(self.pretrained).expanduser()
         if folder.is_dir() and not (folder / "tokenizer.json").is_file():
             raise ValueError(
@@ -78,7 +78,7 @@ def register_exporters(register):
     register(
         "transformers",
         "zoo.plugins.transformers.export:TransformersExporter",
-        architectures=("decoder", "numpy", *architecture_names()),
+        architectures=("decoder", "numpy", "encdec", *architecture_names()),
         description="a folder transformers loads with from_pretrained (decoder and numpy "
-        "runs in GPT-2's layout)",
+        "runs in GPT-2's layout, encdec runs in Pegasus's)",
     )

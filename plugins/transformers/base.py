@@ -39,7 +39,7 @@ def base_checkpoint(trained) -> dict:
     if not pretrained:
         return {}
     folder = Path(pretrained).expanduser()
-    base = {"name": folder.name if folder.is_dir() else pretrained}
+    base: dict[str, str | None] = {"name": folder.name if folder.is_dir() else pretrained}
     if not folder.is_dir():
         base.update(id=hub_id(pretrained), source="the run's pretrained setting")
     else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import os
 import re
 import socket
@@ -73,6 +74,15 @@ DECODER_STACK = {
     "n_head": ("decoder_attention_heads", "num_decoder_heads"),
 }
 MLP_NAMES = ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "inner_hidden_size")
+# A Mamba-2 mixer (Mamba2's own, and the hybrids' that hold one: Bamba, Falcon-H1,
+# NemotronH, ...) splits its inner width (expand x n_embd) into heads; its defaults (128
+# heads of 64, 8 groups) fit no small model. Its heads follow n_head, a head is that inner
+# width over them, and B and C come in one group, which divides any number of heads.
+SSM_EXPAND = ("expand", "mamba_expand")
+SSM_HEADS = ("mamba_n_heads", "mamba_num_heads")
+SSM_HEAD_WIDTH = ("mamba_head_dim",)
+SSM_INNER = ("mamba_d_ssm",)
+SSM_GROUPS = ("n_groups", "mamba_n_groups")
 DROPOUT = re.compile(r"(dropout|pdrop|drop_prob)")  # layerdrop, drop_path are not dropout
 
 
@@ -128,22 +138,47 @@ def layout_of(model_type: str) -> Layout:
     for zoo_name, names in DECODER_STACK.items():
         own = _own_name(config_class, names, fields)
         if own is not None and zoo_name in mapped and own != mapped[zoo_name]:
-            derived[own] = lambda cfg, name=zoo_name: getattr(cfg, name)
+            derived[own] = operator.attrgetter(zoo_name)
     if "n_head" in mapped:
         for name in ("head_dim", "rotary_dim"):  # a head's width; rotary: all of it
             if name in fields:
                 derived[name] = lambda cfg: cfg.n_embd // cfg.n_head
         if "num_key_value_heads" in fields:
             derived["num_key_value_heads"] = lambda cfg: cfg.n_head
+        derived.update(_ssm_sizes(config_class, fields))
     dropouts = tuple(
         sorted(name for name, kind in kinds.items() if kind is float and DROPOUT.search(name))
     )
+    dropouts = tuple(name for name in dropouts if name not in NO_DROPOUT.get(model_type, ()))
     derived.update(OVERRIDES.get(model_type, {}))
     types_of = {f.name: f.type for f in dataclasses.fields(config_class)}
     ids_optional = all(
         _allows_none(types_of.get(name, None)) for name in ("bos_token_id", "eos_token_id")
     )
     return Layout(config_class, mapped, dropouts, derived, mlp_width, ids_optional)
+
+
+def _ssm_sizes(config_class: type, fields: set[str]) -> dict[str, Callable[[Any], Any]]:
+    """A Mamba-2 mixer's sizes, from the shape (see SSM_HEADS)."""
+    expand_name = next((n for n in SSM_EXPAND if n in fields), None)
+    if expand_name is None or not any(n in fields for n in SSM_HEADS + SSM_GROUPS):
+        return {}
+    default: Any = {f.name: f.default for f in dataclasses.fields(config_class)}[expand_name]
+
+    def inner(cfg) -> int:
+        return int(getattr(cfg, expand_name, None) or default) * cfg.n_embd
+
+    sizes: dict[str, Callable[[Any], Any]] = {}
+    for name in fields:
+        if name in SSM_HEADS:
+            sizes[name] = lambda cfg: cfg.n_head
+        elif name in SSM_HEAD_WIDTH:
+            sizes[name] = lambda cfg: inner(cfg) // cfg.n_head
+        elif name in SSM_INNER:
+            sizes[name] = inner
+        elif name in SSM_GROUPS:
+            sizes[name] = lambda cfg: 1
+    return sizes
 
 
 def _allows_none(annotation) -> bool:
@@ -186,6 +221,7 @@ OFFSET_POSITIONS = (
     "layoutlmv3",
 )
 
+# --8<-- [start:overrides]
 # Per-type corrections where the generic rule fails, each with its reason (and a test).
 OVERRIDES: dict[str, dict[str, Callable[[Any], Any]]] = {
     **{t: {"max_position_embeddings": _offset_positions} for t in OFFSET_POSITIONS},
@@ -201,7 +237,23 @@ OVERRIDES: dict[str, dict[str, Callable[[Any], Any]]] = {
     "gpt_neo": {"attention_types": _gpt_neo_layers},
     # the default lists the kind of each of its 54 layers, which must match n_layer
     "zamba2": {"layers_block_type": _zamba2_layers},
+    # its one attention layer in every 8 (the 5th) lies beyond a small depth, and
+    # transformers' cache (generation, and so export) needs one: one in every
+    # min(8, n_layer), in the middle of each period
+    "jamba": {
+        "attn_layer_period": lambda cfg: min(8, cfg.n_layer),
+        "attn_layer_offset": lambda cfg: min(8, cfg.n_layer) // 2,
+    },
 }
+
+
+# Dropouts a type refuses to apply, which zoo's `dropout` leaves at transformers' default
+# (they stay settable, for transformers to refuse in its own words).
+NO_DROPOUT = {
+    # differential attention has no defined dropout: DiffLlama raises for attention_dropout > 0
+    "diffllama": ("attention_dropout",),
+}
+# --8<-- [end:overrides]
 
 
 @dataclass
@@ -277,11 +329,11 @@ class TransformersConfig:
         return config
 
     def _new_config(self, vocab_size: int, layout: Layout):
-        shape = {
-            name: NEW_MODEL_SHAPE.get(name) if getattr(self, name) is None else getattr(self, name)
-            for name in SHAPE_NAMES
-        }
-        values = {target: shape[name] for name, target in layout.shape.items()}
+        shape: dict[str, int] = {}  # each shape setting, or a new model's default for it
+        for name in SHAPE_NAMES:
+            value = getattr(self, name)
+            shape[name] = NEW_MODEL_SHAPE[name] if value is None else value
+        values: dict[str, Any] = {target: shape[name] for name, target in layout.shape.items()}
         if "n_head" in layout.shape:
             _check_heads(shape["n_embd"], shape["n_head"])
         known = types.SimpleNamespace(**shape, **self.extra_fields())  # what derives from
@@ -443,7 +495,7 @@ def make_config(architecture: str) -> type:
         else:
             extra.append((f.name, kind | None, field(default=None)))
     words = re.split(r"[^A-Za-z0-9]+", architecture)
-    cls = dataclasses.make_dataclass(
+    cls: type[TransformersConfig] = dataclasses.make_dataclass(
         "".join(w[:1].upper() + w[1:] for w in words) + "Config",
         extra,
         bases=(TransformersConfig,),

@@ -67,10 +67,8 @@ class TransformersExporter:
             reason = llama_mismatch(decoder_config(trained))
             if reason is not None:
                 return reason
-        if architecture not in architecture_names() and architecture not in DECODER_LAYOUT:
+        if architecture not in (*architecture_names(), *DECODER_LAYOUT, "encdec"):
             return f"transformers has no architecture with the {architecture} layout"
-        if trained.task == "seq2seq":
-            return "zoo's transformers export does not write sequence-to-sequence runs yet"
         if getattr(trained.tokenizer, "backend", None) is None:
             return f"the {trained.config['tokenizer']} tokenizer has no transformers equivalent"
         return None
@@ -81,7 +79,14 @@ class TransformersExporter:
 
         architecture = trained.config["architecture"]
         native = architecture in architecture_names()
-        model = trained.network.hf if native else decoder_in_transformers(trained)
+        if native:
+            model = trained.network.hf
+        elif architecture == "encdec":
+            model = encdec_as_pegasus(trained)
+        else:
+            model = decoder_in_transformers(trained)
+        if trained.task == "seq2seq":
+            model.generation_config = greedy_generation(trained)
         if trained.task == "classification":
             names = class_names(trained)
             model.config.id2label = dict(enumerate(names))
@@ -95,7 +100,9 @@ class TransformersExporter:
         model.save_pretrained(folder)
         fast_tokenizer(trained).save_pretrained(folder)
         tokenizer_class = tokenizer_class_for(folder)
-        layout = type(model).__name__.removesuffix("ForCausalLM").removesuffix("LMHeadModel")
+        layout = type(model).__name__
+        for suffix in ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration"):
+            layout = layout.removesuffix(suffix)
         how = "saved as it is" if native else f"the {architecture} weights in {layout}'s layout"
         return {
             "library_name": "transformers",
@@ -114,6 +121,8 @@ class TransformersExporter:
 
         model = getattr(transformers, auto_class(trained)).from_pretrained(folder).eval()
         tokenizer = getattr(transformers, tokenizer_class_for(folder)).from_pretrained(folder)
+        if trained.task == "seq2seq":
+            return check_translations(trained, model, tokenizer, texts)
         batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
         logits = model(
             input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
@@ -130,6 +139,8 @@ def auto_class(trained) -> str:
     """The transformers Auto class that loads the export."""
     if trained.task == "classification":
         return "AutoModelForSequenceClassification"
+    if trained.task == "seq2seq":
+        return "AutoModelForSeq2SeqLM"
     architecture = trained.config["architecture"]
     if trained.task == "masked-language-modeling" or (
         architecture in architecture_names()
@@ -181,6 +192,14 @@ def usage(trained, auto: str, tokenizer_class: str = "AutoTokenizer") -> str:
             "    pad_token_id=tokenizer.pad_token_id,",
             ")",
             "print(tokenizer.decode(out[0], skip_special_tokens=True))",
+        ]
+    elif trained.task == "seq2seq":
+        lines += [
+            'batch = tokenizer(["1 2 3"], padding=True, truncation=True, return_tensors="pt")',
+            "# greedy, as zoo predict --beam 1 (generation_config.json); num_beams=4 for",
+            "# transformers' own beam search",
+            "out = model.generate(**batch)",
+            "print(tokenizer.batch_decode(out, skip_special_tokens=True))",
         ]
     else:
         lines += [
@@ -347,6 +366,13 @@ def logit_difference(trained, model) -> float:
     task, vocab = trained.task, trained.config["spec"]["vocab_size"]
     length = min(trained.context_length or 16, 32)
     ids = np.random.default_rng(0).integers(3, vocab, size=(4, length))
+    if task == "seq2seq":  # sources, and targets half as long, one row of each padded
+        mask = np.ones_like(ids)
+        mask[0, length // 2 :] = 0
+        target_mask = mask[::-1, : max(1, length // 2)].copy()
+        return seq2seq_difference(
+            trained, model, ids, mask, ids[:, : len(target_mask[0])], target_mask
+        )
     if task == "classification" and trained.tokenizer.cls_id is not None:
         ids[:, 0] = trained.tokenizer.cls_id
     ours = trained.model.logits(ids)
@@ -357,4 +383,105 @@ def logit_difference(trained, model) -> float:
     if task == "next-item":  # the run reads the last position, the exported model every one
         theirs = theirs[:, -1]
     difference = float(np.max(np.abs(ours - theirs)))
+    return difference if math.isfinite(difference) else math.inf
+
+
+# -- sequence to sequence ------------------------------------------------------------------
+def encdec_as_pegasus(trained) -> transformers.PegasusForConditionalGeneration:
+    """An encdec run's weights in a PegasusForConditionalGeneration (the same network:
+    ``zoo.plugins.encdec.pegasus``)."""
+    from zoo.plugins.encdec import EncDecConfig
+    from zoo.plugins.encdec.pegasus import hf_config, to_hf
+
+    cfg = EncDecConfig(**trained.config["configs"]["model"])
+    tokenizer = trained.tokenizer
+    values = hf_config(
+        cfg, trained.config["spec"]["vocab_size"], pad_id=tokenizer.pad_id, end_id=tokenizer.cls_id
+    )
+    model = transformers.PegasusForConditionalGeneration(transformers.PegasusConfig(**values))
+    weights = trained.model.state_dict()
+    state = {k: torch.from_numpy(np.asarray(v, dtype=np.float32)) for k, v in weights.items()}
+    missing, unexpected = model.load_state_dict(to_hf(state, cfg), strict=False)
+    if unexpected or missing:
+        raise ZooError(
+            f"run {trained.run_id}: weights do not map onto Pegasus "
+            f"(missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
+    return model.eval()
+
+
+def greedy_generation(trained) -> transformers.GenerationConfig:
+    """What ``zoo predict --beam 1`` does, as generate()'s defaults: every target starts
+    with ``<cls>`` and ends at it, padding and the unknown token are never generated, and an
+    output stops after as many tokens as the run decodes."""
+    from zoo.pipelines.seq2seq import Seq2SeqConfig, trained_layout
+
+    tokenizer = trained.tokenizer
+    cap = (trained.train_config or Seq2SeqConfig()).max_new_tokens
+    return transformers.GenerationConfig(
+        decoder_start_token_id=tokenizer.cls_id,
+        eos_token_id=tokenizer.cls_id,
+        pad_token_id=tokenizer.pad_id,
+        suppress_tokens=[i for i in (tokenizer.pad_id, tokenizer.unk_id) if i is not None],
+        max_new_tokens=trained_layout(trained).max_new(cap),
+        do_sample=False,
+        num_beams=1,
+    )
+
+
+@torch.no_grad()
+def check_translations(trained, model, tokenizer, texts: list[str]) -> dict:
+    """The export's greedy translations (``generate`` with the folder's defaults) against
+    ``zoo predict --beam 1``'s, and the largest probability difference along them."""
+    from zoo.pipelines.seq2seq import predict
+
+    batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
+    generated = model.generate(**batch)  # [N, 1 + new]: <cls>, the output, then padding
+    theirs = tokenizer.batch_decode(generated, skip_special_tokens=True)
+    ours = [p.output for p in predict(trained, texts, beam=1)]
+    # the positions greedy search read: the start, then each output token before the end
+    # (the last token generated is read by no step)
+    read = generated[:, :-1]
+    ended = (read[:, 1:] == trained.tokenizer.cls_id).long().cumsum(dim=1)
+    read_mask = torch.cat([torch.ones_like(read[:, :1]), (ended == 0).long()], dim=1)
+    difference = seq2seq_difference(
+        trained,
+        model,
+        batch["input_ids"].numpy(),
+        batch["attention_mask"].numpy(),
+        read.numpy(),
+        read_mask.numpy(),
+        probabilities=True,
+    )
+    return {"max_difference": difference, "agree": ours == theirs, "compared": len(texts)}
+
+
+@torch.no_grad()
+def seq2seq_difference(
+    trained, model, source, source_mask, target, target_mask, probabilities: bool = False
+) -> float:
+    """Largest difference between the run's and the exported model's logits (or next-token
+    probabilities) at the real target positions of a batch, teacher-forced: sources [N, S]
+    and target inputs [N, T] (``<cls>`` first), with their masks (1 = real)."""
+    from zoo.plugins.export.reading import probabilities as zoo_probabilities
+
+    from zoo.plugin.layers import SOURCE, TARGET
+
+    inputs = np.concatenate([source, target], axis=1)
+    mask = np.concatenate([source_mask * SOURCE, target_mask * TARGET], axis=1)
+    ours = trained.model.logits(inputs, mask)
+    theirs = (
+        model.eval()(
+            input_ids=torch.from_numpy(source),
+            attention_mask=torch.from_numpy(source_mask),
+            decoder_input_ids=torch.from_numpy(target),
+            decoder_attention_mask=torch.from_numpy(target_mask),
+        )
+        .logits.float()
+        .numpy()
+    )
+    if probabilities:
+        ours, theirs = zoo_probabilities(trained, ours), zoo_probabilities(trained, theirs)
+    real = target_mask.astype(bool)
+    difference = float(np.max(np.abs(ours[real] - theirs[real]), initial=0.0))
     return difference if math.isfinite(difference) else math.inf

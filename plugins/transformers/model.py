@@ -24,6 +24,7 @@ so these models compute as zoo's own do.
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -38,7 +39,7 @@ from zoo.plugin.layers import split_source_target
 ATTENTION = "zoo"
 
 
-def model_class(model_type: str, task: str) -> type:
+def model_class(model_type: str, task: str) -> type[Any]:
     """The transformers class of a model type for a zoo task (``types.model_types``)."""
     return getattr(transformers, model_types()[model_type][task])
 
@@ -105,9 +106,13 @@ def _first_line(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:300]
 
 
-def attention_of(hf_class: type) -> str | None:
+def attention_of(hf_class: type, config) -> str | None:
     """zoo's attention where the class computes attention through transformers' attention
-    interface; else the class's own choice (SDPA or eager; none for Mamba or RWKV)."""
+    interface; else the class's own choice (SDPA or eager; none for Mamba or RWKV). Attention
+    scores capped with a tanh (Gemma 2's ``attn_logit_softcapping``) are transformers'
+    eager attention: SDPA has no such cap."""
+    if getattr(config, "attn_logit_softcapping", None):
+        return "eager"
     return ATTENTION if getattr(hf_class, "_supports_attention_backend", False) else None
 
 
@@ -116,7 +121,7 @@ def build(cfg, spec: TaskSpec) -> TransformersModel:
     hf_class = model_class(cfg.model_type, spec.task)
     task_fields = {"pad_token_id": spec.pad_id}
     if spec.task == "classification":
-        task_fields["num_labels"] = spec.num_classes
+        task_fields["num_labels"] = spec.class_count
     if spec.task == "language-modeling":  # an encoder's LM class (BertLMHeadModel) needs it
         task_fields["is_decoder"] = True
     config = cfg.transformers_config(spec.vocab_size, **task_fields)
@@ -126,7 +131,7 @@ def build(cfg, spec: TaskSpec) -> TransformersModel:
                 cfg.pretrained,
                 config=config,
                 use_safetensors=True,
-                attn_implementation=attention_of(hf_class),
+                attn_implementation=attention_of(hf_class, config),
             )
         except (OSError, ValueError, RuntimeError) as exc:  # mismatched sizes, missing files
             reason = _first_line(exc)
@@ -144,6 +149,6 @@ def build(cfg, spec: TaskSpec) -> TransformersModel:
         if spec.vocab_size > hf.get_input_embeddings().num_embeddings:
             hf.resize_token_embeddings(spec.vocab_size)  # a tokenizer with more tokens
     else:
-        hf = hf_class._from_config(config, attn_implementation=attention_of(hf_class))
+        hf = hf_class._from_config(config, attn_implementation=attention_of(hf_class, config))
     hf.config.use_cache = True  # for generation after export; training passes use_cache=False
     return TransformersModel(hf, spec.task)

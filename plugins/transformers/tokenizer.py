@@ -106,7 +106,7 @@ class PretrainedTokenizer(TokenizersTokenizer):
         return self._role(CLS)
 
     @property
-    def special_ids(self) -> dict[str, int]:
+    def special_ids(self) -> dict[str, int | None]:
         return {PAD: self.pad_id, UNK: self.unk_id, CLS: self.cls_id}
 
     @property

@@ -16,6 +16,7 @@ anything trains::
     zoo.runs(), zoo.compare(metric="val_bpc")                           # zoo runs, compare
     zoo.models(), zoo.show("decoder-char")                              # zoo list, show
     zoo.plot([run.id], "curves.png"), zoo.rm([run.id])                  # zoo plot, rm
+    zoo.plot_comparison(zoo.compare(), "bars.png")                      # zoo compare --plot
     zoo.ensemble([id1, id2, id3], weights="fit")                        # zoo ensemble
     zoo.export(run.id, "exported")                                      # zoo export
     zoo.report(where="dataset == 'digits'")                             # zoo report: HTML
@@ -30,14 +31,17 @@ from zoo.api.conformance import check_plugin
 from zoo.api.inspecting import (
     catalog,
     compare,
-    comparison_table,
     models,
     plot,
+    plot_comparison,
     report,
     rm,
     runs,
     show,
     ui,
+)
+from zoo.api.inspecting import (
+    comparison_table as comparison_table,  # deprecated: zoo.compare
 )
 from zoo.api.sharing import export
 from zoo.api.training import ensemble, evaluate, load, reproduce, resume, run, sweep, tune
@@ -56,8 +60,8 @@ __all__ = [
     "show",
     "runs",
     "compare",
-    "comparison_table",
     "plot",
+    "plot_comparison",
     "rm",
     "export",
     "ui",

@@ -3,7 +3,7 @@
 Each architecture of the plugin is trained a few steps on every task it serves (with the
 plugin's tokenizer, else ``char``), in a ZOO_HOME of its own that is removed afterwards;
 each task it registers is trained with an architecture that serves it; each tokenizer is
-trained and its ids checked; each exporter writes a trained run. The checks, each one
+trained and its ids checked; each exporter writes a trained run; each tracker is fed a run. The checks, each one
 line naming the plugin when it fails:
 
 - ``train``: builds at its declared sizes (with the settings given), trains, evaluates;
@@ -16,7 +16,9 @@ line naming the plugin when it fails:
 - ``resume``: a run interrupted after a checkpoint, then resumed, ends with the same
   weights, byte for byte, as the run trained without a stop;
 - ``export``: the run exports, checked at several input lengths and batch sizes;
-- ``vocabulary``: a tokenizer's ids lie inside its vocabulary and survive a save and load.
+- ``vocabulary``: a tokenizer's ids lie inside its vocabulary and survive a save and load;
+- ``tracker``: a tracker (``register_loggers``) starts, takes a run's records and finishes,
+  each call within its timeout, as zoo's run drives it.
 """
 
 from __future__ import annotations
@@ -104,6 +106,8 @@ def check_plugin(
             if not runs:  # an exporter's plugin with no architecture: a run of another's
                 runs = exported_run(zoo, exporter, settings or {}, steps, scratch)
             checks.append(check_exporter(name, exporter, runs, scratch))
+        for logger in _of(zoo, "logger", name, only):
+            checks.append(check_logger(name, logger, zoo, scratch))
     return checks
 
 
@@ -317,6 +321,7 @@ def check_resume(model, dataset, settings, steps, reference):
         return ("resume", "failed", str(exc))
     else:
         return ("resume", "skipped", "the model keeps no checkpoints (no optimizer_state)")
+    assert resumed.folder is not None  # a trained run, never an ensemble's row
     ours = (resumed.folder / "model.safetensors").read_bytes()
     theirs = (reference.folder / "model.safetensors").read_bytes()
     if ours != theirs:
@@ -420,3 +425,35 @@ def check_tokenizer(plugin: str, entry) -> Check:
     except Exception as exc:  # noqa: BLE001 - the plugin's code failing is what this reports
         return Check(plugin, "vocabulary", entry.name, "failed", f"{type(exc).__name__}: {exc}")
     return Check(plugin, "vocabulary", entry.name, "ok")
+
+
+def check_logger(plugin: str, entry, zoo, scratch: Path) -> Check:
+    """Drive the tracker as a run does (zoo.train.tracking: its own thread, each call within
+    ZOO_TRACKER_TIMEOUT): start, where it writes, two records of a curve, finish. A call that
+    fails or overruns is the warning zoo would print; a missing extra skips the check."""
+    import logging
+
+    from zoo.train.tracking import Trackers
+
+    folder = scratch / f"tracker-{entry.name}"
+    folder.mkdir()
+    warned: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warned.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("zoo.train.tracking")
+    logger.addHandler(handler)
+    try:
+        trackers = Trackers([entry.name], zoo)
+        run = {"id": folder.name, "folder": folder, "model": "check", "dataset": "sample"}
+        trackers.start({**run, "task": "check", "seed": 0, "settings": {}, "group": None})
+        trackers.where()
+        for step in (1, 2):
+            trackers.log({"step": step, "train_loss": 1.0 / step, "lr": 1e-3})
+        trackers.finish({"val_loss": 0.5, "test_loss": 0.5}, folder, "finished")
+    except ZooError as exc:  # its module needs a package that is not installed
+        return Check(plugin, "tracker", entry.name, "skipped", str(exc))
+    finally:
+        logger.removeHandler(handler)
+    if warned:
+        return Check(plugin, "tracker", entry.name, "failed", warned[0])
+    return Check(plugin, "tracker", entry.name, "ok")

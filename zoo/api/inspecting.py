@@ -5,11 +5,16 @@ runs (`zoo rm`). Nothing here trains."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from zoo.errors import UnknownNameError, ZooError
+from zoo.errors import UnknownNameError, ZooDeprecationWarning, ZooError
 from zoo.results import Listing, Removal, Shown
+
+if TYPE_CHECKING:
+    from zoo.comparison.table import Comparison
 
 KINDS = ("architectures", "tokenizers", "datasets", "models", "pipelines", "loggers", "plugins")
 
@@ -18,29 +23,21 @@ def catalog(
     kind: str | None = None, pattern: str = "*", *, all_pairs: bool = False, matrix: bool = False
 ) -> Listing:
     """What the zoo holds (`zoo list`): the entries of one kind (all but plugins when none
-    is named) whose names match the glob ``pattern``; models are the presets, and every
-    ARCHITECTURE-TOKENIZER pair too with ``all_pairs``. ``matrix``: which task each dataset
-    serves with which model, instead."""
+    is named) whose names match ``pattern`` (a part of the name, or a wildcard pattern);
+    models are the presets, and every ARCHITECTURE-TOKENIZER pair too with ``all_pairs``.
+    ``matrix``: which task each dataset serves with which model, instead."""
     from zoo.api import entry_rows
     from zoo.core.loading import get_zoo
 
     zoo = get_zoo()
     if matrix:
-        table = entry_rows.matrix(zoo)
-        return Listing({}, table, entry_rows.format_matrix(table))
+        return Listing({}, entry_rows.matrix(zoo))
     if kind is not None and kind not in KINDS:
         raise UnknownNameError("kind", kind, KINDS)
     kinds = [kind] if kind else [k for k in KINDS if k != "plugins"]
     sections = {k: entry_rows.rows(zoo, k, pattern, all_pairs=all_pairs) for k in kinds}
-    texts = []
-    for name, rows in sections.items():
-        text = entry_rows.format_section(name, rows)
-        if name == "models" and not all_pairs and pattern == "*":
-            text = text.rstrip("\n") + (
-                "\n  (presets; any ARCHITECTURE-TOKENIZER pair runs too: zoo list models --all)\n"
-            )
-        texts.append(text)
-    return Listing(sections, [], "\n".join(texts))
+    presets_only = "models" in sections and not all_pairs and pattern == "*"
+    return Listing(sections, presets_only=presets_only)
 
 
 def models(pattern: str = "*", *, all_pairs: bool = False) -> list[dict]:
@@ -50,45 +47,16 @@ def models(pattern: str = "*", *, all_pairs: bool = False) -> list[dict]:
 
 
 def show(name: str) -> Shown:
-    """One model (a preset or a pair: its architecture, tokenizer and settings), a run (its
-    store row: status, metrics, config) or another entry of the zoo (`zoo show NAME`). An
-    unknown name is a ZooError with a did-you-mean."""
-    from zoo.api import show_text
+    """Everything a name names (`zoo show NAME`): a model (a preset or a pair: its
+    architecture, tokenizer and settings), architectures, tokenizers, pipelines and datasets
+    of that name (their fields, tasks and sources), or else a run (its store row,
+    evaluations and folder). A ``zoo.Shown``: ``details`` holds each as a typed record,
+    ``record`` what `zoo show --json` prints. An unknown name is a ZooError with a
+    did-you-mean."""
+    from zoo.api.details import shown
     from zoo.core.loading import get_zoo
-    from zoo.core.names import model_names, resolve_model
-    from zoo.records.store import Store
 
-    zoo = get_zoo()
-    text = show_text.show(zoo, name)  # an unknown name fails here, with a did-you-mean
-    if name in zoo.catalogue.ensembles:
-        preset = zoo.catalogue.ensembles[name]
-        record = {
-            "type": "model",
-            "name": name,
-            "members": list(preset.members),
-            "weights": preset.weights,
-            "description": preset.description,
-            "preset": True,
-        }
-        return Shown("model", name, record, text)
-    if name in model_names(zoo):
-        spec = resolve_model(name, zoo)
-        record = {
-            "type": "model",
-            "name": name,
-            "architecture": spec.architecture.name,
-            "tokenizer": spec.tokenizer.name,
-            "description": spec.description,
-            "preset": name in zoo.catalogue.models,
-            "settings": spec.overrides,
-        }
-        return Shown("model", name, record, text)
-    try:
-        with Store() as store:
-            row = store.get(name)
-    except ZooError:
-        return Shown("entry", name, {"type": "entry", "name": name, "text": text}, text)
-    return Shown("run", row["id"], {"type": "run", **row}, text)
+    return shown(get_zoo(), name)
 
 
 def runs(*, where: str | None = None, sort: str | None = None, n: int | None = None):
@@ -101,68 +69,36 @@ def runs(*, where: str | None = None, sort: str | None = None, n: int | None = N
     return select(run_frame(), where=where, sort=sort, limit=None if n is None else check_limit(n))
 
 
-def compare(
+def compare(  # noqa: PLR0913 -- `zoo compare`'s options, keyword-only
     *,
-    metric=None,
-    where=None,
-    by=None,
-    columns=None,
-    baseline=None,
-    evals=False,
-    status=("finished",),
-    better=None,
-    pool=False,
-    examples=True,
-):
-    """The comparison table as a pandas DataFrame, one row per cell (`zoo compare`).
-
-    Columns: the row keys (default model) and column keys (default dataset), task, metric,
-    better, mean, std, n (distinct seeds), best, detectable (the smallest difference to the
-    leader its seeds find with 80% power), setting, configs, runs; with ``baseline``
-    also diff, ci_low, ci_high, df, p, p_holm, significant (None where there is no test)
-    and test. The notes printed under the table (merged duplicates, runs left out, rows not
-    told apart) are in ``.attrs["notes"]``. Options mean what `zoo compare`'s options mean;
-    ``examples=False`` is ``--seeds-only``.
-    """
-    return comparison_table(
-        metric=metric,
-        where=where,
-        by=by,
-        columns=columns,
-        baseline=baseline,
-        evals=evals,
-        status=status,
-        better=better,
-        pool=pool,
-        examples=examples,
-    ).cells
-
-
-def comparison_table(
-    *,
-    metric=None,
-    where=None,
-    by=None,
-    columns=None,
-    baseline=None,
-    evals=False,
-    status=("finished",),
-    better=None,
-    pool=False,
-    examples=True,
-):
-    """The comparison as `zoo compare` renders it: ``.cells`` (the DataFrame ``compare``
-    returns) with the notes, legend and marks its renderers (``zoo.comparison.render``)
-    print. Options as for ``compare``."""
-    from zoo.comparison.table import load_runs, summarize
+    metric: str | None = None,
+    where: str | None = None,
+    by: str | list[str] | None = None,
+    columns: str | list[str] | None = None,
+    baseline: str | None = None,
+    evals: bool = False,
+    status: str | Iterable[str] = ("finished",),
+    better: str | None = None,
+    pool: bool = False,
+    examples: bool = True,
+) -> Comparison:
+    """The comparison of recorded runs (`zoo compare`): a ``zoo.Comparison``, whose
+    ``.cells`` is a pandas DataFrame with one row per table cell (mean, std, n over seeds,
+    the runs behind each; with ``baseline`` the difference, its confidence interval and
+    test), ``.notes`` what the command prints under the table (``zoo.plot_comparison``
+    draws it). Options mean what `zoo compare`'s options mean; ``examples=False`` is
+    ``--seeds-only``; ``status`` is one status, several, or ``"all"``."""
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
     from zoo.records.database import STATUSES
 
     status = (status,) if isinstance(status, str) else tuple(status)
     for wanted in status:
         if wanted != "all" and wanted not in STATUSES:
-            raise ZooError(f"--status {wanted!r}: expected any of {', '.join(STATUSES)} or all")
-    return summarize(
-        load_runs(),
+            raise ZooError(
+                f"status {wanted!r}: expected any of {', '.join(STATUSES)} or all",
+                option="status",
+            )
+    spec = ComparisonSpec(
         metric=metric,
         where=where,
         by=by,
@@ -174,6 +110,18 @@ def comparison_table(
         pool=pool,
         examples=examples,
     )
+    return summarize(load_runs(), spec)
+
+
+def comparison_table(**options) -> Comparison:
+    """Deprecated: ``zoo.compare``, which returns the same ``zoo.Comparison`` now."""
+    warnings.warn(
+        "zoo.comparison_table is deprecated: zoo.compare returns the same zoo.Comparison "
+        "(the name goes in zoo 0.2)",
+        ZooDeprecationWarning,
+        stacklevel=2,
+    )
+    return compare(**options)
 
 
 def rm(
@@ -190,7 +138,7 @@ def rm(
 
     run_ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
     if not run_ids and not where:
-        raise ZooError("name the runs to remove (RUN_ID...) or select them with --where EXPR")
+        raise ZooError("name the runs to remove (RUN_ID...) or select them with a where condition")
     with Store() as store:
         chosen = {store.get(run_id)["id"]: None for run_id in run_ids}
         if where:
@@ -238,6 +186,15 @@ def plot(
         curves.append({"label": label, "records": records})
     task = tasks.pop() if len(tasks) == 1 else None  # units and validation metric: the task's
     return save(training_curves(curves, metric, x, task=task), output)
+
+
+def plot_comparison(comparison: Comparison, output: str | Path) -> Path:
+    """Draw a comparison (``zoo.compare``'s, or a sweep's ``table``) as grouped bars with
+    error bars (the std over seeds), one group per column of the table, and write it to
+    ``output`` (.png, .svg or .pdf; ``-`` is standard output) (`zoo compare --plot`)."""
+    from zoo.comparison.plots import comparison_bars, save
+
+    return save(comparison_bars(comparison), output)
 
 
 def ui(*, host: str = "127.0.0.1", port: int = 8765):

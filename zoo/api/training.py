@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zoo.core.limits import DEVICES, check_seed, positive_argument
 from zoo.errors import ZooError
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from zoo.operations.ensemble import Ensemble
 
 
-def run(
+def run(  # noqa: PLR0913 -- `zoo run`'s options, keyword-only
     model: str,
     dataset: str,
     *,
@@ -36,12 +36,12 @@ def run(
     init: str | None = None,
     settings: dict | None = None,
     **more_settings,
-) -> Run | Ensemble:
+) -> Run:
     """Train and evaluate MODEL on DATASET and record the run (`zoo run`). Config settings
     are keyword arguments (``n_layer=2``) or a ``settings`` dict, as ``--set`` takes them;
     the dict also holds keys that are named like this function's own arguments. For an
     ensemble preset, each member is trained (or its finished run reused) and their ensemble
-    is recorded: the result is then an ``Ensemble`` (as ``zoo.ensemble`` returns). `log_to`
+    is recorded: the Run is the ensemble's row, its ``ensemble`` the runs combined. `log_to`
     names trackers (``"tensorboard,mlflow"``; default ZOO_LOG_TO) that also get its figures.
     ``init`` names a finished run whose tokenizer and matching weights it starts from
     (`--init`). When the output is not a terminal, a progress line comes every
@@ -53,39 +53,30 @@ def run(
     from zoo.train.progress import parse_log_every
     from zoo.train.runner import execute
 
-    if device not in DEVICES:
-        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
+    check_device(device)
     overrides = _overrides({**(settings or {}), **more_settings}, steps, time)
     try:
         log_every = parse_log_every(log_every)
     except ValueError as exc:
         raise ZooError(str(exc)) from None
+    chosen: dict[str, Any] = dict(
+        seed=seed, task=task, text_column=text_column, label_column=label_column
+    )
     if model in get_zoo().catalogue.ensembles:
         from zoo.operations.ensemble_preset import run_preset
 
-        return run_preset(
+        combined = run_preset(
             model,
             dataset,
-            seed=seed,
             overrides=overrides,
             device=device,
             quiet=quiet,
-            task=task,
-            text_column=text_column,
-            label_column=label_column,
             log_to=log_to,
             log_every=log_every,
+            **chosen,
         )
-    plan = plan_run(
-        model,
-        dataset,
-        overrides=overrides,
-        seed=seed,
-        task=task,
-        text_column=text_column,
-        label_column=label_column,
-        init=init,
-    )
+        return Run.of_ensemble(combined, seed)
+    plan = plan_run(model, dataset, overrides=overrides, init=init, **chosen)
     try:
         with reporting_to(None, progress=not quiet):
             result = execute(
@@ -115,8 +106,8 @@ def reproduce(run_id: str, *, device: str | None = None, quiet: bool = False) ->
     ``zoo.Reproduction`` with ``match``, ``run_id``, ``rerun_id`` and one line per metric."""
     from zoo.operations.reproduce import reproduce as reproduce_run
 
-    if device is not None and device not in DEVICES:
-        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
+    if device is not None:
+        check_device(device)
     with reporting_to(None, progress=not quiet):
         return Reproduction(**reproduce_run(run_id, device=device, quiet=quiet))
 
@@ -143,11 +134,12 @@ def evaluate(
     )
 
 
-def sweep(
+def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
     models: str | list[str],
     on: str | list[str],
     *,
-    seeds: int = 1,
+    seeds: int | str = 1,
+    max_seeds: int | None = None,
     steps: int | None = None,
     time: float | None = None,
     task: str | None = None,
@@ -175,84 +167,156 @@ def sweep(
     **more_settings,
 ) -> SweepResult:
     """Train every model x dataset x seed cell not finished before (`zoo sweep`); a cell
-    that fails is recorded as failed and the sweep goes on.
+    that fails is recorded as failed and the sweep goes on. The options mean what the
+    command's options of the same names mean (``examples=False`` is ``--seeds-only``).
 
     `progress` prints the plan, a line per cell and a summary on `log` (default stderr);
-    `quiet=False` adds each run's own progress (`zoo sweep --verbose`). `grid={"n_layer": [1,
-    2]}` is `--grid n_layer=1,2` (the command's ``"KEY=V1,V2"`` strings are taken too);
-    `dry_run` plans and trains nothing. `stack_seeds` trains up to that many seeds of a cell
-    together as one batched model (True: all of them; `--stack-seeds`), each still its own
-    run, and a configuration of its own. `log_to` names the trackers every cell reports to
-    (``"tensorboard,mlflow"``; default ZOO_LOG_TO), as for `run`. Settings are keyword
-    arguments or a ``settings`` dict, as for `run`. `jobs` is a number or ``"auto"`` (as many workers as the GPU or the
-    cores take). `jobs`, `executor`, `address`, `cell_cpus`,
-    `cell_gpus` and the comparison's `metric`, `by`, `columns`, `baseline`, `better` and
-    `pool` are the options of the same names; ``examples=False`` is ``--seeds-only``."""
-
-    from zoo.errors import UnknownNameError
-    from zoo.sweeps import cells, driver, report
+    `quiet=False` adds each run's own progress. `grid={"n_layer": [1, 2]}` sweeps a setting
+    too (the command's ``"KEY=V1,V2"`` texts are taken too); `dry_run` plans and trains
+    nothing. `stack_seeds` trains up to that many seeds of a cell as one batched model
+    (True: all), each its own run. `log_to` and settings are as for `run`; `jobs` may be
+    ``"auto"``. ``seeds="auto"`` starts every row with 2 seeds and gives one more to the
+    rows still tied with their column's leader, look by look, until it is told apart or
+    they have ``max_seeds`` (default 10) (zoo.sweeps.until_answered)."""
+    from zoo.sweeps import report
     from zoo.sweeps.executors import make_executor
-    from zoo.sweeps.grid import parse_grid
 
-    if device not in DEVICES:
-        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
-    if executor not in ("local", "ray"):
-        raise ZooError(f"executor must be local or ray, not {executor!r}")
+    check_device(device)
+    check_executor(executor)
     with reporting_to(log, progress=progress):
-        models = [models] if isinstance(models, str) else list(models)
-        datasets = [on] if isinstance(on, str) else list(on)
-        if isinstance(grid, dict):  # as the command's --grid key=v1,v2, checked and labelled alike
-            grid = [f"{key}={','.join(str(v) for v in values)}" for key, values in grid.items()]
-        pool_of_workers = make_executor(
-            jobs if jobs == "auto" else positive_argument("jobs", jobs, int),
-            executor,
-            address,
-            cell_cpus,
-            cell_gpus,
-            device,
-        )  # before planning: no Ray fails now
-        trackers = _trackers(log_to)
-        plan = cells.plan_sweep(
+        jobs = jobs if jobs == "auto" else positive_argument("jobs", jobs, int)
+        # made before planning: a missing Ray fails now, not after it
+        workers = make_executor(jobs, executor, address, cell_cpus, cell_gpus, device)
+        first, most = _seed_budget(seeds, max_seeds, stack_seeds)
+        plan = _sweep_plan(
             models,
-            datasets,
-            seeds=positive_argument("seeds", seeds, int),
+            on,
+            seeds=first,
             overrides=_overrides({**(settings or {}), **more_settings}, steps, time),
             task=task,
-            grid=parse_grid(grid),
+            grid=grid,
             stack_seeds=stack_seeds,
+            workers=workers,
         )
-        plan.log_to = trackers
-        if plan.stacked:  # what cannot train stacked is refused before anything trains
-            from zoo.sweeps.cell_stacks import check_plans
-
-            check_plans(plan.todo, pool_of_workers)
-        for line in cells.describe_plan(plan):
-            logger.info(line)
-        if baseline is not None and baseline.split(" (")[0] not in plan.models:
-            raise UnknownNameError(
-                "baseline model", baseline, plan.models, hint="it must be one of the sweep's models"
-            )
-        report.check_comparison(plan, metric, better)  # a dry run refuses it too
-        if not plan.todo and not plan.finished_before:
-            raise ZooError(f"no cell of the sweep can run ({report.unrunnable(plan)})")
+        plan.log_to = _trackers(log_to)
+        _check_sweep_comparison(plan, metric, better, baseline)  # a dry run refuses it too
+        if most is not None:  # a dry run says it too
+            logger.info(UNTIL_ANSWERED.format(most=most))
         if dry_run:
             return SweepResult(report.records(plan), None)
-        driver.run_sweep(plan, device=device, quiet=quiet, executor=pool_of_workers)
+        table = _train_and_compare(
+            plan, workers, most, device=device, quiet=quiet, metric=metric, examples=examples,
+            comparison=dict(by=by, columns=columns, baseline=baseline, better=better, pool=pool),
+        )  # fmt: skip
         logger.info(report.summary(plan))
-        table = None
-        if any(c.status == "finished" or c.done for c in plan.cells):
-            table = report.table(
-                plan,
-                metric=metric,
-                by=by,
-                columns=columns,
-                baseline=baseline,
-                better=better,
-                pool=pool,
-                examples=examples,
-            )
-        comparison = report.comparison_frame(plan, table.cells) if table is not None else None
-        return SweepResult(report.records(plan), comparison, table)
+        frame = None if table is None else report.comparison_frame(plan, table.cells)
+        return SweepResult(report.records(plan), frame, table)
+
+
+UNTIL_ANSWERED = (
+    "seeds until answered: then one more seed at a time, up to {most}, for each column's "
+    "leader and the rows still tied with it"
+)
+
+
+def _train_and_compare(plan, workers, most, *, device, quiet, metric, examples, comparison):
+    """Train the plan's cells and compare the sweep's runs (None: nothing finished); with
+    ``most``, seeds until answered: more seeds for the rows still tied, up to ``most``."""
+    from zoo.sweeps import driver, report
+
+    def train() -> None:
+        driver.run_sweep(plan, device=device, quiet=quiet, executor=workers)
+
+    def compare(level: float = 0.95):
+        if not any(c.status == "finished" or c.done for c in plan.cells):
+            return None
+        from zoo.comparison.table import ComparisonSpec
+
+        spec = ComparisonSpec(metric=metric, examples=examples, level=level, **comparison)
+        return report.table(plan, spec)
+
+    if most is None:
+        train()
+        return compare()
+    from zoo.sweeps.until_answered import run_until_answered
+
+    return run_until_answered(
+        plan, most=most, level=0.95, train=train, compare=compare, say=logger.info
+    )
+
+
+def _sweep_plan(models, on, *, seeds, overrides, task, grid, stack_seeds, workers):
+    """The sweep's cells, planned and described on the log; a sweep none of whose cells can
+    run is refused, and so is a cell that cannot train stacked (before anything trains)."""
+    from zoo.sweeps import cells, report
+    from zoo.sweeps.grid import parse_grid
+
+    if isinstance(grid, dict):  # as the command's KEY=V1,V2 texts, checked and labelled alike
+        grid = [f"{key}={','.join(str(v) for v in values)}" for key, values in grid.items()]
+    plan = cells.plan_sweep(
+        [models] if isinstance(models, str) else list(models),
+        [on] if isinstance(on, str) else list(on),
+        seeds=positive_argument("seeds", seeds, int),
+        overrides=overrides,
+        task=task,
+        grid=parse_grid(grid),
+        stack_seeds=stack_seeds,
+    )
+    if plan.stacked:
+        from zoo.sweeps.cell_stacks import check_plans
+
+        check_plans(plan.todo, workers)
+    for line in cells.describe_plan(plan):
+        logger.info(line)
+    if not plan.todo and not plan.finished_before:
+        raise ZooError(f"no cell of the sweep can run ({report.unrunnable(plan)})")
+    return plan
+
+
+def _check_sweep_comparison(plan, metric, better, baseline) -> None:
+    """The comparison's options, checked before anything trains: the baseline is one of
+    the sweep's models, the metric one its tasks record."""
+    from zoo.errors import UnknownNameError
+    from zoo.sweeps import report
+
+    if baseline is not None and baseline.split(" (")[0] not in plan.models:
+        raise UnknownNameError(
+            "baseline model", baseline, plan.models, hint="it must be one of the sweep's models"
+        )
+    report.check_comparison(plan, metric, better)
+
+
+def check_device(device: str) -> None:
+    if device not in DEVICES:
+        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}", option="device")
+
+
+def check_executor(executor: str) -> None:
+    if executor not in ("local", "ray"):
+        raise ZooError(f"executor must be local or ray, not {executor!r}", option="executor")
+
+
+def _seed_budget(seeds, max_seeds, stack_seeds) -> tuple[int, int | None]:
+    """(seeds to plan first, the most seeds a row may get: None for a fixed number)."""
+    from zoo.sweeps.until_answered import DEFAULT_MOST, START
+
+    if seeds != "auto":
+        if max_seeds is not None:
+            raise ZooError("max_seeds goes with seeds='auto'", option="max_seeds")
+        return positive_argument("seeds", seeds, int), None
+    most = positive_argument("max_seeds", DEFAULT_MOST if max_seeds is None else max_seeds, int)
+    if most < START:
+        raise ZooError(
+            f"max_seeds must be at least {START} (a test needs 2 seeds a row), got {most}",
+            option="max_seeds",
+        )
+    if stack_seeds:
+        raise ZooError(
+            "stack_seeds trains a fixed number of seeds together, and seeds='auto' adds "
+            "them one look at a time: choose one",
+            option="stack_seeds",
+        )
+    return START, most
 
 
 def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto") -> Ensemble:
@@ -263,13 +327,12 @@ def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto
     weights, and its metrics."""
     from zoo.operations.ensemble import ensemble as combine
 
-    if device not in DEVICES:
-        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
+    check_device(device)
     runs = [runs] if isinstance(runs, str) else list(runs)
     return combine(runs, weights=weights, device=device)
 
 
-def tune(
+def tune(  # noqa: PLR0913 -- `zoo tune`'s options, keyword-only
     models: str | list[str],
     on: str | list[str],
     *,
@@ -306,19 +369,15 @@ def tune(
     names the trackers every trial and re-run reports to, as for `run`. The other
     options mean what the command's options of the same names mean.
     """
-    from zoo.atomic_folders import check_output_folder
-    from zoo.home import check_name_part, zoo_home
-    from zoo.sweeps.cells import MAX_CELLS
+    from zoo.home import check_name_part
     from zoo.sweeps.executors import make_executor
-    from zoo.tuning.report import preset_snippet, table
+    from zoo.tuning.report import budget_text, preset_snippet, table
     from zoo.tuning.search import run_search
     from zoo.tuning.space import parse_space
     from zoo.tuning.study import Search
 
-    if device not in DEVICES:
-        raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}")
-    if executor not in ("local", "ray"):
-        raise ZooError(f"executor must be local or ray, not {executor!r}")
+    check_device(device)
+    check_executor(executor)
     if (trials is None) == (time is None):
         raise ZooError("give one budget per model: trials=N or time=SECONDS")
     search = Search(
@@ -339,14 +398,7 @@ def tune(
         device=device,
         log_to=_trackers(log_to),
     )
-    if plot is not None:  # ZOO_HOME/tune is where they go by default
-        check_output_folder(plot, "write plots into", allowed=[zoo_home() / "tune"])
-    reruns = 2 * search.seeds * len(search.models) * len(search.datasets)  # tuned and preset
-    if reruns > MAX_CELLS:
-        raise ZooError(
-            f"seeds={search.seeds:,} re-runs {reruns:,} cells after the search (each model's "
-            f"best settings and its preset, per dataset and seed); at most {MAX_CELLS:,}"
-        )
+    _check_search(search, plot)
     positive_argument("jobs", jobs, int)
     make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)  # options checked now
 
@@ -355,9 +407,27 @@ def tune(
 
     with reporting_to(None, progress=progress):
         results = run_search(search, make_executor=executors, plot_dir=plot)
-    budget = f"{trials} trials" if trials is not None else f"{time:g}s of trials"
+    budget = budget_text(trials, time)
     presets = "\n\n".join(preset_snippet(r) for r in results if r.best)
     return TuneResult([r.record() for r in results], table(results, budget), presets)
+
+
+def _check_search(search, plot) -> None:
+    """What a search would write, checked before it starts: its plots' folder, and the
+    cells its re-runs train."""
+    from zoo.atomic_folders import check_output_folder
+    from zoo.home import zoo_home
+    from zoo.sweeps.cells import MAX_CELLS
+
+    if plot is not None:  # ZOO_HOME/tune is where they go by default
+        check_output_folder(plot, "write plots into", allowed=[zoo_home() / "tune"])
+    reruns = 2 * search.seeds * len(search.models) * len(search.datasets)  # tuned and preset
+    if reruns > MAX_CELLS:
+        raise ZooError(
+            f"seeds={search.seeds:,} re-runs {reruns:,} cells after the search (each model's "
+            f"best settings and its preset, per dataset and seed); at most {MAX_CELLS:,}",
+            option="seeds",
+        )
 
 
 def _overrides(settings: dict, steps, time) -> dict:

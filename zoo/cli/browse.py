@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from zoo.cli.options import print_json
+from zoo.cli.show_text import show_text
 from zoo.errors import ZooError
+from zoo.results import Listing
 
 
 def cmd_list(args) -> int:
@@ -11,13 +13,81 @@ def cmd_list(args) -> int:
 
     result = api.catalog(args.kind, args.pattern, all_pairs=args.all, matrix=args.matrix)
     if not args.json:
-        print(result.text)
+        print(format_matrix(result.matrix) if args.matrix else listing_text(result))
     elif args.matrix:
         print_json(result.matrix, indent=2)
     else:
         sections = result.sections
         print_json(sections if len(sections) > 1 else next(iter(sections.values())), indent=2)
     return 0
+
+
+def listing_text(listing: Listing) -> str:
+    """Each kind's section; under the presets, that any pair runs too."""
+    texts = []
+    for kind, rows in listing.sections.items():
+        text = format_section(kind, rows)
+        if kind == "models" and listing.presets_only:
+            text = text.rstrip("\n") + (
+                "\n  (presets; any ARCHITECTURE-TOKENIZER pair runs too: zoo list models --all)\n"
+            )
+        texts.append(text)
+    return "\n".join(texts)
+
+
+def format_section(kind: str, items: list[dict]) -> str:
+    lines = [f"{kind} ({len(items)})"]
+    if not items:
+        return lines[0] + "\n  (none)\n"
+    width = max(len(r["name"]) for r in items) + 2
+    for r in items:
+        if kind == "plugins":
+            detail = f"{r['source']}"
+            if r["distribution"]:
+                detail += f", {r['distribution']} {r['version']}"
+            detail += f", {r['location']}"
+            if r["error"]:
+                lines.append(f"  {r['name']:<{width}}SET ASIDE ({detail}): {r['error']}")
+            else:
+                lines.append(f"  {r['name']:<{width}}{detail}; hooks: {', '.join(r['hooks'])}")
+            continue
+        extra = ""
+        if kind == "models":
+            extra = " [preset]" if r["preset"] else ""
+            if r["from"] not in (None, "zoo"):  # a plugin's preset, or the user's own
+                extra = f" [preset from {r['from']}]"
+        if kind == "datasets":
+            extra = f" [{r['task']}; {r['source']}]"
+        if kind == "architectures":
+            extra = f" [{', '.join(r['tasks'])}]"
+        if kind == "pipelines":
+            extra = f" [primary {r['primary']}, {r['better']} is better]"
+        lines.append(f"  {r['name']:<{width}}{r['description']}{extra}  ({r['plugin']})")
+    return "\n".join(lines) + "\n"
+
+
+def format_matrix(table: list[dict]) -> str:
+    import pandas as pd
+
+    frame = pd.DataFrame(table)
+    if frame.empty:
+        return "(empty)"
+    # a pair that cannot run shows a number; each distinct reason is written once, below
+    reasons = list(dict.fromkeys(r for t, r in zip(frame["task"], frame["reason"]) if not t))
+    number = {reason: i for i, reason in enumerate(reasons, 1)}
+    frame["cell"] = [
+        task or f"- ({number[reason]})" for task, reason in zip(frame["task"], frame["reason"])
+    ]
+    text = frame.pivot(index="architecture", columns="dataset", values="cell").to_string()
+    notes = [
+        f"({i}) {reason if len(reason) <= 100 else reason[:97] + '...'}"
+        for reason, i in number.items()
+    ]
+    return (
+        text
+        + ("\n\n" + "\n".join(notes) if notes else "")
+        + "\n(zoo list --matrix --json gives every reason in full)"
+    )
 
 
 def cmd_check_plugin(args) -> int:
@@ -35,6 +105,12 @@ def cmd_check_plugin(args) -> int:
     else:
         for check in checks:
             print(check.line())
+        if not checks:  # a plugin of commands or presets alone, or --only matching nothing
+            matching = f" matching {args.only!r}" if args.only != "*" else ""
+            print(
+                f"plugin {args.plugin!r} registers no architecture, tokenizer, task, exporter "
+                f"or tracker{matching}: nothing to check"
+            )
     return 1 if any(c.status == "failed" for c in checks) else 0
 
 
@@ -47,7 +123,7 @@ def cmd_show(args) -> int:
     if args.json:
         print_json(shown.record)
     else:
-        print(shown.text)
+        print(show_text(shown))
     return 0
 
 
@@ -116,13 +192,14 @@ def add_commands(commands) -> None:
     p.set_defaults(handler=cmd_show)
     p = commands.add_parser(
         "check-plugin",
-        help="run a plugin's architectures, tokenizers, tasks and exporters through the contract",
+        help="run a plugin's architectures, tokenizers, tasks, exporters and trackers through "
+        "the contract",
         description="Train each architecture of the plugin a few steps on each task it serves, "
-        "each task it registers with an architecture that serves it, each tokenizer and "
-        "exporter, in a ZOO_HOME of its own (removed afterwards), and check the contract: "
-        "output shape, best step, a text alone predicted as in a batch, a bit-identical "
-        "resume, an export checked at several lengths, ids inside the vocabulary. One line "
-        "per check; exit 1 when one fails.",
+        "each task it registers with an architecture that serves it, each tokenizer, "
+        "exporter and tracker, in a ZOO_HOME of its own (removed afterwards), and check the "
+        "contract: output shape, best step, a text alone predicted as in a batch, a "
+        "bit-identical resume, an export checked at several lengths, ids inside the "
+        "vocabulary, a tracker's calls. One line per check; exit 1 when one fails.",
     )
     p.add_argument("plugin", help="the plugin's name, as zoo list plugins shows it")
     p.add_argument(

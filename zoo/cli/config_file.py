@@ -38,6 +38,7 @@ KEYS = {
         "models",
         "on",
         "seeds",
+        "max_seeds",
         "grid",
         "jobs",
         "executor",
@@ -117,7 +118,7 @@ def _parse(path: Path, text: str):
                 f"{path}: reading YAML needs PyYAML (pip install pyyaml); or write the file as TOML"
             ) from None
         try:
-            return yaml.load(text, Loader=_loader(yaml)) or {}
+            return yaml.load(text, Loader=_loader()) or {}
         except yaml.YAMLError as exc:
             raise ZooError(f"{path}: malformed YAML: {str(exc).splitlines()[0]}") from None
         except RecursionError:
@@ -134,7 +135,7 @@ BOOL_TAG = "tag:yaml.org,2002:bool"
 YAML_12_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")  # YAML 1.2's core schema
 
 
-def _loader(yaml):
+def _loader():
     """PyYAML's safe loader without aliases, and with YAML 1.2's booleans.
 
     An alias (``*name``) repeats a node without writing it out, so nine levels of nine
@@ -142,6 +143,7 @@ def _loader(yaml):
     them; they are refused where they stand. PyYAML reads YAML 1.1, where ``on``, ``off``,
     ``yes``, ``no`` (and ``y``, ``n``) are booleans: ``on: [shakespeare]``, zoo sweep's own
     key, would be ``True``. Here only true and false are, as in YAML 1.2."""
+    import yaml  # the caller found it installed
 
     class ConfigLoader(yaml.SafeLoader):
         def compose_node(self, parent, index):

@@ -96,7 +96,7 @@ def predict_texts(given: list[str], file: str | None) -> list[str]:
 
 def cmd_eval(args) -> int:
     from zoo import api
-    from zoo.api.show_text import format_metrics
+    from zoo.cli.show_text import format_metrics
 
     result = api.evaluate(
         args.run_id,
@@ -130,17 +130,17 @@ def cmd_export(args) -> int:
         base_model=args.base_model,
     )
     if args.json:
-        print_json(done)
+        print_json(done.record())
         return 0
     print(
-        f"exported run {done['run_id']} to {done['folder']} as {done['format']}: "
-        f"{done['summary']}\nchecked on {done['compared']} validation texts: the same "
-        f"labels as zoo, largest probability difference {done['max_difference']:.2g}"
+        f"exported run {done.run_id} to {done.folder} as {done.format}: "
+        f"{done.summary}\nchecked on {done.compared} validation texts: the same "
+        f"predictions as zoo, largest probability difference {done.max_difference:.2g}"
     )
     return 0
 
 
-def add_commands(commands) -> None:
+def add_generate_parser(commands) -> None:
     p = commands.add_parser(
         "generate",
         help="sample text from a trained language model",
@@ -169,6 +169,9 @@ def add_commands(commands) -> None:
         help="one JSON object per prompt (run_id, prompt, text), printed when each text is done",
     )
     p.set_defaults(handler=cmd_generate)
+
+
+def add_predict_parser(commands) -> None:
     p = commands.add_parser(
         "predict",
         help="predict with a trained run whose task offers predict",
@@ -194,6 +197,9 @@ def add_commands(commands) -> None:
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=cmd_predict)
+
+
+def add_eval_parser(commands) -> None:
     p = commands.add_parser(
         "eval",
         help="score a trained run on another dataset or split",
@@ -214,17 +220,20 @@ def add_commands(commands) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_eval)
 
+
+def add_export_parser(commands) -> None:
     p = commands.add_parser(
         "export",
         help="write a run as a folder that loads without zoo (transformers or ONNX)",
         description="Write a trained run as a folder that loads with no zoo installed: a "
         "transformers model (from_pretrained) where transformers has the same layout "
-        "(decoder and numpy runs map onto GPT-2; runs of transformers' own types, hf-* with "
-        "gpt2, llama and bert, are saved as they are), otherwise an ONNX graph that onnxruntime runs (--format onnx for any run); "
+        "(decoder and numpy runs map onto GPT-2, encdec runs onto Pegasus; runs of "
+        "transformers' own types, hf-* with gpt2, llama and bert, are saved as they are), otherwise an ONNX graph that onnxruntime runs (--format onnx for any run); "
         "the tokenizer as tokenizer.json, and a model card (README.md) in the Hugging Face "
         "Hub's layout. Before the folder is moved into place it is loaded as a user without "
         "zoo would, and its predictions on 32 validation texts are compared with zoo's: the "
-        "same labels and probabilities within 1e-4, or nothing is written (exit 2).",
+        "same predictions (labels, tokens, translations) and probabilities within 1e-4, or "
+        "nothing is written (exit 2).",
     )
     p.add_argument("run_id", help="run id (or a unique prefix)")
     p.add_argument("folder", help="where to write it (new or empty); written whole or not at all")
@@ -247,3 +256,10 @@ def add_commands(commands) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing folder there, whole")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=cmd_export)
+
+
+def add_commands(commands) -> None:
+    add_generate_parser(commands)
+    add_predict_parser(commands)
+    add_eval_parser(commands)
+    add_export_parser(commands)

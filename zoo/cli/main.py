@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+from typing import ClassVar
 
 from zoo import __version__
 from zoo.cli import browse, inference, runs, training, tune, ui
@@ -27,7 +28,8 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line with a did-you-mean, and exit code 2, and an
     option is only ever its whole name (``--step 5`` is an error, never ``--steps 5``)."""
 
-    innermost = None  # the last (sub)command parser that parsed: a typo is near its options
+    # the last (sub)command parser that parsed: a typo is near its options
+    innermost: ClassVar[Parser | None] = None
 
     def __init__(self, *args, **kwargs):
         kwargs["allow_abbrev"] = False
@@ -151,19 +153,22 @@ def add_plugin_commands(commands, zoo) -> None:
             epilog=f"(added by plugin {command.plugin})",
         )
         command.add_arguments(p)
-        p.set_defaults(handler=_plugin_handler(command))
+        p.set_defaults(handler=PluginHandler(command))
 
 
-def _plugin_handler(command):
-    def handler(args):
+class PluginHandler:
+    """A plugin's command: its handler, called with the plugin named should it fail."""
+
+    def __init__(self, command):
+        self.command = command
+
+    def __call__(self, args):
         from zoo.core.containment import call_plugin
 
+        command = self.command
         return call_plugin(
             command.load_handler(), args, what=f"command {command.name!r}", plugin=command.plugin
         )
-
-    handler.plugin_command = True
-    return handler
 
 
 def discard_stdout() -> None:
@@ -240,7 +245,7 @@ def _command(argv: list[str]) -> int:
             choice = settle_threads(args.threads)
             if args.verbose:
                 print(f"zoo: {choice.describe()}", file=sys.stderr)
-        own = not getattr(args.handler, "plugin_command", False)  # a plugin's prints its own
+        own = not isinstance(args.handler, PluginHandler)  # a plugin's prints its own
         if own:
             check_output_options(args)
         with others_print_to_stderr(own and getattr(args, "json", False) is True):
@@ -252,7 +257,7 @@ def _command(argv: list[str]) -> int:
             import traceback
 
             traceback.print_exc()
-        print(f"zoo: error: {clip(exc)}", file=sys.stderr)  # one line, however long
+        print(f"zoo: error: {clip(exc.command_line())}", file=sys.stderr)  # one line, however long
         return 2
     except KeyboardInterrupt as exc:
         print(f"zoo: {interrupted(exc)}", file=sys.stderr)

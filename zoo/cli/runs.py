@@ -105,7 +105,7 @@ def add_runs_parser(commands) -> None:
 def comparison_from_args(args):
     from zoo import api
 
-    return api.comparison_table(
+    return api.compare(
         metric=args.metric,
         where=args.where,
         by=args.by,
@@ -128,9 +128,9 @@ def emit_comparison(comparison, fmt: str, output: str | None, plot: str | None) 
         for note in comparison.notes:
             print(f"zoo: note: {note}", file=sys.stderr)
     if plot:
-        from zoo.comparison.plots import comparison_bars, save
+        from zoo import api
 
-        save(comparison_bars(comparison), plot)
+        api.plot_comparison(comparison, plot)
         print(f"wrote {plot}", file=sys.stderr)
     emit_text(text, output)
 

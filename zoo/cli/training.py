@@ -13,6 +13,7 @@ from zoo.cli.options import (
     positive_float,
     positive_int,
     print_json,
+    seeds_count,
 )
 from zoo.cli.runs import add_compare_options, emit_comparison
 from zoo.cli.training_options import add_config_option
@@ -24,7 +25,6 @@ from zoo.train.tracking import tracker_lines
 def cmd_run(args) -> int:
     from zoo import api
     from zoo.cli import training_options
-    from zoo.results import Run
 
     training_options.with_config_file(args, "run")
     settings = training_options.settings(args)
@@ -46,10 +46,10 @@ def cmd_run(args) -> int:
         init=args.init,
         settings=settings,
     )
-    if not isinstance(run, Run):  # an ensemble preset: its members' runs, combined
+    if run.ensemble is not None:  # an ensemble preset: its members' runs, combined
         from zoo.cli.runs import print_ensemble
 
-        print_ensemble(run, args.json)
+        print_ensemble(run.ensemble, args.json)
         return 0
     if run.summary.get("rank", 0) == 0:  # under torchrun, rank 0 speaks for the run
         print_result(run.summary, args.json, quiet=args.quiet)
@@ -134,6 +134,7 @@ def cmd_sweep(args) -> int:
         args.models,
         args.on,
         seeds=args.seeds,
+        max_seeds=args.max_seeds,
         steps=args.steps,
         time=args.time,
         task=args.task,
@@ -204,7 +205,7 @@ def cmd_reproduce(args) -> int:
     return 0 if report.match else 1
 
 
-def add_commands(commands) -> None:
+def add_run_parser(commands) -> None:
     p = commands.add_parser(
         "run",
         help="train and evaluate MODEL on DATASET",
@@ -260,6 +261,9 @@ def add_commands(commands) -> None:
     )
     add_output_options(p)
     p.set_defaults(handler=cmd_run)
+
+
+def add_resume_parser(commands) -> None:
     p = commands.add_parser(
         "resume",
         help="continue an interrupted run from its last checkpoint",
@@ -271,6 +275,9 @@ def add_commands(commands) -> None:
     p.add_argument("run_id", help="run id (or a unique prefix)")
     add_output_options(p)
     p.set_defaults(handler=cmd_resume)
+
+
+def add_sweep_parser(commands) -> None:
     p = commands.add_parser(
         "sweep",
         help="train every model x dataset x seed, then compare",
@@ -288,7 +295,21 @@ def add_commands(commands) -> None:
     )
     p.add_argument("--on", nargs="+", metavar="DATASET", help="datasets")
     add_config_option(p, "sweep")
-    p.add_argument("--seeds", type=positive_int, default=1, help="seeds 0..N-1 (default 1)")
+    p.add_argument(
+        "--seeds",
+        type=seeds_count,
+        default=1,
+        metavar="N|auto",
+        help="seeds 0..N-1 (default 1); auto: 2 seeds a row, then one more at a time for "
+        "the rows still tied with their column's leader, until it is told apart or they "
+        "have --max-seeds (the error rate split over the looks)",
+    )
+    p.add_argument(
+        "--max-seeds",
+        type=positive_int,
+        metavar="N",
+        help="with --seeds auto: the most seeds a row gets (default 10)",
+    )
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--steps", type=positive_int, help="optimizer steps per cell")
     budget.add_argument(
@@ -319,6 +340,13 @@ def add_commands(commands) -> None:
         json_help="print one JSON object: every cell "
         "(state, run id, reason) and the comparison's cells (as --format json)",
     )
+    add_cell_options(p)
+    add_compare_options(p, sweep=True)
+    p.set_defaults(handler=cmd_sweep)
+
+
+def add_cell_options(p) -> None:
+    """How a sweep's cells train: how many at a time, seeds stacked, on Ray."""
     p.add_argument(
         "--jobs",
         type=jobs_count,
@@ -344,8 +372,9 @@ def add_commands(commands) -> None:
         executor_help='ray: cells as tasks on a Ray cluster (pip install -e ".[ray]")',
         gpus_help="GPUs each Ray cell asks for (default 1 with --device cuda, else 0)",
     )
-    add_compare_options(p, sweep=True)
-    p.set_defaults(handler=cmd_sweep)
+
+
+def add_reproduce_parser(commands) -> None:
     p = commands.add_parser(
         "reproduce",
         help="rerun a run's exact config and compare metrics",
@@ -357,3 +386,10 @@ def add_commands(commands) -> None:
     p.add_argument("--device", choices=DEVICES, help="device (default: the one the run recorded)")
     add_output_options(p)
     p.set_defaults(handler=cmd_reproduce)
+
+
+def add_commands(commands) -> None:
+    add_run_parser(commands)
+    add_resume_parser(commands)
+    add_sweep_parser(commands)
+    add_reproduce_parser(commands)

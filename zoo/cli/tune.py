@@ -18,7 +18,7 @@ DESCRIPTION = (
 )
 
 
-def add_commands(commands) -> None:
+def add_tune_parser(commands) -> None:
     p = commands.add_parser(
         "tune", help="search each model's settings under an equal budget", description=DESCRIPTION
     )
@@ -60,37 +60,7 @@ def add_commands(commands) -> None:
         metavar="KEY=VALUE",
         help="fix a config field in every trial and re-run (repeatable)",
     )
-    p.add_argument(
-        "--pruner",
-        choices=("median", "halving", "none"),
-        default="median",
-        help="stop unpromising trials at a validation: median (default), "
-        "successive halving, or none",
-    )
-    p.add_argument(
-        "--sampler",
-        choices=("tpe", "random"),
-        default="tpe",
-        help="how settings are drawn (default tpe)",
-    )
-    p.add_argument(
-        "--sampler-seed",
-        type=int,
-        metavar="N",
-        help="seed the sampler, so the same search draws the same settings",
-    )
-    p.add_argument(
-        "--metric",
-        help="the validation figure to choose on (default: the task's "
-        "headline metric on validation, e.g. val_accuracy)",
-    )
-    p.add_argument(
-        "--storage",
-        metavar="URL",
-        help="SQLAlchemy URL of the study storage "
-        "(default sqlite under ZOO_HOME/tune); share one across machines with Ray",
-    )
-    p.add_argument("--study", metavar="NAME", help="prefix of the study names (default tune)")
+    add_search_options(p)
     p.add_argument("--task", help="force a task instead of choosing it per model")
     p.add_argument("--device", default="auto", choices=DEVICES)
     p.add_argument(
@@ -122,6 +92,45 @@ def add_commands(commands) -> None:
     )
     add_config_option(p, "tune")
     p.set_defaults(handler=cmd_tune)
+
+
+def add_search_options(p) -> None:
+    """How each study searches: its pruner, sampler, metric and storage."""
+    p.add_argument(
+        "--pruner",
+        choices=("median", "halving", "none"),
+        default="median",
+        help="stop unpromising trials at a validation: median (default), "
+        "successive halving, or none",
+    )
+    p.add_argument(
+        "--sampler",
+        choices=("tpe", "random"),
+        default="tpe",
+        help="how settings are drawn (default tpe)",
+    )
+    p.add_argument(
+        "--sampler-seed",
+        type=int,
+        metavar="N",
+        help="seed the sampler, so the same search draws the same settings",
+    )
+    p.add_argument(
+        "--metric",
+        help="the validation figure to choose on (default: the task's "
+        "headline metric on validation, e.g. val_accuracy)",
+    )
+    p.add_argument(
+        "--storage",
+        metavar="URL",
+        help="SQLAlchemy URL of the study storage "
+        "(default sqlite under ZOO_HOME/tune); share one across machines with Ray",
+    )
+    p.add_argument("--study", metavar="NAME", help="prefix of the study names (default tune)")
+
+
+def add_commands(commands) -> None:
+    add_tune_parser(commands)
 
 
 def cmd_tune(args) -> int:

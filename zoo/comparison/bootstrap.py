@@ -83,26 +83,35 @@ def column_replicates(table, columns, draws: int = DRAWS) -> dict:
     found: dict = {}
     for _, group in columns:
         metric = group["metric"].iloc[0]
-        scores = [_scores(str(runs).split(), metric) for runs in group["runs"]]
-        if len(group) < 2 or any(s is None for s in scores):
+        kept = [_scores(str(runs).split(), metric) for runs in group["runs"]]
+        if len(group) < 2 or any(k is None for k in kept):
             continue
-        if len({s.shape[1] for s in scores}) != 1:
-            continue
-        means = replicate_means(scores, draws)
+        scores, digests = zip(*kept)
+        if len({s.shape[1] for s in scores}) != 1 or len(set(digests)) != 1:
+            continue  # rows that scored other examples are not paired
+        means = replicate_means(list(scores), draws)
         found.update({index: means[:, i] for i, index in enumerate(group.index)})
     return found
 
 
 def _scores(run_ids: list[str], metric: str):
-    """(runs, examples): the runs' per-example scores of `metric`, or None where a run kept
-    none (or their lengths differ)."""
+    """(runs, examples) and the digest of the examples scored: the runs' per-example scores
+    of `metric`, or None where a run kept none, or their examples differ (lengths, or the
+    digest of the split's rows each run recorded: zoo.train.job.Run.save_per_example)."""
     import numpy as np
 
-    rows = [_kept(run_id).get(metric) for run_id in run_ids]
-    kept = [row for row in rows if row is not None]
-    if len(kept) < len(rows) or len({len(row) for row in kept}) != 1:
+    kept = [_kept(run_id) for run_id in run_ids]
+    rows = [found[metric] for found in kept if metric in found]
+    digests = {bytes(found.get(_digest_key(metric), b"")) for found in kept}
+    if len(rows) < len(kept) or len({len(row) for row in rows}) != 1:
         return None
-    return np.stack(kept).astype(np.float64)
+    if len(digests) != 1 or digests == {b""}:  # other examples, or none named
+        return None
+    return np.stack(rows).astype(np.float64), digests.pop()
+
+
+def _digest_key(metric: str) -> str:
+    return f"examples:{metric.partition('_')[0]}"
 
 
 def _kept(run_id: str) -> dict:

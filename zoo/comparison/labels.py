@@ -95,7 +95,10 @@ def _differing(columns) -> dict[str, list[str]]:
             keys = {k for v in members for k in settings[v] if k not in IDENTITY}
             varied = {k for k in keys if len({_compared(settings[v], k) for v in members}) > 1}
             for variant in members:
-                own.setdefault(variant, set()).update(varied & set(settings[variant]))
+                named = varied & set(settings[variant])
+                # a variant without any setting its siblings vary (a plain run beside a
+                # stacked one) names them as absent ('stacked=-'): no row goes unlabelled
+                own.setdefault(variant, set()).update(named or varied)
     first = sorted(identity_keys, key=IDENTITY.index)
     return {variant: first + sorted(keys) for variant, keys in own.items()}
 

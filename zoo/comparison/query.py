@@ -57,17 +57,20 @@ def condition(frame, text: str):
     try:
         value = _Evaluator(frame).visit(tree.body)
     except _Refused as exc:
-        raise ZooError(f"--where {text!r}: {exc}") from None
+        raise ZooError(f"where {text!r}: {exc}", option="where") from None
     except OverflowError:
-        raise ZooError(f"--where {text!r}: a number in it is too large") from None
+        raise ZooError(f"where {text!r}: a number in it is too large", option="where") from None
     except (TypeError, ValueError, ArithmeticError) as exc:
-        raise ZooError(f"--where {text!r}: cannot evaluate it ({_first_line(exc)})") from None
+        raise ZooError(
+            f"where {text!r}: cannot evaluate it ({_first_line(exc)})", option="where"
+        ) from None
     if not isinstance(value, pd.Series):
         value = pd.Series(value, index=frame.index)
     if value.dtype != bool:
         raise ZooError(
-            f"--where {text!r}: is not a condition (true or false for each run), "
-            "e.g. \"architecture == 'decoder' and params < 1e6\""
+            f"where {text!r}: is not a condition (true or false for each run), "
+            "e.g. \"architecture == 'decoder' and params < 1e6\"",
+            option="where",
         )
     return value
 
@@ -75,21 +78,28 @@ def condition(frame, text: str):
 def parse(text: str) -> ast.Expression:
     """Parse and check ``text`` against the whitelist, without evaluating anything."""
     if not isinstance(text, str) or not text.strip():
-        raise ZooError("--where needs a condition, e.g. \"architecture == 'decoder'\"")
+        raise ZooError(
+            "where needs a condition, e.g. \"architecture == 'decoder'\"", option="where"
+        )
     if len(text) > MAX_LENGTH:
-        raise ZooError(f"--where is {len(text)} characters long; at most {MAX_LENGTH}")
+        raise ZooError(
+            f"where is {len(text)} characters long; at most {MAX_LENGTH}", option="where"
+        )
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
-        raise ZooError(f"--where {text!r}: not a valid condition ({exc.msg})") from None
+        raise ZooError(
+            f"where {text!r}: not a valid condition ({exc.msg})", option="where"
+        ) from None
     except (RecursionError, MemoryError, ValueError):
         raise ZooError(
-            f"--where: the condition is nested too deeply (at most {MAX_DEPTH} levels)"
+            f"where: the condition is nested too deeply (at most {MAX_DEPTH} levels)",
+            option="where",
         ) from None
     try:
         _check(tree.body, 0)
     except _Refused as exc:
-        raise ZooError(f"--where {text!r}: {exc}") from None
+        raise ZooError(f"where {text!r}: {exc}", option="where") from None
     return tree
 
 

@@ -7,7 +7,7 @@ import json
 import math
 
 from zoo.comparison.labels import row_text
-from zoo.comparison.stats import NO_VARIANCE, ONE_SEED
+from zoo.comparison.stats import NO_VARIANCE, ONE_SEED, percent
 from zoo.comparison.table import Comparison, describe
 from zoo.errors import UnknownNameError, ZooError
 
@@ -135,14 +135,15 @@ def legend(comparison: Comparison, best_mark: str) -> list[str]:
         lines.append(
             f"{where}{describe(pair['metric'], pair['better'], pair['task'])}{_split(pair)}: "
             f"{counted}; {best_mark} best in its column, told "
-            "apart from every other row (Welch tests at 95% with Hsu's df, min n - 1; "
-            "Holm-adjusted)"
+            f"apart from every other row (Welch tests at {percent(comparison.level)} with "
+            "Hsu's df, min n - 1; Holm-adjusted)"
         )
     if comparison.baseline is not None:
         lines.append(
-            f"Δ: difference to {comparison.baseline} with its 95% Welch interval over seeds "
-            "(Hsu's df); "
-            "† differs at 95% after Holm's adjustment over the column's comparisons; "
+            f"Δ: difference to {comparison.baseline} with its {percent(comparison.level)} "
+            "Welch interval over seeds (Hsu's df); "
+            f"† differs at {percent(comparison.level)} after Holm's adjustment over the "
+            "column's comparisons; "
             f"'{ONE_SEED}': a side has one seed; '{NO_VARIANCE}': both sides are constant "
             "over seeds, so nothing is tested"
         )

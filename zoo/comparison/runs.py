@@ -96,7 +96,7 @@ def select(frame, *, where: str | None = None, sort: str | None = None, limit: i
         descending = key.startswith("-")
         key = key.lstrip("-")
         if key not in frame.columns:
-            raise UnknownNameError("--sort column", key, [str(c) for c in frame.columns])
+            raise UnknownNameError("sort column", key, [str(c) for c in frame.columns])
         keys.append(key)
         ascending.append(not descending)
     frame = frame.sort_values(keys, ascending=ascending, na_position="last", kind="stable")

@@ -87,11 +87,11 @@ def seed_of(row: dict, rows: dict | None = None):
     return row.get("seed")
 
 
-def sample_key(row: dict, rows: dict) -> str:
+def sample_key(row: dict, rows: dict, settings_found: tuple | None = None) -> str:
     """Equal for two rows that are the same configuration at the same seed (for an
     evaluation: on the same data and split). A row that records no settings at all is
-    known only by its config hash."""
-    settings, trained_on, split = settings_of(row, rows)
+    known only by its config hash. ``settings_found``: what settings_of(row, rows) gave."""
+    settings, trained_on, split = settings_found or settings_of(row, rows)
     config = row.get("config") or {}
     known = "configs" in config or is_ensemble(row)
     identity = [

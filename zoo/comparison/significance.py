@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from zoo.comparison.labels import key_text, row_text, short_value, unique_keys
+from zoo.comparison.stats import percent
 from zoo.errors import UnknownNameError, ZooError
 
 
@@ -59,17 +61,28 @@ def columns_of(table, column_keys):
     return table.groupby(unique_keys(column_keys + ["task", "metric"]), sort=False)
 
 
+@dataclass
+class Tie:
+    """A column whose leader is not told apart from every other row: the cells (by their
+    runs, as the table lists them) that more seeds would have to tell apart, and why."""
+
+    where: str  # the column: 'tiny-digits'
+    leader: str  # the leader's runs
+    leader_text: str  # its row label
+    tied: list[tuple[str, str, str]]  # (runs, row label, why) of each row not told apart
+
+
 def best_marks(
     table, rows_keys, column_keys, level: float, reported=frozenset(), replicates=None
-) -> tuple[list[bool], list[str]]:
+) -> tuple[list[bool], list[str], list[Tie]]:
     """True for a column's leading row where it beats every other row of the column
     (Welch, Holm-adjusted over the k-1 tests, at `level`); otherwise a note names the rows
-    that cannot be told apart from it, and which comparisons cannot be tested at all.
-    Columns of a `reported` metric (a test figure beside the validation one ranked on) get
-    no mark."""
+    that cannot be told apart from it, and which comparisons cannot be tested at all, and a
+    Tie lists them. Columns of a `reported` metric (a test figure beside the validation one
+    ranked on) get no mark."""
     from zoo.comparison.stats import holm
 
-    best, unclear = [False] * len(table), []
+    best, ties = [False] * len(table), []
     for _, group in columns_of(table, column_keys):
         better = group["better"].iloc[0]
         if better not in ("lower", "higher") or len(group) < 2:
@@ -85,24 +98,30 @@ def best_marks(
             best[table.index.get_loc(ranked.index[0])] = True
             continue
         tied = [
-            f"{row_text(o, rows_keys)} ({untestable(t) or f'Holm-adjusted p={p:.2g}'})"
+            (
+                str(o.get("runs")),
+                row_text(o, rows_keys),
+                untestable(t) or f"Holm-adjusted p={p:.2g}",
+            )
             for o, a, t, p in zip(others, apart, tests, adjusted)
             if not a
         ]
         where = " / ".join(key_text(leader[k]) for k in column_keys)
-        unclear.append(
-            f"on {where}, {row_text(leader, rows_keys)} leads but is not told apart from "
-            + ", ".join(tied)
-        )
+        ties.append(Tie(where, str(leader.get("runs")), row_text(leader, rows_keys), tied))
     notes = []
-    if unclear:
+    if ties:
+        unclear = [
+            f"on {tie.where}, {tie.leader_text} leads but is not told apart from "
+            + ", ".join(f"{text} ({why})" for _, text, why in tie.tied)
+            for tie in ties
+        ]
         notes.append(
             f"no best marked (the leader must differ from every other row: Welch tests at "
-            f"{level:.0%} with Hsu's df, Holm-adjusted): "
+            f"{percent(level)} with Hsu's df, Holm-adjusted): "
             + "; ".join(unclear[:5])
             + (f"; and {len(unclear) - 5} more" if len(unclear) > 5 else "")
         )
-    return best, notes
+    return best, notes, ties
 
 
 def with_baseline(table, rows_keys, column_keys, baseline: str, level: float, replicates=None):
@@ -150,14 +169,16 @@ def with_baseline(table, rows_keys, column_keys, baseline: str, level: float, re
             results[index].update(p_holm=p, significant=bool(p < 1 - level))
     if ambiguous:
         raise ZooError(
-            f"--baseline {baseline!r} names several rows of a column; name one: "
-            + "; ".join(sorted(ambiguous))
+            f"baseline {baseline!r} names several rows of a column; name one: "
+            + "; ".join(sorted(ambiguous)),
+            option="baseline",
         )
     if all(math.isnan(r["diff"]) for r in results.values()):
         labels = sorted({row_text(c, rows_keys) for _, c in table.iterrows()})
         raise ZooError(
-            f"--baseline {baseline!r}: no row of the table has a baseline to compare with "
-            "(it matches every row, or none shares a column with it); rows: " + "; ".join(labels)
+            f"baseline {baseline!r}: no row of the table has a baseline to compare with "
+            "(it matches every row, or none shares a column with it); rows: " + "; ".join(labels),
+            option="baseline",
         )
     added = pd.DataFrame([results[i] for i in table.index])
     added.insert(0, "baseline", baseline)
@@ -206,11 +227,34 @@ def power_notes(
     split over the column's k-1 comparisons as Holm's strictest step splits it; Hsu's df),
     NaN where there is no test; a note per column naming the rows that trail the leader by
     less, and how many seeds a side would tell the runner-up from the leader at the
-    spread observed, where the leader is not marked."""
-    from zoo.comparison.stats import detectable, no_spread
+    spread observed, where the leader is not marked. The differences of every column are
+    solved together (zoo.comparison.stats.detectable_differences)."""
+    from zoo.comparison.stats import detectable_differences
 
+    columns = list(_ranked_columns(table, column_keys, level, reported))
+    tests = [test for ranked, alpha in columns for test in _tests(ranked, alpha)]
+    spreads, seeds, alphas = ([test[k] for _, test in tests] for k in range(3))
+    values = detectable_differences(spreads, seeds, alphas) if tests else []
+    least = {index: float(value) for (index, _), value in zip(tests, values)}
     found = [math.nan] * len(table)
-    notes = []
+    for index, value in least.items():
+        found[table.index.get_loc(index)] = value
+    notes = [
+        note
+        for ranked, alpha in columns
+        if (note := _power_note(table, ranked, alpha, least, rows_keys, column_keys))
+    ]
+    if notes:
+        notes = [
+            f"power (Welch-Hsu tests at {percent(level)}, the error split over each column's "
+            "comparisons): " + "; ".join(notes)
+        ]
+    return found, notes
+
+
+def _ranked_columns(table, column_keys, level: float, reported):
+    """Each column that ranks its rows: its cells, the leader first, and the error rate of
+    each of its k - 1 comparisons."""
     for _, group in columns_of(table, column_keys):
         better = group["better"].iloc[0]
         if better not in ("lower", "higher") or len(group) < 2:
@@ -218,41 +262,46 @@ def power_notes(
         if group["metric"].iloc[0] in reported:
             continue
         ranked = group.sort_values("mean", ascending=better == "lower", kind="stable")
-        leader = ranked.iloc[0]
-        alpha = (1 - level) / (len(group) - 1)
-        within, smallest = [], []
-        for index, row in ranked.iloc[1:].iterrows():
-            n = min(int(leader["n"]), int(row["n"]))
-            sds = [0.0 if no_spread(c["std"], c["mean"]) else c["std"] for c in (leader, row)]
-            if n < 2 or math.isnan(sds[0]) or math.isnan(sds[1]) or not any(sds):
-                continue
-            least = detectable(math.hypot(*sds), n, alpha)
-            found[table.index.get_loc(index)] = least
-            smallest.append(least)
-            behind = abs(leader["mean"] - row["mean"])
-            if behind < least:
-                within.append(f"{row_text(row, rows_keys)} ({_figure(behind, least)} behind)")
-        if not smallest:
+        yield ranked, (1 - level) / (len(group) - 1)
+
+
+def _tests(ranked, alpha: float):
+    """(row index, (spread, n, alpha)) of each comparison of a column with its leader
+    that can be tested."""
+    from zoo.comparison.stats import no_spread
+
+    leader = ranked.iloc[0]
+    for index, row in ranked.iloc[1:].iterrows():
+        n = min(int(leader["n"]), int(row["n"]))
+        sds = [0.0 if no_spread(c["std"], c["mean"]) else c["std"] for c in (leader, row)]
+        if n < 2 or math.isnan(sds[0]) or math.isnan(sds[1]) or not any(sds):
             continue
-        where = " / ".join(key_text(leader[k]) for k in column_keys)
-        low, high = min(smallest), max(smallest)
-        size = _figure(low, low) + (f" to {_figure(high, low)}" if high > low * 1.005 else "")
-        text = (
-            f"on {where}, these seeds find a row {size} or more behind "
-            f"{row_text(leader, rows_keys)} with 80% probability"
-        )
-        if within:
-            text += "; closer, and so easily missed: " + ", ".join(within[:5])
-            text += f" and {len(within) - 5} more" if len(within) > 5 else ""
-        if not bool(table.loc[leader.name, "best"]):
-            text += _seeds_to_tell(leader, ranked.iloc[1], rows_keys, alpha)
-        notes.append(text)
-    if notes:
-        notes = [
-            f"power (Welch-Hsu tests at {level:.0%}, the error split over each column's "
-            "comparisons): " + "; ".join(notes)
-        ]
-    return found, notes
+        yield index, (math.hypot(*sds), n, alpha)
+
+
+def _power_note(table, ranked, alpha, least, rows_keys, column_keys) -> str | None:
+    leader = ranked.iloc[0]
+    smallest = [least[i] for i in ranked.index[1:] if i in least]
+    if not smallest:
+        return None
+    within = []
+    for index, row in ranked.iloc[1:].iterrows():
+        behind = abs(leader["mean"] - row["mean"])
+        if index in least and behind < least[index]:
+            within.append(f"{row_text(row, rows_keys)} ({_figure(behind, least[index])} behind)")
+    where = " / ".join(key_text(leader[k]) for k in column_keys)
+    low, high = min(smallest), max(smallest)
+    size = _figure(low, low) + (f" to {_figure(high, low)}" if high > low * 1.005 else "")
+    text = (
+        f"on {where}, these seeds find a row {size} or more behind "
+        f"{row_text(leader, rows_keys)} with 80% probability"
+    )
+    if within:
+        text += "; closer, and so easily missed: " + ", ".join(within[:5])
+        text += f" and {len(within) - 5} more" if len(within) > 5 else ""
+    if not bool(table.loc[leader.name, "best"]):
+        text += _seeds_to_tell(leader, ranked.iloc[1], rows_keys, alpha)
+    return text
 
 
 def _seeds_to_tell(leader, runner_up, rows_keys, alpha: float) -> str:

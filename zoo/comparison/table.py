@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,21 +109,22 @@ def eval_value(metrics: dict, name: str, split: str | None):
 
 
 # -- loading -------------------------------------------------------------------------
-def load_runs(store=None):
+def load_runs(store=None, rows: list[dict] | None = None):
     """Every run, one column per scalar metric and per setting (zoo.records.columns), plus
     what comparisons need from the config: `settings` (the settings that change the result,
     without the seed), `trained_on` and `split` (eval rows). From ``store`` where given (an
-    open zoo.records.store.Store, read-only for a viewer), else from ZOO_HOME's."""
+    open zoo.records.store.Store, read-only for a viewer), else from ZOO_HOME's; only of
+    ``rows`` (what its ``rows`` returned) where given."""
     from zoo.records.columns import with_setting_columns
     from zoo.records.store import Store
 
     if store is None:
         with Store() as opened:
-            return load_runs(opened)
-    listed = store.rows()
+            return load_runs(opened, rows)
+    listed = store.rows() if rows is None else rows
     frame = store.frame(listed)
-    rows = {r["id"]: r for r in listed}
-    return add_settings(with_setting_columns(frame, rows), rows)
+    by_id = {r["id"]: r for r in listed}
+    return add_settings(with_setting_columns(frame, by_id), by_id)
 
 
 def add_settings(frame, rows: dict):
@@ -130,7 +132,7 @@ def add_settings(frame, rows: dict):
     same configuration at the same seed: zoo.comparison.samples)."""
     frame = frame.copy()
     derived = {run_id: settings_of(row, rows) for run_id, row in rows.items()}
-    samples = {run_id: sample_key(row, rows) for run_id, row in rows.items()}
+    samples = {run_id: sample_key(row, rows, derived[run_id]) for run_id, row in rows.items()}
     diverged = {run_id: nan_metrics(row) for run_id, row in rows.items()}
     frame["settings"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[0])
     frame["trained_on"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[1])
@@ -148,16 +150,47 @@ IDENTITY = ("model", "dataset", "task")  # what a run is, besides its settings
 
 @dataclass
 class Comparison:
-    """The cells (one row each, numeric) and how to lay them out."""
+    """What `zoo compare` shows: the cells (one row each, numeric) and how to lay them out.
+    ``zoo.comparison.render.render(comparison, "markdown")`` gives the command's text,
+    ``zoo.plot_comparison`` its bars."""
 
-    cells: Any  # pandas DataFrame
+    cells: Any
+    """A pandas DataFrame, one row per table cell: the row keys (default model) and column
+    keys (default dataset), task, metric, better, mean, std, n (distinct seeds), best,
+    detectable (the smallest difference to the leader its seeds find with 80% power),
+    setting, configs, runs; with a baseline also diff, ci_low, ci_high, df, p, p_holm,
+    significant (None where there is no test) and test."""
     rows: list[str]
+    """The run columns that make the table's rows (``by``)."""
     columns: list[str]
+    """The run columns that make the table's columns."""
     baseline: str | None = None
+    """The row the others are tested against, if any."""
     notes: list[str] = field(default_factory=list)
-    pooled: bool = False  # --pool: n counts runs (configurations x seeds), not seeds
-    examples_counted: list[str] = field(default_factory=list)  # metrics whose tests count
-    # the evaluation set's sampling noise (per-example scores kept: zoo.comparison.bootstrap)
+    """What the command prints under the table: merged duplicates, runs left out, rows
+    not told apart."""
+    pooled: bool = False
+    """``pool``: n counts runs (configurations x seeds), not seeds."""
+    examples_counted: list[str] = field(default_factory=list)
+    """The metrics whose tests count the evaluation set's sampling noise (per-example
+    scores kept: zoo.comparison.bootstrap)."""
+    ties: list = field(default_factory=list)
+    """The columns whose leader is not told apart from every other row, with the rows
+    tied with it (zoo.comparison.significance.Tie): what more seeds would settle."""
+    level: float = 0.95
+    """The confidence of each column's tests."""
+
+    def __getitem__(self, key):
+        """zoo.compare() returned the cells before: deprecated, read ``.cells``."""
+        _earlier_frame(f"[{key!r}]")
+        return self.cells[key]
+
+    def __getattr__(self, name: str):
+        cells = self.__dict__.get("cells")  # None while a copy or pickle is being built
+        if name.startswith("_") or cells is None or not hasattr(cells, name):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        _earlier_frame(f".{name}")
+        return getattr(cells, name)
 
     @functools.cached_property
     def metric_pairs(self):
@@ -166,42 +199,126 @@ class Comparison:
         return self.cells[["task", "metric"]].drop_duplicates()
 
 
-def summarize(
-    frame,
-    *,
-    metric: str | None = None,
-    where: str | None = None,
-    by=None,
-    columns=None,
-    baseline: str | None = None,
-    evals: bool = False,
-    status=("finished",),
-    better: str | None = None,
-    pool: bool = False,
-    level: float = 0.95,
-    examples: bool = True,
-) -> Comparison:
-    import pandas as pd
+def _earlier_frame(access: str) -> None:
+    import warnings
 
-    # Evaluation rows are told apart by what the model was trained on and the split scored.
-    rows_keys = _keys(by or (("model", "trained_on") if evals else ("model",)), "--by")
-    column_keys = _keys(columns or (("dataset", "split") if evals else ("dataset",)), "--columns")
-    if better not in (None, "lower", "higher"):
-        raise ZooError(f"better must be 'lower' or 'higher', not {better!r}")
+    from zoo.errors import ZooDeprecationWarning
+
+    warnings.warn(
+        f"zoo.compare(){access} is deprecated: zoo.compare returns a zoo.Comparison; its "
+        f"cells are .cells{access} (the DataFrame access goes in zoo 0.2)",
+        ZooDeprecationWarning,
+        stacklevel=3,
+    )
+
+
+@dataclass(frozen=True)
+class ComparisonSpec:
+    """What a comparison table shows, each as ``zoo.compare``'s argument of that name: which
+    runs and figure (metric, where, evals, status), how they are laid out (by, columns,
+    baseline) and how its cells are told apart (better, pool, level, examples)."""
+
+    metric: str | None = None
+    """The figure compared; None: each task's primary metric."""
+    where: str | None = None
+    """A filter over run columns (``zoo runs --where``)."""
+    by: Sequence[str] | str | None = None
+    """The run columns of the rows (default: model; for evaluations model and trained_on)."""
+    columns: Sequence[str] | str | None = None
+    """The run columns of the columns (default: dataset; for evaluations dataset and split)."""
+    baseline: str | None = None
+    """The row every other is tested against."""
+    evals: bool = False
+    """Compare evaluations (zoo eval's rows) rather than trained runs."""
+    status: tuple[str, ...] = ("finished",)
+    """The run statuses counted ("all": every one)."""
+    better: str | None = None
+    """"lower" or "higher", for a figure no task declares a direction for."""
+    pool: bool = False
+    """Pool a row's runs with different settings into one cell (n then counts runs)."""
+    level: float = 0.95
+    """The confidence of each column's tests."""
+    examples: bool = True
+    """Count the evaluation set's sampling noise where runs kept per-example scores."""
+
+    def __post_init__(self):
+        if self.better not in (None, "lower", "higher"):
+            raise ZooError(f"better must be 'lower' or 'higher', not {self.better!r}")
+
+    @property
+    def row_keys(self) -> list[str]:
+        # Evaluation rows are told apart by what the model was trained on and the split scored.
+        return _keys(self.by or (("model", "trained_on") if self.evals else ("model",)), "by")
+
+    @property
+    def column_keys(self) -> list[str]:
+        default = ("dataset", "split") if self.evals else ("dataset",)
+        return _keys(self.columns or default, "columns")
+
+    @property
+    def figure(self) -> str:
+        """The compared figure's name in a message."""
+        return self.metric or "their task's primary metric"
+
+
+def summarize(frame, spec: ComparisonSpec | None = None) -> Comparison:
+    """The comparison of the runs of ``frame`` (``load_runs()``) that ``spec`` selects: one
+    cell per row and column key, with each column's best marked and the notes on what was
+    left out or pooled."""
+    spec = spec or ComparisonSpec()
+    rows_keys, column_keys = spec.row_keys, spec.column_keys
+    data, notes = _selected_runs(frame, spec, rows_keys + column_keys)
+    long, notes = _figures(data, spec, rows_keys + column_keys, notes)
+    ranked_on = long.attrs["ranked_on"]
+    table, statuses, machines = _cells(long, spec, rows_keys, column_keys)
+    reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
+    replicates = _example_replicates(table, column_keys, spec.examples and not spec.evals)
+    level = spec.level
+    table["best"], marks, ties = best_marks(
+        table, rows_keys, column_keys, level, reported, replicates
+    )
+    table["detectable"], power = power_notes(table, rows_keys, column_keys, level, reported)
+    notes += marks + power
+    notes += _pooling_notes(spec, len(data), long.attrs, statuses, machines)
+    counted = sorted({table.loc[i, "metric"] for i in replicates})
+    if spec.baseline is not None:
+        table = with_baseline(table, rows_keys, column_keys, spec.baseline, level, replicates)
+    table = _laid_out(table.drop(columns=["_settings", "variant"]), spec)
+    if (table["configs"] > 1).any():
+        notes.append("some cells pool runs with different settings (--pool)")
+    table.attrs["notes"] = notes  # zoo.compare() returns the cells: the notes travel with them
+    return Comparison(
+        table,
+        rows_keys,
+        column_keys,
+        spec.baseline,
+        notes,
+        pooled=spec.pool,
+        examples_counted=counted,
+        ties=ties,
+        level=level,
+    )
+
+
+def _selected_runs(frame, spec: ComparisonSpec, keys: list[str]):
+    """The runs of ``frame`` the spec selects (a model's own rows or evaluations, where,
+    status; ensembles of mixed seeds left out), and the notes on what was left out. Unknown
+    keys and metrics, and a selection with no run, are errors."""
     if frame is None or frame.empty:
         raise ZooError("no runs recorded yet (zoo run or zoo sweep records some)")
     if "settings" not in frame.columns:
         frame = frame.assign(settings=[{}] * len(frame), trained_on=None, split=None)
     if "sample" not in frame.columns:  # no settings known: a run is its config hash
         frame = frame.assign(sample=frame["config_hash"].fillna(frame["id"]))
+    _check_names(frame, spec, keys)
     # a model's own rows (trained runs, ensembles of them), or evaluations on other data
-    data = frame[(frame["kind"] == "eval") == evals]
-    if where:
-        data = _query(data, where)
+    data = frame[(frame["kind"] == "eval") == spec.evals]
+    if spec.where:
+        data = _query(data, spec.where)
     notes = []
-    if status and "all" not in status:
-        notes += left_out_by_status(data, status)
-        data = data[data["status"].isin(list(status))]
+    if spec.status and "all" not in spec.status:
+        notes += left_out_by_status(data, spec.status)
+        data = data[data["status"].isin(list(spec.status))]
     # An ensemble of members at different seeds shares members with others (seed 0's model
     # with seed 1's, and with seed 2's): no count of independent seeds holds for it.
     mixed = (data["kind"] == "ensemble") & data["seed"].isna()
@@ -213,7 +330,15 @@ def summarize(
         if mixed.all():
             raise ZooError(notes[-1] + "; combine members of one seed to compare them")
         data = data[~mixed]
-    for key in rows_keys + column_keys:
+    if data.empty:
+        where = f" where {spec.where!r}" if spec.where else ""
+        raise ZooError(f"no {_described(spec)} match{where}")
+    return data, notes
+
+
+def _check_names(frame, spec: ComparisonSpec, keys: list[str]) -> None:
+    """Every row and column key a run column, and the metric one some run records."""
+    for key in keys:
         if key not in frame.columns:
             raise UnknownNameError(
                 "column",
@@ -222,56 +347,72 @@ def summarize(
                 hint="group by a run column such as model, architecture, "
                 "tokenizer, dataset, task, seed",
             )
-    known = (
+    metric = spec.metric
+    if not (
         metric is None
         or metric in frame.columns
-        or (evals and any(c.endswith("_" + metric) for c in frame.columns))
-    )
-    if not known:
+        or (spec.evals and any(c.endswith("_" + metric) for c in frame.columns))
+    ):
         raise UnknownNameError("metric", metric, metric_names(frame))
-    what = f"{'evaluation' if evals else 'training'} runs with status {', '.join(status) or 'any'}"
-    if data.empty:
-        raise ZooError(f"no {what} match" + (f" --where {where!r}" if where else ""))
-    long = _values(data, metric, evals)
+
+
+def _described(spec: ComparisonSpec) -> str:
+    kind = "evaluation" if spec.evals else "training"
+    return f"{kind} runs with status {', '.join(spec.status) or 'any'}"
+
+
+def _figures(data, spec: ComparisonSpec, keys: list[str], notes: list[str]):
+    """One row per run and figure, finite and one per sample, each labelled with the
+    configuration (``variant``) it pools into; and the notes, with what was left out or
+    ranked. Its ``attrs`` keep the validation figures rows are ranked on (``ranked_on``),
+    and how many runs recorded no figure (``missing``) or were merged (``merged``)."""
+    long = _values(data, spec.metric, spec.evals)
     if long.empty:
-        raise ZooError(f"none of the {what} recorded " + (metric or "their task's primary metric"))
+        raise ZooError(f"none of the {_described(spec)} recorded {spec.figure}")
     missing = len(data) - long.loc[long["role"] == "primary", "id"].nunique()
     finite = long["value"].map(math.isfinite)
-    notes += non_finite_note(long[~finite])
+    notes = notes + non_finite_note(long[~finite])
     long, merged = one_per_sample(long[finite])
     if long.empty:
-        raise ZooError(f"none of the {what} recorded a finite " + (metric or "primary metric"))
+        raise ZooError(f"none of the {_described(spec)} recorded a finite {spec.figure}")
     # A model, dataset, task or split that is neither a row nor a column key still tells
     # configurations apart: their runs are rows of their own, never one pooled cell.
-    apart = [
-        k for k in IDENTITY + (("split",) if evals else ()) if k not in rows_keys + column_keys
-    ]
+    apart = [k for k in IDENTITY + (("split",) if spec.evals else ()) if k not in keys]
     if apart:
         long["settings"] = [
             {**settings, **{k: key_text(v) for k, v in zip(apart, values)}}
             for settings, *values in zip(long["settings"], *(long[k] for k in apart))
         ]
-    long["variant"] = long["settings"].map(variant_id) if not pool else ""
-    for key in rows_keys + column_keys:
+    long["variant"] = long["settings"].map(variant_id) if not spec.pool else ""
+    for key in keys:
         long[key] = long[key].map(key_text)
-    long, ranked_on = _choice_figures(long, rows_keys + column_keys, pool)
+    long, ranked_on = _choice_figures(long, keys, spec.pool)
     if ranked_on:
         notes.append(
             f"rows that differ in settings are ranked on {', '.join(ranked_on)}, the "
             "validation figure: the best mark is there, the test figure beside it reports "
             "and never chooses (--metric picks one figure)"
         )
-    long, selected = _without_selected_trials(long, rows_keys + column_keys)
+    long, selected = _without_selected_trials(long, keys)
     if selected:
         notes.append(
             f"{selected} tune trial(s) left out where their settings were re-run: a trial "
             "chosen as the best is biased upwards by the choice (zoo tune reports its re-runs)"
         )
+    long.attrs.update(ranked_on=ranked_on, missing=missing, merged=merged)
+    return long, notes
+
+
+def _cells(long, spec: ComparisonSpec, rows_keys: list[str], column_keys: list[str]):
+    """One cell per row key, column key, task, metric and configuration: mean, std, n and
+    the runs; and the statuses pooled in a cell, and how many cells pool machines."""
+    import pandas as pd
+
     group = unique_keys(rows_keys + column_keys + ["task", "metric", "variant"])
-    cells, mixed, machines = [], set(), 0
+    cells, statuses, machines = [], set(), 0
     for values, runs in long.groupby(group, sort=False, dropna=False):
         if runs["status"].nunique() > 1:
-            mixed.update(runs["status"])
+            statuses.update(runs["status"])
         machines += _pools_machines(runs)
         found = dict(zip(group, values))
         numbers = runs["value"].astype(float)
@@ -279,7 +420,7 @@ def summarize(
         cell.update(
             task=found["task"],
             metric=found["metric"],
-            better=better or direction(found["metric"], found["task"]),
+            better=spec.better or direction(found["metric"], found["task"]),
             mean=float(numbers.mean()),
             std=float(numbers.std(ddof=1)) if len(numbers) > 1 else float("nan"),
             n=int(len(numbers)),
@@ -291,19 +432,20 @@ def summarize(
         cells.append(cell)
     table = pd.DataFrame(cells)
     table["setting"] = setting_labels(table, rows_keys, column_keys)
-    reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
-    replicates = _example_replicates(table, column_keys, examples and not evals)
-    table["best"], marks = best_marks(table, rows_keys, column_keys, level, reported, replicates)
-    table["detectable"], power = power_notes(table, rows_keys, column_keys, level, reported)
-    notes += marks + power
-    if missing:
+    return table, statuses, machines
+
+
+def _pooling_notes(spec: ComparisonSpec, matched: int, counts, statuses, machines: int):
+    """The notes on runs left out or merged, and on cells that pool statuses or machines."""
+    notes = []
+    if counts["missing"]:
         notes.append(
-            f"{missing} of {len(data)} matching runs recorded no "
-            f"{metric or 'primary metric'} and are left out"
+            f"{counts['missing']} of {matched} matching runs recorded no "
+            f"{spec.metric or 'primary metric'} and are left out"
         )
-    if mixed:
+    if statuses:
         notes.append(
-            f"some cells pool runs of several statuses ({', '.join(sorted(mixed))}); "
+            f"some cells pool runs of several statuses ({', '.join(sorted(statuses))}); "
             "--status finished counts finished runs only"
         )
     if machines:
@@ -312,30 +454,23 @@ def summarize(
             "(their last digits differ from machine to machine): zoo runs --columns "
             "cpu_kind,resolved_precision shows which"
         )
-    if merged:
+    if counts["merged"]:
         notes.append(
-            f"{merged} duplicate run(s) of the same configuration and seed merged (a tune "
-            "trial and its re-run, a repeat): each sample counts once, the latest run kept"
+            f"{counts['merged']} duplicate run(s) of the same configuration and seed merged "
+            "(a tune trial and its re-run, a repeat): each sample counts once, the latest "
+            "run kept"
         )
-    counted = sorted({table.loc[i, "metric"] for i in replicates})
-    if baseline is not None:
-        table = with_baseline(table, rows_keys, column_keys, baseline, level, replicates)
-    table = table.drop(columns=["_settings", "variant"])
-    order = unique_keys(
-        rows_keys
-        + column_keys
-        + list(STAT_COLUMNS)
-        + (list(BASELINE_COLUMNS) if baseline is not None else [])
-    )
-    table = table[order]
-    table = _sorted(table, unique_keys(rows_keys + column_keys + ["metric", "setting"]))
-    if (table["configs"] > 1).any():
-        notes.append("some cells pool runs with different settings (--pool)")
-    table = table.reset_index(drop=True)
-    table.attrs["notes"] = notes  # zoo.compare() returns the cells: the notes travel with them
-    return Comparison(
-        table, rows_keys, column_keys, baseline, notes, pooled=pool, examples_counted=counted
-    )
+    return notes
+
+
+def _laid_out(table, spec: ComparisonSpec):
+    """The cells' columns in the table's order (keys, statistics, the baseline's test),
+    and its rows sorted by key, metric and setting."""
+    keys = spec.row_keys + spec.column_keys
+    tested = list(BASELINE_COLUMNS) if spec.baseline is not None else []
+    table = table[unique_keys(keys + list(STAT_COLUMNS) + tested)]
+    table = _sorted(table, unique_keys(keys + ["metric", "setting"]))
+    return table.reset_index(drop=True)
 
 
 def _example_replicates(table, column_keys, wanted: bool) -> dict:
@@ -386,7 +521,7 @@ def _keys(keys, option: str) -> list[str]:
         keys = [k.strip() for k in keys.split(",")]
     keys = [k for k in keys if k]
     if not keys:
-        raise ZooError(f"{option} needs at least one run column")
+        raise ZooError(f"{option} needs at least one run column", option=option)
     return list(dict.fromkeys(keys))
 
 

@@ -11,7 +11,7 @@ import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from zoo.core.containment import PluginCodeFailed, call_plugin, contained, plugin_code
 from zoo.errors import MissingModule, UnknownNameError, ZooDeprecationWarning, ZooError
@@ -41,7 +41,8 @@ COLUMN_ROLES = ("text", "label")  # what a dataset's columns are to the tasks
 
 @dataclass(frozen=True)
 class Entry:
-    """One registered thing: its name, where its code lives, and which plugin added it."""
+    """One registered thing: its name, where its code lives, and which plugin added it (a
+    tokenizer's or a tracker's whole registration; the other kinds add their own fields)."""
 
     kind: str
     name: str
@@ -49,12 +50,6 @@ class Entry:
     plugin: str
     description: str = ""
     config: Any = None  # "module:Dataclass", the dataclass itself, or None
-    tasks: tuple[str, ...] = ()
-    task: Task | None = None  # a pipeline's declaration of the task it serves
-    columns: tuple[tuple[str, str], ...] = ()  # a dataset's columns by role: (("text", "text"),)
-    # an architecture's memory(config, vocab_size) -> bytes to train, or "module:attr"
-    memory: Any = None
-    architectures: tuple[str, ...] = ()  # an exporter's architectures ("*": any)
 
     def load(self):
         """Import and return the target (the heavy code), on first use; a target that cannot
@@ -65,6 +60,26 @@ class Entry:
             if problem:
                 raise ZooError(f"{self.kind} {self.name!r} from plugin {self.plugin!r}: {problem}")
         return target
+
+    def config_class(self):
+        if self.config is None:
+            return None
+        cls = resolve_target(self.config, f"config of {self.name!r}")
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            raise ZooError(
+                f"config of {self.kind} {self.name!r} from plugin {self.plugin!r} is "
+                f"a {type(cls).__name__}, not a dataclass"
+            )
+        return cls
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArchitectureEntry(Entry):
+    """A registered architecture (``register_architectures``)."""
+
+    tasks: tuple[str, ...] = ()  # the registered tasks it has a head for
+    # its memory(config, vocab_size) -> bytes to train, or "module:attr"
+    memory: Any = None
 
     def memory_estimate(self, config, vocab_size: int | None = None) -> int | None:
         """Bytes a model of ``config`` needs to train with a vocabulary of ``vocab_size``
@@ -95,16 +110,27 @@ class Entry:
             )
         return needed
 
-    def config_class(self):
-        if self.config is None:
-            return None
-        cls = resolve_target(self.config, f"config of {self.name!r}")
-        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
-            raise ZooError(
-                f"config of {self.kind} {self.name!r} from plugin {self.plugin!r} is "
-                f"a {type(cls).__name__}, not a dataclass"
-            )
-        return cls
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetEntry(Entry):
+    """A registered dataset (``register_datasets``)."""
+
+    tasks: tuple[str, ...] = ()  # the registered tasks it serves, best first
+    columns: tuple[tuple[str, str], ...] = ()  # its columns by role: (("text", "text"),)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineEntry(Entry):
+    """A registered pipeline with its declaration of the task it serves (``register_pipelines``)."""
+
+    task: Task
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExporterEntry(Entry):
+    """A registered export format (``register_exporters``)."""
+
+    architectures: tuple[str, ...] = ()  # the architectures it exports ("*": any)
 
 
 @dataclass(frozen=True)
@@ -219,14 +245,17 @@ def resolve_target(target, what: str):
 UNLISTED = ("exporter", "command")  # kinds `zoo list` has no section for
 
 
-class Entries:
+E = TypeVar("E", bound="Entry | Command")
+
+
+class Entries(Generic[E]):
     """Names of one kind: clashes are errors, unknown names get a did-you-mean."""
 
     def __init__(self, kind: str):
         self.kind = kind
-        self._entries: dict[str, Entry] = {}
+        self._entries: dict[str, E] = {}
 
-    def add(self, entry: Entry) -> None:
+    def add(self, entry: E) -> None:
         existing = self._entries.get(entry.name)
         if existing is not None:
             raise ZooError(
@@ -235,7 +264,7 @@ class Entries:
             )
         self._entries[entry.name] = entry
 
-    def get(self, name: str) -> Entry:
+    def get(self, name: str) -> E:
         try:
             return self._entries[name]
         except KeyError:
@@ -247,7 +276,7 @@ class Entries:
                 hint=f"zoo list {self.kind}s shows all" if listed else None,
             ) from None
 
-    def remove(self, name: str) -> Entry:
+    def remove(self, name: str) -> E:
         return self._entries.pop(name)
 
     def __contains__(self, name) -> bool:
@@ -260,10 +289,10 @@ class Entries:
         """Names matching a shell-style wildcard, in natural order (model2 before model10)."""
         return sorted(fnmatch.filter(self._entries, pattern), key=natural_key)
 
-    def entries(self, pattern: str = "*") -> list[Entry]:
+    def entries(self, pattern: str = "*") -> list[E]:
         return [self._entries[n] for n in self.names(pattern)]
 
-    def entries_in_order(self) -> list[Entry]:
+    def entries_in_order(self) -> list[E]:
         """Every entry in the order it was registered (built-ins first)."""
         return list(self._entries.values())
 

@@ -41,9 +41,13 @@ from zoo.core.containment import (
 from zoo.core.kinds import (
     KIND_OF_HOOK,
     KINDS,
+    ArchitectureEntry,
     Command,
+    DatasetEntry,
     Entries,
     Entry,
+    ExporterEntry,
+    PipelineEntry,
     resolve_target,
 )
 from zoo.core.plugin_presets import (
@@ -53,7 +57,7 @@ from zoo.core.plugin_presets import (
     preset_stager,
     remove_presets,
 )
-from zoo.core.staging import command_stager, entry_stager
+from zoo.core.staging import register_for
 from zoo.errors import PluginError
 from zoo.tasks import Task
 
@@ -129,38 +133,38 @@ class Zoo:
 
     def __init__(self, catalogue):
         self.catalogue = catalogue
-        self.entries_of = {kind: Entries(kind) for kind in KINDS}
+        self.entries_of: dict[str, Entries[Any]] = {kind: Entries(kind) for kind in KINDS}
         self.plugins: dict[str, PluginInfo] = {}
         self.loaded = False  # build_zoo has loaded every plugin and resolved presets' bases
         self.pm = pluggy.PluginManager("zoo")
         self.pm.add_hookspecs(hookspecs)
 
     @property
-    def architectures(self) -> Entries:
+    def architectures(self) -> Entries[ArchitectureEntry]:
         return self.entries_of["architecture"]
 
     @property
-    def tokenizers(self) -> Entries:
+    def tokenizers(self) -> Entries[Entry]:
         return self.entries_of["tokenizer"]
 
     @property
-    def datasets(self) -> Entries:
+    def datasets(self) -> Entries[DatasetEntry]:
         return self.entries_of["dataset"]
 
     @property
-    def pipelines(self) -> Entries:
+    def pipelines(self) -> Entries[PipelineEntry]:
         return self.entries_of["pipeline"]
 
     @property
-    def commands(self) -> Entries:
+    def commands(self) -> Entries[Command]:
         return self.entries_of["command"]
 
     @property
-    def loggers(self) -> Entries:
+    def loggers(self) -> Entries[Entry]:
         return self.entries_of["logger"]
 
     @property
-    def exporters(self) -> Entries:
+    def exporters(self) -> Entries[ExporterEntry]:
         return self.entries_of["exporter"]
 
     # -- loading ---------------------------------------------------------------------
@@ -223,8 +227,10 @@ class Zoo:
             self.pm.unregister(plugin)
             raise
 
-    def _collect(self, plugin, info: PluginInfo) -> tuple[list[Entry], list[StagedPreset]]:
-        staged: list[Entry] = []
+    def _collect(
+        self, plugin, info: PluginInfo
+    ) -> tuple[list[Entry | Command], list[StagedPreset]]:
+        staged: list[Entry | Command] = []
         presets: list[StagedPreset] = []
         for caller in self.pm.get_hookcallers(plugin) or []:
             info.hooks.append(caller.name)
@@ -234,9 +240,7 @@ class Zoo:
                 if caller.name == "register_presets":
                     register = preset_stager(info.name, presets)
                 else:
-                    kind = KIND_OF_HOOK[caller.name]
-                    stager = command_stager if kind == "command" else entry_stager
-                    register = stager(kind, info.name, staged)
+                    register = register_for(KIND_OF_HOOK[caller.name], info.name, staged)
                 impl.function(**{arg: register for arg in impl.argnames})
         return staged, presets
 

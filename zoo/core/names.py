@@ -14,11 +14,7 @@ from zoo.tasks import Task
 def registered_tasks(zoo=None) -> dict[str, Task]:
     """Every registered task by name, in registration order."""
     zoo = zoo or get_zoo()
-    return {
-        entry.name: entry.task
-        for entry in zoo.pipelines.entries_in_order()
-        if entry.task is not None
-    }
+    return {entry.name: entry.task for entry in zoo.pipelines.entries_in_order()}
 
 
 def get_task(name: str | None, zoo=None) -> Task | None:

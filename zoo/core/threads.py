@@ -127,7 +127,8 @@ def check_thread_count(requested: int | None, usable: int | None = None) -> None
     usable = usable_cpus() if usable is None else usable
     if requested is not None and requested > usable:
         raise ZooError(
-            f"--threads {shown(requested)}: this process may use {usable} CPU(s); at most {usable}"
+            f"threads {shown(requested)}: this process may use {usable} CPU(s); at most {usable}",
+            option="threads",
         )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import stat
 import sys
 from dataclasses import dataclass, field
@@ -97,6 +98,17 @@ class LoadedDataset:
                 hint=f"dataset {self.ref.name!r} has: {', '.join(self.splits)}",
             )
         return self.splits[name]
+
+    def rows_digest(self, role: str) -> bytes:
+        """A hash of the rows of a role's split as scored: its text and label columns, in
+        order (after ``sampling_evaluation``). Two runs with equal digests scored the same
+        examples, so their per-example scores pair example by example."""
+        split = self.split(role)
+        digest = hashlib.sha256()
+        for column in (self.text_column, self.label_column):
+            if column is not None and column in split.column_names:
+                digest.update(json.dumps(split[column], default=str).encode())
+        return digest.digest()[:16]
 
     @property
     def fingerprint(self) -> str:
@@ -286,7 +298,7 @@ def check(dataset: LoadedDataset) -> None:
             kind = getattr(feature, "dtype", None) or type(feature).__name__
             raise ZooError(
                 f"text column {dataset.text_column!r} of dataset {name!r} holds "
-                f"{kind} values, not text; name a text column with --text-column "
+                f"{kind} values, not text; name a text column (text_column) "
                 f"(columns: {', '.join(split.column_names)})"
             )
         empty = split.data.column(dataset.text_column).null_count

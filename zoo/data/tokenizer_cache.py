@@ -16,8 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from zoo.core.phases import phase
-from zoo.errors import ZooError
-from zoo.home import zoo_home
+from zoo.home import cache_home
 from zoo.tokenizer import Tokenizer
 
 CACHE_FORMAT = 1  # bump when what a cache entry holds changes
@@ -25,10 +24,7 @@ CACHE_FORMAT = 1  # bump when what a cache entry holds changes
 
 def cache_root() -> Path:
     """Where trained tokenizers are kept: $ZOO_CACHE/tokenizers, else $ZOO_HOME/.cache/tokenizers."""
-    base = os.environ.get("ZOO_CACHE")
-    if base and Path(base).expanduser().exists() and not Path(base).expanduser().is_dir():
-        raise ZooError(f"ZOO_CACHE={base} is not a folder; point it at a folder (or unset it)")
-    return (Path(base).expanduser() if base else zoo_home() / ".cache") / "tokenizers"
+    return cache_home() / "tokenizers"
 
 
 def dataset_key(dataset, role: str = "train", column: str | None = None) -> str:

@@ -40,9 +40,11 @@ def check_card_metadata(license: str | None, base_model: str | None) -> None:
 
     if license is not None and license not in HUB_LICENSES:
         if license.lower() in HUB_LICENSES:
-            raise ZooError(f"--license {shown(license)}: the Hub writes it {license.lower()!r}")
+            raise ZooError(
+                f"license {shown(license)}: the Hub writes it {license.lower()!r}", option="license"
+            )
         raise UnknownNameError(
-            "--license",
+            "license",
             license,
             HUB_LICENSES,
             hint="a Hub license identifier such as apache-2.0, mit or cc-by-4.0; "
@@ -57,9 +59,10 @@ def check_card_metadata(license: str | None, base_model: str | None) -> None:
         validate_repo_id(base_model)
     except HFValidationError:
         raise ZooError(
-            f"--base-model {shown(base_model)} is neither a Hub model id ('name' or "
+            f"base_model {shown(base_model)} is neither a Hub model id ('name' or "
             "'namespace/name': letters, digits, '-', '_' and '.', at most 96 characters) "
-            "nor a run in ZOO_HOME"
+            "nor a run in ZOO_HOME",
+            option="base_model",
         ) from None
 
 
@@ -342,7 +345,7 @@ def _training(config: dict, row: dict) -> str:
 def _checked(checked: dict, format: str) -> str:
     return (
         f"Before it was written, this folder was loaded as above and its predictions on "
-        f"{checked.get('compared')} validation texts compared with zoo's: the same labels, "
+        f"{checked.get('compared')} validation texts compared with zoo's: the same predictions, "
         f"largest probability difference {checked.get('max_difference', math.nan):.2g} "
         f"({format} format, fp32)."
     )

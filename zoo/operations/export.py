@@ -59,6 +59,7 @@ def export_run(
             base_model=base_model,
         )
         (staging / "README.md").write_text(card, encoding="utf-8")
+    keep_card(trained.run_id, card)
     return {
         "run_id": trained.run_id,
         "folder": str(folder),
@@ -68,6 +69,20 @@ def export_run(
         "compared": checked["compared"],
         "labels_agree": checked["agree"],
     }
+
+
+def keep_card(run_id: str, card: str) -> None:
+    """The card beside the run, too (its folder's MODEL_CARD), where zoo ui shows it; a
+    run folder that cannot be written (an archived store) keeps none, and says so."""
+    import logging
+
+    from zoo.io import atomic_write_text
+    from zoo.records.paths import MODEL_CARD, run_folder
+
+    try:
+        atomic_write_text(run_folder(run_id) / MODEL_CARD, card)
+    except (OSError, ZooError) as exc:
+        logging.getLogger(__name__).warning(f"the model card was not kept beside the run: {exc}")
 
 
 def pick(zoo, trained, chosen=None):
@@ -209,8 +224,8 @@ def _refusal(checked: dict, name: str, described: str) -> str | None:
         )
     if agree is not True:
         return (
-            f"the {name} export predicts other labels than zoo on {described} (validation "
-            "texts); nothing was written"
+            f"the {name} export predicts otherwise than zoo on {described} (validation "
+            "texts: other labels, tokens or translations); nothing was written"
         )
     return None
 

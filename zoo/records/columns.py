@@ -136,8 +136,9 @@ def with_setting_columns(frame, rows: dict[str, dict]):
     if not keys or frame.empty:
         return frame
     names = column_names(keys, set(frame.columns))
+    ids = frame["id"].tolist()  # once: iterating a column of strings is slow
     columns = {}
     for key, name in names.items():
-        values = [flat.get(run_id, {}).get(key) for run_id in frame["id"]]
+        values = [flat.get(run_id, {}).get(key) for run_id in ids]
         columns[name] = typed_column(values)
     return pd.concat([frame, pd.DataFrame(columns, index=frame.index)], axis=1)

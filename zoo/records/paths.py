@@ -19,6 +19,7 @@ from zoo.home import zoo_home  # noqa: F401  (where the runs folder is)
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SHOWN = 60  # characters of a bad id echoed back
+MODEL_CARD = "model_card.md"  # in a run's folder: the card of its latest export (zoo export)
 
 
 def check_run_id(run_id) -> str:

@@ -271,10 +271,33 @@ class Store:
             )
         ]
 
-    def rows(self) -> list[dict]:
-        """Every readable row; one whose JSON is damaged is skipped with a warning naming it."""
+    def count(self) -> int:
+        return self.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+
+    def ids_by_creation(self, limit: int, offset: int = 0, newest_first: bool = True) -> list[str]:
+        """One page of run ids in order of creation (a run without a time last, ties in
+        the order written), read without decoding any row."""
+        order = "DESC" if newest_first else "ASC"
+        return [
+            r[0]
+            for r in self.conn.execute(
+                f"SELECT id FROM runs ORDER BY created IS NULL, created {order}, rowid "
+                "LIMIT ? OFFSET ?",
+                (limit, offset),
+            )
+        ]
+
+    def rows(self, ids: list[str] | None = None) -> list[dict]:
+        """Every readable row (or those of ``ids``); one whose JSON is damaged is skipped
+        with a warning naming it."""
+        if ids is not None:
+            return [row for part in _chunks(ids, 500) for row in self._rows(part)]
+        return self._rows(None)
+
+    def _rows(self, ids: list[str] | None) -> list[dict]:
         rows = []
-        for row in self.conn.execute("SELECT * FROM runs ORDER BY created"):
+        where = "" if ids is None else f"WHERE id IN ({', '.join('?' * len(ids))}) "
+        for row in self.conn.execute(f"SELECT * FROM runs {where}ORDER BY created", ids or ()):
             try:
                 rows.append(_decode(dict(row)))
             except ZooError as exc:
@@ -296,6 +319,11 @@ class Store:
         metrics = pd.DataFrame([_scalars(r["metrics"]) for r in rows], index=base.index)
         metrics = metrics[[c for c in metrics.columns if c not in base.columns]]
         return pd.concat([base, metrics], axis=1)
+
+
+def _chunks(items: list, size: int):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def _scalars(metrics: dict) -> dict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import re
 from collections import deque
 from dataclasses import dataclass
 
@@ -26,11 +27,15 @@ def stack_size(stack_seeds: int | bool | None, seeds: int) -> int | None:
     if not stack_seeds:
         return None
     if seeds < 2:
-        raise ZooError("--stack-seeds trains several seeds together: give --seeds 2 or more")
+        raise ZooError(
+            "stack_seeds trains several seeds together: give 2 or more seeds", option="stack_seeds"
+        )
     if stack_seeds is True:
         return seeds
     if not isinstance(stack_seeds, int) or stack_seeds < 2:
-        raise ZooError(f"--stack-seeds must be 2 or more seeds, not {stack_seeds!r}")
+        raise ZooError(
+            f"stack_seeds must be 2 or more seeds, not {stack_seeds!r}", option="stack_seeds"
+        )
     return min(stack_seeds, seeds)
 
 
@@ -38,7 +43,10 @@ def check_plans(cells, executor) -> None:
     """Refuse, before anything trains, a sweep whose stacked cells cannot be trained
     together: one line naming the reason."""
     if executor is not None and type(executor).__name__ == "RayExecutor":
-        raise ZooError("--stack-seeds runs stacks here or in --jobs worker processes, not on Ray")
+        raise ZooError(
+            "stack_seeds runs stacks here or in local worker processes (jobs), not on Ray",
+            option="stack_seeds",
+        )
     probed: dict[str, str | None] = {}
     for cell in cells:
         plan = cell.plan
@@ -51,24 +59,29 @@ def check_plans(cells, executor) -> None:
         ):
             if getattr(train, name, False):
                 raise ZooError(
-                    f"--stack-seeds cannot train {cell.label} ({name}=true: {why} is not "
-                    f"batched over seeds); leave out --stack-seeds or set {name}=false"
+                    f"stack_seeds cannot train {cell.label} ({name}=true: {why} is not "
+                    f"batched over seeds); leave out stack_seeds or set {name}=false",
+                    option="stack_seeds",
                 )
         if getattr(train, "time", None) is not None:
             raise ZooError(
-                f"--stack-seeds cannot honour a time budget per seed ({cell.label}); "
-                "give --steps instead"
+                f"stack_seeds cannot honour a time budget per seed ({cell.label}); "
+                "give steps instead",
+                option="stack_seeds",
             )
         if getattr(train, "freeze", None):
             raise ZooError(
-                f"--stack-seeds trains every weight ({cell.label} freezes some); "
-                "leave out --stack-seeds or freeze"
+                f"stack_seeds trains every weight ({cell.label} freezes some); "
+                "leave out stack_seeds or freeze",
+                option="stack_seeds",
             )
         key = repr((plan.spec.architecture.name, dataclasses.asdict(plan.configs["model"])))
         if key not in probed:
             probed[key] = why_not_batched(plan)
         if probed[key]:
-            raise ZooError(f"--stack-seeds cannot train {cell.label}: {probed[key]}")
+            raise ZooError(
+                f"stack_seeds cannot train {cell.label}: {probed[key]}", option="stack_seeds"
+            )
 
 
 def why_not_batched(plan) -> str | None:
@@ -109,12 +122,23 @@ def why_not_batched(plan) -> str | None:
             )
             out.float().sum().backward()
         except Exception as exc:
-            return (
-                f"its forward cannot be batched over seeds with torch.func.vmap ({_one_line(exc)})"
-            )
+            return f"{_unbatchable(exc)}; train its seeds one at a time (leave out --stack-seeds)"
         return None
     finally:
         restore_rng(saved[0], saved[1], {})
+
+
+def _unbatchable(exc: BaseException) -> str:
+    """Why torch.func.vmap refused the forward, in the user's terms where it is a known kind."""
+    text = str(exc)
+    if "dynamic shape" in text:  # torch.where, nonzero, boolean masks: sizes set by values
+        op = re.search(r"aten::\w+", text)
+        return (
+            "its forward picks rows by their values (as a router sending tokens to experts "
+            f"does{f': {op.group()}' if op else ''}), a shape that differs from seed to seed, "
+            "which torch.func.vmap cannot batch"
+        )
+    return f"its forward cannot be batched over seeds with torch.func.vmap ({_one_line(exc)})"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -82,7 +82,8 @@ class Sweep:
 
     @property
     def todo(self) -> list[Cell]:
-        return [c for c in self.cells if not c.skip and not c.done]
+        """The cells to train: not impossible, not finished before, not trained yet."""
+        return [c for c in self.cells if not c.skip and not c.done and c.status is None]
 
     @property
     def failed(self) -> list[Cell]:
@@ -127,12 +128,10 @@ def plan_sweep(
     """Every cell planned; ``stack_seeds`` (zoo.sweeps.cell_stacks) trains up to that many
     seeds of a cell together (True: all of them), a configuration of its own."""
     from zoo.core.loading import get_zoo
-    from zoo.records.store import Store
-    from zoo.train.plan import config_hash, plan_run
 
     zoo = zoo or get_zoo()
     if seeds <= 0:
-        raise ZooError(f"--seeds must be positive, got {seeds}")
+        raise ZooError(f"seeds must be positive, got {seeds}", option="seeds")
     stacked = stack_size(stack_seeds, seeds)
     grid, overrides = dict(grid or {}), dict(overrides or {})
     names = expand_models(models, zoo)
@@ -149,30 +148,58 @@ def plan_sweep(
             f"{len(datasets)} dataset(s) x {len(settings):,} setting(s) x "
             f"{seeds:,} seed(s)); at most {MAX_CELLS:,}: split it"
         )
-    cells: list[Cell] = []
-    loaded: dict = {}
-    for model in names:
-        for dataset in datasets:
-            for setting in settings:
-                plan = None  # the setting's plan: the same for every seed but the seed
-                for seed in range(seeds):
-                    cell = Cell(model, dataset, seed, setting)
-                    try:
-                        if plan is None:
-                            plan = plan_run(
-                                model,
-                                dataset,
-                                overrides={**overrides, **setting},
-                                seed=seed,
-                                task=task,
-                                zoo=zoo,
-                                loaded_cache=loaded,
-                            )
-                        cell.plan = dataclasses.replace(plan, seed=seed, stacked=stacked)
-                        cell.config_hash = config_hash(cell.plan, zoo)
-                    except ZooError as exc:
-                        cell.skip = str(exc)
-                    cells.append(cell)
+    # one dataset loaded once for every cell that plans on it
+    planning = {"task": task, "zoo": zoo, "loaded_cache": {}}
+    cells = [
+        cell
+        for model in names
+        for dataset in datasets
+        for setting in settings
+        for cell in _setting_cells(
+            model, dataset, {**overrides, **setting}, setting, seeds, stacked, planning
+        )
+    ]
+    _settle(cells, zoo)
+    return Sweep(
+        cells,
+        names,
+        datasets,
+        list(range(seeds)),
+        grid=grid,
+        overrides=overrides,
+        task=task,
+        stacked=stacked,
+    )
+
+
+def _setting_cells(
+    model: str, dataset: str, overrides: dict, setting: dict, seeds: int, stacked, planning: dict
+) -> list[Cell]:
+    """One setting's cells, a seed each: planned once (the plans differ only in the seed,
+    ``planning`` has plan_run's task, zoo and loaded_cache); a setting zoo refuses skips
+    each cell with the reason."""
+    from zoo.train.plan import config_hash, plan_run
+
+    cells, plan = [], None
+    for seed in range(seeds):
+        cell = Cell(model, dataset, seed, setting)
+        try:
+            if plan is None:
+                plan = plan_run(model, dataset, overrides=overrides, seed=seed, **planning)
+            cell.plan = dataclasses.replace(plan, seed=seed, stacked=stacked)
+            cell.config_hash = config_hash(cell.plan, planning["zoo"])
+        except ZooError as exc:
+            cell.skip = str(exc)
+        cells.append(cell)
+    return cells
+
+
+def _settle(cells: list[Cell], zoo) -> None:
+    """Mark the cells a finished run already answers, and those that repeat another cell's
+    experiment (settings that differ only in ones that change no result); explain why the
+    first of each new experiment is new."""
+    from zoo.records.store import Store
+
     with Store() as store:
         finished = store.finished_by_hash()
         rows = store.rows() if any(c.config_hash not in finished for c in cells) else []
@@ -189,16 +216,30 @@ def plan_sweep(
         elif cell.config_hash:
             first[cell.config_hash] = cell
     explain_new_cells([c for c in first.values() if not c.done], rows, zoo)
-    return Sweep(
-        cells,
-        names,
-        datasets,
-        list(range(seeds)),
-        grid=grid,
-        overrides=overrides,
-        task=task,
-        stacked=stacked,
-    )
+
+
+def add_seed(sweep: Sweep, like: Cell, zoo=None) -> Cell:
+    """One more seed of `like`'s model, dataset and setting (the one after the highest
+    that row has), planned as plan_sweep plans a seed; a finished run of it is reused."""
+    from zoo.core.loading import get_zoo
+    from zoo.records.store import Store
+    from zoo.train.plan import config_hash
+
+    zoo = zoo or get_zoo()
+    row = [
+        c
+        for c in sweep.cells
+        if (c.model, c.dataset, c.setting) == (like.model, like.dataset, like.setting)
+    ]
+    cell = Cell(like.model, like.dataset, max(c.seed for c in row) + 1, like.setting)
+    cell.plan = dataclasses.replace(like.plan, seed=cell.seed)
+    cell.config_hash = config_hash(cell.plan, zoo)
+    with Store() as store:
+        settle_finished([cell], store.finished_by_hash(), zoo)
+    sweep.cells.append(cell)
+    if cell.seed not in sweep.seeds:
+        sweep.seeds.append(cell.seed)
+    return cell
 
 
 def settle_finished(cells: list[Cell], finished: dict[str, str], zoo) -> None:

@@ -21,8 +21,9 @@ def make_executor(
     if executor == "ray":
         if jobs == "auto" or int(jobs) > 1:
             raise ZooError(
-                "--jobs is for the local executor; Ray runs as many cells as the "
-                "cluster has room for (see --cell-cpus)"
+                "jobs is for the local executor; Ray runs as many cells as the "
+                "cluster has room for (see cell_cpus)",
+                option="jobs",
             )
         if gpus is None:  # Ray hides the GPUs from a task that asks for none
             gpus = 1 if device == "cuda" else 0
@@ -30,9 +31,9 @@ def make_executor(
 
         return RayExecutor(address, cpus or 1, gpus)
     if address is not None:
-        raise ZooError("--address is for --executor ray")
+        raise ZooError("address is for the ray executor", option="address")
     if cpus is not None or gpus is not None:
-        raise ZooError("--cell-cpus and --cell-gpus are for --executor ray")
+        raise ZooError("cell_cpus and cell_gpus are for the ray executor", option="cell_cpus")
     if jobs == "auto" or int(jobs) > 1:
         from zoo.sweeps.local import ProcessExecutor
 

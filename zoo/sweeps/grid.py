@@ -15,12 +15,14 @@ def parse_grid(items: list[str] | None) -> dict[str, list[str]]:
         try:
             key, values = parse_assignment(item)
         except ZooError:
-            raise ZooError(f"--grid expects key=v1,v2,..., got {item!r}") from None
+            raise ZooError(f"grid expects key=v1,v2,..., got {item!r}", option="grid") from None
         choices = list(dict.fromkeys(v.strip() for v in values.split(",")))
         if not all(choices):
-            raise ZooError(f"--grid {key}: empty value in {values!r}")
+            raise ZooError(f"grid {key}: empty value in {values!r}", option="grid")
         if _bare(key) in {_bare(k) for k in grid}:
-            raise ZooError(f"--grid {key} is given twice; put all its values in one --grid")
+            raise ZooError(
+                f"grid {key} is given twice; put all its values in one entry", option="grid"
+            )
         grid[key] = choices
     return grid
 
@@ -47,7 +49,7 @@ def check_grid(grid: dict[str, list], overrides: dict, pair_sections: list[dict]
         clash = [k for k in overrides if _bare(k) == _bare(key)]
         if clash:
             raise ZooError(
-                f"{key} is both swept (--grid) and fixed (--set, --steps or --time); give it once"
+                f"{key} is both swept (grid) and fixed (a setting, steps or time); give it once"
             )
     typed = {}
     for key, values in grid.items():
@@ -59,11 +61,11 @@ def check_grid(grid: dict[str, list], overrides: dict, pair_sections: list[dict]
                 unknown = unknown or exc
                 continue
             except ZooError as exc:  # the field exists but this value is not of its type
-                raise ZooError(f"--grid {key}: {exc}") from None
+                raise ZooError(f"grid {key}: {exc}", option="grid") from None
             break  # some cell has this key, and every value parses
         else:
             if unknown is not None:
-                raise ZooError(f"--grid: {unknown}")
+                raise ZooError(f"grid: {unknown}", option="grid")
             typed[key] = list(values)  # no cell can run: the cells say why
         unique = {repr(v): v for v in typed[key]}  # 0.001 and 1e-3 are one value, one cell
         typed[key] = list(unique.values())

@@ -36,9 +36,10 @@ def check_jobs(jobs: int) -> None:
     most = max(1, memory // WORKER_MEMORY)
     if jobs > most:
         raise ZooError(
-            f"--jobs {jobs:,} needs about {jobs * WORKER_MEMORY / 2**30:,.0f} GiB of memory "
+            f"jobs {jobs:,} needs about {jobs * WORKER_MEMORY / 2**30:,.0f} GiB of memory "
             f"for its worker processes alone ({WORKER_MEMORY // 2**20} MiB each), more than "
-            f"this machine's {memory / 2**30:.0f} GiB; at most {most:,}"
+            f"this machine's {memory / 2**30:.0f} GiB; at most {most:,}",
+            option="jobs",
         )
 
 

@@ -26,7 +26,7 @@ class RayExecutor(Executor):
     keeps as many in flight as the cluster has room for."""
 
     def __init__(self, address: str | None = None, cpus: int = 1, gpus: float = 0):
-        require_extra(("ray",), "ray", "--executor ray")
+        require_extra(("ray",), "ray", "the ray executor")
         import ray
 
         self.ray, self.address, self.cpus, self.gpus = ray, address, cpus, gpus

@@ -122,13 +122,14 @@ def _recorded() -> tuple[set[str], set[str]]:
     return {str(c) for c in frame.columns}, set(metric_names(frame))
 
 
-def table(sweep: Sweep, **options):
-    """The comparison of this sweep's cells only (not other runs of the same models)."""
+def table(sweep: Sweep, spec):
+    """The comparison (a zoo.comparison.table.ComparisonSpec) of this sweep's cells only
+    (not other runs of the same models)."""
     from zoo.comparison.table import load_runs, summarize
 
     frame = load_runs()
     frame = frame[frame["config_hash"].isin(sweep.hashes)]
-    return summarize(frame, **options)
+    return summarize(frame, spec)
 
 
 def comparison_frame(sweep: Sweep, cells):

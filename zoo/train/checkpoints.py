@@ -33,6 +33,7 @@ import numpy as np
 from zoo.errors import ZooError
 from zoo.io import atomic_write_json, fsync_dir, save_error
 from zoo.train.generators import capture_rng, restore_rng
+from zoo.train.job import runner_state
 
 FOLDER = "checkpoints"
 KEEP = 2  # committed checkpoints kept: the newest, and the one before in case it is damaged
@@ -237,9 +238,9 @@ class Checkpointer:
         self._last_save = self._clock()
 
     def restore(self) -> float:
-        """Load ``job._resume_from`` into the model, optimizer, RNGs and loop counters;
+        """Load the checkpoint the job resumes (``runner_state(job).resume_from``) into the model, optimizer, RNGs and loop counters;
         returns the training time already spent (0 when not resuming)."""
-        ckpt = getattr(self.job, "_resume_from", None)
+        ckpt = runner_state(self.job).resume_from
         if ckpt is None:
             return 0.0
         if not callable(getattr(self.model, "load_optimizer_state", None)):
@@ -290,7 +291,7 @@ class Checkpointer:
         metrics = run.file("metrics.jsonl")
         meta = {
             "identity": {
-                **getattr(self.job, "_identity", {}),
+                **runner_state(self.job).identity,
                 "tokenizer_sha256": file_sha256(run.file("tokenizer.json")),
             },
             "loop": {

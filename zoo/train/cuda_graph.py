@@ -21,8 +21,6 @@ on, has compiled). A batch of another shape than the captured one runs eagerly.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from zoo.core.phases import phase
@@ -44,7 +42,7 @@ class GraphedTrainStep:
 
     def reset(self) -> None:
         """Forget the graph (the optimizer's state was replaced, say): capture again."""
-        self.graph: Any = None
+        self.graph: torch.cuda.CUDAGraph | None = None
         self.key = None
         self.warm_steps = 0
 
@@ -62,7 +60,7 @@ class GraphedTrainStep:
             return loss
         if self.graph is None:
             with phase("compile"):  # the capture is the graph's one-off cost
-                self._capture(x, y, m, grad_clip, key)
+                self.graph = self._capture(x, y, m, grad_clip, key)
         elif key != self.key:  # another shape (a last, shorter batch, say)
             return model._eager_step(x, y, m, lr, grad_clip)
         else:
@@ -76,7 +74,7 @@ class GraphedTrainStep:
             raise NonFiniteError(loss, norm)
         return loss
 
-    def _capture(self, x, y, m, grad_clip: float, key) -> None:
+    def _capture(self, x, y, m, grad_clip: float, key) -> torch.cuda.CUDAGraph:
         model, optimizer = self.model, self.model.optimizer
         self.batch = tuple(None if t is None else t.clone() for t in (x, y, m))
         for group in optimizer.param_groups:  # read by the graph; _set_lr refills it
@@ -96,4 +94,5 @@ class GraphedTrainStep:
             optimizer.__dict__.pop("found_inf", None)
             for group in optimizer.param_groups:
                 group["capturable"] = False
-        self.graph, self.key = graph, key
+        self.key = key
+        return graph

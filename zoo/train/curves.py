@@ -96,49 +96,7 @@ def training_curves(
     figure.subplots_adjust(left=0.1, right=0.97, bottom=0.11, top=0.92)
     axes = figure.add_subplot()
     palette = colors(len(runs))
-    drawn = 0
-    for run, color in zip(runs, palette):
-        records = run["records"]
-        train_key, val_key = curve_keys(records, metric)
-        if train_key is not None:
-            points = [
-                (r[x], r[train_key])
-                for r in records
-                if r.get(train_key) is not None and x in r and finite(r[train_key])
-            ]
-            if points:
-                xs, ys = zip(*points)
-                if len(ys) >= 20:  # noisy per-step losses: faint raw line, smoothed on top
-                    axes.plot(xs, ys, color=color, alpha=0.25, linewidth=0.8)
-                    axes.plot(
-                        xs,
-                        _smooth(list(ys), max(5, len(ys) // 30)),
-                        color=color,
-                        linewidth=1.6,
-                        label=f"{run['label']}: train (smoothed)",
-                    )
-                else:
-                    axes.plot(xs, ys, color=color, linewidth=1.6, label=f"{run['label']}: train")
-                drawn += 1
-        if val_key is not None:
-            points = [
-                (r[x], r[val_key])
-                for r in records
-                if r.get(val_key) is not None and x in r and finite(r[val_key])
-            ]
-            if points:
-                xs, ys = zip(*points)
-                axes.plot(
-                    xs,
-                    ys,
-                    color=color,
-                    linestyle="--",
-                    marker="o",
-                    markersize=4,
-                    linewidth=1.4,
-                    label=f"{run['label']}: validation",
-                )
-                drawn += 1
+    drawn = sum(_draw_run(axes, run, color, metric, x) for run, color in zip(runs, palette))
     if not drawn:
         raise ZooError(
             f"no {metric!r} values to plot (metrics.jsonl has: "
@@ -151,33 +109,76 @@ def training_curves(
     handles, labels = axes.get_legend_handles_labels()
     extra = validation_metric(task) if metric == "loss" else None
     if extra is not None and extra != f"val_{metric}":
-        # the same unit shares the loss's axis; another (accuracy, say) gets its own
-        shared = _unit(task, extra) == _unit(task, metric)
-        second = axes if shared else axes.twinx()
-        if not shared:
-            figure.subplots_adjust(right=0.88)
-        for run, color in zip(runs, palette):
-            points = [(r[x], r[extra]) for r in run["records"] if x in r and finite(r.get(extra))]
-            if points:
-                xs, ys = zip(*points)
-                second.plot(
-                    xs,
-                    ys,
-                    color=color,
-                    linestyle=":",
-                    marker="s",
-                    markersize=4,
-                    linewidth=1.4,
-                    label=f"{run['label']}: {extra}",
-                )
-        if not shared:
-            second.set_ylabel(describe_metric(extra, get_task(task)))
-        handles, labels = axes.get_legend_handles_labels()
-        if not shared:
-            more_handles, more_labels = second.get_legend_handles_labels()
-            handles, labels = handles + more_handles, labels + more_labels
+        handles, labels = _draw_task_metric(figure, axes, runs, palette, task, extra, x)
     axes.legend(handles, labels, fontsize="small")
     return figure
+
+
+def _points(records: list[dict], x: str, key: str) -> tuple[list, list]:
+    """The (x, value) pairs of the records with a finite ``key``, as xs and ys."""
+    points = [(r[x], r[key]) for r in records if x in r and finite(r.get(key))]
+    xs, ys = zip(*points) if points else ((), ())
+    return list(xs), list(ys)
+
+
+def _draw_run(axes, run: dict, color, metric: str, x: str) -> int:
+    """Draw one run's training and validation curves of ``metric``: how many it had."""
+    train_key, val_key = curve_keys(run["records"], metric)
+    drawn = 0
+    if train_key is not None:
+        xs, ys = _points(run["records"], x, train_key)
+        if xs and len(ys) >= 20:  # noisy per-step losses: faint raw line, smoothed on top
+            axes.plot(xs, ys, color=color, alpha=0.25, linewidth=0.8)
+            smoothed = _smooth(ys, max(5, len(ys) // 30))
+            axes.plot(
+                xs, smoothed, color=color, linewidth=1.6, label=f"{run['label']}: train (smoothed)"
+            )
+        elif xs:
+            axes.plot(xs, ys, color=color, linewidth=1.6, label=f"{run['label']}: train")
+        drawn += bool(xs)
+    if val_key is not None:
+        xs, ys = _points(run["records"], x, val_key)
+        if xs:
+            axes.plot(
+                xs,
+                ys,
+                color=color,
+                linestyle="--",
+                marker="o",
+                markersize=4,
+                linewidth=1.4,
+                label=f"{run['label']}: validation",
+            )
+        drawn += bool(xs)
+    return drawn
+
+
+def _draw_task_metric(figure, axes, runs: list[dict], palette, task, extra: str, x: str):
+    """Draw the task's validation metric beside the loss: on the loss's axis when it has the
+    loss's unit, else on a second axis of its own; the legend's handles and labels."""
+    shared = _unit(task, extra) == _unit(task, "loss")
+    second = axes if shared else axes.twinx()
+    if not shared:
+        figure.subplots_adjust(right=0.88)
+    for run, color in zip(runs, palette):
+        xs, ys = _points(run["records"], x, extra)
+        if xs:
+            second.plot(
+                xs,
+                ys,
+                color=color,
+                linestyle=":",
+                marker="s",
+                markersize=4,
+                linewidth=1.4,
+                label=f"{run['label']}: {extra}",
+            )
+    handles, labels = axes.get_legend_handles_labels()
+    if not shared:
+        second.set_ylabel(describe_metric(extra, get_task(task)))
+        more_handles, more_labels = second.get_legend_handles_labels()
+        handles, labels = handles + more_handles, labels + more_labels
+    return handles, labels
 
 
 def _unit(task: str | None, metric: str) -> str | None:

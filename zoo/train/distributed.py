@@ -62,7 +62,7 @@ def setup(device: str) -> Context:
         if local >= torch.cuda.device_count():
             raise ZooError(
                 f"LOCAL_RANK {local} has no GPU: torch sees "
-                f"{torch.cuda.device_count()} (use --nproc_per_node <= GPUs per node)"
+                f"{torch.cuda.device_count()} (start at most one process per GPU of a node)"
             )
         torch.cuda.set_device(local)  # "cuda" below then means this rank's GPU
         backend = "nccl"

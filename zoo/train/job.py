@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
-import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from zoo.core.config import incidental
 from zoo.core.limits import sized
@@ -16,7 +16,7 @@ from zoo.errors import ZooError
 from zoo.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
-    from zoo.core.kinds import Entry
+    from zoo.core.kinds import ArchitectureEntry, Entry
     from zoo.data.datasets import LoadedDataset
 
 log = logging.getLogger(__name__)
@@ -54,8 +54,9 @@ class TrainConfig:
     from that one (``--init``) that trains everything."""
     grad_clip: float = 1.0
     """The largest gradient norm; larger gradients are scaled down to it (0: no clipping)."""
-    eval_interval: int = 250
-    """Steps between validation estimates during training."""
+    eval_interval: int | None = 250
+    """Steps between validation estimates during training; none: the pipeline's choice
+    (twice per epoch, say), and the loop alone validates only at the end."""
     eval_batches: int = sized(20, role="batch")
     """Batches per periodic validation estimate; the final evaluation uses whole splits."""
     eval_limit: int | None = None
@@ -124,6 +125,7 @@ class TrainConfig:
 
 
 PER_EXAMPLE = "per_example.safetensors"  # RunResult.per_example, metric -> scores
+SCORED_SPLITS = {"val": "validation", "test": "test"}  # a per-example metric's prefix -> role
 
 
 class RunFolder:
@@ -188,14 +190,20 @@ class RunFolder:
 
         atomic_write_bytes(self.file(name), save(state))
 
-    def save_per_example(self, scores: dict) -> None:
-        """A RunResult's per-example scores (metric -> array) as per_example.safetensors."""
+    def save_per_example(self, scores: dict, dataset=None) -> None:
+        """A RunResult's per-example scores (metric -> array) as per_example.safetensors,
+        with, per split scored, the digest of its rows (``examples:test``: the
+        LoadedDataset's rows_digest), so only runs that scored the same examples pair."""
         import numpy as np
 
-        self.save_weights(
-            {name: np.asarray(values, dtype=np.float32).ravel() for name, values in scores.items()},
-            PER_EXAMPLE,
-        )
+        tensors: dict = {
+            name: np.asarray(values, dtype=np.float32).ravel() for name, values in scores.items()
+        }
+        if dataset is not None:
+            for prefix in {name.partition("_")[0] for name in scores} & set(SCORED_SPLITS):
+                digest = dataset.rows_digest(SCORED_SPLITS[prefix])
+                tensors[f"examples:{prefix}"] = np.frombuffer(digest, dtype=np.uint8).copy()
+        self.save_weights(tensors, PER_EXAMPLE)
 
     def load_weights(self, name: str = "model.safetensors") -> dict:
         """The safetensors file ``name`` as name -> NumPy array, read with checks."""
@@ -227,17 +235,22 @@ class RunResult:
     same examples count the evaluation set's sampling noise from them, paired by example."""
 
 
-@dataclass(kw_only=True)
-class Job:
+# The pipeline's TrainConfig subclass: `def run(job: Job[MyConfig])` reads its own fields.
+TrainConfigT = TypeVar("TrainConfigT", bound=TrainConfig)
+
+
+@dataclass(kw_only=True, eq=False)  # a job is itself: the runner's state is keyed by it
+class Job(Generic[TrainConfigT]):
     """What a pipeline's ``run(job)`` receives: one run to train, with everything it is
     trained with. ``build_model(spec)`` builds the architecture; ``saved_tokenizer()``
     gives the run's own tokenizer when it is resumed (or the tokenizer of the run it starts
     from); ``context_length`` is the longest input; ``say`` reports progress unless quiet.
-    zoo creates it (keyword arguments only); what the runner keeps on it is private."""
+    zoo creates it (keyword arguments only); it holds only the fields documented here (the
+    runner keeps its own state apart, in ``runner_state(job)``)."""
 
     model_name: str
     """The model's name, ``ARCHITECTURE-TOKENIZER`` (``decoder-char``)."""
-    architecture: Entry
+    architecture: ArchitectureEntry
     """The architecture's registration (``.name``, ``.plugin``); ``build_model`` builds it."""
     tokenizer: Entry
     """The tokenizer's registration: ``.name``, and ``.load()`` for its class (a
@@ -248,7 +261,7 @@ class Job:
     """The architecture's config dataclass, as this run sets it."""
     tokenizer_config: Any
     """The tokenizer's config dataclass (None when it registers none)."""
-    train_config: TrainConfig
+    train_config: TrainConfigT
     """The pipeline's ``TrainConfig`` subclass, as this run sets it."""
     dataset: LoadedDataset
     """The loaded dataset: ``split(role)``, ``roles`` (the splits this run may read),
@@ -267,24 +280,6 @@ class Job:
     """The finished run this one starts from (``--init``), if any."""
     declared_task: Any = None
     """The ``zoo.plugin.Task`` the pipeline registered (looked up by ``task`` if None)."""
-
-    # The runner's own state, not the pipeline's business.
-    _started: float = field(default_factory=time.time, repr=False)
-    _resume_from: Any = field(default=None, repr=False)  # the Checkpoint the loop continues
-    _identity: dict = field(default_factory=dict, repr=False)  # checked on resume
-    # Called by the training loop after each periodic validation with (step, validation
-    # number, figures); a status word it returns ("pruned") stops training, kept in
-    # `_stopped` as (status, step).
-    _on_validate: Any = field(default=None, repr=False)
-    _stopped: tuple | None = field(default=None, repr=False)
-    _init_report: dict = field(default_factory=dict, repr=False)  # tensors copied, new ones
-    # Progress: which run this is in a larger whole ("member 2/3 lstm-wordpunct"), and how
-    # often a redirected output gets a line (steps as an int, seconds as a float; None: default)
-    _label: str | None = field(default=None, repr=False)
-    _log_every: int | float | None = field(default=None, repr=False)
-    # Seeds trained together (zoo.train.seed_stack): this run's StackSlot; its model trains
-    # through the stack's batched step
-    _stack: Any = field(default=None, repr=False)
 
     @property
     def context_length(self) -> int:
@@ -329,13 +324,14 @@ class Job:
         )
         if train_loss is not None and model is built:  # not a torch module: its own loss
             raise ZooError(f"{who} computes its own loss; it cannot train with another one")
-        if self._stack is not None:
-            model = self._stack.join(model)
+        state = runner_state(self)
+        if state.stack is not None:
+            model = state.stack.join(model)
         check_output(model, task, spec, self.context_length, who)
-        if self.init is not None and self._resume_from is None:  # a checkpoint has its own
+        if self.init is not None and state.resume_from is None:  # a checkpoint has its own
             from zoo.train.transfer import initialize
 
-            self._init_report = initialize(model, self.init, self.say)
+            state.init_report = initialize(model, self.init, self.say)
         if self.train_config.freeze:
             self._freeze(model, who)
         return model
@@ -371,12 +367,13 @@ class Job:
         ``log_every`` steps or seconds when the output is redirected, nothing with --quiet."""
         from zoo.train.progress import Progress
 
+        state = runner_state(self)
         return Progress(
             total,
             desc=desc,
             quiet=self.quiet,
-            label=self._label,
-            log_every=self._log_every,
+            label=state.label,
+            log_every=state.log_every,
             time_budget=getattr(self.train_config, "time", None),
         )
 
@@ -384,3 +381,40 @@ class Job:
         """Report a line of progress (``zoo run`` shows it on stderr) unless ``quiet``."""
         if not self.quiet:
             log.info(message)
+
+
+@dataclass
+class RunnerState:
+    """What the runner keeps of a job for itself: not the pipeline's business, so not on the
+    Job a pipeline receives."""
+
+    resume_from: Any = None
+    """The Checkpoint the training loop continues (``zoo resume``), or None."""
+    identity: dict = field(default_factory=dict)
+    """What a checkpoint records of the run, checked when it resumes."""
+    on_validate: Any = None
+    """Called by the training loop after each periodic validation with (step, validation
+    number, figures); a status word it returns ("pruned") stops training."""
+    stopped: tuple | None = None
+    """(status, step) where ``on_validate`` stopped training, for the run's record."""
+    init_report: dict = field(default_factory=dict)
+    """Which tensors came from the ``--init`` run, and which are new."""
+    label: str | None = None
+    """Which run this is in a larger whole, in progress lines ("member 2/3 lstm-wordpunct")."""
+    log_every: int | float | None = None
+    """How often a redirected output gets a progress line: steps (int) or seconds (float)."""
+    stack: Any = None
+    """Seeds trained together (zoo.train.seed_stack): this run's StackSlot, whose model
+    trains through the stack's batched step."""
+
+
+_RUNNER_STATE: weakref.WeakKeyDictionary[Any, RunnerState] = weakref.WeakKeyDictionary()
+
+
+def runner_state(job) -> RunnerState:
+    """The runner's own state of ``job`` (a fresh one for a job it did not start: a test's,
+    the conformance kit's)."""
+    state = _RUNNER_STATE.get(job)
+    if state is None:
+        state = _RUNNER_STATE[job] = RunnerState()
+    return state

@@ -10,10 +10,13 @@ of every saved run: ``attn.qkv``, ``attn.proj``, ``mlp.fc``, ``mlp.proj``, ``ln1
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+M = TypeVar("M", bound=nn.Module)
 
 
 def attention(q, k, v, **options):
@@ -89,6 +92,11 @@ class Rotary(nn.Module):
     feature i is paired with feature i + D/2 and the pair turned by the angle
     position / base^(2i / D). Queries and keys so turned score by their relative position.
     The angles are buffers, kept out of the saved weights."""
+
+    cos: torch.Tensor
+    """[T, D]: each position's cosines, a buffer."""
+    sin: torch.Tensor
+    """[T, D]: each position's sines, a buffer."""
 
     def __init__(self, width: int, context: int, base: float = 10000.0):  # width: a head's
         super().__init__()
@@ -393,6 +401,16 @@ def last_real(h, attention_mask):
     else:
         last = attention_mask.long().sum(dim=1) - 1
     return h[torch.arange(B, device=h.device), last]
+
+
+def modules_of(stack: nn.ModuleList, kind: type[M]) -> list[M]:
+    """The modules of ``stack`` as the ``kind`` each is (``for block in modules_of(self.blocks,
+    Block)``): a ModuleList gives plain Modules, whose attributes a type checker cannot tell
+    from tensors. A module of another kind raises TypeError."""
+    typed = [module for module in stack if isinstance(module, kind)]
+    if len(typed) != len(stack):
+        raise TypeError(f"{type(stack).__name__} holds modules that are not {kind.__name__}")
+    return typed
 
 
 def init_gpt2(model: nn.Module, depth: int) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 from zoo.core.phases import phase
 from zoo.errors import ContractBroken, ZooError
 from zoo.train import distributed
-from zoo.train.job import Job, TrainConfig
+from zoo.train.job import Job, TrainConfig, runner_state
 from zoo.train.model import NonFiniteError, optional_member
 
 
@@ -178,12 +178,13 @@ def train(
     them; with ``patience`` it stops after that many validations without improvement.
     ``rngs`` are further NumPy generators the pipeline draws from (checkpointed and
     restored in place), ``state`` further objects with ``state_dict()``/``load_state_dict()``.
-    With ``job._resume_from`` set, the loop continues that checkpoint.
+    With a checkpoint to resume (the runner's ``runner_state(job).resume_from``), the loop
+    continues it.
 
-    ``job._on_validate(step, validation, figures)``, when set, sees every periodic validation
+    The runner's ``on_validate(step, validation, figures)``, when set, sees every periodic validation
     (``validation`` counts them from 1, resumed runs included); it returns None to go on,
     or a status word ("pruned", say) to stop training there: the loop keeps the status and
-    step in ``result.stopped`` and ``job._stopped`` for the run's record.
+    step in ``result.stopped`` and in the runner's state for the run's record.
     """
     from zoo.train.checkpoints import Checkpointer
 
@@ -192,45 +193,31 @@ def train(
     rng = np.random.default_rng(job.seed + ranks.rank)  # each rank draws its own batches
     _configure(model, cfg, ranks)
     step_figures = optional_member(model, "step_figures")
-    short = warmup_outlasts_training(cfg)  # said as training starts, after every refusal
-    if short and job._resume_from is None:
-        job.say(f"zoo: warning: {short}")
+    _warn_of_a_short_run(job)
     result = TrainResult()
     checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})}, state)
     start = time.perf_counter() - checkpoints.restore()
     with job.progress(cfg.steps, "train") as progress, phase("train"):
         progress.skip(result.steps)
         while result.steps < cfg.steps:
-            if _patience_spent(result, cfg):  # resumed from the checkpoint of the last validation
-                result.stopped_early = True
+            if _stop_for_patience(result, cfg):  # resumed from the checkpoint of the last one
                 break
-            # A time budget covers the validation estimate that closes the curve too: keep
-            # the last estimate's duration in reserve, so the loop ends within the budget.
-            budget = None if cfg.time is None else cfg.time - result.last_validate_time
+            budget = _time_budget(cfg, result)
             # The first step always runs: a budget too small for one step still trains one,
             # instead of recording a finished run with no steps and no loss.
             if budget is not None and result.steps > 0 and _out_of_time(start, budget, ranks):
                 break
             lr = lr_at(result.steps, cfg, cfg.steps)
             batch = next_batch(rng)
-            try:
-                loss = model.train_step(batch.inputs, batch.targets, lr, batch.mask, cfg.grad_clip)
-            except NonFiniteError as exc:
-                raise Diverged(
-                    result.steps + 1, exc.loss, exc.grad_norm, checkpoints.last_step
-                ) from None
-            if not math.isfinite(loss):
-                raise Diverged(result.steps + 1, loss, None, checkpoints.last_step)
-            result.steps += 1
+            loss = _optimizer_step(model, batch, lr, cfg.grad_clip, result, checkpoints.last_step)
             result.tokens += batch.tokens * ranks.world_size  # every rank trained on a batch
-            result.train_loss = loss
             elapsed = time.perf_counter() - start
             record = {"step": result.steps, "train_loss": loss, "lr": lr, "elapsed": elapsed}
             if step_figures is not None:  # an auxiliary loss, say: a curve of its own
                 record.update(step_figures())
             last = result.steps == cfg.steps or (budget is not None and elapsed >= budget)
             figures = None
-            if validate is not None and (result.steps % cfg.eval_interval == 0 or last):
+            if validate is not None and (last or _validation_due(cfg, result.steps)):
                 figures = _validate(validate, result, score_key, higher_is_better, model, cfg)
                 record.update(figures)
             job.run.log(record)
@@ -242,23 +229,69 @@ def train(
             progress.step(
                 result.steps, loss, lr, result.tokens / max(stepping, 1e-9), elapsed, figures
             )
-            if _patience_spent(result, cfg):
-                result.stopped_early = True
+            if _stop_for_patience(result, cfg):
                 break
     result.train_time = time.perf_counter() - start
     if validate is not None and (not result.curve or result.curve[-1]["step"] != result.steps):
-        record = {
-            "step": result.steps,
-            **_validate(validate, result, score_key, higher_is_better, model, cfg),
-        }
-        job.run.log(record)
-    if result.runners_up:  # the final evaluation reports the best weights, or their mean
+        figures = _validate(validate, result, score_key, higher_is_better, model, cfg)
+        job.run.log({"step": result.steps, **figures})
+    _load_reported_weights(model, result)
+    return result
+
+
+def _warn_of_a_short_run(job: Job) -> None:
+    """Say, as a new run starts (after every refusal), that its warm-up outlasts training."""
+    short = warmup_outlasts_training(job.train_config)
+    if short and runner_state(job).resume_from is None:
+        job.say(f"zoo: warning: {short}")
+
+
+def _time_budget(cfg, result: TrainResult) -> float | None:
+    """The seconds training may take, if ``time`` is set. It covers the validation that
+    closes the curve too: the last estimate's duration is kept in reserve, so the loop ends
+    within the budget."""
+    return None if cfg.time is None else cfg.time - result.last_validate_time
+
+
+def _stop_for_patience(result: TrainResult, cfg) -> bool:
+    """Whether patience is spent; if so, the result says training stopped early."""
+    if not _patience_spent(result, cfg):
+        return False
+    result.stopped_early = True
+    return True
+
+
+def _optimizer_step(model, batch: Batch, lr: float, grad_clip: float, result, checkpoint_step):
+    """One optimizer step on ``batch``, counted in ``result``: its training loss. A loss or
+    gradient that is not finite stops the run (``Diverged``, naming the last checkpoint)."""
+    try:
+        loss = model.train_step(batch.inputs, batch.targets, lr, batch.mask, grad_clip)
+    except NonFiniteError as exc:
+        raise Diverged(result.steps + 1, exc.loss, exc.grad_norm, checkpoint_step) from None
+    if not math.isfinite(loss):
+        raise Diverged(result.steps + 1, loss, None, checkpoint_step)
+    result.steps += 1
+    result.train_loss = loss
+    return loss
+
+
+def _validation_due(cfg, step: int) -> bool:
+    """Whether ``step`` ends an ``eval_interval`` (the last step always validates)."""
+    every = cfg.eval_interval
+    return bool(every) and step % every == 0
+
+
+def _load_reported_weights(model, result: TrainResult) -> None:
+    """Put the weights the final evaluation reports into the model: the best validation's,
+    or the mean of the best few (``average_best``); the last step's are there already."""
+    if result.best_state is None:
+        return
+    if result.runners_up:
         model.load_state_dict(
             mean_weights([result.best_state, *(state for _, _, state in result.runners_up)])
         )
-    elif result.best_state is not None and result.best_step != result.steps:
+    elif result.best_step != result.steps:
         model.load_state_dict(result.best_state)
-    return result
 
 
 def mean_weights(states: list[dict]) -> dict:
@@ -287,14 +320,15 @@ def _patience_spent(result: TrainResult, cfg) -> bool:
 
 def _told_to_stop(job: Job, result: TrainResult, figures: dict) -> bool:
     """Ask the job's per-validation callback, if any, whether training goes on."""
-    callback = job._on_validate
+    state = runner_state(job)
+    callback = state.on_validate
     if callback is None:
         return False
     status = callback(result.steps, len(result.curve), dict(figures))
     if not status:
         return False
     result.stopped, result.stopped_step = str(status), result.steps
-    job._stopped = (result.stopped, result.steps)
+    state.stopped = (result.stopped, result.steps)
     return True
 
 

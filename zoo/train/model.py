@@ -82,6 +82,13 @@ class TaskSpec:
     pad_id: int = 0
     """The padding token's id (padded positions have mask 0)."""
 
+    @property
+    def class_count(self) -> int:
+        """``num_classes``, for a task that has classes (what a classifier's head is sized by)."""
+        if not self.num_classes:
+            raise ValueError(f"the {self.task} task gives a model no classes")
+        return self.num_classes
+
 
 class Model(Protocol):
     """What zoo trains, evaluates, saves and reloads. A ``torch.nn.Module`` that an

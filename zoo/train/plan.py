@@ -87,35 +87,13 @@ def plan_run(
     ``loaded_cache``: datasets loaded so far, by name and columns (a sweep plans many cells
     on one dataset and loads it once). ``held_out``: split roles a search must not read."""
     zoo = zoo or get_zoo()
-    check_seed(seed, "seed")  # before anything is loaded, written or recorded
-    for option, value in (("--task", task), ("--text-column", text_column)):
-        if value is not None and not str(value).strip():
-            raise ZooError(f"{option} is empty; name one, or leave the option out")
-    if label_column is not None and not str(label_column).strip():
-        raise ZooError("--label-column is empty; name one, or leave the option out")
+    _check_choices(seed, task, text_column, label_column)
+    held_out = _held_out(held_out)
     spec = resolve_model(model, zoo)
     source = _init_source(init, spec) if init is not None else None  # '' is refused
     ref = zoo_data.resolve(dataset, zoo)
-    tasks, loaded = zoo_data.tasks_of(ref, zoo), None
-    if not tasks and ref.kind != "plugin":
-        # A file, folder or Hub id the catalogue does not describe: load it to learn whether
-        # it has a label column (tasks that need one come first).
-        key = (ref.name, ref.source, text_column, label_column, tuple(held_out))
-        loaded = loaded_cache.get(key) if loaded_cache is not None else None
-        if loaded is None:
-            loaded = zoo_data.load(
-                ref,
-                zoo,
-                text_column=text_column,
-                label_column=label_column,
-                quiet=True,
-                held_out=tuple(held_out),
-            )
-            if loaded_cache is not None:
-                loaded_cache[key] = loaded
-        tasks = loaded.tasks
-    # A plugin dataset that declares no task: whatever tasks need only text.
-    tasks = tasks or tasks_for(None, {"text"}, zoo)
+    columns = (text_column, label_column)
+    tasks, loaded = _dataset_tasks(ref, zoo, columns, held_out, loaded_cache)
     chosen = choose_task(
         spec.architecture, tasks, task, dataset=ref.name, known=zoo.pipelines.names()
     )
@@ -136,19 +114,8 @@ def plan_run(
         sections["dataset"] = dataset_class
         catalogue = {f"dataset.{k}": v for k, v in sources.catalogue_options(ref).items()}
         merged = {**catalogue, **merged}
-    try:
-        values = split_overrides(merged, sections)
-    except UnknownNameError as exc:  # a preset's key: say whose, not as if the user gave it
-        given = {key.rpartition(".")[2] for key in overrides or {}}
-        from_preset = {key.rpartition(".")[2] for key in spec.overrides}
-        if exc.name in from_preset and exc.name not in given:
-            raise ZooError(
-                f"preset {spec.name} sets {exc.name!r}, which {chosen} with "
-                f"{spec.architecture.name} on {ref.name} does not have: the preset is "
-                "made for another task (--task, or a model without this preset)"
-            ) from None
-        raise
-    _min_lr_follows_lr(values["train"], sections["train"], overrides or {})
+    what = f"{chosen} with {spec.architecture.name} on {ref.name}"
+    values = _section_values(merged, sections, spec, overrides or {}, what)
     if source is not None:  # the source run's tokenizer, as it was configured
         values["tokenizer"] = source.tokenizer_config
     configs = {name: build_config(cls, values[name]) for name, cls in sections.items()}
@@ -157,22 +124,75 @@ def plan_run(
     check_memory(spec.architecture, configs["model"], f"invalid {spec.name}: ", vocabulary)
     if "dataset" in configs:
         ref = dataclasses.replace(ref, config=configs["dataset"])
+    return Plan(
+        spec, ref, chosen, pipeline, configs, seed, loaded, columns, held_out=held_out, init=source
+    )
+
+
+def _check_choices(seed: int, task, text_column, label_column) -> None:
+    """The seed and the named task and columns, before anything is loaded, written or
+    recorded: an empty name is refused."""
+    check_seed(seed, "seed")
+    for option, value in (("--task", task), ("--text-column", text_column)):
+        if value is not None and not str(value).strip():
+            raise ZooError(f"{option} is empty; name one, or leave the option out")
+    if label_column is not None and not str(label_column).strip():
+        raise ZooError(
+            "label_column is empty; name one, or leave the option out", option="label_column"
+        )
+
+
+def _held_out(held_out) -> tuple:
+    """The split roles a search holds out: validation or test only."""
     held_out = tuple(held_out)
     unknown = [role for role in held_out if role not in ("validation", "test")]
     if unknown:
         raise ZooError(f"only the validation or test split can be held out, not {unknown[0]!r}")
-    return Plan(
-        spec,
-        ref,
-        chosen,
-        pipeline,
-        configs,
-        seed,
-        loaded,
-        (text_column, label_column),
-        held_out=held_out,
-        init=source,
-    )
+    return held_out
+
+
+def _dataset_tasks(ref, zoo, columns: tuple, held_out: tuple, loaded_cache):
+    """The tasks a dataset serves, and the dataset when that took loading it: a file, folder
+    or Hub id the catalogue does not describe is loaded to learn whether it has a label
+    column (tasks that need one come first); a plugin dataset that declares no task serves
+    whatever tasks need only text. ``loaded_cache`` keeps what a sweep loaded before."""
+    tasks, loaded = zoo_data.tasks_of(ref, zoo), None
+    if not tasks and ref.kind != "plugin":
+        text_column, label_column = columns
+        key = (ref.name, ref.source, text_column, label_column, held_out)
+        loaded = loaded_cache.get(key) if loaded_cache is not None else None
+        if loaded is None:
+            loaded = zoo_data.load(
+                ref,
+                zoo,
+                text_column=text_column,
+                label_column=label_column,
+                quiet=True,
+                held_out=held_out,
+            )
+            if loaded_cache is not None:
+                loaded_cache[key] = loaded
+        tasks = loaded.tasks
+    return tasks or tasks_for(None, {"text"}, zoo), loaded
+
+
+def _section_values(merged: dict, sections: dict, spec: ModelSpec, given: dict, what: str):
+    """The settings split into their sections (model, tokenizer, train, dataset), min_lr
+    following lr. A preset's key the sections lack says it is the preset's, not the user's."""
+    try:
+        values = split_overrides(merged, sections)
+    except UnknownNameError as exc:
+        named = {key.rpartition(".")[2] for key in given}
+        from_preset = {key.rpartition(".")[2] for key in spec.overrides}
+        if exc.name in from_preset and exc.name not in named:
+            raise ZooError(
+                f"preset {spec.name} sets {exc.name!r}, which {what} does not have: the "
+                "preset is made for another task (choose the task, or a model without this "
+                "preset)"
+            ) from None
+        raise
+    _min_lr_follows_lr(values["train"], sections["train"], given)
+    return values
 
 
 def _init_source(run_id: str, spec: ModelSpec):
@@ -183,11 +203,12 @@ def _init_source(run_id: str, spec: ModelSpec):
     source = source_run(run_id)
     if source.tokenizer != spec.tokenizer.name:
         raise ZooError(
-            f"--init {source.run_id}: that run used the {source.tokenizer} "
+            f"init {source.run_id}: that run used the {source.tokenizer} "
             f"tokenizer and {spec.name} the {spec.tokenizer.name} one; the new run "
             f"takes its tokenizer from the run it starts from, so use a model with "
             f"the {source.tokenizer} tokenizer ({spec.architecture.name}-"
-            f"{source.tokenizer})"
+            f"{source.tokenizer})",
+            option="init",
         )
     check_source_fits(source, get_zoo())  # its weights are what its config builds
     return source

@@ -7,6 +7,7 @@ run."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
@@ -44,11 +45,10 @@ def data_choices(plan) -> dict:
     from zoo.core.catalogue import BUILTIN_FILE
 
     entry = getattr(plan.dataset_ref, "entry", None)
-    own = entry is not None and Path(entry.source).resolve() != BUILTIN_FILE
     text, label = plan.columns
-    chosen = {
-        "text_column": text or (entry.text_column if own else None),
-        "label_column": label or (entry.label_column if own else None),
-        "splits": dict(sorted(entry.splits.items())) if own and entry.splits else None,
-    }
+    chosen: dict[str, Any] = {"text_column": text, "label_column": label, "splits": None}
+    if entry is not None and Path(entry.source).resolve() != BUILTIN_FILE:  # a user's own
+        chosen["text_column"] = text or entry.text_column
+        chosen["label_column"] = label or entry.label_column
+        chosen["splits"] = dict(sorted(entry.splits.items())) if entry.splits else None
     return {key: value for key, value in chosen.items() if value}

@@ -23,7 +23,7 @@ from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 from zoo.train import checkpoints, distributed
 from zoo.train.curves import save_curve
-from zoo.train.job import Job, RunResult
+from zoo.train.job import Job, RunResult, runner_state
 from zoo.train.plan import Plan, config_hash
 from zoo.train.provenance import (
     git_commit,
@@ -86,37 +86,10 @@ def execute(
     check_trackers(trackers_named, zoo)  # an unknown tracker fails before anything loads
     ranks = distributed.join_ranks(device)
     with own_interrupts_fail("the run's code (loading its data and plugins)"):
-        with phase("data"):
-            if plan.loaded is not None and plan.columns == (text_column, label_column):
-                dataset = plan.loaded  # loaded before the task was known; checked below
-            else:
-                dataset = zoo_data.load(
-                    plan.dataset_ref,
-                    zoo,
-                    text_column=text_column,
-                    label_column=label_column,
-                    quiet=quiet,
-                    held_out=plan.held_out,
-                )
-            limit = getattr(plan.configs.get("train"), "eval_limit", None)
-            dataset = dataset.holding_out(plan.held_out).sampling_evaluation(limit)
-        with phase("imports"):
-            pipeline = plan.pipeline.load()
-        check = optional_method(pipeline, "check_dataset")
-        if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
-            with phase("data"):
-                check(dataset)
-        with phase("imports"):
-            plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
-            task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
+        dataset, pipeline = _data_and_code(plan, zoo, (text_column, label_column), quiet)
     with phase("record"):
         run_id = distributed.broadcast_object(run_id or new_run_id())
-        run = create_run_folder(home() if ranks.is_main else distributed.rank_scratch(), run_id)
-        try:
-            owner = own_run(run.path, wait=0)  # the one writer of this folder until the run ends
-        except BaseException:  # a full disk, say: no run folder without its store row
-            shutil.rmtree(run.path, ignore_errors=True)
-            raise
+        run, owner = _claimed_folder(run_id, ranks)
     try:
         with phase("record"):  # what the phases inside leave is the recording's
             store, summary, provenance, trackers = _start_record(
@@ -137,6 +110,48 @@ def execute(
             return run_job(plan, pipeline, job, store, summary, provenance, ranks, trackers)
     finally:
         owner.release()
+
+
+def _data_and_code(plan: Plan, zoo, columns: tuple, quiet: bool):
+    """The run's dataset (held-out splits hidden, evaluation sampled to eval_limit) and its
+    pipeline, with its architecture, tokenizer and task loss imported: a dataset the
+    pipeline refuses, or a broken plugin, fails here, before a run is recorded."""
+    text_column, label_column = columns
+    with phase("data"):
+        if plan.loaded is not None and plan.columns == columns:
+            dataset = plan.loaded  # loaded before the task was known; checked below
+        else:
+            dataset = zoo_data.load(
+                plan.dataset_ref,
+                zoo,
+                text_column=text_column,
+                label_column=label_column,
+                quiet=quiet,
+                held_out=plan.held_out,
+            )
+        limit = getattr(plan.configs.get("train"), "eval_limit", None)
+        dataset = dataset.holding_out(plan.held_out).sampling_evaluation(limit)
+    with phase("imports"):
+        pipeline = plan.pipeline.load()
+    check = optional_method(pipeline, "check_dataset")
+    if check is not None:
+        with phase("data"):
+            check(dataset)
+    with phase("imports"):
+        plan.spec.architecture.load(), plan.spec.tokenizer.load()
+        task_loss(plan.pipeline.task)  # a task whose loss cannot be imported fails here too
+    return dataset, pipeline
+
+
+def _claimed_folder(run_id: str, ranks):
+    """The run's folder (a scratch folder on ranks other than the main one) and its writer's
+    lock, the one writer until the run ends; no folder is left without its store row."""
+    run = create_run_folder(home() if ranks.is_main else distributed.rank_scratch(), run_id)
+    try:
+        return run, own_run(run.path, wait=0)
+    except BaseException:  # a full disk, say
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
 
 
 def _start_record(plan, zoo, dataset, run, ranks, device, extra, store, trackers_named):
@@ -312,13 +327,14 @@ def _trained(plan: Plan, pipeline, job: Job, summary, provenance, ranks, tracker
             f"{type(result).__name__}, not a zoo.plugin.RunResult"
         )
     if result.per_example and ranks.is_main:
-        run.save_per_example(checked_per_example(result, plan.task))
+        run.save_per_example(checked_per_example(result, plan.task), job.dataset)
     if ranks.active:
         provenance["distributed"]["weight_sha256"] = distributed.same_weights_on_all_ranks(run)
     # what load_trained needs to rebuild the model
     provenance["spec"] = dataclasses.asdict(result.spec)
-    if job._init_report:  # which tensors came from the --init run, and which are new
-        provenance["init"] = {**provenance.get("init", {}), **job._init_report}
+    state = runner_state(job)
+    if state.init_report:  # which tensors came from the --init run, and which are new
+        provenance["init"] = {**provenance.get("init", {}), **state.init_report}
     curve, curve_error = None, None
     if ranks.is_main:  # other ranks' scratch folders are gone already
         curve, curve_error = save_curve(run, summary)
@@ -327,8 +343,8 @@ def _trained(plan: Plan, pipeline, job: Job, summary, provenance, ranks, tracker
         provenance["timing"] = clock.record()
     if ranks.is_main:
         run.write_json("config.json", provenance)
-    if job._stopped is not None:  # the per-validation callback stopped it ("pruned")
-        status, step = job._stopped
+    if state.stopped is not None:  # the per-validation callback stopped it ("pruned")
+        status, step = state.stopped
         result = dataclasses.replace(
             result, status=status, metrics={**result.metrics, "stopped_step": step}
         )

@@ -113,12 +113,20 @@ class SeedStack:
         ]
         self.optimizer = torch.optim.AdamW(groups, lr=0.0, betas=betas, fused=True)
 
+    @property
+    def _stacked(self) -> dict[str, torch.Tensor]:
+        """The seeds' weights, stacked [K, ...] by ``_build`` at the first step."""
+        if self.params is None:
+            raise RuntimeError("the seeds' weights are stacked at the first step")
+        return self.params
+
     def _step(self, requests: dict[int, tuple]) -> dict[int, Any]:
         """One optimizer step for every seed that asked: (inputs, targets, mask, lr, clip)."""
         from torch.func import functional_call, vmap
 
         if self.params is None:
             self._build()
+        stacked = self._stacked
         slots = sorted(requests)
         lrs = {requests[s][3] for s in slots}
         clips = {requests[s][4] for s in slots}
@@ -130,10 +138,10 @@ class SeedStack:
         every = len(slots) == len(self.position) and all(
             self.position[s] == i for i, s in enumerate(slots)
         )
-        params, buffers = self.params, self.buffers
+        params, buffers = stacked, self.buffers
         if not every:  # some seeds have stopped: train the others only
             index = torch.tensor([self.position[s] for s in slots], device=first.device)
-            params = {n: p.index_select(0, index) for n, p in self.params.items()}
+            params = {n: p.index_select(0, index) for n, p in stacked.items()}
             if not self.shared_buffers:
                 buffers = {n: b.index_select(0, index) for n, b in self.buffers.items()}
         for group in self.optimizer.param_groups:
@@ -158,7 +166,7 @@ class SeedStack:
         )
         self.optimizer.zero_grad(set_to_none=True)
         losses.sum().backward()
-        norms = self._clip(clip)
+        norms = _clip(stacked, clip)
         norms = norms[[self.position[s] for s in slots]]
         finite = (torch.isfinite(losses) & torch.isfinite(norms)).tolist()
         values, norm_values = losses.detach().tolist(), norms.tolist()
@@ -168,7 +176,7 @@ class SeedStack:
                 answers[slot] = values[i]
             else:  # that seed's run stops before the step; the others go on
                 answers[slot] = NonFiniteError(values[i], norm_values[i])
-                for p in self.params.values():
+                for p in stacked.values():
                     if p.grad is not None:
                         p.grad[self.position[slot]].zero_()
         if any(finite):
@@ -185,21 +193,6 @@ class SeedStack:
         if dtype is None:
             return params
         return {n: p.to(dtype) if n in self.linear_biases else p for n, p in params.items()}
-
-    def _clip(self, clip: float) -> torch.Tensor:
-        """Each seed's gradient norm [K]; with ``clip``, each seed's gradients scaled down
-        to it as torch.nn.utils.clip_grad_norm_ scales one model's."""
-        grads = [p.grad for p in self.params.values() if p.grad is not None]
-        count = next(iter(self.params.values())).shape[0]
-        squares = torch.zeros(count, device=grads[0].device if grads else "cpu")
-        for g in grads:
-            squares += g.float().pow(2).reshape(count, -1).sum(1)
-        norms = squares.sqrt()
-        if clip:
-            scale = (clip / (norms + 1e-6)).clamp(max=1.0)
-            for g in grads:
-                g.mul_(scale.to(g.dtype).reshape(-1, *([1] * (g.dim() - 1))))
-        return norms
 
     def optimizer_state(self, slot: int) -> tuple[dict[str, np.ndarray], dict]:
         """One seed's AdamW state, laid out as TorchModel.optimizer_state lays out a model
@@ -260,6 +253,22 @@ class StackMember(TorchModel):
         raise ZooError("a run trained with other seeds resumes alone, not in a stack")
 
 
+def _clip(params: dict[str, torch.Tensor], clip: float) -> torch.Tensor:
+    """Each seed's gradient norm [K] over the stacked ``params``; with ``clip``, each seed's
+    gradients scaled down to it as torch.nn.utils.clip_grad_norm_ scales one model's."""
+    grads = [p.grad for p in params.values() if p.grad is not None]
+    count = next(iter(params.values())).shape[0]
+    squares = torch.zeros(count, device=grads[0].device if grads else "cpu")
+    for g in grads:
+        squares += g.float().pow(2).reshape(count, -1).sum(1)
+    norms = squares.sqrt()
+    if clip:
+        scale = (clip / (norms + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(scale.to(g.dtype).reshape(-1, *([1] * (g.dim() - 1))))
+    return norms
+
+
 def _batched(batches: list[tuple], device) -> tuple[torch.Tensor, list, torch.Tensor | None, list]:
     """Each seed's batch (inputs, targets, mask) as one [K, B, T] tensor of inputs and mask,
     the list of targets, and each seed's count of rows. Rows are right-padded to the longest
@@ -276,12 +285,12 @@ def _batched(batches: list[tuple], device) -> tuple[torch.Tensor, list, torch.Te
         width = max(x.shape[1] for x in inputs)
         for i, x in enumerate(inputs):
             more = width - x.shape[1]
-            if masks[i] is None:
-                masks[i] = np.ones_like(x)
+            mask = masks[i]
+            mask = np.ones_like(x) if mask is None else mask
             if targets[i].shape == x.shape:  # a target per token: padding counts for nothing
                 targets[i] = np.pad(targets[i], ((0, 0), (0, more)), constant_values=IGNORE_INDEX)
             inputs[i] = np.pad(x, ((0, 0), (0, more)))
-            masks[i] = np.pad(masks[i], ((0, 0), (0, more)))
+            masks[i] = np.pad(mask, ((0, 0), (0, more)))
     if any(m is None for m in masks) and not all(m is None for m in masks):
         masks = [np.ones_like(x) if m is None else m for x, m in zip(inputs, masks)]
     rows = max(counts)
@@ -289,13 +298,15 @@ def _batched(batches: list[tuple], device) -> tuple[torch.Tensor, list, torch.Te
         if count < rows:  # real rows repeated: finite outputs, and no part of the loss
             extra = np.repeat(inputs[i][:1], rows - count, axis=0)
             inputs[i] = np.concatenate([inputs[i], extra])
-            if masks[i] is not None:
-                masks[i] = np.concatenate([masks[i], np.repeat(masks[i][:1], rows - count, 0)])
-    mask = None if masks[0] is None else torch.as_tensor(np.stack(masks), device=device)
+            mask = masks[i]
+            if mask is not None:
+                masks[i] = np.concatenate([mask, np.repeat(mask[:1], rows - count, 0)])
+    present = [m for m in masks if m is not None]  # every seed's mask, or none
+    stacked = torch.as_tensor(np.stack(present), device=device) if present else None
     return (
         torch.as_tensor(np.stack(inputs), device=device),
         [torch.as_tensor(t, device=device) for t in targets],
-        mask,
+        stacked,
         counts,
     )
 

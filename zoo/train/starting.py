@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from zoo.io import save_error
-from zoo.train.job import Job, RunFolder
+from zoo.train.job import Job, RunFolder, runner_state
 from zoo.train.plan import Plan
 
 
@@ -57,7 +57,7 @@ def plan_job(
 ) -> Job:
     """The Job a pipeline receives for ``plan`` on ``dataset`` in ``run``: a new run's, or
     with ``resuming=True`` a resumed one's, continuing the checkpoint ``resume_from``."""
-    return Job(
+    job = Job(
         model_name=plan.spec.name,
         architecture=plan.spec.architecture,
         tokenizer=plan.spec.tokenizer,
@@ -73,10 +73,8 @@ def plan_job(
         resuming=resuming,
         init=plan.init,
         declared_task=plan.pipeline.task,
-        _resume_from=resume_from,
-        _identity=identity or {},
-        _on_validate=on_validate,
-        _label=label,
-        _log_every=log_every,
-        _stack=stack,
     )
+    state = runner_state(job)
+    state.resume_from, state.identity, state.on_validate = resume_from, identity or {}, on_validate
+    state.label, state.log_every, state.stack = label, log_every, stack
+    return job

@@ -30,7 +30,7 @@ def pick_device(device: str = "auto") -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise ZooError("--device cuda was asked for, but torch sees no CUDA device")
+        raise ZooError("device cuda was asked for, but torch sees no CUDA device", option="device")
     return device
 
 
@@ -302,18 +302,23 @@ class TorchModel:
         """Whether the module has a key/value-cached ``decode`` (zoo.train.model.Model)."""
         return callable(getattr(self.module, "decode", None))
 
+    @property
+    def _decode(self) -> Any:
+        """The module's own ``decode(inputs, cache, pads=None)``, which torch does not type."""
+        return self.module.decode
+
     @torch.inference_mode()
     def start_decoding(self, inputs, pads=None):
         self.module.eval()
         pads = None if pads is None else self._tensor(pads).long()
         with self._decode_autocast():
-            logits, cache = self.module.decode(self._tensor(inputs), None, pads)
+            logits, cache = self._decode(self._tensor(inputs), None, pads)
         return logits.float().cpu().numpy(), cache
 
     @torch.inference_mode()
     def decode_step(self, next_ids, cache):
         with self._decode_autocast():
-            logits, cache = self.module.decode(self._tensor(next_ids).reshape(-1, 1), cache)
+            logits, cache = self._decode(self._tensor(next_ids).reshape(-1, 1), cache)
         return logits.float().cpu().numpy(), cache
 
     @property

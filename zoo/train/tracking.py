@@ -166,7 +166,10 @@ class Trackers:
                 logger = entry.load()()
             except (ImportError, MissingModule) as exc:  # an extra not installed: the user's
                 extra = f"pip install 'zoo[{name}]'" if entry.plugin == "trackers" else "install it"
-                raise ZooError(f"--log-to {name}: {exc}; {extra}") from None
+                raise ZooError(
+                    f"log_to {name}: logger from plugin {entry.plugin!r}: {exc}; {extra}",
+                    option="log_to",
+                ) from None
             except Exception as exc:  # noqa: BLE001 - any failure of plugin code is its own
                 self._warn(name, entry.plugin, "could not start", exc)
                 continue

@@ -72,21 +72,21 @@ def source_run(run_id: str, *, used_by: str | None = None) -> InitSource:
 
     whose = f"run {used_by} started from run {run_id} (--init), which" if used_by else None
     if not isinstance(run_id, str) or not run_id.strip():
-        raise ZooError(f"--init needs a run id: {NEEDS}; zoo runs lists them")
+        raise ZooError(f"init needs a run id: {NEEDS}; zoo runs lists them", option="init")
     try:
         with Store() as store:
             row = store.get(run_id)
     except ZooError as exc:
         if whose:
             raise ZooError(f"{whose} was removed; it cannot be rerun or resumed") from None
-        raise ZooError(f"--init: {exc}") from None
+        raise ZooError(f"init: {exc}", option="init") from None
     if row["kind"] != "train" or row["status"] != "finished":
         what = {
             "eval": f"an evaluation of run {row.get('parent_id')}, with no weights of its own",
             "ensemble": "an ensemble (its members' predictions combined), with no weights of "
             "its own",
         }.get(row["kind"], f"{row['status']}, not finished")
-        raise ZooError(f"--init {row['id']}: that run is {what}; --init needs {NEEDS}")
+        raise ZooError(f"init {row['id']}: that run is {what}; init needs {NEEDS}", option="init")
     folder = run_folder(row["id"])  # its id checked, and its folder inside ZOO_HOME
     missing = [
         name for name in ("config.json", WEIGHTS, TOKENIZER) if not (folder / name).is_file()
@@ -109,7 +109,7 @@ def check_source_fits(source: InitSource, zoo) -> None:
     from zoo.train.model import TaskSpec
     from zoo.train.torch_model import as_model
 
-    where = f"--init {source.run_id}: its config.json ({source.folder / 'config.json'})"
+    where = f"init {source.run_id}: its config.json ({source.folder / 'config.json'})"
     config = source.config
     try:
         architecture = zoo.architectures.get(config["architecture"])
@@ -118,7 +118,7 @@ def check_source_fits(source: InitSource, zoo) -> None:
         )
         spec = TaskSpec(**config["spec"])
     except (ZooError, KeyError, TypeError) as exc:
-        raise ZooError(f"{where} cannot be read back ({str(exc)[:200]})") from None
+        raise ZooError(f"{where} cannot be read back ({str(exc)[:200]})", option="init") from None
     check_memory(architecture, model_config, where, vocab_size=spec.vocab_size)
     built = call_plugin(
         architecture.load(),
@@ -141,7 +141,8 @@ def check_source_fits(source: InitSource, zoo) -> None:
         detail = "; ".join(wrong[:2] + [f"no {name}" for name in missing[:2]])
         raise ZooError(
             f"{where} builds a model its weights do not fit ({detail}): the folder was "
-            "edited or damaged; start from another run"
+            "edited or damaged; start from another run",
+            option="init",
         )
 
 
@@ -158,9 +159,10 @@ def initialize(model, source: InitSource, say=None) -> dict:
     if not copied:
         sample = ", ".join(sorted(theirs)[:3])
         raise RunRefused(
-            f"--init {source.run_id}: none of its {len(theirs)} tensors ({sample}, "
+            f"init {source.run_id}: none of its {len(theirs)} tensors ({sample}, "
             f"...) matches a parameter of this model by name and shape; start from "
-            "a run of the same architecture and size"
+            "a run of the same architecture and size",
+            option="init",
         )
     model.load_state_dict(
         {**ours, **{k: theirs[k].astype(ours[k].dtype, copy=False) for k in copied}}

@@ -13,6 +13,9 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+# a study's user attribute: its row of the equal-budget table its latest search printed
+EQUAL_BUDGET = "zoo_equal_budget"
+
 
 @dataclass
 class StudyResult:
@@ -36,6 +39,13 @@ class StudyResult:
     same_as_preset: bool = False  # the best settings are the preset's: one set of runs
     plots: list = field(default_factory=list)  # paths written
 
+    @property
+    def best_trial(self) -> dict:
+        """``best``, for a search that finished a trial (callers check ``best`` first)."""
+        if self.best is None:
+            raise ValueError(f"the search of {self.model} on {self.dataset} finished no trial")
+        return self.best
+
     def paired(self, level: float = 0.95):
         """tuned - preset over the seeds both have (zoo.comparison.stats.Interval)."""
         from zoo.comparison.stats import paired_interval
@@ -44,6 +54,14 @@ class StudyResult:
         shared = [s for s in self.tuned_seeds if s in preset]
         tuned = dict(zip(self.tuned_seeds, self.tuned))
         return paired_interval([tuned[s] for s in shared], [preset[s] for s in shared], level)
+
+    @classmethod
+    def from_record(cls, record: dict) -> StudyResult:
+        """The result ``record()`` wrote (its derived ``paired`` recomputed when asked)."""
+        from dataclasses import fields
+
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in record.items() if k in known})
 
     def record(self) -> dict:
         return {
@@ -90,7 +108,7 @@ def test_once(result: StudyResult, device: str) -> None:
     from zoo.records.store import Store
     from zoo.tasks import strip_split
 
-    run_id, name = result.best["run_id"], strip_split(result.test_metric)
+    run_id, name = result.best_trial["run_id"], strip_split(result.test_metric)
     with Store() as store:
         trained_on = store.get(run_id)["dataset"]
         done = [  # the search's own evaluation: the test split of the data it searched on
@@ -104,7 +122,7 @@ def test_once(result: StudyResult, device: str) -> None:
         metrics = done[-1]["metrics"]
     else:
         log.info(
-            f"    {result.model}: best trial {result.best['trial']} (run {run_id}) on test, once"
+            f"    {result.model}: best trial {result.best_trial['trial']} (run {run_id}) on test, once"
         )
         metrics = evaluate_run(run_id, result.dataset, "test", device=device)["metrics"]
     result.best_test = eval_value(metrics, name, "test")
@@ -125,8 +143,9 @@ def figures(sweep, config_hashes: set[str], metric: str) -> dict:
         for run_id, seed in sorted(runs.items(), key=lambda item: item[1]):
             row = store.get(run_id)
             value = (row.get("metrics") or {}).get(metric)
-            finite = isinstance(value, (int, float)) and math.isfinite(value)
-            if row["status"] == "finished" and finite and seed not in values:
+            if seed in values or row["status"] != "finished":
+                continue
+            if isinstance(value, (int, float)) and math.isfinite(value):
                 values[seed] = float(value)
     return values
 
@@ -164,6 +183,42 @@ def paired_text(result: StudyResult) -> str:
         return text + f" ({interval.untestable})"
     low, high = shown(interval.low), shown(interval.high)
     return text + f" [{low}, {high}]" + (" †" if interval.significant else "")
+
+
+def budget_text(trials: int | None, time: float | None) -> str:
+    """A search's budget per model, as its table's title says it."""
+    return f"{trials} trials" if trials is not None else f"{time:g}s of trials"
+
+
+def keep_rows(studies: list, results: list[StudyResult], budget: str) -> None:
+    """Each study keeps its row of this search's table (user attribute EQUAL_BUDGET), so
+    the table can be shown again without training anything (zoo ui)."""
+    import time
+
+    search = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    for row, (study, result) in enumerate(zip(studies, results)):
+        kept = {"budget": budget, "search": search, "row": row, **result.record()}
+        study.set_user_attr(EQUAL_BUDGET, kept)
+
+
+def kept_tables(kept: list[dict]) -> list[dict]:
+    """The tables the searches printed, from the rows their studies kept (the
+    EQUAL_BUDGET attribute of each): per search, newest first, its finish time, budget
+    and table text."""
+    searches: dict[tuple, list[dict]] = {}
+    for row in kept:
+        searches.setdefault((row.get("search", ""), row["budget"]), []).append(row)
+    return [
+        {
+            "search": search,
+            "budget": budget,
+            "table": table(
+                [StudyResult.from_record(r) for r in sorted(rows, key=lambda r: r.get("row", 0))],
+                budget,
+            ),
+        }
+        for (search, budget), rows in sorted(searches.items(), reverse=True)
+    ]
 
 
 def table(results: list[StudyResult], budget: str) -> str:
@@ -251,7 +306,7 @@ def preset_snippet(result: StudyResult) -> str:
     name = f"{result.model}-tuned"
     description = (
         f"{result.model} with the settings `zoo tune` found on {result.dataset} "
-        f"({result.objective} {result.best['value']:.4f}, study {result.study})"
+        f"({result.objective} {result.best_trial['value']:.4f}, study {result.study})"
     )
     lines = [
         f"[models.{name}]",

@@ -44,7 +44,7 @@ def plan_search(search: Search) -> dict:
 
     zoo = get_zoo()
     if search.trials is None and search.time is None:
-        raise ZooError("give a budget per model: --trials N or --time SECONDS")
+        raise ZooError("give a budget per model: trials or time (seconds)")
     search.models = expand_models(search.models, zoo)
     for dataset in search.datasets:
         zoo_data.resolve(dataset, zoo)  # an unknown dataset fails now, with a did-you-mean
@@ -77,7 +77,8 @@ def plan_search(search: Search) -> dict:
         objective_for(plan.task, search.metric)  # an unknown --metric fails now
         if not searched[key]:
             raise ZooError(
-                f"--space has no setting of {key[0]}: " + ", ".join(str(d) for d in search.space)
+                f"space has no setting of {key[0]}: " + ", ".join(str(d) for d in search.space),
+                option="space",
             )
     return {key: (plan, searched[key]) for key, plan in plans.items()}
 
@@ -97,9 +98,7 @@ def run_search(
     planned = plan_search(search)
     storage_url = search.storage or default_storage()
     storage = open_storage(storage_url)
-    budget = (
-        f"{search.trials} trials" if search.trials is not None else f"{search.time:g}s of trials"
-    )
+    budget = report.budget_text(search.trials, search.time)
     log.info(
         f"tune: {len(search.models)} model(s) x {len(search.datasets)} dataset(s), "
         f"{budget} each, pruner {search.pruner}, studies in {_redact(storage_url)}"
@@ -144,6 +143,7 @@ def run_search(
     for result, study in zip(results, studies.values()):
         folder = Path(plot_dir) if plot_dir else _study_folder(storage_url)
         result.plots = report.save_plots(study, folder)
+    report.keep_rows(list(studies.values()), results, budget)
     return results
 
 

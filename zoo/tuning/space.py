@@ -38,16 +38,24 @@ class Dimension:
         args = self.choices if self.kind == "choice" else (_number(self.low), _number(self.high))
         return f"{self.key}={self.kind}({','.join(args)})"
 
+    @property
+    def ends(self) -> tuple[float | int, float | int]:
+        """A numeric dimension's low and high ends (a choice has none)."""
+        if self.low is None or self.high is None:
+            raise ValueError(f"{self.key}: a {self.kind} dimension has no ends")
+        return self.low, self.high
+
     def distribution(self):
         """The Optuna distribution this dimension samples from."""
         import optuna
 
         if self.kind == "choice":
             return optuna.distributions.CategoricalDistribution(list(self.choices))
+        low, high = self.ends
         if self.kind == "int":
-            return optuna.distributions.IntDistribution(int(self.low), int(self.high))
+            return optuna.distributions.IntDistribution(int(low), int(high))
         return optuna.distributions.FloatDistribution(
-            float(self.low), float(self.high), log=self.kind == "log"
+            float(low), float(high), log=self.kind == "log"
         )
 
     def samples(self) -> list:
@@ -55,10 +63,11 @@ class Dimension:
         against a model's config before anything trains."""
         if self.kind == "choice":
             return list(self.choices)
+        low, high = self.ends
         if self.kind == "int":
-            return [self.low, self.high]
+            return [low, high]
         # a float just above the low end is no integer: an int field refuses it now
-        return [self.low, math.nextafter(float(self.low), float(self.high)), self.high]
+        return [low, math.nextafter(float(low), float(high)), high]
 
 
 def _number(value) -> str:
@@ -95,10 +104,13 @@ def parse_space(texts: list[str] | str | dict) -> list[Dimension]:
         dimension = parse_dimension(item)
         bare = dimension.key.rpartition(".")[2]
         if bare in {k.rpartition(".")[2] for k in dimensions}:
-            raise ZooError(f"--space {dimension.key} is given twice")
+            raise ZooError(f"space {dimension.key} is given twice", option="space")
         dimensions[dimension.key] = dimension
     if not dimensions:
-        raise ZooError("--space is empty: give at least one key=kind(...), e.g. lr=log(1e-4,1e-2)")
+        raise ZooError(
+            "space is empty: give at least one key=kind(...), e.g. lr=log(1e-4,1e-2)",
+            option="space",
+        )
     return list(dimensions.values())
 
 
@@ -106,28 +118,33 @@ def parse_dimension(text: str) -> Dimension:
     match = _DIMENSION.match(text)
     if match is None:
         raise ZooError(
-            f"--space expects key=kind(args) with kind one of {', '.join(KINDS)}, "
-            f"e.g. lr=log(1e-4,1e-2); got {text!r}"
+            f"space expects key=kind(args) with kind one of {', '.join(KINDS)}, "
+            f"e.g. lr=log(1e-4,1e-2); got {text!r}",
+            option="space",
         )
     key, kind, body = match.groups()
     if kind not in KINDS:
         raise UnknownNameError(
-            "--space kind", kind, KINDS, hint=f"in {text!r}; kinds: " + ", ".join(KINDS)
+            "space kind", kind, KINDS, hint=f"in {text!r}; kinds: " + ", ".join(KINDS)
         )
     args = [arg.strip() for arg in body.split(",")]
     if kind == "choice":
         if not all(args) or len(args) < 2:
-            raise ZooError(f"--space {key}: choice needs two or more values, got {text!r}")
+            raise ZooError(
+                f"space {key}: choice needs two or more values, got {text!r}", option="space"
+            )
         if len(set(args)) != len(args):
-            raise ZooError(f"--space {key}: a choice is listed twice in {text!r}")
+            raise ZooError(f"space {key}: a choice is listed twice in {text!r}", option="space")
         return Dimension(key, kind, choices=tuple(args))
     if len(args) != 2:
-        raise ZooError(f"--space {key}: {kind} takes (low,high), got {text!r}")
+        raise ZooError(f"space {key}: {kind} takes (low,high), got {text!r}", option="space")
     low, high = (_parse_number(arg, kind, key) for arg in args)
     if not low < high:
-        raise ZooError(f"--space {key}: low ({args[0]}) must be below high ({args[1]})")
+        raise ZooError(
+            f"space {key}: low ({args[0]}) must be below high ({args[1]})", option="space"
+        )
     if kind == "log" and low <= 0:
-        raise ZooError(f"--space {key}: log needs a positive low end, got {args[0]}")
+        raise ZooError(f"space {key}: log needs a positive low end, got {args[0]}", option="space")
     return Dimension(key, kind, low, high)
 
 
@@ -138,9 +155,9 @@ def _parse_number(text: str, kind: str, key: str):
         value = float(text)
     except ValueError:
         what = "an integer" if kind == "int" else "a number"
-        raise ZooError(f"--space {key}: {text!r} is not {what}") from None
+        raise ZooError(f"space {key}: {text!r} is not {what}", option="space") from None
     if not math.isfinite(value):
-        raise ZooError(f"--space {key}: {text!r} is not a finite number")
+        raise ZooError(f"space {key}: {text!r} is not a finite number", option="space")
     return value
 
 
@@ -161,8 +178,8 @@ def check_space(
         bare = dimension.key.rpartition(".")[2]
         if any(key.rpartition(".")[2] == bare for key in overrides):
             raise ZooError(
-                f"{dimension.key} is both searched (--space) and fixed (--set, "
-                "--steps or a preset option); give it once"
+                f"{dimension.key} is both searched (space) and fixed (a setting, "
+                "steps or a preset option); give it once"
             )
         unknown = None
         for name, plan in plans.items():
@@ -180,8 +197,8 @@ def check_space(
                 continue
             except ZooError as exc:  # the field exists but this kind of value does not fit it
                 what = " on ".join(name) if isinstance(name, tuple) else name
-                raise ZooError(f"--space {dimension}: {exc} (for {what})") from None
+                raise ZooError(f"space {dimension}: {exc} (for {what})", option="space") from None
             searched[name].append(dimension)
         if not any(dimension in dims for dims in searched.values()):
-            raise ZooError(f"--space: {unknown}")
+            raise ZooError(f"space: {unknown}", option="space")
     return searched

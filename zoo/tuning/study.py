@@ -86,8 +86,9 @@ def check_not_zoo_store(url: str) -> None:
     store = home() / "zoo.db"
     if path and os.path.realpath(path) == os.path.realpath(store):
         raise ZooError(
-            f"--storage {url}: that is zoo's own store; keep studies elsewhere (by default "
-            f"{home() / 'tune' / 'studies.db'})"
+            f"storage {url}: that is zoo's own store; keep studies elsewhere (by default "
+            f"{home() / 'tune' / 'studies.db'})",
+            option="storage",
         )
 
 
@@ -103,7 +104,7 @@ def make_pruner(name: str):
         return optuna.pruners.SuccessiveHalvingPruner()
     if name == "none":
         return optuna.pruners.NopPruner()
-    raise ZooError(f"--pruner must be one of {', '.join(PRUNERS)}, not {name!r}")
+    raise ZooError(f"pruner must be one of {', '.join(PRUNERS)}, not {name!r}", option="pruner")
 
 
 def make_sampler(name: str, seed: int | None):
@@ -113,7 +114,7 @@ def make_sampler(name: str, seed: int | None):
         return optuna.samplers.TPESampler(seed=seed)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
-    raise ZooError(f"--sampler must be tpe or random, not {name!r}")
+    raise ZooError(f"sampler must be tpe or random, not {name!r}", option="sampler")
 
 
 def seed_next_draw(study, name: str, seed: int | None) -> None:
@@ -165,8 +166,8 @@ def objective_for(task: str, metric: str | None = None) -> Objective:
     name = metric or f"val_{strip_split(declared.primary)}"
     if not name.startswith("val_"):
         raise ZooError(
-            f"--metric {name}: trials are chosen on validation figures only "
-            "(val_...), never on test"
+            f"metric {name}: trials are chosen on validation figures only (val_...), never on test",
+            option="metric",
         )
     declared_metric = declared.metric(name)
     if declared_metric is None:

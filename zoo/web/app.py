@@ -9,6 +9,7 @@ before anything is looked up) or one of the few static files by name, never a pa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -67,82 +68,24 @@ def cell_text(value) -> str:
 
 
 def create_app(home: str | Path):
-    """The application over the store in ``home`` (ZOO_HOME)."""
+    """The application over the store in ``home`` (ZOO_HOME): the routes below, each a
+    page rendered from the data zoo.web.views builds."""
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
-    from starlette.requests import Request
-    from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
     from starlette.routing import Route
-
-    store = views.StoreView(home)
-    env = templates()
-    # read the store now, so the first page need not wait for all of it
-    threading.Thread(target=store.read_ahead, daemon=True, name="zoo-ui-read").start()
-
-    def page(name: str, status: int = 200, **context) -> HTMLResponse:
-        html = env.get_template(name).render(report=False, home=str(store.home), **context)
-        return HTMLResponse(html, status_code=status)
-
-    def runs(request: Request):
-        q = request.query_params
-        data = views.runs_page(
-            store,
-            where=q.get("where"),
-            sort=q.get("sort"),
-            columns=q.get("columns"),
-            page=_int(q.get("page"), 1),
-        )
-        return page("runs.html", data=data, view="runs")
-
-    def run(request: Request):
-        data = views.run_page(store, request.path_params["run_id"])
-        return page("run.html", data=data, view="runs")
-
-    def compare(request: Request):
-        data = views.comparison(store, dict(request.query_params))
-        return page("compare.html", data=data, view="compare")
-
-    def curves_data(request: Request) -> dict:
-        q = request.query_params
-        return views.curves(
-            store, q.getlist("run"), metric=q.get("metric") or "loss", x=q.get("x") or "step"
-        )
-
-    def curves(request: Request):
-        return page("curves.html", data=curves_data(request), view="curves")
-
-    def curves_json(request: Request):
-        return JSONResponse(curves_data(request))
-
-    def tune(request: Request):
-        return page(
-            "tune.html", studies=views.studies(store), ensembles=views.ensembles(store), view="tune"
-        )
-
-    def static(request: Request):
-        name = request.path_params["name"]
-        if name not in STATIC:
-            raise HTTPException(404, f"no file {name!r}")
-        kind, read = STATIC[name]
-        return Response(read(), media_type=kind, headers={"Cache-Control": "max-age=3600"})
-
-    def no_icon(request: Request):
-        return Response(status_code=204)
-
-    def home_page(request: Request):
-        return RedirectResponse("/runs", status_code=302)
-
-    async def not_found(request: Request, exc):
-        detail = getattr(exc, "detail", None) or str(exc) or "not found"
-        status = getattr(exc, "status_code", 404)
-        return page("error.html", status=status, message=detail, view="")
-
-    async def zoo_error(request: Request, exc):
-        return page("error.html", status=400, message=str(exc), view="")
 
     from zoo.errors import ZooError
 
-    return Starlette(
+    store = views.StoreView(home)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        # once serving: the first page and the table of all runs, before anyone asks
+        threading.Thread(target=views.read_ahead, args=(store,), daemon=True).start()
+        yield
+
+    app = Starlette(
+        lifespan=lifespan,
         routes=[
             Route("/", home_page),
             Route("/runs", runs),
@@ -160,6 +103,106 @@ def create_app(home: str | Path):
             ZooError: zoo_error,
         },
     )
+    app.state.store, app.state.env = store, templates()
+    return app
+
+
+# -- the routes: each reads the store through request.app.state.store ----------------
+def page(request, name: str, status: int = 200, **context):
+    from starlette.responses import HTMLResponse
+
+    state = request.app.state
+    html = state.env.get_template(name).render(report=False, home=str(state.store.home), **context)
+    return HTMLResponse(html, status_code=status)
+
+
+def runs(request):
+    q = request.query_params
+    data = views.runs_page(
+        request.app.state.store,
+        where=q.get("where"),
+        sort=q.get("sort"),
+        columns=q.get("columns"),
+        page=_int(q.get("page"), 1),
+    )
+    return page(request, "runs.html", data=data, view="runs")
+
+
+def run(request):
+    data = views.run_page(request.app.state.store, request.path_params["run_id"])
+    return page(request, "run.html", data=data, view="runs")
+
+
+def compare(request):
+    data = views.comparison(request.app.state.store, dict(request.query_params))
+    return page(request, "compare.html", data=data, view="compare", charts=True)
+
+
+def curves_data(request) -> dict:
+    q = request.query_params
+    return views.curves(
+        request.app.state.store,
+        q.getlist("run"),
+        metric=q.get("metric") or "loss",
+        x=q.get("x") or "step",
+    )
+
+
+def curves(request):
+    return page(request, "curves.html", data=curves_data(request), view="curves", charts=True)
+
+
+def curves_json(request):
+    from starlette.responses import JSONResponse
+
+    return JSONResponse(curves_data(request))
+
+
+def tune(request):
+    store = request.app.state.store
+    studies = views.studies(store)
+    return page(
+        request,
+        "tune.html",
+        studies=studies,
+        tables=views.budget_tables(studies),
+        ensembles=views.ensembles(store),
+        view="tune",
+        charts=True,
+    )
+
+
+def static(request):
+    from starlette.exceptions import HTTPException
+    from starlette.responses import Response
+
+    name = request.path_params["name"]
+    if name not in STATIC:
+        raise HTTPException(404, f"no file {name!r}")
+    kind, read = STATIC[name]
+    return Response(read(), media_type=kind, headers={"Cache-Control": "max-age=3600"})
+
+
+def no_icon(request):
+    from starlette.responses import Response
+
+    return Response(status_code=204)
+
+
+def home_page(request):
+    from starlette.responses import RedirectResponse
+
+    return RedirectResponse("/runs", status_code=302)
+
+
+async def not_found(request, exc):
+    detail = getattr(exc, "detail", None) or str(exc) or "not found"
+    status = getattr(exc, "status_code", 404)
+    return page(request, "error.html", status=status, message=detail, view="")
+
+
+async def zoo_error(request, exc):
+    return page(request, "error.html", status=400, message=str(exc), view="")
 
 
 def _int(text: str | None, default: int) -> int:

@@ -36,6 +36,7 @@ def report_html(
     from zoo.web.app import HERE, plotly_js, templates
 
     view = views.StoreView(home)
+    studies = views.studies(view)
     runs = views.runs_page(view, where=where, per_page=10**9)
     if runs["error"]:
         raise ZooError(runs["error"])
@@ -70,7 +71,8 @@ def report_html(
             runs=runs,
             comparison=comparison,
             curves=views.curves(view, trained[:MAX_CURVES]),
-            studies=views.studies(view),
+            studies=studies,
+            tables=views.budget_tables(studies),
             ensembles=[e for e in views.ensembles(view) if e["id"] in ids],
             pages=[views.run_page(view, run_id) for run_id in ids[:MAX_RUN_PAGES]],
             notes=notes,

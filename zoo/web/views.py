@@ -22,6 +22,8 @@ PER_PAGE = 50  # runs on one page of the run list
 DEFAULT_SORT = "-created"  # newest first
 MAX_EXTRA_COLUMNS = 40  # settings and metrics shown beside the summary by default
 MAX_SAMPLES_CHARS = 20_000  # of a run's samples.txt
+MAX_KEPT = 200  # pages, selections and comparisons kept until the store changes
+REFRESH_SECONDS = 5.0  # how often the curves of a run still training are read again
 # run columns that say how a run was recorded, not what it is: not offered by default
 BOOKKEEPING = {
     "parent_id",
@@ -55,8 +57,8 @@ class StoreView:
         self.path = self.home / "zoo.db"
         self._lock = threading.Lock()
         self._stamp: tuple | None = None
-        self._tables: tuple = (None, None)
-        self._memo: dict = {}  # what was computed from the tables, until they change
+        self._memo: dict = {}  # what was computed from the store, until it changes
+        self._computing: dict = {}  # key -> the lock its computation holds
 
     def _stamp_now(self) -> tuple:
         stamps: list[tuple | None] = []
@@ -78,40 +80,83 @@ class StoreView:
     def tables(self):
         """(runs, frame): what zoo.comparison.table.load_runs returns (the comparison's
         input) and zoo.comparison.runs.run_frame of it (the run list's)."""
-        import pandas as pd
+        return self.memo("tables", self._read_tables)
 
+    def _read_tables(self):
         from zoo.comparison.runs import run_frame
         from zoo.comparison.table import load_runs
 
+        if not self.path.is_file():
+            return _empty(), _empty()
+        with self.open() as store:
+            runs = load_runs(store)
+        return runs, run_frame(runs)
+
+    def memo(self, key, compute):
+        """``compute()``, once while the store stays as it is (its database and write-ahead
+        log unchanged); a second asker of the same key waits for the first's answer."""
         with self._lock:
             stamp = self._stamp_now()
             if stamp != self._stamp:
-                if self.path.is_file():
-                    with self.open() as store:
-                        runs = load_runs(store)
-                    self._tables = (runs, run_frame(runs))
-                else:
-                    self._tables = (pd.DataFrame(), pd.DataFrame())
-                self._stamp, self._memo = stamp, {}
-            return self._tables
-
-    def read_ahead(self) -> None:
-        """Read the tables before a page asks (a damaged store is then the page's error)."""
-        try:
-            self.tables()
-        except Exception:  # noqa: BLE001
-            pass
-
-    def memo(self, key, compute):
-        """``compute(runs)`` over the current tables, computed once while they stay."""
-        runs, _ = self.tables()
-        with self._lock:
+                self._stamp, self._memo, self._computing = stamp, {}, {}
             if key in self._memo:
                 return self._memo[key]
-        value = compute(runs)
-        with self._lock:
-            self._memo[key] = value
-        return value
+            gate = self._computing.setdefault(key, threading.Lock())
+        with gate:
+            with self._lock:
+                if self._stamp == stamp and key in self._memo:
+                    return self._memo[key]
+            value = compute()
+            with self._lock:
+                if self._stamp == stamp:  # not if the store changed meanwhile
+                    self._memo[key] = value
+                    while len(self._memo) > MAX_KEPT:  # the oldest first, all runs' table last
+                        del self._memo[next(k for k in self._memo if k != "tables")]
+            return value
+
+    def count(self) -> int:
+        if not self.path.is_file():
+            return 0
+        with self.open() as store:
+            return store.count()
+
+    def ids_by_creation(self, limit: int, offset: int, newest_first: bool) -> list[str]:
+        if not self.path.is_file():
+            return []
+        with self.open() as store:
+            return store.ids_by_creation(limit, offset, newest_first)
+
+    def page_frame(self, ids: list[str]):
+        """The run list's frame (zoo.comparison.runs.run_frame) of these runs alone, in
+        this order: their rows, and the rows their settings are read from (an evaluation's
+        trained run, an ensemble's members), go through the functions `zoo runs` uses."""
+        from zoo.comparison.runs import run_frame
+        from zoo.comparison.table import load_runs
+
+        if not ids:
+            return run_frame(load_runs(rows=[])) if self.path.is_file() else _empty()
+        with self.open() as store:
+            rows = store.rows(ids)
+            for _ in range(2):  # an evaluation of an ensemble: its members' rows too
+                known = {r["id"] for r in rows}
+                wanted = sorted({ref for r in rows for ref in _references(r)} - known)
+                rows += store.rows(wanted) if wanted else []
+            frame = run_frame(load_runs(store, rows))
+        order = {run_id: n for n, run_id in enumerate(ids)}
+        frame = frame[frame["id"].isin(order)]
+        ranks = [order[run_id] for run_id in frame["id"]]
+        return frame.iloc[sorted(range(len(frame)), key=ranks.__getitem__)].reset_index(drop=True)
+
+    def selection(self, where: str | None, sort: str) -> list[str]:
+        """The ids of the runs `zoo runs --where WHERE --sort SORT` lists, in its order,
+        kept until the store changes (paging through a filter filters once)."""
+        from zoo.comparison.runs import select
+
+        def chosen() -> list[str]:
+            frame = self.tables()[1]
+            return list(select(frame, where=where, sort=sort)["id"]) if len(frame) else []
+
+        return self.memo(("selection", where, sort), chosen)
 
     def row(self, run_id: str) -> dict:
         """A run's store row, as `zoo show RUN --json` has it (without its "type")."""
@@ -141,7 +186,8 @@ def split_keys(text: str | None) -> list[str]:
 
 
 def default_columns(frame) -> list[str]:
-    """The settings and metrics that differ between runs, beside the summary columns."""
+    """The settings and metrics that differ between the runs of ``frame`` (a page),
+    beside the summary columns."""
     from zoo.comparison.runs import SUMMARY
 
     extra = []
@@ -154,6 +200,10 @@ def default_columns(frame) -> list[str]:
     return extra[:MAX_EXTRA_COLUMNS]
 
 
+# sorts the store answers itself: the run list in order of creation needs no table of runs
+BY_CREATION = {"-created": True, "created": False}
+
+
 def runs_page(
     view: StoreView,
     *,
@@ -164,12 +214,18 @@ def runs_page(
     per_page: int = PER_PAGE,
 ) -> dict:
     """One page of `zoo runs --where WHERE --sort SORT --columns COLUMNS --json`, with the
-    count of runs selected. A condition or column zoo runs refuses is the page's error."""
-    from zoo.comparison.runs import SUMMARY, render, select
+    count of runs selected (kept until the store changes). A condition or column zoo runs
+    refuses is the page's error.
 
-    _, frame = view.tables()
-    sort = sort or DEFAULT_SORT
-    extra = split_keys(columns) if columns else default_columns(frame)
+    Only the page's runs are read into a table: unfiltered and in order of creation, the
+    store pages them itself (a large store's first page waits for nothing else); a
+    condition or another sort selects from the table of all runs, read once per change
+    of the store."""
+    asked = (where or None, sort or DEFAULT_SORT, columns or None, page, per_page)
+    return view.memo(("runs",) + asked, lambda: _runs_page(view, *asked))
+
+
+def _runs_page(view: StoreView, where, sort: str, columns, page: int, per_page: int) -> dict:
     data: dict[str, Any] = {
         "where": where or "",
         "sort": sort,
@@ -177,21 +233,23 @@ def runs_page(
         "error": None,
     }
     try:
-        selected = select(frame, where=where or None, sort=sort)
-        shown = list(SUMMARY) + [c for c in extra if c not in SUMMARY]
-        pages = max(1, math.ceil(len(selected) / per_page))
-        page = min(max(1, page), pages)
-        chunk = selected.iloc[(page - 1) * per_page : page * per_page]
-        records = json.loads(render(chunk, "json", extra)) if not chunk.empty else []
+        total, selected, ids, page, pages = _page_ids(view, where, sort, page, per_page)
+        frame = view.page_frame(ids)
+        extra = _asked_columns(view, columns) if columns else default_columns(frame)
+        missing = [c for c in extra if c not in frame.columns]
+        if missing and not frame.empty:  # a column no run of the page has: empty here
+            frame = frame.assign(**dict.fromkeys(missing))
+        records = _records(frame, extra)
     except ZooError as exc:
-        data["error"] = str(exc)
-        selected, records, pages, page = frame.iloc[0:0], [], 1, 1
-        shown = list(SUMMARY)
-    if frame.empty:
-        shown = list(SUMMARY)
+        data["error"] = exc.command_line()
+        total, selected, records, pages, page, extra = view.count(), 0, [], 1, 1, []
+        frame = _empty()
+    from zoo.comparison.runs import SUMMARY
+
+    shown = list(SUMMARY) + [c for c in extra if c not in SUMMARY]
     data.update(
-        total=len(frame),
-        selected=len(selected),
+        total=total,
+        selected=selected,
         page=page,
         pages=pages,
         per_page=per_page,
@@ -199,6 +257,68 @@ def runs_page(
         rows=records,
     )
     return data
+
+
+def _page_ids(view: StoreView, where, sort: str, page: int, per_page: int) -> tuple:
+    """(runs in the store, runs selected, the page's ids, the page, the pages)."""
+    if where is None and sort in BY_CREATION:
+        total = selected = view.count()
+    else:
+        chosen = view.selection(where, sort)
+        total, selected = len(view.tables()[1]), len(chosen)
+    pages = max(1, math.ceil(selected / per_page))
+    page = min(max(1, page), pages)
+    offset = (page - 1) * per_page
+    if where is None and sort in BY_CREATION:
+        ids = view.ids_by_creation(per_page, offset, BY_CREATION[sort])
+    else:
+        ids = chosen[offset : offset + per_page]
+    return total, selected, ids, page, pages
+
+
+def _asked_columns(view: StoreView, columns: str) -> list[str]:
+    """The columns asked for, each a column of the table of all runs (else the error `zoo
+    runs --columns` gives)."""
+    from zoo.errors import UnknownNameError
+
+    asked = split_keys(columns)
+    known = view.tables()[1].columns
+    for column in asked:
+        if len(known) and column not in known:
+            raise UnknownNameError("column", column, [str(c) for c in known])
+    return asked
+
+
+def _records(frame, extra: list[str]) -> list[dict]:
+    from zoo.comparison.runs import render
+
+    return json.loads(render(frame, "json", extra)) if not frame.empty else []
+
+
+def _references(row: dict) -> set[str]:
+    """The runs a row's settings are read from: an evaluation's trained run, an
+    ensemble's members."""
+    config = row.get("config") or {}
+    refs = {m.get("run_id") for m in config.get("combines") or [] if isinstance(m, dict)}
+    if row.get("kind") == "eval" and row.get("parent_id"):
+        refs.add(row["parent_id"])
+    return {r for r in refs if isinstance(r, str)}
+
+
+def _empty():
+    import pandas as pd
+
+    return pd.DataFrame()
+
+
+def read_ahead(view: StoreView) -> None:
+    """The first page, then the table of all runs, before a page asks: the libraries and
+    plugins they need are loaded on the way (a damaged store is then the page's error)."""
+    try:
+        runs_page(view)
+        view.tables()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 # -- the comparison (zoo compare) -----------------------------------------------------
@@ -210,30 +330,42 @@ def comparison(view: StoreView, options: dict) -> dict:
     pool): its table laid out as the renderers lay it out, its legend and notes, its cells
     as `zoo compare --format json` prints them, and grouped bars with error bars."""
     key = tuple(sorted((k, str(v)) for k, v in options.items()))
-    return view.memo(("comparison", key), lambda runs: _comparison(runs, options))
+    return view.memo(("comparison", key), lambda: _comparison(view.tables()[0], options))
 
 
 def _comparison(runs, options: dict) -> dict:
     from zoo.comparison.render import layout, legend, render
-    from zoo.comparison.table import summarize
+    from zoo.comparison.table import ComparisonSpec, summarize
 
     status = tuple(split_keys(options.get("status")) or ["finished"])
-    chosen = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
+    chosen: dict[str, Any] = {k: (options.get(k) or None) for k in COMPARE_OPTIONS}
     data = {"options": {**{k: v or "" for k, v in chosen.items()}, "status": ",".join(status)}}
     data["options"].update(evals=bool(options.get("evals")), pool=bool(options.get("pool")))
     try:
         if chosen["better"] not in (None, "lower", "higher"):
             raise ZooError(f"better must be lower or higher, not {chosen['better']!r}")
-        table = summarize(
-            runs if not runs.empty else None,
-            **chosen,
+        spec = ComparisonSpec(
+            metric=chosen["metric"],
+            where=chosen["where"],
+            by=chosen["by"],
+            columns=chosen["columns"],
+            baseline=chosen["baseline"],
+            better=chosen["better"],
             evals=bool(options.get("evals")),
             status=status,
             pool=bool(options.get("pool")),
         )
+        table = summarize(runs if not runs.empty else None, spec)
         header, body = layout(table)
     except ZooError as exc:
-        return {**data, "error": str(exc), "header": [], "body": [], "legend": [], "cells": []}
+        return {
+            **data,
+            "error": exc.command_line(),
+            "header": [],
+            "body": [],
+            "legend": [],
+            "cells": [],
+        }
     cells = json.loads(render(table, "json"))
     return {
         **data,
@@ -334,6 +466,7 @@ def curves(view: StoreView, run_ids: list[str], metric: str = "loss", x: str = "
         "metrics": sorted(offered),
         "series": series,
         "training": any(r["status"] == "running" for r in rows),
+        "refresh_seconds": REFRESH_SECONDS,
     }
 
 
@@ -347,6 +480,7 @@ def run_page(view: StoreView, run_id: str) -> dict:
     file that trains it again (`zoo show RUN --config`), its phase timings, samples,
     evaluations, ensemble members, files and the commands that continue, repeat, export it."""
     from zoo.operations.reproduce import config_file
+    from zoo.records.paths import MODEL_CARD
     from zoo.train.provenance import SHOWN_KEYS
     from zoo.train.tracking import tracker_lines
 
@@ -359,7 +493,8 @@ def run_page(view: StoreView, run_id: str) -> dict:
     provenance = [("seed", row.get("seed"))]
     provenance += [(k, config[k]) for k in SHOWN_KEYS if config.get(k) is not None]
     provenance += [(f"version {k}", v) for k, v in (config.get("versions") or {}).items()]
-    timing = config.get("timing") if isinstance(config.get("timing"), dict) else {}
+    timing = config.get("timing")
+    timing = timing if isinstance(timing, dict) else {}
     folder = view.folder(row["id"])
     return {
         "record": {"type": "run", **row},
@@ -376,7 +511,7 @@ def run_page(view: StoreView, run_id: str) -> dict:
         "weighting": config.get("weighting"),
         "evaluations": view.evaluations(row["id"]) if kind == "train" else [],
         "samples": _text(folder / "samples.txt"),
-        "card": _text(folder / "README.md"),
+        "card": _text(folder / MODEL_CARD),
         "files": sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
         if folder.is_dir()
         else [],
@@ -417,10 +552,16 @@ def _text(path: Path) -> str | None:
 def studies(view: StoreView) -> list[dict]:
     """The Optuna studies `zoo tune` keeps in ZOO_HOME/tune/studies.db, read-only: each
     study's trials, its optimisation history, and its parameters' importance as Optuna's
-    own analysis (optuna.importance) rates them."""
+    own analysis (optuna.importance) rates them; kept until the studies change."""
     path = view.home / "tune" / "studies.db"
     if not path.is_file():
         return []
+    files = (path, path.with_name(path.name + "-wal"))
+    stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.is_file() else None for p in files)
+    return view.memo(("studies", stamp), lambda: _read_studies(path))
+
+
+def _read_studies(path: Path) -> list[dict]:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -459,11 +600,7 @@ def study(loaded) -> dict:
     for trial in done:
         running.append(better(running[-1], trial["value"]) if running else trial["value"])
     best = better(done, key=lambda t: t["value"]) if done else None
-    try:
-        importance = optuna.importance.get_param_importances(loaded)
-        why = None
-    except (ValueError, RuntimeError) as exc:  # too few finished trials, no parameters
-        importance, why = {}, str(exc)
+    importance, why = param_importance(loaded)
     history = {
         "data": [
             {
@@ -489,8 +626,11 @@ def study(loaded) -> dict:
             "height": 320,
         },
     }
+    from zoo.tuning.report import EQUAL_BUDGET
+
     return {
         "name": loaded.study_name,
+        "equal_budget": loaded.user_attrs.get(EQUAL_BUDGET),
         "direction": "maximize" if maximize else "minimize",
         "trials": trials,
         "best": best,
@@ -498,6 +638,28 @@ def study(loaded) -> dict:
         "importance": {k: float(v) for k, v in importance.items()},
         "importance_note": why,
     }
+
+
+def budget_tables(studies: list[dict]) -> list[dict]:
+    """The equal-budget tables `zoo tune` printed, as it printed them (zoo.tuning.report's
+    table of the rows each study kept), newest search first."""
+    from zoo.tuning.report import kept_tables
+
+    kept = [s["equal_budget"] for s in studies if isinstance(s.get("equal_budget"), dict)]
+    try:
+        return kept_tables(kept)
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:  # a study edited by hand
+        return [{"search": "", "budget": "", "table": f"the kept tables cannot be read: {exc}"}]
+
+
+def param_importance(loaded) -> tuple[dict, str | None]:
+    """The parameters' importance as optuna.importance rates it (fANOVA), or why not."""
+    import optuna.importance
+
+    try:
+        return optuna.importance.get_param_importances(loaded), None
+    except (ValueError, RuntimeError) as exc:  # too few finished trials, no parameters
+        return {}, str(exc)
 
 
 def ensembles(view: StoreView) -> list[dict]:

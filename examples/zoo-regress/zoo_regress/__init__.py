@@ -66,9 +66,8 @@ class BitMLPConfig:
 @hookimpl
 def register_pipelines(register):
     register(
-        "regression",
+        REGRESSION,
         "zoo_regress.pipeline:Regression",
-        task=REGRESSION,
         config="zoo_regress.pipeline:RegressionConfig",
         description="one real number per text; reports mean squared error and R²",
     )

@@ -1,5 +1,5 @@
 // zoo ui: draws the charts of a page from the JSON it embeds (plotly.js), and the curves
-// with their smoothing, log axis and, while a run trains, a refresh every 5 s.
+// with their smoothing, log axis and, while a run trains, a refresh every few seconds.
 (function () {
   "use strict";
   var config = { responsive: true, displaylogo: false };
@@ -84,6 +84,7 @@
   controls.log.addEventListener("change", draw);
   if (controls.metric) controls.metric.addEventListener("change", reload);
   if (controls.x) controls.x.addEventListener("change", reload);
-  var timer = data.training && controls.metric ? setInterval(reload, 5000) : null;
+  var timer = data.training && controls.metric
+    ? setInterval(reload, 1000 * data.refresh_seconds) : null;
   draw();
 })();
