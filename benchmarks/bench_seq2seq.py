@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -35,6 +36,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import header, table, write_results  # noqa: E402
@@ -197,16 +199,21 @@ BEAM_CHECK = "encdec-bpe"  # the model whose test split is decoded again, greedy
 def multi30k_cell(cell, args, env) -> dict:
     model, direction, seed = cell
     dataset = DIRECTIONS[direction]
-    sets = [*SHARED, *MODELS[model], *args.set]  # the command line's --set last: it wins
-    record, wall, cpu = zoo_run(
-        model, dataset, "--seed", seed, "--set", f"time={args.time:g}", *settings(" ".join(sets)),
-        env=env,
-    )  # fmt: skip
+    sets = [*SHARED, *MODELS[model], *args.set, f"time={args.time:g}"]  # later ones win
+    row = {"model": model, "direction": direction, "seed": seed}
+    record = finished_run(env["ZOO_HOME"], model, dataset, seed, sets)
+    # a finished run reused: its recorded duration (from its start to its record), no CPU s
+    wall, cpu = (record["duration"], math.nan) if record else (math.nan, math.nan)
+    try:
+        if record is None:
+            record, wall, cpu = zoo_run(
+                model, dataset, "--seed", seed, *settings(" ".join(sets)), env=env
+            )
+    except SystemExit as failed:  # one failed run does not cost the others
+        print(json.dumps(row | {"failed": str(failed)[-300:]}))
+        return row | {"failed": str(failed)[-300:]}
     m = record["metrics"]
-    row = {
-        "model": model,
-        "direction": direction,
-        "seed": seed,
+    row |= {
         "run_id": record["run_id"],
         "bleu": m["test_bleu"],
         "chrf": m["test_chrf"],
@@ -220,6 +227,39 @@ def multi30k_cell(cell, args, env) -> dict:
         row |= beam_gain(record["run_id"], dataset)
     print(json.dumps(row))
     return row
+
+
+def finished_run(home: str, model: str, dataset: str, seed: int, sets: list[str]) -> dict | None:
+    """A finished run in ``home`` of this model, dataset and seed whose recorded configs
+    hold every setting of ``sets``, as its record (run_id, metrics), or None: rerunning the
+    command in the same ZOO_HOME after a failure trains only what is missing."""
+    import zoo
+
+    os.environ["ZOO_HOME"] = home
+    runs = zoo.runs()
+    if runs.empty:
+        return None
+    chosen = runs[
+        (runs["model"] == model)
+        & (runs["dataset"] == dataset)
+        & (runs["seed"] == seed)
+        & (runs["status"] == "finished")
+    ]
+    for _, run in chosen.iterrows():
+        config = json.loads((Path(home) / run["id"] / "config.json").read_text())
+        values = {k: v for section in config["configs"].values() for k, v in section.items()}
+        wanted = dict(item.split("=", 1) for item in sets)  # a later setting wins
+        if all(_same(values.get(k), v) for k, v in wanted.items()):
+            metrics = {k: v for k, v in run.items() if isinstance(k, str)}
+            return {"run_id": run["id"], "metrics": metrics, "duration": run["duration"]}
+    return None
+
+
+def _same(recorded, given: str) -> bool:
+    try:
+        return float(recorded) == float(given)
+    except (TypeError, ValueError):
+        return str(recorded) == given
 
 
 def beam_gain(run_id: str, dataset: str) -> dict:
@@ -272,6 +312,8 @@ def multi30k(args, env) -> None:
     cells = [(m, d, s) for d in args.directions for m in args.models for s in args.seeds]
     with ThreadPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(lambda cell: multi30k_cell(cell, args, env), cells))
+    failed = [r for r in rows if "failed" in r]
+    rows = [r for r in rows if "failed" not in r]
     summary = statistics_of(rows)
     beams = [r for r in rows if "beam_gain" in r]
     command = "python benchmarks/bench_seq2seq.py multi30k" + "".join(
@@ -333,6 +375,10 @@ def multi30k(args, env) -> None:
         ],
         notes=[
             f"sacreBLEU signature: {rows[0]['signature']}" if rows else "no run",
+            *(
+                f"{r['model']} {r['direction']} seed {r['seed']} failed: {r['failed']}"
+                for r in failed
+            ),
             f"OMP_NUM_THREADS={env.get('OMP_NUM_THREADS', 'unset')}; {args.jobs} run(s) side by "
             "side. Where the machine was shared with other work (see its load), each run "
             "trained fewer steps in its budget than the machine allows alone, so these "
