@@ -444,7 +444,9 @@ def test_ctrl_c_in_the_reruns_stops_the_tune_even_when_it_lands_in_a_finalizer(
     monkeypatch.setattr(cells, "train_cell", dropping_then_training)
     result = tune_cli(negated_reviews, "--trials", 1, "--seeds", 2, "--steps", 30)
     assert result.code == 130, result
-    assert result.err.splitlines()[-1].startswith("zoo: interrupted"), result.err
+    assert result.err.splitlines()[-1] == (
+        "zoo: interrupted; the studies and trials are kept; run the same zoo tune again to continue"
+    ), result.err
     with Store() as store:
         rows = store.rows()
         assert store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
