@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     import torch
-    from zoo.pipelines.language_modeling import encode, generate, split_text, total_nll
+    from zoo.pipelines.language_modeling import Sampling, encode, generate, split_text, total_nll
 
     from zoo.core.loading import get_zoo, task_loss
     from zoo.core.names import get_task
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     ]
     if args.generate:
         start = time.perf_counter()
-        text = "".join(generate(model, tokenizer, "", args.generate, block, seed=0))
+        text = "".join(generate(model, tokenizer, "", args.generate, block, Sampling(seed=0)))
         spent = time.perf_counter() - start
         print(
             f"generate: {args.generate} tokens in {spent:.2f} s: "

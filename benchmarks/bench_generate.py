@@ -52,12 +52,17 @@ def train_run(steps: int) -> str:
 def timed(trained, tokens: int, cache: bool, seed: int) -> tuple[float, float, str]:
     """Tokens per second of wall-clock time and of this process's CPU time (on a loaded
     machine the second is nearer what an idle one would give), and the text."""
-    from zoo.pipelines.language_modeling import generate
+    from zoo.pipelines.language_modeling import Sampling, generate
 
     wall, cpu = time.perf_counter(), time.process_time()
     text = "".join(
         generate(
-            trained.model, trained.tokenizer, "", tokens, trained.block_size, seed=seed, cache=cache
+            trained.model,
+            trained.tokenizer,
+            "",
+            tokens,
+            trained.block_size,
+            Sampling(seed=seed, cache=cache),
         )
     )
     return tokens / (time.perf_counter() - wall), tokens / (time.process_time() - cpu), text

@@ -5,9 +5,10 @@ block 64, batch 12, no dropout; zoo's decoder-char-nanogpt preset is that shape.
 script runs nanoGPT's train.py itself (from a checkout you give it: its source is never
 part of zoo) and zoo's training step (built exactly as `zoo run` builds it, through
 bench_train.Variant), alternating rounds of steps in fresh processes, and prints the ratio
-of the medians of milliseconds per step. Then, for zoo: model FLOPs utilisation against the
-bf16 (and fp32) matrix-multiply peak measured here, and a torch profiler summary of where a
-step's time goes.
+of the medians of milliseconds per step. Then model FLOPs utilisation against the bf16 (and
+fp32) matrix-multiply peak measured here, and where a step's time goes: on the CPU, both
+sides' steps profiled in one process and summed by kernel kind (a table of the results); on a
+GPU, a torch profiler summary of zoo's step.
 
     git clone https://github.com/karpathy/nanoGPT /tmp/nanoGPT
     OMP_NUM_THREADS=1 python benchmarks/bench_nanogpt.py --nanogpt /tmp/nanoGPT
@@ -263,7 +264,114 @@ def profile_zoo(shape: str, compile: bool, steps: int = 20) -> tuple[str, float 
     return averages.table(sort_by="self_device_time_total", row_limit=18), busy_ms
 
 
-def main(argv=None) -> int:
+# Kernel kinds by the profiler's operator names; an operator under the optimizer's step
+# (or the gradient clipping before it) counts as the optimizer's, whatever it is.
+KINDS = (
+    ("matrix products", ("aten::mm", "aten::addmm", "aten::bmm")),
+    ("attention (SDPA)", ("scaled_dot_product",)),
+    ("GELU", ("gelu",)),
+    ("layer norm", ("layer_norm",)),
+    ("loss (cross-entropy)", ("log_softmax", "nll_loss")),
+)
+OPTIMIZER_SCOPES = ("Optimizer.step", "Optimizer.zero_grad", "clip_grad")
+
+
+def kind_of(event) -> str:
+    scope = event
+    while scope is not None:
+        if scope.name.startswith(OPTIMIZER_SCOPES):
+            return "optimizer step and clipping"
+        scope = scope.cpu_parent
+    for kind, names in KINDS:
+        if any(name in event.name for name in names):
+            return kind
+    return "everything else (element-wise, views, autograd, Python)"
+
+
+def nanogpt_step(work: Path):
+    """nanoGPT's CPU-recipe training step, as its train.py takes it (forward, backward,
+    clipping at 1.0, its AdamW from configure_optimizers), on its model.py from ``work``."""
+    import importlib.util
+
+    import torch
+
+    spec = importlib.util.spec_from_file_location("nanogpt_model", work / "model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = module.GPTConfig(
+        block_size=64, vocab_size=65, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False
+    )
+    model = module.GPT(config)
+    optimizer = model.configure_optimizers(0.1, 1e-3, (0.9, 0.99), "cpu")
+
+    def step() -> None:
+        x, y = (torch.randint(65, (12, 64)) for _ in range(2))
+        _, loss = model(x, y)
+        loss.backward()
+        with torch.profiler.record_function("clip_grad"):
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def time_by_kind(step, steps: int = 20) -> dict[str, float]:
+    """Milliseconds per step of each kernel kind: the operators' own (self) times under the
+    torch profiler, which times them by the wall clock."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(5):
+        step()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    kinds: dict[str, float] = {}
+    for event in prof.events():
+        kind = kind_of(event)
+        kinds[kind] = kinds.get(kind, 0.0) + event.self_cpu_time_total / 1e3 / steps
+    return kinds
+
+
+def where_the_time_goes(work: Path) -> dict:
+    """Both sides' steps profiled in this process, by kernel kind: the table that says
+    where a step's CPU time goes and where the two differ."""
+    zoo_kinds = time_by_kind(zoo_variant("cpu").step)
+    nano_kinds = time_by_kind(nanogpt_step(work))
+    order = [kind for kind, _ in KINDS] + [
+        "optimizer step and clipping",
+        "everything else (element-wise, views, autograd, Python)",
+    ]
+    total_nano, total_zoo = sum(nano_kinds.values()), sum(zoo_kinds.values())
+    rows = [
+        {
+            "kind": kind,
+            "nanogpt_ms": nano_kinds.get(kind, 0.0),
+            "zoo_ms": zoo_kinds.get(kind, 0.0),
+            "zoo_share": zoo_kinds.get(kind, 0.0) / total_zoo,
+        }
+        for kind in order
+    ]
+    rows.append(
+        {"kind": "whole step", "nanogpt_ms": total_nano, "zoo_ms": total_zoo, "zoo_share": 1.0}
+    )
+    for row in rows:
+        print(f"{row['kind']:<58} nanoGPT {row['nanogpt_ms']:7.2f}  zoo {row['zoo_ms']:7.2f}")
+    return results_table(
+        "Where a step's time goes: each operator's own milliseconds per step under the torch "
+        "profiler (wall clock, its own overhead included; on a busy machine read the shares), "
+        "both sides profiled in one process, one thread",
+        [
+            ("kind", "kernel kind"),
+            ("nanogpt_ms", "nanoGPT ms", ".2f"),
+            ("zoo_ms", "zoo ms", ".2f"),
+            ("zoo_share", "share of zoo's step", ".0%"),
+        ],
+        rows,
+    )
+
+
+def parse_args(argv) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument(
         "--nanogpt",
@@ -273,7 +381,9 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per side")
     parser.add_argument("--steps", type=int, default=60, help="timed steps per round")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps per round")
-    parser.add_argument("--no-profile", action="store_true", help="skip the profiler summary")
+    parser.add_argument(
+        "--no-profile", action="store_true", help="skip the profiled breakdown of a step"
+    )
     parser.add_argument(
         "--shape",
         choices=sorted(SHAPES),
@@ -290,7 +400,11 @@ def main(argv=None) -> int:
         help="a setting for zoo's side, as `zoo run --set` takes it",
     )
     parser.add_argument("--zoo-worker", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     ZOO_SETTINGS[:] = args.set
     if args.zoo_worker:
         zoo_worker(args.zoo_worker, args.warmup, args.shape, args.compile)
@@ -336,6 +450,7 @@ def main(argv=None) -> int:
                     f"({len(got)} steps), {cpu[side][-1]:6.2f} CPU ms/step ({load()})",
                     flush=True,
                 )
+        breakdown = None if gpu or args.no_profile else where_the_time_goes(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     nano, zoo = (statistics.median(times[s]) for s in ("nanoGPT", "zoo"))
@@ -381,7 +496,7 @@ def main(argv=None) -> int:
             if gpu
             else ""
         ),
-        tables=[speed],
+        tables=[speed, *([breakdown] if breakdown else [])],
         notes=[]
         if gpu
         else [
@@ -405,7 +520,7 @@ def main(argv=None) -> int:
             f"nanoGPT {flops / (nano_cpu / 1e3) / peak:.1%}"
         )
     del variant
-    if not args.no_profile:
+    if gpu and not args.no_profile:  # on the CPU, the breakdown above says it for both sides
         table, busy_ms = profile_zoo(args.shape, args.compile)
         print(table)
         if busy_ms is not None:  # against the unprofiled median: the profiler slows the host

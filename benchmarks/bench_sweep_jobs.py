@@ -246,12 +246,10 @@ def label(name: str, args) -> str:
     return f"--jobs {args.jobs} (cores / {args.jobs} threads each)"
 
 
-def report(args, measured: dict, metrics: dict) -> None:
-    mid = {
-        key: {part: median(values) for part, values in parts.items()}
-        for key, parts in measured.items()
-    }
-    rows, phase_rows, notes = [], [], []
+def _time_rows(args, mid: dict) -> tuple[list, list]:
+    """Each variant's wall time, speed-up and setup (rows), and its time per cell in each
+    phase (phase rows), printed as they are made."""
+    rows, phase_rows = [], []
     print(f"\nwhere the time goes (s, medians): {'  '.join(f'{p:>8s}' for p in PARTS)}")
     for (name, seeds), parts in mid.items():
         print(f"  {seeds:3d} cells {name:9s}" + "  ".join(f"{parts[p]:8.1f}" for p in PARTS))
@@ -287,6 +285,13 @@ def report(args, measured: dict, metrics: dict) -> None:
             f"  {row['cells']:3d} cells {row['variant'][:24]:24s}"
             + "  ".join(f"{row[p]:7.3f}" for p in (*PHASES, "other"))
         )
+    return rows, phase_rows
+
+
+def _speed_notes(args, mid: dict) -> list[str]:
+    """How much faster each variant is than --jobs 1 (and the baseline), and the bound the
+    one-thread sweep sets for --jobs N."""
+    notes = []
     for seeds in args.seeds:
         for name in args.variants:
             if name != "jobs1":
@@ -318,6 +323,12 @@ def report(args, measured: dict, metrics: dict) -> None:
             "turns and an equal share of each batched step, so a stack's runs count each "
             "second once."
         )
+    return notes
+
+
+def _agreement_notes(metrics: dict) -> list[str]:
+    """Whether the variants' cells recorded the same metrics, printed and as notes."""
+    notes = []
     keys = [key for key in metrics if key[0] != "baseline"]  # other code: other rounding
     for i, first in enumerate(keys):
         for second in keys[i + 1 :]:
@@ -330,6 +341,16 @@ def report(args, measured: dict, metrics: dict) -> None:
                     text += stacked_differences(metrics[first], metrics[second])
                 print(text)
                 notes.append(text.replace(": True", ": yes").replace(": False", ": no") + ".")
+    return notes
+
+
+def report(args, measured: dict, metrics: dict) -> None:
+    mid = {
+        key: {part: median(values) for part, values in parts.items()}
+        for key, parts in measured.items()
+    }
+    rows, phase_rows = _time_rows(args, mid)
+    notes = _speed_notes(args, mid) + _agreement_notes(metrics)
     for note in notes:
         print(note)
     device = f" --device {args.device}" if args.device else ""

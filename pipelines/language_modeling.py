@@ -268,25 +268,30 @@ class TextStream:
         return text[len(before) :]
 
 
-def generate_batch(
-    model,
-    tokenizer,
-    prompts: list[str],
-    tokens: int,
-    block: int,
-    *,
-    temperature: float = 0.8,
-    top_k: int | None = None,
-    seed: int = 0,
-    cache: bool = True,
-):
-    """Yield (row, text) pieces as they are sampled, one token per row at a time.
+@dataclass(frozen=True)
+class Sampling:
+    """How generated tokens are drawn."""
 
-    With ``cache`` (and a model that decodes incrementally) each token costs one position
-    of work; otherwise every token recomputes its whole context. Both see the same
-    contexts, so they sample the same text. A row's context is its last ``block`` tokens
-    at most; when one is full, every row keeps its last half block and continues."""
-    rng = np.random.default_rng(seed)
+    temperature: float = 0.8
+    """Softmax temperature (0: always the likeliest token)."""
+    top_k: int | None = None
+    """Draw from the k likeliest tokens only (None: from all)."""
+    seed: int = 0
+    """The generator's seed: one seed, one text."""
+    cache: bool = True
+    """Use the model's key/value cache where it decodes incrementally (the same text,
+    each token one position of work); False recomputes the whole context each token."""
+
+
+def generate_batch(
+    model, tokenizer, prompts: list[str], tokens: int, block: int, sampling: Sampling | None = None
+):
+    """Yield (row, text) pieces as they are sampled (``sampling``), one token per row at a
+    time. A row's context is its last ``block`` tokens at most; when one is full, every row
+    keeps its last half block and continues."""
+    sampling = sampling or Sampling()
+    temperature, top_k, cache = sampling.temperature, sampling.top_k, sampling.cache
+    rng = np.random.default_rng(sampling.seed)
     # With no prompt, start after a newline (or <unk>, for tokenizers that drop whitespace).
     rows = [
         list(ids) or [tokenizer.unk_id]
@@ -310,29 +315,10 @@ def generate_batch(
 
 
 def generate(
-    model,
-    tokenizer,
-    prompt: str,
-    tokens: int,
-    block: int,
-    *,
-    temperature: float = 0.8,
-    top_k: int | None = None,
-    seed: int = 0,
-    cache: bool = True,
+    model, tokenizer, prompt: str, tokens: int, block: int, sampling: Sampling | None = None
 ):
     """Yield pieces of text as they are sampled, one token at a time (one prompt)."""
-    for _, piece in generate_batch(
-        model,
-        tokenizer,
-        [prompt],
-        tokens,
-        block,
-        temperature=temperature,
-        top_k=top_k,
-        seed=seed,
-        cache=cache,
-    ):
+    for _, piece in generate_batch(model, tokenizer, [prompt], tokens, block, sampling):
         yield piece
 
 
@@ -405,9 +391,7 @@ def run(job: Job[LanguageModelingConfig]) -> RunResult:
                 "",
                 cfg.sample_tokens,
                 block,
-                temperature=cfg.temperature,
-                top_k=cfg.top_k,
-                seed=job.seed + i,
+                Sampling(cfg.temperature, cfg.top_k, seed=job.seed + i),
             )
         )
         for i in range(cfg.samples)
@@ -472,29 +456,10 @@ def generate_trained(
     or, given a list of prompts (sampled as one batch), (row, piece) pairs. ``cache=False``
     recomputes the whole context for every token."""
     model, tokenizer, block = trained.model, trained.tokenizer, trained.context_length
+    sampling = Sampling(temperature, top_k, seed, cache)
     if isinstance(prompt, str):
-        return generate(
-            model,
-            tokenizer,
-            prompt,
-            tokens,
-            block,
-            temperature=temperature,
-            top_k=top_k,
-            seed=seed,
-            cache=cache,
-        )
-    return generate_batch(
-        model,
-        tokenizer,
-        list(prompt),
-        tokens,
-        block,
-        temperature=temperature,
-        top_k=top_k,
-        seed=seed,
-        cache=cache,
-    )
+        return generate(model, tokenizer, prompt, tokens, block, sampling)
+    return generate_batch(model, tokenizer, list(prompt), tokens, block, sampling)
 
 
 class LanguageModeling:

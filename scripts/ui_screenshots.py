@@ -74,7 +74,7 @@ def main() -> int:
 
 def photograph(home: Path, first: str, second: str) -> None:
     from zoo.web.app import Server
-    from zoo.web.browser import headless_chromium
+    from zoo.web.chromium import headless_chromium
 
     server = Server(home).start()
     views = {

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import TINY_DECODER, run_cli
-from zoo.pipelines.language_modeling import Contexts, generate, generate_batch
+from zoo.pipelines.language_modeling import Contexts, Sampling, generate, generate_batch
 from zoo.plugins.decoder import DecoderConfig
 from zoo.plugins.decoder.model import build as build_torch
 from zoo.plugins.numpy import NumpyConfig
@@ -96,10 +96,13 @@ def test_cached_and_uncached_generation_sample_the_same_text_past_block_size(kin
     monkeypatch.setattr(type(model), "decode_step", counted)
     prompts = ["abc", "hello world", ""]
     options = dict(temperature=1.0, seed=3)
-    cached = texts(generate_batch(model, tokenizer, prompts, 40, 12, **options), len(prompts))
+    cached = texts(
+        generate_batch(model, tokenizer, prompts, 40, 12, Sampling(**options)), len(prompts)
+    )
     assert steps and max(steps) < 12  # the cache was used and never overflowed
     recomputed = texts(
-        generate_batch(model, tokenizer, prompts, 40, 12, cache=False, **options), len(prompts)
+        generate_batch(model, tokenizer, prompts, 40, 12, Sampling(cache=False, **options)),
+        len(prompts),
     )
     assert cached == recomputed
     assert all(len(t) == 40 for t in cached)
@@ -124,8 +127,8 @@ def test_a_model_without_incremental_decoding_falls_back_to_recomputing():
         def logits(self, inputs, mask=None):
             return inner.logits(inputs, mask)
 
-    fallback = "".join(generate(LogitsOnly(), tokenizer, "ab", 30, 12, seed=5))
-    cached = "".join(generate(inner, tokenizer, "ab", 30, 12, seed=5))
+    fallback = "".join(generate(LogitsOnly(), tokenizer, "ab", 30, 12, Sampling(seed=5)))
+    cached = "".join(generate(inner, tokenizer, "ab", 30, 12, Sampling(seed=5)))
     assert fallback == cached and len(fallback) == 30
 
 
@@ -136,7 +139,7 @@ def test_generation_streams_one_piece_per_token():
     model = NumpyDecoder(
         NumpyConfig(**SHAPE), TaskSpec("language-modeling", tokenizer.vocab_size), seed=0
     )
-    pieces = generate(model, tokenizer, "ab", 25, 12, seed=1)
+    pieces = generate(model, tokenizer, "ab", 25, 12, Sampling(seed=1))
     first = next(pieces)  # a generator: text arrives before the rest is sampled
     assert len(first) == 1 and len(list(pieces)) == 24
 

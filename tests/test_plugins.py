@@ -249,6 +249,27 @@ def test_a_plugins_exception_after_loading_is_one_line_naming_the_plugin():
         call_plugin(refusing, what="architecture 'avgbag'", plugin="audit")
 
 
+def test_a_ctrl_c_landing_in_a_finalizer_still_stops_the_code():
+    """A SIGINT handled while a garbage collection runs a weakref callback or a __del__
+    raises there, where Python prints and drops the exception: the Ctrl-C comes again."""
+    import time
+
+    from conftest import press_ctrl_c
+
+    from zoo.core.containment import own_interrupts_fail
+
+    class PressesCtrlCWhenDropped:
+        def __del__(self):
+            press_ctrl_c()  # its handler runs here, in the finalizer
+
+    began = time.time()
+    with pytest.raises(KeyboardInterrupt), own_interrupts_fail():
+        PressesCtrlCWhenDropped()  # dropped at once
+        while time.time() - began < 5:  # the code going on, as a run's training does
+            time.sleep(0.01)
+    assert time.time() - began < 2
+
+
 def test_an_unknown_name_points_only_at_a_listing_that_exists():
     from zoo.core.kinds import Entries, Entry
     from zoo.errors import UnknownNameError

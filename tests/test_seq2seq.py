@@ -352,6 +352,29 @@ def test_a_run_without_a_target_column_is_refused_before_training(tiny_text, cli
     assert "seq2seq" in result.err or "target" in result.err or "label" in result.err
 
 
+# -- the transduction data -------------------------------------------------------------------
+@pytest.mark.parametrize("order", ["least-first", "most-first"])
+def test_add_writes_its_numbers_and_their_sum_in_one_digit_order(order):
+    """add's pairs are sums: least significant digit first by default (the task's
+    definition), most significant first on request, the numbers and the sum alike."""
+    from zoo.plugins.digits.transduction import TransductionConfig, rows
+
+    cfg = TransductionConfig(rule="add", add_order=order, train_size=50, validation_size=5)
+    pairs = rows(cfg)["train"]
+
+    def number(text: str) -> int:
+        digits = text.split()
+        return int("".join(digits[::-1] if order == "least-first" else digits))
+
+    for row in pairs:
+        a, b = row["source"].split(" + ")
+        assert number(a) + number(b) == number(row["target"])
+    # the orders differ where a sum has more than one digit: each is the other reversed
+    other = "most-first" if order == "least-first" else "least-first"
+    flipped = rows(TransductionConfig(rule="add", add_order=other, train_size=50))["train"]
+    assert [r["target"].split()[::-1] for r in pairs] == [r["target"].split() for r in flipped]
+
+
 # -- end to end ----------------------------------------------------------------------------
 TINY_TRANSDUCTION = [
     "--set",

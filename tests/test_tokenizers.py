@@ -299,7 +299,7 @@ def test_bits_per_character_counts_characters_not_tokens():
 
 
 def test_generation_holds_back_a_character_split_across_byte_tokens():
-    from zoo.pipelines.language_modeling import generate
+    from zoo.pipelines.language_modeling import Sampling, generate
 
     tokenizer = BPETokenizer.train(["plain ascii text\n"] * 5, BPEConfig(vocab_size=270))
     script = (
@@ -315,6 +315,8 @@ def test_generation_holds_back_a_character_split_across_byte_tokens():
             out[0, -1, script[inputs.shape[1]]] = 0.0
             return out
 
-    pieces = list(generate(Scripted(), tokenizer, "c", len(script) - 1, block=64, temperature=0))
+    pieces = list(
+        generate(Scripted(), tokenizer, "c", len(script) - 1, 64, Sampling(temperature=0))
+    )
     assert "".join(pieces) == "afé!"
     assert "\ufffd" not in "".join(pieces)

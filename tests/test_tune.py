@@ -422,6 +422,41 @@ def test_ctrl_c_keeps_the_study_and_queues_the_cut_off_trial_again(negated_revie
 
 
 @pytest.mark.slow
+def test_ctrl_c_in_the_reruns_stops_the_tune_even_when_it_lands_in_a_finalizer(
+    negated_reviews, monkeypatch
+):
+    """A Ctrl-C handled while Python runs a finalizer (as a garbage collection between
+    re-runs does) is not dropped: the re-runs stop, exit 130, nothing left running."""
+    from conftest import press_ctrl_c
+
+    from zoo.sweeps import cells
+
+    class PressesCtrlCWhenDropped:
+        def __del__(self):
+            press_ctrl_c()
+
+    train_cell = cells.train_cell
+
+    def dropping_then_training(*args, **kwargs):
+        PressesCtrlCWhenDropped()
+        return train_cell(*args, **kwargs)
+
+    monkeypatch.setattr(cells, "train_cell", dropping_then_training)
+    result = tune_cli(negated_reviews, "--trials", 1, "--seeds", 2, "--steps", 30)
+    assert result.code == 130, result
+    assert result.err.splitlines()[-1] == (
+        "zoo: interrupted; the studies and trials are kept; run the same zoo tune again to continue"
+    ), result.err
+    with Store() as store:
+        rows = store.rows()
+        assert store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    trials = [r for r in rows if (r.get("config") or {}).get("tune")]
+    reruns = [r for r in rows if r["kind"] != "eval" and not (r.get("config") or {}).get("tune")]
+    assert [r["status"] for r in trials] == ["finished"]
+    assert [r["status"] for r in reruns] in ([], ["interrupted"])  # the first, resumable
+
+
+@pytest.mark.slow
 def test_a_config_file_holds_what_the_command_line_holds(negated_reviews, tmp_path):
     config = tmp_path / "tune.toml"
     config.write_text(

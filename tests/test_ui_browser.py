@@ -17,7 +17,7 @@ from test_ui import add_run
 pytest.importorskip("starlette", reason="zoo ui needs the ui extra: pip install 'zoo[ui]'")
 pytest.importorskip("playwright", reason="the browser tests need playwright (the test extra)")
 
-from zoo.web.browser import chromium_path, headless_chromium  # noqa: E402
+from zoo.web.chromium import chromium_path, headless_chromium  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,

@@ -119,3 +119,11 @@ def test_rows_that_stay_tied_stop_at_the_budget(tiny_text, monkeypatch):
 def test_bad_seed_budgets_fail_before_training(tiny_text, options, message):
     result = run_cli("sweep", "decoder-char", "--on", tiny_text, *options)
     assert result.code == 2 and message in result.err, result
+
+
+def test_the_same_sweep_again_reuses_every_seed_it_trained(tiny_text, monkeypatch):
+    means = {"decoder-char": 1.0, "decoder-modern": 2.0}
+    first, _ = auto_sweep(tiny_text, monkeypatch, means, most=6)
+    again, said = auto_sweep(tiny_text, monkeypatch, means, most=6)
+    assert "0 trained, 6 already finished" in said  # seeds 0 and 1, then the added seed 2
+    assert again.table.cells["runs"].tolist() == first.table.cells["runs"].tolist()

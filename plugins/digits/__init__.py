@@ -81,5 +81,6 @@ def register_datasets(register):
         tasks=("seq2seq",),
         columns={"text": "source", "label": "target"},
         description="pairs of digit sequences for seq2seq, the target a rule of the source "
-        "(rule = reverse, sort or add); exact match is the check (10,000/500/500)",
+        "(rule = reverse, sort or add, whose numbers run least significant digit first); "
+        "exact match is the check (10,000/500/500)",
     )

@@ -66,6 +66,9 @@ def format_section(kind: str, items: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+MATRIX_WIDTH = 120
+
+
 def format_matrix(table: list[dict]) -> str:
     import pandas as pd
 
@@ -78,7 +81,9 @@ def format_matrix(table: list[dict]) -> str:
     frame["cell"] = [
         task or f"- ({number[reason]})" for task, reason in zip(frame["task"], frame["reason"])
     ]
-    text = frame.pivot(index="architecture", columns="dataset", values="cell").to_string()
+    # wider than a terminal, the columns continue in a second block below (as pandas wraps)
+    matrix = frame.pivot(index="architecture", columns="dataset", values="cell")
+    text = matrix.to_string(line_width=MATRIX_WIDTH)
     notes = [
         f"({i}) {reason if len(reason) <= 100 else reason[:97] + '...'}"
         for reason, i in number.items()

@@ -152,81 +152,104 @@ def build_config(cls, values: dict[str, Any]):
 def coerce(value: Any, annotation: Any, key: str) -> Any:
     """Convert a --set string (or check a TOML value) to the field's type."""
     origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
     if origin in (typing.Union, types.UnionType):
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
-            if type(None) in args:
-                return None
-        errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return coerce(value, arg, key)
-            except ZooError as exc:
-                errors.append(str(exc))
-        raise ZooError(errors[0] if errors else f"{key}: cannot be {value!r}")
-    if origin in (list, tuple):  # "2,3" from --set, or a TOML list; each item as its type
-        items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, (list, tuple)):
-            raise ZooError(
-                f"{key} must be a list (comma-separated on the command line), not {value!r}"
-            )
-        items = [item.strip() if isinstance(item, str) else item for item in items]
-        if origin is list or (len(args) == 2 and args[1] is Ellipsis):
-            return (list if origin is list else tuple)(
-                coerce(item, args[0], key) if args else item for item in items
-            )
-        if args and len(items) != len(args):  # tuple[int, str]: one value per position
-            raise ZooError(f"{key} takes {len(args)} comma-separated values, not {value!r}")
-        return (
-            tuple(coerce(item, arg, key) for item, arg in zip(items, args))
-            if args
-            else tuple(items)
-        )
+        return _coerce_union(value, typing.get_args(annotation), key)
+    if origin in (list, tuple):
+        return _coerce_sequence(value, origin, typing.get_args(annotation), key)
     if origin is typing.Literal:
-        for choice in args:
+        for choice in typing.get_args(annotation):
             if str(choice) == str(value):
                 return choice
-        raise ZooError(f"{key} must be one of {', '.join(map(str, args))}, not {value!r}")
+        choices = ", ".join(map(str, typing.get_args(annotation)))
+        raise ZooError(f"{key} must be one of {choices}, not {value!r}")
+    parse = _SCALARS.get(annotation)
+    if parse is None:  # a type zoo does not parse: the value as given
+        return value
     try:
-        if annotation is bool:
-            if isinstance(value, bool):
-                return value
-            if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
-                return value.lower() in _TRUE
-            raise ValueError
-        if annotation is int:
-            if isinstance(value, bool):
-                raise ValueError
-            if isinstance(value, int):
-                return value
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            if isinstance(value, str):
-                number = (
-                    float(value)
-                    if any(c in value for c in ".eE") and not value.lstrip("-").isdigit()
-                    else int(value)
-                )
-                if isinstance(number, float) and not number.is_integer():
-                    raise ValueError
-                return int(number)
-            raise ValueError
-        if annotation is float:
-            if isinstance(value, bool):
-                raise ValueError
-            number = float(value)
-            if not math.isfinite(number):  # nan or inf would train to garbage, or forever
-                raise ValueError
-            return number
-        if annotation is str:
-            if not isinstance(value, str):  # a TOML number or list where text belongs
-                raise ValueError
-            return value
+        return parse(value)
     except (ValueError, OverflowError, TypeError):
         raise ZooError(f"{key} must be {_type_name(annotation)}, not {value!r}") from None
+
+
+def _coerce_union(value: Any, args: tuple, key: str) -> Any:
+    """``none`` (or null) where the union has None; else the first member type that takes it."""
+    if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
+        if type(None) in args:
+            return None
+    errors = []
+    for arg in args:
+        if arg is type(None):
+            continue
+        try:
+            return coerce(value, arg, key)
+        except ZooError as exc:
+            errors.append(str(exc))
+    raise ZooError(errors[0] if errors else f"{key}: cannot be {value!r}")
+
+
+def _coerce_sequence(value: Any, origin, args: tuple, key: str) -> list | tuple:
+    """ "2,3" from --set, or a TOML list; each item as its type (tuple[int, str]: one value
+    per position)."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ZooError(f"{key} must be a list (comma-separated on the command line), not {value!r}")
+    items = [item.strip() if isinstance(item, str) else item for item in items]
+    if origin is list or (len(args) == 2 and args[1] is Ellipsis):
+        return (list if origin is list else tuple)(
+            coerce(item, args[0], key) if args else item for item in items
+        )
+    if args and len(items) != len(args):
+        raise ZooError(f"{key} takes {len(args)} comma-separated values, not {value!r}")
+    return tuple(coerce(item, arg, key) for item, arg in zip(items, args)) if args else tuple(items)
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
+        return value.lower() in _TRUE
+    raise ValueError
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, str):
+        raise ValueError
+    written_as_float = any(c in value for c in ".eE") and not value.lstrip("-").isdigit()
+    number = float(value) if written_as_float else int(value)
+    if isinstance(number, float) and not number.is_integer():
+        raise ValueError
+    return int(number)
+
+
+def _to_float(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError
+    number = float(value)
+    if not math.isfinite(number):  # nan or inf would train to garbage, or forever
+        raise ValueError
+    return number
+
+
+def _to_str(value: Any) -> str:
+    if not isinstance(value, str):  # a TOML number or list where text belongs
+        raise ValueError
     return value
+
+
+# Each scalar type's parser: it raises ValueError (or TypeError, OverflowError) for a value
+# that is not one.
+_SCALARS: dict[Any, typing.Callable[[Any], Any]] = {
+    bool: _to_bool,
+    int: _to_int,
+    float: _to_float,
+    str: _to_str,
+}
 
 
 def _type_name(annotation) -> str:

@@ -12,7 +12,9 @@ KeyboardInterrupt that no SIGINT caused fails that run or cell like any other er
 
 from __future__ import annotations
 
+import _thread
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -59,19 +61,44 @@ def plugin_code():
     if previous is not signal.default_int_handler:
         yield  # someone else handles SIGINT (torchrun, a host program): leave it alone
         return
-    watch = {"sigint": False}
+    watch: dict = {"sigint": False, "raised": None}
 
     def note_and_interrupt(signum, frame):
         watch["sigint"] = True
-        raise KeyboardInterrupt
+        watch["raised"] = interrupt = KeyboardInterrupt()
+        raise interrupt
 
     signal.signal(signal.SIGINT, note_and_interrupt)
+    hook = sys.unraisablehook
+    sys.unraisablehook = _ctrl_c_not_lost(watch, hook)
     _watch = watch
     try:
         yield
     finally:
         _watch = None
+        sys.unraisablehook = hook
         signal.signal(signal.SIGINT, previous)
+
+
+REDELIVER_SECONDS = 0.01  # long enough for the finalizers under way to end
+
+
+def _ctrl_c_not_lost(watch: dict, hook: Callable) -> Callable:
+    """An unraisablehook for the user's Ctrl-C landing in a finalizer (a weakref callback,
+    a ``__del__``, as a garbage collection runs them), where Python prints what is raised
+    and drops it, so the code went on: the Ctrl-C is delivered again a moment later, to
+    the code that runs then (again, if it lands in a finalizer again)."""
+
+    def hook_or_redeliver(unraisable) -> None:
+        if unraisable.exc_value is None or unraisable.exc_value is not watch["raised"]:
+            hook(unraisable)
+            return
+        # from another thread: here, in the finalizer still, it would be lost again
+        again = threading.Timer(REDELIVER_SECONDS, _thread.interrupt_main)
+        again.daemon = True
+        again.start()
+
+    return hook_or_redeliver
 
 
 @contextmanager

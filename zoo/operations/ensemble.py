@@ -206,40 +206,18 @@ def run_probabilities(rows: list[dict], pipeline, device: str, quiet: bool, zoo)
     return out
 
 
-def record(
-    rows: list[dict],
-    chosen: np.ndarray,
-    weighting: str,
-    metrics: dict,
-    preset: str | None,
-    duration: float,
-) -> Ensemble:
-    """The ensemble's store row: its name, the runs and weights, and where they came from."""
-    from zoo.records.store import Store
+def _combination(rows: list[dict], combined: list[Combined], weighting: str) -> dict:
+    """What an ensemble's config.json says of what it combines: the weighting (and the rule
+    that fitted it), each member's run, weight, config hash and seed, the data they were
+    scored on, and the commit; its config hash names the members and the weighting."""
     from zoo.train.provenance import git_commit, git_dirty
-    from zoo.train.starting import new_run_id
 
     first = rows[0]
-    name = ensemble_name([r["model"] for r in rows], weighting)
-    seeds = {r["seed"] for r in rows}
-    seed = seeds.pop() if len(seeds) == 1 else None
-    params = [r.get("params") for r in rows]
-    counted = [p for p in params if isinstance(p, int)]
-    total = sum(counted) if len(counted) == len(params) else None
-    combined = [Combined(r["id"], r["model"], float(w)) for r, w in zip(rows, chosen)]
     rule = FIT_RULE if weighting == "fit" else None  # a new fitting rule is a new configuration
     identity = json.dumps([[r.get("config_hash"), r["id"]] for r in rows] + [weighting, rule])
-    ensemble_id = new_run_id()
-    config = {
-        "run_id": ensemble_id,
-        "model": name,
-        "architecture": "ensemble",
-        "task": first["task"],
-        "dataset": first["dataset"],
-        "seed": seed,
+    return {
         "weighting": weighting,
         **({"weights_rule": rule} if rule else {}),
-        "preset": preset,
         "combines": [
             {
                 "run_id": c.run_id,
@@ -253,15 +231,43 @@ def record(
         "config_hash": hashlib.sha256(identity.encode()).hexdigest()[:16],
         **{
             key: first["config"].get(key)
-            for key in (
-                "dataset_id",
-                "dataset_fingerprint",
-                "text_column",
-                "label_column",
-            )
+            for key in ("dataset_id", "dataset_fingerprint", "text_column", "label_column")
         },
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),
+    }
+
+
+def record(
+    rows: list[dict],
+    chosen: np.ndarray,
+    weighting: str,
+    metrics: dict,
+    preset: str | None,
+    duration: float,
+) -> Ensemble:
+    """The ensemble's store row: its name, the runs and weights, and where they came from."""
+    from zoo.records.store import Store
+    from zoo.train.starting import new_run_id
+
+    first = rows[0]
+    name = ensemble_name([r["model"] for r in rows], weighting)
+    seeds = {r["seed"] for r in rows}
+    seed = seeds.pop() if len(seeds) == 1 else None
+    params = [r.get("params") for r in rows]
+    counted = [p for p in params if isinstance(p, int)]
+    total = sum(counted) if len(counted) == len(params) else None
+    combined = [Combined(r["id"], r["model"], float(w)) for r, w in zip(rows, chosen)]
+    ensemble_id = new_run_id()
+    config = {
+        "run_id": ensemble_id,
+        "model": name,
+        "architecture": "ensemble",
+        "task": first["task"],
+        "dataset": first["dataset"],
+        "seed": seed,
+        "preset": preset,
+        **_combination(rows, combined, weighting),
     }
     tokenizers = sorted({r["tokenizer"] for r in rows if r.get("tokenizer")})
     row = {

@@ -27,8 +27,6 @@ def evaluate_run(
     from zoo.core.loading import get_zoo
     from zoo.operations.reload import load_trained
     from zoo.records.store import Store
-    from zoo.train.plan import plan_from_record
-    from zoo.train.provenance import git_commit, git_dirty, versions
     from zoo.train.starting import new_run_id, seed_everything
 
     zoo = zoo or get_zoo()
@@ -43,61 +41,10 @@ def evaluate_run(
             "it cannot score a trained run on other data"
         )
     parent = trained.config
-    ref = zoo_data.resolve(dataset, zoo)
-    if is_own_dataset(ref, parent):
-        # generated with the settings the run recorded (--set dataset options), not the defaults
-        ref = plan_from_record(parent, zoo).dataset_ref
-    served = zoo_data.tasks_of(ref, zoo)
-    if served and trained.task not in served:
-        raise ZooError(
-            f"dataset {ref.name!r} does not serve {trained.task} (it serves "
-            f"{', '.join(served)}); run {trained.run_id} cannot be scored on it"
-        )
-    own = ref.source == parent.get("dataset_id")
-    if own:  # its own data is read through the columns it trained on, unless told otherwise
-        text_column = text_column or parent.get("text_column")
-        label_column = label_column or parent.get("label_column")
-    loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column)
-    changed = own and zoo_data.changed_since(
-        loaded, trained.run_id, parent.get("dataset_fingerprint")
-    )
-    if changed:  # its validation and test rows may be rows it trained on
-        raise ZooError(f"{changed}: its splits are no longer the ones it was scored on")
-    if trained.task not in loaded.tasks:
-        raise ZooError(
-            f"dataset {ref.name!r} does not serve {trained.task} (it serves "
-            f"{', '.join(loaded.tasks)})"
-        )
+    ref, loaded = _data_to_score(trained, dataset, (text_column, label_column), zoo)
     loaded.split(split)  # an unknown split fails here, before anything is recorded
-    plan = plan_from_record(parent, zoo, dataset_ref=ref)  # versions() reads its plugins
     eval_id = new_run_id()
-    provenance = {
-        "run_id": eval_id,
-        "parent_id": trained.run_id,
-        "model": parent["model"],
-        "architecture": parent["architecture"],
-        "tokenizer": parent["tokenizer"],
-        "task": trained.task,
-        "seed": parent["seed"],
-        "trained_on": parent["dataset"],
-        "parent_config_hash": parent.get("config_hash"),
-        "dataset": ref.name,
-        "split": split,
-        "dataset_id": ref.source,
-        "dataset_location": loaded.location,
-        "dataset_fingerprint": loaded.fingerprint,
-        "text_column": loaded.text_column,
-        "label_column": loaded.label_column,
-        "configs": parent.get("configs"),
-        # what else makes the trained run a configuration of its own (zoo.records.columns)
-        **{key: parent[key] for key in ("init", "stacked") if parent.get(key)},
-        "versions": versions(zoo, plan),
-        "git_commit": git_commit(),
-        "git_dirty": git_dirty(),
-    }
-    provenance["config_hash"] = hashlib.sha256(
-        f"{parent.get('config_hash')}|{ref.source}|{split}".encode()
-    ).hexdigest()[:16]
+    provenance = _provenance(trained, ref, loaded, split, eval_id, zoo)
     row = {
         "kind": "eval",
         "parent_id": trained.run_id,
@@ -129,6 +76,81 @@ def evaluate_run(
         "metrics": metrics,
         "duration": duration,
     }
+
+
+def _data_to_score(trained, dataset: str, columns: tuple, zoo):
+    """The dataset a trained run is scored on, resolved and loaded: a plugin dataset it
+    trained on generated with its recorded settings, its own data read through the columns
+    it trained on (and refused if its rows changed since), another one only if it serves
+    the run's task."""
+    from zoo.train.plan import plan_from_record
+
+    parent = trained.config
+    ref = zoo_data.resolve(dataset, zoo)
+    if is_own_dataset(ref, parent):
+        # generated with the settings the run recorded (--set dataset options), not the defaults
+        ref = plan_from_record(parent, zoo).dataset_ref
+    served = zoo_data.tasks_of(ref, zoo)
+    if served and trained.task not in served:
+        raise ZooError(
+            f"dataset {ref.name!r} does not serve {trained.task} (it serves "
+            f"{', '.join(served)}); run {trained.run_id} cannot be scored on it"
+        )
+    text_column, label_column = columns
+    own = ref.source == parent.get("dataset_id")
+    if own:  # its own data is read through the columns it trained on, unless told otherwise
+        text_column = text_column or parent.get("text_column")
+        label_column = label_column or parent.get("label_column")
+    loaded = zoo_data.load(ref, zoo, text_column=text_column, label_column=label_column)
+    changed = own and zoo_data.changed_since(
+        loaded, trained.run_id, parent.get("dataset_fingerprint")
+    )
+    if changed:  # its validation and test rows may be rows it trained on
+        raise ZooError(f"{changed}: its splits are no longer the ones it was scored on")
+    if trained.task not in loaded.tasks:
+        raise ZooError(
+            f"dataset {ref.name!r} does not serve {trained.task} (it serves "
+            f"{', '.join(loaded.tasks)})"
+        )
+    return ref, loaded
+
+
+def _provenance(trained, ref, loaded, split: str, eval_id: str, zoo) -> dict:
+    """The evaluation's config.json: the trained run it scores, the data and split, the
+    versions and commit; its config hash is the trained run's with the data and split."""
+    from zoo.train.plan import plan_from_record
+    from zoo.train.provenance import git_commit, git_dirty, versions
+
+    parent = trained.config
+    plan = plan_from_record(parent, zoo, dataset_ref=ref)  # versions() reads its plugins
+    provenance = {
+        "run_id": eval_id,
+        "parent_id": trained.run_id,
+        "model": parent["model"],
+        "architecture": parent["architecture"],
+        "tokenizer": parent["tokenizer"],
+        "task": trained.task,
+        "seed": parent["seed"],
+        "trained_on": parent["dataset"],
+        "parent_config_hash": parent.get("config_hash"),
+        "dataset": ref.name,
+        "split": split,
+        "dataset_id": ref.source,
+        "dataset_location": loaded.location,
+        "dataset_fingerprint": loaded.fingerprint,
+        "text_column": loaded.text_column,
+        "label_column": loaded.label_column,
+        "configs": parent.get("configs"),
+        # what else makes the trained run a configuration of its own (zoo.records.columns)
+        **{key: parent[key] for key in ("init", "stacked") if parent.get(key)},
+        "versions": versions(zoo, plan),
+        "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
+    }
+    provenance["config_hash"] = hashlib.sha256(
+        f"{parent.get('config_hash')}|{ref.source}|{split}".encode()
+    ).hexdigest()[:16]
+    return provenance
 
 
 def is_own_dataset(ref, record: dict) -> bool:

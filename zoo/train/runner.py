@@ -86,37 +86,10 @@ def execute(
     check_trackers(trackers_named, zoo)  # an unknown tracker fails before anything loads
     ranks = distributed.join_ranks(device)
     with own_interrupts_fail("the run's code (loading its data and plugins)"):
-        with phase("data"):
-            if plan.loaded is not None and plan.columns == (text_column, label_column):
-                dataset = plan.loaded  # loaded before the task was known; checked below
-            else:
-                dataset = zoo_data.load(
-                    plan.dataset_ref,
-                    zoo,
-                    text_column=text_column,
-                    label_column=label_column,
-                    quiet=quiet,
-                    held_out=plan.held_out,
-                )
-            limit = getattr(plan.configs.get("train"), "eval_limit", None)
-            dataset = dataset.holding_out(plan.held_out).sampling_evaluation(limit)
-        with phase("imports"):
-            pipeline = plan.pipeline.load()
-        check = optional_method(pipeline, "check_dataset")
-        if check is not None:  # a dataset the pipeline cannot use fails before a run is recorded
-            with phase("data"):
-                check(dataset)
-        with phase("imports"):
-            plan.spec.architecture.load(), plan.spec.tokenizer.load()  # a broken plugin fails here
-            task_loss(plan.pipeline.task)  # and so does a task whose loss cannot be imported
+        dataset, pipeline = _data_and_code(plan, zoo, (text_column, label_column), quiet)
     with phase("record"):
         run_id = distributed.broadcast_object(run_id or new_run_id())
-        run = create_run_folder(home() if ranks.is_main else distributed.rank_scratch(), run_id)
-        try:
-            owner = own_run(run.path, wait=0)  # the one writer of this folder until the run ends
-        except BaseException:  # a full disk, say: no run folder without its store row
-            shutil.rmtree(run.path, ignore_errors=True)
-            raise
+        run, owner = _claimed_folder(run_id, ranks)
     try:
         with phase("record"):  # what the phases inside leave is the recording's
             store, summary, provenance, trackers = _start_record(
@@ -137,6 +110,48 @@ def execute(
             return run_job(plan, pipeline, job, store, summary, provenance, ranks, trackers)
     finally:
         owner.release()
+
+
+def _data_and_code(plan: Plan, zoo, columns: tuple, quiet: bool):
+    """The run's dataset (held-out splits hidden, evaluation sampled to eval_limit) and its
+    pipeline, with its architecture, tokenizer and task loss imported: a dataset the
+    pipeline refuses, or a broken plugin, fails here, before a run is recorded."""
+    text_column, label_column = columns
+    with phase("data"):
+        if plan.loaded is not None and plan.columns == columns:
+            dataset = plan.loaded  # loaded before the task was known; checked below
+        else:
+            dataset = zoo_data.load(
+                plan.dataset_ref,
+                zoo,
+                text_column=text_column,
+                label_column=label_column,
+                quiet=quiet,
+                held_out=plan.held_out,
+            )
+        limit = getattr(plan.configs.get("train"), "eval_limit", None)
+        dataset = dataset.holding_out(plan.held_out).sampling_evaluation(limit)
+    with phase("imports"):
+        pipeline = plan.pipeline.load()
+    check = optional_method(pipeline, "check_dataset")
+    if check is not None:
+        with phase("data"):
+            check(dataset)
+    with phase("imports"):
+        plan.spec.architecture.load(), plan.spec.tokenizer.load()
+        task_loss(plan.pipeline.task)  # a task whose loss cannot be imported fails here too
+    return dataset, pipeline
+
+
+def _claimed_folder(run_id: str, ranks):
+    """The run's folder (a scratch folder on ranks other than the main one) and its writer's
+    lock, the one writer until the run ends; no folder is left without its store row."""
+    run = create_run_folder(home() if ranks.is_main else distributed.rank_scratch(), run_id)
+    try:
+        return run, own_run(run.path, wait=0)
+    except BaseException:  # a full disk, say
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
 
 
 def _start_record(plan, zoo, dataset, run, ranks, device, extra, store, trackers_named):

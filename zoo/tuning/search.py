@@ -15,7 +15,7 @@ import logging
 import time
 from pathlib import Path
 
-from zoo.errors import ZooError, require_extra
+from zoo.errors import SearchInterrupted, ZooError, require_extra
 from zoo.tuning import report
 from zoo.tuning.space import check_space
 from zoo.tuning.study import (
@@ -266,12 +266,15 @@ def _seed_reruns(search: Search, results, make_executor) -> None:
         f"to train, {len(cells) - todo} finished before"
     )
     if todo:
-        driver.run_sweep(
-            sweep,
-            device=search.device,
-            quiet=True,
-            executor=make_executor() if make_executor else None,
-        )
+        try:
+            driver.run_sweep(
+                sweep,
+                device=search.device,
+                quiet=True,
+                executor=make_executor() if make_executor else None,
+            )
+        except KeyboardInterrupt:  # the re-runs cut off are interrupted runs: the same
+            raise SearchInterrupted() from None  # zoo tune reuses the finished, resumes them
     for result in results:
         for kind in ("preset", "tuned"):
             wanted = groups.get((result.model, result.dataset, kind))
