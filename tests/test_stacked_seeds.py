@@ -257,9 +257,13 @@ def test_runs_taking_turns_count_their_own_turns_and_their_share_of_each_step():
 def test_a_stacked_cell_started_anew_is_trained_as_a_stack_never_alone(tiny_digits):
     """When a stacked cell's run cannot be resumed, the sweep starts it over: as a stack
     (of one), so its run is trained as its configuration (stacked=K) says."""
+    from zoo.core.config import parse_assignment
     from zoo.sweeps.cells import train_cell
 
-    (cell, _) = plan_sweep(["digits-char"], ["tiny-digits"], seeds=2, stack_seeds=2).cells
+    tiny = dict(parse_assignment(item) for item in [*TINY_DIGITS[1::2], "steps=20"])
+    (cell, _) = plan_sweep(
+        ["digits-char"], ["tiny-digits"], seeds=2, stack_seeds=2, overrides=tiny
+    ).cells
     summary = train_cell(cell.plan, device="cpu", quiet=True, zoo=None)
     (row,) = rows(id=summary["run_id"])
     assert row["config"]["stacked"] == 2 and row["config"]["stack"]["runs"] == [row["id"]]
