@@ -55,20 +55,8 @@ def positive_int(text: str) -> int:
     return value
 
 
-def seeds_count(text: str) -> int | str:
-    """zoo sweep --seeds: a positive integer, or auto (seeds until answered)."""
-    if text == "auto":
-        return text
-    try:
-        return positive_int(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive integer or auto, got {text!r}"
-        ) from None
-
-
-def jobs_count(text: str) -> int | str:
-    """--jobs: a positive integer, or auto."""
+def count_or_auto(text: str) -> int | str:
+    """--jobs, and zoo sweep's --seeds: a positive integer, or auto."""
     if text == "auto":
         return text
     try:

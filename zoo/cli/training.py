@@ -9,11 +9,10 @@ from zoo.cli.options import (
     add_column_options,
     add_output_options,
     add_ray_options,
-    jobs_count,
+    count_or_auto,
     positive_float,
     positive_int,
     print_json,
-    seeds_count,
 )
 from zoo.cli.runs import add_compare_options, emit_comparison
 from zoo.cli.training_options import add_config_option
@@ -297,7 +296,7 @@ def add_sweep_parser(commands) -> None:
     add_config_option(p, "sweep")
     p.add_argument(
         "--seeds",
-        type=seeds_count,
+        type=count_or_auto,
         default=1,
         metavar="N|auto",
         help="seeds 0..N-1 (default 1); auto: 2 seeds a row, then one more at a time for "
@@ -349,7 +348,7 @@ def add_cell_options(p) -> None:
     """How a sweep's cells train: how many at a time, seeds stacked, on Ray."""
     p.add_argument(
         "--jobs",
-        type=jobs_count,
+        type=count_or_auto,
         default=1,
         metavar="N",
         help="train N cells at a time in worker processes, each with cores/N "
