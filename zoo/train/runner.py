@@ -381,11 +381,15 @@ class _NoStore:
         pass
 
 
-def checked_per_example(result: RunResult, task: str) -> dict:
-    """A RunResult's per-example scores, each the scores of a metric it reports: their mean
-    is that figure (up to float32 rounding), or the pipeline broke its contract."""
+def checked_per_example(result: RunResult, task: str) -> RunResult:
+    """A RunResult whose per-example scores are each the scores of a metric it reports:
+    their mean (weighted, where it gives weights) is that figure, up to float32 rounding,
+    or the pipeline broke its contract."""
     import numpy as np
 
+    stray = sorted(set(result.per_example_weights) - set(result.per_example))
+    if stray:
+        raise ZooError(f"the {task} pipeline gives weights for {stray[0]!r} but no scores")
     for name, values in result.per_example.items():
         scores = np.asarray(values, dtype=np.float64).ravel()
         figure = result.metrics.get(name)
@@ -393,9 +397,19 @@ def checked_per_example(result: RunResult, task: str) -> dict:
             raise ZooError(
                 f"the {task} pipeline's per-example scores {name!r} match no figure it reports"
             )
-        if abs(scores.mean() - figure) > 1e-4 * max(1.0, abs(figure)):
+        given = result.per_example_weights.get(name)
+        weights = (
+            np.ones_like(scores) if given is None else np.asarray(given, dtype=np.float64).ravel()
+        )
+        if weights.shape != scores.shape or (weights < 0).any() or not weights.sum() > 0:
+            raise ZooError(
+                f"the {task} pipeline's weights of {name!r} are not one non-negative weight "
+                "per score"
+            )
+        mean = float(np.average(scores, weights=weights))
+        if abs(mean - figure) > 1e-4 * max(1.0, abs(figure)):
             raise ZooError(
                 f"the {task} pipeline's per-example scores {name!r} average "
-                f"{scores.mean():.6g}, not its {name} {figure:.6g}"
+                f"{mean:.6g}, not its {name} {figure:.6g}"
             )
-    return result.per_example
+    return result
