@@ -23,7 +23,7 @@ import pluggy
 if TYPE_CHECKING:  # annotations only: the contracts beside this one import nothing of it
     from zoo.tasks import Task
 
-API_VERSION = "1.2.0"
+API_VERSION = "1.3.0"
 """The plugin API's version (semantic versioning), ``zoo.plugin.API_VERSION``: a minor
 release adds names and may deprecate some (they keep working, with a
 ``ZooDeprecationWarning`` naming the replacement); only a major release removes them. A
