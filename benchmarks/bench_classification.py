@@ -272,8 +272,15 @@ def dataset_table(dataset: str, chosen: dict, runs: dict, args, others: bool) ->
 
 
 def machine(load_before: str) -> dict:
+    import torch
+
+    from zoo.core.machine import cpu, kind
+    from zoo.train.precision import resolve_precision
+
     return {
         "cpu": cpu_name(),
+        "cpu_kind": kind(cpu()["flags"]),  # what tells two CPUs' figures apart
+        "auto_precision": resolve_precision("auto", torch.device("cpu")),  # the presets'
         "cores": os.cpu_count(),
         "platform": platform.platform(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
@@ -346,6 +353,8 @@ def merged_report(old: dict, results: dict, chosen: dict, args, load_before: str
     for architecture in chosen:
         apart[architecture] = {
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "cpu": f"{measured['cpu']} ({measured['cpu_kind']})",
+            "precision": measured["auto_precision"],
             "datasets": ", ".join(results),
             "seeds": 1 if architecture in args.one_seed else args.seeds,
             "load_before": measured["load_before"],

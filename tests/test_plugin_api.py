@@ -194,7 +194,7 @@ def test_the_job_a_pipeline_receives_holds_only_its_documented_fields(tmp_path):
     import dataclasses
     from types import SimpleNamespace
 
-    from zoo.train.job import Job, RunFolder, runner_state
+    from zoo.train.job import Job, RunFolder, RunnerState, RunOptions, runner_state
     from zoo.train.starting import plan_job
 
     declared = {f.name for f in dataclasses.fields(Job)}
@@ -208,8 +208,9 @@ def test_the_job_a_pipeline_receives_holds_only_its_documented_fields(tmp_path):
         pipeline=SimpleNamespace(task=None),
     )
     run = RunFolder(tmp_path)
-    job = plan_job(plan, None, "cpu", run, True, resume_from="ckpt", label="member 1/2")
+    options = RunOptions(device="cpu", quiet=True, label="member 1/2")
+    job = plan_job(plan, None, run, options, state=RunnerState(resume_from="ckpt"))
     assert set(vars(job)) == declared  # nothing else rides on the instance
     assert runner_state(job).resume_from == "ckpt" and runner_state(job).label == "member 1/2"
-    other = plan_job(plan, None, "cpu", run, True)
+    other = plan_job(plan, None, run, RunOptions(device="cpu", quiet=True))
     assert runner_state(other).resume_from is None  # each job its own state

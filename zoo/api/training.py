@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from zoo.core.limits import DEVICES, check_seed, positive_argument
 from zoo.errors import ZooError
@@ -49,45 +49,28 @@ def run(  # noqa: PLR0913 -- `zoo run`'s options, keyword-only
     every 30 s, and one per validation); ``quiet`` prints no progress."""
     from zoo.core.loading import get_zoo
     from zoo.train import distributed
-    from zoo.train.plan import plan_run
+    from zoo.train.job import RunOptions
+    from zoo.train.plan import PlanChoices, plan_run
     from zoo.train.progress import parse_log_every
     from zoo.train.runner import execute
 
     check_device(device)
     overrides = _overrides({**(settings or {}), **more_settings}, steps, time)
     try:
-        log_every = parse_log_every(log_every)
+        every = parse_log_every(log_every)
+        options = RunOptions(device=device, quiet=quiet, log_to=log_to, log_every=every)
     except ValueError as exc:
         raise ZooError(str(exc)) from None
-    chosen: dict[str, Any] = dict(
-        seed=seed, task=task, text_column=text_column, label_column=label_column
-    )
+    choices = PlanChoices(seed=seed, task=task, text_column=text_column, label_column=label_column)
     if model in get_zoo().catalogue.ensembles:
         from zoo.operations.ensemble_preset import run_preset
 
-        combined = run_preset(
-            model,
-            dataset,
-            overrides=overrides,
-            device=device,
-            quiet=quiet,
-            log_to=log_to,
-            log_every=log_every,
-            **chosen,
-        )
+        combined = run_preset(model, dataset, overrides=overrides, choices=choices, options=options)
         return Run.of_ensemble(combined, seed)
-    plan = plan_run(model, dataset, overrides=overrides, init=init, **chosen)
+    plan = plan_run(model, dataset, overrides=overrides, choices=choices, init=init)
     try:
         with reporting_to(None, progress=not quiet):
-            result = execute(
-                plan,
-                device=device,
-                quiet=quiet,
-                text_column=text_column,
-                label_column=label_column,
-                log_to=log_to,
-                log_every=log_every,
-            )
+            result = execute(plan, options)
     finally:
         distributed.teardown()  # under torchrun: leave the process group cleanly
     return Run.from_result(result)
