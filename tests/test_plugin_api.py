@@ -224,3 +224,5 @@ def test_what_zoo_load_returns_is_what_a_pipeline_receives_and_the_old_name_warn
     assert zoo.LoadedRun is zoo.plugin.LoadedRun
     with pytest.warns(ZooDeprecationWarning, match="zoo.plugin.LoadedRun"):
         assert zoo.plugin.Trained is zoo.LoadedRun
+    with pytest.warns(ZooDeprecationWarning, match="zoo.plugin.TrainingOutcome"):
+        assert zoo.plugin.TrainResult is zoo.plugin.TrainingOutcome

@@ -125,7 +125,7 @@ _LAZY = {
     "RunFolder": "zoo.train.job",
     "RunResult": "zoo.train.job",
     "Batch": "zoo.train.loop",
-    "TrainResult": "zoo.train.loop",
+    "TrainingOutcome": "zoo.train.loop",
     "train": "zoo.train.loop",
     "LoadedRun": "zoo.operations.reload",
     "load_trained": "zoo.operations.reload",
@@ -133,13 +133,13 @@ _LAZY = {
 
 # Names API 1.1 gave to what is now under another name -> that name. They still import,
 # with a warning, until API 2.0 (docs/plugins/migration.md).
-RENAMED = {"Trained": "LoadedRun"}
+RENAMED = {"Trained": "LoadedRun", "TrainResult": "TrainingOutcome"}
 
 if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and type checkers
     from zoo.operations.reload import LoadedRun, load_trained
     from zoo.tokenizer import CLS, PAD, SPECIAL_TOKENS, UNK, Tokenizer, TokenizersTokenizer
     from zoo.train.job import Job, RunFolder, RunResult, TrainConfig
-    from zoo.train.loop import Batch, TrainResult, train
+    from zoo.train.loop import Batch, TrainingOutcome, train
     from zoo.train.model import IGNORE_INDEX, Model, NonFiniteError, TaskSpec
 
 __all__ = [
@@ -171,7 +171,7 @@ __all__ = [
     "RunFolder",
     "RunResult",
     "Batch",
-    "TrainResult",
+    "TrainingOutcome",
     "train",
     "LoadedRun",
     "load_trained",
