@@ -90,7 +90,7 @@ def model_card(
     license: str | None = None,
     base_model: str | None = None,
 ) -> str:
-    """README.md text for the export of ``trained`` (zoo.plugin.Trained) in ``format``;
+    """README.md text for the export of ``trained`` (zoo.plugin.LoadedRun) in ``format``;
     ``facts`` is what its exporter's ``write`` returned, ``checked`` its ``check``."""
     config, row = trained.config, trained.row
     metrics = {k: v for k, v in (row.get("metrics") or {}).items() if _number(v)}

@@ -71,6 +71,8 @@ def _identical(a, b) -> bool:
 
 def reproduce(run_id: str, *, device: str | None = None, quiet: bool = True, zoo=None) -> dict:
     from zoo.core.loading import get_zoo
+    from zoo.data import datasets as zoo_data
+    from zoo.train.job import RunOptions
     from zoo.train.runner import execute
 
     zoo = zoo or get_zoo()
@@ -90,12 +92,18 @@ def reproduce(run_id: str, *, device: str | None = None, quiet: bool = True, zoo
             f"(stacked={config['stacked']}); the rerun trains it alone, so its metrics "
             "differ by the stacked training's rounding"
         )
-    result = execute(
-        plan,
-        device=device or config.get("device") or "auto",
-        quiet=quiet,
+    # read through the columns the run read (not detected again), whatever it chose
+    dataset = zoo_data.load(
+        plan.dataset_ref,
+        zoo,
         text_column=config.get("text_column"),
         label_column=config.get("label_column"),
+        quiet=quiet,
+        held_out=plan.held_out,
+    )
+    result = execute(
+        dataclasses.replace(plan, loaded=dataset),
+        RunOptions(device=device or config.get("device") or "auto", quiet=quiet),
         zoo=zoo,
         extra={"reproduces": row["id"]},
     )
