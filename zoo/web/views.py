@@ -131,16 +131,16 @@ class StoreView:
         this order: their rows, and the rows their settings are read from (an evaluation's
         trained run, an ensemble's members), go through the functions `zoo runs` uses."""
         from zoo.comparison.runs import run_frame
-        from zoo.comparison.table import load_runs
+        from zoo.comparison.table import CONFIG_KEYS, load_runs
 
         if not ids:
             return run_frame(load_runs(rows=[])) if self.path.is_file() else _empty()
         with self.open() as store:
-            rows = store.rows(ids)
+            rows = store.rows(ids, config_keys=CONFIG_KEYS)
             for _ in range(2):  # an evaluation of an ensemble: its members' rows too
                 known = {r["id"] for r in rows}
                 wanted = sorted({ref for r in rows for ref in _references(r)} - known)
-                rows += store.rows(wanted) if wanted else []
+                rows += store.rows(wanted, config_keys=CONFIG_KEYS) if wanted else []
             frame = run_frame(load_runs(store, rows))
         order = {run_id: n for n, run_id in enumerate(ids)}
         frame = frame[frame["id"].isin(order)]
