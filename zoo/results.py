@@ -119,11 +119,23 @@ class SweepResult:
 
     cells: list[dict]
     """Every cell of the grid: its state, the run that holds it, or why it was skipped."""
-    comparison: Any
-    """The comparison's cells, a pandas DataFrame as ``zoo.compare().cells`` gives them, with
-    a typed column per grid key (None: nothing finished)."""
-    table: Any = field(default=None, repr=False)
-    """The whole ``zoo.Comparison`` of the sweep's runs (None: nothing finished)."""
+    comparison: Any = field(default=None, repr=False)
+    """The ``zoo.Comparison`` of the sweep's runs, as ``zoo.compare`` gives one (None:
+    nothing finished)."""
+    frame: Any = None
+    """The comparison's cells, a pandas DataFrame as ``comparison.cells``, with a typed
+    column per grid key in the grid's order (None: nothing finished)."""
+
+    def __getattr__(self, name: str):
+        if name != "table":
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        warnings.warn(  # the Comparison was .table, beside a .comparison that was a frame
+            "SweepResult.table is deprecated: it is SweepResult.comparison (and the frame "
+            "that was .comparison is .frame); .table goes in zoo 0.2",
+            ZooDeprecationWarning,
+            stacklevel=2,
+        )
+        return self.__dict__.get("comparison")
 
     @property
     def failed(self) -> list[dict]:

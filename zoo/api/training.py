@@ -199,7 +199,7 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
         )  # fmt: skip
         logger.info(report.summary(plan))
         frame = None if table is None else report.comparison_frame(plan, table.cells)
-        return SweepResult(report.records(plan), frame, table)
+        return SweepResult(report.records(plan), table, frame)
 
 
 UNTIL_ANSWERED = (

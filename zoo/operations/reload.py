@@ -211,14 +211,14 @@ def load_trained(
     folder = RunFolder(run_folder(row["id"]))
     if not folder.file("config.json").is_file():
         raise ZooError(f"run {row['id']} has no config.json in {folder.path}")
-    config = folder.config()
-    if "spec" not in config or not folder.file("model.safetensors").is_file():
+    provenance = folder.config()
+    if "spec" not in provenance or not folder.file("model.safetensors").is_file():
         raise ZooError(f"run {row['id']} has no saved model (status: {row['status']})")
-    architecture = zoo.architectures.get(config["architecture"])
-    tokenizer_entry = zoo.tokenizers.get(config["tokenizer"])
+    architecture = zoo.architectures.get(provenance["architecture"])
+    tokenizer_entry = zoo.tokenizers.get(provenance["tokenizer"])
     try:
         model_config = build_config(
-            architecture.config_class(), config["configs"].get("model") or {}
+            architecture.config_class(), provenance["configs"].get("model") or {}
         )
     except ZooError as exc:  # a tampered or outdated config.json
         raise ZooError(f"{folder.file('config.json')}: {exc}") from None
@@ -227,16 +227,16 @@ def load_trained(
         check_memory(architecture, model_config, vocab_size=tokenizer.vocab_size)
     except ZooError as exc:
         raise ZooError(f"{folder.file('config.json')}: {exc}") from None
-    task = get_task(config["task"], zoo)
+    task = get_task(provenance["task"], zoo)
     if task is None:
         raise ZooError(
-            f"run {row['id']} is a {config['task']} run, and no installed plugin "
+            f"run {row['id']} is a {provenance['task']} run, and no installed plugin "
             f"registers that task (zoo list pipelines shows the tasks)"
         )
     built = call_plugin(
         architecture.load(),
         model_config,
-        TaskSpec(**config["spec"]),
+        TaskSpec(**provenance["spec"]),
         what=f"architecture {architecture.name!r}",
         plugin=architecture.plugin,
     )
@@ -244,15 +244,15 @@ def load_trained(
     model.load_state_dict(finite_weights(folder.load_weights(), row["id"], folder))
     configure = optional_member(model, "configure_engine")
     if configure is not None:
-        trained_with = (config["configs"].get("train") or {}).get("precision", "auto")
+        trained_with = (provenance["configs"].get("train") or {}).get("precision", "auto")
         configure(precision=precision or trained_with)
-    configs = config.get("configs") or {}
-    pipeline = zoo.pipelines.get(config["task"])
+    configs = provenance.get("configs") or {}
+    pipeline = zoo.pipelines.get(provenance["task"])
     return LoadedRun(
         row["id"],
-        config["task"],
+        provenance["task"],
         row,
-        config,
+        provenance,
         tokenizer,
         model,
         context_length(model_config),

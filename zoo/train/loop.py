@@ -99,11 +99,11 @@ class Batch:
 
 @dataclass
 class TrainingOutcome:
-    """How training went, as ``train`` returns it (API 1.1: ``TrainResult``): the steps trained, the last training loss, the tokens seen,
-    the time spent (validation included, and its part), the best validation's score and
-    step (and, with ``average_best``, the runners-up averaged), the curve, and whether
-    patience stopped the run early. ``tokens_per_s`` is training tokens per second of
-    optimizer steps, validation excluded."""
+    """How training went, as ``train`` returns it (API 1.1: ``TrainResult``): the steps
+    trained, the last training loss, the tokens seen, the time spent (validation included,
+    and its part), the best validation's score and step (and, with ``average_best``, the
+    runners-up averaged), the curve, and whether patience stopped the run early.
+    ``tokens_per_s`` is training tokens per second of optimizer steps, validation excluded."""
 
     steps: int = 0
     """Optimizer steps taken (a resumed run counts its earlier ones)."""
