@@ -211,7 +211,10 @@ def test_language_model_rows_on_the_same_windows_are_compared_window_by_window(t
     assert comparison.examples_counted == ["test_bpc"]
     cell = comparison.cells.set_index("setting").loc["n_embd=16"]
     assert cell["test"] == "Welch and bootstrap" and cell["ci_low"] < cell["diff"] < cell["ci_high"]
-    assert "for test_bpc, the evaluation set's sampling noise" in render(comparison, "table")
+    shown = render(comparison, "table")
+    assert "for test_bpc, the evaluation set's sampling noise" in shown
+    row = next(line for line in shown.splitlines() if "n_embd=16" in line)
+    assert row.split("(n=2)")[-1].strip().count("[") == 1  # the difference's interval
     seeds_only = summarize(load_runs(), ComparisonSpec(metric="test_bpc", examples=False))
     assert seeds_only.examples_counted == []
 

@@ -164,7 +164,7 @@ def test_a_plugin_written_for_api_1_0_runs_and_is_told_each_replacement(tmp_path
         "import it from zoo.plugin.config",
         'declare it block_size: int = sized(128, role="context")',
         "take memory(config, vocab_size)",
-        "use Trained.context_length",
+        "use LoadedRun.context_length",
         "call register(name, tracker, *, description)",
     )
     for replacement in expected:
@@ -214,3 +214,15 @@ def test_the_job_a_pipeline_receives_holds_only_its_documented_fields(tmp_path):
     assert runner_state(job).resume_from == "ckpt" and runner_state(job).label == "member 1/2"
     other = plan_job(plan, None, run, RunOptions(device="cpu", quiet=True))
     assert runner_state(other).resume_from is None  # each job its own state
+
+
+def test_what_zoo_load_returns_is_what_a_pipeline_receives_and_the_old_name_warns():
+    import zoo
+    import zoo.plugin
+    from zoo.errors import ZooDeprecationWarning
+
+    assert zoo.LoadedRun is zoo.plugin.LoadedRun
+    with pytest.warns(ZooDeprecationWarning, match="zoo.plugin.LoadedRun"):
+        assert zoo.plugin.Trained is zoo.LoadedRun
+    with pytest.warns(ZooDeprecationWarning, match="zoo.plugin.TrainingOutcome"):
+        assert zoo.plugin.TrainResult is zoo.plugin.TrainingOutcome

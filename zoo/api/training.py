@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING
 from zoo.core.limits import DEVICES, check_seed, positive_argument
 from zoo.errors import ZooError
 from zoo.messages import reporting_to
-from zoo.results import Evaluation, LoadedRun, Reproduction, Run, SweepResult, TuneResult
+from zoo.results import Reproduction, Run, SweepResult, TuneResult
 
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from zoo.operations.ensemble import Ensemble
+    from zoo.operations.evaluate import Evaluation
+    from zoo.operations.reload import LoadedRun
 
 
 def run(  # noqa: PLR0913 -- `zoo run`'s options, keyword-only
@@ -98,7 +100,9 @@ def reproduce(run_id: str, *, device: str | None = None, quiet: bool = False) ->
 def load(run_id: str, *, device: str = "auto") -> LoadedRun:
     """A finished run (an id or a unique prefix of one), ready to predict, generate and
     evaluate with, on `device` (auto: CUDA when present)."""
-    return LoadedRun.open(run_id, device)
+    from zoo.operations.reload import load_trained
+
+    return load_trained(run_id, device=device)
 
 
 def evaluate(
@@ -112,6 +116,8 @@ def evaluate(
 ) -> Evaluation:
     """Score a finished run on a split of any dataset and record it as an evaluation row
     linked to the run (`zoo eval`)."""
+    from zoo.operations.evaluate import Evaluation
+
     return Evaluation.record(
         run_id, dataset, split, text_column=text_column, label_column=label_column, device=device
     )
@@ -193,7 +199,7 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
         )  # fmt: skip
         logger.info(report.summary(plan))
         frame = None if table is None else report.comparison_frame(plan, table.cells)
-        return SweepResult(report.records(plan), frame, table)
+        return SweepResult(report.records(plan), table, frame)
 
 
 UNTIL_ANSWERED = (
