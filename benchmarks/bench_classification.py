@@ -3,7 +3,7 @@ linear SVM, on the same splits, over seeds; figures written as JSON.
 
     OMP_NUM_THREADS=1 nice .venv/bin/python benchmarks/bench_classification.py \\
         [--seeds 3] [--datasets rotten_tomatoes emotion] [--home DIR] [--no-bert] [--jobs N]
-        [--one-seed ARCHITECTURE ...]
+        [--one-seed ARCHITECTURE ...] [--rows ARCHITECTURE ...]
         [--output benchmarks/results/classification.json]
 
 1. Every candidate preset of every architecture is trained on every dataset for the
@@ -19,6 +19,10 @@ linear SVM, on the same splits, over seeds; figures written as JSON.
 4. TF-IDF (word uni- and bigrams) + LinearSVC, C chosen on validation
    (bench_baseline.tfidf_svm); deterministic, so once per dataset.
 
+With --rows only the named architectures are trained (steps 1-2), and their rows replace
+or join those of the record at --output; the record names each such row's date, load and
+commit (rows_measured_apart), and keeps the rest as it was measured.
+
 Test accuracies are read once, after every choice is made. The JSON holds the machine, the
 versions, the date, each row's mean and standard deviation over seeds and every run id.
 """
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.metadata as md
+import itertools
 import json
 import os
 import platform
@@ -44,6 +49,10 @@ CANDIDATES = {  # architecture -> presets chosen between on validation
     "fasttext": ["fasttext-wordpunct"],
     "nbsvm": ["nbsvm-wordpunct"],
     "bert": ["bert-bpe"],
+    "mamba": ["mamba-wordpunct"],
+    "encoder-modern": ["encoder-modern"],  # the encoder with Llama's block, a row of its own
+    "hf-deberta-v2": ["hf-deberta-v2-bpe"],
+    "hf-modernbert": ["hf-modernbert-bpe"],
 }
 # encoder-wordpunct as the default classifier was before it became a single encoder (an
 # encoder, an LSTM and NBSVM inside one run, shares fitted on validation): mean test
@@ -172,7 +181,10 @@ def versions() -> dict:
     return out
 
 
-def main(argv=None) -> int:
+COMMAND = "OMP_NUM_THREADS=1 nice .venv/bin/python benchmarks/bench_classification.py"
+
+
+def parse(argv) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
     parser.add_argument(
@@ -199,11 +211,171 @@ def main(argv=None) -> int:
         help="architectures trained and reported at seed 0 only (to save time; n=1 in the JSON)",
     )
     parser.add_argument(
+        "--rows",
+        nargs="+",
+        choices=list(CANDIDATES),
+        metavar="ARCHITECTURE",
+        help="measure only these architectures' rows and write them into the record at "
+        "--output, keeping its other rows (each such row's date, load and commit are recorded)",
+    )
+    parser.add_argument(
         "--output", default=str(REPO / "benchmarks" / "results" / "classification.json")
     )
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def dataset_table(dataset: str, chosen: dict, runs: dict, args, others: bool) -> list[dict]:
+    """The rows of one dataset: each chosen preset over its seeds, then (with `others`) the
+    ensemble of `ensemble-classifier`'s members and TF-IDF + linear SVM."""
+    from zoo.core.loading import get_zoo
+
+    table = []
+    for architecture, (preset, _) in chosen.items():
+        seeds = 1 if architecture in args.one_seed else args.seeds
+        rows = [runs[(preset, dataset, s)] for s in range(seeds)]
+        table.append(row_of(architecture, preset, rows))
+    if not others:
+        return table
+    members = get_zoo().catalogue.ensembles["ensemble-classifier"].members
+    if all(m in {preset for preset, _ in chosen.values()} for m in members):
+        for weights in ("fit", "equal"):
+            parts = [[runs[(m, dataset, s)] for m in members] for s in range(args.seeds)]
+            made = [ensemble_of([r["id"] for r in rows], weights) for rows in parts]
+            # seconds: what the ensemble costs, its members' runs and the combining
+            entry = row_of(
+                f"ensemble ({weights} weights)",
+                made[0]["model"],
+                [
+                    {
+                        "id": e["id"],
+                        "metrics": e["metrics"],
+                        "duration": e["duration"] + sum(r.get("duration") or 0 for r in rows),
+                    }
+                    for e, rows in zip(made, parts)
+                ],
+            )
+            entry["weights"] = [e["weights"] for e in made]
+            table.append(entry)
+    from bench_baseline import load_splits, tfidf_svm
+
+    svm = tfidf_svm(load_splits(dataset, None, None))
+    table.append(
+        {
+            "name": "TF-IDF + linear SVM",
+            "preset": f"C={svm['C']}",
+            "val_accuracy": summary([svm["val_accuracy"]]),
+            "test_accuracy": summary([svm["test_accuracy"]]),
+            "seconds": summary([svm["seconds"]]),
+            "runs": [],
+        }
+    )
+    return table
+
+
+def machine(load_before: str) -> dict:
+    import torch
+
+    from zoo.core.machine import cpu, kind
+    from zoo.train.precision import resolve_precision
+
+    return {
+        "cpu": cpu_name(),
+        "cpu_kind": kind(cpu()["flags"]),  # what tells two CPUs' figures apart
+        "auto_precision": resolve_precision("auto", torch.device("cpu")),  # the presets'
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "load_before": load_before,
+        "load_after": load(),
+        "note": "shared machine: durations include waiting for other processes",
+    }
+
+
+def full_report(results: dict, chosen: dict, args, load_before: str) -> dict:
+    fitted = {
+        dataset: row["test_accuracy"]["mean"]
+        for dataset, table in results.items()
+        for row in table
+        if row["name"] == "ensemble (fit weights)"
+    }
+    return {
+        "benchmark": "classification",
+        "command": COMMAND,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine(load_before),
+        "versions": versions(),
+        "seeds": list(range(args.seeds)),
+        "selection_seeds": list(range(min(args.select_seeds, args.seeds))),
+        "one_seed": list(args.one_seed),
+        "selection": {a: {"chosen": p, "mean_val_accuracy": s} for a, (p, s) in chosen.items()},
+        "datasets": results,
+        "former_default": FORMER_DEFAULT,
+        "notes": [
+            (
+                "Each architecture's preset was chosen on validation accuracy (selection seeds), "
+                "the test split read once for this report."
+            ),
+            (
+                "The fitted ensemble's validation accuracy is measured where its weights were "
+                "fitted, so it is optimistic; its test accuracy is not."
+            ),
+            ("TF-IDF + linear SVM is deterministic: one fit per dataset, C chosen on validation."),
+        ],
+        "ensemble_within_half_a_point": {
+            d: fitted[d] >= FORMER_DEFAULT[d] - TOLERANCE for d in fitted if d in FORMER_DEFAULT
+        },
+    }
+
+
+APART_NOTE = (
+    "The rows named in rows_measured_apart were measured after the others, in a run of their "
+    "own (its machine, precision, load and commit there), and their seconds are not comparable "
+    "with the others'; the command reruns the whole table at once, on one machine."
+)
+
+
+def merged_report(old: dict, results: dict, chosen: dict, args, load_before: str) -> dict:
+    """`old` with the rows of `results` put in (architecture rows in CANDIDATES' order, the
+    ensemble and SVM rows after), each measured row's provenance in rows_measured_apart."""
+    report = dict(old)
+    order = {name: i for i, name in enumerate(CANDIDATES)}
+    for dataset, new_rows in results.items():
+        rows = {row["name"]: row for row in old.get("datasets", {}).get(dataset, [])}
+        rows.update({row["name"]: row for row in new_rows})
+        rows_in = [r for n, r in rows.items() if n in order]
+        report.setdefault("datasets", {})[dataset] = sorted(
+            rows_in, key=lambda r: order[r["name"]]
+        ) + [r for n, r in rows.items() if n not in order]
+    report["selection"] = {
+        **old.get("selection", {}),
+        **{a: {"chosen": p, "mean_val_accuracy": s} for a, (p, s) in chosen.items()},
+    }
+    apart = dict(old.get("rows_measured_apart") or {})
+    measured = machine(load_before)
+    for architecture, dataset in itertools.product(chosen, results):
+        apart[f"{architecture} on {dataset}"] = {
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "cpu": f"{measured['cpu']} ({measured['cpu_kind']})",
+            "precision": measured["auto_precision"],
+            "seeds": 1 if architecture in args.one_seed else args.seeds,
+            "load_before": measured["load_before"],
+            "load_after": measured["load_after"],
+            "git_commit": versions()["git_commit"],
+        }
+    report["rows_measured_apart"] = apart
+    report["command"] = COMMAND
+    report["notes"] = [n for n in old.get("notes", []) if n != APART_NOTE] + [APART_NOTE]
+    return report
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
     os.environ["ZOO_HOME"] = args.home
-    architectures = {a: p for a, p in CANDIDATES.items() if not (args.no_bert and a == "bert")}
+    architectures = {
+        a: p
+        for a, p in CANDIDATES.items()
+        if not (args.no_bert and a == "bert") and (not args.rows or a in args.rows)
+    }
     models = [preset for presets in architectures.values() for preset in presets]
     load_before = load()
     print(
@@ -225,95 +397,20 @@ def main(argv=None) -> int:
     runs = finished_runs(models, args.datasets, args.seeds)
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from bench_baseline import load_splits, tfidf_svm
-
-    from zoo.core.loading import get_zoo
-
-    results = {}
-    for dataset in args.datasets:
-        table = []
-        for architecture, (preset, _) in chosen.items():
-            seeds = 1 if architecture in args.one_seed else args.seeds
-            rows = [runs[(preset, dataset, s)] for s in range(seeds)]
-            table.append(row_of(architecture, preset, rows))
-        members = get_zoo().catalogue.ensembles["ensemble-classifier"].members
-        if all(m in {preset for preset, _ in chosen.values()} for m in members):
-            for weights in ("fit", "equal"):
-                parts = [[runs[(m, dataset, s)] for m in members] for s in range(args.seeds)]
-                made = [ensemble_of([r["id"] for r in rows], weights) for rows in parts]
-                # seconds: what the ensemble costs, its members' runs and the combining
-                entry = row_of(
-                    f"ensemble ({weights} weights)",
-                    made[0]["model"],
-                    [
-                        {
-                            "id": e["id"],
-                            "metrics": e["metrics"],
-                            "duration": e["duration"] + sum(r.get("duration") or 0 for r in rows),
-                        }
-                        for e, rows in zip(made, parts)
-                    ],
-                )
-                entry["weights"] = [e["weights"] for e in made]
-                table.append(entry)
-        svm = tfidf_svm(load_splits(dataset, None, None))
-        table.append(
-            {
-                "name": "TF-IDF + linear SVM",
-                "preset": f"C={svm['C']}",
-                "val_accuracy": summary([svm["val_accuracy"]]),
-                "test_accuracy": summary([svm["test_accuracy"]]),
-                "seconds": summary([svm["seconds"]]),
-                "runs": [],
-            }
-        )
-        results[dataset] = table
-
-    fitted = {
-        dataset: row["test_accuracy"]["mean"]
-        for dataset, table in results.items()
-        for row in table
-        if row["name"] == "ensemble (fit weights)"
-    }
-    report = {
-        "benchmark": "classification",
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "cpu": cpu_name(),
-            "cores": os.cpu_count(),
-            "platform": platform.platform(),
-            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-            "load_before": load_before,
-            "load_after": load(),
-            "note": "shared machine: durations include waiting for other processes",
-        },
-        "versions": versions(),
-        "seeds": list(range(args.seeds)),
-        "selection_seeds": list(range(selecting)),
-        "one_seed": list(args.one_seed),
-        "selection": {a: {"chosen": p, "mean_val_accuracy": s} for a, (p, s) in chosen.items()},
-        "datasets": results,
-        "former_default": FORMER_DEFAULT,
-        "notes": [
-            (
-                "Each architecture's preset was chosen on validation accuracy (selection seeds), "
-                "the test split read once for this report."
-            ),
-            (
-                "The fitted ensemble's validation accuracy is measured where its weights were "
-                "fitted, so it is optimistic; its test accuracy is not."
-            ),
-            ("TF-IDF + linear SVM is deterministic: one fit per dataset, C chosen on validation."),
-        ],
-        "ensemble_within_half_a_point": {
-            d: fitted[d] >= FORMER_DEFAULT[d] - TOLERANCE for d in fitted if d in FORMER_DEFAULT
-        },
+    results = {
+        dataset: dataset_table(dataset, chosen, runs, args, others=not args.rows)
+        for dataset in args.datasets
     }
     output = Path(args.output)
+    if args.rows:
+        old = json.loads(output.read_text(encoding="utf-8"))
+        report = merged_report(old, results, chosen, args, load_before)
+    else:
+        report = full_report(results, chosen, args, load_before)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report, indent=2) + "\n")
-    for dataset, table in results.items():
-        print(f"\n{dataset} (test accuracy, mean ± std over {args.seeds} seeds)")
+    for dataset, table in report["datasets"].items():
+        print(f"\n{dataset} (test accuracy, mean ± std over seeds)")
         for row in table:
             test = row["test_accuracy"]
             print(

@@ -19,9 +19,11 @@ about the same size and with the same vocabulary, schedule, label smoothing and 
 (SHARED), each trained for `--time` seconds of wall-clock time (zoo's `time` setting), both
 directions (multi30k, multi30k-en-de), three seeds. It reports test BLEU and chrF with zoo
 compare's statistics over seeds, every run, and for encdec-bpe the test split decoded again
-greedily and with a beam of 4 (`zoo.load(run).predict`): what the beam adds. On one idle
-two-core machine that is 5 x 2 x 3 = 30 hours of training with `--jobs 1`. Each part writes
-benchmarks/results/seq2seq_PART.json.
+greedily and with a beam of 4 (`zoo.load(run).predict`): what the beam adds, and its
+training curve. On one idle two-core machine that is 5 x 2 x 3 = 30 hours of training with
+`--jobs 1`. Each part writes benchmarks/results/seq2seq_PART.json. Each run's wall time, CPU time and the machine's load
+while it ran are kept in ZOO_HOME/bench_seq2seq_costs.json, so a rerun that reuses finished
+runs reports what they cost.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -44,9 +47,17 @@ from common import header, table, write_results  # noqa: E402
 DIGITS_TARGET = 0.99  # exact match the issue asks of the encoder-decoder preset
 
 
-def zoo_run(*args, env) -> tuple[dict, float, float]:
-    """The run's JSON record, its wall time and its CPU time in seconds (its own process's,
-    so runs may go side by side)."""
+def zoo_run(*args, env) -> tuple[dict, dict]:
+    """The run's JSON record and what it cost: ``wall_s`` from process start to exit,
+    ``cpu_s`` its own process's CPU time (so runs may go side by side) and ``load``, the
+    machine's mean 1-minute load average while it ran (sampled every 30 s)."""
+    samples, done = [os.getloadavg()[0]], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(30):
+            samples.append(os.getloadavg()[0])
+
+    threading.Thread(target=sample, daemon=True).start()
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(
@@ -56,13 +67,20 @@ def zoo_run(*args, env) -> tuple[dict, float, float]:
             text=True,
             env=env,
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            done.set()
+        cost = {
+            "wall_s": time.perf_counter() - start,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "load": statistics.mean(samples),
+        }
         out.seek(0)
         err.seek(0)
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit(f"zoo run {' '.join(map(str, args))} failed: {err.read()[-800:]}")
-        return json.loads(out.read()), wall, usage.ru_utime + usage.ru_stime
+        return json.loads(out.read()), cost
 
 
 def settings(candidate: str) -> list[str]:
@@ -72,7 +90,7 @@ def settings(candidate: str) -> list[str]:
 
 def digits_cell(cell, env) -> dict:
     candidate, rule, seed = cell
-    record, wall, cpu = zoo_run(
+    record, cost = zoo_run(
         "encdec-char",
         "digits-transduction",
         "--seed",
@@ -92,8 +110,7 @@ def digits_cell(cell, env) -> dict:
         "bleu": m["test_bleu"],
         "chrf": m["test_chrf"],
         "steps": m["steps"],
-        "wall_s": wall,
-        "cpu_s": cpu,
+        **cost,
     }
     print(json.dumps({k: v for k, v in row.items() if k not in ("exact_match", "bleu", "chrf")}))
     return row
@@ -156,6 +173,7 @@ def digits(args, env) -> None:
                     ("steps", "steps"),
                     ("wall_s", "wall s", ",.0f"),
                     ("cpu_s", "CPU s", ",.0f"),
+                    ("load", "load", ".1f"),
                 ],
                 test,
             ),
@@ -166,6 +184,8 @@ def digits(args, env) -> None:
             f"OMP_NUM_THREADS={env.get('OMP_NUM_THREADS', 'unset')}; {args.jobs} runs side by "
             "side on a machine shared with other work, so wall times are upper bounds of the "
             "model's own cost; CPU s is each run's own process.",
+            "Load is the machine's mean 1-minute load average while the run went (sampled every "
+            "30 s): above the core count, other work shared the cores.",
         ],
     )
 
@@ -202,13 +222,14 @@ def multi30k_cell(cell, args, env) -> dict:
     sets = [*SHARED, *MODELS[model], *args.set, f"time={args.time:g}"]  # later ones win
     row = {"model": model, "direction": direction, "seed": seed}
     record = finished_run(env["ZOO_HOME"], model, dataset, seed, sets)
-    # a finished run reused: its recorded duration (from its start to its record), no CPU s
-    wall, cpu = (record["duration"], math.nan) if record else (math.nan, math.nan)
     try:
         if record is None:
-            record, wall, cpu = zoo_run(
+            record, cost = zoo_run(
                 model, dataset, "--seed", seed, *settings(" ".join(sets)), env=env
             )
+            COSTS.save(env["ZOO_HOME"], record["run_id"], cost)
+        else:  # a finished run reused: what it cost when it ran
+            cost = COSTS.of(env["ZOO_HOME"], record["run_id"], record["duration"])
     except SystemExit as failed:  # one failed run does not cost the others
         print(json.dumps(row | {"failed": str(failed)[-300:]}))
         return row | {"failed": str(failed)[-300:]}
@@ -219,14 +240,69 @@ def multi30k_cell(cell, args, env) -> dict:
         "chrf": m["test_chrf"],
         "steps": m["steps"],
         "train_s": m["train_time"],
-        "wall_s": wall,
-        "cpu_s": cpu,
+        **cost,
         "signature": m["test_bleu_signature"],
     }
     if model == BEAM_CHECK:
         row |= beam_gain(record["run_id"], dataset)
-    print(json.dumps(row))
+        row["curve"] = curve_of(Path(env["ZOO_HOME"]) / record["run_id"] / "metrics.jsonl")
+    print(json.dumps({k: v for k, v in row.items() if k != "curve"}))
     return row
+
+
+def curve_of(metrics: Path, parts: int = 10) -> list[dict]:
+    """The run's training curve in ``parts`` equal spans of its steps: at each span's last
+    step, the seconds of training so far, the learning rate, the mean training loss over
+    the span and the latest validation loss (the run validates every eval_interval steps)."""
+    records = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    steps = [r for r in records if "train_loss" in r]
+    out, start, val_loss = [], 0, math.nan
+    for part in range(1, parts + 1):
+        end = round(part * len(steps) / parts)
+        span = steps[start:end]
+        if not span:
+            continue
+        for r in records:
+            if "val_loss" in r and r["step"] <= span[-1]["step"]:
+                val_loss = r["val_loss"]
+        last = span[-1]
+        out.append(
+            {
+                "step": last["step"],
+                "elapsed_s": last["elapsed"],
+                "lr": last["lr"],
+                "train_loss": statistics.mean(r["train_loss"] for r in span),
+                "val_loss": val_loss,
+            }
+        )
+        start = end
+    return out
+
+
+class Costs:
+    """Each run's cost as zoo_run measured it, kept in ZOO_HOME/bench_seq2seq_costs.json, so
+    a rerun that reuses a finished run reports what the run cost when it trained."""
+
+    NAME = "bench_seq2seq_costs.json"
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # runs side by side finish in their own threads
+
+    def save(self, home: str, run_id: str, cost: dict) -> None:
+        path = Path(home) / self.NAME
+        with self.lock:
+            costs = json.loads(path.read_text()) if path.is_file() else {}
+            path.write_text(json.dumps(costs | {run_id: cost}, indent=1))
+
+    def of(self, home: str, run_id: str, duration: float) -> dict:
+        """The saved cost, else the run's recorded duration (from its start to its record)
+        and no CPU time or load."""
+        path = Path(home) / self.NAME
+        costs = json.loads(path.read_text()) if path.is_file() else {}
+        return costs.get(run_id, {"wall_s": duration, "cpu_s": math.nan, "load": math.nan})
+
+
+COSTS = Costs()
 
 
 def finished_run(home: str, model: str, dataset: str, seed: int, sets: list[str]) -> dict | None:
@@ -356,6 +432,7 @@ def multi30k(args, env) -> None:
                     ("train_s", "training s", ",.0f"),
                     ("wall_s", "wall s", ",.0f"),
                     ("cpu_s", "CPU s", ",.0f"),
+                    ("load", "load", ".1f"),
                 ],
                 rows,
             ),
@@ -372,6 +449,24 @@ def multi30k(args, env) -> None:
                 ],
                 beams,
             ),
+            table(
+                f"{BEAM_CHECK}'s training curve, seed {args.seeds[0]}, in tenths of its steps "
+                "(training loss with label smoothing, validation loss without)",
+                [
+                    ("direction", "direction"),
+                    ("step", "step"),
+                    ("elapsed_s", "training s", ",.0f"),
+                    ("lr", "lr", ".2e"),
+                    ("train_loss", "train loss", ".3f"),
+                    ("val_loss", "val loss", ".3f"),
+                ],
+                [
+                    {"direction": r["direction"], **point}
+                    for r in beams
+                    if r["seed"] == args.seeds[0]
+                    for point in r["curve"]
+                ],
+            ),
         ],
         notes=[
             f"sacreBLEU signature: {rows[0]['signature']}" if rows else "no run",
@@ -380,9 +475,11 @@ def multi30k(args, env) -> None:
                 for r in failed
             ),
             f"OMP_NUM_THREADS={env.get('OMP_NUM_THREADS', 'unset')}; {args.jobs} run(s) side by "
-            "side. Where the machine was shared with other work (see its load), each run "
+            "side. Where the machine was shared with other work (see the load), each run "
             "trained fewer steps in its budget than the machine allows alone, so these "
             "figures are below what the budget buys on an idle machine.",
+            "Load is the machine's mean 1-minute load average while the run went (sampled every "
+            "30 s): above the core count, other work shared the cores.",
             f"Command: `{command} --time {args.time:g} --seeds "
             f"{' '.join(map(str, args.seeds))} --directions {' '.join(args.directions)} "
             f"--models {' '.join(args.models)} --jobs {args.jobs}`.",

@@ -8,6 +8,7 @@ different tokenizers compare on one scale.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
 from dataclasses import dataclass
@@ -113,11 +114,24 @@ def windows(ids: np.ndarray, block: int):
     return inputs, targets, tail
 
 
-def total_nll(
+@dataclass
+class WindowLosses:
+    """What scoring a split in windows gave: the summed NLL (nats) and the targets scored;
+    where the model scores row by row (``loss_per_row``), each window's nats and targets,
+    in order, and a digest of the windows' ids (what pairs two runs' windows)."""
+
+    nats: float
+    count: int
+    per_window: tuple[np.ndarray, np.ndarray] | None = None
+    digest: str | None = None
+
+
+def scored_windows(
     model, ids: np.ndarray, block: int, batch: int, budget: int | None = None
-) -> tuple[float, int]:
-    """Summed NLL (nats) over every token of a split, in consecutive windows; with more
-    than ``budget`` tokens, over evenly spaced windows holding about ``budget`` of them."""
+) -> WindowLosses:
+    """NLL over every token of a split, in consecutive windows; with more than ``budget``
+    tokens, over evenly spaced windows holding about ``budget`` of them. One score per
+    window where the model has ``loss_per_row`` (the same pass), else the sums alone."""
     if len(ids) < 2:
         raise ZooError("a split needs at least 2 tokens to evaluate")
     inputs, targets, tail = windows(ids, block)
@@ -126,30 +140,44 @@ def total_nll(
             np.linspace(0, len(inputs) - 1, max(1, budget // block)).astype(np.int64)
         )
         inputs, targets, tail = inputs[chosen], targets[chosen], None
-    total, count = 0.0, 0
-    for b in range(0, len(inputs), batch):
-        nll, n = model.loss_sum(
-            inputs[b : b + batch].astype(np.int64), targets[b : b + batch].astype(np.int64)
-        )
-        total, count = total + nll, count + n
+    batches = [
+        (inputs[b : b + batch], targets[b : b + batch]) for b in range(0, len(inputs), batch)
+    ]
     if tail is not None:
-        nll, n = model.loss_sum(
-            tail[0][None, :].astype(np.int64), tail[1][None, :].astype(np.int64)
-        )
-        total, count = total + nll, count + n
-    return total, count
+        batches.append((tail[0][None, :], tail[1][None, :]))
+    per_row = getattr(model, "loss_per_row", None)  # optional (zoo.plugin.Model)
+    scored = per_row if callable(per_row) else model.loss_sum
+    results = [scored(x.astype(np.int64), y.astype(np.int64)) for x, y in batches]
+    if not callable(per_row):
+        return WindowLosses(sum(r[0] for r in results), sum(r[1] for r in results))
+    nats = np.concatenate([np.asarray(r[0], dtype=np.float64) for r in results])
+    counts = np.concatenate([np.asarray(r[1], dtype=np.int64) for r in results])
+    digest = hashlib.sha256(str(block).encode())
+    for x, y in batches:
+        digest.update(x.astype(np.int64).tobytes() + y.astype(np.int64).tobytes())
+    return WindowLosses(float(nats.sum()), int(counts.sum()), (nats, counts), digest.hexdigest())
+
+
+def total_nll(
+    model, ids: np.ndarray, block: int, batch: int, budget: int | None = None
+) -> tuple[float, int]:
+    """Summed NLL (nats) and tokens scored over a split (``scored_windows``)."""
+    scored = scored_windows(model, ids, block, batch, budget)
+    return scored.nats, scored.count
+
+
+def scored_text(count: int, tokens: SplitTokens | str) -> tuple[float, float]:
+    """Characters and bytes of the text ``count`` targets scored: in proportion, when only
+    part of the split was. ``tokens`` may be a text, all of it scored."""
+    if isinstance(tokens, str):
+        return len(tokens), len(tokens.encode("utf-8"))
+    scored = count / max(1, len(tokens.ids) - 1)
+    return tokens.chars * scored, tokens.bytes * scored
 
 
 def split_metrics(prefix: str, nll: float, count: int, tokens: SplitTokens | str) -> dict:
-    """Per token, and per character and byte of the text scored (in proportion, when only
-    part of the split was). ``tokens`` may be a text, all of it scored."""
-    chars: float
-    size: float
-    if isinstance(tokens, str):
-        chars, size = len(tokens), len(tokens.encode("utf-8"))
-    else:
-        scored = count / max(1, len(tokens.ids) - 1)
-        chars, size = tokens.chars * scored, tokens.bytes * scored
+    """Per token, and per character and byte of the text scored (``scored_text``)."""
+    chars, size = scored_text(count, tokens)
     loss = nll / count
     return {
         f"{prefix}_loss": loss,
@@ -159,19 +187,56 @@ def split_metrics(prefix: str, nll: float, count: int, tokens: SplitTokens | str
     }
 
 
-def split_nll(model, tokens: SplitTokens, block: int, cfg, name: str, say) -> tuple[float, int]:
-    """Summed NLL over a split within the config's evaluation budget (total_nll), saying
+def window_figures(
+    prefix: str, per_window: tuple[np.ndarray, np.ndarray], count: int, tokens: SplitTokens
+) -> dict:
+    """Each window's loss, bpc and bpb: per token, and per character and byte at the
+    split's characters and bytes per scored token, as the figures count them. Weighted by
+    the windows' tokens, they average to the split's figures (``RunResult.per_example``)."""
+    nats, counts = per_window
+    chars, size = scored_text(count, tokens)
+    loss = nats / np.maximum(counts, 1)
+    return {
+        f"{prefix}_loss": loss,
+        f"{prefix}_bpc": loss * count / LN2 / max(1, chars),
+        f"{prefix}_bpb": loss * count / LN2 / max(1, size),
+    }
+
+
+def split_nll(model, tokens: SplitTokens, block: int, cfg, name: str, say) -> WindowLosses:
+    """NLL over a split within the config's evaluation budget (scored_windows), saying
     when only part of it was scored."""
     budget, why = cfg.eval_tokens, f"eval_tokens={cfg.eval_tokens:,}"
     if cfg.eval_limit is not None and cfg.eval_limit * block < budget:  # windows of a smoke run
         budget, why = cfg.eval_limit * block, f"eval_limit={cfg.eval_limit:,} windows"
-    nll, count = total_nll(model, tokens.ids, block, cfg.eval_batch_size, budget)
-    if count < len(tokens.ids) - 1:
+    scored = scored_windows(model, tokens.ids, block, cfg.eval_batch_size, budget)
+    if scored.count < len(tokens.ids) - 1:
         say(
-            f"{name}: scored {count:,} of {len(tokens.ids) - 1:,} tokens in evenly spaced "
-            f"windows ({why})"
+            f"{name}: scored {scored.count:,} of {len(tokens.ids) - 1:,} tokens in evenly "
+            f"spaced windows ({why})"
         )
-    return nll, count
+    return scored
+
+
+def evaluate_splits(model, splits: dict, block: int, cfg, say) -> tuple[dict, dict]:
+    """The final figures of validation and test (those ``splits`` holds), and what a
+    RunResult keeps of each window: its figures, weighted by its tokens, and what pairs
+    two runs' windows (the same ids in the same windows), so comparisons count the test
+    set's noise (``RunResult.per_example``)."""
+    metrics: dict = {}
+    per_example, weights, digests = {}, {}, {}
+    for role, prefix in (("validation", "val"), ("test", "test")):
+        if role not in splits:
+            continue
+        scored = split_nll(model, splits[role], block, cfg, role, say)
+        metrics.update(split_metrics(prefix, scored.nats, scored.count, splits[role]))
+        if scored.per_window is not None and scored.digest is not None:
+            figures = window_figures(prefix, scored.per_window, scored.count, splits[role])
+            per_example.update(figures)
+            weights.update(dict.fromkeys(figures, scored.per_window[1]))
+            digests[prefix] = scored.digest
+    kept = {"per_example": per_example, "per_example_weights": weights}
+    return metrics, {**kept, "examples_digest": digests}
 
 
 def context_after_slide(block: int) -> int:
@@ -369,11 +434,8 @@ def run(job: Job[LanguageModelingConfig]) -> RunResult:
         rngs={"eval": eval_rng},
     )
     metrics = loop_metrics(result)
-    for role, prefix in (("validation", "val"), ("test", "test")):
-        if role not in splits:
-            continue
-        nll, count = split_nll(model, splits[role], block, cfg, role, job.say)
-        metrics.update(split_metrics(prefix, nll, count, splits[role]))
+    figures, kept = evaluate_splits(model, splits, block, cfg, job.say)
+    metrics.update(figures)
     # The tokenizer's own figures: vocabulary size and characters per token on validation.
     metrics.update(
         {
@@ -397,7 +459,7 @@ def run(job: Job[LanguageModelingConfig]) -> RunResult:
         for i in range(cfg.samples)
     ]
     job.run.write_text("samples.txt", "\n\n-----\n\n".join(samples) + "\n")
-    return RunResult(params, metrics, spec, samples)
+    return RunResult(params, metrics, spec, samples, **kept)
 
 
 def sampled_loss(model, ids: np.ndarray, cfg: LanguageModelingConfig, block: int, rng) -> float:
@@ -422,7 +484,7 @@ def evaluate_trained(trained, dataset, split: str = "test") -> dict:
     if len(ids) < 2:
         raise ZooError(f"split {split!r} of {dataset.ref.name!r} has fewer than 2 tokens")
     cfg = trained.train_config or LanguageModelingConfig()  # the run's eval settings
-    nll, count = split_nll(
+    scored = split_nll(
         trained.model,
         tokens,
         trained.context_length,
@@ -430,6 +492,7 @@ def evaluate_trained(trained, dataset, split: str = "test") -> dict:
         split,
         lambda message: print(message, file=sys.stderr),
     )
+    nll, count = scored.nats, scored.count
     metrics = {
         key.removeprefix("eval_"): value
         for key, value in split_metrics("eval", nll, count, tokens).items()

@@ -17,6 +17,7 @@ which a model otherwise never reads, since padding is masked out of attention.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,23 +122,54 @@ class Scored:
         return Scored(self.inputs[:rows], self.targets[:rows])
 
 
-def score(model, data: Scored, batch_size: int) -> tuple[float, int, int]:
-    """Summed masked-token loss (nats), right answers and masked tokens."""
-    nll, right, count = 0.0, 0, 0
+@dataclass
+class WindowScores:
+    """Each scored window's masked-token loss (nats, summed), right answers and masked
+    tokens [N], in the split's window order."""
+
+    nll: np.ndarray
+    right: np.ndarray
+    count: np.ndarray
+
+    def figures(self, prefix: str) -> dict:
+        """The split's loss per masked token and accuracy (ratios of the windows' sums)."""
+        count = max(1, int(self.count.sum()))
+        return {
+            f"{prefix}_loss": float(self.nll.sum()) / count,
+            f"{prefix}_accuracy": int(self.right.sum()) / count,
+        }
+
+    def per_window(self, prefix: str) -> tuple[dict, dict]:
+        """Each window's loss and accuracy and its weight, its masked tokens: weighted,
+        they average to ``figures`` (``RunResult.per_example``, ``per_example_weights``)."""
+        count = np.maximum(self.count, 1)
+        scores = {f"{prefix}_loss": self.nll / count, f"{prefix}_accuracy": self.right / count}
+        return scores, dict.fromkeys(scores, self.count)
+
+
+def score(model, data: Scored, batch_size: int) -> WindowScores:
+    """The masked-token loss (nats), right answers and masked tokens of each window."""
+    parts = []
     for start in range(0, len(data.inputs), batch_size):
         inputs = data.inputs[start : start + batch_size]
         targets = data.targets[start : start + batch_size]
         chosen = targets != IGNORE_INDEX
+        rows = np.nonzero(chosen)[0]  # the window of each masked token, row-major
         logits = model.logits(inputs)[chosen].astype(np.float64)  # [M, V]
         truth = targets[chosen]
-        nll -= float(log_softmax(logits)[np.arange(len(truth)), truth].sum())
-        right += int((logits.argmax(axis=1) == truth).sum())
-        count += len(truth)
-    return nll, right, count
+        nll = -log_softmax(logits)[np.arange(len(truth)), truth]
+        right = (logits.argmax(axis=1) == truth).astype(np.float64)
+        parts.append(
+            [np.bincount(rows, weights=w, minlength=len(inputs)) for w in (nll, right)]
+            + [chosen.sum(axis=1)]
+        )
+    nll, right, count = (np.concatenate(column) for column in zip(*parts))
+    return WindowScores(nll, right, count)
 
 
-def figures(prefix: str, nll: float, right: int, count: int) -> dict:
-    return {f"{prefix}_loss": nll / max(1, count), f"{prefix}_accuracy": right / max(1, count)}
+def windows_digest(data: Scored) -> str:
+    """What pairs two runs' windows: the same ids and the same masks."""
+    return hashlib.sha256(data.inputs.tobytes() + data.targets.tobytes()).hexdigest()
 
 
 def run(job: Job[MaskedLanguageModelingConfig]) -> RunResult:
@@ -188,17 +220,30 @@ def run(job: Job[MaskedLanguageModelingConfig]) -> RunResult:
         return Batch(inputs, targets, tokens=inputs.size)
 
     def validate() -> dict:
-        return figures("val", *score(model, estimate_on, cfg.eval_batch_size))
+        return score(model, estimate_on, cfg.eval_batch_size).figures("val")
 
     result = train(
         job, model, next_batch, validate=validate, score_key="val_loss", higher_is_better=False
     )
     job.run.save_weights(model.state_dict())
     metrics = loop_metrics(result)
+    per_example, weights, digests = {}, {}, {}  # one score per window: see RunResult
     for role in roles[1:]:  # validation and test
-        metrics.update(figures(PREFIX[role], *score(model, scored[role], cfg.eval_batch_size)))
+        windows = score(model, scored[role], cfg.eval_batch_size)
+        metrics.update(windows.figures(PREFIX[role]))
+        scores, weighed = windows.per_window(PREFIX[role])
+        per_example.update(scores)
+        weights.update(weighed)
+        digests[PREFIX[role]] = windows_digest(scored[role])
     metrics["vocab_size"] = tokenizer.vocab_size
-    return RunResult(params, metrics, spec)
+    return RunResult(
+        params,
+        metrics,
+        spec,
+        per_example=per_example,
+        per_example_weights=weights,
+        examples_digest=digests,
+    )
 
 
 class MaskedLanguageModeling:

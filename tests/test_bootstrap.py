@@ -177,3 +177,60 @@ def test_a_splits_rows_digest_follows_its_rows():
     assert first.rows_digest("test") == loaded(["a", "b", "c", "d"]).rows_digest("test")
     assert first.rows_digest("test") != loaded(["a", "b", "c", "e"]).rows_digest("test")
     assert first.rows_digest("test") != first.sampling_evaluation(2).rows_digest("test")
+
+
+def test_weighted_replicates_are_ratios_of_the_drawn_sums_enumerated():
+    # windows of unequal length: a seed's figure is its drawn windows' nats over their tokens
+    loss = np.array([[1.0, 2.0, 4.0], [2.0, 2.0, 3.0]])  # 2 seeds x 3 windows, per token
+    tokens = np.array([[8.0, 8.0, 2.0], [8.0, 8.0, 2.0]])
+    exact = []
+    for seeds, windows in itertools.product(
+        itertools.product(range(2), repeat=2), itertools.product(range(3), repeat=3)
+    ):
+        nats, counts = (loss * tokens)[:, list(windows)], tokens[:, list(windows)]
+        exact.append(np.mean([nats[s].sum() / counts[s].sum() for s in seeds]))
+    means = replicate_means([loss], draws=100_000, seed=2, weights=[tokens])[:, 0]
+    assert means.mean() == pytest.approx(np.mean(exact), abs=0.004)
+    assert means.var() == pytest.approx(np.var(exact), rel=0.03)
+
+
+def test_language_model_rows_on_the_same_windows_are_compared_window_by_window(tiny_text):
+    from conftest import TINY_DECODER
+
+    import zoo
+    from zoo.comparison.render import render
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
+
+    tiny = {**dict(pair.split("=") for pair in TINY_DECODER[1::2]), "samples": 0}
+    for seed in range(2):  # two widths, two seeds each, on the same character windows
+        for width in (8, 16):
+            tiny["n_embd"] = width
+            zoo.run("decoder-char", str(tiny_text), steps=2, seed=seed, quiet=True, **tiny)
+    spec = ComparisonSpec(metric="test_bpc", baseline="decoder-char (n_embd=8)")
+    comparison = summarize(load_runs(), spec)
+    assert comparison.examples_counted == ["test_bpc"]
+    cell = comparison.cells.set_index("setting").loc["n_embd=16"]
+    assert cell["test"] == "Welch and bootstrap" and cell["ci_low"] < cell["diff"] < cell["ci_high"]
+    shown = render(comparison, "table")
+    assert "for test_bpc, the evaluation set's sampling noise" in shown
+    row = next(line for line in shown.splitlines() if "n_embd=16" in line)
+    assert row.split("(n=2)")[-1].strip().count("[") == 1  # the difference's interval
+    seeds_only = summarize(load_runs(), ComparisonSpec(metric="test_bpc", examples=False))
+    assert seeds_only.examples_counted == []
+
+
+def test_scores_that_do_not_average_to_their_figure_with_their_weights_are_refused():
+    from zoo.errors import ZooError
+    from zoo.train.job import RunResult
+    from zoo.train.runner import checked_per_example
+
+    def result(weights):  # windows of 8, 8 and 2 tokens at 1, 2 and 4 nats per token
+        figure = (8 * 1 + 8 * 2 + 2 * 4) / 18
+        scores = {"test_loss": [1.0, 2.0, 4.0]}
+        return RunResult(1, {"test_loss": figure}, None, per_example=scores, **weights)
+
+    checked_per_example(result({"per_example_weights": {"test_loss": [8, 8, 2]}}), "lm")
+    with pytest.raises(ZooError, match="average 2.33333, not its test_loss 1.77778"):
+        checked_per_example(result({}), "lm")  # unweighted, the mean is another figure
+    with pytest.raises(ZooError, match="not one non-negative weight per score"):
+        checked_per_example(result({"per_example_weights": {"test_loss": [8, 8]}}), "lm")

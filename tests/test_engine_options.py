@@ -180,13 +180,13 @@ def test_the_trainer_hands_the_betas_to_the_optimizer(tiny_text, monkeypatch):
 def test_tokens_per_s_leaves_out_the_validation_estimates():
     import time
 
-    from zoo.train.loop import TrainResult, _validate
+    from zoo.train.loop import TrainingOutcome, _validate
 
-    result = TrainResult(tokens=1000, train_time=3.0)
+    result = TrainingOutcome(tokens=1000, train_time=3.0)
     _validate(lambda: (time.sleep(0.2), {"val_loss": 1.0})[1], result, None, True, None)
     assert result.validate_time >= 0.2 and result.curve[-1]["val_loss"] == 1.0
     assert result.tokens_per_s == pytest.approx(1000 / (3.0 - result.validate_time))
-    assert TrainResult(tokens=5, train_time=0.0).tokens_per_s == 0.0
+    assert TrainingOutcome(tokens=5, train_time=0.0).tokens_per_s == 0.0
 
 
 def test_bf16_detection_agrees_with_the_cpu_flags_of_this_machine():

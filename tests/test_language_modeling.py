@@ -180,3 +180,59 @@ def test_a_time_budget_ends_training_within_it_validation_included(tiny_text, mo
     assert 0 < metrics["steps"] < 1000000
     # The final estimate fits in the budget: without the reserve it would start after 3 s.
     assert 2.5 < metrics["train_time"] <= 3.0, metrics
+
+
+# -- one score per evaluation window, for comparisons that count the test set's noise --
+def kept_scores(run) -> dict:
+    from safetensors.numpy import load_file
+
+    return load_file(str(run.folder / "per_example.safetensors"))
+
+
+def tiny_lm(text, seed=0, **settings):
+    import zoo
+
+    tiny = {**dict(pair.split("=") for pair in TINY_DECODER[1::2]), "samples": 0, **settings}
+    return zoo.run("decoder-char", str(text), steps=2, seed=seed, quiet=True, **tiny)
+
+
+def test_each_evaluation_window_is_kept_and_they_add_up_to_the_figures(tiny_text):
+    import numpy as np
+
+    run = tiny_lm(tiny_text)
+    kept = kept_scores(run)
+    tokens = kept["weights:test_loss"]
+    assert (tokens[:-1] == 16).all() and 0 < tokens[-1] <= 16  # block_size windows, a tail
+    for name in ("val_loss", "val_bpc", "val_bpb", "test_loss", "test_bpc", "test_bpb"):
+        scores, weights = kept[name], kept[f"weights:{name}"]
+        split = name.partition("_")[0]
+        assert len(scores) == len(weights) and (weights == kept[f"weights:{split}_loss"]).all()
+        # the ratio of the windows' summed nats to their summed tokens (or characters)
+        assert np.average(scores, weights=weights) == pytest.approx(run.metrics[name], rel=1e-5)
+    # the test figure is the windows' nats over their tokens
+    nats = (kept["test_loss"].astype(np.float64) * tokens).sum()
+    assert nats / tokens.sum() == pytest.approx(run.metrics["test_loss"], rel=1e-5)
+    # windows of another length are other examples: they never pair
+    other = kept_scores(tiny_lm(tiny_text, block_size=8))
+    assert bytes(other["examples:test"]) != bytes(kept["examples:test"])
+
+
+def test_a_model_without_per_row_losses_is_scored_as_before_with_no_windows_kept():
+    import numpy as np
+    from zoo.pipelines.language_modeling import scored_windows
+
+    class Summing:  # a model with loss_sum alone: 0.5 nat per target whose id is even
+        def loss_sum(self, inputs, targets, mask=None):
+            return float((targets % 2 == 0).sum() * 0.5), int(targets.size)
+
+    class PerRow(Summing):
+        def loss_per_row(self, inputs, targets, mask=None):
+            return (targets % 2 == 0).sum(axis=1) * 0.5, np.full(len(targets), targets.shape[1])
+
+    ids = np.arange(100)
+    alone, by_row = scored_windows(Summing(), ids, 8, 4), scored_windows(PerRow(), ids, 8, 4)
+    assert (alone.nats, alone.count) == (by_row.nats, by_row.count) == (24.5, 99)
+    assert alone.per_window is None and alone.digest is None
+    nats, counts = by_row.per_window
+    assert counts.tolist() == [8] * 12 + [3] and nats.sum() == 24.5
+    assert by_row.digest != scored_windows(PerRow(), ids + 1, 8, 4).digest  # other ids

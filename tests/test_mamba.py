@@ -1,9 +1,13 @@
-"""The native Mamba: its parallel scan equals the step-by-step recurrence, and its logits
-equal transformers' MambaForCausalLM given the same weights."""
+"""The native Mamba: its parallel scan equals the step-by-step recurrence, its logits equal
+transformers' MambaForCausalLM given the same weights, and its runs export as one."""
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
+from conftest import run_cli
 
 torch = pytest.importorskip("torch")
 
@@ -21,34 +25,16 @@ def test_the_chunked_parallel_scan_equals_the_sequential_recurrence(one_thread):
 
 
 def hf_mamba(cfg, vocab):
+    """transformers' MambaForCausalLM for the mamba config (the export's config)."""
     transformers = pytest.importorskip("transformers")
-    config = transformers.MambaConfig(
-        vocab_size=vocab,
-        hidden_size=cfg.n_embd,
-        state_size=cfg.d_state,
-        num_hidden_layers=cfg.n_layer,
-        expand=cfg.expand,
-        conv_kernel=cfg.d_conv,
-        time_step_rank=cfg.rank,
-        use_bias=cfg.bias,
-        use_conv_bias=cfg.conv_bias,
-        tie_word_embeddings=True,
-        use_mambapy=False,
-    )
-    return transformers.MambaForCausalLM(config).eval()
+    from zoo.plugins.mamba.layout import hf_config
 
-
-def native_mamba_weights(hf_state: dict) -> dict:
-    """transformers' MambaForCausalLM names -> the native model's."""
-    out = {}
-    for name, tensor in hf_state.items():
-        name = name.replace("backbone.embeddings", "tok_emb").replace("backbone.norm_f", "norm_f")
-        out[name.replace("backbone.layers", "blocks")] = tensor
-    return out
+    return transformers.MambaForCausalLM(transformers.MambaConfig(**hf_config(cfg, vocab))).eval()
 
 
 def test_logits_equal_transformers_mamba_with_the_same_weights(one_thread):
     from zoo.plugins.mamba import MambaConfig
+    from zoo.plugins.mamba.layout import from_hf
     from zoo.plugins.mamba.model import build
 
     from zoo.plugin import TaskSpec
@@ -61,9 +47,7 @@ def test_logits_equal_transformers_mamba_with_the_same_weights(one_thread):
     with torch.no_grad():  # random, not initial, values: every weight matters to the logits
         for p in hf.parameters():
             p.copy_(torch.randn_like(p) * 0.3)
-    missing, unexpected = native.load_state_dict(
-        native_mamba_weights(hf.state_dict()), strict=False
-    )
+    missing, unexpected = native.load_state_dict(from_hf(hf.state_dict(), cfg), strict=False)
     assert not unexpected and set(missing) <= {"lm_head.weight"}  # tied to tok_emb
     ids = torch.randint(0, vocab, (2, 21))
     with torch.no_grad():
@@ -111,3 +95,43 @@ def test_the_onnx_graph_traced_at_one_length_computes_every_length(task, one_thr
         feed = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
         got = session.run(["logits"], {k: v for k, v in feed.items() if k in wanted})[0]
         torch.testing.assert_close(torch.from_numpy(got), torch.from_numpy(logits(ids, mask)))
+
+
+TINY_MAMBA = [
+    f"--set={s}"
+    for s in ("n_layer=2", "n_embd=16", "d_state=4", "block_size=16", "scan_chunk=4")
+    + ("batch_size=4", "eval_batches=1", "sample_tokens=0")
+]
+
+
+def test_a_language_model_exports_as_transformers_mamba(tiny_text, tmp_path, one_thread):
+    """zoo export writes a mamba run as a MambaForCausalLM folder (its default format) that
+    transformers loads alone and that computes the run's logits."""
+    transformers = pytest.importorskip("transformers")
+    from zoo.operations.reload import load_trained
+
+    ran = run_cli("run", "mamba-char", tiny_text, "--steps", 2, "--json", *TINY_MAMBA)
+    assert ran.code == 0, ran
+    run_id = json.loads(ran.out)["run_id"]
+    done = run_cli("export", run_id, tmp_path / "hf", "--json")
+    assert done.code == 0, done
+    assert json.loads(done.out)["format"] == "transformers"
+    hf = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf").eval()
+    assert type(hf).__name__ == "MambaForCausalLM"
+    ids = np.random.default_rng(0).integers(3, hf.config.vocab_size, size=(2, 16))
+    with torch.no_grad():
+        theirs = hf(input_ids=torch.from_numpy(ids)).logits.numpy()
+    ours = load_trained(run_id, precision="fp32").model.logits(ids)
+    assert np.max(np.abs(ours - theirs)) < 1e-5
+
+
+def test_a_classifier_has_no_transformers_layout():
+    """transformers has no Mamba sequence classifier: the transformers format refuses a
+    classification run, saying why, so zoo export writes it as ONNX instead."""
+    from types import SimpleNamespace
+
+    from zoo.plugins.transformers.export import TransformersExporter
+
+    run = SimpleNamespace(config={"architecture": "mamba"}, task="classification")
+    reason = TransformersExporter.unsupported(run)
+    assert reason == "transformers' Mamba has no classification head (MambaForCausalLM only)"

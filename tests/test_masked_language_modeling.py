@@ -140,3 +140,18 @@ def test_a_run_started_from_another_resumes_bit_identically(labelled, monkeypatc
     resumed = resume_continues(monkeypatch, run_id, 12, "--json")
     assert_same_run(json.loads(resumed.out), reference)
     assert json.loads((home() / run_id / "config.json").read_text())["init"]["run_id"] == source
+
+
+def test_each_scored_window_is_kept_and_they_add_up_to_the_figures(tiny_text):
+    from safetensors.numpy import load_file
+
+    from zoo.records.paths import run_folder
+
+    summary = run_json("encoder-char", tiny_text, *MLM, "--steps", 2, *TINY_ANY)
+    kept = load_file(str(run_folder(summary["run_id"]) / "per_example.safetensors"))
+    for name in ("val_loss", "val_accuracy", "test_loss", "test_accuracy"):
+        masked = kept[f"weights:{name}"]  # each window's masked tokens: at least one
+        assert len(kept[name]) == len(masked) > 1 and masked.min() >= 1
+        average = np.average(kept[name], weights=masked)
+        assert average == pytest.approx(summary["metrics"][name], rel=1e-5)
+    assert len(kept["examples:test"]) == 32  # the digest of the windows and masks scored

@@ -23,7 +23,7 @@ import pluggy
 if TYPE_CHECKING:  # annotations only: the contracts beside this one import nothing of it
     from zoo.tasks import Task
 
-API_VERSION = "1.2.0"
+API_VERSION = "1.3.0"
 """The plugin API's version (semantic versioning), ``zoo.plugin.API_VERSION``: a minor
 release adds names and may deprecate some (they keep working, with a
 ``ZooDeprecationWarning`` naming the replacement); only a major release removes them. A
@@ -277,7 +277,7 @@ def register_exporters(register: RegisterExporter) -> None:
       first use) with three functions:
 
       - ``unsupported(trained) -> str | None``: why this run cannot be written in the
-        format (``trained``: a ``zoo.plugin.Trained`` on the CPU in fp32), or None.
+        format (``trained``: a ``zoo.plugin.LoadedRun`` on the CPU in fp32), or None.
         ``trained.network`` is the torch module the architecture built, with the run's
         weights (None for a model that is not torch); ``trained.tokenizer`` the
         ``zoo.plugin.Tokenizer`` (``trained.tokenizer.backend``: the ``tokenizers``

@@ -78,7 +78,7 @@ def register_exporters(register):
     register(
         "transformers",
         "zoo.plugins.transformers.export:TransformersExporter",
-        architectures=("decoder", "numpy", "encdec", *architecture_names()),
+        architectures=("decoder", "numpy", "encdec", "mamba", *architecture_names()),
         description="a folder transformers loads with from_pretrained (decoder and numpy "
-        "runs in GPT-2's layout, encdec runs in Pegasus's)",
+        "runs in GPT-2's layout, encdec runs in Pegasus's, mamba runs in Mamba's)",
     )

@@ -14,6 +14,8 @@ rebuilds the vocabulary: ``tokenizer_class_for``).
   run with ``bias=false`` gets zero biases, which compute exactly what no bias does.
 - decoder runs with the modern block (rotary positions, RMSNorm, SwiGLU, no biases;
   grouped-query attention) map onto Llama's layout, and with experts onto Mixtral's.
+- mamba language-modeling and next-item runs are MambaForCausalLM's network under other
+  weight names (``zoo.plugins.mamba.layout``).
 - what has no transformers counterpart is left to the ``onnx`` format: a decoder
   classification head has a bias, GPT-2's ``score`` layer has none; the encoder is pre-LN
   with its own embedding LayerNorm and pooling, where BERT is post-LN with a tanh pooler, so
@@ -67,7 +69,13 @@ class TransformersExporter:
             reason = llama_mismatch(decoder_config(trained))
             if reason is not None:
                 return reason
-        if architecture not in (*architecture_names(), *DECODER_LAYOUT, "encdec"):
+        if architecture == "mamba":
+            from zoo.plugins.mamba.layout import mamba_mismatch
+
+            reason = mamba_mismatch(trained.task)
+            if reason is not None:
+                return reason
+        if architecture not in (*architecture_names(), *DECODER_LAYOUT, "encdec", "mamba"):
             return f"transformers has no architecture with the {architecture} layout"
         if getattr(trained.tokenizer, "backend", None) is None:
             return f"the {trained.config['tokenizer']} tokenizer has no transformers equivalent"
@@ -83,6 +91,8 @@ class TransformersExporter:
             model = trained.network.hf
         elif architecture == "encdec":
             model = encdec_as_pegasus(trained)
+        elif architecture == "mamba":
+            model = mamba_in_transformers(trained)
         else:
             model = decoder_in_transformers(trained)
         if trained.task == "seq2seq":
@@ -253,6 +263,29 @@ def decoder_as_llama(trained) -> transformers.PreTrainedModel:
     if unexpected or set(missing) - {"lm_head.weight"}:
         raise ZooError(
             f"run {trained.run_id}: weights do not map onto {kind} "
+            f"(missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
+    return model.eval()
+
+
+def mamba_in_transformers(trained) -> transformers.MambaForCausalLM:
+    """A mamba run's weights in a MambaForCausalLM (names mapped by the mamba plugin's
+    ``layout.py``)."""
+    from zoo.plugins.mamba import MambaConfig
+    from zoo.plugins.mamba.layout import hf_config, to_hf
+
+    cfg = MambaConfig(**trained.config["configs"]["model"])
+    values = hf_config(cfg, trained.config["spec"]["vocab_size"])
+    config = transformers.MambaConfig(
+        **values, pad_token_id=trained.tokenizer.pad_id, bos_token_id=None, eos_token_id=None
+    )
+    model = transformers.MambaForCausalLM(config)
+    weights = trained.model.state_dict()
+    state = {k: torch.from_numpy(np.asarray(v, dtype=np.float32)) for k, v in weights.items()}
+    missing, unexpected = model.load_state_dict(to_hf(state), strict=False)
+    if unexpected or missing:
+        raise ZooError(
+            f"run {trained.run_id}: weights do not map onto Mamba "
             f"(missing {missing[:3]}, unexpected {unexpected[:3]})"
         )
     return model.eval()

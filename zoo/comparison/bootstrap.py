@@ -4,10 +4,12 @@ and the sampling noise of the evaluation set.
 
 Each replicate draws, for every row, its seeds with replacement (n of its n), and one draw
 of the split's examples with replacement that every row shares (the rows are paired by
-example: a hard example is hard for all of them). A row's replicate figure is the mean of
-its per-example scores over the drawn seeds and examples. Drawing with replacement is a
-multinomial count per seed and per example, so a replicate is two weighted sums, and all
-replicates of a row are one matrix product.
+example: a hard example is hard for all of them). A seed's replicate figure is its scores'
+mean over the drawn examples, weighted where the scores have weights (a language model's
+windows, each its loss per token weighted by its tokens: the ratio of the drawn windows'
+nats to their tokens); a row's is the mean of its drawn seeds' figures. Drawing with
+replacement is a multinomial count per seed and per example, so a replicate is a few
+weighted sums, and all replicates of a row are matrix products.
 """
 
 from __future__ import annotations
@@ -17,26 +19,32 @@ from dataclasses import dataclass
 DRAWS = 2000
 
 
-def replicate_means(scores: list, draws: int = DRAWS, seed: int = 0):
+def replicate_means(scores: list, draws: int = DRAWS, seed: int = 0, weights=None):
     """(draws, rows): each row's mean score in each replicate. `scores[r]` is an (n_r,
     examples) array, the per-example scores of row r's n_r seeds; every row has the same
-    examples, in the same order."""
+    examples, in the same order. `weights[r]`, where given (None, or None for a row: every
+    score weighs 1), has the shape of `scores[r]`: each seed's figure is the weighted mean."""
     import numpy as np
 
     examples = {np.shape(s)[1] for s in scores}
     if len(examples) != 1:
         raise ValueError(f"rows scored on different numbers of examples: {sorted(examples)}")
     (count,) = examples
+    weights = weights or [None] * len(scores)
     rng = np.random.default_rng(seed)
     # how often each example is drawn, the same draw for every row: (draws, examples)
     example_weights = drawn_counts(rng, draws, count)
     out = np.empty((draws, len(scores)))
-    for r, matrix in enumerate(scores):
+    for r, (matrix, weight) in enumerate(zip(scores, weights)):
         matrix = np.asarray(matrix, dtype=np.float64)
         n = matrix.shape[0]
         seed_weights = drawn_counts(rng, draws, n)  # (draws, n)
-        per_example = seed_weights @ matrix  # (draws, examples): the drawn seeds' sums
-        out[:, r] = np.einsum("de,de->d", per_example, example_weights) / (n * count)
+        if weight is None:  # every draw holds `count` examples
+            figures = example_weights @ matrix.T / count  # (draws, n): each seed's mean
+        else:
+            weight = np.asarray(weight, dtype=np.float64)
+            figures = (example_weights @ (weight * matrix).T) / (example_weights @ weight.T)
+        out[:, r] = np.einsum("dn,dn->d", seed_weights, figures) / n
     return out
 
 
@@ -78,26 +86,27 @@ def difference(observed: float, replicates_a, replicates_b, level: float = 0.95)
 def column_replicates(table, columns, draws: int = DRAWS) -> dict:
     """cell index -> its replicate means, for every column (`columns`: groups of the table's
     cells) whose cells' runs all kept per-example scores of the column's metric on the
-    same number of examples (RunResult.per_example); other columns are left out. One draw
-    of examples per column, so its rows stay paired by example."""
+    same examples (RunResult.per_example); other columns are left out. One draw of
+    examples per column, so its rows stay paired by example."""
     found: dict = {}
     for _, group in columns:
         metric = group["metric"].iloc[0]
         kept = [_scores(str(runs).split(), metric) for runs in group["runs"]]
         if len(group) < 2 or any(k is None for k in kept):
             continue
-        scores, digests = zip(*kept)
+        scores, weights, digests = zip(*kept)
         if len({s.shape[1] for s in scores}) != 1 or len(set(digests)) != 1:
             continue  # rows that scored other examples are not paired
-        means = replicate_means(list(scores), draws)
+        means = replicate_means(list(scores), draws, weights=list(weights))
         found.update({index: means[:, i] for i, index in enumerate(group.index)})
     return found
 
 
 def _scores(run_ids: list[str], metric: str):
-    """(runs, examples) and the digest of the examples scored: the runs' per-example scores
-    of `metric`, or None where a run kept none, or their examples differ (lengths, or the
-    digest of the split's rows each run recorded: zoo.train.job.Run.save_per_example)."""
+    """(runs, examples) scores, their weights (None where they weigh alike) and the digest
+    of the examples scored: the runs' per-example scores of `metric`, or None where a run
+    kept none, or their examples differ (lengths, or the digest of what each run scored:
+    zoo.train.job.RunFolder.save_per_example)."""
     import numpy as np
 
     kept = [_kept(run_id) for run_id in run_ids]
@@ -107,7 +116,13 @@ def _scores(run_ids: list[str], metric: str):
         return None
     if len(digests) != 1 or digests == {b""}:  # other examples, or none named
         return None
-    return np.stack(rows).astype(np.float64), digests.pop()
+    weighed = [found[f"weights:{metric}"] for found in kept if f"weights:{metric}" in found]
+    weights = None
+    if weighed:
+        if len(weighed) < len(kept) or any(w.shape != rows[0].shape for w in weighed):
+            return None  # weights for some runs only: not the same scores
+        weights = np.stack(weighed).astype(np.float64)
+    return np.stack(rows).astype(np.float64), weights, digests.pop()
 
 
 def _digest_key(metric: str) -> str:

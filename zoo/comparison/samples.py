@@ -12,10 +12,24 @@ import hashlib
 import json
 from typing import Any
 
+from zoo.records.columns import SETTINGS_CONFIG_KEYS
 
-def settings_of(row: dict, rows: dict | None = None) -> tuple[dict, str | None, str | None]:
+# What a sample's identity reads of a run's config, besides its settings.
+SAMPLE_CONFIG_KEYS = SETTINGS_CONFIG_KEYS + (
+    "combines",
+    "weighting",
+    "weights_rule",
+    "trained_on",
+    "split",
+)
+
+
+def settings_of(
+    row: dict, rows: dict | None = None, flat_by_id: dict | None = None
+) -> tuple[dict, str | None, str | None]:
     """(settings, trained_on, split) of a store row: the settings that change its result
-    (an ensemble's: its members'), and for an evaluation what it scores."""
+    (an ensemble's: its members'), and for an evaluation what it scores. ``flat_by_id``:
+    run id -> zoo.records.columns.flat_settings of its config, where the caller has them."""
     from zoo.records.columns import result_settings
 
     config = row.get("config") or {}
@@ -26,7 +40,7 @@ def settings_of(row: dict, rows: dict | None = None) -> tuple[dict, str | None, 
     if is_ensemble(source):
         flat = ensemble_settings(source.get("config") or {}, rows or {})
     else:
-        flat = result_settings(source)
+        flat = result_settings(source, (flat_by_id or {}).get(source.get("id")))
     trained_on = config.get("trained_on") if evaluation else None
     if trained_on is not None:
         flat["trained_on"] = trained_on

@@ -190,18 +190,30 @@ class RunFolder:
 
         atomic_write_bytes(self.file(name), save(state))
 
-    def save_per_example(self, scores: dict, dataset=None) -> None:
+    def save_per_example(self, result: RunResult, dataset=None) -> None:
         """A RunResult's per-example scores (metric -> array) as per_example.safetensors,
-        with, per split scored, the digest of its rows (``examples:test``: the
-        LoadedDataset's rows_digest), so only runs that scored the same examples pair."""
+        their weights (``weights:test_loss``) where it gives any, and, per split scored, the
+        digest of what was scored (``examples:test``: the LoadedDataset's rows_digest, with
+        the RunResult's examples_digest of the split mixed in), so only runs that scored
+        the same examples pair."""
+        import hashlib
+
         import numpy as np
 
-        tensors: dict = {
-            name: np.asarray(values, dtype=np.float32).ravel() for name, values in scores.items()
-        }
+        def array(values):
+            return np.asarray(values, dtype=np.float32).ravel()
+
+        tensors: dict = {name: array(values) for name, values in result.per_example.items()}
+        tensors.update(
+            {f"weights:{name}": array(w) for name, w in result.per_example_weights.items()}
+        )
         if dataset is not None:
-            for prefix in {name.partition("_")[0] for name in scores} & set(SCORED_SPLITS):
+            prefixes = {name.partition("_")[0] for name in result.per_example}
+            for prefix in prefixes & set(SCORED_SPLITS):
                 digest = dataset.rows_digest(SCORED_SPLITS[prefix])
+                scored = result.examples_digest.get(prefix)
+                if scored is not None:
+                    digest = hashlib.sha256(digest + scored.encode()).digest()
                 tensors[f"examples:{prefix}"] = np.frombuffer(digest, dtype=np.uint8).copy()
         self.save_weights(tensors, PER_EXAMPLE)
 
@@ -233,6 +245,16 @@ class RunResult:
     and 0.0 for a wrong one; a loss per example for a mean loss). The core keeps them in
     the run folder (``per_example.safetensors``), and comparisons of runs scored on the
     same examples count the evaluation set's sampling noise from them, paired by example."""
+    per_example_weights: dict[str, Any] = field(default_factory=dict)
+    """Optional, beside ``per_example``: metric name -> the weight of each of its scores,
+    where the figure is their weighted mean rather than their mean (a loss per token over
+    windows of unequal length: each window's loss per token, weighted by its tokens, so
+    the figure is the ratio of the summed nats to the summed tokens)."""
+    examples_digest: dict[str, str] = field(default_factory=dict)
+    """Optional, beside ``per_example``: split prefix (``val``, ``test``) -> a digest of
+    the examples scored, where they are not the split's rows themselves (a language
+    model's token windows: a hash of their ids). Runs are paired by example only where
+    both the split's rows and this digest agree."""
 
 
 # The pipeline's TrainConfig subclass: `def run(job: Job[MyConfig])` reads its own fields.
@@ -383,6 +405,24 @@ class Job(Generic[TrainConfigT]):
             log.info(message)
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is carried out and reported, whichever command starts it (`zoo run`, an
+    ensemble's member, a sweep's cell, a search's trial): none of it changes what the run
+    learns, so none of it is in its config hash."""
+
+    device: str = "auto"
+    """Where it trains: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``."""
+    quiet: bool = False
+    """No progress lines."""
+    log_to: str | list[str] | None = None
+    """The trackers it reports to (zoo.train.tracking); None: those ZOO_LOG_TO names."""
+    log_every: int | float | None = None
+    """How often a redirected output gets a progress line: steps (int) or seconds (float)."""
+    label: str | None = None
+    """Which run this is in a larger whole, in progress lines ("member 2/3 lstm-wordpunct")."""
+
+
 @dataclass
 class RunnerState:
     """What the runner keeps of a job for itself: not the pipeline's business, so not on the
@@ -409,6 +449,11 @@ class RunnerState:
 
 
 _RUNNER_STATE: weakref.WeakKeyDictionary[Any, RunnerState] = weakref.WeakKeyDictionary()
+
+
+def keep_runner_state(job, state: RunnerState) -> None:
+    """Keep ``state`` as the runner's own state of ``job`` (zoo.train.starting.plan_job)."""
+    _RUNNER_STATE[job] = state
 
 
 def runner_state(job) -> RunnerState:

@@ -128,6 +128,16 @@ class Model(Protocol):
         """Summed negative log-likelihood (nats) and number of targets, without training."""
         ...
 
+    def loss_per_row(
+        self, inputs: np.ndarray, targets: np.ndarray, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Optional. ``loss_sum`` row by row, in one pass: the summed negative log-likelihood
+        (nats) of each row of the batch [B] (float64) and its number of targets [B]. A
+        pipeline that scores its evaluation windows with it keeps one score per window, so
+        comparisons count the evaluation set's sampling noise (``RunResult.per_example``);
+        without it they count the seeds only. ``TorchModel`` has it for every torch module."""
+        ...
+
     def logits(self, inputs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """The model's output for a batch, without training: what its task declares
         (``zoo.plugin.Task.output``), e.g. [B, T, V] per-token logits or [B, C] class
@@ -227,6 +237,7 @@ class Model(Protocol):
 
 
 OPTIONAL_MEMBERS = (
+    "loss_per_row",
     "configure_engine",
     "step_figures",
     "freeze",

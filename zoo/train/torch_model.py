@@ -291,6 +291,29 @@ class TorchModel:
         return float(total.item()), count_targets(targets)
 
     @torch.inference_mode()
+    def loss_per_row(self, inputs, targets, mask=None) -> tuple[np.ndarray, np.ndarray]:
+        """loss_sum of each row (zoo.train.model.Model): one forward pass, then the task's
+        loss summed over each row's targets, so any declared loss works unchanged."""
+        self.module.eval()
+        targets = self._tensor(targets)
+        outputs, scored = self._task_outputs(
+            self.module, self._tensor(inputs), targets, self._mask(mask)
+        )
+        counts = row_counts(targets)
+        if scored is targets:  # outputs for every row: [B, ...]
+            pieces = list(zip(outputs.split(1), targets.split(1)))
+        else:  # outputs at the counted positions only, row after row
+            pieces = list(zip(outputs.split(counts.tolist()), scored.split(counts.tolist())))
+        zero = torch.zeros((), device=outputs.device)
+        sums = torch.stack(
+            [
+                self.loss(out.float(), target, "sum") if target.numel() else zero
+                for out, target in pieces
+            ]
+        )
+        return sums.double().cpu().numpy(), counts.cpu().numpy().astype(np.int64)
+
+    @torch.inference_mode()
     def logits(self, inputs, mask=None) -> np.ndarray:
         self.module.eval()
         with self._autocast():
@@ -387,13 +410,24 @@ class TorchModel:
         self, inputs, targets, mask, reduction, module=None, cache_casts=True, loss=None
     ):
         module, loss = self.module if module is None else module, loss or self.loss
+        outputs, targets = self._task_outputs(module, inputs, targets, mask, cache_casts)
+        return loss(outputs.float(), targets, reduction)
+
+    def _task_outputs(self, module, inputs, targets, mask, cache_casts=True):
+        """The module's outputs and the targets they answer: all of them, or where the module
+        takes ``positions``, those not IGNORE_INDEX ([N, ...] and [N], row-major)."""
         with self._autocast(cache_casts):
             if self._at_positions and per_position(inputs, targets):
                 counted = targets != IGNORE_INDEX
-                outputs, targets = module(inputs, mask, positions=counted), targets[counted]
-            else:
-                outputs = module(inputs, mask)
-        return loss(outputs.float(), targets, reduction)
+                return module(inputs, mask, positions=counted), targets[counted]
+            return module(inputs, mask), targets
+
+
+def row_counts(targets: torch.Tensor) -> torch.Tensor:
+    """count_targets of each row of a batch of targets [B, ...]: [B]."""
+    if targets.is_floating_point():
+        return torch.full((len(targets),), targets[0].numel() if len(targets) else 0)
+    return (targets != IGNORE_INDEX).reshape(len(targets), -1).sum(dim=1)
 
 
 def per_position(inputs: torch.Tensor, targets: torch.Tensor) -> bool:
