@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.metadata as md
+import itertools
 import json
 import os
 import platform
@@ -328,7 +329,8 @@ def full_report(results: dict, chosen: dict, args, load_before: str) -> dict:
 
 APART_NOTE = (
     "The rows named in rows_measured_apart were measured after the others, in a run of their "
-    "own (its date, load and commit there); the command reruns the whole table at once."
+    "own (its machine, precision, load and commit there), and their seconds are not comparable "
+    "with the others'; the command reruns the whole table at once, on one machine."
 )
 
 
@@ -350,12 +352,11 @@ def merged_report(old: dict, results: dict, chosen: dict, args, load_before: str
     }
     apart = dict(old.get("rows_measured_apart") or {})
     measured = machine(load_before)
-    for architecture in chosen:
-        apart[architecture] = {
+    for architecture, dataset in itertools.product(chosen, results):
+        apart[f"{architecture} on {dataset}"] = {
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "cpu": f"{measured['cpu']} ({measured['cpu_kind']})",
             "precision": measured["auto_precision"],
-            "datasets": ", ".join(results),
             "seeds": 1 if architecture in args.one_seed else args.seeds,
             "load_before": measured["load_before"],
             "load_after": measured["load_after"],

@@ -311,12 +311,16 @@ def summarize(frame, spec: ComparisonSpec | None = None) -> Comparison:
     ranked_on = long.attrs["ranked_on"]
     table, statuses, machines = _cells(long, spec, rows_keys, column_keys)
     reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
-    replicates = _example_replicates(table, column_keys, spec.examples and not spec.evals)
+    replicates, examples_alone = _example_replicates(
+        table, column_keys, spec.examples and not spec.evals
+    )
     level = spec.level
     table["best"], marks, ties = best_marks(
         table, rows_keys, column_keys, level, reported, replicates
     )
-    table["detectable"], power = power_notes(table, rows_keys, column_keys, level, reported)
+    table["detectable"], power = power_notes(
+        table, rows_keys, column_keys, level, reported, examples_alone
+    )
     notes += marks + power
     notes += _pooling_notes(spec, len(data), long.attrs, statuses, machines)
     counted = sorted({table.loc[i, "metric"] for i in replicates})
@@ -512,13 +516,13 @@ def _laid_out(table, spec: ComparisonSpec):
     return table.reset_index(drop=True)
 
 
-def _example_replicates(table, column_keys, wanted: bool) -> dict:
-    """Bootstrap replicates (seeds and examples) of the cells whose runs kept per-example
-    scores (zoo.comparison.bootstrap); none with --seeds-only."""
+def _example_replicates(table, column_keys, wanted: bool) -> tuple[dict, dict]:
+    """Bootstrap replicates (seeds and examples; examples alone) of the cells whose runs
+    kept per-example scores (zoo.comparison.bootstrap); none with --seeds-only."""
     from zoo.comparison.bootstrap import column_replicates
     from zoo.comparison.significance import columns_of
 
-    return column_replicates(table, columns_of(table, column_keys)) if wanted else {}
+    return column_replicates(table, columns_of(table, column_keys)) if wanted else ({}, {})
 
 
 def _choice_figures(long, keys, pool: bool):
