@@ -39,7 +39,7 @@ def main() -> None:
     from zoo.core.names import get_task
     from zoo.train import checkpoints as checkpoint
     from zoo.train.job import RunFolder, TrainConfig
-    from zoo.train.loop import TrainResult
+    from zoo.train.loop import TrainingOutcome
     from zoo.train.model import TaskSpec
     from zoo.train.torch_model import TorchModel
 
@@ -64,7 +64,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run = RunFolder(Path(tmp) / "run").create()
         job = SimpleNamespace(train_config=train, run=run, say=print, identity={}, resume_from=None)
-        result = TrainResult(steps=1)
+        result = TrainingOutcome(steps=1)
         saver = checkpoint.Checkpointer(job, model, result, {"batches": rng})
         times = []
         for i in range(args.saves):
@@ -78,7 +78,7 @@ def main() -> None:
         for _ in range(args.saves):
             found = checkpoint.latest(run.path)
             job.resume_from = found
-            checkpoint.Checkpointer(job, model, TrainResult(), {"batches": rng}).restore()
+            checkpoint.Checkpointer(job, model, TrainingOutcome(), {"batches": rng}).restore()
         load_ms = (time.perf_counter() - start) / args.saves * 1e3
 
     save_ms = float(np.median(times)) * 1e3

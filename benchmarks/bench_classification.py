@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.metadata as md
+import itertools
 import json
 import os
 import platform
@@ -272,8 +273,15 @@ def dataset_table(dataset: str, chosen: dict, runs: dict, args, others: bool) ->
 
 
 def machine(load_before: str) -> dict:
+    import torch
+
+    from zoo.core.machine import cpu, kind
+    from zoo.train.precision import resolve_precision
+
     return {
         "cpu": cpu_name(),
+        "cpu_kind": kind(cpu()["flags"]),  # what tells two CPUs' figures apart
+        "auto_precision": resolve_precision("auto", torch.device("cpu")),  # the presets'
         "cores": os.cpu_count(),
         "platform": platform.platform(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
@@ -321,7 +329,8 @@ def full_report(results: dict, chosen: dict, args, load_before: str) -> dict:
 
 APART_NOTE = (
     "The rows named in rows_measured_apart were measured after the others, in a run of their "
-    "own (its date, load and commit there); the command reruns the whole table at once."
+    "own (its machine, precision, load and commit there), and their seconds are not comparable "
+    "with the others'; the command reruns the whole table at once, on one machine."
 )
 
 
@@ -343,10 +352,11 @@ def merged_report(old: dict, results: dict, chosen: dict, args, load_before: str
     }
     apart = dict(old.get("rows_measured_apart") or {})
     measured = machine(load_before)
-    for architecture in chosen:
-        apart[architecture] = {
+    for architecture, dataset in itertools.product(chosen, results):
+        apart[f"{architecture} on {dataset}"] = {
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "datasets": ", ".join(results),
+            "cpu": f"{measured['cpu']} ({measured['cpu_kind']})",
+            "precision": measured["auto_precision"],
             "seeds": 1 if architecture in args.one_seed else args.seeds,
             "load_before": measured["load_before"],
             "load_after": measured["load_after"],

@@ -3,7 +3,8 @@ each task it has a head for, through the stages a zoo run goes through, at a tin
 
   build     the model from zoo's config (the generic adapter's rule)
   train     20 steps (Tiny Shakespeare for language modeling and masked LM,
-            rotten_tomatoes for classification), char tokenizer
+            rotten_tomatoes for classification, digits-transduction for the
+            encoder-decoders' seq2seq), char tokenizer
   evaluate  the final evaluation: a finite primary metric
   resume    the same run SIGKILLed after a checkpoint and resumed (`zoo resume`): weights
             byte-identical and every metric equal to the uninterrupted run's
@@ -48,12 +49,24 @@ DATASETS = {
     "language-modeling": "shakespeare",
     "classification": "rotten_tomatoes",
     "masked-language-modeling": "shakespeare",
+    "seq2seq": "digits-transduction",
 }
 SHAPE = {"n_layer": 2, "n_head": 2, "n_embd": 32, "dropout": 0.1}
 TASK_SETTINGS = {
     "language-modeling": {"block_size": 32, "eval_tokens": 1024, "sample_tokens": 0},
     "classification": {"block_size": 32, "eval_batch_size": 64},
     "masked-language-modeling": {"block_size": 32, "eval_windows": 64},
+    # digits-transduction's sources and targets are at most 15 characters, so a context of
+    # 16 holds each (and a target's end); the final evaluation decodes the validation and
+    # test splits greedily, each split in one batch
+    "seq2seq": {"block_size": 16, "decode_batch_size": 512, "samples": 0},
+}
+# the architecture each task's warm-up run trains (one every built-in pipeline serves)
+WARM_UP = {
+    "language-modeling": "gpt2",
+    "classification": "gpt2",
+    "masked-language-modeling": "bert",
+    "seq2seq": "hf-t5",
 }
 COMMON = {
     "batch_size": 4,
@@ -344,8 +357,9 @@ def write(cells: list[dict], todo: list[tuple[str, str]], args) -> None:
         NAME,
         title="transformers compatibility matrix: every hf-* type through build, train, "
         "evaluate, resume and export",
-        about="Each model type of transformers' causal-LM, sequence-classification and "
-        "masked-LM auto mappings, as zoo's `hf-<type>` architecture at a tiny shape: "
+        about="Each model type of transformers' causal-LM, sequence-classification, "
+        "masked-LM and seq2seq-LM auto mappings, as zoo's `hf-<type>` architecture at a "
+        "tiny shape: "
         "`pass`, or the one-line reason the stage failed (later stages are not run).",
         tables=tables,
         notes=notes,
@@ -365,19 +379,14 @@ def plan(args) -> list[tuple[str, str]]:
     return cells
 
 
-def warm_up(steps: int) -> None:
-    """One run in this process before any cell forks, so that what a run imports (torch,
-    transformers, datasets, pandas, matplotlib: seconds each on a busy machine) is imported
-    once, not once per cell."""
+def warm_up(tasks: list[str]) -> None:
+    """One run per task in this process before any cell forks, so that what a run imports
+    (torch, transformers, datasets, pandas, matplotlib, sacrebleu: seconds each on a busy
+    machine) is imported once, not once per cell."""
     with tempfile.TemporaryDirectory(prefix="hf-matrix-") as tmp:
-        for task in DATASETS:
+        for task in tasks:
             try:
-                train_and_evaluate(
-                    "gpt2" if task != "masked-language-modeling" else "bert",
-                    task,
-                    Path(tmp) / task,
-                    2,
-                )
+                train_and_evaluate(WARM_UP[task], task, Path(tmp) / task, 2)
             except StageFailed as failed:
                 print(f"warm-up {task}: {failed.reason}")
     os.environ.pop("ZOO_HOME", None)
@@ -410,7 +419,7 @@ def main(argv=None) -> int:
     cache = tempfile.TemporaryDirectory(prefix="hf-matrix-cache-")
     os.environ["ZOO_CACHE"] = cache.name
     if todo:
-        warm_up(args.steps)
+        warm_up(sorted({task for _, task in todo}, key=list(DATASETS).index))
     for architecture, task in todo:
         row = run_cell(architecture, task, args.steps, args.timeout)
         mine.append(row)

@@ -48,8 +48,8 @@ def parse_args():
 
 def pipeline_runs(args) -> dict:
     from zoo.records.store import home
-    from zoo.train.job import RunFolder
-    from zoo.train.plan import plan_run
+    from zoo.train.job import RunFolder, RunOptions
+    from zoo.train.plan import PlanChoices, plan_run
     from zoo.train.runner import execute
 
     runs = {}
@@ -57,10 +57,10 @@ def pipeline_runs(args) -> dict:
         plan = plan_run(
             model,
             "shakespeare",
-            seed=args.seed,
+            choices=PlanChoices(seed=args.seed),
             overrides={"train.steps": args.steps, "eval_interval": args.eval_interval},
         )
-        result = execute(plan, device="cpu", quiet=True)
+        result = execute(plan, RunOptions(device="cpu", quiet=True))
         curve = RunFolder(home() / result["run_id"]).curve()
         runs[model] = {"result": result, "curve": curve}
         m = result["metrics"]
@@ -165,12 +165,15 @@ def same_start(args) -> None:
 
     from zoo.train.loop import lr_at
     from zoo.train.model import TaskSpec
-    from zoo.train.plan import plan_run
+    from zoo.train.plan import PlanChoices, plan_run
     from zoo.train.torch_model import TorchModel
 
     tokenizer, ids = shakespeare()
     plan = plan_run(
-        "decoder-char", "shakespeare", seed=args.seed, overrides={"train.steps": args.steps}
+        "decoder-char",
+        "shakespeare",
+        choices=PlanChoices(seed=args.seed),
+        overrides={"train.steps": args.steps},
     )
     model_cfg, train = plan.configs["model"], plan.configs["train"]
     spec = TaskSpec("language-modeling", tokenizer.vocab_size)

@@ -58,12 +58,12 @@ class Variant:
         from zoo.core.loading import task_loss
         from zoo.core.names import get_task
         from zoo.train.model import TaskSpec
-        from zoo.train.plan import plan_run
+        from zoo.train.plan import PlanChoices, plan_run
         from zoo.train.torch_model import as_model
 
         overrides = dict(overrides)
         optimizer = overrides.pop("optimizer", None)  # bench-only: fused, foreach or loop
-        plan = plan_run(model, dataset, overrides=overrides, seed=seed)
+        plan = plan_run(model, dataset, overrides=overrides, choices=PlanChoices(seed=seed))
         self.name, self.ids = name, ids
         self.model_cfg, self.cfg = plan.configs["model"], plan.configs["train"]
         torch.manual_seed(seed)

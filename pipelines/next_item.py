@@ -19,6 +19,7 @@ splits, on any further split (`heldout` for digits), and per family when rows na
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from dataclasses import dataclass
 
@@ -109,6 +110,11 @@ class Windows:
             return self
         picked = np.unique(np.linspace(0, len(self) - 1, count).round().astype(np.int64))
         return Windows(self.ids, self.block, self.starts[picked])
+
+    def digest(self) -> str:
+        """What pairs two runs' windows: the same ids in each window and its next token."""
+        rows = self.ids[self.starts[:, None] + np.arange(self.block + 1)[None, :]]
+        return hashlib.sha256(rows.astype(np.int64).tobytes()).hexdigest()
 
     def context(self, row: int, tokenizer) -> str:
         start = self.starts[row]
@@ -267,18 +273,19 @@ def run(job: Job[NextItemConfig]) -> RunResult:
         job, model, next_batch, validate=validate, score_key="val_loss", higher_is_better=False
     )
     metrics = loop_metrics(result)
-    per_example = {}  # rows only: a text's windows depend on the tokenizer, a row does not
+    # one score per example; a text's windows depend on the tokenizer (a row does not), so
+    # they carry a digest of their ids, and only runs that scored the same windows pair
+    per_example, digests = {}, {}
     for name, examples in data.items():
         if name == "train":
             continue
-        windows = isinstance(examples, Windows)
-        if windows:  # rows are evaluated whole
-            examples = examples.spread(cfg.eval_windows)
-        correct, nll = score(model, examples, cfg.eval_batch_size, specials)
         prefix = PREFIXES.get(name, name)
+        if isinstance(examples, Windows):  # rows are evaluated whole
+            examples = examples.spread(cfg.eval_windows)
+            digests[prefix] = examples.digest()
+        correct, nll = score(model, examples, cfg.eval_batch_size, specials)
         metrics.update(metrics_for(prefix, examples, correct, nll))
-        if not windows:
-            per_example.update({f"{prefix}_accuracy": correct, f"{prefix}_loss": nll})
+        per_example.update({f"{prefix}_accuracy": correct, f"{prefix}_loss": nll})
     metrics.update(tokenizer_figures(tokenizer, data["validation"]))
     job.run.save_weights(model.state_dict())
 
@@ -292,6 +299,7 @@ def run(job: Job[NextItemConfig]) -> RunResult:
         spec,
         ["\n".join(samples)] if samples else [],
         per_example=per_example,
+        examples_digest=digests,
     )
 
 

@@ -92,7 +92,7 @@ def test_language_model_run_generate_evaluate_and_sweep_match_the_cli(
     )
     assert [c["state"] for c in cli_swept["cells"]] == [c["state"] for c in swept.cells]
     (cell,) = cli_swept["comparison"]
-    (api_cell,) = swept.comparison.to_dict("records")
+    (api_cell,) = swept.frame.to_dict("records")
     assert (api_cell["n"], api_cell["mean"], api_cell["std"]) == (2, cell["mean"], cell["std"])
 
 
@@ -229,6 +229,16 @@ def test_a_run_flows_down_the_layers_once(tiny_text):
     assert not [m for m in modules if m.startswith("zoo.operations")]
     trains = entered.index(("zoo.train.runner", "execute"))
     assert not [m for m in modules[trains:] if m.startswith(("zoo.api", "zoo.cli"))]
+
+
+def test_a_sweeps_comparison_is_its_comparison_and_the_old_table_name_warns():
+    from zoo.errors import ZooDeprecationWarning
+
+    compared = object()
+    result = zoo.SweepResult([], compared, None)
+    assert result.comparison is compared and result.frame is None
+    with pytest.warns(ZooDeprecationWarning, match=r"SweepResult\.comparison"):
+        assert result.table is compared
 
 
 def test_export_gives_a_typed_record_and_its_dict_reading_warns():

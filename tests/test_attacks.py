@@ -506,10 +506,10 @@ def test_a_seed_out_of_range_is_exit_2_before_anything_is_written(isolated, tiny
 
 def test_the_python_api_checks_the_seed_too(isolated, tiny_text):
     from zoo.errors import ZooError
-    from zoo.train.plan import plan_run
+    from zoo.train.plan import PlanChoices, plan_run
 
     with pytest.raises(ZooError, match="seed must be a whole number"):
-        plan_run("decoder-char", str(tiny_text), seed=2**64)
+        plan_run("decoder-char", str(tiny_text), choices=PlanChoices(seed=2**64))
 
 
 def test_a_failed_store_insert_leaves_no_run_folder(isolated, tiny_text, monkeypatch):

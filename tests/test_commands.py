@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-from types import SimpleNamespace
 
 import pytest
 from conftest import run_cli, run_python
@@ -186,14 +185,15 @@ class Pipelines:
 
 def test_generate_uses_whatever_pipeline_offers_generation(monkeypatch):
     import zoo.operations.reload
+    from zoo.operations.reload import LoadedRun
 
     zoo_with(Pipelines())
     runs = {"e1": "echo-task", "s1": "silent-task"}
-    monkeypatch.setattr(
-        zoo.operations.reload,
-        "load_trained",
-        lambda run_id, zoo=None, device="auto": SimpleNamespace(run_id=run_id, task=runs[run_id]),
-    )
+
+    def reloaded(run_id, zoo=None, device="auto"):  # no model: the pipeline's answers only
+        return LoadedRun(run_id, runs[run_id], {}, {}, None, None, None, None)
+
+    monkeypatch.setattr(zoo.operations.reload, "load_trained", reloaded)
     result = run_cli("generate", "e1", "--prompt", "go", "--tokens", "2", "--seed", "5")
     assert result.code == 0 and result.out == "go<e1:0:5><e1:1:5>\n", result
     silent = run_cli("generate", "s1")

@@ -18,51 +18,45 @@ LM = "language-modeling"
 
 
 def record(
-    model,
-    dataset,
-    seed,
-    metrics,
-    *,
-    task=LM,
-    steps=100,
-    status="finished",
-    architecture="decoder",
-    kind="train",
-    config_hash=None,
-    created=None,
-    train=None,
-    data=None,
-    parent_id=None,
-    run_id=None,
-    model_config=None,
-    **provenance,
+    model, dataset, seed, metrics, *, steps=100, run_id=None, row=None, configs=None, **provenance
 ):
-    """A run row written straight into the store, as execute would leave it."""
-    run_id = run_id or f"{model}-{dataset}-{seed}-{steps}-{len(metrics)}-{status}-{kind}"
+    """A run row written straight into the store, as execute would leave it. ``row`` sets
+    its store fields (task, status, architecture, kind, config_hash, parent_id, created),
+    ``configs`` its recorded sections beside ``steps`` (train, model, dataset), and the
+    keywords are its provenance (machine, stacked, ...)."""
+    row = {
+        "task": LM,
+        "status": "finished",
+        "architecture": "decoder",
+        "kind": "train",
+        "parent_id": None,
+        **(row or {}),
+    }
+    configs = configs or {}
+    run_id = (
+        run_id or f"{model}-{dataset}-{seed}-{steps}-{len(metrics)}-{row['status']}-{row['kind']}"
+    )
     config = {
         "configs": {
-            "model": model_config or {"n_layer": 2},
+            "model": configs.get("model") or {"n_layer": 2},
             "tokenizer": None,
-            "train": {"steps": steps, **(train or {})},
-            **({"dataset": data} if data else {}),
+            "train": {"steps": steps, **(configs.get("train") or {})},
+            **({"dataset": configs["dataset"]} if configs.get("dataset") else {}),
         },
         **provenance,
     }
+    created = row.pop("created", None)
     fields = dict(
         model=model,
-        architecture=architecture,
         tokenizer=model.rpartition("-")[2],
         dataset=dataset,
-        task=task,
         seed=seed,
         params=1000,
-        status=status,
-        kind=kind,
-        config_hash=config_hash or run_id,
+        config_hash=row.pop("config_hash", None) or run_id,
         config=config,
         metrics=metrics,
         duration=1.0,
-        parent_id=parent_id,
+        **row,
     )
     with Store() as store:
         store.insert(run_id, **fields)
@@ -219,8 +213,8 @@ def test_direction_comes_from_the_task_registration(task, metric, better):
 
 def test_higher_is_better_for_accuracy_and_tasks_never_share_a_column_best():
     for seed, (enc, bow) in enumerate([(0.8, 0.6), (0.82, 0.61)]):
-        record("enc-char", "emotion", seed, {"test_accuracy": enc}, task="classification")
-        record("bow-char", "emotion", seed, {"test_accuracy": bow}, task="classification")
+        record("enc-char", "emotion", seed, {"test_accuracy": enc}, row={"task": "classification"})
+        record("bow-char", "emotion", seed, {"test_accuracy": bow}, row={"task": "classification"})
     record("dec-char", "emotion", 0, {"val_bpc": 0.1})  # an LM run on the same dataset
     cells = summarize(loaded()).cells.set_index("model")
     assert bool(cells.loc["enc-char", "best"]) and not bool(cells.loc["bow-char", "best"])
@@ -247,15 +241,14 @@ def test_where_filters_and_a_bad_expression_is_exit_2():
 
 def test_only_finished_train_runs_count_by_default_and_repeats_count_once():
     fill_two_models()
-    record("base-char", "text", 5, {"val_bpc": 99.0}, status="failed")
+    record("base-char", "text", 5, {"val_bpc": 99.0}, row={"status": "failed"})
     record(
         "base-char",
         "text",
         0,
         {"val_bpc": 1.05},
-        config_hash="base-char-text-0-100-2-finished-train",
         steps=100,
-        created=2e9,
+        row={"config_hash": "base-char-text-0-100-2-finished-train", "created": 2e9},
     )  # a later rerun of seed 0: replaces it, not added
     base = summarize(loaded()).cells.set_index(["model", "dataset"]).loc[("base-char", "text")]
     assert base["n"] == 2 and base["mean"] == pytest.approx((1.05 + 1.2) / 2)
@@ -292,8 +285,8 @@ def test_a_models_tasks_are_columns_not_settings():
         "digits",
         0,
         {"test_accuracy": 0.5},
-        task="next-item",
-        train={"eval_windows": 4000},
+        row={"task": "next-item"},
+        configs={"train": {"eval_windows": 4000}},
     )
     comparison = summarize(loaded())
     assert list(comparison.cells["setting"]) == ["", ""]
@@ -309,12 +302,12 @@ def test_a_models_tasks_are_columns_not_settings():
 def test_a_datasets_own_options_do_not_split_rows_where_datasets_are_columns():
     # digits has options of its own, text none: the column tells them apart already
     record("dec-char", "text", 0, {"val_bpc": 1.0})
-    record("dec-char", "digits", 0, {"val_bpc": 0.5}, data={"max_len": 8})
+    record("dec-char", "digits", 0, {"val_bpc": 0.5}, configs={"dataset": {"max_len": 8}})
     comparison = summarize(loaded())
     assert list(comparison.cells["setting"]) == ["", ""]
     assert render(comparison, "table").splitlines()[2].split()[0] == "dec-char"
     # two settings of digits in one column still split its row, and only by what differs
-    record("dec-char", "digits", 1, {"val_bpc": 0.7}, data={"max_len": 12})
+    record("dec-char", "digits", 1, {"val_bpc": 0.7}, configs={"dataset": {"max_len": 12}})
     cells = summarize(loaded()).cells.set_index("dataset")
     assert sorted(cells.loc["digits", "setting"]) == ["max_len=12", "max_len=8"]
     assert cells.loc["text", "setting"] == ""
@@ -344,10 +337,20 @@ def test_two_configurations_of_a_column_never_share_a_row():
     for index, (first, second) in enumerate(pairs):
         for seed in (0, 1):
             record(
-                "dec-char", "text", seed, {"val_bpc": 2.0}, train=first, run_id=f"a{index}{seed}"
+                "dec-char",
+                "text",
+                seed,
+                {"val_bpc": 2.0},
+                run_id=f"a{index}{seed}",
+                configs={"train": first},
             )
             record(
-                "dec-char", "text", seed, {"val_bpc": 1.0}, train=second, run_id=f"b{index}{seed}"
+                "dec-char",
+                "text",
+                seed,
+                {"val_bpc": 1.0},
+                run_id=f"b{index}{seed}",
+                configs={"train": second},
             )
         comparison = summarize(loaded())
         labels = list(comparison.cells["setting"])
@@ -369,25 +372,25 @@ def test_a_time_budgeted_rows_trained_steps_are_each_columns():
                 dataset,
                 seed,
                 {"val_bpc": 1.0, "steps": trained},
-                train={"time": 10},
                 steps=100000,
+                configs={"train": {"time": 10}},
             )
             record(
                 "dec-char",
                 dataset,
                 seed,
                 {"val_bpc": 1.1, "steps": 2 * trained},
-                train={"time": 20},
                 steps=100000,
                 run_id=f"{dataset}{seed}long",
+                configs={"train": {"time": 20}},
             )
     labels = sorted(set(summarize(loaded()).cells["setting"]))
     assert labels == ["steps=1000-1600, time=20", "steps=500-800, time=10"]
 
 
 def test_labels_name_an_ensemble_member_and_a_setting_named_like_a_run_column():
-    record("dig-char", "digits", 0, {"val_bpc": 1.0}, data={"seed": 0}, run_id="d0")
-    record("dig-char", "digits", 0, {"val_bpc": 1.2}, data={"seed": 1}, run_id="d1")
+    record("dig-char", "digits", 0, {"val_bpc": 1.0}, run_id="d0", configs={"dataset": {"seed": 0}})
+    record("dig-char", "digits", 0, {"val_bpc": 1.2}, run_id="d1", configs={"dataset": {"seed": 1}})
     assert sorted(summarize(loaded()).cells["setting"]) == ["dataset.seed=0", "dataset.seed=1"]
     from zoo.comparison.labels import label_names
 
@@ -408,11 +411,10 @@ def test_evaluations_of_different_configurations_are_never_merged():
                 "other",
                 seed,
                 {"test_bpc": 2.0},
-                kind="eval",
-                parent_id=parent,
                 trained_on="text",
                 split="test",
                 run_id=f"eval-{name}{seed}",
+                row={"kind": "eval", "parent_id": parent},
             )
     comparison = summarize(loaded(), ComparisonSpec(evals=True))
     assert len(comparison.cells) == 3 and set(comparison.cells["n"]) == {2}
@@ -428,15 +430,22 @@ def test_a_plain_row_beside_a_stacked_one_names_what_it_lacks():
 
 
 def test_every_status_a_run_can_have_can_be_compared():
-    record("dec-char", "text", 0, {"val_bpc": 1.0}, status="pruned")
+    record("dec-char", "text", 0, {"val_bpc": 1.0}, row={"status": "pruned"})
     result = run_cli("compare", "--status", "pruned")
     assert result.code == 0 and "1.000 (n=1)" in result.out, result
     assert run_cli("compare", "--status", "gone").code == 2
 
 
 def test_reproduce_says_what_a_row_that_is_no_trained_run_is():
-    record("ens", "text", 0, {"val_bpc": 1.0}, kind="ensemble", run_id="e1")
-    record("dec-char", "text", 0, {"test_bpc": 1.0}, kind="eval", parent_id="t1", run_id="v1")
+    record("ens", "text", 0, {"val_bpc": 1.0}, run_id="e1", row={"kind": "ensemble"})
+    record(
+        "dec-char",
+        "text",
+        0,
+        {"test_bpc": 1.0},
+        run_id="v1",
+        row={"kind": "eval", "parent_id": "t1"},
+    )
     ensemble = run_cli("reproduce", "e1")
     assert ensemble.code == 2 and "is an ensemble, not a trained run" in ensemble.err
     evaluation = run_cli("reproduce", "v1")
@@ -700,33 +709,27 @@ def test_evaluations_with_and_without_split_prefixes_line_up():
         "emotion",
         0,
         {"test_accuracy": 0.7, "test_loss": 0.9},
-        kind="eval",
-        task="classification",
         split="test",
         trained_on="rotten_tomatoes",
-        parent_id="a",
+        row={"kind": "eval", "task": "classification", "parent_id": "a"},
     )
     record(
         "enc-bpe",
         "emotion",
         1,
         {"test_accuracy": 0.8},
-        kind="eval",
-        task="classification",
         split="test",
         trained_on="rotten_tomatoes",
-        parent_id="b",
+        row={"kind": "eval", "task": "classification", "parent_id": "b"},
     )
     record(
         "dig-char",
         "digits",
         0,
         {"accuracy": 0.4},
-        kind="eval",
-        task="next-item",
         split="heldout",
         trained_on="digits",
-        parent_id="c",
+        row={"kind": "eval", "task": "next-item", "parent_id": "c"},
     )
     cells = summarize(loaded(), ComparisonSpec(evals=True)).cells.set_index("model")
     assert cells.loc["enc-bpe", "mean"] == pytest.approx(0.75) and cells.loc["enc-bpe", "n"] == 2
@@ -787,8 +790,8 @@ def test_eval_of_a_next_item_run_lines_up_with_its_primary_metric(tiny_text):
 def test_runs_of_a_task_no_installed_plugin_declares_still_list_and_compare():
     """A run recorded by a plugin that is gone: its task's metrics have no declared direction,
     but the run is listed and compared by a named metric (no best is marked)."""
-    record("reg-char", "bits", 0, {"test_mse": 0.02, "test_r2": 0.9}, task="gone-task")
-    record("reg-char", "bits", 1, {"test_mse": 0.04, "test_r2": 0.8}, task="gone-task")
+    record("reg-char", "bits", 0, {"test_mse": 0.02, "test_r2": 0.9}, row={"task": "gone-task"})
+    record("reg-char", "bits", 1, {"test_mse": 0.04, "test_r2": 0.8}, row={"task": "gone-task"})
     record("dec-char", "text", 0, {"val_bpc": 2.0})
     listed = run_cli("runs")
     assert listed.code == 0 and "gone-task" in listed.out
@@ -830,10 +833,10 @@ def test_a_cell_pooling_cpu_kinds_or_precisions_is_noted_not_split():
     are one row, n=2, with a note naming what differs; one machine throughout, no note."""
     avx2 = {"cpu": "AMD EPYC", "cpu_flags": ["avx2"], "precision": "fp32"}
     amx = {"cpu": "Xeon", "cpu_flags": ["avx2", "avx512f", "amx_tile"], "precision": "bf16"}
-    record("a-char", "text", 0, {"val_bpc": 1.0}, config_hash="a", machine=avx2)
-    record("a-char", "text", 1, {"val_bpc": 1.1}, config_hash="a", machine=amx)
-    record("b-char", "text", 0, {"val_bpc": 2.0}, config_hash="b", machine=amx)
-    record("b-char", "text", 1, {"val_bpc": 2.1}, config_hash="b", machine=amx)
+    record("a-char", "text", 0, {"val_bpc": 1.0}, machine=avx2, row={"config_hash": "a"})
+    record("a-char", "text", 1, {"val_bpc": 1.1}, machine=amx, row={"config_hash": "a"})
+    record("b-char", "text", 0, {"val_bpc": 2.0}, machine=amx, row={"config_hash": "b"})
+    record("b-char", "text", 1, {"val_bpc": 2.1}, machine=amx, row={"config_hash": "b"})
     comparison = summarize(loaded())
     cells = comparison.cells.set_index("model")
     assert cells.loc["a-char", "n"] == 2 and len(cells) == 2
@@ -849,9 +852,16 @@ def test_row_labels_under_a_pooling_row_key_name_the_model_and_what_its_own_runs
     dec = {f"dec_field_{i}": i for i in range(40)}
     enc = {f"enc_field_{i}": i for i in range(40)}
     for seed in (0, 1):
-        record("dec-char", "text", seed, {"val_bpc": 1.0 + seed}, model_config=dec)
-        record("dec-char", "text", seed, {"val_bpc": 0.9}, steps=200, model_config=dec)
-        record("enc-char", "text", seed, {"val_bpc": 1.1}, architecture="encoder", model_config=enc)
+        record("dec-char", "text", seed, {"val_bpc": 1.0 + seed}, configs={"model": dec})
+        record("dec-char", "text", seed, {"val_bpc": 0.9}, steps=200, configs={"model": dec})
+        record(
+            "enc-char",
+            "text",
+            seed,
+            {"val_bpc": 1.1},
+            row={"architecture": "encoder"},
+            configs={"model": enc},
+        )
     for by in ("tokenizer", "seed"):
         labels = set(summarize(loaded(), ComparisonSpec(by=by)).cells["setting"])
         assert max(len(label) for label in labels) < 40, labels

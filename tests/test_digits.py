@@ -472,3 +472,24 @@ def test_eval_on_the_runs_own_dataset_uses_the_dataset_settings_it_trained_with(
             store.get(json.loads(scored.out)["run_id"]),
         )
     assert evaluation["config"]["dataset_fingerprint"] == trained["config"]["dataset_fingerprint"]
+
+
+def test_text_windows_keep_one_score_each_paired_by_their_ids(tiny_text):
+    from safetensors.numpy import load_file
+
+    from zoo.records.paths import run_folder
+
+    def kept(*settings):
+        result = run_cli(
+            "run", "digits-char", tiny_text, "--json", "--steps", 2, *TINY_DIGITS, *settings
+        )
+        assert result.code == 0, result
+        out = json.loads(result.out)
+        scores = load_file(str(run_folder(out["run_id"]) / "per_example.safetensors"))
+        return out["metrics"], scores
+
+    metrics, scores = kept("--set", "block_size=16", "--set", "eval_windows=50")
+    assert len(scores["test_accuracy"]) == 50
+    assert scores["test_loss"].mean() == pytest.approx(metrics["test_loss"], rel=1e-5)
+    _, other = kept("--set", "block_size=8", "--set", "eval_windows=50")  # other windows
+    assert bytes(other["examples:test"]) != bytes(scores["examples:test"])

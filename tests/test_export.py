@@ -243,6 +243,18 @@ def test_export_writes_a_model_card_the_hub_reads_and_force_replaces_it(tiny_tex
     ):
         assert heading in card.text
     assert card.data.license == "unknown" and "Unknown: none was given" in card.text
+    # the card zoo ui shows for a run never exported is this one, bar what the export adds
+    from zoo.operations.card import model_card, recorded_run
+    from zoo.records.store import Store
+
+    with Store() as store:
+        recorded = model_card(recorded_run(store.get(run_id)))
+    for heading in ("## Results", "## Data", "## How it was trained", "## Limitations"):
+        assert (
+            recorded.split(heading)[1].split("\n## ")[0]
+            == (card.text.split(heading)[1].split("\n## ")[0])
+        )
+    assert "## How to use it" not in recorded and "## Checked on export" not in recorded
     assert "bits per character" in card.text and "AutoModelForCausalLM" in card.text
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()}
     assert modes and set(modes.values()) == {0o644}, modes

@@ -231,6 +231,22 @@ def test_a_dropout_the_type_refuses_stays_unset_and_softcapped_attention_is_eage
     assert attention_of(transformers.LlamaForCausalLM, llama) == "zoo"
 
 
+def test_a_type_transformers_cannot_build_one_layer_deep_exits_2_before_training(tiny_text):
+    """transformers' RWKV divides by num_hidden_layers - 1 when it initialises (the bound is
+    needed: a one-layer model fails in transformers itself), so n_layer=1 is refused in one
+    line, exit 2, before anything is tokenized; two layers build."""
+    import transformers
+
+    with pytest.raises(ZeroDivisionError):
+        transformers.RwkvForCausalLM(
+            transformers.RwkvConfig(vocab_size=8, hidden_size=8, num_hidden_layers=1)
+        )
+    refused = run_cli("run", "hf-rwkv-char", tiny_text, "--set", "n_layer=1")
+    assert refused.code == 2 and "tokenized" not in refused.err, refused
+    assert "hf-rwkv needs n_layer of 2 or more (transformers' RWKV initialisation" in refused.err
+    assert hf_config("hf-rwkv", n_layer=2).num_hidden_layers == 2
+
+
 def test_a_class_whose_token_ids_must_be_numbers_keeps_its_own():
     assert isinstance(hf_config("hf-cwm").bos_token_id, int)
     assert hf_config("hf-llama").bos_token_id is None

@@ -241,3 +241,17 @@ def test_thread_invariant_layer_norm_computes_layer_norm():
     assert list(norm.state_dict()) == ["weight", "bias"]
     bare = layers.ThreadInvariantLayerNorm(8, bias=False)
     assert torch.allclose(bare(x), F.layer_norm(x, (8,), bare.weight, None, bare.eps), atol=1e-6)
+
+
+def test_a_block_built_the_api_1_1_way_warns_and_is_the_block_its_settings_build():
+    from zoo.errors import ZooDeprecationWarning
+
+    settings = layers.BlockSettings(8, 2, 16, bias=False, causal=True, norm="rms", kv_heads=1)
+    torch.manual_seed(0)
+    block = layers.PreLNBlock(settings)
+    torch.manual_seed(0)
+    with pytest.warns(ZooDeprecationWarning, match="BlockSettings"):
+        old = layers.PreLNBlock(8, 2, 16, bias=False, causal=True, norm="rms", kv_heads=1)
+    assert block.attn.causal and isinstance(block.ln1, layers.RMSNorm)
+    x = torch.randn(2, 5, 8)  # the same seed drew the same weights: the same block
+    assert torch.equal(old(x), block(x))

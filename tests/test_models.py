@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from zoo.core.loading import get_zoo
+from zoo.train.model import optional_member
 
 # transformers types of each kind, built by the generic adapter (a state-space model, a
 # grouped-query decoder, a mixture of experts, a parallel-block decoder, two encoders)
@@ -118,6 +119,12 @@ def test_every_registered_architecture_builds_trains_saves_and_reloads(
     after = model.loss_sum(inputs, targets, mask)
     if not getattr(model, "fits_training_split", False):  # a fit may leave nothing to train
         assert after[0] != before[0], "one training step changed nothing"
+    per_row = optional_member(model, "loss_per_row")  # every torch module has it
+    assert per_row is not None or architecture == "numpy"
+    if per_row is not None:  # each row's share of the sum
+        sums, counts = per_row(inputs, targets, mask)
+        assert sums.shape == counts.shape == (2,) and int(counts.sum()) == after[1]
+        assert sums.sum() == pytest.approx(after[0], rel=1e-5)
 
     folder = RunFolder(tmp_path / "run")
     folder.create().save_weights(model.state_dict())
@@ -182,6 +189,8 @@ def test_a_masked_lm_loss_reads_only_the_scored_positions_and_is_unchanged(
     assert model.module.outputs_at_positions, f"{architecture} projects every position"
     total, count = model.loss_sum(inputs, targets)
     assert count == 16 and seen[-1] is not None and int(seen[-1].sum()) == 16
+    sums, counts = model.loss_per_row(inputs, targets)  # row by row, at those positions
+    assert counts.tolist() == [8, 8] and sums.sum() == pytest.approx(total, rel=1e-5)
     model._at_positions = False  # the same module, every position projected
     full, _ = model.loss_sum(inputs, targets)
     assert seen[-1] is None

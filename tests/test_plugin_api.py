@@ -164,7 +164,7 @@ def test_a_plugin_written_for_api_1_0_runs_and_is_told_each_replacement(tmp_path
         "import it from zoo.plugin.config",
         'declare it block_size: int = sized(128, role="context")',
         "take memory(config, vocab_size)",
-        "use Trained.context_length",
+        "use LoadedRun.context_length",
         "call register(name, tracker, *, description)",
     )
     for replacement in expected:
@@ -194,7 +194,7 @@ def test_the_job_a_pipeline_receives_holds_only_its_documented_fields(tmp_path):
     import dataclasses
     from types import SimpleNamespace
 
-    from zoo.train.job import Job, RunFolder, runner_state
+    from zoo.train.job import Job, RunFolder, RunnerState, RunOptions, runner_state
     from zoo.train.starting import plan_job
 
     declared = {f.name for f in dataclasses.fields(Job)}
@@ -208,8 +208,21 @@ def test_the_job_a_pipeline_receives_holds_only_its_documented_fields(tmp_path):
         pipeline=SimpleNamespace(task=None),
     )
     run = RunFolder(tmp_path)
-    job = plan_job(plan, None, "cpu", run, True, resume_from="ckpt", label="member 1/2")
+    options = RunOptions(device="cpu", quiet=True, label="member 1/2")
+    job = plan_job(plan, None, run, options, state=RunnerState(resume_from="ckpt"))
     assert set(vars(job)) == declared  # nothing else rides on the instance
     assert runner_state(job).resume_from == "ckpt" and runner_state(job).label == "member 1/2"
-    other = plan_job(plan, None, "cpu", run, True)
+    other = plan_job(plan, None, run, RunOptions(device="cpu", quiet=True))
     assert runner_state(other).resume_from is None  # each job its own state
+
+
+def test_what_zoo_load_returns_is_what_a_pipeline_receives_and_the_old_name_warns():
+    import zoo
+    import zoo.plugin
+    from zoo.errors import ZooDeprecationWarning
+
+    assert zoo.LoadedRun is zoo.plugin.LoadedRun
+    with pytest.warns(ZooDeprecationWarning, match="zoo.plugin.LoadedRun"):
+        assert zoo.plugin.Trained is zoo.LoadedRun
+    with pytest.warns(ZooDeprecationWarning, match="zoo.plugin.TrainingOutcome"):
+        assert zoo.plugin.TrainResult is zoo.plugin.TrainingOutcome

@@ -134,7 +134,7 @@ def test_a_sweeps_comparison_has_typed_setting_columns_in_the_grids_order(tiny_t
         "decoder-char", str(tiny_text), steps=2, grid={"n_layer": [1, 2], "lr": [1e-3, 2e-3]},
         progress=False, settings=dict(s.split("=") for s in without(TINY_DECODER, "n_layer")[1::2]),
     )  # fmt: skip
-    frame = result.comparison
+    frame = result.frame
     columns = list(frame.columns)
     assert columns.index("n_layer") + 1 == columns.index("lr") < columns.index("metric")
     assert frame["n_layer"].dtype.kind == "i" and frame["lr"].dtype.kind == "f"

@@ -183,3 +183,44 @@ def test_a_tune_winners_selected_trial_never_pools_with_its_reruns():
         "1 tune trial(s) left out where their settings were re-run" in note
         for note in table.attrs["notes"]
     )
+
+
+def test_the_tables_read_of_each_config_only_what_they_use_and_show_the_same():
+    import pandas as pd
+
+    from zoo.comparison.table import load_runs
+
+    machine = {"cpu": "x", "cpu_flags": ["avx2"], "precision": "fp32"}
+    first = record("a-word", 0, 0.8, machine=machine, incidental={"train": ["steps"]})
+    second = record("a-word", 1, 0.7, machine=machine, incidental={"train": ["steps"]})
+    record("a-word", 2, 0.6, init={"run_id": first}, tune={"study": "s", "trial": 1})
+    record("b-word", 0, 0.5, stacked=2**70)  # a number SQLite's JSON would round
+    record("b-word", 1, float("nan"), configs={"train": {"lr": float("inf")}})  # JSON's NaN
+    members = ensemble_row([first, second], None, 0.9)
+    with Store() as store:
+        store.insert(  # an ensemble recorded with no weighting: its members alone
+            "e-bare",
+            model="ensemble",
+            kind="ensemble",
+            status="finished",
+            task=CLS,
+            config={"combines": store.get(members)["config"]["combines"], "weighting": None},
+            metrics={"test_accuracy": 0.9},
+        )
+        store.insert(
+            "v0",
+            kind="eval",
+            parent_id=first,
+            model="a-word",
+            dataset="other",
+            status="finished",
+            task=CLS,
+            config={"trained_on": "reviews", "split": "test"},
+            metrics={"test_accuracy": 0.4},
+        )
+        whole = load_runs(store, store.rows())
+        picked = load_runs(store)
+        rows = {r["id"]: r for r in store.rows(config_keys=["configs", "machine"])}
+    pd.testing.assert_frame_equal(picked, whole)
+    assert rows[first]["config"] is rows[second]["config"]  # the same settings, read once
+    assert set(rows[first]["config"]) == {"configs", "machine"}

@@ -259,12 +259,13 @@ def test_a_stacked_cell_started_anew_is_trained_as_a_stack_never_alone(tiny_digi
     (of one), so its run is trained as its configuration (stacked=K) says."""
     from zoo.core.config import parse_assignment
     from zoo.sweeps.cells import train_cell
+    from zoo.train.job import RunOptions
 
     tiny = dict(parse_assignment(item) for item in [*TINY_DIGITS[1::2], "steps=20"])
     (cell, _) = plan_sweep(
         ["digits-char"], ["tiny-digits"], seeds=2, stack_seeds=2, overrides=tiny
     ).cells
-    summary = train_cell(cell.plan, device="cpu", quiet=True, zoo=None)
+    summary = train_cell(cell.plan, RunOptions(device="cpu", quiet=True))
     (row,) = rows(id=summary["run_id"])
     assert row["config"]["stacked"] == 2 and row["config"]["stack"]["runs"] == [row["id"]]
 

@@ -79,9 +79,9 @@ def test_which_columns_a_run_reads_is_part_of_its_cell(isolated):
     loading.reset_zoo()
     sweep = plan_sweep(["fasttext-wordpunct"], ["rev-title", "rev-text"], seeds=1)
     assert len({c.config_hash for c in sweep.cells}) == 2 and not sweep.impossible
-    from zoo.train.plan import config_hash, plan_run
+    from zoo.train.plan import PlanChoices, config_hash, plan_run
 
-    chosen = plan_run("fasttext-wordpunct", "reviews.csv", text_column="title")
+    chosen = plan_run("fasttext-wordpunct", "reviews.csv", choices=PlanChoices(text_column="title"))
     detected = plan_run("fasttext-wordpunct", "reviews.csv")
     assert config_hash(chosen) != config_hash(detected)
 

@@ -192,7 +192,7 @@ def test_the_author_api_lists_what_a_plugin_needs_and_the_user_api_only_the_user
         "Job",
         "Batch",
         "train",
-        "Trained",
+        "LoadedRun",
         "ZooError",
     ):
         assert name in zoo.plugin.__all__ and getattr(zoo.plugin, name) is not None

@@ -144,6 +144,7 @@ def _plan(dataset, **overrides):
 
 
 def test_the_loop_callback_stops_a_run_which_is_recorded_with_its_status_and_step(negated_reviews):
+    from zoo.train.job import RunOptions
     from zoo.train.runner import execute
 
     seen = []
@@ -153,7 +154,9 @@ def test_the_loop_callback_stops_a_run_which_is_recorded_with_its_status_and_ste
         return "pruned" if validation == 2 else None
 
     result = execute(
-        _plan(negated_reviews), device="cpu", quiet=True, on_validate=prune_at_the_second_validation
+        _plan(negated_reviews),
+        RunOptions(device="cpu", quiet=True),
+        on_validate=prune_at_the_second_validation,
     )
     assert [(step, validation) for step, validation, _ in seen] == [(5, 1), (10, 2)]
     assert "val_accuracy" in seen[0][2]
@@ -547,18 +550,18 @@ def test_a_config_file_with_an_unknown_key_exits_2_with_a_did_you_mean(tmp_path)
 def test_each_task_trains_and_reports_with_the_test_split_held_out(
     model, task, settings, negated_reviews, tiny_text
 ):
-    from zoo.train.plan import plan_run
+    from zoo.train.job import RunOptions
+    from zoo.train.plan import PlanChoices, plan_run
     from zoo.train.runner import execute
 
     dataset = {"fasttext-wordpunct": negated_reviews, "digits-char": "digits"}.get(model, tiny_text)
     plan = plan_run(
         model,
         str(dataset),
-        task=task,
-        held_out=("test",),
+        choices=PlanChoices(task=task, held_out=("test",)),
         overrides={**settings, "steps": 4, "eval_interval": 2, "warmup_steps": 0},
     )
-    result = execute(plan, device="cpu", quiet=True)
+    result = execute(plan, RunOptions(device="cpu", quiet=True))
     assert result["status"] == "finished"
     assert any(k.startswith("val_") for k in result["metrics"])
     assert not any(k.startswith("test_") for k in result["metrics"]), result["metrics"]
@@ -699,7 +702,7 @@ def test_a_trial_drawing_an_earlier_trials_settings_is_told_its_outcome_untraine
 
     trained = []
 
-    def fake_execute(plan, **kwargs):
+    def fake_execute(plan, options, **kwargs):
         trained.append(plan.configs["train"].lr)
         return {"status": "finished", "metrics": {"val_accuracy": 0.5 + plan.configs["train"].lr}}
 

@@ -212,6 +212,29 @@ def test_the_run_page_is_what_zoo_show_prints(server):
         assert part in page  # the samples and the card are text, never markup
 
 
+def test_a_run_never_exported_shows_the_card_zoo_export_would_write(server):
+    from zoo.operations.card import model_card, recorded_run
+
+    add_run("r-c-0", "decoder-char", 0, 2.0, status="failed", created=3e9)
+    status, page = get(server, "/runs/r-a-2")
+    assert status == 200
+    with Store() as store:
+        card = model_card(recorded_run(store.get("r-a-2")))
+    shown = re.search(r'<pre class="card">(.*?)</pre>', page, re.S).group(1)
+    assert html.unescape(shown) == card  # the card, as text
+    assert "made from its record" in page
+    for part in (
+        "# zoo-decoder-char-text-r-a-2",
+        "trained by zoo as run `r-a-2`",
+        "| val_bpc | 2.2000 | bits per character | lower |",
+        "`zoo export r-a-2 FOLDER` writes it",
+        "tags:\n- zoo\n- language-modeling\n- decoder\n- tokenizer-char\n",
+    ):
+        assert part in card
+    assert "Checked on export" not in card and "How to use it" not in card
+    assert "Model card" not in get(server, "/runs/r-c-0")[1]  # a failed run has none
+
+
 @pytest.mark.parametrize(
     "path",
     [
@@ -280,6 +303,7 @@ def test_the_report_holds_every_view_and_asks_for_nothing(store):
     cli = run_cli("compare", "--where", "model == 'decoder-char'", "--format", "json")
     assert embedded(page, "compare-data") == json.loads(cli.out)
     assert all(f'id="run-r-a-{seed}"' in page for seed in range(3)) and "r-b-0" not in page
+    assert "`zoo export r-a-1 FOLDER` writes it" in page  # each run's card, from its record
     assert "Plotly" in page and len(page) > 1_000_000  # plotly.js inside
     assert not re.search(r'<(script|link|img)[^>]+(src|href)="', page)  # nothing to fetch
 

@@ -82,7 +82,7 @@ def auto_sweep(tiny_text, monkeypatch, means, most):
 def test_a_row_told_apart_gets_no_more_seeds(tiny_text, monkeypatch):
     means = {"decoder-char": 1.0, "decoder-modern": 2.0}
     result, said = auto_sweep(tiny_text, monkeypatch, means, most=6)
-    cells = result.table.cells.set_index("model")
+    cells = result.comparison.cells.set_index("model")
     # 2 seeds cannot tell them apart at look 1's share (1 df); 3 seeds do at look 2's
     assert cells["n"].to_dict() == {"decoder-char": 3, "decoder-modern": 3}
     assert bool(cells.loc["decoder-char", "best"])
@@ -90,21 +90,21 @@ def test_a_row_told_apart_gets_no_more_seeds(tiny_text, monkeypatch):
         "look 1 of at most 5" in said
         and "one more seed for decoder-char (to 3), decoder-modern (to 3)" in said
     )
-    (note,) = [n for n in result.table.notes if n.startswith("seeds until answered")]
+    (note,) = [n for n in result.comparison.notes if n.startswith("seeds until answered")]
     assert "2 look(s), the last tested at 99.3%" in note and "Bonferroni" in note
 
 
 def test_rows_that_stay_tied_stop_at_the_budget(tiny_text, monkeypatch):
     means = {"decoder-char": 1.0, "decoder-modern": 1.0, "decoder-bpe": 3.0}
     result, said = auto_sweep(tiny_text, monkeypatch, means, most=4)
-    seeds = result.table.cells.set_index("model")["n"].to_dict()
+    seeds = result.comparison.cells.set_index("model")["n"].to_dict()
     # decoder-bpe is told apart at 3 seeds and gets no more; the tied two go on to 4
     assert seeds == {"decoder-char": 4, "decoder-modern": 4, "decoder-bpe": 3}
-    assert not result.table.cells["best"].any()
-    (note,) = [n for n in result.table.notes if n.startswith("seeds until answered")]
+    assert not result.comparison.cells["best"].any()
+    (note,) = [n for n in result.comparison.notes if n.startswith("seeds until answered")]
     assert "3 look(s)" in note and "still not told apart from" in note and "4 seeds" in note
     assert said.count("one more seed for") == 2
-    assert math.isclose(result.table.level, look_levels(0.95, 4)[-1])
+    assert math.isclose(result.comparison.level, look_levels(0.95, 4)[-1])
 
 
 @pytest.mark.parametrize(
@@ -126,4 +126,4 @@ def test_the_same_sweep_again_reuses_every_seed_it_trained(tiny_text, monkeypatc
     first, _ = auto_sweep(tiny_text, monkeypatch, means, most=6)
     again, said = auto_sweep(tiny_text, monkeypatch, means, most=6)
     assert "0 trained, 6 already finished" in said  # seeds 0 and 1, then the added seed 2
-    assert again.table.cells["runs"].tolist() == first.table.cells["runs"].tolist()
+    assert again.comparison.cells["runs"].tolist() == first.comparison.cells["runs"].tolist()

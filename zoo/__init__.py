@@ -35,8 +35,8 @@ _LAZY = {
     "resume": "zoo.api",
     "reproduce": "zoo.api",
     "Run": "zoo.results",
-    "LoadedRun": "zoo.results",
-    "Evaluation": "zoo.results",
+    "LoadedRun": "zoo.operations.reload",
+    "Evaluation": "zoo.operations.evaluate",
     "SweepResult": "zoo.results",
     "Ensemble": "zoo.operations.ensemble",
     "tune": "zoo.api",
@@ -82,11 +82,11 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
     )
     from zoo.comparison.table import Comparison
     from zoo.operations.ensemble import Ensemble
+    from zoo.operations.evaluate import Evaluation
+    from zoo.operations.reload import LoadedRun
     from zoo.results import (
-        Evaluation,
         Export,
         Listing,
-        LoadedRun,
         Removal,
         Reproduction,
         Run,

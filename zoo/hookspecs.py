@@ -277,7 +277,7 @@ def register_exporters(register: RegisterExporter) -> None:
       first use) with three functions:
 
       - ``unsupported(trained) -> str | None``: why this run cannot be written in the
-        format (``trained``: a ``zoo.plugin.Trained`` on the CPU in fp32), or None.
+        format (``trained``: a ``zoo.plugin.LoadedRun`` on the CPU in fp32), or None.
         ``trained.network`` is the torch module the architecture built, with the run's
         weights (None for a model that is not torch); ``trained.tokenizer`` the
         ``zoo.plugin.Tokenizer`` (``trained.tokenizer.backend``: the ``tokenizers``

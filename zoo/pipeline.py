@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from zoo.data.datasets import LoadedDataset
-    from zoo.operations.reload import Trained
+    from zoo.operations.reload import LoadedRun
     from zoo.tasks import Prediction, SplitProbabilities
     from zoo.train.job import Job, RunResult
 
@@ -53,26 +53,28 @@ class Pipeline(Protocol):
         loaded dataset, before a run is recorded): a missing label column, too few classes."""
         ...
 
-    def predict(self, trained: Trained, texts: list[str], **options: Any) -> list[Prediction]:
+    def predict(self, trained: LoadedRun, texts: list[str], **options: Any) -> list[Prediction]:
         """Optional (``zoo predict``). One prediction per text, of the type the task declares
         (``zoo.plugin.Task.prediction``). ``options``: decoding settings a task takes
         (``beam``, the beam size of a task that writes text), passed only when given."""
         ...
 
-    def evaluate(self, trained: Trained, dataset: LoadedDataset, split: str) -> dict[str, Any]:
+    def evaluate(self, trained: LoadedRun, dataset: LoadedDataset, split: str) -> dict[str, Any]:
         """Optional (``zoo evaluate``). The task's metrics of a finished run on one split of a
         dataset (named with the split's prefix, ``test_*`` for ``test``, as ``run`` names
         them)."""
         ...
 
-    def generate(self, trained: Trained, prompt: Any, tokens: int, **options: Any) -> Iterator[str]:
+    def generate(
+        self, trained: LoadedRun, prompt: Any, tokens: int, **options: Any
+    ) -> Iterator[str]:
         """Optional (``zoo generate``). The continuation of ``prompt``, ``tokens`` tokens long,
         yielded piece by piece; given a list of prompts (sampled as one batch), ``(row,
         piece)`` pairs. ``options``: ``temperature``, ``top_k``, ``seed``, ``cache``."""
         ...
 
     def split_probabilities(
-        self, trained: Trained, dataset: LoadedDataset, split: str
+        self, trained: LoadedRun, dataset: LoadedDataset, split: str
     ) -> SplitProbabilities:
         """Optional (``zoo ensemble``, with ``score_probabilities``). The class probabilities a
         run gives each example of a split, with the right classes."""

@@ -5,21 +5,16 @@ generate with, the results of a sweep, a search and an export, and what `zoo lis
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import math
 import warnings
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zoo.core.culprits import naming_plugins
-from zoo.core.limits import MAX_GENERATE_TOKENS, positive_argument
-from zoo.errors import ZooDeprecationWarning, ZooError
-from zoo.pipeline import optional_method
+from zoo.errors import ZooDeprecationWarning
 
 if TYPE_CHECKING:
     from zoo.operations.ensemble import Ensemble
+    from zoo.operations.reload import LoadedRun
 
 
 @dataclass
@@ -112,155 +107,9 @@ class Run:
 
     def load(self) -> LoadedRun:
         """This run's model and tokenizer, to predict, generate and evaluate with."""
-        return LoadedRun.open(self.id)
-
-
-@dataclass
-class Evaluation:
-    """An evaluation row (`zoo eval`): a trained run scored on a split of a dataset."""
-
-    id: str
-    """The evaluation row's id."""
-    parent_id: str
-    """The trained run it scored."""
-    dataset: str
-    """The dataset it was scored on."""
-    split: str
-    """The split it was scored on."""
-    metrics: dict
-    """The task's figures on that split."""
-    summary: dict = field(default_factory=dict, repr=False)
-    """Everything `zoo eval` prints."""
-
-    @classmethod
-    def record(cls, run_id: str, dataset: str, split: str, **options) -> Evaluation:
-        """Score a finished run on a split and record the evaluation row (`zoo eval`)."""
-        from zoo.operations.evaluate import evaluate_run
-
-        result = evaluate_run(run_id, dataset, split, **options)
-        return cls(
-            result["run_id"],
-            result["parent_id"],
-            result["dataset"],
-            result["split"],
-            result["metrics"],
-            dict(result),
-        )
-
-
-def _named_stream(pieces):
-    """A generation's pieces as they come; a failure of the pipeline's code names it."""
-    with naming_plugins("generation"):
-        yield from pieces
-
-
-class LoadedRun:
-    """A finished run reloaded from its folder (safetensors, no pickle), as `zoo predict`,
-    `zoo generate` and `zoo eval` reload it."""
-
-    def __init__(self, trained, pipeline, device: str = "auto"):
-        self.trained, self._pipeline, self._device = trained, pipeline, device
-        self.id, self.task = trained.run_id, trained.task
-
-    @classmethod
-    def open(cls, run_id: str, device: str = "auto") -> LoadedRun:
-        """Reload a finished run (an id or a unique prefix of one) from its folder."""
-        from zoo.core.loading import get_zoo
         from zoo.operations.reload import load_trained
 
-        zoo = get_zoo()
-        trained = load_trained(run_id, zoo, device=device)
-        return cls(trained, zoo.pipelines.get(trained.task).load(), device)
-
-    def __repr__(self) -> str:
-        return f"<zoo run {self.id}: {self.trained.config.get('model')} ({self.task})>"
-
-    def predict(self, texts: str | Iterable[str], *, beam: int | None = None) -> list:
-        """One prediction per text (a single string counts as one text), each of the type the
-        task declares (``zoo.plugin.Task.prediction``, a ``zoo.plugin.Prediction`` dataclass); its
-        ``record()`` is what `zoo predict --json` prints, without the text. ``beam``: the
-        beam size, for a task that writes text (translation); else the run's own setting."""
-        predict = optional_method(self._pipeline, "predict")
-        if predict is None:
-            raise ZooError(
-                f"run {self.id} is a {self.task} run, and the {self.task} "
-                "pipeline offers no prediction"
-            )
-        options = {} if beam is None else {"beam": beam}
-        if options and "beam" not in inspect.signature(predict).parameters:
-            raise ZooError(f"run {self.id} is a {self.task} run: its predictions take no beam")
-        texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
-        with naming_plugins("prediction"):
-            return list(predict(self.trained, texts, **options))
-
-    def generate(
-        self,
-        prompt: str | list[str] = "",
-        tokens: int = 300,
-        *,
-        temperature: float = 0.8,
-        top_k: int | None = None,
-        seed: int = 0,
-        cache: bool = True,
-        stream: bool = False,
-    ):
-        """The prompt and its continuation: what `zoo generate` prints (without the final
-        newline). Several prompts (a list) are sampled side by side and give a list of texts;
-        ``stream=True`` yields the continuation of one prompt piece by piece instead.
-        ``cache=False`` recomputes the whole context for every token."""
-        generate = optional_method(self._pipeline, "generate")
-        if generate is None:
-            raise ZooError(
-                f"run {self.id} is a {self.task} run, and the {self.task} "
-                "pipeline offers no generation"
-            )
-        positive_argument("tokens", tokens, int)
-        if tokens > MAX_GENERATE_TOKENS:
-            raise ZooError(f"tokens must be at most {MAX_GENERATE_TOKENS:,}, got {tokens:,}")
-        if (
-            isinstance(temperature, bool)
-            or not isinstance(temperature, (int, float))
-            or not (math.isfinite(temperature) and temperature >= 0)
-        ):
-            raise ZooError(
-                f"temperature must be 0 (greedy) or a positive number, got {temperature!r}"
-            )
-        if top_k is not None:
-            positive_argument("top_k", top_k, int)
-        options = dict(temperature=temperature, top_k=top_k, seed=seed)
-        if not cache:  # only then: a pipeline's generate need not know the option
-            options["cache"] = False
-        if isinstance(prompt, list):
-            if stream:
-                raise ZooError("stream=True takes one prompt, not a list")
-            texts = list(prompt)
-            with naming_plugins("generation"):
-                for row, piece in generate(self.trained, texts, tokens, **options):
-                    texts[row] += piece
-            return texts
-        pieces = generate(self.trained, prompt, tokens, **options)
-        if stream:
-            return _named_stream(pieces)
-        with naming_plugins("generation"):
-            return prompt + "".join(pieces)
-
-    def evaluate(
-        self,
-        dataset: str,
-        split: str = "test",
-        *,
-        text_column: str | None = None,
-        label_column: str | None = None,
-    ) -> Evaluation:
-        """Score the run on a split of any dataset and record it, as `zoo eval` does."""
-        return Evaluation.record(
-            self.id,
-            dataset,
-            split,
-            text_column=text_column,
-            label_column=label_column,
-            device=self._device,
-        )
+        return load_trained(self.id)
 
 
 @dataclass
@@ -270,11 +119,23 @@ class SweepResult:
 
     cells: list[dict]
     """Every cell of the grid: its state, the run that holds it, or why it was skipped."""
-    comparison: Any
-    """The comparison's cells, a pandas DataFrame as ``zoo.compare().cells`` gives them, with
-    a typed column per grid key (None: nothing finished)."""
-    table: Any = field(default=None, repr=False)
-    """The whole ``zoo.Comparison`` of the sweep's runs (None: nothing finished)."""
+    comparison: Any = field(default=None, repr=False)
+    """The ``zoo.Comparison`` of the sweep's runs, as ``zoo.compare`` gives one (None:
+    nothing finished)."""
+    frame: Any = None
+    """The comparison's cells, a pandas DataFrame as ``comparison.cells``, with a typed
+    column per grid key in the grid's order (None: nothing finished)."""
+
+    def __getattr__(self, name: str):
+        if name != "table":
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        warnings.warn(  # the Comparison was .table, beside a .comparison that was a frame
+            "SweepResult.table is deprecated: it is SweepResult.comparison (and the frame "
+            "that was .comparison is .frame); .table goes in zoo 0.2",
+            ZooDeprecationWarning,
+            stacklevel=2,
+        )
+        return self.__dict__.get("comparison")
 
     @property
     def failed(self) -> list[dict]:

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from zoo.plugin import TaskSpec
 from zoo.plugin.layers import (
     MLP,
+    BlockSettings,
     MixtureOfExperts,
     PreLNBlock,
     Rotary,
@@ -89,17 +90,20 @@ class Decoder(nn.Module):
             Rotary(cfg.n_embd // cfg.n_head, cfg.block_size, cfg.rope_base) if rotary else None
         )
         self.drop = nn.Dropout(cfg.dropout)
+        block = BlockSettings(
+            cfg.n_embd,
+            cfg.n_head,
+            cfg.mlp_width or 4 * cfg.n_embd,
+            dropout=cfg.dropout,
+            bias=cfg.bias,
+            causal=True,
+            gelu=cfg.gelu,
+            norm=cfg.norm,
+            kv_heads=cfg.n_kv_head or None,
+        )
         self.blocks = nn.ModuleList(
             PreLNBlock(
-                cfg.n_embd,
-                cfg.n_head,
-                cfg.mlp_width or 4 * cfg.n_embd,
-                dropout=cfg.dropout,
-                bias=cfg.bias,
-                causal=True,
-                gelu=cfg.gelu,
-                norm=cfg.norm,
-                kv_heads=cfg.n_kv_head or None,
+                block,
                 rotary=self.rotary,
                 mlp=feed_forward(cfg) if cfg.mlp != "gelu" or cfg.n_expert else None,
             )

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from zoo.plugin import TaskSpec
 from zoo.plugin.layers import (
     MLP,
+    BlockSettings,
     PreLNBlock,
     SelfAttention,
     attention,
@@ -109,10 +110,8 @@ class EncoderDecoder(nn.Module):
         self.enc_pos = nn.Embedding(cfg.block_size, C)
         self.dec_pos = nn.Embedding(cfg.block_size, C)
         self.drop = nn.Dropout(cfg.dropout)
-        self.encoder = nn.ModuleList(
-            PreLNBlock(C, cfg.n_head, cfg.mlp_ratio * C, dropout=cfg.dropout, bias=cfg.bias)
-            for _ in range(cfg.encoder_layers)
-        )
+        block = BlockSettings(C, cfg.n_head, cfg.mlp_ratio * C, dropout=cfg.dropout, bias=cfg.bias)
+        self.encoder = nn.ModuleList(PreLNBlock(block) for _ in range(cfg.encoder_layers))
         self.enc_ln = nn.LayerNorm(C, bias=cfg.bias)
         self.decoder = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.decoder_layers))
         self.dec_ln = nn.LayerNorm(C, bias=cfg.bias)

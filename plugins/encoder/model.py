@@ -34,6 +34,7 @@ import torch.nn as nn
 
 from zoo.plugin import TaskSpec
 from zoo.plugin.layers import (
+    BlockSettings,
     PreLNBlock,
     Rotary,
     SwiGLU,
@@ -62,15 +63,18 @@ class Encoder(nn.Module):
         self.emb_ln = norm_layer(cfg.norm, cfg.n_embd, cfg.bias)
         self.drop = nn.Dropout(cfg.dropout)
         hidden = cfg.mlp_width or cfg.mlp_ratio * cfg.n_embd
+        block = BlockSettings(
+            cfg.n_embd,
+            cfg.n_head,
+            hidden,
+            dropout=cfg.dropout,
+            bias=cfg.bias,
+            norm=cfg.norm,
+            kv_heads=cfg.n_kv_head or None,
+        )
         self.blocks = nn.ModuleList(
             PreLNBlock(
-                cfg.n_embd,
-                cfg.n_head,
-                hidden,
-                dropout=cfg.dropout,
-                bias=cfg.bias,
-                norm=cfg.norm,
-                kv_heads=cfg.n_kv_head or None,
+                block,
                 rotary=self.rotary,
                 mlp=SwiGLU(cfg.n_embd, hidden, bias=cfg.bias, dropout=cfg.dropout)
                 if cfg.mlp == "swiglu"

@@ -253,6 +253,15 @@ NO_DROPOUT = {
     # differential attention has no defined dropout: DiffLlama raises for attention_dropout > 0
     "diffllama": ("attention_dropout",),
 }
+
+# The least depth of a type that transformers cannot build shallower, and why: a shallower
+# n_layer exits 2 before anything is tokenized or trained.
+MIN_LAYERS = {
+    # its initialisation spreads the time-mixing weights over the depth by
+    # layer_id / (num_hidden_layers - 1), which divides by zero at one layer, when
+    # transformers builds a model and when it loads a checkpoint: no setting avoids it
+    "rwkv": (2, "transformers' RWKV initialisation divides by num_hidden_layers - 1"),
+}
 # --8<-- [end:overrides]
 
 
@@ -284,6 +293,11 @@ class TransformersConfig:
                 raise ValueError(f"{name} must be positive, got {value}")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        least, why = MIN_LAYERS.get(self.model_type, (1, ""))
+        if self.n_layer is not None and self.n_layer < least:
+            raise ValueError(
+                f"{self.architecture} needs n_layer of {least} or more ({why}), got {self.n_layer}"
+            )
         # n_head is no error where the type has no heads (Mamba, RWKV): one --set of
         # shapes serves every type in a sweep
         for name in ("n_layer", "n_embd"):

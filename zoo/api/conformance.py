@@ -228,7 +228,7 @@ def check_model(plugin, model, dataset, task, settings, steps):
 def check_output_shape(run_id: str):
     from zoo.api.training import load
 
-    trained = load(run_id, device="cpu").trained
+    trained = load(run_id, device="cpu")
     declared = getattr(trained.declared_task, "output_shape", None)
     network = trained.network
     if declared is None or network is None:

@@ -6,17 +6,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from zoo.core.limits import DEVICES, check_seed, positive_argument
 from zoo.errors import ZooError
 from zoo.messages import reporting_to
-from zoo.results import Evaluation, LoadedRun, Reproduction, Run, SweepResult, TuneResult
+from zoo.results import Reproduction, Run, SweepResult, TuneResult
 
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from zoo.operations.ensemble import Ensemble
+    from zoo.operations.evaluate import Evaluation
+    from zoo.operations.reload import LoadedRun
 
 
 def run(  # noqa: PLR0913 -- `zoo run`'s options, keyword-only
@@ -49,45 +51,28 @@ def run(  # noqa: PLR0913 -- `zoo run`'s options, keyword-only
     every 30 s, and one per validation); ``quiet`` prints no progress."""
     from zoo.core.loading import get_zoo
     from zoo.train import distributed
-    from zoo.train.plan import plan_run
+    from zoo.train.job import RunOptions
+    from zoo.train.plan import PlanChoices, plan_run
     from zoo.train.progress import parse_log_every
     from zoo.train.runner import execute
 
     check_device(device)
     overrides = _overrides({**(settings or {}), **more_settings}, steps, time)
     try:
-        log_every = parse_log_every(log_every)
+        every = parse_log_every(log_every)
+        options = RunOptions(device=device, quiet=quiet, log_to=log_to, log_every=every)
     except ValueError as exc:
         raise ZooError(str(exc)) from None
-    chosen: dict[str, Any] = dict(
-        seed=seed, task=task, text_column=text_column, label_column=label_column
-    )
+    choices = PlanChoices(seed=seed, task=task, text_column=text_column, label_column=label_column)
     if model in get_zoo().catalogue.ensembles:
         from zoo.operations.ensemble_preset import run_preset
 
-        combined = run_preset(
-            model,
-            dataset,
-            overrides=overrides,
-            device=device,
-            quiet=quiet,
-            log_to=log_to,
-            log_every=log_every,
-            **chosen,
-        )
+        combined = run_preset(model, dataset, overrides=overrides, choices=choices, options=options)
         return Run.of_ensemble(combined, seed)
-    plan = plan_run(model, dataset, overrides=overrides, init=init, **chosen)
+    plan = plan_run(model, dataset, overrides=overrides, choices=choices, init=init)
     try:
         with reporting_to(None, progress=not quiet):
-            result = execute(
-                plan,
-                device=device,
-                quiet=quiet,
-                text_column=text_column,
-                label_column=label_column,
-                log_to=log_to,
-                log_every=log_every,
-            )
+            result = execute(plan, options)
     finally:
         distributed.teardown()  # under torchrun: leave the process group cleanly
     return Run.from_result(result)
@@ -115,7 +100,9 @@ def reproduce(run_id: str, *, device: str | None = None, quiet: bool = False) ->
 def load(run_id: str, *, device: str = "auto") -> LoadedRun:
     """A finished run (an id or a unique prefix of one), ready to predict, generate and
     evaluate with, on `device` (auto: CUDA when present)."""
-    return LoadedRun.open(run_id, device)
+    from zoo.operations.reload import load_trained
+
+    return load_trained(run_id, device=device)
 
 
 def evaluate(
@@ -129,6 +116,8 @@ def evaluate(
 ) -> Evaluation:
     """Score a finished run on a split of any dataset and record it as an evaluation row
     linked to the run (`zoo eval`)."""
+    from zoo.operations.evaluate import Evaluation
+
     return Evaluation.record(
         run_id, dataset, split, text_column=text_column, label_column=label_column, device=device
     )
@@ -210,7 +199,7 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
         )  # fmt: skip
         logger.info(report.summary(plan))
         frame = None if table is None else report.comparison_frame(plan, table.cells)
-        return SweepResult(report.records(plan), frame, table)
+        return SweepResult(report.records(plan), table, frame)
 
 
 UNTIL_ANSWERED = (

@@ -177,10 +177,12 @@ def cmd_sweep(args) -> int:
     if args.json:
         from zoo.comparison.render import render
 
-        table = json.loads(render(result.table, "json")) if result.table is not None else []
+        table = (
+            json.loads(render(result.comparison, "json")) if result.comparison is not None else []
+        )
         print_json({"cells": result.cells, "comparison": table})
-    elif result.table is not None:
-        emit_comparison(result.table, args.format, args.output, args.plot)
+    elif result.comparison is not None:
+        emit_comparison(result.comparison, args.format, args.output, args.plot)
     return 1 if result.failed else 0
 
 

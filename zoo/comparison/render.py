@@ -7,6 +7,7 @@ import json
 import math
 
 from zoo.comparison.labels import row_text
+from zoo.comparison.significance import BOTH
 from zoo.comparison.stats import NO_VARIANCE, ONE_SEED, percent
 from zoo.comparison.table import Comparison, describe
 from zoo.errors import UnknownNameError, ZooError
@@ -63,7 +64,7 @@ def diff_text(cell) -> str:
         return number(value, cell["mean"], width if width > 0 else None)
 
     text = ("+" if cell["diff"] >= 0 else "") + shown(cell["diff"])
-    if cell.get("test") not in (None, "Welch") or math.isnan(cell["ci_low"]):
+    if cell.get("test") not in (None, "Welch", BOTH) or math.isnan(cell["ci_low"]):
         return text + f" ({cell.get('test') or ONE_SEED})"
     low, high = shown(cell["ci_low"]), shown(cell["ci_high"])
     return text + f" [{low}, {high}]" + (" †" if cell["significant"] is True else "")
@@ -146,13 +147,20 @@ def legend(comparison: Comparison, best_mark: str) -> list[str]:
             "column's comparisons; "
             f"'{ONE_SEED}': a side has one seed; '{NO_VARIANCE}': both sides are constant "
             "over seeds, so nothing is tested"
+            + (
+                "; where the examples are counted, the interval spans the bootstrap's too "
+                "(and with no seed variance, it is the bootstrap's)"
+                if comparison.examples_counted
+                else ""
+            )
         )
     if comparison.examples_counted:
         lines.append(
             f"Counted: seed-to-seed variance and, for {', '.join(comparison.examples_counted)}"
             ", the evaluation set's sampling noise (a bootstrap over seeds and the examples, "
             "paired by example; a mark needs it and the Welch test; --seeds-only leaves it "
-            "out); elsewhere, and in the power note, seeds only"
+            "out), in the marks and in the power note's detectable difference alike; "
+            "elsewhere seeds only"
         )
     else:
         lines.append(

@@ -30,6 +30,7 @@ from zoo.comparison.labels import (
     variant_id,
 )
 from zoo.comparison.samples import (
+    SAMPLE_CONFIG_KEYS,
     left_out_by_status,
     nan_metrics,
     non_finite_note,
@@ -109,39 +110,83 @@ def eval_value(metrics: dict, name: str, split: str | None):
 
 
 # -- loading -------------------------------------------------------------------------
+# What the tables read of a run's config: its settings and sample (zoo.comparison.samples)
+# and whether it is a tune trial. A store's rows are read with these keys alone.
+CONFIG_KEYS = SAMPLE_CONFIG_KEYS + ("tune",)
+
+
 def load_runs(store=None, rows: list[dict] | None = None):
     """Every run, one column per scalar metric and per setting (zoo.records.columns), plus
     what comparisons need from the config: `settings` (the settings that change the result,
     without the seed), `trained_on` and `split` (eval rows). From ``store`` where given (an
     open zoo.records.store.Store, read-only for a viewer), else from ZOO_HOME's; only of
-    ``rows`` (what its ``rows`` returned) where given."""
+    ``rows`` (what its ``rows`` returned, with at least CONFIG_KEYS of each config) where
+    given."""
     from zoo.records.columns import with_setting_columns
     from zoo.records.store import Store
 
     if store is None:
         with Store() as opened:
             return load_runs(opened, rows)
-    listed = store.rows() if rows is None else rows
+    listed = store.rows(config_keys=CONFIG_KEYS) if rows is None else rows
     frame = store.frame(listed)
     by_id = {r["id"]: r for r in listed}
-    return add_settings(with_setting_columns(frame, by_id), by_id)
+    flat, results = settings_by_id(by_id)
+    return add_settings(with_setting_columns(frame, flat), by_id, results)
 
 
-def add_settings(frame, rows: dict):
+def settings_by_id(rows: dict) -> tuple[dict, dict]:
+    """Run id -> zoo.records.columns.flat_settings of its config, and run id -> its
+    result_settings, each worked out once per config object (the rows Store.rows reads with
+    config_keys share one where their settings are the same: the seeds of a configuration)."""
+    from zoo.records.columns import flat_settings, result_settings
+
+    shared: dict[tuple, tuple] = {}  # kept alive here, so an id stays its object's own
+    flat, results = {}, {}
+    for run_id, row in rows.items():
+        config = row.get("config") or {}
+        # the settings declared incidental depend on these where the config lists none
+        key = (id(config), row.get("architecture"), row.get("tokenizer"), row.get("task"))
+        found = shared.get(key)
+        if found is None or found[0] is not config:
+            settings = flat_settings(config)
+            found = shared[key] = (config, settings, result_settings(row, settings))
+        flat[run_id], results[run_id] = found[1], found[2]
+    return flat, results
+
+
+def add_settings(frame, rows: dict, results: dict | None = None):
     """`frame` with each run's `settings`, `trained_on`, `split` and `sample` (equal for the
-    same configuration at the same seed: zoo.comparison.samples)."""
-    frame = frame.copy()
-    derived = {run_id: settings_of(row, rows) for run_id, row in rows.items()}
-    samples = {run_id: sample_key(row, rows, derived[run_id]) for run_id, row in rows.items()}
-    diverged = {run_id: nan_metrics(row) for run_id, row in rows.items()}
-    frame["settings"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[0])
-    frame["trained_on"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[1])
-    frame["split"] = frame["id"].map(lambda i: derived.get(i, ({}, None, None))[2])
-    frame["sample"] = frame["id"].map(lambda i: samples.get(i, i))
-    frame["nan_metrics"] = frame["id"].map(lambda i: diverged.get(i, frozenset()))
-    trials = {run_id for run_id, row in rows.items() if (row.get("config") or {}).get("tune")}
-    frame["tune_trial"] = frame["id"].isin(trials)
-    return frame
+    same configuration at the same seed: zoo.comparison.samples). ``results``: each run's
+    zoo.records.columns.result_settings, where the caller has them already."""
+    import numpy as np
+
+    ids = frame["id"].tolist()  # once: iterating a column of strings is slow
+    derived = {run_id: settings_of(row, rows, results) for run_id, row in rows.items()}
+    found = [derived.get(run_id) for run_id in ids]
+    texts: dict = {}  # the JSON of each settings dict, which rows may share
+    columns: dict[str, list] = {
+        "settings": [f[0] if f else {} for f in found],
+        "trained_on": [f[1] if f else None for f in found],
+        "split": [f[2] if f else None for f in found],
+        "sample": [
+            sample_key(rows[run_id], rows, f, texts) if f else run_id
+            for run_id, f in zip(ids, found)
+        ],
+        "nan_metrics": [nan_metrics(rows[i]) if i in rows else frozenset() for i in ids],
+    }
+    trials = [bool(i in rows and (rows[i].get("config") or {}).get("tune")) for i in ids]
+    frame = frame.assign(**{k: _objects(v) for k, v in columns.items()})
+    return frame.assign(tune_trial=np.array(trials, dtype=bool))
+
+
+def _objects(values: list):
+    """A column of Python objects, whatever they are (dicts, sets, text or None)."""
+    import numpy as np
+
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    return column
 
 
 # -- the table -----------------------------------------------------------------------
@@ -272,12 +317,16 @@ def summarize(frame, spec: ComparisonSpec | None = None) -> Comparison:
     ranked_on = long.attrs["ranked_on"]
     table, statuses, machines = _cells(long, spec, rows_keys, column_keys)
     reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
-    replicates = _example_replicates(table, column_keys, spec.examples and not spec.evals)
+    replicates, examples_alone = _example_replicates(
+        table, column_keys, spec.examples and not spec.evals
+    )
     level = spec.level
     table["best"], marks, ties = best_marks(
         table, rows_keys, column_keys, level, reported, replicates
     )
-    table["detectable"], power = power_notes(table, rows_keys, column_keys, level, reported)
+    table["detectable"], power = power_notes(
+        table, rows_keys, column_keys, level, reported, examples_alone
+    )
     notes += marks + power
     notes += _pooling_notes(spec, len(data), long.attrs, statuses, machines)
     counted = sorted({table.loc[i, "metric"] for i in replicates})
@@ -473,13 +522,13 @@ def _laid_out(table, spec: ComparisonSpec):
     return table.reset_index(drop=True)
 
 
-def _example_replicates(table, column_keys, wanted: bool) -> dict:
-    """Bootstrap replicates (seeds and examples) of the cells whose runs kept per-example
-    scores (zoo.comparison.bootstrap); none with --seeds-only."""
+def _example_replicates(table, column_keys, wanted: bool) -> tuple[dict, dict]:
+    """Bootstrap replicates (seeds and examples; examples alone) of the cells whose runs
+    kept per-example scores (zoo.comparison.bootstrap); none with --seeds-only."""
     from zoo.comparison.bootstrap import column_replicates
     from zoo.comparison.significance import columns_of
 
-    return column_replicates(table, columns_of(table, column_keys)) if wanted else {}
+    return column_replicates(table, columns_of(table, column_keys)) if wanted else ({}, {})
 
 
 def _choice_figures(long, keys, pool: bool):

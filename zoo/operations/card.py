@@ -7,14 +7,20 @@ results, its labels, its limitations and a snippet that runs it without zoo.
 No path of the machine that trained the run is written: a local checkpoint or dataset is
 named by its folder's or file's name. Names that came from the user (a dataset's file name, a
 column, a label) are data in the card, never markdown: shown as one-line code spans, and in
-the title as a safe file-name part."""
+the title as a safe file-name part.
+
+A run never exported has the same card, made from its record alone (``recorded_run``): what
+only an export knows (the format, how to load the folder, the check of its predictions) is
+left out, and the card says how to export it."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
@@ -80,18 +86,71 @@ def _is_local_run(text: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class RecordedRun:
+    """A run as its record has it, with no weights loaded: the fields of
+    zoo.plugin.LoadedRun a model card reads."""
+
+    run_id: str
+    task: str
+    row: dict
+    config: dict
+    declared_task: Any
+    context_length: int | None
+    folder: Any  # zoo.plugin.RunFolder
+
+
+def recorded_run(row: dict, home: Path | None = None) -> RecordedRun:
+    """``row`` (a store row) as a card's subject: its config, with what the row's columns
+    say where the config does not (a run recorded before zoo wrote them there), its task's
+    declaration and its context length as its architecture reads its settings."""
+    from zoo.core.names import get_task
+    from zoo.records.paths import run_folder
+    from zoo.train.job import RunFolder
+
+    columns = ("model", "architecture", "tokenizer", "dataset", "task", "seed", "config_hash")
+    config = {**{k: row.get(k) for k in columns}, **(row.get("config") or {})}
+    return RecordedRun(
+        run_id=row["id"],
+        task=str(config["task"]),
+        row=row,
+        config=config,
+        declared_task=get_task(config["task"]),
+        context_length=_context_length(config),
+        folder=RunFolder(run_folder(row["id"], home)),
+    )
+
+
+def _context_length(config: dict) -> int | None:
+    """The longest input the run's architecture takes with its recorded settings; None
+    where the architecture is not installed or declares none."""
+    from zoo.core.config import build_config
+    from zoo.core.limits import context_length
+    from zoo.core.loading import get_zoo
+
+    try:
+        architecture = get_zoo().architectures.get(config["architecture"])
+        settings = (config.get("configs") or {}).get("model") or {}
+        return context_length(build_config(architecture.config_class(), settings))
+    except (ZooError, ImportError, AttributeError, TypeError):  # a plugin no longer installed
+        return None
+
+
 def model_card(
     trained,
-    facts: dict,
-    checked: dict,
+    facts: dict | None = None,
+    checked: dict | None = None,
     *,
-    format: str,
-    folder_name: str,
+    format: str | None = None,
+    folder_name: str | None = None,
     license: str | None = None,
     base_model: str | None = None,
 ) -> str:
-    """README.md text for the export of ``trained`` (zoo.plugin.Trained) in ``format``;
-    ``facts`` is what its exporter's ``write`` returned, ``checked`` its ``check``."""
+    """README.md text for the export of ``trained`` (zoo.plugin.LoadedRun) in ``format``;
+    ``facts`` is what its exporter's ``write`` returned, ``checked`` its ``check``. Without
+    them, the card of a run never exported (``trained``: a RecordedRun), which says how to
+    export it instead of how to load the export and how it was checked."""
+    facts = facts or {}
     config, row = trained.config, trained.row
     metrics = {k: v for k, v in (row.get("metrics") or {}).items() if _number(v)}
     task = trained.declared_task
@@ -124,11 +183,15 @@ def model_card(
         license=license,
         base_model=base.get("id"),
         tags=[
-            "zoo",
-            format,
-            trained.task,
-            config["architecture"],
-            f"tokenizer-{config['tokenizer']}",
+            tag
+            for tag in (
+                "zoo",
+                format,
+                trained.task,
+                config["architecture"],
+                f"tokenizer-{config['tokenizer']}",
+            )
+            if tag
         ],
         datasets=[hub_dataset] if hub_dataset else None,
         metrics=sorted({_metric_type(m)[0] for m in metrics if _split(m)}) or None,
@@ -137,14 +200,15 @@ def model_card(
     )
     sections = [
         f"# {name}",
-        _what(trained, facts, base),
+        _what(trained, facts, base, exported=checked is not None),
         "## Intended use\n\n" + _intended(trained),
-        "## How to use it\n\n" + _usage(facts, folder_name),
+        "## How to use it\n\n" + _usage(facts, folder_name or ""),
         "## Results\n\n" + _metrics_table(task, metrics, config, row),
         "## Labels\n\n" + _labels(trained),
         "## Data\n\n" + _data(config),
         "## How it was trained\n\n" + _training(config, row),
-        "## Checked on export\n\n" + _checked(checked, format),
+        "## Checked on export\n\n"
+        + (_checked(checked, format or "") if checked is not None else ""),
         "## Limitations\n\n" + _limitations(trained),
         "## License\n\n" + _license(license, base),
         "## Config\n\n" + _config(config),
@@ -192,7 +256,7 @@ def _describe(task, metric: str) -> str:
     return f"{metric} ({declared.describe()})" if declared is not None else metric
 
 
-def _what(trained, facts: dict, base: dict) -> str:
+def _what(trained, facts: dict, base: dict, exported: bool) -> str:
     config = trained.config
     started = ""
     if base.get("name"):
@@ -201,11 +265,17 @@ def _what(trained, facts: dict, base: dict) -> str:
             if base.get("id")
             else ""
         )
+    held = (
+        f"This folder holds {facts.get('summary', 'the exported model')}."
+        if exported
+        else f"Not exported yet: `zoo export {trained.run_id} FOLDER` writes it as a folder "
+        "that runs without zoo, with this card, how to load it and how its predictions "
+        "were checked against zoo's."
+    )
     return (
         f"A {trained.task} model: zoo's `{config['architecture']}` architecture with a "
         f"`{config['tokenizer']}` tokenizer{started}, trained by zoo as run "
-        f"`{trained.run_id}` ({_code(config['model'])} on {_code(_dataset(config))}). This folder "
-        f"holds {facts.get('summary', 'the exported model')}."
+        f"`{trained.run_id}` ({_code(config['model'])} on {_code(_dataset(config))}). {held}"
     )
 
 

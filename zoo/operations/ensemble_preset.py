@@ -8,21 +8,27 @@ a setting that no member has is refused as any unknown key is, before anything t
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from zoo.errors import UnknownNameError, ZooError
 from zoo.operations.ensemble import Ensemble, ensemble
+from zoo.train.job import RunOptions
+from zoo.train.plan import PlanChoices
 
 log = logging.getLogger(__name__)
 
 
-def member_plans(members, dataset: str, overrides: dict | None, zoo, **plan_options) -> list:
-    """Every member's plan and the overrides it took, as (plan, overrides) pairs (see the
-    module docstring)."""
+def member_plans(
+    members, dataset: str, overrides: dict | None, zoo, choices: PlanChoices | None = None
+) -> list:
+    """Every member's plan with the same ``choices`` (seed, task, columns) and the overrides
+    it took, as (plan, overrides) pairs (see the module docstring)."""
     planned = []
     refused: dict[str, list[UnknownNameError]] = {}
+    choices = choices or PlanChoices()
     for member in members:
-        planned.append(_member_plan(member, dataset, overrides or {}, zoo, refused, plan_options))
+        planned.append(_member_plan(member, dataset, overrides or {}, zoo, refused, choices))
     used = {key for _, mine in planned for key in mine}
     unused = [key for key in refused if key not in used]
     if unused:  # a typo: the member whose keys come closest says "did you mean"
@@ -34,7 +40,7 @@ def member_plans(members, dataset: str, overrides: dict | None, zoo, **plan_opti
     return planned
 
 
-def _member_plan(member, dataset, overrides: dict, zoo, refused: dict, plan_options: dict):
+def _member_plan(member, dataset, overrides: dict, zoo, refused: dict, choices: PlanChoices):
     """(the plan, or the error planning raised; the overrides it took): a key the member does
     not have is left out and its error kept in ``refused``."""
     from zoo.train.plan import plan_run
@@ -42,7 +48,7 @@ def _member_plan(member, dataset, overrides: dict, zoo, refused: dict, plan_opti
     mine = dict(overrides)
     while True:
         try:
-            return plan_run(member, dataset, overrides=mine, zoo=zoo, **plan_options), mine
+            return plan_run(member, dataset, overrides=mine, choices=choices, zoo=zoo), mine
         except UnknownNameError as exc:
             key = next((k for k in mine if k.rpartition(".")[2] == exc.name), None)
             if key is None or not exc.kind.endswith("config key"):
@@ -57,19 +63,14 @@ def run_preset(
     name: str,
     dataset: str,
     *,
-    seed: int = 0,
     overrides: dict | None = None,
-    device: str = "auto",
-    quiet: bool = False,
-    task: str | None = None,
-    text_column: str | None = None,
-    label_column: str | None = None,
+    choices: PlanChoices | None = None,
+    options: RunOptions | None = None,
     zoo=None,
-    log_to=None,
-    log_every: int | float | None = None,
 ) -> Ensemble:
-    """Every member preset planned (and checked) first, then each trained as its own run (a
-    finished run of the same config is reused), then combined with the preset's weights."""
+    """Every member preset planned (and checked) with the same ``choices`` first, then each
+    trained as its own run with the ``options`` (a finished run of the same config is
+    reused), then combined with the preset's weights."""
     from zoo.core.loading import get_zoo
     from zoo.records.store import Store
     from zoo.train.plan import config_hash
@@ -84,16 +85,9 @@ def run_preset(
             f"ensemble preset {name!r} lists ensemble preset {nested[0]!r} among "
             "its members; members are single models"
         )
-    plans = member_plans(
-        preset.members,
-        dataset,
-        overrides,
-        zoo,
-        seed=seed,
-        task=task,
-        text_column=text_column,
-        label_column=label_column,
-    )
+    plans = member_plans(preset.members, dataset, overrides, zoo, choices)
+    options = options or RunOptions()
+    quiet = options.quiet
     run_ids: list[str] = []
     read: dict = {}  # each local dataset, as it reads now
     for number, (plan, _) in enumerate(plans, 1):
@@ -105,16 +99,11 @@ def run_preset(
                 log.info(f"{plan.spec.name}: {changed}; training it again")
             done = None
         if done is None:
+            label = f"member {number}/{len(plans)} {plan.spec.name}"
             done = execute(
                 plan,
-                device=device,
-                quiet=quiet,
-                text_column=text_column,
-                label_column=label_column,
+                dataclasses.replace(options, label=label),
                 zoo=zoo,
-                log_to=log_to,
-                label=f"member {number}/{len(plans)} {plan.spec.name}",
-                log_every=log_every,
                 extra={"group": f"ensemble-{name}"},
             )["run_id"]
         elif not quiet:
@@ -123,7 +112,7 @@ def run_preset(
     return ensemble(
         run_ids,
         weights=preset.weights,
-        device=device,
+        device=options.device,
         preset=name,
         quiet=quiet,
         zoo=zoo,

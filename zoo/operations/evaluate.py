@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 
 from zoo.core.containment import own_interrupts_fail
 from zoo.core.culprits import naming_plugins
@@ -12,6 +13,37 @@ from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
 from zoo.pipeline import optional_method
 from zoo.records.lifecycle import recording
+
+
+@dataclass
+class Evaluation:
+    """An evaluation row (`zoo eval`): a trained run scored on a split of a dataset."""
+
+    id: str
+    """The evaluation row's id."""
+    parent_id: str
+    """The trained run it scored."""
+    dataset: str
+    """The dataset it was scored on."""
+    split: str
+    """The split it was scored on."""
+    metrics: dict
+    """The task's figures on that split."""
+    summary: dict = field(default_factory=dict, repr=False)
+    """Everything `zoo eval` prints."""
+
+    @classmethod
+    def record(cls, run_id: str, dataset: str, split: str, **options) -> Evaluation:
+        """Score a finished run on a split and record the evaluation row (`zoo eval`)."""
+        result = evaluate_run(run_id, dataset, split, **options)
+        return cls(
+            result["run_id"],
+            result["parent_id"],
+            result["dataset"],
+            result["split"],
+            result["metrics"],
+            dict(result),
+        )
 
 
 def evaluate_run(

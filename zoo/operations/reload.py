@@ -3,27 +3,36 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import math
 import warnings
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from zoo.core.config import build_config
 from zoo.core.containment import call_plugin
-from zoo.core.limits import check_memory, context_length
+from zoo.core.culprits import naming_plugins
+from zoo.core.limits import MAX_GENERATE_TOKENS, check_memory, context_length, positive_argument
 from zoo.core.loading import get_zoo, task_loss
 from zoo.core.names import get_task
 from zoo.errors import ZooDeprecationWarning, ZooError
 from zoo.io import load_tokenizer
+from zoo.pipeline import optional_method
 from zoo.records.paths import run_folder
 from zoo.records.store import Store
 from zoo.train.job import RunFolder
 
+if TYPE_CHECKING:
+    from zoo.operations.evaluate import Evaluation
+
 
 @dataclass
-class Trained:
-    """A finished run, reloaded from its folder: weights from safetensors, no pickle.
-
-    What a pipeline's ``predict``, ``evaluate`` and ``generate`` receive."""
+class LoadedRun:
+    """A finished run reloaded from its folder (weights from safetensors, no pickle): what
+    ``zoo.load`` returns, to predict, generate and evaluate with (as `zoo predict`, `zoo
+    generate` and `zoo eval` do), and what a pipeline's ``predict``, ``evaluate`` and
+    ``generate`` receive."""
 
     run_id: str
     """The run's id."""
@@ -49,6 +58,23 @@ class Trained:
     """The pipeline's TrainConfig subclass, as the run used it."""
     declared_task: Any = None
     """The zoo.plugin.Task the run's pipeline registers."""
+    device: str = "auto"
+    """The device it was loaded for (auto: CUDA when present); `evaluate` scores there."""
+    _pipeline: Any = field(default=None, repr=False)  # the task's pipeline entry (the zoo's)
+
+    @property
+    def id(self) -> str:
+        """The run's id, as ``zoo.Run.id`` names it."""
+        return self.run_id
+
+    def __repr__(self) -> str:
+        return f"<zoo run {self.run_id}: {self.config.get('model')} ({self.task})>"
+
+    def _pipeline_method(self, name: str):
+        """The task pipeline's optional method ``name`` (None when it offers none)."""
+        if self._pipeline is None:
+            self._pipeline = get_zoo().pipelines.get(self.task)
+        return optional_method(self._pipeline.load(), name)
 
     @property
     def network(self) -> Any:
@@ -64,7 +90,7 @@ class Trained:
     def __getattr__(self, name: str):
         if name == "block_size":  # API 1.0's name of context_length, until API 2.0
             warnings.warn(
-                "Trained.block_size is deprecated: use Trained.context_length (plugin API "
+                "Trained.block_size is deprecated: use LoadedRun.context_length (plugin API "
                 "2.0 removes block_size)",
                 ZooDeprecationWarning,
                 stacklevel=2,
@@ -72,10 +98,99 @@ class Trained:
             return self.context_length
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    def predict(self, texts: str | Iterable[str], *, beam: int | None = None) -> list:
+        """One prediction per text (a single string counts as one text), each of the type the
+        task declares (``zoo.plugin.Task.prediction``, a ``zoo.plugin.Prediction`` dataclass); its
+        ``record()`` is what `zoo predict --json` prints, without the text. ``beam``: the
+        beam size, for a task that writes text (translation); else the run's own setting."""
+        predict = self._pipeline_method("predict")
+        if predict is None:
+            raise ZooError(
+                f"run {self.id} is a {self.task} run, and the {self.task} "
+                "pipeline offers no prediction"
+            )
+        options = {} if beam is None else {"beam": beam}
+        if options and "beam" not in inspect.signature(predict).parameters:
+            raise ZooError(f"run {self.id} is a {self.task} run: its predictions take no beam")
+        texts = [texts] if isinstance(texts, str) else [str(t) for t in texts]
+        with naming_plugins("prediction"):
+            return list(predict(self, texts, **options))
+
+    def generate(
+        self,
+        prompt: str | list[str] = "",
+        tokens: int = 300,
+        *,
+        temperature: float = 0.8,
+        top_k: int | None = None,
+        seed: int = 0,
+        cache: bool = True,
+        stream: bool = False,
+    ):
+        """The prompt and its continuation: what `zoo generate` prints (without the final
+        newline). Several prompts (a list) are sampled side by side and give a list of texts;
+        ``stream=True`` yields the continuation of one prompt piece by piece instead.
+        ``cache=False`` recomputes the whole context for every token."""
+        generate = self._pipeline_method("generate")
+        if generate is None:
+            raise ZooError(
+                f"run {self.id} is a {self.task} run, and the {self.task} "
+                "pipeline offers no generation"
+            )
+        positive_argument("tokens", tokens, int)
+        if tokens > MAX_GENERATE_TOKENS:
+            raise ZooError(f"tokens must be at most {MAX_GENERATE_TOKENS:,}, got {tokens:,}")
+        if (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or not (math.isfinite(temperature) and temperature >= 0)
+        ):
+            raise ZooError(
+                f"temperature must be 0 (greedy) or a positive number, got {temperature!r}"
+            )
+        if top_k is not None:
+            positive_argument("top_k", top_k, int)
+        options = dict(temperature=temperature, top_k=top_k, seed=seed)
+        if not cache:  # only then: a pipeline's generate need not know the option
+            options["cache"] = False
+        if isinstance(prompt, list):
+            if stream:
+                raise ZooError("stream=True takes one prompt, not a list")
+            texts = list(prompt)
+            with naming_plugins("generation"):
+                for row, piece in generate(self, texts, tokens, **options):
+                    texts[row] += piece
+            return texts
+        pieces = generate(self, prompt, tokens, **options)
+        if stream:
+            return _named_stream(pieces)
+        with naming_plugins("generation"):
+            return prompt + "".join(pieces)
+
+    def evaluate(
+        self,
+        dataset: str,
+        split: str = "test",
+        *,
+        text_column: str | None = None,
+        label_column: str | None = None,
+    ) -> Evaluation:
+        """Score the run on a split of any dataset and record it, as `zoo eval` does."""
+        from zoo.operations.evaluate import Evaluation
+
+        return Evaluation.record(
+            self.id,
+            dataset,
+            split,
+            text_column=text_column,
+            label_column=label_column,
+            device=self.device,
+        )
+
 
 def load_trained(
     run_id: str, zoo=None, device: str = "auto", precision: str | None = None
-) -> Trained:
+) -> LoadedRun:
     """A finished run's model and tokenizer, on `device` (auto: CUDA when present, as `zoo run`
     picks, so a run and its reloads compute alike). It evaluates at the precision the run
     trained with (its `precision` setting) unless `precision` says otherwise."""
@@ -96,14 +211,14 @@ def load_trained(
     folder = RunFolder(run_folder(row["id"]))
     if not folder.file("config.json").is_file():
         raise ZooError(f"run {row['id']} has no config.json in {folder.path}")
-    config = folder.config()
-    if "spec" not in config or not folder.file("model.safetensors").is_file():
+    provenance = folder.config()
+    if "spec" not in provenance or not folder.file("model.safetensors").is_file():
         raise ZooError(f"run {row['id']} has no saved model (status: {row['status']})")
-    architecture = zoo.architectures.get(config["architecture"])
-    tokenizer_entry = zoo.tokenizers.get(config["tokenizer"])
+    architecture = zoo.architectures.get(provenance["architecture"])
+    tokenizer_entry = zoo.tokenizers.get(provenance["tokenizer"])
     try:
         model_config = build_config(
-            architecture.config_class(), config["configs"].get("model") or {}
+            architecture.config_class(), provenance["configs"].get("model") or {}
         )
     except ZooError as exc:  # a tampered or outdated config.json
         raise ZooError(f"{folder.file('config.json')}: {exc}") from None
@@ -112,16 +227,16 @@ def load_trained(
         check_memory(architecture, model_config, vocab_size=tokenizer.vocab_size)
     except ZooError as exc:
         raise ZooError(f"{folder.file('config.json')}: {exc}") from None
-    task = get_task(config["task"], zoo)
+    task = get_task(provenance["task"], zoo)
     if task is None:
         raise ZooError(
-            f"run {row['id']} is a {config['task']} run, and no installed plugin "
+            f"run {row['id']} is a {provenance['task']} run, and no installed plugin "
             f"registers that task (zoo list pipelines shows the tasks)"
         )
     built = call_plugin(
         architecture.load(),
         model_config,
-        TaskSpec(**config["spec"]),
+        TaskSpec(**provenance["spec"]),
         what=f"architecture {architecture.name!r}",
         plugin=architecture.plugin,
     )
@@ -129,15 +244,15 @@ def load_trained(
     model.load_state_dict(finite_weights(folder.load_weights(), row["id"], folder))
     configure = optional_member(model, "configure_engine")
     if configure is not None:
-        trained_with = (config["configs"].get("train") or {}).get("precision", "auto")
+        trained_with = (provenance["configs"].get("train") or {}).get("precision", "auto")
         configure(precision=precision or trained_with)
-    configs = config.get("configs") or {}
-    pipeline = zoo.pipelines.get(config["task"])
-    return Trained(
+    configs = provenance.get("configs") or {}
+    pipeline = zoo.pipelines.get(provenance["task"])
+    return LoadedRun(
         row["id"],
-        config["task"],
+        provenance["task"],
         row,
-        config,
+        provenance,
         tokenizer,
         model,
         context_length(model_config),
@@ -146,6 +261,8 @@ def load_trained(
         _recorded(tokenizer_entry.config_class(), configs.get("tokenizer")),
         _recorded(pipeline.config_class(), configs.get("train")),
         task,
+        device,
+        pipeline,
     )
 
 
@@ -179,3 +296,9 @@ def finite_weights(weights: dict, run_id: str, folder) -> dict:
             "run again"
         )
     return weights
+
+
+def _named_stream(pieces):
+    """A generation's pieces as they come; a failure of the pipeline's code names it."""
+    with naming_plugins("generation"):
+        yield from pieces

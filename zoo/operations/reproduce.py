@@ -21,7 +21,7 @@ def is_timing(name: str) -> bool:
     return name in TIMING_METRICS or name.endswith("_per_s") or name.endswith("_time")
 
 
-def run_config(run_id: str) -> tuple[dict, dict]:
+def recorded_run(run_id: str) -> tuple[dict, dict]:
     """The store row and the run's provenance (config.json, or the row's copy of it)."""
     from zoo.records.paths import run_folder
     from zoo.records.store import Store
@@ -44,10 +44,10 @@ def run_config(run_id: str) -> tuple[dict, dict]:
             f"run {row['id']} is {row['status']}, not finished: there are no metrics to reproduce"
         )
     folder = RunFolder(run_folder(row["id"]))
-    config = folder.config() if folder.file("config.json").is_file() else row["config"]
-    if not config.get("configs"):
+    provenance = folder.config() if folder.file("config.json").is_file() else row["config"]
+    if not provenance.get("configs"):
         raise ZooError(f"run {row['id']} recorded no resolved config to rerun")
-    return row, config
+    return row, provenance
 
 
 def compare_metrics(original: dict, rerun: dict) -> list[dict]:
@@ -71,48 +71,59 @@ def _identical(a, b) -> bool:
 
 def reproduce(run_id: str, *, device: str | None = None, quiet: bool = True, zoo=None) -> dict:
     from zoo.core.loading import get_zoo
+    from zoo.data import datasets as zoo_data
+    from zoo.train.job import RunOptions
     from zoo.train.runner import execute
 
     zoo = zoo or get_zoo()
-    row, config = run_config(run_id)
-    plan = plan_from_record(config, zoo)
+    row, provenance = recorded_run(run_id)
+    plan = plan_from_record(provenance, zoo)
     notes = []
-    if config_hash(plan) != config.get("config_hash"):
+    if config_hash(plan) != provenance.get("config_hash"):
         notes.append(
             f"the rebuilt config hashes to {config_hash(plan)}, not "
-            f"{config.get('config_hash')} (the recorded config no longer resolves "
+            f"{provenance.get('config_hash')} (the recorded config no longer resolves "
             "to the same values)"
         )
     if plan.stacked:  # the rerun trains alone: a configuration of its own, labelled so
         plan = dataclasses.replace(plan, stacked=None)
         notes.append(
             f"run {row['id']} was trained with other seeds as one batched model "
-            f"(stacked={config['stacked']}); the rerun trains it alone, so its metrics "
+            f"(stacked={provenance['stacked']}); the rerun trains it alone, so its metrics "
             "differ by the stacked training's rounding"
         )
-    result = execute(
-        plan,
-        device=device or config.get("device") or "auto",
+    # read through the columns the run read (not detected again), whatever it chose
+    dataset = zoo_data.load(
+        plan.dataset_ref,
+        zoo,
+        text_column=provenance.get("text_column"),
+        label_column=provenance.get("label_column"),
         quiet=quiet,
-        text_column=config.get("text_column"),
-        label_column=config.get("label_column"),
+        held_out=plan.held_out,
+    )
+    result = execute(
+        dataclasses.replace(plan, loaded=dataset),
+        RunOptions(device=device or provenance.get("device") or "auto", quiet=quiet),
         zoo=zoo,
         extra={"reproduces": row["id"]},
     )
     with_new = _provenance(result["run_id"])
     dirty = [
         when
-        for when, flag in (("then", config.get("git_dirty")), ("now", with_new.get("git_dirty")))
+        for when, flag in (
+            ("then", provenance.get("git_dirty")),
+            ("now", with_new.get("git_dirty")),
+        )
         if flag
     ]
     if dirty:
         notes.append(f"the working tree had uncommitted changes {' and '.join(dirty)}")
     for key in ("dataset_fingerprint", "git_commit"):
-        if config.get(key) != with_new.get(key):
-            notes.append(f"{key} differs: {config.get(key)} then, {with_new.get(key)} now")
+        if provenance.get(key) != with_new.get(key):
+            notes.append(f"{key} differs: {provenance.get(key)} then, {with_new.get(key)} now")
     changed = {
         k: (v, with_new.get("versions", {}).get(k))
-        for k, v in (config.get("versions") or {}).items()
+        for k, v in (provenance.get("versions") or {}).items()
         if with_new.get("versions", {}).get(k) != v
     }
     if changed:
@@ -147,7 +158,7 @@ def _provenance(run_id: str) -> dict:
 def config_file(record: dict) -> str:
     """TOML for `zoo run --config` that trains the recorded run again: its model, dataset,
     seed and task, and every resolved setting under [set] (section by section)."""
-    config = record.get("config") or {}
+    provenance = record.get("config") or {}
     lines = [
         f"# zoo run --config FILE: reproduces run {record['id']}",
         f"model = {_toml(record.get('model'))}",
@@ -155,25 +166,27 @@ def config_file(record: dict) -> str:
         f"seed = {_toml(record.get('seed') or 0)}",
         f"task = {_toml(record.get('task'))}",
     ]
-    if config.get("device") in ("cpu", "cuda"):
-        lines.append(f"device = {_toml(config['device'])}")
+    if provenance.get("device") in ("cpu", "cuda"):
+        lines.append(f"device = {_toml(provenance['device'])}")
     # the columns it chose (so the run's config hash is the same), or, for a run recorded
     # before zoo recorded its choice, the columns it read
-    chosen = config.get("columns", [config.get("text_column"), config.get("label_column")])
+    chosen = provenance.get(
+        "columns", [provenance.get("text_column"), provenance.get("label_column")]
+    )
     for key, value in zip(("text_column", "label_column"), chosen):
         if value:
             lines.append(f"{key} = {_toml(value)}")
-    init = (config.get("init") or {}).get("run_id")
+    init = (provenance.get("init") or {}).get("run_id")
     if init:  # it started from that run's weights: so does the run this file trains
         lines.append(f"init = {_toml(init)}")
-    if config.get("stacked"):
+    if provenance.get("stacked"):
         lines.insert(
             1,
             f"# trained with other seeds as one batched model (stacked="
-            f"{config['stacked']}); this file trains it alone",
+            f"{provenance['stacked']}); this file trains it alone",
         )
     skipped = []
-    for section, values in (config.get("configs") or {}).items():
+    for section, values in (provenance.get("configs") or {}).items():
         if not values:
             continue
         lines += ["", f"[set.{section}]"]

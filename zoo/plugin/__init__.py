@@ -125,17 +125,21 @@ _LAZY = {
     "RunFolder": "zoo.train.job",
     "RunResult": "zoo.train.job",
     "Batch": "zoo.train.loop",
-    "TrainResult": "zoo.train.loop",
+    "TrainingOutcome": "zoo.train.loop",
     "train": "zoo.train.loop",
-    "Trained": "zoo.operations.reload",
+    "LoadedRun": "zoo.operations.reload",
     "load_trained": "zoo.operations.reload",
 }
 
+# Names API 1.1 gave to what is now under another name -> that name. They still import,
+# with a warning, until API 2.0 (docs/plugins/migration.md).
+RENAMED = {"Trained": "LoadedRun", "TrainResult": "TrainingOutcome"}
+
 if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers and type checkers
-    from zoo.operations.reload import Trained, load_trained
+    from zoo.operations.reload import LoadedRun, load_trained
     from zoo.tokenizer import CLS, PAD, SPECIAL_TOKENS, UNK, Tokenizer, TokenizersTokenizer
     from zoo.train.job import Job, RunFolder, RunResult, TrainConfig
-    from zoo.train.loop import Batch, TrainResult, train
+    from zoo.train.loop import Batch, TrainingOutcome, train
     from zoo.train.model import IGNORE_INDEX, Model, NonFiniteError, TaskSpec
 
 __all__ = [
@@ -167,9 +171,9 @@ __all__ = [
     "RunFolder",
     "RunResult",
     "Batch",
-    "TrainResult",
+    "TrainingOutcome",
     "train",
-    "Trained",
+    "LoadedRun",
     "load_trained",
 ]
 
@@ -183,6 +187,14 @@ def __getattr__(name: str):
         return importlib.import_module(f"{__name__}.{name}")
     if name in _LAZY:
         return _lazy_getattr(name)
+    if name in RENAMED:  # an API 1.1 name: it works, and says what it is called now
+        warnings.warn(
+            f"zoo.plugin.{name} is deprecated: it is zoo.plugin.{RENAMED[name]} now; the "
+            "old name goes in plugin API 2.0",
+            ZooDeprecationWarning,
+            stacklevel=2,
+        )
+        return _lazy_getattr(RENAMED[name])
     if name in MOVED:  # an API 1.0 name: it works, and says where it lives now
         home = MOVED[name]
         warnings.warn(

@@ -24,6 +24,10 @@ SECTIONS = ("model", "tokenizer", "train", "dataset")
 MACHINE_COLUMNS = ("machine.cpu", "machine.cpu_kind", "machine.resolved_precision")
 
 
+# What flat_settings and incidental_of read of a run's config.
+SETTINGS_CONFIG_KEYS = ("configs", "init", "stacked", "machine", "incidental")
+
+
 def flat_settings(config: dict) -> dict[str, Any]:
     """'section.key' -> value for every recorded setting of a run's provenance."""
     flat = {}
@@ -77,10 +81,13 @@ def _declared_incidental(architecture, tokenizer, task) -> tuple[str, ...]:
     return tuple(f"{s}.{k}" for s, keys in incidental_keys(classes).items() for k in keys)
 
 
-def result_settings(row: dict) -> dict[str, Any]:
-    """The settings that change a run's result ('section.key' -> value)."""
+def result_settings(row: dict, flat: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The settings that change a run's result ('section.key' -> value); ``flat``: its
+    flat_settings, where the caller has them."""
     skip = incidental_of(row)
-    return {k: v for k, v in flat_settings(row.get("config") or {}).items() if k not in skip}
+    if flat is None:
+        flat = flat_settings(row.get("config") or {})
+    return {k: v for k, v in flat.items() if k not in skip}
 
 
 def column_names(keys: set[str], taken: set[str]) -> dict[str, str]:
@@ -106,14 +113,17 @@ def typed_column(values: list):
     where a run lacks the setting), booleans booleans, numbers floats, the rest objects."""
     import pandas as pd
 
-    present = [v for v in values if v is not None]
-    if present and all(isinstance(v, bool) for v in present):
+    # decided on the values' few types, not value by value (a column of 10,000 runs)
+    kinds = set(map(type, values)) - {type(None)}
+    if kinds and all(issubclass(k, bool) for k in kinds):
         return pd.array(values, dtype="boolean")
-    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-        if all(INT64_MIN <= v <= INT64_MAX for v in present):
-            return pd.array(values, dtype="Int64")
-    elif present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        if all(isinstance(v, float) or abs(v) <= FLOAT_INT_MAX for v in present):
+    numbers = all(issubclass(k, (int, float)) and not issubclass(k, bool) for k in kinds)
+    if kinds and numbers:
+        ints = [v for v in values if isinstance(v, int)] if kinds - {float} else []
+        if all(issubclass(k, int) for k in kinds):
+            if INT64_MIN <= min(ints) and max(ints) <= INT64_MAX:
+                return pd.array(values, dtype="Int64")
+        elif not ints or max(abs(min(ints)), abs(max(ints))) <= FLOAT_INT_MAX:
             return pd.array(
                 [float("nan") if v is None else float(v) for v in values], dtype="float64"
             )
@@ -127,18 +137,15 @@ def _hashable(value):
     return tuple(value) if isinstance(value, list) else value
 
 
-def with_setting_columns(frame, rows: dict[str, dict]):
-    """`frame` (one row per run, an 'id' column) with a typed column per setting."""
+def with_setting_columns(frame, flat: dict[str, dict[str, Any]]):
+    """`frame` (one row per run, an 'id' column) with a typed column per setting; ``flat``:
+    run id -> flat_settings of its config."""
     import pandas as pd
 
-    flat = {run_id: flat_settings(row.get("config") or {}) for run_id, row in rows.items()}
     keys = {k for settings in flat.values() for k in settings}
     if not keys or frame.empty:
         return frame
     names = column_names(keys, set(frame.columns))
-    ids = frame["id"].tolist()  # once: iterating a column of strings is slow
-    columns = {}
-    for key, name in names.items():
-        values = [flat.get(run_id, {}).get(key) for run_id in ids]
-        columns[name] = typed_column(values)
+    found = [flat.get(run_id, {}) for run_id in frame["id"].tolist()]
+    columns = {name: typed_column([f.get(key) for f in found]) for key, name in names.items()}
     return pd.concat([frame, pd.DataFrame(columns, index=frame.index)], axis=1)

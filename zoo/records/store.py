@@ -13,6 +13,7 @@ import os
 import socket
 import sqlite3
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 from zoo.core.process import process_alive, process_start_time
@@ -287,24 +288,45 @@ class Store:
             )
         ]
 
-    def rows(self, ids: list[str] | None = None) -> list[dict]:
+    def rows(
+        self, ids: list[str] | None = None, *, config_keys: Collection[str] | None = None
+    ) -> list[dict]:
         """Every readable row (or those of ``ids``); one whose JSON is damaged is skipped
-        with a warning naming it."""
+        with a warning naming it. With ``config_keys``, a row's config holds only those of
+        its top-level keys: SQLite's JSON functions pick them out, so the rest of a run's
+        provenance is never decoded (a table of many runs needs a few of its keys), and
+        rows whose picked keys are equal (the seeds of a configuration) share one config
+        object, which callers read and never change."""
         if ids is not None:
-            return [row for part in _chunks(ids, 500) for row in self._rows(part)]
-        return self._rows(None)
+            return [row for part in _chunks(ids, 500) for row in self._rows(part, config_keys)]
+        return self._rows(None, config_keys)
 
-    def _rows(self, ids: list[str] | None) -> list[dict]:
-        rows = []
+    def _rows(self, ids: list[str] | None, config_keys: Collection[str] | None) -> list[dict]:
+        keys = sorted(config_keys) if config_keys is not None else []
+        config = "config" if config_keys is None else f"{_picked_config(len(keys))} AS config"
         where = "" if ids is None else f"WHERE id IN ({', '.join('?' * len(ids))}) "
-        for row in self.conn.execute(f"SELECT * FROM runs {where}ORDER BY created", ids or ()):
+        cursor = self.conn.cursor()
+        cursor.row_factory = None  # plain tuples, zipped with the names: faster than Row
+        cursor.execute(
+            f"SELECT {self._columns(config)} FROM runs {where}ORDER BY created", keys + (ids or [])
+        )
+        names = [d[0] for d in cursor.description]
+        configs: dict | None = {} if config_keys is not None else None
+        rows = []
+        for values in cursor:
             try:
-                rows.append(_decode(dict(row)))
+                rows.append(_decode(dict(zip(names, values)), configs))
             except ZooError as exc:
                 if str(exc) not in self._warned:  # once per store, however often it is read
                     self._warned.add(str(exc))
                     log.warning(f"{exc}; skipped")
         return rows
+
+    def _columns(self, config: str) -> str:
+        """The runs table's columns (a read-only store of an earlier schema has fewer), the
+        config as ``config`` selects it."""
+        names = [r[1] for r in self.conn.execute("PRAGMA table_info(runs)")]
+        return ", ".join(config if name == "config" else name for name in names)
 
     def frame(self, rows: list[dict] | None = None):
         """All runs as a pandas DataFrame, one column per metric (of ``rows``, what
@@ -312,13 +334,30 @@ class Store:
         import pandas as pd
 
         rows = self.rows() if rows is None else rows
-        base = pd.DataFrame(
-            [{k: v for k, v in r.items() if k not in ("metrics", "config")} for r in rows],
-            columns=[c for c in COLUMNS if c not in ("metrics", "config")],
-        )
+        # pandas picks the listed keys out of each row's dict itself (in C)
+        base = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("metrics", "config")])
         metrics = pd.DataFrame([_scalars(r["metrics"]) for r in rows], index=base.index)
         metrics = metrics[[c for c in metrics.columns if c not in base.columns]]
         return pd.concat([base, metrics], axis=1)
+
+
+def _picked_config(count: int) -> str:
+    """SQL for a row's config with only the top-level keys bound to its ``count``
+    parameters. SQLite's JSON functions give back objects and lists as written, but a
+    number or string as an SQL value (a float to 15 digits): a config with such a key, one
+    SQLite's JSON cannot read (NaN, which zoo writes as JSON's NaN extension; a damaged row)
+    or one that is not an object comes whole, as written, for _decode to read and judge."""
+    marks = ", ".join("?" * count)
+    picked = (
+        "SELECT CASE WHEN max(type IN ('integer', 'real', 'text')) THEN NULL "
+        "ELSE json_group_object(key, value) END "
+        f"FROM json_each(runs.config) WHERE key IN ({marks})"
+    )
+    return (
+        "CASE WHEN NOT json_valid(config) THEN config "
+        "WHEN json_type(config) != 'object' THEN config "
+        f"ELSE coalesce(({picked}), config) END"
+    )
 
 
 def _chunks(items: list, size: int):
@@ -351,10 +390,16 @@ def _json_default(value):
     return str(value)
 
 
-def _decode(row: dict) -> dict:
+def _decode(row: dict, configs: dict | None = None) -> dict:
+    """``row`` with its metrics and config read from JSON; ``configs``: config text -> the
+    object read from it, shared by the rows with the same text (read-only to the caller)."""
     for key in ("metrics", "config"):
+        text = row.get(key) or "{}"
+        if key == "config" and configs is not None and text in configs:
+            row[key] = configs[text]
+            continue
         try:
-            row[key] = json.loads(row.get(key) or "{}")
+            row[key] = json.loads(text)
         except (json.JSONDecodeError, RecursionError, TypeError) as exc:
             reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
             raise ZooError(
@@ -366,4 +411,6 @@ def _decode(row: dict) -> dict:
                 f"run {row.get('id')} in the results store has a "
                 f"{type(row[key]).__name__} in its {key} column, not an object"
             )
+        if key == "config" and configs is not None:
+            configs[text] = row[key]
     return row

@@ -12,12 +12,15 @@ import dataclasses
 import fnmatch
 import time
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
 from zoo.sweeps.cell_stacks import stack_size
 from zoo.sweeps.grid import check_grid, grid_settings, short_value
+
+if TYPE_CHECKING:
+    from zoo.train.job import RunOptions
 
 WILDCARDS = "*?["
 
@@ -128,6 +131,7 @@ def plan_sweep(
     """Every cell planned; ``stack_seeds`` (zoo.sweeps.cell_stacks) trains up to that many
     seeds of a cell together (True: all of them), a configuration of its own."""
     from zoo.core.loading import get_zoo
+    from zoo.train.plan import PlanChoices
 
     zoo = zoo or get_zoo()
     if seeds <= 0:
@@ -149,7 +153,7 @@ def plan_sweep(
             f"{seeds:,} seed(s)); at most {MAX_CELLS:,}: split it"
         )
     # one dataset loaded once for every cell that plans on it
-    planning = {"task": task, "zoo": zoo, "loaded_cache": {}}
+    planning = {"choices": PlanChoices(task=task), "zoo": zoo, "loaded_cache": {}}
     cells = [
         cell
         for model in names
@@ -176,7 +180,7 @@ def _setting_cells(
     model: str, dataset: str, overrides: dict, setting: dict, seeds: int, stacked, planning: dict
 ) -> list[Cell]:
     """One setting's cells, a seed each: planned once (the plans differ only in the seed,
-    ``planning`` has plan_run's task, zoo and loaded_cache); a setting zoo refuses skips
+    ``planning`` has plan_run's choices, zoo and loaded_cache); a setting zoo refuses skips
     each cell with the reason."""
     from zoo.train.plan import config_hash, plan_run
 
@@ -185,7 +189,7 @@ def _setting_cells(
         cell = Cell(model, dataset, seed, setting)
         try:
             if plan is None:
-                plan = plan_run(model, dataset, overrides=overrides, seed=seed, **planning)
+                plan = plan_run(model, dataset, overrides=overrides, **planning)
             cell.plan = dataclasses.replace(plan, seed=seed, stacked=stacked)
             cell.config_hash = config_hash(cell.plan, planning["zoo"])
         except ZooError as exc:
@@ -296,13 +300,15 @@ def explain_new_cells(cells: list[Cell], rows: list[dict], zoo) -> None:
 def _pair_sections(names, datasets, overrides, task, zoo) -> list[dict]:
     """The config classes (model, tokenizer, train) of every model x dataset pair that can
     run without the grid: what the grid's keys and values are checked against."""
-    from zoo.train.plan import plan_run
+    from zoo.train.plan import PlanChoices, plan_run
 
     found = []
     for model in names:
         for dataset in datasets:
             try:
-                plan = plan_run(model, dataset, overrides=overrides, task=task, zoo=zoo)
+                plan = plan_run(
+                    model, dataset, overrides=overrides, choices=PlanChoices(task=task), zoo=zoo
+                )
             except ZooError:
                 continue  # the cells of this pair are skipped, with their reason
             found.append(
@@ -337,17 +343,7 @@ def describe_plan(sweep: Sweep) -> list[str]:
 
 
 def train_cell(
-    plan,
-    *,
-    device,
-    quiet,
-    zoo,
-    run_id=None,
-    store=None,
-    extra=None,
-    label=None,
-    on_validate=None,
-    log_to=None,
+    plan, options: RunOptions, *, zoo=None, run_id=None, store=None, extra=None, on_validate=None
 ):
     """A cell's run started anew (its last run could not be resumed): a plan of seeds
     trained together is trained as a stack of one, so its run is what its configuration
@@ -360,26 +356,20 @@ def train_cell(
     if not plan.stacked:
         return execute(
             plan,
-            device=device,
-            quiet=quiet,
+            options,
             zoo=zoo,
             run_id=run_id,
             store=store,
             extra=extra,
-            label=label,
             on_validate=on_validate,
-            log_to=log_to,
         )
     ((kind, value),) = train_together(
         [plan],
         [run_id or new_run_id()],
-        device=device,
-        quiet=quiet,
+        options,
         zoo=zoo,
         stores=None if store is None else [store],
         extras=[extra],
-        label=label,
-        log_to=log_to,
     )
     if kind == "error":
         raise value

@@ -3,9 +3,11 @@ each cell claimed, resumed or trained anew, and its failure recorded (zoo.sweeps
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 from zoo.core.containment import own_interrupts_fail
 from zoo.sweeps.cell_stacks import CellStack, next_unit
@@ -21,12 +23,17 @@ from zoo.sweeps.cells import (
 from zoo.sweeps.home_watch import HomeWatch
 from zoo.train.progress import clock
 
+if TYPE_CHECKING:
+    from zoo.train.job import RunOptions
+
 log = logging.getLogger(__name__)
 
 
 def run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sweep:
-    from zoo.errors import RunDiverged
     from zoo.sweeps.warm import WarmWorker
+    from zoo.train.job import RunOptions
+
+    options = RunOptions(device=device, quiet=quiet, log_to=sweep.log_to)
 
     kept = WarmWorker.here()  # datasets loaded once for the cells on them (zoo.sweeps.warm)
     waiting = deque(sweep.todo)
@@ -45,33 +52,15 @@ def run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sw
             log.info(f"[{index}/{total}] {cell.name} (sweep {clock(time.time() - started)} so far)")
             try:  # as for one cell: an interrupt with no Ctrl-C behind it fails a run only
                 with own_interrupts_fail("the cell's code"):
-                    _run_stack_here(
-                        cell,
-                        device=device,
-                        quiet=quiet,
-                        zoo=zoo,
-                        group=sweep.id,
-                        log_to=sweep.log_to,
-                    )
+                    _run_stack_here(cell, options, zoo=zoo, group=sweep.id)
             finally:
                 for one in cell.cells:
                     claims.release(one)
             continue
         index += 1
         try:
-            _run_cell_here(
-                cell,
-                index,
-                total,
-                started,
-                device=device,
-                quiet=quiet,
-                zoo=zoo,
-                diverged=RunDiverged,
-                group=sweep.id,
-                kept=kept,
-                log_to=sweep.log_to,
-            )
+            _say_next(cell, index, total, started)
+            _run_cell_here(cell, options, zoo=zoo, group=sweep.id, kept=kept)
         finally:
             claims.release(cell)
     watch.check()  # the last cell's end too
@@ -91,38 +80,31 @@ def _next_cell(sweep: Sweep, claims, waiting: deque):
     return next_unit(claims, waiting, lambda text: log.info(text), resumes)
 
 
-def _run_cell_here(
-    cell: Cell,
-    index: int,
-    total: int,
-    started: float,
-    *,
-    device: str,
-    quiet: bool,
-    zoo,
-    diverged,
-    group=None,
-    kept=None,
-    log_to=None,
-) -> None:
+def _say_next(cell: Cell, index: int, total: int, started: float) -> None:
+    """The sweep's line for the cell it trains next: which of how many, and the time left."""
     elapsed = time.time() - started
     eta = ""
     if index > 1:
         eta = f", about {clock(elapsed / (index - 1) * (total - index + 1))} left"
     log.info(f"[{index}/{total}] {cell.name} (sweep {clock(elapsed)} so far{eta})")
+
+
+def _run_cell_here(cell: Cell, options: RunOptions, *, zoo, group=None, kept=None) -> None:
+    """Train one cell in this process and settle it: its run, status and duration, or its
+    failure recorded (the sweep goes on)."""
+    from zoo.errors import RunDiverged
+
     began = time.time()
     try:
         # As in a worker, a KeyboardInterrupt that the cell's code raised with no Ctrl-C
         # from the user fails only this cell.
         with own_interrupts_fail("the cell's code"):
-            result = _resume_or_execute(
-                cell, device=device, quiet=quiet, zoo=zoo, group=group, kept=kept, log_to=log_to
-            )
+            result = _resume_or_execute(cell, options, zoo=zoo, group=group, kept=kept)
     except KeyboardInterrupt:  # the user's Ctrl-C
         raise  # the run is marked interrupted; the next sweep resumes from it
     except Exception as exc:  # one bad cell must not stop the others
         # A diverged run's row already says 'diverged' and keeps its last checkpoints.
-        cell.status = "diverged" if isinstance(exc, diverged) else "failed"
+        cell.status = "diverged" if isinstance(exc, RunDiverged) else "failed"
         cell.error = one_line(exc)
         cell.duration = time.time() - began
         cell.run_id = _record_failure(cell, began)
@@ -135,7 +117,7 @@ def _run_cell_here(
     log.info(f"    {cell.status} in {clock(cell.duration)}: {headline(result)} (run {cell.run_id})")
 
 
-def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None, log_to=None) -> None:
+def _run_stack_here(stack: CellStack, options: RunOptions, *, zoo, group=None) -> None:
     """Train seeds together in this process (zoo.train.seed_stack) and settle each cell
     as _run_cell_here settles one."""
     from zoo.errors import RunDiverged, RunInterrupted
@@ -147,12 +129,9 @@ def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None, log_to=
     outcomes = train_together(
         [c.plan for c in cells],
         new_run_ids(len(cells)),
-        device=device,
-        quiet=quiet,
+        dataclasses.replace(options, label=cells[0].label),
         zoo=zoo,
         extras=[{"group": group}] * len(cells),
-        label=cells[0].label,
-        log_to=log_to,
     )
     for cell, (kind, value) in zip(cells, outcomes):
         cell.duration = time.time() - began
@@ -175,9 +154,7 @@ def _run_stack_here(stack: CellStack, *, device, quiet, zoo, group=None, log_to=
         )
 
 
-def _resume_or_execute(
-    cell: Cell, *, device: str, quiet: bool, zoo, group=None, kept=None, log_to=None
-) -> dict:
+def _resume_or_execute(cell: Cell, options: RunOptions, *, zoo, group=None, kept=None) -> dict:
     """A cell whose latest run can go on (should_resume) continues it from its last
     checkpoint (`zoo resume`); any other cell, or one that cannot be resumed, starts anew."""
     from zoo.core.loading import get_zoo
@@ -191,19 +168,13 @@ def _resume_or_execute(
         log.info(f"    resuming {latest['status']} run {latest['id']}")
         cell.resumed = latest["id"]
         try:
-            return resume(latest["id"], quiet=quiet, zoo=zoo)
+            return resume(latest["id"], quiet=options.quiet, zoo=zoo)
         except ResumeRefused as exc:
             cell.resumed = None  # the run stays as it was; the cell starts over
             log.info(f"    {exc}; starting the cell over")
     plan = cell.plan if kept is None else kept.dataset_for(cell.plan, zoo or get_zoo())
     return train_cell(
-        plan,
-        device=device,
-        quiet=quiet,
-        zoo=zoo,
-        label=cell.name,
-        extra={"group": group},
-        log_to=log_to,
+        plan, dataclasses.replace(options, label=cell.name), zoo=zoo, extra={"group": group}
     )
 
 

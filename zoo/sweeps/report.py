@@ -133,7 +133,7 @@ def table(sweep: Sweep, spec):
 
 
 def comparison_frame(sweep: Sweep, cells):
-    """The comparison's rows (``SweepResult.comparison``) with one typed column per --grid
+    """The comparison's rows (``SweepResult.frame``) with one typed column per --grid
     key, as ``zoo.runs()`` has them (``lr`` 0.003, not the text 'lr=0.003'), in the order
     the grid gave the keys, right after the columns that name the row."""
     if cells is None or not sweep.grid or "runs" not in cells.columns:

@@ -89,7 +89,7 @@ class WarmWorker:
             with phase("data"):
                 loaded = zoo_data.load(plan.dataset_ref, zoo, quiet=True, held_out=plan.held_out)
             self.keep(key, loaded)
-        return dataclasses.replace(plan, loaded=loaded, columns=(None, None))
+        return dataclasses.replace(plan, loaded=loaded)
 
     def planning_cache(self) -> PlanningCache:
         """What planning may take its loaded datasets from (``plan_run``'s ``loaded_cache``:

@@ -99,22 +99,27 @@ def _train(task: dict, journal: Journal, warm: WarmWorker) -> dict:
     # A search trial adds its record (extra) and its per-validation callback (on_validate).
     return train_cell(
         plan,
-        device=task["device"],
-        quiet=True,
+        _options(task),
         zoo=zoo,
         run_id=task["run_id"],
         store=journal,
         extra=task.get("extra"),
         on_validate=task.get("on_validate"),
-        log_to=task.get("log_to"),
     )
+
+
+def _options(task: dict):
+    """How the driver asks its cells to run: on its device, quiet, to its trackers."""
+    from zoo.train.job import RunOptions
+
+    return RunOptions(device=task["device"], quiet=True, log_to=task.get("log_to"))
 
 
 def _plan(task: dict, warm: WarmWorker) -> tuple:
     """The cell's plan, made again here from its names under the driver's settings and
     checked against the driver's config hash; and the zoo it was planned in."""
     warm.import_once()
-    from zoo.train.plan import config_hash, plan_run
+    from zoo.train.plan import PlanChoices, config_hash, plan_run
 
     os.environ.update(task["env"])  # the driver's ZOO_HOME, registry and plugin settings
     if task.get("cwd") and os.path.isdir(task["cwd"]):
@@ -125,10 +130,10 @@ def _plan(task: dict, warm: WarmWorker) -> tuple:
             task["model"],
             task["dataset"],
             overrides=task["overrides"],
-            seed=task["seed"],
-            task=task["task"],
+            choices=PlanChoices(
+                seed=task["seed"], task=task["task"], held_out=tuple(task.get("held_out") or ())
+            ),
             zoo=zoo,
-            held_out=tuple(task.get("held_out") or ()),
             loaded_cache=warm.planning_cache(),
         )
         if task.get("stacked"):  # seeds trained together: part of the config hash
@@ -164,17 +169,12 @@ def run_stack(tasks: list[dict], send=None, warm: WarmWorker | None = None) -> d
         first = warm.dataset_for(next(iter(plans.values())), zoo)  # loaded once for all
         with no_ctrl_c():
             results = train_together(
-                [
-                    dataclasses.replace(p, loaded=first.loaded, columns=first.columns)
-                    for p in plans.values()
-                ],
+                [dataclasses.replace(p, loaded=first.loaded) for p in plans.values()],
                 [tasks[i]["run_id"] for i in plans],
-                device=tasks[0]["device"],
-                quiet=True,
+                _options(tasks[0]),
                 zoo=zoo,
                 stores=[journals[i] for i in plans],
                 extras=[tasks[i].get("extra") for i in plans],
-                log_to=tasks[0].get("log_to"),
             )
     for i, (kind, value) in zip(plans, results):
         if kind == "result":

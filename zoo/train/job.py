@@ -405,6 +405,24 @@ class Job(Generic[TrainConfigT]):
             log.info(message)
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is carried out and reported, whichever command starts it (`zoo run`, an
+    ensemble's member, a sweep's cell, a search's trial): none of it changes what the run
+    learns, so none of it is in its config hash."""
+
+    device: str = "auto"
+    """Where it trains: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``."""
+    quiet: bool = False
+    """No progress lines."""
+    log_to: str | list[str] | None = None
+    """The trackers it reports to (zoo.train.tracking); None: those ZOO_LOG_TO names."""
+    log_every: int | float | None = None
+    """How often a redirected output gets a progress line: steps (int) or seconds (float)."""
+    label: str | None = None
+    """Which run this is in a larger whole, in progress lines ("member 2/3 lstm-wordpunct")."""
+
+
 @dataclass
 class RunnerState:
     """What the runner keeps of a job for itself: not the pipeline's business, so not on the
@@ -431,6 +449,11 @@ class RunnerState:
 
 
 _RUNNER_STATE: weakref.WeakKeyDictionary[Any, RunnerState] = weakref.WeakKeyDictionary()
+
+
+def keep_runner_state(job, state: RunnerState) -> None:
+    """Keep ``state`` as the runner's own state of ``job`` (zoo.train.starting.plan_job)."""
+    _RUNNER_STATE[job] = state
 
 
 def runner_state(job) -> RunnerState:

@@ -10,11 +10,15 @@ of every saved run: ``attn.qkv``, ``attn.proj``, ``mlp.fc``, ``mlp.proj``, ``ln1
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import dataclass
 from typing import TypeVar
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from zoo.errors import ZooDeprecationWarning
 
 M = TypeVar("M", bound=nn.Module)
 
@@ -255,40 +259,69 @@ class MixtureOfExperts(nn.Module):
         return out.view(shape)
 
 
+@dataclass(frozen=True)
+class BlockSettings:
+    """The shape of a pre-norm block (``PreLNBlock``), the same for every block of a model."""
+
+    width: int
+    """C, the width of the residual stream."""
+    heads: int
+    """Attention heads (queries)."""
+    hidden: int
+    """The GELU MLP's hidden width (unused when the block is given its own ``mlp``)."""
+    dropout: float = 0.0
+    """Dropout on attention weights, the residual branches and the MLP."""
+    bias: bool = True
+    """Biases in the linear layers and LayerNorms."""
+    causal: bool = False
+    """Each position attends to itself and earlier ones only."""
+    gelu: str = "exact"
+    """The MLP's GELU: ``"exact"`` or ``"tanh"`` (GPT-2's approximation)."""
+    norm: str = "layer"
+    """``"layer"`` (LayerNorm) or ``"rms"`` (RMSNorm)."""
+    kv_heads: int | None = None
+    """Heads for keys and values (grouped-query attention); None: as many as ``heads``."""
+
+
 class PreLNBlock(nn.Module):
     """x + attention(norm(x)), then + MLP(norm(x)): GPT-2's and the encoder's block with
     LayerNorm; Llama's with ``norm="rms"``, a SwiGLU ``mlp``, ``kv_heads`` and ``rotary``.
-    ``mlp`` replaces the GELU MLP (``hidden`` wide) with any module [B, T, C] -> [B, T, C]."""
+    ``mlp`` replaces the GELU MLP (``hidden`` wide) with any module [B, T, C] -> [B, T, C].
+    The settings are one ``BlockSettings``, the same for every block of a model."""
 
     def __init__(
         self,
-        width: int,
-        heads: int,
-        hidden: int,
-        *,
-        dropout: float = 0.0,
-        bias: bool = True,
-        causal: bool = False,
-        gelu: str = "exact",
-        norm: str = "layer",
-        kv_heads: int | None = None,
+        settings: BlockSettings | int,
+        *old,
         rotary: Rotary | None = None,
         mlp: nn.Module | None = None,
+        **old_keywords,
     ):
         super().__init__()
-        self.ln1 = norm_layer(norm, width, bias)
+        if not isinstance(settings, BlockSettings):  # API 1.1's (width, heads, hidden, ...)
+            warnings.warn(
+                "PreLNBlock(width, heads, hidden, ...) is deprecated: pass "
+                "PreLNBlock(BlockSettings(width, heads, hidden, ...), rotary=..., mlp=...)",
+                ZooDeprecationWarning,
+                stacklevel=2,
+            )
+            settings = BlockSettings(settings, *old, **old_keywords)
+        s = settings
+        self.ln1 = norm_layer(s.norm, s.width, s.bias)
         self.attn = SelfAttention(
-            width,
-            heads,
-            dropout=dropout,
-            bias=bias,
-            causal=causal,
-            kv_heads=kv_heads,
+            s.width,
+            s.heads,
+            dropout=s.dropout,
+            bias=s.bias,
+            causal=s.causal,
+            kv_heads=s.kv_heads,
             rotary=rotary,
         )
-        self.ln2 = norm_layer(norm, width, bias)
-        self.mlp = MLP(width, hidden, bias=bias, dropout=dropout, gelu=gelu) if mlp is None else mlp
-        self.drop = nn.Dropout(dropout)
+        self.ln2 = norm_layer(s.norm, s.width, s.bias)
+        if mlp is None:
+            mlp = MLP(s.width, s.hidden, bias=s.bias, dropout=s.dropout, gelu=s.gelu)
+        self.mlp = mlp
+        self.drop = nn.Dropout(s.dropout)
 
     def forward(self, x, keep=None):
         """[B, T, C] -> [B, T, C]: attention then the MLP, each on the normed input and

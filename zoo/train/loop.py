@@ -98,12 +98,12 @@ class Batch:
 
 
 @dataclass
-class TrainResult:
-    """What ``train`` returns: the steps trained, the last training loss, the tokens seen,
-    the time spent (validation included, and its part), the best validation's score and
-    step (and, with ``average_best``, the runners-up averaged), the curve, and whether
-    patience stopped the run early. ``tokens_per_s`` is training tokens per second of
-    optimizer steps, validation excluded."""
+class TrainingOutcome:
+    """How training went, as ``train`` returns it (API 1.1: ``TrainResult``): the steps
+    trained, the last training loss, the tokens seen, the time spent (validation included,
+    and its part), the best validation's score and step (and, with ``average_best``, the
+    runners-up averaged), the curve, and whether patience stopped the run early.
+    ``tokens_per_s`` is training tokens per second of optimizer steps, validation excluded."""
 
     steps: int = 0
     """Optimizer steps taken (a resumed run counts its earlier ones)."""
@@ -168,7 +168,7 @@ def train(
     higher_is_better: bool = True,
     rngs: dict[str, np.random.Generator] | None = None,
     state: dict | None = None,
-) -> TrainResult:
+) -> TrainingOutcome:
     """Run the optimizer until the step or time budget is spent.
 
     ``validate()`` returns a dict of validation figures, logged every ``eval_interval``
@@ -194,7 +194,7 @@ def train(
     _configure(model, cfg, ranks)
     step_figures = optional_member(model, "step_figures")
     _warn_of_a_short_run(job)
-    result = TrainResult()
+    result = TrainingOutcome()
     checkpoints = Checkpointer(job, model, result, {"batches": rng, **(rngs or {})}, state)
     start = time.perf_counter() - checkpoints.restore()
     with job.progress(cfg.steps, "train") as progress, phase("train"):
@@ -246,14 +246,14 @@ def _warn_of_a_short_run(job: Job) -> None:
         job.say(f"zoo: warning: {short}")
 
 
-def _time_budget(cfg, result: TrainResult) -> float | None:
+def _time_budget(cfg, result: TrainingOutcome) -> float | None:
     """The seconds training may take, if ``time`` is set. It covers the validation that
     closes the curve too: the last estimate's duration is kept in reserve, so the loop ends
     within the budget."""
     return None if cfg.time is None else cfg.time - result.last_validate_time
 
 
-def _stop_for_patience(result: TrainResult, cfg) -> bool:
+def _stop_for_patience(result: TrainingOutcome, cfg) -> bool:
     """Whether patience is spent; if so, the result says training stopped early."""
     if not _patience_spent(result, cfg):
         return False
@@ -281,7 +281,7 @@ def _validation_due(cfg, step: int) -> bool:
     return bool(every) and step % every == 0
 
 
-def _load_reported_weights(model, result: TrainResult) -> None:
+def _load_reported_weights(model, result: TrainingOutcome) -> None:
     """Put the weights the final evaluation reports into the model: the best validation's,
     or the mean of the best few (``average_best``); the last step's are there already."""
     if result.best_state is None:
@@ -306,7 +306,7 @@ def mean_weights(states: list[dict]) -> dict:
     return mean
 
 
-def _patience_spent(result: TrainResult, cfg) -> bool:
+def _patience_spent(result: TrainingOutcome, cfg) -> bool:
     """Whether the last ``patience`` validations all failed to beat the best one. Counted
     from the curve and best_step, which checkpoints keep, so a resumed run stops alike."""
     patience = getattr(cfg, "patience", 0)
@@ -318,7 +318,7 @@ def _patience_spent(result: TrainResult, cfg) -> bool:
     return sum(1 for point in result.curve if point["step"] > after) >= patience
 
 
-def _told_to_stop(job: Job, result: TrainResult, figures: dict) -> bool:
+def _told_to_stop(job: Job, result: TrainingOutcome, figures: dict) -> bool:
     """Ask the job's per-validation callback, if any, whether training goes on."""
     state = runner_state(job)
     callback = state.on_validate
@@ -339,7 +339,9 @@ def _out_of_time(start: float, budget: float, ranks) -> bool:
     return distributed.rank0_flag(spent)
 
 
-def _validate(validate, result: TrainResult, score_key, higher_is_better, model, cfg=None) -> dict:
+def _validate(
+    validate, result: TrainingOutcome, score_key, higher_is_better, model, cfg=None
+) -> dict:
     start = time.perf_counter()
     with phase("evaluate"):
         figures = validate()

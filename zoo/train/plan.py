@@ -69,31 +69,42 @@ class Plan:
         }
 
 
+@dataclass(frozen=True)
+class PlanChoices:
+    """What a user may choose of a run besides its model, dataset and settings; each is
+    checked before anything is loaded. `zoo run`, its ensemble presets' members, a sweep's
+    cells and a search's trials plan with them."""
+
+    seed: int = 0
+    task: str | None = None  # None: the first task both the model and the dataset serve
+    text_column: str | None = None  # None: detected
+    label_column: str | None = None  # None: detected
+    held_out: tuple = ()  # split roles the run never reads ("test" while a search chooses)
+
+
 def plan_run(
     model: str,
     dataset: str,
     *,
     overrides: dict | None = None,
-    seed: int = 0,
-    task: str | None = None,
-    text_column: str | None = None,
-    label_column: str | None = None,
+    choices: PlanChoices = PlanChoices(),
     init: str | None = None,
     zoo=None,
     loaded_cache: MutableMapping | None = None,
-    held_out: tuple = (),
 ) -> Plan:
-    """``init``: a finished run whose tokenizer and matching weights the run starts from.
+    """``choices``: seed, task, columns and held-out splits (``PlanChoices``). ``init``: a
+    finished run whose tokenizer and matching weights the run starts from.
     ``loaded_cache``: datasets loaded so far, by name and columns (a sweep plans many cells
-    on one dataset and loads it once). ``held_out``: split roles a search must not read."""
+    on one dataset and loads it once)."""
     zoo = zoo or get_zoo()
-    _check_choices(seed, task, text_column, label_column)
-    held_out = _held_out(held_out)
+    _check_choices(choices)
+    held_out = _held_out(choices.held_out)
     spec = resolve_model(model, zoo)
     source = _init_source(init, spec) if init is not None else None  # '' is refused
     ref = zoo_data.resolve(dataset, zoo)
-    columns = (text_column, label_column)
+    columns = (choices.text_column, choices.label_column)
     tasks, loaded = _dataset_tasks(ref, zoo, columns, held_out, loaded_cache)
+    task = choices.task
     chosen = choose_task(
         spec.architecture, tasks, task, dataset=ref.name, known=zoo.pipelines.names()
     )
@@ -125,18 +136,27 @@ def plan_run(
     if "dataset" in configs:
         ref = dataclasses.replace(ref, config=configs["dataset"])
     return Plan(
-        spec, ref, chosen, pipeline, configs, seed, loaded, columns, held_out=held_out, init=source
+        spec,
+        ref,
+        chosen,
+        pipeline,
+        configs,
+        choices.seed,
+        loaded,
+        columns,
+        held_out=held_out,
+        init=source,
     )
 
 
-def _check_choices(seed: int, task, text_column, label_column) -> None:
+def _check_choices(choices: PlanChoices) -> None:
     """The seed and the named task and columns, before anything is loaded, written or
     recorded: an empty name is refused."""
-    check_seed(seed, "seed")
-    for option, value in (("--task", task), ("--text-column", text_column)):
+    check_seed(choices.seed, "seed")
+    for option, value in (("--task", choices.task), ("--text-column", choices.text_column)):
         if value is not None and not str(value).strip():
             raise ZooError(f"{option} is empty; name one, or leave the option out")
-    if label_column is not None and not str(label_column).strip():
+    if choices.label_column is not None and not str(choices.label_column).strip():
         raise ZooError(
             "label_column is empty; name one, or leave the option out", option="label_column"
         )

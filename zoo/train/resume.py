@@ -17,7 +17,7 @@ from zoo.records.ownership import own_run
 from zoo.records.paths import run_folder
 from zoo.records.store import Store
 from zoo.train import checkpoints, distributed
-from zoo.train.job import RunFolder
+from zoo.train.job import RunFolder, RunnerState, RunOptions
 from zoo.train.plan import plan_from_record
 from zoo.train.provenance import identity, same_code
 from zoo.train.runner import run_job
@@ -116,16 +116,9 @@ def _resume_owned(row: dict, run: RunFolder, zoo, quiet: bool, store) -> dict:
     if not quiet:
         where = f"step {ckpt.step}" if ckpt else "the start (no checkpoint was written)"
         log.info(f"zoo: resuming run {row['id']} from {where}")
-    job = plan_job(
-        plan,
-        dataset,
-        provenance.get("device", "auto"),
-        run,
-        quiet,
-        resuming=True,
-        resume_from=ckpt,
-        identity=current,
-    )
+    options = RunOptions(device=provenance.get("device", "auto"), quiet=quiet)
+    state = RunnerState(resume_from=ckpt, identity=current)
+    job = plan_job(plan, dataset, run, options, resuming=True, state=state)
     summary = {
         k: provenance[k]
         for k in ("run_id", "model", "architecture", "tokenizer", "dataset", "task", "seed")

@@ -23,7 +23,7 @@ from zoo.records.ownership import own_run
 from zoo.records.store import Store, home
 from zoo.train import checkpoints, distributed
 from zoo.train.curves import save_curve
-from zoo.train.job import Job, RunResult, runner_state
+from zoo.train.job import Job, RunnerState, RunOptions, RunResult, runner_state
 from zoo.train.plan import Plan, config_hash
 from zoo.train.provenance import (
     git_commit,
@@ -44,81 +44,71 @@ log = logging.getLogger(__name__)
 @measured  # where the run's time goes, recorded with it (zoo.core.phases)
 def execute(
     plan: Plan,
+    options: RunOptions | None = None,
     *,
-    device: str = "auto",
-    quiet: bool = False,
-    text_column: str | None = None,
-    label_column: str | None = None,
     zoo=None,
     extra: dict | None = None,
     run_id: str | None = None,
     store=None,
     on_validate=None,
-    log_to=None,
-    label: str | None = None,
-    log_every: int | float | None = None,
     stack=None,
 ) -> dict:
     """Load the data, train and evaluate through the pipeline, and record the run.
 
-    ``extra`` is added to the run's provenance (``zoo reproduce`` names the original run).
-    Under torchrun every rank runs this; rank 0 alone writes the run folder and the store
-    row, the others work in a scratch folder that is removed at the end. A sweep's worker
-    passes the ``run_id`` its driver chose and a ``store`` that hands every write back to
-    the driver (zoo.sweeps.worker.Journal), so the driver alone writes the SQLite store.
-    ``on_validate`` is the training loop's per-validation callback (``Job.on_validate``); a
-    plan with ``held_out`` roles trains and reports without ever reading those splits.
-    ``log_to`` names the trackers the run reports to (zoo.train.tracking; default ZOO_LOG_TO).
-    ``label`` starts each progress line (which member or cell this is), and ``log_every``
-    spaces them (zoo.train.progress). Where the run's time goes (``zoo.core.phases``) is
-    recorded with its provenance as ``timing``. ``stack`` is the run's place among seeds
-    trained together (zoo.train.seed_stack.StackSlot), for a plan with ``stacked``."""
+    ``options`` say where it trains and how it reports (zoo.train.job.RunOptions: device,
+    progress, trackers). ``extra`` is added to the run's provenance (``zoo reproduce`` names
+    the original run). Under torchrun every rank runs this; rank 0 alone writes the run
+    folder and the store row, the others work in a scratch folder that is removed at the
+    end. A sweep's worker passes the ``run_id`` its driver chose and a ``store`` that hands
+    every write back to the driver (zoo.sweeps.worker.Journal), so the driver alone writes
+    the SQLite store. ``on_validate`` is the training loop's per-validation callback
+    (``RunnerState.on_validate``); a plan with ``held_out`` roles trains and reports without
+    ever reading those splits. Where the run's time goes (``zoo.core.phases``) is recorded
+    with its provenance as ``timing``. ``stack`` is the run's place among seeds trained
+    together (zoo.train.seed_stack.StackSlot), for a plan with ``stacked``."""
     from zoo.train.tracking import check as check_trackers
     from zoo.train.tracking import chosen
 
-    zoo = zoo or get_zoo()
+    zoo, options = zoo or get_zoo(), options or RunOptions()
     precision = getattr(plan.configs.get("train"), "precision", "auto")
-    if device == "cuda" or precision != "auto":  # not there: the user's error, no run recorded
+    if options.device == "cuda" or precision != "auto":  # not there: the user's error
         from zoo.train.torch_model import refuse_missing
 
-        refuse_missing(precision, device)
-    trackers_named = chosen(log_to)
+        refuse_missing(precision, options.device)
+    trackers_named = chosen(options.log_to)
     check_trackers(trackers_named, zoo)  # an unknown tracker fails before anything loads
-    ranks = distributed.join_ranks(device)
+    options = dataclasses.replace(options, log_to=trackers_named)  # ZOO_LOG_TO read once
+    ranks = distributed.join_ranks(options.device)
     with own_interrupts_fail("the run's code (loading its data and plugins)"):
-        dataset, pipeline = _data_and_code(plan, zoo, (text_column, label_column), quiet)
+        dataset, pipeline = _data_and_code(plan, zoo, options.quiet)
     with phase("record"):
         run_id = distributed.broadcast_object(run_id or new_run_id())
         run, owner = _claimed_folder(run_id, ranks)
     try:
         with phase("record"):  # what the phases inside leave is the recording's
             store, summary, provenance, trackers = _start_record(
-                plan, zoo, dataset, run, ranks, device, extra, store, trackers_named
+                plan, zoo, dataset, run, ranks, options, extra, store
             )
-            job = plan_job(
-                plan,
-                dataset,
-                device,
-                run,
-                quiet or not ranks.is_main,
-                identity=identity(plan, dataset, zoo),
-                on_validate=on_validate,
-                stack=stack,
-                label=label,
-                log_every=log_every,
+            state = RunnerState(
+                identity=identity(plan, dataset, zoo), on_validate=on_validate, stack=stack
             )
+            if not ranks.is_main:
+                options = dataclasses.replace(options, quiet=True)
+            job = plan_job(plan, dataset, run, options, state=state)
             return run_job(plan, pipeline, job, store, summary, provenance, ranks, trackers)
     finally:
         owner.release()
 
 
-def _data_and_code(plan: Plan, zoo, columns: tuple, quiet: bool):
+def _data_and_code(plan: Plan, zoo, quiet: bool):
     """The run's dataset (held-out splits hidden, evaluation sampled to eval_limit) and its
     pipeline, with its architecture, tokenizer and task loss imported: a dataset the
-    pipeline refuses, or a broken plugin, fails here, before a run is recorded."""
-    text_column, label_column = columns
+    pipeline refuses, or a broken plugin, fails here, before a run is recorded. The dataset
+    is the plan's own when planning (or the caller) loaded it, else read through the plan's
+    columns."""
+    text_column, label_column = plan.columns
     with phase("data"):
-        if plan.loaded is not None and plan.columns == columns:
+        if plan.loaded is not None:
             dataset = plan.loaded  # loaded before the task was known; checked below
         else:
             dataset = zoo_data.load(
@@ -154,10 +144,10 @@ def _claimed_folder(run_id: str, ranks):
         raise
 
 
-def _start_record(plan, zoo, dataset, run, ranks, device, extra, store, trackers_named):
+def _start_record(plan, zoo, dataset, run, ranks, options: RunOptions, extra, store):
     """The run's provenance in its config.json and its row in the store (running), and its
-    trackers begun: the store, the run's summary and provenance, and the trackers. Nothing
-    is left of the run folder when this fails."""
+    trackers (``options.log_to``, named) begun: the store, the run's summary and provenance,
+    and the trackers. Nothing is left of the run folder when this fails."""
     summary = {
         "run_id": run.id,
         "model": plan.spec.name,
@@ -168,8 +158,10 @@ def _start_record(plan, zoo, dataset, run, ranks, device, extra, store, trackers
         "seed": plan.seed,
         "eval_limit": getattr(plan.configs.get("train"), "eval_limit", None),
     }
-    provenance = _provenance(plan, zoo, dataset, summary, ranks, device, extra)
-    from zoo.train.tracking import NoTrackers
+    from zoo.train.tracking import NoTrackers, chosen
+
+    trackers_named = chosen(options.log_to)
+    provenance = _provenance(plan, zoo, dataset, summary, ranks, options.device, extra)
 
     if trackers_named:
         provenance["log_to"] = trackers_named

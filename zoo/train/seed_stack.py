@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from zoo.errors import ZooError
+from zoo.train.job import RunOptions
 from zoo.train.model import IGNORE_INDEX, NonFiniteError
 from zoo.train.precision import AUTOCAST_DTYPES, resolve_precision
 from zoo.train.torch_model import TorchModel
@@ -311,12 +312,11 @@ def _batched(batches: list[tuple], device) -> tuple[torch.Tensor, list, torch.Te
     )
 
 
-def train_together(
-    plans, run_ids, *, device, quiet, zoo, stores=None, extras=None, label=None, log_to=None
-):
+def train_together(plans, run_ids, options: RunOptions, *, zoo=None, stores=None, extras=None):
     """Train ``plans`` (one plan at several seeds) as one stack, each recorded as its own
-    run with the id given; ``stores`` and ``extras`` are each run's, as ``execute`` takes
-    them. Each run's ("result", summary) or ("error", exception), in order."""
+    run with the id given and the ``options`` (each progress label naming its seed);
+    ``stores`` and ``extras`` are each run's, as ``execute`` takes them. Each run's
+    ("result", summary) or ("error", exception), in order."""
     from zoo.core.loading import get_zoo
     from zoo.data import datasets as zoo_data
     from zoo.train.runner import execute
@@ -327,28 +327,26 @@ def train_together(
     if first.loaded is None:  # one dataset for every seed, loaded once
         try:
             dataset = zoo_data.load(
-                first.dataset_ref, zoo, quiet=quiet, held_out=tuple(first.held_out)
+                first.dataset_ref, zoo, quiet=options.quiet, held_out=tuple(first.held_out)
             )
         except Exception as exc:
             return [("error", exc)] * len(plans)
-        plans = [dataclasses.replace(p, loaded=dataset, columns=(None, None)) for p in plans]
+        plans = [dataclasses.replace(p, loaded=dataset) for p in plans]
     digest = hashlib.sha256(repr(sorted(seeds)).encode()).hexdigest()
     stack = SeedStack(seed=int(digest[:8], 16))  # the batched step's dropout stream
     record = {"seeds": seeds, "runs": list(run_ids)}  # in each run's provenance
     extras = extras or [None] * len(plans)
 
     def one(slot):
+        label = options.label and f"{options.label}, seed {plans[slot].seed}"
         return lambda: execute(
             plans[slot],
-            device=device,
-            quiet=quiet,
+            dataclasses.replace(options, label=label),
             zoo=zoo,
             run_id=run_ids[slot],
             store=None if stores is None else stores[slot],
             extra={**(extras[slot] or {}), "stack": record},
-            label=None if label is None else f"{label}, seed {plans[slot].seed}",
             stack=stack.slot(slot),
-            log_to=log_to,
         )
 
     return stack.turns.run([one(slot) for slot in range(len(plans))])

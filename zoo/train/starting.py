@@ -3,13 +3,14 @@ new run folder, and the Job its pipeline receives."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import secrets
 import time
 from pathlib import Path
 
 from zoo.io import save_error
-from zoo.train.job import Job, RunFolder, runner_state
+from zoo.train.job import Job, RunFolder, RunnerState, RunOptions, keep_runner_state
 from zoo.train.plan import Plan
 
 
@@ -43,20 +44,16 @@ def create_run_folder(parent: Path, run_id: str) -> RunFolder:
 def plan_job(
     plan: Plan,
     dataset,
-    device: str,
     run: RunFolder,
-    quiet: bool,
+    options: RunOptions,
     *,
     resuming: bool = False,
-    resume_from=None,
-    identity: dict | None = None,
-    on_validate=None,
-    label: str | None = None,
-    log_every: int | float | None = None,
-    stack=None,
+    state: RunnerState | None = None,
 ) -> Job:
-    """The Job a pipeline receives for ``plan`` on ``dataset`` in ``run``: a new run's, or
-    with ``resuming=True`` a resumed one's, continuing the checkpoint ``resume_from``."""
+    """The Job a pipeline receives for ``plan`` on ``dataset`` in ``run``, on the options'
+    device: a new run's, or with ``resuming=True`` a resumed one's. ``state`` is what the
+    runner keeps of it for itself (the checkpoint it continues, the per-validation callback,
+    its place in a stack); its progress label and spacing are the options'."""
     job = Job(
         model_name=plan.spec.name,
         architecture=plan.spec.architecture,
@@ -67,14 +64,15 @@ def plan_job(
         train_config=plan.configs["train"],
         dataset=dataset,
         seed=plan.seed,
-        device=device,
+        device=options.device,
         run=run,
-        quiet=quiet,
+        quiet=options.quiet,
         resuming=resuming,
         init=plan.init,
         declared_task=plan.pipeline.task,
     )
-    state = runner_state(job)
-    state.resume_from, state.identity, state.on_validate = resume_from, identity or {}, on_validate
-    state.label, state.log_every, state.stack = label, log_every, stack
+    state = dataclasses.replace(
+        state or RunnerState(), label=options.label, log_every=options.log_every
+    )
+    keep_runner_state(job, state)
     return job

@@ -30,24 +30,24 @@ class InitSource:
 
     run_id: str
     folder: Path
-    config: dict  # the source run's config.json
+    provenance: dict  # the source run's config.json
 
     @property
     def tokenizer(self) -> str:
-        return self.config["tokenizer"]
+        return self.provenance["tokenizer"]
 
     @property
     def tokenizer_config(self) -> dict:
-        return dict((self.config.get("configs") or {}).get("tokenizer") or {})
+        return dict((self.provenance.get("configs") or {}).get("tokenizer") or {})
 
     def record(self) -> dict:
         """What the new run's provenance keeps about its source."""
         digest = hashlib.sha256((self.folder / WEIGHTS).read_bytes()).hexdigest()
         return {
             "run_id": self.run_id,
-            "model": self.config.get("model"),
-            "dataset": self.config.get("dataset"),
-            "task": self.config.get("task"),
+            "model": self.provenance.get("model"),
+            "dataset": self.provenance.get("dataset"),
+            "task": self.provenance.get("task"),
             "weights_sha256": digest,
         }
 
@@ -110,13 +110,13 @@ def check_source_fits(source: InitSource, zoo) -> None:
     from zoo.train.torch_model import as_model
 
     where = f"init {source.run_id}: its config.json ({source.folder / 'config.json'})"
-    config = source.config
+    provenance = source.provenance
     try:
-        architecture = zoo.architectures.get(config["architecture"])
+        architecture = zoo.architectures.get(provenance["architecture"])
         model_config = build_config(
-            architecture.config_class(), (config.get("configs") or {}).get("model") or {}
+            architecture.config_class(), (provenance.get("configs") or {}).get("model") or {}
         )
-        spec = TaskSpec(**config["spec"])
+        spec = TaskSpec(**provenance["spec"])
     except (ZooError, KeyError, TypeError) as exc:
         raise ZooError(f"{where} cannot be read back ({str(exc)[:200]})", option="init") from None
     check_memory(architecture, model_config, where, vocab_size=spec.vocab_size)
@@ -127,7 +127,7 @@ def check_source_fits(source: InitSource, zoo) -> None:
         what=f"architecture {architecture.name!r}",
         plugin=architecture.plugin,
     )
-    task = get_task(config.get("task"), zoo)
+    task = get_task(provenance.get("task"), zoo)
     model = as_model(built, "cpu", loss=task_loss(task) if task is not None else None)
     expected = {name: tuple(array.shape) for name, array in model.state_dict().items()}
     weights = source.weights()

@@ -39,7 +39,7 @@ def plan_search(search: Search) -> dict:
     from zoo.core.loading import get_zoo
     from zoo.data import datasets as zoo_data
     from zoo.sweeps.cells import expand_models
-    from zoo.train.plan import plan_run
+    from zoo.train.plan import PlanChoices, plan_run
     from zoo.tuning.trials import HELD_OUT
 
     zoo = get_zoo()
@@ -56,9 +56,8 @@ def plan_search(search: Search) -> dict:
                 model,
                 dataset,
                 overrides=search.overrides,
-                task=search.task,
+                choices=PlanChoices(task=search.task, held_out=HELD_OUT),
                 zoo=zoo,
-                held_out=HELD_OUT,
             )
     cache: dict = {}
 
@@ -66,9 +65,8 @@ def plan_search(search: Search) -> dict:
         return plan_run(
             *key,
             overrides=overrides,
-            task=search.task,
+            choices=PlanChoices(task=search.task, held_out=HELD_OUT),
             zoo=zoo,
-            held_out=HELD_OUT,
             loaded_cache=cache,
         )
 
@@ -225,7 +223,7 @@ def _seed_reruns(search: Search, results, make_executor) -> None:
     from zoo.records.store import Store
     from zoo.sweeps import driver
     from zoo.sweeps.cells import Cell, Sweep, settle_finished
-    from zoo.train.plan import config_hash, plan_run
+    from zoo.train.plan import PlanChoices, config_hash, plan_run
     from zoo.tuning.trials import rerun_seeds
 
     seeds = rerun_seeds(search.seeds)
@@ -241,8 +239,7 @@ def _seed_reruns(search: Search, results, make_executor) -> None:
                     result.model,
                     result.dataset,
                     overrides={**search.overrides, **setting},
-                    seed=seed,
-                    task=search.task,
+                    choices=PlanChoices(seed=seed, task=search.task),
                 )
                 cell.config_hash = config_hash(cell.plan)
                 hashes.add(cell.config_hash)

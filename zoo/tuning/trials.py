@@ -64,7 +64,7 @@ def ask(
     train: settings that cannot run (the trial is told failed, with the reason printed), or
     the settings of an earlier trial (told that trial's outcome)."""
     from zoo.sweeps.cells import Cell
-    from zoo.train.plan import config_hash, plan_run
+    from zoo.train.plan import PlanChoices, config_hash, plan_run
 
     seed_next_draw(study, search.sampler, search.seed)
     trial = study.ask({d.key: d.distribution() for d in searched})
@@ -89,9 +89,7 @@ def ask(
             model,
             dataset,
             overrides={**search.overrides, **params},
-            seed=TRIAL_SEED,
-            task=search.task,
-            held_out=HELD_OUT,
+            choices=PlanChoices(seed=TRIAL_SEED, task=search.task, held_out=HELD_OUT),
         )
         cell.config_hash = config_hash(cell.plan)
     except ZooError as exc:
@@ -141,6 +139,7 @@ def run_here(search: Search, study, storage, model, dataset, searched, objective
     """Trials one at a time in this process."""
     from zoo.errors import RunDiverged
     from zoo.sweeps.cells import one_line
+    from zoo.train.job import RunOptions
     from zoo.train.runner import execute
     from zoo.train.starting import new_run_id
 
@@ -153,12 +152,10 @@ def run_here(search: Search, study, storage, model, dataset, searched, objective
         try:
             result = execute(
                 trial.cell.plan,
-                device=search.device,
-                quiet=True,
+                RunOptions(device=search.device, quiet=True, log_to=search.log_to),
                 run_id=run_id,
                 extra=trial.extra,
                 on_validate=trial.reporter,
-                log_to=search.log_to,
             )
             status, metrics = result["status"], result["metrics"]
         except KeyboardInterrupt:

@@ -131,16 +131,16 @@ class StoreView:
         this order: their rows, and the rows their settings are read from (an evaluation's
         trained run, an ensemble's members), go through the functions `zoo runs` uses."""
         from zoo.comparison.runs import run_frame
-        from zoo.comparison.table import load_runs
+        from zoo.comparison.table import CONFIG_KEYS, load_runs
 
         if not ids:
             return run_frame(load_runs(rows=[])) if self.path.is_file() else _empty()
         with self.open() as store:
-            rows = store.rows(ids)
+            rows = store.rows(ids, config_keys=CONFIG_KEYS)
             for _ in range(2):  # an evaluation of an ensemble: its members' rows too
                 known = {r["id"] for r in rows}
                 wanted = sorted({ref for r in rows for ref in _references(r)} - known)
-                rows += store.rows(wanted) if wanted else []
+                rows += store.rows(wanted, config_keys=CONFIG_KEYS) if wanted else []
             frame = run_frame(load_runs(store, rows))
         order = {run_id: n for n, run_id in enumerate(ids)}
         frame = frame[frame["id"].isin(order)]
@@ -511,12 +511,27 @@ def run_page(view: StoreView, run_id: str) -> dict:
         "weighting": config.get("weighting"),
         "evaluations": view.evaluations(row["id"]) if kind == "train" else [],
         "samples": _text(folder / "samples.txt"),
-        "card": _text(folder / MODEL_CARD),
+        "card": _text(folder / MODEL_CARD) or recorded_card(row, view.home),
+        "card_exported": (folder / MODEL_CARD).is_file(),
         "files": sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
         if folder.is_dir()
         else [],
         "commands": commands(row),
     }
+
+
+def recorded_card(row: dict, home: Path) -> str | None:
+    """The model card `zoo export` would write for a finished trained run, made from its
+    record (zoo.operations.card); None for other runs, and for a run whose record the
+    card cannot be made from (what it could not read is the page's note)."""
+    from zoo.operations.card import model_card, recorded_run
+
+    if (row.get("kind") or "train") != "train" or row.get("status") != "finished":
+        return None
+    try:
+        return model_card(recorded_run(row, home))
+    except (ZooError, ValueError, KeyError, TypeError) as exc:  # a row written by hand
+        return f"(no model card: {exc})"
 
 
 def commands(row: dict) -> list[tuple[str, str]]:
