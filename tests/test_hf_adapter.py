@@ -259,6 +259,29 @@ def test_a_local_attention_window_spans_half_the_context():
     assert pegasus_x.block_size == 8 and pegasus_x.max_position_embeddings == 16
 
 
+def test_a_block_sparse_attention_too_long_for_the_context_is_full_from_the_start():
+    """BigBird's block-sparse attention needs more than 704 tokens; below, transformers
+    switches to full attention at the first forward, making new layers there (a draw from
+    torch's generator mid-run, which a resumed run would repeat after its checkpoint). zoo
+    builds it full, so a forward draws nothing."""
+    import torch
+
+    from zoo.core.config import build_config
+    from zoo.core.loading import get_zoo
+    from zoo.plugin import TaskSpec
+
+    assert hf_config("hf-big_bird", block_size=1024).attention_type == "block_sparse"
+    entry = get_zoo().architectures.get("hf-bigbird_pegasus")
+    tiny = {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16}
+    model = entry.load()(build_config(entry.config_class(), tiny), TaskSpec("seq2seq", 20))
+    assert model.hf.config.attention_type == "original_full"
+    ids = torch.randint(3, 20, (2, 8))
+    state = torch.get_rng_state()
+    with torch.no_grad():
+        model.hf.eval()(input_ids=ids, decoder_input_ids=ids)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
 def test_a_type_whose_cached_forward_is_not_causal_keeps_the_cache_off():
     """FSMT drops its decoder's causal mask when use_cache is on (a forward over a whole
     target then reads later tokens): its models keep use_cache off, so an export's forward

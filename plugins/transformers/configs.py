@@ -154,6 +154,7 @@ def layout_of(model_type: str) -> Layout:
         derived["attention_window"] = lambda cfg: max(2, cfg.block_size // 4 * 2)
     if "local_radius" in fields:
         derived["local_radius"] = lambda cfg: max(1, cfg.block_size // 4)
+    derived.update(_sparse_attention(config_class, fields))
     dropouts = tuple(
         sorted(name for name, kind in kinds.items() if kind is float and DROPOUT.search(name))
     )
@@ -187,6 +188,26 @@ def _ssm_sizes(config_class: type, fields: set[str]) -> dict[str, Callable[[Any]
         elif name in SSM_GROUPS:
             sizes[name] = lambda cfg: 1
     return sizes
+
+
+def _sparse_attention(config_class: type, fields: set[str]) -> dict[str, Callable[[Any], Any]]:
+    """A block-sparse attention (BigBird's) with a context too short for it is full
+    attention from the start. transformers would switch to it at the first forward, making
+    new attention layers there and so drawing from torch's generator mid-run: a resumed run
+    would draw again after its checkpoint and train on other dropout masks."""
+    if not {"attention_type", "num_random_blocks", "block_size"} <= fields:
+        return {}
+    default: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(config_class)}
+
+    def attention_type(cfg) -> str:
+        blocks = getattr(cfg, "num_random_blocks", None) or default["num_random_blocks"]
+        # transformers' bound: 2 global, 3 sliding and 2 x random blocks (its block_size,
+        # which zoo's context hides, stays the default)
+        if cfg.block_size <= (5 + 2 * blocks) * default["block_size"]:
+            return "original_full"
+        return default["attention_type"]
+
+    return {"attention_type": attention_type}
 
 
 def _allows_none(annotation) -> bool:
