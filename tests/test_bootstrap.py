@@ -119,6 +119,29 @@ def test_a_table_counts_the_examples_and_a_flag_keeps_the_seeds_only_view():
     assert "the evaluation set's sampling noise" in render(both, "table")
 
 
+def test_the_power_note_counts_the_examples_where_they_dominate():
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
+
+    base = np.zeros(1000)
+    base[500:] = 1.0
+    # a leads b by 3 to 5 of 1,000 examples, steadily over seeds: the seeds alone could
+    # find a gap this small, the test set's own noise hides it whatever the seeds
+    for seed, (extra_a, extra_b) in enumerate([(0, 0), (1, 1), (2, 0)]):
+        record_with_examples("a-word", seed, flipped(flipped(base, 3), extra_a, start=10))
+        record_with_examples("b-word", seed, flipped(base, extra_b, start=20))
+    seeds_only = summarize(load_runs(), ComparisonSpec(examples=False))
+    both = summarize(load_runs(), ComparisonSpec())
+    alone = seeds_only.cells.set_index("model").loc["b-word", "detectable"]
+    counted = both.cells.set_index("model").loc["b-word", "detectable"]
+    # the difference's sd from the examples is about sqrt(0.004 / 1000) = 0.002
+    assert alone < 0.004 < counted and counted > 2.8 * 0.002
+    (note,) = [n for n in both.notes if n.startswith("power")]
+    assert "these seeds and examples find a row" in note
+    assert "no number of seeds would tell b-word from it" in note
+    (note,) = [n for n in seeds_only.notes if n.startswith("power")]
+    assert "these seeds find a row" in note and "no number of seeds" not in note
+
+
 def test_deterministic_models_are_told_apart_by_their_examples_alone():
     from zoo.comparison.table import ComparisonSpec, load_runs, summarize
 

@@ -24,6 +24,13 @@ def replicate_means(scores: list, draws: int = DRAWS, seed: int = 0, weights=Non
     examples) array, the per-example scores of row r's n_r seeds; every row has the same
     examples, in the same order. `weights[r]`, where given (None, or None for a row: every
     score weighs 1), has the shape of `scores[r]`: each seed's figure is the weighted mean."""
+    return replicates(scores, draws, seed, weights)[0]
+
+
+def replicates(scores: list, draws: int = DRAWS, seed: int = 0, weights=None):
+    """replicate_means, and beside it (draws, rows) of the same example draws with each
+    row's seeds held fixed (every seed once): the examples' share of the variance, which
+    more seeds do not remove (the power note's floor)."""
     import numpy as np
 
     examples = {np.shape(s)[1] for s in scores}
@@ -34,7 +41,7 @@ def replicate_means(scores: list, draws: int = DRAWS, seed: int = 0, weights=Non
     rng = np.random.default_rng(seed)
     # how often each example is drawn, the same draw for every row: (draws, examples)
     example_weights = drawn_counts(rng, draws, count)
-    out = np.empty((draws, len(scores)))
+    both, fixed = np.empty((draws, len(scores))), np.empty((draws, len(scores)))
     for r, (matrix, weight) in enumerate(zip(scores, weights)):
         matrix = np.asarray(matrix, dtype=np.float64)
         n = matrix.shape[0]
@@ -44,8 +51,9 @@ def replicate_means(scores: list, draws: int = DRAWS, seed: int = 0, weights=Non
         else:
             weight = np.asarray(weight, dtype=np.float64)
             figures = (example_weights @ (weight * matrix).T) / (example_weights @ weight.T)
-        out[:, r] = np.einsum("dn,dn->d", seed_weights, figures) / n
-    return out
+        both[:, r] = np.einsum("dn,dn->d", seed_weights, figures) / n
+        fixed[:, r] = figures.mean(axis=1)
+    return both, fixed
 
 
 def drawn_counts(rng, draws: int, size: int):
@@ -83,12 +91,14 @@ def difference(observed: float, replicates_a, replicates_b, level: float = 0.95)
     return Difference(float(observed), float(low), float(high), p)
 
 
-def column_replicates(table, columns, draws: int = DRAWS) -> dict:
+def column_replicates(table, columns, draws: int = DRAWS) -> tuple[dict, dict]:
     """cell index -> its replicate means, for every column (`columns`: groups of the table's
     cells) whose cells' runs all kept per-example scores of the column's metric on the
     same examples (RunResult.per_example); other columns are left out. One draw of
-    examples per column, so its rows stay paired by example."""
+    examples per column, so its rows stay paired by example. Beside them, cell index ->
+    the replicates of the examples alone (each cell's seeds held fixed: `replicates`)."""
     found: dict = {}
+    fixed: dict = {}
     for _, group in columns:
         metric = group["metric"].iloc[0]
         kept = [_scores(str(runs).split(), metric) for runs in group["runs"]]
@@ -97,9 +107,10 @@ def column_replicates(table, columns, draws: int = DRAWS) -> dict:
         scores, weights, digests = zip(*kept)
         if len({s.shape[1] for s in scores}) != 1 or len(set(digests)) != 1:
             continue  # rows that scored other examples are not paired
-        means = replicate_means(list(scores), draws, weights=list(weights))
+        means, alone = replicates(list(scores), draws, weights=list(weights))
         found.update({index: means[:, i] for i, index in enumerate(group.index)})
-    return found
+        fixed.update({index: alone[:, i] for i, index in enumerate(group.index)})
+    return found, fixed
 
 
 def _scores(run_ids: list[str], metric: str):
