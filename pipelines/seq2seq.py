@@ -20,7 +20,10 @@ Two kinds of model serve it, each trained with teacher forcing, the loss on the 
 Decoding is beam search (``beam_size``; 1 is greedy) with the model's key/value cache
 (``decode``) where it has one. Metrics: corpus BLEU and chrF by sacreBLEU on the decoded
 text against the dataset's own target text (the signatures are recorded with the run),
-exact match (the whole output right), and the loss per target token. The training curve
+exact match (the whole output right), and the loss per target token. Each row's exact
+match is kept (``RunResult.per_example``), so comparisons of runs decoded on the same rows
+count the test set's noise in exact match; BLEU and chrF are corpus scores, no mean of
+per-row scores, and are compared over seeds only. The training curve
 and the choice of the best weights use the validation loss; the test split is decoded and
 scored once, at the end.
 """
@@ -279,10 +282,16 @@ def text_metrics(hypotheses: list[str], references: list[str]) -> dict:
     return {
         "bleu": float(bleu.corpus_score(hypotheses, [references]).score),
         "chrf": float(chrf.corpus_score(hypotheses, [references]).score),
-        "exact_match": float(np.mean([h == r for h, r in zip(hypotheses, references)])),
+        "exact_match": float(np.mean(exact_matches(hypotheses, references))),
         "bleu_signature": str(bleu.get_signature()),
         "chrf_signature": str(chrf.get_signature()),
     }
+
+
+def exact_matches(hypotheses: list[str], references: list[str]) -> np.ndarray:
+    """1.0 where an output is its reference exactly, else 0.0: one score per row, in the
+    split's order, whose mean is exact_match."""
+    return np.array([h == r for h, r in zip(hypotheses, references)], dtype=np.float64)
 
 
 def score_pairs(model, layout, tokenizer, pairs: Pairs, cfg) -> tuple[dict, list[str]]:
@@ -330,10 +339,13 @@ def run(job: Job[Seq2SeqConfig]) -> RunResult:
     metrics = loop_metrics(result)
     metrics["truncated"] = train_pairs.truncated / max(1, len(train_pairs))
     outputs: dict[str, list[str]] = {}
+    per_example = {}  # each row's exact match, so comparisons count the test set's noise
     for role in ("validation", "test"):
         if role in data:
             figures, outputs[role] = score_pairs(model, layout, tokenizer, data[role], cfg)
             metrics.update({f"{PREFIXES[role]}_{k}": v for k, v in figures.items()})
+            matches = exact_matches(outputs[role], data[role].target_texts)
+            per_example[f"{PREFIXES[role]}_exact_match"] = matches
     metrics["vocab_size"] = tokenizer.vocab_size
     job.run.save_weights(model.state_dict())
 
@@ -346,7 +358,9 @@ def run(job: Job[Seq2SeqConfig]) -> RunResult:
     ][: cfg.samples]
     if samples:
         job.run.write_text("samples.txt", "\n".join(samples) + "\n")
-    return RunResult(params, metrics, spec, ["\n".join(samples)] if samples else [])
+    return RunResult(
+        params, metrics, spec, ["\n".join(samples)] if samples else [], per_example=per_example
+    )
 
 
 def trained_layout(trained) -> Layout:

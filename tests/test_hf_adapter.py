@@ -247,6 +247,68 @@ def test_a_type_transformers_cannot_build_one_layer_deep_exits_2_before_training
     assert hf_config("hf-rwkv", n_layer=2).num_hidden_layers == 2
 
 
+def test_a_local_attention_window_spans_half_the_context():
+    """Longformer's and LED's attention_window, LongT5's local_radius and PegasusX's
+    block_size (named like zoo's context, so only an override sets it) follow the context:
+    their defaults (512, 127, 512) pad a 16-token input hundreds of positions wide."""
+    assert hf_config("hf-longformer").attention_window == 8  # block_size 16
+    assert hf_config("hf-led").attention_window == 8
+    assert hf_config("hf-longt5").local_radius == 4
+    assert hf_config("hf-longt5", local_radius=2).local_radius == 2  # a setting wins
+    pegasus_x = hf_config("hf-pegasus_x")
+    assert pegasus_x.block_size == 8 and pegasus_x.max_position_embeddings == 16
+
+
+def test_a_block_sparse_attention_too_long_for_the_context_is_full_from_the_start():
+    """BigBird's block-sparse attention needs more than 704 tokens; below, transformers
+    switches to full attention at the first forward, making new layers there (a draw from
+    torch's generator mid-run, which a resumed run would repeat after its checkpoint). zoo
+    builds it full, so a forward draws nothing."""
+    import torch
+
+    from zoo.core.config import build_config
+    from zoo.core.loading import get_zoo
+    from zoo.plugin import TaskSpec
+
+    assert hf_config("hf-big_bird", block_size=1024).attention_type == "block_sparse"
+    entry = get_zoo().architectures.get("hf-bigbird_pegasus")
+    tiny = {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16}
+    model = entry.load()(build_config(entry.config_class(), tiny), TaskSpec("seq2seq", 20))
+    assert model.hf.config.attention_type == "original_full"
+    ids = torch.randint(3, 20, (2, 8))
+    state = torch.get_rng_state()
+    with torch.no_grad():
+        model.hf.eval()(input_ids=ids, decoder_input_ids=ids)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_a_type_whose_cached_forward_is_not_causal_keeps_the_cache_off():
+    """FSMT drops its decoder's causal mask when use_cache is on (a forward over a whole
+    target then reads later tokens): its models keep use_cache off, so an export's forward
+    computes what zoo trained."""
+    import torch
+
+    from zoo.core.config import build_config
+    from zoo.core.loading import get_zoo
+    from zoo.plugin import TaskSpec
+
+    entry = get_zoo().architectures.get("hf-fsmt")
+    tiny = {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16}
+    model = entry.load()(build_config(entry.config_class(), tiny), TaskSpec("seq2seq", 20))
+    hf = model.hf.eval()
+    assert hf.config.use_cache is False
+    source, target = torch.randint(3, 20, (2, 6)), torch.randint(3, 20, (2, 5))
+    changed = target.clone()
+    changed[:, -1] = 3 + (changed[:, -1] - 2) % 17  # another last token
+    with torch.no_grad():
+        for cache, leaks in ((True, True), (None, False)):  # None: the config's
+            a, b = (
+                hf(input_ids=source, decoder_input_ids=t, use_cache=cache).logits[:, :-1]
+                for t in (target, changed)
+            )
+            assert (not torch.equal(a, b)) is leaks
+
+
 def test_a_class_whose_token_ids_must_be_numbers_keeps_its_own():
     assert isinstance(hf_config("hf-cwm").bos_token_id, int)
     assert hf_config("hf-llama").bos_token_id is None

@@ -346,6 +346,15 @@ def test_bleu_and_chrf_are_sacrebleus_on_the_text():
     assert f"version:{sacrebleu.__version__}" in figures["chrf_signature"]
 
 
+def test_exact_match_is_the_mean_of_each_rows_match():
+    from zoo.pipelines.seq2seq import exact_matches, text_metrics
+
+    hypotheses, references = ["a b", "c", "d e"], ["a b", "c d", "d e"]
+    matches = exact_matches(hypotheses, references)
+    assert matches.tolist() == [1.0, 0.0, 1.0]
+    assert text_metrics(hypotheses, references)["exact_match"] == pytest.approx(matches.mean())
+
+
 def test_a_run_without_a_target_column_is_refused_before_training(tiny_text, cli):
     result = cli("run", "encdec-char", tiny_text, "--task", "seq2seq", "--set", "steps=1")
     assert result.code == 2
@@ -408,6 +417,17 @@ def test_a_tiny_transduction_run_trains_predicts_and_evaluates(model, tmp_path):
         assert f"val_{name}" in metrics and f"test_{name}" in metrics
     assert "tok:13a" in metrics["test_bleu_signature"]
     run_id = record["run_id"]
+    # each row's exact match is kept, in the split's order, for paired comparisons
+    from zoo.io import load_safetensors
+    from zoo.records.paths import run_folder
+
+    kept = load_safetensors(run_folder(run_id) / "per_example.safetensors")
+    for prefix in ("val", "test"):
+        assert kept[f"{prefix}_exact_match"].shape == (20,)
+        assert kept[f"{prefix}_exact_match"].mean() == pytest.approx(
+            metrics[f"{prefix}_exact_match"]
+        )
+        assert f"examples:{prefix}" in kept
     for extra in ([], ["--beam", "3"]):
         predicted = run_zoo("predict", run_id, "1 2 3", *extra, "--json")
         assert predicted.returncode == 0, predicted.stderr
