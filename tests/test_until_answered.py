@@ -37,7 +37,7 @@ def fake_trainer(means: dict, sd: float):
     """driver.run_sweep for tests: each cell to do is recorded finished at once, its figure
     the model's mean plus a draw of its seed."""
 
-    def run_sweep(sweep, **_):
+    def run_sweep(sweep, *_, **__):
         with Store() as store:
             for cell in sweep.todo:
                 rng = np.random.default_rng([cell.seed, len(cell.model)])

@@ -3,6 +3,7 @@ sweep, ensemble and tune (see ``zoo.api``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from pathlib import Path
@@ -167,8 +168,10 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
     ``"auto"``. ``seeds="auto"`` starts every row with 2 seeds and gives one more to the
     rows still tied with their column's leader, look by look, until it is told apart or
     they have ``max_seeds`` (default 10) (zoo.sweeps.until_answered)."""
+    from zoo.comparison.table import ComparisonSpec
     from zoo.sweeps import report
     from zoo.sweeps.executors import make_executor
+    from zoo.train.job import RunOptions
 
     check_device(device)
     check_executor(executor)
@@ -187,19 +190,17 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
             stack_seeds=stack_seeds,
             workers=workers,
         )
-        plan.log_to = _trackers(log_to)
+        options = RunOptions(device=device, quiet=quiet, log_to=_trackers(log_to))
         _check_sweep_comparison(plan, metric, better, baseline)  # a dry run refuses it too
         if most is not None:  # a dry run says it too
             logger.info(UNTIL_ANSWERED.format(most=most))
         if dry_run:
             return SweepResult(report.records(plan), None)
-        table = _train_and_compare(
-            plan, workers, most, device=device, quiet=quiet, metric=metric, examples=examples,
-            comparison=dict(by=by, columns=columns, baseline=baseline, better=better, pool=pool),
+        spec = ComparisonSpec(
+            metric=metric, by=by, columns=columns, baseline=baseline, better=better, pool=pool,
+            examples=examples,
         )  # fmt: skip
-        logger.info(report.summary(plan))
-        frame = None if table is None else report.comparison_frame(plan, table.cells)
-        return SweepResult(report.records(plan), table, frame)
+        return _train_and_compare(plan, workers, most, options, spec)
 
 
 UNTIL_ANSWERED = (
@@ -208,30 +209,32 @@ UNTIL_ANSWERED = (
 )
 
 
-def _train_and_compare(plan, workers, most, *, device, quiet, metric, examples, comparison):
-    """Train the plan's cells and compare the sweep's runs (None: nothing finished); with
-    ``most``, seeds until answered: more seeds for the rows still tied, up to ``most``."""
+def _train_and_compare(plan, workers, most, options, spec) -> SweepResult:
+    """Train the plan's cells with the run ``options`` and compare the sweep's runs as
+    ``spec`` says (no comparison when nothing finished); with ``most``, seeds until
+    answered: more seeds for the rows still tied, up to ``most``."""
     from zoo.sweeps import driver, report
 
     def train() -> None:
-        driver.run_sweep(plan, device=device, quiet=quiet, executor=workers)
+        driver.run_sweep(plan, options, executor=workers)
 
     def compare(level: float = 0.95):
         if not any(c.status == "finished" or c.done for c in plan.cells):
             return None
-        from zoo.comparison.table import ComparisonSpec
-
-        spec = ComparisonSpec(metric=metric, examples=examples, level=level, **comparison)
-        return report.table(plan, spec)
+        return report.table(plan, dataclasses.replace(spec, level=level))
 
     if most is None:
         train()
-        return compare()
-    from zoo.sweeps.until_answered import run_until_answered
+        table = compare()
+    else:
+        from zoo.sweeps.until_answered import run_until_answered
 
-    return run_until_answered(
-        plan, most=most, level=0.95, train=train, compare=compare, say=logger.info
-    )
+        table = run_until_answered(
+            plan, most=most, level=0.95, train=train, compare=compare, say=logger.info
+        )
+    logger.info(report.summary(plan))
+    frame = None if table is None else report.comparison_frame(plan, table.cells)
+    return SweepResult(report.records(plan), table, frame)
 
 
 def _sweep_plan(models, on, *, seeds, overrides, task, grid, stack_seeds, workers):
