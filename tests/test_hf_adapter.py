@@ -356,6 +356,9 @@ def test_an_encoder_decoder_shapes_its_decoder_as_its_encoder():
     prophetnet = hf_config("hf-prophetnet")  # names its stacks num_{en,de}coder_layers
     assert (prophetnet.num_encoder_layers, prophetnet.num_decoder_layers) == (2, 2)
     assert prophetnet.num_decoder_attention_heads == 2 and prophetnet.decoder_ffn_dim == 64
+    seamless = hf_config("hf-seamless_m4t")  # the standard names map onto its decoder
+    assert (seamless.encoder_layers, seamless.decoder_layers) == (2, 2)  # default 24
+    assert seamless.encoder_attention_heads == 2
 
 
 def test_every_mlp_width_follows_the_shape():

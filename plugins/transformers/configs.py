@@ -73,6 +73,10 @@ DECODER_STACK = {
     "n_layer": ("decoder_layers", "num_decoder_layers"),
     "n_head": ("decoder_attention_heads", "num_decoder_heads", "num_decoder_attention_heads"),
 }
+ENCODER_STACK = {
+    "n_layer": ("encoder_layers", "num_encoder_layers"),
+    "n_head": ("encoder_attention_heads", "num_encoder_attention_heads"),
+}
 MLP_NAMES = ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "inner_hidden_size")
 # A Mamba-2 mixer (Mamba2's own, and the hybrids' that hold one: Bamba, Falcon-H1,
 # NemotronH, ...) splits its inner width (expand x n_embd) into heads; its defaults (128
@@ -134,8 +138,9 @@ def layout_of(model_type: str) -> Layout:
     for name in [mlp_width, *widths]:
         if name is not None and kinds[name] is int:
             derived[name] = lambda cfg: 4 * cfg.n_embd
-    # an encoder-decoder's decoder stack, shaped as its encoder (BART's decoder_layers)
-    for zoo_name, names in DECODER_STACK.items():
+    # an encoder-decoder's other stack, shaped as the one the standard names map to (BART's
+    # decoder_layers as its encoder_layers; SeamlessM4T's encoder as its decoder)
+    for zoo_name, names in (*DECODER_STACK.items(), *ENCODER_STACK.items()):
         own = _own_name(config_class, names, fields)
         if own is not None and zoo_name in mapped and own != mapped[zoo_name]:
             derived[own] = operator.attrgetter(zoo_name)
