@@ -251,8 +251,7 @@ def power_notes(
     ]
     if notes:
         counted = (
-            "; where a column counts its examples, their bootstrap variance is added to "
-            "the seeds'"
+            "; where a column counts its examples, their bootstrap variance is added to the seeds'"
             if any(floor)
             else ""
         )
