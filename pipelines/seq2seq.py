@@ -21,7 +21,8 @@ Decoding is beam search (``beam_size``; 1 is greedy) with the model's key/value 
 (``decode``) where it has one. Metrics: corpus BLEU and chrF by sacreBLEU on the decoded
 text against the dataset's own target text (the signatures are recorded with the run),
 exact match (the whole output right), and the loss per target token. Each row's exact
-match is kept (``RunResult.per_example``), and for BLEU and chrF, corpus scores that are no
+match and loss per target token are kept (``RunResult.per_example``, the loss weighted by
+the row's target tokens where the model has ``loss_per_row``), and for BLEU and chrF, corpus scores that are no
 mean of per-row scores, each row's sufficient statistics (``per_example_statistics``): so
 comparisons of runs decoded on the same rows count the test set's noise, the bootstrap
 rescoring each draw's summed statistics (``score_statistics``). The training curve
@@ -240,13 +241,26 @@ def tokenizer_for(job: Job):
 # -- evaluation ----------------------------------------------------------------------------
 def loss_of(model, layout: Layout, pairs: Pairs, rows: np.ndarray, batch_size: int) -> float:
     """Mean loss per target token (its end included) over some rows."""
-    total, count = 0.0, 0
+    return row_losses(model, layout, pairs, rows, batch_size)[0]
+
+
+def row_losses(model, layout: Layout, pairs: Pairs, rows: np.ndarray, batch_size: int):
+    """loss_of, and where the model scores row by row (its optional ``loss_per_row``, in
+    the same pass) each row's loss per target token and its target tokens; else None."""
+    per_row = getattr(model, "loss_per_row", None)  # optional (zoo.plugin.Model)
+    scored = per_row if callable(per_row) else model.loss_sum
+    results = []
     for begin in range(0, len(rows), batch_size):
         chosen = rows[begin : begin + batch_size]
         batch = layout.batch([pairs.sources[i] for i in chosen], [pairs.targets[i] for i in chosen])
-        nll, n = model.loss_sum(batch.inputs, batch.targets, batch.mask)
-        total, count = total + nll, count + n
-    return total / max(1, count)
+        results.append(scored(batch.inputs, batch.targets, batch.mask))
+    total = float(sum(np.sum(nll) for nll, _ in results))
+    count = int(sum(np.sum(n) for _, n in results))
+    if not callable(per_row):
+        return total / max(1, count), None
+    nats = np.concatenate([np.asarray(r[0], dtype=np.float64) for r in results])
+    tokens = np.concatenate([np.asarray(r[1], dtype=np.float64) for r in results])
+    return total / max(1, count), (nats / np.maximum(tokens, 1), tokens)
 
 
 def translate(model, layout: Layout, tokenizer, sources: list, cfg, beam=None) -> list[str]:
@@ -322,7 +336,10 @@ def score_pairs(model, layout, tokenizer, pairs: Pairs, cfg) -> tuple[dict, list
     (text_scores)."""
     outputs = translate(model, layout, tokenizer, pairs.sources, cfg)
     metrics, kept = text_scores(outputs, pairs.target_texts)
-    metrics["loss"] = loss_of(model, layout, pairs, np.arange(len(pairs)), cfg.eval_batch_size)
+    everything = np.arange(len(pairs))
+    metrics["loss"], losses = row_losses(model, layout, pairs, everything, cfg.eval_batch_size)
+    if losses is not None:
+        kept["loss"] = losses
     return metrics, outputs, kept
 
 
@@ -365,7 +382,7 @@ def run(job: Job[Seq2SeqConfig]) -> RunResult:
     outputs: dict[str, list[str]] = {}
     # each row's exact match and BLEU and chrF statistics: comparisons count the test
     # set's noise, the corpus scores recomputed from each draw's sums
-    per_example, statistics = {}, {}
+    per_example, weights, statistics = {}, {}, {}
     for role in ("validation", "test"):
         if role in data:
             scored = score_pairs(model, layout, tokenizer, data[role], cfg)
@@ -373,6 +390,8 @@ def run(job: Job[Seq2SeqConfig]) -> RunResult:
             prefix = PREFIXES[role]
             metrics.update({f"{prefix}_{k}": v for k, v in figures.items()})
             per_example[f"{prefix}_exact_match"] = kept.pop("exact_match")
+            if "loss" in kept:  # each row's loss per target token, weighted by its tokens
+                per_example[f"{prefix}_loss"], weights[f"{prefix}_loss"] = kept.pop("loss")
             statistics.update({f"{prefix}_{k}": table for k, table in kept.items()})
     metrics["vocab_size"] = tokenizer.vocab_size
     job.run.save_weights(model.state_dict())
@@ -392,6 +411,7 @@ def run(job: Job[Seq2SeqConfig]) -> RunResult:
         spec,
         ["\n".join(samples)] if samples else [],
         per_example=per_example,
+        per_example_weights=weights,
         per_example_statistics=statistics,
     )
 

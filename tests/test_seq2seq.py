@@ -446,6 +446,9 @@ def test_a_tiny_transduction_run_trains_predicts_and_evaluates(model, tmp_path):
         )
         assert f"examples:{prefix}" in kept
         assert kept[f"statistics:{prefix}_bleu"].shape[0] == 20  # one row per sentence
+        # each pair's loss per target token, weighted by its target tokens
+        losses, tokens = kept[f"{prefix}_loss"], kept[f"weights:{prefix}_loss"]
+        assert np.average(losses, weights=tokens) == pytest.approx(metrics[f"{prefix}_loss"])
     for extra in ([], ["--beam", "3"]):
         predicted = run_zoo("predict", run_id, "1 2 3", *extra, "--json")
         assert predicted.returncode == 0, predicted.stderr
