@@ -353,6 +353,12 @@ def test_an_encoder_decoder_shapes_its_decoder_as_its_encoder():
     bart = hf_config("hf-bart")  # defaults: 12 decoder layers, 4096-wide MLPs
     assert (bart.encoder_layers, bart.decoder_layers) == (2, 2)
     assert bart.decoder_attention_heads == 2 and bart.decoder_ffn_dim == 64
+    prophetnet = hf_config("hf-prophetnet")  # names its stacks num_{en,de}coder_layers
+    assert (prophetnet.num_encoder_layers, prophetnet.num_decoder_layers) == (2, 2)
+    assert prophetnet.num_decoder_attention_heads == 2 and prophetnet.decoder_ffn_dim == 64
+    seamless = hf_config("hf-seamless_m4t")  # the standard names map onto its decoder
+    assert (seamless.encoder_layers, seamless.decoder_layers) == (2, 2)  # default 24
+    assert seamless.encoder_attention_heads == 2
 
 
 def test_every_mlp_width_follows_the_shape():
@@ -361,9 +367,13 @@ def test_every_mlp_width_follows_the_shape():
     assert hf_config("hf-deepseek_v2").num_experts_per_tok == 2  # unset by the class
 
 
-def test_roberta_positions_count_from_the_padding_id():
-    """RoBERTa's position ids start at padding id + 1: a full-length input needs the table
-    the override gives it (the rule alone makes it block_size rows: an index error)."""
+@pytest.mark.parametrize(
+    "model_type, task", [("roberta", "classification"), ("prophetnet", "language-modeling")]
+)
+def test_positions_that_count_from_the_padding_id_get_the_longer_table(model_type, task):
+    """RoBERTa's (and ProphetNet's) position ids start at padding id + 1, and ProphetNet's
+    predicting stream reads one further: a full-length input needs the table the override
+    gives it (the rule alone makes it block_size rows: an index error)."""
     import torch
     from zoo.plugins.transformers import configs
 
@@ -371,24 +381,24 @@ def test_roberta_positions_count_from_the_padding_id():
     from zoo.core.loading import get_zoo
     from zoo.plugin import TaskSpec
 
-    entry = get_zoo().architectures.get("hf-roberta")
+    entry = get_zoo().architectures.get(f"hf-{model_type}")
     config = build_config(
         entry.config_class(), {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16}
     )
     ids = torch.randint(3, 50, (2, 16))
 
-    def classify():
-        model = entry.load()(config, TaskSpec("classification", 50, 2, 0))
+    def forward():
+        model = entry.load()(config, TaskSpec(task, 50, 2 if task == "classification" else None, 0))
         return model(ids, torch.ones_like(ids))
 
-    assert classify().shape == (2, 2)
-    saved = configs.OVERRIDES.pop("roberta")
+    assert forward().shape[0] == 2
+    saved = configs.OVERRIDES.pop(model_type)
     configs.layout_of.cache_clear()
     try:
         with pytest.raises(Exception, match="out of"):
-            classify()
+            forward()
     finally:
-        configs.OVERRIDES["roberta"] = saved
+        configs.OVERRIDES[model_type] = saved
         configs.layout_of.cache_clear()
 
 

@@ -56,7 +56,7 @@ NEW_MODEL_SHAPE = {"n_layer": 4, "n_head": 4, "n_embd": 128}
 # d_model); its ``attribute_map`` maps the standard names onto its own, and these aliases
 # cover the classes whose map leaves one out.
 SHAPE_NAMES = {
-    "n_layer": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    "n_layer": ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_encoder_layers"),
     "n_head": ("num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads"),
     "n_embd": ("hidden_size", "n_embd", "d_model", "dim", "embed_dim", "n_embed", "hidden_dim"),
     "block_size": (
@@ -71,7 +71,11 @@ SHAPE_NAMES = {
 }
 DECODER_STACK = {
     "n_layer": ("decoder_layers", "num_decoder_layers"),
-    "n_head": ("decoder_attention_heads", "num_decoder_heads"),
+    "n_head": ("decoder_attention_heads", "num_decoder_heads", "num_decoder_attention_heads"),
+}
+ENCODER_STACK = {
+    "n_layer": ("encoder_layers", "num_encoder_layers"),
+    "n_head": ("encoder_attention_heads", "num_encoder_attention_heads"),
 }
 MLP_NAMES = ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "inner_hidden_size")
 # A Mamba-2 mixer (Mamba2's own, and the hybrids' that hold one: Bamba, Falcon-H1,
@@ -134,8 +138,9 @@ def layout_of(model_type: str) -> Layout:
     for name in [mlp_width, *widths]:
         if name is not None and kinds[name] is int:
             derived[name] = lambda cfg: 4 * cfg.n_embd
-    # an encoder-decoder's decoder stack, shaped as its encoder (BART's decoder_layers)
-    for zoo_name, names in DECODER_STACK.items():
+    # an encoder-decoder's other stack, shaped as the one the standard names map to (BART's
+    # decoder_layers as its encoder_layers; SeamlessM4T's encoder as its decoder)
+    for zoo_name, names in (*DECODER_STACK.items(), *ENCODER_STACK.items()):
         own = _own_name(config_class, names, fields)
         if own is not None and zoo_name in mapped and own != mapped[zoo_name]:
             derived[own] = operator.attrgetter(zoo_name)
@@ -254,6 +259,9 @@ OFFSET_POSITIONS = (
 # Per-type corrections where the generic rule fails, each with its reason (and a test).
 OVERRIDES: dict[str, dict[str, Callable[[Any], Any]]] = {
     **{t: {"max_position_embeddings": _offset_positions} for t in OFFSET_POSITIONS},
+    # positions count from the padding id + 1, as RoBERTa's, and the predicting stream
+    # reads the position after each: a table of block_size + 2 rows
+    "prophetnet": {"max_position_embeddings": _offset_positions},
     # the class leaves the experts each token picks unset (None), for a checkpoint to set
     "deepseek_v2": {"num_experts_per_tok": lambda cfg: 2},
     # Mamba2 splits its expanded inner width (expand x hidden_size, expand 2), not the
