@@ -74,7 +74,12 @@ def auto_sweep(tiny_text, monkeypatch, means, most):
             pass
 
     result = zoo.sweep(
-        list(means), str(tiny_text), seeds="auto", max_seeds=most, metric="val_bpc", log=Log()
+        list(means),
+        str(tiny_text),
+        seeds="auto",
+        max_seeds=most,
+        compare=zoo.ComparisonSpec(metric="val_bpc"),
+        log=Log(),
     )
     return result, "".join(lines)
 
