@@ -277,7 +277,7 @@ def test_the_sweep_and_tune_keywords_before_workers_and_compare_still_work_and_w
     def sweep(**options):
         return zoo.sweep("decoder-char", on, seeds=2, dry_run=True, progress=False, **options)
 
-    with old_keywords as said, pytest.raises(zoo.ZooError, match="are for the ray executor"):
+    with old_keywords as said, pytest.raises(zoo.ZooError, match="is for the ray executor"):
         sweep(jobs=2, cell_cpus=2)  # reached the workers' own check
     assert "pass workers=zoo.Workers(jobs=..., cpus=...)" in str(said[0].message)
     with old_keywords as said, pytest.raises(zoo.ZooError) as old:
@@ -290,6 +290,6 @@ def test_the_sweep_and_tune_keywords_before_workers_and_compare_still_work_and_w
         before = sweep(jobs="auto", baseline="decoder-char", examples=False)
     grouped = sweep(workers=zoo.Workers(jobs="auto"), compare=zoo.ComparisonSpec(examples=False))
     assert before.cells == grouped.cells
-    with old_keywords as said, pytest.raises(zoo.ZooError, match="are for the ray executor"):
+    with old_keywords as said, pytest.raises(zoo.ZooError, match="is for the ray executor"):
         zoo.tune("decoder-char", on, space="lr=log(1e-3,1e-1)", trials=1, trial_gpus=1)
     assert "zoo.tune(trial_gpus=...)" in str(said[0].message)

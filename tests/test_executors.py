@@ -166,6 +166,11 @@ def test_tune_and_an_onnx_export_without_their_extras_are_one_line_and_exit_2(
 def test_ray_options_need_the_ray_executor(tiny_text):
     result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--address", "10.0.0.1:6379")
     assert result.code == 2 and "--address is for the ray executor" in result.err
+    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--cell-gpus", "1")
+    assert result.code == 2 and "error: --cell-gpus is for the ray executor" in result.err
+    space = ("--space", "lr=log(1e-3,1e-1)", "--trials", "1")
+    result = run_cli("tune", "decoder-char", "--on", tiny_text, *space, "--trial-cpus", "2")
+    assert result.code == 2 and "error: --trial-cpus is for the ray executor" in result.err
 
 
 def test_list_sweep_and_tune_help_import_neither_torch_optuna_nor_ray():

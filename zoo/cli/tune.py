@@ -149,7 +149,10 @@ def cmd_tune(args) -> int:
         )
     # --set time=60 is each run's training time (train.time); --time is the search's budget
     settings = training_options.settings(args)
-    result = _tune(args, settings)
+    try:
+        result = _tune(args, settings)
+    except ZooError as error:  # zoo.Workers' cpus and gpus are --trial-cpus and --trial-gpus
+        raise error.renamed({"cpus": "trial_cpus", "gpus": "trial_gpus"}) from None
     return _print(args, result)
 
 

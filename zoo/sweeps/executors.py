@@ -51,7 +51,7 @@ def make_executor(
         if jobs == "auto" or int(jobs) > 1:
             raise ZooError(
                 "jobs is for the local executor; Ray runs as many cells as the "
-                "cluster has room for (see cell_cpus)",
+                "cluster has room for",
                 option="jobs",
             )
         if gpus is None:  # Ray hides the GPUs from a task that asks for none
@@ -61,8 +61,10 @@ def make_executor(
         return RayExecutor(address, cpus or 1, gpus)
     if address is not None:
         raise ZooError("address is for the ray executor", option="address")
-    if cpus is not None or gpus is not None:
-        raise ZooError("cell_cpus and cell_gpus are for the ray executor", option="cell_cpus")
+    if cpus is not None:
+        raise ZooError("cpus is for the ray executor", option="cpus")
+    if gpus is not None:
+        raise ZooError("gpus is for the ray executor", option="gpus")
     if jobs == "auto" or int(jobs) > 1:
         from zoo.sweeps.local import ProcessExecutor
 
