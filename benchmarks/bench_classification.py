@@ -64,7 +64,9 @@ TOLERANCE = 0.005  # the ensemble's acceptance: within half a point of the forme
 def train_all(models: list[str], datasets: list[str], seeds: int, jobs: int = 1) -> None:
     import zoo
 
-    zoo.sweep(models, on=datasets, seeds=seeds, jobs=jobs, progress=True, quiet=True)
+    zoo.sweep(
+        models, on=datasets, seeds=seeds, workers=zoo.Workers(jobs), progress=True, quiet=True
+    )
 
 
 def finished_runs(models: list[str], datasets: list[str], seeds: int) -> dict:

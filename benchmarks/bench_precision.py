@@ -22,9 +22,11 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import header, load, table, write_results  # noqa: E402
 
+from zoo.core.machine import AVX2_HOLD  # noqa: E402
+
 KERNELS = {
     "this CPU's own": {},
-    "held at AVX2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "held at AVX2": AVX2_HOLD,
 }
 
 

@@ -18,7 +18,7 @@ and the steps and tokens per second each reached in that time.
     python benchmarks/bench_time_to_quality.py decoder-char --set lr=2e-3 --repeat 2
     python benchmarks/bench_time_to_quality.py decoder-char --torchrun 2
     python benchmarks/bench_time_to_quality.py mamba-char decoder-modern decoder-char \
-        hf-rwkv-char --seeds 3 --time 60                             # the families
+        hf-rwkv-char --seeds 3 --time 60 --jobs 2                    # the families
 """
 
 from __future__ import annotations
@@ -109,12 +109,17 @@ def family_rows(sweep: dict, runs: list[dict], baseline: str) -> list[dict]:
     return sorted(rows, key=lambda row: float(row["val_bpc"].split()[0]))
 
 
+def cells_at_a_time(jobs: int) -> str:
+    return "one cell after another" if jobs == 1 else f"{jobs} cells side by side at a time"
+
+
 def compare_families(args) -> int:
     """The models side by side: one sweep at an equal training time per cell."""
     baseline = args.baseline or args.model[0]
     header(f"{' '.join(args.model)} on {args.dataset}: {args.seeds} seeds, {args.time} s each")
     sweep_args = ["sweep", *args.model, "--on", args.dataset, "--seeds", str(args.seeds)]
     sweep_args += ["--time", args.time, "--baseline", baseline, "--json"]
+    sweep_args += ["--jobs", str(args.jobs)] if args.jobs > 1 else []
     sweep_args += [a for s in args.set for a in ("--set", s)]
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="zoo-ttq-") as home:
@@ -130,8 +135,8 @@ def compare_families(args) -> int:
         "time_to_quality_families",
         title="Time to quality: the language-model families at equal wall time",
         about=f"`zoo {' '.join(a for a in sweep_args if a != '--json')}`: each preset trained with its own schedule for {args.time} s "
-        "of wall time (or to its last step, if that comes first), one cell after another "
-        "on one machine, then scored on the whole validation split in bits per character (lower "
+        "of wall time (or to its last step, if that comes first), "
+        f"{cells_at_a_time(args.jobs)} on one machine, then scored on the whole validation split in bits per character (lower "
         f"is better). val_bpc: mean ± standard deviation over {args.seeds} seeds; the "
         f"difference from {baseline} with its 95% confidence interval (Welch) and the "
         "Holm-adjusted p; best: told apart from every other row at 95%. Steps and tokens/s: "
@@ -173,6 +178,9 @@ def main(argv=None) -> int:
         "--seeds", type=int, help="compare the models: one zoo sweep over this many seeds"
     )
     parser.add_argument("--baseline", help="with --seeds: the row the others are compared to")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="with --seeds: cells trained side by side (zoo sweep)"
+    )
     args = parser.parse_args(argv)
     if args.seeds:
         if not args.time:

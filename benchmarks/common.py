@@ -72,7 +72,7 @@ RESULTS = Path(os.environ.get("ZOO_BENCH_RESULTS") or REPO / "benchmarks" / "res
 def machine() -> dict:
     """The machine a figure was measured on: CPU, cores, system, load, and the GPU if torch
     sees one (checked only when torch is already imported, so listing stays light)."""
-    from zoo.core.machine import cpu, kind
+    from zoo.core.machine import AVX2_HOLD, cpu, kind
 
     found = {
         "cpu": cpu_name(),
@@ -81,11 +81,7 @@ def machine() -> dict:
         "cores": os.cpu_count(),
         "system": f"{platform.system()} {platform.machine()}",
     }
-    caps = [
-        f"{k}={os.environ[k]}"
-        for k in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
-        if k in os.environ
-    ]
+    caps = [f"{k}={os.environ[k]}" for k in AVX2_HOLD if k in os.environ]
     if caps:  # torch held below the CPU's own instruction sets (zoo.train.precision)
         found["held_at"] = " ".join(caps)
     try:

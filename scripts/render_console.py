@@ -245,10 +245,12 @@ def environment(scratch: Path, datasets: list | None = None) -> dict[str, str]:
         TZ="UTC",
     )
     if platform.machine().lower() in ("x86_64", "amd64"):
-        # Every x86 CPU zoo's figures come from has AVX2: held there, torch and oneDNN run the
+        # Every x86 CPU zoo's figures come from has AVX2: held there, torch, oneDNN and MKL run the
         # same kernels on an AVX2-only CPU and on one with AVX-512 or AMX, and precision
         # "auto" is fp32 on both (zoo.train.precision), so a block prints the same figures.
-        env.update(ATEN_CPU_CAPABILITY="avx2", ONEDNN_MAX_CPU_ISA="AVX2")
+        from zoo.core.machine import AVX2_HOLD
+
+        env.update(AVX2_HOLD)
     if datasets is not None:
         env["ZOO_DATASETS"] = os.pathsep.join(map(str, datasets))
     return env

@@ -251,6 +251,27 @@ def test_a_capped_instruction_set_counts_as_no_native_bf16(monkeypatch):
     assert not precision.cpu_has_native_bf16()
 
 
+def test_the_avx2_hold_holds_every_kernel_library_torch_computes_with():
+    """Held at AVX2, torch's matrix products (MKL, its BLAS) run AVX2 kernels too: a hold that
+    left MKL at AVX-512 would time and round an fp32 step unlike an AVX2-only CPU."""
+    import subprocess
+    import sys
+
+    import torch
+
+    from zoo.core.machine import AVX2_HOLD
+
+    if not torch.backends.mkl.is_available():
+        pytest.skip("this torch computes without MKL")
+    env = {**os.environ, **AVX2_HOLD, "MKL_VERBOSE": "1"}
+    product = "import torch; torch.ones(8, 8) @ torch.ones(8, 8)"
+    result = subprocess.run(
+        [sys.executable, "-c", product], env=env, capture_output=True, text=True, timeout=120
+    )
+    banner = next(line for line in result.stdout.splitlines() if line.startswith("MKL_VERBOSE"))
+    assert "AVX2" in banner and "AVX-512" not in banner and "AVX512" not in banner, banner
+
+
 def test_a_run_records_the_machine_and_the_precision_auto_chose(tiny_text):
     import torch
 
@@ -281,7 +302,9 @@ def test_stored_figures_hold_where_the_cpu_computes_as_an_avx2_only_one():
     import subprocess
     import sys
 
-    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+    from zoo.core.machine import AVX2_HOLD
+
+    env = {**os.environ, **AVX2_HOLD}
     checks = [
         "tests/test_old_runs.py",
         "tests/test_engine_options.py::test_bf16_detection_agrees_with_the_cpu_flags_of_this_machine",

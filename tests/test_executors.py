@@ -23,6 +23,7 @@ from zoo.records.store import Store, home
 from zoo.sweeps.cells import plan_sweep
 from zoo.sweeps.executors import make_executor
 from zoo.sweeps.local import ProcessExecutor, available_cores
+from zoo.train.job import RunOptions
 
 TIMING = ("tokens_per_s", "train_time")
 
@@ -337,7 +338,7 @@ def test_a_worker_runs_on_its_thread_count_with_the_programs_garbage_collector(
     monkeypatch.setenv("ZOO_LOAD_PLUGINS", "p_probing")
     sweep = plan_sweep(["probing-char"], [str(tiny_text)], overrides={"train.steps": 1})
     assert torch.get_num_threads() != 3 and os.environ.get("OMP_NUM_THREADS") != "3"
-    ProcessExecutor(1, threads=3).run_cells(sweep, device="cpu")
+    ProcessExecutor(1, threads=3).run_cells(sweep, RunOptions(device="cpu"))
     [cell] = sweep.cells
     assert cell.status == "failed"
     assert cell.error.endswith(

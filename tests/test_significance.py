@@ -267,7 +267,13 @@ def test_rows_that_differ_in_settings_are_ranked_on_validation_with_test_beside(
 
 # -- power ---------------------------------------------------------------------------
 def test_power_of_a_t_test_matches_the_noncentral_t_distribution():
-    from zoo.comparison.stats import detectable, seeds_needed, t_test_power
+    from zoo.comparison.stats import (
+        detectable,
+        detectable_differences,
+        floor_bars,
+        seeds_needed,
+        t_test_power,
+    )
 
     stats = pytest.importorskip("scipy.stats")
     for df, alpha, shift in [(1, 0.05, 5.0), (2, 0.0125, 3.0), (4, 0.05, 2.0), (9, 0.01, 4.0)]:
@@ -281,6 +287,13 @@ def test_power_of_a_t_test_matches_the_noncentral_t_distribution():
     n = seeds_needed(1.0, 1.0, 1.0, 0.05)
     assert detectable(math.sqrt(2), n, 0.05) <= 1.0 < detectable(math.sqrt(2), n - 1, 0.05)
     assert seeds_needed(1e-6, 1.0, 1.0, 0.05) is None  # beyond any budget
+    # the examples' variance (a floor more seeds do not remove) asks for more seeds, and
+    # where it alone hides the difference, no number of seeds is enough
+    assert seeds_needed(1.0, 1.0, 1.0, 0.05, floor=0.05) > n
+    assert seeds_needed(1.0, 1.0, 1.0, 0.05, floor=0.2) is None
+    assert floor_bars(1.0, 0.2, 0.05) and not floor_bars(1.0, 0.05, 0.05)
+    least = detectable_differences([math.sqrt(2)] * 2, [5, 5], [0.05] * 2, floors=[0, 0.1])
+    assert least[1] == pytest.approx(least[0] * math.sqrt(1 + 0.1 / (2 / 5)))
 
 
 def test_each_column_states_the_difference_its_seeds_could_find():

@@ -124,7 +124,7 @@ def cmd_resume(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from zoo import api
+    from zoo import ComparisonSpec, Workers, api
     from zoo.cli import training_options
 
     training_options.with_config_file(args, "sweep")
@@ -141,21 +141,19 @@ def cmd_sweep(args) -> int:
         grid=training_options.grid(args),
         progress=not (args.quiet or args.json),  # plan, progress, summary
         quiet=not args.verbose or args.json,
-        jobs=args.jobs,
-        executor=args.executor,
-        address=args.address,
-        cell_cpus=args.cell_cpus,
-        cell_gpus=args.cell_gpus,
+        workers=Workers(args.jobs, args.executor, args.address, args.cell_cpus, args.cell_gpus),
+        compare=ComparisonSpec(
+            metric=args.metric,
+            by=args.by,
+            columns=args.columns,
+            baseline=args.baseline,
+            better=args.better,
+            pool=args.pool,
+            examples=not args.seeds_only,
+        ),
         dry_run=args.dry_run,
         stack_seeds=args.stack_seeds,
         log_to=args.log_to,
-        metric=args.metric,
-        by=args.by,
-        columns=args.columns,
-        baseline=args.baseline,
-        better=args.better,
-        pool=args.pool,
-        examples=not args.seeds_only,
         settings=settings,
     )
     if args.dry_run:

@@ -155,6 +155,7 @@ def cmd_tune(args) -> int:
 
 def _tune(args, settings: dict):
     import zoo.api
+    from zoo import Workers
 
     return zoo.api.tune(
         args.models,
@@ -172,11 +173,7 @@ def _tune(args, settings: dict):
         metric=args.metric,
         task=args.task,
         device=args.device,
-        jobs=args.jobs,
-        executor=args.executor,
-        address=args.address,
-        trial_cpus=args.trial_cpus,
-        trial_gpus=args.trial_gpus,
+        workers=Workers(args.jobs, args.executor, args.address, args.trial_cpus, args.trial_gpus),
         plot=args.plot,
         progress=not (args.quiet or args.json),
         log_to=args.log_to,

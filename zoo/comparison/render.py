@@ -159,7 +159,8 @@ def legend(comparison: Comparison, best_mark: str) -> list[str]:
             f"Counted: seed-to-seed variance and, for {', '.join(comparison.examples_counted)}"
             ", the evaluation set's sampling noise (a bootstrap over seeds and the examples, "
             "paired by example; a mark needs it and the Welch test; --seeds-only leaves it "
-            "out); elsewhere, and in the power note, seeds only"
+            "out), in the marks and in the power note's detectable difference alike; "
+            "elsewhere seeds only"
         )
     else:
         lines.append(

@@ -25,11 +25,12 @@ SAMPLE_CONFIG_KEYS = SETTINGS_CONFIG_KEYS + (
 
 
 def settings_of(
-    row: dict, rows: dict | None = None, flat_by_id: dict | None = None
+    row: dict, rows: dict | None = None, results: dict | None = None
 ) -> tuple[dict, str | None, str | None]:
     """(settings, trained_on, split) of a store row: the settings that change its result
-    (an ensemble's: its members'), and for an evaluation what it scores. ``flat_by_id``:
-    run id -> zoo.records.columns.flat_settings of its config, where the caller has them."""
+    (an ensemble's: its members'), and for an evaluation what it scores. ``results``: run
+    id -> zoo.records.columns.result_settings of its row, where the caller has them (the
+    settings returned may be that dict: read them, never change them)."""
     from zoo.records.columns import result_settings
 
     config = row.get("config") or {}
@@ -40,10 +41,11 @@ def settings_of(
     if is_ensemble(source):
         flat = ensemble_settings(source.get("config") or {}, rows or {})
     else:
-        flat = result_settings(source, (flat_by_id or {}).get(source.get("id")))
+        known = (results or {}).get(source.get("id"))
+        flat = known if known is not None else result_settings(source)
     trained_on = config.get("trained_on") if evaluation else None
     if trained_on is not None:
-        flat["trained_on"] = trained_on
+        flat = {**flat, "trained_on": trained_on}
     return flat, trained_on, config.get("split") if evaluation else None
 
 
@@ -101,25 +103,38 @@ def seed_of(row: dict, rows: dict | None = None):
     return row.get("seed")
 
 
-def sample_key(row: dict, rows: dict, settings_found: tuple | None = None) -> str:
+def sample_key(
+    row: dict, rows: dict, settings_found: tuple | None = None, texts: dict | None = None
+) -> str:
     """Equal for two rows that are the same configuration at the same seed (for an
     evaluation: on the same data and split). A row that records no settings at all is
-    known only by its config hash. ``settings_found``: what settings_of(row, rows) gave."""
+    known only by its config hash. ``settings_found``: what settings_of(row, rows) gave;
+    ``texts``: where the JSON of settings shared by several rows is kept, once each."""
     settings, trained_on, split = settings_found or settings_of(row, rows)
     config = row.get("config") or {}
     known = "configs" in config or is_ensemble(row)
-    identity = [
-        row.get("kind") == "eval",
-        row.get("model"),
-        row.get("dataset"),
-        row.get("task"),
-        trained_on,
-        split,
-        settings if known else row.get("config_hash") or row.get("id"),
-        seed_of(row, rows),
-    ]
-    text = json.dumps(identity, sort_keys=True, default=str)
+    configuration = settings if known else row.get("config_hash") or row.get("id")
+    head = [row.get("kind") == "eval", row.get("model"), row.get("dataset"), row.get("task")]
+    head += [trained_on, split]
+    seed = _ENCODER.encode(seed_of(row, rows))
+    # json.dumps(head + [configuration, seed], sort_keys=True, default=str), in pieces: the
+    # settings' text is written once for the rows that share them
+    text = f"{_ENCODER.encode(head)[:-1]}, {_json(configuration, texts)}, {seed}]"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_ENCODER = json.JSONEncoder(sort_keys=True, default=str)  # json.dumps's, made once
+
+
+def _json(value, texts: dict | None = None) -> str:
+    """json.dumps(value, sort_keys=True, default=str); a dict's text kept in ``texts`` by
+    the dict itself (rows sharing their settings share one dict: zoo.comparison.table)."""
+    if texts is None or not isinstance(value, dict):
+        return _ENCODER.encode(value)
+    found = texts.get(id(value))
+    if found is None or found[0] is not value:  # the dict is kept: its id stays its own
+        found = texts[id(value)] = (value, _ENCODER.encode(value))
+    return found[1]
 
 
 def one_per_sample(long):

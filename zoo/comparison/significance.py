@@ -5,7 +5,8 @@ df, zoo.comparison.stats.welch_interval) tells it apart from every other row of 
 the k-1 tests Holm-adjusted; otherwise a note names the rows that cannot be told apart.
 Baseline: each row's difference to the baseline row of its column with its interval; its
 mark is Holm-adjusted over the column's comparisons. Power: what difference each column's
-seeds could find, and how many seeds would tell the runner-up from the leader.
+seeds (and examples, where counted) could find, and how many seeds would tell the
+runner-up from the leader.
 
 A comparison that cannot be tested (a side with one seed, or no seed variance on either
 side: a zero-width interval tests nothing) never gets a mark and says why."""
@@ -220,21 +221,25 @@ def _has_setting(settings: dict, key: str, value: str) -> bool:
 
 
 def power_notes(
-    table, rows_keys, column_keys, level: float, reported=frozenset()
+    table, rows_keys, column_keys, level: float, reported=frozenset(), examples_alone=None
 ) -> tuple[list[float], list[str]]:
     """What each column's seeds could have found: per row, the smallest true difference to
     the column's leader that its comparison finds with 80% power (at `level`, the error
     split over the column's k-1 comparisons as Holm's strictest step splits it; Hsu's df),
     NaN where there is no test; a note per column naming the rows that trail the leader by
     less, and how many seeds a side would tell the runner-up from the leader at the
-    spread observed, where the leader is not marked. The differences of every column are
-    solved together (zoo.comparison.stats.detectable_differences)."""
+    spread observed, where the leader is not marked. Where both cells have replicates of
+    their examples alone (`examples_alone`: zoo.comparison.bootstrap.column_replicates),
+    the variance of their difference over those replicates is added to the seeds': the
+    evaluation set's noise, which no number of seeds removes. The differences of every
+    column are solved together (zoo.comparison.stats.detectable_differences)."""
     from zoo.comparison.stats import detectable_differences
 
+    floors = _floors(examples_alone or {})
     columns = list(_ranked_columns(table, column_keys, level, reported))
-    tests = [test for ranked, alpha in columns for test in _tests(ranked, alpha)]
-    spreads, seeds, alphas = ([test[k] for _, test in tests] for k in range(3))
-    values = detectable_differences(spreads, seeds, alphas) if tests else []
+    tests = [test for ranked, alpha in columns for test in _tests(ranked, alpha, floors)]
+    spreads, seeds, alphas, floor = ([test[k] for _, test in tests] for k in range(4))
+    values = detectable_differences(spreads, seeds, alphas, floors=floor) if tests else []
     least = {index: float(value) for (index, _), value in zip(tests, values)}
     found = [math.nan] * len(table)
     for index, value in least.items():
@@ -242,14 +247,31 @@ def power_notes(
     notes = [
         note
         for ranked, alpha in columns
-        if (note := _power_note(table, ranked, alpha, least, rows_keys, column_keys))
+        if (note := _power_note(table, ranked, alpha, least, rows_keys, column_keys, floors))
     ]
     if notes:
+        counted = (
+            "; where a column counts its examples, their bootstrap variance is added to the seeds'"
+            if any(floor)
+            else ""
+        )
         notes = [
             f"power (Welch-Hsu tests at {percent(level)}, the error split over each column's "
-            "comparisons): " + "; ".join(notes)
+            f"comparisons{counted}): " + "; ".join(notes)
         ]
     return found, notes
+
+
+def _floors(examples_alone: dict):
+    """(a, b) -> the variance of a - b over the replicates of the examples alone."""
+    import numpy as np
+
+    def floor(a, b) -> float:
+        if a not in examples_alone or b not in examples_alone:
+            return 0.0
+        return float(np.var(examples_alone[a] - examples_alone[b], ddof=1))
+
+    return floor
 
 
 def _ranked_columns(table, column_keys, level: float, reported):
@@ -265,21 +287,22 @@ def _ranked_columns(table, column_keys, level: float, reported):
         yield ranked, (1 - level) / (len(group) - 1)
 
 
-def _tests(ranked, alpha: float):
-    """(row index, (spread, n, alpha)) of each comparison of a column with its leader
-    that can be tested."""
+def _tests(ranked, alpha: float, floors):
+    """(row index, (spread, n, alpha, floor)) of each comparison of a column with its
+    leader that can be tested."""
     from zoo.comparison.stats import no_spread
 
     leader = ranked.iloc[0]
     for index, row in ranked.iloc[1:].iterrows():
         n = min(int(leader["n"]), int(row["n"]))
         sds = [0.0 if no_spread(c["std"], c["mean"]) else c["std"] for c in (leader, row)]
-        if n < 2 or math.isnan(sds[0]) or math.isnan(sds[1]) or not any(sds):
+        floor = floors(leader.name, index)
+        if n < 2 or math.isnan(sds[0]) or math.isnan(sds[1]) or not (any(sds) or floor > 0):
             continue
-        yield index, (math.hypot(*sds), n, alpha)
+        yield index, (math.hypot(*sds), n, alpha, floor)
 
 
-def _power_note(table, ranked, alpha, least, rows_keys, column_keys) -> str | None:
+def _power_note(table, ranked, alpha, least, rows_keys, column_keys, floors) -> str | None:
     leader = ranked.iloc[0]
     smallest = [least[i] for i in ranked.index[1:] if i in least]
     if not smallest:
@@ -292,27 +315,38 @@ def _power_note(table, ranked, alpha, least, rows_keys, column_keys) -> str | No
     where = " / ".join(key_text(leader[k]) for k in column_keys)
     low, high = min(smallest), max(smallest)
     size = _figure(low, low) + (f" to {_figure(high, low)}" if high > low * 1.005 else "")
+    counted = any(floors(leader.name, i) > 0 for i in ranked.index[1:])
     text = (
-        f"on {where}, these seeds find a row {size} or more behind "
-        f"{row_text(leader, rows_keys)} with 80% probability"
+        f"on {where}, these {'seeds and examples' if counted else 'seeds'} find a row "
+        f"{size} or more behind {row_text(leader, rows_keys)} with 80% probability"
     )
     if within:
         text += "; closer, and so easily missed: " + ", ".join(within[:5])
         text += f" and {len(within) - 5} more" if len(within) > 5 else ""
     if not bool(table.loc[leader.name, "best"]):
-        text += _seeds_to_tell(leader, ranked.iloc[1], rows_keys, alpha)
+        runner_up = ranked.iloc[1]
+        floor = floors(leader.name, runner_up.name)
+        text += _seeds_to_tell(leader, runner_up, rows_keys, alpha, floor)
     return text
 
 
-def _seeds_to_tell(leader, runner_up, rows_keys, alpha: float) -> str:
-    """'; about 12 seeds a side would tell ... apart', at the spread observed."""
-    from zoo.comparison.stats import no_spread, seeds_needed
+def _seeds_to_tell(leader, runner_up, rows_keys, alpha: float, floor: float = 0.0) -> str:
+    """'; about 12 seeds a side would tell ... apart', at the spread observed; or that the
+    examples' noise alone keeps them apart from any number of seeds."""
+    from zoo.comparison.stats import floor_bars, no_spread, seeds_needed
 
     sds = [0.0 if no_spread(c["std"], c["mean"]) else c["std"] for c in (leader, runner_up)]
-    if any(math.isnan(sd) for sd in sds) or not any(sds):
+    if any(math.isnan(sd) for sd in sds) or not (any(sds) or floor > 0):
         return ""
-    needed = seeds_needed(leader["mean"] - runner_up["mean"], sds[0], sds[1], alpha)
+    diff = leader["mean"] - runner_up["mean"]
     name = row_text(runner_up, rows_keys)
+    if floor_bars(diff, floor, alpha):
+        return (
+            f"; no number of seeds would tell {name} from it: the evaluation set's own noise "
+            f"(sd {_figure(math.sqrt(floor), math.sqrt(floor))} on the difference) alone "
+            "hides a gap this small; more test examples might"
+        )
+    needed = seeds_needed(diff, sds[0], sds[1], alpha, floor=floor)
     if needed is None:
         return f"; more than 1000 seeds a side would be needed to tell {name} from it"
     return f"; about {needed} seeds a side would tell {name} from it at the spread observed"

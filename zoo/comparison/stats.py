@@ -246,20 +246,25 @@ def detectable(spread: float, n: int, alpha: float, power: float = 0.8) -> float
     return float(detectable_differences([spread], [n], [alpha], power)[0])
 
 
-def detectable_differences(spreads, ns, alphas, power: float = 0.8):
+def detectable_differences(spreads, ns, alphas, power: float = 0.8, floors=None):
     """`detectable` for many comparisons at once: the noncentrality that reaches `power` is
-    solved once per distinct (n, alpha) of the comparisons, all of them together."""
+    solved once per distinct (n, alpha) of the comparisons, all of them together. `floors`,
+    where given, is each comparison's variance of the difference from the evaluation set's
+    examples alone (0 where they are not counted): the standard error the noncentrality
+    multiplies is then sqrt(spread^2 / n + floor), the two-level variance, at Hsu's df (the
+    examples' bootstrap alone would need less: the figure is conservative)."""
     import numpy as np
 
     spreads = np.asarray(spreads, dtype=np.float64)
     ns = np.asarray(ns, dtype=np.float64)
+    floors = np.zeros(len(spreads)) if floors is None else np.asarray(floors, dtype=np.float64)
     found = np.full(len(spreads), np.nan)
-    usable = (ns >= 2) & (spreads > 0)
+    usable = (ns >= 2) & ((spreads > 0) | (floors > 0))
     pairs = sorted({(int(n), float(a)) for n, a in zip(ns[usable], np.asarray(alphas)[usable])})
     shifts = dict(zip(pairs, _shifts_at_power(pairs, power)))
     for i in np.nonzero(usable)[0]:
         shift = shifts[(int(ns[i]), float(alphas[i]))]
-        found[i] = shift * spreads[i] / math.sqrt(ns[i])
+        found[i] = shift * math.sqrt(spreads[i] ** 2 / ns[i] + floors[i])
     return found
 
 
@@ -295,16 +300,25 @@ _SHIFTS: dict = {}  # ((n, alpha), power) -> the noncentrality that reaches the 
 
 
 def seeds_needed(
-    diff: float, sd_a: float, sd_b: float, alpha: float, power: float = 0.8, most: int = 1000
+    diff: float,
+    sd_a: float,
+    sd_b: float,
+    alpha: float,
+    power: float = 0.8,
+    most: int = 1000,
+    floor: float = 0.0,
 ) -> int | None:
     """How many seeds a side would tell a true difference `diff` apart at `alpha` with
-    `power`, for these per-seed standard deviations; None beyond `most` (or no difference)."""
+    `power`, for these per-seed standard deviations and `floor`, the variance of the
+    difference from the evaluation set's examples (which more seeds do not remove); None
+    beyond `most` (or no difference: floor_bars tells whether the examples alone do)."""
     spread = math.hypot(sd_a, sd_b)
-    if not spread > 0 or not abs(diff) > 0:
+    if not (spread > 0 or floor > 0) or not abs(diff) > 0:
         return None
 
     def enough(n: int) -> bool:
-        return t_test_power(abs(diff) * math.sqrt(n) / spread, n - 1, alpha) >= power
+        se = math.sqrt(spread**2 / n + floor)
+        return t_test_power(abs(diff) / se, n - 1, alpha) >= power
 
     if not enough(most):
         return None
@@ -313,6 +327,17 @@ def seeds_needed(
         middle = (low + high) // 2
         low, high = (low, middle) if enough(middle) else (middle, high)
     return high
+
+
+def floor_bars(
+    diff: float, floor: float, alpha: float, power: float = 0.8, most: int = 1000
+) -> bool:
+    """Whether the examples' variance alone (`floor`) keeps `diff` from being found with
+    `power` at `most` seeds a side, whatever the seeds' spread: no number of seeds
+    settles it, a larger evaluation set might."""
+    if not floor > 0:
+        return False
+    return t_test_power(abs(diff) / math.sqrt(floor), most - 1, alpha) < power
 
 
 def paired_interval(a: list[float], b: list[float], level: float = 0.95) -> Interval:

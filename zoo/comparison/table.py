@@ -131,41 +131,47 @@ def load_runs(store=None, rows: list[dict] | None = None):
     listed = store.rows(config_keys=CONFIG_KEYS) if rows is None else rows
     frame = store.frame(listed)
     by_id = {r["id"]: r for r in listed}
-    flat = flat_settings_of(by_id)
-    return add_settings(with_setting_columns(frame, flat), by_id, flat)
+    flat, results = settings_by_id(by_id)
+    return add_settings(with_setting_columns(frame, flat), by_id, results)
 
 
-def flat_settings_of(rows: dict) -> dict:
-    """Run id -> zoo.records.columns.flat_settings of its config, worked out once per config
-    object (the rows of Store.rows(config_keys=...) with the same settings share one)."""
-    from zoo.records.columns import flat_settings
+def settings_by_id(rows: dict) -> tuple[dict, dict]:
+    """Run id -> zoo.records.columns.flat_settings of its config, and run id -> its
+    result_settings, each worked out once per config object (the rows Store.rows reads with
+    config_keys share one where their settings are the same: the seeds of a configuration)."""
+    from zoo.records.columns import flat_settings, result_settings
 
-    shared: dict[int, tuple] = {}  # id(config) -> (config, its settings): kept alive here
-    flat = {}
+    shared: dict[tuple, tuple] = {}  # kept alive here, so an id stays its object's own
+    flat, results = {}, {}
     for run_id, row in rows.items():
         config = row.get("config") or {}
-        found = shared.get(id(config))
+        # the settings declared incidental depend on these where the config lists none
+        key = (id(config), row.get("architecture"), row.get("tokenizer"), row.get("task"))
+        found = shared.get(key)
         if found is None or found[0] is not config:
-            found = shared[id(config)] = (config, flat_settings(config))
-        flat[run_id] = found[1]
-    return flat
+            settings = flat_settings(config)
+            found = shared[key] = (config, settings, result_settings(row, settings))
+        flat[run_id], results[run_id] = found[1], found[2]
+    return flat, results
 
 
-def add_settings(frame, rows: dict, flat: dict | None = None):
+def add_settings(frame, rows: dict, results: dict | None = None):
     """`frame` with each run's `settings`, `trained_on`, `split` and `sample` (equal for the
-    same configuration at the same seed: zoo.comparison.samples). ``flat``: each run's
-    zoo.records.columns.flat_settings, where the caller has them already."""
+    same configuration at the same seed: zoo.comparison.samples). ``results``: each run's
+    zoo.records.columns.result_settings, where the caller has them already."""
     import numpy as np
 
     ids = frame["id"].tolist()  # once: iterating a column of strings is slow
-    derived = {run_id: settings_of(row, rows, flat) for run_id, row in rows.items()}
+    derived = {run_id: settings_of(row, rows, results) for run_id, row in rows.items()}
     found = [derived.get(run_id) for run_id in ids]
+    texts: dict = {}  # the JSON of each settings dict, which rows may share
     columns: dict[str, list] = {
         "settings": [f[0] if f else {} for f in found],
         "trained_on": [f[1] if f else None for f in found],
         "split": [f[2] if f else None for f in found],
         "sample": [
-            sample_key(rows[run_id], rows, f) if f else run_id for run_id, f in zip(ids, found)
+            sample_key(rows[run_id], rows, f, texts) if f else run_id
+            for run_id, f in zip(ids, found)
         ],
         "nan_metrics": [nan_metrics(rows[i]) if i in rows else frozenset() for i in ids],
     }
@@ -255,7 +261,8 @@ def _earlier_frame(access: str) -> None:
 class ComparisonSpec:
     """What a comparison table shows, each as ``zoo.compare``'s argument of that name: which
     runs and figure (metric, where, evals, status), how they are laid out (by, columns,
-    baseline) and how its cells are told apart (better, pool, level, examples)."""
+    baseline) and how its cells are told apart (better, pool, level, examples).
+    ``zoo.sweep(compare=zoo.ComparisonSpec(...))`` compares a sweep's own runs this way."""
 
     metric: str | None = None
     """The figure compared; None: each task's primary metric."""
@@ -286,11 +293,13 @@ class ComparisonSpec:
 
     @property
     def row_keys(self) -> list[str]:
+        """The run columns that name a row, checked."""
         # Evaluation rows are told apart by what the model was trained on and the split scored.
         return _keys(self.by or (("model", "trained_on") if self.evals else ("model",)), "by")
 
     @property
     def column_keys(self) -> list[str]:
+        """The run columns that name a column, checked."""
         default = ("dataset", "split") if self.evals else ("dataset",)
         return _keys(self.columns or default, "columns")
 
@@ -311,12 +320,16 @@ def summarize(frame, spec: ComparisonSpec | None = None) -> Comparison:
     ranked_on = long.attrs["ranked_on"]
     table, statuses, machines = _cells(long, spec, rows_keys, column_keys)
     reported = {m for m in table["metric"] if m.startswith("test_")} if ranked_on else set()
-    replicates = _example_replicates(table, column_keys, spec.examples and not spec.evals)
+    replicates, examples_alone = _example_replicates(
+        table, column_keys, spec.examples and not spec.evals
+    )
     level = spec.level
     table["best"], marks, ties = best_marks(
         table, rows_keys, column_keys, level, reported, replicates
     )
-    table["detectable"], power = power_notes(table, rows_keys, column_keys, level, reported)
+    table["detectable"], power = power_notes(
+        table, rows_keys, column_keys, level, reported, examples_alone
+    )
     notes += marks + power
     notes += _pooling_notes(spec, len(data), long.attrs, statuses, machines)
     counted = sorted({table.loc[i, "metric"] for i in replicates})
@@ -512,13 +525,13 @@ def _laid_out(table, spec: ComparisonSpec):
     return table.reset_index(drop=True)
 
 
-def _example_replicates(table, column_keys, wanted: bool) -> dict:
-    """Bootstrap replicates (seeds and examples) of the cells whose runs kept per-example
-    scores (zoo.comparison.bootstrap); none with --seeds-only."""
+def _example_replicates(table, column_keys, wanted: bool) -> tuple[dict, dict]:
+    """Bootstrap replicates (seeds and examples; examples alone) of the cells whose runs
+    kept per-example scores (zoo.comparison.bootstrap); none with --seeds-only."""
     from zoo.comparison.bootstrap import column_replicates
     from zoo.comparison.significance import columns_of
 
-    return column_replicates(table, columns_of(table, column_keys)) if wanted else {}
+    return column_replicates(table, columns_of(table, column_keys)) if wanted else ({}, {})
 
 
 def _choice_figures(long, keys, pool: bool):

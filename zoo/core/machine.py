@@ -13,6 +13,14 @@ from pathlib import Path
 FLAGS_THAT_MATTER = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
 NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "amx_tile"})
 
+# How a machine with AVX-512 or AMX is made to compute as an AVX2-only CPU does: torch's own
+# kernels (ATen), oneDNN's and MKL's (torch's BLAS: its fp32 matrix products) each held at AVX2.
+AVX2_HOLD = {
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+}
+
 
 @functools.cache
 def cpu() -> dict:

@@ -5,7 +5,36 @@ until one is chosen."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from zoo.errors import ZooError
+
+
+@dataclasses.dataclass(frozen=True)
+class Workers:
+    """Where a sweep's cells or a search's trials train (``zoo.sweep(workers=...)``,
+    ``zoo.tune(workers=...)``; the commands' --jobs, --executor, --address and
+    --cell-/--trial-cpus and -gpus)."""
+
+    jobs: int | str = 1
+    """Worker processes on this machine (local executor); ``"auto"`` (sweeps only): as
+    many as the machine has room for (zoo.sweeps.auto_jobs)."""
+    executor: str = "local"
+    """``"local"`` (this machine) or ``"ray"`` (tasks on a Ray cluster; the ``ray`` extra)."""
+    address: str | None = None
+    """The Ray cluster to use (default: a local one); Ray only."""
+    cpus: int | None = None
+    """CPUs each cell or trial asks Ray for (default 1); Ray only."""
+    gpus: float | None = None
+    """GPUs each cell or trial asks Ray for (default: 1 on device cuda, else 0); Ray only."""
+
+    def start(self, device: str = "auto"):
+        """The executor these workers make (None: cells in this process), checked now."""
+        if self.executor not in ("local", "ray"):
+            raise ZooError(
+                f"executor must be local or ray, not {self.executor!r}", option="executor"
+            )
+        return make_executor(self.jobs, self.executor, self.address, self.cpus, self.gpus, device)
 
 
 def make_executor(
