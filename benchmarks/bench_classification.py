@@ -395,7 +395,8 @@ def main(argv=None) -> int:
         architectures,
     )
     every_seed = [p for a, (p, _) in chosen.items() if a not in args.one_seed]
-    train_all(every_seed, args.datasets, args.seeds, args.jobs)
+    if every_seed:
+        train_all(every_seed, args.datasets, args.seeds, args.jobs)
     runs = finished_runs(models, args.datasets, args.seeds)
 
     sys.path.insert(0, str(Path(__file__).parent))
