@@ -64,7 +64,9 @@ TOLERANCE = 0.005  # the ensemble's acceptance: within half a point of the forme
 def train_all(models: list[str], datasets: list[str], seeds: int, jobs: int = 1) -> None:
     import zoo
 
-    zoo.sweep(models, on=datasets, seeds=seeds, jobs=jobs, progress=True, quiet=True)
+    zoo.sweep(
+        models, on=datasets, seeds=seeds, workers=zoo.Workers(jobs), progress=True, quiet=True
+    )
 
 
 def finished_runs(models: list[str], datasets: list[str], seeds: int) -> dict:
@@ -393,7 +395,8 @@ def main(argv=None) -> int:
         architectures,
     )
     every_seed = [p for a, (p, _) in chosen.items() if a not in args.one_seed]
-    train_all(every_seed, args.datasets, args.seeds, args.jobs)
+    if every_seed:
+        train_all(every_seed, args.datasets, args.seeds, args.jobs)
     runs = finished_runs(models, args.datasets, args.seeds)
 
     sys.path.insert(0, str(Path(__file__).parent))

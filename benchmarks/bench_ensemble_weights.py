@@ -214,7 +214,7 @@ def main() -> None:
                 [member],
                 on=args.datasets,
                 seeds=args.seeds,
-                jobs=args.jobs,
+                workers=zoo.Workers(jobs=args.jobs),
                 quiet=True,
                 settings=settings,
             )

@@ -21,9 +21,11 @@ Decoding is beam search (``beam_size``; 1 is greedy) with the model's key/value 
 (``decode``) where it has one. Metrics: corpus BLEU and chrF by sacreBLEU on the decoded
 text against the dataset's own target text (the signatures are recorded with the run),
 exact match (the whole output right), and the loss per target token. Each row's exact
-match is kept (``RunResult.per_example``), so comparisons of runs decoded on the same rows
-count the test set's noise in exact match; BLEU and chrF are corpus scores, no mean of
-per-row scores, and are compared over seeds only. The training curve
+match and loss per target token are kept (``RunResult.per_example``, the loss weighted by
+the row's target tokens where the model has ``loss_per_row``), and for BLEU and chrF, corpus scores that are no
+mean of per-row scores, each row's sufficient statistics (``per_example_statistics``): so
+comparisons of runs decoded on the same rows count the test set's noise, the bootstrap
+rescoring each draw's summed statistics (``score_statistics``). The training curve
 and the choice of the best weights use the validation loss; the test split is decoded and
 scored once, at the end.
 """
@@ -239,13 +241,26 @@ def tokenizer_for(job: Job):
 # -- evaluation ----------------------------------------------------------------------------
 def loss_of(model, layout: Layout, pairs: Pairs, rows: np.ndarray, batch_size: int) -> float:
     """Mean loss per target token (its end included) over some rows."""
-    total, count = 0.0, 0
+    return row_losses(model, layout, pairs, rows, batch_size)[0]
+
+
+def row_losses(model, layout: Layout, pairs: Pairs, rows: np.ndarray, batch_size: int):
+    """loss_of, and where the model scores row by row (its optional ``loss_per_row``, in
+    the same pass) each row's loss per target token and its target tokens; else None."""
+    per_row = getattr(model, "loss_per_row", None)  # optional (zoo.plugin.Model)
+    scored = per_row if callable(per_row) else model.loss_sum
+    results = []
     for begin in range(0, len(rows), batch_size):
         chosen = rows[begin : begin + batch_size]
         batch = layout.batch([pairs.sources[i] for i in chosen], [pairs.targets[i] for i in chosen])
-        nll, n = model.loss_sum(batch.inputs, batch.targets, batch.mask)
-        total, count = total + nll, count + n
-    return total / max(1, count)
+        results.append(scored(batch.inputs, batch.targets, batch.mask))
+    total = float(sum(np.sum(nll) for nll, _ in results))
+    count = int(sum(np.sum(n) for _, n in results))
+    if not callable(per_row):
+        return total / max(1, count), None
+    nats = np.concatenate([np.asarray(r[0], dtype=np.float64) for r in results])
+    tokens = np.concatenate([np.asarray(r[1], dtype=np.float64) for r in results])
+    return total / max(1, count), (nats / np.maximum(tokens, 1), tokens)
 
 
 def translate(model, layout: Layout, tokenizer, sources: list, cfg, beam=None) -> list[str]:
@@ -276,16 +291,38 @@ def translate(model, layout: Layout, tokenizer, sources: list, cfg, beam=None) -
 def text_metrics(hypotheses: list[str], references: list[str]) -> dict:
     """Corpus BLEU and chrF (sacreBLEU, its default settings: 13a tokenization, exponential
     smoothing; chrF with character 6-grams), their signatures, and exact match."""
+    return text_scores(hypotheses, references)[0]
+
+
+def text_scores(hypotheses: list[str], references: list[str]) -> tuple[dict, dict]:
+    """text_metrics, and what each row adds to them: its exact match, and its BLEU and
+    chrF sufficient statistics (sacreBLEU's per-sentence n-gram matches and totals, as its
+    own paired bootstrap resamples them), whose sums over the split give the corpus
+    scores (score_statistics)."""
+    figures: dict[str, float | str] = {}
+    kept = {"exact_match": exact_matches(hypotheses, references)}
+    for name, metric in _corpus_metrics().items():
+        table = np.asarray(
+            metric._extract_corpus_statistics(hypotheses, [references]), dtype=np.float64
+        )
+        kept[name] = table
+        figures[name] = float(metric._compute_score_from_stats(table.sum(axis=0)).score)
+        figures[f"{name}_signature"] = str(metric.get_signature())
+    figures["exact_match"] = float(np.mean(kept["exact_match"]))
+    return figures, kept
+
+
+def _corpus_metrics() -> dict:
     from sacrebleu.metrics import BLEU, CHRF
 
-    bleu, chrf = BLEU(), CHRF()
-    return {
-        "bleu": float(bleu.corpus_score(hypotheses, [references]).score),
-        "chrf": float(chrf.corpus_score(hypotheses, [references]).score),
-        "exact_match": float(np.mean(exact_matches(hypotheses, references))),
-        "bleu_signature": str(bleu.get_signature()),
-        "chrf_signature": str(chrf.get_signature()),
-    }
+    return {"bleu": BLEU(), "chrf": CHRF()}
+
+
+def score_statistics(metric: str, totals) -> np.ndarray:
+    """BLEU or chrF (``test_bleu``) from sufficient statistics summed over each draw of
+    rows: one corpus score per row of ``totals`` (draws, k), sacreBLEU's own computation."""
+    scorer = _corpus_metrics()[metric.partition("_")[2]]
+    return np.array([scorer._compute_score_from_stats(row).score for row in totals])
 
 
 def exact_matches(hypotheses: list[str], references: list[str]) -> np.ndarray:
@@ -294,12 +331,16 @@ def exact_matches(hypotheses: list[str], references: list[str]) -> np.ndarray:
     return np.array([h == r for h, r in zip(hypotheses, references)], dtype=np.float64)
 
 
-def score_pairs(model, layout, tokenizer, pairs: Pairs, cfg) -> tuple[dict, list[str]]:
-    """A split's metrics (unprefixed) and its decoded outputs."""
+def score_pairs(model, layout, tokenizer, pairs: Pairs, cfg) -> tuple[dict, list[str], dict]:
+    """A split's metrics (unprefixed), its decoded outputs and what each row adds to them
+    (text_scores)."""
     outputs = translate(model, layout, tokenizer, pairs.sources, cfg)
-    metrics = text_metrics(outputs, pairs.target_texts)
-    metrics["loss"] = loss_of(model, layout, pairs, np.arange(len(pairs)), cfg.eval_batch_size)
-    return metrics, outputs
+    metrics, kept = text_scores(outputs, pairs.target_texts)
+    everything = np.arange(len(pairs))
+    metrics["loss"], losses = row_losses(model, layout, pairs, everything, cfg.eval_batch_size)
+    if losses is not None:
+        kept["loss"] = losses
+    return metrics, outputs, kept
 
 
 # -- the pipeline --------------------------------------------------------------------------
@@ -339,13 +380,19 @@ def run(job: Job[Seq2SeqConfig]) -> RunResult:
     metrics = loop_metrics(result)
     metrics["truncated"] = train_pairs.truncated / max(1, len(train_pairs))
     outputs: dict[str, list[str]] = {}
-    per_example = {}  # each row's exact match, so comparisons count the test set's noise
+    # each row's exact match and BLEU and chrF statistics: comparisons count the test
+    # set's noise, the corpus scores recomputed from each draw's sums
+    per_example, weights, statistics = {}, {}, {}
     for role in ("validation", "test"):
         if role in data:
-            figures, outputs[role] = score_pairs(model, layout, tokenizer, data[role], cfg)
-            metrics.update({f"{PREFIXES[role]}_{k}": v for k, v in figures.items()})
-            matches = exact_matches(outputs[role], data[role].target_texts)
-            per_example[f"{PREFIXES[role]}_exact_match"] = matches
+            scored = score_pairs(model, layout, tokenizer, data[role], cfg)
+            figures, outputs[role], kept = scored
+            prefix = PREFIXES[role]
+            metrics.update({f"{prefix}_{k}": v for k, v in figures.items()})
+            per_example[f"{prefix}_exact_match"] = kept.pop("exact_match")
+            if "loss" in kept:  # each row's loss per target token, weighted by its tokens
+                per_example[f"{prefix}_loss"], weights[f"{prefix}_loss"] = kept.pop("loss")
+            statistics.update({f"{prefix}_{k}": table for k, table in kept.items()})
     metrics["vocab_size"] = tokenizer.vocab_size
     job.run.save_weights(model.state_dict())
 
@@ -359,7 +406,13 @@ def run(job: Job[Seq2SeqConfig]) -> RunResult:
     if samples:
         job.run.write_text("samples.txt", "\n".join(samples) + "\n")
     return RunResult(
-        params, metrics, spec, ["\n".join(samples)] if samples else [], per_example=per_example
+        params,
+        metrics,
+        spec,
+        ["\n".join(samples)] if samples else [],
+        per_example=per_example,
+        per_example_weights=weights,
+        per_example_statistics=statistics,
     )
 
 
@@ -394,7 +447,7 @@ def evaluate(trained, dataset, split: str = "test") -> dict:
     layout = trained_layout(trained)
     cfg = trained.train_config or Seq2SeqConfig()
     pairs = split_pairs(dataset, split, trained.tokenizer, layout)
-    figures, _ = score_pairs(trained.model, layout, trained.tokenizer, pairs, cfg)
+    figures, _, _ = score_pairs(trained.model, layout, trained.tokenizer, pairs, cfg)
     return figures
 
 
@@ -414,3 +467,4 @@ class Seq2Seq:
     predict = staticmethod(predict)
     evaluate = staticmethod(evaluate)
     check_dataset = staticmethod(check_dataset)
+    score_statistics = staticmethod(score_statistics)

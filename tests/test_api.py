@@ -178,8 +178,18 @@ def test_reloaded_runs_compute_on_the_device_zoo_run_picks(reviews, monkeypatch)
         (lambda t: zoo.sweep("decoder-char", on=t, n_layerz=2), "no cell of the sweep can run"),
         (lambda t: zoo.sweep("decoder-char", on=t, seeds=0), "seeds must be positive"),
         (lambda t: zoo.sweep("decoder-char", on=t, grid={"n_layerz": [1, 2]}), "n_layerz"),
-        (lambda t: zoo.sweep("decoder-char", on=t, executor="dask"), "executor must be"),
-        (lambda t: zoo.sweep("decoder-char", on=t, jobs=2, executor="ray"), "^jobs is for"),
+        (
+            lambda t: zoo.sweep("decoder-char", on=t, workers=zoo.Workers(executor="dask")),
+            "executor must be",
+        ),
+        (
+            lambda t: zoo.sweep("decoder-char", t, workers=zoo.Workers(jobs=2, executor="ray")),
+            "^jobs is for",
+        ),
+        (
+            lambda t: zoo.sweep("decoder-char", on=t, compare=zoo.ComparisonSpec(evals=True)),
+            "not evaluations",
+        ),
     ],
 )
 def test_errors_are_zoo_errors_before_anything_trains(tiny_text, call, message):
@@ -258,3 +268,28 @@ def test_export_gives_a_typed_record_and_its_dict_reading_warns():
     }
     with pytest.warns(ZooDeprecationWarning, match=r"read \.format"):
         assert done["format"] == "onnx"  # what zoo.export's dict gave
+
+
+def test_the_sweep_and_tune_keywords_before_workers_and_compare_still_work_and_warn(tiny_text):
+    on = str(tiny_text)
+    old_keywords = pytest.warns(zoo.ZooDeprecationWarning, match="deprecated")
+
+    def sweep(**options):
+        return zoo.sweep("decoder-char", on, seeds=2, dry_run=True, progress=False, **options)
+
+    with old_keywords as said, pytest.raises(zoo.ZooError, match="is for the ray executor"):
+        sweep(jobs=2, cell_cpus=2)  # reached the workers' own check
+    assert "pass workers=zoo.Workers(jobs=..., cpus=...)" in str(said[0].message)
+    with old_keywords as said, pytest.raises(zoo.ZooError) as old:
+        sweep(metric="val_bpcz", better="lower")
+    assert "pass compare=zoo.ComparisonSpec(metric=..., better=...)" in str(said[0].message)
+    with pytest.raises(zoo.ZooError) as new:
+        sweep(compare=zoo.ComparisonSpec(metric="val_bpcz", better="lower"))
+    assert str(old.value) == str(new.value) and "val_bpcz" in str(new.value)
+    with old_keywords:
+        before = sweep(jobs="auto", baseline="decoder-char", examples=False)
+    grouped = sweep(workers=zoo.Workers(jobs="auto"), compare=zoo.ComparisonSpec(examples=False))
+    assert before.cells == grouped.cells
+    with old_keywords as said, pytest.raises(zoo.ZooError, match="is for the ray executor"):
+        zoo.tune("decoder-char", on, space="lr=log(1e-3,1e-1)", trials=1, trial_gpus=1)
+    assert "zoo.tune(trial_gpus=...)" in str(said[0].message)

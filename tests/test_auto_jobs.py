@@ -111,4 +111,4 @@ def test_the_python_api_refuses_a_bad_jobs(jobs, tiny_text):
     import zoo
 
     with pytest.raises(zoo.ZooError):
-        zoo.sweep("decoder-char", on=str(tiny_text), jobs=jobs, dry_run=True)
+        zoo.sweep("decoder-char", on=str(tiny_text), workers=zoo.Workers(jobs), dry_run=True)

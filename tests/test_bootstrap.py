@@ -2,6 +2,7 @@
 against an exact enumeration of every resampling of a small case, and what it tells
 apart: two models that differ on 3 of 1,000 examples are not told apart, on 80 they are."""
 
+import functools
 import itertools
 import time
 
@@ -97,6 +98,76 @@ def flipped(base, count, start=0):
     out = base.copy()
     out[start : start + count] = 1.0
     return out
+
+
+def record_translations(model, seed, hypotheses, references):
+    """A finished seq2seq run with the BLEU statistics of each of its sentences kept."""
+    from safetensors.numpy import save_file
+    from zoo.pipelines.seq2seq import text_scores
+
+    from zoo.records.paths import run_folder
+    from zoo.records.store import Store
+
+    run_id = f"{model}-{seed}"
+    figures, kept = text_scores(hypotheses, references)
+    with Store() as store:
+        store.insert(
+            run_id,
+            model=model,
+            architecture=model.partition("-")[0],
+            tokenizer="char",
+            dataset="pairs",
+            task="seq2seq",
+            seed=seed,
+            kind="train",
+            status="finished",
+            config_hash=run_id,
+            config={"configs": {"model": {"dim": 8}, "train": {"steps": 100}}},
+            metrics={"test_bleu": figures["bleu"]},
+        )
+    folder = run_folder(run_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = np.frombuffer(b"pairs test rows".ljust(16), dtype=np.uint8)
+    tensors = {"statistics:test_bleu": kept["bleu"], "examples:test": digest}
+    save_file(tensors, str(folder / "per_example.safetensors"))
+
+
+def test_corpus_bleu_replicates_rescore_the_drawn_sentences_enumerated():
+    import sacrebleu
+    from zoo.pipelines.seq2seq import score_statistics, text_scores
+
+    from zoo.comparison.bootstrap import replicates
+
+    hypotheses = ["the cat sat on the mat", "a dog ran", "birds fly south"]
+    references = ["the cat sat on a mat", "a dog ran home", "birds fly south"]
+    exact = [  # every resample of the 3 sentences, scored by sacreBLEU itself
+        sacrebleu.corpus_bleu([hypotheses[i] for i in drawn], [[references[i] for i in drawn]])
+        for drawn in itertools.product(range(3), repeat=3)
+    ]
+    exact = np.array([score.score for score in exact])
+    table = text_scores(hypotheses, references)[1]["bleu"][None]  # 1 seed
+    scorer = functools.partial(score_statistics, "test_bleu")
+    means = replicates([table], draws=20_000, seed=3, scorers=[scorer])[0][:, 0]
+    assert means.mean() == pytest.approx(exact.mean(), rel=0.02)
+    assert means.var() == pytest.approx(exact.var(), rel=0.05)
+
+
+def test_a_bleu_column_counts_the_sentences_noise():
+    from zoo.comparison.table import ComparisonSpec, load_runs, summarize
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(30)]
+    references = [" ".join(rng.choice(words, size=8)) for _ in range(60)]
+    for seed in range(2):  # b drops one word of 20 or 21 sentences: steady over seeds
+        record_translations("a-char", seed, references, references)
+        dropped = [r.rpartition(" ")[0] if i < 20 + seed else r for i, r in enumerate(references)]
+        record_translations("b-char", seed, dropped, references)
+    comparison = summarize(load_runs(), ComparisonSpec(metric="test_bleu", baseline="b-char"))
+    assert comparison.examples_counted == ["test_bleu"]
+    cell = comparison.cells.set_index("model").loc["a-char"]
+    assert cell["test"] == "Welch and bootstrap" and cell["ci_low"] < cell["diff"] < cell["ci_high"]
+    seeds_only = summarize(load_runs(), ComparisonSpec(metric="test_bleu", examples=False))
+    assert seeds_only.examples_counted == []
 
 
 def test_a_table_counts_the_examples_and_a_flag_keeps_the_seeds_only_view():
@@ -257,3 +328,23 @@ def test_scores_that_do_not_average_to_their_figure_with_their_weights_are_refus
         checked_per_example(result({}), "lm")  # unweighted, the mean is another figure
     with pytest.raises(ZooError, match="not one non-negative weight per score"):
         checked_per_example(result({"per_example_weights": {"test_loss": [8, 8]}}), "lm")
+
+
+def test_statistics_whose_sums_do_not_give_their_figure_are_refused():
+    from zoo.pipelines.seq2seq import Seq2Seq, text_scores
+
+    from zoo.errors import ZooError
+    from zoo.train.job import RunResult
+    from zoo.train.runner import checked_statistics
+
+    figures, kept = text_scores(["a b c d", "e f"], ["a b c d", "e g"])
+    tables = {"test_bleu": kept["bleu"]}
+
+    def result(bleu):
+        return RunResult(1, {"test_bleu": bleu}, None, per_example_statistics=tables)
+
+    checked_statistics(result(figures["bleu"]), "seq2seq", Seq2Seq)
+    with pytest.raises(ZooError, match="statistics 'test_bleu' score"):
+        checked_statistics(result(figures["bleu"] + 1), "seq2seq", Seq2Seq)
+    with pytest.raises(ZooError, match="no score_statistics"):
+        checked_statistics(result(figures["bleu"]), "seq2seq", object())

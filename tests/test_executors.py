@@ -23,6 +23,7 @@ from zoo.records.store import Store, home
 from zoo.sweeps.cells import plan_sweep
 from zoo.sweeps.executors import make_executor
 from zoo.sweeps.local import ProcessExecutor, available_cores
+from zoo.train.job import RunOptions
 
 TIMING = ("tokens_per_s", "train_time")
 
@@ -165,6 +166,11 @@ def test_tune_and_an_onnx_export_without_their_extras_are_one_line_and_exit_2(
 def test_ray_options_need_the_ray_executor(tiny_text):
     result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--address", "10.0.0.1:6379")
     assert result.code == 2 and "--address is for the ray executor" in result.err
+    result = run_cli("sweep", "decoder-char", "--on", tiny_text, "--cell-gpus", "1")
+    assert result.code == 2 and "error: --cell-gpus is for the ray executor" in result.err
+    space = ("--space", "lr=log(1e-3,1e-1)", "--trials", "1")
+    result = run_cli("tune", "decoder-char", "--on", tiny_text, *space, "--trial-cpus", "2")
+    assert result.code == 2 and "error: --trial-cpus is for the ray executor" in result.err
 
 
 def test_list_sweep_and_tune_help_import_neither_torch_optuna_nor_ray():
@@ -337,7 +343,7 @@ def test_a_worker_runs_on_its_thread_count_with_the_programs_garbage_collector(
     monkeypatch.setenv("ZOO_LOAD_PLUGINS", "p_probing")
     sweep = plan_sweep(["probing-char"], [str(tiny_text)], overrides={"train.steps": 1})
     assert torch.get_num_threads() != 3 and os.environ.get("OMP_NUM_THREADS") != "3"
-    ProcessExecutor(1, threads=3).run_cells(sweep, device="cpu")
+    ProcessExecutor(1, threads=3).run_cells(sweep, RunOptions(device="cpu"))
     [cell] = sweep.cells
     assert cell.status == "failed"
     assert cell.error.endswith(

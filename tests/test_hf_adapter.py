@@ -247,6 +247,68 @@ def test_a_type_transformers_cannot_build_one_layer_deep_exits_2_before_training
     assert hf_config("hf-rwkv", n_layer=2).num_hidden_layers == 2
 
 
+def test_a_local_attention_window_spans_half_the_context():
+    """Longformer's and LED's attention_window, LongT5's local_radius and PegasusX's
+    block_size (named like zoo's context, so only an override sets it) follow the context:
+    their defaults (512, 127, 512) pad a 16-token input hundreds of positions wide."""
+    assert hf_config("hf-longformer").attention_window == 8  # block_size 16
+    assert hf_config("hf-led").attention_window == 8
+    assert hf_config("hf-longt5").local_radius == 4
+    assert hf_config("hf-longt5", local_radius=2).local_radius == 2  # a setting wins
+    pegasus_x = hf_config("hf-pegasus_x")
+    assert pegasus_x.block_size == 8 and pegasus_x.max_position_embeddings == 16
+
+
+def test_a_block_sparse_attention_too_long_for_the_context_is_full_from_the_start():
+    """BigBird's block-sparse attention needs more than 704 tokens; below, transformers
+    switches to full attention at the first forward, making new layers there (a draw from
+    torch's generator mid-run, which a resumed run would repeat after its checkpoint). zoo
+    builds it full, so a forward draws nothing."""
+    import torch
+
+    from zoo.core.config import build_config
+    from zoo.core.loading import get_zoo
+    from zoo.plugin import TaskSpec
+
+    assert hf_config("hf-big_bird", block_size=1024).attention_type == "block_sparse"
+    entry = get_zoo().architectures.get("hf-bigbird_pegasus")
+    tiny = {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16}
+    model = entry.load()(build_config(entry.config_class(), tiny), TaskSpec("seq2seq", 20))
+    assert model.hf.config.attention_type == "original_full"
+    ids = torch.randint(3, 20, (2, 8))
+    state = torch.get_rng_state()
+    with torch.no_grad():
+        model.hf.eval()(input_ids=ids, decoder_input_ids=ids)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_a_type_whose_cached_forward_is_not_causal_keeps_the_cache_off():
+    """FSMT drops its decoder's causal mask when use_cache is on (a forward over a whole
+    target then reads later tokens): its models keep use_cache off, so an export's forward
+    computes what zoo trained."""
+    import torch
+
+    from zoo.core.config import build_config
+    from zoo.core.loading import get_zoo
+    from zoo.plugin import TaskSpec
+
+    entry = get_zoo().architectures.get("hf-fsmt")
+    tiny = {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16}
+    model = entry.load()(build_config(entry.config_class(), tiny), TaskSpec("seq2seq", 20))
+    hf = model.hf.eval()
+    assert hf.config.use_cache is False
+    source, target = torch.randint(3, 20, (2, 6)), torch.randint(3, 20, (2, 5))
+    changed = target.clone()
+    changed[:, -1] = 3 + (changed[:, -1] - 2) % 17  # another last token
+    with torch.no_grad():
+        for cache, leaks in ((True, True), (None, False)):  # None: the config's
+            a, b = (
+                hf(input_ids=source, decoder_input_ids=t, use_cache=cache).logits[:, :-1]
+                for t in (target, changed)
+            )
+            assert (not torch.equal(a, b)) is leaks
+
+
 def test_a_class_whose_token_ids_must_be_numbers_keeps_its_own():
     assert isinstance(hf_config("hf-cwm").bos_token_id, int)
     assert hf_config("hf-llama").bos_token_id is None
@@ -291,6 +353,12 @@ def test_an_encoder_decoder_shapes_its_decoder_as_its_encoder():
     bart = hf_config("hf-bart")  # defaults: 12 decoder layers, 4096-wide MLPs
     assert (bart.encoder_layers, bart.decoder_layers) == (2, 2)
     assert bart.decoder_attention_heads == 2 and bart.decoder_ffn_dim == 64
+    prophetnet = hf_config("hf-prophetnet")  # names its stacks num_{en,de}coder_layers
+    assert (prophetnet.num_encoder_layers, prophetnet.num_decoder_layers) == (2, 2)
+    assert prophetnet.num_decoder_attention_heads == 2 and prophetnet.decoder_ffn_dim == 64
+    seamless = hf_config("hf-seamless_m4t")  # the standard names map onto its decoder
+    assert (seamless.encoder_layers, seamless.decoder_layers) == (2, 2)  # default 24
+    assert seamless.encoder_attention_heads == 2
 
 
 def test_every_mlp_width_follows_the_shape():
@@ -299,9 +367,13 @@ def test_every_mlp_width_follows_the_shape():
     assert hf_config("hf-deepseek_v2").num_experts_per_tok == 2  # unset by the class
 
 
-def test_roberta_positions_count_from_the_padding_id():
-    """RoBERTa's position ids start at padding id + 1: a full-length input needs the table
-    the override gives it (the rule alone makes it block_size rows: an index error)."""
+@pytest.mark.parametrize(
+    "model_type, task", [("roberta", "classification"), ("prophetnet", "language-modeling")]
+)
+def test_positions_that_count_from_the_padding_id_get_the_longer_table(model_type, task):
+    """RoBERTa's (and ProphetNet's) position ids start at padding id + 1, and ProphetNet's
+    predicting stream reads one further: a full-length input needs the table the override
+    gives it (the rule alone makes it block_size rows: an index error)."""
     import torch
     from zoo.plugins.transformers import configs
 
@@ -309,24 +381,24 @@ def test_roberta_positions_count_from_the_padding_id():
     from zoo.core.loading import get_zoo
     from zoo.plugin import TaskSpec
 
-    entry = get_zoo().architectures.get("hf-roberta")
+    entry = get_zoo().architectures.get(f"hf-{model_type}")
     config = build_config(
         entry.config_class(), {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 16}
     )
     ids = torch.randint(3, 50, (2, 16))
 
-    def classify():
-        model = entry.load()(config, TaskSpec("classification", 50, 2, 0))
+    def forward():
+        model = entry.load()(config, TaskSpec(task, 50, 2 if task == "classification" else None, 0))
         return model(ids, torch.ones_like(ids))
 
-    assert classify().shape == (2, 2)
-    saved = configs.OVERRIDES.pop("roberta")
+    assert forward().shape[0] == 2
+    saved = configs.OVERRIDES.pop(model_type)
     configs.layout_of.cache_clear()
     try:
         with pytest.raises(Exception, match="out of"):
-            classify()
+            forward()
     finally:
-        configs.OVERRIDES["roberta"] = saved
+        configs.OVERRIDES[model_type] = saved
         configs.layout_of.cache_clear()
 
 

@@ -76,7 +76,9 @@ def test_old_language_model_reloads_generates_and_evaluates_as_it_did(mirror):
     )
     scored = json.loads(ok("eval", LM["run_id"], "shakespeare", "--split", "validation", "--json"))
     for key, value in EXPECTED["eval"]["metrics"].items():
-        assert scored["metrics"][key] == pytest.approx(value, rel=tolerance(1e-9)), key
+        # 1e-7, not 1e-9: evaluation now sums the losses window by window (it keeps each
+        # window's score), and float32 sums in another order differ in the 8th digit
+        assert scored["metrics"][key] == pytest.approx(value, rel=tolerance(1e-7)), key
     ok("plot", LM["run_id"], "--plot", "curve.png")
 
 

@@ -355,6 +355,23 @@ def test_exact_match_is_the_mean_of_each_rows_match():
     assert text_metrics(hypotheses, references)["exact_match"] == pytest.approx(matches.mean())
 
 
+def test_corpus_scores_of_a_resample_are_sacrebleus_of_the_resampled_sentences():
+    import sacrebleu
+    from zoo.pipelines.seq2seq import score_statistics, text_scores
+
+    hypotheses = ["A man rides a bike.", "Two dogs play in the snow.", "a cat", "one two"]
+    references = ["A man is riding a bicycle.", "Two dogs play in the snow.", "A cat.", "one"]
+    figures, kept = text_scores(hypotheses, references)
+    for drawn in ([0, 0, 2, 3], [1, 1, 1, 3], [3, 2, 1, 0]):
+        hyps, refs = [hypotheses[i] for i in drawn], [references[i] for i in drawn]
+        bleu = score_statistics("test_bleu", kept["bleu"][drawn].sum(axis=0)[None])[0]
+        chrf = score_statistics("val_chrf", kept["chrf"][drawn].sum(axis=0)[None])[0]
+        assert bleu == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score)
+        assert chrf == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score)
+    everything = kept["bleu"].sum(axis=0)[None, :]
+    assert score_statistics("test_bleu", everything)[0] == pytest.approx(figures["bleu"])
+
+
 def test_a_run_without_a_target_column_is_refused_before_training(tiny_text, cli):
     result = cli("run", "encdec-char", tiny_text, "--task", "seq2seq", "--set", "steps=1")
     assert result.code == 2
@@ -428,6 +445,10 @@ def test_a_tiny_transduction_run_trains_predicts_and_evaluates(model, tmp_path):
             metrics[f"{prefix}_exact_match"]
         )
         assert f"examples:{prefix}" in kept
+        assert kept[f"statistics:{prefix}_bleu"].shape[0] == 20  # one row per sentence
+        # each pair's loss per target token, weighted by its target tokens
+        losses, tokens = kept[f"{prefix}_loss"], kept[f"weights:{prefix}_loss"]
+        assert np.average(losses, weights=tokens) == pytest.approx(metrics[f"{prefix}_loss"])
     for extra in ([], ["--beam", "3"]):
         predicted = run_zoo("predict", run_id, "1 2 3", *extra, "--json")
         assert predicted.returncode == 0, predicted.stderr

@@ -37,7 +37,7 @@ def fake_trainer(means: dict, sd: float):
     """driver.run_sweep for tests: each cell to do is recorded finished at once, its figure
     the model's mean plus a draw of its seed."""
 
-    def run_sweep(sweep, **_):
+    def run_sweep(sweep, *_, **__):
         with Store() as store:
             for cell in sweep.todo:
                 rng = np.random.default_rng([cell.seed, len(cell.model)])
@@ -74,7 +74,12 @@ def auto_sweep(tiny_text, monkeypatch, means, most):
             pass
 
     result = zoo.sweep(
-        list(means), str(tiny_text), seeds="auto", max_seeds=most, metric="val_bpc", log=Log()
+        list(means),
+        str(tiny_text),
+        seeds="auto",
+        max_seeds=most,
+        compare=zoo.ComparisonSpec(metric="val_bpc"),
+        log=Log(),
     )
     return result, "".join(lines)
 

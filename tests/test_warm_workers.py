@@ -12,6 +12,7 @@ from zoo.sweeps.cells import plan_sweep
 from zoo.sweeps.driver import cell_task
 from zoo.sweeps.warm import WarmWorker
 from zoo.sweeps.worker import run_cell
+from zoo.train.job import RunOptions
 
 TIMING = ("tokens_per_s", "train_time")
 TINY = {**dict(pair.split("=") for pair in TINY_DECODER[1::2]), "steps": "4"}
@@ -20,7 +21,13 @@ TINY = {**dict(pair.split("=") for pair in TINY_DECODER[1::2]), "steps": "4"}
 def tasks(dataset, seeds: int = 1) -> list[dict]:
     sweep = plan_sweep(["decoder-char"], [str(dataset)], seeds=seeds, overrides=TINY)
     return [
-        cell_task(cell, sweep.overrides, device="cpu", run_id=f"run-{cell.seed}-{i}", resume=None)
+        cell_task(
+            cell,
+            sweep.overrides,
+            RunOptions(device="cpu"),
+            run_id=f"run-{cell.seed}-{i}",
+            resume=None,
+        )
         for i, cell in enumerate(sweep.cells)
     ]
 
@@ -92,7 +99,9 @@ def test_digits_cells_share_a_generated_dataset_only_with_the_same_options(loads
             },
         )
         [cell] = sweep.cells
-        return cell_task(cell, sweep.overrides, device="cpu", run_id="digits", resume=None)
+        return cell_task(
+            cell, sweep.overrides, RunOptions(device="cpu"), run_id="digits", resume=None
+        )
 
     warm = WarmWorker()
     for size in (200, 200, 300):

@@ -48,6 +48,8 @@ _LAZY = {
     "show": "zoo.api",
     "Shown": "zoo.results",
     "Comparison": "zoo.comparison.table",
+    "ComparisonSpec": "zoo.comparison.table",
+    "Workers": "zoo.sweeps.executors",
     "Export": "zoo.results",
     "plot": "zoo.api",
     "plot_comparison": "zoo.api",
@@ -80,7 +82,7 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
         tune,
         ui,
     )
-    from zoo.comparison.table import Comparison
+    from zoo.comparison.table import Comparison, ComparisonSpec
     from zoo.operations.ensemble import Ensemble
     from zoo.operations.evaluate import Evaluation
     from zoo.operations.reload import LoadedRun
@@ -94,6 +96,7 @@ if TYPE_CHECKING:  # what _LAZY imports on first use, spelled out for readers an
         SweepResult,
         TuneResult,
     )
+    from zoo.sweeps.executors import Workers
 
 # Spelled out (not built from _LAZY) so the reference, read from the source, lists them.
 __all__ = [
@@ -102,9 +105,11 @@ __all__ = [
     "run",
     "load",
     "sweep",
+    "Workers",
     "runs",
     "compare",
     "Comparison",
+    "ComparisonSpec",
     "ensemble",
     "evaluate",
     "resume",

@@ -28,6 +28,16 @@ class ZooError(Exception):
             return message
         return "--" + self.option.replace("_", "-") + message[len(self.option) :]
 
+    def renamed(self, names: dict[str, str]) -> ZooError:
+        """This error with its option as a command names it: a command whose flag for an
+        argument is not the argument's own name (``cpus`` -> ``trial_cpus``) renames it."""
+        message, option = str(self), self.option
+        if option not in names:
+            return self
+        if message.startswith(option):
+            message = names[option] + message[len(option) :]
+        return type(self)(message, option=names[option])
+
 
 MAX_SHOWN = 80  # characters of a value the user gave that a message echoes back
 

@@ -192,8 +192,8 @@ def register_pipelines(register: RegisterPipeline) -> None:
           only through this declaration.
         - ``pipeline``: a class or object implementing ``zoo.plugin.Pipeline``: ``run(job)``
           and any of its optional methods (``check_dataset``, ``predict``, ``evaluate``,
-          ``generate``, ``split_probabilities`` with ``score_probabilities``), each of
-          which enables the commands that need it.
+          ``generate``, ``split_probabilities`` with ``score_probabilities``,
+          ``score_statistics``), each of which enables what needs it.
         - ``config``: its training config dataclass, a subclass of ``zoo.plugin.TrainConfig``.
     """
 

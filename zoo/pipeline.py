@@ -24,6 +24,7 @@ OPTIONAL_METHODS = (
     "generate",
     "split_probabilities",
     "score_probabilities",
+    "score_statistics",
 )
 
 
@@ -83,6 +84,14 @@ class Pipeline(Protocol):
     def score_probabilities(self, probabilities: Any, split: str) -> dict[str, Any]:
         """Optional (``zoo ensemble``). The split's metrics from combined probabilities,
         named as ``run`` names them (``val_*``, ``test_*``)."""
+        ...
+
+    def score_statistics(self, metric: str, totals: Any) -> Any:
+        """Optional (comparisons that count the evaluation set's noise in a corpus score).
+        ``metric`` (``test_bleu``) from its sufficient statistics summed over a draw of
+        examples: ``totals`` is a (draws, k) array of the sums of the per-example
+        statistics ``run`` handed back in ``RunResult.per_example_statistics``; the answer
+        is one figure per draw, as ``run`` computes the metric from the split's sums."""
         ...
 
 

@@ -56,7 +56,7 @@ NEW_MODEL_SHAPE = {"n_layer": 4, "n_head": 4, "n_embd": 128}
 # d_model); its ``attribute_map`` maps the standard names onto its own, and these aliases
 # cover the classes whose map leaves one out.
 SHAPE_NAMES = {
-    "n_layer": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    "n_layer": ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_encoder_layers"),
     "n_head": ("num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads"),
     "n_embd": ("hidden_size", "n_embd", "d_model", "dim", "embed_dim", "n_embed", "hidden_dim"),
     "block_size": (
@@ -71,7 +71,11 @@ SHAPE_NAMES = {
 }
 DECODER_STACK = {
     "n_layer": ("decoder_layers", "num_decoder_layers"),
-    "n_head": ("decoder_attention_heads", "num_decoder_heads"),
+    "n_head": ("decoder_attention_heads", "num_decoder_heads", "num_decoder_attention_heads"),
+}
+ENCODER_STACK = {
+    "n_layer": ("encoder_layers", "num_encoder_layers"),
+    "n_head": ("encoder_attention_heads", "num_encoder_attention_heads"),
 }
 MLP_NAMES = ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "inner_hidden_size")
 # A Mamba-2 mixer (Mamba2's own, and the hybrids' that hold one: Bamba, Falcon-H1,
@@ -134,8 +138,9 @@ def layout_of(model_type: str) -> Layout:
     for name in [mlp_width, *widths]:
         if name is not None and kinds[name] is int:
             derived[name] = lambda cfg: 4 * cfg.n_embd
-    # an encoder-decoder's decoder stack, shaped as its encoder (BART's decoder_layers)
-    for zoo_name, names in DECODER_STACK.items():
+    # an encoder-decoder's other stack, shaped as the one the standard names map to (BART's
+    # decoder_layers as its encoder_layers; SeamlessM4T's encoder as its decoder)
+    for zoo_name, names in (*DECODER_STACK.items(), *ENCODER_STACK.items()):
         own = _own_name(config_class, names, fields)
         if own is not None and zoo_name in mapped and own != mapped[zoo_name]:
             derived[own] = operator.attrgetter(zoo_name)
@@ -146,6 +151,15 @@ def layout_of(model_type: str) -> Layout:
         if "num_key_value_heads" in fields:
             derived["num_key_value_heads"] = lambda cfg: cfg.n_head
         derived.update(_ssm_sizes(config_class, fields))
+    # a local attention's window spans half the context: Longformer's and LED's
+    # attention_window (even; every input is padded to a multiple of it) and LongT5's
+    # local_radius (on each side); their defaults, 512 and 127, would make every 16-token
+    # input hundreds of positions wide
+    if "attention_window" in fields:
+        derived["attention_window"] = lambda cfg: max(2, cfg.block_size // 4 * 2)
+    if "local_radius" in fields:
+        derived["local_radius"] = lambda cfg: max(1, cfg.block_size // 4)
+    derived.update(_sparse_attention(config_class, fields))
     dropouts = tuple(
         sorted(name for name, kind in kinds.items() if kind is float and DROPOUT.search(name))
     )
@@ -179,6 +193,26 @@ def _ssm_sizes(config_class: type, fields: set[str]) -> dict[str, Callable[[Any]
         elif name in SSM_GROUPS:
             sizes[name] = lambda cfg: 1
     return sizes
+
+
+def _sparse_attention(config_class: type, fields: set[str]) -> dict[str, Callable[[Any], Any]]:
+    """A block-sparse attention (BigBird's) with a context too short for it is full
+    attention from the start. transformers would switch to it at the first forward, making
+    new attention layers there and so drawing from torch's generator mid-run: a resumed run
+    would draw again after its checkpoint and train on other dropout masks."""
+    if not {"attention_type", "num_random_blocks", "block_size"} <= fields:
+        return {}
+    default: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(config_class)}
+
+    def attention_type(cfg) -> str:
+        blocks = getattr(cfg, "num_random_blocks", None) or default["num_random_blocks"]
+        # transformers' bound: 2 global, 3 sliding and 2 x random blocks (its block_size,
+        # which zoo's context hides, stays the default)
+        if cfg.block_size <= (5 + 2 * blocks) * default["block_size"]:
+            return "original_full"
+        return default["attention_type"]
+
+    return {"attention_type": attention_type}
 
 
 def _allows_none(annotation) -> bool:
@@ -225,6 +259,9 @@ OFFSET_POSITIONS = (
 # Per-type corrections where the generic rule fails, each with its reason (and a test).
 OVERRIDES: dict[str, dict[str, Callable[[Any], Any]]] = {
     **{t: {"max_position_embeddings": _offset_positions} for t in OFFSET_POSITIONS},
+    # positions count from the padding id + 1, as RoBERTa's, and the predicting stream
+    # reads the position after each: a table of block_size + 2 rows
+    "prophetnet": {"max_position_embeddings": _offset_positions},
     # the class leaves the experts each token picks unset (None), for a checkpoint to set
     "deepseek_v2": {"num_experts_per_tok": lambda cfg: 2},
     # Mamba2 splits its expanded inner width (expand x hidden_size, expand 2), not the
@@ -232,6 +269,10 @@ OVERRIDES: dict[str, dict[str, Callable[[Any], Any]]] = {
     "mamba2": {
         "head_dim": lambda cfg: (getattr(cfg, "expand", None) or 2) * cfg.n_embd // cfg.n_head
     },
+    # its local attention's block_size (512; every input is padded to a multiple of it)
+    # shares the name of zoo's context, so no --set reaches it: half the context, even
+    # (a staggered block is shifted by half of it)
+    "pegasus_x": {"block_size": lambda cfg: max(2, cfg.block_size // 4 * 2)},
     # the default lists the attention kind of each of its 24 layers, which must match
     # num_layers
     "gpt_neo": {"attention_types": _gpt_neo_layers},
@@ -262,6 +303,12 @@ MIN_LAYERS = {
     # transformers builds a model and when it loads a checkpoint: no setting avoids it
     "rwkv": (2, "transformers' RWKV initialisation divides by num_hidden_layers - 1"),
 }
+
+# Types whose forward drops the decoder's causal mask when the cache is on (it then assumes
+# one new token at a time): their models keep use_cache off, so that a forward over a whole
+# target, as zoo trains and as an export's user calls it, reads no later token; generate()
+# still decodes with its cache, one token at a time.
+NO_CACHE = {"fsmt"}
 # --8<-- [end:overrides]
 
 
@@ -315,11 +362,10 @@ class TransformersConfig:
 
     def extra_fields(self) -> dict[str, Any]:
         """The transformers fields set in this config (None: not set)."""
-        common = {f.name for f in dataclasses.fields(TransformersConfig)}
         return {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)
-            if f.name not in common and getattr(self, f.name) is not None
+            if f.name not in COMMON_FIELDS and getattr(self, f.name) is not None
         }
 
     def transformers_config(self, vocab_size: int, **task_fields):
@@ -352,7 +398,9 @@ class TransformersConfig:
             _check_heads(shape["n_embd"], shape["n_head"])
         known = types.SimpleNamespace(**shape, **self.extra_fields())  # what derives from
         for name, derive in layout.derived.items():
-            if getattr(self, name, None) is None:
+            # a field named like one of zoo's (PegasusX's block_size) cannot be set: always
+            # derived
+            if name in COMMON_FIELDS or getattr(self, name, None) is None:
                 values[name] = derive(known)
         values.update(self.extra_fields())
         # zoo's tokenizers have no begin/end tokens (GPT-2's default ids are 50256); a class
@@ -370,6 +418,9 @@ class TransformersConfig:
             # alike, so its global shape fields are the layers' own and safe to read
             config.allow_global_per_layer_attribute_access = True
         return config
+
+
+COMMON_FIELDS = {f.name for f in dataclasses.fields(TransformersConfig)}
 
 
 def _check_against_checkpoint(cfg: TransformersConfig, config, layout: Layout) -> None:

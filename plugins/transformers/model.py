@@ -31,6 +31,7 @@ import torch.nn as nn
 import transformers
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import sdpa_mask
+from zoo.plugins.transformers.configs import NO_CACHE
 from zoo.plugins.transformers.types import model_types
 
 from zoo.plugin import TaskSpec, ZooError
@@ -150,5 +151,7 @@ def build(cfg, spec: TaskSpec) -> TransformersModel:
             hf.resize_token_embeddings(spec.vocab_size)  # a tokenizer with more tokens
     else:
         hf = hf_class._from_config(config, attn_implementation=attention_of(hf_class, config))
-    hf.config.use_cache = True  # for generation after export; training passes use_cache=False
+    # on for generation after export (training passes use_cache=False), unless a forward
+    # with it computes something else (configs.NO_CACHE)
+    hf.config.use_cache = cfg.model_type not in NO_CACHE
     return TransformersModel(hf, spec.task)

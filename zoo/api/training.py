@@ -3,22 +3,26 @@ sweep, ensemble and tune (see ``zoo.api``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zoo.core.limits import DEVICES, check_seed, positive_argument
-from zoo.errors import ZooError
+from zoo.errors import ZooDeprecationWarning, ZooError
 from zoo.messages import reporting_to
 from zoo.results import Reproduction, Run, SweepResult, TuneResult
 
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from zoo.comparison.table import ComparisonSpec
     from zoo.operations.ensemble import Ensemble
     from zoo.operations.evaluate import Evaluation
     from zoo.operations.reload import LoadedRun
+    from zoo.sweeps.executors import Workers
 
 
 def run(  # noqa: PLR0913 -- `zoo run`'s options, keyword-only
@@ -123,7 +127,8 @@ def evaluate(
     )
 
 
-def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
+def sweep(  # noqa: PLR0913 -- `zoo sweep`'s run settings, keyword-only; still 18 with
+    # the comparison's and the workers' options grouped into `compare` and `workers`
     models: str | list[str],
     on: str | list[str],
     *,
@@ -135,47 +140,45 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
     device: str = "auto",
     progress: bool = True,
     quiet: bool = True,
-    metric: str | None = None,
     grid: dict[str, list] | list[str] | None = None,
-    jobs: int | str = 1,
-    executor: str = "local",
-    address: str | None = None,
-    cell_cpus: int | None = None,
-    cell_gpus: float | None = None,
+    workers: Workers | None = None,
+    compare: ComparisonSpec | None = None,
     dry_run: bool = False,
     stack_seeds: int | bool = False,
     log_to: str | list[str] | None = None,
     log=None,
-    by=None,
-    columns=None,
-    baseline=None,
-    better=None,
-    pool=False,
-    examples=True,
     settings: dict | None = None,
     **more_settings,
 ) -> SweepResult:
     """Train every model x dataset x seed cell not finished before (`zoo sweep`); a cell
     that fails is recorded as failed and the sweep goes on. The options mean what the
-    command's options of the same names mean (``examples=False`` is ``--seeds-only``).
+    command's options of the same names mean.
 
-    `progress` prints the plan, a line per cell and a summary on `log` (default stderr);
+    ``workers`` is where the cells train: a ``zoo.Workers`` (``zoo.Workers(jobs=4)``,
+    ``jobs="auto"``, or ``zoo.Workers(executor="ray", cpus=2)``; default: one cell at a time
+    in this process). ``compare`` is how the sweep's own runs are compared once trained: a
+    ``zoo.ComparisonSpec`` (``zoo.ComparisonSpec(metric="val_bpc", baseline="decoder-char")``;
+    its ``examples=False`` is ``--seeds-only``; never evaluations). `progress` prints the plan, a line per cell and a summary on `log` (default stderr);
     `quiet=False` adds each run's own progress. `grid={"n_layer": [1, 2]}` sweeps a setting
     too (the command's ``"KEY=V1,V2"`` texts are taken too); `dry_run` plans and trains
     nothing. `stack_seeds` trains up to that many seeds of a cell as one batched model
-    (True: all), each its own run. `log_to` and settings are as for `run`; `jobs` may be
-    ``"auto"``. ``seeds="auto"`` starts every row with 2 seeds and gives one more to the
+    (True: all), each its own run. `log_to` and settings are as for `run`. ``seeds="auto"`` starts every row with 2 seeds and gives one more to the
     rows still tied with their column's leader, look by look, until it is told apart or
     they have ``max_seeds`` (default 10) (zoo.sweeps.until_answered)."""
     from zoo.sweeps import report
-    from zoo.sweeps.executors import make_executor
+    from zoo.train.job import RunOptions
 
+    more_settings = dict(more_settings)  # the deprecated keywords are taken out of it
+    workers = _grouped(more_settings, workers, SWEEP_WORKER_KEYWORDS, "sweep", "workers")
+    spec = _grouped(more_settings, compare, COMPARE_KEYWORDS, "sweep", "compare")
     check_device(device)
-    check_executor(executor)
+    if spec.evals:
+        raise ZooError("a sweep compares the runs it trains, not evaluations", option="compare")
     with reporting_to(log, progress=progress):
-        jobs = jobs if jobs == "auto" else positive_argument("jobs", jobs, int)
-        # made before planning: a missing Ray fails now, not after it
-        workers = make_executor(jobs, executor, address, cell_cpus, cell_gpus, device)
+        if workers.jobs != "auto":
+            jobs = positive_argument("jobs", workers.jobs, int)
+            workers = dataclasses.replace(workers, jobs=jobs)
+        executor = workers.start(device)  # made before planning: a missing Ray fails now
         first, most = _seed_budget(seeds, max_seeds, stack_seeds)
         plan = _sweep_plan(
             models,
@@ -185,21 +188,49 @@ def sweep(  # noqa: PLR0913 -- `zoo sweep`'s options, keyword-only
             task=task,
             grid=grid,
             stack_seeds=stack_seeds,
-            workers=workers,
+            workers=executor,
         )
-        plan.log_to = _trackers(log_to)
-        _check_sweep_comparison(plan, metric, better, baseline)  # a dry run refuses it too
+        options = RunOptions(device=device, quiet=quiet, log_to=_trackers(log_to))
+        _check_sweep_comparison(plan, spec.metric, spec.better, spec.baseline)  # dry runs too
         if most is not None:  # a dry run says it too
             logger.info(UNTIL_ANSWERED.format(most=most))
         if dry_run:
             return SweepResult(report.records(plan), None)
-        table = _train_and_compare(
-            plan, workers, most, device=device, quiet=quiet, metric=metric, examples=examples,
-            comparison=dict(by=by, columns=columns, baseline=baseline, better=better, pool=pool),
-        )  # fmt: skip
-        logger.info(report.summary(plan))
-        frame = None if table is None else report.comparison_frame(plan, table.cells)
-        return SweepResult(report.records(plan), table, frame)
+        return _train_and_compare(plan, executor, most, options, spec)
+
+
+# The keywords `zoo.sweep` and `zoo.tune` took before `workers` and `compare` grouped them,
+# each with its field there; deprecated, they keep working until zoo 0.2.
+WORKER_KEYWORDS = {"jobs": "jobs", "executor": "executor", "address": "address"}
+SWEEP_WORKER_KEYWORDS = {**WORKER_KEYWORDS, "cell_cpus": "cpus", "cell_gpus": "gpus"}
+TUNE_WORKER_KEYWORDS = {**WORKER_KEYWORDS, "trial_cpus": "cpus", "trial_gpus": "gpus"}
+COMPARE_KEYWORDS = {
+    name: name for name in ("metric", "by", "columns", "baseline", "better", "pool", "examples")
+}
+
+
+def _grouped(given: dict, group, keywords: dict[str, str], function: str, argument: str):
+    """``group`` (a ``Workers`` or ``ComparisonSpec``; None: the defaults) with the
+    deprecated ``keywords`` found in ``given`` moved onto its fields, warning once that
+    names the replacement. ``given`` is the function's ``**settings`` catch-all: this
+    compatibility path is the one place it takes anything but config settings, and a name
+    neither a keyword nor a setting is refused there as an unknown setting."""
+    from zoo.comparison.table import ComparisonSpec
+    from zoo.sweeps.executors import Workers
+
+    kind = Workers if argument == "workers" else ComparisonSpec
+    group = kind() if group is None else group
+    old = {name: given.pop(name) for name in list(given) if name in keywords}
+    if not old:
+        return group
+    fields = ", ".join(f"{keywords[name]}=..." for name in old)
+    warnings.warn(
+        f"zoo.{function}({', '.join(old)}=...) is deprecated and goes in zoo 0.2: pass "
+        f"{argument}=zoo.{kind.__name__}({fields})",
+        ZooDeprecationWarning,
+        stacklevel=3,
+    )
+    return dataclasses.replace(group, **{keywords[name]: value for name, value in old.items()})
 
 
 UNTIL_ANSWERED = (
@@ -208,30 +239,32 @@ UNTIL_ANSWERED = (
 )
 
 
-def _train_and_compare(plan, workers, most, *, device, quiet, metric, examples, comparison):
-    """Train the plan's cells and compare the sweep's runs (None: nothing finished); with
-    ``most``, seeds until answered: more seeds for the rows still tied, up to ``most``."""
+def _train_and_compare(plan, workers, most, options, spec) -> SweepResult:
+    """Train the plan's cells with the run ``options`` and compare the sweep's runs as
+    ``spec`` says (no comparison when nothing finished); with ``most``, seeds until
+    answered: more seeds for the rows still tied, up to ``most``."""
     from zoo.sweeps import driver, report
 
     def train() -> None:
-        driver.run_sweep(plan, device=device, quiet=quiet, executor=workers)
+        driver.run_sweep(plan, options, executor=workers)
 
-    def compare(level: float = 0.95):
+    def compare(level: float = spec.level):
         if not any(c.status == "finished" or c.done for c in plan.cells):
             return None
-        from zoo.comparison.table import ComparisonSpec
-
-        spec = ComparisonSpec(metric=metric, examples=examples, level=level, **comparison)
-        return report.table(plan, spec)
+        return report.table(plan, dataclasses.replace(spec, level=level))
 
     if most is None:
         train()
-        return compare()
-    from zoo.sweeps.until_answered import run_until_answered
+        table = compare()
+    else:
+        from zoo.sweeps.until_answered import run_until_answered
 
-    return run_until_answered(
-        plan, most=most, level=0.95, train=train, compare=compare, say=logger.info
-    )
+        table = run_until_answered(
+            plan, most=most, level=spec.level, train=train, compare=compare, say=logger.info
+        )
+    logger.info(report.summary(plan))
+    frame = None if table is None else report.comparison_frame(plan, table.cells)
+    return SweepResult(report.records(plan), table, frame)
 
 
 def _sweep_plan(models, on, *, seeds, overrides, task, grid, stack_seeds, workers):
@@ -280,11 +313,6 @@ def check_device(device: str) -> None:
         raise ZooError(f"device must be {', '.join(DEVICES)}, not {device!r}", option="device")
 
 
-def check_executor(executor: str) -> None:
-    if executor not in ("local", "ray"):
-        raise ZooError(f"executor must be local or ray, not {executor!r}", option="executor")
-
-
 def _seed_budget(seeds, max_seeds, stack_seeds) -> tuple[int, int | None]:
     """(seeds to plan first, the most seeds a row may get: None for a fixed number)."""
     from zoo.sweeps.until_answered import DEFAULT_MOST, START
@@ -321,7 +349,8 @@ def ensemble(runs: Iterable[str], *, weights: str = "equal", device: str = "auto
     return combine(runs, weights=weights, device=device)
 
 
-def tune(  # noqa: PLR0913 -- `zoo tune`'s options, keyword-only
+def tune(  # noqa: PLR0913 -- `zoo tune`'s search settings, keyword-only; still 19 with
+    # the workers' options grouped into `workers`
     models: str | list[str],
     on: str | list[str],
     *,
@@ -338,11 +367,7 @@ def tune(  # noqa: PLR0913 -- `zoo tune`'s options, keyword-only
     metric: str | None = None,
     task: str | None = None,
     device: str = "auto",
-    jobs: int = 1,
-    executor: str = "local",
-    address: str | None = None,
-    trial_cpus: int | None = None,
-    trial_gpus: float | None = None,
+    workers: Workers | None = None,
     plot: str | Path | None = None,
     progress: bool = True,
     log_to: str | list[str] | None = None,
@@ -355,18 +380,19 @@ def tune(  # noqa: PLR0913 -- `zoo tune`'s options, keyword-only
     dataset is ``trials`` or ``time`` (seconds of trial time: here ``time`` is the search's
     budget, not a run's; a trial's own is ``**{"train.time": 30}``). ``steps`` and
     ``settings`` apply to every trial and re-run, as ``--steps`` and ``--set`` do; ``log_to``
-    names the trackers every trial and re-run reports to, as for `run`. The other
-    options mean what the command's options of the same names mean.
+    names the trackers every trial and re-run reports to, as for `run`. ``workers`` is
+    where the trials train, a ``zoo.Workers`` as for `sweep` (its ``jobs`` a number). The
+    other options mean what the command's options of the same names mean.
     """
     from zoo.home import check_name_part
-    from zoo.sweeps.executors import make_executor
     from zoo.tuning.report import budget_text, preset_snippet, table
     from zoo.tuning.search import run_search
     from zoo.tuning.space import parse_space
     from zoo.tuning.study import Search
 
+    settings = dict(settings)  # the deprecated keywords are taken out of it
+    workers = _grouped(settings, workers, TUNE_WORKER_KEYWORDS, "tune", "workers")
     check_device(device)
-    check_executor(executor)
     if (trials is None) == (time is None):
         raise ZooError("give one budget per model: trials=N or time=SECONDS")
     search = Search(
@@ -388,11 +414,11 @@ def tune(  # noqa: PLR0913 -- `zoo tune`'s options, keyword-only
         log_to=_trackers(log_to),
     )
     _check_search(search, plot)
-    positive_argument("jobs", jobs, int)
-    make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)  # options checked now
+    workers = dataclasses.replace(workers, jobs=positive_argument("jobs", workers.jobs, int))
+    workers.start(device)  # its options checked now
 
     def executors():
-        return make_executor(jobs, executor, address, trial_cpus, trial_gpus, device)
+        return workers.start(device)
 
     with reporting_to(None, progress=progress):
         results = run_search(search, make_executor=executors, plot_dir=plot)

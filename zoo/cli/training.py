@@ -17,6 +17,7 @@ from zoo.cli.options import (
 from zoo.cli.runs import add_compare_options, emit_comparison
 from zoo.cli.training_options import add_config_option
 from zoo.core.limits import DEVICES, seed_argument
+from zoo.errors import ZooError
 from zoo.train.progress import log_every_argument
 from zoo.train.tracking import tracker_lines
 
@@ -124,40 +125,41 @@ def cmd_resume(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from zoo import api
+    from zoo import ComparisonSpec, Workers, api
     from zoo.cli import training_options
 
     training_options.with_config_file(args, "sweep")
     settings = training_options.settings(args)
-    result = api.sweep(
-        args.models,
-        args.on,
-        seeds=args.seeds,
-        max_seeds=args.max_seeds,
-        steps=args.steps,
-        time=args.time,
-        task=args.task,
-        device=args.device,
-        grid=training_options.grid(args),
-        progress=not (args.quiet or args.json),  # plan, progress, summary
-        quiet=not args.verbose or args.json,
-        jobs=args.jobs,
-        executor=args.executor,
-        address=args.address,
-        cell_cpus=args.cell_cpus,
-        cell_gpus=args.cell_gpus,
-        dry_run=args.dry_run,
-        stack_seeds=args.stack_seeds,
-        log_to=args.log_to,
-        metric=args.metric,
-        by=args.by,
-        columns=args.columns,
-        baseline=args.baseline,
-        better=args.better,
-        pool=args.pool,
-        examples=not args.seeds_only,
-        settings=settings,
-    )
+    try:
+        result = api.sweep(
+            args.models,
+            args.on,
+            seeds=args.seeds,
+            max_seeds=args.max_seeds,
+            steps=args.steps,
+            time=args.time,
+            task=args.task,
+            device=args.device,
+            grid=training_options.grid(args),
+            progress=not (args.quiet or args.json),  # plan, progress, summary
+            quiet=not args.verbose or args.json,
+            workers=Workers(args.jobs, args.executor, args.address, args.cell_cpus, args.cell_gpus),
+            compare=ComparisonSpec(
+                metric=args.metric,
+                by=args.by,
+                columns=args.columns,
+                baseline=args.baseline,
+                better=args.better,
+                pool=args.pool,
+                examples=not args.seeds_only,
+            ),
+            dry_run=args.dry_run,
+            stack_seeds=args.stack_seeds,
+            log_to=args.log_to,
+            settings=settings,
+        )
+    except ZooError as error:  # zoo.Workers' cpus and gpus are --cell-cpus and --cell-gpus
+        raise error.renamed({"cpus": "cell_cpus", "gpus": "cell_gpus"}) from None
     if args.dry_run:
         if args.json:
             print_json({"cells": result.cells})

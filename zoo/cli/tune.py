@@ -149,12 +149,16 @@ def cmd_tune(args) -> int:
         )
     # --set time=60 is each run's training time (train.time); --time is the search's budget
     settings = training_options.settings(args)
-    result = _tune(args, settings)
+    try:
+        result = _tune(args, settings)
+    except ZooError as error:  # zoo.Workers' cpus and gpus are --trial-cpus and --trial-gpus
+        raise error.renamed({"cpus": "trial_cpus", "gpus": "trial_gpus"}) from None
     return _print(args, result)
 
 
 def _tune(args, settings: dict):
     import zoo.api
+    from zoo import Workers
 
     return zoo.api.tune(
         args.models,
@@ -172,11 +176,7 @@ def _tune(args, settings: dict):
         metric=args.metric,
         task=args.task,
         device=args.device,
-        jobs=args.jobs,
-        executor=args.executor,
-        address=args.address,
-        trial_cpus=args.trial_cpus,
-        trial_gpus=args.trial_gpus,
+        workers=Workers(args.jobs, args.executor, args.address, args.trial_cpus, args.trial_gpus),
         plot=args.plot,
         progress=not (args.quiet or args.json),
         log_to=args.log_to,

@@ -7,7 +7,9 @@ of the split's examples with replacement that every row shares (the rows are pai
 example: a hard example is hard for all of them). A seed's replicate figure is its scores'
 mean over the drawn examples, weighted where the scores have weights (a language model's
 windows, each its loss per token weighted by its tokens: the ratio of the drawn windows'
-nats to their tokens); a row's is the mean of its drawn seeds' figures. Drawing with
+nats to their tokens; a corpus score such as BLEU, the task's score of the drawn examples'
+summed sufficient statistics, as sacreBLEU's paired bootstrap rescores them); a row's is
+the mean of its drawn seeds' figures. Drawing with
 replacement is a multinomial count per seed and per example, so a replicate is a few
 weighted sums, and all replicates of a row are matrix products.
 """
@@ -27,10 +29,12 @@ def replicate_means(scores: list, draws: int = DRAWS, seed: int = 0, weights=Non
     return replicates(scores, draws, seed, weights)[0]
 
 
-def replicates(scores: list, draws: int = DRAWS, seed: int = 0, weights=None):
+def replicates(scores: list, draws: int = DRAWS, seed: int = 0, weights=None, scorers=None):
     """replicate_means, and beside it (draws, rows) of the same example draws with each
     row's seeds held fixed (every seed once): the examples' share of the variance, which
-    more seeds do not remove (the power note's floor)."""
+    more seeds do not remove (the power note's floor). `scorers[r]`, where given, makes
+    row r a corpus score: `scores[r]` is (n_r, examples, k), each example's sufficient
+    statistics, and a seed's replicate figure is the scorer of its drawn sums."""
     import numpy as np
 
     examples = {np.shape(s)[1] for s in scores}
@@ -38,15 +42,18 @@ def replicates(scores: list, draws: int = DRAWS, seed: int = 0, weights=None):
         raise ValueError(f"rows scored on different numbers of examples: {sorted(examples)}")
     (count,) = examples
     weights = weights or [None] * len(scores)
+    scorers = scorers or [None] * len(scores)
     rng = np.random.default_rng(seed)
     # how often each example is drawn, the same draw for every row: (draws, examples)
     example_weights = drawn_counts(rng, draws, count)
     both, fixed = np.empty((draws, len(scores))), np.empty((draws, len(scores)))
-    for r, (matrix, weight) in enumerate(zip(scores, weights)):
+    for r, (matrix, weight, scorer) in enumerate(zip(scores, weights, scorers)):
         matrix = np.asarray(matrix, dtype=np.float64)
         n = matrix.shape[0]
         seed_weights = drawn_counts(rng, draws, n)  # (draws, n)
-        if weight is None:  # every draw holds `count` examples
+        if scorer is not None:  # each seed's drawn statistics summed, then scored
+            figures = np.stack([scorer(example_weights @ table) for table in matrix], axis=1)
+        elif weight is None:  # every draw holds `count` examples
             figures = example_weights @ matrix.T / count  # (draws, n): each seed's mean
         else:
             weight = np.asarray(weight, dtype=np.float64)
@@ -100,32 +107,40 @@ def column_replicates(table, columns, draws: int = DRAWS) -> tuple[dict, dict]:
     found: dict = {}
     fixed: dict = {}
     for _, group in columns:
-        metric = group["metric"].iloc[0]
-        kept = [_scores(str(runs).split(), metric) for runs in group["runs"]]
+        metric, task = group["metric"].iloc[0], group["task"].iloc[0]
+        kept = [_scores(str(runs).split(), metric, task) for runs in group["runs"]]
         if len(group) < 2 or any(k is None for k in kept):
             continue
-        scores, weights, digests = zip(*kept)
-        if len({s.shape[1] for s in scores}) != 1 or len(set(digests)) != 1:
+        scores, weights, digests, scorers = zip(*kept)
+        if len({s.shape[1:] for s in scores}) != 1 or len(set(digests)) != 1:
             continue  # rows that scored other examples are not paired
-        means, alone = replicates(list(scores), draws, weights=list(weights))
+        means, alone = replicates(list(scores), draws, weights=list(weights), scorers=scorers)
         found.update({index: means[:, i] for i, index in enumerate(group.index)})
         fixed.update({index: alone[:, i] for i, index in enumerate(group.index)})
     return found, fixed
 
 
-def _scores(run_ids: list[str], metric: str):
-    """(runs, examples) scores, their weights (None where they weigh alike) and the digest
-    of the examples scored: the runs' per-example scores of `metric`, or None where a run
-    kept none, or their examples differ (lengths, or the digest of what each run scored:
+def _scores(run_ids: list[str], metric: str, task: str):
+    """(runs, examples) scores, their weights (None where they weigh alike), the digest of
+    the examples scored and None; or, for a corpus score (BLEU) whose runs kept each
+    example's sufficient statistics, (runs, examples, k) statistics, None, the digest and
+    the task pipeline's score_statistics for `metric`. None where a run kept neither, or
+    their examples differ (lengths, or the digest of what each run scored:
     zoo.train.job.RunFolder.save_per_example)."""
     import numpy as np
 
     kept = [_kept(run_id) for run_id in run_ids]
-    rows = [found[metric] for found in kept if metric in found]
     digests = {bytes(found.get(_digest_key(metric), b"")) for found in kept}
-    if len(rows) < len(kept) or len({len(row) for row in rows}) != 1:
-        return None
     if len(digests) != 1 or digests == {b""}:  # other examples, or none named
+        return None
+    if all(f"statistics:{metric}" in found for found in kept):
+        tables = [found[f"statistics:{metric}"] for found in kept]
+        scorer = _scorer(task, metric)
+        if scorer is None or len({t.shape for t in tables}) != 1 or tables[0].ndim != 2:
+            return None
+        return np.stack(tables).astype(np.float64), None, digests.pop(), scorer
+    rows = [found[metric] for found in kept if metric in found]
+    if len(rows) < len(kept) or len({len(row) for row in rows}) != 1:
         return None
     weighed = [found[f"weights:{metric}"] for found in kept if f"weights:{metric}" in found]
     weights = None
@@ -133,7 +148,22 @@ def _scores(run_ids: list[str], metric: str):
         if len(weighed) < len(kept) or any(w.shape != rows[0].shape for w in weighed):
             return None  # weights for some runs only: not the same scores
         weights = np.stack(weighed).astype(np.float64)
-    return np.stack(rows).astype(np.float64), weights, digests.pop()
+    return np.stack(rows).astype(np.float64), weights, digests.pop(), None
+
+
+def _scorer(task: str, metric: str):
+    """The task pipeline's score_statistics for `metric` (draws' summed statistics ->
+    figures), or None where no installed pipeline of the task has one."""
+    import functools
+
+    from zoo.core.loading import get_zoo
+    from zoo.pipeline import optional_method
+
+    pipelines = get_zoo().pipelines
+    if task not in pipelines:  # a task no installed plugin declares any more
+        return None
+    score = optional_method(pipelines.get(task).load(), "score_statistics")
+    return functools.partial(score, metric) if score is not None else None
 
 
 def _digest_key(metric: str) -> str:

@@ -251,8 +251,7 @@ def power_notes(
     ]
     if notes:
         counted = (
-            "; where the examples are counted, their bootstrap variance is added to the "
-            "seeds' (seeds and examples)"
+            "; where a column counts its examples, their bootstrap variance is added to the seeds'"
             if any(floor)
             else ""
         )

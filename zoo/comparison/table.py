@@ -261,7 +261,8 @@ def _earlier_frame(access: str) -> None:
 class ComparisonSpec:
     """What a comparison table shows, each as ``zoo.compare``'s argument of that name: which
     runs and figure (metric, where, evals, status), how they are laid out (by, columns,
-    baseline) and how its cells are told apart (better, pool, level, examples)."""
+    baseline) and how its cells are told apart (better, pool, level, examples).
+    ``zoo.sweep(compare=zoo.ComparisonSpec(...))`` compares a sweep's own runs this way."""
 
     metric: str | None = None
     """The figure compared; None: each task's primary metric."""
@@ -292,11 +293,13 @@ class ComparisonSpec:
 
     @property
     def row_keys(self) -> list[str]:
+        """The run columns that name a row, checked."""
         # Evaluation rows are told apart by what the model was trained on and the split scored.
         return _keys(self.by or (("model", "trained_on") if self.evals else ("model",)), "by")
 
     @property
     def column_keys(self) -> list[str]:
+        """The run columns that name a column, checked."""
         default = ("dataset", "split") if self.evals else ("dataset",)
         return _keys(self.columns or default, "columns")
 

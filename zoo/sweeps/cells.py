@@ -71,7 +71,6 @@ class Sweep:
     overrides: dict = field(default_factory=dict)  # --set (and --steps, --time) for every cell
     task: str | None = None  # the task asked for, if any
     stacked: int | None = None  # --stack-seeds: the most seeds trained together
-    log_to: list[str] | None = None  # the trackers every cell reports to (None: ZOO_LOG_TO)
     # What trackers group this sweep's runs under (an MLflow parent run, a TensorBoard folder)
     id: str = field(default_factory=lambda: "sweep-" + time.strftime("%Y%m%d-%H%M%S"))
 

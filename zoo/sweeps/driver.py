@@ -30,6 +30,7 @@ from zoo.sweeps.affinity import affinity_key, bring_forward
 from zoo.sweeps.cells import Sweep, failure_row, headline, settled_latest, should_resume
 from zoo.sweeps.claims import CellClaims
 from zoo.sweeps.home_watch import HomeWatch
+from zoo.train.job import RunOptions
 from zoo.train.progress import clock
 
 log = logging.getLogger(__name__)
@@ -38,29 +39,28 @@ RESUMABLE = ("interrupted", "failed")
 CLAIM_POLL_SECONDS = 0.5  # how often a sweep looks again at cells another sweep trains
 
 
-def run_sweep(
-    sweep: Sweep, *, device: str = "auto", quiet: bool = True, zoo=None, executor=None
-) -> Sweep:
-    """Train the cells still to do; a failure is recorded and the next cell starts. With an
-    `executor` (zoo.sweeps.executors.make_executor), cells run in its workers and this process
-    records them."""
+def run_sweep(sweep: Sweep, options: RunOptions, *, zoo=None, executor=None) -> Sweep:
+    """Train the cells still to do, each run with the ``options`` (device, progress,
+    trackers); a failure is recorded and the next cell starts. With an `executor`
+    (zoo.sweeps.executors.make_executor), cells run in its workers and this process records
+    them."""
     if executor is not None:
-        return executor.run_cells(sweep, device=device)
+        return executor.run_cells(sweep, options)
     from zoo.sweeps.in_process import run_in_process
 
     claims = CellClaims()  # each cell locked while it trains here: another sweep skips it
     try:
-        return run_in_process(sweep, claims, device=device, quiet=quiet, zoo=zoo)
+        return run_in_process(sweep, claims, options, zoo=zoo)
     finally:
         claims.release_all()
 
 
 def cell_task(
-    cell, overrides: dict, *, device: str, run_id: str, resume: dict | None, log_to=None
+    cell, overrides: dict, options: RunOptions, *, run_id: str, resume: dict | None
 ) -> dict:
     """A cell as plain data (names, not objects): the worker plans it again and checks that
-    its config hash matches the driver's; ``log_to``: the trackers it reports to. The
-    executor adds the worker's thread count."""
+    its config hash matches the driver's, and runs it on the options' device, reporting to
+    their trackers (its own progress is quiet). The executor adds the worker's thread count."""
     env = {k: v for k, v in os.environ.items() if k.startswith("ZOO_")}
     env["ZOO_HOME"] = str(home().resolve())
     return {
@@ -69,12 +69,12 @@ def cell_task(
         "seed": cell.seed,
         "overrides": {**overrides, **cell.setting},
         "task": cell.plan.task,
-        "device": device,
+        "device": options.device,
         "config_hash": cell.config_hash,
         "stacked": getattr(cell.plan, "stacked", None),  # part of the config hash
         "run_id": run_id,
         "resume": resume,
-        "log_to": log_to,
+        "log_to": options.log_to,
         "env": env,
         "cwd": os.getcwd(),
     }
@@ -93,17 +93,17 @@ class Executor:
         """How the workers were chosen, recorded with each cell's run (``workers``)."""
         return None
 
-    def run_cells(self, sweep, *, device: str):
+    def run_cells(self, sweep, options: RunOptions):
         """Train the sweep's cells still to do in this executor's workers."""
-        return Driver(sweep, self, device=device).run()
+        return Driver(sweep, self, options).run()
 
 
 class Driver:
     """Hands cells to an executor, replays the workers' store writes, and records every
     cell's outcome, including those of workers that died."""
 
-    def __init__(self, sweep, executor, *, device: str):
-        self.sweep, self.executor, self.device = sweep, executor, device
+    def __init__(self, sweep, executor, options: RunOptions):
+        self.sweep, self.executor, self.options = sweep, executor, options
         self.store = Store()
         self.running: dict[int, dict] = {}  # slot -> {cell, task, began, claimed, refused}
         self.claims = CellClaims()  # the cells this sweep trains now, locked against others
@@ -209,12 +209,7 @@ class Driver:
             claimed = self.store.get(latest["id"])
             note = f"    resuming {latest['status']} run {latest['id']}"
         task = cell_task(
-            cell,
-            self.sweep.overrides,
-            device=self.device,
-            run_id=new_run_id(),
-            resume=claimed,
-            log_to=getattr(self.sweep, "log_to", None),
+            cell, self.sweep.overrides, self.options, run_id=new_run_id(), resume=claimed
         )
         task["extra"] = {"group": self.sweep.id}  # the trackers' group for the sweep's runs
         workers = self.executor.record()
@@ -237,14 +232,7 @@ class Driver:
 
         tasks = []
         for cell, run_id in zip(stack.cells, new_run_ids(len(stack.cells))):
-            task = cell_task(
-                cell,
-                self.sweep.overrides,
-                device=self.device,
-                run_id=run_id,
-                resume=None,
-                log_to=getattr(self.sweep, "log_to", None),
-            )
+            task = cell_task(cell, self.sweep.overrides, self.options, run_id=run_id, resume=None)
             task["extra"] = {"group": self.sweep.id}
             tasks.append(task)
         self.executor.submit(slot, {"stack": tasks})

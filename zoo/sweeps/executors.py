@@ -5,7 +5,36 @@ until one is chosen."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from zoo.errors import ZooError
+
+
+@dataclasses.dataclass(frozen=True)
+class Workers:
+    """Where a sweep's cells or a search's trials train (``zoo.sweep(workers=...)``,
+    ``zoo.tune(workers=...)``; the commands' --jobs, --executor, --address and
+    --cell-/--trial-cpus and -gpus)."""
+
+    jobs: int | str = 1
+    """Worker processes on this machine (local executor); ``"auto"`` (sweeps only): as
+    many as the machine has room for (zoo.sweeps.auto_jobs)."""
+    executor: str = "local"
+    """``"local"`` (this machine) or ``"ray"`` (tasks on a Ray cluster; the ``ray`` extra)."""
+    address: str | None = None
+    """The Ray cluster to use (default: a local one); Ray only."""
+    cpus: int | None = None
+    """CPUs each cell or trial asks Ray for (default 1); Ray only."""
+    gpus: float | None = None
+    """GPUs each cell or trial asks Ray for (default: 1 on device cuda, else 0); Ray only."""
+
+    def start(self, device: str = "auto"):
+        """The executor these workers make (None: cells in this process), checked now."""
+        if self.executor not in ("local", "ray"):
+            raise ZooError(
+                f"executor must be local or ray, not {self.executor!r}", option="executor"
+            )
+        return make_executor(self.jobs, self.executor, self.address, self.cpus, self.gpus, device)
 
 
 def make_executor(
@@ -22,7 +51,7 @@ def make_executor(
         if jobs == "auto" or int(jobs) > 1:
             raise ZooError(
                 "jobs is for the local executor; Ray runs as many cells as the "
-                "cluster has room for (see cell_cpus)",
+                "cluster has room for",
                 option="jobs",
             )
         if gpus is None:  # Ray hides the GPUs from a task that asks for none
@@ -32,8 +61,10 @@ def make_executor(
         return RayExecutor(address, cpus or 1, gpus)
     if address is not None:
         raise ZooError("address is for the ray executor", option="address")
-    if cpus is not None or gpus is not None:
-        raise ZooError("cell_cpus and cell_gpus are for the ray executor", option="cell_cpus")
+    if cpus is not None:
+        raise ZooError("cpus is for the ray executor", option="cpus")
+    if gpus is not None:
+        raise ZooError("gpus is for the ray executor", option="gpus")
     if jobs == "auto" or int(jobs) > 1:
         from zoo.sweeps.local import ProcessExecutor
 

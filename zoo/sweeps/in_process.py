@@ -29,11 +29,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def run_in_process(sweep: Sweep, claims, *, device: str, quiet: bool, zoo) -> Sweep:
+def run_in_process(sweep: Sweep, claims, options: RunOptions, *, zoo) -> Sweep:
     from zoo.sweeps.warm import WarmWorker
-    from zoo.train.job import RunOptions
-
-    options = RunOptions(device=device, quiet=quiet, log_to=sweep.log_to)
 
     kept = WarmWorker.here()  # datasets loaded once for the cells on them (zoo.sweeps.warm)
     waiting = deque(sweep.todo)

@@ -207,8 +207,15 @@ class RunFolder:
         tensors.update(
             {f"weights:{name}": array(w) for name, w in result.per_example_weights.items()}
         )
+        tensors.update(
+            {
+                f"statistics:{name}": np.asarray(table, dtype=np.float64)
+                for name, table in result.per_example_statistics.items()
+            }
+        )
         if dataset is not None:
-            prefixes = {name.partition("_")[0] for name in result.per_example}
+            names = set(result.per_example) | set(result.per_example_statistics)
+            prefixes = {name.partition("_")[0] for name in names}
             for prefix in prefixes & set(SCORED_SPLITS):
                 digest = dataset.rows_digest(SCORED_SPLITS[prefix])
                 scored = result.examples_digest.get(prefix)
@@ -250,6 +257,11 @@ class RunResult:
     where the figure is their weighted mean rather than their mean (a loss per token over
     windows of unequal length: each window's loss per token, weighted by its tokens, so
     the figure is the ratio of the summed nats to the summed tokens)."""
+    per_example_statistics: dict[str, Any] = field(default_factory=dict)
+    """Optional, for a corpus score that is no mean of per-example scores (BLEU, chrF):
+    metric name -> an (examples, k) array of each example's sufficient statistics (n-gram
+    matches and totals), whose sums over the split give the figure through the pipeline's
+    ``score_statistics``; a comparison's bootstrap sums each draw's and scores them."""
     examples_digest: dict[str, str] = field(default_factory=dict)
     """Optional, beside ``per_example``: split prefix (``val``, ``test``) -> a digest of
     the examples scored, where they are not the split's rows themselves (a language

@@ -318,8 +318,9 @@ def _trained(plan: Plan, pipeline, job: Job, summary, provenance, ranks, tracker
             f"the {plan.task} pipeline's run(job) returned a "
             f"{type(result).__name__}, not a zoo.plugin.RunResult"
         )
-    if result.per_example and ranks.is_main:
-        run.save_per_example(checked_per_example(result, plan.task), job.dataset)
+    if (result.per_example or result.per_example_statistics) and ranks.is_main:
+        checked_statistics(checked_per_example(result, plan.task), plan.task, pipeline)
+        run.save_per_example(result, job.dataset)
     if ranks.active:
         provenance["distributed"]["weight_sha256"] = distributed.same_weights_on_all_ranks(run)
     # what load_trained needs to rebuild the model
@@ -371,6 +372,34 @@ class _NoStore:
 
     def close(self):
         pass
+
+
+def checked_statistics(result: RunResult, task: str, pipeline) -> RunResult:
+    """A RunResult whose per-example statistics each give a metric it reports: one row of
+    statistics per example, and the pipeline's score_statistics of their sums is that
+    figure, or the pipeline broke its contract."""
+    import numpy as np
+
+    if not result.per_example_statistics:
+        return result
+    score = optional_method(pipeline, "score_statistics")
+    if score is None:
+        raise ZooError(f"the {task} pipeline keeps per-example statistics but no score_statistics")
+    for name, table in result.per_example_statistics.items():
+        table = np.asarray(table, dtype=np.float64)
+        figure = result.metrics.get(name)
+        if table.ndim != 2 or not table.size or not isinstance(figure, (int, float)):
+            raise ZooError(
+                f"the {task} pipeline's per-example statistics {name!r} are not one row per "
+                "example of a figure it reports"
+            )
+        found = float(np.asarray(score(name, table.sum(axis=0)[None, :]))[0])
+        if abs(found - figure) > 1e-4 * max(1.0, abs(figure)):
+            raise ZooError(
+                f"the {task} pipeline's per-example statistics {name!r} score "
+                f"{found:.6g}, not its {name} {figure:.6g}"
+            )
+    return result
 
 
 def checked_per_example(result: RunResult, task: str) -> RunResult:

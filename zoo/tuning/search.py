@@ -254,7 +254,6 @@ def _seed_reruns(search: Search, results, make_executor) -> None:
         seeds,
         overrides=dict(search.overrides),
         task=search.task,
-        log_to=search.log_to,
     )
     todo = len(sweep.todo)
     log.info(
@@ -266,8 +265,7 @@ def _seed_reruns(search: Search, results, make_executor) -> None:
         try:
             driver.run_sweep(
                 sweep,
-                device=search.device,
-                quiet=True,
+                search.run_options(),
                 executor=make_executor() if make_executor else None,
             )
         except KeyboardInterrupt:  # the re-runs cut off are interrupted runs: the same

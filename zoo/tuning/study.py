@@ -233,6 +233,13 @@ class Search:
     device: str = "auto"
     log_to: list[str] | None = None  # the trackers every trial reports to (None: ZOO_LOG_TO)
 
+    def run_options(self):
+        """How every trial and re-run is carried out: on the search's device, quiet, to its
+        trackers (zoo.train.job.RunOptions)."""
+        from zoo.train.job import RunOptions
+
+        return RunOptions(device=self.device, quiet=True, log_to=self.log_to)
+
     def study_name(self, model: str, dataset: str, searched: list, fixed: dict) -> str:
         """Named from what defines the search, so the same command continues its study:
         `fixed` is the settings of every trial as the configs hold them (typed, by their

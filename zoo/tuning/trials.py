@@ -139,7 +139,6 @@ def run_here(search: Search, study, storage, model, dataset, searched, objective
     """Trials one at a time in this process."""
     from zoo.errors import RunDiverged
     from zoo.sweeps.cells import one_line
-    from zoo.train.job import RunOptions
     from zoo.train.runner import execute
     from zoo.train.starting import new_run_id
 
@@ -152,7 +151,7 @@ def run_here(search: Search, study, storage, model, dataset, searched, objective
         try:
             result = execute(
                 trial.cell.plan,
-                RunOptions(device=search.device, quiet=True, log_to=search.log_to),
+                search.run_options(),
                 run_id=run_id,
                 extra=trial.extra,
                 on_validate=trial.reporter,
@@ -179,9 +178,7 @@ class TrialDriver:
 
         # the sweep driver records each cell's run; its 'sweep' is only the shared --set
         self.driver = Driver(
-            SimpleNamespace(overrides=search.overrides),
-            executor,
-            device=search.device,
+            SimpleNamespace(overrides=search.overrides), executor, search.run_options()
         )
         self.executor, self.search = executor, search
         self.started = False
@@ -208,10 +205,9 @@ class TrialDriver:
                     task = cell_task(
                         trial.cell,
                         self.search.overrides,
-                        device=self.search.device,
+                        self.driver.options,
                         run_id=new_run_id(),
                         resume=None,
-                        log_to=self.search.log_to,
                     )
                     task.update(
                         held_out=list(HELD_OUT), extra=trial.extra, on_validate=trial.reporter
