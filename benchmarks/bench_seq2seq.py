@@ -236,6 +236,7 @@ def multi30k_cell(cell, args, env) -> dict:
     m = record["metrics"]
     row |= {
         "run_id": record["run_id"],
+        "val_bleu": m["val_bleu"],
         "bleu": m["test_bleu"],
         "chrf": m["test_chrf"],
         "steps": m["steps"],
@@ -398,10 +399,12 @@ def multi30k(args, env) -> None:
     write_results(
         "seq2seq_multi30k",
         title="Sequence to sequence: Multi30k",
-        about=f"Each model trained for {args.time / 60:g} minutes of wall-clock time "
-        f"(zoo's `time` setting) on multi30k (de-en) and multi30k-en-de, seeds "
-        f"{', '.join(map(str, args.seeds))}: encdec-bpe as the preset, the others at about its "
-        "size with its vocabulary (8,000-token BPE), schedule, label smoothing 0.1 and beam 4"
+        about=f"{', '.join(args.models)}, each trained for {args.time / 60:g} minutes of "
+        "wall-clock time (zoo's `time` setting) on "
+        + " and ".join(f"{DIRECTIONS[d]} ({d})" for d in args.directions)
+        + f", seeds {', '.join(map(str, args.seeds))}: encdec-bpe as its preset sets it, any "
+        "other model at about its size with its vocabulary (8,000-token BPE), schedule, label "
+        "smoothing 0.1 and beam 4"
         + (f", with {' '.join(args.set)}" if args.set else "")
         + ". Test is test_2016_flickr (1,000 sentences); BLEU and chrF by sacreBLEU on the "
         "decoded text. Mean, standard deviation and n over seeds are zoo compare's.",
@@ -426,6 +429,7 @@ def multi30k(args, env) -> None:
                     ("model", "model"),
                     ("direction", "direction"),
                     ("seed", "seed"),
+                    ("val_bleu", "val BLEU", ".2f"),
                     ("bleu", "test BLEU", ".2f"),
                     ("chrf", "test chrF", ".2f"),
                     ("steps", "steps"),
