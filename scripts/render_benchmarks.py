@@ -38,6 +38,7 @@ ORDER = [
     "time_to_quality_families",
     "train",
     "precision",
+    "finetune_time",
     "nanogpt",
     "nanogpt_gpu",
     "nanogpt_gpu_eager",
