@@ -136,6 +136,10 @@ def test_decimal_figures_may_differ_in_their_last_digits_only():
     assert console.same("  val_bpc  3.742\n", rendered("  val_bpc  3.751\n"))  # 0.2%
     assert not console.same("  val_bpc  3.742\n", rendered("  val_bpc  3.942\n"))  # 5%
     assert not console.same("  val_bpc  3.742\n", rendered("  val_bpc  3742\n"))
+    padded = "  test_ppl  15.109915845196523     15.109915845196523     same\n"
+    wider = "  test_ppl  15.10991663689179      15.10991663689179      same\n"
+    assert console.same(padded, rendered(wider))  # a column padded to its figures' width
+    assert not console.same(padded, rendered(wider.replace("      same", "same")))
 
 
 def test_free_lines_may_hold_any_text():
