@@ -121,9 +121,11 @@ def evaluate(
     """Score a finished run on a split of any dataset and record it as an evaluation row
     linked to the run (`zoo eval`)."""
     from zoo.operations.evaluate import Evaluation
+    from zoo.operations.reload import load_trained
 
+    trained = load_trained(run_id, device=device)
     return Evaluation.record(
-        run_id, dataset, split, text_column=text_column, label_column=label_column, device=device
+        trained, dataset, split, text_column=text_column, label_column=label_column
     )
 
 

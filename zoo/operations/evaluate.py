@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from zoo.core.containment import own_interrupts_fail
 from zoo.core.culprits import naming_plugins
@@ -13,6 +14,9 @@ from zoo.data import datasets as zoo_data
 from zoo.errors import ZooError
 from zoo.pipeline import optional_method
 from zoo.records.lifecycle import recording
+
+if TYPE_CHECKING:  # for annotations only: reload.LoadedRun.evaluate imports this module
+    from zoo.operations.reload import LoadedRun
 
 
 @dataclass
@@ -33,9 +37,9 @@ class Evaluation:
     """Everything `zoo eval` prints."""
 
     @classmethod
-    def record(cls, run_id: str, dataset: str, split: str, **options) -> Evaluation:
-        """Score a finished run on a split and record the evaluation row (`zoo eval`)."""
-        result = evaluate_run(run_id, dataset, split, **options)
+    def record(cls, trained: LoadedRun, dataset: str, split: str, **options) -> Evaluation:
+        """Score a reloaded run on a split and record the evaluation row (`zoo eval`)."""
+        result = evaluate_run(trained, dataset, split, **options)
         return cls(
             result["run_id"],
             result["parent_id"],
@@ -47,22 +51,21 @@ class Evaluation:
 
 
 def evaluate_run(
-    run_id: str,
+    trained: LoadedRun,
     dataset: str,
     split: str = "test",
     *,
     text_column: str | None = None,
     label_column: str | None = None,
-    device: str = "auto",
     zoo=None,
 ) -> dict:
+    """Score a reloaded run (zoo.operations.reload.load_trained: its caller loads it, on the
+    device it chose) on a split and record the evaluation row."""
     from zoo.core.loading import get_zoo
-    from zoo.operations.reload import load_trained
     from zoo.records.store import Store
     from zoo.train.starting import new_run_id, seed_everything
 
     zoo = zoo or get_zoo()
-    trained = load_trained(run_id, zoo, device=device)
     if trained.row["kind"] != "train":
         raise ZooError(f"run {trained.run_id} is an evaluation, not a trained run")
     pipeline = zoo.pipelines.get(trained.task).load()

@@ -179,12 +179,11 @@ class LoadedRun:
         from zoo.operations.evaluate import Evaluation
 
         return Evaluation.record(
-            self.id,
+            self,
             dataset,
             split,
             text_column=text_column,
             label_column=label_column,
-            device=self.device,
         )
 
 

@@ -105,6 +105,7 @@ def test_once(result: StudyResult, device: str) -> None:
     evaluation when the search runs again."""
     from zoo.comparison.table import eval_value
     from zoo.operations.evaluate import evaluate_run
+    from zoo.operations.reload import load_trained
     from zoo.records.store import Store
     from zoo.tasks import strip_split
 
@@ -124,7 +125,8 @@ def test_once(result: StudyResult, device: str) -> None:
         log.info(
             f"    {result.model}: best trial {result.best_trial['trial']} (run {run_id}) on test, once"
         )
-        metrics = evaluate_run(run_id, result.dataset, "test", device=device)["metrics"]
+        trained = load_trained(run_id, device=device)
+        metrics = evaluate_run(trained, result.dataset, "test")["metrics"]
     result.best_test = eval_value(metrics, name, "test")
 
 
