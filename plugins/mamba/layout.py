@@ -45,24 +45,25 @@ def hf_config(cfg, vocab_size: int) -> dict:
 def to_hf(state: dict) -> dict:
     """The native weights -> MambaForCausalLM's (the head also when tied: a tied model
     shares it, an untied one needs it)."""
-    out = {}
-    for name, tensor in state.items():
-        for native, hf in PREFIXES.items():
-            if name.startswith(native):
-                name = hf + name.removeprefix(native)
-        out[name] = tensor
+    out = _renamed(state, PREFIXES.items())
     out.setdefault("lm_head.weight", state["tok_emb.weight"])
     return out
 
 
 def from_hf(hf_state: dict, cfg) -> dict:
     """MambaForCausalLM's weights -> the native names (no head when it is tied)."""
-    out = {}
-    for name, tensor in hf_state.items():
-        for native, hf in PREFIXES.items():
-            if name.startswith(hf):
-                name = native + name.removeprefix(hf)
-        out[name] = tensor
+    out = _renamed(hf_state, [(hf, native) for native, hf in PREFIXES.items()])
     if cfg.tie_weights:
         out.pop("lm_head.weight", None)
+    return out
+
+
+def _renamed(state: dict, prefixes) -> dict:
+    """``state`` with each name's ``old`` prefix replaced by ``new``, for each (old, new)."""
+    out = {}
+    for name, tensor in state.items():
+        for old, new in prefixes:
+            if name.startswith(old):
+                name = new + name.removeprefix(old)
+        out[name] = tensor
     return out
