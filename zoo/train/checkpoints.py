@@ -266,6 +266,7 @@ class Checkpointer:
         result.best_score, result.best_step = loop["best_score"], loop["best_step"]
         result.curve = list(loop["curve"])
         result.validate_time = float(loop.get("validate_time", 0.0))
+        result.decay_start = loop.get("decay_start")
         result.best_state = ckpt.arrays("best") or None
         result.runners_up = [
             (score, step, ckpt.arrays(f"runner_up{i}"))
@@ -303,6 +304,7 @@ class Checkpointer:
                 "curve": result.curve,
                 "elapsed": elapsed,
                 "validate_time": result.validate_time,
+                "decay_start": result.decay_start,
                 "runners_up": [[score, step] for score, step, _ in result.runners_up],
             },
             "optimizer": opt_meta,

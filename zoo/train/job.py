@@ -30,6 +30,10 @@ class TrainConfig:
     """Optimizer steps; with `time` set, the loop stops at whichever comes first."""
     time: float | None = None
     """Wall-clock budget in seconds, for comparisons at equal compute."""
+    schedule: Literal["steps", "time"] = "steps"
+    """What the cosine decay runs over after the warm-up: ``steps`` (the step budget) or
+    ``time`` (the wall-clock budget ``time``, so a time-limited run reaches ``min_lr`` as its
+    time ends, on a fast machine and a slow one alike; ``steps`` is then only a cap)."""
     batch_size: int = sized(32, role="batch")
     """Sequences (or texts) per training batch."""
     lr: float = 1e-3
@@ -120,6 +124,16 @@ class TrainConfig:
             )
         if self.time is not None and not self.time > 0:
             raise ValueError(f"time must be positive, got {self.time}")
+        if self.schedule == "time" and self.time is None:
+            raise ValueError(
+                "schedule=time decays the learning rate over the time budget, and none is "
+                "set: give one (--time SECONDS) or use schedule=steps"
+            )
+        if self.schedule == "time" and self.warmup_fraction is not None:
+            raise ValueError(
+                "warmup_fraction is a share of the step budget, which schedule=time only "
+                "caps: warm up by warmup_steps instead"
+            )
         if self.eval_limit is not None and not self.eval_limit > 0:
             raise ValueError(f"eval_limit must be positive (or unset), got {self.eval_limit}")
 

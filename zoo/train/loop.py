@@ -54,12 +54,15 @@ def warmup_of(cfg: TrainConfig, total: int) -> int:
     return cfg.warmup_steps if fraction is None else round(fraction * total)
 
 
-def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
-    """Linear warm-up, then cosine decay from lr to min_lr over the remaining steps."""
+def lr_at(step: int, cfg: TrainConfig, total: int, progress: float | None = None) -> float:
+    """Linear warm-up, then cosine decay from lr to min_lr over the remaining steps, or, where
+    ``progress`` is given, over that share (0 to 1) of the decay's span."""
     warmup = warmup_of(cfg, total)
     if step < warmup:
         return cfg.lr * (step + 1) / warmup
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    if progress is None:
+        progress = (step - warmup) / max(1, total - warmup)
+    progress = min(1.0, progress)
     return cfg.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (cfg.lr - cfg.min_lr)
 
 
@@ -135,6 +138,9 @@ class TrainingOutcome:
     ("pruned", say) and the step it stopped at."""
     stopped_step: int | None = None
     """The step at which training stopped early, if it did."""
+    decay_start: float | None = None
+    """With ``schedule = "time"``: the training seconds at which the warm-up ended and the
+    decay began."""
 
     @property
     def tokens_per_s(self) -> float:
@@ -207,7 +213,7 @@ def train(
             # instead of recording a finished run with no steps and no loss.
             if budget is not None and result.steps > 0 and _out_of_time(start, budget, ranks):
                 break
-            lr = lr_at(result.steps, cfg, cfg.steps)
+            lr = _learning_rate(cfg, result, time.perf_counter() - start)
             batch = next_batch(rng)
             loss = _optimizer_step(model, batch, lr, cfg.grad_clip, result, checkpoints.last_step)
             result.tokens += batch.tokens * ranks.world_size  # every rank trained on a batch
@@ -244,6 +250,19 @@ def _warn_of_a_short_run(job: Job) -> None:
     short = warmup_outlasts_training(job.train_config)
     if short and runner_state(job).resume_from is None:
         job.say(f"zoo: warning: {short}")
+
+
+def _learning_rate(cfg, result: TrainingOutcome, elapsed: float) -> float:
+    """The rate for the next step. With ``schedule = "time"`` the decay's progress is the share
+    of the time budget spent since the warm-up ended (the budget less the closing validation's
+    reserve, so the rate reaches min_lr as the loop stops)."""
+    if getattr(cfg, "schedule", "steps") != "time" or result.steps < warmup_of(cfg, cfg.steps):
+        return lr_at(result.steps, cfg, cfg.steps)
+    if result.decay_start is None:
+        result.decay_start = elapsed
+    span = _time_budget(cfg, result) - result.decay_start
+    progress = (elapsed - result.decay_start) / span if span > 0 else 1.0
+    return lr_at(result.steps, cfg, cfg.steps, progress=progress)
 
 
 def _time_budget(cfg, result: TrainingOutcome) -> float | None:
