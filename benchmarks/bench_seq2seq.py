@@ -23,7 +23,8 @@ greedily and with a beam of 4 (`zoo.load(run).predict`): what the beam adds, and
 training curve. On one idle two-core machine that is 5 x 2 x 3 = 30 hours of training with
 `--jobs 1`. Each run's wall time, CPU time and the machine's load
 while it ran are kept in ZOO_HOME/bench_seq2seq_costs.json, so a rerun that reuses finished
-runs reports what they cost.
+runs reports what they cost. `--report-only` trains nothing: it reports the runs finished
+so far and names the missing ones.
 
 Each budget writes its own record (benchmarks/results/seq2seq_multi30k_3600s.json for the
 default), so a short equal-budget table and the hour-long acceptance runs sit side by side.
@@ -227,6 +228,8 @@ def multi30k_cell(cell, args, env) -> dict:
     sets = [*SHARED, *MODELS[model], *args.set, f"time={args.time:g}"]  # later ones win
     row = {"model": model, "direction": direction, "seed": seed}
     record = finished_run(env["ZOO_HOME"], model, dataset, seed, sets)
+    if record is None and args.report_only:
+        return row | {"missing": True}
     try:
         if record is None:
             record, cost = zoo_run(
@@ -395,7 +398,8 @@ def multi30k(args, env) -> None:
     with ThreadPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(lambda cell: multi30k_cell(cell, args, env), cells))
     failed = [r for r in rows if "failed" in r]
-    rows = [r for r in rows if "failed" not in r]
+    missing = [r for r in rows if "missing" in r]
+    rows = [r for r in rows if "failed" not in r and "missing" not in r]
     summary = statistics_of(rows)
     beams = [r for r in rows if "beam_gain" in r]
     command = "python benchmarks/bench_seq2seq.py multi30k" + "".join(
@@ -484,6 +488,15 @@ def multi30k(args, env) -> None:
                 f"{r['model']} {r['direction']} seed {r['seed']} failed: {r['failed']}"
                 for r in failed
             ),
+            *(
+                [
+                    "Not run yet (reported with --report-only): "
+                    + ", ".join(f"{r['model']} {r['direction']} seed {r['seed']}" for r in missing)
+                    + "."
+                ]
+                if missing
+                else []
+            ),
             f"OMP_NUM_THREADS={env.get('OMP_NUM_THREADS', 'unset')}; {args.jobs} run(s) side by "
             "side. Where the machine was shared with other work (see the load), each run "
             "trained fewer steps in its budget than the machine allows alone, so these "
@@ -492,7 +505,9 @@ def multi30k(args, env) -> None:
             "30 s): above the core count, other work shared the cores.",
             f"Command: `{command} --time {args.time:g} --seeds "
             f"{' '.join(map(str, args.seeds))} --directions {' '.join(args.directions)} "
-            f"--models {' '.join(args.models)} --jobs {args.jobs}`.",
+            f"--models {' '.join(args.models)} --jobs {args.jobs}"
+            + (" --report-only" if args.report_only else "")
+            + "`.",
         ],
     )
 
@@ -519,6 +534,12 @@ def main(argv=None) -> int:
         action="append",
         default=[],
         help="multi30k: a setting of every run (KEY=VALUE), after the bench's own",
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="multi30k: train nothing; report the finished runs in ZOO_HOME and name the "
+        "missing ones",
     )
     parser.add_argument("--directions", nargs="+", default=list(DIRECTIONS), choices=DIRECTIONS)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
