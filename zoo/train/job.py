@@ -127,7 +127,7 @@ class TrainConfig:
         if self.schedule == "time" and self.time is None:
             raise ValueError(
                 "schedule=time decays the learning rate over the time budget, and none is "
-                "set: give one (--time SECONDS) or use schedule=steps"
+                "set: set time (seconds of training) or use schedule=steps"
             )
         if self.schedule == "time" and self.warmup_fraction is not None:
             raise ValueError(
