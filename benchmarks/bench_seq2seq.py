@@ -21,9 +21,9 @@ directions (multi30k, multi30k-en-de), three seeds. It reports test BLEU and chr
 compare's statistics over seeds, every run, and for encdec-bpe the test split decoded again
 greedily and with a beam of 4 (`zoo.load(run).predict`): what the beam adds, and its
 training curve. On one idle two-core machine that is 5 x 2 x 3 = 30 hours of training with
-`--jobs 1`. Each run's wall time, CPU time and the machine's load
-while it ran are kept in ZOO_HOME/bench_seq2seq_costs.json, so a rerun that reuses finished
-runs reports what they cost. `--report-only` trains nothing: it reports the runs finished
+`--jobs 1`. Each run's wall time, CPU time and the machine's load while it ran are kept
+in ZOO_HOME/bench_seq2seq_costs.json and its beam check in bench_seq2seq_beams.json, so a
+rerun that reuses finished runs reports what they cost without decoding them again. `--report-only` trains nothing: it reports the runs finished
 so far and names the missing ones.
 
 Each budget writes its own record (benchmarks/results/seq2seq_multi30k_3600s.json for the
@@ -237,7 +237,12 @@ def multi30k_cell(cell, args, env) -> dict:
             )
             COSTS.save(env["ZOO_HOME"], record["run_id"], cost)
         else:  # a finished run reused: what it cost when it ran
-            cost = COSTS.of(env["ZOO_HOME"], record["run_id"], record["duration"])
+            # else its recorded duration (from its start to its record), no CPU time or load
+            cost = COSTS.of(env["ZOO_HOME"], record["run_id"]) or {
+                "wall_s": record["duration"],
+                "cpu_s": math.nan,
+                "load": math.nan,
+            }
     except SystemExit as failed:  # one failed run does not cost the others
         print(json.dumps(row | {"failed": str(failed)[-300:]}))
         return row | {"failed": str(failed)[-300:]}
@@ -253,7 +258,11 @@ def multi30k_cell(cell, args, env) -> dict:
         "signature": m["test_bleu_signature"],
     }
     if model == BEAM_CHECK:
-        row |= beam_gain(record["run_id"], dataset)
+        beams = BEAMS.of(env["ZOO_HOME"], record["run_id"])
+        if beams is None:
+            beams = beam_gain(record["run_id"], dataset)
+            BEAMS.save(env["ZOO_HOME"], record["run_id"], beams)
+        row |= beams
         row["curve"] = curve_of(Path(env["ZOO_HOME"]) / record["run_id"] / "metrics.jsonl")
     print(json.dumps({k: v for k, v in row.items() if k != "curve"}))
     return row
@@ -288,30 +297,28 @@ def curve_of(metrics: Path, parts: int = 10) -> list[dict]:
     return out
 
 
-class Costs:
-    """Each run's cost as zoo_run measured it, kept in ZOO_HOME/bench_seq2seq_costs.json, so
-    a rerun that reuses a finished run reports what the run cost when it trained."""
+class Kept:
+    """Figures measured once per run, kept in ZOO_HOME/NAME (a JSON object by run id), so a
+    rerun that reuses a finished run reports them without measuring again: what the run
+    cost when it trained (it cannot be measured again), and its beam check."""
 
-    NAME = "bench_seq2seq_costs.json"
-
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.lock = threading.Lock()  # runs side by side finish in their own threads
 
-    def save(self, home: str, run_id: str, cost: dict) -> None:
-        path = Path(home) / self.NAME
+    def save(self, home: str, run_id: str, figures: dict) -> None:
+        path = Path(home) / self.name
         with self.lock:
-            costs = json.loads(path.read_text()) if path.is_file() else {}
-            path.write_text(json.dumps(costs | {run_id: cost}, indent=1))
+            kept = json.loads(path.read_text()) if path.is_file() else {}
+            path.write_text(json.dumps(kept | {run_id: figures}, indent=1))
 
-    def of(self, home: str, run_id: str, duration: float) -> dict:
-        """The saved cost, else the run's recorded duration (from its start to its record)
-        and no CPU time or load."""
-        path = Path(home) / self.NAME
-        costs = json.loads(path.read_text()) if path.is_file() else {}
-        return costs.get(run_id, {"wall_s": duration, "cpu_s": math.nan, "load": math.nan})
+    def of(self, home: str, run_id: str) -> dict | None:
+        path = Path(home) / self.name
+        return (json.loads(path.read_text()) if path.is_file() else {}).get(run_id)
 
 
-COSTS = Costs()
+COSTS = Kept("bench_seq2seq_costs.json")
+BEAMS = Kept("bench_seq2seq_beams.json")
 
 
 def finished_run(home: str, model: str, dataset: str, seed: int, sets: list[str]) -> dict | None:
