@@ -247,8 +247,11 @@ def multi30k_cell(cell, args, env) -> dict:
         print(json.dumps(row | {"failed": str(failed)[-300:]}))
         return row | {"failed": str(failed)[-300:]}
     m = record["metrics"]
+    config = json.loads((Path(env["ZOO_HOME"]) / record["run_id"] / "config.json").read_text())
     row |= {
         "run_id": record["run_id"],
+        "threads": config["threads"]["threads"],
+        "precision": config["machine"].get("precision", ""),
         "val_bleu": m["val_bleu"],
         "bleu": m["test_bleu"],
         "chrf": m["test_chrf"],
@@ -450,6 +453,8 @@ def multi30k(args, env) -> None:
                     ("bleu", "test BLEU", ".2f"),
                     ("chrf", "test chrF", ".2f"),
                     ("steps", "steps"),
+                    ("threads", "threads"),
+                    ("precision", "precision"),
                     ("train_s", "training s", ",.0f"),
                     ("wall_s", "wall s", ",.0f"),
                     ("cpu_s", "CPU s", ",.0f"),
@@ -504,8 +509,8 @@ def multi30k(args, env) -> None:
                 if missing
                 else []
             ),
-            f"OMP_NUM_THREADS={env.get('OMP_NUM_THREADS', 'unset')}; {args.jobs} run(s) side by "
-            "side. Where the machine was shared with other work (see the load), each run "
+            "Threads: each run's torch threads, as zoo recorded them. Where the machine was "
+            "shared with other work or other runs (see the load), each run "
             "trained fewer steps in its budget than the machine allows alone, so these "
             "figures are below what the budget buys on an idle machine.",
             "Load is the machine's mean 1-minute load average while the run went (sampled every "
