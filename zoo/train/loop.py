@@ -260,7 +260,7 @@ def _learning_rate(cfg, result: TrainingOutcome, elapsed: float) -> float:
         return lr_at(result.steps, cfg, cfg.steps)
     if result.decay_start is None:
         result.decay_start = elapsed
-    span = _time_budget(cfg, result) - result.decay_start
+    span = (_time_budget(cfg, result) or 0.0) - result.decay_start  # set: schedule=time needs it
     progress = (elapsed - result.decay_start) / span if span > 0 else 1.0
     return lr_at(result.steps, cfg, cfg.steps, progress=progress)
 
