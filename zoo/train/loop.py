@@ -213,7 +213,7 @@ def train(
             # instead of recording a finished run with no steps and no loss.
             if budget is not None and result.steps > 0 and _out_of_time(start, budget, ranks):
                 break
-            lr = _learning_rate(cfg, result, time.perf_counter() - start)
+            lr = _learning_rate(cfg, result, start)
             batch = next_batch(rng)
             loss = _optimizer_step(model, batch, lr, cfg.grad_clip, result, checkpoints.last_step)
             result.tokens += batch.tokens * ranks.world_size  # every rank trained on a batch
@@ -252,12 +252,14 @@ def _warn_of_a_short_run(job: Job) -> None:
         job.say(f"zoo: warning: {short}")
 
 
-def _learning_rate(cfg, result: TrainingOutcome, elapsed: float) -> float:
-    """The rate for the next step. With ``schedule = "time"`` the decay's progress is the share
-    of the time budget spent since the warm-up ended (the budget less the closing validation's
-    reserve, so the rate reaches min_lr as the loop stops)."""
+def _learning_rate(cfg, result: TrainingOutcome, start: float) -> float:
+    """The rate for the next step of a loop that started at ``start``. With ``schedule =
+    "time"`` the decay's progress is the share of the time budget spent since the warm-up
+    ended (the budget less the closing validation's reserve, so the rate reaches min_lr as
+    the loop stops); only then is the clock read."""
     if getattr(cfg, "schedule", "steps") != "time" or result.steps < warmup_of(cfg, cfg.steps):
         return lr_at(result.steps, cfg, cfg.steps)
+    elapsed = time.perf_counter() - start
     if result.decay_start is None:
         result.decay_start = elapsed
     span = (_time_budget(cfg, result) or 0.0) - result.decay_start  # set: schedule=time needs it
