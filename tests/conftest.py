@@ -338,6 +338,21 @@ def mirror():
     return folders
 
 
+def start_local_ray(ray) -> None:
+    """A local Ray cluster of 2 CPUs whose workers run at the tests' own priority: Ray starts
+    them at niceness 15, so on a loaded machine (the rest of the suite beside them) they
+    starve, and a test's bound for a hung cluster trips on a slow one."""
+    saved = os.environ.get("RAY_worker_niceness")
+    os.environ["RAY_worker_niceness"] = "0"  # read by the raylet ray.init starts
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="error")
+    finally:
+        if saved is None:
+            os.environ.pop("RAY_worker_niceness")
+        else:
+            os.environ["RAY_worker_niceness"] = saved
+
+
 def kill_a_worker_held_at_a_checkpoint(
     monkeypatch, tmp_path, workers: int, deadline: float = 600.0
 ):

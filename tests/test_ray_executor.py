@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import kill_a_worker_held_at_a_checkpoint, run_cli, seed_sweep
+from conftest import kill_a_worker_held_at_a_checkpoint, run_cli, seed_sweep, start_local_ray
 
 from zoo.records.ownership import writer_alive
 from zoo.records.store import Store, home
@@ -18,7 +18,7 @@ from zoo.records.store import Store, home
 @pytest.fixture(scope="module")
 def cluster():
     ray = pytest.importorskip("ray")  # here, not at collection: importing Ray takes seconds
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="error")
+    start_local_ray(ray)
     try:
         yield
     finally:

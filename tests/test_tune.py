@@ -314,10 +314,10 @@ def test_a_killed_tune_continues_its_study_without_losing_or_double_counting_tri
 def test_a_ray_search_records_every_trial_from_the_driver_and_goes_on_past_a_killed_worker(
     negated_reviews, monkeypatch, tmp_path
 ):
-    from conftest import kill_a_worker_held_at_a_checkpoint
+    from conftest import kill_a_worker_held_at_a_checkpoint, start_local_ray
 
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="error")
+    start_local_ray(ray)
     try:
         # The first two trials wait after their first checkpoint: one is killed mid-trial.
         thread, killed = kill_a_worker_held_at_a_checkpoint(monkeypatch, tmp_path, workers=2)
