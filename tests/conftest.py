@@ -338,6 +338,27 @@ def mirror():
     return folders
 
 
+def loop_job(folder: Path, cfg):
+    """A Job for the shared training loop alone (``zoo.train.loop.train``): ``cfg`` its
+    TrainConfig, a fresh run folder at ``folder``, no architecture, tokenizer or dataset."""
+    from zoo.train.job import Job, RunFolder
+
+    return Job(
+        model_name="loop",
+        architecture=None,
+        tokenizer=None,
+        task="test",
+        model_config=None,
+        tokenizer_config=None,
+        train_config=cfg,
+        dataset=None,
+        seed=0,
+        device="cpu",
+        run=RunFolder(folder).create(),
+        quiet=True,
+    )
+
+
 def start_local_ray(ray) -> None:
     """A local Ray cluster of 2 CPUs whose workers run at the tests' own priority: Ray starts
     them at niceness 15, so on a loaded machine (the rest of the suite beside them) they

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import TINY_DECODER, run_cli
+from conftest import TINY_DECODER, loop_job, run_cli
 
 from zoo.records.store import home
 from zoo.train import checkpoints
@@ -56,21 +56,7 @@ def make_job(tmp_path, **train) -> Job:
             **train,
         }
     )
-    run = RunFolder(tmp_path / "run").create()
-    return Job(
-        model_name="counter",
-        architecture=None,
-        tokenizer=None,
-        task="test",
-        model_config=None,
-        tokenizer_config=None,
-        train_config=cfg,
-        dataset=None,
-        seed=0,
-        device="cpu",
-        run=run,
-        quiet=True,
-    )
+    return loop_job(tmp_path / "run", cfg)
 
 
 def fit(job, model):

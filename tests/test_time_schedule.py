@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import loop_job, run_cli
 
 from zoo.train import loop as trainer
-from zoo.train.job import Job, RunFolder, TrainConfig
+from zoo.train.job import TrainConfig
 
 
 class SecondPerStep:
@@ -39,20 +39,7 @@ def rates_over_ten_seconds(tmp_path, monkeypatch, schedule: str) -> list[float]:
         checkpoint_every=0,
         checkpoint_seconds=0,
     )
-    job = Job(
-        model_name="clock",
-        architecture=None,
-        tokenizer=None,
-        task="test",
-        model_config=None,
-        tokenizer_config=None,
-        train_config=cfg,
-        dataset=None,
-        seed=0,
-        device="cpu",
-        run=RunFolder(tmp_path / schedule).create(),
-        quiet=True,
-    )
+    job = loop_job(tmp_path / schedule, cfg)
     model = SecondPerStep(clock)
     trainer.train(job, model, lambda rng: trainer.Batch(np.zeros((1, 1)), np.zeros(1), tokens=1))
     return model.rates
