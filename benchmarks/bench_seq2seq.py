@@ -252,6 +252,7 @@ def multi30k_cell(cell, args, env) -> dict:
         "run_id": record["run_id"],
         "threads": config["threads"]["threads"],
         "precision": config["machine"].get("precision", ""),
+        "val_loss": m.get("val_loss", math.nan),
         "val_bleu": m["val_bleu"],
         "bleu": m["test_bleu"],
         "chrf": m["test_chrf"],
@@ -261,12 +262,12 @@ def multi30k_cell(cell, args, env) -> dict:
         "signature": m["test_bleu_signature"],
     }
     if model == BEAM_CHECK:
+        row["curve"] = curve_of(Path(env["ZOO_HOME"]) / record["run_id"] / "metrics.jsonl")
         beams = BEAMS.of(env["ZOO_HOME"], record["run_id"])
-        if beams is None:
+        if beams is None and args.beam_check:
             beams = beam_gain(record["run_id"], dataset)
             BEAMS.save(env["ZOO_HOME"], record["run_id"], beams)
-        row |= beams
-        row["curve"] = curve_of(Path(env["ZOO_HOME"]) / record["run_id"] / "metrics.jsonl")
+        row |= beams or {}
     print(json.dumps({k: v for k, v in row.items() if k != "curve"}))
     return row
 
@@ -425,7 +426,7 @@ def multi30k(args, env) -> None:
         + f", seeds {', '.join(map(str, args.seeds))}: encdec-bpe as its preset sets it, any "
         "other model at about its size with its vocabulary (8,000-token BPE), schedule, label "
         "smoothing 0.1 and beam 4"
-        + (f", with {' '.join(args.set)}" if args.set else "")
+        + (f"; every run then overridden with {' '.join(args.set)}" if args.set else "")
         + ". Test is test_2016_flickr (1,000 sentences); BLEU and chrF by sacreBLEU on the "
         "decoded text. Mean, standard deviation and n over seeds are zoo compare's.",
         tables=[
@@ -449,6 +450,7 @@ def multi30k(args, env) -> None:
                     ("model", "model"),
                     ("direction", "direction"),
                     ("seed", "seed"),
+                    ("val_loss", "val loss", ".3f"),
                     ("val_bleu", "val BLEU", ".2f"),
                     ("bleu", "test BLEU", ".2f"),
                     ("chrf", "test chrF", ".2f"),
@@ -488,8 +490,8 @@ def multi30k(args, env) -> None:
                 ],
                 [
                     {"direction": r["direction"], **point}
-                    for r in beams
-                    if r["seed"] == args.seeds[0]
+                    for r in rows
+                    if r["seed"] == args.seeds[0] and "curve" in r
                     for point in r["curve"]
                 ],
             ),
@@ -519,6 +521,7 @@ def multi30k(args, env) -> None:
             f"{' '.join(map(str, args.seeds))} --directions {' '.join(args.directions)} "
             f"--models {' '.join(args.models)} --jobs {args.jobs}"
             + (" --report-only" if args.report_only else "")
+            + ("" if args.beam_check else " --no-beam-check")
             + "`.",
         ],
     )
@@ -552,6 +555,13 @@ def main(argv=None) -> int:
         action="store_true",
         help="multi30k: train nothing; report the finished runs in ZOO_HOME and name the "
         "missing ones",
+    )
+    parser.add_argument(
+        "--beam-check",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=f"multi30k: decode {BEAM_CHECK}'s test split again, greedy and with a beam of 4 "
+        "(default: on)",
     )
     parser.add_argument("--directions", nargs="+", default=list(DIRECTIONS), choices=DIRECTIONS)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
