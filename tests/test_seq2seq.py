@@ -55,6 +55,22 @@ def as_model(module):
     return as_model(module, "cpu", loss=cross_entropy)
 
 
+def tiny_transformers(model_type: str, seed: int = 2):  # 2: every type writes past one token
+    """A transformers encoder-decoder of the type at zoo's smallest shape, behind the adapter."""
+    from zoo.plugins.transformers.configs import make_config
+    from zoo.plugins.transformers.model import build
+
+    from zoo.plugin import TaskSpec
+
+    torch.manual_seed(seed)
+    cfg = make_config(f"hf-{model_type}")(n_layer=2, n_head=2, n_embd=16, block_size=12)
+    module = build(cfg, TaskSpec("seq2seq", VOCAB, pad_id=PAD)).eval()
+    with torch.no_grad():  # weights far from transformers' small init: outputs of some length
+        for weight in module.parameters():
+            weight.normal_(0, 0.5)
+    return module
+
+
 def layout(prefix_lm: bool, block: int):
     from zoo.pipelines.seq2seq import Layout
 
@@ -156,11 +172,27 @@ def decode(model, prefix_lm, sources, beam, cache, penalty=1.0, max_new=5):
     return beam_search(steps, len(sources), Search(beam, penalty, max_new, BOS, [PAD, UNK]))
 
 
-@pytest.mark.parametrize("prefix_lm", [False, True], ids=["encoder-decoder", "prefix-lm"])
-def test_cached_decoding_equals_decoding_from_scratch(prefix_lm, one_thread):
+# transformers' types that decode from their cache (plugins/transformers/model.py)
+CACHED_TYPES = ["bart", "marian", "mbart", "pegasus", "t5"]
+
+
+@pytest.mark.parametrize(
+    "kind", ["encoder-decoder", "prefix-lm", *(f"hf-{t}" for t in CACHED_TYPES)]
+)
+def test_cached_decoding_equals_decoding_from_scratch(kind, one_thread):
     """Left-padded prompts and a growing key/value cache give the logits and the outputs of
-    recomputing every prefix: greedy, and a beam of 3 (whose cache is reordered)."""
-    model = as_model(tiny_prefix_lm() if prefix_lm else tiny_encdec())
+    recomputing every prefix: greedy, and a beam of 3 (whose cache is reordered). zoo's
+    encoder-decoder and decoder, and each transformers type that decodes from its cache."""
+    prefix_lm = kind == "prefix-lm"
+    if kind.startswith("hf-"):
+        from zoo.plugins.transformers.model import CACHED_SEQ2SEQ
+
+        assert set(CACHED_TYPES) == CACHED_SEQ2SEQ  # every type that claims it is tested
+        module = tiny_transformers(kind.removeprefix("hf-"))
+    else:
+        module = tiny_prefix_lm() if prefix_lm else tiny_encdec()
+    model = as_model(module)
+    assert model.decodes_incrementally
     lay = layout(prefix_lm, 16 if prefix_lm else 12)
     cached, _ = model.start_decoding(*lay.prompts(SOURCES))
     scratch = lay.logits_after(model, SOURCES, np.zeros((3, 0), dtype=np.int64))

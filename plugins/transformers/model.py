@@ -11,7 +11,9 @@ transformers' auto mappings (``types.model_types``).
   next-item          the language-model head (an encoder's: its masked-LM head) at the last
                      real position: logits [B, vocab]
   seq2seq            ...ForConditionalGeneration (an encoder-decoder) on the pipeline's packed
-                     batch (source, then the target's input): logits [B, T, vocab]
+                     batch (source, then the target's input): logits [B, T, vocab]; the
+                     types of CACHED_SEQ2SEQ also decode a token at a time from transformers'
+                     key/value cache (``decode``), the others recompute every prefix
 
 The transformers model is the wrapper's ``hf`` attribute, so the weights keep transformers'
 names under an ``hf.`` prefix, and ``zoo export`` saves it with ``save_pretrained``.
@@ -24,6 +26,7 @@ so these models compute as zoo's own do.
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -102,6 +105,75 @@ class TransformersModel(nn.Module):
         return logits[torch.arange(logits.shape[0], device=logits.device), last]  # [B, vocab]
 
 
+# Encoder-decoders whose cached decoding gives the logits of recomputing the whole prefix
+# (tested for each): their decoders find positions from the cache's length.
+CACHED_SEQ2SEQ = frozenset({"bart", "marian", "mbart", "pegasus", "t5"})
+
+
+@dataclass
+class Seq2SeqCache:
+    """The encoded source [B, S, C] and its mask [B, S], and transformers' cache of the
+    decoder's keys and values."""
+
+    memory: torch.Tensor
+    source_mask: torch.Tensor
+    past: Any = None
+
+
+class CachedSeq2Seq(TransformersModel):
+    """An encoder-decoder that decodes incrementally (``zoo.train.model``'s contract): the
+    source is encoded once, then each call runs the decoder on one more token per row."""
+
+    def __init__(self, hf: transformers.PreTrainedModel, task: str):
+        super().__init__(hf, task)
+        # transformers 5 renames past_key_values to cache (both accepted until 5.40)
+        accepts = inspect.signature(hf.forward).parameters
+        self.cache_name = "cache" if "cache" in accepts else "past_key_values"
+
+    def decode(self, input_ids, cache: Seq2SeqCache | None = None, pads=None):
+        """Logits [B, V] for the next target token, and the cache. A new cache starts from a
+        prompt [B, S + 1]: the source left-padded by ``pads`` [B], then the target's first
+        token; then each call gives one more token per row [B, 1]."""
+        if cache is None:
+            source, source_mask = right_aligned(input_ids[:, :-1], pads)
+            encoder = self.hf.get_encoder()
+            memory = encoder(input_ids=source, attention_mask=source_mask).last_hidden_state
+            cache, input_ids = Seq2SeqCache(memory, source_mask), input_ids[:, -1:]
+        out = self.hf(
+            encoder_outputs=transformers.modeling_outputs.BaseModelOutput(cache.memory),
+            attention_mask=cache.source_mask,
+            decoder_input_ids=input_ids,
+            use_cache=True,
+            **{self.cache_name: cache.past},
+        )
+        past = out[self.cache_name]
+        return out.logits[:, -1], Seq2SeqCache(cache.memory, cache.source_mask, past)
+
+    def reorder_cache(self, cache: Seq2SeqCache, rows):
+        """The cache of the rows ``rows`` [N] (beam search's surviving hypotheses)."""
+        cache.past.reorder_cache(rows)  # transformers reorders in place
+        memory, source_mask = (
+            cache.memory.index_select(0, rows),
+            cache.source_mask.index_select(0, rows),
+        )
+        return Seq2SeqCache(memory, source_mask, cache.past)
+
+
+def right_aligned(source, pads):
+    """A left-padded source [B, S] (``pads`` [B] pad tokens first) moved to the left, its
+    padding after it, and its mask: the layout the model trained on, where an encoder with
+    absolute positions (BART's) numbers the first real token 0."""
+    S = source.shape[1]
+    pads = (
+        torch.zeros(source.shape[0], dtype=torch.long, device=source.device)
+        if pads is None
+        else pads
+    )
+    index = (torch.arange(S, device=source.device)[None, :] + pads[:, None]) % S
+    real = torch.arange(S, device=source.device)[None, :] < (S - pads)[:, None]
+    return source.gather(1, index), real.long()
+
+
 def _first_line(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return (lines[0] if lines else type(exc).__name__)[:300]
@@ -154,4 +226,6 @@ def build(cfg, spec: TaskSpec) -> TransformersModel:
     # on for generation after export (training passes use_cache=False), unless a forward
     # with it computes something else (configs.NO_CACHE)
     hf.config.use_cache = cfg.model_type not in NO_CACHE
+    if spec.task == "seq2seq" and cfg.model_type in CACHED_SEQ2SEQ:
+        return CachedSeq2Seq(hf, spec.task)
     return TransformersModel(hf, spec.task)
