@@ -429,72 +429,76 @@ def multi30k(args, env) -> None:
         + (f"; every run then overridden with {' '.join(args.set)}" if args.set else "")
         + ". Test is test_2016_flickr (1,000 sentences); BLEU and chrF by sacreBLEU on the "
         "decoded text. Mean, standard deviation and n over seeds are zoo compare's.",
-        tables=[
-            table(
-                "test BLEU and chrF by model and direction (zoo compare)",
-                [
-                    ("model", "model"),
-                    ("direction", "direction"),
-                    ("n", "n"),
-                    ("bleu_mean", "BLEU mean", ".2f"),
-                    ("bleu_std", "BLEU std", ".2f"),
-                    ("chrf_mean", "chrF mean", ".2f"),
-                    ("chrf_std", "chrF std", ".2f"),
-                    ("bleu_best", "best BLEU"),
-                ],
-                summary,
-            ),
-            table(
-                "every run",
-                [
-                    ("model", "model"),
-                    ("direction", "direction"),
-                    ("seed", "seed"),
-                    ("val_loss", "val loss", ".3f"),
-                    ("val_bleu", "val BLEU", ".2f"),
-                    ("bleu", "test BLEU", ".2f"),
-                    ("chrf", "test chrF", ".2f"),
-                    ("steps", "steps"),
-                    ("threads", "threads"),
-                    ("precision", "precision"),
-                    ("train_s", "training s", ",.0f"),
-                    ("wall_s", "wall s", ",.0f"),
-                    ("cpu_s", "CPU s", ",.0f"),
-                    ("load", "load", ".1f"),
-                ],
-                rows,
-            ),
-            table(
-                f"what beam 4 adds over greedy decoding ({BEAM_CHECK}, test split)",
-                [
-                    ("direction", "direction"),
-                    ("seed", "seed"),
-                    ("greedy_bleu", "greedy BLEU", ".2f"),
-                    ("beam4_bleu", "beam 4 BLEU", ".2f"),
-                    ("beam_gain", "gain", "+.2f"),
-                    ("greedy_s", "greedy s", ",.0f"),
-                    ("beam4_s", "beam 4 s", ",.0f"),
-                ],
-                beams,
-            ),
-            table(
-                f"{BEAM_CHECK}'s training curve, seed {args.seeds[0]}, in tenths of its steps "
-                "(training loss with label smoothing, validation loss without)",
-                [
-                    ("direction", "direction"),
-                    ("step", "step"),
-                    ("elapsed_s", "training s", ",.0f"),
-                    ("lr", "lr", ".2e"),
-                    ("train_loss", "train loss", ".3f"),
-                    ("val_loss", "val loss", ".3f"),
-                ],
-                [
-                    {"direction": r["direction"], **point}
-                    for r in rows
-                    if r["seed"] == args.seeds[0] and "curve" in r
-                    for point in r["curve"]
-                ],
-            ),
+        tables=[  # a table without rows (no beam check asked for) is left out
+            t
+            for t in [
+                table(
+                    "test BLEU and chrF by model and direction (zoo compare)",
+                    [
+                        ("model", "model"),
+                        ("direction", "direction"),
+                        ("n", "n"),
+                        ("bleu_mean", "BLEU mean", ".2f"),
+                        ("bleu_std", "BLEU std", ".2f"),
+                        ("chrf_mean", "chrF mean", ".2f"),
+                        ("chrf_std", "chrF std", ".2f"),
+                        ("bleu_best", "best BLEU"),
+                    ],
+                    summary,
+                ),
+                table(
+                    "every run",
+                    [
+                        ("model", "model"),
+                        ("direction", "direction"),
+                        ("seed", "seed"),
+                        ("val_loss", "val loss", ".3f"),
+                        ("val_bleu", "val BLEU", ".2f"),
+                        ("bleu", "test BLEU", ".2f"),
+                        ("chrf", "test chrF", ".2f"),
+                        ("steps", "steps"),
+                        ("threads", "threads"),
+                        ("precision", "precision"),
+                        ("train_s", "training s", ",.0f"),
+                        ("wall_s", "wall s", ",.0f"),
+                        ("cpu_s", "CPU s", ",.0f"),
+                        ("load", "load", ".1f"),
+                    ],
+                    rows,
+                ),
+                table(
+                    f"what beam 4 adds over greedy decoding ({BEAM_CHECK}, test split)",
+                    [
+                        ("direction", "direction"),
+                        ("seed", "seed"),
+                        ("greedy_bleu", "greedy BLEU", ".2f"),
+                        ("beam4_bleu", "beam 4 BLEU", ".2f"),
+                        ("beam_gain", "gain", "+.2f"),
+                        ("greedy_s", "greedy s", ",.0f"),
+                        ("beam4_s", "beam 4 s", ",.0f"),
+                    ],
+                    beams,
+                ),
+                table(
+                    f"{BEAM_CHECK}'s training curve, seed {args.seeds[0]}, in tenths of its steps "
+                    "(training loss with label smoothing, validation loss without)",
+                    [
+                        ("direction", "direction"),
+                        ("step", "step"),
+                        ("elapsed_s", "training s", ",.0f"),
+                        ("lr", "lr", ".2e"),
+                        ("train_loss", "train loss", ".3f"),
+                        ("val_loss", "val loss", ".3f"),
+                    ],
+                    [
+                        {"direction": r["direction"], **point}
+                        for r in rows
+                        if r["seed"] == args.seeds[0] and "curve" in r
+                        for point in r["curve"]
+                    ],
+                ),
+            ]
+            if t["rows"]
         ],
         notes=[
             f"sacreBLEU signature: {rows[0]['signature']}" if rows else "no run",
