@@ -412,7 +412,6 @@ def multi30k(args, env) -> None:
     missing = [r for r in rows if "missing" in r]
     rows = [r for r in rows if "failed" not in r and "missing" not in r]
     summary = statistics_of(rows)
-    beams = [r for r in rows if "beam_gain" in r]
     command = "python benchmarks/bench_seq2seq.py multi30k" + "".join(
         f" --set {value}" for value in args.set
     )
@@ -429,77 +428,7 @@ def multi30k(args, env) -> None:
         + (f"; every run then overridden with {' '.join(args.set)}" if args.set else "")
         + ". Test is test_2016_flickr (1,000 sentences); BLEU and chrF by sacreBLEU on the "
         "decoded text. Mean, standard deviation and n over seeds are zoo compare's.",
-        tables=[  # a table without rows (no beam check asked for) is left out
-            t
-            for t in [
-                table(
-                    "test BLEU and chrF by model and direction (zoo compare)",
-                    [
-                        ("model", "model"),
-                        ("direction", "direction"),
-                        ("n", "n"),
-                        ("bleu_mean", "BLEU mean", ".2f"),
-                        ("bleu_std", "BLEU std", ".2f"),
-                        ("chrf_mean", "chrF mean", ".2f"),
-                        ("chrf_std", "chrF std", ".2f"),
-                        ("bleu_best", "best BLEU"),
-                    ],
-                    summary,
-                ),
-                table(
-                    "every run",
-                    [
-                        ("model", "model"),
-                        ("direction", "direction"),
-                        ("seed", "seed"),
-                        ("val_loss", "val loss", ".3f"),
-                        ("val_bleu", "val BLEU", ".2f"),
-                        ("bleu", "test BLEU", ".2f"),
-                        ("chrf", "test chrF", ".2f"),
-                        ("steps", "steps"),
-                        ("threads", "threads"),
-                        ("precision", "precision"),
-                        ("train_s", "training s", ",.0f"),
-                        ("wall_s", "wall s", ",.0f"),
-                        ("cpu_s", "CPU s", ",.0f"),
-                        ("load", "load", ".1f"),
-                    ],
-                    rows,
-                ),
-                table(
-                    f"what beam 4 adds over greedy decoding ({BEAM_CHECK}, test split)",
-                    [
-                        ("direction", "direction"),
-                        ("seed", "seed"),
-                        ("greedy_bleu", "greedy BLEU", ".2f"),
-                        ("beam4_bleu", "beam 4 BLEU", ".2f"),
-                        ("beam_gain", "gain", "+.2f"),
-                        ("greedy_s", "greedy s", ",.0f"),
-                        ("beam4_s", "beam 4 s", ",.0f"),
-                    ],
-                    beams,
-                ),
-                table(
-                    f"{BEAM_CHECK}'s training curve, seed {args.seeds[0]}, in tenths of its steps "
-                    "(training loss with label smoothing, validation loss without)",
-                    [
-                        ("direction", "direction"),
-                        ("step", "step"),
-                        ("elapsed_s", "training s", ",.0f"),
-                        ("lr", "lr", ".2e"),
-                        ("train_loss", "train loss", ".3f"),
-                        ("val_loss", "val loss", ".3f"),
-                    ],
-                    [
-                        {"direction": r["direction"], **point}
-                        for r in rows
-                        if r["seed"] == args.seeds[0] and "curve" in r
-                        for point in r["curve"]
-                    ],
-                ),
-            ]
-            if t["rows"]
-        ],
+        tables=multi30k_tables(args, summary, rows),
         notes=[
             f"sacreBLEU signature: {rows[0]['signature']}" if rows else "no run",
             *(
@@ -529,6 +458,79 @@ def multi30k(args, env) -> None:
             + "`.",
         ],
     )
+
+
+def multi30k_tables(args, summary: list[dict], rows: list[dict]) -> list[dict]:
+    """The record's tables; one without rows (no beam check asked for) is left out."""
+    beams = [r for r in rows if "beam_gain" in r]
+    tables = [
+        table(
+            "test BLEU and chrF by model and direction (zoo compare)",
+            [
+                ("model", "model"),
+                ("direction", "direction"),
+                ("n", "n"),
+                ("bleu_mean", "BLEU mean", ".2f"),
+                ("bleu_std", "BLEU std", ".2f"),
+                ("chrf_mean", "chrF mean", ".2f"),
+                ("chrf_std", "chrF std", ".2f"),
+                ("bleu_best", "best BLEU"),
+            ],
+            summary,
+        ),
+        table(
+            "every run",
+            [
+                ("model", "model"),
+                ("direction", "direction"),
+                ("seed", "seed"),
+                ("val_loss", "val loss", ".3f"),
+                ("val_bleu", "val BLEU", ".2f"),
+                ("bleu", "test BLEU", ".2f"),
+                ("chrf", "test chrF", ".2f"),
+                ("steps", "steps"),
+                ("threads", "threads"),
+                ("precision", "precision"),
+                ("train_s", "training s", ",.0f"),
+                ("wall_s", "wall s", ",.0f"),
+                ("cpu_s", "CPU s", ",.0f"),
+                ("load", "load", ".1f"),
+            ],
+            rows,
+        ),
+        table(
+            f"what beam 4 adds over greedy decoding ({BEAM_CHECK}, test split)",
+            [
+                ("direction", "direction"),
+                ("seed", "seed"),
+                ("greedy_bleu", "greedy BLEU", ".2f"),
+                ("beam4_bleu", "beam 4 BLEU", ".2f"),
+                ("beam_gain", "gain", "+.2f"),
+                ("greedy_s", "greedy s", ",.0f"),
+                ("beam4_s", "beam 4 s", ",.0f"),
+            ],
+            beams,
+        ),
+        table(
+            f"{BEAM_CHECK}'s training curve, seed {args.seeds[0]}, in tenths of its steps "
+            "(training loss with label smoothing, validation loss without)",
+            [
+                ("direction", "direction"),
+                ("step", "step"),
+                ("elapsed_s", "training s", ",.0f"),
+                ("lr", "lr", ".2e"),
+                ("train_loss", "train loss", ".3f"),
+                ("val_loss", "val loss", ".3f"),
+            ],
+            [
+                {"direction": r["direction"], **point}
+                for r in rows
+                if r["seed"] == args.seeds[0] and "curve" in r
+                for point in r["curve"]
+            ],
+        ),
+    ]
+    return [t for t in tables if t["rows"]]
 
 
 def main(argv=None) -> int:
