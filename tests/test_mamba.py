@@ -1,5 +1,6 @@
-"""The native Mamba: its parallel scan equals the step-by-step recurrence, its logits equal
-transformers' MambaForCausalLM given the same weights, and its runs export as one."""
+"""The native Mamba: its scans equal the step-by-step recurrence (values and gradients), its
+logits equal transformers' MambaForCausalLM given the same weights, and its runs export as
+one. Its decoding from the state is tested with the other cached decoders (test_seq2seq)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,50 @@ def test_the_chunked_parallel_scan_equals_the_sequential_recurrence(one_thread):
     dBu, C = torch.randn(B, T, D, N), torch.randn(B, T, N)
     reference = sequential_scan(dA, dBu, C)
     for chunk in (1, 4, 5, 13, 64):
-        torch.testing.assert_close(selective_scan(dA, dBu, C, chunk), reference)
+        y, last = selective_scan(dA, dBu, C, chunk)
+        torch.testing.assert_close(y, reference)
+        torch.testing.assert_close(last, sequential_state(dA, dBu))
+
+
+def sequential_state(dA, dBu):
+    """The reference's state after the last position."""
+    h = torch.zeros_like(dBu[:, 0])
+    for t in range(dA.shape[1]):
+        h = dA[:, t] * h + dBu[:, t]
+    return h
+
+
+def test_the_cpu_scan_and_its_gradients_equal_the_sequential_recurrence(one_thread):
+    """SelectiveScan's outputs, last state, and gradients (its own backward pass, which
+    recomputes the states a chunk at a time) equal autograd's through the reference."""
+    from zoo.plugins.mamba.model import SelectiveScan, sequential_scan
+
+    torch.manual_seed(0)
+    B, T, D, N = 2, 13, 3, 4
+    inputs = {
+        "dt": torch.rand(B, T, D, dtype=torch.float64) * 0.5,
+        "A": -torch.rand(D, N, dtype=torch.float64) * 2,
+        "x": torch.randn(B, T, D, dtype=torch.float64),
+        "B": torch.randn(B, T, N, dtype=torch.float64),
+        "C": torch.randn(B, T, N, dtype=torch.float64),
+    }
+    weights = torch.randn(B, T, D, dtype=torch.float64), torch.randn(B, D, N, dtype=torch.float64)
+
+    def loss_and_grads(scan, *extra):
+        leaves = {k: v.clone().requires_grad_() for k, v in inputs.items()}
+        y, last = scan(*leaves.values(), *extra)
+        loss = (y * weights[0]).sum() + (last * weights[1]).sum()
+        return [loss, *torch.autograd.grad(loss, list(leaves.values()))]
+
+    def reference(dt, A, x, B, C):
+        dA, dBu = torch.exp(dt[..., None] * A), x[..., None] * B[:, :, None, :]
+        return sequential_scan(dA, dBu, C), sequential_state(dA, dBu)
+
+    expected = loss_and_grads(reference)
+    for chunk in (1, 4, 5, 13, 64):  # 13 positions: chunks of 4 leave a short last one
+        got = loss_and_grads(SelectiveScan.apply, chunk)
+        for g, e in zip(got, expected):
+            torch.testing.assert_close(g, e)
 
 
 def hf_mamba(cfg, vocab):

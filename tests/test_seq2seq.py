@@ -48,6 +48,21 @@ def tiny_prefix_lm(seed: int = 0):
     return build(cfg, TaskSpec("language-modeling", VOCAB)).eval()
 
 
+def tiny_mamba_prefix_lm(seed: int = 0):
+    from zoo.plugins.mamba import MambaConfig
+    from zoo.plugins.mamba.model import build
+
+    from zoo.plugin import TaskSpec
+
+    torch.manual_seed(seed)
+    cfg = MambaConfig(n_layer=2, n_embd=16, d_state=4, block_size=16, scan_chunk=4)
+    module = build(cfg, TaskSpec("language-modeling", VOCAB)).eval()
+    with torch.no_grad():  # large steps: a padding position read would show in the logits
+        for weight in module.parameters():
+            weight.normal_(0, 0.5)
+    return module
+
+
 def as_model(module):
     from zoo.plugin.losses import cross_entropy
     from zoo.train.torch_model import as_model
@@ -177,14 +192,18 @@ CACHED_TYPES = ["bart", "marian", "mbart", "pegasus", "t5"]
 
 
 @pytest.mark.parametrize(
-    "kind", ["encoder-decoder", "prefix-lm", *(f"hf-{t}" for t in CACHED_TYPES)]
+    "kind",
+    ["encoder-decoder", "prefix-lm", "mamba-prefix-lm", *(f"hf-{t}" for t in CACHED_TYPES)],
 )
 def test_cached_decoding_equals_decoding_from_scratch(kind, one_thread):
-    """Left-padded prompts and a growing key/value cache give the logits and the outputs of
+    """Left-padded prompts and a growing cache give the logits and the outputs of
     recomputing every prefix: greedy, and a beam of 3 (whose cache is reordered). zoo's
-    encoder-decoder and decoder, and each transformers type that decodes from its cache."""
-    prefix_lm = kind == "prefix-lm"
-    if kind.startswith("hf-"):
+    encoder-decoder, decoder and Mamba (whose cache is its state), and each transformers
+    type that decodes from its cache."""
+    prefix_lm = kind.endswith("prefix-lm")
+    if kind == "mamba-prefix-lm":
+        module = tiny_mamba_prefix_lm()
+    elif kind.startswith("hf-"):
         from zoo.plugins.transformers.model import CACHED_SEQ2SEQ
 
         assert set(CACHED_TYPES) == CACHED_SEQ2SEQ  # every type that claims it is tested

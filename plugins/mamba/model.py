@@ -10,9 +10,14 @@ number n,
 
 where the step size delta_t (softplus of a rank-r projection), B_t and C_t are computed
 from the token itself (that is what "selective" means), and A (negative) and D are learned
-per channel; the other branch gates y with SiLU. The recurrence is linear in h, so it is
-computed a chunk of positions at a time, the chunks in parallel (``selective_scan``);
-``sequential_scan`` is the step-by-step reference it is tested against.
+per channel; the other branch gates y with SiLU. On the CPU, ``SelectiveScan`` computes the
+recurrence one position at a time on one [B, D, N] state, and keeps only its inputs and
+every ``scan_chunk``-th state for the backward pass, which recomputes one chunk's states at
+a time: no [B, T, D, N] tensor is ever formed. On an accelerator, and in a trace for ONNX
+(whose graph then holds at every length), ``selective_scan`` computes it a chunk of
+positions at a time, the chunks in parallel. ``sequential_scan`` is the step-by-step
+reference both are tested against. ``Mamba.decode`` carries each layer's state and the
+convolution's last inputs from token to token.
 
 Parameter names (the layout of transformers' MambaForCausalLM, under other prefixes):
 
@@ -35,6 +40,7 @@ of a row (classification batches) never changes a real position's state.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -63,7 +69,7 @@ def selective_scan(dA, dBu, C, chunk: int, longest: int | None = None):
     the chunk's running product of dA. chunk + T / chunk sequential steps instead of T.
     ``longest``: scan as many chunks as that length needs, whatever T is (a graph traced
     from it then holds at every length up to ``longest``; the padded steps are identities).
-    dA, dBu: [B, T, D, N]; C: [B, T, N] -> y [B, T, D]."""
+    dA, dBu: [B, T, D, N]; C: [B, T, N] -> y [B, T, D] and the last state [B, D, N]."""
     B, T, D, N = dA.shape
     chunks = -(-(longest or T) // chunk)
     extra = chunks * chunk - T  # the last chunk is filled with identity steps (a = 1, b = 0)
@@ -86,7 +92,63 @@ def selective_scan(dA, dBu, C, chunk: int, longest: int | None = None):
     # 3. every position's state, and its output
     full = torch.stack(states, dim=2) + torch.stack(products, dim=2) * start
     full = full.view(B, chunks * chunk, D, N)[:, :T]  # [B, T, D, N]
-    return (full * C[:, :, None, :]).sum(-1)  # [B, T, D]
+    return (full * C[:, :, None, :]).sum(-1), full[:, -1]  # [B, T, D], the last state
+
+
+def scan_step(h, dt, A, x, B):
+    """One position of the recurrence: the decay exp(dt A) and the next state
+    exp(dt A) * h + x B, both [B, D, N]. dt, x: [B, D]; A: [D, N]; B: [B, N]."""
+    decay = torch.exp(dt[:, :, None] * A)
+    return decay, torch.addcmul(decay * h, x[:, :, None], B[:, None, :])
+
+
+class SelectiveScan(torch.autograd.Function):
+    """``sequential_scan`` of dA = exp(dt A), dBu = x B without forming them: y [B, T, D] and
+    the last state [B, D, N] from dt, x [B, T, D], A [D, N], B, C [B, T, N]. One position at
+    a time, on one [B, D, N] state that stays in cache; the backward pass runs the recurrence
+    in reverse, recomputing the states of one ``chunk`` of positions at a time from the
+    state saved at the chunk's start. In fp32 whatever autocast says: the state accumulates."""
+
+    @staticmethod
+    def forward(ctx, dt, A, x, B, C, chunk: int):
+        with torch.autocast(dt.device.type, enabled=False):
+            h, y, starts = x.new_zeros(x.shape[0], *A.shape), torch.empty_like(x), []
+            for t in range(x.shape[1]):
+                if t % chunk == 0:
+                    starts.append(h)
+                _, h = scan_step(h, dt[:, t], A, x[:, t], B[:, t])
+                y[:, t] = torch.bmm(h, C[:, t, :, None])[..., 0]
+        ctx.chunk = chunk
+        ctx.save_for_backward(dt, A, x, B, C, *starts)
+        return y, h
+
+    @staticmethod
+    def backward(ctx, dy, dh):
+        dt, A, x, B, C, *starts = ctx.saved_tensors
+        T = x.shape[1]
+        grads = [torch.empty_like(t) for t in (dt, x, B, C)]
+        d_dt, dx, dB, dC = grads
+        dA = torch.zeros_like(A)
+        g = dh.clone()  # the loss's gradient with respect to the state at t
+        with torch.autocast(dt.device.type, enabled=False):
+            for c in reversed(range(len(starts))):
+                first, end = c * ctx.chunk, min(T, (c + 1) * ctx.chunk)
+                states, decays = [starts[c]], []
+                for t in range(first, end):
+                    decay, h = scan_step(states[-1], dt[:, t], A, x[:, t], B[:, t])
+                    states.append(h)
+                    decays.append(decay)
+                for t in reversed(range(first, end)):
+                    before, h, decay = states[t - first], states[t - first + 1], decays[t - first]
+                    g = torch.addcmul(g, dy[:, t, :, None], C[:, t, None, :])
+                    dC[:, t] = torch.bmm(dy[:, t, None, :], h)[:, 0]
+                    dx[:, t] = torch.bmm(g, B[:, t, :, None])[..., 0]
+                    dB[:, t] = torch.bmm(x[:, t, None, :], g)[:, 0]
+                    d_exponent = g * before * decay  # d loss / d (dt_t A)
+                    d_dt[:, t] = (d_exponent * A).sum(-1)
+                    dA += torch.einsum("bdn,bd->dn", d_exponent, dt[:, t])
+                    g = g * decay
+        return d_dt, dA, dx, dB, dC, None
 
 
 def traced() -> bool:
@@ -97,7 +159,8 @@ def traced() -> bool:
 
 
 class Mixer(nn.Module):
-    """The selective state-space mixer: [B, T, C] -> [B, T, C]."""
+    """The selective state-space mixer: [B, T, C] -> [B, T, C], and the state a next token
+    would start from (``step``)."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -114,19 +177,53 @@ class Mixer(nn.Module):
         self.D = nn.Parameter(torch.ones(D))
         self.out_proj = nn.Linear(D, C, bias=cfg.bias)
 
-    def forward(self, x):  # [B, T, C]
+    def forward(self, x, real=None):
+        """x [B, T, C] -> [B, T, C], and the state after the last position: the convolution's
+        last inputs [B, D, d_conv - 1] and the recurrence's [B, D, N].
+        real [B, T] (1 = a real token) or None: positions that are not real (a left-padded
+        prompt's) leave the state as it was, as if the row started after them."""
         T = x.shape[1]
         u, gate = self.in_proj(x).chunk(2, dim=-1)  # [B, T, D] each
+        if real is not None:  # the convolution reads zeros there, as left of the first token
+            u = u * real[..., None]
+        window = F.pad(u.transpose(1, 2), (self.conv1d.kernel_size[0] - 1, 0))[..., T:]
         # depthwise convolution over time, padded on the left only: causal
         u = F.silu(self.conv1d(u.transpose(1, 2))[..., :T].transpose(1, 2))  # [B, T, D]
-        dt, B, C = self.x_proj(u).split([self.rank, self.state, self.state], dim=-1)
-        dt = F.softplus(self.dt_proj(dt)).float()  # [B, T, D]: the step size, positive
+        dt, B, C = self.selection(u)
+        if real is not None:  # a step of size 0 leaves the state unchanged
+            dt = dt * real[..., None]
         A = -torch.exp(self.A_log.float())  # [D, N]: negative, so the state decays
-        dA = torch.exp(dt[..., None] * A)  # [B, T, D, N], in (0, 1)
-        dBu = (dt * u.float())[..., None] * B.float()[:, :, None, :]  # [B, T, D, N]
-        y = selective_scan(dA, dBu, C.float(), self.chunk, self.longest if traced() else None)
+        if traced() or x.device.type != "cpu":
+            # the chunked parallel form: a few large steps, as an accelerator wants them (and
+            # a trace's graph then holds at every length); the CPU is faster a position at a
+            # time, in cache
+            dA = torch.exp(dt[..., None] * A)  # [B, T, D, N], in (0, 1)
+            dBu = (dt * u.float())[..., None] * B[:, :, None, :]  # [B, T, D, N]
+            longest = self.longest if traced() else None
+            y, h = selective_scan(dA, dBu, C, self.chunk, longest)
+        else:
+            y, h = SelectiveScan.apply(dt, A, dt * u.float(), B, C, self.chunk)
         y = (y + u.float() * self.D.float()).to(x.dtype)
-        return self.out_proj(y * F.silu(gate))  # [B, T, C]
+        return self.out_proj(y * F.silu(gate)), (window, h)
+
+    def step(self, x, state):
+        """One more token: x [B, C] -> [B, C], and the next state (``forward``'s)."""
+        window, h = state
+        u, gate = self.in_proj(x).chunk(2, dim=-1)  # [B, D] each
+        window = torch.cat([window, u[:, :, None]], dim=-1)  # [B, D, d_conv]
+        u = (window * self.conv1d.weight[:, 0]).sum(-1)
+        if self.conv1d.bias is not None:
+            u = u + self.conv1d.bias
+        u = F.silu(u)
+        dt, B, C = self.selection(u)
+        _, h = scan_step(h, dt, -torch.exp(self.A_log.float()), dt * u.float(), B)
+        y = (h * C[:, None, :]).sum(-1) + u.float() * self.D.float()
+        return self.out_proj(y.to(x.dtype) * F.silu(gate)), (window[..., 1:], h)
+
+    def selection(self, u):
+        """The token's own step size (positive) [..., D], B and C [..., N], in fp32."""
+        dt, B, C = self.x_proj(u).split([self.rank, self.state, self.state], dim=-1)
+        return F.softplus(self.dt_proj(dt)).float(), B.float(), C.float()
 
 
 class Block(nn.Module):
@@ -137,7 +234,16 @@ class Block(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x):  # [B, T, C] -> [B, T, C]
-        return x + self.drop(self.mixer(self.norm(x)))
+        return x + self.drop(self.mixer(self.norm(x))[0])
+
+
+@dataclass
+class MambaCache:
+    """What decoding carries from token to token: each layer's state (``Mixer.forward``) and
+    how many positions it has read (a row's padding included)."""
+
+    states: list
+    length: int
 
 
 class Mamba(nn.Module):
@@ -161,6 +267,41 @@ class Mamba(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.norm_f(x)
+
+    def decode(self, input_ids, cache: MambaCache | None = None, pads=None):
+        """Logits [B, V] after the last of ``input_ids`` [B, t], given the state in ``cache``
+        (a new one when None, from the whole prompt at once, its first ``pads`` [B] positions
+        per row padding that leaves the state unread); returns them with the next cache."""
+        t = input_ids.shape[1]
+        length = (cache.length if cache else 0) + t
+        if length > self.cfg.block_size:
+            raise ValueError(
+                f"sequence of {length} tokens exceeds block_size {self.cfg.block_size}"
+            )
+        if cache is None:
+            positions = torch.arange(t, device=input_ids.device)[None, :]
+            real = None if pads is None else (positions >= pads[:, None]).float()
+            x, states = self.tok_emb(input_ids), []
+            for block in self.blocks:
+                out, state = block.mixer(block.norm(x), real)
+                x = x + out
+                states.append(state)
+            cache, x = MambaCache(states, length), x[:, -1]
+        else:
+            for position in input_ids.unbind(1):
+                x = self.tok_emb(position)
+                for i, block in enumerate(self.blocks):
+                    out, cache.states[i] = block.mixer.step(block.norm(x), cache.states[i])
+                    x = x + out
+            cache.length = length
+        return self.lm_head(self.norm_f(x)), cache
+
+    def reorder_cache(self, cache: MambaCache, rows):
+        """The cache of the rows ``rows`` [N] (beam search's surviving hypotheses)."""
+        cache.states = [
+            (window.index_select(0, rows), h.index_select(0, rows)) for window, h in cache.states
+        ]
+        return cache
 
     def forward(self, input_ids, attention_mask=None):
         h = self.hidden(input_ids)
