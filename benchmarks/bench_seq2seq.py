@@ -381,7 +381,7 @@ def beam_gain(run_id: str, dataset: str) -> dict:
 def statistics_of(rows: list[dict]) -> list[dict]:
     """zoo's own comparison of the recorded runs (zoo.compare): mean, standard deviation and
     n over seeds of test BLEU and chrF per model and direction, and whether zoo marks the
-    leader as best (its Welch tests, Holm-adjusted)."""
+    leader as best (its Welch tests, Holm-adjusted); highest mean BLEU first."""
     import zoo
 
     out = []
@@ -399,7 +399,7 @@ def statistics_of(rows: list[dict]) -> list[dict]:
                 name = metric.removeprefix("test_")
                 entry[f"{name}_mean"], entry[f"{name}_std"] = cell["mean"], cell["std"]
                 entry[f"{name}_best"] = bool(cell["best"])
-        out += list(figures.values())
+        out += sorted(figures.values(), key=lambda entry: -entry.get("bleu_mean", 0.0))
     return out
 
 

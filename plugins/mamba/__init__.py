@@ -29,7 +29,8 @@ class MambaConfig:
     bias: bool = False  # biases of the input and output projections (Mamba has none)
     conv_bias: bool = True
     tie_weights: bool = True  # the LM head shares the token embedding matrix
-    # positions the parallel scan computes at once; the state passes between chunks in turn
+    # positions per chunk: the CPU's scan saves the state at each chunk's start for the
+    # backward pass; the parallel scan (an accelerator's) computes a chunk's positions at once
     scan_chunk: int = sized(32, at_most=2**15)
     # classification: the state at the last real token (it has read the whole text), or the
     # mean over the real tokens
@@ -53,7 +54,9 @@ class MambaConfig:
 
 def memory(config: MambaConfig, vocab_size: int | None) -> int:
     """Bytes to train (16 per parameter: weights, gradients, two Adam moments), plus the
-    scan's [T, inner, N] states per sequence of a batch of 32 kept for the backward pass."""
+    [T, inner, N] states per sequence of a batch of 32 that the chunked scan (an
+    accelerator's) keeps for the backward pass: an upper bound, since the CPU's scan keeps
+    only every scan_chunk-th state."""
     C, D, N = config.n_embd, config.expand * config.n_embd, config.d_state
     mixer = 3 * C * D + D * config.d_conv + D * (config.rank + 2 * N) + config.rank * D + D * N
     parameters = config.n_layer * mixer + (vocab_size or 0) * C
@@ -70,5 +73,5 @@ def register_architectures(register):
         tasks=("language-modeling", "classification", "next-item"),
         memory=memory,
         description="selective state-space model (Mamba: input-dependent step size, B and C; "
-        "causal convolution; gated output; chunked parallel scan)",
+        "causal convolution; gated output; decodes from its state)",
     )
