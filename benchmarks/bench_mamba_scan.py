@@ -46,7 +46,6 @@ def scan_inputs(rows, tokens, inner, state):
 
 def chunked(dt, A, x, B, C):
     import torch
-
     from zoo.plugins.mamba.model import selective_scan
 
     dA = torch.exp(dt[..., None] * A)
