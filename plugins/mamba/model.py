@@ -105,7 +105,7 @@ def scan_step(h, dt, A, x, B):
 class SelectiveScan(torch.autograd.Function):
     """``sequential_scan`` of dA = exp(dt A), dBu = x B without forming them: y [B, T, D] and
     the last state [B, D, N] from dt, x [B, T, D], A [D, N], B, C [B, T, N]. One position at
-    a time, on one [B, D, N] state that stays in cache; the backward pass runs the recurrence
+    a time, on one [B, D, N] state; the backward pass runs the recurrence
     in reverse, recomputing the states of one ``chunk`` of positions at a time from the
     state saved at the chunk's start. In fp32 whatever autocast says: the state accumulates."""
 
@@ -126,8 +126,7 @@ class SelectiveScan(torch.autograd.Function):
     def backward(ctx, dy, dh):
         dt, A, x, B, C, *starts = ctx.saved_tensors
         T = x.shape[1]
-        grads = [torch.empty_like(t) for t in (dt, x, B, C)]
-        d_dt, dx, dB, dC = grads
+        d_dt, dx, dB, dC = (torch.empty_like(t) for t in (dt, x, B, C))
         dA = torch.zeros_like(A)
         g = dh.clone()  # the loss's gradient with respect to the state at t
         with torch.autocast(dt.device.type, enabled=False):
@@ -195,8 +194,8 @@ class Mixer(nn.Module):
         A = -torch.exp(self.A_log.float())  # [D, N]: negative, so the state decays
         if traced() or x.device.type != "cpu":
             # the chunked parallel form: a few large steps, as an accelerator wants them (and
-            # a trace's graph then holds at every length); the CPU is faster a position at a
-            # time, in cache
+            # a trace's graph then holds at every length); on the CPU a position at a time
+            # is faster (benchmarks/bench_mamba_scan.py)
             dA = torch.exp(dt[..., None] * A)  # [B, T, D, N], in (0, 1)
             dBu = (dt * u.float())[..., None] * B[:, :, None, :]  # [B, T, D, N]
             longest = self.longest if traced() else None
