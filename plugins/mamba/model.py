@@ -52,13 +52,14 @@ from zoo.plugin.layers import RMSNorm, check_length, last_real, modules_of
 
 def sequential_scan(dA, dBu, C):
     """The recurrence one position at a time (the reference): h_t = dA_t * h_{t-1} + dBu_t,
-    y_t = h_t . C_t. dA, dBu: [B, T, D, N]; C: [B, T, N] -> y [B, T, D]."""
+    y_t = h_t . C_t. dA, dBu: [B, T, D, N]; C: [B, T, N] -> y [B, T, D] and the last state
+    [B, D, N]."""
     h = torch.zeros_like(dBu[:, 0])  # [B, D, N]
     ys = []
     for t in range(dA.shape[1]):
         h = dA[:, t] * h + dBu[:, t]
         ys.append((h * C[:, t, None, :]).sum(-1))  # [B, D]
-    return torch.stack(ys, dim=1)
+    return torch.stack(ys, dim=1), h
 
 
 def selective_scan(dA, dBu, C, chunk: int, longest: int | None = None):
